@@ -1,0 +1,81 @@
+import Fastify, { type FastifyError, type FastifyServerOptions } from 'fastify'
+import type { Config } from './config.ts'
+import { systemClock, type Clock } from './lib/clock.ts'
+import { redactUrl } from './lib/redact.ts'
+import authentication from './plugins/authentication.ts'
+import challenge from './plugins/challenge.ts'
+import configPlugin from './plugins/config.ts'
+import database from './plugins/database.ts'
+import tokenStore from './plugins/token-store.ts'
+import versioning from './plugins/versioning.ts'
+import discussionRoutes from './routes/api/discussions.ts'
+import apiNotFound from './routes/api/not-found.ts'
+import siteRoutes from './routes/api/site.ts'
+import wellKnownRoutes from './routes/well-known.ts'
+
+export interface AppOptions {
+  config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile'>
+  clock?: Clock
+  logger?: FastifyServerOptions['logger']
+}
+
+// Request bodies larger than this are refused with 413 before they are read.
+export const BODY_LIMIT = 1024 * 1024
+
+/** The whole service as one Fastify instance; the server and the tests build it the same way. */
+export function buildApp(options: AppOptions) {
+  const app = Fastify({
+    bodyLimit: BODY_LIMIT,
+    logger:
+      options.logger === undefined || options.logger === false || options.logger === true
+        ? withRedaction(options.logger ?? false)
+        : options.logger,
+  })
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const status = error.statusCode ?? 500
+    if (status >= 500) {
+      request.log.error({ err: error }, 'request failed')
+      return reply.code(500).send({ error: 'internal_error', message: 'Something went wrong on our side.' })
+    }
+    const code = error.validation ? 'invalid_request' : (error.code ?? 'bad_request').toLowerCase()
+    return reply.code(status).send({ error: code, message: error.message })
+  })
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ error: 'not_found', message: `There is nothing at ${request.method} ${redactUrl(request.url)}.` }),
+  )
+
+  // Shared concerns, in the order they depend on each other.
+  app.register(configPlugin, { config: options.config, clock: options.clock ?? systemClock })
+  app.register(database, { dbFile: options.config.dbFile })
+  app.register(tokenStore)
+  app.register(challenge)
+
+  // Public, unauthenticated documents.
+  app.register(wellKnownRoutes)
+
+  // The v1 API: every route negotiates its media type, then authenticates, before any body is read.
+  app.register(async function api(api) {
+    api.register(versioning)
+    api.register(authentication)
+    api.register(async function authenticated(routes) {
+      routes.addHook('onRequest', routes.authenticate)
+      routes.register(siteRoutes)
+      routes.register(discussionRoutes)
+      routes.register(apiNotFound)
+    })
+  })
+
+  return app
+}
+
+function withRedaction(enabled: boolean): FastifyServerOptions['logger'] {
+  if (!enabled) return false
+  return {
+    level: 'info',
+    // Headers are never logged, and credential values in a query string are replaced.
+    serializers: {
+      req: (request) => ({ method: request.method, url: redactUrl(request.url), remoteAddress: request.ip }),
+    },
+  }
+}

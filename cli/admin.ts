@@ -1,0 +1,189 @@
+import { loadConfig } from '../config.ts'
+import { openDatabase, type Db } from '../db/client.ts'
+import type { Access } from '../db/schema.ts'
+import { randomPassword } from '../lib/password.ts'
+import { maskedToken } from '../lib/token-format.ts'
+import { StoreError } from '../store/errors.ts'
+import { createSiteStore } from '../store/sites.ts'
+import { createTokenStore, DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, tokenState } from '../store/tokens.ts'
+import { createUserStore, MIN_PASSWORD } from '../store/users.ts'
+import { UsageError, type Command, type Io, type Options, type Values } from './command.ts'
+
+const dbOption: Options = { db: { type: 'string' } }
+
+function openStores(values: Values, io: Io) {
+  const { dbFile } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
+  const db: Db = openDatabase(dbFile)
+  return {
+    db,
+    sites: createSiteStore(db, io.clock),
+    users: createUserStore(db, io.clock),
+    tokens: createTokenStore(db, io.clock),
+  }
+}
+
+type Stores = ReturnType<typeof openStores>
+
+/** An administration command: opens the database, runs, closes it, and exits 0 unless refused. */
+function admin(
+  spec: Omit<Command, 'run' | 'options'> & { options?: Options },
+  run: (stores: Stores, args: string[], values: Values, io: Io) => void | Promise<void>,
+): Command {
+  return {
+    ...spec,
+    options: { ...dbOption, ...spec.options },
+    async run(args, values, io) {
+      const stores = openStores(values, io)
+      try {
+        await run(stores, args, values, io)
+        return 0
+      } finally {
+        stores.db.$client.close()
+      }
+    },
+  }
+}
+
+const day = (date: Date | null) => (date ? date.toISOString().slice(0, 10) : 'never')
+
+async function readPassword(io: Io): Promise<string> {
+  // One trailing newline is what `echo` and here-strings add; it is not part of the password.
+  const password = (await io.readStdin()).replace(/\r?\n$/, '')
+  if (password.length < MIN_PASSWORD) throw new StoreError(`a password must be at least ${MIN_PASSWORD} characters`, 'invalid')
+  return password
+}
+
+function parseAccess(value: string | boolean | undefined): Access {
+  if (value === undefined || value === 'write') return 'write'
+  if (value === 'read') return 'read'
+  throw new UsageError(`--access must be read or write, not "${value}"`)
+}
+
+function parseExpiry(value: string | boolean | undefined): number {
+  if (value === undefined) return DEFAULT_EXPIRY_DAYS
+  const days = Number(value)
+  if (!/^\d+$/.test(String(value)) || !(EXPIRY_DAYS as readonly number[]).includes(days)) {
+    throw new UsageError(`--expires must be one of ${EXPIRY_DAYS.join(', ')} (days), not "${value}"`)
+  }
+  return days
+}
+
+function parseId(value: string): number {
+  if (!/^[1-9]\d{0,15}$/.test(value)) throw new UsageError(`a token id is a positive whole number, not "${value}"`)
+  return Number(value)
+}
+
+export const adminCommands: Command[] = [
+  admin(
+    { words: ['site', 'add'], args: ['<site>'], options: { name: { type: 'string' } }, usage: 'site add <site> [--name TEXT]', summary: 'Create a site; <site> is its permalink in every path.' },
+    ({ sites }, [permalink], values, io) => {
+      const site = sites.add(permalink, values.name as string | undefined)
+      io.stdout(`site ${site.permalink} created ("${site.name}")\n`)
+    },
+  ),
+  admin(
+    { words: ['site', 'list'], args: [], usage: 'site list', summary: 'List the sites.' },
+    ({ sites }, _args, _values, io) => {
+      for (const site of sites.list()) io.stdout(`${site.permalink}\t${site.name}\n`)
+    },
+  ),
+  admin(
+    {
+      words: ['user', 'add'],
+      args: ['<email>'],
+      options: { name: { type: 'string' }, 'password-stdin': { type: 'boolean' } },
+      usage: 'user add <email> [--name TEXT] [--password-stdin]',
+      summary: 'Create an account. Without --password-stdin a random password is made and printed once.',
+    },
+    async ({ users }, [email], values, io) => {
+      const given = values['password-stdin'] === true
+      const password = given ? await readPassword(io) : randomPassword()
+      const user = await users.add({ email, name: values.name as string | undefined, password })
+      io.stdout(given ? `user ${user.email} created\n` : `user ${user.email} created; password: ${password}\n`)
+    },
+  ),
+  ...(['disable', 'enable'] as const).map((verb) =>
+    admin(
+      {
+        words: ['user', verb],
+        args: ['<email>'],
+        usage: `user ${verb} <email>`,
+        summary: verb === 'disable' ? 'Disable an account: its tokens stop working at once.' : 'Enable a disabled account again.',
+      },
+      ({ users }, [email], _values, io) => {
+        const user = users.setDisabled(email, verb === 'disable')
+        io.stdout(`user ${user.email} ${verb}d\n`)
+      },
+    ),
+  ),
+  admin(
+    { words: ['staff', 'add'], args: ['<site>', '<email>'], usage: 'staff add <site> <email>', summary: "Make a user a member of a site's support staff." },
+    ({ sites, users }, [permalink, email], _values, io) => {
+      const site = sites.get(permalink)
+      const user = users.get(email)
+      users.addStaff(site.id, user.id)
+      io.stdout(`${user.email} is now support staff of ${site.permalink}\n`)
+    },
+  ),
+  admin(
+    {
+      words: ['staff', 'remove'],
+      args: ['<site>', '<email>'],
+      usage: 'staff remove <site> <email>',
+      summary: 'Take a user off the support staff (they stay a customer); their tokens for the site stop working.',
+    },
+    ({ sites, users }, [permalink, email], _values, io) => {
+      const site = sites.get(permalink)
+      const user = users.get(email)
+      if (!users.removeStaff(site.id, user.id)) {
+        throw new StoreError(`${user.email} is not support staff of ${site.permalink}`, 'not_found')
+      }
+      io.stdout(`${user.email} is no longer support staff of ${site.permalink}\n`)
+    },
+  ),
+  admin(
+    {
+      words: ['token', 'create'],
+      args: ['<site>', '<email>'],
+      options: { name: { type: 'string' }, access: { type: 'string' }, expires: { type: 'string' } },
+      usage: 'token create <site> <email> --name TEXT [--access read|write] [--expires 7|30|90|365]',
+      summary: 'Create a personal API token and print its value alone (shown this once).',
+    },
+    ({ sites, users, tokens }, [permalink, email], values, io) => {
+      if (typeof values.name !== 'string') throw new UsageError('--name is required: say what the token is for')
+      const access = parseAccess(values.access)
+      const expiresInDays = parseExpiry(values.expires)
+      const site = sites.get(permalink)
+      const user = users.get(email)
+      const { value } = tokens.create({ siteId: site.id, userId: user.id, name: values.name, access, expiresInDays })
+      io.stdout(`${value}\n`)
+    },
+  ),
+  admin(
+    {
+      words: ['token', 'list'],
+      args: ['<site>', '<email>'],
+      optionalArgs: 1,
+      usage: 'token list <site> [<email>]',
+      summary: 'One line per token: id, owner, name, access, end of value, created, last used, expires, state.',
+    },
+    ({ sites, users, tokens }, [permalink, email], _values, io) => {
+      const site = sites.get(permalink)
+      const userId = email === undefined ? undefined : users.get(email).id
+      const now = io.clock()
+      for (const t of tokens.listForSite(site.id, userId)) {
+        const fields = [t.id, t.email, t.name, t.access, maskedToken(t.lastFour), `created ${day(t.createdAt)}`]
+        fields.push(`last used ${day(t.lastUsedAt)}`, `expires ${day(t.expiresAt)}`, tokenState(t, now))
+        io.stdout(`${fields.join('\t')}\n`)
+      }
+    },
+  ),
+  admin(
+    { words: ['token', 'revoke'], args: ['<site>', '<id>'], usage: 'token revoke <site> <id>', summary: 'Revoke a token by the id token list shows; it stops working at once.' },
+    ({ sites, tokens }, [permalink, id], _values, io) => {
+      const site = sites.get(permalink)
+      const token = tokens.revoke(site.id, parseId(id))
+      io.stdout(`token ${token.id} (${token.name}) revoked\n`)
+    },
+  ),
+]

@@ -1,0 +1,32 @@
+import type { ParseArgsConfig } from 'node:util'
+import type { Clock } from '../lib/clock.ts'
+
+// What every command of the service-desk command line is made of.
+
+export interface Io {
+  stdout(text: string): void
+  stderr(text: string): void
+  env: Record<string, string | undefined>
+  readStdin(): Promise<string>
+  clock: Clock
+}
+
+export type Options = NonNullable<ParseArgsConfig['options']>
+export type Values = Record<string, string | boolean | undefined>
+
+export interface Command {
+  /** The words that name it, e.g. ['token', 'create']. */
+  words: string[]
+  /** Positional arguments, as shown in the usage line. */
+  args: string[]
+  optionalArgs?: number
+  options: Options
+  usage: string
+  summary: string
+  /** Resolves to the exit code, or undefined when the process keeps running (serve). */
+  run(args: string[], values: Values, io: Io): Promise<number | undefined>
+}
+
+/** Raised for a command line that does not fit the command: exit 2 with its message. */
+export class UsageError extends Error {}
+

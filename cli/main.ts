@@ -1,0 +1,88 @@
+import { parseArgs } from 'node:util'
+import { ConfigError } from '../config.ts'
+import { systemClock } from '../lib/clock.ts'
+import { StoreError } from '../store/errors.ts'
+import { adminCommands } from './admin.ts'
+import { UsageError, type Command, type Io, type Values } from './command.ts'
+import { serveCommand } from './serve.ts'
+
+export const EXIT_REFUSED = 1
+export const EXIT_USAGE = 2
+
+const commands: Command[] = [serveCommand, ...adminCommands]
+
+const defaultIo: Io = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  env: process.env,
+  async readStdin() {
+    const chunks: Buffer[] = []
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+    return Buffer.concat(chunks).toString('utf8')
+  },
+  clock: systemClock,
+}
+
+function overview(): string {
+  const lines = commands.map((c) => `  ${c.usage}\n      ${c.summary}`)
+  return [
+    'Usage: service-desk <command> [options]',
+    '',
+    'Commands:',
+    ...lines,
+    '',
+    'Every command takes --db FILE (or SERVICE_DB) and --help.',
+    '',
+  ].join('\n')
+}
+
+function help(command: Command): string {
+  const options = Object.entries(command.options).map(([name, o]) => `  --${name}${o.type === 'string' ? ' VALUE' : ''}`)
+  return [`Usage: service-desk ${command.usage}`, '', command.summary, '', 'Options:', ...options, '  --help', ''].join('\n')
+}
+
+function findCommand(argv: string[]): Command | undefined {
+  return commands
+    .filter((c) => c.words.every((word, i) => argv[i] === word))
+    .sort((a, b) => b.words.length - a.words.length)[0]
+}
+
+export async function main(argv: string[], io: Io = defaultIo): Promise<number | undefined> {
+  const command = findCommand(argv)
+  if (!command) {
+    const wantsHelp = argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help'
+    if (wantsHelp) {
+      io.stdout(overview())
+      return 0
+    }
+    io.stderr(`service-desk: unknown command "${argv.join(' ')}"; run service-desk --help\n`)
+    return EXIT_USAGE
+  }
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv.slice(command.words.length),
+      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    })
+    if (values.help) {
+      io.stdout(help(command))
+      return 0
+    }
+    const required = command.args.length - (command.optionalArgs ?? 0)
+    if (positionals.length < required || positionals.length > command.args.length) {
+      throw new UsageError(`usage: service-desk ${command.usage}`)
+    }
+    return await command.run(positionals, values as Values, io)
+  } catch (error) {
+    if (error instanceof StoreError) {
+      io.stderr(`service-desk: ${error.message}\n`)
+      return EXIT_REFUSED
+    }
+    if (error instanceof UsageError || error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      io.stderr(`service-desk: ${(error as Error).message}\n`)
+      return EXIT_USAGE
+    }
+    throw error
+  }
+}

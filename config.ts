@@ -1,0 +1,98 @@
+// Configuration comes from environment variables, each of which a command-line flag overrides.
+// A bad value stops start-up with one clear line (ConfigError's message).
+
+export interface Config {
+  port: number
+  host: string
+  dbFile: string
+  /** Origin of the API, without a trailing slash. */
+  baseUrl: string
+  /** Address of a site's supporter web pages, with `{site}` where the permalink goes. */
+  siteUrl: string
+}
+
+export interface ConfigSource {
+  env: Record<string, string | undefined>
+  flags: Partial<Record<'port' | 'host' | 'db' | 'base-url' | 'site-url', string>>
+}
+
+export class ConfigError extends Error {}
+
+export const CONFIG_VARIABLES = [
+  { variable: 'PORT', flag: 'port', fallback: '3000', about: 'TCP port to listen on' },
+  { variable: 'HOST', flag: 'host', fallback: '127.0.0.1', about: 'address to listen on' },
+  { variable: 'SERVICE_DB', flag: 'db', fallback: './data/service.db', about: 'the SQLite file' },
+  { variable: 'SERVICE_BASE_URL', flag: 'base-url', fallback: 'http://localhost:<PORT>', about: 'public origin of the API' },
+  {
+    variable: 'SERVICE_SITE_URL',
+    flag: 'site-url',
+    fallback: 'http://localhost:<PORT>/{site}',
+    about: 'public address of a site\'s web pages, with {site}',
+  },
+] as const
+
+type Key = (typeof CONFIG_VARIABLES)[number]['flag']
+
+function pick(source: ConfigSource, key: Key): { value: string | undefined; name: string } {
+  const entry = CONFIG_VARIABLES.find((v) => v.flag === key)!
+  const flag = source.flags[key]
+  if (flag !== undefined) return { value: flag, name: `--${key}` }
+  return { value: source.env[entry.variable], name: entry.variable }
+}
+
+function parsePort(value: string, name: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) {
+    throw new ConfigError(`${name} must be a port number from 0 to 65535, not "${value}"`)
+  }
+  return Number(value)
+}
+
+function parseHttpUrl(value: string, name: string, example: string): URL {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new ConfigError(`${name} must be an http or https address such as ${example}, not "${value}"`)
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search || url.hash) {
+    throw new ConfigError(`${name} must be an http or https address such as ${example}, not "${value}"`)
+  }
+  return url
+}
+
+function parseBaseUrl(value: string, name: string): string {
+  const url = parseHttpUrl(value, name, 'https://api.example.com')
+  if (url.pathname !== '/') throw new ConfigError(`${name} must be an origin without a path, such as https://api.example.com, not "${value}"`)
+  return url.origin
+}
+
+function parseSiteUrl(value: string, name: string): string {
+  const example = 'https://help.example.com/{site}'
+  const count = value.split('{site}').length - 1
+  if (count !== 1) throw new ConfigError(`${name} must contain {site} exactly once, such as ${example}, not "${value}"`)
+  const url = parseHttpUrl(value.replace('{site}', 'site'), name, example)
+  if (!decodeURI(url.pathname).includes('/site')) {
+    throw new ConfigError(`${name} must have {site} in its path, such as ${example}, not "${value}"`)
+  }
+  return value.replace(/\/+$/, '')
+}
+
+export function loadConfig(source: ConfigSource): Config {
+  const port = pick(source, 'port')
+  const host = pick(source, 'host')
+  const db = pick(source, 'db')
+  const baseUrl = pick(source, 'base-url')
+  const siteUrl = pick(source, 'site-url')
+
+  const portNumber = port.value === undefined ? 3000 : parsePort(port.value, port.name)
+  if (host.value !== undefined && host.value.trim() === '') throw new ConfigError(`${host.name} must not be empty`)
+  if (db.value !== undefined && db.value.trim() === '') throw new ConfigError(`${db.name} must not be empty`)
+  return {
+    port: portNumber,
+    host: host.value ?? '127.0.0.1',
+    dbFile: db.value ?? './data/service.db',
+    baseUrl: baseUrl.value === undefined ? `http://localhost:${portNumber}` : parseBaseUrl(baseUrl.value, baseUrl.name),
+    siteUrl:
+      siteUrl.value === undefined ? `http://localhost:${portNumber}/{site}` : parseSiteUrl(siteUrl.value, siteUrl.name),
+  }
+}

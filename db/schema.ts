@@ -1,0 +1,81 @@
+import { sql } from 'drizzle-orm'
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+
+// Every moment is stored as integer milliseconds since the epoch (UTC), read back as a Date.
+const moment = (name: string) => integer(name, { mode: 'timestamp_ms' })
+
+export const sites = sqliteTable('sites', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  // The <site> of the API paths and of the site URL.
+  permalink: text('permalink').notNull().unique(),
+  name: text('name').notNull(),
+  createdAt: moment('created_at').notNull(),
+})
+
+export const users = sqliteTable(
+  'users',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    // The address as the user typed it, for display.
+    email: text('email').notNull(),
+    // The same address folded to lower case: what makes an account unique and how it is found.
+    emailKey: text('email_key').notNull(),
+    name: text('name').notNull(),
+    // argon2id PHC string; null for accounts that cannot sign in with a password.
+    passwordHash: text('password_hash'),
+    disabled: integer('disabled', { mode: 'boolean' }).notNull().default(false),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('users_email_key_unique').on(t.emailKey)],
+)
+
+export const roles = ['supporter', 'customer'] as const
+export type Role = (typeof roles)[number]
+
+export const memberships = sqliteTable(
+  'memberships',
+  {
+    siteId: integer('site_id')
+      .notNull()
+      .references(() => sites.id, { onDelete: 'cascade' }),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    role: text('role', { enum: roles }).notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.siteId, t.userId] }), index('memberships_user_idx').on(t.userId)],
+)
+
+export const accessLevels = ['read', 'write'] as const
+export type Access = (typeof accessLevels)[number]
+
+export const personalTokens = sqliteTable(
+  'personal_tokens',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: integer('site_id')
+      .notNull()
+      .references(() => sites.id, { onDelete: 'cascade' }),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    access: text('access', { enum: accessLevels }).notNull(),
+    // SHA-256 of the whole token value, hex. The value itself is never stored.
+    fingerprint: text('fingerprint').notNull(),
+    lastFour: text('last_four').notNull(),
+    createdAt: moment('created_at').notNull(),
+    lastUsedAt: moment('last_used_at'),
+    lastUsedFrom: text('last_used_from'),
+    expiresAt: moment('expires_at').notNull(),
+    revokedAt: moment('revoked_at'),
+  },
+  (t) => [
+    uniqueIndex('personal_tokens_fingerprint_unique').on(t.fingerprint),
+    // Counting a user's active tokens (the limit of 20) and listing them read only this index.
+    index('personal_tokens_owner_idx')
+      .on(t.userId, t.expiresAt)
+      .where(sql`${t.revokedAt} IS NULL`),
+  ],
+)

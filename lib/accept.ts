@@ -1,0 +1,45 @@
+// Accept negotiation for the v1 API (decisions.md, "Versioning and media types").
+
+export const V1_MEDIA_TYPE = 'application/vnd.service-v1+json'
+export const JSON_MEDIA_TYPE = 'application/json'
+export type ApiMediaType = typeof V1_MEDIA_TYPE | typeof JSON_MEDIA_TYPE
+
+export const SUPPORTED_MEDIA_TYPES = [V1_MEDIA_TYPE, JSON_MEDIA_TYPE] as const
+
+// What each acceptable range of the client gives; ranges not named here allow nothing we serve.
+const RANGES: Record<string, ApiMediaType> = {
+  [V1_MEDIA_TYPE]: V1_MEDIA_TYPE,
+  // The unversioned vendor type asks for the current version, which is v1.
+  'application/vnd.service+json': V1_MEDIA_TYPE,
+  [JSON_MEDIA_TYPE]: JSON_MEDIA_TYPE,
+  'application/*': JSON_MEDIA_TYPE,
+  '*/*': JSON_MEDIA_TYPE,
+}
+
+const QUALITY = /^q=(0(\.\d{0,3})?|1(\.0{0,3})?)$/i
+
+/**
+ * The media type to answer with, or null when the Accept header allows nothing this API serves
+ * (another version such as `application/vnd.service-v2+json`, or no JSON at all). A missing or
+ * empty header accepts anything. Among acceptable ranges the highest quality wins; on a tie the
+ * versioned type wins, so a client that names it gets it back.
+ */
+export function negotiateMediaType(accept: string | undefined): ApiMediaType | null {
+  if (accept === undefined || accept.trim() === '') return JSON_MEDIA_TYPE
+  let best: ApiMediaType | null = null
+  let bestQuality = 0
+  for (const entry of accept.split(',')) {
+    const [range, ...params] = entry.split(';').map((part) => part.trim())
+    const mediaType = RANGES[range.toLowerCase()]
+    if (!mediaType) continue
+    const qParam = params.find((p) => /^q=/i.test(p))
+    if (qParam !== undefined && !QUALITY.test(qParam)) continue
+    const quality = qParam === undefined ? 1 : Number(qParam.slice(2))
+    if (quality <= 0) continue
+    if (quality > bestQuality || (quality === bestQuality && mediaType === V1_MEDIA_TYPE)) {
+      best = mediaType
+      bestQuality = quality
+    }
+  }
+  return best
+}

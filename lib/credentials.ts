@@ -1,0 +1,85 @@
+import { PERSONAL_TOKEN_PREFIX } from './token-format.ts'
+
+// Finds the one credential of an API request (decisions.md, "Credentials"), without reading the
+// database. Exactly one credential is allowed: two kinds, or one kind sent twice, is a bad request.
+
+export type Credential =
+  | { kind: 'none' }
+  | { kind: 'invalid_request'; reason: string }
+  /** An Authorization header we cannot read: answered like a wrong token. */
+  | { kind: 'malformed' }
+  | { kind: 'bearer'; token: string }
+  | { kind: 'basic'; email: string; password: string }
+  | { kind: 'legacy'; key: string }
+  | { kind: 'multipass'; token: string }
+
+export interface CredentialSource {
+  method: string
+  /** Node's raw header list, [name, value, name, value, ...]: repeated headers stay visible. */
+  rawHeaders: string[]
+  query: Record<string, unknown>
+}
+
+const HEADER_KINDS = { authorization: 'authorization', 'x-service-auth': 'legacy', 'x-multipass': 'multipass' } as const
+const QUERY_KINDS = { auth: 'legacy', sso: 'multipass' } as const
+
+type Found =
+  | { from: 'authorization'; value: string }
+  | { from: 'legacy' | 'multipass'; value: string; inQuery: boolean }
+
+function queryValues(value: unknown): string[] {
+  if (Array.isArray(value)) return value.map(String)
+  return value === undefined ? [] : [String(value)]
+}
+
+function parseAuthorization(value: string): Credential {
+  const match = /^([A-Za-z]+) +(\S+) *$/.exec(value)
+  if (!match) return { kind: 'malformed' }
+  const [, scheme, param] = match
+  switch (scheme.toLowerCase()) {
+    case 'bearer':
+      return { kind: 'bearer', token: param }
+    case 'basic': {
+      const decoded = Buffer.from(param, 'base64').toString('utf8')
+      const colon = decoded.indexOf(':')
+      if (colon < 1) return { kind: 'malformed' }
+      return { kind: 'basic', email: decoded.slice(0, colon), password: decoded.slice(colon + 1) }
+    }
+    default:
+      return { kind: 'malformed' }
+  }
+}
+
+export function findCredential(source: CredentialSource): Credential {
+  const found: Found[] = []
+  for (let i = 0; i < source.rawHeaders.length; i += 2) {
+    const kind = HEADER_KINDS[source.rawHeaders[i].toLowerCase() as keyof typeof HEADER_KINDS]
+    if (kind === 'authorization') found.push({ from: kind, value: source.rawHeaders[i + 1] })
+    else if (kind) found.push({ from: kind, value: source.rawHeaders[i + 1], inQuery: false })
+  }
+  for (const [name, value] of Object.entries(source.query)) {
+    const values = queryValues(value)
+    if (name === 'access_token' || values.some((v) => v.includes(PERSONAL_TOKEN_PREFIX))) {
+      return {
+        kind: 'invalid_request',
+        reason: 'Tokens must not be sent in a URL. Send a personal API token in the Authorization header as "Bearer <token>".',
+      }
+    }
+    const kind = QUERY_KINDS[name as keyof typeof QUERY_KINDS]
+    if (kind) for (const v of values) found.push({ from: kind, value: v, inQuery: true })
+  }
+
+  if (found.length === 0) return { kind: 'none' }
+  if (found.length > 1) {
+    return { kind: 'invalid_request', reason: 'Send exactly one credential: this request carries more than one.' }
+  }
+  const [credential] = found
+  if (credential.from === 'authorization') return parseAuthorization(credential.value)
+  if (credential.inQuery && source.method !== 'GET' && source.method !== 'HEAD') {
+    return {
+      kind: 'invalid_request',
+      reason: `The ${credential.from === 'legacy' ? 'auth' : 'sso'} query parameter is accepted on GET and HEAD only; send the credential in a header.`,
+    }
+  }
+  return credential.from === 'legacy' ? { kind: 'legacy', key: credential.value } : { kind: 'multipass', token: credential.value }
+}

@@ -1,0 +1,37 @@
+import fp from 'fastify-plugin'
+import { JSON_MEDIA_TYPE, negotiateMediaType, SUPPORTED_MEDIA_TYPES, type ApiMediaType } from '../lib/accept.ts'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The media type this API request is answered with (decided from its Accept header). */
+    apiMediaType: ApiMediaType
+  }
+}
+
+const NOT_ACCEPTABLE =
+  `This API answers with ${SUPPORTED_MEDIA_TYPES.join(' or ')}. ` +
+  `Send "Accept: ${SUPPORTED_MEDIA_TYPES[0]}" to use version 1.\n`
+
+/**
+ * v1 media-type negotiation for the routes of the scope it is registered in: 406 for an Accept
+ * that allows nothing we serve, and JSON answers labelled with the type the client asked for.
+ */
+export default fp(
+  async (fastify) => {
+    fastify.decorateRequest('apiMediaType', JSON_MEDIA_TYPE)
+    fastify.addHook('onRequest', async (request, reply) => {
+      reply.header('vary', 'Accept')
+      const mediaType = negotiateMediaType(request.headers.accept)
+      if (!mediaType) return reply.code(406).type('text/plain; charset=utf-8').send(NOT_ACCEPTABLE)
+      request.apiMediaType = mediaType
+    })
+    fastify.addHook('onSend', async (request, reply, payload) => {
+      const type = reply.getHeader('content-type')
+      if (typeof type === 'string' && type.startsWith(JSON_MEDIA_TYPE)) {
+        reply.header('content-type', `${request.apiMediaType}; charset=utf-8`)
+      }
+      return payload
+    })
+  },
+  { name: 'versioning', fastify: '5.x' },
+)

@@ -1,0 +1,36 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { ErrorBody, SiteParams } from './schemas.ts'
+
+// RFC 9728 protected-resource metadata, one document per site: the address the challenge's
+// resource_metadata parameter names. It needs no credential.
+export const ResourceMetadata = Type.Object({
+  resource: Type.String(),
+  scopes_supported: Type.Array(Type.String()),
+  bearer_methods_supported: Type.Array(Type.String()),
+  resource_name: Type.String(),
+  resource_documentation: Type.String(),
+})
+
+const wellKnownRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  const { sites, urls } = fastify
+  fastify.get(
+    '/.well-known/oauth-protected-resource/:site',
+    { schema: { params: SiteParams, response: { 200: ResourceMetadata, 404: ErrorBody } } },
+    async (request, reply) => {
+      const site = sites.find(request.params.site)
+      if (!site) return reply.code(404).send({ error: 'not_found', message: 'There is no such protected resource.' })
+      reply.header('cache-control', 'public, max-age=300')
+      return {
+        // RFC 9728 section 3.3: this must equal the resource the client called, byte for byte.
+        resource: urls.site(site.permalink),
+        scopes_supported: ['read', 'write'],
+        bearer_methods_supported: ['header'],
+        resource_name: `${site.name} (Service Desk API)`,
+        resource_documentation: urls.apiTokensPage(site.permalink),
+      }
+    },
+  )
+}
+
+export default wellKnownRoutes

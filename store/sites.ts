@@ -1,0 +1,52 @@
+import { asc, eq, sql } from 'drizzle-orm'
+import type { Db } from '../db/client.ts'
+import { sites } from '../db/schema.ts'
+import type { Clock } from '../lib/clock.ts'
+import { permalinkProblem } from '../lib/permalink.ts'
+import { StoreError } from './errors.ts'
+
+export type Site = typeof sites.$inferSelect
+
+export function createSiteStore(db: Db, clock: Clock) {
+  const byPermalink = db
+    .select()
+    .from(sites)
+    .where(eq(sites.permalink, sql.placeholder('permalink')))
+    .prepare()
+
+  function find(permalink: string): Site | undefined {
+    return byPermalink.get({ permalink })
+  }
+
+  return {
+    find,
+
+    /** The site, or a StoreError naming the permalink. */
+    get(permalink: string): Site {
+      const site = find(permalink)
+      if (!site) throw new StoreError(`there is no site "${permalink}"`, 'not_found', 'site')
+      return site
+    },
+
+    add(permalink: string, name?: string): Site {
+      const problem = permalinkProblem(permalink)
+      if (problem) throw new StoreError(problem, 'invalid', 'site')
+      const displayName = (name ?? permalink).trim()
+      if (displayName === '' || displayName.length > 100) {
+        throw new StoreError('a site name must be 1 to 100 characters', 'invalid', 'name')
+      }
+      if (find(permalink)) throw new StoreError(`site "${permalink}" already exists`, 'conflict', 'site')
+      return db.insert(sites).values({ permalink, name: displayName, createdAt: new Date(clock()) }).returning().get()
+    },
+
+    list(): Site[] {
+      return db.select().from(sites).orderBy(asc(sites.permalink)).all()
+    },
+
+    isEmpty(): boolean {
+      return db.select({ id: sites.id }).from(sites).limit(1).get() === undefined
+    },
+  }
+}
+
+export type SiteStore = ReturnType<typeof createSiteStore>

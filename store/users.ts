@@ -1,0 +1,130 @@
+import { and, eq, sql } from 'drizzle-orm'
+import type { Db } from '../db/client.ts'
+import { memberships, users, type Role } from '../db/schema.ts'
+import type { Clock } from '../lib/clock.ts'
+import { hashPassword } from '../lib/password.ts'
+import { StoreError } from './errors.ts'
+
+export type User = typeof users.$inferSelect
+
+// Deliberately loose: one @, something on each side, no spaces. Mail delivery is the real test.
+const EMAIL = /^[^\s@]+@[^\s@]+$/
+const MAX_EMAIL = 254
+export const MIN_PASSWORD = 8
+
+export interface NewUser {
+  email: string
+  name?: string
+  password?: string
+}
+
+export function emailKey(email: string): string {
+  return email.trim().toLowerCase()
+}
+
+export function emailProblem(email: string): string | null {
+  const trimmed = email.trim()
+  if (!EMAIL.test(trimmed) || trimmed.length > MAX_EMAIL) return `"${email}" is not an email address`
+  return null
+}
+
+export function createUserStore(db: Db, clock: Clock) {
+  const byEmailKey = db
+    .select()
+    .from(users)
+    .where(eq(users.emailKey, sql.placeholder('key')))
+    .prepare()
+
+  function find(email: string): User | undefined {
+    return byEmailKey.get({ key: emailKey(email) })
+  }
+
+  function get(email: string): User {
+    const user = find(email)
+    if (!user) throw new StoreError(`there is no user "${email}"`, 'not_found', 'email')
+    return user
+  }
+
+  function validate(input: NewUser): { email: string; name: string } {
+    const problem = emailProblem(input.email)
+    if (problem) throw new StoreError(problem, 'invalid', 'email')
+    const email = input.email.trim()
+    const name = (input.name ?? email.split('@')[0]).trim()
+    if (name === '' || name.length > 100) throw new StoreError('a name must be 1 to 100 characters', 'invalid', 'name')
+    if (input.password !== undefined && input.password.length < MIN_PASSWORD) {
+      throw new StoreError(`a password must be at least ${MIN_PASSWORD} characters`, 'invalid', 'password')
+    }
+    if (find(email)) throw new StoreError(`a user with the email "${email}" already exists`, 'conflict', 'email')
+    return { email, name }
+  }
+
+  function insert({ email, name }: { email: string; name: string }, passwordHash: string | null): User {
+    try {
+      return db
+        .insert(users)
+        .values({ email, emailKey: emailKey(email), name, passwordHash, createdAt: new Date(clock()) })
+        .returning()
+        .get()
+    } catch (error) {
+      // Another process may have taken the address since validate(); the unique index has the last word.
+      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
+        throw new StoreError(`a user with the email "${email}" already exists`, 'conflict', 'email')
+      }
+      throw error
+    }
+  }
+
+  function setRole(siteId: number, userId: number, role: Role): void {
+    db.insert(memberships)
+      .values({ siteId, userId, role, createdAt: new Date(clock()) })
+      .onConflictDoUpdate({ target: [memberships.siteId, memberships.userId], set: { role } })
+      .run()
+  }
+
+  return {
+    find,
+    get,
+
+    /** Creates an account. The password is hashed (off the event loop) before anything is written. */
+    async add(input: NewUser): Promise<User> {
+      const checked = validate(input)
+      const passwordHash = input.password === undefined ? null : await hashPassword(input.password)
+      return insert(checked, passwordHash)
+    },
+
+    /** The same, for a caller that hashed the password already and must stay inside one transaction. */
+    insert(input: NewUser, passwordHash: string | null): User {
+      return insert(validate(input), passwordHash)
+    },
+
+    setDisabled(email: string, disabled: boolean): User {
+      const user = get(email)
+      db.update(users).set({ disabled }).where(eq(users.id, user.id)).run()
+      return { ...user, disabled }
+    },
+
+    role(siteId: number, userId: number): Role | undefined {
+      return db
+        .select({ role: memberships.role })
+        .from(memberships)
+        .where(and(eq(memberships.siteId, siteId), eq(memberships.userId, userId)))
+        .get()?.role
+    },
+
+    addStaff(siteId: number, userId: number): void {
+      setRole(siteId, userId, 'supporter')
+    },
+
+    /** The user stays on the site as a customer, so what they wrote there keeps its author. */
+    removeStaff(siteId: number, userId: number): boolean {
+      const result = db
+        .update(memberships)
+        .set({ role: 'customer' })
+        .where(and(eq(memberships.siteId, siteId), eq(memberships.userId, userId), eq(memberships.role, 'supporter')))
+        .run()
+      return result.changes > 0
+    },
+  }
+}
+
+export type UserStore = ReturnType<typeof createUserStore>
