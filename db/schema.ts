@@ -9,6 +9,8 @@ export const sites = sqliteTable('sites', {
   // The <site> of the API paths and of the site URL.
   permalink: text('permalink').notNull().unique(),
   name: text('name').notNull(),
+  // The secret that signs multipass SSO tokens for this site (decisions.md, "Multipass").
+  multipassKey: text('multipass_key').notNull(),
   createdAt: moment('created_at').notNull(),
 })
 
@@ -24,9 +26,19 @@ export const users = sqliteTable(
     // argon2id PHC string; null for accounts that cannot sign in with a password.
     passwordHash: text('password_hash'),
     disabled: integer('disabled', { mode: 'boolean' }).notNull().default(false),
+    // Changes whenever the password does, so anything remembered about the old one is dropped.
+    passwordChangedAt: moment('password_changed_at'),
+    // The legacy account token: a SHA-256 fingerprint for look-up, an AES-256-GCM copy under the
+    // server key so the profile page can show it, and its expiry (one year after issue).
+    legacyTokenFingerprint: text('legacy_token_fingerprint'),
+    legacyTokenEncrypted: text('legacy_token_encrypted'),
+    legacyTokenExpiresAt: moment('legacy_token_expires_at'),
     createdAt: moment('created_at').notNull(),
   },
-  (t) => [uniqueIndex('users_email_key_unique').on(t.emailKey)],
+  (t) => [
+    uniqueIndex('users_email_key_unique').on(t.emailKey),
+    uniqueIndex('users_legacy_token_unique').on(t.legacyTokenFingerprint),
+  ],
 )
 
 export const roles = ['supporter', 'customer'] as const
@@ -78,4 +90,21 @@ export const personalTokens = sqliteTable(
       .on(t.userId, t.expiresAt)
       .where(sql`${t.revokedAt} IS NULL`),
   ],
+)
+
+// Supporter web sessions. The cookie carries the session id; only its SHA-256 is stored.
+export const webSessions = sqliteTable(
+  'web_sessions',
+  {
+    fingerprint: text('fingerprint').primaryKey(),
+    siteId: integer('site_id')
+      .notNull()
+      .references(() => sites.id, { onDelete: 'cascade' }),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: moment('created_at').notNull(),
+    expiresAt: moment('expires_at').notNull(),
+  },
+  (t) => [index('web_sessions_user_idx').on(t.userId), index('web_sessions_expiry_idx').on(t.expiresAt)],
 )

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { asc, eq, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import { sites } from '../db/schema.ts'
@@ -6,6 +7,11 @@ import { permalinkProblem } from '../lib/permalink.ts'
 import { StoreError } from './errors.ts'
 
 export type Site = typeof sites.$inferSelect
+
+/** A random multipass key: 32 hex characters, the form existing multipass integrations expect. */
+export function newMultipassKey(): string {
+  return randomBytes(16).toString('hex')
+}
 
 export function createSiteStore(db: Db, clock: Clock) {
   const byPermalink = db
@@ -36,7 +42,11 @@ export function createSiteStore(db: Db, clock: Clock) {
         throw new StoreError('a site name must be 1 to 100 characters', 'invalid', 'name')
       }
       if (find(permalink)) throw new StoreError(`site "${permalink}" already exists`, 'conflict', 'site')
-      return db.insert(sites).values({ permalink, name: displayName, createdAt: new Date(clock()) }).returning().get()
+      return db
+        .insert(sites)
+        .values({ permalink, name: displayName, multipassKey: newMultipassKey(), createdAt: new Date(clock()) })
+        .returning()
+        .get()
     },
 
     list(): Site[] {

@@ -32,6 +32,7 @@ CREATE TABLE `sites` (
 	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
 	`permalink` text NOT NULL,
 	`name` text NOT NULL,
+	`multipass_key` text NOT NULL,
 	`created_at` integer NOT NULL
 );
 --> statement-breakpoint
@@ -43,7 +44,24 @@ CREATE TABLE `users` (
 	`name` text NOT NULL,
 	`password_hash` text,
 	`disabled` integer DEFAULT false NOT NULL,
+	`password_changed_at` integer,
+	`legacy_token_fingerprint` text,
+	`legacy_token_encrypted` text,
+	`legacy_token_expires_at` integer,
 	`created_at` integer NOT NULL
 );
 --> statement-breakpoint
-CREATE UNIQUE INDEX `users_email_key_unique` ON `users` (`email_key`);
+CREATE UNIQUE INDEX `users_email_key_unique` ON `users` (`email_key`);--> statement-breakpoint
+CREATE UNIQUE INDEX `users_legacy_token_unique` ON `users` (`legacy_token_fingerprint`);--> statement-breakpoint
+CREATE TABLE `web_sessions` (
+	`fingerprint` text PRIMARY KEY NOT NULL,
+	`site_id` integer NOT NULL,
+	`user_id` integer NOT NULL,
+	`created_at` integer NOT NULL,
+	`expires_at` integer NOT NULL,
+	FOREIGN KEY (`site_id`) REFERENCES `sites`(`id`) ON UPDATE no action ON DELETE cascade,
+	FOREIGN KEY (`user_id`) REFERENCES `users`(`id`) ON UPDATE no action ON DELETE cascade
+);
+--> statement-breakpoint
+CREATE INDEX `web_sessions_user_idx` ON `web_sessions` (`user_id`);--> statement-breakpoint
+CREATE INDEX `web_sessions_expiry_idx` ON `web_sessions` (`expires_at`);
