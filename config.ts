@@ -16,7 +16,9 @@ export interface ConfigSource {
   flags: Partial<Record<'port' | 'host' | 'db' | 'base-url' | 'site-url', string>>
 }
 
-export class ConfigError extends Error {}
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
 
 export const CONFIG_VARIABLES = [
   { variable: 'PORT', flag: 'port', fallback: '3000', about: 'TCP port to listen on' },

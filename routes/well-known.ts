@@ -31,6 +31,10 @@ const wellKnownRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     },
   )
+  // Anything else under /.well-known is ours too, not a site's API path: a plain 404.
+  fastify.all('/.well-known/*', { schema: { response: { 404: ErrorBody } } }, async (_request, reply) =>
+    reply.code(404).send({ error: 'not_found', message: 'There is no such well-known document.' }),
+  )
 }
 
 export default wellKnownRoutes

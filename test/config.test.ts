@@ -1,0 +1,49 @@
+import t from 'tap'
+import { loadConfig } from '../config.ts'
+
+const load = (env: Record<string, string> = {}, flags: Record<string, string> = {}) => loadConfig({ env, flags })
+
+t.test('defaults', async (t) => {
+  t.same(load(), {
+    port: 3000,
+    host: '127.0.0.1',
+    dbFile: './data/service.db',
+    baseUrl: 'http://localhost:3000',
+    siteUrl: 'http://localhost:3000/{site}',
+  })
+  t.equal(load({ PORT: '8080' }).baseUrl, 'http://localhost:8080', 'default addresses follow the port')
+})
+
+t.test('environment, and flags over the environment', async (t) => {
+  const config = load(
+    { PORT: '4000', HOST: '0.0.0.0', SERVICE_DB: '/srv/a.db', SERVICE_BASE_URL: 'https://api.example.com/', SERVICE_SITE_URL: 'https://help.example.com/{site}/' },
+    { port: '5000', db: 'b.db' },
+  )
+  t.same(config, {
+    port: 5000,
+    host: '0.0.0.0',
+    dbFile: 'b.db',
+    baseUrl: 'https://api.example.com',
+    siteUrl: 'https://help.example.com/{site}',
+  })
+})
+
+t.test('a bad value is one clear line naming the variable or flag', async (t) => {
+  const cases: [Record<string, string>, Record<string, string>, RegExp][] = [
+    [{ PORT: 'abc' }, {}, /^PORT must be a port number from 0 to 65535, not "abc"$/],
+    [{}, { port: '70000' }, /^--port must be a port number/],
+    [{ HOST: ' ' }, {}, /^HOST must not be empty$/],
+    [{ SERVICE_DB: '' }, {}, /^SERVICE_DB must not be empty$/],
+    [{ SERVICE_BASE_URL: 'api.example.com' }, {}, /^SERVICE_BASE_URL must be an http or https address/],
+    [{ SERVICE_BASE_URL: 'ftp://api.example.com' }, {}, /^SERVICE_BASE_URL must be an http or https address/],
+    [{ SERVICE_BASE_URL: 'https://api.example.com/v1' }, {}, /^SERVICE_BASE_URL must be an origin without a path/],
+    [{ SERVICE_BASE_URL: 'https://u:p@api.example.com' }, {}, /^SERVICE_BASE_URL must be an http or https address/],
+    [{ SERVICE_SITE_URL: 'https://help.example.com' }, {}, /^SERVICE_SITE_URL must contain \{site\} exactly once/],
+    [{ SERVICE_SITE_URL: 'https://{site}.example.com/' }, {}, /^SERVICE_SITE_URL must have \{site\} in its path/],
+    [{}, { 'site-url': 'https://h/{site}?x=1' }, /^--site-url must be an http or https address/],
+    [{}, { 'site-url': '{site}' }, /^--site-url must be an http or https address/],
+  ]
+  for (const [env, flags, message] of cases) {
+    t.throws(() => load(env, flags), { name: 'ConfigError', message }, JSON.stringify({ env, flags }))
+  }
+})

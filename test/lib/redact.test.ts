@@ -1,0 +1,13 @@
+import t from 'tap'
+import { redactUrl } from '../../lib/redact.ts'
+
+t.test('credential query values never survive', async (t) => {
+  t.equal(redactUrl('/demo'), '/demo')
+  t.equal(redactUrl('/demo?page=2'), '/demo?page=2')
+  t.equal(redactUrl('/demo?auth=secret&page=2'), '/demo?auth=[redacted]&page=2')
+  t.equal(redactUrl('/demo?SSO=abc%2Bdef'), '/demo?SSO=[redacted]')
+  t.equal(redactUrl('/demo?access_token=x'), '/demo?access_token=[redacted]')
+  t.equal(redactUrl('/demo?q=service_pat_abc'), '/demo?q=[redacted]')
+  t.equal(redactUrl('/demo?q=service%5Fpat%5Fabc'), '/demo?q=[redacted]', 'encoded')
+  t.equal(redactUrl('/demo?q=%E0%A4%A&auth'), '/demo?q=%E0%A4%A&auth=[redacted]', 'undecodable pairs and bare names')
+})
