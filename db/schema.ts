@@ -108,3 +108,116 @@ export const webSessions = sqliteTable(
   },
   (t) => [index('web_sessions_user_idx').on(t.userId), index('web_sessions_expiry_idx').on(t.expiresAt)],
 )
+
+// Discussions (decisions.md, "Discussions (v1 shape)"). Everything below belongs to one site; every
+// query names the site, so nothing of another site is ever reached.
+
+export const categories = sqliteTable(
+  'categories',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: integer('site_id')
+      .notNull()
+      .references(() => sites.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    // Made from the name, unique within the site.
+    permalink: text('permalink').notNull(),
+    // New discussions in a public category are public unless the request says otherwise.
+    public: integer('public', { mode: 'boolean' }).notNull().default(false),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('categories_site_permalink_unique').on(t.siteId, t.permalink)],
+)
+
+export const discussionStates = ['new', 'open', 'resolved', 'deleted'] as const
+export type DiscussionState = (typeof discussionStates)[number]
+
+export const discussions = sqliteTable(
+  'discussions',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: integer('site_id')
+      .notNull()
+      .references(() => sites.id, { onDelete: 'cascade' }),
+    // The discussion's number within its site: what the API paths use. Never reused.
+    number: integer('number').notNull(),
+    title: text('title').notNull(),
+    permalink: text('permalink').notNull(),
+    state: text('state', { enum: discussionStates }).notNull(),
+    // The state DELETE moved it from, which restore brings back.
+    stateBeforeDelete: text('state_before_delete', { enum: discussionStates }),
+    public: integer('public', { mode: 'boolean' }).notNull(),
+    authorId: integer('author_id')
+      .notNull()
+      .references(() => users.id),
+    categoryId: integer('category_id')
+      .notNull()
+      .references(() => categories.id),
+    createdAt: moment('created_at').notNull(),
+    // Any change: a comment, a state, the title, the category or the visibility.
+    updatedAt: moment('updated_at').notNull(),
+    // Last activity: the newest comment (the opening post counts). The default listing order.
+    lastUpdatedAt: moment('last_updated_at').notNull(),
+    commentsCount: integer('comments_count').notNull(),
+  },
+  (t) => [
+    uniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
+    // One index per listing order, for the whole site and for one state of it, so that a page is
+    // read in index order without sorting; and for one category and one author. The rowid (id)
+    // at the end of each index is the tie-break of every order.
+    index('discussions_site_activity_idx').on(t.siteId, t.lastUpdatedAt),
+    index('discussions_site_created_idx').on(t.siteId, t.createdAt),
+    index('discussions_site_updated_idx').on(t.siteId, t.updatedAt),
+    index('discussions_state_activity_idx').on(t.siteId, t.state, t.lastUpdatedAt),
+    index('discussions_state_created_idx').on(t.siteId, t.state, t.createdAt),
+    index('discussions_state_updated_idx').on(t.siteId, t.state, t.updatedAt),
+    index('discussions_category_activity_idx').on(t.categoryId, t.lastUpdatedAt),
+    index('discussions_author_activity_idx').on(t.siteId, t.authorId, t.lastUpdatedAt),
+  ],
+)
+
+export const commentVias = ['api', 'web', 'email'] as const
+export type CommentVia = (typeof commentVias)[number]
+
+export const comments = sqliteTable(
+  'comments',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    discussionId: integer('discussion_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    // Position within the discussion; 1 is the opening post.
+    number: integer('number').notNull(),
+    authorId: integer('author_id')
+      .notNull()
+      .references(() => users.id),
+    // Whether the author was support staff of the site when writing: kept, so a supporter who later
+    // leaves the staff does not turn their old replies into customer replies.
+    bySupporter: integer('by_supporter', { mode: 'boolean' }).notNull(),
+    body: text('body').notNull(),
+    // A note among the staff, not a reply the customer sees.
+    internal: integer('internal', { mode: 'boolean' }).notNull().default(false),
+    via: text('via', { enum: commentVias }).notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('comments_discussion_number_unique').on(t.discussionId, t.number)],
+)
+
+// How many discussions a site has per category, state and visibility, kept in the same transaction
+// as every write that changes one of those. A listing's `total` is a sum of a few of these rows
+// instead of a count over up to a million discussions (guide/stack.md: about 50 ms each time).
+export const discussionCounts = sqliteTable(
+  'discussion_counts',
+  {
+    siteId: integer('site_id')
+      .notNull()
+      .references(() => sites.id, { onDelete: 'cascade' }),
+    categoryId: integer('category_id')
+      .notNull()
+      .references(() => categories.id, { onDelete: 'cascade' }),
+    state: text('state', { enum: discussionStates }).notNull(),
+    public: integer('public', { mode: 'boolean' }).notNull(),
+    count: integer('count').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.siteId, t.categoryId, t.state, t.public] })],
+)
