@@ -2,6 +2,7 @@ import Fastify, { type FastifyError, type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.ts'
 import { systemClock, type Clock } from './lib/clock.ts'
 import { redactUrl } from './lib/redact.ts'
+import { clientErrorBody } from './lib/validation.ts'
 import authentication from './plugins/authentication.ts'
 import challenge from './plugins/challenge.ts'
 import configPlugin from './plugins/config.ts'
@@ -11,6 +12,7 @@ import versioning from './plugins/versioning.ts'
 import discussionRoutes from './routes/api/discussions.ts'
 import apiNotFound from './routes/api/not-found.ts'
 import siteRoutes from './routes/api/site.ts'
+import openapiRoutes from './routes/openapi.ts'
 import wellKnownRoutes from './routes/well-known.ts'
 
 export interface AppOptions {
@@ -38,8 +40,7 @@ export function buildApp(options: AppOptions) {
       request.log.error({ err: error }, 'request failed')
       return reply.code(500).send({ error: 'internal_error', message: 'Something went wrong on our side.' })
     }
-    const code = error.validation ? 'invalid_request' : (error.code ?? 'bad_request').toLowerCase()
-    return reply.code(status).send({ error: code, message: error.message })
+    return reply.code(status).send(clientErrorBody(error, request.routeOptions.bodyLimit))
   })
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error: 'not_found', message: `There is nothing at ${request.method} ${redactUrl(request.url)}.` }),
@@ -51,7 +52,9 @@ export function buildApp(options: AppOptions) {
   app.register(tokenStore)
   app.register(challenge)
 
-  // Public, unauthenticated documents.
+  // Public, unauthenticated documents. The OpenAPI plugin goes first: it describes the routes
+  // registered after it.
+  app.register(openapiRoutes)
   app.register(wellKnownRoutes)
 
   // The v1 API: every route negotiates its media type, then authenticates, before any body is read.

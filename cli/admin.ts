@@ -22,10 +22,10 @@ function openStores(values: Values, io: Io) {
   }
 }
 
-type Stores = ReturnType<typeof openStores>
+export type Stores = ReturnType<typeof openStores>
 
 /** An administration command: opens the database, runs, closes it, and exits 0 unless refused. */
-function admin(
+export function admin(
   spec: Omit<Command, 'run' | 'options'> & { options?: Options },
   run: (stores: Stores, args: string[], values: Values, io: Io) => void | Promise<void>,
 ): Command {

@@ -4,12 +4,13 @@ import { systemClock } from '../lib/clock.ts'
 import { StoreError } from '../store/errors.ts'
 import { adminCommands } from './admin.ts'
 import { UsageError, type Command, type Io, type Values } from './command.ts'
+import { discussionCommands } from './discussions.ts'
 import { serveCommand } from './serve.ts'
 
 export const EXIT_REFUSED = 1
 export const EXIT_USAGE = 2
 
-const commands: Command[] = [serveCommand, ...adminCommands]
+const commands: Command[] = [serveCommand, ...adminCommands, ...discussionCommands]
 
 const defaultIo: Io = {
   stdout: (text) => process.stdout.write(text),

@@ -162,16 +162,25 @@ export const discussions = sqliteTable(
   },
   (t) => [
     uniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
-    // One index per listing order, for the whole site and for one state of it, so that a page is
-    // read in index order without sorting; and for one category and one author. The rowid (id)
-    // at the end of each index is the tie-break of every order.
-    index('discussions_site_activity_idx').on(t.siteId, t.lastUpdatedAt),
-    index('discussions_site_created_idx').on(t.siteId, t.createdAt),
-    index('discussions_site_updated_idx').on(t.siteId, t.updatedAt),
+    // One index per listing order, for the live discussions of a site (every state but deleted:
+    // the plain listing), for one state of it, and for the live ones of a category, so a page is
+    // read in index order without sorting and a deep page skips index entries, not rows. The rowid
+    // (id) at the end of each index is the tie-break of every order.
+    index('discussions_site_activity_idx')
+      .on(t.siteId, t.lastUpdatedAt)
+      .where(sql`${t.state} <> 'deleted'`),
+    index('discussions_site_created_idx')
+      .on(t.siteId, t.createdAt)
+      .where(sql`${t.state} <> 'deleted'`),
+    index('discussions_site_updated_idx')
+      .on(t.siteId, t.updatedAt)
+      .where(sql`${t.state} <> 'deleted'`),
     index('discussions_state_activity_idx').on(t.siteId, t.state, t.lastUpdatedAt),
     index('discussions_state_created_idx').on(t.siteId, t.state, t.createdAt),
     index('discussions_state_updated_idx').on(t.siteId, t.state, t.updatedAt),
-    index('discussions_category_activity_idx').on(t.categoryId, t.lastUpdatedAt),
+    index('discussions_category_activity_idx')
+      .on(t.siteId, t.categoryId, t.lastUpdatedAt)
+      .where(sql`${t.state} <> 'deleted'`),
     index('discussions_author_activity_idx').on(t.siteId, t.authorId, t.lastUpdatedAt),
   ],
 )

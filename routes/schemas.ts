@@ -9,3 +9,10 @@ export const ErrorBody = Type.Object({
   error: Type.String(),
   message: Type.String(),
 })
+
+/** A 400 invalid_request body: `fields` names each field at fault and why (lib/validation.ts). */
+export const InvalidRequestBody = Type.Object({
+  error: Type.String(),
+  message: Type.String(),
+  fields: Type.Optional(Type.Array(Type.Object({ field: Type.String(), problem: Type.String() }))),
+})

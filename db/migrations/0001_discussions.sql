@@ -56,11 +56,11 @@ CREATE TABLE `discussions` (
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX `discussions_site_number_unique` ON `discussions` (`site_id`,`number`);--> statement-breakpoint
-CREATE INDEX `discussions_site_activity_idx` ON `discussions` (`site_id`,`last_updated_at`);--> statement-breakpoint
-CREATE INDEX `discussions_site_created_idx` ON `discussions` (`site_id`,`created_at`);--> statement-breakpoint
-CREATE INDEX `discussions_site_updated_idx` ON `discussions` (`site_id`,`updated_at`);--> statement-breakpoint
+CREATE INDEX `discussions_site_activity_idx` ON `discussions` (`site_id`,`last_updated_at`) WHERE "discussions"."state" <> 'deleted';--> statement-breakpoint
+CREATE INDEX `discussions_site_created_idx` ON `discussions` (`site_id`,`created_at`) WHERE "discussions"."state" <> 'deleted';--> statement-breakpoint
+CREATE INDEX `discussions_site_updated_idx` ON `discussions` (`site_id`,`updated_at`) WHERE "discussions"."state" <> 'deleted';--> statement-breakpoint
 CREATE INDEX `discussions_state_activity_idx` ON `discussions` (`site_id`,`state`,`last_updated_at`);--> statement-breakpoint
 CREATE INDEX `discussions_state_created_idx` ON `discussions` (`site_id`,`state`,`created_at`);--> statement-breakpoint
 CREATE INDEX `discussions_state_updated_idx` ON `discussions` (`site_id`,`state`,`updated_at`);--> statement-breakpoint
-CREATE INDEX `discussions_category_activity_idx` ON `discussions` (`category_id`,`last_updated_at`);--> statement-breakpoint
+CREATE INDEX `discussions_category_activity_idx` ON `discussions` (`site_id`,`category_id`,`last_updated_at`) WHERE "discussions"."state" <> 'deleted';--> statement-breakpoint
 CREATE INDEX `discussions_author_activity_idx` ON `discussions` (`site_id`,`author_id`,`last_updated_at`);

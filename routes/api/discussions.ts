@@ -1,23 +1,71 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
-import { SiteParams } from '../schemas.ts'
+import type { FastifyError, FastifyPluginAsync } from 'fastify'
+import { InvalidRequest, strictValidatorCompiler } from '../../lib/validation.ts'
+import { createCategoryStore, type CategoryStore } from '../../store/categories.ts'
+import { createDiscussionStore, type DiscussionStore } from '../../store/discussions.ts'
+import { StoreError } from '../../store/errors.ts'
+import categoryRoutes from './categories.ts'
+import actionRoutes from './discussions-actions.ts'
+import listingRoutes from './discussions-listing.ts'
+import { DISCUSSION_BODY_LIMIT } from './discussions-schemas.ts'
+import showRoutes from './discussions-show.ts'
+import { createViews, type Views } from './discussions-views.ts'
+import writeRoutes from './discussions-write.ts'
 
-export const PER_PAGE = 30
+/** What every discussion route plugin is given. */
+export interface DiscussionContext {
+  discussions: DiscussionStore
+  categories: CategoryStore
+  views: Views
+}
 
-export const DiscussionListing = Type.Object({
-  offset: Type.Integer(),
-  total: Type.Integer(),
-  per_page: Type.Integer(),
-  discussions: Type.Array(Type.Object({}, { additionalProperties: true })),
-})
+// Request bodies are JSON; the vendor type of v1 is accepted as well. Anything else is a 415.
+const JSON_TYPES = ['application/json', 'application/vnd.service-v1+json']
 
-/** GET and HEAD {base_url}/<site>/discussions: the v1 listing shape of decisions.md. */
-const discussionRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
-  fastify.get(
-    '/:site/discussions',
-    { schema: { params: SiteParams, response: { 200: DiscussionListing } } },
-    async () => ({ offset: 0, total: 0, per_page: PER_PAGE, discussions: [] }),
-  )
+const sentence = (text: string) => `${text[0].toUpperCase()}${text.slice(1)}.`
+
+/** A refusal of the stores, as the HTTP error it means; anything else unchanged. */
+export function httpError(error: unknown): unknown {
+  if (!(error instanceof StoreError)) return error
+  switch (error.code) {
+    case 'not_found':
+      return Object.assign(new Error(sentence(error.message)), { statusCode: 404, code: 'not_found' })
+    case 'conflict':
+      return Object.assign(new Error(sentence(error.message)), { statusCode: 409, code: 'conflict' })
+    case 'invalid':
+      return new InvalidRequest([{ field: error.field ?? 'request', problem: error.message }])
+    default:
+      return Object.assign(new Error(sentence(error.message)), { statusCode: 403, code: 'forbidden' })
+  }
+}
+
+/**
+ * Discussions and categories: every route of the v1 shape, all scoped to the authenticated site.
+ * Registered inside the authenticated scope of app.ts, so authentication has run (and refused
+ * read-only tokens on writes) before a body is read.
+ */
+const discussionRoutes: FastifyPluginAsync = async (fastify) => {
+  // Validation that never coerces a body and names every bad field (lib/validation.ts).
+  fastify.setValidatorCompiler(strictValidatorCompiler)
+  fastify.removeAllContentTypeParsers()
+  fastify.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, fastify.getDefaultJsonParser('error', 'error'))
+  fastify.addHook('onRoute', (route) => {
+    route.bodyLimit ??= DISCUSSION_BODY_LIMIT
+  })
+  // Store refusals become 404, 409 or 400 here; the app's error handler writes the body.
+  fastify.setErrorHandler((error: FastifyError) => {
+    throw httpError(error)
+  })
+
+  const context: DiscussionContext = {
+    discussions: createDiscussionStore(fastify.db, fastify.clock, fastify.users),
+    categories: createCategoryStore(fastify.db, fastify.clock),
+    views: createViews(fastify.urls),
+  }
+  await fastify.register(listingRoutes, context)
+  await fastify.register(showRoutes, context)
+  await fastify.register(writeRoutes, context)
+  await fastify.register(actionRoutes, context)
+  await fastify.register(categoryRoutes, context)
 }
 
 export default discussionRoutes

@@ -7,24 +7,41 @@ export const SiteResource = Type.Object({
   permalink: Type.String(),
   href: Type.String(),
   html_href: Type.String(),
-  discussions_href: Type.String(),
+  discussions_href: Type.String({ description: 'Every discussion but the deleted ones; /<number> shows one.' }),
+  new_discussions_href: Type.String(),
+  open_discussions_href: Type.String(),
+  resolved_discussions_href: Type.String(),
+  deleted_discussions_href: Type.String(),
+  categories_href: Type.String({ description: 'The categories; a discussion is created in one.' }),
   api_tokens_url: Type.String(),
+  api_documentation_href: Type.String({ description: 'The OpenAPI 3.1 document of this API.' }),
 })
 
 /** GET and HEAD {base_url}/<site>: the site resource, the entry point that links to the rest. */
 const siteRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { urls } = fastify
-  fastify.get('/:site', { schema: { params: SiteParams, response: { 200: SiteResource } } }, async (request) => {
-    const { site } = request.auth!
-    return {
-      name: site.name,
-      permalink: site.permalink,
-      href: urls.site(site.permalink),
-      html_href: urls.siteWeb(site.permalink),
-      discussions_href: urls.discussions(site.permalink),
-      api_tokens_url: urls.apiTokensPage(site.permalink),
-    }
-  })
+  const { config, urls } = fastify
+  fastify.get(
+    '/:site',
+    { schema: { tags: ['site'], summary: 'The site, with links to its discussions and categories', params: SiteParams, response: { 200: SiteResource } } },
+    async (request) => {
+      const { site } = request.auth!
+      const discussions = urls.discussions(site.permalink)
+      return {
+        name: site.name,
+        permalink: site.permalink,
+        href: urls.site(site.permalink),
+        html_href: urls.siteWeb(site.permalink),
+        discussions_href: discussions,
+        new_discussions_href: `${discussions}/new`,
+        open_discussions_href: `${discussions}/open`,
+        resolved_discussions_href: `${discussions}/resolved`,
+        deleted_discussions_href: `${discussions}/deleted`,
+        categories_href: `${urls.site(site.permalink)}/categories`,
+        api_tokens_url: urls.apiTokensPage(site.permalink),
+        api_documentation_href: `${config.baseUrl}/openapi.json`,
+      }
+    },
+  )
 }
 
 export default siteRoutes

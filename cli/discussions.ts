@@ -1,0 +1,80 @@
+import { createCategoryStore } from '../store/categories.ts'
+import { seedDiscussions } from '../store/seed.ts'
+import { admin } from './admin.ts'
+import { UsageError, type Command, type Io } from './command.ts'
+
+const MAX_SEED = 10_000_000
+
+function parseCount(value: string | boolean | undefined): number {
+  if (value === undefined) throw new UsageError('--discussions is required: say how many discussions to create')
+  if (!/^[1-9]\d{0,7}$/.test(String(value)) || Number(value) > MAX_SEED) {
+    throw new UsageError(`--discussions must be a whole number from 1 to ${MAX_SEED.toLocaleString('en')}, not "${value}"`)
+  }
+  return Number(value)
+}
+
+function parseSeed(value: string | boolean | undefined): number {
+  if (value === undefined) return 1
+  if (!/^\d{1,9}$/.test(String(value))) throw new UsageError(`--seed must be a whole number, not "${value}"`)
+  return Number(value)
+}
+
+/** A progress bar on stderr, redrawn in place: [#########...........]  45%  450,000/1,000,000  12,345/s */
+export function progressBar(io: Io, started: number) {
+  return (done: number, total: number) => {
+    const width = 30
+    const filled = Math.round((done / total) * width)
+    const seconds = Math.max(1, io.clock() - started) / 1000
+    const rate = Math.round(done / seconds).toLocaleString('en')
+    const percent = String(Math.floor((done / total) * 100)).padStart(3)
+    const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${percent}%  ${done.toLocaleString('en')}/${total.toLocaleString('en')}  ${rate}/s`
+    io.stderr(`\r${bar}${done === total ? '\n' : ''}`)
+  }
+}
+
+export const discussionCommands: Command[] = [
+  admin(
+    {
+      words: ['category', 'add'],
+      args: ['<site>', '<name>'],
+      options: { public: { type: 'boolean' } },
+      usage: 'category add <site> <name> [--public]',
+      summary: 'Create a category; its discussions are public by default with --public. Prints its id.',
+    },
+    ({ db, sites }, [permalink, name], values, io) => {
+      const site = sites.get(permalink)
+      const category = createCategoryStore(db, io.clock).add(site.id, name, values.public === true)
+      const visibility = category.public ? 'public' : 'private'
+      io.stdout(`category ${category.id} created: "${category.name}" (${category.permalink}, ${visibility}) on ${site.permalink}\n`)
+    },
+  ),
+  admin(
+    { words: ['category', 'list'], args: ['<site>'], usage: 'category list <site>', summary: 'One line per category: id, permalink, public or private, name.' },
+    ({ db, sites }, [permalink], _values, io) => {
+      const site = sites.get(permalink)
+      for (const c of createCategoryStore(db, io.clock).list(site.id, 0, -1).categories) {
+        io.stdout(`${c.id}\t${c.permalink}\t${c.public ? 'public' : 'private'}\t${c.name}\n`)
+      }
+    },
+  ),
+  admin(
+    {
+      words: ['seed'],
+      args: ['<site>'],
+      options: { discussions: { type: 'string' }, seed: { type: 'string' } },
+      usage: 'seed <site> --discussions N [--seed S]',
+      summary: 'Fill a site with N generated discussions and their comments (for demos and benchmarks).',
+    },
+    ({ db, sites, users }, [permalink], values, io) => {
+      const count = parseCount(values.discussions)
+      const seed = parseSeed(values.seed)
+      const site = sites.get(permalink)
+      const started = io.clock()
+      const seeded = seedDiscussions(db, io.clock, users, site, count, { seed, onProgress: progressBar(io, started) })
+      const seconds = ((io.clock() - started) / 1000).toFixed(1)
+      io.stdout(
+        `${seeded.discussions} discussions with ${seeded.comments} comments by ${seeded.customers} customers added to ${site.permalink} in ${seconds} s\n`,
+      )
+    },
+  ),
+]

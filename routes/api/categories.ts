@@ -1,0 +1,75 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { StoreError } from '../../store/errors.ts'
+import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
+import type { DiscussionContext } from './discussions.ts'
+import { listDiscussions } from './discussions-listing.ts'
+import { Category, CategoryListing, CategoryParams, DiscussionListing, ListingQuery, PageQuery, PER_PAGE } from './discussions-schemas.ts'
+import { envelope, pageLinks } from './discussions-views.ts'
+
+/** GET and HEAD of the categories of a site, one category, and the discussions in one. */
+const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, context) => {
+  const { categories, discussions, views } = context
+  const { urls, users } = fastify
+  const response = { 400: InvalidRequestBody, 404: ErrorBody }
+
+  function find(siteId: number, id: number) {
+    const category = categories.find(siteId, id)
+    if (!category) throw new StoreError(`there is no category ${id} on this site`, 'not_found')
+    return category
+  }
+
+  fastify.get(
+    '/:site/categories',
+    {
+      schema: {
+        tags: ['categories'],
+        summary: 'List the categories of the site, by name',
+        params: SiteParams,
+        querystring: PageQuery,
+        response: { 200: CategoryListing, 400: InvalidRequestBody },
+      },
+    },
+    async (request, reply) => {
+      const site = request.auth!.site
+      const page = request.query.page ?? 1
+      const listed = categories.list(site.id, (page - 1) * PER_PAGE, PER_PAGE)
+      const counts = discussions.counts.byCategory(site.id)
+      reply.header('link', pageLinks(`${urls.site(site.permalink)}/categories`, {}, page, listed.total))
+      return {
+        ...envelope(page, listed.total),
+        categories: listed.categories.map((c) => views.category(site.permalink, c, counts.get(c.id))),
+      }
+    },
+  )
+
+  fastify.get(
+    '/:site/categories/:id',
+    { schema: { tags: ['categories'], summary: 'Show a category', params: CategoryParams, response: { 200: Category, ...response } } },
+    async (request) => {
+      const site = request.auth!.site
+      const category = find(site.id, request.params.id)
+      return views.category(site.permalink, category, discussions.counts.byCategory(site.id).get(category.id))
+    },
+  )
+
+  fastify.get(
+    '/:site/categories/:id/discussions',
+    {
+      schema: {
+        tags: ['categories'],
+        summary: 'List the discussions of a category in every state but deleted',
+        params: CategoryParams,
+        querystring: ListingQuery,
+        response: { 200: DiscussionListing, ...response },
+      },
+    },
+    async (request, reply) => {
+      const site = request.auth!.site
+      const category = find(site.id, request.params.id)
+      const address = `${views.categoryHref(site.permalink, category.id)}/discussions`
+      return listDiscussions(context, users, request, reply, { state: 'live', categoryId: category.id }, address)
+    },
+  )
+}
+
+export default categoryRoutes

@@ -1,0 +1,47 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Action } from '../../store/discussions.ts'
+import type { DiscussionContext } from './discussions.ts'
+import { ChangeCategoryQuery, Discussion, errorResponses, NumberParams } from './discussions-schemas.ts'
+
+const SUMMARIES: Record<Exclude<Action, 'delete'>, string> = {
+  resolve: 'Resolve a discussion',
+  unresolve: 'Unresolve a discussion: resolved moves to open',
+  toggle: 'Toggle a discussion between resolved and open',
+  restore: 'Restore a deleted discussion to the state it was deleted from',
+}
+
+/** POST /<site>/discussions/<number>/<action>: the state actions and change_category. Repeating one changes nothing. */
+const actionRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, views }) => {
+  const response = { 200: Discussion, ...errorResponses }
+
+  for (const [action, summary] of Object.entries(SUMMARIES) as Array<[Action, string]>) {
+    fastify.post(
+      `/:site/discussions/:number/${action}`,
+      { schema: { tags: ['discussions'], summary, params: NumberParams, response } },
+      async (request) => {
+        const { site } = request.auth!
+        return views.discussion(site.permalink, discussions.act(site.id, request.params.number, action))
+      },
+    )
+  }
+
+  fastify.post(
+    '/:site/discussions/:number/change_category',
+    {
+      schema: {
+        tags: ['discussions'],
+        summary: 'Move a discussion to another category of the site',
+        params: NumberParams,
+        querystring: ChangeCategoryQuery,
+        response,
+      },
+    },
+    async (request) => {
+      const { site } = request.auth!
+      const changed = discussions.update(site.id, request.params.number, { categoryId: request.query.to }, 'to')
+      return views.discussion(site.permalink, changed)
+    },
+  )
+}
+
+export default actionRoutes

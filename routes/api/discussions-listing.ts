@@ -1,0 +1,91 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
+import type { Static } from 'typebox'
+import { discussionStates } from '../../db/schema.ts'
+import { InvalidRequest } from '../../lib/validation.ts'
+import type { Authenticated } from '../../plugins/authentication.ts'
+import type { StateScope } from '../../store/discussion-counts.ts'
+import type { Since } from '../../store/discussion-listing.ts'
+import type { UserStore } from '../../store/users.ts'
+import { InvalidRequestBody, SiteParams } from '../schemas.ts'
+import type { DiscussionContext } from './discussions.ts'
+import { DiscussionListing, ListingQuery, PER_PAGE } from './discussions-schemas.ts'
+import { envelope, pageLinks } from './discussions-views.ts'
+
+/** `since` as a number (discussions numbered above it) or a UTC date (at or after its midnight). */
+export function parseSince(since: string | undefined): Since | undefined {
+  if (since === undefined) return undefined
+  if (/^\d+$/.test(since)) return { kind: 'number', after: Number(since) }
+  const from = Date.parse(`${since}T00:00:00Z`)
+  // Date.parse rolls 2026-02-30 over to March; a date that does not read back the same is not one.
+  if (Number.isNaN(from) || new Date(from).toISOString().slice(0, 10) !== since) {
+    throw new InvalidRequest([{ field: 'since', problem: 'is not a date of the calendar' }])
+  }
+  return { kind: 'date', from }
+}
+
+export interface ListingRequest {
+  auth: Authenticated | null
+  query: Static<typeof ListingQuery>
+}
+
+/**
+ * Answers a listing request: one page of the discussions in `scope`, filtered by the query, with
+ * the envelope of decisions.md and RFC 8288 Link headers pointing at `address`.
+ */
+export function listDiscussions(
+  { discussions, views }: DiscussionContext,
+  users: UserStore,
+  request: ListingRequest,
+  reply: FastifyReply,
+  scope: { state: StateScope; categoryId?: number },
+  address: string,
+): Static<typeof DiscussionListing> {
+  const site = request.auth!.site
+  const { page = 1, sort = 'activity', user_id, user_email, ...query } = request.query
+  const since = parseSince(query.since)
+  if (user_id !== undefined && user_email !== undefined) {
+    throw new InvalidRequest([{ field: 'user_email', problem: 'cannot be combined with user_id: send one of them' }])
+  }
+  // An address nobody has matches no discussion; 0 is no user's id.
+  const authorId = user_email === undefined ? user_id : (users.find(user_email)?.id ?? 0)
+  const { total, discussions: rows } = discussions.list({
+    siteId: site.id,
+    ...scope,
+    public: query.public === undefined ? undefined : query.public === '1' || query.public === 'true',
+    authorId,
+    since,
+    sort,
+    offset: (page - 1) * PER_PAGE,
+    limit: PER_PAGE,
+  })
+  const kept = { sort: request.query.sort, public: query.public, since: query.since, user_id, user_email }
+  reply.header('link', pageLinks(address, kept, page, total))
+  return { ...envelope(page, total), discussions: rows.map((row) => views.discussion(site.permalink, row)) }
+}
+
+/** GET and HEAD {base_url}/<site>/discussions, and the same for one state: /discussions/<state>. */
+const listingRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, context) => {
+  const { urls, users } = fastify
+  const schema = (summary: string) => ({
+    tags: ['discussions'],
+    summary,
+    params: SiteParams,
+    querystring: ListingQuery,
+    response: { 200: DiscussionListing, 400: InvalidRequestBody },
+  })
+
+  fastify.get('/:site/discussions', { schema: schema('List discussions in every state but deleted') }, async (request, reply) =>
+    listDiscussions(context, users, request, reply, { state: 'live' }, urls.discussions(request.auth!.site.permalink)),
+  )
+
+  // One static route per state, so /discussions/<number> stays free for a discussion and an
+  // unknown state is refused by that route's number check.
+  for (const state of discussionStates) {
+    fastify.get(`/:site/discussions/${state}`, { schema: schema(`List ${state} discussions`) }, async (request, reply) =>
+      listDiscussions(context, users, request, reply, { state }, `${urls.discussions(request.auth!.site.permalink)}/${state}`),
+    )
+  }
+}
+
+export default listingRoutes

@@ -1,0 +1,173 @@
+import { Type, type TProperties } from 'typebox'
+import { commentVias, discussionStates } from '../../db/schema.ts'
+import { sorts } from '../../store/discussion-listing.ts'
+import { ErrorBody, InvalidRequestBody } from '../schemas.ts'
+
+// The v1 shapes of decisions.md ("Discussions (v1 shape)"): what the routes accept and answer.
+// Responses are serialised from these schemas, so a field not named here is never sent.
+
+export const PER_PAGE = 30
+
+/** Request bodies of the discussion routes above this size are refused with 413 before being read. */
+export const DISCUSSION_BODY_LIMIT = 256 * 1024
+export const MAX_TITLE = 200
+export const MAX_BODY = 65_536
+export const MAX_NAME = 100
+const MAX_EMAIL = 254
+const MAX_ID = Number.MAX_SAFE_INTEGER
+
+const Moment = Type.String({ format: 'date-time' })
+const Href = Type.String({ format: 'uri' })
+
+/** Text that must hold something besides white space. */
+const Text = (maxLength: number, description: string) =>
+  Type.String({ minLength: 1, maxLength, pattern: '\\S', description, errorMessage: { pattern: 'must not be blank' } })
+
+// Deliberately loose, like the user store's own check: one @, something on each side, no spaces.
+const Email = (description: string) =>
+  Type.String({ maxLength: MAX_EMAIL, pattern: '^\\s*[^\\s@]+@[^\\s@]+\\s*$', description, errorMessage: 'is not an email address' })
+
+const Id = (description: string, errorMessage?: string) =>
+  Type.Integer({ minimum: 1, maximum: MAX_ID, description, ...(errorMessage && { errorMessage: { type: errorMessage } }) })
+
+// ---- resources
+
+const discussionFields = {
+  href: Href,
+  number: Type.Integer({ description: "The discussion's number on its site: the {number} of every discussion path." }),
+  title: Type.String(),
+  permalink: Type.String(),
+  state: Type.Enum(discussionStates),
+  public: Type.Boolean(),
+  created_at: Moment,
+  updated_at: Type.String({ format: 'date-time', description: 'Last change of any kind.' }),
+  last_updated_at: Type.String({ format: 'date-time', description: 'Last activity: the newest comment.' }),
+  author_email: Type.String(),
+  author_name: Type.String(),
+  user_href: Type.String({ format: 'uri', description: "The author's discussions." }),
+  comments_count: Type.Integer({ description: 'Comments including the opening post.' }),
+  category_href: Href,
+  comments_href: Type.String({ format: 'uri', description: 'GET lists the comments; POST adds a reply.' }),
+  html_href: Href,
+  resolve_href: Href,
+  unresolve_href: Href,
+  toggle_href: Href,
+  restore_href: Href,
+  change_category_href: Type.String({ format: 'uri', description: 'POST with ?to=<category id>.' }),
+} satisfies TProperties
+
+export const Discussion = Type.Object(discussionFields)
+
+export const Comment = Type.Object({
+  href: Href,
+  number: Type.Integer({ description: 'Position in the discussion; 1 is the opening post.' }),
+  body: Type.String(),
+  author_email: Type.String(),
+  author_name: Type.String(),
+  user_is_supporter: Type.Boolean(),
+  internal: Type.Boolean({ description: 'A note among the staff, not a reply the customer sees.' }),
+  created_at: Moment,
+  via: Type.Enum(commentVias),
+  discussion_href: Href,
+})
+
+export const DiscussionWithComments = Type.Object({ ...discussionFields, comments: Type.Array(Comment) })
+
+const countFields = {
+  discussions_count: Type.Integer({ description: 'Discussions in every state but deleted.' }),
+  new_discussions_count: Type.Integer(),
+  open_discussions_count: Type.Integer(),
+  resolved_discussions_count: Type.Integer(),
+  deleted_discussions_count: Type.Integer(),
+}
+
+export const Category = Type.Object({
+  id: Type.Integer({ description: 'What change_category?to= and category (PUT) take.' }),
+  href: Href,
+  name: Type.String(),
+  permalink: Type.String(),
+  public: Type.Boolean({ description: 'New discussions here are public unless created with public: false.' }),
+  created_at: Moment,
+  discussions_href: Type.String({ format: 'uri', description: 'GET lists them; POST creates one.' }),
+  ...countFields,
+})
+
+const page = { offset: Type.Integer(), total: Type.Integer(), per_page: Type.Integer() }
+export const DiscussionListing = Type.Object({ ...page, discussions: Type.Array(Discussion) })
+export const CommentListing = Type.Object({ ...page, comments: Type.Array(Comment) })
+export const CategoryListing = Type.Object({ ...page, categories: Type.Array(Category) })
+
+// ---- path and query
+
+const site = Type.String({ description: 'The site permalink.' })
+const number = Id('The discussion number.', 'must be a discussion number')
+
+export const NumberParams = Type.Object({ site, number })
+// GET /<site>/discussions/<anything but a state> lands here, so the refusal names both.
+export const ShowParams = Type.Object({
+  site,
+  number: Id('The discussion number.', `must be a discussion number or a state: ${discussionStates.join(', ')}`),
+})
+export const CommentParams = Type.Object({ site, number, comment: Id('The comment number; 1 is the opening post.', 'must be a comment number') })
+export const CategoryParams = Type.Object({ site, id: Id('The category id.', 'must be a category id') })
+
+const Page = Type.Integer({ minimum: 1, maximum: 1_000_000_000, description: '1-based page of 30.' })
+export const PageQuery = Type.Object({ page: Type.Optional(Page) })
+
+export const ListingQuery = Type.Object({
+  page: Type.Optional(Page),
+  sort: Type.Optional(Type.Enum(sorts, { description: 'Newest first by: last activity (the default), creation or last change.' })),
+  public: Type.Optional(Type.Enum(['1', '0', 'true', 'false'], { description: '1: public discussions only; 0: private only.' })),
+  since: Type.Optional(
+    Type.String({
+      pattern: '^(\\d{1,16}|\\d{4}-\\d{2}-\\d{2})$',
+      description: 'A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it.',
+      errorMessage: 'must be a discussion number or a date as YYYY-MM-DD',
+    }),
+  ),
+  user_id: Type.Optional(Id("Only this user's discussions.", 'must be a user id')),
+  user_email: Type.Optional(Email("Only the discussions of the user with this address.")),
+})
+
+export const ChangeCategoryQuery = Type.Object({ to: Id('The id of the category to move to.', 'must be a category id') })
+
+// ---- bodies
+
+const onBehalf = {
+  author_email: Type.Optional(
+    Email('Post on behalf of this user; an unknown address becomes a customer of the site. Without it the post is yours.'),
+  ),
+  author_name: Type.Optional(Text(MAX_NAME, 'The name of a user created from author_email.')),
+}
+
+export const CreateBody = Type.Object({
+  title: Text(MAX_TITLE, 'The subject.'),
+  body: Text(MAX_BODY, 'The opening post.'),
+  public: Type.Optional(Type.Boolean({ description: "Defaults to the category's visibility." })),
+  ...onBehalf,
+})
+
+export const ReplyBody = Type.Object({
+  body: Text(MAX_BODY, 'The comment.'),
+  internal: Type.Optional(Type.Boolean({ description: 'A note among the staff. Default false.' })),
+  ...onBehalf,
+})
+
+export const UpdateBody = Type.Object({
+  title: Type.Optional(Text(MAX_TITLE, 'The subject.')),
+  public: Type.Optional(Type.Boolean()),
+  category: Type.Optional(Id('Move to the category with this id.', 'must be a category id')),
+})
+
+// ---- answers that are not the resource
+
+/** 400, 404, 409, 413 and 415 of a route, as JSON error bodies. */
+export const errorResponses = {
+  400: InvalidRequestBody,
+  404: ErrorBody,
+  409: ErrorBody,
+  413: ErrorBody,
+  415: ErrorBody,
+}
+
+export const readErrorResponses = { 400: InvalidRequestBody, 404: ErrorBody }

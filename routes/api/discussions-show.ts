@@ -1,0 +1,69 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { StoreError } from '../../store/errors.ts'
+import { ErrorBody, InvalidRequestBody } from '../schemas.ts'
+import type { DiscussionContext } from './discussions.ts'
+import {
+  Comment,
+  CommentListing,
+  CommentParams,
+  DiscussionWithComments,
+  NumberParams,
+  PageQuery,
+  PER_PAGE,
+  ShowParams,
+} from './discussions-schemas.ts'
+import { envelope, pageLinks } from './discussions-views.ts'
+
+/** GET and HEAD of one discussion with its comments, of its comments page by page, and of one comment. */
+const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, views }) => {
+  const response = { 400: InvalidRequestBody, 404: ErrorBody }
+
+  fastify.get(
+    '/:site/discussions/:number',
+    { schema: { tags: ['discussions'], summary: 'Show a discussion with its comments', params: ShowParams, response: { 200: DiscussionWithComments, ...response } } },
+    async (request) => {
+      const { permalink, id } = request.auth!.site
+      const discussion = discussions.get(id, request.params.number)
+      const comments = discussions.comments(discussion.id).map((c) => views.comment(permalink, discussion.number, c))
+      return { ...views.discussion(permalink, discussion), comments }
+    },
+  )
+
+  fastify.get(
+    '/:site/discussions/:number/comments',
+    {
+      schema: {
+        tags: ['discussions'],
+        summary: 'List the comments of a discussion, oldest first',
+        params: NumberParams,
+        querystring: PageQuery,
+        response: { 200: CommentListing, ...response },
+      },
+    },
+    async (request, reply) => {
+      const { permalink, id } = request.auth!.site
+      const discussion = discussions.get(id, request.params.number)
+      const page = request.query.page ?? 1
+      const offset = (page - 1) * PER_PAGE
+      // comments_count is kept with every comment, so it is the total without counting.
+      const total = discussion.commentsCount
+      const rows = offset >= total ? [] : discussions.comments(discussion.id, offset, PER_PAGE)
+      reply.header('link', pageLinks(`${views.discussionHref(permalink, discussion.number)}/comments`, {}, page, total))
+      return { ...envelope(page, total), comments: rows.map((c) => views.comment(permalink, discussion.number, c)) }
+    },
+  )
+
+  fastify.get(
+    '/:site/discussions/:number/comments/:comment',
+    { schema: { tags: ['discussions'], summary: 'Show one comment', params: CommentParams, response: { 200: Comment, ...response } } },
+    async (request) => {
+      const { permalink, id } = request.auth!.site
+      const discussion = discussions.get(id, request.params.number)
+      const comment = discussions.comment(discussion.id, request.params.comment)
+      if (!comment) throw new StoreError(`discussion ${discussion.number} has no comment ${request.params.comment}`, 'not_found')
+      return views.comment(permalink, discussion.number, comment)
+    },
+  )
+}
+
+export default showRoutes

@@ -1,0 +1,112 @@
+import type { Static } from 'typebox'
+import type { Urls } from '../../lib/urls.ts'
+import type { Category as CategoryRow } from '../../store/categories.ts'
+import { emptyStateCounts, type StateCounts } from '../../store/discussion-counts.ts'
+import type { CommentRow, DiscussionRow } from '../../store/discussions.ts'
+import type { Category, Comment, Discussion } from './discussions-schemas.ts'
+import { PER_PAGE } from './discussions-schemas.ts'
+
+// From stored rows to the v1 resources. Every address is built from the configured base and site
+// URLs (lib/urls.ts), never from the request.
+
+/** ISO 8601 in UTC to the second, the form v1 clients parse: 2026-03-01T12:00:00Z. */
+export const moment = (date: Date) => date.toISOString().replace(/\.\d{3}Z$/, 'Z')
+
+export function createViews(urls: Urls) {
+  const discussionHref = (permalink: string, number: number) => `${urls.discussions(permalink)}/${number}`
+  const categoryHref = (permalink: string, id: number) => `${urls.site(permalink)}/categories/${id}`
+
+  function comment(permalink: string, discussionNumber: number, row: CommentRow): Static<typeof Comment> {
+    const discussion = discussionHref(permalink, discussionNumber)
+    return {
+      href: `${discussion}/comments/${row.number}`,
+      number: row.number,
+      body: row.body,
+      author_email: row.authorEmail,
+      author_name: row.authorName,
+      user_is_supporter: row.bySupporter,
+      internal: row.internal,
+      created_at: moment(row.createdAt),
+      via: row.via,
+      discussion_href: discussion,
+    }
+  }
+
+  return {
+    discussionHref,
+    categoryHref,
+    comment,
+
+    discussion(permalink: string, row: DiscussionRow): Static<typeof Discussion> {
+      const href = discussionHref(permalink, row.number)
+      return {
+        href,
+        number: row.number,
+        title: row.title,
+        permalink: row.permalink,
+        state: row.state,
+        public: row.public,
+        created_at: moment(row.createdAt),
+        updated_at: moment(row.updatedAt),
+        last_updated_at: moment(row.lastUpdatedAt),
+        author_email: row.authorEmail,
+        author_name: row.authorName,
+        // There is no user resource yet: the author's discussions are what the API can show.
+        user_href: `${urls.discussions(permalink)}?user_id=${row.authorId}`,
+        comments_count: row.commentsCount,
+        category_href: categoryHref(permalink, row.categoryId),
+        comments_href: `${href}/comments`,
+        html_href: `${urls.siteWeb(permalink)}/discussions/${row.number}`,
+        resolve_href: `${href}/resolve`,
+        unresolve_href: `${href}/unresolve`,
+        toggle_href: `${href}/toggle`,
+        restore_href: `${href}/restore`,
+        change_category_href: `${href}/change_category`,
+      }
+    },
+
+    category(permalink: string, row: CategoryRow, counts: StateCounts = emptyStateCounts()): Static<typeof Category> {
+      return {
+        id: row.id,
+        href: categoryHref(permalink, row.id),
+        name: row.name,
+        permalink: row.permalink,
+        public: row.public,
+        created_at: moment(row.createdAt),
+        discussions_href: `${categoryHref(permalink, row.id)}/discussions`,
+        discussions_count: counts.new + counts.open + counts.resolved,
+        new_discussions_count: counts.new,
+        open_discussions_count: counts.open,
+        resolved_discussions_count: counts.resolved,
+        deleted_discussions_count: counts.deleted,
+      }
+    },
+  }
+}
+
+export type Views = ReturnType<typeof createViews>
+
+/**
+ * RFC 8288 links to the first, previous, next and last pages of a listing at `address`, keeping
+ * its filters (`query`, already validated: never a credential) and adding `page`. The previous
+ * page of one past the end is the last page.
+ */
+export function pageLinks(address: string, query: Record<string, string | number | undefined>, page: number, total: number): string {
+  const last = Math.max(1, Math.ceil(total / PER_PAGE))
+  const to = (n: number) => {
+    const params = new URLSearchParams()
+    for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value))
+    params.set('page', String(n))
+    return `<${address}?${params}>`
+  }
+  const links = [`${to(1)}; rel="first"`]
+  if (page > 1) links.push(`${to(Math.min(page - 1, last))}; rel="prev"`)
+  if (page < last) links.push(`${to(page + 1)}; rel="next"`)
+  links.push(`${to(last)}; rel="last"`)
+  return links.join(', ')
+}
+
+/** The listing envelope of decisions.md around one page of items. */
+export function envelope(page: number, total: number) {
+  return { offset: (page - 1) * PER_PAGE, total, per_page: PER_PAGE }
+}

@@ -1,0 +1,125 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { InvalidRequest, WHOLE_BODY } from '../../lib/validation.ts'
+import { StoreError } from '../../store/errors.ts'
+import type { DiscussionContext } from './discussions.ts'
+import {
+  CategoryParams,
+  Comment,
+  CreateBody,
+  Discussion,
+  DiscussionWithComments,
+  errorResponses,
+  NumberParams,
+  ReplyBody,
+  UpdateBody,
+} from './discussions-schemas.ts'
+
+/** author_email (and author_name) of a body: whom the supporter posts on behalf of, if anyone. */
+function onBehalfOf(body: { author_email?: string; author_name?: string }) {
+  if (body.author_email === undefined) return undefined
+  return { email: body.author_email.trim(), name: body.author_name?.trim() }
+}
+
+/** Create a discussion, reply to one, change one, delete one. Each needs a Read and write credential. */
+const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, categories, views }) => {
+  fastify.post(
+    '/:site/categories/:id/discussions',
+    {
+      schema: {
+        tags: ['discussions'],
+        summary: 'Create a discussion in a category, as yourself or on behalf of a customer',
+        params: CategoryParams,
+        body: CreateBody,
+        response: { 201: DiscussionWithComments, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const { site, user } = request.auth!
+      const category = categories.find(site.id, request.params.id)
+      if (!category) throw new StoreError(`there is no category ${request.params.id} on this site`, 'not_found')
+      const { title, body } = request.body
+      const created = discussions.create({
+        siteId: site.id,
+        categoryId: category.id,
+        title,
+        body,
+        public: request.body.public,
+        supporterId: user.id,
+        onBehalfOf: onBehalfOf(request.body),
+        via: 'api',
+      })
+      const resource = views.discussion(site.permalink, created)
+      const comments = discussions.comments(created.id).map((c) => views.comment(site.permalink, created.number, c))
+      return reply.code(201).header('location', resource.href).send({ ...resource, comments })
+    },
+  )
+
+  fastify.post(
+    '/:site/discussions/:number/comments',
+    {
+      schema: {
+        tags: ['discussions'],
+        summary: 'Reply to a discussion, as yourself or on behalf of a customer',
+        description:
+          "A supporter's reply moves a new discussion to open (an internal note does not); a customer's reply moves a resolved one to open.",
+        params: NumberParams,
+        body: ReplyBody,
+        response: { 201: Comment, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const { site, user } = request.auth!
+      const { comment, discussion } = discussions.reply({
+        siteId: site.id,
+        number: request.params.number,
+        body: request.body.body,
+        internal: request.body.internal ?? false,
+        supporterId: user.id,
+        onBehalfOf: onBehalfOf(request.body),
+        via: 'api',
+      })
+      const resource = views.comment(site.permalink, discussion.number, comment)
+      return reply.code(201).header('location', resource.href).send(resource)
+    },
+  )
+
+  fastify.put(
+    '/:site/discussions/:number',
+    {
+      schema: {
+        tags: ['discussions'],
+        summary: 'Change the title, visibility or category of a discussion',
+        params: NumberParams,
+        body: UpdateBody,
+        response: { 200: Discussion, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { site } = request.auth!
+      const { title, public: isPublic, category } = request.body
+      if (title === undefined && isPublic === undefined && category === undefined) {
+        throw new InvalidRequest([{ field: WHOLE_BODY, problem: 'names nothing to change: send title, public or category' }])
+      }
+      const changed = discussions.update(site.id, request.params.number, { title, public: isPublic, categoryId: category })
+      return views.discussion(site.permalink, changed)
+    },
+  )
+
+  fastify.delete(
+    '/:site/discussions/:number',
+    {
+      schema: {
+        tags: ['discussions'],
+        summary: 'Delete a discussion (it moves to the deleted state; restore brings it back)',
+        params: NumberParams,
+        response: { 200: Discussion, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { site } = request.auth!
+      return views.discussion(site.permalink, discussions.act(site.id, request.params.number, 'delete'))
+    },
+  )
+}
+
+export default writeRoutes
