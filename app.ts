@@ -13,12 +13,14 @@ import discussionRoutes from './routes/api/discussions.ts'
 import apiNotFound from './routes/api/not-found.ts'
 import siteRoutes from './routes/api/site.ts'
 import openapiRoutes from './routes/openapi.ts'
+import rootRoutes from './routes/root.ts'
 import wellKnownRoutes from './routes/well-known.ts'
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile'>
   clock?: Clock
-  logger?: FastifyServerOptions['logger']
+  /** Where JSON log lines go (standard output for the server); no logging when absent. */
+  logStream?: { write(line: string): void }
 }
 
 // Request bodies larger than this are refused with 413 before they are read.
@@ -28,10 +30,7 @@ export const BODY_LIMIT = 1024 * 1024
 export function buildApp(options: AppOptions) {
   const app = Fastify({
     bodyLimit: BODY_LIMIT,
-    logger:
-      options.logger === undefined || options.logger === false || options.logger === true
-        ? withRedaction(options.logger ?? false)
-        : options.logger,
+    logger: options.logStream ? loggerOptions(options.logStream) : false,
   })
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -55,6 +54,7 @@ export function buildApp(options: AppOptions) {
   // Public, unauthenticated documents. The OpenAPI plugin goes first: it describes the routes
   // registered after it.
   app.register(openapiRoutes)
+  app.register(rootRoutes)
   app.register(wellKnownRoutes)
 
   // The v1 API: every route negotiates its media type, then authenticates, before any body is read.
@@ -72,10 +72,10 @@ export function buildApp(options: AppOptions) {
   return app
 }
 
-function withRedaction(enabled: boolean): FastifyServerOptions['logger'] {
-  if (!enabled) return false
+function loggerOptions(stream: { write(line: string): void }): FastifyServerOptions['logger'] {
   return {
     level: 'info',
+    stream,
     // Headers are never logged, and credential values in a query string are replaced.
     serializers: {
       req: (request) => ({ method: request.method, url: redactUrl(request.url), remoteAddress: request.ip }),

@@ -8,10 +8,13 @@ import { discussionCommands } from './discussions.ts'
 import { serveCommand } from './serve.ts'
 
 export const EXIT_REFUSED = 1
+export const EXIT_FAILED = 1
 export const EXIT_USAGE = 2
 
 const commands: Command[] = [serveCommand, ...adminCommands, ...discussionCommands]
 
+/* c8 ignore start: the real process's streams; test/cli/serve.test.ts drives them through
+   bin/service-desk.js, a process whose coverage is not collected (test/fixtures/child.ts) */
 const defaultIo: Io = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
@@ -23,6 +26,7 @@ const defaultIo: Io = {
   },
   clock: systemClock,
 }
+/* c8 ignore stop */
 
 function overview(): string {
   const lines = commands.map((c) => `  ${c.usage}\n      ${c.summary}`)
@@ -84,6 +88,8 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number |
       io.stderr(`service-desk: ${(error as Error).message}\n`)
       return EXIT_USAGE
     }
-    throw error
+    // Anything else (a file that cannot be opened, a port in use) is still one line, not a trace.
+    io.stderr(`service-desk: ${(error as Error).message}\n`)
+    return EXIT_FAILED
   }
 }

@@ -4,7 +4,7 @@ import { loadConfig, type Config } from '../config.ts'
 import { V1_MEDIA_TYPE } from '../lib/accept.ts'
 import { createUrls } from '../lib/urls.ts'
 import { bootstrapFirstRun, type FirstRun } from '../store/bootstrap.ts'
-import type { Command } from './command.ts'
+import type { Command, Io } from './command.ts'
 
 export function firstRunBanner(config: Config, firstRun: FirstRun): string {
   const urls = createUrls(config.baseUrl, config.siteUrl)
@@ -26,6 +26,16 @@ export function firstRunBanner(config: Config, firstRun: FirstRun): string {
   ].join('\n')
 }
 
+/** Builds the app on the configured file, bootstraps a first run, listens, and prints the banner. */
+export async function startService(config: Config, io: Pick<Io, 'stdout' | 'clock'>, logStream: { write(line: string): void }) {
+  const app = buildApp({ config, clock: io.clock, logStream })
+  await app.ready()
+  const firstRun = await bootstrapFirstRun(app)
+  await app.listen({ port: config.port, host: config.host })
+  if (firstRun) io.stdout(firstRunBanner(config, firstRun))
+  return app
+}
+
 export const serveCommand: Command = {
   words: ['serve'],
   args: [],
@@ -38,17 +48,16 @@ export const serveCommand: Command = {
   },
   usage: 'serve [--port N] [--host ADDR] [--db FILE] [--base-url URL] [--site-url URL]',
   summary: 'Run the API and the supporter pages. A first start on an empty database creates the demo site.',
+  /* c8 ignore start: this runs, and takes signals, only in a real process; test/cli/serve.test.ts
+     starts one and stops it with SIGTERM, but its coverage is not collected (test/fixtures/child.ts) */
   async run(_args, values, io) {
     const config = loadConfig({ env: io.env, flags: values as Record<string, string> })
-    const app = buildApp({ config, clock: io.clock, logger: true })
-    await app.ready()
-    const firstRun = await bootstrapFirstRun(app)
-    await app.listen({ port: config.port, host: config.host })
-    if (firstRun) io.stdout(firstRunBanner(config, firstRun))
+    const app = await startService(config, io, process.stdout)
     closeWithGrace({ delay: 10_000 }, async ({ err }) => {
       if (err) app.log.error({ err }, 'shutting down after an error')
       await app.close()
     })
     return undefined
   },
+  /* c8 ignore stop */
 }

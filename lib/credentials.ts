@@ -27,9 +27,9 @@ type Found =
   | { from: 'authorization'; value: string }
   | { from: 'legacy' | 'multipass'; value: string; inQuery: boolean }
 
+// A repeated query parameter arrives as an array.
 function queryValues(value: unknown): string[] {
-  if (Array.isArray(value)) return value.map(String)
-  return value === undefined ? [] : [String(value)]
+  return Array.isArray(value) ? value.map(String) : [String(value)]
 }
 
 function parseAuthorization(value: string): Credential {

@@ -35,7 +35,8 @@ export default fp(
     fastify.decorateRequest('auth', null)
 
     fastify.decorate('authenticate', async function (request: FastifyRequest, reply: FastifyReply) {
-      const permalink = (request.params as { site?: string }).site ?? ''
+      // Every route of the API scope has the :site parameter.
+      const permalink = (request.params as { site: string }).site
       const credential = findCredential({
         method: request.method,
         rawHeaders: request.raw.rawHeaders,

@@ -48,7 +48,7 @@ function validate(input: NewToken): NewToken {
   return { ...input, name }
 }
 
-export function createTokenStore(db: Db, clock: Clock, onFlushError: (error: unknown) => void = () => {}) {
+export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: unknown) => void) {
   const ownerSelection = {
     email: users.email,
     disabled: users.disabled,
@@ -219,7 +219,7 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError: (error: unk
         try {
           flush()
         } catch (error) {
-          onFlushError(error)
+          onFlushError?.(error)
         }
       }, FLUSH_AFTER_MS).unref()
     },

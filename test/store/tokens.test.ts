@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Worker } from 'node:worker_threads'
 import t from 'tap'
 import { openDatabase } from '../../db/client.ts'
 import { DAY_MS } from '../../lib/clock.ts'
@@ -10,6 +9,7 @@ import { createSiteStore } from '../../store/sites.ts'
 import { createTokenStore, LAST_USED_EVERY_MS, MAX_ACTIVE_TOKENS, tokenState } from '../../store/tokens.ts'
 import { createUserStore } from '../../store/users.ts'
 import { testClock } from '../fixtures/app.ts'
+import { spawnTs } from '../fixtures/child.ts'
 
 function stores(file = ':memory:') {
   const clock = testClock()
@@ -81,31 +81,23 @@ t.test('30 concurrent creations from separate connections: exactly 20 succeed', 
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const file = join(dir, 'race.db')
   const { db, site, user, tokens } = stores(file)
-  const start = new SharedArrayBuffer(4)
-  const workers = Array.from({ length: 30 }, () => {
-    // Loader hooks are per thread: the worker registers tsx itself before loading the TypeScript.
-    const script = new URL('../fixtures/create-token-worker.ts', import.meta.url).href
-    const boot = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(script)}) })`
-    const worker = new Worker(boot, { eval: true, workerData: { file, siteId: site.id, userId: user.id, start } })
+  const racers = Array.from({ length: 30 }, () => {
+    const child = spawnTs(new URL('../fixtures/create-token-worker.ts', import.meta.url), [file, String(site.id), String(user.id)])
+    let out = ''
     const ready = new Promise<void>((resolve, reject) => {
-      worker.once('message', () => resolve())
-      worker.once('error', reject)
+      child.stdout!.on('data', (chunk) => {
+        out += chunk
+        if (out.startsWith('ready\n')) resolve()
+      })
+      child.once('exit', (code) => reject(new Error(`racer exited early (${code})`)))
     })
-    const outcome = ready.then(
-      () =>
-        new Promise<string>((resolve, reject) => {
-          worker.once('message', resolve)
-          worker.once('error', reject)
-        }),
-    )
-    return { ready, outcome }
+    const outcome = new Promise<string>((resolve) => child.once('exit', () => resolve(out.split('\n')[1])))
+    return { child, ready, outcome }
   })
-  // Every worker has opened its connection and waits at the barrier; release them all at once.
-  await Promise.all(workers.map((w) => w.ready))
-  const flag = new Int32Array(start)
-  Atomics.store(flag, 0, 1)
-  Atomics.notify(flag, 0)
-  const outcomes = await Promise.all(workers.map((w) => w.outcome))
+  // Every racer has opened its connection and waits; release them all at once.
+  await Promise.all(racers.map((r) => r.ready))
+  for (const r of racers) r.child.stdin!.write('go\n')
+  const outcomes = await Promise.all(racers.map((r) => r.outcome))
   t.equal(outcomes.filter((o) => o === 'created').length, 20, 'exactly 20 created')
   t.equal(outcomes.filter((o) => o === 'limit').length, 10, 'the other 10 refused by the limit')
   t.equal(tokens.listForSite(site.id).length, 20, '20 rows in the table')

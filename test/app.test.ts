@@ -1,0 +1,65 @@
+import t from 'tap'
+import { buildApp } from '../app.ts'
+import { BASE_URL, buildTestApp, SITE_URL, supporterWithToken } from './fixtures/app.ts'
+import { logCapture } from './fixtures/log.ts'
+
+t.test('no credential reaches a log line', async (t) => {
+  const log = logCapture()
+  const { app } = await buildTestApp(t, { logStream: log.stream })
+  const ann = await supporterWithToken(app)
+  await app.inject({ url: '/demo', headers: ann.bearer })
+  await app.inject({ url: '/demo', headers: { 'x-service-auth': 'legacy-secret-1' } })
+  await app.inject({ url: '/demo', headers: { 'x-multipass': 'multipass-secret-2' } })
+  await app.inject({ url: '/demo', headers: { authorization: `Basic ${Buffer.from('a@b.c:password-secret-3').toString('base64')}` } })
+  await app.inject({ url: '/demo?auth=legacy-secret-4' })
+  await app.inject({ url: '/demo?sso=multipass-secret-5' })
+  await app.inject({ url: `/demo?access_token=${ann.value}` })
+  await app.inject({ url: `/demo/discussions?x=${ann.value}` })
+  await app.inject({ url: '/demo', headers: { cookie: 'session=cookie-secret-6' } })
+  const text = log.text()
+  t.match(text, '"url":"/demo?auth=[redacted]"', 'requests are logged, with the query value replaced')
+  for (const secret of [ann.value, 'legacy-secret-1', 'multipass-secret-2', 'password-secret-3', 'legacy-secret-4', 'multipass-secret-5', 'cookie-secret-6', 'YUBiLmM6cGFzc3dvcmQtc2VjcmV0LTM']) {
+    t.notMatch(text, secret, `${secret.slice(0, 20)} is not in the log`)
+  }
+})
+
+t.test('an unexpected failure is a generic 500; the details go to the log only', async (t) => {
+  const log = logCapture()
+  const app = buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, dbFile: ':memory:' }, logStream: log.stream })
+  t.teardown(() => app.close())
+  app.get('/explode', async () => {
+    throw new Error('SQLITE_CORRUPT: secret internals at /srv/data')
+  })
+  const res = await app.inject({ url: '/explode' })
+  t.equal(res.statusCode, 500)
+  t.same(res.json(), { error: 'internal_error', message: 'Something went wrong on our side.' })
+  t.match(log.text(), 'SQLITE_CORRUPT')
+})
+
+t.test('unknown addresses outside the API are a JSON 404', async (t) => {
+  const { app } = await buildTestApp(t)
+  const res = await app.inject({ method: 'OPTIONS', url: '/?auth=secret' })
+  t.equal(res.statusCode, 404)
+  t.same(res.json(), { error: 'not_found', message: 'There is nothing at OPTIONS /?auth=[redacted].' })
+})
+
+t.test('the bare address is a public pointer that names no site', async (t) => {
+  const { app } = await buildTestApp(t)
+  await supporterWithToken(app)
+  const res = await app.inject({ url: '/' })
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), { name: 'Service Desk', api_url_template: `${BASE_URL}/{site}`, openapi_url: `${BASE_URL}/openapi.json` })
+  t.notMatch(res.body, 'demo')
+})
+
+t.test('a failed last-used write is logged as a warning, not thrown', async (t) => {
+  const log = logCapture()
+  const { app } = await buildTestApp(t, { logStream: log.stream })
+  const ann = await supporterWithToken(app)
+  app.tokens.recordUse(ann.token.id, null, '203.0.113.9')
+  app.db.$client.close()
+  await new Promise((resolve) => setTimeout(resolve, 1200))
+  const warning = log.entries().find((entry) => entry.msg === 'could not record when personal tokens were last used')
+  t.ok(warning)
+  t.equal(warning?.level, 40)
+})

@@ -1,0 +1,98 @@
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { loadConfig } from '../../config.ts'
+import { firstRunBanner, startService } from '../../cli/serve.ts'
+import { testClock } from '../fixtures/app.ts'
+import { logCapture } from '../fixtures/log.ts'
+import { childEnv } from '../fixtures/child.ts'
+import { BIN, startServer } from '../fixtures/server.ts'
+
+function tempDb(t: Test) {
+  const dir = mkdtempSync(join(tmpdir(), 'service-desk-serve-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return join(dir, 'data', 'service.db')
+}
+
+t.test('first run over a real socket: the demo site, the banner once, a working token', async (t) => {
+  const db = tempDb(t)
+  const first = await startServer(t, { SERVICE_DB: db })
+  // The banner is printed right after listening; give the write a moment.
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  const banner = first.output()
+  t.match(banner, `First run: site "demo" is ready`)
+  t.match(banner, `API              ${first.base}/demo`)
+  t.match(banner, `Supporter pages  ${first.base}/demo/login`)
+  t.match(banner, /Sign in          supporter@example\.com/)
+  t.match(banner, /Password         [\w-]{20}/)
+  const token = /API token        (service_pat_\w+)/.exec(banner)![1]
+  t.match(banner, `curl -H 'Accept: application/vnd.service-v1+json' -H 'Authorization: Bearer ${token}' ${first.base}/demo/discussions`)
+
+  const listing = await fetch(`${first.base}/demo/discussions`, {
+    headers: { accept: 'application/vnd.service-v1+json', authorization: `Bearer ${token}` },
+  })
+  t.equal(listing.status, 200)
+  t.equal(listing.headers.get('content-type'), 'application/vnd.service-v1+json; charset=utf-8')
+  t.match(await listing.json(), { offset: 0, per_page: 30 })
+  t.match(listing.headers.get('service-token-expiration'), / GMT$/)
+
+  const refused = await fetch(`${first.base}/demo`)
+  t.equal(refused.status, 401)
+  t.equal(
+    refused.headers.get('www-authenticate'),
+    `Bearer realm="Service", resource_metadata="${first.base}/.well-known/oauth-protected-resource/demo", scope="read write"`,
+  )
+  t.equal(await first.stop(), 0, 'SIGTERM closes gracefully')
+  t.notMatch(first.output(), /"level":50/, 'no error was logged')
+  t.notMatch(first.output().replace(banner, ''), token, 'the token never reached a log line')
+
+  const second = await startServer(t, { SERVICE_DB: db })
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.notMatch(second.output(), /First run/, 'a second start prints none of that again')
+  const again = await fetch(`${second.base}/demo`, { headers: { authorization: `Bearer ${token}` } })
+  t.equal(again.status, 200, 'the first-run token still works')
+  await second.stop()
+})
+
+t.test('a bad configuration value stops start-up with one clear line', async (t) => {
+  const db = tempDb(t)
+  const result = spawnSync(process.execPath, [BIN, 'serve'], {
+    env: childEnv({ SERVICE_DB: db, SERVICE_BASE_URL: 'not a url' }),
+    encoding: 'utf8',
+  })
+  t.equal(result.status, 2)
+  t.equal(result.stderr, 'service-desk: SERVICE_BASE_URL must be an http or https address such as https://api.example.com, not "not a url"\n')
+  t.equal(result.stdout, '')
+})
+
+t.test('the banner uses the configured public addresses', async (t) => {
+  const banner = firstRunBanner(
+    { port: 1, host: 'h', dbFile: 'f', baseUrl: 'https://api.example.com', siteUrl: 'https://help.example.com/{site}' },
+    { site: { permalink: 'demo' } as never, email: 'a@b', password: 'pw', token: 'service_pat_x' },
+  )
+  t.match(banner, 'API              https://api.example.com/demo\n')
+  t.match(banner, 'Supporter pages  https://help.example.com/demo/login\n')
+  t.match(banner, 'https://api.example.com/demo/discussions\n')
+})
+
+t.test('in-process start: banner on the first start only, and never in the log', async (t) => {
+  const dbFile = tempDb(t)
+  const config = loadConfig({ env: { SERVICE_DB: dbFile, PORT: '0' }, flags: {} })
+  const log = logCapture()
+  let printed = ''
+  const io = { stdout: (text: string) => void (printed += text), clock: testClock() }
+  const first = await startService(config, io, log.stream)
+  const { port } = first.server.address() as { port: number }
+  t.ok(port > 0, 'listening')
+  t.match(printed, /First run/)
+  const token = /(service_pat_\w+)/.exec(printed)![1]
+  t.notMatch(log.text(), token)
+  await first.close()
+
+  printed = ''
+  const second = await startService(config, io, log.stream)
+  t.equal(printed, '', 'nothing printed on the second start')
+  await second.close()
+})

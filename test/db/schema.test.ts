@@ -1,0 +1,50 @@
+import { is } from 'drizzle-orm'
+import { getTableConfig, SQLiteTable } from 'drizzle-orm/sqlite-core'
+import t from 'tap'
+import { openDatabase } from '../../db/client.ts'
+import * as schema from '../../db/schema.ts'
+import { systemClock } from '../../lib/clock.ts'
+
+t.test('the migrated file matches the schema: every table, index and foreign key', async (t) => {
+  const db = openDatabase(':memory:')
+  t.teardown(() => db.$client.close())
+  const tables = Object.values(schema).filter((value) => is(value, SQLiteTable))
+  t.ok(tables.length >= 5)
+  for (const table of tables) {
+    const config = getTableConfig(table)
+    const indexes = (db.$client.prepare(`PRAGMA index_list(${config.name})`).all() as { name: string }[]).map((i) => i.name)
+    for (const index of config.indexes) t.ok(indexes.includes(index.config.name), `${config.name}: index ${index.config.name}`)
+    const keys = db.$client.prepare(`PRAGMA foreign_key_list(${config.name})`).all() as { table: string; on_delete: string }[]
+    t.equal(keys.length, config.foreignKeys.length, `${config.name}: foreign keys`)
+    for (const fk of config.foreignKeys) {
+      const target = getTableConfig(fk.reference().foreignTable).name
+      const onDelete = (fk.onDelete ?? 'no action').toUpperCase()
+      t.ok(keys.some((k) => k.table === target && k.on_delete === onDelete), `${config.name} -> ${target} on delete ${onDelete}`)
+    }
+  }
+})
+
+t.test('the pragmas of decisions: WAL, foreign keys, busy timeout', async (t) => {
+  const db = openDatabase(':memory:')
+  t.teardown(() => db.$client.close())
+  t.equal(db.$client.pragma('foreign_keys', { simple: true }), 1)
+  t.equal(db.$client.pragma('busy_timeout', { simple: true }), 5000)
+  t.equal(db.$client.pragma('synchronous', { simple: true }), 1, 'NORMAL')
+})
+
+t.test('the token look-up and the limit count use their indexes', async (t) => {
+  const db = openDatabase(':memory:')
+  t.teardown(() => db.$client.close())
+  const plan = (sql: string, ...params: unknown[]) => JSON.stringify(db.$client.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params))
+  t.match(plan('SELECT * FROM personal_tokens WHERE fingerprint = ?', 'f'), 'personal_tokens_fingerprint_unique')
+  t.match(
+    plan('SELECT count(*) FROM personal_tokens WHERE user_id = ? AND revoked_at IS NULL AND expires_at > ?', 1, 0),
+    'personal_tokens_owner_idx',
+  )
+})
+
+t.test('the system clock is the wall clock', async (t) => {
+  const before = Date.now()
+  const now = systemClock()
+  t.ok(now >= before && now <= Date.now())
+})

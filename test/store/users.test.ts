@@ -1,0 +1,79 @@
+import t from 'tap'
+import { openDatabase } from '../../db/client.ts'
+import { verifyPassword } from '../../lib/password.ts'
+import { bootstrapFirstRun, DEMO_SUPPORTER } from '../../store/bootstrap.ts'
+import { createSiteStore } from '../../store/sites.ts'
+import { createTokenStore } from '../../store/tokens.ts'
+import { createUserStore } from '../../store/users.ts'
+import { testClock } from '../fixtures/app.ts'
+
+function stores() {
+  const clock = testClock()
+  const db = openDatabase(':memory:')
+  return { db, sites: createSiteStore(db, clock), users: createUserStore(db, clock), tokens: createTokenStore(db, clock) }
+}
+
+t.test('accounts: email unique without regard to case, argon2id hash, validation', async (t) => {
+  const { users } = stores()
+  const ann = await users.add({ email: '  Ann@Example.TEST ', password: 'correct horse' })
+  t.equal(ann.email, 'Ann@Example.TEST')
+  t.equal(ann.emailKey, 'ann@example.test')
+  t.equal(ann.name, 'Ann', 'the name defaults to the local part')
+  t.match(ann.passwordHash, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/)
+  t.ok(await verifyPassword(ann.passwordHash!, 'correct horse'))
+  t.notOk(await verifyPassword(ann.passwordHash!, 'wrong horse'))
+  t.notOk(await verifyPassword('not a hash', 'x'), 'a damaged hash is a failed check, not a crash')
+  t.equal(users.find('ANN@example.test')?.id, ann.id)
+  t.equal((await users.add({ email: 'nopass@example.test' })).passwordHash, null, 'an account may have no password')
+
+  await t.rejects(users.add({ email: 'ann@EXAMPLE.test' }), { code: 'conflict', field: 'email' })
+  await t.rejects(users.add({ email: 'no-at-sign' }), { code: 'invalid', field: 'email' })
+  await t.rejects(users.add({ email: `${'a'.repeat(250)}@b.cd` }), { code: 'invalid', field: 'email' })
+  await t.rejects(users.add({ email: 'b@example.test', name: ' ' }), { code: 'invalid', field: 'name' })
+  await t.rejects(users.add({ email: 'b@example.test', password: 'short' }), { code: 'invalid', field: 'password' })
+  t.throws(() => users.get('nobody@example.test'), { code: 'not_found' })
+})
+
+t.test('two creations of one address racing past the first check: the index refuses the second', async (t) => {
+  const { users } = stores()
+  const results = await Promise.allSettled([
+    users.add({ email: 'race@example.test', password: 'password one' }),
+    users.add({ email: 'RACE@example.test', password: 'password two' }),
+  ])
+  t.same(results.map((r) => r.status).sort(), ['fulfilled', 'rejected'])
+  t.match(results.find((r) => r.status === 'rejected'), { reason: { code: 'conflict', message: /already exists/ } })
+})
+
+t.test('other database errors are not disguised as conflicts', async (t) => {
+  const { users, db } = stores()
+  db.$client.exec(`CREATE TRIGGER no_users BEFORE INSERT ON users BEGIN SELECT RAISE(ABORT, 'read-only today'); END`)
+  t.throws(() => users.insert({ email: 'x@example.test' }, null), { message: 'read-only today', code: 'SQLITE_CONSTRAINT_TRIGGER' })
+})
+
+t.test('roles on a site', async (t) => {
+  const { users, sites } = stores()
+  const site = sites.add('demo')
+  const ann = users.insert({ email: 'ann@example.test' }, null)
+  t.equal(users.role(site.id, ann.id), undefined)
+  users.addStaff(site.id, ann.id)
+  t.equal(users.role(site.id, ann.id), 'supporter')
+  t.ok(users.removeStaff(site.id, ann.id))
+  t.equal(users.role(site.id, ann.id), 'customer', 'stays on the site as a customer')
+  t.notOk(users.removeStaff(site.id, ann.id), 'already off the staff')
+})
+
+t.test('first-run bootstrap: once, and only once even when two starts race', async (t) => {
+  const s = stores()
+  const [a, b] = await Promise.all([bootstrapFirstRun(s), bootstrapFirstRun(s)])
+  const made = [a, b].filter((x) => x !== null)
+  t.equal(made.length, 1, 'one of the two made the demo site')
+  const first = made[0]!
+  t.equal(first.site.permalink, 'demo')
+  t.equal(first.email, DEMO_SUPPORTER.email)
+  t.equal(s.users.role(first.site.id, s.users.get(first.email).id), 'supporter')
+  t.ok(await verifyPassword(s.users.get(first.email).passwordHash!, first.password))
+  const token = s.tokens.lookup(first.token)!
+  t.equal(token.access, 'write')
+  t.equal(await bootstrapFirstRun(s), null, 'a later start does nothing')
+  t.equal(s.sites.list().length, 1)
+})
