@@ -36,8 +36,7 @@ const INTEGER = /^\d{1,16}$/
  * converted when they are plain decimal digits, and nothing else is (no "1.5" read as 1, no
  * "0x10" as 16, no "" as 0). Bodies are JSON and never converted: `"title": 123` is an error.
  */
-function convertIntegers(schema: Schema, value: unknown): unknown {
-  if (typeof value !== 'object' || value === null) return value
+function convertIntegers(schema: Schema, value: object): object {
   const converted: Record<string, unknown> = { ...value }
   for (const [name, text] of Object.entries(converted)) {
     if (schema.properties?.[name]?.type === 'integer' && typeof text === 'string' && INTEGER.test(text)) {
@@ -64,7 +63,7 @@ function withOwnMessages(schema: Schema, errors: FastifySchemaValidationError[])
 export const strictValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
   const check = Compile(schema)
   return (value) => {
-    const converted = httpPart === 'body' ? value : convertIntegers(schema as Schema, value)
+    const converted = httpPart === 'body' ? value : convertIntegers(schema as Schema, value as object)
     if (check.Check(converted)) return { value: converted }
     return { error: withOwnMessages(schema as Schema, check.Errors(converted) as FastifySchemaValidationError[]) }
   }

@@ -42,7 +42,7 @@ export function createCategoryStore(db: Db, clock: Clock) {
     .select()
     .from(categories)
     .where(eq(categories.siteId, sql.placeholder('siteId')))
-    .orderBy(asc(categories.name), asc(categories.id))
+    .orderBy(sql`${categories.name} COLLATE NOCASE`, asc(categories.id))
     .limit(sql.placeholder('limit'))
     .offset(sql.placeholder('offset'))
     .prepare()

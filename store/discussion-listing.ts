@@ -1,4 +1,4 @@
-import { and, desc, eq, getTableColumns, inArray, Placeholder, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
+import { and, desc, eq, getTableColumns, inArray, sql, type Placeholder, type SQL, type SQLWrapper } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import { discussions, users } from '../db/schema.ts'
 import type { DiscussionCounts, StateScope } from './discussion-counts.ts'
@@ -187,7 +187,8 @@ export function createDiscussionListing(db: Db, counts: DiscussionCounts) {
     explain(query: ListingQuery, total = 0): string[] {
       const values = parameters(query)
       const { sql: text, params } = pageQuery(shapeOf(query, pageDriver(query, total))).toSQL()
-      const bound = params.map((p) => (p instanceof Placeholder ? values[p.name] : p))
+      // Every value of a listing query is a placeholder.
+      const bound = params.map((p) => values[(p as Placeholder).name])
       const plan = db.$client.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...bound) as Array<{ detail: string }>
       return plan.map((row) => row.detail)
     },

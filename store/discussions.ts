@@ -5,15 +5,14 @@ import type { Clock } from '../lib/clock.ts'
 import { slugify } from './categories.ts'
 import { createDiscussionCounts, type CountedRow } from './discussion-counts.ts'
 import { createDiscussionListing, discussionView, type DiscussionRow } from './discussion-listing.ts'
+import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
 import { StoreError } from './errors.ts'
 import type { UserStore } from './users.ts'
 
 export type { DiscussionRow } from './discussion-listing.ts'
+export type { Action } from './discussion-states.ts'
 export type Discussion = typeof discussions.$inferSelect
 export type CommentRow = typeof comments.$inferSelect & { authorEmail: string; authorName: string }
-
-export const actions = ['resolve', 'unresolve', 'toggle', 'restore', 'delete'] as const
-export type Action = (typeof actions)[number]
 
 /** Who a post is by: another user named by email (created as a customer when unknown), or else the supporter. */
 export interface PostedBy {
@@ -45,31 +44,22 @@ export interface DiscussionChanges {
   categoryId?: number
 }
 
-/** The state a discussion starts in: a supporter's own is answered already; anyone else's is new. */
-export function initialState(bySupporter: boolean): DiscussionState {
-  return bySupporter ? 'open' : 'new'
-}
-
-/** decisions.md: a staff reply moves new to open; a customer reply moves resolved to open. */
-export function stateAfterComment(state: DiscussionState, bySupporter: boolean, internal: boolean): DiscussionState {
-  if (bySupporter) return state === 'new' && !internal ? 'open' : state
-  return state === 'resolved' ? 'open' : state
-}
-
-/** The state an action leads to. Only restore and delete apply to a deleted discussion. */
-export function stateAfterAction(state: DiscussionState, action: Action, beforeDelete: DiscussionState | null): DiscussionState {
-  switch (action) {
-    case 'delete':
-      return 'deleted'
-    case 'restore':
-      return state === 'deleted' ? (beforeDelete ?? 'open') : state
-    case 'resolve':
-      return 'resolved'
-    case 'unresolve':
-      return state === 'resolved' ? 'open' : state
-    case 'toggle':
-      return state === 'resolved' ? 'open' : 'resolved'
-  }
+/** The prepared insert of one comment; `now` is its moment. Shared with the seed. */
+export function prepareCommentInsert(db: Db) {
+  const p = (name: string) => sql.placeholder(name)
+  return db
+    .insert(comments)
+    .values({
+      discussionId: p('discussionId'),
+      number: p('number'),
+      authorId: p('authorId'),
+      bySupporter: p('bySupporter'),
+      body: p('body'),
+      internal: p('internal'),
+      via: p('via'),
+      createdAt: p('now'),
+    })
+    .prepare()
 }
 
 const counted = (d: { siteId: number; categoryId: number; state: DiscussionState; public: boolean }): CountedRow => ({
@@ -151,19 +141,7 @@ export function createDiscussionStore(db: Db, clock: Clock, userStore: UserStore
     })
     .prepare()
 
-  const insertComment = db
-    .insert(comments)
-    .values({
-      discussionId: p('discussionId'),
-      number: p('number'),
-      authorId: p('authorId'),
-      bySupporter: p('bySupporter'),
-      body: p('body'),
-      internal: p('internal'),
-      via: p('via'),
-      createdAt: p('now'),
-    })
-    .prepare()
+  const insertComment = prepareCommentInsert(db)
 
   const afterComment = db
     .update(discussions)

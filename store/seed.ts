@@ -1,9 +1,10 @@
 import { and, eq, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
-import { comments, discussions, memberships, type CommentVia, type DiscussionState } from '../db/schema.ts'
+import { discussions, memberships, type CommentVia, type DiscussionState } from '../db/schema.ts'
 import { DAY_MS, type Clock } from '../lib/clock.ts'
 import { createCategoryStore, slugify, type Category } from './categories.ts'
 import { createDiscussionCounts, type CountedRow } from './discussion-counts.ts'
+import { prepareCommentInsert } from './discussions.ts'
 import type { Site } from './sites.ts'
 import type { UserStore } from './users.ts'
 
@@ -27,10 +28,34 @@ export function seededRandom(seed: number): () => number {
   }
 }
 
-const FIRST = ['Ada', 'Grace', 'Alan', 'Linus', 'Margaret', 'Ken', 'Barbara', 'Dennis', 'Frances', 'Edsger', 'Radia', 'Tim', 'Hedy', 'John', 'Sophie', 'Yukihiro']
-const LAST = ['Lovelace', 'Hopper', 'Turing', 'Torvalds', 'Hamilton', 'Thompson', 'Liskov', 'Ritchie', 'Allen', 'Dijkstra', 'Perlman', 'Berners-Lee', 'Lamarr', 'McCarthy', 'Wilson', 'Matsumoto']
-const THINGS = ['invoice', 'password reset email', 'API token', 'mobile app', 'CSV export', 'two-factor login', 'billing address', 'webhook', 'dashboard', 'search', 'team invitation', 'PDF receipt', 'calendar sync', 'single sign-on']
-const TROUBLES = ['does not work since the update', 'shows the wrong total', 'is very slow today', 'keeps logging me out', 'fails with an error', 'is missing from my account', 'sends duplicates', 'looks broken on my phone']
+const FIRST = 'Ada Grace Alan Linus Margaret Ken Barbara Dennis Frances Edsger Radia Tim Hedy John Sophie Yukihiro'.split(' ')
+const LAST = 'Lovelace Hopper Turing Torvalds Hamilton Thompson Liskov Ritchie Allen Dijkstra Perlman Lee Lamarr McCarthy Wilson Matsumoto'.split(' ')
+const THINGS = [
+  'invoice',
+  'password reset email',
+  'API token',
+  'mobile app',
+  'CSV export',
+  'two-factor login',
+  'billing address',
+  'webhook',
+  'dashboard',
+  'search',
+  'team invitation',
+  'PDF receipt',
+  'calendar sync',
+  'single sign-on',
+]
+const TROUBLES = [
+  'does not work since the update',
+  'shows the wrong total',
+  'is very slow today',
+  'keeps logging me out',
+  'fails with an error',
+  'is missing from my account',
+  'sends duplicates',
+  'looks broken on my phone',
+]
 const QUESTIONS = ['How do I change the', 'Where can I find the', 'Can I turn off the', 'Is there a limit on the', 'Who can see the']
 const OPENINGS = ['Hello,', 'Hi there,', 'Good morning,', 'Hi team,', 'Hello support,']
 const SENTENCES = [
@@ -50,10 +75,20 @@ const ANSWERS = [
   'That is expected for accounts on the older plan, but I have switched yours so it behaves as you describe.',
   'Our engineers are looking into it; I will update this discussion as soon as I hear back.',
 ]
-const FOLLOW_UPS = ['It works now, thank you!', 'Still the same for me, unfortunately.', 'Thanks, that answers my question.', 'One more thing: does this also apply to the mobile app?']
+const FOLLOW_UPS = [
+  'It works now, thank you!',
+  'Still the same for me, unfortunately.',
+  'Thanks, that answers my question.',
+  'One more thing: does this also apply to the mobile app?',
+]
 // How many comments a discussion has: one in seven is a lone question still waiting (new).
 const LENGTHS = [1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5]
-const DEFAULT_CATEGORIES: Array<[string, boolean]> = [['Questions', true], ['Problems', false], ['Billing', false], ['Feature requests', true]]
+const DEFAULT_CATEGORIES: Array<[string, boolean]> = [
+  ['Questions', true],
+  ['Problems', false],
+  ['Billing', false],
+  ['Feature requests', true],
+]
 
 interface Seeded {
   discussions: number
@@ -96,19 +131,7 @@ export function seedDiscussions(
       commentsCount: p('commentsCount'),
     })
     .prepare()
-  const insertComment = db
-    .insert(comments)
-    .values({
-      discussionId: p('discussionId'),
-      number: p('number'),
-      authorId: p('authorId'),
-      bySupporter: p('bySupporter'),
-      body: p('body'),
-      internal: false,
-      via: p('via'),
-      createdAt: p('createdAt'),
-    })
-    .prepare()
+  const insertComment = prepareCommentInsert(db)
   const lastNumber = db
     .select({ n: sql<number | null>`max(${discussions.number})` })
     .from(discussions)
@@ -130,7 +153,9 @@ export function seedDiscussions(
           const customer = pick(people.customers)
           const thread = conversation(random, pick, createdAt, now, customer, people.supporters)
           const last = thread[thread.length - 1]
-          let state: DiscussionState = !thread.some((c) => c.bySupporter) ? 'new' : last.bySupporter && random() < 0.75 ? 'resolved' : 'open'
+          // New until a supporter answers; resolved mostly when a supporter had the last word.
+          const answered = thread.some((c) => c.bySupporter)
+          let state: DiscussionState = !answered ? 'new' : last.bySupporter && random() < 0.75 ? 'resolved' : 'open'
           let before: DiscussionState | null = null
           if (random() < 0.03) [before, state] = [state, 'deleted']
           const isPublic = random() < 0.1 ? !category.public : category.public
@@ -149,7 +174,16 @@ export function seedDiscussions(
             commentsCount: thread.length,
           })
           thread.forEach((c, n) =>
-            insertComment.run({ discussionId: Number(lastInsertRowid), number: n + 1, authorId: c.authorId, bySupporter: c.bySupporter, body: c.body, via: c.via, createdAt: new Date(c.at) }),
+            insertComment.run({
+              discussionId: Number(lastInsertRowid),
+              number: n + 1,
+              authorId: c.authorId,
+              bySupporter: c.bySupporter,
+              body: c.body,
+              internal: false,
+              via: c.via,
+              now: new Date(c.at),
+            }),
           )
           commentsWritten += thread.length
           const row = { siteId: site.id, categoryId: category.id, state, public: isPublic }
@@ -177,7 +211,14 @@ interface Said {
 }
 
 /** The comments of one discussion: a customer's question, then answers and follow-ups in turn. */
-function conversation(random: () => number, pick: <T>(list: readonly T[]) => T, start: number, now: number, customer: number, supporters: number[]): Said[] {
+function conversation(
+  random: () => number,
+  pick: <T>(list: readonly T[]) => T,
+  start: number,
+  now: number,
+  customer: number,
+  supporters: number[],
+): Said[] {
   const length = pick(LENGTHS)
   const via = pick(['email', 'web', 'web', 'api'] as const)
   const said: Said[] = []

@@ -23,19 +23,13 @@ const JSON_TYPES = ['application/json', 'application/vnd.service-v1+json']
 
 const sentence = (text: string) => `${text[0].toUpperCase()}${text.slice(1)}.`
 
+const STATUS = { not_found: 404, conflict: 409, forbidden: 403, limit: 429 } as const
+
 /** A refusal of the stores, as the HTTP error it means; anything else unchanged. */
 export function httpError(error: unknown): unknown {
   if (!(error instanceof StoreError)) return error
-  switch (error.code) {
-    case 'not_found':
-      return Object.assign(new Error(sentence(error.message)), { statusCode: 404, code: 'not_found' })
-    case 'conflict':
-      return Object.assign(new Error(sentence(error.message)), { statusCode: 409, code: 'conflict' })
-    case 'invalid':
-      return new InvalidRequest([{ field: error.field ?? 'request', problem: error.message }])
-    default:
-      return Object.assign(new Error(sentence(error.message)), { statusCode: 403, code: 'forbidden' })
-  }
+  if (error.code === 'invalid') return new InvalidRequest([{ field: error.field ?? 'request', problem: error.message }])
+  return Object.assign(new Error(sentence(error.message)), { statusCode: STATUS[error.code], code: error.code })
 }
 
 /**

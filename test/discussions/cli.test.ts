@@ -1,0 +1,116 @@
+import t from 'tap'
+import { progressBar } from '../../cli/discussions.ts'
+import { openDatabase } from '../../db/client.ts'
+import { testClock } from '../fixtures/app.ts'
+import { cliRunner } from '../fixtures/cli.ts'
+
+function inspect(file: string) {
+  const db = openDatabase(file)
+  const all = <T>(query: string) => db.$client.prepare(query).all() as T[]
+  const result = {
+    discussions: all<{ number: number; state: string; comments_count: number; author_id: number }>(
+      'SELECT number, state, comments_count, author_id FROM discussions ORDER BY number',
+    ),
+    counts: all<{ state: string; n: number }>('SELECT state, sum(count) AS n FROM discussion_counts GROUP BY state ORDER BY state'),
+    rows: all<{ state: string; n: number }>('SELECT state, count(*) AS n FROM discussions GROUP BY state ORDER BY state'),
+    comments: all<{ n: number }>('SELECT count(*) AS n FROM comments')[0].n,
+    answeredNew: all<{ n: number }>(
+      "SELECT count(*) AS n FROM discussions d WHERE d.state = 'new' AND EXISTS (SELECT 1 FROM comments c WHERE c.discussion_id = d.id AND c.by_supporter)",
+    )[0].n,
+    customers: all<{ n: number }>("SELECT count(*) AS n FROM memberships WHERE role = 'customer'")[0].n,
+    categories: all<{ name: string; public: number }>('SELECT name, public FROM categories ORDER BY id'),
+  }
+  db.$client.close()
+  return result
+}
+
+t.test('category add and category list', async (t) => {
+  const { run } = cliRunner(t)
+  await run(['site', 'add', 'demo'])
+  const added = await run(['category', 'add', 'demo', 'Feature requests', '--public'])
+  t.equal(added.code, 0)
+  t.equal(added.stdout, 'category 1 created: "Feature requests" (feature-requests, public) on demo\n')
+  t.equal((await run(['category', 'add', 'demo', 'Feature Requests'])).stdout, 'category 2 created: "Feature Requests" (feature-requests-2, private) on demo\n')
+  t.equal((await run(['category', 'list', 'demo'])).stdout, '1\tfeature-requests\tpublic\tFeature requests\n2\tfeature-requests-2\tprivate\tFeature Requests\n')
+
+  const unknown = await run(['category', 'add', 'nosuchsite', 'X'])
+  t.equal(unknown.code, 1)
+  t.equal(unknown.stderr, 'service-desk: there is no site "nosuchsite"\n')
+  const blank = await run(['category', 'add', 'demo', ' '])
+  t.equal(blank.code, 1)
+  t.match(blank.stderr, /a category name must be 1 to 100 characters/)
+  t.equal((await run(['category', 'add', 'demo'])).code, 2, 'the name is required')
+  t.match((await run(['--help'])).stdout, /category add <site> <name> \[--public\][\s\S]*seed <site> --discussions N/)
+})
+
+t.test('seed fills a site with consistent discussions, with a progress bar', async (t) => {
+  const { run, db } = cliRunner(t)
+  await run(['site', 'add', 'demo'])
+  const seeded = await run(['seed', 'demo', '--discussions', '2500'])
+  t.equal(seeded.code, 0)
+  t.match(seeded.stdout, /^2500 discussions with \d+ comments by 500 customers added to demo in \d+\.\d s\n$/)
+  t.match(seeded.stderr, /^\r\[#{24}\.{6}\]  80%  2,000\/2,500  [\d,]+\/s\r\[#{30}\] 100%  2,500\/2,500  [\d,]+\/s\n$/, 'one redraw per batch')
+
+  const first = inspect(db)
+  t.equal(first.discussions.length, 2500)
+  t.same(first.discussions.map((d) => d.number), Array.from({ length: 2500 }, (_, i) => i + 1))
+  t.same(first.counts, first.rows, 'the counts match the rows')
+  t.same(first.rows.map((r) => r.state), ['deleted', 'new', 'open', 'resolved'], 'every state occurs')
+  t.equal(first.answeredNew, 0, 'no discussion is new once a supporter has answered it')
+  t.equal(first.comments, first.discussions.reduce((sum, d) => sum + d.comments_count, 0))
+  t.same(first.categories, [
+    { name: 'Questions', public: 1 },
+    { name: 'Problems', public: 0 },
+    { name: 'Billing', public: 0 },
+    { name: 'Feature requests', public: 1 },
+  ])
+
+  // Seeding again continues the numbers and reuses the customers and categories.
+  await run(['seed', 'demo', '--discussions', '10', '--seed', '7'])
+  const second = inspect(db)
+  t.equal(second.discussions.length, 2510)
+  t.equal(second.discussions.at(-1)!.number, 2510)
+  t.equal(second.customers, 500)
+  t.equal(second.categories.length, 4)
+})
+
+t.test('the same seed gives the same discussions', async (t) => {
+  const one = cliRunner(t)
+  const two = cliRunner(t)
+  for (const { run } of [one, two]) {
+    await run(['site', 'add', 'demo'])
+    await run(['category', 'add', 'demo', 'General'])
+    await run(['seed', 'demo', '--discussions', '30', '--seed', '42'])
+  }
+  t.same(inspect(one.db).discussions, inspect(two.db).discussions)
+  t.same(inspect(one.db).categories, [{ name: 'General', public: 0 }], "a site's own categories are used")
+})
+
+t.test('seed refuses a bad command line', async (t) => {
+  const { run } = cliRunner(t)
+  await run(['site', 'add', 'demo'])
+  const cases: Array<[string[], RegExp]> = [
+    [['seed', 'demo'], /--discussions is required/],
+    [['seed', 'demo', '--discussions', '0'], /--discussions must be a whole number from 1 to 10,000,000, not "0"/],
+    [['seed', 'demo', '--discussions', 'many'], /not "many"/],
+    [['seed', 'demo', '--discussions', '10000001'], /not "10000001"/],
+    [['seed', 'demo', '--discussions', '5', '--seed', 'x'], /--seed must be a whole number, not "x"/],
+  ]
+  for (const [argv, message] of cases) {
+    const res = await run(argv)
+    t.equal(res.code, 2, argv.join(' '))
+    t.match(res.stderr, message)
+  }
+  const unknown = await run(['seed', 'nosuchsite', '--discussions', '5'])
+  t.equal(unknown.code, 1)
+})
+
+t.test('the progress bar redraws one line and ends it when done', async (t) => {
+  const clock = testClock()
+  let out = ''
+  const bar = progressBar({ stderr: (text: string) => void (out += text), stdout: () => {}, env: {}, readStdin: async () => '', clock }, clock())
+  bar(1, 3)
+  clock.advance(2_000)
+  bar(3, 3)
+  t.equal(out, '\r[##########....................]  33%  1/3  1,000/s\r[##############################] 100%  3/3  2/s\n')
+})

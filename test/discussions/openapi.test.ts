@@ -1,0 +1,118 @@
+import { Validator } from '@seriousme/openapi-schema-validator'
+import t, { type Test } from 'tap'
+import { buildApp } from '../../app.ts'
+import { BASE_URL, SITE_URL, supporterWithToken, testClock } from '../fixtures/app.ts'
+
+// Every v1 operation of decisions.md ("Discussions (v1 shape)") and of the site resource; every
+// GET also answers HEAD.
+const READS = [
+  '/{site}',
+  '/{site}/discussions',
+  ...['new', 'open', 'resolved', 'deleted'].map((state) => `/{site}/discussions/${state}`),
+  '/{site}/discussions/{number}',
+  '/{site}/discussions/{number}/comments',
+  '/{site}/discussions/{number}/comments/{comment}',
+  '/{site}/categories',
+  '/{site}/categories/{id}',
+  '/{site}/categories/{id}/discussions',
+]
+const WRITES = [
+  'post /{site}/categories/{id}/discussions',
+  'post /{site}/discussions/{number}/comments',
+  'put /{site}/discussions/{number}',
+  'delete /{site}/discussions/{number}',
+  ...['resolve', 'unresolve', 'toggle', 'restore', 'change_category'].map((action) => `post /{site}/discussions/{number}/${action}`),
+]
+const EXPECTED = [...READS.flatMap((path) => [`get ${path}`, `head ${path}`]), ...WRITES]
+
+type Operation = { responses: Record<string, { content?: Record<string, unknown> }>; parameters?: Array<{ name: string; in: string }> }
+
+async function documentAndRoutes(t: Test) {
+  const app = buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, dbFile: ':memory:' }, clock: testClock() })
+  const routes: Array<{ method: string; url: string }> = []
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) routes.push({ method: method.toLowerCase(), url: route.url })
+  })
+  t.teardown(() => app.close())
+  await app.ready()
+  const res = await app.inject({ url: '/openapi.json' })
+  return { app, res, routes }
+}
+
+t.test('GET /openapi.json: an OpenAPI 3.1 document, served without a credential', async (t) => {
+  const { res } = await documentAndRoutes(t)
+  t.equal(res.statusCode, 200)
+  t.match(res.headers['content-type'], /^application\/json/)
+  const doc = res.json()
+  t.equal(doc.openapi, '3.1.0')
+  t.same(doc.servers, [{ url: BASE_URL }], 'the configured base URL')
+  const result = await new Validator().validate(doc)
+  t.same(result.errors, undefined)
+  t.equal(result.valid, true, 'valid against the OpenAPI 3.1 schema')
+  t.notOk(res.body.includes('errorMessage'), 'no validator annotations leak into the document')
+})
+
+t.test('every API route is in the document, and nothing else', async (t) => {
+  const { res, routes } = await documentAndRoutes(t)
+  const doc = res.json()
+  const documented = Object.entries(doc.paths as Record<string, object>).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`))
+  t.same([...documented].sort(), [...EXPECTED].sort())
+
+  // Any discussion or category route registered in the app, now or later, must be documented.
+  const toPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
+  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories)/.test(r.url))
+  t.equal(apiShaped.length, EXPECTED.length - 2, 'all but the site resource')
+  for (const r of apiShaped) t.ok(documented.includes(`${r.method} ${toPath(r.url)}`), `${r.method} ${r.url} is documented`)
+  t.notOk(Object.keys(doc.paths).some((p) => p.includes('*') || p.includes('openapi') || p.includes('well-known')))
+})
+
+t.test('security schemes of the contract, and the answers of every operation', async (t) => {
+  const { res } = await documentAndRoutes(t)
+  const doc = res.json()
+  t.match(doc.components.securitySchemes, {
+    personalToken: { type: 'http', scheme: 'bearer', description: /service_pat_/ },
+    legacyToken: { type: 'apiKey', in: 'header', name: 'X-Service-Auth' },
+    multipass: { type: 'apiKey', in: 'header', name: 'X-Multipass', description: /Deprecated/ },
+    password: { type: 'http', scheme: 'basic' },
+  })
+  t.same(doc.security, [{ personalToken: [] }, { legacyToken: [] }, { multipass: [] }, { password: [] }])
+
+  const operations = Object.values(doc.paths as Record<string, Record<string, Operation>>).flatMap((ops) => Object.values(ops))
+  for (const op of operations) {
+    for (const status of ['401', '403', '406']) t.ok(op.responses[status]?.content?.['text/plain'], `${status} is documented as text`)
+  }
+  const create = doc.paths['/{site}/categories/{id}/discussions'].post
+  t.same(Object.keys(create.responses).sort(), ['201', '400', '401', '403', '404', '406', '409', '413', '415'])
+  t.ok(create.responses['201'].content['application/vnd.service-v1+json'].schema.properties.comments, 'the v1 media type')
+  t.same(create.requestBody.content['application/json'].schema.required, ['title', 'body'])
+  const listing = doc.paths['/{site}/discussions'].get
+  t.same(
+    listing.parameters.filter((p: { in: string }) => p.in === 'query').map((p: { name: string }) => p.name),
+    ['page', 'sort', 'public', 'since', 'user_id', 'user_email'],
+  )
+})
+
+t.test('the site resource links to the document and to everything else', async (t) => {
+  const { app } = await documentAndRoutes(t)
+  const ann = await supporterWithToken(app)
+  const site = (await app.inject({ url: '/demo', headers: ann.bearer })).json()
+  t.same(site, {
+    name: 'Site demo',
+    permalink: 'demo',
+    href: `${BASE_URL}/demo`,
+    html_href: 'https://help.example.test/demo',
+    discussions_href: `${BASE_URL}/demo/discussions`,
+    new_discussions_href: `${BASE_URL}/demo/discussions/new`,
+    open_discussions_href: `${BASE_URL}/demo/discussions/open`,
+    resolved_discussions_href: `${BASE_URL}/demo/discussions/resolved`,
+    deleted_discussions_href: `${BASE_URL}/demo/discussions/deleted`,
+    categories_href: `${BASE_URL}/demo/categories`,
+    api_tokens_url: 'https://help.example.test/demo/profile/api_tokens',
+    api_documentation_href: `${BASE_URL}/openapi.json`,
+  })
+  for (const [name, href] of Object.entries(site as Record<string, string>)) {
+    if (!name.endsWith('_href') || !href.startsWith(BASE_URL)) continue
+    const res = await app.inject({ url: href.slice(BASE_URL.length), headers: ann.bearer })
+    t.equal(res.statusCode, 200, `${name} leads somewhere`)
+  }
+})

@@ -1,0 +1,177 @@
+import fc from 'fast-check'
+import t from 'tap'
+import { openDatabase } from '../../db/client.ts'
+import { discussionStates } from '../../db/schema.ts'
+import { createCategoryStore, slugify } from '../../store/categories.ts'
+import { NARROW_SINCE, type ListingQuery } from '../../store/discussion-listing.ts'
+import { actions, initialState, stateAfterAction, stateAfterComment } from '../../store/discussion-states.ts'
+import { createDiscussionStore } from '../../store/discussions.ts'
+import { StoreError } from '../../store/errors.ts'
+import { seedDiscussions } from '../../store/seed.ts'
+import { createSiteStore } from '../../store/sites.ts'
+import { createUserStore } from '../../store/users.ts'
+import { testClock } from '../fixtures/app.ts'
+
+function stores() {
+  const db = openDatabase(':memory:')
+  const clock = testClock()
+  const sites = createSiteStore(db, clock)
+  const users = createUserStore(db, clock)
+  const categories = createCategoryStore(db, clock)
+  const discussions = createDiscussionStore(db, clock, users)
+  const site = sites.add('demo')
+  const supporter = users.insert({ email: 'ann@example.test' }, null)
+  users.addStaff(site.id, supporter.id)
+  return { db, clock, sites, users, categories, discussions, site, supporter }
+}
+
+t.test('states follow decisions.md', async (t) => {
+  t.equal(initialState(false), 'new')
+  t.equal(initialState(true), 'open')
+  const afterComment = {
+    new: { staff: 'open', note: 'new', customer: 'new' },
+    open: { staff: 'open', note: 'open', customer: 'open' },
+    resolved: { staff: 'resolved', note: 'resolved', customer: 'open' },
+  } as const
+  for (const [state, next] of Object.entries(afterComment)) {
+    const from = state as keyof typeof afterComment
+    t.equal(stateAfterComment(from, true, false), next.staff, `${state}: staff reply`)
+    t.equal(stateAfterComment(from, true, true), next.note, `${state}: internal note`)
+    t.equal(stateAfterComment(from, false, false), next.customer, `${state}: customer reply`)
+  }
+  const afterAction = {
+    resolve: { new: 'resolved', open: 'resolved', resolved: 'resolved' },
+    unresolve: { new: 'new', open: 'open', resolved: 'open' },
+    toggle: { new: 'resolved', open: 'resolved', resolved: 'open' },
+    delete: { new: 'deleted', open: 'deleted', resolved: 'deleted' },
+    restore: { new: 'new', open: 'open', resolved: 'resolved' },
+  } as const
+  for (const [action, table] of Object.entries(afterAction)) {
+    for (const [state, next] of Object.entries(table)) {
+      t.equal(stateAfterAction(state as 'new', action as 'resolve', null), next, `${action} on ${state}`)
+    }
+  }
+  t.equal(stateAfterAction('deleted', 'restore', 'resolved'), 'resolved', 'restore brings back the state before delete')
+  t.equal(stateAfterAction('deleted', 'restore', null), 'open', 'or open when it is unknown')
+})
+
+t.test('the counts always equal a count of the rows, whatever happens', async (t) => {
+  const op = fc.oneof(
+    fc.record({ kind: fc.constant('create' as const), category: fc.nat(2), public: fc.option(fc.boolean()), customer: fc.boolean() }),
+    fc.record({ kind: fc.constant('reply' as const), pick: fc.nat(), customer: fc.boolean(), internal: fc.boolean() }),
+    fc.record({ kind: fc.constant('act' as const), pick: fc.nat(), action: fc.constantFrom(...actions) }),
+    fc.record({ kind: fc.constant('update' as const), pick: fc.nat(), category: fc.option(fc.nat(2)), public: fc.option(fc.boolean()) }),
+  )
+  fc.assert(
+    fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
+      const { db, categories, discussions, site, supporter } = stores()
+      const cats = ['A', 'B', 'C'].map((name, i) => categories.add(site.id, name, i === 0))
+      let made = 0
+      for (const o of ops) {
+        const number = made === 0 ? 0 : 1 + ((o as { pick?: number }).pick ?? 0) % made
+        const onBehalfOf = (o as { customer?: boolean }).customer ? { email: 'carol@example.test' } : undefined
+        try {
+          if (o.kind === 'create') {
+            discussions.create({ siteId: site.id, categoryId: cats[o.category].id, title: 't', body: 'b', public: o.public ?? undefined, supporterId: supporter.id, onBehalfOf, via: 'api' })
+            made++
+          } else if (made > 0 && o.kind === 'reply') {
+            discussions.reply({ siteId: site.id, number, body: 'r', internal: o.internal, supporterId: supporter.id, onBehalfOf, via: 'api' })
+          } else if (made > 0 && o.kind === 'act') {
+            discussions.act(site.id, number, o.action)
+          } else if (made > 0 && o.kind === 'update') {
+            discussions.update(site.id, number, { categoryId: o.category === null ? undefined : cats[o.category].id, public: o.public ?? undefined })
+          }
+        } catch (error) {
+          if (!(error instanceof StoreError && error.code === 'conflict')) throw error
+        }
+      }
+      const count = (where: string, ...params: unknown[]) =>
+        (db.$client.prepare(`SELECT count(*) AS n FROM discussions WHERE site_id = ? AND ${where}`).get(site.id, ...params) as { n: number }).n
+      for (const state of ['live', ...discussionStates] as const) {
+        const stateWhere = state === 'live' ? "state <> 'deleted'" : 'state = ?'
+        const stateParams = state === 'live' ? [] : [state]
+        for (const category of [undefined, ...cats.map((c) => c.id)]) {
+          for (const isPublic of [undefined, true, false]) {
+            let where = stateWhere
+            const params: unknown[] = [...stateParams]
+            if (category !== undefined) (where += ' AND category_id = ?'), params.push(category)
+            if (isPublic !== undefined) (where += ' AND public = ?'), params.push(isPublic ? 1 : 0)
+            const expected = count(where, ...params)
+            const total = discussions.counts.total({ siteId: site.id, state, categoryId: category, public: isPublic })
+            if (total !== expected) throw new Error(`${state}/${category}/${isPublic}: counted ${total}, rows ${expected}`)
+          }
+        }
+      }
+      db.$client.close()
+    }),
+    { numRuns: 60 },
+  )
+  t.pass('60 random histories, every count exact')
+})
+
+t.test('every listing reads one index, never the whole table', async (t) => {
+  const { db, clock, users, categories, discussions, site, supporter } = stores()
+  const category = categories.add(site.id, 'Questions', true)
+  seedDiscussions(db, clock, users, site, 50)
+  const base: ListingQuery = { siteId: site.id, state: 'live', sort: 'activity', offset: 0, limit: 30 }
+  const cases: Array<[Partial<ListingQuery>, RegExp, number?]> = [
+    [{}, /discussions_site_activity_idx \(site_id=\?\)/],
+    [{ sort: 'created' }, /discussions_site_created_idx/],
+    [{ sort: 'updated' }, /discussions_site_updated_idx/],
+    [{ state: 'open' }, /COVERING INDEX discussions_state_activity_idx \(site_id=\? AND state=\?\)/],
+    [{ state: 'deleted', sort: 'created' }, /COVERING INDEX discussions_state_created_idx/],
+    [{ state: 'resolved', sort: 'updated' }, /COVERING INDEX discussions_state_updated_idx/],
+    [{ categoryId: category.id }, /discussions_category_activity_idx \(site_id=\? AND category_id=\?\)/],
+    [{ categoryId: category.id, sort: 'created' }, /discussions_site_created_idx/],
+    [{ public: true, sort: 'updated' }, /discussions_site_updated_idx/],
+    [{ authorId: supporter.id }, /discussions_author_activity_idx \(site_id=\? AND author_id=\?\)/],
+    [{ authorId: supporter.id, sort: 'created' }, /discussions_author_activity_idx \(site_id=\? AND author_id=\?\)/],
+    [{ since: { kind: 'number', after: 10 } }, /discussions_site_number_unique \(site_id=\? AND number>\?\)/, 40],
+    [{ since: { kind: 'number', after: 10 } }, /discussions_site_activity_idx \(site_id=\?\)/, NARROW_SINCE + 1],
+    [{ since: { kind: 'number', after: 10 }, categoryId: category.id }, /discussions_category_activity_idx/, NARROW_SINCE + 1],
+    [{ since: { kind: 'date', from: 0 } }, /discussions_site_activity_idx \(site_id=\? AND last_updated_at>\?\)/],
+    [{ since: { kind: 'date', from: 0 }, state: 'new', sort: 'created' }, /discussions_state_created_idx \(site_id=\? AND state=\? AND created_at>\?\)/],
+  ]
+  for (const [query, index, total] of cases) {
+    const plan = discussions.explain({ ...base, ...query }, total).join('\n')
+    t.match(plan, index, JSON.stringify({ query, total }))
+    t.notMatch(plan, /SCAN discussions/, 'no table scan')
+  }
+  t.notMatch(discussions.explain(base).join('\n'), /TEMP B-TREE FOR ORDER BY[\s\S]*TEMP B-TREE/, 'the order index sorts the page; only the 30 rows are re-sorted')
+})
+
+t.test('since=<number> over many discussions reads in listing order and stays right', async (t) => {
+  const { db, clock, users, discussions, site } = stores()
+  seedDiscussions(db, clock, users, site, NARROW_SINCE + 100)
+  const query: ListingQuery = { siteId: site.id, state: 'live', sort: 'created', since: { kind: 'number', after: 1 }, offset: 0, limit: 30 }
+  const wide = discussions.list(query)
+  const live = discussions.counts.total({ siteId: site.id, state: 'live' })
+  const firstIsLive = discussions.get(site.id, 1).state !== 'deleted'
+  t.equal(wide.total, live - (firstIsLive ? 1 : 0), 'every live discussion but number 1')
+  const all = discussions.list({ ...query, since: undefined })
+  t.same(
+    wide.discussions.map((d) => d.number),
+    all.discussions.map((d) => d.number),
+    'the newest are the same with and without since=1',
+  )
+  const narrow = discussions.list({ ...query, since: { kind: 'number', after: NARROW_SINCE + 90 } })
+  t.ok(narrow.total <= 10)
+  t.ok(narrow.discussions.every((d) => d.number > NARROW_SINCE + 90))
+})
+
+t.test('categories: permalinks from names, unique per site; names 1 to 100 characters', async (t) => {
+  const { categories, sites, site } = stores()
+  t.equal(slugify('Crème brûlée & Co.!', 'x'), 'creme-brulee-co')
+  t.equal(slugify('  ---  ', 'fallback'), 'fallback')
+  t.equal(slugify('你好', 'discussion'), 'discussion')
+  const long = slugify(`${'a'.repeat(59)} b`, 'x')
+  t.equal(long, 'a'.repeat(59), 'at most 60 characters, never ending in a dash')
+  t.equal(categories.add(site.id, ' Billing ', false).permalink, 'billing')
+  t.equal(categories.add(site.id, 'billing', false).permalink, 'billing-2')
+  t.equal(categories.add(site.id, 'BILLING!', true).permalink, 'billing-3')
+  const other = sites.add('other')
+  t.equal(categories.add(other.id, 'Billing', false).permalink, 'billing', 'another site has its own permalinks')
+  t.throws(() => categories.add(site.id, '  ', false), { code: 'invalid', field: 'name' })
+  t.throws(() => categories.add(site.id, 'x'.repeat(101), false), { message: 'a category name must be 1 to 100 characters' })
+  t.equal(categories.find(other.id, categories.add(site.id, 'Mine', false).id), undefined, 'found only on its own site')
+})
