@@ -1,0 +1,146 @@
+import { randomBytes } from 'node:crypto'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { DAY_MS } from '../../lib/clock.ts'
+import { maskedToken } from '../../lib/token-format.ts'
+import { StoreError } from '../../store/errors.ts'
+import { DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, MAX_ACTIVE_TOKENS, MAX_TOKEN_NAME, tokenState, type ListedToken } from '../../store/tokens.ts'
+import { pageData, requireSupporter } from './pages.ts'
+
+// Tokens expiring this soon stand out in the list.
+const SOON_DAYS = 7
+// Forms already used to create a token: a reload re-posts the same form, and must not make a second
+// token nor show the value again. Bounded; the oldest are forgotten first.
+const USED_FORMS_LIMIT = 10_000
+
+interface CreateBody {
+  name?: unknown
+  access?: unknown
+  expires?: unknown
+  form_id?: unknown
+}
+
+const when = (date: Date) => date.toISOString().slice(0, 16).replace('T', ' ') + ' UTC'
+
+function describe(token: ListedToken, now: number) {
+  const days = Math.ceil((token.expiresAt.getTime() - now) / DAY_MS)
+  return {
+    id: token.id,
+    name: token.name,
+    access: token.access === 'write' ? 'Read and write' : 'Read only',
+    masked: maskedToken(token.lastFour),
+    created: when(token.createdAt),
+    lastUsed: token.lastUsedAt ? `${when(token.lastUsedAt)} from ${token.lastUsedFrom}` : 'never',
+    expires: when(token.expiresAt),
+    expiresIn: days <= 1 ? 'within a day' : `in ${days} days`,
+    soon: days <= SOON_DAYS,
+    unusable: tokenState(token, now) === 'unusable',
+  }
+}
+
+/** {site_url}/profile/api_tokens: create, list and revoke one's personal API tokens. */
+const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
+  const { tokens, urls, clock } = fastify
+  const usedForms = new Set<string>()
+  const pagePath = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/profile/api_tokens`
+
+  function activeTokens(request: FastifyRequest) {
+    const now = clock()
+    return tokens
+      .listForSite(request.web.site.id, request.web.user!.id)
+      .filter((token) => ['active', 'unusable'].includes(tokenState(token, now)))
+      .map((token) => describe(token, now))
+  }
+
+  function render(request: FastifyRequest, reply: FastifyReply, status: number, extra: Record<string, unknown> = {}) {
+    const list = activeTokens(request)
+    const remaining = Math.max(0, MAX_ACTIVE_TOKENS - tokens.activeCount(request.web.user!.id))
+    return reply.page(
+      'api_tokens',
+      pageData(request, reply, {
+        title: 'Personal API tokens',
+        tokens: list,
+        remaining,
+        limit: MAX_ACTIVE_TOKENS,
+        expiryChoices: EXPIRY_DAYS,
+        maxName: MAX_TOKEN_NAME,
+        formId: randomBytes(16).toString('base64url'),
+        values: { name: '', access: 'read', expires: String(DEFAULT_EXPIRY_DAYS) },
+        errors: {},
+        created: null,
+        notice: null,
+        ...extra,
+      }),
+      status,
+    )
+  }
+
+  fastify.get('/profile/api_tokens', async (request, reply) => {
+    if (!(await requireSupporter(request, reply))) return reply
+    const notice = (request.query as { revoked?: unknown }).revoked === '1' ? 'The token was revoked. It no longer works.' : null
+    return render(request, reply, 200, { notice })
+  })
+
+  fastify.post('/profile/api_tokens', { preHandler: fastify.csrfProtection }, async (request, reply) => {
+    if (!(await requireSupporter(request, reply))) return reply
+    const body = (request.body ?? {}) as CreateBody
+    const formId = typeof body.form_id === 'string' ? body.form_id : ''
+    // A form already used (a reload, a double click): show the list, never a second value.
+    if (usedForms.has(formId)) return reply.redirect(pagePath(request), 303)
+
+    const values = {
+      name: typeof body.name === 'string' ? body.name : '',
+      access: body.access === 'write' ? 'write' : body.access === 'read' ? 'read' : '',
+      expires: typeof body.expires === 'string' ? body.expires : '',
+    }
+    const errors: Record<string, string> = {}
+    if (!values.access) errors.access = 'Choose Read only or Read and write.'
+    const days = Number(values.expires)
+    if (!(EXPIRY_DAYS as readonly number[]).includes(days) || !/^\d+$/.test(values.expires)) {
+      errors.expires = `Choose ${EXPIRY_DAYS.join(', ')} days.`
+    }
+    if (values.name.trim() === '') errors.name = 'Give the token a name that says what it is for.'
+    else if (values.name.trim().length > MAX_TOKEN_NAME) errors.name = `Keep the name to ${MAX_TOKEN_NAME} characters at most.`
+    if (Object.keys(errors).length > 0) return render(request, reply, 400, { values, errors })
+
+    try {
+      const { value, token } = tokens.create({
+        siteId: request.web.site.id,
+        userId: request.web.user!.id,
+        name: values.name,
+        access: values.access as 'read' | 'write',
+        expiresInDays: days,
+      })
+      if (formId) {
+        usedForms.add(formId)
+        if (usedForms.size > USED_FORMS_LIMIT) usedForms.delete(usedForms.values().next().value!)
+      }
+      return render(request, reply, 201, { created: { value, name: token.name } })
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error
+      const message = error.code === 'limit' ? `You already have ${MAX_ACTIVE_TOKENS} active tokens, the most allowed. Revoke one you no longer use, then create the new one.` : error.message
+      return render(request, reply, error.code === 'limit' ? 409 : 400, { values, errors: { form: message } })
+    }
+  })
+
+  fastify.get('/profile/api_tokens/:id/revoke', async (request, reply) => {
+    if (!(await requireSupporter(request, reply))) return reply
+    const token = activeTokens(request).find((t) => String(t.id) === (request.params as { id: string }).id)
+    if (!token) return reply.page('not_found', pageData(request, reply, { title: 'No such token' }), 404)
+    return reply.page('revoke', pageData(request, reply, { title: `Revoke ${token.name}`, token }))
+  })
+
+  fastify.post('/profile/api_tokens/:id/revoke', { preHandler: fastify.csrfProtection }, async (request, reply) => {
+    if (!(await requireSupporter(request, reply))) return reply
+    const id = (request.params as { id: string }).id
+    if (!/^[1-9]\d{0,15}$/.test(id)) return reply.page('not_found', pageData(request, reply, { title: 'No such token' }), 404)
+    try {
+      tokens.revoke(request.web.site.id, Number(id), request.web.user!.id)
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error
+      return reply.page('not_found', pageData(request, reply, { title: 'No such token' }), 404)
+    }
+    return reply.redirect(`${pagePath(request)}?revoked=1`, 303)
+  })
+}
+
+export default apiTokenRoutes

@@ -1,0 +1,46 @@
+import type { FastifyError, FastifyPluginAsync } from 'fastify'
+import sessions from '../../plugins/sessions.ts'
+import views from '../../plugins/views.ts'
+import apiTokenRoutes from './api-tokens.ts'
+import { pageData } from './pages.ts'
+import signInRoutes from './sign-in.ts'
+
+export interface WebOptions {
+  siteUrl: string
+  secret: Buffer
+}
+
+/** The path part of the site URL template, as a route prefix: `https://h/x/{site}` gives `/x/:site`. */
+export function webPrefix(siteUrl: string): string {
+  return new URL(siteUrl.replace('{site}', 'SITE')).pathname.replace('SITE', ':site')
+}
+
+/** Every supporter page, encapsulated under the site URL's path with its own error pages. */
+const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, secret }) => {
+  await fastify.register(
+    async (web) => {
+      await web.register(views)
+      await web.register(sessions, {
+        secret,
+        secure: siteUrl.startsWith('https:'),
+        cookiePath: (permalink) => new URL(fastify.urls.siteWeb(permalink)).pathname,
+      })
+      web.setErrorHandler(async (error: FastifyError, request, reply) => {
+        const status = error.statusCode ?? 500
+        if (status >= 500) request.log.error({ err: error }, 'page failed')
+        const [title, message] =
+          error.code === 'FST_CSRF_INVALID_TOKEN' || error.code === 'FST_CSRF_MISSING_SECRET'
+            ? ['This form has expired', 'For your safety the form could not be accepted. Go back, reload the page and try again.']
+            : status >= 500
+              ? ['Something went wrong', 'Something went wrong on our side. Please try again.']
+              : ['That did not work', 'The request could not be understood. Please go back and try again.']
+        return reply.page('error', pageData(request, reply, { title, message }), status >= 500 ? 500 : status)
+      })
+      await web.register(signInRoutes)
+      await web.register(apiTokenRoutes)
+    },
+    { prefix: webPrefix(siteUrl) },
+  )
+}
+
+export default webPages

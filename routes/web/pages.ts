@@ -1,0 +1,40 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+
+// What every page template receives, and the checks pages share.
+
+export function pageData(request: FastifyRequest, reply: FastifyReply, extra: Record<string, unknown> = {}) {
+  const { site, user } = request.web
+  const base = request.server.urls.siteWeb(site.permalink)
+  return { site, user, base, csrf: reply.generateCsrf(), ...extra }
+}
+
+/** Where a signed-out visitor of this page is sent: the sign-in page, which brings them back. */
+export function signInRedirect(request: FastifyRequest, reply: FastifyReply) {
+  const base = request.server.urls.siteWeb(request.web.site.permalink)
+  const next = new URL(request.url, 'http://x').pathname
+  return reply.redirect(`${base}/login?next=${encodeURIComponent(next)}`, 303)
+}
+
+/**
+ * Pages for the site's support staff: a signed-out visitor is sent to sign in, a signed-in
+ * customer is told why not. Returns true when the page may be shown.
+ */
+export async function requireSupporter(request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+  const { user } = request.web
+  if (!user) {
+    await signInRedirect(request, reply)
+    return false
+  }
+  if (user.role !== 'supporter') {
+    await reply.page('forbidden', pageData(request, reply, { title: 'Support staff only' }), 403)
+    return false
+  }
+  return true
+}
+
+/** A `next` address is followed only when it stays on this site's pages (no open redirect). */
+export function safeNext(next: unknown, sitePath: string): string | null {
+  if (typeof next !== 'string' || !next.startsWith(`${sitePath}/`) || next.startsWith('//')) return null
+  if (/[\\\s]|\/\.\.?(\/|$)/.test(next) || next.includes('//')) return null
+  return next
+}
