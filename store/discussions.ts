@@ -1,8 +1,9 @@
 import { and, asc, eq, getTableColumns, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
-import { categories, comments, discussions, memberships, users, type CommentVia, type DiscussionState } from '../db/schema.ts'
+import { categories, comments, discussions, users, type CommentVia, type DiscussionState } from '../db/schema.ts'
 import type { Clock } from '../lib/clock.ts'
 import { slugify } from './categories.ts'
+import { createAuthors, type PostedBy } from './discussion-authors.ts'
 import { createDiscussionCounts, type CountedRow } from './discussion-counts.ts'
 import { createDiscussionListing, discussionView, type DiscussionRow } from './discussion-listing.ts'
 import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
@@ -13,12 +14,6 @@ export type { DiscussionRow } from './discussion-listing.ts'
 export type { Action } from './discussion-states.ts'
 export type Discussion = typeof discussions.$inferSelect
 export type CommentRow = typeof comments.$inferSelect & { authorEmail: string; authorName: string }
-
-/** Who a post is by: another user named by email (created as a customer when unknown), or else the supporter. */
-export interface PostedBy {
-  supporterId: number
-  onBehalfOf?: { email: string; name?: string }
-}
 
 export interface NewDiscussion extends PostedBy {
   siteId: number
@@ -72,6 +67,7 @@ const counted = (d: { siteId: number; categoryId: number; state: DiscussionState
 export function createDiscussionStore(db: Db, clock: Clock, userStore: UserStore) {
   const counts = createDiscussionCounts(db)
   const listing = createDiscussionListing(db, counts)
+  const authorOf = createAuthors(db, clock, userStore)
   const p = (name: string) => sql.placeholder(name)
 
   const byNumber = db
@@ -111,18 +107,6 @@ export function createDiscussionStore(db: Db, clock: Clock, userStore: UserStore
     .where(and(eq(categories.id, p('id')), eq(categories.siteId, p('siteId'))))
     .prepare()
 
-  const roleOn = db
-    .select({ role: memberships.role })
-    .from(memberships)
-    .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.userId, p('userId'))))
-    .prepare()
-
-  const addCustomer = db
-    .insert(memberships)
-    .values({ siteId: p('siteId'), userId: p('userId'), role: 'customer', createdAt: p('now') })
-    .onConflictDoNothing()
-    .prepare()
-
   const insertDiscussion = db
     .insert(discussions)
     .values({
@@ -143,10 +127,27 @@ export function createDiscussionStore(db: Db, clock: Clock, userStore: UserStore
 
   const insertComment = prepareCommentInsert(db)
 
+  // Placeholders in set() are not mapped through the columns: moments go in as milliseconds and
+  // booleans as 0 or 1.
+  const value = (name: string) => sql`${p(name)}`
   const afterComment = db
     .update(discussions)
-        // Placeholders in set() are not mapped through the columns: the moment goes in as milliseconds.
-    .set({ state: sql`${p('state')}`, commentsCount: sql`${p('count')}`, updatedAt: sql`${p('at')}`, lastUpdatedAt: sql`${p('at')}` })
+    .set({ state: value('state'), commentsCount: value('count'), updatedAt: value('at'), lastUpdatedAt: value('at') })
+    .where(eq(discussions.id, p('id')))
+    .prepare()
+
+  // Everything title, visibility, category and state changes write, in one statement.
+  const saveChanges = db
+    .update(discussions)
+    .set({
+      title: value('title'),
+      permalink: value('permalink'),
+      state: value('state'),
+      stateBeforeDelete: value('stateBeforeDelete'),
+      public: value('public'),
+      categoryId: value('categoryId'),
+      updatedAt: value('at'),
+    })
     .where(eq(discussions.id, p('id')))
     .prepare()
 
@@ -168,16 +169,6 @@ export function createDiscussionStore(db: Db, clock: Clock, userStore: UserStore
     return category
   }
 
-  /** The author of a post and whether they write as support staff of the site. */
-  function authorOf(siteId: number, posted: PostedBy): { id: number; bySupporter: boolean } {
-    if (!posted.onBehalfOf) return { id: posted.supporterId, bySupporter: true }
-    const { email, name } = posted.onBehalfOf
-    const user = userStore.find(email) ?? userStore.insert({ email, name }, null)
-    const role = roleOn.get({ siteId, userId: user.id })?.role
-    if (!role) addCustomer.run({ siteId, userId: user.id, now: new Date(clock()) })
-    return { id: user.id, bySupporter: role === 'supporter' }
-  }
-
   // Every write runs in one IMMEDIATE transaction: the read it decides on, the rows it writes and
   // the counts it moves commit together or not at all.
   const write = <T>(fn: () => T): T => db.transaction(fn, { behavior: 'immediate' })
@@ -189,10 +180,7 @@ export function createDiscussionStore(db: Db, clock: Clock, userStore: UserStore
       const changes = decide(before)
       if (!changes) return before
       const after = { ...before, ...changes, updatedAt: new Date(clock()) }
-      db.update(discussions)
-        .set({ ...changes, updatedAt: after.updatedAt })
-        .where(eq(discussions.id, before.id))
-        .run()
+      saveChanges.run({ ...after, public: after.public ? 1 : 0, at: after.updatedAt.getTime() })
       counts.move(counted(before), counted(after))
       return after
     })
