@@ -161,13 +161,8 @@ export const UpdateBody = Type.Object({
 
 // ---- answers that are not the resource
 
-/** 400, 404, 409, 413 and 415 of a route, as JSON error bodies. */
-export const errorResponses = {
-  400: InvalidRequestBody,
-  404: ErrorBody,
-  409: ErrorBody,
-  413: ErrorBody,
-  415: ErrorBody,
-}
+/** The JSON error answers of a route that takes a body: 400, 404, 413 and 415. */
+export const writeErrorResponses = { 400: InvalidRequestBody, 404: ErrorBody, 413: ErrorBody, 415: ErrorBody }
 
-export const readErrorResponses = { 400: InvalidRequestBody, 404: ErrorBody }
+/** The same plus 409, for the routes that change an existing discussion (refused while it is deleted). */
+export const errorResponses = { ...writeErrorResponses, 409: ErrorBody }

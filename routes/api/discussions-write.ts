@@ -12,6 +12,7 @@ import {
   NumberParams,
   ReplyBody,
   UpdateBody,
+  writeErrorResponses,
 } from './discussions-schemas.ts'
 
 /** author_email (and author_name) of a body: whom the supporter posts on behalf of, if anyone. */
@@ -30,7 +31,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
         summary: 'Create a discussion in a category, as yourself or on behalf of a customer',
         params: CategoryParams,
         body: CreateBody,
-        response: { 201: DiscussionWithComments, ...errorResponses },
+        response: { 201: DiscussionWithComments, ...writeErrorResponses },
       },
     },
     async (request, reply) => {

@@ -82,7 +82,8 @@ t.test('security schemes of the contract, and the answers of every operation', a
     for (const status of ['401', '403', '406']) t.ok(op.responses[status]?.content?.['text/plain'], `${status} is documented as text`)
   }
   const create = doc.paths['/{site}/categories/{id}/discussions'].post
-  t.same(Object.keys(create.responses).sort(), ['201', '400', '401', '403', '404', '406', '409', '413', '415'])
+  t.same(Object.keys(create.responses).sort(), ['201', '400', '401', '403', '404', '406', '413', '415'])
+  t.ok(doc.paths['/{site}/discussions/{number}'].put.responses['409'], 'a change can meet a deleted discussion')
   t.ok(create.responses['201'].content['application/vnd.service-v1+json'].schema.properties.comments, 'the v1 media type')
   t.same(create.requestBody.content['application/json'].schema.required, ['title', 'body'])
   const listing = doc.paths['/{site}/discussions'].get
