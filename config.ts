@@ -9,6 +9,8 @@ export interface Config {
   baseUrl: string
   /** Address of a site's supporter web pages, with `{site}` where the permalink goes. */
   siteUrl: string
+  /** SERVICE_SECRET, the server key; absent, a key file in the data folder is used (lib/server-key.ts). */
+  secret?: string
 }
 
 export interface ConfigSource {
@@ -34,6 +36,10 @@ export const CONFIG_VARIABLES = [
 ] as const
 
 type Key = (typeof CONFIG_VARIABLES)[number]['flag']
+
+// The server key is read from the environment only: a flag would show it in the process list.
+export const SECRET_VARIABLE = 'SERVICE_SECRET'
+export const MIN_SECRET_LENGTH = 32
 
 function pick(source: ConfigSource, key: Key): { value: string | undefined; name: string } {
   const entry = CONFIG_VARIABLES.find((v) => v.flag === key)!
@@ -89,6 +95,10 @@ export function loadConfig(source: ConfigSource): Config {
   const portNumber = port.value === undefined ? 3000 : parsePort(port.value, port.name)
   if (host.value !== undefined && host.value.trim() === '') throw new ConfigError(`${host.name} must not be empty`)
   if (db.value !== undefined && db.value.trim() === '') throw new ConfigError(`${db.name} must not be empty`)
+  const secret = source.env[SECRET_VARIABLE]
+  if (secret !== undefined && secret.trim().length < MIN_SECRET_LENGTH) {
+    throw new ConfigError(`${SECRET_VARIABLE} must be at least ${MIN_SECRET_LENGTH} characters, such as the output of: openssl rand -hex 32`)
+  }
   return {
     port: portNumber,
     host: host.value ?? '127.0.0.1',
@@ -96,5 +106,6 @@ export function loadConfig(source: ConfigSource): Config {
     baseUrl: baseUrl.value === undefined ? `http://localhost:${portNumber}` : parseBaseUrl(baseUrl.value, baseUrl.name),
     siteUrl:
       siteUrl.value === undefined ? `http://localhost:${portNumber}/{site}` : parseSiteUrl(siteUrl.value, siteUrl.name),
+    ...(secret === undefined ? {} : { secret: secret.trim() }),
   }
 }

@@ -2,6 +2,8 @@ import { loadConfig } from '../config.ts'
 import { openDatabase, type Db } from '../db/client.ts'
 import type { Access } from '../db/schema.ts'
 import { randomPassword } from '../lib/password.ts'
+import { createSecretBox } from '../lib/secret-box.ts'
+import { serverSecret } from '../lib/server-key.ts'
 import { maskedToken } from '../lib/token-format.ts'
 import { StoreError } from '../store/errors.ts'
 import { createSiteStore } from '../store/sites.ts'
@@ -12,12 +14,14 @@ import { UsageError, type Command, type Io, type Options, type Values } from './
 const dbOption: Options = { db: { type: 'string' } }
 
 function openStores(values: Values, io: Io) {
-  const { dbFile } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
+  const { dbFile, secret } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
+  // The same server key as the server's, so legacy tokens made here can be shown there and back.
+  const box = createSecretBox(serverSecret({ secret, dbFile }))
   const db: Db = openDatabase(dbFile)
   return {
     db,
     sites: createSiteStore(db, io.clock),
-    users: createUserStore(db, io.clock),
+    users: createUserStore(db, io.clock, box),
     tokens: createTokenStore(db, io.clock),
   }
 }

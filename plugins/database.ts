@@ -1,5 +1,7 @@
 import fp from 'fastify-plugin'
 import { openDatabase, type Db } from '../db/client.ts'
+import { createSecretBox } from '../lib/secret-box.ts'
+import { serverSecret } from '../lib/server-key.ts'
 import { createSiteStore, type SiteStore } from '../store/sites.ts'
 import { createUserStore, type UserStore } from '../store/users.ts'
 
@@ -12,12 +14,14 @@ declare module 'fastify' {
 }
 
 /** Opens the SQLite file (migrating it) and exposes the site and user stores; closes it with the app. */
-export default fp<{ dbFile: string }>(
-  async (fastify, { dbFile }) => {
+export default fp<{ dbFile: string; secret?: string }>(
+  async (fastify, { dbFile, secret }) => {
+    // The server key (SERVICE_SECRET or the data folder's key file) seals the legacy tokens.
+    const box = createSecretBox(serverSecret({ secret, dbFile }))
     const db = openDatabase(dbFile)
     fastify.decorate('db', db)
     fastify.decorate('sites', createSiteStore(db, fastify.clock))
-    fastify.decorate('users', createUserStore(db, fastify.clock))
+    fastify.decorate('users', createUserStore(db, fastify.clock, box))
     fastify.addHook('onClose', async () => {
       db.$client.close()
     })

@@ -13,6 +13,8 @@ export function newMultipassKey(): string {
   return randomBytes(16).toString('hex')
 }
 
+const MULTIPASS_KEY = /^[\x21-\x7e]{8,256}$/
+
 export function createSiteStore(db: Db, clock: Clock) {
   const byPermalink = db
     .select()
@@ -47,6 +49,19 @@ export function createSiteStore(db: Db, clock: Clock) {
         .values({ permalink, name: displayName, multipassKey: newMultipassKey(), createdAt: new Date(clock()) })
         .returning()
         .get()
+    },
+
+    /**
+     * Replaces the site's multipass key (a new random one when none is given); tokens made with the
+     * old key are refused from the next request on.
+     */
+    setMultipassKey(siteId: number, key: string = newMultipassKey()): string {
+      // Any key another host gave a team is kept as it is, so their single sign-on code keeps working.
+      if (!MULTIPASS_KEY.test(key)) {
+        throw new StoreError('a multipass key must be 8 to 256 visible characters, without spaces', 'invalid', 'multipass_key')
+      }
+      db.update(sites).set({ multipassKey: key }).where(eq(sites.id, siteId)).run()
+      return key
     },
 
     list(): Site[] {

@@ -1,9 +1,12 @@
+import { randomBytes } from 'node:crypto'
 import { and, eq, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import { memberships, users, type Role } from '../db/schema.ts'
 import type { Clock } from '../lib/clock.ts'
 import { hashPassword } from '../lib/password.ts'
+import { createSecretBox, type SecretBox } from '../lib/secret-box.ts'
 import { StoreError } from './errors.ts'
+import { createLegacyTokenStore } from './legacy-tokens.ts'
 
 export type User = typeof users.$inferSelect
 
@@ -28,11 +31,25 @@ export function emailProblem(email: string): string | null {
   return null
 }
 
-export function createUserStore(db: Db, clock: Clock) {
+/**
+ * Accounts and their roles on sites. `box` holds the server key that seals each account's legacy
+ * token; the server and the CLI pass theirs, and without one (a test's private database) a random
+ * key of this process is used.
+ */
+export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSecretBox(randomBytes(32).toString('hex'))) {
+  const legacyTokens = createLegacyTokenStore(db, clock, box)
+
   const byEmailKey = db
     .select()
     .from(users)
     .where(eq(users.emailKey, sql.placeholder('key')))
+    .prepare()
+
+  // Asked on every request authenticated by multipass or password.
+  const roleOn = db
+    .select({ role: memberships.role })
+    .from(memberships)
+    .where(and(eq(memberships.siteId, sql.placeholder('siteId')), eq(memberships.userId, sql.placeholder('userId'))))
     .prepare()
 
   function find(email: string): User | undefined {
@@ -62,7 +79,8 @@ export function createUserStore(db: Db, clock: Clock) {
     try {
       return db
         .insert(users)
-        .values({ email, emailKey: emailKey(email), name, passwordHash, createdAt: new Date(clock()) })
+        // Every account is created with its legacy token (decisions.md, "Legacy account token").
+        .values({ email, emailKey: emailKey(email), name, passwordHash, createdAt: new Date(clock()), ...legacyTokens.issue().columns })
         .returning()
         .get()
     } catch (error) {
@@ -84,6 +102,8 @@ export function createUserStore(db: Db, clock: Clock) {
   return {
     find,
     get,
+    /** The accounts' legacy tokens: look-up, show (profile page, CLI) and reset. */
+    legacyTokens,
 
     /** Creates an account. The password is hashed (off the event loop) before anything is written. */
     async add(input: NewUser): Promise<User> {
@@ -104,11 +124,7 @@ export function createUserStore(db: Db, clock: Clock) {
     },
 
     role(siteId: number, userId: number): Role | undefined {
-      return db
-        .select({ role: memberships.role })
-        .from(memberships)
-        .where(and(eq(memberships.siteId, siteId), eq(memberships.userId, userId)))
-        .get()?.role
+      return roleOn.get({ siteId, userId })?.role
     },
 
     addStaff(siteId: number, userId: number): void {

@@ -47,3 +47,16 @@ t.test('a bad value is one clear line naming the variable or flag', async (t) =>
     t.throws(() => load(env, flags), { name: 'ConfigError', message }, JSON.stringify({ env, flags }))
   }
 })
+
+t.test('SERVICE_SECRET: from the environment only, at least 32 characters, never echoed', async (t) => {
+  const secret = '0123456789abcdef0123456789abcdef'
+  t.equal(load({ SERVICE_SECRET: ` ${secret}\n` }).secret, secret, 'surrounding white space is not part of it')
+  t.notOk('secret' in load(), 'absent unless set: the key file is used')
+  for (const value of ['', 'too-short-a-secret', ' '.repeat(40)]) {
+    t.throws(
+      () => load({ SERVICE_SECRET: value }),
+      { name: 'ConfigError', message: /^SERVICE_SECRET must be at least 32 characters, such as the output of: openssl rand -hex 32$/ },
+      JSON.stringify(value),
+    )
+  }
+})

@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto'
+import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { ConfigError, MIN_SECRET_LENGTH } from '../config.ts'
+
+// The server key encrypts what must be shown again (decisions.md, "Legacy account token"). It is
+// SERVICE_SECRET when set; otherwise a key file in the data folder, made on first start.
+
+export const KEY_FILE = 'service.key'
+
+/** Where the key file of a database lives: beside it, in the data folder. */
+export function keyFileFor(dbFile: string): string {
+  return join(dirname(dbFile), KEY_FILE)
+}
+
+/**
+ * The server secret: the configured one, a new random one for a private in-memory database (the
+ * tests), or the key file's, creating the file (mode 0600) when there is none yet.
+ */
+export function serverSecret({ secret, dbFile }: { secret?: string; dbFile: string }): string {
+  if (secret !== undefined) return secret
+  if (dbFile === ':memory:') return newSecret()
+  const file = keyFileFor(dbFile)
+  ensureKeyFile(file)
+  const stored = readFileSync(file, 'utf8').trim()
+  if (stored.length < MIN_SECRET_LENGTH) {
+    throw new ConfigError(`the key file ${file} must hold at least ${MIN_SECRET_LENGTH} characters; restore it or set SERVICE_SECRET`)
+  }
+  return stored
+}
+
+function newSecret(): string {
+  return randomBytes(32).toString('hex')
+}
+
+/**
+ * Writes a new key to a private temporary file and links it into place. The link either makes the
+ * complete file appear at once or fails because the file exists (made by an earlier start, or by a
+ * second process racing this one), and the existing key wins. A key is never half-written nor replaced.
+ */
+function ensureKeyFile(file: string): void {
+  mkdirSync(dirname(file), { recursive: true })
+  const temporary = `${file}.${process.pid}.${randomBytes(6).toString('hex')}`
+  writeFileSync(temporary, `${newSecret()}\n`, { mode: 0o600, flag: 'wx' })
+  try {
+    linkSync(temporary, file)
+  } catch (error) {
+    /* c8 ignore next: only a file system without hard links fails otherwise; there is none to test on */
+    if ((error as { code?: string }).code !== 'EEXIST') throw error
+  } finally {
+    unlinkSync(temporary)
+  }
+}
