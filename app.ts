@@ -6,6 +6,7 @@ import { clientErrorBody } from './lib/validation.ts'
 import authentication from './plugins/authentication.ts'
 import challenge from './plugins/challenge.ts'
 import configPlugin from './plugins/config.ts'
+import passwordChecks from './plugins/auth/password-checks.ts'
 import database from './plugins/database.ts'
 import tokenStore from './plugins/token-store.ts'
 import versioning from './plugins/versioning.ts'
@@ -13,11 +14,12 @@ import discussionRoutes from './routes/api/discussions.ts'
 import apiNotFound from './routes/api/not-found.ts'
 import siteRoutes from './routes/api/site.ts'
 import openapiRoutes from './routes/openapi.ts'
+import readmeRoute from './routes/readme.ts'
 import rootRoutes from './routes/root.ts'
 import wellKnownRoutes from './routes/well-known.ts'
 
 export interface AppOptions {
-  config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile'>
+  config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile' | 'secret'>
   clock?: Clock
   /** Where JSON log lines go (standard output for the server); no logging when absent. */
   logStream?: { write(line: string): void }
@@ -47,15 +49,17 @@ export function buildApp(options: AppOptions) {
 
   // Shared concerns, in the order they depend on each other.
   app.register(configPlugin, { config: options.config, clock: options.clock ?? systemClock })
-  app.register(database, { dbFile: options.config.dbFile })
+  app.register(database, { dbFile: options.config.dbFile, secret: options.config.secret })
   app.register(tokenStore)
   app.register(challenge)
+  app.register(passwordChecks)
 
   // Public, unauthenticated documents. The OpenAPI plugin goes first: it describes the routes
   // registered after it.
   app.register(openapiRoutes)
   app.register(rootRoutes)
   app.register(wellKnownRoutes)
+  app.register(readmeRoute)
 
   // The v1 API: every route negotiates its media type, then authenticates, before any body is read.
   app.register(async function api(api) {

@@ -4,6 +4,7 @@ import { systemClock } from '../lib/clock.ts'
 import { StoreError } from '../store/errors.ts'
 import { adminCommands } from './admin.ts'
 import { UsageError, type Command, type Io, type Values } from './command.ts'
+import { credentialCommands } from './credentials.ts'
 import { discussionCommands } from './discussions.ts'
 import { serveCommand } from './serve.ts'
 
@@ -11,7 +12,7 @@ export const EXIT_REFUSED = 1
 export const EXIT_FAILED = 1
 export const EXIT_USAGE = 2
 
-const commands: Command[] = [serveCommand, ...adminCommands, ...discussionCommands]
+const commands: Command[] = [serveCommand, ...adminCommands, ...credentialCommands, ...discussionCommands]
 
 /* c8 ignore start: the real process's streams; test/cli/serve.test.ts drives them through
    bin/service-desk.js, a process whose coverage is not collected (test/fixtures/child.ts) */

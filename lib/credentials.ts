@@ -10,8 +10,9 @@ export type Credential =
   | { kind: 'malformed' }
   | { kind: 'bearer'; token: string }
   | { kind: 'basic'; email: string; password: string }
-  | { kind: 'legacy'; key: string }
-  | { kind: 'multipass'; token: string }
+  /** inQuery: sent as `auth=` / `sso=`, so answers must not be stored, and a space in it was a `+`. */
+  | { kind: 'legacy'; key: string; inQuery: boolean }
+  | { kind: 'multipass'; token: string; inQuery: boolean }
 
 export interface CredentialSource {
   method: string
@@ -81,5 +82,6 @@ export function findCredential(source: CredentialSource): Credential {
       reason: `The ${credential.from === 'legacy' ? 'auth' : 'sso'} query parameter is accepted on GET and HEAD only; send the credential in a header.`,
     }
   }
-  return credential.from === 'legacy' ? { kind: 'legacy', key: credential.value } : { kind: 'multipass', token: credential.value }
+  const { value, inQuery } = credential
+  return credential.from === 'legacy' ? { kind: 'legacy', key: value, inQuery } : { kind: 'multipass', token: value, inQuery }
 }

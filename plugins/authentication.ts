@@ -1,16 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Access } from '../db/schema.ts'
-import { findCredential } from '../lib/credentials.ts'
-import { isWellFormedPersonalToken } from '../lib/token-format.ts'
+import { findCredential, type Credential } from '../lib/credentials.ts'
 import type { Site } from '../store/sites.ts'
+import { legacyTokenCheck } from './auth/legacy-token.ts'
+import { deprecationLink, multipassCheck } from './auth/multipass.ts'
+import { passwordCheck } from './auth/password.ts'
+import { personalTokenCheck } from './auth/personal-token.ts'
+import type { Authenticated, CheckResult } from './auth/types.ts'
 
-export interface Authenticated {
-  method: 'personal_token'
-  site: Site
-  user: { id: number; email: string; name: string }
-  access: Access
-}
+export type { Authenticated } from './auth/types.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -22,16 +20,35 @@ declare module 'fastify' {
   }
 }
 
-// Spec 5.1 item 5: GET and HEAD read; everything else (POST, PUT, PATCH, DELETE) writes.
-const READ_METHODS = new Set(['GET', 'HEAD'])
-
 /**
- * Authentication of the API routes of the scope it is registered in. It runs in onRequest, so the
- * body of a refused request is never read. The check order is the one of decisions.md.
+ * Authentication of the API routes of the scope it is registered in (decisions.md, "Credentials").
+ * It runs in onRequest, so the body of a refused request is never read. Exactly one credential is
+ * accepted; each kind is checked by its own module under ./auth.
  */
 export default fp(
   async (fastify) => {
-    const { sites, tokens, clock } = fastify
+    const { sites } = fastify
+    const personalToken = personalTokenCheck(fastify)
+    const legacyToken = legacyTokenCheck(fastify)
+    const multipass = multipassCheck(fastify)
+    const password = passwordCheck(fastify)
+    const deprecation = deprecationLink(fastify.config.baseUrl)
+
+    function check(credential: Exclude<Credential, { kind: 'none' | 'invalid_request' }>, site: Site | undefined, request: FastifyRequest, reply: FastifyReply) {
+      switch (credential.kind) {
+        case 'bearer':
+          return personalToken(credential, site, request, reply)
+        case 'legacy':
+          return legacyToken(credential, site, request, reply)
+        case 'multipass':
+          return multipass(credential, site, request, reply)
+        case 'basic':
+          return password(credential, site, request, reply)
+        case 'malformed':
+          return { kind: 'invalid_token' } satisfies CheckResult
+      }
+    }
+
     fastify.decorateRequest('auth', null)
 
     fastify.decorate('authenticate', async function (request: FastifyRequest, reply: FastifyReply) {
@@ -44,33 +61,24 @@ export default fp(
       })
       if (credential.kind === 'invalid_request') return reply.refuse(permalink, credential)
       if (credential.kind === 'none') return reply.refuse(permalink, { kind: 'no_credential' })
-      // Past this point an unknown site and a wrong credential get the same answer, so no answer
-      // reveals whether a site exists.
-      const site = sites.find(permalink)
-      if (!site || credential.kind !== 'bearer' || !isWellFormedPersonalToken(credential.token)) {
-        return reply.refuse(permalink, { kind: 'invalid_token' })
-      }
+      const result = await check(credential, sites.find(permalink), request, reply)
+      if ('kind' in result) return reply.refuse(permalink, result)
+      request.auth = result
+    })
 
-      const token = tokens.lookup(credential.token)
-      if (!token || token.revokedAt || token.siteId !== site.id || token.disabled) {
-        return reply.refuse(permalink, { kind: 'invalid_token' })
+    // Set at the end, so no route's own headers can replace them.
+    fastify.addHook('onSend', async (request, reply, payload) => {
+      const auth = request.auth
+      if (!auth) return payload
+      // A credential in the URL makes the URL a secret: no cache may keep what it fetched.
+      if (auth.viaQuery) reply.header('cache-control', 'no-store')
+      if (auth.method === 'multipass') {
+        const link = reply.getHeader('link')
+        reply.header('deprecation', 'true')
+        reply.header('link', link ? `${String(link)}, ${deprecation}` : deprecation)
       }
-      if (token.expiresAt.getTime() <= clock()) return reply.refuse(permalink, { kind: 'token_expired' })
-
-      // From here the token is genuine: every answer tells when it dies, and the use is recorded.
-      reply.header('service-token-expiration', token.expiresAt.toUTCString())
-      tokens.recordUse(token.id, token.lastUsedAt, request.ip)
-      if (!token.staff) return reply.refuse(permalink, { kind: 'staff_only' })
-      if (token.access === 'read' && !READ_METHODS.has(request.method)) {
-        return reply.refuse(permalink, { kind: 'insufficient_scope' })
-      }
-      request.auth = {
-        method: 'personal_token',
-        site,
-        user: { id: token.userId, email: token.email, name: token.name },
-        access: token.access,
-      }
+      return payload
     })
   },
-  { name: 'authentication', fastify: '5.x', dependencies: ['challenge', 'database', 'token-store', 'config'] },
+  { name: 'authentication', fastify: '5.x', dependencies: ['challenge', 'database', 'token-store', 'config', 'password-checks'] },
 )

@@ -27,7 +27,9 @@ export default fp(
     })
     fastify.addHook('onSend', async (request, reply, payload) => {
       const type = reply.getHeader('content-type')
-      if (typeof type === 'string' && type.startsWith(JSON_MEDIA_TYPE)) {
+      // A bare application/json, without charset, is an answer whose exact type the contract fixes
+      // (the legacy token's expiry, spec table 7): it is left as it is.
+      if (typeof type === 'string' && type.startsWith(JSON_MEDIA_TYPE) && type !== JSON_MEDIA_TYPE) {
         reply.header('content-type', `${request.apiMediaType}; charset=utf-8`)
       }
       return payload

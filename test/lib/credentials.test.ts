@@ -28,11 +28,11 @@ t.test('Basic carries email and password', async (t) => {
   })
 })
 
-t.test('legacy and multipass, as header or GET query', async (t) => {
-  t.same(findCredential(source({ rawHeaders: ['X-Service-Auth', 'k'] })), { kind: 'legacy', key: 'k' })
-  t.same(findCredential(source({ query: { auth: 'k' } })), { kind: 'legacy', key: 'k' })
-  t.same(findCredential(source({ rawHeaders: ['X-Multipass', 'm'] })), { kind: 'multipass', token: 'm' })
-  t.same(findCredential(source({ method: 'HEAD', query: { sso: 'm' } })), { kind: 'multipass', token: 'm' })
+t.test('legacy and multipass, as header or GET query, saying which', async (t) => {
+  t.same(findCredential(source({ rawHeaders: ['X-Service-Auth', 'k'] })), { kind: 'legacy', key: 'k', inQuery: false })
+  t.same(findCredential(source({ query: { auth: 'k' } })), { kind: 'legacy', key: 'k', inQuery: true })
+  t.same(findCredential(source({ rawHeaders: ['X-Multipass', 'm'] })), { kind: 'multipass', token: 'm', inQuery: false })
+  t.same(findCredential(source({ method: 'HEAD', query: { sso: 'm' } })), { kind: 'multipass', token: 'm', inQuery: true })
 })
 
 t.test('query credentials on a write are refused', async (t) => {

@@ -210,7 +210,7 @@ t.test('a malformed Authorization header is a 401 invalid_token, never a 500', a
   }
 })
 
-t.test('credential kinds that are not available yet are answered as invalid tokens', async (t) => {
+t.test('unknown values of the other credential kinds are answered as invalid tokens', async (t) => {
   const { app } = await buildTestApp(t)
   await supporterWithToken(app)
   for (const headers of [{ 'x-service-auth': 'k' }, { 'x-multipass': 'm' }, { authorization: `Basic ${Buffer.from('a@b:c').toString('base64')}` }]) {

@@ -1,0 +1,50 @@
+import { admin } from './admin.ts'
+import { UsageError, type Command } from './command.ts'
+
+// The credentials other than personal tokens: the accounts' legacy tokens and the sites' multipass keys.
+
+const moment = (date: Date) => `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`
+
+export const credentialCommands: Command[] = [
+  admin(
+    {
+      words: ['legacy-token', 'show'],
+      args: ['<email>'],
+      usage: 'legacy-token show <email>',
+      summary: "Print the account's legacy API token (X-Service-Auth) alone; its expiry goes to standard error.",
+    },
+    ({ users }, [email], _values, io) => {
+      const token = users.legacyTokens.current(users.get(email).id)
+      io.stdout(`${token.value}\n`)
+      io.stderr(`${token.expiresAt.getTime() <= io.clock() ? 'expired' : 'expires'} ${moment(token.expiresAt)}\n`)
+    },
+  ),
+  admin(
+    {
+      words: ['legacy-token', 'reset'],
+      args: ['<email>'],
+      usage: 'legacy-token reset <email>',
+      summary: 'Replace the legacy API token and print the new value alone: the old one stops working at once, the new one expires in a year.',
+    },
+    ({ users }, [email], _values, io) => {
+      io.stdout(`${users.legacyTokens.reset(users.get(email).id).value}\n`)
+    },
+  ),
+  admin(
+    {
+      words: ['site', 'multipass-key'],
+      args: ['<site>'],
+      options: { rotate: { type: 'boolean' }, set: { type: 'string' } },
+      usage: 'site multipass-key <site> [--rotate | --set VALUE]',
+      summary:
+        "Print the site's multipass key. --rotate replaces it with a new random one, --set VALUE with the given one (8 to 256 characters); tokens made with the old key stop working.",
+    },
+    ({ sites }, [permalink], values, io) => {
+      const given = values.set as string | undefined
+      if (values.rotate === true && given !== undefined) throw new UsageError('--rotate and --set cannot be combined')
+      const site = sites.get(permalink)
+      const key = values.rotate === true || given !== undefined ? sites.setMultipassKey(site.id, given) : site.multipassKey
+      io.stdout(`${key}\n`)
+    },
+  ),
+]
