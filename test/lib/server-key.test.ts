@@ -1,0 +1,41 @@
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { keyFileFor, serverSecret } from '../../lib/server-key.ts'
+
+function tempDir(t: Test) {
+  const dir = mkdtempSync(join(tmpdir(), 'service-desk-key-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+t.test('SERVICE_SECRET wins; an in-memory database gets a random key of its own', async (t) => {
+  t.equal(serverSecret({ secret: 's'.repeat(40), dbFile: '/nowhere/service.db' }), 's'.repeat(40))
+  const a = serverSecret({ dbFile: ':memory:' })
+  t.match(a, /^[0-9a-f]{64}$/)
+  t.not(serverSecret({ dbFile: ':memory:' }), a)
+})
+
+t.test('a key file is made on first start, mode 0600, beside the database, and kept', async (t) => {
+  const dir = tempDir(t)
+  const dbFile = join(dir, 'data', 'service.db')
+  t.equal(keyFileFor(dbFile), join(dir, 'data', 'service.key'))
+  const first = serverSecret({ dbFile })
+  t.match(first, /^[0-9a-f]{64}$/)
+  t.equal(statSync(keyFileFor(dbFile)).mode & 0o777, 0o600)
+  t.equal(readFileSync(keyFileFor(dbFile), 'utf8'), `${first}\n`)
+  t.equal(serverSecret({ dbFile }), first, 'the same key on every later start')
+  t.same(readdirSync(join(dir, 'data')), ['service.key'], 'no temporary file is left behind')
+})
+
+t.test('a damaged key file stops start-up with one clear line', async (t) => {
+  const dir = tempDir(t)
+  writeFileSync(join(dir, 'service.key'), 'short\n')
+  t.throws(() => serverSecret({ dbFile: join(dir, 'service.db') }), {
+    name: 'ConfigError',
+    message: `the key file ${join(dir, 'service.key')} must hold at least 32 characters; restore it or set SERVICE_SECRET`,
+  })
+  mkdirSync(join(dir, 'folder', 'service.key'), { recursive: true })
+  t.throws(() => serverSecret({ dbFile: join(dir, 'folder', 'service.db') }), { code: 'EISDIR' }, 'a key path that is a folder')
+})
