@@ -117,6 +117,29 @@ export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSec
       return insert(validate(input), passwordHash)
     },
 
+    /**
+     * The account a multipass sign-in on the web names: an unknown email becomes a new account
+     * (no password) and a customer of the site; a known one takes the name the token carries and
+     * joins the site as a customer if it is not on it yet (a supporter stays a supporter).
+     * Undefined for an address that is not one.
+     */
+    fromSingleSignOn(siteId: number, email: string, name?: string): User | undefined {
+      if (emailProblem(email)) return undefined
+      const given = name?.trim().slice(0, 100) || undefined
+      return db.transaction(
+        () => {
+          let user = find(email) ?? insert({ email: email.trim(), name: given ?? email.trim().split('@')[0].slice(0, 100) }, null)
+          if (given && given !== user.name) {
+            db.update(users).set({ name: given }).where(eq(users.id, user.id)).run()
+            user = { ...user, name: given }
+          }
+          db.insert(memberships).values({ siteId, userId: user.id, role: 'customer', createdAt: new Date(clock()) }).onConflictDoNothing().run()
+          return user
+        },
+        { behavior: 'immediate' },
+      )
+    },
+
     setDisabled(email: string, disabled: boolean): User {
       const user = get(email)
       db.update(users).set({ disabled }).where(eq(users.id, user.id)).run()

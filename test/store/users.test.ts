@@ -77,3 +77,25 @@ t.test('first-run bootstrap: once, and only once even when two starts race', asy
   t.equal(await bootstrapFirstRun(s), null, 'a later start does nothing')
   t.equal(s.sites.list().length, 1)
 })
+
+t.test('multipass sign-in on the web: a new customer, or the known account with the name the token carries', async (t) => {
+  const { users, sites } = stores()
+  const site = sites.add('demo')
+  const made = users.fromSingleSignOn(site.id, ' New@Example.test ', 'New Person')!
+  t.match(made, { email: 'New@Example.test', name: 'New Person', passwordHash: null })
+  t.equal(users.role(site.id, made.id), 'customer')
+  t.match(users.legacyTokens.current(made.id).value, /^[0-9a-f]{40}$/, 'an account like any other')
+  t.equal(users.fromSingleSignOn(site.id, 'nameless@example.test')!.name, 'nameless', 'no name: the local part')
+
+  t.equal(users.fromSingleSignOn(site.id, 'new@example.test', '  Renamed  ')!.name, 'Renamed', 'the name is updated')
+  t.equal(users.get('new@example.test').name, 'Renamed')
+  t.equal(users.fromSingleSignOn(site.id, 'new@example.test', 'Renamed')!.id, made.id, 'the same account')
+  t.equal(users.fromSingleSignOn(site.id, 'new@example.test', '   ')!.name, 'Renamed', 'a blank name changes nothing')
+  t.equal(users.fromSingleSignOn(site.id, 'new@example.test', 'x'.repeat(150))!.name, 'x'.repeat(100), 'a long name is cut to 100')
+
+  const ann = users.insert({ email: 'ann@example.test' }, null)
+  users.addStaff(site.id, ann.id)
+  users.fromSingleSignOn(site.id, 'ann@example.test')
+  t.equal(users.role(site.id, ann.id), 'supporter', 'a supporter stays a supporter')
+  t.equal(users.fromSingleSignOn(site.id, 'not an email'), undefined)
+})
