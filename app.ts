@@ -17,6 +17,7 @@ import openapiRoutes from './routes/openapi.ts'
 import readmeRoute from './routes/readme.ts'
 import rootRoutes from './routes/root.ts'
 import wellKnownRoutes from './routes/well-known.ts'
+import webPages from './routes/web/index.ts'
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile' | 'secret'>
@@ -72,6 +73,9 @@ export function buildApp(options: AppOptions) {
       routes.register(apiNotFound)
     })
   })
+
+  // The supporter web pages, under the site URL. They never accept an API credential.
+  app.register(webPages, { siteUrl: options.config.siteUrl })
 
   return app
 }

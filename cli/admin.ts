@@ -6,6 +6,7 @@ import { createSecretBox } from '../lib/secret-box.ts'
 import { serverSecret } from '../lib/server-key.ts'
 import { maskedToken } from '../lib/token-format.ts'
 import { StoreError } from '../store/errors.ts'
+import { createSessionStore } from '../store/sessions.ts'
 import { createSiteStore } from '../store/sites.ts'
 import { createTokenStore, DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, tokenState } from '../store/tokens.ts'
 import { createUserStore, MIN_PASSWORD } from '../store/users.ts'
@@ -23,6 +24,7 @@ function openStores(values: Values, io: Io) {
     sites: createSiteStore(db, io.clock),
     users: createUserStore(db, io.clock, box),
     tokens: createTokenStore(db, io.clock),
+    sessions: createSessionStore(db, io.clock),
   }
 }
 
@@ -112,10 +114,14 @@ export const adminCommands: Command[] = [
         words: ['user', verb],
         args: ['<email>'],
         usage: `user ${verb} <email>`,
-        summary: verb === 'disable' ? 'Disable an account: its tokens stop working at once.' : 'Enable a disabled account again.',
+        summary:
+          verb === 'disable'
+            ? 'Disable an account: its tokens stop working and its web sessions end at once.'
+            : 'Enable a disabled account again.',
       },
-      ({ users }, [email], _values, io) => {
+      ({ users, sessions }, [email], _values, io) => {
         const user = users.setDisabled(email, verb === 'disable')
+        if (verb === 'disable') sessions.destroyForUser(user.id)
         io.stdout(`user ${user.email} ${verb}d\n`)
       },
     ),

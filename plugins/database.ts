@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import { openDatabase, type Db } from '../db/client.ts'
 import { createSecretBox } from '../lib/secret-box.ts'
 import { serverSecret } from '../lib/server-key.ts'
+import { createSessionStore, type SessionStore } from '../store/sessions.ts'
 import { createSiteStore, type SiteStore } from '../store/sites.ts'
 import { createUserStore, type UserStore } from '../store/users.ts'
 
@@ -10,18 +11,24 @@ declare module 'fastify' {
     db: Db
     sites: SiteStore
     users: UserStore
+    sessions: SessionStore
+    /** The server key (SERVICE_SECRET or the data folder's key file), from which other secrets derive. */
+    serverKey: string
   }
 }
 
-/** Opens the SQLite file (migrating it) and exposes the site and user stores; closes it with the app. */
+/** Opens the SQLite file (migrating it) and exposes the site, user and session stores; closes it with the app. */
 export default fp<{ dbFile: string; secret?: string }>(
   async (fastify, { dbFile, secret }) => {
     // The server key (SERVICE_SECRET or the data folder's key file) seals the legacy tokens.
-    const box = createSecretBox(serverSecret({ secret, dbFile }))
+    const serverKey = serverSecret({ secret, dbFile })
+    const box = createSecretBox(serverKey)
     const db = openDatabase(dbFile)
+    fastify.decorate('serverKey', serverKey)
     fastify.decorate('db', db)
     fastify.decorate('sites', createSiteStore(db, fastify.clock))
     fastify.decorate('users', createUserStore(db, fastify.clock, box))
+    fastify.decorate('sessions', createSessionStore(db, fastify.clock))
     fastify.addHook('onClose', async () => {
       db.$client.close()
     })

@@ -29,7 +29,7 @@ export const SESSION_COOKIE = 'service_session'
 
 export interface SessionsOptions {
   /** Signs the session and CSRF cookies. */
-  secret: string | Buffer
+  secret: Buffer
   /** Cookies are Secure when the site URL is https. */
   secure: boolean
   /** The path of a site's pages, for the cookie: `/{site}` gives `/demo`. */
@@ -45,7 +45,7 @@ export default fp<SessionsOptions>(
     const { sites, sessions } = fastify
 
     await fastify.register(formbody, { bodyLimit: 64 * 1024 })
-    await fastify.register(cookie, { secret: Buffer.isBuffer(secret) ? secret.toString('base64') : secret })
+    await fastify.register(cookie, { secret: secret.toString('base64') })
     await fastify.register(csrf, {
       sessionPlugin: '@fastify/cookie',
       cookieKey: 'service_csrf',

@@ -1,10 +1,14 @@
 import fp from 'fastify-plugin'
 import { createPasswordChecks, type PasswordChecks } from '../../lib/password-checks.ts'
+import { createPasswordVerifier, type PasswordVerifier } from '../../lib/password-verifier.ts'
+import { emailKey, type User } from '../../store/users.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** The bounded queue every password verification of the process goes through. */
     passwordChecks: PasswordChecks
+    /** Email-and-password checks with their slow-down, shared by the API and the sign-in page. */
+    passwords: PasswordVerifier<User>
   }
 }
 
@@ -13,10 +17,12 @@ declare module 'fastify' {
 export const PASSWORD_CHECK_CONCURRENCY = 2
 export const PASSWORD_CHECK_QUEUE = 32
 
-/** One gate for the whole process, registered at the root so the API and the web pages can share it. */
+/** One gate for the whole process, registered at the root so the API and the web pages share it. */
 export default fp(
   async (fastify) => {
-    fastify.decorate('passwordChecks', createPasswordChecks({ concurrency: PASSWORD_CHECK_CONCURRENCY, queue: PASSWORD_CHECK_QUEUE }))
+    const checks = createPasswordChecks({ concurrency: PASSWORD_CHECK_CONCURRENCY, queue: PASSWORD_CHECK_QUEUE })
+    fastify.decorate('passwordChecks', checks)
+    fastify.decorate('passwords', createPasswordVerifier({ findUser: fastify.users.find, emailKey, checks, clock: fastify.clock }))
   },
-  { name: 'password-checks', fastify: '5.x' },
+  { name: 'password-checks', fastify: '5.x', dependencies: ['database', 'config'] },
 )

@@ -1,13 +1,14 @@
+import { createHmac } from 'node:crypto'
 import type { FastifyError, FastifyPluginAsync } from 'fastify'
 import sessions from '../../plugins/sessions.ts'
 import views from '../../plugins/views.ts'
 import apiTokenRoutes from './api-tokens.ts'
+import profileRoutes from './profile.ts'
 import { pageData } from './pages.ts'
 import signInRoutes from './sign-in.ts'
 
 export interface WebOptions {
   siteUrl: string
-  secret: Buffer
 }
 
 /** The path part of the site URL template, as a route prefix: `https://h/x/{site}` gives `/x/:site`. */
@@ -16,7 +17,9 @@ export function webPrefix(siteUrl: string): string {
 }
 
 /** Every supporter page, encapsulated under the site URL's path with its own error pages. */
-const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, secret }) => {
+const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl }) => {
+  // Derived from the server key, so signed cookies (and sessions) survive a restart.
+  const secret = createHmac('sha256', fastify.serverKey).update('service-desk web cookies').digest()
   await fastify.register(
     async (web) => {
       await web.register(views)
@@ -38,6 +41,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, secr
       })
       await web.register(signInRoutes)
       await web.register(apiTokenRoutes)
+      await web.register(profileRoutes)
     },
     { prefix: webPrefix(siteUrl) },
   )

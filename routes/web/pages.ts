@@ -38,3 +38,21 @@ export function safeNext(next: unknown, sitePath: string): string | null {
   if (/[\\\s]|\/\.\.?(\/|$)/.test(next) || next.includes('//')) return null
   return next
 }
+
+/**
+ * A multipass `to` is followed only inside this site's pages: an absolute address under the site
+ * URL, or a path under its path. Anything else (another host, another site, a scheme trick) is not.
+ */
+export function safeTo(to: unknown, siteUrl: string): string | null {
+  if (typeof to !== 'string' || to === '') return null
+  let target: URL
+  const site = new URL(siteUrl)
+  try {
+    target = new URL(to, site)
+  } catch {
+    return null
+  }
+  if (target.origin !== site.origin) return null
+  const path = safeNext(target.pathname, site.pathname)
+  return path === null ? null : `${site.origin}${path}${target.search}`
+}

@@ -1,17 +1,14 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { createAttemptLimiter } from '../../lib/attempt-limiter.ts'
-import { hashPassword, verifyPassword } from '../../lib/password.ts'
-import { emailKey } from '../../store/users.ts'
-import { pageData, safeNext } from './pages.ts'
+import { decodeMultipass } from '../../lib/multipass.ts'
+import { pageData, safeNext, safeTo } from './pages.ts'
 
 export const SIGN_IN_FAILED = 'Wrong email or password.'
-// A handful of failures within a few minutes slows an account, or an address, down.
-export const ACCOUNT_LIMIT = { max: 5, windowMs: 5 * 60_000 }
-export const ADDRESS_LIMIT = { max: 20, windowMs: 5 * 60_000 }
+export const SSO_FAILED = 'This single sign-on link is invalid or has expired. Sign in with your email and password, or ask for a new link.'
 
-// An unknown email is checked against this hash too, so both failures take the same time.
-let decoyHash: Promise<string> | undefined
-const decoy = () => (decoyHash ??= hashPassword('decoy password that matches nothing'))
+const minutes = (seconds: number) => {
+  const n = Math.ceil(seconds / 60)
+  return `${n} minute${n === 1 ? '' : 's'}`
+}
 
 interface SignInBody {
   email?: unknown
@@ -21,9 +18,7 @@ interface SignInBody {
 
 /** {site_url}/login, POST {site_url}/logout, and {site_url}/ which sends people where they belong. */
 const signInRoutes: FastifyPluginAsync = async (fastify) => {
-  const { users, urls, clock } = fastify
-  const accounts = createAttemptLimiter({ ...ACCOUNT_LIMIT, clock })
-  const addresses = createAttemptLimiter({ ...ADDRESS_LIMIT, clock })
+  const { users, urls, clock, passwords } = fastify
 
   const sitePath = (request: FastifyRequest) => new URL(urls.siteWeb(request.web.site.permalink)).pathname
   const home = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/profile/api_tokens`
@@ -32,11 +27,28 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     return reply.page('sign_in', pageData(request, reply, { title: 'Sign in', email: '', error: null, next: '', ...extra }), status)
   }
 
-  fastify.get('/', { prefixTrailingSlash: 'slash' }, async (request, reply) =>
-    reply.redirect(request.web.user ? home(request) : `${urls.siteWeb(request.web.site.permalink)}/login`, 303),
-  )
+  /**
+   * Multipass single sign-on (deprecated): a valid token signs its user in, creating a customer
+   * account for an unknown email, then goes to `to` when it stays on this site.
+   */
+  async function singleSignOn(request: FastifyRequest, reply: FastifyReply, raw: string) {
+    const { site } = request.web
+    const claims = decodeMultipass(raw, site.multipassKey, site.permalink, { fromQuery: true })
+    const user = claims && claims.expiresAt > clock() ? users.fromSingleSignOn(site.id, claims.email, claims.name) : undefined
+    if (!user || user.disabled) return form(request, reply, 401, { error: SSO_FAILED })
+    reply.signIn(request, user.id)
+    return reply.redirect(safeTo(claims!.to, urls.siteWeb(site.permalink)) ?? home(request), 303)
+  }
+
+  fastify.get('/', { prefixTrailingSlash: 'slash' }, async (request, reply) => {
+    const sso = (request.query as { sso?: unknown }).sso
+    if (typeof sso === 'string') return singleSignOn(request, reply, sso)
+    return reply.redirect(request.web.user ? home(request) : `${urls.siteWeb(request.web.site.permalink)}/login`, 303)
+  })
 
   fastify.get('/login', async (request, reply) => {
+    const sso = (request.query as { sso?: unknown }).sso
+    if (typeof sso === 'string') return singleSignOn(request, reply, sso)
     const next = safeNext((request.query as { next?: unknown }).next, sitePath(request)) ?? ''
     if (request.web.user) return reply.redirect(next || home(request), 303)
     return form(request, reply, 200, { next })
@@ -47,26 +59,20 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     const email = typeof body.email === 'string' ? body.email.trim() : ''
     const password = typeof body.password === 'string' ? body.password : ''
     const next = safeNext(body.next, sitePath(request)) ?? ''
-    const account = [emailKey(email)]
-    const address = [request.ip]
 
-    const retryAfter = Math.max(accounts.check(account).retryAfter, addresses.check(address).retryAfter)
-    if (retryAfter > 0) {
-      reply.header('retry-after', String(retryAfter))
-      const minutes = Math.ceil(retryAfter / 60)
-      return form(request, reply, 429, { email, next, error: `Too many failed attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.` })
+    // The same checks, slow-down and bound as Basic on the API (fastify.passwords).
+    const verdict = await passwords.verify(email, password, request.ip)
+    if (verdict.kind === 'too_many_attempts' || verdict.kind === 'busy') {
+      reply.header('retry-after', String(verdict.retryAfter))
+      const error =
+        verdict.kind === 'busy'
+          ? 'We are checking too many sign-ins right now. Try again in a moment.'
+          : `Too many failed attempts. Try again in ${minutes(verdict.retryAfter)}.`
+      return form(request, reply, verdict.kind === 'busy' ? 503 : 429, { email, next, error })
     }
-
-    const user = email ? users.find(email) : undefined
-    const role = user ? users.role(request.web.site.id, user.id) : undefined
-    // Argon2 runs on libuv's thread pool, never on the event loop.
-    const matches = await verifyPassword(user?.passwordHash ?? (await decoy()), password)
-    if (!user || !matches || user.disabled || !role) {
-      accounts.fail(account)
-      addresses.fail(address)
-      return form(request, reply, 401, { email, next, error: SIGN_IN_FAILED })
-    }
-    accounts.succeed(account)
+    // A right password for an account that is not on this site is refused the same way.
+    const user = verdict.kind === 'verified' ? verdict.user : undefined
+    if (!user || !users.role(request.web.site.id, user.id)) return form(request, reply, 401, { email, next, error: SIGN_IN_FAILED })
     reply.signIn(request, user.id)
     return reply.redirect(next || home(request), 303)
   })

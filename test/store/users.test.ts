@@ -1,7 +1,7 @@
 import t from 'tap'
 import { openDatabase } from '../../db/client.ts'
 import { verifyPassword } from '../../lib/password.ts'
-import { bootstrapFirstRun, DEMO_SUPPORTER } from '../../store/bootstrap.ts'
+import { bootstrapFirstRun, DEMO_CATEGORY, DEMO_SUPPORTER, WELCOME } from '../../store/bootstrap.ts'
 import { createSiteStore } from '../../store/sites.ts'
 import { createTokenStore } from '../../store/tokens.ts'
 import { createUserStore } from '../../store/users.ts'
@@ -10,7 +10,7 @@ import { testClock } from '../fixtures/app.ts'
 function stores() {
   const clock = testClock()
   const db = openDatabase(':memory:')
-  return { db, sites: createSiteStore(db, clock), users: createUserStore(db, clock), tokens: createTokenStore(db, clock) }
+  return { db, clock, sites: createSiteStore(db, clock), users: createUserStore(db, clock), tokens: createTokenStore(db, clock) }
 }
 
 t.test('accounts: email unique without regard to case, argon2id hash, validation', async (t) => {
@@ -74,8 +74,11 @@ t.test('first-run bootstrap: once, and only once even when two starts race', asy
   t.ok(await verifyPassword(s.users.get(first.email).passwordHash!, first.password))
   const token = s.tokens.lookup(first.token)!
   t.equal(token.access, 'write')
+  const welcome = s.db.$client.prepare('SELECT d.title, d.state, c.name AS category, c.public FROM discussions d JOIN categories c ON c.id = d.category_id').all()
+  t.same(welcome, [{ title: WELCOME.title, state: 'new', category: DEMO_CATEGORY, public: 1 }], 'a public category and a welcome discussion from a customer')
   t.equal(await bootstrapFirstRun(s), null, 'a later start does nothing')
   t.equal(s.sites.list().length, 1)
+  t.equal(s.db.$client.prepare('SELECT count(*) FROM discussions').pluck().get(), 1)
 })
 
 t.test('multipass sign-in on the web: a new customer, or the known account with the name the token carries', async (t) => {

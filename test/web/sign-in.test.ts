@@ -1,6 +1,7 @@
 import t from 'tap'
 import { SESSION_COOKIE } from '../../plugins/sessions.ts'
-import { ACCOUNT_LIMIT, SIGN_IN_FAILED } from '../../routes/web/sign-in.ts'
+import { ACCOUNT_LIMIT } from '../../lib/password-verifier.ts'
+import { SIGN_IN_FAILED } from '../../routes/web/sign-in.ts'
 import { buildTestApp } from '../fixtures/app.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 

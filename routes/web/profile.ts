@@ -1,0 +1,47 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { StoreError } from '../../store/errors.ts'
+import { pageData, signInRedirect } from './pages.ts'
+
+const day = (date: Date) => date.toISOString().slice(0, 10)
+
+/** {site_url}/profile: who you are, and the legacy account token with its Reset API Token action. */
+const profileRoutes: FastifyPluginAsync = async (fastify) => {
+  const { users, urls, clock } = fastify
+
+  function legacy(userId: number) {
+    try {
+      const token = users.legacyTokens.current(userId)
+      return { value: token.value, expires: day(token.expiresAt), expired: token.expiresAt.getTime() <= clock(), error: null }
+    } catch (error) {
+      // A copy sealed under another server key cannot be shown; the page says so and offers a reset.
+      if (!(error instanceof StoreError)) throw error
+      return { error: `Your legacy API token cannot be shown here: ${error.message}.` }
+    }
+  }
+
+  function render(request: FastifyRequest, reply: FastifyReply, notice: string | null, status = 200) {
+    const user = request.web.user!
+    const legacyToken = user.role === 'supporter' ? legacy(user.id) : null
+    return reply.page('profile', pageData(request, reply, { title: 'Your profile', legacy: legacyToken, notice }), status)
+  }
+
+  fastify.get('/profile', async (request, reply) => {
+    if (!request.web.user) return signInRedirect(request, reply)
+    return render(request, reply, null)
+  })
+
+  fastify.get('/profile/reset_api_token', async (request, reply) => {
+    if (!request.web.user) return signInRedirect(request, reply)
+    if (request.web.user.role !== 'supporter') return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile`, 303)
+    return reply.page('reset_api_token', pageData(request, reply, { title: 'Reset API Token' }))
+  })
+
+  fastify.post('/profile/reset_api_token', { preHandler: fastify.csrfProtection }, async (request, reply) => {
+    if (!request.web.user) return signInRedirect(request, reply)
+    if (request.web.user.role !== 'supporter') return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile`, 303)
+    users.legacyTokens.reset(request.web.user.id)
+    return render(request, reply, 'Your legacy API token was reset. The old one no longer works; the new one expires in a year.')
+  })
+}
+
+export default profileRoutes

@@ -1,0 +1,63 @@
+import t, { type Test } from 'tap'
+import { SESSION_COOKIE } from '../../plugins/sessions.ts'
+import { SSO_FAILED } from '../../routes/web/sign-in.ts'
+import { buildTestApp } from '../fixtures/app.ts'
+import { inDays, makeMultipass } from '../fixtures/credentials.ts'
+import { personWithPassword, webClient } from '../fixtures/web.ts'
+
+const SITE = 'https://help.example.test/demo'
+
+async function setup(t: Test) {
+  const { app, clock } = await buildTestApp(t)
+  const site = app.sites.add('demo', 'Demo')
+  const token = (claims: object, form = {}) => encodeURIComponent(makeMultipass(claims, site.multipassKey, 'demo', form))
+  return { app, clock, site, token }
+}
+
+t.test('{site_url}/?sso= signs an unknown email in as a new customer', async (t) => {
+  const { app, site, token } = await setup(t)
+  const browser = webClient(app)
+  const res = await browser.get(`/demo/?sso=${token({ email: 'new@example.test', name: 'New Person', expires: inDays(app, 1) })}`)
+  t.equal(res.statusCode, 303)
+  t.equal(res.headers.location, `${SITE}/profile/api_tokens`)
+  t.ok(browser.jar.get(SESSION_COOKIE), 'signed in')
+  const user = app.users.get('new@example.test')
+  t.equal(user.name, 'New Person')
+  t.equal(app.users.role(site.id, user.id), 'customer')
+  t.match((await browser.get('/demo/profile')).body, '<dd>New Person</dd>')
+})
+
+t.test('/login?sso= signs a known user in, updates the name, and follows `to` on the same site only', async (t) => {
+  const { app, token } = await setup(t)
+  const ann = await personWithPassword(app)
+  const go = async (to: unknown) => {
+    const browser = webClient(app)
+    const claims = { email: ann.email.toUpperCase(), name: 'Ann Renamed', expires: inDays(app, 1), to }
+    return (await browser.get(`/demo/login?sso=${token(claims, { newlines: true })}`)).headers.location
+  }
+  t.equal(await go(`${SITE}/profile`), `${SITE}/profile`)
+  t.equal(await go('/demo/profile?tab=1'), `${SITE}/profile?tab=1`, 'a path on the site')
+  t.equal(app.users.get(ann.email).name, 'Ann Renamed')
+  t.equal(app.users.role(app.sites.get('demo').id, ann.user.id), 'supporter', 'a supporter stays a supporter')
+  for (const evil of ['https://evil.example/demo/profile', '//evil.example/demo/', '/other/profile', 'javascript:alert(1)', 'https://help.example.test/other', `${SITE}/../other`, 42, '']) {
+    t.equal(await go(evil), `${SITE}/profile/api_tokens`, `refused: ${evil}`)
+  }
+})
+
+t.test('expired, tampered, wrong-key or disabled: no sign-in, one message', async (t) => {
+  const { app, site, token } = await setup(t)
+  const ann = await personWithPassword(app)
+  const valid = { email: ann.email, expires: inDays(app, 1) }
+  const wrongKey = encodeURIComponent(makeMultipass(valid, 'another key', 'demo'))
+  const tampered = token(valid).replace(/^.{4}/, 'AAAA')
+  for (const raw of [token({ email: ann.email, expires: inDays(app, -1) }), wrongKey, tampered, 'garbage', '']) {
+    const browser = webClient(app)
+    const res = await browser.get(`/demo/?sso=${raw}`)
+    t.equal(res.statusCode, 401, raw.slice(0, 20))
+    t.match(res.body, SSO_FAILED)
+    t.notOk(browser.jar.get(SESSION_COOKIE))
+  }
+  app.users.setDisabled(ann.email, true)
+  t.equal((await webClient(app).get(`/demo/login?sso=${token(valid)}`)).statusCode, 401, 'a disabled account')
+  t.ok(site)
+})
