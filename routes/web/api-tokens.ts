@@ -116,29 +116,31 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
       }
       return render(request, reply, 201, { created: { value, name: token.name } })
     } catch (error) {
-      if (!(error instanceof StoreError)) throw error
-      const message = error.code === 'limit' ? `You already have ${MAX_ACTIVE_TOKENS} active tokens, the most allowed. Revoke one you no longer use, then create the new one.` : error.message
-      return render(request, reply, error.code === 'limit' ? 409 : 400, { values, errors: { form: message } })
+      // The form was checked above and the page is for staff only: the limit is the one refusal left.
+      if (!(error instanceof StoreError) || error.code !== 'limit') throw error
+      const message = `You already have ${MAX_ACTIVE_TOKENS} active tokens, the most allowed. Revoke one you no longer use, then create the new one.`
+      return render(request, reply, 409, { values, errors: { form: message } })
     }
   })
 
+  /** The signed-in supporter's own active token named by the path, or undefined. */
+  const ownActiveToken = (request: FastifyRequest) =>
+    activeTokens(request).find((token) => String(token.id) === (request.params as { id: string }).id)
+  const noSuchToken = (request: FastifyRequest, reply: FastifyReply) =>
+    reply.page('not_found', pageData(request, reply, { title: 'No such token' }), 404)
+
   fastify.get('/profile/api_tokens/:id/revoke', async (request, reply) => {
     if (!(await requireSupporter(request, reply))) return reply
-    const token = activeTokens(request).find((t) => String(t.id) === (request.params as { id: string }).id)
-    if (!token) return reply.page('not_found', pageData(request, reply, { title: 'No such token' }), 404)
+    const token = ownActiveToken(request)
+    if (!token) return noSuchToken(request, reply)
     return reply.page('revoke', pageData(request, reply, { title: `Revoke ${token.name}`, token }))
   })
 
   fastify.post('/profile/api_tokens/:id/revoke', { preHandler: fastify.csrfProtection }, async (request, reply) => {
     if (!(await requireSupporter(request, reply))) return reply
-    const id = (request.params as { id: string }).id
-    if (!/^[1-9]\d{0,15}$/.test(id)) return reply.page('not_found', pageData(request, reply, { title: 'No such token' }), 404)
-    try {
-      tokens.revoke(request.web.site.id, Number(id), request.web.user!.id)
-    } catch (error) {
-      if (!(error instanceof StoreError)) throw error
-      return reply.page('not_found', pageData(request, reply, { title: 'No such token' }), 404)
-    }
+    const token = ownActiveToken(request)
+    if (!token) return noSuchToken(request, reply)
+    tokens.revoke(request.web.site.id, token.id, request.web.user!.id)
     return reply.redirect(`${pagePath(request)}?revoked=1`, 303)
   })
 }

@@ -167,3 +167,42 @@ t.test('a signed-in customer gets a 403 page that says why', async (t) => {
   }
   t.equal(app.tokens.activeCount(carol.user.id), 0)
 })
+
+t.test('odd form input is a clear 400, never a crash', async (t) => {
+  const { app, ann, browser } = await signedIn(t)
+  await browser.get(TOKENS)
+  const csrf = browser.field('_csrf')
+  // Repeated fields arrive as arrays; missing ones as nothing at all.
+  const res = await browser.request('POST', TOKENS, `_csrf=${encodeURIComponent(csrf)}&name=a&name=b&access=read&access=write`)
+  t.equal(res.statusCode, 400)
+  t.match(res.body, 'Give the token a name')
+  t.match(res.body, 'Choose Read only or Read and write.')
+  t.match(res.body, 'Choose 7, 30, 90, 365 days.')
+  // The CSRF token may also come as a header, with no body at all.
+  const empty = await app.inject({
+    method: 'POST',
+    url: TOKENS,
+    headers: { cookie: [...browser.jar].map(([k, v]) => `${k}=${v}`).join('; '), 'x-csrf-token': csrf },
+  })
+  t.equal(empty.statusCode, 400)
+  t.equal(app.tokens.listForSite(ann.site.id).length, 0)
+})
+
+t.test('a form without its form id still creates exactly one token', async (t) => {
+  const { app, ann, browser } = await signedIn(t)
+  await browser.get(TOKENS)
+  const res = await browser.post(TOKENS, { name: 'scripted', access: 'read', expires: '7' })
+  t.equal(res.statusCode, 201)
+  t.equal(app.tokens.listForSite(ann.site.id).length, 1)
+})
+
+t.test('an unexpected failure is a generic 500 page, with the details in the log only', async (t) => {
+  const { app, browser } = await signedIn(t)
+  app.tokens.create = () => {
+    throw new Error('SQLITE_FULL: database or disk is full at /srv/data')
+  }
+  const res = await browser.createToken({ name: 'x', access: 'read', expires: '7' })
+  t.equal(res.statusCode, 500)
+  t.match(res.body, 'Something went wrong on our side.')
+  t.notMatch(res.body, 'SQLITE_FULL')
+})

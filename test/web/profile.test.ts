@@ -82,3 +82,16 @@ t.test('a token sealed under another server key is explained, and a reset mends 
   const reset = await browser.post('/demo/profile/reset_api_token')
   t.ok(legacyIn(reset.body))
 })
+
+t.test('an unexpected failure reading the token is a 500 page, not a half-drawn one', async (t) => {
+  const { app } = await buildTestApp(t)
+  const ann = await personWithPassword(app)
+  const browser = webClient(app)
+  await browser.signIn(ann.email, ann.password)
+  app.users.legacyTokens.current = () => {
+    throw new Error('disk I/O error')
+  }
+  const res = await browser.get('/demo/profile')
+  t.equal(res.statusCode, 500)
+  t.match(res.body, 'Something went wrong')
+})

@@ -39,7 +39,7 @@ t.test('/login?sso= signs a known user in, updates the name, and follows `to` on
   t.equal(await go('/demo/profile?tab=1'), `${SITE}/profile?tab=1`, 'a path on the site')
   t.equal(app.users.get(ann.email).name, 'Ann Renamed')
   t.equal(app.users.role(app.sites.get('demo').id, ann.user.id), 'supporter', 'a supporter stays a supporter')
-  for (const evil of ['https://evil.example/demo/profile', '//evil.example/demo/', '/other/profile', 'javascript:alert(1)', 'https://help.example.test/other', `${SITE}/../other`, 42, '']) {
+  for (const evil of ['https://evil.example/demo/profile', '//evil.example/demo/', '/other/profile', 'javascript:alert(1)', 'https://help.example.test/other', `${SITE}/../other`, 'http://[::1', 42, '']) {
     t.equal(await go(evil), `${SITE}/profile/api_tokens`, `refused: ${evil}`)
   }
 })
