@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { createBoundedSet } from '../../lib/bounded-set.ts'
 import { DAY_MS } from '../../lib/clock.ts'
 import { maskedToken } from '../../lib/token-format.ts'
 import { StoreError } from '../../store/errors.ts'
@@ -40,7 +41,7 @@ function describe(token: ListedToken, now: number) {
 /** {site_url}/profile/api_tokens: create, list and revoke one's personal API tokens. */
 const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
   const { tokens, urls, clock } = fastify
-  const usedForms = new Set<string>()
+  const usedForms = createBoundedSet<string>(USED_FORMS_LIMIT)
   const pagePath = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/profile/api_tokens`
 
   function activeTokens(request: FastifyRequest) {
@@ -74,14 +75,12 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
     )
   }
 
-  fastify.get('/profile/api_tokens', async (request, reply) => {
-    if (!(await requireSupporter(request, reply))) return reply
+  fastify.get('/profile/api_tokens', { preHandler: requireSupporter }, async (request, reply) => {
     const notice = (request.query as { revoked?: unknown }).revoked === '1' ? 'The token was revoked. It no longer works.' : null
     return render(request, reply, 200, { notice })
   })
 
-  fastify.post('/profile/api_tokens', { preHandler: fastify.csrfProtection }, async (request, reply) => {
-    if (!(await requireSupporter(request, reply))) return reply
+  fastify.post('/profile/api_tokens', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
     const body = (request.body ?? {}) as CreateBody
     const formId = typeof body.form_id === 'string' ? body.form_id : ''
     // A form already used (a reload, a double click): show the list, never a second value.
@@ -110,10 +109,7 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
         access: values.access as 'read' | 'write',
         expiresInDays: days,
       })
-      if (formId) {
-        usedForms.add(formId)
-        if (usedForms.size > USED_FORMS_LIMIT) usedForms.delete(usedForms.values().next().value!)
-      }
+      if (formId) usedForms.add(formId)
       return render(request, reply, 201, { created: { value, name: token.name } })
     } catch (error) {
       // The form was checked above and the page is for staff only: the limit is the one refusal left.
@@ -129,15 +125,13 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
   const noSuchToken = (request: FastifyRequest, reply: FastifyReply) =>
     reply.page('not_found', pageData(request, reply, { title: 'No such token' }), 404)
 
-  fastify.get('/profile/api_tokens/:id/revoke', async (request, reply) => {
-    if (!(await requireSupporter(request, reply))) return reply
+  fastify.get('/profile/api_tokens/:id/revoke', { preHandler: requireSupporter }, async (request, reply) => {
     const token = ownActiveToken(request)
     if (!token) return noSuchToken(request, reply)
     return reply.page('revoke', pageData(request, reply, { title: `Revoke ${token.name}`, token }))
   })
 
-  fastify.post('/profile/api_tokens/:id/revoke', { preHandler: fastify.csrfProtection }, async (request, reply) => {
-    if (!(await requireSupporter(request, reply))) return reply
+  fastify.post('/profile/api_tokens/:id/revoke', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
     const token = ownActiveToken(request)
     if (!token) return noSuchToken(request, reply)
     tokens.revoke(request.web.site.id, token.id, request.web.user!.id)

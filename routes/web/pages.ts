@@ -16,20 +16,13 @@ export function signInRedirect(request: FastifyRequest, reply: FastifyReply) {
 }
 
 /**
- * Pages for the site's support staff: a signed-out visitor is sent to sign in, a signed-in
- * customer is told why not. Returns true when the page may be shown.
+ * preHandler of pages for the site's support staff: a signed-out visitor is sent to sign in, a
+ * signed-in customer is told why not.
  */
-export async function requireSupporter(request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+export async function requireSupporter(request: FastifyRequest, reply: FastifyReply) {
   const { user } = request.web
-  if (!user) {
-    await signInRedirect(request, reply)
-    return false
-  }
-  if (user.role !== 'supporter') {
-    await reply.page('forbidden', pageData(request, reply, { title: 'Support staff only' }), 403)
-    return false
-  }
-  return true
+  if (!user) return signInRedirect(request, reply)
+  if (user.role !== 'supporter') return reply.page('forbidden', pageData(request, reply, { title: 'Support staff only' }), 403)
 }
 
 /** A `next` address is followed only when it stays on this site's pages (no open redirect). */

@@ -219,3 +219,20 @@ t.test('odd sign-in input is a failed sign-in, never a crash', async (t) => {
   t.equal(json.statusCode, 415, 'pages take forms, nothing else')
   t.match(json.body, 'That did not work')
 })
+
+t.test('signed in already, the sign-in page sends you to your tokens; a form may carry its CSRF token as a header', async (t) => {
+  const { app } = await buildTestApp(t)
+  const ann = await personWithPassword(app)
+  const browser = webClient(app)
+  await browser.signIn(ann.email, ann.password)
+  t.equal((await browser.get('/demo/login')).headers.location, `${SITE}/profile/api_tokens`)
+  const page = await browser.get('/demo/profile/api_tokens')
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)![1]
+  const res = await app.inject({
+    method: 'POST',
+    url: '/demo/login',
+    headers: { cookie: [...browser.jar].map(([k, v]) => `${k}=${v}`).join('; '), 'x-csrf-token': csrf },
+  })
+  t.equal(res.statusCode, 401, 'no body: no email, no password')
+  t.match(res.body, SIGN_IN_FAILED)
+})
