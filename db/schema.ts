@@ -14,6 +14,12 @@ export const sites = sqliteTable('sites', {
   createdAt: moment('created_at').notNull(),
 })
 
+/** The site a row belongs to; the row goes with it. */
+const siteReference = () =>
+  integer('site_id')
+    .notNull()
+    .references(() => sites.id, { onDelete: 'cascade' })
+
 export const users = sqliteTable(
   'users',
   {
@@ -41,18 +47,20 @@ export const users = sqliteTable(
   ],
 )
 
+/** The user a row belongs to; the row goes with the account. */
+const userReference = () =>
+  integer('user_id')
+    .notNull()
+    .references(() => users.id, { onDelete: 'cascade' })
+
 export const roles = ['supporter', 'customer'] as const
 export type Role = (typeof roles)[number]
 
 export const memberships = sqliteTable(
   'memberships',
   {
-    siteId: integer('site_id')
-      .notNull()
-      .references(() => sites.id, { onDelete: 'cascade' }),
-    userId: integer('user_id')
-      .notNull()
-      .references(() => users.id, { onDelete: 'cascade' }),
+    siteId: siteReference(),
+    userId: userReference(),
     role: text('role', { enum: roles }).notNull(),
     createdAt: moment('created_at').notNull(),
   },
@@ -66,12 +74,8 @@ export const personalTokens = sqliteTable(
   'personal_tokens',
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
-    siteId: integer('site_id')
-      .notNull()
-      .references(() => sites.id, { onDelete: 'cascade' }),
-    userId: integer('user_id')
-      .notNull()
-      .references(() => users.id, { onDelete: 'cascade' }),
+    siteId: siteReference(),
+    userId: userReference(),
     name: text('name').notNull(),
     access: text('access', { enum: accessLevels }).notNull(),
     // SHA-256 of the whole token value, hex. The value itself is never stored.
@@ -97,12 +101,8 @@ export const webSessions = sqliteTable(
   'web_sessions',
   {
     fingerprint: text('fingerprint').primaryKey(),
-    siteId: integer('site_id')
-      .notNull()
-      .references(() => sites.id, { onDelete: 'cascade' }),
-    userId: integer('user_id')
-      .notNull()
-      .references(() => users.id, { onDelete: 'cascade' }),
+    siteId: siteReference(),
+    userId: userReference(),
     createdAt: moment('created_at').notNull(),
     expiresAt: moment('expires_at').notNull(),
   },
@@ -116,9 +116,7 @@ export const categories = sqliteTable(
   'categories',
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
-    siteId: integer('site_id')
-      .notNull()
-      .references(() => sites.id, { onDelete: 'cascade' }),
+    siteId: siteReference(),
     name: text('name').notNull(),
     // Made from the name, unique within the site.
     permalink: text('permalink').notNull(),
@@ -136,9 +134,7 @@ export const discussions = sqliteTable(
   'discussions',
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
-    siteId: integer('site_id')
-      .notNull()
-      .references(() => sites.id, { onDelete: 'cascade' }),
+    siteId: siteReference(),
     // The discussion's number within its site: what the API paths use. Never reused.
     number: integer('number').notNull(),
     title: text('title').notNull(),
@@ -218,9 +214,7 @@ export const comments = sqliteTable(
 export const discussionCounts = sqliteTable(
   'discussion_counts',
   {
-    siteId: integer('site_id')
-      .notNull()
-      .references(() => sites.id, { onDelete: 'cascade' }),
+    siteId: siteReference(),
     categoryId: integer('category_id')
       .notNull()
       .references(() => categories.id, { onDelete: 'cascade' }),
