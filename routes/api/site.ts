@@ -30,7 +30,8 @@ const siteRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
         name: site.name,
         permalink: site.permalink,
         href: urls.site(site.permalink),
-        html_href: urls.siteWeb(site.permalink),
+        // The supporter pages start at the site URL with a slash (the bare address is this resource).
+        html_href: `${urls.siteWeb(site.permalink)}/`,
         discussions_href: discussions,
         new_discussions_href: `${discussions}/new`,
         open_discussions_href: `${discussions}/open`,

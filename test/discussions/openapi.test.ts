@@ -101,7 +101,7 @@ t.test('the site resource links to the document and to everything else', async (
     name: 'Site demo',
     permalink: 'demo',
     href: `${BASE_URL}/demo`,
-    html_href: 'https://help.example.test/demo',
+    html_href: 'https://help.example.test/demo/',
     discussions_href: `${BASE_URL}/demo/discussions`,
     new_discussions_href: `${BASE_URL}/demo/discussions/new`,
     open_discussions_href: `${BASE_URL}/demo/discussions/open`,

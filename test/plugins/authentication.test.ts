@@ -236,7 +236,7 @@ t.test('the authenticated supporter reaches the route', async (t) => {
     name: 'Site demo',
     permalink: 'demo',
     href: `${BASE_URL}/demo`,
-    html_href: 'https://help.example.test/demo',
+    html_href: 'https://help.example.test/demo/',
     discussions_href: `${BASE_URL}/demo/discussions`,
     api_tokens_url: tokensPage('demo'),
   })
