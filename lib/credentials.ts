@@ -60,7 +60,8 @@ export function findCredential(source: CredentialSource): Credential {
   }
   for (const [name, value] of Object.entries(source.query)) {
     const values = queryValues(value)
-    if (name === 'access_token' || values.some((v) => v.includes(PERSONAL_TOKEN_PREFIX))) {
+    const holdsToken = name.includes(PERSONAL_TOKEN_PREFIX) || values.some((v) => v.includes(PERSONAL_TOKEN_PREFIX))
+    if (name.toLowerCase() === 'access_token' || holdsToken) {
       return {
         kind: 'invalid_request',
         reason: 'Tokens must not be sent in a URL. Send a personal API token in the Authorization header as "Bearer <token>".',

@@ -3,25 +3,38 @@ import { PERSONAL_TOKEN_PREFIX } from './token-format.ts'
 // Query parameters that carry credentials, and so never reach a log line.
 const SECRET_PARAMS = new Set(['auth', 'sso', 'access_token'])
 
-/** The request URL as it may be logged: credential values in the query string replaced. */
+function decode(text: string): string {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '))
+  } catch {
+    // Undecodable text is judged as it is.
+    return text
+  }
+}
+
+const holdsToken = (text: string) => decode(text).includes(PERSONAL_TOKEN_PREFIX)
+
+/**
+ * The request URL as it may be logged: credential values in the query string replaced, and any
+ * path segment, parameter name or value that holds a personal token (encoded or not) replaced.
+ */
 export function redactUrl(url: string): string {
   const mark = url.indexOf('?')
-  if (mark === -1) return url
+  const path = (mark === -1 ? url : url.slice(0, mark))
+    .split('/')
+    .map((segment) => (holdsToken(segment) ? '[redacted]' : segment))
+    .join('/')
+  if (mark === -1) return path
   const query = url
     .slice(mark + 1)
     .split('&')
     .map((pair) => {
       const eq = pair.indexOf('=')
       const name = eq === -1 ? pair : pair.slice(0, eq)
-      let decoded = pair
-      try {
-        decoded = decodeURIComponent(pair.replace(/\+/g, ' '))
-      } catch {
-        // An undecodable pair is judged on its raw text.
-      }
-      const secret = SECRET_PARAMS.has(name.toLowerCase()) || decoded.includes(PERSONAL_TOKEN_PREFIX)
+      if (holdsToken(name)) return '[redacted]'
+      const secret = SECRET_PARAMS.has(decode(name).toLowerCase()) || holdsToken(pair)
       return secret ? `${name}=[redacted]` : pair
     })
     .join('&')
-  return `${url.slice(0, mark)}?${query}`
+  return `${path}?${query}`
 }

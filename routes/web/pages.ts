@@ -27,8 +27,10 @@ export async function requireSupporter(request: FastifyRequest, reply: FastifyRe
 
 /** A `next` address is followed only when it stays on this site's pages (no open redirect). */
 export function safeNext(next: unknown, sitePath: string): string | null {
-  if (typeof next !== 'string' || !next.startsWith(`${sitePath}/`) || next.startsWith('//')) return null
-  if (/[\\\s]|\/\.\.?(\/|$)/.test(next) || next.includes('//')) return null
+  if (typeof next !== 'string' || !next.startsWith(`${sitePath}/`)) return null
+  // Printable ASCII only (anything else cannot go in a Location header), no backslash, no empty or
+  // dot segments, plain or encoded.
+  if (!/^[\x21-\x7E]+$/.test(next) || /\\|\/\/|\/\.\.?(\/|$)|%2e/i.test(next)) return null
   return next
 }
 

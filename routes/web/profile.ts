@@ -19,15 +19,16 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
     }
   }
 
-  function render(request: FastifyRequest, reply: FastifyReply, notice: string | null, status = 200) {
+  function render(request: FastifyRequest, reply: FastifyReply, notice: string | null) {
     const user = request.web.user!
     const legacyToken = user.role === 'supporter' ? legacy(user.id) : null
-    return reply.page('profile', pageData(request, reply, { title: 'Your profile', legacy: legacyToken, notice }), status)
+    return reply.page('profile', pageData(request, reply, { title: 'Your profile', legacy: legacyToken, notice }))
   }
 
   fastify.get('/profile', async (request, reply) => {
     if (!request.web.user) return signInRedirect(request, reply)
-    return render(request, reply, null)
+    const reset = (request.query as { reset?: unknown }).reset === '1'
+    return render(request, reply, reset ? 'Your legacy API token was reset. The old one no longer works; the new one expires in a year.' : null)
   })
 
   fastify.get('/profile/reset_api_token', async (request, reply) => {
@@ -40,7 +41,8 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
     if (!request.web.user) return signInRedirect(request, reply)
     if (request.web.user.role !== 'supporter') return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile`, 303)
     users.legacyTokens.reset(request.web.user.id)
-    return render(request, reply, 'Your legacy API token was reset. The old one no longer works; the new one expires in a year.')
+    // Redirected, so that a reload shows the page again instead of resetting once more.
+    return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile?reset=1`, 303)
   })
 }
 

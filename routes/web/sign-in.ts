@@ -4,6 +4,7 @@ import { pageData, safeNext, safeTo } from './pages.ts'
 
 export const SIGN_IN_FAILED = 'Wrong email or password.'
 export const SSO_FAILED = 'This single sign-on link is invalid or has expired. Sign in with your email and password, or ask for a new link.'
+export const SSO_STAFF = 'Support staff sign in here with their email and password, not with a single sign-on link.'
 
 const minutes = (seconds: number) => {
   const n = Math.ceil(seconds / 60)
@@ -34,8 +35,16 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
   async function singleSignOn(request: FastifyRequest, reply: FastifyReply, raw: string) {
     const { site } = request.web
     const claims = decodeMultipass(raw, site.multipassKey, site.permalink, { fromQuery: true })
-    const user = claims && claims.expiresAt > clock() ? users.fromSingleSignOn(site.id, claims.email, claims.name) : undefined
-    if (!user || user.disabled) return form(request, reply, 401, { error: SSO_FAILED })
+    if (!claims || claims.expiresAt <= clock()) return form(request, reply, 401, { error: SSO_FAILED })
+    // Single sign-on is for the site's customers (spec 5.3). Support staff sign in with their
+    // password: a session of theirs shows the account-wide legacy token and makes API tokens,
+    // which whoever holds the site's multipass key must not be able to reach.
+    const known = users.find(claims.email)
+    if (known && (known.disabled || users.role(site.id, known.id) === 'supporter')) {
+      return form(request, reply, 401, { error: known.disabled ? SSO_FAILED : SSO_STAFF, email: known.email })
+    }
+    const user = users.fromSingleSignOn(site.id, claims.email, claims.name)
+    if (!user) return form(request, reply, 401, { error: SSO_FAILED })
     reply.signIn(request, user.id)
     return reply.redirect(safeTo(claims!.to, urls.siteWeb(site.permalink)) ?? home(request), 303)
   }

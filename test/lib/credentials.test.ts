@@ -62,4 +62,6 @@ t.test('a personal token anywhere in the query string is refused', async (t) => 
   t.match(findCredential(source({ query: { token: TOKEN } })), { kind: 'invalid_request' })
   t.match(findCredential(source({ query: { auth: TOKEN } })), { kind: 'invalid_request', reason: /URL/ })
   t.match(findCredential(source({ query: { q: ['x', `a${TOKEN}`] } })), { kind: 'invalid_request' })
+  t.match(findCredential(source({ query: { [TOKEN]: '' } })), { kind: 'invalid_request', reason: /URL/ }, 'a token as a parameter name')
+  t.match(findCredential(source({ query: { Access_Token: 'x' } })), { kind: 'invalid_request' }, 'access_token in any case')
 })

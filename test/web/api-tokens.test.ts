@@ -92,6 +92,7 @@ t.test('each validation message, values kept, nothing created', async (t) => {
     [{ name: 'kept <b>name</b>', access: 'admin', expires: '90' }, 'Choose Read only or Read and write.'],
     [{ name: 'kept', access: 'read', expires: '60' }, 'Choose 7, 30, 90, 365 days.'],
     [{ name: 'kept', access: 'read', expires: '9e1' }, 'Choose 7, 30, 90, 365 days.'],
+    [{ name: 'kept', access: 'read', expires: '07' }, 'Choose 7, 30, 90, 365 days.'],
   ]
   for (const [form, message] of cases) {
     const res = await browser.createToken(form)

@@ -25,8 +25,10 @@ t.test('the profile shows name, email and the legacy token; Reset API Token repl
   const confirm = await browser.get('/demo/profile/reset_api_token')
   t.equal(confirm.statusCode, 200)
   t.match(confirm.body, 'stops working at once')
-  const reset = await browser.post('/demo/profile/reset_api_token')
-  t.equal(reset.statusCode, 200)
+  const done = await browser.post('/demo/profile/reset_api_token')
+  t.equal(done.statusCode, 303, 'redirected, so a reload does not reset again')
+  t.equal(done.headers.location, 'https://help.example.test/demo/profile?reset=1')
+  const reset = await browser.get(done.headers.location as string)
   t.match(reset.body, 'Your legacy API token was reset.')
   const fresh = legacyIn(reset.body)!
   t.not(fresh, old)
@@ -79,8 +81,8 @@ t.test('a token sealed under another server key is explained, and a reset mends 
   const page = await browser.get('/demo/profile')
   t.match(page.body, 'cannot be shown here')
   t.notOk(legacyIn(page.body))
-  const reset = await browser.post('/demo/profile/reset_api_token')
-  t.ok(legacyIn(reset.body))
+  await browser.post('/demo/profile/reset_api_token')
+  t.ok(legacyIn((await browser.get('/demo/profile')).body))
 })
 
 t.test('an unexpected failure reading the token is a 500 page, not a half-drawn one', async (t) => {

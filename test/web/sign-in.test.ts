@@ -108,7 +108,7 @@ t.test('a signed-out visitor is sent to sign in and brought back', async (t) => 
 t.test('next never leads off the site', async (t) => {
   const { app } = await buildTestApp(t)
   const ann = await personWithPassword(app)
-  for (const next of ['https://evil.example/', '//evil.example/demo/', '/other/profile', '/demo/../other', '/demo/\\evil', '/demox/a', '/demo//evil.example']) {
+  for (const next of ['https://evil.example/', '//evil.example/demo/', '/other/profile', '/demo/../other', '/demo/\\evil', '/demox/a', '/demo//evil.example', '/demo/%2e%2e/x', '/demo/%2E./x', '/demo/profile€', '/demo/a\u0001b', '/demo/a b']) {
     const browser = webClient(app)
     await browser.get('/demo/login')
     const res = await browser.post('/demo/login', { email: ann.email, password: ann.password, next })
