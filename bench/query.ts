@@ -1,0 +1,38 @@
+import { openDatabase } from '../db/client.ts'
+import { createDiscussionCounts } from '../store/discussion-counts.ts'
+import { createDiscussionListing } from '../store/discussion-listing.ts'
+import type { Dataset } from './datasets.ts'
+import { percentile } from './load.ts'
+
+// The listing's data layer alone, in this process, without HTTP: the module the service and the
+// baseline both use (store/discussion-listing.ts), asked for the first page of the site's live
+// discussions as GET /<site>/discussions asks for it. Separates what the query costs at each size
+// from what the network, the framework and a noisy machine add.
+
+export interface QueryTiming {
+  discussions: number
+  calls: number
+  p50Us: number
+  p99Us: number
+  plan: string[]
+}
+
+export function timeListingQuery(dataset: Dataset, calls: number): QueryTiming {
+  const db = openDatabase(dataset.file)
+  try {
+    const site = db.$client.prepare('select id from sites where permalink = ?').get(dataset.site) as { id: number }
+    const listing = createDiscussionListing(db, createDiscussionCounts(db))
+    const query = { siteId: site.id, state: 'live' as const, sort: 'activity' as const, offset: 0, limit: 30 }
+    for (let i = 0; i < Math.min(500, calls); i++) listing.list(query)
+    const times = new Float64Array(calls)
+    for (let i = 0; i < calls; i++) {
+      const started = process.hrtime.bigint()
+      listing.list(query)
+      times[i] = Number(process.hrtime.bigint() - started) / 1000
+    }
+    times.sort()
+    return { discussions: dataset.discussions, calls, p50Us: percentile(times, 50), p99Us: percentile(times, 99), plan: listing.explain(query) }
+  } finally {
+    db.$client.close()
+  }
+}

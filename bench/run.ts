@@ -1,0 +1,320 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { buildBundles } from './bundle.ts'
+import { addFirstCallSupporters, addTokens, CACHE, copyDataset, isCached, seededDataset, type Dataset } from './datasets.ts'
+import { measure } from './load.ts'
+import { mainThreadProfile, probe, readRss, startServer, type Memory, type Server, type StartOptions } from './processes.ts'
+import { profileReport, startupReport, type ProfiledScenario } from './profile-report.ts'
+import { timeListingQuery, type QueryTiming } from './query.ts'
+import { writeReport } from './report.ts'
+import { median, summarize, type RawResults, type StartupSeries } from './results.ts'
+import { MAIN_TOKENS, scenarios, type Scenario } from './scenarios.ts'
+
+// npm run bench [-- --quick] [-- --profile]: the cost of authentication and how it grows with
+// data, measured against real server processes on 127.0.0.1 in one run, so the figures are
+// ratios taken on the same noisy machine at the same time. See bench/README.md.
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean' },
+    profile: { type: 'boolean' },
+    rounds: { type: 'string' },
+    duration: { type: 'string' },
+    connections: { type: 'string' },
+    'no-build': { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  },
+})
+if (flags.help) {
+  console.log(`Usage: npm run bench [-- options]
+
+  --quick          one short round (about 3 minutes); the million-discussion database only if cached
+  --rounds N       rounds of every measurement, alternating order (default 5)
+  --duration S     seconds per measurement (default 2)
+  --connections N  concurrent connections of every measurement (default 16)
+  --no-build       never build a missing million-discussion database (minutes); skip that size
+  --profile        run the servers under node --cpu-prof and print each scenario's server CPU per
+                   request by package and function; its figures are not written to bench/results/
+`)
+  process.exit(0)
+}
+
+const quick = flags.quick === true
+const settings = {
+  rounds: Number(flags.rounds ?? (quick ? 1 : 5)),
+  duration: Number(flags.duration ?? 2),
+  connections: Number(flags.connections ?? 16),
+  // Seconds of load per server before the rounds.
+  warmup: quick ? 2 : 5,
+  starts: quick ? 1 : 2,
+  // Seconds without requests before idle memory is read.
+  settle: quick ? 15 : 40,
+  profile: flags.profile === true,
+}
+
+// Links in answers are built from these; nothing ever connects to them.
+const BASE_URL = 'http://bench.example'
+const SITE_URL = 'http://bench.example/{site}'
+const MAIN_SIZE = 10_000
+const SCALE_SIZES = [100_000, 1_000_000]
+const TOKEN_SIZES = [10_000, 100_000]
+const FIRST_CALL_ACCOUNTS = 6_000
+// The experiment's smaller young generation (V8's default semi-space is 16 MB, so 32 MB of new space).
+const SMALL_YOUNG_GENERATION = '--max-semi-space-size=4'
+const RUN = join(CACHE, 'run')
+const ACCEPT = 'application/vnd.service-v1+json'
+
+const began = performance.now()
+const log = (line: string) => console.log(`[${((performance.now() - began) / 1000).toFixed(0).padStart(4)} s] ${line}`)
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const count = (n: number) => n.toLocaleString('en')
+const loadBefore = os.loadavg()
+
+// ---- data: the seeded databases (cached), then this run's private copies
+const datasets = new Map<number, Dataset>()
+for (const size of [MAIN_SIZE, ...SCALE_SIZES]) {
+  if (size === 1_000_000 && (quick || flags['no-build']) && !isCached(size)) {
+    log('the million-discussion database is not cached: skipped (run once without --quick or --no-build to build it)')
+    continue
+  }
+  datasets.set(size, await seededDataset(size, log))
+}
+const scaleData = [MAIN_SIZE, ...SCALE_SIZES].filter((size) => datasets.has(size)).map((size) => datasets.get(size)!)
+
+rmSync(RUN, { recursive: true, force: true })
+mkdirSync(RUN, { recursive: true })
+const main = copyDataset(datasets.get(MAIN_SIZE)!, join(RUN, 'main.db'))
+const firstCall = addFirstCallSupporters(main, FIRST_CALL_ACCOUNTS)
+const write = copyDataset(main, join(RUN, 'write.db'))
+const tokenInserts: Record<number, number> = {}
+const tokenData = new Map<number, Dataset>([[MAIN_TOKENS, copyDataset(main, join(RUN, `tokens-${MAIN_TOKENS}.db`))]])
+for (const size of TOKEN_SIZES) {
+  const copy = copyDataset(main, join(RUN, `tokens-${size}.db`))
+  tokenInserts[size] = addTokens(copy, size - MAIN_TOKENS).seconds
+  tokenData.set(size, copy)
+  log(`${count(size)} personal tokens stored (inserted in ${tokenInserts[size].toFixed(1)} s)`)
+}
+
+// ---- the listing query alone, in this process, at every size (interleaved passes)
+const passes: QueryTiming[][] = []
+for (let pass = 0; pass < (quick ? 1 : 3); pass++) passes.push([...datasets.values()].map((d) => timeListingQuery(d, quick ? 1_000 : 2_000)))
+const queries = [...datasets.keys()].map((size, i) => ({
+  discussions: size,
+  p50Us: median(passes.map((p) => p[i].p50Us)),
+  p99Us: median(passes.map((p) => p[i].p99Us)),
+  plan: passes[0][i].plan,
+}))
+log(`listing query in-process: ${queries.map((q) => `${count(q.discussions)}: p50 ${q.p50Us.toFixed(0)} us, p99 ${q.p99Us.toFixed(0)} us`).join('; ')}`)
+
+const listing = `/${main.site}/discussions`
+const common = { baseUrl: BASE_URL, siteUrl: SITE_URL, as: main.email, logDir: join(RUN, 'logs') }
+// Each seeded database has tokens of its own.
+const firstFor = (dataset: Dataset) => ({ path: listing, headers: { accept: ACCEPT, authorization: `Bearer ${dataset.writeToken}` } })
+type Plan = Omit<StartOptions, 'logDir' | 'baseUrl' | 'siteUrl'>
+
+// ---- start-up: each server alone, from spawn to its first answer
+const builds = await buildBundles()
+const errors = Object.entries(builds).flatMap(([name, build]) => ('error' in build ? [`${name}: ${build.error}`] : []))
+for (const error of errors) log(`experiment skipped, ${error}`)
+const precompiled = 'entry' in builds.precompiled ? { kind: 'bundled' as const, entry: builds.precompiled.entry } : undefined
+const singleFile = 'entry' in builds['single-file'] ? { kind: 'bundled' as const, entry: builds['single-file'].entry } : undefined
+const largest = datasets.get(Math.max(...datasets.keys()))!
+const sizes = [...new Set([main, largest])]
+const startupPlans: Plan[] = [
+  { name: `service, ${count(MAIN_SIZE)} discussions`, kind: 'service', db: main.file, first: firstFor(main) },
+  { name: `baseline, ${count(MAIN_SIZE)} discussions`, kind: 'baseline', db: main.file, first: { path: listing } },
+  ...(largest === datasets.get(MAIN_SIZE) ? [] : [{ name: `service, ${count(largest.discussions)} discussions`, kind: 'service' as const, db: largest.file, first: firstFor(largest) }]),
+  ...(precompiled ? sizes.map((d): Plan => ({ name: `precompiled service (experiment), ${count(d.discussions)} discussions`, ...precompiled, db: d.file, first: firstFor(d) })) : []),
+  ...(singleFile ? sizes.map((d): Plan => ({ name: `single-file service (experiment), ${count(d.discussions)} discussions`, ...singleFile, db: d.file, first: firstFor(d) })) : []),
+]
+const startups: StartupSeries[] = startupPlans.map((plan) => ({ name: plan.name, ms: [], status: [], memory: [] }))
+for (let i = 0; i < settings.starts; i++) {
+  for (const [index, plan] of startupPlans.entries()) {
+    const server = await startServer({ ...common, ...plan, name: `startup-${index}-${i}` })
+    // Memory once the first answer is out and the process has settled for a moment.
+    await sleep(500)
+    startups[index].ms.push(server.startupMs)
+    startups[index].status.push(server.firstStatus)
+    startups[index].memory.push(server.rss())
+    await server.stop()
+  }
+}
+for (const s of startups) {
+  if (s.status.some((status) => status !== 200)) throw new Error(`start-up ${s.name}: first answers ${s.status.join(', ')}, not 200`)
+  log(`start-up ${s.name}: ${s.ms.map((ms) => `${ms.toFixed(0)} ms`).join(', ')}`)
+}
+
+// ---- the servers measured
+const profileDir = settings.profile ? join(CACHE, 'profiles') : undefined
+if (profileDir) rmSync(profileDir, { recursive: true, force: true })
+const experiments = singleFile
+  ? [
+      { server: 'single-file', label: 'service built into a single file (experiment)', short: 'single-file build (experiment)', plan: { ...singleFile, nodeFlags: [] } },
+      {
+        server: 'single-file-small-young',
+        label: `service built into a single file, ${SMALL_YOUNG_GENERATION} (experiment)`,
+        short: 'single-file, 4 MB semi-space (experiment)',
+        plan: { ...singleFile, nodeFlags: [SMALL_YOUNG_GENERATION] },
+      },
+    ]
+  : []
+const plans: Plan[] = [
+  { name: 'service', kind: 'service', db: main.file, first: firstFor(main) },
+  { name: 'baseline', kind: 'baseline', db: main.file, first: { path: listing } },
+  { name: 'baseline-logged', kind: 'baseline', baselineFlags: ['--log'], db: main.file, first: { path: listing } },
+  ...experiments.map((e): Plan => ({ name: e.server, ...e.plan, db: main.file, first: firstFor(main) })),
+  { name: 'service-write', kind: 'service', db: write.file, first: firstFor(write) },
+  { name: 'baseline-write', kind: 'baseline', db: write.file, first: { path: listing } },
+  ...scaleData.flatMap((d): Plan[] => [
+    { name: `service-scale-${d.discussions}`, kind: 'service', db: d.file, first: firstFor(d) },
+    { name: `baseline-scale-${d.discussions}`, kind: 'baseline', db: d.file, first: { path: listing } },
+  ]),
+  ...[...tokenData].map(([size, d]): Plan => ({ name: `service-tokens-${size}`, kind: 'service', db: d.file, first: firstFor(main) })),
+]
+const servers = new Map<string, Server>()
+// Three at a time: their start-up is not what is measured here.
+for (let i = 0; i < plans.length; i += 3) {
+  const started = await Promise.all(plans.slice(i, i + 3).map((plan) => startServer({ ...common, ...plan, profileDir })))
+  for (const server of started) servers.set(server.name, server)
+}
+log(`${servers.size} servers answering: ${[...servers.values()].map((s) => `${s.name} (pid ${s.pid})`).join(', ')}`)
+
+const { all, state } = scenarios({ main, firstCall, scale: scaleData, tokenSizes: [...tokenData.keys()], experiments })
+const serverOf = (scenario: Scenario) => servers.get(scenario.server)!
+const targetOf = (scenario: Scenario, server = serverOf(scenario)) => ({ ...scenario.target, url: server.url })
+
+// ---- the same page from both: the baseline answers byte for byte what the service answers
+for (const scenario of all) {
+  if (scenario.target.setupRequest || scenario.target.method === 'POST') continue
+  const server = serverOf(scenario)
+  const answer = await probe(server.port, scenario.target)
+  if (!answer) throw new Error(`${scenario.id}: ${server.name} does not answer (${server.exited() ?? 'still running'}); see ${join(RUN, 'logs', `${server.name}.log`)}`)
+  if (answer.status !== scenario.target.expect) throw new Error(`${scenario.id}: expected ${scenario.target.expect}, got ${answer.status}: ${answer.body.slice(0, 200)}`)
+  const baseline = all.find((s) => s.id === scenario.baseline)
+  if (baseline && scenario.target.expect === 200 && baseline.target.method !== 'POST') {
+    const reference = await probe(serverOf(baseline).port, baseline.target)
+    if (reference?.body !== answer.body) throw new Error(`${scenario.id}: the baseline's answer differs from the service's`)
+  }
+}
+log('every scenario answers as expected; the baseline answers the same bytes as the service')
+
+// ---- warm-up. A fresh server needs seconds of load before its CPU per request settles (JIT,
+// heap growth): measured here, about 5 s of listing traffic takes it from ~1.4 ms to ~0.85 ms.
+// So every server gets the same budget of load, shared among its scenarios; the experiment
+// servers also get the service's whole mix (their memory is compared with the service's).
+const warm = async (scenario: Scenario, server: Server, duration: number) => {
+  const result = await measure(targetOf(scenario, server), { duration, connections: settings.connections })
+  if (result.unexpected > 0) log(`warm-up ${scenario.id} on ${server.name}: ${JSON.stringify(result.statuses)}`)
+}
+const mix = all.filter((s) => s.server === 'service' && (s.section === 'site' || s.section === 'list'))
+for (const [name, server] of servers) {
+  const own = all.filter((s) => s.server === name)
+  const scenariosOf = experiments.some((e) => e.server === name) ? [...mix, ...own] : own
+  for (const scenario of scenariosOf) await warm(scenario, server, Math.max(0.5, settings.warmup / scenariosOf.length))
+}
+await sleep(2_000)
+const afterWarmup: Record<string, Memory> = {}
+for (const [name, server] of servers) afterWarmup[name] = server.rss()
+log(`RSS after warm-up: ${['service', 'baseline', 'baseline-logged', ...experiments.map((e) => e.server)].map((name) => `${name} ${afterWarmup[name].rssMb.toFixed(1)} MB`).join(', ')}`)
+
+// ---- rounds: every measurement once per round, in alternating order
+const rounds: RawResults['rounds'] = []
+// The monotonic clock in microseconds: what V8 stamps profile samples with.
+const nowUs = () => Number(process.hrtime.bigint() / 1000n)
+for (let round = 0; round < settings.rounds; round++) {
+  const order = round % 2 === 0 ? all : [...all].reverse()
+  const results: (typeof rounds)[number] = {}
+  for (const scenario of order) {
+    const server = serverOf(scenario)
+    let rssMaxMb = 0
+    const sampler = setInterval(() => (rssMaxMb = Math.max(rssMaxMb, readRss(server.pid).rssMb)), 100)
+    const cpuBefore = server.cpu()
+    const from = nowUs()
+    const result = await measure(targetOf(scenario), { duration: settings.duration, connections: settings.connections })
+    const to = nowUs()
+    const cpuUsPerRequest = ((server.cpu() - cpuBefore) * 1e6) / result.requests
+    clearInterval(sampler)
+    results[scenario.id] = { ...result, rssMaxMb, cpuUsPerRequest, window: [from, to] }
+    const flag = result.unexpected > 0 ? `  UNEXPECTED ${JSON.stringify(result.statuses)}` : ''
+    log(
+      `round ${round + 1}/${settings.rounds} ${scenario.id.padEnd(34)} ${result.rps.toFixed(0).padStart(6)} req/s  ` +
+        `p50 ${result.p50.toFixed(2).padStart(7)} ms  p99 ${result.p99.toFixed(2).padStart(7)} ms  cpu ${cpuUsPerRequest.toFixed(0).padStart(5)} us/req${flag}`,
+    )
+    await sleep(200)
+  }
+  rounds.push(results)
+}
+const peak: Record<string, Memory> = {}
+for (const [name, server] of servers) peak[name] = server.rss()
+// Idle is what a server settles to once the load has stopped: V8 gives memory back some tens of
+// seconds after the last request (measured: 142 MB 10 s after a burst, 126 MB after 35 s).
+log(`letting the servers settle for ${settings.settle} s before reading their idle memory`)
+await sleep(settings.settle * 1000)
+const idle: Record<string, Memory> = {}
+for (const [name, server] of servers) idle[name] = server.rss()
+log(`idle RSS: ${['service', 'baseline', ...experiments.map((e) => e.server)].map((name) => `${name} ${idle[name].rssMb.toFixed(1)} MB`).join(', ')}`)
+await Promise.all([...servers.values()].map((server) => server.stop()))
+
+const raw: RawResults = {
+  date: new Date().toISOString(),
+  node: process.version,
+  machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? '', memoryGb: os.totalmem() / 2 ** 30, loadBefore, loadAfter: os.loadavg() },
+  settings,
+  datasets: [...datasets.values()].map(({ discussions, seedSeconds, buildSeconds, builtAt, bytes, fromCache }) => ({ discussions, seedSeconds, buildSeconds, builtAt, bytes, fromCache })),
+  tokenInserts,
+  queries,
+  startups,
+  bundleError: errors.length ? errors.join('; ') : undefined,
+  smallYoungGeneration: SMALL_YOUNG_GENERATION,
+  afterWarmup,
+  idle,
+  peak,
+  scenarios: all.map(({ id, section, label, short, server, baseline, logged, size }) => ({ id, section, label, short, server, baseline, logged, size })),
+  rounds,
+  firstCall: { accounts: firstCall.length, used: state.firstCallUsed, wrapped: state.firstCallWrapped },
+  seconds: (performance.now() - began) / 1000,
+}
+const summary = summarize(raw)
+
+if (profileDir) {
+  const profiled: ProfiledScenario[] = []
+  for (const scenario of all) {
+    const file = mainThreadProfile(serverOf(scenario).profileDir!)
+    if (!file) continue
+    const windows = rounds.map((round) => round[scenario.id].window)
+    const requests = rounds.reduce((sum, round) => sum + round[scenario.id].requests, 0)
+    profiled.push({ id: scenario.id, label: scenario.label, file, windows, requests })
+  }
+  const report = profileReport(profiled, [
+    ['list.pat-write', 'list.baseline'],
+    ['list.baseline-logged', 'list.baseline'],
+    ['list.pat-write', 'list.baseline-logged'],
+    ['site.pat-write', 'site.baseline'],
+    ['site.baseline-logged', 'site.baseline'],
+    ['site.pat-write', 'site.baseline-logged'],
+    ['site.basic-remembered', 'site.pat-write'],
+    ['site.legacy', 'site.pat-write'],
+    ['site.none', 'site.baseline'],
+    ['scale.service.1000000', 'scale.service.10000'],
+    ['scale.service.10000', 'scale.baseline.10000'],
+    ['scale.baseline.1000000', 'scale.baseline.10000'],
+    ['tokens.100000', 'tokens.10000'],
+  ])
+  const startupLines = ['service', 'single-file']
+    .map((name) => servers.get(name))
+    .filter((server) => server?.profileDir && mainThreadProfile(server.profileDir))
+    .map((server) => startupReport(server!.name, mainThreadProfile(server!.profileDir!)!, server!.startupMs))
+  const text = `${report}\nStart-up (profiled, so slower than unprofiled)\n\n${startupLines.join('\n\n')}\n`
+  const file = join(profileDir, 'report.txt')
+  writeFileSync(file, text)
+  console.log(text)
+  console.log(`\nProfiles and this report: ${file}`)
+  console.log('A profiled run is slower than a plain one: its figures are printed, not written to bench/results/.')
+  console.log(summary.text)
+} else {
+  const files = writeReport(raw, summary)
+  console.log(summary.text)
+  log(`written: ${files.join(', ')}`)
+}
