@@ -140,8 +140,9 @@ ${table(
 
 Memory from \`/proc/<pid>/status\` (VmRSS; RssAnon is heap and other private memory, RssFile mapped
 code such as node itself and native addons): 2 s after the warm-up, at most during its own
-scenario, and idle: ${raw.settings.settle} s after the last request of the run (V8 gives memory back some
-tens of seconds after a burst, so this is what a quiet server settles to).
+scenario, and idle: ${raw.settings.settle} s after the last request of the run (a 40 s pause there changed
+no server's RSS). The first-call Basic scenario does not raise it: argon2's 19 MiB per check is
+given back.
 
 ${table(
   ['Server', 'After warm-up', 'Under load (max)', 'Idle', 'of which anon / file', 'Peak (VmHWM)'],

