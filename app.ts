@@ -1,16 +1,23 @@
-import Fastify, { type FastifyError, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyError } from 'fastify'
 import type { Config } from './config.ts'
+import { DEFAULT_LIMITS } from './lib/auth-limits.ts'
 import { systemClock, type Clock } from './lib/clock.ts'
+import { clientErrorHandler, frameworkErrors } from './lib/framework-errors.ts'
 import { redactUrl } from './lib/redact.ts'
+import { loggerOptions, OneLinePerRequest } from './lib/request-log.ts'
+import { unavailableStore } from './lib/sqlite-errors.ts'
 import { clientErrorBody } from './lib/validation.ts'
+import authLimits from './plugins/auth-limits.ts'
 import authentication from './plugins/authentication.ts'
 import challenge from './plugins/challenge.ts'
 import configPlugin from './plugins/config.ts'
 import passwordChecks from './plugins/auth/password-checks.ts'
 import database from './plugins/database.ts'
+import shutdown from './plugins/shutdown.ts'
 import tokenStore from './plugins/token-store.ts'
 import versioning from './plugins/versioning.ts'
 import discussionRoutes from './routes/api/discussions.ts'
+import healthRoutes from './routes/health.ts'
 import apiNotFound from './routes/api/not-found.ts'
 import siteRoutes from './routes/api/site.ts'
 import openapiRoutes from './routes/openapi.ts'
@@ -20,8 +27,10 @@ import wellKnownRoutes from './routes/well-known.ts'
 import webPages from './routes/web/index.ts'
 
 export interface AppOptions {
-  config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile' | 'secret'>
+  config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile' | 'secret'> & Partial<Pick<Config, 'trustProxy' | 'limits'>>
   clock?: Clock
+  /** How long a write waits for another process's lock before the request gets 503 (db/client.ts). */
+  busyTimeoutMs?: number
   /** Where JSON log lines go (standard output for the server); no logging when absent. */
   logStream?: { write(line: string): void }
 }
@@ -31,12 +40,25 @@ export const BODY_LIMIT = 1024 * 1024
 
 /** The whole service as one Fastify instance; the server and the tests build it the same way. */
 export function buildApp(options: AppOptions) {
+  const { config } = options
   const app = Fastify({
     bodyLimit: BODY_LIMIT,
+    // Only the proxies named by SERVICE_TRUST_PROXY may set the client address (request.ip).
+    trustProxy: config.trustProxy ?? false,
     logger: options.logStream ? loggerOptions(options.logStream) : false,
+    logController: new OneLinePerRequest(),
+    // A path Fastify cannot route and bytes that are not HTTP get the JSON error shape too.
+    frameworkErrors,
+    clientErrorHandler,
   })
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    // A locked, full or unwritable database file: the request did not happen; try again later.
+    const unavailable = unavailableStore(error)
+    if (unavailable) {
+      request.log.warn({ code: unavailable.code }, 'database unavailable')
+      return reply.code(503).header('retry-after', String(unavailable.retryAfter)).send(unavailable.body)
+    }
     const status = error.statusCode ?? 500
     if (status >= 500) {
       request.log.error({ err: error }, 'request failed')
@@ -49,10 +71,12 @@ export function buildApp(options: AppOptions) {
   )
 
   // Shared concerns, in the order they depend on each other.
-  app.register(configPlugin, { config: options.config, clock: options.clock ?? systemClock })
-  app.register(database, { dbFile: options.config.dbFile, secret: options.config.secret })
+  app.register(shutdown)
+  app.register(configPlugin, { config, clock: options.clock ?? systemClock })
+  app.register(database, { dbFile: config.dbFile, secret: config.secret, busyTimeoutMs: options.busyTimeoutMs })
   app.register(tokenStore)
   app.register(challenge)
+  app.register(authLimits, { settings: config.limits ?? DEFAULT_LIMITS })
   app.register(passwordChecks)
 
   // Public, unauthenticated documents. The OpenAPI plugin goes first: it describes the routes
@@ -61,6 +85,7 @@ export function buildApp(options: AppOptions) {
   app.register(rootRoutes)
   app.register(wellKnownRoutes)
   app.register(readmeRoute)
+  app.register(healthRoutes)
 
   // The v1 API: every route negotiates its media type, then authenticates, before any body is read.
   app.register(async function api(api) {
@@ -75,18 +100,7 @@ export function buildApp(options: AppOptions) {
   })
 
   // The supporter web pages, under the site URL. They never accept an API credential.
-  app.register(webPages, { siteUrl: options.config.siteUrl })
+  app.register(webPages, { siteUrl: config.siteUrl })
 
   return app
-}
-
-function loggerOptions(stream: { write(line: string): void }): FastifyServerOptions['logger'] {
-  return {
-    level: 'info',
-    stream,
-    // Headers are never logged, and credential values in a query string are replaced.
-    serializers: {
-      req: (request) => ({ method: request.method, url: redactUrl(request.url), remoteAddress: request.ip }),
-    },
-  }
 }

@@ -1,6 +1,9 @@
 // Configuration comes from environment variables, each of which a command-line flag overrides.
 // A bad value stops start-up with one clear line (ConfigError's message).
 
+import { isIP } from 'node:net'
+import { DEFAULT_LIMITS, type AuthLimitSettings } from './lib/auth-limits.ts'
+
 export interface Config {
   port: number
   host: string
@@ -11,6 +14,10 @@ export interface Config {
   siteUrl: string
   /** SERVICE_SECRET, the server key; absent, a key file in the data folder is used (lib/server-key.ts). */
   secret?: string
+  /** SERVICE_TRUST_PROXY: which proxies' X-Forwarded-For is believed (Fastify's trustProxy); false by default. */
+  trustProxy: false | string
+  /** How failed authentication is slowed down (lib/auth-limits.ts). */
+  limits: AuthLimitSettings
 }
 
 export interface ConfigSource {
@@ -85,6 +92,42 @@ function parseSiteUrl(value: string, name: string): string {
   return value.replace(/\/+$/, '')
 }
 
+function parseCount(source: ConfigSource, variable: string, fallback: number, max: number): number {
+  const value = source.env[variable]
+  if (value === undefined) return fallback
+  if (!/^\d{1,9}$/.test(value) || Number(value) < 1 || Number(value) > max) {
+    throw new ConfigError(`${variable} must be a whole number from 1 to ${max}, not "${value}"`)
+  }
+  return Number(value)
+}
+
+const PROXY_KEYWORDS = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+function isAddressOrRange(part: string): boolean {
+  if (PROXY_KEYWORDS.has(part)) return true
+  const [address, bits, ...rest] = part.split('/')
+  if (rest.length > 0 || isIP(address!) === 0) return false
+  if (bits === undefined) return true
+  const max = isIP(address!) === 4 ? 32 : 128
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= max
+}
+
+/**
+ * SERVICE_TRUST_PROXY: unset, no proxy is trusted and the client address is the socket's. Set, a
+ * comma-separated list of the proxies' addresses, CIDR ranges and proxy-addr's names (loopback,
+ * linklocal, uniquelocal): X-Forwarded-For is believed only from them. "true" (any client's
+ * X-Forwarded-For) would let anyone pick their address and escape the per-address limits, and a
+ * bare hop count cannot check who sent it, so both are refused.
+ */
+function parseTrustProxy(value: string | undefined): Config['trustProxy'] {
+  if (value === undefined || value.trim() === '') return false
+  const parts = value.split(',').map((part) => part.trim())
+  if (parts.every(isAddressOrRange)) return parts.join(',')
+  throw new ConfigError(
+    `SERVICE_TRUST_PROXY must be a comma-separated list of proxy addresses or ranges, such as 127.0.0.1, 10.0.0.0/8 or loopback, not "${value}"`,
+  )
+}
+
 export function loadConfig(source: ConfigSource): Config {
   const port = pick(source, 'port')
   const host = pick(source, 'host')
@@ -107,5 +150,11 @@ export function loadConfig(source: ConfigSource): Config {
     siteUrl:
       siteUrl.value === undefined ? `http://localhost:${portNumber}/{site}` : parseSiteUrl(siteUrl.value, siteUrl.name),
     ...(secret === undefined ? {} : { secret: secret.trim() }),
+    trustProxy: parseTrustProxy(source.env.SERVICE_TRUST_PROXY),
+    limits: {
+      perAddress: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ADDRESS', DEFAULT_LIMITS.perAddress, 1_000_000),
+      perAccount: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ACCOUNT', DEFAULT_LIMITS.perAccount, 1_000_000),
+      windowSeconds: parseCount(source, 'SERVICE_AUTH_FAILURE_WINDOW', DEFAULT_LIMITS.windowSeconds, 86_400),
+    },
   }
 }

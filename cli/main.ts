@@ -1,8 +1,10 @@
 import { parseArgs } from 'node:util'
 import { ConfigError } from '../config.ts'
+import packageJson from '../package.json' with { type: 'json' }
 import { systemClock } from '../lib/clock.ts'
 import { StoreError } from '../store/errors.ts'
 import { adminCommands } from './admin.ts'
+import { backupCommand } from './backup.ts'
 import { UsageError, type Command, type Io, type Values } from './command.ts'
 import { credentialCommands } from './credentials.ts'
 import { discussionCommands } from './discussions.ts'
@@ -12,7 +14,7 @@ export const EXIT_REFUSED = 1
 export const EXIT_FAILED = 1
 export const EXIT_USAGE = 2
 
-const commands: Command[] = [serveCommand, ...adminCommands, ...credentialCommands, ...discussionCommands]
+const commands: Command[] = [serveCommand, ...adminCommands, ...credentialCommands, ...discussionCommands, backupCommand]
 
 /* c8 ignore start: the real process's streams; test/cli/serve.test.ts drives them through
    bin/service-desk.js, a process whose coverage is not collected (test/fixtures/child.ts) */
@@ -37,7 +39,7 @@ function overview(): string {
     'Commands:',
     ...lines,
     '',
-    'Every command takes --db FILE (or SERVICE_DB) and --help.',
+    'Every command takes --db FILE (or SERVICE_DB) and --help; --version prints the version.',
     '',
   ].join('\n')
 }
@@ -54,6 +56,10 @@ function findCommand(argv: string[]): Command | undefined {
 }
 
 export async function main(argv: string[], io: Io = defaultIo): Promise<number | undefined> {
+  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
+    io.stdout(`service-desk ${packageJson.version}\n`)
+    return 0
+  }
   const command = findCommand(argv)
   if (!command) {
     const wantsHelp = argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help'

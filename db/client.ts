@@ -1,29 +1,37 @@
-import { mkdirSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
+import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3'
 import { migrate } from 'drizzle-orm/better-sqlite3/migrator'
+import { resources } from '../lib/resources.ts'
 import * as schema from './schema.ts'
 
 export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database }
 
-// Resolved from this file's folder, which is the same in a checkout and in an installed package.
-const migrationsFolder = join(import.meta.dirname, 'migrations')
+// How long a write waits for another process's write lock. better-sqlite3 waits synchronously, so
+// the server keeps this short and answers 503 past it (app.ts); a command line waits longer.
+export const DEFAULT_BUSY_TIMEOUT_MS = 5000
 
 /**
  * Opens (creating when needed) the one SQLite file of a Service Desk process and brings its schema
  * up to date. `:memory:` gives a private database, as the tests use.
  */
-export function openDatabase(file: string): Db {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
-  const sqlite = new Database(file)
+export function openDatabase(file: string, { busyTimeoutMs = DEFAULT_BUSY_TIMEOUT_MS }: { busyTimeoutMs?: number } = {}): Db {
+  if (file !== ':memory:') {
+    // The file holds password hashes and keys: a new one (and its -wal and -shm, which SQLite
+    // makes with the same mode) is readable by its owner only, in a folder only they can enter.
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
+    if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600))
+  }
+  const sqlite = new Database(file, { nativeBinding: resources.sqliteBinding })
   sqlite.pragma('journal_mode = WAL')
-  // In WAL mode NORMAL never corrupts the file; a commit is durable once the WAL is checkpointed
-  // or synced, which the hardening issue revisits with a crash test.
-  sqlite.pragma('synchronous = NORMAL')
+  // FULL: every commit is synced to the write-ahead log before the request is answered, so an
+  // acknowledged write survives a killed process (NORMAL would too) and a power cut (NORMAL may
+  // lose the last commits). test/hardening/crash.test.ts kills the server mid-burst to prove it.
+  sqlite.pragma('synchronous = FULL')
   sqlite.pragma('foreign_keys = ON')
-  sqlite.pragma('busy_timeout = 5000')
+  sqlite.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`)
   const db = drizzle({ client: sqlite, schema })
-  migrate(db, { migrationsFolder })
+  migrate(db, { migrationsFolder: resources.migrations })
   return db
 }

@@ -7,14 +7,15 @@ export type ApiMediaType = typeof V1_MEDIA_TYPE | typeof JSON_MEDIA_TYPE
 export const SUPPORTED_MEDIA_TYPES = [V1_MEDIA_TYPE, JSON_MEDIA_TYPE] as const
 
 // What each acceptable range of the client gives; ranges not named here allow nothing we serve.
-const RANGES: Record<string, ApiMediaType> = {
-  [V1_MEDIA_TYPE]: V1_MEDIA_TYPE,
+// A Map, not an object: a range named `constructor` or `__proto__` must find nothing.
+const RANGES = new Map<string, ApiMediaType>([
+  [V1_MEDIA_TYPE, V1_MEDIA_TYPE],
   // The unversioned vendor type asks for the current version, which is v1.
-  'application/vnd.service+json': V1_MEDIA_TYPE,
-  [JSON_MEDIA_TYPE]: JSON_MEDIA_TYPE,
-  'application/*': JSON_MEDIA_TYPE,
-  '*/*': JSON_MEDIA_TYPE,
-}
+  ['application/vnd.service+json', V1_MEDIA_TYPE],
+  [JSON_MEDIA_TYPE, JSON_MEDIA_TYPE],
+  ['application/*', JSON_MEDIA_TYPE],
+  ['*/*', JSON_MEDIA_TYPE],
+])
 
 const QUALITY = /^q=(0(\.\d{0,3})?|1(\.0{0,3})?)$/i
 
@@ -30,7 +31,7 @@ export function negotiateMediaType(accept: string | undefined): ApiMediaType | n
   let bestQuality = 0
   for (const entry of accept.split(',')) {
     const [range, ...params] = entry.split(';').map((part) => part.trim())
-    const mediaType = RANGES[range.toLowerCase()]
+    const mediaType = RANGES.get(range.toLowerCase())
     if (!mediaType) continue
     const qParam = params.find((p) => /^q=/i.test(p))
     if (qParam !== undefined && !QUALITY.test(qParam)) continue

@@ -53,6 +53,14 @@ export function createAttemptLimiter({ max, windowMs, clock, maxKeys = 100_000 }
       while (windows.size > maxKeys) windows.delete(windows.keys().next().value!)
     },
 
+    /** The key's budget: the limit, the failures left, and whole seconds until its window ends. */
+    status(key: string): { limit: number; remaining: number; resetSeconds: number } {
+      const now = clock()
+      const window = current(key, now)
+      const resetAt = window ? window.resetAt : now + windowMs
+      return { limit: max, remaining: Math.max(0, max - (window?.failures ?? 0)), resetSeconds: Math.ceil((resetAt - now) / 1000) }
+    },
+
     /** A success clears the keys' failures. */
     succeed(keys: string[]): void {
       for (const key of keys) windows.delete(key)

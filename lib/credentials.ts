@@ -21,8 +21,16 @@ export interface CredentialSource {
   query: Record<string, unknown>
 }
 
-const HEADER_KINDS = { authorization: 'authorization', 'x-service-auth': 'legacy', 'x-multipass': 'multipass' } as const
-const QUERY_KINDS = { auth: 'legacy', sso: 'multipass' } as const
+// Maps, not objects: a header or parameter named `constructor` or `__proto__` is no credential.
+const HEADER_KINDS = new Map<string, 'authorization' | 'legacy' | 'multipass'>([
+  ['authorization', 'authorization'],
+  ['x-service-auth', 'legacy'],
+  ['x-multipass', 'multipass'],
+])
+const QUERY_KINDS = new Map<string, 'legacy' | 'multipass'>([
+  ['auth', 'legacy'],
+  ['sso', 'multipass'],
+])
 
 type Found =
   | { from: 'authorization'; value: string }
@@ -54,7 +62,7 @@ function parseAuthorization(value: string): Credential {
 export function findCredential(source: CredentialSource): Credential {
   const found: Found[] = []
   for (let i = 0; i < source.rawHeaders.length; i += 2) {
-    const kind = HEADER_KINDS[source.rawHeaders[i].toLowerCase() as keyof typeof HEADER_KINDS]
+    const kind = HEADER_KINDS.get(source.rawHeaders[i].toLowerCase())
     if (kind === 'authorization') found.push({ from: kind, value: source.rawHeaders[i + 1] })
     else if (kind) found.push({ from: kind, value: source.rawHeaders[i + 1], inQuery: false })
   }
@@ -67,7 +75,7 @@ export function findCredential(source: CredentialSource): Credential {
         reason: 'Tokens must not be sent in a URL. Send a personal API token in the Authorization header as "Bearer <token>".',
       }
     }
-    const kind = QUERY_KINDS[name as keyof typeof QUERY_KINDS]
+    const kind = QUERY_KINDS.get(name)
     if (kind) for (const v of values) found.push({ from: kind, value: v, inQuery: true })
   }
 

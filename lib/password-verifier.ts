@@ -1,4 +1,4 @@
-import { createAttemptLimiter } from './attempt-limiter.ts'
+import { DEFAULT_LIMITS, type AuthLimits } from './auth-limits.ts'
 import type { Clock } from './clock.ts'
 import { hashPassword } from './password.ts'
 import type { PasswordChecks } from './password-checks.ts'
@@ -7,9 +7,10 @@ import { createRememberedPasswords } from './remembered-passwords.ts'
 // Every email-and-password check of the process, from the API (Basic) and from the sign-in page,
 // goes through here, so a guesser gets one budget, not one per door.
 
-// Failed checks slow an account, and a client address, down until the window ends.
-export const ACCOUNT_LIMIT = { max: 5, windowMs: 5 * 60_000 }
-export const ADDRESS_LIMIT = { max: 20, windowMs: 5 * 60_000 }
+// Failed checks slow an account, and a client address, down until the window ends (the defaults;
+// lib/auth-limits.ts, and the SERVICE_AUTH_FAILURE* settings, change them).
+export const ACCOUNT_LIMIT = { max: DEFAULT_LIMITS.perAccount, windowMs: DEFAULT_LIMITS.windowSeconds * 1000 }
+export const ADDRESS_LIMIT = { max: DEFAULT_LIMITS.perAddress, windowMs: DEFAULT_LIMITS.windowSeconds * 1000 }
 // How long a verified email and password are taken without argon2.
 export const REMEMBER_MS = 5 * 60_000
 
@@ -32,11 +33,12 @@ export interface PasswordVerifierOptions<U extends Account> {
   emailKey(email: string): string
   checks: PasswordChecks
   clock: Clock
+  /** The process's failure budgets, shared with the token checks (one budget per address). */
+  limits: AuthLimits
 }
 
-export function createPasswordVerifier<U extends Account>({ findUser, emailKey, checks, clock }: PasswordVerifierOptions<U>) {
-  const accounts = createAttemptLimiter({ ...ACCOUNT_LIMIT, clock })
-  const addresses = createAttemptLimiter({ ...ADDRESS_LIMIT, clock })
+export function createPasswordVerifier<U extends Account>({ findUser, emailKey, checks, clock, limits }: PasswordVerifierOptions<U>) {
+  const { accounts, addresses } = limits
   const remembered = createRememberedPasswords({ clock, ttlMs: REMEMBER_MS })
   // An unknown email, or an account without a password, is checked against this hash, so every
   // failure takes the same time and none tells which accounts exist.

@@ -38,3 +38,9 @@ export function redactUrl(url: string): string {
     .join('&')
   return `${path}?${query}`
 }
+
+// The credential-bearing headers, wherever a log line might carry them (pino's redact paths).
+const SECRET_HEADERS = ['authorization', '"x-service-auth"', '"x-multipass"', 'cookie', '"set-cookie"']
+export const REDACTED_LOG_PATHS = ['req.headers', 'res.headers', 'headers', 'err.headers'].flatMap((holder) =>
+  SECRET_HEADERS.map((name) => (name.startsWith('"') ? `${holder}[${name}]` : `${holder}.${name}`)),
+)

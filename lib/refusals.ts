@@ -16,7 +16,7 @@ export type Refusal =
   | { kind: 'invalid_password' }
   | { kind: 'insufficient_scope' }
   | { kind: 'staff_only' }
-  /** Too many failed password checks for the account or the client address. */
+  /** Too many failed authentications from the client address, or password checks of the account. */
   | { kind: 'too_many_attempts'; retryAfter: number }
   /** Every password check slot and queue place is taken. */
   | { kind: 'busy'; retryAfter: number }
@@ -90,7 +90,7 @@ export function refusalResponse(refusal: Refusal, permalink: string, urls: Urls)
       return {
         status: 429,
         headers: { 'content-type': TEXT, 'retry-after': String(refusal.retryAfter) },
-        body: `Too many failed sign-in attempts. Try again in ${refusal.retryAfter} seconds, or use a personal API token.\n`,
+        body: `Too many failed authentication attempts. Try again in ${refusal.retryAfter} seconds.\n`,
       }
     case 'busy':
       return {

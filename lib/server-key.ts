@@ -39,7 +39,7 @@ function newSecret(): string {
  * second process racing this one), and the existing key wins. A key is never half-written nor replaced.
  */
 function ensureKeyFile(file: string): void {
-  mkdirSync(dirname(file), { recursive: true })
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
   const temporary = `${file}.${process.pid}.${randomBytes(6).toString('hex')}`
   writeFileSync(temporary, `${newSecret()}\n`, { mode: 0o600, flag: 'wx' })
   try {

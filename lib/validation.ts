@@ -140,6 +140,10 @@ export function clientErrorBody(error: ClientError, bodyLimit?: number): { error
       return { error: 'payload_too_large', message: `The request body is larger than the limit of ${bodyLimit} bytes.` }
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return { error: 'unsupported_media_type', message: 'Send the request body as JSON, with "Content-Type: application/json".' }
+    case 'FST_ERR_BAD_URL':
+      return { error: 'invalid_path', message: 'The request path is not valid: a percent-escape in it does not decode to UTF-8 text.' }
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return { error: 'uri_too_long', message: 'A segment of the request path is longer than the server accepts.' }
   }
   return { error: (error.code ?? 'bad_request').toLowerCase(), message: error.message }
 }

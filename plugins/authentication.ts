@@ -1,6 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { rateLimitHeaders } from '../lib/auth-limits.ts'
 import { findCredential, type Credential } from '../lib/credentials.ts'
+import type { Refusal } from '../lib/refusals.ts'
 import type { Site } from '../store/sites.ts'
 import { legacyTokenCheck } from './auth/legacy-token.ts'
 import { deprecationLink, multipassCheck } from './auth/multipass.ts'
@@ -9,6 +11,16 @@ import { personalTokenCheck } from './auth/personal-token.ts'
 import type { Authenticated, CheckResult } from './auth/types.ts'
 
 export type { Authenticated } from './auth/types.ts'
+
+// Refusals that mean the credential itself was wrong: these count against the client address.
+// (A read-only token used to write, or a valid user not on the staff, is a right credential.)
+const FAILED: ReadonlySet<Refusal['kind']> = new Set([
+  'invalid_token',
+  'token_expired',
+  'legacy_token_expired',
+  'multipass_expired',
+  'invalid_password',
+])
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -27,7 +39,7 @@ declare module 'fastify' {
  */
 export default fp(
   async (fastify) => {
-    const { sites } = fastify
+    const { sites, authLimits } = fastify
     const personalToken = personalTokenCheck(fastify)
     const legacyToken = legacyTokenCheck(fastify)
     const multipass = multipassCheck(fastify)
@@ -61,9 +73,22 @@ export default fp(
       })
       if (credential.kind === 'invalid_request') return reply.refuse(permalink, credential)
       if (credential.kind === 'none') return reply.refuse(permalink, { kind: 'no_credential' })
+      // An address past its budget of failures is refused before any check (lib/auth-limits.ts).
+      const address = request.ip
+      const limited = authLimits.addresses.check([address])
+      if (!limited.allowed) {
+        reply.headers(rateLimitHeaders(authLimits, address))
+        return reply.refuse(permalink, { kind: 'too_many_attempts', retryAfter: limited.retryAfter })
+      }
       const result = await check(credential, sites.find(permalink), request, reply)
-      if ('kind' in result) return reply.refuse(permalink, result)
-      request.auth = result
+      if (!('kind' in result)) {
+        request.auth = result
+        return
+      }
+      // Password failures are counted by fastify.passwords itself, which the sign-in page shares.
+      if (FAILED.has(result.kind) && credential.kind !== 'basic') authLimits.addresses.fail([address])
+      if (FAILED.has(result.kind) || result.kind === 'too_many_attempts') reply.headers(rateLimitHeaders(authLimits, address))
+      return reply.refuse(permalink, result)
     })
 
     // Set at the end, so no route's own headers can replace them.
@@ -80,5 +105,5 @@ export default fp(
       return payload
     })
   },
-  { name: 'authentication', fastify: '5.x', dependencies: ['challenge', 'database', 'token-store', 'config', 'password-checks'] },
+  { name: 'authentication', fastify: '5.x', dependencies: ['challenge', 'database', 'token-store', 'config', 'password-checks', 'auth-limits'] },
 )

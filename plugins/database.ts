@@ -18,12 +18,16 @@ declare module 'fastify' {
 }
 
 /** Opens the SQLite file (migrating it) and exposes the site, user and session stores; closes it with the app. */
-export default fp<{ dbFile: string; secret?: string }>(
-  async (fastify, { dbFile, secret }) => {
+// The server's wait for another process's write lock: short, since better-sqlite3 blocks while it
+// waits; past it the request is answered 503 with Retry-After (lib/sqlite-errors.ts).
+export const SERVER_BUSY_TIMEOUT_MS = 1000
+
+export default fp<{ dbFile: string; secret?: string; busyTimeoutMs?: number }>(
+  async (fastify, { dbFile, secret, busyTimeoutMs = SERVER_BUSY_TIMEOUT_MS }) => {
     // The server key (SERVICE_SECRET or the data folder's key file) seals the legacy tokens.
     const serverKey = serverSecret({ secret, dbFile })
     const box = createSecretBox(serverKey)
-    const db = openDatabase(dbFile)
+    const db = openDatabase(dbFile, { busyTimeoutMs })
     fastify.decorate('serverKey', serverKey)
     fastify.decorate('db', db)
     fastify.decorate('sites', createSiteStore(db, fastify.clock))

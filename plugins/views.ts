@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import view from '@fastify/view'
 import { Eta } from 'eta'
 import fp from 'fastify-plugin'
+import { resources } from '../lib/resources.ts'
 
 declare module 'fastify' {
   interface FastifyReply {
@@ -11,8 +12,7 @@ declare module 'fastify' {
   }
 }
 
-// Resolved from the package root, where views/ sits in a checkout and in an installed package.
-export const VIEWS = join(import.meta.dirname, '..', 'views')
+export const VIEWS = resources.views
 
 // Only the project's own assets, no inline script or style, no framing, forms only to ourselves.
 const SECURITY_HEADERS = {

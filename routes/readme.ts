@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import type { FastifyPluginAsync } from 'fastify'
+import { resources } from '../lib/resources.ts'
 
 // The README of this checkout, at {base_url}/README.md: the Deprecation header's Link points at its
 // section on migrating from multipass, so the guide that matches the running version is always there.
 // `.` is outside the permalink alphabet, so this address can never be a site's.
-const README = join(import.meta.dirname, '..', 'README.md')
+const README = resources.readme
 
 const readmeRoute: FastifyPluginAsync<{ file?: string }> = async (fastify, { file = README }) => {
   let text: string | null = null

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { loadConfig } from '../config.ts'
+import { DEFAULT_LIMITS } from '../lib/auth-limits.ts'
 
 const load = (env: Record<string, string> = {}, flags: Record<string, string> = {}) => loadConfig({ env, flags })
 
@@ -10,7 +11,10 @@ t.test('defaults', async (t) => {
     dbFile: './data/service.db',
     baseUrl: 'http://localhost:3000',
     siteUrl: 'http://localhost:3000/{site}',
+    trustProxy: false,
+    limits: { perAddress: 20, perAccount: 5, windowSeconds: 300 },
   })
+  t.same(DEFAULT_LIMITS, { perAddress: 20, perAccount: 5, windowSeconds: 300 }, 'the documented defaults')
   t.equal(load({ PORT: '8080' }).baseUrl, 'http://localhost:8080', 'default addresses follow the port')
 })
 
@@ -25,7 +29,36 @@ t.test('environment, and flags over the environment', async (t) => {
     dbFile: 'b.db',
     baseUrl: 'https://api.example.com',
     siteUrl: 'https://help.example.com/{site}',
+    trustProxy: false,
+    limits: DEFAULT_LIMITS,
   })
+})
+
+t.test('the trusted proxies and the failure limits come from the environment', async (t) => {
+  const config = load({
+    SERVICE_TRUST_PROXY: ' 127.0.0.1, 10.0.0.0/8 ,::1,fd00::/8,loopback ',
+    SERVICE_AUTH_FAILURES_PER_ADDRESS: '100',
+    SERVICE_AUTH_FAILURES_PER_ACCOUNT: '3',
+    SERVICE_AUTH_FAILURE_WINDOW: '60',
+  })
+  t.equal(config.trustProxy, '127.0.0.1,10.0.0.0/8,::1,fd00::/8,loopback')
+  t.same(config.limits, { perAddress: 100, perAccount: 3, windowSeconds: 60 })
+  t.equal(load({ SERVICE_TRUST_PROXY: ' ' }).trustProxy, false, 'blank is unset')
+  const refused: [Record<string, string>, RegExp][] = [
+    [{ SERVICE_TRUST_PROXY: 'true' }, /^SERVICE_TRUST_PROXY must be a comma-separated list of proxy addresses or ranges/],
+    [{ SERVICE_TRUST_PROXY: '2' }, /^SERVICE_TRUST_PROXY must be/],
+    [{ SERVICE_TRUST_PROXY: '10.0.0.0/33' }, /^SERVICE_TRUST_PROXY must be/],
+    [{ SERVICE_TRUST_PROXY: '::1/129' }, /^SERVICE_TRUST_PROXY must be/],
+    [{ SERVICE_TRUST_PROXY: '10.0.0.0/8/1' }, /^SERVICE_TRUST_PROXY must be/],
+    [{ SERVICE_TRUST_PROXY: '10.0.0.0/x' }, /^SERVICE_TRUST_PROXY must be/],
+    [{ SERVICE_TRUST_PROXY: 'proxy.example.com' }, /^SERVICE_TRUST_PROXY must be/],
+    [{ SERVICE_TRUST_PROXY: '127.0.0.1,' }, /^SERVICE_TRUST_PROXY must be/],
+    [{ SERVICE_AUTH_FAILURES_PER_ADDRESS: '0' }, /^SERVICE_AUTH_FAILURES_PER_ADDRESS must be a whole number from 1 to 1000000, not "0"$/],
+    [{ SERVICE_AUTH_FAILURES_PER_ACCOUNT: 'five' }, /^SERVICE_AUTH_FAILURES_PER_ACCOUNT must be a whole number/],
+    [{ SERVICE_AUTH_FAILURE_WINDOW: '86401' }, /^SERVICE_AUTH_FAILURE_WINDOW must be a whole number from 1 to 86400/],
+    [{ SERVICE_AUTH_FAILURE_WINDOW: '-5' }, /^SERVICE_AUTH_FAILURE_WINDOW must be a whole number/],
+  ]
+  for (const [env, message] of refused) t.throws(() => load(env), { name: 'ConfigError', message }, JSON.stringify(env))
 })
 
 t.test('a bad value is one clear line naming the variable or flag', async (t) => {

@@ -22,7 +22,8 @@ export default fp(
   async (fastify) => {
     const checks = createPasswordChecks({ concurrency: PASSWORD_CHECK_CONCURRENCY, queue: PASSWORD_CHECK_QUEUE })
     fastify.decorate('passwordChecks', checks)
-    fastify.decorate('passwords', createPasswordVerifier({ findUser: fastify.users.find, emailKey, checks, clock: fastify.clock }))
+    const { users, clock, authLimits: limits } = fastify
+    fastify.decorate('passwords', createPasswordVerifier({ findUser: users.find, emailKey, checks, clock, limits }))
   },
-  { name: 'password-checks', fastify: '5.x', dependencies: ['database', 'config'] },
+  { name: 'password-checks', fastify: '5.x', dependencies: ['database', 'config', 'auth-limits'] },
 )

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto'
 import type { FastifyError, FastifyPluginAsync } from 'fastify'
+import { unavailableStore } from '../../lib/sqlite-errors.ts'
 import sessions from '../../plugins/sessions.ts'
 import views from '../../plugins/views.ts'
 import apiTokenRoutes from './api-tokens.ts'
@@ -29,6 +30,13 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl }) =>
         cookiePath: (permalink) => new URL(fastify.urls.siteWeb(permalink)).pathname,
       })
       web.setErrorHandler(async (error: FastifyError, request, reply) => {
+        // A locked or full database file: the page's change did not happen; say so, and when to retry.
+        const unavailable = unavailableStore(error)
+        if (unavailable) {
+          request.log.warn({ code: unavailable.code }, 'database unavailable')
+          reply.header('retry-after', String(unavailable.retryAfter))
+          return reply.page('error', pageData(request, reply, { title: 'Please try again', message: unavailable.body.message }), 503)
+        }
         const status = error.statusCode ?? 500
         if (status >= 500) request.log.error({ err: error }, 'page failed')
         const [title, message] =

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { rateLimitHeaders } from '../../lib/auth-limits.ts'
 import { decodeMultipass } from '../../lib/multipass.ts'
 import { pageData, safeNext, safeTo } from './pages.ts'
 
@@ -17,9 +18,11 @@ interface SignInBody {
   next?: unknown
 }
 
+const tooMany = (seconds: number) => `Too many failed attempts. Try again in ${minutes(seconds)}.`
+
 /** {site_url}/login, POST {site_url}/logout, and {site_url}/ which sends people where they belong. */
 const signInRoutes: FastifyPluginAsync = async (fastify) => {
-  const { users, urls, clock, passwords } = fastify
+  const { users, urls, clock, passwords, authLimits } = fastify
 
   const sitePath = (request: FastifyRequest) => new URL(urls.siteWeb(request.web.site.permalink)).pathname
   const home = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/profile/api_tokens`
@@ -34,8 +37,18 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
    */
   async function singleSignOn(request: FastifyRequest, reply: FastifyReply, raw: string) {
     const { site } = request.web
+    // The same per-address budget as every other credential (lib/auth-limits.ts).
+    const limited = authLimits.addresses.check([request.ip])
+    if (!limited.allowed) {
+      reply.headers({ ...rateLimitHeaders(authLimits, request.ip), 'retry-after': String(limited.retryAfter) })
+      return form(request, reply, 429, { error: tooMany(limited.retryAfter) })
+    }
     const claims = decodeMultipass(raw, site.multipassKey, site.permalink, { fromQuery: true })
-    if (!claims || claims.expiresAt <= clock()) return form(request, reply, 401, { error: SSO_FAILED })
+    if (!claims || claims.expiresAt <= clock()) {
+      authLimits.addresses.fail([request.ip])
+      reply.headers(rateLimitHeaders(authLimits, request.ip))
+      return form(request, reply, 401, { error: SSO_FAILED })
+    }
     // Single sign-on is for the site's customers (spec 5.3). Support staff sign in with their
     // password: a session of theirs shows the account-wide legacy token and makes API tokens,
     // which whoever holds the site's multipass key must not be able to reach.
@@ -71,12 +84,13 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
 
     // The same checks, slow-down and bound as Basic on the API (fastify.passwords).
     const verdict = await passwords.verify(email, password, request.ip)
+    if (verdict.kind === 'too_many_attempts' || verdict.kind === 'invalid_password') reply.headers(rateLimitHeaders(authLimits, request.ip))
     if (verdict.kind === 'too_many_attempts' || verdict.kind === 'busy') {
       reply.header('retry-after', String(verdict.retryAfter))
       const error =
         verdict.kind === 'busy'
           ? 'We are checking too many sign-ins right now. Try again in a moment.'
-          : `Too many failed attempts. Try again in ${minutes(verdict.retryAfter)}.`
+          : tooMany(verdict.retryAfter)
       return form(request, reply, verdict.kind === 'busy' ? 503 : 429, { email, next, error })
     }
     // A right password for an account that is not on this site is refused the same way.

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { loadConfig } from '../../config.ts'
+import { DEFAULT_LIMITS } from '../../lib/auth-limits.ts'
 import { firstRunBanner, startService } from '../../cli/serve.ts'
 import { testClock } from '../fixtures/app.ts'
 import { logCapture } from '../fixtures/log.ts'
@@ -69,7 +70,7 @@ t.test('a bad configuration value stops start-up with one clear line', async (t)
 
 t.test('the banner uses the configured public addresses', async (t) => {
   const banner = firstRunBanner(
-    { port: 1, host: 'h', dbFile: 'f', baseUrl: 'https://api.example.com', siteUrl: 'https://help.example.com/{site}' },
+    { port: 1, host: 'h', dbFile: 'f', baseUrl: 'https://api.example.com', siteUrl: 'https://help.example.com/{site}', trustProxy: false, limits: DEFAULT_LIMITS },
     { site: { permalink: 'demo' } as never, email: 'a@b', password: 'pw', token: 'service_pat_x' },
   )
   t.match(banner, 'API              https://api.example.com/demo\n')

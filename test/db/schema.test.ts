@@ -24,12 +24,15 @@ t.test('the migrated file matches the schema: every table, index and foreign key
   }
 })
 
-t.test('the pragmas of decisions: WAL, foreign keys, busy timeout', async (t) => {
+t.test('the pragmas of decisions: WAL, foreign keys, busy timeout, every commit synced', async (t) => {
   const db = openDatabase(':memory:')
   t.teardown(() => db.$client.close())
   t.equal(db.$client.pragma('foreign_keys', { simple: true }), 1)
-  t.equal(db.$client.pragma('busy_timeout', { simple: true }), 5000)
-  t.equal(db.$client.pragma('synchronous', { simple: true }), 1, 'NORMAL')
+  t.equal(db.$client.pragma('busy_timeout', { simple: true }), 5000, 'a command line waits up to 5 s')
+  t.equal(db.$client.pragma('synchronous', { simple: true }), 2, 'FULL')
+  const server = openDatabase(':memory:', { busyTimeoutMs: 1000 })
+  t.teardown(() => server.$client.close())
+  t.equal(server.$client.pragma('busy_timeout', { simple: true }), 1000, 'the server waits less')
 })
 
 t.test('the token look-up and the limit count use their indexes', async (t) => {

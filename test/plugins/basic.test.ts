@@ -110,7 +110,7 @@ t.test('failures slow an account down: 429 with Retry-After, then free again', a
   const limited = await app.inject({ url: '/demo', headers: pat.headers, remoteAddress: '198.51.100.99' })
   t.equal(limited.statusCode, 429, 'even the right password waits')
   t.equal(limited.headers['retry-after'], String(ACCOUNT_LIMIT.windowMs / 1000))
-  t.match(limited.body, /Too many failed sign-in attempts/)
+  t.match(limited.body, /Too many failed authentication attempts/)
   t.equal(counter.calls, 0, 'and costs no argon2')
   t.equal((await app.inject({ url: '/demo', headers: basic('other@example.test', 'x') })).statusCode, 401, 'other accounts are not slowed')
   clock.advance(ACCOUNT_LIMIT.windowMs)

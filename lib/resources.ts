@@ -1,0 +1,25 @@
+import { join } from 'node:path'
+
+/** The files the service reads at run time, and how the SQLite addon is found. */
+export interface Resources {
+  /** db/migrations: drizzle's journal and SQL files. */
+  migrations: string
+  /** views/: the page templates and views/assets. */
+  views: string
+  /** The README served at /README.md. */
+  readme: string
+  /** better-sqlite3's `nativeBinding` option; undefined lets it find its addon in node_modules. */
+  sqliteBinding: string | undefined
+}
+
+// Resolved from the package root, which is the same in a checkout and in an installed package
+// (tsc would not copy views/ or db/migrations/ next to a compiled file). The single executable
+// swaps this module for build/sea/resources.ts, which unpacks the same files from itself.
+const ROOT = join(import.meta.dirname, '..')
+
+export const resources: Resources = {
+  migrations: join(ROOT, 'db', 'migrations'),
+  views: join(ROOT, 'views'),
+  readme: join(ROOT, 'README.md'),
+  sqliteBinding: undefined,
+}

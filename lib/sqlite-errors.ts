@@ -1,0 +1,28 @@
+// SQLite failures that say "not now" rather than "never": another process holds the write lock,
+// the disk is full, or the file cannot be written. A request that meets one did not happen (its
+// transaction rolled back), so it is answered 503 with Retry-After and may be sent again.
+
+const UNAVAILABLE: Record<string, { retryAfter: number; message: string }> = {
+  SQLITE_BUSY: { retryAfter: 1, message: 'The database is busy. Try again in a moment.' },
+  SQLITE_LOCKED: { retryAfter: 1, message: 'The database is busy. Try again in a moment.' },
+  SQLITE_FULL: { retryAfter: 60, message: 'The server is out of storage space, so nothing can be saved right now.' },
+  SQLITE_READONLY: { retryAfter: 60, message: 'The database cannot be written right now.' },
+  SQLITE_IOERR: { retryAfter: 60, message: 'The database cannot be written right now.' },
+}
+
+export interface Unavailable {
+  code: string
+  retryAfter: number
+  body: { error: 'service_unavailable'; message: string }
+}
+
+/** The 503 answer for an error of better-sqlite3 (whose `code` is the extended SQLite code), or null. */
+export function unavailableStore(error: unknown): Unavailable | null {
+  const code = (error as { code?: unknown } | null)?.code
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return null
+  // Extended codes (SQLITE_BUSY_SNAPSHOT, SQLITE_IOERR_WRITE) share their primary code's answer.
+  const primary = code.split('_').slice(0, 2).join('_')
+  const found = UNAVAILABLE[primary]
+  if (!found) return null
+  return { code, retryAfter: found.retryAfter, body: { error: 'service_unavailable', message: found.message } }
+}

@@ -1,0 +1,173 @@
+import type Database from 'better-sqlite3'
+import { V1 } from './arbitraries.ts'
+
+// What a documented answer looks like (auth-and-access.md tables 5.4 and 7, decisions.md), as a
+// pure check of status, headers and body, shared by the suite and the runner.
+
+export interface Answer {
+  status: number
+  headers: Record<string, string | string[] | number | undefined>
+  body: string
+}
+
+/** Where a path lands: the v1 API, a supporter page, or a public document. */
+export type Area = 'api' | 'web' | 'public'
+
+const PUBLIC = new Set(['', 'favicon.ico', 'openapi.json', 'README.md', 'healthz', '.well-known'])
+const WEB = new Set(['', 'login', 'logout', 'profile'])
+
+function decoded(segment: string): string {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}
+
+/** The area of a request path (both servers put the site pages at `/{site}`, like the API). */
+export function areaOf(url: string): Area {
+  const [, first = '', second, ...rest] = url.split(/[?#]/)[0].split('/').map(decoded)
+  if (second === undefined) return PUBLIC.has(first) ? 'public' : 'api'
+  if (first === '.well-known') return 'public'
+  return WEB.has(second) && !(second === '' && rest.length > 0) ? 'web' : 'api'
+}
+
+export interface Expectation {
+  /** The API base URL, which resource_metadata must name. */
+  baseUrl: string
+  /** The origin of the supporter pages, where every redirect must stay. */
+  siteOrigin: string
+  /** True when the request carried no usable credential: an API answer must be a refusal. */
+  refused: boolean
+  /** True when it carried exactly one genuine credential and nothing else that is one. */
+  oneCredential?: boolean
+}
+
+const header = (answer: Answer, name: string) => {
+  const value = answer.headers[name]
+  return value === undefined ? undefined : String(value)
+}
+
+function escape(text: string) {
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')
+}
+
+function challengePattern(baseUrl: string) {
+  return new RegExp(
+    `^Bearer realm="Service", resource_metadata="${escape(baseUrl)}/\\.well-known/oauth-protected-resource/[^"\\\\\\s]*", ` +
+      'scope="(read write|write)"(, error="(invalid_request|invalid_token|insufficient_scope)")?(, error_description="[^"\\\\]+")?$',
+  )
+}
+
+/** A JSON error body: `{error: <snake_case code>, message}`, plus `fields` on invalid_request. */
+export function jsonErrorProblem(answer: Answer): string | null {
+  const type = header(answer, 'content-type') ?? ''
+  if (!/^application\/(json|vnd\.service-v1\+json)\b/.test(type)) return `a JSON error was expected, not content-type "${type}"`
+  let body: unknown
+  try {
+    body = JSON.parse(answer.body)
+  } catch {
+    return 'the error body is not JSON'
+  }
+  const { error, message, fields, ...extra } = (body ?? {}) as Record<string, unknown>
+  if (typeof error !== 'string' || !/^[a-z][a-z0-9_]*$/.test(error)) return `"error" is not a snake_case code: ${JSON.stringify(error)}`
+  if (typeof message !== 'string' || message === '') return '"message" is not a sentence'
+  if (fields !== undefined) {
+    const ok = Array.isArray(fields) && fields.every((f) => typeof f?.field === 'string' && typeof f?.problem === 'string')
+    if (!ok || error !== 'invalid_request') return '"fields" is not a list of {field, problem}'
+  }
+  if (Object.keys(extra).length) return `the error body has undocumented fields: ${Object.keys(extra).join(', ')}`
+  return null
+}
+
+function apiProblem(method: string, answer: Answer, expectation: Expectation): string | null {
+  const { status } = answer
+  if (expectation.refused && status < 400) return `a request without a usable credential was answered ${status}`
+  const challenge = header(answer, 'www-authenticate')
+  const type = header(answer, 'content-type') ?? ''
+  if (status < 400) {
+    return /^application\/(json|vnd\.service-v1\+json); charset=utf-8$/.test(type) ? null : `${status} with content-type "${type}"`
+  }
+  // Exactly one genuine credential was sent: nothing else in the request may count as a second.
+  if (expectation.oneCredential && challenge?.includes('error="invalid_request"')) return 'one credential was taken for two'
+  const hasBody = method !== 'HEAD'
+  if (challenge !== undefined && !challengePattern(expectation.baseUrl).test(challenge)) return `malformed challenge: ${challenge}`
+  switch (status) {
+    case 401:
+      if (challenge === undefined) return '401 without WWW-Authenticate'
+      if (/error="insufficient_scope"|scope="write"/.test(challenge)) return `401 with the 403 challenge: ${challenge}`
+      if (!/^(text\/plain|application\/json)/.test(type)) return `401 with content-type "${type}"`
+      return hasBody && answer.body === '' ? '401 without a body' : null
+    case 403:
+      if (challenge !== undefined) return /scope="write", error="insufficient_scope"$/.test(challenge) ? null : `403 with challenge ${challenge}`
+      return /^text\/plain/.test(type) && (!hasBody || /support staff/.test(answer.body)) ? null : '403 that is neither insufficient_scope nor staff-only'
+    case 406:
+      return /^text\/plain/.test(type) && (!hasBody || answer.body.includes(V1)) ? null : '406 without the plain-text list of media types'
+    case 429:
+      return header(answer, 'retry-after') === undefined ? '429 without Retry-After' : null
+  }
+  if (challenge !== undefined) {
+    if (status !== 400 || !/error="invalid_request"/.test(challenge)) return `${status} with a challenge: ${challenge}`
+    return /^text\/plain/.test(type) ? null : `400 invalid_request with content-type "${type}"`
+  }
+  return hasBody ? jsonErrorProblem(answer) : null
+}
+
+function webProblem(answer: Answer, expectation: Expectation): string | null {
+  const { status } = answer
+  if (status >= 300 && status < 400) {
+    const location = header(answer, 'location') ?? ''
+    const here = location.startsWith(`${expectation.siteOrigin}/`) || (location.startsWith('/') && !/^\/[/\\]/.test(location))
+    return here ? null : `redirect away from the site: ${JSON.stringify(location)}`
+  }
+  return null
+}
+
+/**
+ * Why an answer breaks the contract, or null when it keeps it: never a 5xx; API refusals with
+ * their challenge or JSON error body; pages that redirect only within the site.
+ */
+export function answerProblem(method: string, url: string, answer: Answer, expectation: Expectation): string | null {
+  if (!Number.isInteger(answer.status) || answer.status < 200) return `no usable status: ${answer.status}`
+  if (answer.status >= 500) return `server error ${answer.status}: ${answer.body.slice(0, 200)}`
+  for (const [name, value] of Object.entries(answer.headers)) {
+    if (/[\r\n\0]/.test(String(value))) return `header ${name} holds a line break`
+  }
+  switch (areaOf(url)) {
+    case 'api':
+      return apiProblem(method, answer, expectation)
+    case 'web':
+      return webProblem(answer, expectation)
+    case 'public':
+      return null
+  }
+}
+
+/**
+ * Every row of every table, as text to compare. The time and address a personal token was last
+ * used are left out: they are recorded for genuine tokens, whatever the answer (decisions.md).
+ */
+export function snapshot(sqlite: Database.Database): string {
+  const tables = sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all() as string[]
+  const dump: Record<string, string[]> = {}
+  for (const table of tables) {
+    const rows = sqlite.prepare(`SELECT * FROM "${table}"`).all() as Array<Record<string, unknown>>
+    dump[table] = rows
+      .map((row) => {
+        if (table === 'personal_tokens') {
+          delete row.last_used_at
+          delete row.last_used_from
+        }
+        return JSON.stringify(row)
+      })
+      .sort()
+  }
+  return JSON.stringify(dump)
+}
+
+/** Which tables differ between two snapshots. */
+export function changedTables(before: string, after: string): string[] {
+  const a = JSON.parse(before) as Record<string, string[]>
+  const b = JSON.parse(after) as Record<string, string[]>
+  return [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((t) => JSON.stringify(a[t]) !== JSON.stringify(b[t]))
+}
