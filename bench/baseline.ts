@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util'
 import Fastify from 'fastify'
 import { systemClock } from '../lib/clock.ts'
-import { redactUrl } from '../lib/redact.ts'
+import { loggerOptions, OneLinePerRequest } from '../lib/request-log.ts'
 import configPlugin from '../plugins/config.ts'
 import database from '../plugins/database.ts'
 import discussionRoutes from '../routes/api/discussions.ts'
@@ -13,8 +13,8 @@ import siteRoutes from '../routes/api/site.ts'
 // response schemas: the same bytes from the same SQLite file), and nothing else. No
 // authentication, no media-type negotiation, no logging, no web pages: the request's site is
 // found by its permalink and the request acts as the supporter named on the command line.
-// With --log it logs every request exactly as the service does (a request line and a response
-// line to standard output), which separates the cost of logging from that of authentication.
+// With --log it logs every request as the service does (one line per request, written when the
+// answer is sent), which separates the cost of logging from that of authentication.
 //
 // node --import tsx bench/baseline.ts --db FILE --port N --base-url URL --site-url URL --as EMAIL [--log]
 
@@ -31,15 +31,8 @@ const { values } = parseArgs({
 const dbFile = values.db!
 const config = { baseUrl: values['base-url']!, siteUrl: values['site-url']! }
 
-// The service's logger options (loggerOptions in app.ts, which is not exported): keep them alike.
-const logger = {
-  level: 'info',
-  stream: process.stdout,
-  serializers: {
-    req: (request: { method: string; url: string; ip: string }) => ({ method: request.method, url: redactUrl(request.url), remoteAddress: request.ip }),
-  },
-}
-const app = Fastify({ bodyLimit: 1024 * 1024, logger: values.log ? logger : false })
+// The service's own logging (lib/request-log.ts): one line per request, the same fields and redaction.
+const app = Fastify({ bodyLimit: 1024 * 1024, logger: values.log ? loggerOptions(process.stdout) : false, logController: new OneLinePerRequest() })
 app.register(configPlugin, { config, clock: systemClock })
 app.register(database, { dbFile, secret: process.env.SERVICE_SECRET })
 app.register(async function pages(api) {

@@ -6,8 +6,9 @@ import { join } from 'node:path'
 import { benchEnv, REPO, SERVICE_BIN } from './service-cli.ts'
 
 // Servers under test, each in its own process on 127.0.0.1: the service as an operator starts
-// it (`service-desk serve`), and the baseline app. Their output goes to a log file, not a pipe:
-// on Linux a pipe makes a process's writes synchronous, so a slow reader would slow the server.
+// it (`service-desk serve` in a checkout, or the single executable), and the baseline app. Their
+// output goes to a log file, not a pipe: on Linux a pipe makes a process's writes synchronous, so
+// a slow reader would slow the server.
 
 export const HOST = '127.0.0.1'
 
@@ -99,11 +100,16 @@ export function readRss(pid: number): Memory {
 
 export interface StartOptions {
   name: string
-  /** `bundled` is the service compiled ahead of time by bench/bundle.ts, started from `entry`. */
-  kind: 'service' | 'baseline' | 'bundled'
-  entry?: string
-  /** Options for node itself, before the script (e.g. --max-semi-space-size=4). */
+  /** `binary` is the single executable (`npm run build:binary`), started from `executable`. */
+  kind: 'service' | 'baseline' | 'binary'
+  executable?: string
+  /**
+   * Options for node itself (e.g. --max-semi-space-size=4): before the script, or for the single
+   * executable in NODE_OPTIONS, which it reads as node does (its own arguments are the service's).
+   */
   nodeFlags?: string[]
+  /** Added to the environment (the single executable's XDG_CACHE_HOME). */
+  env?: Record<string, string>
   /** Options for the baseline (e.g. --log). */
   baselineFlags?: string[]
   db: string
@@ -128,13 +134,15 @@ export async function startServer(options: StartOptions): Promise<Server> {
   const args =
     options.kind === 'service'
       ? [SERVICE_BIN, ...serve]
-      : options.kind === 'bundled'
-        ? [options.entry!, ...serve]
-        : ['--import', 'tsx', join(REPO, 'bench', 'baseline.ts'), '--db', options.db, '--port', String(port), '--base-url', options.baseUrl, '--site-url', options.siteUrl, '--as', options.as!, ...(options.baselineFlags ?? [])]
+      : ['--import', 'tsx', join(REPO, 'bench', 'baseline.ts'), '--db', options.db, '--port', String(port), '--base-url', options.baseUrl, '--site-url', options.siteUrl, '--as', options.as!, ...(options.baselineFlags ?? [])]
+  const env = { ...benchEnv(), ...options.env }
+  const binary = options.kind === 'binary'
+  if (binary && node.length > 0) env.NODE_OPTIONS = [env.NODE_OPTIONS, ...node].filter(Boolean).join(' ')
   mkdirSync(options.logDir, { recursive: true })
   const log = openSync(join(options.logDir, `${options.name}.log`), 'a')
   const started = performance.now()
-  const child: ChildProcess = spawn(process.execPath, [...node, ...args], { cwd: REPO, env: benchEnv(), stdio: ['ignore', log, log] })
+  const [command, argv] = binary ? [options.executable!, serve] : [process.execPath, [...node, ...args]]
+  const child: ChildProcess = spawn(command, argv, { cwd: REPO, env, stdio: ['ignore', log, log] })
   closeSync(log)
   live.add(child)
   let exited: string | undefined

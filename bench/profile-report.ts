@@ -98,3 +98,25 @@ export function startupReport(name: string, file: string, startupMs: number): st
   for (const area of summary.byArea.filter((a) => a.name !== IDLE).slice(0, 8)) lines.push(`  ${area.ms.toFixed(0).padStart(6)} ms  ${area.name}`)
   return lines.join('\n')
 }
+
+/** The whole --profile report: each scenario's CPU per request, the differences, and start-up. */
+export function fullProfileReport(scenarios: ProfiledScenario[], startups: Array<{ name: string; file: string; startupMs: number }>): string {
+  const report = profileReport(scenarios, [
+    ['list.pat-write', 'list.baseline'],
+    ['list.baseline-logged', 'list.baseline'],
+    ['list.pat-write', 'list.baseline-logged'],
+    ['site.pat-write', 'site.baseline'],
+    ['site.baseline-logged', 'site.baseline'],
+    ['site.pat-write', 'site.baseline-logged'],
+    ['site.basic-remembered', 'site.pat-write'],
+    ['site.legacy', 'site.pat-write'],
+    ['site.none', 'site.baseline'],
+    ['scale.service.1000000', 'scale.service.10000'],
+    ['scale.service.10000', 'scale.baseline.10000'],
+    ['scale.baseline.1000000', 'scale.baseline.10000'],
+    ['tokens.100000', 'tokens.10000'],
+  ])
+  const startupLines = startups.map((s) => startupReport(s.name, s.file, s.startupMs))
+  // node refuses --cpu-prof in NODE_OPTIONS, the only way to give the single executable a node option.
+  return `${report}\nStart-up (profiled, so slower than unprofiled)\n\n${startupLines.join('\n\n')}\n\nThe single executable is not profiled: node takes --cpu-prof on its command line only, and the executable's command line is the service's.\n`
+}

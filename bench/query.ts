@@ -3,6 +3,7 @@ import { createDiscussionCounts } from '../store/discussion-counts.ts'
 import { createDiscussionListing } from '../store/discussion-listing.ts'
 import type { Dataset } from './datasets.ts'
 import { percentile } from './load.ts'
+import { median } from './results.ts'
 
 // The listing's data layer alone, in this process, without HTTP: the module the service and the
 // baseline both use (store/discussion-listing.ts), asked for the first page of the site's live
@@ -35,4 +36,16 @@ export function timeListingQuery(dataset: Dataset, calls: number): QueryTiming {
   } finally {
     db.$client.close()
   }
+}
+
+/** Every size timed in each pass, the passes interleaved; the median of the passes per size. */
+export function timeListingQueries(datasets: Dataset[], passes: number, calls: number): Array<Omit<QueryTiming, 'calls'>> {
+  const timings: QueryTiming[][] = []
+  for (let pass = 0; pass < passes; pass++) timings.push(datasets.map((d) => timeListingQuery(d, calls)))
+  return datasets.map((d, i) => ({
+    discussions: d.discussions,
+    p50Us: median(timings.map((t) => t[i].p50Us)),
+    p99Us: median(timings.map((t) => t[i].p99Us)),
+    plan: timings[0][i].plan,
+  }))
 }

@@ -22,7 +22,8 @@ export interface RawResults {
   /** The listing query alone, in-process (bench/query.ts). */
   queries: Array<{ discussions: number; p50Us: number; p99Us: number; plan: string[] }>
   startups: StartupSeries[]
-  bundleError?: string
+  /** The single executable (bench/binary.ts), or why it was not measured. */
+  binary: { bytes: number; buildSeconds: number; unpackMs: number } | { skipped: string }
   smallYoungGeneration: string
   /** Right after the warm-up, after the rounds and a pause (idle: what the targets use), at the end of the rounds. */
   afterWarmup: Record<string, Memory>
@@ -56,6 +57,8 @@ export interface Row {
 
 export interface Target {
   name: string
+  /** Which form of the service: the checkout (`service-desk serve`) or the single executable. */
+  form: string
   goal: string
   value: string
   met: boolean | undefined
@@ -124,49 +127,58 @@ export function summarize(raw: RawResults): Summary {
   const largestScale = last
 
   const pct = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '-' : `${(x * 100).toFixed(0)}%`)
-  const patRatio = row('list.pat-write')!.ratio!
-  const patCpuRatio = row('list.pat-write')!.cpuRatio!
-  const patLoggedRatio = row('list.pat-write')!.ratioLogged!
   const basicRatio = roundRatio('list.basic-remembered', 'list.pat-write', (m) => m.rps)
   const basicSiteRatio = roundRatio('site.basic-remembered', 'site.pat-write', (m) => m.rps)
   const basicCpuRatio = roundRatio('list.pat-write', 'list.basic-remembered', (m) => m.cpuUsPerRequest)
-  const million = raw.startups.find((s) => s.name === 'service, 1,000,000 discussions')
-  const singleFileMillion = raw.startups.find((s) => s.name === 'single-file service (experiment), 1,000,000 discussions')
-  const singleFileIdle = raw.idle['single-file']
-  const startupMs = million ? median(million.ms) : NaN
-  const idleMb = raw.idle.service?.rssMb ?? NaN
+  const pctOf = (id: string) => {
+    const r = row(id)!
+    return `${pct(r.ratio)} (by server CPU per request: ${pct(r.cpuRatio)}; vs the baseline with the service's logging: ${pct(r.ratioLogged)})`
+  }
+  const startupMs = (name: string) => {
+    const series = raw.startups.find((s) => s.name === name)
+    return series && { ms: median(series.ms), starts: series.ms.length }
+  }
+  const CHECKOUT = 'checkout'
+  const SINGLE = 'single executable'
+  const SINGLE_SMALL = `single executable, NODE_OPTIONS=${raw.smallYoungGeneration}`
+  const notMeasured = (name: string, form: string, goal: string, why: string): Target => ({ name, form, goal, value: `not measured (${why})`, met: undefined })
+  const noBinary = 'skipped' in raw.binary ? raw.binary.skipped : ''
+  const throughput = (form: string, id: string): Target => {
+    const name = 'Personal-token GET /<site>/discussions vs baseline'
+    if (!row(id)) return notMeasured(name, form, '>= 90% of req/s', noBinary)
+    return { name, form, goal: '>= 90% of req/s', value: pctOf(id), met: row(id)!.ratio! >= 0.9 }
+  }
+  const idle = (form: string, server: string): Target => {
+    const memory = raw.idle[server]
+    if (!memory) return notMeasured('Idle RSS', form, '< 100 MB', noBinary)
+    return { name: 'Idle RSS', form, goal: '< 100 MB', value: MB(memory.rssMb), met: memory.rssMb < 100 }
+  }
+  const startup = (form: string, name: string): Target => {
+    const measured = startupMs(name)
+    const title = 'Start-up to first answer, 1M discussions'
+    if (!measured) return notMeasured(title, form, '< 1 s', largestScale.size === 1_000_000 ? noBinary : 'no 1M database')
+    return { name: title, form, goal: '< 1 s', value: `${(measured.ms / 1000).toFixed(2)} s (median of ${measured.starts})`, met: measured.ms < 1000 }
+  }
   const targets: Target[] = [
-    {
-      name: 'Personal-token GET /<site>/discussions vs baseline',
-      goal: '>= 90% of req/s',
-      value: `${pct(patRatio)} (by server CPU per request: ${pct(patCpuRatio)}; vs the baseline with the service's logging: ${pct(patLoggedRatio)})`,
-      met: patRatio >= 0.9,
-    },
+    throughput(CHECKOUT, 'list.pat-write'),
+    throughput(SINGLE, 'binary.binary'),
+    throughput(SINGLE_SMALL, 'binary.binary-small-young'),
     largestScale.size === 1_000_000 && first.size === 10_000
-      ? { name: 'Listing p99 at 1M vs 10k discussions', goal: '<= 1.5x', value: `${ratios.listingP99.toFixed(2)}x (p50 ${ratios.listingP50.toFixed(2)}x)`, met: ratios.listingP99 <= 1.5 }
-      : { name: 'Listing p99 at 1M vs 10k discussions', goal: '<= 1.5x', value: 'not measured (no 1M database)', met: undefined },
+      ? { name: 'Listing p99 at 1M vs 10k discussions', form: CHECKOUT, goal: '<= 1.5x', value: `${ratios.listingP99.toFixed(2)}x (p50 ${ratios.listingP50.toFixed(2)}x)`, met: ratios.listingP99 <= 1.5 }
+      : notMeasured('Listing p99 at 1M vs 10k discussions', CHECKOUT, '<= 1.5x', 'no 1M database'),
     {
       name: 'Remembered Basic vs personal token (listing)',
+      form: CHECKOUT,
       goal: '>= 80% of req/s',
       value: `${pct(basicRatio)} (CPU per request: ${pct(basicCpuRatio)}; GET /<site>: ${pct(basicSiteRatio)})`,
       met: basicRatio >= 0.8,
     },
-    {
-      name: 'Idle RSS of the service',
-      goal: '< 100 MB',
-      value: `${MB(idleMb)}${singleFileIdle ? ` (single-file build: ${MB(singleFileIdle.rssMb)})` : ''}`,
-      met: idleMb < 100,
-    },
-    million
-      ? {
-          name: 'Start-up to first answer, 1M discussions',
-          goal: '< 1 s',
-          value: `${(startupMs / 1000).toFixed(2)} s (median of ${million.ms.length}${singleFileMillion ? `; single-file build: ${(median(singleFileMillion.ms) / 1000).toFixed(2)} s` : ''})`,
-          met: startupMs < 1000,
-        }
-      : { name: 'Start-up to first answer, 1M discussions', goal: '< 1 s', value: 'not measured (no 1M database)', met: undefined },
+    idle(CHECKOUT, 'service'),
+    idle(SINGLE, 'binary'),
+    idle(SINGLE_SMALL, 'binary-small-young'),
+    startup(CHECKOUT, 'service, 1,000,000 discussions'),
+    startup(SINGLE, 'single executable, 1,000,000 discussions'),
   ]
-
   const verdict = (met: boolean | undefined) => (met === undefined ? 'n/a ' : met ? 'MET ' : 'MISS')
   const lines = [
     '',
@@ -185,10 +197,19 @@ export function summarize(raw: RawResults): Summary {
     `Token look-up, ${tokenTo.size.toLocaleString('en')} vs ${tokenFrom.size.toLocaleString('en')} tokens: p50 x${ratios.tokensP50.toFixed(2)}, p99 x${ratios.tokensP99.toFixed(2)} (vs ${tokens[0].size}: p99 x${ratios.tokensVsFewP99.toFixed(2)})`,
     `Listing query alone, in-process: ${raw.queries.map((q) => `${q.discussions.toLocaleString('en')}: p50 ${q.p50Us.toFixed(0)} us, p99 ${q.p99Us.toFixed(0)} us`).join('; ')}`,
     ...raw.startups.map((s) => `Start-up, ${s.name}: ${(median(s.ms) / 1000).toFixed(2)} s (${s.ms.map((ms) => (ms / 1000).toFixed(2)).join(', ')}), RSS ${MB(median(s.memory.map((m) => m.rssMb)))}`),
-    `RSS of the service: after warm-up ${MB(raw.afterWarmup.service?.rssMb ?? NaN)}, under load ${MB(row('list.pat-write')!.rssMaxMb)}, idle ${MB(idleMb)}; baseline idle ${MB(raw.idle.baseline?.rssMb ?? NaN)}`,
+    ...(
+      [
+        ['checkout', 'service', 'list.pat-write'],
+        ['single executable', 'binary', 'binary.binary'],
+        [`single executable, ${raw.smallYoungGeneration}`, 'binary-small-young', 'binary.binary-small-young'],
+        ['baseline', 'baseline', 'list.baseline'],
+      ] as const
+    )
+      .filter(([, server]) => raw.idle[server])
+      .map(([form, server, id]) => `RSS, ${form}: after warm-up ${MB(raw.afterWarmup[server]?.rssMb ?? NaN)}, under load ${MB(row(id)?.rssMaxMb ?? NaN)}, idle ${MB(raw.idle[server].rssMb)}`),
     '',
     'Targets:',
-    ...targets.map((t) => `  ${verdict(t.met)}  ${t.name}: ${t.value} (target ${t.goal})`),
+    ...targets.map((t) => `  ${verdict(t.met)}  ${t.name}, ${t.form}: ${t.value} (target ${t.goal})`),
     '',
   ]
   return { rows, targets, scale, tokens, ratios, text: lines.join('\n') }

@@ -2,15 +2,16 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { buildBundles } from './bundle.ts'
+import { prepareBinary } from './binary.ts'
 import { addFirstCallSupporters, addTokens, CACHE, copyDataset, isCached, seededDataset, type Dataset } from './datasets.ts'
 import { measure } from './load.ts'
-import { mainThreadProfile, probe, readRss, startServer, type Memory, type Server, type StartOptions } from './processes.ts'
-import { profileReport, startupReport, type ProfiledScenario } from './profile-report.ts'
-import { timeListingQuery, type QueryTiming } from './query.ts'
+import { mainThreadProfile, probe, readRss, startServer, type Memory, type Server } from './processes.ts'
+import { fullProfileReport, type ProfiledScenario } from './profile-report.ts'
+import { timeListingQueries } from './query.ts'
 import { writeReport } from './report.ts'
-import { median, summarize, type RawResults, type StartupSeries } from './results.ts'
+import { summarize, type RawResults } from './results.ts'
 import { MAIN_TOKENS, scenarios, type Scenario } from './scenarios.ts'
+import { measureStartups, type StartupPlan as Plan } from './startup.ts'
 
 // npm run bench [-- --quick] [-- --profile]: the cost of authentication and how it grows with
 // data, measured against real server processes on 127.0.0.1 in one run, so the figures are
@@ -61,8 +62,9 @@ const MAIN_SIZE = 10_000
 const SCALE_SIZES = [100_000, 1_000_000]
 const TOKEN_SIZES = [10_000, 100_000]
 const FIRST_CALL_ACCOUNTS = 6_000
-// The experiment's smaller young generation (V8's default semi-space is 16 MB, so 32 MB of new space).
-const SMALL_YOUNG_GENERATION = '--max-semi-space-size=4'
+// A smaller young generation for the single executable, given as an operator would give it
+// (V8's default semi-space is 16 MB, so 32 MB of new space).
+const SMALL_YOUNG_GENERATION = '--max-semi-space-size=1'
 const RUN = join(CACHE, 'run')
 const ACCEPT = 'application/vnd.service-v1+json'
 
@@ -98,65 +100,47 @@ for (const size of TOKEN_SIZES) {
 }
 
 // ---- the listing query alone, in this process, at every size (interleaved passes)
-const passes: QueryTiming[][] = []
-for (let pass = 0; pass < (quick ? 1 : 3); pass++) passes.push([...datasets.values()].map((d) => timeListingQuery(d, quick ? 1_000 : 2_000)))
-const queries = [...datasets.keys()].map((size, i) => ({
-  discussions: size,
-  p50Us: median(passes.map((p) => p[i].p50Us)),
-  p99Us: median(passes.map((p) => p[i].p99Us)),
-  plan: passes[0][i].plan,
-}))
+const queries = timeListingQueries([...datasets.values()], quick ? 1 : 3, quick ? 1_000 : 2_000)
 log(`listing query in-process: ${queries.map((q) => `${count(q.discussions)}: p50 ${q.p50Us.toFixed(0)} us, p99 ${q.p99Us.toFixed(0)} us`).join('; ')}`)
 
 const listing = `/${main.site}/discussions`
 const common = { baseUrl: BASE_URL, siteUrl: SITE_URL, as: main.email, logDir: join(RUN, 'logs') }
 // Each seeded database has tokens of its own.
 const firstFor = (dataset: Dataset) => ({ path: listing, headers: { accept: ACCEPT, authorization: `Bearer ${dataset.writeToken}` } })
-type Plan = Omit<StartOptions, 'logDir' | 'baseUrl' | 'siteUrl'>
+
+// ---- the single executable: built from this checkout, then started once to unpack
+const binary = await prepareBinary()
+if ('skipped' in binary) log(`single executable skipped: ${binary.skipped}`)
+else {
+  log(`single executable built in ${binary.buildSeconds.toFixed(1)} s (${(binary.bytes / 1e6).toFixed(1)} MB); its first start unpacked it in ${binary.unpackMs.toFixed(0)} ms (not timed with the others)`)
+}
+const binaryPlan = 'file' in binary ? { kind: 'binary' as const, executable: binary.file, env: binary.env } : undefined
 
 // ---- start-up: each server alone, from spawn to its first answer
-const builds = await buildBundles()
-const errors = Object.entries(builds).flatMap(([name, build]) => ('error' in build ? [`${name}: ${build.error}`] : []))
-for (const error of errors) log(`experiment skipped, ${error}`)
-const precompiled = 'entry' in builds.precompiled ? { kind: 'bundled' as const, entry: builds.precompiled.entry } : undefined
-const singleFile = 'entry' in builds['single-file'] ? { kind: 'bundled' as const, entry: builds['single-file'].entry } : undefined
 const largest = datasets.get(Math.max(...datasets.keys()))!
 const sizes = [...new Set([main, largest])]
-const startupPlans: Plan[] = [
-  { name: `service, ${count(MAIN_SIZE)} discussions`, kind: 'service', db: main.file, first: firstFor(main) },
-  { name: `baseline, ${count(MAIN_SIZE)} discussions`, kind: 'baseline', db: main.file, first: { path: listing } },
-  ...(largest === datasets.get(MAIN_SIZE) ? [] : [{ name: `service, ${count(largest.discussions)} discussions`, kind: 'service' as const, db: largest.file, first: firstFor(largest) }]),
-  ...(precompiled ? sizes.map((d): Plan => ({ name: `precompiled service (experiment), ${count(d.discussions)} discussions`, ...precompiled, db: d.file, first: firstFor(d) })) : []),
-  ...(singleFile ? sizes.map((d): Plan => ({ name: `single-file service (experiment), ${count(d.discussions)} discussions`, ...singleFile, db: d.file, first: firstFor(d) })) : []),
-]
-const startups: StartupSeries[] = startupPlans.map((plan) => ({ name: plan.name, ms: [], status: [], memory: [] }))
-for (let i = 0; i < settings.starts; i++) {
-  for (const [index, plan] of startupPlans.entries()) {
-    const server = await startServer({ ...common, ...plan, name: `startup-${index}-${i}` })
-    // Memory once the first answer is out and the process has settled for a moment.
-    await sleep(500)
-    startups[index].ms.push(server.startupMs)
-    startups[index].status.push(server.firstStatus)
-    startups[index].memory.push(server.rss())
-    await server.stop()
-  }
-}
-for (const s of startups) {
-  if (s.status.some((status) => status !== 200)) throw new Error(`start-up ${s.name}: first answers ${s.status.join(', ')}, not 200`)
-  log(`start-up ${s.name}: ${s.ms.map((ms) => `${ms.toFixed(0)} ms`).join(', ')}`)
-}
+const startups = await measureStartups(
+  [
+    ...sizes.map((d): Plan => ({ name: `service, ${count(d.discussions)} discussions`, kind: 'service', db: d.file, first: firstFor(d) })),
+    { name: `baseline, ${count(MAIN_SIZE)} discussions`, kind: 'baseline', db: main.file, first: { path: listing } },
+    ...(binaryPlan ? sizes.map((d): Plan => ({ name: `single executable, ${count(d.discussions)} discussions`, ...binaryPlan, db: d.file, first: firstFor(d) })) : []),
+  ],
+  settings.starts,
+  common,
+  log,
+)
 
 // ---- the servers measured
 const profileDir = settings.profile ? join(CACHE, 'profiles') : undefined
 if (profileDir) rmSync(profileDir, { recursive: true, force: true })
-const experiments = singleFile
+const binaries = binaryPlan
   ? [
-      { server: 'single-file', label: 'service built into a single file (experiment)', short: 'single-file build (experiment)', plan: { ...singleFile, nodeFlags: [] } },
+      { server: 'binary', label: 'single executable', short: 'single executable', plan: { ...binaryPlan, nodeFlags: [] } },
       {
-        server: 'single-file-small-young',
-        label: `service built into a single file, ${SMALL_YOUNG_GENERATION} (experiment)`,
-        short: 'single-file, 4 MB semi-space (experiment)',
-        plan: { ...singleFile, nodeFlags: [SMALL_YOUNG_GENERATION] },
+        server: 'binary-small-young',
+        label: `single executable, NODE_OPTIONS=${SMALL_YOUNG_GENERATION}`,
+        short: 'single executable, 1 MB semi-space',
+        plan: { ...binaryPlan, nodeFlags: [SMALL_YOUNG_GENERATION] },
       },
     ]
   : []
@@ -164,7 +148,7 @@ const plans: Plan[] = [
   { name: 'service', kind: 'service', db: main.file, first: firstFor(main) },
   { name: 'baseline', kind: 'baseline', db: main.file, first: { path: listing } },
   { name: 'baseline-logged', kind: 'baseline', baselineFlags: ['--log'], db: main.file, first: { path: listing } },
-  ...experiments.map((e): Plan => ({ name: e.server, ...e.plan, db: main.file, first: firstFor(main) })),
+  ...binaries.map((b): Plan => ({ name: b.server, ...b.plan, db: main.file, first: firstFor(main) })),
   { name: 'service-write', kind: 'service', db: write.file, first: firstFor(write) },
   { name: 'baseline-write', kind: 'baseline', db: write.file, first: { path: listing } },
   ...scaleData.flatMap((d): Plan[] => [
@@ -176,12 +160,13 @@ const plans: Plan[] = [
 const servers = new Map<string, Server>()
 // Three at a time: their start-up is not what is measured here.
 for (let i = 0; i < plans.length; i += 3) {
-  const started = await Promise.all(plans.slice(i, i + 3).map((plan) => startServer({ ...common, ...plan, profileDir })))
+  // node takes --cpu-prof on its command line only: the single executable is not profiled.
+  const started = await Promise.all(plans.slice(i, i + 3).map((plan) => startServer({ ...common, ...plan, profileDir: plan.kind === 'binary' ? undefined : profileDir })))
   for (const server of started) servers.set(server.name, server)
 }
 log(`${servers.size} servers answering: ${[...servers.values()].map((s) => `${s.name} (pid ${s.pid})`).join(', ')}`)
 
-const { all, state } = scenarios({ main, firstCall, scale: scaleData, tokenSizes: [...tokenData.keys()], experiments })
+const { all, state } = scenarios({ main, firstCall, scale: scaleData, tokenSizes: [...tokenData.keys()], binaries })
 const serverOf = (scenario: Scenario) => servers.get(scenario.server)!
 const targetOf = (scenario: Scenario, server = serverOf(scenario)) => ({ ...scenario.target, url: server.url })
 
@@ -202,8 +187,8 @@ log('every scenario answers as expected; the baseline answers the same bytes as 
 
 // ---- warm-up. A fresh server needs seconds of load before its CPU per request settles (JIT,
 // heap growth): measured here, about 5 s of listing traffic takes it from ~1.4 ms to ~0.85 ms.
-// So every server gets the same budget of load, shared among its scenarios; the experiment
-// servers also get the service's whole mix (their memory is compared with the service's).
+// So every server gets the same budget of load, shared among its scenarios; the single
+// executable's servers also get the service's whole mix (their memory is compared with the service's).
 const warm = async (scenario: Scenario, server: Server, duration: number) => {
   const result = await measure(targetOf(scenario, server), { duration, connections: settings.connections })
   if (result.unexpected > 0) log(`warm-up ${scenario.id} on ${server.name}: ${JSON.stringify(result.statuses)}`)
@@ -211,13 +196,13 @@ const warm = async (scenario: Scenario, server: Server, duration: number) => {
 const mix = all.filter((s) => s.server === 'service' && (s.section === 'site' || s.section === 'list'))
 for (const [name, server] of servers) {
   const own = all.filter((s) => s.server === name)
-  const scenariosOf = experiments.some((e) => e.server === name) ? [...mix, ...own] : own
+  const scenariosOf = binaries.some((b) => b.server === name) ? [...mix, ...own] : own
   for (const scenario of scenariosOf) await warm(scenario, server, Math.max(0.5, settings.warmup / scenariosOf.length))
 }
 await sleep(2_000)
 const afterWarmup: Record<string, Memory> = {}
 for (const [name, server] of servers) afterWarmup[name] = server.rss()
-log(`RSS after warm-up: ${['service', 'baseline', 'baseline-logged', ...experiments.map((e) => e.server)].map((name) => `${name} ${afterWarmup[name].rssMb.toFixed(1)} MB`).join(', ')}`)
+log(`RSS after warm-up: ${['service', 'baseline', 'baseline-logged', ...binaries.map((b) => b.server)].map((name) => `${name} ${afterWarmup[name].rssMb.toFixed(1)} MB`).join(', ')}`)
 
 // ---- rounds: every measurement once per round, in alternating order
 const rounds: RawResults['rounds'] = []
@@ -265,7 +250,7 @@ for (const [name, server] of servers) peak[name] = server.rss()
 await sleep(settings.settle * 1000)
 const idle: Record<string, Memory> = {}
 for (const [name, server] of servers) idle[name] = server.rss()
-log(`idle RSS: ${['service', 'baseline', ...experiments.map((e) => e.server)].map((name) => `${name} ${idle[name].rssMb.toFixed(1)} MB`).join(', ')}`)
+log(`idle RSS: ${['service', 'baseline', ...binaries.map((b) => b.server)].map((name) => `${name} ${idle[name].rssMb.toFixed(1)} MB`).join(', ')}`)
 await Promise.all([...servers.values()].map((server) => server.stop()))
 
 const raw: RawResults = {
@@ -277,7 +262,7 @@ const raw: RawResults = {
   tokenInserts,
   queries,
   startups,
-  bundleError: errors.length ? errors.join('; ') : undefined,
+  binary: 'skipped' in binary ? binary : { bytes: binary.bytes, buildSeconds: binary.buildSeconds, unpackMs: binary.unpackMs },
   smallYoungGeneration: SMALL_YOUNG_GENERATION,
   afterWarmup,
   idle,
@@ -292,32 +277,16 @@ const summary = summarize(raw)
 if (profileDir) {
   const profiled: ProfiledScenario[] = []
   for (const scenario of all) {
-    const file = mainThreadProfile(serverOf(scenario).profileDir!)
+    const dir = serverOf(scenario).profileDir
+    const file = dir && mainThreadProfile(dir)
     if (!file) continue
     const windows = rounds.map((round) => round[scenario.id].window)
     const requests = rounds.reduce((sum, round) => sum + round[scenario.id].requests, 0)
     profiled.push({ id: scenario.id, label: scenario.label, file, windows, requests })
   }
-  const report = profileReport(profiled, [
-    ['list.pat-write', 'list.baseline'],
-    ['list.baseline-logged', 'list.baseline'],
-    ['list.pat-write', 'list.baseline-logged'],
-    ['site.pat-write', 'site.baseline'],
-    ['site.baseline-logged', 'site.baseline'],
-    ['site.pat-write', 'site.baseline-logged'],
-    ['site.basic-remembered', 'site.pat-write'],
-    ['site.legacy', 'site.pat-write'],
-    ['site.none', 'site.baseline'],
-    ['scale.service.1000000', 'scale.service.10000'],
-    ['scale.service.10000', 'scale.baseline.10000'],
-    ['scale.baseline.1000000', 'scale.baseline.10000'],
-    ['tokens.100000', 'tokens.10000'],
-  ])
-  const startupLines = ['service', 'single-file']
-    .map((name) => servers.get(name))
-    .filter((server) => server?.profileDir && mainThreadProfile(server.profileDir))
-    .map((server) => startupReport(server!.name, mainThreadProfile(server!.profileDir!)!, server!.startupMs))
-  const text = `${report}\nStart-up (profiled, so slower than unprofiled)\n\n${startupLines.join('\n\n')}\n`
+  const service = servers.get('service')!
+  const serviceProfile = service.profileDir && mainThreadProfile(service.profileDir)
+  const text = fullProfileReport(profiled, serviceProfile ? [{ name: service.name, file: serviceProfile, startupMs: service.startupMs }] : [])
   const file = join(profileDir, 'report.txt')
   writeFileSync(file, text)
   console.log(text)

@@ -4,7 +4,7 @@ import type { Target } from './load.ts'
 // What is measured: each scenario names the server it runs against, the request, the status every
 // answer must have, and the baseline scenario its throughput is compared with.
 
-export type Section = 'site' | 'list' | 'experiment' | 'create' | 'scale' | 'tokens'
+export type Section = 'site' | 'list' | 'binary' | 'create' | 'scale' | 'tokens'
 
 export interface Scenario {
   id: string
@@ -36,12 +36,12 @@ export interface ScenarioInput {
   scale: Dataset[]
   /** Personal tokens stored on each token server's database (the first is the main database's few). */
   tokenSizes: number[]
-  /** Servers of the service compiled ahead of time (bench/bundle.ts), when they run. */
-  experiments: Array<{ server: string; label: string; short: string }>
+  /** Servers of the single executable (bench/binary.ts), when it could be built. */
+  binaries: Array<{ server: string; label: string; short: string }>
 }
 
 /** The rounds' measurements; `firstCallUsed` counts accounts the first-call scenario has spent. */
-export function scenarios({ main, firstCall, scale, tokenSizes, experiments }: ScenarioInput) {
+export function scenarios({ main, firstCall, scale, tokenSizes, binaries }: ScenarioInput) {
   const site = `/${main.site}`
   const list = `/${main.site}/discussions`
   let next = 0
@@ -93,15 +93,16 @@ export function scenarios({ main, firstCall, scale, tokenSizes, experiments }: S
   }
 
   // Right after the listing block, so they are compared with its baseline minutes apart at most.
-  for (const experiment of experiments) {
+  for (const binary of binaries) {
     all.push({
-      id: `experiment.${experiment.server}`,
-      section: 'experiment',
-      label: `GET /<site>/discussions, personal token, ${experiment.label}`,
-      short: experiment.short,
-      server: experiment.server,
+      id: `binary.${binary.server}`,
+      section: 'binary',
+      label: `GET /<site>/discussions, personal token, ${binary.label}`,
+      short: binary.short,
+      server: binary.server,
       target: { path: list, headers: { ...ACCEPT, authorization: `Bearer ${main.writeToken}` }, expect: 200 },
       baseline: 'list.baseline',
+      logged: 'list.baseline-logged',
     })
   }
 
