@@ -140,7 +140,7 @@ export function summarize(raw: RawResults): Summary {
   }
   const CHECKOUT = 'checkout'
   const SINGLE = 'single executable'
-  const SINGLE_SMALL = `single executable, NODE_OPTIONS=${raw.smallYoungGeneration}`
+  const SINGLE_SMALL = `single executable, ${raw.smallYoungGeneration}`
   const notMeasured = (name: string, form: string, goal: string, why: string): Target => ({ name, form, goal, value: `not measured (${why})`, met: undefined })
   const noBinary = 'skipped' in raw.binary ? raw.binary.skipped : ''
   const throughput = (form: string, id: string): Target => {
