@@ -1,4 +1,4 @@
-import { DEFAULT_LIMITS, type AuthLimits } from './auth-limits.ts'
+import type { AuthLimits } from './auth-limits.ts'
 import type { Clock } from './clock.ts'
 import { hashPassword } from './password.ts'
 import type { PasswordChecks } from './password-checks.ts'
@@ -7,10 +7,6 @@ import { createRememberedPasswords } from './remembered-passwords.ts'
 // Every email-and-password check of the process, from the API (Basic) and from the sign-in page,
 // goes through here, so a guesser gets one budget, not one per door.
 
-// Failed checks slow an account, and a client address, down until the window ends (the defaults;
-// lib/auth-limits.ts, and the SERVICE_AUTH_FAILURE* settings, change them).
-export const ACCOUNT_LIMIT = { max: DEFAULT_LIMITS.perAccount, windowMs: DEFAULT_LIMITS.windowSeconds * 1000 }
-export const ADDRESS_LIMIT = { max: DEFAULT_LIMITS.perAddress, windowMs: DEFAULT_LIMITS.windowSeconds * 1000 }
 // How long a verified email and password are taken without argon2.
 export const REMEMBER_MS = 5 * 60_000
 

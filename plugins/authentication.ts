@@ -85,9 +85,10 @@ export default fp(
         request.auth = result
         return
       }
+      const failed = FAILED.has(result.kind)
       // Password failures are counted by fastify.passwords itself, which the sign-in page shares.
-      if (FAILED.has(result.kind) && credential.kind !== 'basic') authLimits.addresses.fail([address])
-      if (FAILED.has(result.kind) || result.kind === 'too_many_attempts') reply.headers(rateLimitHeaders(authLimits, address))
+      if (failed && credential.kind !== 'basic') authLimits.addresses.fail([address])
+      if (failed || result.kind === 'too_many_attempts') reply.headers(rateLimitHeaders(authLimits, address))
       return reply.refuse(permalink, result)
     })
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { CredentialCheck } from './types.ts'
 
-export { ACCOUNT_LIMIT, ADDRESS_LIMIT, REMEMBER_MS } from '../../lib/password-verifier.ts'
+export { REMEMBER_MS } from '../../lib/password-verifier.ts'
 
 /**
  * `Authorization: Basic` with email and password: the account, read and write, on a site where it

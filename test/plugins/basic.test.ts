@@ -3,7 +3,8 @@ import t from 'tap'
 import { users as usersTable } from '../../db/schema.ts'
 import { hashPassword, verifyPassword } from '../../lib/password.ts'
 import { PASSWORD_CHECK_CONCURRENCY, PASSWORD_CHECK_QUEUE } from '../../plugins/auth/password-checks.ts'
-import { ACCOUNT_LIMIT, ADDRESS_LIMIT, REMEMBER_MS } from '../../plugins/auth/password.ts'
+import { DEFAULT_LIMITS } from '../../lib/auth-limits.ts'
+import { REMEMBER_MS } from '../../plugins/auth/password.ts'
 import { BASE_URL, buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { basic, supporterWithPassword } from '../fixtures/credentials.ts'
 
@@ -101,7 +102,7 @@ t.test('failures slow an account down: 429 with Retry-After, then free again', a
   const { app, clock } = await buildTestApp(t)
   const pat = await supporterWithPassword(app)
   const wrong = basic(pat.user.email, 'wrong horse battery')
-  for (let i = 0; i < ACCOUNT_LIMIT.max; i++) {
+  for (let i = 0; i < DEFAULT_LIMITS.perAccount; i++) {
     // Each from its own address, so only the account's count grows.
     const res = await app.inject({ url: '/demo', headers: wrong, remoteAddress: `198.51.100.${i}` })
     t.equal(res.statusCode, 401)
@@ -109,11 +110,11 @@ t.test('failures slow an account down: 429 with Retry-After, then free again', a
   const counter = countVerifications(app)
   const limited = await app.inject({ url: '/demo', headers: pat.headers, remoteAddress: '198.51.100.99' })
   t.equal(limited.statusCode, 429, 'even the right password waits')
-  t.equal(limited.headers['retry-after'], String(ACCOUNT_LIMIT.windowMs / 1000))
+  t.equal(limited.headers['retry-after'], String(DEFAULT_LIMITS.windowSeconds))
   t.match(limited.body, /Too many failed authentication attempts/)
   t.equal(counter.calls, 0, 'and costs no argon2')
   t.equal((await app.inject({ url: '/demo', headers: basic('other@example.test', 'x') })).statusCode, 401, 'other accounts are not slowed')
-  clock.advance(ACCOUNT_LIMIT.windowMs)
+  clock.advance(DEFAULT_LIMITS.windowSeconds * 1000)
   t.equal((await app.inject({ url: '/demo', headers: pat.headers })).statusCode, 200, 'the window has passed')
 })
 
@@ -121,13 +122,13 @@ t.test('failures slow a client address down, across accounts', async (t) => {
   const { app } = await buildTestApp(t)
   const pat = await supporterWithPassword(app)
   app.passwordChecks.verify = async () => false
-  for (let i = 0; i < ADDRESS_LIMIT.max; i++) {
+  for (let i = 0; i < DEFAULT_LIMITS.perAddress; i++) {
     const res = await app.inject({ url: '/demo', headers: basic(`guess${i}@example.test`, 'x'), remoteAddress: '203.0.113.7' })
     t.equal(res.statusCode, 401)
   }
   const limited = await app.inject({ url: '/demo', headers: basic('guess-more@example.test', 'x'), remoteAddress: '203.0.113.7' })
   t.equal(limited.statusCode, 429)
-  t.equal(limited.headers['retry-after'], String(ADDRESS_LIMIT.windowMs / 1000))
+  t.equal(limited.headers['retry-after'], String(DEFAULT_LIMITS.windowSeconds))
   const elsewhere = await app.inject({ url: '/demo', headers: basic(pat.user.email, pat.password), remoteAddress: '203.0.113.8' })
   t.equal(elsewhere.statusCode, 401, 'another address is still checked (here by a verifier that says no)')
 })
@@ -136,7 +137,7 @@ t.test('a success remembered bypasses the slow-down: the password is known to be
   const { app } = await buildTestApp(t)
   const pat = await supporterWithPassword(app)
   t.equal((await app.inject({ url: '/demo', headers: pat.headers })).statusCode, 200)
-  for (let i = 0; i < ACCOUNT_LIMIT.max; i++) await app.inject({ url: '/demo', headers: basic(pat.user.email, 'guess'), remoteAddress: `198.51.100.${i}` })
+  for (let i = 0; i < DEFAULT_LIMITS.perAccount; i++) await app.inject({ url: '/demo', headers: basic(pat.user.email, 'guess'), remoteAddress: `198.51.100.${i}` })
   t.equal((await app.inject({ url: '/demo', headers: basic(pat.user.email, 'guess') })).statusCode, 429, 'guessing is slowed')
   t.equal((await app.inject({ url: '/demo', headers: pat.headers })).statusCode, 200, "the owner's script keeps working")
 })

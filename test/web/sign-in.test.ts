@@ -1,6 +1,6 @@
 import t from 'tap'
 import { SESSION_COOKIE } from '../../plugins/sessions.ts'
-import { ACCOUNT_LIMIT } from '../../lib/password-verifier.ts'
+import { DEFAULT_LIMITS } from '../../lib/auth-limits.ts'
 import { SIGN_IN_FAILED } from '../../routes/web/sign-in.ts'
 import { buildTestApp } from '../fixtures/app.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
@@ -120,12 +120,12 @@ t.test('next never leads off the site', async (t) => {
 t.test('repeated failures are slowed down: 429 with Retry-After', async (t) => {
   const { app, clock } = await buildTestApp(t)
   const ann = await personWithPassword(app)
-  for (let i = 0; i < ACCOUNT_LIMIT.max; i++) t.equal((await webClient(app).signIn(ann.email, 'wrong')).statusCode, 401)
+  for (let i = 0; i < DEFAULT_LIMITS.perAccount; i++) t.equal((await webClient(app).signIn(ann.email, 'wrong')).statusCode, 401)
   const limited = await webClient(app).signIn(ann.email, ann.password)
   t.equal(limited.statusCode, 429, 'even the right password waits')
   t.equal(limited.headers['retry-after'], '300')
   t.match(limited.body, 'Too many failed attempts. Try again in 5 minutes.')
-  clock.advance(ACCOUNT_LIMIT.windowMs)
+  clock.advance(DEFAULT_LIMITS.windowSeconds * 1000)
   t.equal((await webClient(app).signIn(ann.email, ann.password)).statusCode, 303, 'free again after the window')
 })
 
@@ -187,8 +187,8 @@ t.test('pages of an unknown site are 404; pages never accept an API credential',
 t.test('the slow-down message counts down in minutes, to the last one', async (t) => {
   const { app, clock } = await buildTestApp(t)
   const ann = await personWithPassword(app)
-  for (let i = 0; i < ACCOUNT_LIMIT.max; i++) await webClient(app).signIn(ann.email, 'wrong')
-  clock.advance(ACCOUNT_LIMIT.windowMs - 30_000)
+  for (let i = 0; i < DEFAULT_LIMITS.perAccount; i++) await webClient(app).signIn(ann.email, 'wrong')
+  clock.advance(DEFAULT_LIMITS.windowSeconds * 1000 - 30_000)
   const res = await webClient(app).signIn(ann.email, ann.password)
   t.equal(res.headers['retry-after'], '30')
   t.match(res.body, 'Try again in 1 minute.')
