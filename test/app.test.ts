@@ -1,6 +1,5 @@
 import t from 'tap'
-import { buildApp } from '../app.ts'
-import { BASE_URL, buildTestApp, SITE_URL, supporterWithToken } from './fixtures/app.ts'
+import { BASE_URL, buildTestApp, newTestApp, supporterWithToken } from './fixtures/app.ts'
 import { logCapture } from './fixtures/log.ts'
 
 t.test('no credential reaches a log line', async (t) => {
@@ -25,8 +24,7 @@ t.test('no credential reaches a log line', async (t) => {
 
 t.test('an unexpected failure is a generic 500; the details go to the log only', async (t) => {
   const log = logCapture()
-  const app = buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, dbFile: ':memory:' }, logStream: log.stream })
-  t.teardown(() => app.close())
+  const { app } = newTestApp(t, { logStream: log.stream })
   app.get('/explode', async () => {
     throw new Error('SQLITE_CORRUPT: secret internals at /srv/data')
   })

@@ -1,7 +1,6 @@
 import { Validator } from '@seriousme/openapi-schema-validator'
 import t, { type Test } from 'tap'
-import { buildApp } from '../../app.ts'
-import { BASE_URL, SITE_URL, supporterWithToken, testClock } from '../fixtures/app.ts'
+import { BASE_URL, newTestApp, supporterWithToken } from '../fixtures/app.ts'
 
 // Every v1 operation of decisions.md ("Discussions (v1 shape)") and of the site resource; every
 // GET also answers HEAD.
@@ -28,12 +27,11 @@ const EXPECTED = [...READS.flatMap((path) => [`get ${path}`, `head ${path}`]), .
 type Operation = { responses: Record<string, { content?: Record<string, unknown> }>; parameters?: Array<{ name: string; in: string }> }
 
 async function documentAndRoutes(t: Test) {
-  const app = buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, dbFile: ':memory:' }, clock: testClock() })
+  const { app } = newTestApp(t)
   const routes: Array<{ method: string; url: string }> = []
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) routes.push({ method: method.toLowerCase(), url: route.url })
   })
-  t.teardown(() => app.close())
   await app.ready()
   const res = await app.inject({ url: '/openapi.json' })
   return { app, res, routes }

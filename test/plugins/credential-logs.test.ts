@@ -1,6 +1,5 @@
 import t from 'tap'
-import { buildApp } from '../../app.ts'
-import { BASE_URL, buildTestApp, SITE_URL, supporterWithToken } from '../fixtures/app.ts'
+import { buildTestApp, newTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { basic, inDays, legacyTokenOf, makeMultipass, supporterWithPassword } from '../fixtures/credentials.ts'
 import { logCapture } from '../fixtures/log.ts'
 import { webClient } from '../fixtures/web.ts'
@@ -91,8 +90,7 @@ t.test('headers logged by any code have their credentials redacted', async (t) =
 
 t.test('a failure after the answer was sent is one error line, with the request it belongs to', async (t) => {
   const log = logCapture()
-  const app = buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, dbFile: ':memory:' }, logStream: log.stream })
-  t.teardown(() => app.close())
+  const { app } = newTestApp(t, { logStream: log.stream })
   app.addHook('onResponse', async () => {
     throw new Error('a hook that fails')
   })
