@@ -1,4 +1,6 @@
 import t from 'tap'
+import { buildApp } from '../app.ts'
+import { systemClock } from '../lib/clock.ts'
 import { BASE_URL, buildTestApp, newTestApp, supporterWithToken } from './fixtures/app.ts'
 import { logCapture } from './fixtures/log.ts'
 
@@ -60,4 +62,11 @@ t.test('a failed last-used write is logged as a warning, not thrown', async (t) 
   const warning = log.entries().find((entry) => entry.msg === 'could not record when personal tokens were last used')
   t.ok(warning)
   t.equal(warning?.level, 40)
+})
+
+t.test('without a clock of its own the app keeps the system time', async (t) => {
+  const app = buildApp({ config: { baseUrl: BASE_URL, siteUrl: 'https://help.example.test/{site}', dbFile: ':memory:' } })
+  t.teardown(() => app.close())
+  await app.ready()
+  t.equal(app.clock, systemClock)
 })

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3'
 import t from 'tap'
 import { cliRunner } from '../fixtures/cli.ts'
 import { V1 } from '../fixtures/app.ts'
-import { startServer } from '../fixtures/server.ts'
+import { bannerToken, startServer } from '../fixtures/server.ts'
 
 t.test('backup: a checked, private, self-contained copy, and refusals that leave nothing behind', async (t) => {
   const cli = cliRunner(t)
@@ -55,7 +55,7 @@ t.test('a failed copy leaves no partial file under the real name', async (t) => 
 t.test('backup of a live server under writes is consistent', async (t) => {
   const cli = cliRunner(t)
   const server = await startServer(t, { SERVICE_DB: cli.db })
-  const token = /API token\s+(service_pat_\S+)/.exec(server.output())![1]
+  const token = await bannerToken(server)
   const headers = { authorization: `Bearer ${token}`, accept: V1, 'content-type': 'application/json' }
   const categoryId = ((await (await fetch(`${server.base}/demo/categories`, { headers })).json()) as { categories: { id: number }[] }).categories[0]!.id
   let writing = true

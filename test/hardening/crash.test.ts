@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
 import { V1 } from '../fixtures/app.ts'
-import { startServer } from '../fixtures/server.ts'
+import { bannerToken, startServer } from '../fixtures/server.ts'
 
 // Issue 6, item 3: kill the server with SIGKILL in the middle of a burst of writes, and find every
 // write it acknowledged (a 2xx) in the database afterwards, which must pass integrity_check.
@@ -18,7 +18,7 @@ t.test('SIGKILL mid-burst: every acknowledged write is there after a restart, an
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const env = { SERVICE_DB: join(dir, 'service.db') }
   const server = await startServer(t, env)
-  const token = /API token\s+(service_pat_\S+)/.exec(server.output())![1]
+  const token = await bannerToken(server)
   const headers = { authorization: `Bearer ${token}`, accept: V1, 'content-type': 'application/json' }
   const categories = (await (await fetch(`${server.base}/demo/categories`, { headers })).json()) as { categories: { id: number }[] }
   const categoryId = categories.categories[0].id as number

@@ -6,7 +6,7 @@ import Database from 'better-sqlite3'
 import t from 'tap'
 import { V1 } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
-import { startServer } from '../fixtures/server.ts'
+import { bannerToken, startServer } from '../fixtures/server.ts'
 
 // Issue 6, item 4: SIGTERM stops accepting, lets the request in flight finish, writes the pending
 // last-used times, and closes the database.
@@ -18,7 +18,7 @@ t.test('SIGTERM: no new connections, the request in flight completes, last-used 
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const dbFile = join(dir, 'service.db')
   const server = await startServer(t, { SERVICE_DB: dbFile })
-  const token = /API token\s+(service_pat_\S+)/.exec(server.output())![1]
+  const token = await bannerToken(server)
   const headers = { authorization: `Bearer ${token}`, accept: V1 }
   const categoryId = ((await (await fetch(`${server.base}/demo/categories`, { headers })).json()) as { categories: { id: number }[] }).categories[0]!.id
 
