@@ -2,7 +2,7 @@
 // A bad value stops start-up with one clear line (ConfigError's message).
 
 import { isIP } from 'node:net'
-import { DEFAULT_LIMITS, type AuthLimitSettings } from './lib/auth-limits.ts'
+import { DEFAULT_LIMITS, type AuthLimitSettings } from './plugins/auth/limits.ts'
 
 export interface Config {
   port: number
@@ -16,7 +16,7 @@ export interface Config {
   secret?: string
   /** SERVICE_TRUST_PROXY: which proxies' X-Forwarded-For is believed (Fastify's trustProxy); false by default. */
   trustProxy: false | string
-  /** How failed authentication is slowed down (lib/auth-limits.ts). */
+  /** How failed authentication is slowed down (plugins/auth/limits.ts). */
   limits: AuthLimitSettings
 }
 

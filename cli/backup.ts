@@ -4,7 +4,7 @@ import Database from 'better-sqlite3'
 import { loadConfig } from '../config.ts'
 import { resources } from '../lib/resources.ts'
 import { keyFileFor } from '../lib/server-key.ts'
-import { StoreError } from '../store/errors.ts'
+import { StoreError } from '../db/stores/errors.ts'
 import type { Command } from './command.ts'
 
 // `service-desk backup <file>`: a consistent copy of the live database through SQLite's online

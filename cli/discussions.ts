@@ -1,5 +1,5 @@
-import { createCategoryStore } from '../store/categories.ts'
-import { seedDiscussions } from '../store/seed.ts'
+import { createCategoryStore } from '../db/stores/categories.ts'
+import { seedDiscussions } from '../db/stores/seed.ts'
 import { admin } from './admin.ts'
 import { UsageError, type Command, type Io } from './command.ts'
 

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util'
 import { ConfigError } from '../config.ts'
 import packageJson from '../package.json' with { type: 'json' }
 import { systemClock } from '../lib/clock.ts'
-import { StoreError } from '../store/errors.ts'
+import { StoreError } from '../db/stores/errors.ts'
 import { adminCommands } from './admin.ts'
 import { backupCommand } from './backup.ts'
 import { UsageError, type Command, type Io, type Values } from './command.ts'
@@ -17,7 +17,7 @@ export const EXIT_USAGE = 2
 const commands: Command[] = [serveCommand, ...adminCommands, ...credentialCommands, ...discussionCommands, backupCommand]
 
 /* c8 ignore start: the real process's streams; test/cli/serve.test.ts drives them through
-   bin/service-desk.js, a process whose coverage is not collected (test/fixtures/child.ts) */
+   cli/service-desk.js, a process whose coverage is not collected (test/fixtures/child.ts) */
 const defaultIo: Io = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),

@@ -3,7 +3,7 @@ import { buildApp } from '../app.ts'
 import { loadConfig, type Config } from '../config.ts'
 import { V1_MEDIA_TYPE } from '../lib/accept.ts'
 import { createUrls } from '../lib/urls.ts'
-import { bootstrapFirstRun, type FirstRun } from '../store/bootstrap.ts'
+import { bootstrapFirstRun, type FirstRun } from '../db/stores/bootstrap.ts'
 import type { Command, Io } from './command.ts'
 
 export function firstRunBanner(config: Config, firstRun: FirstRun): string {

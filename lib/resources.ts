@@ -14,7 +14,7 @@ export interface Resources {
 
 // Resolved from the package root, which is the same in a checkout and in an installed package
 // (tsc would not copy views/ or db/migrations/ next to a compiled file). The single executable
-// swaps this module for build/sea/resources.ts, which unpacks the same files from itself.
+// swaps this module for tools/build/sea/resources.ts, which unpacks the same files from itself.
 const ROOT = join(import.meta.dirname, '..')
 
 export const resources: Resources = {

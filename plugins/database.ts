@@ -2,9 +2,9 @@ import fp from 'fastify-plugin'
 import { openDatabase, type Db } from '../db/client.ts'
 import { createSecretBox } from '../lib/secret-box.ts'
 import { serverSecret } from '../lib/server-key.ts'
-import { createSessionStore, type SessionStore } from '../store/sessions.ts'
-import { createSiteStore, type SiteStore } from '../store/sites.ts'
-import { createUserStore, type UserStore } from '../store/users.ts'
+import { createSessionStore, type SessionStore } from '../db/stores/sessions.ts'
+import { createSiteStore, type SiteStore } from '../db/stores/sites.ts'
+import { createUserStore, type UserStore } from '../db/stores/users.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {

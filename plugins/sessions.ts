@@ -4,8 +4,8 @@ import formbody from '@fastify/formbody'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Role } from '../db/schema.ts'
-import type { Site } from '../store/sites.ts'
-import { SESSION_LIFETIME_MS } from '../store/sessions.ts'
+import type { Site } from '../db/stores/sites.ts'
+import { SESSION_LIFETIME_MS } from '../db/stores/sessions.ts'
 
 export interface WebContext {
   site: Site

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { createTokenStore, type TokenStore } from '../store/tokens.ts'
+import { createTokenStore, type TokenStore } from '../db/stores/tokens.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {

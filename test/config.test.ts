@@ -1,6 +1,6 @@
 import t from 'tap'
 import { loadConfig } from '../config.ts'
-import { DEFAULT_LIMITS } from '../lib/auth-limits.ts'
+import { DEFAULT_LIMITS } from '../plugins/auth/limits.ts'
 
 const load = (env: Record<string, string> = {}, flags: Record<string, string> = {}) => loadConfig({ env, flags })
 

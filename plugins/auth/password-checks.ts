@@ -1,29 +1,47 @@
-import fp from 'fastify-plugin'
-import { createPasswordChecks, type PasswordChecks } from '../../lib/password-checks.ts'
-import { createPasswordVerifier, type PasswordVerifier } from '../../lib/password-verifier.ts'
-import { emailKey, type User } from '../../store/users.ts'
+import { verifyPassword } from '../../lib/password.ts'
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** The bounded queue every password verification of the process goes through. */
-    passwordChecks: PasswordChecks
-    /** Email-and-password checks with their slow-down, shared by the API and the sign-in page. */
-    passwords: PasswordVerifier<User>
-  }
+// Argon2 verification costs about 90 ms of a CPU and a thread of libuv's pool (4 threads unless
+// UV_THREADPOOL_SIZE says otherwise, shared with file system and DNS work). A flood of password
+// checks must not take all of them: at most `concurrency` run at once, at most `queue` more wait
+// their turn in order, and any beyond that are told to come back (the caller answers 503).
+
+export interface PasswordChecksOptions {
+  concurrency: number
+  queue: number
+  verify?: (passwordHash: string, password: string) => Promise<boolean>
 }
 
-// Two verifications at once use two cores for about 90 ms each and leave half of libuv's default
-// pool free; 32 waiting is under two seconds of work. Beyond that a request gets 503 at once.
-export const PASSWORD_CHECK_CONCURRENCY = 2
-export const PASSWORD_CHECK_QUEUE = 32
+export function createPasswordChecks({ concurrency, queue, verify = verifyPassword }: PasswordChecksOptions) {
+  let running = 0
+  const waiting: Array<() => void> = []
 
-/** One gate for the whole process, registered at the root so the API and the web pages share it. */
-export default fp(
-  async (fastify) => {
-    const checks = createPasswordChecks({ concurrency: PASSWORD_CHECK_CONCURRENCY, queue: PASSWORD_CHECK_QUEUE })
-    fastify.decorate('passwordChecks', checks)
-    const { users, clock, authLimits: limits } = fastify
-    fastify.decorate('passwords', createPasswordVerifier({ findUser: users.find, emailKey, checks, clock, limits }))
-  },
-  { name: 'password-checks', fastify: '5.x', dependencies: ['database', 'config', 'auth-limits'] },
-)
+  const checks = {
+    /** What does the work; read at each check, so a test can put an instrumented one in its place. */
+    verify,
+
+    get running() {
+      return running
+    },
+    get waiting() {
+      return waiting.length
+    },
+
+    /** Whether the password matches the hash, once a slot is free; 'busy' when the queue is full. */
+    async check(passwordHash: string, password: string): Promise<boolean | 'busy'> {
+      if (running < concurrency) running++
+      else if (waiting.length >= queue) return 'busy'
+      // A finished check hands its slot straight to the first waiter, so `running` stays as it is.
+      else await new Promise<void>((resolve) => waiting.push(resolve))
+      try {
+        return await checks.verify(passwordHash, password)
+      } finally {
+        const next = waiting.shift()
+        if (next) next()
+        else running--
+      }
+    },
+  }
+  return checks
+}
+
+export type PasswordChecks = ReturnType<typeof createPasswordChecks>

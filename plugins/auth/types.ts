@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Access } from '../../db/schema.ts'
-import type { Refusal } from '../../lib/refusals.ts'
-import type { Site } from '../../store/sites.ts'
+import type { Refusal } from './refusals.ts'
+import type { Site } from '../../db/stores/sites.ts'
 
 export interface Authenticated {
   method: 'personal_token' | 'legacy_token' | 'multipass' | 'password'

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { Action } from '../../store/discussions.ts'
+import type { Action } from '../../db/stores/discussions.ts'
 import type { DiscussionContext } from './discussions.ts'
 import { ChangeCategoryQuery, Discussion, errorResponses, NumberParams } from './discussions-schemas.ts'
 

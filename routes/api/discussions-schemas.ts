@@ -1,6 +1,6 @@
 import { Type, type TProperties } from 'typebox'
 import { commentVias, discussionStates } from '../../db/schema.ts'
-import { sorts } from '../../store/discussion-listing.ts'
+import { sorts } from '../../db/stores/discussion-listing.ts'
 import { ErrorBody, InvalidRequestBody } from '../schemas.ts'
 
 // The v1 shapes of decisions.md ("Discussions (v1 shape)"): what the routes accept and answer.

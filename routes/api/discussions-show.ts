@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { StoreError } from '../../store/errors.ts'
+import { StoreError } from '../../db/stores/errors.ts'
 import { ErrorBody, InvalidRequestBody } from '../schemas.ts'
 import type { DiscussionContext } from './discussions.ts'
 import {

@@ -1,8 +1,8 @@
 import type { Static } from 'typebox'
 import type { Urls } from '../../lib/urls.ts'
-import type { Category as CategoryRow } from '../../store/categories.ts'
-import { emptyStateCounts, type StateCounts } from '../../store/discussion-counts.ts'
-import type { CommentRow, DiscussionRow } from '../../store/discussions.ts'
+import type { Category as CategoryRow } from '../../db/stores/categories.ts'
+import { emptyStateCounts, type StateCounts } from '../../db/stores/discussion-counts.ts'
+import type { CommentRow, DiscussionRow } from '../../db/stores/discussions.ts'
 import type { Category, Comment, Discussion } from './discussions-schemas.ts'
 import { PER_PAGE } from './discussions-schemas.ts'
 

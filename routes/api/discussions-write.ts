@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { InvalidRequest, WHOLE_BODY } from '../../lib/validation.ts'
-import { StoreError } from '../../store/errors.ts'
+import { StoreError } from '../../db/stores/errors.ts'
 import type { DiscussionContext } from './discussions.ts'
 import {
   CategoryParams,

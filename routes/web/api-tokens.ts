@@ -3,8 +3,8 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { createBoundedSet } from '../../lib/bounded-set.ts'
 import { DAY_MS } from '../../lib/clock.ts'
 import { maskedToken } from '../../lib/token-format.ts'
-import { StoreError } from '../../store/errors.ts'
-import { DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, MAX_ACTIVE_TOKENS, MAX_TOKEN_NAME, tokenState, type ListedToken } from '../../store/tokens.ts'
+import { StoreError } from '../../db/stores/errors.ts'
+import { DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, MAX_ACTIVE_TOKENS, MAX_TOKEN_NAME, tokenState, type ListedToken } from '../../db/stores/tokens.ts'
 import { pageData, requireSupporter } from './pages.ts'
 
 // Tokens expiring this soon stand out in the list.

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { StoreError } from '../../store/errors.ts'
+import { StoreError } from '../../db/stores/errors.ts'
 import { pageData, signInRedirect } from './pages.ts'
 
 const day = (date: Date) => date.toISOString().slice(0, 10)

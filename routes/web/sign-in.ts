@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { rateLimitHeaders } from '../../lib/auth-limits.ts'
-import { decodeMultipass } from '../../lib/multipass.ts'
+import { rateLimitHeaders } from '../../plugins/auth/limits.ts'
+import { decodeMultipass } from '../../plugins/auth/multipass-token.ts'
 import { pageData, safeNext, safeTo } from './pages.ts'
 
 export const SIGN_IN_FAILED = 'Wrong email or password.'
@@ -37,7 +37,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
    */
   async function singleSignOn(request: FastifyRequest, reply: FastifyReply, raw: string) {
     const { site } = request.web
-    // The same per-address budget as every other credential (lib/auth-limits.ts).
+    // The same per-address budget as every other credential (plugins/auth/limits.ts).
     const limited = authLimits.addresses.check([request.ip])
     if (!limited.allowed) {
       reply.headers({ ...rateLimitHeaders(authLimits, request.ip), 'retry-after': String(limited.retryAfter) })

@@ -3,14 +3,14 @@
 // several seconds of both cores and writes a 100 MB file, which is a packaging check, not a unit
 // of the service; .ci/run runs it right after `npm test`.
 // It runs with --disable-coverage: what it exercises runs inside the executable, where no coverage
-// is collected, and build/binary.ts only ever runs whole; the service's own code keeps its 100%
+// is collected, and tools/build/binary.ts only ever runs whole; the service's own code keeps its 100%
 // under `npm test`.
 import { spawn } from 'node:child_process'
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import t, { type Test } from 'tap'
-import { buildBinary, REPO } from '../../build/binary.ts'
+import { buildBinary, REPO } from '../../tools/build/binary.ts'
 import { freePort } from '../fixtures/server.ts'
 
 const NAME = 'service-desk-linux-x64'

@@ -61,7 +61,7 @@ t.test('client error bodies', async (t) => {
 
 t.test('store refusals become HTTP errors; other errors pass through', async (t) => {
   const { httpError } = await import('../../routes/api/discussions.ts')
-  const { StoreError } = await import('../../store/errors.ts')
+  const { StoreError } = await import('../../db/stores/errors.ts')
   const plain = new Error('boom')
   t.equal(httpError(plain), plain)
   t.match(httpError(new StoreError('there is no discussion 5 on this site', 'not_found')), {

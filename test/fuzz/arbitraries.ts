@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 
-// Hostile requests for the property tests of test/fuzz and the long runner of fuzz/run.ts. Pure:
+// Hostile requests for the property tests of test/fuzz and the long runner of tools/fuzz/run.ts. Pure:
 // every generator is a function of the credentials it may damage, so the suite (app.inject) and
 // the runner (a real socket) draw from the same inputs.
 

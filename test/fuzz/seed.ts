@@ -1,5 +1,5 @@
 import type { buildApp } from '../../app.ts'
-import { createCategoryStore } from '../../store/categories.ts'
+import { createCategoryStore } from '../../db/stores/categories.ts'
 import { inDays, legacyTokenOf, makeMultipass } from '../fixtures/credentials.ts'
 import type { Known } from './arbitraries.ts'
 

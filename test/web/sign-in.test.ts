@@ -1,6 +1,6 @@
 import t from 'tap'
 import { SESSION_COOKIE } from '../../plugins/sessions.ts'
-import { DEFAULT_LIMITS } from '../../lib/auth-limits.ts'
+import { DEFAULT_LIMITS } from '../../plugins/auth/limits.ts'
 import { SIGN_IN_FAILED } from '../../routes/web/sign-in.ts'
 import { buildTestApp } from '../fixtures/app.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'

@@ -1,9 +1,0 @@
-// postject ships no types; this is the one function build/binary.ts calls.
-declare module 'postject' {
-  export function inject(
-    filename: string,
-    resourceName: string,
-    resourceData: Buffer,
-    options?: { sentinelFuse?: string; machoSegmentName?: string; overwrite?: boolean },
-  ): Promise<void>
-}

@@ -1,0 +1,65 @@
+import type { Db } from '../client.ts'
+import type { Clock } from '../../lib/clock.ts'
+import { hashPassword, randomPassword } from '../../lib/password.ts'
+import { createCategoryStore } from './categories.ts'
+import { createDiscussionStore } from './discussions.ts'
+import type { Site, SiteStore } from './sites.ts'
+import type { TokenStore } from './tokens.ts'
+import type { UserStore } from './users.ts'
+
+export const DEMO_SITE = { permalink: 'demo', name: 'Demo' }
+export const DEMO_SUPPORTER = { email: 'supporter@example.com', name: 'Demo Supporter' }
+export const DEMO_CATEGORY = 'General'
+export const WELCOME = {
+  title: 'Welcome to Service Desk',
+  body: 'This is the demo site. Reply to this discussion, resolve it, or create your own through the API.',
+  from: { email: 'customer@example.com', name: 'Demo Customer' },
+}
+
+export interface FirstRun {
+  site: Site
+  email: string
+  password: string
+  token: string
+}
+
+/**
+ * On a database without any site: the demo site, a supporter with a random password, a
+ * read-and-write personal token, a public category and a welcome discussion, all in one
+ * transaction. Returns null on every later start.
+ */
+export async function bootstrapFirstRun(stores: { db: Db; sites: SiteStore; users: UserStore; tokens: TokenStore; clock: Clock }) {
+  const { db, sites, users, tokens, clock } = stores
+  if (!sites.isEmpty()) return null
+  const password = randomPassword()
+  const passwordHash = await hashPassword(password)
+  return db.transaction(
+    (): FirstRun | null => {
+      // Checked again inside the write lock: another process may have bootstrapped meanwhile.
+      if (!sites.isEmpty()) return null
+      const site = sites.add(DEMO_SITE.permalink, DEMO_SITE.name)
+      const user = users.insert(DEMO_SUPPORTER, passwordHash)
+      users.addStaff(site.id, user.id)
+      const { value } = tokens.create({
+        siteId: site.id,
+        userId: user.id,
+        name: 'First-run token',
+        access: 'write',
+        expiresInDays: 90,
+      })
+      // A public category and one discussion from a customer, so the listing shows what it does.
+      const category = createCategoryStore(db, clock).add(site.id, DEMO_CATEGORY, true)
+      createDiscussionStore(db, clock, users).create({
+        siteId: site.id,
+        categoryId: category.id,
+        title: WELCOME.title,
+        body: WELCOME.body,
+        supporterId: user.id,
+        onBehalfOf: WELCOME.from,
+        via: 'api',
+      })
+      return { site, email: user.email, password, token: value }
+    },
+    { behavior: 'immediate' },
+  )
+}

@@ -1,0 +1,33 @@
+import type { DiscussionState } from '../schema.ts'
+
+// The states of a discussion and what moves them (decisions.md, "Discussions (v1 shape)").
+
+export const actions = ['resolve', 'unresolve', 'toggle', 'restore', 'delete'] as const
+export type Action = (typeof actions)[number]
+
+/** The state a discussion starts in: a supporter's own is answered already; anyone else's is new. */
+export function initialState(bySupporter: boolean): DiscussionState {
+  return bySupporter ? 'open' : 'new'
+}
+
+/** decisions.md: a staff reply moves new to open; a customer reply moves resolved to open. */
+export function stateAfterComment(state: DiscussionState, bySupporter: boolean, internal: boolean): DiscussionState {
+  if (bySupporter) return state === 'new' && !internal ? 'open' : state
+  return state === 'resolved' ? 'open' : state
+}
+
+/** The state an action leads to. Only restore and delete apply to a deleted discussion. */
+export function stateAfterAction(state: DiscussionState, action: Action, beforeDelete: DiscussionState | null): DiscussionState {
+  switch (action) {
+    case 'delete':
+      return 'deleted'
+    case 'restore':
+      return state === 'deleted' ? (beforeDelete ?? 'open') : state
+    case 'resolve':
+      return 'resolved'
+    case 'unresolve':
+      return state === 'resolved' ? 'open' : state
+    case 'toggle':
+      return state === 'resolved' ? 'open' : 'resolved'
+  }
+}

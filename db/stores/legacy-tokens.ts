@@ -1,0 +1,116 @@
+import { randomBytes } from 'node:crypto'
+import { and, eq, sql } from 'drizzle-orm'
+import type { Db } from '../client.ts'
+import { memberships, users } from '../schema.ts'
+import type { Clock } from '../../lib/clock.ts'
+import type { SecretBox } from '../../lib/secret-box.ts'
+import { fingerprint } from '../../lib/token-format.ts'
+import { StoreError } from './errors.ts'
+
+// The legacy account token (decisions.md, "Legacy account token"): one per account, kept in the
+// users row as a SHA-256 fingerprint (the look-up, through a unique index), an AES-256-GCM copy
+// under the server key (so the profile page and the CLI can show it) and its expiry.
+
+// 160 bits as 40 hex digits: the shape of the account API keys existing clients were written for.
+const TOKEN_BYTES = 20
+
+export interface LegacyToken {
+  value: string
+  expiresAt: Date
+}
+
+/** One year after issue, by the calendar (UTC). */
+export function legacyTokenExpiry(issuedAt: number): Date {
+  const expiry = new Date(issuedAt)
+  expiry.setUTCFullYear(expiry.getUTCFullYear() + 1)
+  return expiry
+}
+
+export function createLegacyTokenStore(db: Db, clock: Clock, box: SecretBox) {
+  // The one read of the authentication path: the owner of the token, through the unique index,
+  // and the owner's role on the site asked for, through the memberships primary key.
+  const byFingerprint = db
+    .select({
+      id: users.id,
+      email: users.email,
+      name: users.name,
+      disabled: users.disabled,
+      expiresAt: users.legacyTokenExpiresAt,
+      staff: sql<boolean>`coalesce(${memberships.role} = 'supporter', 0)`.mapWith(Boolean),
+    })
+    .from(users)
+    .leftJoin(memberships, and(eq(memberships.userId, users.id), eq(memberships.siteId, sql.placeholder('siteId'))))
+    .where(eq(users.legacyTokenFingerprint, sql.placeholder('fingerprint')))
+    .prepare()
+
+  const storedFor = db
+    .select({ fingerprint: users.legacyTokenFingerprint, sealed: users.legacyTokenEncrypted, expiresAt: users.legacyTokenExpiresAt })
+    .from(users)
+    .where(eq(users.id, sql.placeholder('id')))
+    .prepare()
+
+  const replace = db
+    .update(users)
+    .set({
+      legacyTokenFingerprint: sql`${sql.placeholder('fingerprint')}`,
+      legacyTokenEncrypted: sql`${sql.placeholder('sealed')}`,
+      legacyTokenExpiresAt: sql`${sql.placeholder('expiresAt')}`,
+    })
+    .where(eq(users.id, sql.placeholder('id')))
+    .prepare()
+
+  /** A new token and the columns that store it; nothing is written. */
+  function issue() {
+    const value = randomBytes(TOKEN_BYTES).toString('hex')
+    const expiresAt = legacyTokenExpiry(clock())
+    return {
+      token: { value, expiresAt } satisfies LegacyToken,
+      columns: { legacyTokenFingerprint: fingerprint(value), legacyTokenEncrypted: box.seal(value), legacyTokenExpiresAt: expiresAt },
+    }
+  }
+
+  /** Replaces the account's token: the old value is refused from the next request on. */
+  function reset(userId: number): LegacyToken {
+    const { token, columns } = issue()
+    const { changes } = replace.run({
+      id: userId,
+      fingerprint: columns.legacyTokenFingerprint,
+      sealed: columns.legacyTokenEncrypted,
+      expiresAt: columns.legacyTokenExpiresAt.getTime(),
+    })
+    if (changes === 0) throw new StoreError('there is no such user', 'not_found', 'email')
+    return token
+  }
+
+  return {
+    issue,
+    reset,
+
+    /** The token's owner, its expiry and whether the owner is staff of the site; undefined for a value nobody holds. */
+    lookup(value: string, siteId: number) {
+      return byFingerprint.get({ fingerprint: fingerprint(value), siteId })
+    },
+
+    /**
+     * The account's token as the profile page shows it. An account made before legacy tokens
+     * existed gets its first one here.
+     */
+    current(userId: number): LegacyToken {
+      const stored = storedFor.get({ id: userId })
+      if (!stored) throw new StoreError('there is no such user', 'not_found', 'email')
+      if (!stored.fingerprint || !stored.sealed || !stored.expiresAt) return reset(userId)
+      const value = box.open(stored.sealed)
+      // A copy sealed under another server key (SERVICE_SECRET changed, key file replaced) cannot
+      // be shown; the fingerprint check also refuses a copy moved over from another account.
+      if (value === null || fingerprint(value) !== stored.fingerprint) {
+        throw new StoreError(
+          'the legacy API token cannot be shown: it was stored under another server key; reset it to make a new one',
+          'conflict',
+        )
+      }
+      return { value, expiresAt: stored.expiresAt }
+    },
+  }
+}
+
+export type LegacyTokenStore = ReturnType<typeof createLegacyTokenStore>

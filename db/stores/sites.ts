@@ -1,0 +1,77 @@
+import { randomBytes } from 'node:crypto'
+import { asc, eq, sql } from 'drizzle-orm'
+import type { Db } from '../client.ts'
+import { sites } from '../schema.ts'
+import type { Clock } from '../../lib/clock.ts'
+import { permalinkProblem } from '../../lib/permalink.ts'
+import { StoreError } from './errors.ts'
+
+export type Site = typeof sites.$inferSelect
+
+/** A random multipass key: 32 hex characters, the form existing multipass integrations expect. */
+export function newMultipassKey(): string {
+  return randomBytes(16).toString('hex')
+}
+
+const MULTIPASS_KEY = /^[\x21-\x7e]{8,256}$/
+
+export function createSiteStore(db: Db, clock: Clock) {
+  const byPermalink = db
+    .select()
+    .from(sites)
+    .where(eq(sites.permalink, sql.placeholder('permalink')))
+    .prepare()
+
+  function find(permalink: string): Site | undefined {
+    return byPermalink.get({ permalink })
+  }
+
+  return {
+    find,
+
+    /** The site, or a StoreError naming the permalink. */
+    get(permalink: string): Site {
+      const site = find(permalink)
+      if (!site) throw new StoreError(`there is no site "${permalink}"`, 'not_found', 'site')
+      return site
+    },
+
+    add(permalink: string, name?: string): Site {
+      const problem = permalinkProblem(permalink)
+      if (problem) throw new StoreError(problem, 'invalid', 'site')
+      const displayName = (name ?? permalink).trim()
+      if (displayName === '' || displayName.length > 100) {
+        throw new StoreError('a site name must be 1 to 100 characters', 'invalid', 'name')
+      }
+      if (find(permalink)) throw new StoreError(`site "${permalink}" already exists`, 'conflict', 'site')
+      return db
+        .insert(sites)
+        .values({ permalink, name: displayName, multipassKey: newMultipassKey(), createdAt: new Date(clock()) })
+        .returning()
+        .get()
+    },
+
+    /**
+     * Replaces the site's multipass key (a new random one when none is given); tokens made with the
+     * old key are refused from the next request on.
+     */
+    setMultipassKey(siteId: number, key: string = newMultipassKey()): string {
+      // Any key another host gave a team is kept as it is, so their single sign-on code keeps working.
+      if (!MULTIPASS_KEY.test(key)) {
+        throw new StoreError('a multipass key must be 8 to 256 visible characters, without spaces', 'invalid', 'multipass_key')
+      }
+      db.update(sites).set({ multipassKey: key }).where(eq(sites.id, siteId)).run()
+      return key
+    },
+
+    list(): Site[] {
+      return db.select().from(sites).orderBy(asc(sites.permalink)).all()
+    },
+
+    isEmpty(): boolean {
+      return db.select({ id: sites.id }).from(sites).limit(1).get() === undefined
+    },
+  }
+}
+
+export type SiteStore = ReturnType<typeof createSiteStore>

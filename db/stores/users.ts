@@ -1,0 +1,169 @@
+import { randomBytes } from 'node:crypto'
+import { and, eq, sql } from 'drizzle-orm'
+import type { Db } from '../client.ts'
+import { memberships, users, type Role } from '../schema.ts'
+import type { Clock } from '../../lib/clock.ts'
+import { hashPassword } from '../../lib/password.ts'
+import { createSecretBox, type SecretBox } from '../../lib/secret-box.ts'
+import { StoreError } from './errors.ts'
+import { createLegacyTokenStore } from './legacy-tokens.ts'
+
+export type User = typeof users.$inferSelect
+
+// Deliberately loose: one @, something on each side, no spaces. Mail delivery is the real test.
+const EMAIL = /^[^\s@]+@[^\s@]+$/
+const MAX_EMAIL = 254
+export const MIN_PASSWORD = 8
+
+export interface NewUser {
+  email: string
+  name?: string
+  password?: string
+}
+
+export function emailKey(email: string): string {
+  return email.trim().toLowerCase()
+}
+
+export function emailProblem(email: string): string | null {
+  const trimmed = email.trim()
+  if (!EMAIL.test(trimmed) || trimmed.length > MAX_EMAIL) return `"${email}" is not an email address`
+  return null
+}
+
+/**
+ * Accounts and their roles on sites. `box` holds the server key that seals each account's legacy
+ * token; the server and the CLI pass theirs, and without one (a test's private database) a random
+ * key of this process is used.
+ */
+export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSecretBox(randomBytes(32).toString('hex'))) {
+  const legacyTokens = createLegacyTokenStore(db, clock, box)
+
+  const byEmailKey = db
+    .select()
+    .from(users)
+    .where(eq(users.emailKey, sql.placeholder('key')))
+    .prepare()
+
+  // Asked on every request authenticated by multipass or password.
+  const roleOn = db
+    .select({ role: memberships.role })
+    .from(memberships)
+    .where(and(eq(memberships.siteId, sql.placeholder('siteId')), eq(memberships.userId, sql.placeholder('userId'))))
+    .prepare()
+
+  function find(email: string): User | undefined {
+    return byEmailKey.get({ key: emailKey(email) })
+  }
+
+  function get(email: string): User {
+    const user = find(email)
+    if (!user) throw new StoreError(`there is no user "${email}"`, 'not_found', 'email')
+    return user
+  }
+
+  function validate(input: NewUser): { email: string; name: string } {
+    const problem = emailProblem(input.email)
+    if (problem) throw new StoreError(problem, 'invalid', 'email')
+    const email = input.email.trim()
+    const name = (input.name ?? email.split('@')[0]).trim()
+    if (name === '' || name.length > 100) throw new StoreError('a name must be 1 to 100 characters', 'invalid', 'name')
+    if (input.password !== undefined && input.password.length < MIN_PASSWORD) {
+      throw new StoreError(`a password must be at least ${MIN_PASSWORD} characters`, 'invalid', 'password')
+    }
+    if (find(email)) throw new StoreError(`a user with the email "${email}" already exists`, 'conflict', 'email')
+    return { email, name }
+  }
+
+  function insert({ email, name }: { email: string; name: string }, passwordHash: string | null): User {
+    try {
+      return db
+        .insert(users)
+        // Every account is created with its legacy token (decisions.md, "Legacy account token").
+        .values({ email, emailKey: emailKey(email), name, passwordHash, createdAt: new Date(clock()), ...legacyTokens.issue().columns })
+        .returning()
+        .get()
+    } catch (error) {
+      // Another process may have taken the address since validate(); the unique index has the last word.
+      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
+        throw new StoreError(`a user with the email "${email}" already exists`, 'conflict', 'email')
+      }
+      throw error
+    }
+  }
+
+  function setRole(siteId: number, userId: number, role: Role): void {
+    db.insert(memberships)
+      .values({ siteId, userId, role, createdAt: new Date(clock()) })
+      .onConflictDoUpdate({ target: [memberships.siteId, memberships.userId], set: { role } })
+      .run()
+  }
+
+  return {
+    find,
+    get,
+    /** The accounts' legacy tokens: look-up, show (profile page, CLI) and reset. */
+    legacyTokens,
+
+    /** Creates an account. The password is hashed (off the event loop) before anything is written. */
+    async add(input: NewUser): Promise<User> {
+      const checked = validate(input)
+      const passwordHash = input.password === undefined ? null : await hashPassword(input.password)
+      return insert(checked, passwordHash)
+    },
+
+    /** The same, for a caller that hashed the password already and must stay inside one transaction. */
+    insert(input: NewUser, passwordHash: string | null): User {
+      return insert(validate(input), passwordHash)
+    },
+
+    /**
+     * The account a multipass sign-in on the web names: an unknown email becomes a new account
+     * (no password) and a customer of the site; a known one takes the name the token carries and
+     * joins the site as a customer if it is not on it yet (a supporter stays a supporter).
+     * Undefined for an address that is not one.
+     */
+    fromSingleSignOn(siteId: number, email: string, name?: string): User | undefined {
+      if (emailProblem(email)) return undefined
+      const given = name?.trim().slice(0, 100) || undefined
+      return db.transaction(
+        () => {
+          let user = find(email) ?? insert({ email: email.trim(), name: given ?? email.trim().split('@')[0].slice(0, 100) }, null)
+          if (given && given !== user.name) {
+            db.update(users).set({ name: given }).where(eq(users.id, user.id)).run()
+            user = { ...user, name: given }
+          }
+          db.insert(memberships).values({ siteId, userId: user.id, role: 'customer', createdAt: new Date(clock()) }).onConflictDoNothing().run()
+          return user
+        },
+        { behavior: 'immediate' },
+      )
+    },
+
+    setDisabled(email: string, disabled: boolean): User {
+      const user = get(email)
+      db.update(users).set({ disabled }).where(eq(users.id, user.id)).run()
+      return { ...user, disabled }
+    },
+
+    role(siteId: number, userId: number): Role | undefined {
+      return roleOn.get({ siteId, userId })?.role
+    },
+
+    addStaff(siteId: number, userId: number): void {
+      setRole(siteId, userId, 'supporter')
+    },
+
+    /** The user stays on the site as a customer, so what they wrote there keeps its author. */
+    removeStaff(siteId: number, userId: number): boolean {
+      const result = db
+        .update(memberships)
+        .set({ role: 'customer' })
+        .where(and(eq(memberships.siteId, siteId), eq(memberships.userId, userId), eq(memberships.role, 'supporter')))
+        .run()
+      return result.changes > 0
+    },
+  }
+}
+
+export type UserStore = ReturnType<typeof createUserStore>

@@ -1,0 +1,166 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { openDatabase } from '../../../db/client.ts'
+import { DAY_MS } from '../../../lib/clock.ts'
+import { StoreError } from '../../../db/stores/errors.ts'
+import { createSiteStore } from '../../../db/stores/sites.ts'
+import { createTokenStore, LAST_USED_EVERY_MS, MAX_ACTIVE_TOKENS, tokenState } from '../../../db/stores/tokens.ts'
+import { createUserStore } from '../../../db/stores/users.ts'
+import { testClock } from '../../fixtures/app.ts'
+import { spawnTs } from '../../fixtures/child.ts'
+
+function stores(file = ':memory:') {
+  const clock = testClock()
+  const db = openDatabase(file)
+  const sites = createSiteStore(db, clock)
+  const users = createUserStore(db, clock)
+  const errors: unknown[] = []
+  const tokens = createTokenStore(db, clock, (error) => errors.push(error))
+  const site = sites.add('demo')
+  const user = users.insert({ email: 'ann@example.test' }, null)
+  users.addStaff(site.id, user.id)
+  const make = (over: Partial<Parameters<typeof tokens.create>[0]> = {}) =>
+    tokens.create({ siteId: site.id, userId: user.id, name: 'ci', access: 'read', expiresInDays: 30, ...over })
+  return { db, clock, sites, users, tokens, site, user, make, errors }
+}
+
+t.test('create keeps only a fingerprint and the last four characters', async (t) => {
+  const { db, make, clock } = stores()
+  const { value, token } = make({ name: '  deploy bot  ', expiresInDays: 365 })
+  t.equal(token.name, 'deploy bot', 'the name is trimmed')
+  t.equal(token.lastFour, value.slice(-4))
+  t.equal(token.expiresAt.getTime(), clock() + 365 * DAY_MS)
+  const row = JSON.stringify(db.$client.prepare('SELECT * FROM personal_tokens').all())
+  t.notMatch(row, value.slice(12, 40), 'the value is nowhere in the table')
+})
+
+t.test('create validates name, access, expiry and the owner', async (t) => {
+  const { make, users, site, sites } = stores()
+  const refused = (over: Parameters<typeof make>[0], field: string | undefined, code: string) =>
+    t.throws(() => make(over), { name: 'StoreError', code, field }, JSON.stringify(over))
+  refused({ name: '   ' }, 'name', 'invalid')
+  refused({ name: 'x'.repeat(101) }, 'name', 'invalid')
+  make({ name: 'x'.repeat(100) })
+  refused({ access: 'admin' as 'read' }, 'access', 'invalid')
+  for (const expiresInDays of [0, 1, 60, 366, 90.5]) refused({ expiresInDays }, 'expires', 'invalid')
+  for (const expiresInDays of [7, 30, 90, 365]) make({ expiresInDays })
+
+  const customer = users.insert({ email: 'cust@example.test' }, null)
+  refused({ userId: customer.id }, undefined, 'forbidden')
+  const elsewhere = sites.add('elsewhere')
+  users.addStaff(elsewhere.id, customer.id)
+  refused({ userId: customer.id }, undefined, 'forbidden')
+  make({ userId: customer.id, siteId: elsewhere.id })
+  users.setDisabled('cust@example.test', true)
+  refused({ userId: customer.id, siteId: elsewhere.id }, undefined, 'forbidden')
+  refused({ userId: 9999 }, 'email', 'not_found')
+  t.ok(site)
+})
+
+t.test('at most 20 active tokens per user; revoked and expired ones free a place', async (t) => {
+  const { make, tokens, site, user, clock, sites, users } = stores()
+  const made = Array.from({ length: MAX_ACTIVE_TOKENS - 1 }, () => make({ expiresInDays: 30 }))
+  const other = sites.add('other')
+  users.addStaff(other.id, user.id)
+  make({ siteId: other.id, expiresInDays: 7 })
+  t.equal(tokens.activeCount(user.id), 20, 'the limit counts every site of the user')
+  t.throws(() => make(), { code: 'limit', message: /20 active tokens/ })
+  tokens.revoke(site.id, made[0].token.id)
+  make()
+  t.throws(() => make(), { code: 'limit' })
+  clock.advanceDays(7)
+  t.equal(tokens.activeCount(user.id), 19, 'the 7-day token has expired')
+  make()
+  t.throws(() => make(), { code: 'limit' })
+})
+
+t.test('30 concurrent creations from separate connections: exactly 20 succeed', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'service-desk-race-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'race.db')
+  const { db, site, user, tokens } = stores(file)
+  const racers = Array.from({ length: 30 }, () => {
+    const child = spawnTs(new URL('../fixtures/create-token-worker.ts', import.meta.url), [file, String(site.id), String(user.id)])
+    let out = ''
+    const ready = new Promise<void>((resolve, reject) => {
+      child.stdout!.on('data', (chunk) => {
+        out += chunk
+        if (out.startsWith('ready\n')) resolve()
+      })
+      child.once('exit', (code) => reject(new Error(`racer exited early (${code})`)))
+    })
+    const outcome = new Promise<string>((resolve) => child.once('exit', () => resolve(out.split('\n')[1])))
+    return { child, ready, outcome }
+  })
+  // Every racer has opened its connection and waits; release them all at once.
+  await Promise.all(racers.map((r) => r.ready))
+  for (const r of racers) r.child.stdin!.write('go\n')
+  const outcomes = await Promise.all(racers.map((r) => r.outcome))
+  t.equal(outcomes.filter((o) => o === 'created').length, 20, 'exactly 20 created')
+  t.equal(outcomes.filter((o) => o === 'limit').length, 10, 'the other 10 refused by the limit')
+  t.equal(tokens.listForSite(site.id).length, 20, '20 rows in the table')
+  db.$client.close()
+})
+
+t.test('last used: written at most once a minute, after the request, with the address', async (t) => {
+  const { make, tokens, clock, site } = stores()
+  const { value, token } = make()
+  const row = () => tokens.listForSite(site.id)[0]
+  tokens.recordUse(token.id, null, '192.0.2.1')
+  t.equal(row().lastUsedAt, null, 'nothing written during the request')
+  tokens.flush()
+  t.equal(row().lastUsedAt?.getTime(), clock())
+  t.equal(row().lastUsedFrom, '192.0.2.1')
+
+  const first = clock()
+  clock.advance(LAST_USED_EVERY_MS - 1)
+  tokens.recordUse(token.id, tokens.lookup(value)!.lastUsedAt, '192.0.2.2')
+  tokens.flush()
+  t.equal(row().lastUsedAt?.getTime(), first, 'within the minute: not written again')
+  clock.advance(1)
+  tokens.recordUse(token.id, tokens.lookup(value)!.lastUsedAt, '192.0.2.3')
+  tokens.recordUse(token.id, tokens.lookup(value)!.lastUsedAt, '192.0.2.4')
+  tokens.flush()
+  t.equal(row().lastUsedFrom, '192.0.2.3', 'one write per minute; the pending one is kept')
+})
+
+t.test('last used is flushed by its timer, and a failed flush is reported, not thrown', async (t) => {
+  const { make, tokens, site, db, errors } = stores()
+  const { token } = make()
+  tokens.recordUse(token.id, null, '198.51.100.7')
+  await new Promise((resolve) => setTimeout(resolve, 1200))
+  t.equal(tokens.listForSite(site.id)[0].lastUsedFrom, '198.51.100.7', 'the timer wrote it')
+
+  const second = make()
+  tokens.recordUse(second.token.id, null, '198.51.100.8')
+  db.$client.close()
+  await new Promise((resolve) => setTimeout(resolve, 1200))
+  t.equal(errors.length, 1)
+  t.match(String(errors[0]), /not open/)
+})
+
+t.test('list and states; revoke', async (t) => {
+  const { make, tokens, site, user, users, clock } = stores()
+  const a = make({ name: 'a', expiresInDays: 7 })
+  clock.advance(1000)
+  const b = make({ name: 'b' })
+  clock.advance(1000)
+  const c = make({ name: 'c' })
+  tokens.revoke(site.id, c.token.id)
+  t.throws(() => tokens.revoke(site.id, c.token.id), { code: 'conflict', message: /already revoked/ })
+  t.throws(() => tokens.revoke(site.id, 999), { code: 'not_found' })
+  t.throws(() => tokens.revoke(site.id, b.token.id, user.id + 1), { code: 'not_found' }, 'not this user’s token')
+  clock.advanceDays(8)
+  const listed = tokens.listForSite(site.id, user.id)
+  t.same(listed.map((x) => x.name), ['c', 'b', 'a'], 'newest first')
+  t.same(listed.map((x) => tokenState(x, clock())), ['revoked', 'active', 'expired'])
+  users.setDisabled(user.email, true)
+  t.equal(tokenState(tokens.listForSite(site.id)[1], clock()), 'unusable', 'owner disabled')
+  users.setDisabled(user.email, false)
+  users.removeStaff(site.id, user.id)
+  t.equal(tokenState(tokens.listForSite(site.id)[1], clock()), 'unusable', 'owner off the staff')
+  t.equal(a.token.name, 'a')
+  t.ok(new StoreError('x', 'invalid') instanceof Error)
+})

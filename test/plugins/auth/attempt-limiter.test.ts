@@ -1,0 +1,41 @@
+import t from 'tap'
+import { createAttemptLimiter } from '../../../plugins/auth/attempt-limiter.ts'
+import { testClock } from '../../fixtures/app.ts'
+
+t.test('a key is refused after max failures until its window ends', async (t) => {
+  const clock = testClock()
+  const limiter = createAttemptLimiter({ max: 3, windowMs: 60_000, clock })
+  for (let i = 0; i < 3; i++) {
+    t.same(limiter.check(['account:a', 'ip:1']), { allowed: true, retryAfter: 0 })
+    limiter.fail(['account:a', 'ip:1'])
+  }
+  t.same(limiter.check(['account:a']), { allowed: false, retryAfter: 60 })
+  t.same(limiter.check(['ip:1', 'account:b']), { allowed: false, retryAfter: 60 }, 'any blocked key blocks')
+  t.same(limiter.check(['account:b', 'ip:2']), { allowed: true, retryAfter: 0 }, 'other keys are free')
+  clock.advance(59_500)
+  t.same(limiter.check(['account:a']), { allowed: false, retryAfter: 1 }, 'rounded up to whole seconds')
+  clock.advance(500)
+  t.same(limiter.check(['account:a']), { allowed: true, retryAfter: 0 }, 'the window has ended')
+  limiter.fail(['account:a'])
+  t.same(limiter.check(['account:a']), { allowed: true, retryAfter: 0 }, 'a new window starts at one failure')
+})
+
+t.test('a success clears the failures', async (t) => {
+  const limiter = createAttemptLimiter({ max: 2, windowMs: 60_000, clock: testClock() })
+  limiter.fail(['k'])
+  limiter.succeed(['k'])
+  limiter.fail(['k'])
+  t.equal(limiter.check(['k']).allowed, true)
+  limiter.fail(['k'])
+  t.equal(limiter.check(['k']).allowed, false)
+})
+
+t.test('memory is bounded: the oldest keys are forgotten', async (t) => {
+  const limiter = createAttemptLimiter({ max: 1, windowMs: 60_000, clock: testClock(), maxKeys: 2 })
+  limiter.fail(['a'])
+  limiter.fail(['b'])
+  limiter.fail(['c'])
+  t.equal(limiter.check(['a']).allowed, true, 'a was forgotten')
+  t.equal(limiter.check(['b']).allowed, false)
+  t.equal(limiter.check(['c']).allowed, false)
+})

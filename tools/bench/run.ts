@@ -1,0 +1,302 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { prepareBinary } from './binary.ts'
+import { addFirstCallSupporters, addTokens, CACHE, copyDataset, isCached, seededDataset, type Dataset } from './datasets.ts'
+import { measure } from './load.ts'
+import { mainThreadProfile, probe, readRss, startServer, type Memory, type Server } from './processes.ts'
+import { fullProfileReport, type ProfiledScenario } from './profile-report.ts'
+import { timeListingQueries } from './query.ts'
+import { writeReport } from './report.ts'
+import { summarize, type RawResults } from './results.ts'
+import { MAIN_TOKENS, scenarios, type Scenario } from './scenarios.ts'
+import { measureStartups, type StartupPlan as Plan } from './startup.ts'
+
+// npm run bench [-- --quick] [-- --profile]: the cost of authentication and how it grows with
+// data, measured against real server processes on 127.0.0.1 in one run, so the figures are
+// ratios taken on the same noisy machine at the same time. See tools/bench/README.md.
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean' },
+    profile: { type: 'boolean' },
+    rounds: { type: 'string' },
+    duration: { type: 'string' },
+    connections: { type: 'string' },
+    'no-build': { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  },
+})
+if (flags.help) {
+  console.log(`Usage: npm run bench [-- options]
+
+  --quick          one short round (about 3 minutes); the million-discussion database only if cached
+  --rounds N       rounds of every measurement, alternating order (default 5)
+  --duration S     seconds per measurement (default 2)
+  --connections N  concurrent connections of every measurement (default 16)
+  --no-build       never build a missing million-discussion database (minutes); skip that size
+  --profile        run the servers under node --cpu-prof and print each scenario's server CPU per
+                   request by package and function; its figures are not written to tools/bench/results/
+`)
+  process.exit(0)
+}
+
+const quick = flags.quick === true
+const settings = {
+  rounds: Number(flags.rounds ?? (quick ? 1 : 5)),
+  duration: Number(flags.duration ?? 2),
+  connections: Number(flags.connections ?? 16),
+  // Seconds of load per server before the rounds.
+  warmup: quick ? 2 : 5,
+  starts: quick ? 1 : 2,
+  // Seconds without requests before idle memory is read.
+  settle: 5,
+  profile: flags.profile === true,
+}
+
+// Links in answers are built from these; nothing ever connects to them.
+const BASE_URL = 'http://bench.example'
+const SITE_URL = 'http://bench.example/{site}'
+const MAIN_SIZE = 10_000
+const SCALE_SIZES = [100_000, 1_000_000]
+const TOKEN_SIZES = [10_000, 100_000]
+const FIRST_CALL_ACCOUNTS = 6_000
+// A smaller young generation for the single executable, given as an operator would give it
+// (V8's default semi-space is 16 MB, so 32 MB of new space).
+const SMALL_YOUNG_GENERATION = '--max-semi-space-size=1'
+// The environment of the README's systemd example: that, and two malloc arenas instead of one per thread.
+const TUNED = `NODE_OPTIONS=${SMALL_YOUNG_GENERATION} MALLOC_ARENA_MAX=2`
+const RUN = join(CACHE, 'run')
+const ACCEPT = 'application/vnd.service-v1+json'
+
+const began = performance.now()
+const log = (line: string) => console.log(`[${((performance.now() - began) / 1000).toFixed(0).padStart(4)} s] ${line}`)
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const count = (n: number) => n.toLocaleString('en')
+const loadBefore = os.loadavg()
+
+// ---- data: the seeded databases (cached), then this run's private copies
+const datasets = new Map<number, Dataset>()
+for (const size of [MAIN_SIZE, ...SCALE_SIZES]) {
+  if (size === 1_000_000 && (quick || flags['no-build']) && !isCached(size)) {
+    log('the million-discussion database is not cached: skipped (run once without --quick or --no-build to build it)')
+    continue
+  }
+  datasets.set(size, await seededDataset(size, log))
+}
+const scaleData = [MAIN_SIZE, ...SCALE_SIZES].filter((size) => datasets.has(size)).map((size) => datasets.get(size)!)
+
+rmSync(RUN, { recursive: true, force: true })
+mkdirSync(RUN, { recursive: true })
+const main = copyDataset(datasets.get(MAIN_SIZE)!, join(RUN, 'main.db'))
+const firstCall = addFirstCallSupporters(main, FIRST_CALL_ACCOUNTS)
+const write = copyDataset(main, join(RUN, 'write.db'))
+const tokenInserts: Record<number, number> = {}
+const tokenData = new Map<number, Dataset>([[MAIN_TOKENS, copyDataset(main, join(RUN, `tokens-${MAIN_TOKENS}.db`))]])
+for (const size of TOKEN_SIZES) {
+  const copy = copyDataset(main, join(RUN, `tokens-${size}.db`))
+  tokenInserts[size] = addTokens(copy, size - MAIN_TOKENS).seconds
+  tokenData.set(size, copy)
+  log(`${count(size)} personal tokens stored (inserted in ${tokenInserts[size].toFixed(1)} s)`)
+}
+
+// ---- the listing query alone, in this process, at every size (interleaved passes)
+const queries = timeListingQueries([...datasets.values()], quick ? 1 : 3, quick ? 1_000 : 2_000)
+log(`listing query in-process: ${queries.map((q) => `${count(q.discussions)}: p50 ${q.p50Us.toFixed(0)} us, p99 ${q.p99Us.toFixed(0)} us`).join('; ')}`)
+
+const listing = `/${main.site}/discussions`
+const common = { baseUrl: BASE_URL, siteUrl: SITE_URL, as: main.email, logDir: join(RUN, 'logs') }
+// Each seeded database has tokens of its own.
+const firstFor = (dataset: Dataset) => ({ path: listing, headers: { accept: ACCEPT, authorization: `Bearer ${dataset.writeToken}` } })
+
+// ---- the single executable: built from this checkout, then started once to unpack
+const binary = await prepareBinary()
+if ('skipped' in binary) log(`single executable skipped: ${binary.skipped}`)
+else {
+  log(`single executable built in ${binary.buildSeconds.toFixed(1)} s (${(binary.bytes / 1e6).toFixed(1)} MB); its first start unpacked it in ${binary.unpackMs.toFixed(0)} ms (not timed with the others)`)
+}
+const binaryPlan = 'file' in binary ? { kind: 'binary' as const, executable: binary.file, env: binary.env } : undefined
+
+// ---- start-up: each server alone, from spawn to its first answer
+const largest = datasets.get(Math.max(...datasets.keys()))!
+const sizes = [...new Set([main, largest])]
+const startups = await measureStartups(
+  [
+    ...sizes.map((d): Plan => ({ name: `service, ${count(d.discussions)} discussions`, kind: 'service', db: d.file, first: firstFor(d) })),
+    { name: `baseline, ${count(MAIN_SIZE)} discussions`, kind: 'baseline', db: main.file, first: { path: listing } },
+    ...(binaryPlan ? sizes.map((d): Plan => ({ name: `single executable, ${count(d.discussions)} discussions`, ...binaryPlan, db: d.file, first: firstFor(d) })) : []),
+  ],
+  settings.starts,
+  common,
+  log,
+)
+
+// ---- the servers measured
+const profileDir = settings.profile ? join(CACHE, 'profiles') : undefined
+if (profileDir) rmSync(profileDir, { recursive: true, force: true })
+const binaries = binaryPlan
+  ? [
+      { server: 'binary', label: 'single executable', short: 'single executable', plan: { ...binaryPlan, nodeFlags: [] } },
+      {
+        server: 'binary-small-young',
+        label: `single executable, ${TUNED}`,
+        short: 'single executable, tuned',
+        plan: { ...binaryPlan, nodeFlags: [SMALL_YOUNG_GENERATION], env: { ...binaryPlan.env, MALLOC_ARENA_MAX: '2' } },
+      },
+    ]
+  : []
+const plans: Plan[] = [
+  { name: 'service', kind: 'service', db: main.file, first: firstFor(main) },
+  { name: 'baseline', kind: 'baseline', db: main.file, first: { path: listing } },
+  { name: 'baseline-logged', kind: 'baseline', baselineFlags: ['--log'], db: main.file, first: { path: listing } },
+  ...binaries.map((b): Plan => ({ name: b.server, ...b.plan, db: main.file, first: firstFor(main) })),
+  { name: 'service-write', kind: 'service', db: write.file, first: firstFor(write) },
+  { name: 'baseline-write', kind: 'baseline', db: write.file, first: { path: listing } },
+  ...scaleData.flatMap((d): Plan[] => [
+    { name: `service-scale-${d.discussions}`, kind: 'service', db: d.file, first: firstFor(d) },
+    { name: `baseline-scale-${d.discussions}`, kind: 'baseline', db: d.file, first: { path: listing } },
+  ]),
+  ...[...tokenData].map(([size, d]): Plan => ({ name: `service-tokens-${size}`, kind: 'service', db: d.file, first: firstFor(main) })),
+]
+const servers = new Map<string, Server>()
+// Three at a time: their start-up is not what is measured here.
+for (let i = 0; i < plans.length; i += 3) {
+  // node takes --cpu-prof on its command line only: the single executable is not profiled.
+  const started = await Promise.all(plans.slice(i, i + 3).map((plan) => startServer({ ...common, ...plan, profileDir: plan.kind === 'binary' ? undefined : profileDir })))
+  for (const server of started) servers.set(server.name, server)
+}
+log(`${servers.size} servers answering: ${[...servers.values()].map((s) => `${s.name} (pid ${s.pid})`).join(', ')}`)
+
+const { all, state } = scenarios({ main, firstCall, scale: scaleData, tokenSizes: [...tokenData.keys()], binaries })
+const serverOf = (scenario: Scenario) => servers.get(scenario.server)!
+const targetOf = (scenario: Scenario, server = serverOf(scenario)) => ({ ...scenario.target, url: server.url })
+
+// ---- the same page from both: the baseline answers byte for byte what the service answers
+for (const scenario of all) {
+  if (scenario.target.setupRequest || scenario.target.method === 'POST') continue
+  const server = serverOf(scenario)
+  const answer = await probe(server.port, scenario.target)
+  if (!answer) throw new Error(`${scenario.id}: ${server.name} does not answer (${server.exited() ?? 'still running'}); see ${join(RUN, 'logs', `${server.name}.log`)}`)
+  if (answer.status !== scenario.target.expect) throw new Error(`${scenario.id}: expected ${scenario.target.expect}, got ${answer.status}: ${answer.body.slice(0, 200)}`)
+  const baseline = all.find((s) => s.id === scenario.baseline)
+  if (baseline && scenario.target.expect === 200 && baseline.target.method !== 'POST') {
+    const reference = await probe(serverOf(baseline).port, baseline.target)
+    if (reference?.body !== answer.body) throw new Error(`${scenario.id}: the baseline's answer differs from the service's`)
+  }
+}
+log('every scenario answers as expected; the baseline answers the same bytes as the service')
+
+// ---- warm-up. A fresh server needs seconds of load before its CPU per request settles (JIT,
+// heap growth): measured here, about 5 s of listing traffic takes it from ~1.4 ms to ~0.85 ms.
+// So every server gets the same budget of load, shared among its scenarios; the single
+// executable's servers also get the service's whole mix (their memory is compared with the service's).
+const warm = async (scenario: Scenario, server: Server, duration: number) => {
+  const result = await measure(targetOf(scenario, server), { duration, connections: settings.connections })
+  if (result.unexpected > 0) log(`warm-up ${scenario.id} on ${server.name}: ${JSON.stringify(result.statuses)}`)
+}
+const mix = all.filter((s) => s.server === 'service' && (s.section === 'site' || s.section === 'list'))
+for (const [name, server] of servers) {
+  const own = all.filter((s) => s.server === name)
+  const scenariosOf = binaries.some((b) => b.server === name) ? [...mix, ...own] : own
+  for (const scenario of scenariosOf) await warm(scenario, server, Math.max(0.5, settings.warmup / scenariosOf.length))
+}
+await sleep(2_000)
+const afterWarmup: Record<string, Memory> = {}
+for (const [name, server] of servers) afterWarmup[name] = server.rss()
+log(`RSS after warm-up: ${['service', 'baseline', 'baseline-logged', ...binaries.map((b) => b.server)].map((name) => `${name} ${afterWarmup[name].rssMb.toFixed(1)} MB`).join(', ')}`)
+
+// ---- rounds: every measurement once per round, in alternating order
+const rounds: RawResults['rounds'] = []
+/** Waits until the server uses under a tenth of a CPU over 200 ms (at most 5 s). */
+async function quiet(server: Server): Promise<void> {
+  for (let i = 0; i < 25; i++) {
+    const before = server.cpu()
+    await sleep(200)
+    if (server.cpu() - before < 0.02) return
+  }
+}
+// The monotonic clock in microseconds: what V8 stamps profile samples with.
+const nowUs = () => Number(process.hrtime.bigint() / 1000n)
+for (let round = 0; round < settings.rounds; round++) {
+  const order = round % 2 === 0 ? all : [...all].reverse()
+  const results: (typeof rounds)[number] = {}
+  for (const scenario of order) {
+    const server = serverOf(scenario)
+    let rssMaxMb = 0
+    const sampler = setInterval(() => (rssMaxMb = Math.max(rssMaxMb, readRss(server.pid).rssMb)), 100)
+    const cpuBefore = server.cpu()
+    const from = nowUs()
+    const result = await measure(targetOf(scenario), { duration: settings.duration, connections: settings.connections })
+    const to = nowUs()
+    const cpuUsPerRequest = ((server.cpu() - cpuBefore) * 1e6) / result.requests
+    clearInterval(sampler)
+    results[scenario.id] = { ...result, rssMaxMb, cpuUsPerRequest, window: [from, to] }
+    // Requests still queued when the load stops go on being served: first-call Basic leaves up to
+    // 14 argon2 checks waiting (a third of a CPU-second), which would be charged to whatever runs
+    // next. Every measurement starts once the previous server has gone quiet.
+    await quiet(server)
+    const flag = result.unexpected > 0 ? `  UNEXPECTED ${JSON.stringify(result.statuses)}` : ''
+    log(
+      `round ${round + 1}/${settings.rounds} ${scenario.id.padEnd(34)} ${result.rps.toFixed(0).padStart(6)} req/s  ` +
+        `p50 ${result.p50.toFixed(2).padStart(7)} ms  p99 ${result.p99.toFixed(2).padStart(7)} ms  cpu ${cpuUsPerRequest.toFixed(0).padStart(5)} us/req${flag}`,
+    )
+  }
+  rounds.push(results)
+}
+const peak: Record<string, Memory> = {}
+for (const [name, server] of servers) peak[name] = server.rss()
+// Idle is read once the load has stopped. A fresh process gives back some of its start-up memory
+// tens of seconds after its first burst of requests (155 MB at start, 126 MB 35 s after a burst),
+// but after the warm-up and the rounds a 40 s pause changed no server's RSS, so a short one does.
+await sleep(settings.settle * 1000)
+const idle: Record<string, Memory> = {}
+for (const [name, server] of servers) idle[name] = server.rss()
+log(`idle RSS: ${['service', 'baseline', ...binaries.map((b) => b.server)].map((name) => `${name} ${idle[name].rssMb.toFixed(1)} MB`).join(', ')}`)
+await Promise.all([...servers.values()].map((server) => server.stop()))
+
+const raw: RawResults = {
+  date: new Date().toISOString(),
+  node: process.version,
+  machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? '', memoryGb: os.totalmem() / 2 ** 30, loadBefore, loadAfter: os.loadavg() },
+  settings,
+  datasets: [...datasets.values()].map(({ discussions, seedSeconds, buildSeconds, builtAt, bytes, fromCache }) => ({ discussions, seedSeconds, buildSeconds, builtAt, bytes, fromCache })),
+  tokenInserts,
+  queries,
+  startups,
+  binary: 'skipped' in binary ? binary : { bytes: binary.bytes, buildSeconds: binary.buildSeconds, unpackMs: binary.unpackMs },
+  smallYoungGeneration: TUNED,
+  afterWarmup,
+  idle,
+  peak,
+  scenarios: all.map(({ id, section, label, short, server, baseline, logged, size }) => ({ id, section, label, short, server, baseline, logged, size })),
+  rounds,
+  firstCall: { accounts: firstCall.length, used: state.firstCallUsed, wrapped: state.firstCallWrapped },
+  seconds: (performance.now() - began) / 1000,
+}
+const summary = summarize(raw)
+
+if (profileDir) {
+  const profiled: ProfiledScenario[] = []
+  for (const scenario of all) {
+    const dir = serverOf(scenario).profileDir
+    const file = dir && mainThreadProfile(dir)
+    if (!file) continue
+    const windows = rounds.map((round) => round[scenario.id].window)
+    const requests = rounds.reduce((sum, round) => sum + round[scenario.id].requests, 0)
+    profiled.push({ id: scenario.id, label: scenario.label, file, windows, requests })
+  }
+  const service = servers.get('service')!
+  const serviceProfile = service.profileDir && mainThreadProfile(service.profileDir)
+  const text = fullProfileReport(profiled, serviceProfile ? [{ name: service.name, file: serviceProfile, startupMs: service.startupMs }] : [])
+  const file = join(profileDir, 'report.txt')
+  writeFileSync(file, text)
+  console.log(text)
+  console.log(`\nProfiles and this report: ${file}`)
+  console.log('A profiled run is slower than a plain one: its figures are printed, not written to tools/bench/results/.')
+  console.log(summary.text)
+} else {
+  const files = writeReport(raw, summary)
+  console.log(summary.text)
+  log(`written: ${files.join(', ')}`)
+}

@@ -1,0 +1,163 @@
+import type { Dataset } from './datasets.ts'
+import type { Target } from './load.ts'
+
+// What is measured: each scenario names the server it runs against, the request, the status every
+// answer must have, and the baseline scenario its throughput is compared with.
+
+export type Section = 'site' | 'list' | 'binary' | 'create' | 'scale' | 'tokens'
+
+export interface Scenario {
+  id: string
+  section: Section
+  label: string
+  /** The label within its section, for the chart. */
+  short: string
+  server: string
+  target: Omit<Target, 'url'>
+  /** Throughput is reported as a ratio to this scenario's, measured in the same round. */
+  baseline?: string
+  /** And to this one's: the baseline with the service's logging, so what remains is authentication. */
+  logged?: string
+  /** Discussions (scale) or stored personal tokens (tokens) on the server's database. */
+  size?: number
+}
+
+// Every request asks for v1 the way the documented clients do; the baseline ignores it.
+const ACCEPT = { accept: 'application/vnd.service-v1+json' }
+const basic = (email: string, password: string) => `Basic ${Buffer.from(`${email}:${password}`).toString('base64')}`
+
+/** Personal tokens stored in the main database (the two the benchmark uses). */
+export const MAIN_TOKENS = 2
+
+export interface ScenarioInput {
+  main: Dataset
+  firstCall: string[]
+  /** The seeded databases of the scale servers (10k, 100k, 1M). */
+  scale: Dataset[]
+  /** Personal tokens stored on each token server's database (the first is the main database's few). */
+  tokenSizes: number[]
+  /** Servers of the single executable (tools/bench/binary.ts), when it could be built. */
+  binaries: Array<{ server: string; label: string; short: string }>
+}
+
+/** The rounds' measurements; `firstCallUsed` counts accounts the first-call scenario has spent. */
+export function scenarios({ main, firstCall, scale, tokenSizes, binaries }: ScenarioInput) {
+  const site = `/${main.site}`
+  const list = `/${main.site}/discussions`
+  let next = 0
+  const state = { firstCallUsed: 0, firstCallWrapped: false }
+  // A refusal builds no page, so a ratio to the baseline's page would mean nothing.
+  const credentials: Array<{ id: string; label: string; headers?: Record<string, string>; expect: number; firstCall?: boolean; refusal?: boolean }> = [
+    { id: 'pat-write', label: 'personal token, read and write', headers: { authorization: `Bearer ${main.writeToken}` }, expect: 200 },
+    { id: 'pat-read', label: 'personal token, read only', headers: { authorization: `Bearer ${main.readToken}` }, expect: 200 },
+    { id: 'legacy', label: 'legacy token (X-Service-Auth)', headers: { 'x-service-auth': main.legacyToken }, expect: 200 },
+    { id: 'basic-remembered', label: 'Basic, remembered', headers: { authorization: basic(main.email, main.password) }, expect: 200 },
+    { id: 'basic-first', label: 'Basic, first call (argon2)', expect: 200, firstCall: true },
+    { id: 'none', label: 'no credential (401)', expect: 401, refusal: true },
+  ]
+  // Each first call signs in as an account that has not signed in before in this process.
+  const firstCallRequest = (request: { headers?: Record<string, string> }) => {
+    if (next === firstCall.length) {
+      next = 0
+      state.firstCallWrapped = true
+    }
+    const email = firstCall[next++]
+    state.firstCallUsed++
+    return { ...request, headers: { ...request.headers, authorization: basic(email, main.password) } }
+  }
+
+  const all: Scenario[] = []
+  for (const [section, path, what] of [['site', site, 'GET /<site>'], ['list', list, 'GET /<site>/discussions']] as const) {
+    const target = { path, headers: ACCEPT, expect: 200 }
+    all.push({ id: `${section}.baseline`, section, label: `baseline (no auth): ${what}`, short: 'baseline (no auth)', server: 'baseline', target })
+    all.push({
+      id: `${section}.baseline-logged`,
+      section,
+      label: `baseline with the service's logging: ${what}`,
+      short: "baseline + the service's logging",
+      server: 'baseline-logged',
+      target,
+      baseline: `${section}.baseline`,
+    })
+    for (const c of credentials) {
+      all.push({
+        id: `${section}.${c.id}`,
+        section,
+        label: `${what}, ${c.label}`,
+        short: c.label,
+        server: 'service',
+        target: { path, headers: { ...ACCEPT, ...c.headers }, expect: c.expect, ...(c.firstCall ? { setupRequest: firstCallRequest } : {}) },
+        ...(c.refusal ? {} : { baseline: `${section}.baseline`, logged: `${section}.baseline-logged` }),
+      })
+    }
+  }
+
+  // Right after the listing block, so they are compared with its baseline minutes apart at most.
+  for (const binary of binaries) {
+    all.push({
+      id: `binary.${binary.server}`,
+      section: 'binary',
+      label: `GET /<site>/discussions, personal token, ${binary.label}`,
+      short: binary.short,
+      server: binary.server,
+      target: { path: list, headers: { ...ACCEPT, authorization: `Bearer ${main.writeToken}` }, expect: 200 },
+      baseline: 'list.baseline',
+      logged: 'list.baseline-logged',
+    })
+  }
+
+  const create = `/${main.site}/categories/${main.categoryId}/discussions`
+  const body = JSON.stringify({ title: 'Printer on the third floor is out of toner', body: 'Created by npm run bench.' })
+  const post = (headers: Record<string, string>) => ({ method: 'POST' as const, path: create, headers: { ...ACCEPT, ...headers }, body, expect: 201 })
+  all.push({ id: 'create.baseline', section: 'create', label: 'baseline (no auth): POST create discussion', short: 'baseline (no auth)', server: 'baseline-write', target: post({}) })
+  all.push({
+    id: 'create.pat-write',
+    section: 'create',
+    label: 'POST create discussion, personal token, read and write',
+    short: 'personal token, read and write',
+    server: 'service-write',
+    target: post({ authorization: `Bearer ${main.writeToken}` }),
+    baseline: 'create.baseline',
+  })
+
+  // Scale and token look-ups are blocks of their own, so every ratio they report is between
+  // measurements taken one after the other, and every point has a server of its own that has
+  // seen the same traffic as the others (a process warmed by the whole scenario mix answers
+  // faster than one that has only been warmed up).
+  const pat = (dataset: Dataset) => ({ ...ACCEPT, authorization: `Bearer ${dataset.writeToken}` })
+  for (const dataset of scale) {
+    const size = dataset.discussions
+    const suffix = `-scale-${size}`
+    all.push({
+      id: `scale.baseline.${size}`,
+      section: 'scale',
+      label: `baseline listing, ${size.toLocaleString('en')} discussions`,
+      short: `baseline, ${size.toLocaleString('en')}`,
+      server: `baseline${suffix}`,
+      target: { path: list, headers: ACCEPT, expect: 200 },
+      size,
+    })
+    all.push({
+      id: `scale.service.${size}`,
+      section: 'scale',
+      label: `listing, personal token, ${size.toLocaleString('en')} discussions`,
+      short: `service, ${size.toLocaleString('en')}`,
+      server: `service${suffix}`,
+      target: { path: list, headers: pat(dataset), expect: 200 },
+      baseline: `scale.baseline.${size}`,
+      size,
+    })
+  }
+  for (const size of tokenSizes) {
+    all.push({
+      id: `tokens.${size}`,
+      section: 'tokens',
+      label: `GET /<site>, personal token, ${size.toLocaleString('en')} tokens stored`,
+      short: `${size.toLocaleString('en')} tokens`,
+      server: `service-tokens-${size}`,
+      target: { path: site, headers: pat(main), expect: 200 },
+      size,
+    })
+  }
+  return { all, state }
+}
