@@ -82,7 +82,7 @@ t.test('30 concurrent creations from separate connections: exactly 20 succeed', 
   const file = join(dir, 'race.db')
   const { db, site, user, tokens } = stores(file)
   const racers = Array.from({ length: 30 }, () => {
-    const child = spawnTs(new URL('../fixtures/create-token-worker.ts', import.meta.url), [file, String(site.id), String(user.id)])
+    const child = spawnTs(new URL('../../fixtures/create-token-worker.ts', import.meta.url), [file, String(site.id), String(user.id)])
     let out = ''
     const ready = new Promise<void>((resolve, reject) => {
       child.stdout!.on('data', (chunk) => {
