@@ -5,18 +5,19 @@ import { systemClock, type Clock } from './lib/clock.ts'
 import { clientErrorHandler, frameworkErrors } from './lib/framework-errors.ts'
 import { redactUrl } from './lib/redact.ts'
 import { loggerOptions, OneLinePerRequest } from './lib/request-log.ts'
-import { unavailableStore } from './lib/sqlite-errors.ts'
+import { answerUnavailable } from './lib/sqlite-errors.ts'
 import { clientErrorBody } from './lib/validation.ts'
-import authLimits from './plugins/auth/limits-plugin.ts'
 import authentication from './plugins/auth/authenticate.ts'
-import challenge from './plugins/auth/challenge-plugin.ts'
+import challenge from './plugins/auth/challenge.ts'
+import authLimits from './plugins/auth/limits.ts'
+import passwordVerifier from './plugins/auth/password-verifier.ts'
 import configPlugin from './plugins/config.ts'
-import passwordChecks from './plugins/auth/password-verifier-plugin.ts'
 import database from './plugins/database.ts'
+import serverKey from './plugins/server-key.ts'
 import shutdown from './plugins/shutdown.ts'
-import tokenStore from './plugins/token-store.ts'
+import { discussionStores, sessionStore, siteStore, tokenStore, userStore } from './plugins/stores.ts'
 import versioning from './plugins/versioning.ts'
-import discussionRoutes from './routes/api/discussions.ts'
+import discussionRoutes from './routes/api/discussions/index.ts'
 import healthRoutes from './routes/health.ts'
 import apiNotFound from './routes/api/not-found.ts'
 import siteRoutes from './routes/api/site.ts'
@@ -54,11 +55,8 @@ export function buildApp(options: AppOptions) {
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     // A locked, full or unwritable database file: the request did not happen; try again later.
-    const unavailable = unavailableStore(error)
-    if (unavailable) {
-      request.log.warn({ code: unavailable.code }, 'database unavailable')
-      return reply.code(503).header('retry-after', String(unavailable.retryAfter)).send(unavailable.body)
-    }
+    const unavailable = answerUnavailable(error, request, reply)
+    if (unavailable) return reply.send(unavailable.body)
     const status = error.statusCode ?? 500
     if (status >= 500) {
       request.log.error({ err: error }, 'request failed')
@@ -73,11 +71,18 @@ export function buildApp(options: AppOptions) {
   // Shared concerns, in the order they depend on each other.
   app.register(shutdown)
   app.register(configPlugin, { config, clock: options.clock ?? systemClock })
-  app.register(database, { dbFile: config.dbFile, secret: config.secret, busyTimeoutMs: options.busyTimeoutMs })
+  app.register(serverKey, { dbFile: config.dbFile, secret: config.secret })
+  app.register(database, { dbFile: config.dbFile, busyTimeoutMs: options.busyTimeoutMs })
+  app.register(siteStore)
+  app.register(userStore)
+  app.register(sessionStore)
   app.register(tokenStore)
+  app.register(discussionStores)
+  // Authentication's shared parts: the challenge header, the failure budgets and the password
+  // verifier, at the root because the sign-in pages share the last two with the API.
   app.register(challenge)
   app.register(authLimits, { settings: config.limits ?? DEFAULT_LIMITS })
-  app.register(passwordChecks)
+  app.register(passwordVerifier)
 
   // Public, unauthenticated documents. The OpenAPI plugin goes first: it describes the routes
   // registered after it.

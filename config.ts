@@ -2,6 +2,8 @@
 // A bad value stops start-up with one clear line (ConfigError's message).
 
 import { isIP } from 'node:net'
+import { ConfigError } from './lib/config-error.ts'
+import { MIN_SECRET_LENGTH } from './lib/server-key.ts'
 import { DEFAULT_LIMITS, type AuthLimitSettings } from './plugins/auth/limits.ts'
 
 export interface Config {
@@ -25,9 +27,7 @@ export interface ConfigSource {
   flags: Partial<Record<'port' | 'host' | 'db' | 'base-url' | 'site-url', string>>
 }
 
-export class ConfigError extends Error {
-  override name = 'ConfigError'
-}
+export { ConfigError }
 
 export const CONFIG_VARIABLES = [
   { variable: 'PORT', flag: 'port', fallback: '3000', about: 'TCP port to listen on' },
@@ -46,7 +46,7 @@ type Key = (typeof CONFIG_VARIABLES)[number]['flag']
 
 // The server key is read from the environment only: a flag would show it in the process list.
 export const SECRET_VARIABLE = 'SERVICE_SECRET'
-export const MIN_SECRET_LENGTH = 32
+export { MIN_SECRET_LENGTH }
 
 function pick(source: ConfigSource, key: Key): { value: string | undefined; name: string } {
   const entry = CONFIG_VARIABLES.find((v) => v.flag === key)!

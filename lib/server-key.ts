@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto'
 import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { ConfigError, MIN_SECRET_LENGTH } from '../config.ts'
+import { ConfigError } from './config-error.ts'
 
 // The server key encrypts what must be shown again (decisions.md, "Legacy account token"). It is
 // SERVICE_SECRET when set; otherwise a key file in the data folder, made on first start.
 
 export const KEY_FILE = 'service.key'
+/** SERVICE_SECRET, or the key file's content, has at least this many characters. */
+export const MIN_SECRET_LENGTH = 32
 
 /** Where the key file of a database lives: beside it, in the data folder. */
 export function keyFileFor(dbFile: string): string {

@@ -84,5 +84,5 @@ export default fp<SessionsOptions>(
       return this.clearCookie(SESSION_COOKIE, cookieOptions(request.web.site.permalink))
     })
   },
-  { name: 'sessions', fastify: '5.x', dependencies: ['database', 'config'] },
+  { name: 'sessions', fastify: '5.x', dependencies: ['site-store', 'session-store', 'config'] },
 )

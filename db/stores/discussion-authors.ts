@@ -3,6 +3,7 @@ import type { Db } from '../client.ts'
 import { memberships } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { UserStore } from './users.ts'
+import { isStaffRole } from './staff.ts'
 
 /** Who a post is by: another user named by email (created as a customer when unknown), or else the supporter. */
 export interface PostedBy {
@@ -35,6 +36,6 @@ export function createAuthors(db: Db, clock: Clock, users: UserStore) {
     const user = users.find(email) ?? users.insert({ email, name }, null)
     const role = roleOn.get({ siteId, userId: user.id })?.role
     if (!role) addCustomer.run({ siteId, userId: user.id, now: new Date(clock()) })
-    return { id: user.id, bySupporter: role === 'supporter' }
+    return { id: user.id, bySupporter: isStaffRole(role) }
   }
 }

@@ -163,9 +163,17 @@ export function createDiscussionStore(db: Db, clock: Clock, userStore: UserStore
     }
   }
 
+  /** The category a discussion is moved to; another site's or an unknown one is an invalid `field`. */
   function checkCategory(siteId: number, id: number, field: string) {
     const category = categoryOfSite.get({ siteId, id })
     if (!category) throw new StoreError(`is ${id}, which is not a category of this site`, 'invalid', field)
+    return category
+  }
+
+  /** The category a discussion is created in: what it is created in must exist on the site (not_found). */
+  function findCategory(siteId: number, id: number) {
+    const category = categoryOfSite.get({ siteId, id })
+    if (!category) throw new StoreError(`there is no category ${id} on this site`, 'not_found', 'category')
     return category
   }
 
@@ -204,9 +212,13 @@ export function createDiscussionStore(db: Db, clock: Clock, userStore: UserStore
       return commentAt.get({ discussionId, number })
     },
 
-    create(input: NewDiscussion): DiscussionRow {
+    /**
+     * Creates a discussion with its opening post (comment 1) and returns both, as written: no
+     * need to read them back. A category that is not the site's is a StoreError (not_found).
+     */
+    create(input: NewDiscussion): { discussion: DiscussionRow; comment: CommentRow } {
       return write(() => {
-        const category = checkCategory(input.siteId, input.categoryId, 'category')
+        const category = findCategory(input.siteId, input.categoryId)
         const author = authorOf(input.siteId, input)
         const number = (lastNumber.get({ siteId: input.siteId })?.n ?? 0) + 1
         const state = initialState(author.bySupporter)
@@ -224,19 +236,27 @@ export function createDiscussionStore(db: Db, clock: Clock, userStore: UserStore
           categoryId: input.categoryId,
           now,
         })
-        const created = get(input.siteId, number)
-        insertComment.run({
-          discussionId: created.id,
+        const discussion = get(input.siteId, number)
+        const opening = {
+          discussionId: discussion.id,
           number: 1,
           authorId: author.id,
           bySupporter: author.bySupporter,
           body: input.body,
           internal: false,
           via: input.via,
-          now,
-        })
-        counts.bump(counted(created), 1)
-        return created
+        }
+        const { lastInsertRowid } = insertComment.run({ ...opening, now })
+        counts.bump(counted(discussion), 1)
+        // The opening post's author is the discussion's: the row just read names them.
+        const comment: CommentRow = {
+          id: Number(lastInsertRowid),
+          ...opening,
+          createdAt: now,
+          authorEmail: discussion.authorEmail,
+          authorName: discussion.authorName,
+        }
+        return { discussion, comment }
       })
     },
 

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto'
-import { and, eq, sql } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { memberships, users } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { fingerprint } from '../../lib/token-format.ts'
 import { StoreError } from './errors.ts'
+import { membershipOn, staffColumn } from './staff.ts'
 
 // The legacy account token (decisions.md, "Legacy account token"): one per account, kept in the
 // users row as a SHA-256 fingerprint (the look-up, through a unique index), an AES-256-GCM copy
@@ -36,10 +37,10 @@ export function createLegacyTokenStore(db: Db, clock: Clock, box: SecretBox) {
       name: users.name,
       disabled: users.disabled,
       expiresAt: users.legacyTokenExpiresAt,
-      staff: sql<boolean>`coalesce(${memberships.role} = 'supporter', 0)`.mapWith(Boolean),
+      staff: staffColumn(),
     })
     .from(users)
-    .leftJoin(memberships, and(eq(memberships.userId, users.id), eq(memberships.siteId, sql.placeholder('siteId'))))
+    .leftJoin(memberships, membershipOn(sql.placeholder('siteId'), users.id))
     .where(eq(users.legacyTokenFingerprint, sql.placeholder('fingerprint')))
     .prepare()
 

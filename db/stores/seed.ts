@@ -7,6 +7,7 @@ import { createDiscussionCounts, type CountedRow } from './discussion-counts.ts'
 import { prepareCommentInsert } from './discussions.ts'
 import type { Site } from './sites.ts'
 import type { UserStore } from './users.ts'
+import { STAFF_ROLE } from './staff.ts'
 
 // Fills a site with realistic generated discussions for demos and benchmarks: customers asking,
 // supporters answering, states that follow the rules of decisions.md. Deterministic for a given
@@ -262,9 +263,9 @@ function peopleOf(db: Db, users: UserStore, site: Site, howMany: number, now: nu
   let supporters = db
     .select({ id: memberships.userId })
     .from(memberships)
-    .where(and(eq(memberships.siteId, site.id), eq(memberships.role, 'supporter')))
+    .where(and(eq(memberships.siteId, site.id), eq(memberships.role, STAFF_ROLE)))
     .all()
     .map((row) => row.id)
-  if (supporters.length === 0) supporters = [member(`support@${site.permalink}.example`, 'Seeded Supporter', 'supporter')]
+  if (supporters.length === 0) supporters = [member(`support@${site.permalink}.example`, 'Seeded Supporter', STAFF_ROLE)]
   return { customers, supporters }
 }

@@ -4,6 +4,7 @@ import { memberships, personalTokens, users, type Access } from '../schema.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
 import { fingerprint, generatePersonalToken, lastFour } from '../../lib/token-format.ts'
 import { StoreError } from './errors.ts'
+import { isStaffRole, membershipOn, staffColumn } from './staff.ts'
 
 export const EXPIRY_DAYS = [7, 30, 90, 365] as const
 export const DEFAULT_EXPIRY_DAYS = 90
@@ -52,7 +53,7 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
   const ownerSelection = {
     email: users.email,
     disabled: users.disabled,
-    staff: sql<boolean>`coalesce(${memberships.role} = 'supporter', 0)`.mapWith(Boolean),
+    staff: staffColumn(),
   }
 
   // The one read of the authentication path: the token, its owner and the owner's role on the
@@ -71,7 +72,7 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
     })
     .from(personalTokens)
     .innerJoin(users, eq(users.id, personalTokens.userId))
-    .leftJoin(memberships, and(eq(memberships.siteId, personalTokens.siteId), eq(memberships.userId, personalTokens.userId)))
+    .leftJoin(memberships, membershipOn(personalTokens.siteId, personalTokens.userId))
     .where(eq(personalTokens.fingerprint, sql.placeholder('fingerprint')))
     .prepare()
 
@@ -90,7 +91,7 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
   const ownerRole = db
     .select({ role: memberships.role, disabled: users.disabled })
     .from(users)
-    .leftJoin(memberships, and(eq(memberships.userId, users.id), eq(memberships.siteId, sql.placeholder('siteId'))))
+    .leftJoin(memberships, membershipOn(sql.placeholder('siteId'), users.id))
     .where(eq(users.id, sql.placeholder('userId')))
     .prepare()
 
@@ -123,7 +124,7 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
       .select({ token: personalTokens, ...ownerSelection })
       .from(personalTokens)
       .innerJoin(users, eq(users.id, personalTokens.userId))
-      .leftJoin(memberships, and(eq(memberships.siteId, personalTokens.siteId), eq(memberships.userId, personalTokens.userId)))
+      .leftJoin(memberships, membershipOn(personalTokens.siteId, personalTokens.userId))
   }
 
   return {
@@ -139,7 +140,7 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
         (tx) => {
           const owner = ownerRole.get({ siteId, userId })
           if (!owner) throw new StoreError('there is no such user', 'not_found', 'email')
-          if (owner.role !== 'supporter') throw new StoreError('only support staff of this site can create tokens', 'forbidden')
+          if (!isStaffRole(owner.role)) throw new StoreError('only support staff of this site can create tokens', 'forbidden')
           if (owner.disabled) throw new StoreError('a disabled account cannot create tokens', 'forbidden')
           const now = clock()
           const active = activeCount.get({ userId, now })!.n

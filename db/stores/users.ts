@@ -7,6 +7,7 @@ import { hashPassword } from '../../lib/password.ts'
 import { createSecretBox, type SecretBox } from '../../lib/secret-box.ts'
 import { StoreError } from './errors.ts'
 import { createLegacyTokenStore } from './legacy-tokens.ts'
+import { isStaffRole, membershipOn, STAFF_ROLE } from './staff.ts'
 
 export type User = typeof users.$inferSelect
 
@@ -49,7 +50,7 @@ export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSec
   const roleOn = db
     .select({ role: memberships.role })
     .from(memberships)
-    .where(and(eq(memberships.siteId, sql.placeholder('siteId')), eq(memberships.userId, sql.placeholder('userId'))))
+    .where(membershipOn(sql.placeholder('siteId'), sql.placeholder('userId')))
     .prepare()
 
   function find(email: string): User | undefined {
@@ -150,8 +151,13 @@ export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSec
       return roleOn.get({ siteId, userId })?.role
     },
 
+    /** Whether the user is support staff of the site (db/stores/staff.ts). */
+    isStaff(siteId: number, userId: number): boolean {
+      return isStaffRole(roleOn.get({ siteId, userId })?.role)
+    },
+
     addStaff(siteId: number, userId: number): void {
-      setRole(siteId, userId, 'supporter')
+      setRole(siteId, userId, STAFF_ROLE)
     },
 
     /** The user stays on the site as a customer, so what they wrote there keeps its author. */
@@ -159,7 +165,7 @@ export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSec
       const result = db
         .update(memberships)
         .set({ role: 'customer' })
-        .where(and(eq(memberships.siteId, siteId), eq(memberships.userId, userId), eq(memberships.role, 'supporter')))
+        .where(and(membershipOn(siteId, userId), eq(memberships.role, STAFF_ROLE)))
         .run()
       return result.changes > 0
     },

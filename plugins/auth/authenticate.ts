@@ -1,14 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { rateLimitHeaders } from './limits.ts'
-import { findCredential, type Credential } from './credentials.ts'
-import type { Refusal } from './refusals.ts'
 import type { Site } from '../../db/stores/sites.ts'
+import type { Refusal } from './challenge.ts'
 import { legacyTokenCheck } from './checks/legacy-token.ts'
 import { deprecationLink, multipassCheck } from './checks/multipass.ts'
 import { passwordCheck } from './checks/password.ts'
 import { personalTokenCheck } from './checks/personal-token.ts'
-import type { Authenticated, CheckResult } from './types.ts'
+import { findCredential, type Credential } from './credentials.ts'
+import { rateLimitHeaders } from './limits.ts'
+import { refuse, type Authenticated, type CheckResult, type RequestFacts } from './types.ts'
 
 export type { Authenticated } from './types.ts'
 
@@ -32,33 +32,60 @@ declare module 'fastify' {
   }
 }
 
+type Presented = Exclude<Credential, { kind: 'none' | 'invalid_request' }>
+
 /**
- * Authentication of the API routes of the scope it is registered in (decisions.md, "Credentials").
- * It runs in onRequest, so the body of a refused request is never read. Exactly one credential is
- * accepted; each kind is checked by its own module under ./auth.
+ * Authentication of the API routes of the scope it is registered in (docs/decisions.md,
+ * "Credentials"). It runs in onRequest, so the body of a refused request is never read. Exactly
+ * one credential is accepted; each kind is checked by its own module under ./checks, which gets
+ * only the store functions it needs and returns a value. This plugin alone writes what
+ * authentication puts into a reply.
  */
 export default fp(
   async (fastify) => {
-    const { sites, authLimits } = fastify
-    const personalToken = personalTokenCheck(fastify)
-    const legacyToken = legacyTokenCheck(fastify)
-    const multipass = multipassCheck(fastify)
-    const password = passwordCheck(fastify)
+    const { sites, users, tokens, passwords, authLimits, clock } = fastify
+    // Each check gets the few store functions it needs, called through the store at each request.
+    const isStaff = (siteId: number, userId: number) => users.isStaff(siteId, userId)
+    const personalToken = personalTokenCheck({
+      lookup: (value) => tokens.lookup(value),
+      recordUse: (id, lastUsedAt, from) => tokens.recordUse(id, lastUsedAt, from),
+      clock,
+    })
+    const legacyToken = legacyTokenCheck({ lookup: (key, siteId) => users.legacyTokens.lookup(key, siteId), clock })
+    const multipass = multipassCheck({ findUser: (email) => users.find(email), isStaff, clock })
+    const password = passwordCheck({ verify: (email, secret, address) => passwords.verify(email, secret, address), isStaff })
     const deprecation = deprecationLink(fastify.config.baseUrl)
 
-    function check(credential: Exclude<Credential, { kind: 'none' | 'invalid_request' }>, site: Site | undefined, request: FastifyRequest, reply: FastifyReply) {
+    function check(credential: Presented, site: Site | undefined, request: RequestFacts): CheckResult | Promise<CheckResult> {
       switch (credential.kind) {
         case 'bearer':
-          return personalToken(credential, site, request, reply)
+          return personalToken(credential, site, request)
         case 'legacy':
-          return legacyToken(credential, site, request, reply)
+          return legacyToken(credential, site, request)
         case 'multipass':
-          return multipass(credential, site, request, reply)
+          return multipass(credential, site, request)
         case 'basic':
-          return password(credential, site, request, reply)
+          return password(credential, site, request)
         case 'malformed':
-          return { kind: 'invalid_token' } satisfies CheckResult
+          return refuse('invalid_token')
       }
+    }
+
+    /** Within the address's failure budget (plugins/auth/limits.ts); a password check keeps its own, which also has the account's. */
+    async function checkWithinBudget(credential: Presented, site: Site | undefined, request: RequestFacts): Promise<CheckResult> {
+      if (credential.kind === 'basic') return check(credential, site, request)
+      const result = await authLimits.attempt(
+        { address: request.ip },
+        () => check(credential, site, request),
+        (r) => ('refused' in r && FAILED.has(r.refused.kind) ? 'failed' : 'neutral'),
+      )
+      return 'kind' in result ? refuse(result) : result
+    }
+
+    function refuseWith(reply: FastifyReply, permalink: string, refusal: Refusal, headers?: Record<string, string>) {
+      const { status, headers: challenge, body } = fastify.refusal(refusal, permalink)
+      if (headers) reply.headers(headers)
+      return reply.code(status).headers(challenge).send(body)
     }
 
     fastify.decorateRequest('auth', null)
@@ -71,25 +98,18 @@ export default fp(
         rawHeaders: request.raw.rawHeaders,
         query: request.query as Record<string, unknown>,
       })
-      if (credential.kind === 'invalid_request') return reply.refuse(permalink, credential)
-      if (credential.kind === 'none') return reply.refuse(permalink, { kind: 'no_credential' })
-      // An address past its budget of failures is refused before any check (plugins/auth/limits.ts).
-      const address = request.ip
-      const limited = authLimits.addresses.check([address])
-      if (!limited.allowed) {
-        reply.headers(rateLimitHeaders(authLimits, address))
-        return reply.refuse(permalink, { kind: 'too_many_attempts', retryAfter: limited.retryAfter })
-      }
-      const result = await check(credential, sites.find(permalink), request, reply)
-      if (!('kind' in result)) {
-        request.auth = result
+      if (credential.kind === 'invalid_request') return refuseWith(reply, permalink, credential)
+      if (credential.kind === 'none') return refuseWith(reply, permalink, { kind: 'no_credential' })
+      const result = await checkWithinBudget(credential, sites.find(permalink), { method: request.method, ip: request.ip })
+      if ('accepted' in result) {
+        request.auth = result.accepted
+        if (result.headers) reply.headers(result.headers)
         return
       }
-      const failed = FAILED.has(result.kind)
-      // Password failures are counted by fastify.passwords itself, which the sign-in page shares.
-      if (failed && credential.kind !== 'basic') authLimits.addresses.fail([address])
-      if (failed || result.kind === 'too_many_attempts') reply.headers(rateLimitHeaders(authLimits, address))
-      return reply.refuse(permalink, result)
+      const { refused } = result
+      const counted = FAILED.has(refused.kind) || refused.kind === 'too_many_attempts'
+      const headers = counted ? { ...result.headers, ...rateLimitHeaders(authLimits, request.ip) } : result.headers
+      return refuseWith(reply, permalink, refused, headers)
     })
 
     // Set at the end, so no route's own headers can replace them.
@@ -106,5 +126,9 @@ export default fp(
       return payload
     })
   },
-  { name: 'authentication', fastify: '5.x', dependencies: ['challenge', 'database', 'token-store', 'config', 'password-checks', 'auth-limits'] },
+  {
+    name: 'authentication',
+    fastify: '5.x',
+    dependencies: ['challenge', 'config', 'site-store', 'user-store', 'token-store', 'password-verifier', 'auth-limits'],
+  },
 )

@@ -1,3 +1,6 @@
+import fp from 'fastify-plugin'
+import type { Urls } from '../../lib/urls.ts'
+
 // The WWW-Authenticate challenge of spec 5.4 and table 7. Parameters always come in this order,
 // each quoted: realm, resource_metadata, scope, error, error_description (decisions.md).
 
@@ -33,3 +36,120 @@ export function buildChallenge(challenge: Challenge): string {
   if (challenge.errorDescription) params.push(param('error_description', challenge.errorDescription))
   return `Bearer ${params.join(', ')}`
 }
+
+
+// Every refusal of the authentication path (spec table 7, decisions.md "Credentials"), as a pure
+// function from what went wrong to the status, headers and body sent back.
+
+export type Refusal =
+  | { kind: 'no_credential' }
+  | { kind: 'invalid_request'; reason: string }
+  | { kind: 'invalid_token' }
+  | { kind: 'token_expired' }
+  /** The legacy account token's own expiry answer: JSON, spec table 7. */
+  | { kind: 'legacy_token_expired' }
+  | { kind: 'multipass_expired' }
+  /** Email and password that do not match an account that may sign in. */
+  | { kind: 'invalid_password' }
+  | { kind: 'insufficient_scope' }
+  | { kind: 'staff_only' }
+  /** Too many failed authentications from the client address, or password checks of the account. */
+  | { kind: 'too_many_attempts'; retryAfter: number }
+  /** Every password check slot and queue place is taken. */
+  | { kind: 'busy'; retryAfter: number }
+
+export interface RefusalResponse {
+  status: 400 | 401 | 403 | 429 | 503
+  headers: Record<string, string>
+  /** A Buffer is sent exactly as it is, with exactly the content-type given. */
+  body: string | Buffer
+}
+
+export const EXPIRED_DESCRIPTION = 'The access token has expired'
+export const LEGACY_EXPIRED_MESSAGE = 'API token has expired. Please generate a new token from your account settings.'
+// Spec table 7 gives this answer `Content-Type: application/json` exactly; plugins/versioning.ts
+// leaves a bare application/json alone, and a Buffer body keeps Fastify from adding a charset.
+const LEGACY_EXPIRED_BODY = Buffer.from(`{"error": ${JSON.stringify(LEGACY_EXPIRED_MESSAGE)}}`)
+
+const TEXT = 'text/plain; charset=utf-8'
+
+export function refusalResponse(refusal: Refusal, permalink: string, urls: Urls): RefusalResponse {
+  const resourceMetadata = urls.resourceMetadata(permalink)
+  const challenge = (extra: Omit<Challenge, 'resourceMetadata' | 'scope'>, scope: Challenge['scope'] = 'read write') => ({
+    'content-type': TEXT,
+    'www-authenticate': buildChallenge({ resourceMetadata, scope, ...extra }),
+  })
+  const tokensPage = urls.apiTokensPage(permalink)
+  switch (refusal.kind) {
+    case 'no_credential':
+      return {
+        status: 401,
+        headers: challenge({}),
+        body: `Authentication required. Send a personal API token as "Authorization: Bearer <token>"; supporters create one at ${tokensPage}\n`,
+      }
+    case 'invalid_request':
+      return { status: 400, headers: challenge({ error: 'invalid_request' }), body: `${refusal.reason}\n` }
+    case 'invalid_token':
+      return {
+        status: 401,
+        headers: challenge({ error: 'invalid_token' }),
+        body: 'The access token is invalid: it is wrong, revoked, or was made for another site.\n',
+      }
+    case 'token_expired':
+      return {
+        status: 401,
+        headers: challenge({ error: 'invalid_token', errorDescription: EXPIRED_DESCRIPTION }),
+        body: `Your personal API token has expired. Create a new token on the API tokens page: ${tokensPage}\n`,
+      }
+    case 'legacy_token_expired':
+      return {
+        status: 401,
+        headers: { ...challenge({ error: 'invalid_token', errorDescription: EXPIRED_DESCRIPTION }), 'content-type': 'application/json' },
+        body: LEGACY_EXPIRED_BODY,
+      }
+    case 'multipass_expired':
+      return {
+        status: 401,
+        headers: challenge({ error: 'invalid_token', errorDescription: EXPIRED_DESCRIPTION }),
+        body: `The multipass token has expired. Multipass is deprecated for the API: create a personal API token at ${tokensPage}\n`,
+      }
+    case 'invalid_password':
+      return { status: 401, headers: challenge({ error: 'invalid_token' }), body: 'Invalid email/password\n' }
+    case 'insufficient_scope':
+      return {
+        status: 403,
+        headers: challenge({ error: 'insufficient_scope' }, 'write'),
+        body: `This token lacks the write scope: it is Read only. Create a Read and write token for changes at ${tokensPage}\n`,
+      }
+    case 'staff_only':
+      return { status: 403, headers: { 'content-type': TEXT }, body: "API access is limited to the site's support staff.\n" }
+    case 'too_many_attempts':
+      return {
+        status: 429,
+        headers: { 'content-type': TEXT, 'retry-after': String(refusal.retryAfter) },
+        body: `Too many failed authentication attempts. Try again in ${refusal.retryAfter} seconds.\n`,
+      }
+    case 'busy':
+      return {
+        status: 503,
+        headers: { 'content-type': TEXT, 'retry-after': String(refusal.retryAfter) },
+        body: 'Too many password checks are under way. Try again in a moment, or use a personal API token.\n',
+      }
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The status, headers and body of a refusal on the API of site `permalink` (the configured addresses). */
+    refusal(refusal: Refusal, permalink: string): RefusalResponse
+  }
+}
+
+/** The challenge-header builder, bound to the configured addresses; plugins/auth/authenticate.ts sends what it builds. */
+export default fp(
+  async (fastify) => {
+    const { urls } = fastify
+    fastify.decorate('refusal', (refusal: Refusal, permalink: string) => refusalResponse(refusal, permalink, urls))
+  },
+  { name: 'challenge', fastify: '5.x', dependencies: ['config'] },
+)

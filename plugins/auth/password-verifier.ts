@@ -1,7 +1,9 @@
-import type { AuthLimits } from './limits.ts'
+import fp from 'fastify-plugin'
 import type { Clock } from '../../lib/clock.ts'
 import { hashPassword } from '../../lib/password.ts'
-import type { PasswordChecks } from './password-checks.ts'
+import { emailKey, type User } from '../../db/stores/users.ts'
+import type { AuthLimits, TooManyAttempts } from './limits.ts'
+import { createPasswordChecks, type PasswordChecks } from './password-checks.ts'
 import { createRememberedPasswords } from './remembered-passwords.ts'
 
 // Every email-and-password check of the process, from the API (Basic) and from the sign-in page,
@@ -9,6 +11,11 @@ import { createRememberedPasswords } from './remembered-passwords.ts'
 
 // How long a verified email and password are taken without argon2.
 export const REMEMBER_MS = 5 * 60_000
+
+// Two verifications at once use two cores for about 90 ms each and leave half of libuv's default
+// pool free; 32 waiting is under two seconds of work. Beyond that a request gets 503 at once.
+export const PASSWORD_CHECK_CONCURRENCY = 2
+export const PASSWORD_CHECK_QUEUE = 32
 
 interface Account {
   id: number
@@ -21,7 +28,7 @@ interface Account {
 export type PasswordVerdict<U extends Account> =
   | { kind: 'verified'; user: U }
   | { kind: 'invalid_password' }
-  | { kind: 'too_many_attempts'; retryAfter: number }
+  | TooManyAttempts
   | { kind: 'busy'; retryAfter: number }
 
 export interface PasswordVerifierOptions<U extends Account> {
@@ -33,8 +40,10 @@ export interface PasswordVerifierOptions<U extends Account> {
   limits: AuthLimits
 }
 
+const outcome = (verdict: PasswordVerdict<Account>) =>
+  verdict.kind === 'verified' ? 'succeeded' : verdict.kind === 'invalid_password' ? 'failed' : 'neutral'
+
 export function createPasswordVerifier<U extends Account>({ findUser, emailKey, checks, clock, limits }: PasswordVerifierOptions<U>) {
-  const { accounts, addresses } = limits
   const remembered = createRememberedPasswords({ clock, ttlMs: REMEMBER_MS })
   // An unknown email, or an account without a password, is checked against this hash, so every
   // failure takes the same time and none tells which accounts exist.
@@ -43,32 +52,50 @@ export function createPasswordVerifier<U extends Account>({ findUser, emailKey, 
 
   return {
     /**
-     * Whether the password is the account's. Argon2 runs on libuv's pool through the bounded
-     * queue; a success is remembered for a few minutes under a keyed hash. The account's row is
-     * read on every call, so a changed password or a disabled account is refused at once.
+     * Whether the password is the account's, within the address's and the account's failure
+     * budgets (a spent budget answers too_many_attempts before anything is compared). Argon2 runs
+     * on libuv's pool through the bounded queue; a success is remembered for a few minutes under
+     * a keyed hash, which spares the hash but never the budgets. The account's row is read on
+     * every call, so a changed password or a disabled account is refused at once.
      */
     async verify(email: string, password: string, address: string): Promise<PasswordVerdict<U>> {
       const user = findUser(email)
-      const account = [emailKey(email)]
-      const from = [address]
+      const account = emailKey(email)
       const hash = user && !user.disabled ? user.passwordHash : null
-      if (hash && remembered.has(account[0], password, hash)) return { kind: 'verified', user: user! }
-      const retryAfter = Math.max(accounts.check(account).retryAfter, addresses.check(from).retryAfter)
-      if (retryAfter > 0) return { kind: 'too_many_attempts', retryAfter }
-      const matches = await checks.check(hash ?? (await decoyHash()), password)
-      if (matches === 'busy') return { kind: 'busy', retryAfter: 1 }
-      if (!matches || !hash) {
-        accounts.fail(account)
-        addresses.fail(from)
-        return { kind: 'invalid_password' }
-      }
-      // Only the account's failures are cleared: one good password must not reset the count of an
-      // address guessing at other accounts.
-      accounts.succeed(account)
-      remembered.remember(account[0], password, hash)
-      return { kind: 'verified', user: user! }
+      return limits.attempt<PasswordVerdict<U>>(
+        { address, account },
+        async () => {
+          if (hash && remembered.has(account, password, hash)) return { kind: 'verified', user: user! }
+          const matches = await checks.check(hash ?? (await decoyHash()), password)
+          if (matches === 'busy') return { kind: 'busy', retryAfter: 1 }
+          if (!matches || !hash) return { kind: 'invalid_password' }
+          remembered.remember(account, password, hash)
+          return { kind: 'verified', user: user! }
+        },
+        outcome,
+      )
     },
   }
 }
 
 export type PasswordVerifier<U extends Account> = ReturnType<typeof createPasswordVerifier<U>>
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The bounded queue every password verification of the process goes through. */
+    passwordChecks: PasswordChecks
+    /** Email-and-password checks with their slow-down, shared by the API and the sign-in page. */
+    passwords: PasswordVerifier<User>
+  }
+}
+
+/** One verifier for the whole process, registered at the root so the API and the web pages share it. */
+export default fp(
+  async (fastify) => {
+    const checks = createPasswordChecks({ concurrency: PASSWORD_CHECK_CONCURRENCY, queue: PASSWORD_CHECK_QUEUE })
+    fastify.decorate('passwordChecks', checks)
+    const { users, clock, authLimits: limits } = fastify
+    fastify.decorate('passwords', createPasswordVerifier({ findUser: users.find, emailKey, checks, clock, limits }))
+  },
+  { name: 'password-verifier', fastify: '5.x', dependencies: ['user-store', 'config', 'auth-limits'] },
+)

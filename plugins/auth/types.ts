@@ -1,7 +1,6 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Access } from '../../db/schema.ts'
-import type { Refusal } from './refusals.ts'
 import type { Site } from '../../db/stores/sites.ts'
+import type { Refusal } from './challenge.ts'
 
 export interface Authenticated {
   method: 'personal_token' | 'legacy_token' | 'multipass' | 'password'
@@ -12,16 +11,30 @@ export interface Authenticated {
   viaQuery: boolean
 }
 
-/** What checking one credential gives: who the request acts as, or the refusal to send. */
-export type CheckResult = Authenticated | Refusal
+/**
+ * What checking one credential gives: who the request acts as, or the refusal to send, with the
+ * headers the answer carries either way (a genuine token's expiry). plugins/auth/authenticate.ts
+ * alone turns it into the reply.
+ */
+export type CheckResult =
+  | { accepted: Authenticated; headers?: Record<string, string> }
+  | { refused: Refusal; headers?: Record<string, string> }
+
+/** What a check may know of the request: nothing that lets it write the reply. */
+export interface RequestFacts {
+  method: string
+  /** The client address (request.ip). */
+  ip: string
+}
 
 /**
  * Checks one kind of credential. `site` is undefined for an unknown permalink, which every check
  * answers exactly like a wrong credential of its kind, so no answer reveals whether a site exists.
  */
-export type CredentialCheck<C> = (
-  credential: C,
-  site: Site | undefined,
-  request: FastifyRequest,
-  reply: FastifyReply,
-) => CheckResult | Promise<CheckResult>
+export type CredentialCheck<C> = (credential: C, site: Site | undefined, request: RequestFacts) => CheckResult | Promise<CheckResult>
+
+export const refuse = (refusal: Refusal['kind'] | Refusal): CheckResult => ({
+  refused: typeof refusal === 'string' ? ({ kind: refusal } as Refusal) : refusal,
+})
+
+export const accept = (accepted: Authenticated, headers?: Record<string, string>): CheckResult => ({ accepted, headers })

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto'
 import type { FastifyError, FastifyPluginAsync } from 'fastify'
-import { unavailableStore } from '../../lib/sqlite-errors.ts'
+import { answerUnavailable } from '../../lib/sqlite-errors.ts'
 import sessions from '../../plugins/sessions.ts'
 import views from '../../plugins/views.ts'
 import apiTokenRoutes from './api-tokens.ts'
@@ -31,10 +31,8 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl }) =>
       })
       web.setErrorHandler(async (error: FastifyError, request, reply) => {
         // A locked or full database file: the page's change did not happen; say so, and when to retry.
-        const unavailable = unavailableStore(error)
+        const unavailable = answerUnavailable(error, request, reply)
         if (unavailable) {
-          request.log.warn({ code: unavailable.code }, 'database unavailable')
-          reply.header('retry-after', String(unavailable.retryAfter))
           return reply.page('error', pageData(request, reply, { title: 'Please try again', message: unavailable.body.message }), 503)
         }
         const status = error.statusCode ?? 500

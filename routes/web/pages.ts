@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { isStaffRole } from '../../db/stores/staff.ts'
 
 // What every page template receives, and the checks pages share.
 
@@ -22,7 +23,7 @@ export function signInRedirect(request: FastifyRequest, reply: FastifyReply) {
 export async function requireSupporter(request: FastifyRequest, reply: FastifyReply) {
   const { user } = request.web
   if (!user) return signInRedirect(request, reply)
-  if (user.role !== 'supporter') return reply.page('forbidden', pageData(request, reply, { title: 'Support staff only' }), 403)
+  if (!isStaffRole(user.role)) return reply.page('forbidden', pageData(request, reply, { title: 'Support staff only' }), 403)
 }
 
 /** A `next` address is followed only when it stays on this site's pages (no open redirect). */

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { StoreError } from '../../db/stores/errors.ts'
 import { pageData, signInRedirect } from './pages.ts'
+import { isStaffRole } from '../../db/stores/staff.ts'
 
 const day = (date: Date) => date.toISOString().slice(0, 10)
 
@@ -21,7 +22,7 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
 
   function render(request: FastifyRequest, reply: FastifyReply, notice: string | null) {
     const user = request.web.user!
-    const legacyToken = user.role === 'supporter' ? legacy(user.id) : null
+    const legacyToken = isStaffRole(user.role) ? legacy(user.id) : null
     return reply.page('profile', pageData(request, reply, { title: 'Your profile', legacy: legacyToken, notice }))
   }
 
@@ -33,13 +34,13 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.get('/profile/reset_api_token', async (request, reply) => {
     if (!request.web.user) return signInRedirect(request, reply)
-    if (request.web.user.role !== 'supporter') return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile`, 303)
+    if (!isStaffRole(request.web.user.role)) return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile`, 303)
     return reply.page('reset_api_token', pageData(request, reply, { title: 'Reset API Token' }))
   })
 
   fastify.post('/profile/reset_api_token', { preHandler: fastify.csrfProtection }, async (request, reply) => {
     if (!request.web.user) return signInRedirect(request, reply)
-    if (request.web.user.role !== 'supporter') return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile`, 303)
+    if (!isStaffRole(request.web.user.role)) return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile`, 303)
     users.legacyTokens.reset(request.web.user.id)
     // Redirected, so that a reload shows the page again instead of resetting once more.
     return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile?reset=1`, 303)

@@ -38,14 +38,20 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
   async function singleSignOn(request: FastifyRequest, reply: FastifyReply, raw: string) {
     const { site } = request.web
     // The same per-address budget as every other credential (plugins/auth/limits.ts).
-    const limited = authLimits.addresses.check([request.ip])
-    if (!limited.allowed) {
-      reply.headers({ ...rateLimitHeaders(authLimits, request.ip), 'retry-after': String(limited.retryAfter) })
-      return form(request, reply, 429, { error: tooMany(limited.retryAfter) })
+    const checked = await authLimits.attempt(
+      { address: request.ip },
+      () => {
+        const decoded = decodeMultipass(raw, site.multipassKey, site.permalink, { fromQuery: true })
+        return decoded && decoded.expiresAt > clock() ? decoded : null
+      },
+      (decoded) => (decoded ? 'neutral' : 'failed'),
+    )
+    if (checked && 'kind' in checked) {
+      reply.headers({ ...rateLimitHeaders(authLimits, request.ip), 'retry-after': String(checked.retryAfter) })
+      return form(request, reply, 429, { error: tooMany(checked.retryAfter) })
     }
-    const claims = decodeMultipass(raw, site.multipassKey, site.permalink, { fromQuery: true })
-    if (!claims || claims.expiresAt <= clock()) {
-      authLimits.addresses.fail([request.ip])
+    const claims = checked
+    if (!claims) {
       reply.headers(rateLimitHeaders(authLimits, request.ip))
       return form(request, reply, 401, { error: SSO_FAILED })
     }
@@ -53,7 +59,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     // password: a session of theirs shows the account-wide legacy token and makes API tokens,
     // which whoever holds the site's multipass key must not be able to reach.
     const known = users.find(claims.email)
-    if (known && (known.disabled || users.role(site.id, known.id) === 'supporter')) {
+    if (known && (known.disabled || users.isStaff(site.id, known.id))) {
       return form(request, reply, 401, { error: known.disabled ? SSO_FAILED : SSO_STAFF, email: known.email })
     }
     const user = users.fromSingleSignOn(site.id, claims.email, claims.name)

@@ -60,7 +60,7 @@ t.test('client error bodies', async (t) => {
 })
 
 t.test('store refusals become HTTP errors; other errors pass through', async (t) => {
-  const { httpError } = await import('../../routes/api/discussions.ts')
+  const { httpError } = await import('../../routes/api/discussions/http-errors.ts')
   const { StoreError } = await import('../../db/stores/errors.ts')
   const plain = new Error('boom')
   t.equal(httpError(plain), plain)

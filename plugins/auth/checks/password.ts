@@ -1,19 +1,25 @@
-import type { FastifyInstance } from 'fastify'
-import type { CredentialCheck } from '../types.ts'
+import type { User, UserStore } from '../../../db/stores/users.ts'
+import type { PasswordVerifier } from '../password-verifier.ts'
+import { accept, refuse, type CredentialCheck } from '../types.ts'
 
 export { REMEMBER_MS } from '../password-verifier.ts'
 
+export interface PasswordDeps {
+  verify: PasswordVerifier<User>['verify']
+  isStaff: UserStore['isStaff']
+}
+
 /**
  * `Authorization: Basic` with email and password: the account, read and write, on a site where it
- * is staff. The check itself, with its slow-down and memory, is fastify.passwords.
+ * is staff. The check itself, with its budgets, slow-down and memory, is the password verifier.
  */
-export function passwordCheck({ users, passwords }: FastifyInstance): CredentialCheck<{ email: string; password: string }> {
-  return async ({ email, password }, site, request) => {
-    const verdict = await passwords.verify(email, password, request.ip)
-    if (verdict.kind !== 'verified') return verdict
-    if (!site) return { kind: 'invalid_password' }
+export function passwordCheck({ verify, isStaff }: PasswordDeps): CredentialCheck<{ email: string; password: string }> {
+  return async ({ email, password }, site, { ip }) => {
+    const verdict = await verify(email, password, ip)
+    if (verdict.kind !== 'verified') return refuse(verdict)
+    if (!site) return refuse('invalid_password')
     const { user } = verdict
-    if (users.role(site.id, user.id) !== 'supporter') return { kind: 'staff_only' }
-    return { method: 'password', site, user: { id: user.id, email: user.email, name: user.name }, access: 'write', viaQuery: false }
+    if (!isStaff(site.id, user.id)) return refuse('staff_only')
+    return accept({ method: 'password', site, user: { id: user.id, email: user.email, name: user.name }, access: 'write', viaQuery: false })
   }
 }

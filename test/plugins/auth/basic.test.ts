@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm'
 import t from 'tap'
 import { users as usersTable } from '../../../db/schema.ts'
 import { hashPassword, verifyPassword } from '../../../lib/password.ts'
-import { PASSWORD_CHECK_CONCURRENCY, PASSWORD_CHECK_QUEUE } from '../../../plugins/auth/password-verifier-plugin.ts'
+import { PASSWORD_CHECK_CONCURRENCY, PASSWORD_CHECK_QUEUE } from '../../../plugins/auth/password-verifier.ts'
 import { DEFAULT_LIMITS } from '../../../plugins/auth/limits.ts'
 import { REMEMBER_MS } from '../../../plugins/auth/checks/password.ts'
 import { BASE_URL, buildTestApp, supporterWithToken } from '../../fixtures/app.ts'
@@ -133,13 +133,15 @@ t.test('failures slow a client address down, across accounts', async (t) => {
   t.equal(elsewhere.statusCode, 401, 'another address is still checked (here by a verifier that says no)')
 })
 
-t.test('a success remembered bypasses the slow-down: the password is known to be right', async (t) => {
+t.test('a locked account answers 429 to the right password too, even one remembered a moment ago', async (t) => {
   const { app } = await buildTestApp(t)
   const pat = await supporterWithPassword(app)
-  t.equal((await app.inject({ url: '/demo', headers: pat.headers })).statusCode, 200)
+  t.equal((await app.inject({ url: '/demo', headers: pat.headers })).statusCode, 200, 'the password is remembered')
   for (let i = 0; i < DEFAULT_LIMITS.perAccount; i++) await app.inject({ url: '/demo', headers: basic(pat.user.email, 'guess'), remoteAddress: `198.51.100.${i}` })
   t.equal((await app.inject({ url: '/demo', headers: basic(pat.user.email, 'guess') })).statusCode, 429, 'guessing is slowed')
-  t.equal((await app.inject({ url: '/demo', headers: pat.headers })).statusCode, 200, "the owner's script keeps working")
+  const right = await app.inject({ url: '/demo', headers: pat.headers, remoteAddress: '203.0.113.9' })
+  t.equal(right.statusCode, 429, 'a guesser is not told that a guess is right')
+  t.ok(Number(right.headers['retry-after']) > 0, 'with Retry-After')
 })
 
 t.test('the concurrency bound: a flood of wrong passwords runs at most the bound at once and starves nothing', async (t) => {

@@ -1,7 +1,7 @@
 import { Type, type TProperties } from 'typebox'
-import { commentVias, discussionStates } from '../../db/schema.ts'
-import { sorts } from '../../db/stores/discussion-listing.ts'
-import { ErrorBody, InvalidRequestBody } from '../schemas.ts'
+import { commentVias, discussionStates } from '../../../db/schema.ts'
+import { sorts } from '../../../db/stores/discussion-listing.ts'
+import { ErrorBody, InvalidRequestBody } from '../../schemas.ts'
 
 // The v1 shapes of decisions.md ("Discussions (v1 shape)"): what the routes accept and answer.
 // Responses are serialised from these schemas, so a field not named here is never sent.

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { StoreError } from '../../db/stores/errors.ts'
-import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
-import type { DiscussionContext } from './discussions.ts'
-import { listDiscussions } from './discussions-listing.ts'
-import { Category, CategoryListing, CategoryParams, DiscussionListing, ListingQuery, PageQuery, PER_PAGE } from './discussions-schemas.ts'
-import { envelope, pageLinks } from './discussions-views.ts'
+import { ErrorBody, InvalidRequestBody, SiteParams } from '../../schemas.ts'
+import type { DiscussionContext } from './context.ts'
+import { notFound } from './http-errors.ts'
+import { listDiscussions } from './listing.ts'
+import { Category, CategoryListing, CategoryParams, DiscussionListing, ListingQuery, PageQuery, PER_PAGE } from './schemas.ts'
+import { envelope, pageLinks } from './views.ts'
 
 /** GET and HEAD of the categories of a site, one category, and the discussions in one. */
 const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, context) => {
@@ -14,7 +14,7 @@ const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fast
 
   function find(siteId: number, id: number) {
     const category = categories.find(siteId, id)
-    if (!category) throw new StoreError(`there is no category ${id} on this site`, 'not_found')
+    if (!category) throw notFound(`there is no category ${id} on this site`)
     return category
   }
 

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { InvalidRequest, WHOLE_BODY } from '../../lib/validation.ts'
-import { StoreError } from '../../db/stores/errors.ts'
-import type { DiscussionContext } from './discussions.ts'
+import { InvalidRequest, WHOLE_BODY } from '../../../lib/validation.ts'
+import type { DiscussionContext } from './context.ts'
 import {
   CategoryParams,
   Comment,
@@ -13,7 +12,7 @@ import {
   ReplyBody,
   UpdateBody,
   writeErrorResponses,
-} from './discussions-schemas.ts'
+} from './schemas.ts'
 
 /** author_email (and author_name) of a body: whom the supporter posts on behalf of, if anyone. */
 function onBehalfOf(body: { author_email?: string; author_name?: string }) {
@@ -22,7 +21,7 @@ function onBehalfOf(body: { author_email?: string; author_name?: string }) {
 }
 
 /** Create a discussion, reply to one, change one, delete one. Each needs a Read and write credential. */
-const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, categories, views }) => {
+const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, views }) => {
   fastify.post(
     '/:site/categories/:id/discussions',
     {
@@ -36,12 +35,11 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
     },
     async (request, reply) => {
       const { site, user } = request.auth!
-      const category = categories.find(site.id, request.params.id)
-      if (!category) throw new StoreError(`there is no category ${request.params.id} on this site`, 'not_found')
       const { title, body } = request.body
-      const created = discussions.create({
+      // The store checks the category: one of another site or none is its not_found, a 404 here.
+      const { discussion, comment } = discussions.create({
         siteId: site.id,
-        categoryId: category.id,
+        categoryId: request.params.id,
         title,
         body,
         public: request.body.public,
@@ -49,8 +47,8 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
         onBehalfOf: onBehalfOf(request.body),
         via: 'api',
       })
-      const resource = views.discussion(site.permalink, created)
-      const comments = discussions.comments(created.id).map((c) => views.comment(site.permalink, created.number, c))
+      const resource = views.discussion(site.permalink, discussion)
+      const comments = [views.comment(site.permalink, discussion.number, comment)]
       return reply.code(201).header('location', resource.href).send({ ...resource, comments })
     },
   )

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { Action } from '../../db/stores/discussions.ts'
-import type { DiscussionContext } from './discussions.ts'
-import { ChangeCategoryQuery, Discussion, errorResponses, NumberParams } from './discussions-schemas.ts'
+import type { Action } from '../../../db/stores/discussions.ts'
+import type { DiscussionContext } from './context.ts'
+import { ChangeCategoryQuery, Discussion, errorResponses, NumberParams } from './schemas.ts'
 
 const SUMMARIES: Record<Exclude<Action, 'delete'>, string> = {
   resolve: 'Resolve a discussion',

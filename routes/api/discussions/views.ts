@@ -1,10 +1,10 @@
 import type { Static } from 'typebox'
-import type { Urls } from '../../lib/urls.ts'
-import type { Category as CategoryRow } from '../../db/stores/categories.ts'
-import { emptyStateCounts, type StateCounts } from '../../db/stores/discussion-counts.ts'
-import type { CommentRow, DiscussionRow } from '../../db/stores/discussions.ts'
-import type { Category, Comment, Discussion } from './discussions-schemas.ts'
-import { PER_PAGE } from './discussions-schemas.ts'
+import type { Urls } from '../../../lib/urls.ts'
+import type { Category as CategoryRow } from '../../../db/stores/categories.ts'
+import { emptyStateCounts, type StateCounts } from '../../../db/stores/discussion-counts.ts'
+import type { CommentRow, DiscussionRow } from '../../../db/stores/discussions.ts'
+import type { Category, Comment, Discussion } from './schemas.ts'
+import { PER_PAGE } from './schemas.ts'
 
 // From stored rows to the v1 resources. Every address is built from the configured base and site
 // URLs (lib/urls.ts), never from the request.

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { StoreError } from '../../db/stores/errors.ts'
-import { ErrorBody, InvalidRequestBody } from '../schemas.ts'
-import type { DiscussionContext } from './discussions.ts'
+import { ErrorBody, InvalidRequestBody } from '../../schemas.ts'
+import type { DiscussionContext } from './context.ts'
+import { notFound } from './http-errors.ts'
 import {
   Comment,
   CommentListing,
@@ -11,8 +11,8 @@ import {
   PageQuery,
   PER_PAGE,
   ShowParams,
-} from './discussions-schemas.ts'
-import { envelope, pageLinks } from './discussions-views.ts'
+} from './schemas.ts'
+import { envelope, pageLinks } from './views.ts'
 
 /** GET and HEAD of one discussion with its comments, of its comments page by page, and of one comment. */
 const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, views }) => {
@@ -60,7 +60,7 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
       const { permalink, id } = request.auth!.site
       const discussion = discussions.get(id, request.params.number)
       const comment = discussions.comment(discussion.id, request.params.comment)
-      if (!comment) throw new StoreError(`discussion ${discussion.number} has no comment ${request.params.comment}`, 'not_found')
+      if (!comment) throw notFound(`discussion ${discussion.number} has no comment ${request.params.comment}`)
       return views.comment(permalink, discussion.number, comment)
     },
   )

@@ -1,0 +1,22 @@
+import fp from 'fastify-plugin'
+import { createSecretBox, type SecretBox } from '../lib/secret-box.ts'
+import { serverSecret } from '../lib/server-key.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The server key (SERVICE_SECRET or the data folder's key file), from which other secrets derive. */
+    serverKey: string
+    /** Seals what must be shown again (the legacy tokens) under the server key. */
+    secretBox: SecretBox
+  }
+}
+
+/** The server key of a database: SERVICE_SECRET, or the key file beside the database (lib/server-key.ts). */
+export default fp<{ dbFile: string; secret?: string }>(
+  async (fastify, { dbFile, secret }) => {
+    const serverKey = serverSecret({ secret, dbFile })
+    fastify.decorate('serverKey', serverKey)
+    fastify.decorate('secretBox', createSecretBox(serverKey))
+  },
+  { name: 'server-key', fastify: '5.x' },
+)
