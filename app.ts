@@ -2,7 +2,7 @@ import Fastify, { type FastifyError } from 'fastify'
 import type { Config } from './config.ts'
 import { DEFAULT_LIMITS } from './plugins/auth/limits.ts'
 import { systemClock, type Clock } from './lib/clock.ts'
-import { clientErrorHandler, frameworkErrors } from './lib/framework-errors.ts'
+import { clientErrorHandler, frameworkErrors, refuseConnect } from './lib/framework-errors.ts'
 import { redactUrl } from './lib/redact.ts'
 import { loggerOptions, OneLinePerRequest } from './lib/request-log.ts'
 import { answerUnavailable } from './lib/sqlite-errors.ts'
@@ -15,6 +15,7 @@ import configPlugin from './plugins/config.ts'
 import database from './plugins/database.ts'
 import serverKey from './plugins/server-key.ts'
 import shutdown from './plugins/shutdown.ts'
+import transportSecurity, { hstsByDefault } from './plugins/transport-security.ts'
 import { discussionStores, sessionStore, siteStore, tokenStore, userStore } from './plugins/stores.ts'
 import versioning from './plugins/versioning.ts'
 import discussionRoutes from './routes/api/discussions/index.ts'
@@ -28,7 +29,7 @@ import wellKnownRoutes from './routes/well-known.ts'
 import webPages from './routes/web/index.ts'
 
 export interface AppOptions {
-  config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile' | 'secret'> & Partial<Pick<Config, 'trustProxy' | 'limits'>>
+  config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile' | 'secret'> & Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts'>>
   clock?: Clock
   /** How long a write waits for another process's lock before the request gets 503 (db/client.ts). */
   busyTimeoutMs?: number
@@ -64,12 +65,15 @@ export function buildApp(options: AppOptions) {
     }
     return reply.code(status).send(clientErrorBody(error, request.routeOptions.bodyLimit))
   })
+  // Node hands CONNECT to its own event, not to Fastify: refused there in the JSON shape.
+  app.server.on('connect', refuseConnect(app.log))
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error: 'not_found', message: `There is nothing at ${request.method} ${redactUrl(request.url)}.` }),
   )
 
   // Shared concerns, in the order they depend on each other.
   app.register(shutdown)
+  app.register(transportSecurity, { enabled: config.hsts ?? hstsByDefault(config.baseUrl, config.siteUrl) })
   app.register(configPlugin, { config, clock: options.clock ?? systemClock })
   app.register(serverKey, { dbFile: config.dbFile, secret: config.secret })
   app.register(database, { dbFile: config.dbFile, busyTimeoutMs: options.busyTimeoutMs })
@@ -94,8 +98,9 @@ export function buildApp(options: AppOptions) {
 
   // The v1 API: every route negotiates its media type, then authenticates, before any body is read.
   app.register(async function api(api) {
-    api.register(versioning)
+    // Authentication first: its hook marks every answer private, a 406 included.
     api.register(authentication)
+    api.register(versioning)
     api.register(async function authenticated(routes) {
       routes.addHook('onRequest', routes.authenticate)
       routes.register(siteRoutes)

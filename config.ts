@@ -5,6 +5,7 @@ import { isIP } from 'node:net'
 import { ConfigError } from './lib/config-error.ts'
 import { MIN_SECRET_LENGTH } from './lib/server-key.ts'
 import { DEFAULT_LIMITS, type AuthLimitSettings } from './plugins/auth/limits.ts'
+import { hstsByDefault } from './plugins/transport-security.ts'
 
 export interface Config {
   port: number
@@ -20,6 +21,8 @@ export interface Config {
   trustProxy: false | string
   /** How failed authentication is slowed down (plugins/auth/limits.ts). */
   limits: AuthLimitSettings
+  /** SERVICE_HSTS: Strict-Transport-Security on every answer; on by default when an address is https. */
+  hsts: boolean
 }
 
 export interface ConfigSource {
@@ -128,6 +131,15 @@ function parseTrustProxy(value: string | undefined): Config['trustProxy'] {
   )
 }
 
+/** SERVICE_HSTS: `on` or `off`; unset, on when the API or the pages are served over https. */
+function parseHsts(value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined || value.trim() === '') return fallback
+  const switched = value.trim().toLowerCase()
+  if (switched === 'on') return true
+  if (switched === 'off') return false
+  throw new ConfigError(`SERVICE_HSTS must be on or off, not "${value}"`)
+}
+
 export function loadConfig(source: ConfigSource): Config {
   const port = pick(source, 'port')
   const host = pick(source, 'host')
@@ -142,15 +154,17 @@ export function loadConfig(source: ConfigSource): Config {
   if (secret !== undefined && secret.trim().length < MIN_SECRET_LENGTH) {
     throw new ConfigError(`${SECRET_VARIABLE} must be at least ${MIN_SECRET_LENGTH} characters, such as the output of: openssl rand -hex 32`)
   }
+  const base = baseUrl.value === undefined ? `http://localhost:${portNumber}` : parseBaseUrl(baseUrl.value, baseUrl.name)
+  const site = siteUrl.value === undefined ? `http://localhost:${portNumber}/{site}` : parseSiteUrl(siteUrl.value, siteUrl.name)
   return {
     port: portNumber,
     host: host.value ?? '127.0.0.1',
     dbFile: db.value ?? './data/service.db',
-    baseUrl: baseUrl.value === undefined ? `http://localhost:${portNumber}` : parseBaseUrl(baseUrl.value, baseUrl.name),
-    siteUrl:
-      siteUrl.value === undefined ? `http://localhost:${portNumber}/{site}` : parseSiteUrl(siteUrl.value, siteUrl.name),
+    baseUrl: base,
+    siteUrl: site,
     ...(secret === undefined ? {} : { secret: secret.trim() }),
     trustProxy: parseTrustProxy(source.env.SERVICE_TRUST_PROXY),
+    hsts: parseHsts(source.env.SERVICE_HSTS, hstsByDefault(base, site)),
     limits: {
       perAddress: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ADDRESS', DEFAULT_LIMITS.perAddress, 1_000_000),
       perAccount: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ACCOUNT', DEFAULT_LIMITS.perAccount, 1_000_000),

@@ -9,7 +9,7 @@ export const sites = sqliteTable('sites', {
   // The <site> of the API paths and of the site URL.
   permalink: text('permalink').notNull().unique(),
   name: text('name').notNull(),
-  // The secret that signs multipass SSO tokens for this site (decisions.md, "Multipass").
+  // The secret that signs multipass SSO tokens for this site (docs/decisions.md, "Multipass").
   multipassKey: text('multipass_key').notNull(),
   createdAt: moment('created_at').notNull(),
 })
@@ -109,7 +109,7 @@ export const webSessions = sqliteTable(
   (t) => [index('web_sessions_user_idx').on(t.userId), index('web_sessions_expiry_idx').on(t.expiresAt)],
 )
 
-// Discussions (decisions.md, "Discussions (v1 shape)"). Everything below belongs to one site; every
+// Discussions (docs/decisions.md, "Discussions (v1 shape)"). Everything below belongs to one site; every
 // query names the site, so nothing of another site is ever reached.
 
 export const categories = sqliteTable(

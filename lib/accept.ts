@@ -1,4 +1,4 @@
-// Accept negotiation for the v1 API (decisions.md, "Versioning and media types").
+// Accept negotiation for the v1 API (docs/decisions.md, "Versioning and media types").
 
 export const V1_MEDIA_TYPE = 'application/vnd.service-v1+json'
 export const JSON_MEDIA_TYPE = 'application/json'

@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http'
+import { STATUS_CODES, type IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { clientErrorBody } from './validation.ts'
@@ -28,7 +28,12 @@ const NOT_HTTP: [number, string, string] = [400, 'bad_request', 'The request is 
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket) {
   // A reset connection has nobody left to answer.
   if (error.code === 'ECONNRESET' || socket.destroyed) return
-  const [status, code, message] = PARSER_ERRORS[error.code ?? ''] ?? NOT_HTTP
+  answerOnSocket(socket, PARSER_ERRORS[error.code ?? ''] ?? NOT_HTTP)
+  socket.destroy(error)
+}
+
+/** Writes one JSON refusal on a raw socket and closes it after. */
+function answerOnSocket(socket: Socket, [status, code, message]: [number, string, string]) {
   const body = JSON.stringify({ error: code, message })
   if (socket.writable) {
     socket.write(
@@ -36,5 +41,19 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     )
   }
-  socket.destroy(error)
+}
+
+const NO_TUNNEL: [number, string, string] = [405, 'method_not_allowed', 'This server is not a proxy: CONNECT is not allowed.']
+
+/**
+ * The HTTP server's 'connect' listener. Node hands a CONNECT request to this event instead of to
+ * Fastify, and closes the socket without a word when nothing listens: it gets 405 in the JSON
+ * error shape, and a log line.
+ */
+export function refuseConnect(log: { warn(fields: object, message: string): void }) {
+  return (_request: IncomingMessage, socket: Socket) => {
+    log.warn({ method: 'CONNECT', address: socket.remoteAddress, status: 405 }, 'CONNECT refused')
+    answerOnSocket(socket, NO_TUNNEL)
+    socket.end()
+  }
 }

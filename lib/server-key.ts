@@ -3,7 +3,7 @@ import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'no
 import { dirname, join } from 'node:path'
 import { ConfigError } from './config-error.ts'
 
-// The server key encrypts what must be shown again (decisions.md, "Legacy account token"). It is
+// The server key encrypts what must be shown again (docs/decisions.md, "Legacy account token"). It is
 // SERVICE_SECRET when set; otherwise a key file in the data folder, made on first start.
 
 export const KEY_FILE = 'service.key'

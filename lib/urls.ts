@@ -1,5 +1,5 @@
 // Every public address is built from the configured base and site URLs, never from the request's
-// Host header (decisions.md, "Deployment shape").
+// Host header (docs/decisions.md, "Deployment shape").
 
 export interface Urls {
   /** {base_url}/<site> */

@@ -1,3 +1,4 @@
+import { createHmac, randomBytes } from 'node:crypto'
 import cookie from '@fastify/cookie'
 import csrf from '@fastify/csrf-protection'
 import formbody from '@fastify/formbody'
@@ -12,6 +13,8 @@ export interface WebContext {
   /** The signed-in user on this site, or null. */
   user: { id: number; email: string; name: string; role: Role | null } | null
   sessionId: string | null
+  /** A signed-out visitor's pre-session: what their forms' CSRF tokens are bound to until sign-in. */
+  preSession: string | null
 }
 
 declare module 'fastify' {
@@ -22,13 +25,17 @@ declare module 'fastify' {
     /** Starts a new session (a new id, so a planted one is never kept) and sets its cookie. */
     signIn(request: FastifyRequest, userId: number): FastifyReply
     signOut(request: FastifyRequest): FastifyReply
+    /** The CSRF token of the forms on this page, bound to the session (or pre-session) and site. */
+    csrfToken(request: FastifyRequest): string
   }
 }
 
 export const SESSION_COOKIE = 'service_session'
+export const PRE_SESSION_COOKIE = 'service_presession'
+export const CSRF_COOKIE = 'service_csrf'
 
 export interface SessionsOptions {
-  /** Signs the session and CSRF cookies. */
+  /** Signs the session and CSRF cookies, and keys the CSRF tokens' binding to their session. */
   secret: Buffer
   /** Cookies are Secure when the site URL is https. */
   secure: boolean
@@ -46,13 +53,27 @@ export default fp<SessionsOptions>(
 
     await fastify.register(formbody, { bodyLimit: 64 * 1024 })
     await fastify.register(cookie, { secret: secret.toString('base64') })
+    // A CSRF token is bound to the site and the session it was issued for (before sign-in, to a
+    // pre-session that sign-in replaces): one made on an anonymous visit, in another session or
+    // on another site is refused, even beside a planted CSRF cookie (docs/decisions.md).
     await fastify.register(csrf, {
       sessionPlugin: '@fastify/cookie',
-      cookieKey: 'service_csrf',
-      cookieOpts: { path: '/', httpOnly: true, sameSite: 'lax', secure, signed: true },
+      cookieKey: CSRF_COOKIE,
+      cookieOpts: { httpOnly: true, sameSite: 'lax', secure, signed: true },
+      getUserInfo: (request: FastifyRequest) => binding(request.web),
+      csrfOpts: { hmacKey: createHmac('sha256', secret).update('csrf session binding').digest() },
     })
 
     fastify.decorateRequest('web', null as unknown as WebContext)
+
+    /** What a form's token is bound to; a request with neither session nor pre-session matches no token. */
+    const binding = ({ site, sessionId, preSession }: WebContext) =>
+      sessionId ? `${site.id}:session:${sessionId}` : `${site.id}:pre:${preSession ?? randomBytes(16).toString('hex')}`
+    const signedCookie = (request: FastifyRequest, name: string) => {
+      const raw = request.cookies[name]
+      const unsigned = raw === undefined ? null : request.unsignCookie(raw)
+      return unsigned?.valid ? unsigned.value : null
+    }
 
     const cookieOptions = (permalink: string) =>
       ({ path: cookiePath(permalink), httpOnly: true, sameSite: 'lax', secure, signed: true }) as const
@@ -62,13 +83,12 @@ export default fp<SessionsOptions>(
       if (!site) {
         return reply.code(404).type('text/plain; charset=utf-8').header('cache-control', 'no-store').send('There is no such site.\n')
       }
-      const raw = request.cookies[SESSION_COOKIE]
-      const unsigned = raw === undefined ? null : request.unsignCookie(raw)
-      const sessionId = unsigned?.valid ? unsigned.value : null
+      const sessionId = signedCookie(request, SESSION_COOKIE)
       const found = sessionId === null ? undefined : sessions.find(sessionId, site.id)
       request.web = {
         site,
         sessionId: found ? sessionId : null,
+        preSession: found ? null : signedCookie(request, PRE_SESSION_COOKIE),
         user: found ? { id: found.userId, email: found.email, name: found.name, role: found.role } : null,
       }
     })
@@ -76,7 +96,20 @@ export default fp<SessionsOptions>(
     fastify.decorateReply('signIn', function (this: FastifyReply, request: FastifyRequest, userId: number) {
       if (request.web.sessionId) sessions.destroy(request.web.sessionId)
       const id = sessions.create(request.web.site.id, userId)
+      // The pre-session ends here: the forms of the new session carry tokens bound to it.
+      if (request.web.preSession) this.clearCookie(PRE_SESSION_COOKIE, cookieOptions(request.web.site.permalink))
       return this.setCookie(SESSION_COOKIE, id, { ...cookieOptions(request.web.site.permalink), maxAge: SESSION_LIFETIME_MS / 1000 })
+    })
+
+    fastify.decorateReply('csrfToken', function (this: FastifyReply, request: FastifyRequest) {
+      const { web } = request
+      const path = cookieOptions(web.site.permalink).path
+      if (!web.sessionId && !web.preSession) {
+        web.preSession = randomBytes(16).toString('base64url')
+        this.setCookie(PRE_SESSION_COOKIE, web.preSession, cookieOptions(web.site.permalink))
+      }
+      // The CSRF secret's cookie, when it is made here, is scoped to the site's pages like the session's.
+      return this.generateCsrf({ userInfo: binding(web), path })
     })
 
     fastify.decorateReply('signOut', function (this: FastifyReply, request: FastifyRequest) {

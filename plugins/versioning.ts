@@ -20,7 +20,9 @@ export default fp(
   async (fastify) => {
     fastify.decorateRequest('apiMediaType', JSON_MEDIA_TYPE)
     fastify.addHook('onRequest', async (request, reply) => {
-      reply.header('vary', 'Accept')
+      // The credential headers may be named already (plugins/auth/authenticate.ts).
+      const vary = reply.getHeader('vary')
+      reply.header('vary', vary ? `Accept, ${String(vary)}` : 'Accept')
       const mediaType = negotiateMediaType(request.headers.accept)
       if (!mediaType) return reply.code(406).type('text/plain; charset=utf-8').send(NOT_ACCEPTABLE)
       request.apiMediaType = mediaType

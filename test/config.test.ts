@@ -13,6 +13,7 @@ t.test('defaults', async (t) => {
     siteUrl: 'http://localhost:3000/{site}',
     trustProxy: false,
     limits: { perAddress: 20, perAccount: 5, windowSeconds: 300 },
+    hsts: false,
   })
   t.same(DEFAULT_LIMITS, { perAddress: 20, perAccount: 5, windowSeconds: 300 }, 'the documented defaults')
   t.equal(load({ PORT: '8080' }).baseUrl, 'http://localhost:8080', 'default addresses follow the port')
@@ -31,7 +32,17 @@ t.test('environment, and flags over the environment', async (t) => {
     siteUrl: 'https://help.example.com/{site}',
     trustProxy: false,
     limits: DEFAULT_LIMITS,
+    hsts: true,
   })
+})
+
+t.test('SERVICE_HSTS: on by default when an address is https, and a switch either way', async (t) => {
+  t.equal(load({ SERVICE_SITE_URL: 'https://help.example.com/{site}' }).hsts, true, 'the pages alone on https')
+  t.equal(load({ SERVICE_BASE_URL: 'https://api.example.com' }).hsts, true, 'the API alone on https')
+  t.equal(load({ SERVICE_BASE_URL: 'https://api.example.com', SERVICE_HSTS: 'off' }).hsts, false, 'TLS proxy sets it itself')
+  t.equal(load({ SERVICE_HSTS: ' On ' }).hsts, true)
+  t.equal(load({ SERVICE_HSTS: '' }).hsts, false, 'blank is unset')
+  t.throws(() => load({ SERVICE_HSTS: 'yes' }), { name: 'ConfigError', message: 'SERVICE_HSTS must be on or off, not "yes"' })
 })
 
 t.test('the trusted proxies and the failure limits come from the environment', async (t) => {

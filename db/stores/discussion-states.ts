@@ -1,6 +1,6 @@
 import type { DiscussionState } from '../schema.ts'
 
-// The states of a discussion and what moves them (decisions.md, "Discussions (v1 shape)").
+// The states of a discussion and what moves them (docs/decisions.md, "Discussions (v1 shape)").
 
 export const actions = ['resolve', 'unresolve', 'toggle', 'restore', 'delete'] as const
 export type Action = (typeof actions)[number]
@@ -10,7 +10,7 @@ export function initialState(bySupporter: boolean): DiscussionState {
   return bySupporter ? 'open' : 'new'
 }
 
-/** decisions.md: a staff reply moves new to open; a customer reply moves resolved to open. */
+/** docs/decisions.md: a staff reply moves new to open; a customer reply moves resolved to open. */
 export function stateAfterComment(state: DiscussionState, bySupporter: boolean, internal: boolean): DiscussionState {
   if (bySupporter) return state === 'new' && !internal ? 'open' : state
   return state === 'resolved' ? 'open' : state

@@ -8,7 +8,7 @@ import { fingerprint } from '../../lib/token-format.ts'
 import { StoreError } from './errors.ts'
 import { membershipOn, staffColumn } from './staff.ts'
 
-// The legacy account token (decisions.md, "Legacy account token"): one per account, kept in the
+// The legacy account token (docs/decisions.md, "Legacy account token"): one per account, kept in the
 // users row as a SHA-256 fingerprint (the look-up, through a unique index), an AES-256-GCM copy
 // under the server key (so the profile page and the CLI can show it) and its expiry.
 

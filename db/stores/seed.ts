@@ -10,7 +10,7 @@ import type { UserStore } from './users.ts'
 import { STAFF_ROLE } from './staff.ts'
 
 // Fills a site with realistic generated discussions for demos and benchmarks: customers asking,
-// supporters answering, states that follow the rules of decisions.md. Deterministic for a given
+// supporters answering, states that follow the rules of docs/decisions.md. Deterministic for a given
 // seed. Rows go in through prepared statements in transactions of BATCH discussions, and the
 // counts move in the same transactions, so a million discussions take minutes, not hours.
 

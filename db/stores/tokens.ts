@@ -10,7 +10,7 @@ export const EXPIRY_DAYS = [7, 30, 90, 365] as const
 export const DEFAULT_EXPIRY_DAYS = 90
 export const MAX_ACTIVE_TOKENS = 20
 export const MAX_TOKEN_NAME = 100
-// last used is written at most this often per token (decisions.md).
+// last used is written at most this often per token (docs/decisions.md).
 export const LAST_USED_EVERY_MS = 60_000
 const FLUSH_AFTER_MS = 1_000
 

@@ -80,7 +80,7 @@ export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSec
     try {
       return db
         .insert(users)
-        // Every account is created with its legacy token (decisions.md, "Legacy account token").
+        // Every account is created with its legacy token (docs/decisions.md, "Legacy account token").
         .values({ email, emailKey: emailKey(email), name, passwordHash, createdAt: new Date(clock()), ...legacyTokens.issue().columns })
         .returning()
         .get()

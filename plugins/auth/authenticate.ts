@@ -35,6 +35,16 @@ declare module 'fastify' {
 type Presented = Exclude<Credential, { kind: 'none' | 'invalid_request' }>
 
 /**
+ * Every answer of the API is private, to any credential or to none: no shared cache may keep it
+ * (no-store, not `private`: a browser's own cache has no business keeping a token's listing
+ * either), and a cache that still does must key it on every header that carries a credential.
+ */
+export const PRIVATE_ANSWER = {
+  'cache-control': 'no-store',
+  vary: 'Authorization, X-Service-Auth, X-Multipass',
+} as const
+
+/**
  * Authentication of the API routes of the scope it is registered in (docs/decisions.md,
  * "Credentials"). It runs in onRequest, so the body of a refused request is never read. Exactly
  * one credential is accepted; each kind is checked by its own module under ./checks, which gets
@@ -90,6 +100,11 @@ export default fp(
 
     fastify.decorateRequest('auth', null)
 
+    // First of the scope's hooks (app.ts registers this plugin first), so even a 406 is private.
+    fastify.addHook('onRequest', async (_request, reply) => {
+      reply.headers(PRIVATE_ANSWER)
+    })
+
     fastify.decorate('authenticate', async function (request: FastifyRequest, reply: FastifyReply) {
       // Every route of the API scope has the :site parameter.
       const permalink = (request.params as { site: string }).site
@@ -112,13 +127,10 @@ export default fp(
       return refuseWith(reply, permalink, refused, headers)
     })
 
-    // Set at the end, so no route's own headers can replace them.
+    // Set at the end, so no route's own Link header can replace it.
     fastify.addHook('onSend', async (request, reply, payload) => {
       const auth = request.auth
-      if (!auth) return payload
-      // A credential in the URL makes the URL a secret: no cache may keep what it fetched.
-      if (auth.viaQuery) reply.header('cache-control', 'no-store')
-      if (auth.method === 'multipass') {
+      if (auth?.method === 'multipass') {
         const link = reply.getHeader('link')
         reply.header('deprecation', 'true')
         reply.header('link', link ? `${String(link)}, ${deprecation}` : deprecation)

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { Urls } from '../../lib/urls.ts'
 
 // The WWW-Authenticate challenge of spec 5.4 and table 7. Parameters always come in this order,
-// each quoted: realm, resource_metadata, scope, error, error_description (decisions.md).
+// each quoted: realm, resource_metadata, scope, error, error_description (docs/decisions.md).
 
 export const REALM = 'Service'
 
@@ -38,7 +38,7 @@ export function buildChallenge(challenge: Challenge): string {
 }
 
 
-// Every refusal of the authentication path (spec table 7, decisions.md "Credentials"), as a pure
+// Every refusal of the authentication path (spec table 7, docs/decisions.md "Credentials"), as a pure
 // function from what went wrong to the status, headers and body sent back.
 
 export type Refusal =

@@ -1,6 +1,6 @@
 import { PERSONAL_TOKEN_PREFIX } from '../../lib/token-format.ts'
 
-// Finds the one credential of an API request (decisions.md, "Credentials"), without reading the
+// Finds the one credential of an API request (docs/decisions.md, "Credentials"), without reading the
 // database. Exactly one credential is allowed: two kinds, or one kind sent twice, is a bad request.
 
 export type Credential =

@@ -1,6 +1,6 @@
 import { createDecipheriv, createHash } from 'node:crypto'
 
-// Multipass single sign-on tokens (decisions.md, "Multipass"), read the way the existing multipass
+// Multipass single sign-on tokens (docs/decisions.md, "Multipass"), read the way the existing multipass
 // libraries in Ruby, Python, PHP and Node write them: JSON, AES-128-CBC with PKCS#7 padding under
 // the first 16 bytes of SHA-1(multipass key + site permalink) and an all-zero IV, then base64.
 //
@@ -135,7 +135,7 @@ function moment(p: Parts): number | null {
 const monthNumber = (name: string) => MONTHS.indexOf(name.toLowerCase()) + 1
 
 /**
- * The `expires` claim as a moment, read leniently (decisions.md): ISO 8601 with or without seconds
+ * The `expires` claim as a moment, read leniently (docs/decisions.md): ISO 8601 with or without seconds
  * or zone, `2011-07-06 23:28:40 UTC`, `2011-07-06 23:28:40Z`, RFC 2822, and
  * `Wed Jul 06 23:28:40 UTC 2011`. No zone means UTC. Null when it is none of them.
  */

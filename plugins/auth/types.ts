@@ -7,8 +7,6 @@ export interface Authenticated {
   site: Site
   user: { id: number; email: string; name: string }
   access: Access
-  /** The credential came in the query string (auth= or sso=), so no answer may be stored. */
-  viaQuery: boolean
 }
 
 /**

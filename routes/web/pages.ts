@@ -6,7 +6,7 @@ import { isStaffRole } from '../../db/stores/staff.ts'
 export function pageData(request: FastifyRequest, reply: FastifyReply, extra: Record<string, unknown> = {}) {
   const { site, user } = request.web
   const base = request.server.urls.siteWeb(site.permalink)
-  return { site, user, base, csrf: reply.generateCsrf(), ...extra }
+  return { site, user, base, csrf: reply.csrfToken(request), ...extra }
 }
 
 /** Where a signed-out visitor of this page is sent: the sign-in page, which brings them back. */

@@ -70,7 +70,7 @@ t.test('a bad configuration value stops start-up with one clear line', async (t)
 
 t.test('the banner uses the configured public addresses', async (t) => {
   const banner = firstRunBanner(
-    { port: 1, host: 'h', dbFile: 'f', baseUrl: 'https://api.example.com', siteUrl: 'https://help.example.com/{site}', trustProxy: false, limits: DEFAULT_LIMITS },
+    { port: 1, host: 'h', dbFile: 'f', baseUrl: 'https://api.example.com', siteUrl: 'https://help.example.com/{site}', trustProxy: false, limits: DEFAULT_LIMITS, hsts: true },
     { site: { permalink: 'demo' } as never, email: 'a@b', password: 'pw', token: 'service_pat_x' },
   )
   t.match(banner, 'API              https://api.example.com/demo\n')

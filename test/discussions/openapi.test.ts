@@ -2,7 +2,7 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 import t, { type Test } from 'tap'
 import { BASE_URL, newTestApp, supporterWithToken } from '../fixtures/app.ts'
 
-// Every v1 operation of decisions.md ("Discussions (v1 shape)") and of the site resource; every
+// Every v1 operation of docs/decisions.md ("Discussions (v1 shape)") and of the site resource; every
 // GET also answers HEAD.
 const READS = [
   '/{site}',

@@ -25,7 +25,7 @@ function stores() {
   return { db, clock, sites, users, categories, discussions, site, supporter }
 }
 
-t.test('states follow decisions.md', async (t) => {
+t.test('states follow docs/decisions.md', async (t) => {
   t.equal(initialState(false), 'new')
   t.equal(initialState(true), 'open')
   const afterComment = {

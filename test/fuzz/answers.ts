@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3'
 import { V1 } from './arbitraries.ts'
 
-// What a documented answer looks like (auth-and-access.md tables 5.4 and 7, decisions.md), as a
+// What a documented answer looks like (docs/auth-and-access.md tables 5.4 and 7, docs/decisions.md), as a
 // pure check of status, headers and body, shared by the suite and the runner.
 
 export interface Answer {
@@ -145,7 +145,7 @@ export function answerProblem(method: string, url: string, answer: Answer, expec
 
 /**
  * Every row of every table, as text to compare. The time and address a personal token was last
- * used are left out: they are recorded for genuine tokens, whatever the answer (decisions.md).
+ * used are left out: they are recorded for genuine tokens, whatever the answer (docs/decisions.md).
  */
 export function snapshot(sqlite: Database.Database): string {
   const tables = sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all() as string[]

@@ -10,7 +10,7 @@ t.test('Accept negotiation on an authenticated route', async (t) => {
   const v1 = await get(V1)
   t.equal(v1.statusCode, 200)
   t.equal(v1.headers['content-type'], `${V1}; charset=utf-8`, 'v1 asked, v1 labelled')
-  t.equal(v1.headers.vary, 'Accept')
+  t.equal(v1.headers.vary, 'Accept, Authorization, X-Service-Auth, X-Multipass')
   t.match(v1.json(), { per_page: 30 })
 
   for (const accept of [undefined, 'application/json', '*/*']) {
@@ -26,7 +26,8 @@ t.test('Accept negotiation on an authenticated route', async (t) => {
     t.equal(res.headers['content-type'], 'text/plain; charset=utf-8')
     t.match(res.body, 'application/vnd.service-v1+json')
     t.match(res.body, 'application/json')
-    t.equal(res.headers.vary, 'Accept')
+    t.equal(res.headers.vary, 'Accept, Authorization, X-Service-Auth, X-Multipass')
+    t.equal(res.headers['cache-control'], 'no-store', 'a 406 is private too')
   }
 })
 
@@ -42,5 +43,5 @@ t.test('refusals keep their plain-text type whatever the Accept', async (t) => {
   const res = await app.inject({ url: '/demo', headers: { accept: V1 } })
   t.equal(res.statusCode, 401)
   t.equal(res.headers['content-type'], 'text/plain; charset=utf-8')
-  t.equal(res.headers.vary, 'Accept')
+  t.equal(res.headers.vary, 'Accept, Authorization, X-Service-Auth, X-Multipass')
 })

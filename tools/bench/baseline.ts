@@ -48,7 +48,7 @@ app.register(async function pages(api) {
   api.addHook('onRequest', async (request, reply) => {
     const site = api.sites.find((request.params as { site: string }).site)
     if (!site) return reply.code(404).send({ error: 'not_found' })
-    request.auth = { method: 'personal_token', site, user, access: 'write', viaQuery: false }
+    request.auth = { method: 'personal_token', site, user, access: 'write' }
   })
   api.register(siteRoutes)
   api.register(discussionRoutes)

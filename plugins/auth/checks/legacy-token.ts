@@ -12,8 +12,8 @@ export interface LegacyTokenDeps {
  * account's token, valid on every site where the account is staff, read and write. Checked in the
  * order of the personal token: known, owner disabled, expired (the JSON answer of spec table 7), staff.
  */
-export function legacyTokenCheck({ lookup, clock }: LegacyTokenDeps): CredentialCheck<{ key: string; inQuery: boolean }> {
-  return ({ key, inQuery }, site) => {
+export function legacyTokenCheck({ lookup, clock }: LegacyTokenDeps): CredentialCheck<{ key: string }> {
+  return ({ key }, site) => {
     if (!site) return refuse('invalid_token')
     const owner = lookup(key, site.id)
     if (!owner || owner.disabled) return refuse('invalid_token')
@@ -21,6 +21,6 @@ export function legacyTokenCheck({ lookup, clock }: LegacyTokenDeps): Credential
     if (owner.expiresAt!.getTime() <= clock()) return refuse('legacy_token_expired')
     if (!owner.staff) return refuse('staff_only')
     const user = { id: owner.id, email: owner.email, name: owner.name }
-    return accept({ method: 'legacy_token', site, user, access: 'write', viaQuery: inQuery })
+    return accept({ method: 'legacy_token', site, user, access: 'write' })
   }
 }

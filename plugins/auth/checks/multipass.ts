@@ -31,6 +31,6 @@ export function multipassCheck({ findUser, isStaff, clock }: MultipassDeps): Cre
     const user = findUser(claims.email)
     if (!user || user.disabled) return refuse('invalid_token')
     if (!isStaff(site.id, user.id)) return refuse('staff_only')
-    return accept({ method: 'multipass', site, user: { id: user.id, email: user.email, name: user.name }, access: 'write', viaQuery: inQuery })
+    return accept({ method: 'multipass', site, user: { id: user.id, email: user.email, name: user.name }, access: 'write' })
   }
 }

@@ -20,6 +20,6 @@ export function passwordCheck({ verify, isStaff }: PasswordDeps): CredentialChec
     if (!site) return refuse('invalid_password')
     const { user } = verdict
     if (!isStaff(site.id, user.id)) return refuse('staff_only')
-    return accept({ method: 'password', site, user: { id: user.id, email: user.email, name: user.name }, access: 'write', viaQuery: false })
+    return accept({ method: 'password', site, user: { id: user.id, email: user.email, name: user.name }, access: 'write' })
   }
 }

@@ -30,6 +30,6 @@ export function personalTokenCheck({ lookup, recordUse, clock }: PersonalTokenDe
     if (!token.staff) return { refused: { kind: 'staff_only' }, headers }
     if (token.access === 'read' && !READ_METHODS.has(method)) return { refused: { kind: 'insufficient_scope' }, headers }
     const user = { id: token.userId, email: token.email, name: token.name }
-    return accept({ method: 'personal_token', site, user, access: token.access, viaQuery: false }, headers)
+    return accept({ method: 'personal_token', site, user, access: token.access }, headers)
   }
 }

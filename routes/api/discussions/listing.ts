@@ -31,7 +31,7 @@ export interface ListingRequest {
 
 /**
  * Answers a listing request: one page of the discussions in `scope`, filtered by the query, with
- * the envelope of decisions.md and RFC 8288 Link headers pointing at `address`.
+ * the envelope of docs/decisions.md and RFC 8288 Link headers pointing at `address`.
  */
 export function listDiscussions(
   { discussions, views }: DiscussionContext,

@@ -3,7 +3,7 @@ import { commentVias, discussionStates } from '../../../db/schema.ts'
 import { sorts } from '../../../db/stores/discussion-listing.ts'
 import { ErrorBody, InvalidRequestBody } from '../../schemas.ts'
 
-// The v1 shapes of decisions.md ("Discussions (v1 shape)"): what the routes accept and answer.
+// The v1 shapes of docs/decisions.md ("Discussions (v1 shape)"): what the routes accept and answer.
 // Responses are serialised from these schemas, so a field not named here is never sent.
 
 export const PER_PAGE = 30

@@ -106,7 +106,7 @@ export function pageLinks(address: string, query: Record<string, string | number
   return links.join(', ')
 }
 
-/** The listing envelope of decisions.md around one page of items. */
+/** The listing envelope of docs/decisions.md around one page of items. */
 export function envelope(page: number, total: number) {
   return { offset: (page - 1) * PER_PAGE, total, per_page: PER_PAGE }
 }

@@ -39,3 +39,22 @@ t.test('memory is bounded: the oldest keys are forgotten', async (t) => {
   t.equal(limiter.check(['b']).allowed, false)
   t.equal(limiter.check(['c']).allowed, false)
 })
+
+t.test('reservations: taken before the check, at most max at once, kept as failures or given back', async (t) => {
+  const clock = testClock()
+  const limiter = createAttemptLimiter({ max: 2, windowMs: 60_000, clock })
+  const first = limiter.reserve('k')
+  const second = limiter.reserve('k')
+  t.ok(first.allowed && second.allowed)
+  t.same(limiter.reserve('k'), { allowed: false, retryAfter: 60 }, 'two in flight spend a budget of two')
+  t.same(limiter.status('k'), { limit: 2, remaining: 0, resetSeconds: 60 })
+  if (first.allowed) {
+    first.release()
+    first.release()
+  }
+  t.same(limiter.status('k').remaining, 1, 'given back once, however often released')
+  t.ok(limiter.reserve('k').allowed, 'the place given back is taken again')
+  limiter.succeed(['k'])
+  if (second.allowed) second.release()
+  t.same(limiter.status('k'), { limit: 2, remaining: 2, resetSeconds: 60 }, 'a cleared window has nothing to give back')
+})

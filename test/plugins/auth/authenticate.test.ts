@@ -152,7 +152,7 @@ t.test('a read-and-write token passes authentication on writes', async (t) => {
   t.same(res.json(), { error: 'not_found', message: 'There is no such API resource.' })
 })
 
-t.test('checks run in the order of decisions.md', async (t) => {
+t.test('checks run in the order of docs/decisions.md', async (t) => {
   const { app, clock } = await buildTestApp(t)
   // Expired, not staff and read-only at once: the expiry is what is told.
   const ann = await supporterWithToken(app, { access: 'read', staff: false, expiresInDays: 7 })

@@ -8,7 +8,7 @@ const SITE = 'acme'
 const LATER = '2030-01-01T00:00:00Z'
 const claims = { email: 'ann@example.test', expires: LATER, name: 'Ann' }
 
-t.test('the worked example of decisions.md decrypts exactly', async (t) => {
+t.test('the worked example of docs/decisions.md decrypts exactly', async (t) => {
   const token =
     '4rdsKqcXzJVqbltYJdayy6lIkwtl7vAivlgyDkWCfORWze5HrvfuarBh8Yvkush8cOywmDG4y4M9%0A6vuIyAIWskXOpUaCT/%2BzQ%2BJU8Jf0u0X7%2BbTwjdWyzub6srayFyKn%0A'
   const decoded = decodeMultipass(token, 'some_key', 'some_site')

@@ -25,7 +25,7 @@ t.test('spec 5.3: the X-Multipass header, as the account named inside, with the 
   t.match(res.json(), { permalink: 'demo' })
   t.equal(res.headers.deprecation, 'true')
   t.equal(res.headers.link, DEPRECATION_LINK)
-  t.notOk(res.headers['cache-control'])
+  t.equal(res.headers['cache-control'], 'no-store', 'an answer to X-Multipass is private')
 
   const write = await app.inject({ method: 'POST', url: '/demo/categories/999/discussions', headers: { 'x-multipass': token() }, payload: { title: 'x', body: 'y' } })
   t.equal(write.statusCode, 404, 'read and write: a write reaches the route')
@@ -74,7 +74,7 @@ t.test('header forms: URL-safe, unpadded, with newlines escaped the way librarie
   }
 })
 
-t.test('the worked example of decisions.md decrypts, then is refused as expired', async (t) => {
+t.test('the worked example of docs/decisions.md decrypts, then is refused as expired', async (t) => {
   const { app } = await buildTestApp(t)
   const site = app.sites.add('some_site')
   app.sites.setMultipassKey(site.id, 'some_key')

@@ -1,0 +1,69 @@
+import fc from 'fast-check'
+import t from 'tap'
+import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
+import { basic } from '../fixtures/credentials.ts'
+import { runs } from './harness.ts'
+
+// Issue 13, item 2, as a property: whatever mix of attempts arrives at once (wrong and right
+// passwords for a few accounts, wrong and right tokens, from a few addresses), no budget is
+// overrun: per address at most `perAddress` failures are answered 401, per account at most
+// `perAccount` wrong passwords are compared, and everything else is 200 or 429.
+
+const limits = { perAddress: 4, perAccount: 2, windowSeconds: 60 }
+const ACCOUNTS = ['a@example.test', 'b@example.test', 'c@example.test']
+const RIGHT = 'the right password'
+
+const attempt = fc.record({
+  address: fc.constantFrom('192.0.2.1', '192.0.2.2', '192.0.2.3'),
+  credential: fc.oneof(
+    fc.record({ kind: fc.constant('password' as const), account: fc.constantFrom(...ACCOUNTS), right: fc.boolean() }),
+    fc.record({ kind: fc.constant('token' as const), right: fc.boolean() }),
+  ),
+})
+
+t.test('attempts sent at once never overrun a budget', async (t) => {
+  const { app, clock } = await buildTestApp(t, { config: { limits } })
+  const ann = await supporterWithToken(app)
+  const wrongToken = ann.value.slice(0, -1) + (ann.value.endsWith('A') ? 'B' : 'A')
+  const hashes = new Map<string, string>()
+  for (const email of ACCOUNTS) {
+    const user = app.users.insert({ email }, `hash-of-${email}`)
+    app.users.addStaff(1, user.id)
+    hashes.set(`hash-of-${email}`, email)
+  }
+  const compared = new Map<string, number>()
+  app.passwordChecks.verify = async (hash, password) => {
+    const email = hashes.get(hash) ?? 'decoy'
+    // Wrong guesses are what a budget bounds; a right password gives its place back.
+    if (password !== RIGHT) compared.set(email, (compared.get(email) ?? 0) + 1)
+    await new Promise((resolve) => setImmediate(resolve))
+    return hashes.has(hash) && password === RIGHT
+  }
+
+  await fc.assert(
+    fc.asyncProperty(fc.array(attempt, { minLength: 1, maxLength: 40 }), async (batch) => {
+      // A fresh window for every batch.
+      clock.advance(limits.windowSeconds * 1000)
+      compared.clear()
+      const answers = await Promise.all(
+        batch.map(({ address, credential }) => {
+          const headers =
+            credential.kind === 'token'
+              ? { authorization: `Bearer ${credential.right ? ann.value : wrongToken}` }
+              : basic(credential.account, credential.right ? RIGHT : 'a wrong guess')
+          return app.inject({ url: '/demo', headers, remoteAddress: address })
+        }),
+      )
+      const refusedPerAddress = new Map<string, number>()
+      answers.forEach((res, i) => {
+        if (![200, 401, 429].includes(res.statusCode)) throw new Error(`answer ${res.statusCode}: ${res.body}`)
+        if (res.statusCode === 401) refusedPerAddress.set(batch[i].address, (refusedPerAddress.get(batch[i].address) ?? 0) + 1)
+        if (res.statusCode === 200 && !batch[i].credential.right) throw new Error('a wrong credential was accepted')
+      })
+      for (const [address, n] of refusedPerAddress) if (n > limits.perAddress) throw new Error(`${address}: ${n} failures answered`)
+      for (const [email, n] of compared) if (email !== 'decoy' && n > limits.perAccount) throw new Error(`${email}: ${n} wrong passwords compared`)
+    }),
+    runs(60),
+  )
+  t.pass('no budget was overrun')
+})

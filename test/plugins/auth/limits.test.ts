@@ -1,0 +1,23 @@
+import t from 'tap'
+import { createAuthLimits, DEFAULT_LIMITS } from '../../../plugins/auth/limits.ts'
+import { testClock } from '../../fixtures/app.ts'
+
+t.test('a check that throws gives its reservations back and the error goes on', async (t) => {
+  const limits = createAuthLimits(DEFAULT_LIMITS, testClock())
+  const broken = limits.attempt({ address: 'a', account: 'x' }, () => {
+    throw new Error('the database is gone')
+  }, () => 'failed')
+  await t.rejects(broken, { message: 'the database is gone' })
+  t.equal(limits.addresses.status('a').remaining, DEFAULT_LIMITS.perAddress, 'nothing counted against the address')
+  t.equal(limits.accounts.status('x').remaining, DEFAULT_LIMITS.perAccount, 'nor against the account')
+})
+
+t.test('a spent account refuses before the check and gives the address its place back', async (t) => {
+  const limits = createAuthLimits(DEFAULT_LIMITS, testClock())
+  limits.accounts.fail(Array(DEFAULT_LIMITS.perAccount).fill('x'))
+  let checked = false
+  const result = await limits.attempt({ address: 'a', account: 'x' }, () => (checked = true), () => 'neutral')
+  t.same(result, { kind: 'too_many_attempts', retryAfter: DEFAULT_LIMITS.windowSeconds })
+  t.notOk(checked, 'the check never ran')
+  t.equal(limits.addresses.status('a').remaining, DEFAULT_LIMITS.perAddress)
+})
