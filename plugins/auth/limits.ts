@@ -59,10 +59,12 @@ export function createAuthLimits(settings: AuthLimitSettings, clock: Clock) {
       const release = () => {
         for (const reservation of held) if (reservation.allowed) reservation.release()
       }
-      const refused = held.filter((reservation) => !reservation.allowed)
-      if (refused.length > 0) {
+      // A refused reservation waits at least a second (attempt-limiter.ts rounds up).
+      let retryAfter = 0
+      for (const reservation of held) if (!reservation.allowed) retryAfter = Math.max(retryAfter, reservation.retryAfter)
+      if (retryAfter > 0) {
         release()
-        return { kind: 'too_many_attempts', retryAfter: Math.max(...refused.map((r) => (r.allowed ? 0 : r.retryAfter))) }
+        return { kind: 'too_many_attempts', retryAfter }
       }
       let result: R
       try {

@@ -1,4 +1,6 @@
+import Fastify from 'fastify'
 import t from 'tap'
+import versioning from '../../plugins/versioning.ts'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 
 t.test('Accept negotiation on an authenticated route', async (t) => {
@@ -44,4 +46,14 @@ t.test('refusals keep their plain-text type whatever the Accept', async (t) => {
   t.equal(res.statusCode, 401)
   t.equal(res.headers['content-type'], 'text/plain; charset=utf-8')
   t.equal(res.headers.vary, 'Accept, Authorization, X-Service-Auth, X-Multipass')
+})
+
+t.test('on its own, the plugin names Accept alone in Vary', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(versioning)
+  app.get('/', async () => ({ ok: true }))
+  const res = await app.inject({ url: '/', headers: { accept: V1 } })
+  t.equal(res.headers.vary, 'Accept')
+  t.equal(res.headers['content-type'], `${V1}; charset=utf-8`)
 })
