@@ -1,18 +1,25 @@
 import fp from 'fastify-plugin'
-import type { Config } from '../config.ts'
 import type { Clock } from '../lib/clock.ts'
 import { createUrls, type Urls } from '../lib/urls.ts'
 
+/** The public addresses of the service (config.ts checks them): every link is built from these. */
+export interface PublicAddresses {
+  /** Origin of the API, without a trailing slash. */
+  baseUrl: string
+  /** Address of a site's supporter web pages, with `{site}` where the permalink goes. */
+  siteUrl: string
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
-    config: Pick<Config, 'baseUrl' | 'siteUrl'>
+    config: PublicAddresses
     urls: Urls
     clock: Clock
   }
 }
 
 export interface ConfigPluginOptions {
-  config: Pick<Config, 'baseUrl' | 'siteUrl'>
+  config: PublicAddresses
   clock: Clock
 }
 

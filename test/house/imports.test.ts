@@ -66,3 +66,20 @@ t.test('no import cycle between the files of this repository', async (t) => {
   t.ok(graph.has('app.ts') && graph.get('app.ts')!.includes('plugins/auth/authenticate.ts'), 'the graph is read')
   t.same(findCycles(graph).map((cycle) => cycle.join(' -> ')), [])
 })
+
+t.test('the layers: lib/ and db/ import no setting, plugin, route or command; plugins and routes no setting; no route builds a store', async (t) => {
+  const graph = importGraph(ROOT)
+  const upward = /^(config\.ts|app\.ts|plugins\/|routes\/|cli\/)/
+  const offending = [...graph]
+    .filter(([file]) => /^(lib|db)\//.test(file))
+    .flatMap(([file, targets]) => targets.filter((target) => upward.test(target)).map((target) => `${file} -> ${target}`))
+  t.same(offending, [])
+  const service = [...graph]
+    .filter(([file]) => /^(plugins|routes)\//.test(file))
+    .flatMap(([file, targets]) => targets.filter((target) => /^(config\.ts|app\.ts|cli\/)/.test(target)).map((target) => `${file} -> ${target}`))
+  t.same(service, [], 'plugins and routes get their settings as options, not from config.ts')
+  const building = [...graph.keys()]
+    .filter((file) => file.startsWith('routes/'))
+    .filter((file) => /\bcreate\w+Store\(/.test(readFileSync(join(ROOT, file), 'utf8')))
+  t.same(building, [], 'routes use the stores of plugins/stores.ts')
+})
