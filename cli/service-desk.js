@@ -1,9 +1,15 @@
 #!/usr/bin/env node
-// The service-desk command. The sources are TypeScript, loaded through tsx, so a checkout runs
-// without a build step.
-import { register } from 'tsx/esm/api'
+// The service-desk command. It runs the JavaScript that cli/build.js compiles from the TypeScript
+// sources into dist/, building it first when it is missing or older than a source: no TypeScript
+// loader runs in the service's process.
+import { ensureBuilt } from './build.js'
 
-register()
-const { main } = await import('./main.ts')
+try {
+  ensureBuilt()
+} catch (error) {
+  process.stderr.write(`service-desk: ${error.message}\n`)
+  process.exit(1)
+}
+const { main } = await import('../dist/cli/main.js')
 const code = await main(process.argv.slice(2))
 if (code !== undefined) process.exitCode = code

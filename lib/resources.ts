@@ -1,4 +1,4 @@
-import { join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 
 /** The files the service reads at run time, and how the SQLite addon is found. */
 export interface Resources {
@@ -13,9 +13,11 @@ export interface Resources {
 }
 
 // Resolved from the package root, which is the same in a checkout and in an installed package
-// (tsc would not copy views/ or db/migrations/ next to a compiled file). The single executable
+// (tsc does not copy views/ or db/migrations/ next to a compiled file). The single executable
 // swaps this module for tools/build/sea/resources.ts, which unpacks the same files from itself.
-const ROOT = join(import.meta.dirname, '..')
+// Compiled, this file is dist/lib/resources.js, one folder further down (cli/build.js).
+const here = join(import.meta.dirname, '..')
+const ROOT = basename(here) === 'dist' ? dirname(here) : here
 
 export const resources: Resources = {
   migrations: join(ROOT, 'db', 'migrations'),

@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path'
 // The service-desk command line, run the way an operator runs it: its own process, through bin/.
 
 export const REPO = resolve(import.meta.dirname, '..', '..')
-export const SERVICE_BIN = join(REPO, 'bin', 'service-desk.js')
+export const SERVICE_BIN = join(REPO, 'cli', 'service-desk.js')
 
 // Every process of a run (command line and servers) shares this server key, so a legacy token
 // read by `legacy-token show` is the one the servers check, and no key file is written.

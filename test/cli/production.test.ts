@@ -1,0 +1,27 @@
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { BIN } from '../fixtures/server.ts'
+
+// Issue 14, item 4: the command runs plain JavaScript compiled into dist/ (cli/build.js); no
+// TypeScript source and no TypeScript loader is loaded by the service's process.
+
+t.test('the service process loads compiled JavaScript only', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'service-desk-modules-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const record = join(dir, 'modules.txt')
+  const hook = new URL('../fixtures/record-modules.mjs', import.meta.url).pathname
+  // --version loads the whole command (cli/main.js imports every command, the server's too).
+  const result = spawnSync(process.execPath, ['--import', hook, BIN, '--version'], {
+    env: { ...process.env, RECORD_MODULES: record, NODE_OPTIONS: '' },
+    encoding: 'utf8',
+  })
+  t.equal(result.status, 0, result.stderr)
+  t.match(result.stdout, /^service-desk \d+\.\d+\.\d+\n$/)
+  const modules = readFileSync(record, 'utf8').trim().split('\n')
+  t.ok(modules.some((url) => url.endsWith('/dist/app.js')), 'the compiled app is loaded')
+  t.same(modules.filter((url) => url.endsWith('.ts') || url.endsWith('.mts')), [], 'no TypeScript source')
+  t.same(modules.filter((url) => /\/node_modules\/(tsx|typescript|esbuild)\//.test(url)), [], 'no TypeScript loader or compiler')
+})
