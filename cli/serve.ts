@@ -1,4 +1,5 @@
 import closeWithGrace from 'close-with-grace'
+import pino from 'pino'
 import { buildApp } from '../app.ts'
 import { loadConfig, type Config } from '../config.ts'
 import { V1_MEDIA_TYPE } from '../lib/accept.ts'
@@ -52,10 +53,14 @@ export const serveCommand: Command = {
      starts one and stops it with SIGTERM, but its coverage is not collected (test/fixtures/child.ts) */
   async run(_args, values, io) {
     const config = loadConfig({ env: io.env, flags: values as Record<string, string> })
-    const app = await startService(config, io, process.stdout)
+    // The log is written asynchronously: a line costs the request a copy into a buffer, and the
+    // writes to standard output batch themselves under load. Flushed when the service stops.
+    const log = pino.destination({ dest: 1, sync: false })
+    const app = await startService(config, io, log)
     closeWithGrace({ delay: 10_000 }, async ({ err }) => {
       if (err) app.log.error({ err }, 'shutting down after an error')
       await app.close()
+      log.flushSync()
     })
     return undefined
   },

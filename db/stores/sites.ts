@@ -5,6 +5,7 @@ import { sites } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { permalinkProblem } from '../../lib/permalink.ts'
 import { StoreError } from './errors.ts'
+import { readCache } from './read-cache.ts'
 
 export type Site = typeof sites.$inferSelect
 
@@ -22,9 +23,8 @@ export function createSiteStore(db: Db, clock: Clock) {
     .where(eq(sites.permalink, sql.placeholder('permalink')))
     .prepare()
 
-  function find(permalink: string): Site | undefined {
-    return byPermalink.get({ permalink })
-  }
+  // Asked on every API request: remembered until the database changes (read-cache.ts).
+  const find: (permalink: string) => Site | undefined = readCache(db).memo((permalink) => byPermalink.get({ permalink }))
 
   return {
     find,

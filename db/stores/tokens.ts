@@ -4,6 +4,7 @@ import { memberships, personalTokens, users, type Access } from '../schema.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
 import { fingerprint, generatePersonalToken, lastFour } from '../../lib/token-format.ts'
 import { StoreError } from './errors.ts'
+import { readCache } from './read-cache.ts'
 import { isStaffRole, membershipOn, staffColumn } from './staff.ts'
 
 export const EXPIRY_DAYS = [7, 30, 90, 365] as const
@@ -75,6 +76,8 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
     .leftJoin(memberships, membershipOn(personalTokens.siteId, personalTokens.userId))
     .where(eq(personalTokens.fingerprint, sql.placeholder('fingerprint')))
     .prepare()
+
+  const lookupByFingerprint = readCache(db).memo((key) => byFingerprint.get({ fingerprint: key }))
 
   const activeCount = db
     .select({ n: count() })
@@ -174,9 +177,13 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
       return activeCount.get({ userId, now: clock() })!.n
     },
 
-    /** The token, its owner and the owner's role on its site; undefined for an unknown value. */
+    /**
+     * The token, its owner and the owner's role on its site; undefined for an unknown value.
+     * Remembered until the database changes (read-cache.ts): a revocation, a disabled owner or a
+     * change of staff, by this process or another, is seen on the very next request.
+     */
     lookup(value: string) {
-      return byFingerprint.get({ fingerprint: fingerprint(value) })
+      return lookupByFingerprint(fingerprint(value))
     },
 
     /** Every token of a site (or of one user on it), newest first, revoked and expired included. */

@@ -48,6 +48,7 @@ function lineChart(x0: number, y0: number, w: number, h: number, title: string, 
 const GROUPS: Array<[Row['section'], string]> = [
   ['site', 'GET /<site>'],
   ['list', 'GET /<site>/discussions'],
+  ['deep', 'GET /<site>/discussions, a deep page'],
   ['binary', 'GET /<site>/discussions: the single executable'],
   ['create', 'POST /<site>/categories/<id>/discussions'],
 ]
@@ -62,7 +63,7 @@ export function chart(summary: Summary): string {
   const rpsX = labelW
   const p99X = labelW + barW + 110
   const top = 56
-  out.push(text(rpsX, top - 10, 'requests per second (scale of each group; % of its baseline)', `fill="${COLORS.muted}"`))
+  out.push(text(rpsX, top - 10, 'requests per second (scale of each group; % of its pair, median of the rounds)', `fill="${COLORS.muted}"`))
   out.push(text(p99X, top - 10, 'p99 latency, ms (log scale)', `fill="${COLORS.muted}"`))
   const shown = summary.rows.filter((r) => GROUPS.some(([section]) => section === r.section))
   const ticks = logTicks(Math.max(...shown.map((r) => r.p99).filter(Number.isFinite)))
@@ -84,7 +85,7 @@ export function chart(summary: Summary): string {
       const offScale = r.rps > maxRps
       const w = Number.isFinite(r.rps) ? (Math.min(r.rps, maxRps) / maxRps) * barW : 0
       out.push(`<rect x="${rpsX}" y="${y + 3}" width="${w.toFixed(1)}" height="${rowH - 6}" fill="${baseline ? COLORS.baseline : COLORS.service}"${offScale ? ' fill-opacity="0.45"' : ''}/>`)
-      out.push(text(rpsX + w + 4, y + 13, `${f0(r.rps)}${r.ratio === undefined ? '' : ` (${pct(r.ratio)})`}${offScale ? ' (off scale)' : ''}`, `fill="${COLORS.ink}"`))
+      out.push(text(rpsX + w + 4, y + 13, `${f0(r.rps)}${r.ratio === undefined ? '' : ` (${pct(r.ratio.median)})`}${offScale ? ' (off scale)' : ''}`, `fill="${COLORS.ink}"`))
       const pw = Number.isFinite(r.p99) ? p99W(r.p99) : 0
       out.push(`<rect x="${p99X}" y="${y + 3}" width="${pw.toFixed(1)}" height="${rowH - 6}" fill="${baseline ? COLORS.baseline : COLORS.p99}"/>`)
       out.push(text(p99X + pw + 4, y + 13, f1(r.p99), `fill="${COLORS.ink}"`))

@@ -1,8 +1,9 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import { join } from 'node:path'
+import { transformSync } from 'esbuild'
 import { benchEnv, REPO, SERVICE_BIN } from './service-cli.ts'
 
 // Servers under test, each in its own process on 127.0.0.1: the service as an operator starts
@@ -51,13 +52,19 @@ export function freePort(): Promise<number> {
   })
 }
 
-/** One request on a fresh connection; the status, or undefined when nothing listens yet. */
-export function probe(port: number, first: FirstRequest): Promise<{ status: number; body: string } | undefined> {
+export interface Answer {
+  status: number
+  headers: http.IncomingHttpHeaders
+  body: string
+}
+
+/** One request on a fresh connection; the answer, or undefined when nothing listens yet. */
+export function probe(port: number, first: FirstRequest): Promise<Answer | undefined> {
   return new Promise((resolve) => {
     const request = http.get({ host: HOST, port, path: first.path, headers: first.headers, agent: false }, (response) => {
       let body = ''
       response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk))
-      response.on('end', () => resolve({ status: response.statusCode!, body }))
+      response.on('end', () => resolve({ status: response.statusCode!, headers: response.headers, body }))
     })
     request.on('error', () => resolve(undefined))
   })
@@ -98,6 +105,25 @@ export function readRss(pid: number): Memory {
   return { rssMb: mb('VmRSS'), peakMb: mb('VmHWM'), anonMb: mb('RssAnon'), fileMb: mb('RssFile') }
 }
 
+let baselineFile: string | undefined
+/**
+ * The baseline as plain JavaScript, compiled once per run from tools/bench/baseline.ts: the
+ * service's command runs JavaScript compiled into dist/, so the baseline runs without a
+ * TypeScript loader in its process too. Written under tools/bench/.cache/, whence `fastify` and
+ * `better-sqlite3` resolve from the checkout's node_modules.
+ */
+export function baselineScript(): string {
+  if (baselineFile) return baselineFile
+  const source = readFileSync(join(REPO, 'tools', 'bench', 'baseline.ts'), 'utf8')
+  const { code } = transformSync(source, { loader: 'ts', format: 'esm', target: `node${process.versions.node.split('.')[0]}`, sourcefile: 'baseline.ts' })
+  const dir = join(REPO, 'tools', 'bench', '.cache', 'baseline')
+  mkdirSync(dir, { recursive: true })
+  const file = join(dir, 'baseline.mjs')
+  writeFileSync(`${file}.tmp`, code)
+  renameSync(`${file}.tmp`, file)
+  return (baselineFile = file)
+}
+
 export interface StartOptions {
   name: string
   /** `binary` is the single executable (`npm run build:binary`), started from `executable`. */
@@ -110,13 +136,9 @@ export interface StartOptions {
   nodeFlags?: string[]
   /** Added to the environment (the single executable's XDG_CACHE_HOME). */
   env?: Record<string, string>
-  /** Options for the baseline (e.g. --log). */
-  baselineFlags?: string[]
   db: string
   baseUrl: string
   siteUrl: string
-  /** The baseline acts as this supporter. */
-  as?: string
   first: FirstRequest
   logDir: string
   /** Write a V8 CPU profile of the server into this folder (node --cpu-prof). */
@@ -134,7 +156,7 @@ export async function startServer(options: StartOptions): Promise<Server> {
   const args =
     options.kind === 'service'
       ? [SERVICE_BIN, ...serve]
-      : ['--import', 'tsx', join(REPO, 'tools', 'bench', 'baseline.ts'), '--db', options.db, '--port', String(port), '--base-url', options.baseUrl, '--site-url', options.siteUrl, '--as', options.as!, ...(options.baselineFlags ?? [])]
+      : [baselineScript(), '--db', options.db, '--port', String(port), '--base-url', options.baseUrl, '--site-url', options.siteUrl]
   const env = { ...benchEnv(), ...options.env }
   const binary = options.kind === 'binary'
   if (binary && node.length > 0) env.NODE_OPTIONS = [env.NODE_OPTIONS, ...node].filter(Boolean).join(' ')

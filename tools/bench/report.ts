@@ -1,13 +1,15 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { chart } from './chart.ts'
-import { median, type RawResults, type Row, type Summary } from './results.ts'
+import { FULL_ROUNDS, formatSpread, median, type RawResults, type Row, type Summary } from './results.ts'
 import { REPO } from './service-cli.ts'
 
 // tools/bench/results/: results.md (the tables), chart.svg (tools/bench/chart.ts) and results.json (every
-// round's figures). Each is written beside itself as .tmp and renamed.
+// round's figures). Each is written beside itself as .tmp and renamed. A quick run, or one of fewer
+// rounds than the issue asks for, writes them to tools/bench/.cache/quick-results/ instead.
 
 export const RESULTS = join(REPO, 'tools', 'bench', 'results')
+export const QUICK_RESULTS = join(REPO, 'tools', 'bench', '.cache', 'quick-results')
 
 const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-')
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-')
@@ -23,17 +25,18 @@ function table(head: string[], rows: string[][], align: string[] = []): string {
 export function markdown(raw: RawResults, summary: Summary): string {
   const { settings, machine } = raw
   const verdict = (met: boolean | undefined) => (met === undefined ? 'not measured' : met ? '**met**' : '**missed**')
+  const labelOf = (id: string | undefined) => raw.scenarios.find((s) => s.id === id)?.short ?? ''
   const scenarioRow = (r: Row) => [
     r.label + (r.unexpected ? ` (${r.unexpected} unexpected answers)` : ''),
     f0(r.rps),
     f2(r.p50),
     f2(r.p99),
-    pct(r.ratio),
-    pct(r.ratioLogged),
+    r.ratio ? labelOf(raw.scenarios.find((s) => s.id === r.id)?.baseline) : '',
+    r.ratio ? formatSpread(r.ratio) : '',
     f0(r.cpuUs),
     pct(r.cpuRatio),
   ]
-  const main = summary.rows.filter((r) => r.section === 'site' || r.section === 'list' || r.section === 'create')
+  const main = summary.rows.filter((r) => r.section === 'site' || r.section === 'list' || r.section === 'deep' || r.section === 'create')
   const binaries = summary.rows.filter((r) => r.section === 'binary')
   const loadOf = (id: string) => summary.rows.find((r) => r.id === id)?.rssMaxMb ?? NaN
   const memoryRows: Array<[string, string, string]> = [
@@ -43,7 +46,7 @@ export function markdown(raw: RawResults, summary: Summary): string {
     [`single executable, ${raw.smallYoungGeneration}`, 'binary-small-young', 'binary.binary-small-young'],
     ['service (1,000,000 discussions)', 'service-scale-1000000', 'scale.service.1000000'],
   ]
-  const columns = ['Scenario', 'req/s', 'p50 ms', 'p99 ms', 'vs baseline', 'vs baseline + logging', 'server CPU us/req', 'CPU vs baseline']
+  const columns = ['Scenario', 'req/s', 'p50 ms', 'p99 ms', 'Pair', 'req/s vs pair: median (min-max)', 'server CPU us/req', 'CPU vs pair']
   const right = ['', 'r', 'r', 'r', 'r', 'r', 'r', 'r']
 
   return `# Benchmark results
@@ -53,33 +56,53 @@ ${f0(machine.memoryGb)} GB, load average ${machine.loadBefore.map(f1).join(' / '
 (a shared machine: absolute figures are noisy, ratios are what to read). Servers and load generator
 on the same machine, over 127.0.0.1. ${settings.rounds} round(s) of every measurement in alternating order,
 ${settings.duration} s each at ${settings.connections} connections, after at least ${settings.warmup} s of load on every server; figures are medians of the rounds and
-every ratio is taken within a round. The whole run took ${f0(raw.seconds)} s.
+every ratio is taken within a round, then given as the median and the range (min-max) of the rounds. The whole run took ${f0(raw.seconds)} s.${
+    settings.rounds < FULL_ROUNDS ? `\n\n**${settings.rounds} round(s) only: a check that every pair runs, not a measurement of the targets (they need ${FULL_ROUNDS} rounds or more).**` : ''
+  }
 
 ![Throughput and p99 per scenario; latency against data size](chart.svg)
 
 ## Targets
 
 ${table(
-  ['Target', 'Form', 'Goal', 'Measured', 'Result'],
+  ['Target', 'Form', 'Goal', 'Measured: median (min-max)', 'Result'],
   summary.targets.map((t) => [t.name, t.form, t.goal, t.value, verdict(t.met)]),
 )}
 
+Every pair is taken round by round (both sides measured in the same round, the rounds in
+alternating order); the table gives the median of the rounds and their range. The service runs
+with its request logging as \`npm start\` runs it (one line per request at the default level, to a
+file); the baseline has none.
+
+## Pairs
+
+${table(
+  ['Pair', 'Form', 'Metric', 'Median', 'Min', 'Max', 'Rounds', 'CPU per request (pair\'s over this one\'s)'],
+  summary.pairs.map((p) => {
+    const f = (x: number) => (p.metric === 'req/s' ? pct(x) : `${f2(x)}x`)
+    return [p.name, p.form, p.metric === 'req/s' ? 'req/s ratio' : `${p.metric} ratio`, f(p.spread.median), f(p.spread.min), f(p.spread.max), String(p.spread.rounds), pct(p.cpu)]
+  }),
+  ['', '', '', 'r', 'r', 'r', 'r', 'r'],
+)}
+
 Two forms of the service are measured: the **checkout**, \`node cli/service-desk.js serve\` (the
-TypeScript sources through tsx, as \`npm start\` runs them), and the **single executable** that
+JavaScript that \`cli/build.js\` compiles into \`dist/\`, as \`npm start\` runs it), and the **single executable** that
 \`npm run build:binary\` makes (README, "Deploy as one file"), built from the same checkout at the
 start of the run${singleExecutableNote(raw)}
 
 ## Scenarios (10,000 discussions)
 
-The baseline is a bare Fastify app (\`tools/bench/baseline.ts\`) with the service's own database plugin and
-route plugins, so it runs the same listing module and prepared statements and answers the same
-bytes from the same SQLite file (checked at every run), without authentication, media-type
-negotiation or logging; a second instance of it logs every request as the service does (one JSON
-line per request when its answer is sent, to standard output, here a file), so "vs baseline + logging" leaves what authentication and
-media-type negotiation cost. "vs baseline" is req/s over the baseline's for the same route; "server
-CPU" is the server process's CPU time (all threads, from \`/proc/<pid>/stat\`) per request, which
-other load on the machine does not inflate, and "CPU vs baseline" the baseline's CPU per request
-over the scenario's: the throughput ratio a CPU-bound server would reach on a quiet machine.
+The baseline (\`tools/bench/baseline.ts\`) is written independently of the project's modules: bare
+Fastify, better-sqlite3 prepared statements of its own and a hand-written mapping from rows to the
+v1 JSON, with no authentication, no logging and no media-type negotiation. For the listing (its
+first page and \`?page=166\`) and for \`GET /<site>\` it answers the same bytes as the service for the
+same rows, which the run checks before measuring; its bare JSON route (\`GET /bare\`, a constant
+object) is the limit for the pairs that build no page: \`GET /<site>\` with a credential and the 401.
+"Pair" is the scenario a row's req/s is divided by, round by round; "server CPU" is the server
+process's CPU time (all threads, from \`/proc/<pid>/stat\`) per request, which other load on the
+machine does not inflate, and "CPU vs pair" the pair's CPU per request over the row's: the
+throughput ratio a CPU-bound server would reach on a quiet machine. Creating a discussion has no
+pair (the baseline answers no writes): it is there as context.
 
 ${table(columns, main.map(scenarioRow), right)}
 ${
@@ -101,13 +124,13 @@ ${table(columns, binaries.map(scenarioRow), right)}
 
 ${table(
   ['Discussions', 'service req/s', 'service p50 ms', 'service p99 ms', 'baseline req/s', 'baseline p50 ms', 'baseline p99 ms', 'service vs baseline'],
-  summary.scale.map((s) => [n(s.size), f0(s.service.rps), f2(s.service.p50), f2(s.service.p99), f0(s.baseline.rps), f2(s.baseline.p50), f2(s.baseline.p99), pct(s.service.ratio)]),
+  summary.scale.map((s) => [n(s.size), f0(s.service.rps), f2(s.service.p50), f2(s.service.p99), f0(s.baseline.rps), f2(s.baseline.p50), f2(s.baseline.p99), formatSpread(s.service.ratio)]),
   ['r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
 )}
 
-Largest over smallest (per round, median): p50 x${f2(summary.ratios.listingP50)}, p99 x${f2(summary.ratios.listingP99)}; the baseline's p99 x${f2(summary.ratios.baselineP99)}.
+Largest over smallest (per round; median and range): p50 ${formatSpread(summary.ratios.listingP50, 'p50')}, p99 ${formatSpread(summary.ratios.listingP99, 'p99')}; the baseline's p99 ${formatSpread(summary.ratios.baselineP99, 'p99')}.
 
-The listing query alone, in the benchmark's own process through \`db/stores/discussion-listing.ts\`
+The listing query alone, in the benchmark's own process through the service's \`db/stores/discussion-listing.ts\`
 (first page of the live discussions, as the route asks for it), timed call by call:
 
 ${table(
@@ -127,7 +150,7 @@ ${table(
   ['r', 'r', 'r', 'r'],
 )}
 
-${n(summary.tokens[summary.tokens.length - 1].size)} over ${n(summary.tokens[1]?.size ?? 0)} tokens (per round, median): p50 x${f2(summary.ratios.tokensP50)}, p99 x${f2(summary.ratios.tokensP99)}.
+${n(summary.tokens[summary.tokens.length - 1].size)} over ${n(summary.tokens[1]?.size ?? 0)} tokens (per round; median and range): p50 ${formatSpread(summary.ratios.tokensP50, 'p50')}, p99 ${formatSpread(summary.ratios.tokensP99, 'p99')}.
 
 ## Resources
 
@@ -175,19 +198,19 @@ The first-call Basic scenario used ${n(raw.firstCall.used)} of ${n(raw.firstCall
 `
 }
 
-export function writeReport(raw: RawResults, summary: Summary): string[] {
-  mkdirSync(RESULTS, { recursive: true })
+export function writeReport(raw: RawResults, summary: Summary, dir = RESULTS): string[] {
+  mkdirSync(dir, { recursive: true })
   const files: Array<[string, string]> = [
     ['results.md', markdown(raw, summary)],
     ['chart.svg', chart(summary)],
     ['results.json', `${JSON.stringify(raw, null, 2)}\n`],
   ]
   for (const [name, content] of files) {
-    const file = join(RESULTS, name)
+    const file = join(dir, name)
     writeFileSync(`${file}.tmp`, content)
     renameSync(`${file}.tmp`, file)
   }
-  return files.map(([name]) => relative(REPO, join(RESULTS, name)))
+  return files.map(([name]) => relative(REPO, join(dir, name)))
 }
 
 /** What the targets table says about the single executable: how it was built and first started, or why not. */

@@ -1,9 +1,10 @@
 import type { Measurement } from './load.ts'
 import type { Memory } from './processes.ts'
-import type { Section } from './scenarios.ts'
+import { DEEP_PAGE, type Section } from './scenarios.ts'
 
 // From the rounds' measurements to the figures reported: medians over rounds, and every ratio
-// taken within a round (both sides measured minutes apart at most) before its median is taken.
+// taken within a round (both sides measured minutes apart at most), then reported as the min,
+// median and max of the rounds.
 
 export interface StartupSeries {
   name: string
@@ -29,10 +30,21 @@ export interface RawResults {
   afterWarmup: Record<string, Memory>
   idle: Record<string, Memory>
   peak: Record<string, Memory>
-  scenarios: Array<{ id: string; section: Section; label: string; short: string; server: string; baseline?: string; logged?: string; size?: number }>
+  scenarios: Array<{ id: string; section: Section; label: string; short: string; server: string; baseline?: string; sameAs?: string; size?: number }>
   rounds: Array<Record<string, Measurement & { rssMaxMb: number; cpuUsPerRequest: number; window: [number, number] }>>
   firstCall: { accounts: number; used: number; wrapped: boolean }
   seconds: number
+}
+
+/** The issue asks for at least this many alternating rounds behind every ratio. */
+export const FULL_ROUNDS = 5
+
+/** A ratio taken in each round: the smallest, the median and the largest, over `rounds` rounds. */
+export interface Spread {
+  min: number
+  median: number
+  max: number
+  rounds: number
 }
 
 export interface Row {
@@ -44,20 +56,33 @@ export interface Row {
   rps: number
   p50: number
   p99: number
-  /** req/s over the baseline's, median of the rounds' ratios. */
-  ratio?: number
-  /** req/s over that of the baseline with the service's logging. */
-  ratioLogged?: number
-  /** Server CPU (all threads, user + system) per request, and the baseline's over this one's. */
+  /** req/s over that of the scenario's pair (its baseline or the bare JSON route), round by round. */
+  ratio?: Spread
+  /** Server CPU (all threads, user + system) per request, and the pair's over this one's (median of the rounds). */
   cpuUs: number
   cpuRatio?: number
   unexpected: number
   rssMaxMb: number
 }
 
-export interface Target {
+/** Two measurements compared round by round: `of` over `to`, in req/s or in latency. */
+export interface Pair {
   name: string
   /** Which form of the service: the checkout (`service-desk serve`) or the single executable. */
+  form: string
+  of: string
+  to: string
+  metric: 'req/s' | 'p50' | 'p99'
+  spread: Spread
+  /** For req/s: the CPU-per-request ratio (to's over of's), median of the rounds. */
+  cpu?: number
+  /** The issue's target, when it sets one: at least (req/s) or at most (latency) this ratio. */
+  goal?: number
+  met?: boolean
+}
+
+export interface Target {
+  name: string
   form: string
   goal: string
   value: string
@@ -66,11 +91,12 @@ export interface Target {
 
 export interface Summary {
   rows: Row[]
+  pairs: Pair[]
   targets: Target[]
   /** Latency of the listing against the number of discussions, service and baseline. */
   scale: Array<{ size: number; service: Row; baseline: Row }>
   tokens: Array<{ size: number; row: Row }>
-  ratios: { listingP50: number; listingP99: number; baselineP99: number; tokensP50: number; tokensP99: number; tokensVsFewP99: number }
+  ratios: { listingP50: Spread; listingP99: Spread; baselineP99: Spread; tokensP50: Spread; tokensP99: Spread; tokensVsFewP99: Spread }
   text: string
 }
 
@@ -81,13 +107,31 @@ export function median(values: number[]): number {
   return finite.length % 2 ? finite[middle] : (finite[middle - 1] + finite[middle]) / 2
 }
 
+export function spread(values: number[]): Spread {
+  const finite = values.filter((v) => Number.isFinite(v))
+  if (finite.length === 0) return { min: NaN, median: NaN, max: NaN, rounds: 0 }
+  return { min: Math.min(...finite), median: median(finite), max: Math.max(...finite), rounds: finite.length }
+}
+
+const fixed = (x: number, digits: number) => (Number.isFinite(x) ? x.toFixed(digits) : '-')
+export const pct = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '-' : `${(x * 100).toFixed(0)}%`)
+/** 88% (85-91%, 5 rounds) for req/s; 0.74x (0.70-0.80x, 5 rounds) for latency. */
+export function formatSpread(s: Spread | undefined, metric: Pair['metric'] = 'req/s'): string {
+  if (!s || s.rounds === 0) return '-'
+  const range = s.rounds > 1 ? (metric === 'req/s' ? ` (${pct(s.min)}-${pct(s.max)}` : ` (${fixed(s.min, 2)}-${fixed(s.max, 2)}x`) + `, ${s.rounds} rounds)` : ' (1 round)'
+  return (metric === 'req/s' ? pct(s.median) : `${fixed(s.median, 2)}x`) + range
+}
+
 const MB = (m: number) => `${m.toFixed(0)} MB`
+const CHECKOUT = 'checkout'
 
 export function summarize(raw: RawResults): Summary {
   type Measured = RawResults['rounds'][number][string]
   const perRound = (id: string, pick: (m: Measured) => number) => raw.rounds.map((round) => (round[id] ? pick(round[id]) : NaN))
   const roundRatio = (a: string, b: string, pick: (m: Measured) => number) =>
-    median(raw.rounds.map((round) => (round[a] && round[b] ? pick(round[a]) / pick(round[b]) : NaN)))
+    spread(raw.rounds.map((round) => (round[a] && round[b] ? pick(round[a]) / pick(round[b]) : NaN)))
+  const rps = (m: Measured) => m.rps
+  const cpu = (m: Measured) => m.cpuUsPerRequest
 
   const rows: Row[] = raw.scenarios.map((s) => ({
     id: s.id,
@@ -95,13 +139,12 @@ export function summarize(raw: RawResults): Summary {
     label: s.label,
     short: s.short,
     size: s.size,
-    rps: median(perRound(s.id, (m) => m.rps)),
+    rps: median(perRound(s.id, rps)),
     p50: median(perRound(s.id, (m) => m.p50)),
     p99: median(perRound(s.id, (m) => m.p99)),
-    ratio: s.baseline ? roundRatio(s.id, s.baseline, (m) => m.rps) : undefined,
-    ratioLogged: s.logged ? roundRatio(s.id, s.logged, (m) => m.rps) : undefined,
-    cpuUs: median(perRound(s.id, (m) => m.cpuUsPerRequest)),
-    cpuRatio: s.baseline ? roundRatio(s.baseline, s.id, (m) => m.cpuUsPerRequest) : undefined,
+    ratio: s.baseline ? roundRatio(s.id, s.baseline, rps) : undefined,
+    cpuUs: median(perRound(s.id, cpu)),
+    cpuRatio: s.baseline ? roundRatio(s.baseline, s.id, cpu).median : undefined,
     unexpected: raw.rounds.reduce((sum, round) => sum + (round[s.id]?.unexpected ?? 0), 0),
     rssMaxMb: Math.max(...raw.rounds.map((round) => round[s.id]?.rssMaxMb ?? 0)),
   }))
@@ -116,37 +159,65 @@ export function summarize(raw: RawResults): Summary {
   // The issue's pair for tokens: the most stored against 10,000 (the few of the main database are context).
   const tokenFrom = tokens.find((t) => t.size === 10_000) ?? tokens[0]
   const tokenTo = tokens[tokens.length - 1]
+  const p50 = (m: Measured) => m.p50
+  const p99 = (m: Measured) => m.p99
   const ratios = {
-    listingP50: roundRatio(last.service.id, first.service.id, (m) => m.p50),
-    listingP99: roundRatio(last.service.id, first.service.id, (m) => m.p99),
-    baselineP99: roundRatio(last.baseline.id, first.baseline.id, (m) => m.p99),
-    tokensP50: roundRatio(tokenTo.row.id, tokenFrom.row.id, (m) => m.p50),
-    tokensP99: roundRatio(tokenTo.row.id, tokenFrom.row.id, (m) => m.p99),
-    tokensVsFewP99: roundRatio(tokenTo.row.id, tokens[0].row.id, (m) => m.p99),
+    listingP50: roundRatio(last.service.id, first.service.id, p50),
+    listingP99: roundRatio(last.service.id, first.service.id, p99),
+    baselineP99: roundRatio(last.baseline.id, first.baseline.id, p99),
+    tokensP50: roundRatio(tokenTo.row.id, tokenFrom.row.id, p50),
+    tokensP99: roundRatio(tokenTo.row.id, tokenFrom.row.id, p99),
+    tokensVsFewP99: roundRatio(tokenTo.row.id, tokens[0].row.id, p99),
   }
-  const largestScale = last
 
-  const pct = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '-' : `${(x * 100).toFixed(0)}%`)
-  const basicRatio = roundRatio('list.basic-remembered', 'list.pat-write', (m) => m.rps)
-  const basicSiteRatio = roundRatio('site.basic-remembered', 'site.pat-write', (m) => m.rps)
-  const basicCpuRatio = roundRatio('list.pat-write', 'list.basic-remembered', (m) => m.cpuUsPerRequest)
-  const pctOf = (id: string) => {
-    const r = row(id)!
-    return `${pct(r.ratio)} (by server CPU per request: ${pct(r.cpuRatio)}; vs the baseline with the service's logging: ${pct(r.ratioLogged)})`
+  const SINGLE = 'single executable'
+  const SINGLE_SMALL = `single executable, ${raw.smallYoungGeneration}`
+  const noBinary = 'skipped' in raw.binary ? raw.binary.skipped : ''
+  const pairs: Pair[] = []
+  /** A req/s pair, when both sides were measured; `goal` is the issue's lower bound. */
+  const throughputPair = (name: string, form: string, of: string, to: string, goal?: number) => {
+    if (!row(of) || !row(to)) return
+    const s = roundRatio(of, to, rps)
+    pairs.push({ name, form, of, to, metric: 'req/s', spread: s, cpu: roundRatio(to, of, cpu).median, goal, met: goal === undefined ? undefined : s.median >= goal })
   }
+  const LISTING = 'Listing (GET /<site>/discussions), personal token vs the baseline listing'
+  throughputPair(LISTING, CHECKOUT, 'list.pat-write', 'list.baseline', 0.9)
+  throughputPair(LISTING, SINGLE, 'binary.binary', 'list.baseline', 0.9)
+  throughputPair(LISTING, SINGLE_SMALL, 'binary.binary-small-young', 'list.baseline', 0.9)
+  throughputPair(`Deep page (?page=${DEEP_PAGE} of 10,000 discussions), personal token vs the baseline`, CHECKOUT, 'deep.pat-write', 'deep.baseline', 0.9)
+  throughputPair('GET /<site>, personal token vs the bare JSON route', CHECKOUT, 'site.pat-write', 'site.bare', 0.6)
+  throughputPair('401 to a missing token (GET /<site>) vs the bare JSON route', CHECKOUT, 'site.none', 'site.bare', 0.6)
+  throughputPair('Remembered Basic vs personal token (listing)', CHECKOUT, 'list.basic-remembered', 'list.pat-write', 0.8)
+  throughputPair('Remembered Basic vs personal token (GET /<site>)', CHECKOUT, 'site.basic-remembered', 'site.pat-write')
+  throughputPair('401 to a missing token (GET /<site>/discussions) vs the bare JSON route', CHECKOUT, 'list.none', 'site.bare')
+  throughputPair('Baseline GET /<site> (the site resource) vs the bare JSON route', 'baseline', 'site.baseline', 'site.bare')
+  const P99_NAME = 'Listing p99, 1,000,000 vs 10,000 discussions'
+  const has1M = last.size === 1_000_000 && first.size === 10_000
+  if (has1M) pairs.push({ name: P99_NAME, form: CHECKOUT, of: last.service.id, to: first.service.id, metric: 'p99', spread: ratios.listingP99, goal: 1.5, met: ratios.listingP99.median <= 1.5 })
+  if (scale.length > 1) {
+    const sizes = `${last.size.toLocaleString('en')} vs ${first.size.toLocaleString('en')} discussions`
+    if (!has1M) pairs.push({ name: `Listing p99, ${sizes}`, form: CHECKOUT, of: last.service.id, to: first.service.id, metric: 'p99', spread: ratios.listingP99 })
+    pairs.push({ name: `Baseline listing p99, ${sizes}`, form: 'baseline', of: last.baseline.id, to: first.baseline.id, metric: 'p99', spread: ratios.baselineP99 })
+  }
+  if (tokens.length > 1) {
+    pairs.push({ name: `GET /<site> p99, ${tokenTo.size.toLocaleString('en')} vs ${tokenFrom.size.toLocaleString('en')} personal tokens stored`, form: CHECKOUT, of: tokenTo.row.id, to: tokenFrom.row.id, metric: 'p99', spread: ratios.tokensP99 })
+  }
+
   const startupMs = (name: string) => {
     const series = raw.startups.find((s) => s.name === name)
     return series && { ms: median(series.ms), starts: series.ms.length }
   }
-  const CHECKOUT = 'checkout'
-  const SINGLE = 'single executable'
-  const SINGLE_SMALL = `single executable, ${raw.smallYoungGeneration}`
   const notMeasured = (name: string, form: string, goal: string, why: string): Target => ({ name, form, goal, value: `not measured (${why})`, met: undefined })
-  const noBinary = 'skipped' in raw.binary ? raw.binary.skipped : ''
-  const throughput = (form: string, id: string): Target => {
-    const name = 'Personal-token GET /<site>/discussions vs baseline'
-    if (!row(id)) return notMeasured(name, form, '>= 90% of req/s', noBinary)
-    return { name, form, goal: '>= 90% of req/s', value: pctOf(id), met: row(id)!.ratio! >= 0.9 }
+  const fromPair = (p: Pair): Target => ({
+    name: p.name,
+    form: p.form,
+    goal: p.metric === 'req/s' ? `>= ${pct(p.goal)} of req/s` : `<= ${p.goal}x`,
+    value: formatSpread(p.spread, p.metric) + (p.cpu === undefined ? '' : `; by server CPU per request ${pct(p.cpu)}`),
+    met: p.met,
+  })
+  const goalPair = (name: string, form: string, goal: string, why: string) => {
+    const p = pairs.find((q) => q.name === name && q.form === form)
+    return p ? fromPair(p) : notMeasured(name, form, goal, why)
   }
   const idle = (form: string, server: string): Target => {
     const memory = raw.idle[server]
@@ -156,23 +227,15 @@ export function summarize(raw: RawResults): Summary {
   const startup = (form: string, name: string): Target => {
     const measured = startupMs(name)
     const title = 'Start-up to first answer, 1M discussions'
-    if (!measured) return notMeasured(title, form, '< 1 s', largestScale.size === 1_000_000 ? noBinary : 'no 1M database')
+    if (!measured) return notMeasured(title, form, '< 1 s', last.size === 1_000_000 ? noBinary : 'no 1M database')
     return { name: title, form, goal: '< 1 s', value: `${(measured.ms / 1000).toFixed(2)} s (median of ${measured.starts})`, met: measured.ms < 1000 }
   }
   const targets: Target[] = [
-    throughput(CHECKOUT, 'list.pat-write'),
-    throughput(SINGLE, 'binary.binary'),
-    throughput(SINGLE_SMALL, 'binary.binary-small-young'),
-    largestScale.size === 1_000_000 && first.size === 10_000
-      ? { name: 'Listing p99 at 1M vs 10k discussions', form: CHECKOUT, goal: '<= 1.5x', value: `${ratios.listingP99.toFixed(2)}x (p50 ${ratios.listingP50.toFixed(2)}x)`, met: ratios.listingP99 <= 1.5 }
-      : notMeasured('Listing p99 at 1M vs 10k discussions', CHECKOUT, '<= 1.5x', 'no 1M database'),
-    {
-      name: 'Remembered Basic vs personal token (listing)',
-      form: CHECKOUT,
-      goal: '>= 80% of req/s',
-      value: `${pct(basicRatio)} (CPU per request: ${pct(basicCpuRatio)}; GET /<site>: ${pct(basicSiteRatio)})`,
-      met: basicRatio >= 0.8,
-    },
+    goalPair(LISTING, CHECKOUT, '>= 90% of req/s', 'not measured'),
+    goalPair(LISTING, SINGLE, '>= 90% of req/s', noBinary),
+    goalPair(LISTING, SINGLE_SMALL, '>= 90% of req/s', noBinary),
+    ...pairs.filter((p) => p.goal !== undefined && p.name !== LISTING).map(fromPair),
+    ...(has1M ? [] : [notMeasured(P99_NAME, CHECKOUT, '<= 1.5x', 'no 1M database')]),
     idle(CHECKOUT, 'service'),
     idle(SINGLE, 'binary'),
     idle(SINGLE_SMALL, 'binary-small-young'),
@@ -183,18 +246,20 @@ export function summarize(raw: RawResults): Summary {
   const lines = [
     '',
     `Service Desk benchmark, ${raw.date}, node ${raw.node}, ${raw.machine.cpus} CPUs, load ${raw.machine.loadBefore.map((l) => l.toFixed(1)).join('/')}`,
-    `${raw.settings.rounds} round(s) x ${raw.settings.duration} s per measurement, ${raw.settings.connections} connections; medians of rounds`,
+    `${raw.settings.rounds} round(s) x ${raw.settings.duration} s per measurement, ${raw.settings.connections} connections; medians of rounds, ratios per round (median, min-max)`,
+    ...(raw.settings.rounds < FULL_ROUNDS ? [`Fewer than ${FULL_ROUNDS} rounds: a check that every pair runs, not a measurement of the targets.`] : []),
     '',
     ...rows.map(
       (r) =>
         `${r.label.padEnd(74)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50.toFixed(1).padStart(6)} ms  p99 ${r.p99.toFixed(1).padStart(6)} ms` +
-        `  cpu ${r.cpuUs.toFixed(0).padStart(5)} us/req${r.ratio === undefined ? '' : `  ${pct(r.ratio).padStart(5)} of baseline (cpu ${pct(r.cpuRatio)})`}` +
-        `${r.ratioLogged === undefined ? '' : `, ${pct(r.ratioLogged)} of logged baseline`}` +
+        `  cpu ${r.cpuUs.toFixed(0).padStart(5)} us/req${r.ratio === undefined ? '' : `  ${formatSpread(r.ratio)} of ${raw.scenarios.find((s) => s.id === r.id)!.baseline} (cpu ${pct(r.cpuRatio)})`}` +
         `${r.unexpected ? `  (${r.unexpected} unexpected answers)` : ''}`,
     ),
     '',
-    `Listing, ${last.size.toLocaleString('en')} vs ${first.size.toLocaleString('en')} discussions: p50 x${ratios.listingP50.toFixed(2)}, p99 x${ratios.listingP99.toFixed(2)} (baseline p99 x${ratios.baselineP99.toFixed(2)})`,
-    `Token look-up, ${tokenTo.size.toLocaleString('en')} vs ${tokenFrom.size.toLocaleString('en')} tokens: p50 x${ratios.tokensP50.toFixed(2)}, p99 x${ratios.tokensP99.toFixed(2)} (vs ${tokens[0].size}: p99 x${ratios.tokensVsFewP99.toFixed(2)})`,
+    'Pairs (per round, then median and min-max of the rounds):',
+    ...pairs.map((p) => `  ${p.name}, ${p.form}: ${formatSpread(p.spread, p.metric)}${p.cpu === undefined ? '' : `, CPU per request ${pct(p.cpu)}`}`),
+    `  Listing p50, ${last.size.toLocaleString('en')} vs ${first.size.toLocaleString('en')} discussions: ${formatSpread(ratios.listingP50, 'p50')}`,
+    '',
     `Listing query alone, in-process: ${raw.queries.map((q) => `${q.discussions.toLocaleString('en')}: p50 ${q.p50Us.toFixed(0)} us, p99 ${q.p99Us.toFixed(0)} us`).join('; ')}`,
     ...raw.startups.map((s) => `Start-up, ${s.name}: ${(median(s.ms) / 1000).toFixed(2)} s (${s.ms.map((ms) => (ms / 1000).toFixed(2)).join(', ')}), RSS ${MB(median(s.memory.map((m) => m.rssMb)))}`),
     ...(
@@ -212,5 +277,5 @@ export function summarize(raw: RawResults): Summary {
     ...targets.map((t) => `  ${verdict(t.met)}  ${t.name}, ${t.form}: ${t.value} (target ${t.goal})`),
     '',
   ]
-  return { rows, targets, scale, tokens, ratios, text: lines.join('\n') }
+  return { rows, pairs, targets, scale, tokens, ratios, text: lines.join('\n') }
 }

@@ -1,21 +1,26 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { prepareBinary } from './binary.ts'
+import { bodyDifference } from './compare.ts'
 import { addFirstCallSupporters, addTokens, CACHE, copyDataset, isCached, seededDataset, type Dataset } from './datasets.ts'
 import { measure } from './load.ts'
-import { mainThreadProfile, probe, readRss, startServer, type Memory, type Server } from './processes.ts'
+import { baselineScript, mainThreadProfile, probe, readRss, startServer, type Answer, type Memory, type Server } from './processes.ts'
 import { fullProfileReport, type ProfiledScenario } from './profile-report.ts'
 import { timeListingQueries } from './query.ts'
-import { writeReport } from './report.ts'
-import { summarize, type RawResults } from './results.ts'
+import { QUICK_RESULTS, RESULTS, writeReport } from './report.ts'
+import { FULL_ROUNDS, summarize, type RawResults } from './results.ts'
 import { MAIN_TOKENS, scenarios, type Scenario } from './scenarios.ts'
+import { REPO } from './service-cli.ts'
 import { measureStartups, type StartupPlan as Plan } from './startup.ts'
 
-// npm run bench [-- --quick] [-- --profile]: the cost of authentication and how it grows with
-// data, measured against real server processes on 127.0.0.1 in one run, so the figures are
-// ratios taken on the same noisy machine at the same time. See tools/bench/README.md.
+// npm run bench [-- --quick] [-- --profile]: what the service's layers cost next to the bare stack
+// doing the same job (tools/bench/baseline.ts), what authentication costs, and how the listing and
+// the token look-up grow with data, measured against real server processes on 127.0.0.1 in one
+// run, so the figures are ratios taken on the same noisy machine at the same time. See
+// tools/bench/README.md.
 
 const { values: flags } = parseArgs({
   options: {
@@ -31,8 +36,9 @@ const { values: flags } = parseArgs({
 if (flags.help) {
   console.log(`Usage: npm run bench [-- options]
 
-  --quick          one short round (about 3 minutes); the million-discussion database only if cached
-  --rounds N       rounds of every measurement, alternating order (default 5)
+  --quick          one short round, to check that every pair runs; the million-discussion database
+                   only if cached; its report goes to tools/bench/.cache/quick-results/, not tools/bench/results/
+  --rounds N       rounds of every measurement, alternating order (default ${FULL_ROUNDS}; the issue's figures need ${FULL_ROUNDS} or more)
   --duration S     seconds per measurement (default 2)
   --connections N  concurrent connections of every measurement (default 16)
   --no-build       never build a missing million-discussion database (minutes); skip that size
@@ -44,7 +50,7 @@ if (flags.help) {
 
 const quick = flags.quick === true
 const settings = {
-  rounds: Number(flags.rounds ?? (quick ? 1 : 5)),
+  rounds: Number(flags.rounds ?? (quick ? 1 : FULL_ROUNDS)),
   duration: Number(flags.duration ?? 2),
   connections: Number(flags.connections ?? 16),
   // Seconds of load per server before the rounds.
@@ -106,9 +112,15 @@ const queries = timeListingQueries([...datasets.values()], quick ? 1 : 3, quick 
 log(`listing query in-process: ${queries.map((q) => `${count(q.discussions)}: p50 ${q.p50Us.toFixed(0)} us, p99 ${q.p99Us.toFixed(0)} us`).join('; ')}`)
 
 const listing = `/${main.site}/discussions`
-const common = { baseUrl: BASE_URL, siteUrl: SITE_URL, as: main.email, logDir: join(RUN, 'logs') }
+const common = { baseUrl: BASE_URL, siteUrl: SITE_URL, logDir: join(RUN, 'logs') }
 // Each seeded database has tokens of its own.
 const firstFor = (dataset: Dataset) => ({ path: listing, headers: { accept: ACCEPT, authorization: `Bearer ${dataset.writeToken}` } })
+
+// ---- the service's JavaScript (cli/build.js compiles dist/ at a start when it is stale: done
+// here, so that no timed start includes a build) and the baseline's, compiled from baseline.ts
+const build = join(REPO, 'cli', 'build.js')
+if (existsSync(build)) log(`service: ${execFileSync(process.execPath, [build], { cwd: REPO, encoding: 'utf8' }).trim()}`)
+log(`baseline compiled to ${baselineScript()}`)
 
 // ---- the single executable: built from this checkout, then started once to unpack
 const binary = await prepareBinary()
@@ -149,10 +161,8 @@ const binaries = binaryPlan
 const plans: Plan[] = [
   { name: 'service', kind: 'service', db: main.file, first: firstFor(main) },
   { name: 'baseline', kind: 'baseline', db: main.file, first: { path: listing } },
-  { name: 'baseline-logged', kind: 'baseline', baselineFlags: ['--log'], db: main.file, first: { path: listing } },
   ...binaries.map((b): Plan => ({ name: b.server, ...b.plan, db: main.file, first: firstFor(main) })),
   { name: 'service-write', kind: 'service', db: write.file, first: firstFor(write) },
-  { name: 'baseline-write', kind: 'baseline', db: write.file, first: { path: listing } },
   ...scaleData.flatMap((d): Plan[] => [
     { name: `service-scale-${d.discussions}`, kind: 'service', db: d.file, first: firstFor(d) },
     { name: `baseline-scale-${d.discussions}`, kind: 'baseline', db: d.file, first: { path: listing } },
@@ -172,20 +182,34 @@ const { all, state } = scenarios({ main, firstCall, scale: scaleData, tokenSizes
 const serverOf = (scenario: Scenario) => servers.get(scenario.server)!
 const targetOf = (scenario: Scenario, server = serverOf(scenario)) => ({ ...scenario.target, url: server.url })
 
-// ---- the same page from both: the baseline answers byte for byte what the service answers
+// ---- every scenario answers its expected status, and the baseline answers the same bytes as the
+// service for the same page (the listing's first page, the deep page, GET /<site>, at every size):
+// the service with its credential, the baseline with none. A difference stops the run.
+const answers = new Map<string, Answer>()
 for (const scenario of all) {
   if (scenario.target.setupRequest || scenario.target.method === 'POST') continue
   const server = serverOf(scenario)
   const answer = await probe(server.port, scenario.target)
   if (!answer) throw new Error(`${scenario.id}: ${server.name} does not answer (${server.exited() ?? 'still running'}); see ${join(RUN, 'logs', `${server.name}.log`)}`)
   if (answer.status !== scenario.target.expect) throw new Error(`${scenario.id}: expected ${scenario.target.expect}, got ${answer.status}: ${answer.body.slice(0, 200)}`)
-  const baseline = all.find((s) => s.id === scenario.baseline)
-  if (baseline && scenario.target.expect === 200 && baseline.target.method !== 'POST') {
-    const reference = await probe(serverOf(baseline).port, baseline.target)
-    if (reference?.body !== answer.body) throw new Error(`${scenario.id}: the baseline's answer differs from the service's`)
+  answers.set(scenario.id, answer)
+}
+const compared: string[] = []
+for (const scenario of all) {
+  if (!scenario.sameAs || !answers.has(scenario.id)) continue
+  const service = answers.get(scenario.id)!
+  const reference = answers.get(scenario.sameAs)
+  if (!reference) throw new Error(`${scenario.id}: no answer from ${scenario.sameAs} to compare with`)
+  const difference = bodyDifference(`${scenario.id} (${scenario.sameAs})`, service.body, reference.body)
+  if (difference) throw new Error(difference)
+  compared.push(scenario.id)
+  // Headers are not part of the check, but a difference in those the baseline sets is said.
+  for (const name of ['content-type', 'cache-control', 'link']) {
+    if (service.headers[name] !== reference.headers[name]) log(`note: ${scenario.id}: ${name} differs: service ${JSON.stringify(service.headers[name])}, baseline ${JSON.stringify(reference.headers[name])}`)
   }
 }
-log('every scenario answers as expected; the baseline answers the same bytes as the service')
+for (const id of ['list.pat-write', 'deep.pat-write', 'site.pat-write']) if (!compared.includes(id)) throw new Error(`${id}: not compared with the baseline`)
+log(`every scenario answers as expected; the baseline answers the same bytes as the service for ${compared.length} scenarios (${compared.join(', ')})`)
 
 // ---- warm-up. A fresh server needs seconds of load before its CPU per request settles (JIT,
 // heap growth): measured here, about 5 s of listing traffic takes it from ~1.4 ms to ~0.85 ms.
@@ -204,7 +228,7 @@ for (const [name, server] of servers) {
 await sleep(2_000)
 const afterWarmup: Record<string, Memory> = {}
 for (const [name, server] of servers) afterWarmup[name] = server.rss()
-log(`RSS after warm-up: ${['service', 'baseline', 'baseline-logged', ...binaries.map((b) => b.server)].map((name) => `${name} ${afterWarmup[name].rssMb.toFixed(1)} MB`).join(', ')}`)
+log(`RSS after warm-up: ${['service', 'baseline', ...binaries.map((b) => b.server)].map((name) => `${name} ${afterWarmup[name].rssMb.toFixed(1)} MB`).join(', ')}`)
 
 // ---- rounds: every measurement once per round, in alternating order
 const rounds: RawResults['rounds'] = []
@@ -269,7 +293,7 @@ const raw: RawResults = {
   afterWarmup,
   idle,
   peak,
-  scenarios: all.map(({ id, section, label, short, server, baseline, logged, size }) => ({ id, section, label, short, server, baseline, logged, size })),
+  scenarios: all.map(({ id, section, label, short, server, baseline, sameAs, size }) => ({ id, section, label, short, server, baseline, sameAs, size })),
   rounds,
   firstCall: { accounts: firstCall.length, used: state.firstCallUsed, wrapped: state.firstCallWrapped },
   seconds: (performance.now() - began) / 1000,
@@ -296,7 +320,9 @@ if (profileDir) {
   console.log('A profiled run is slower than a plain one: its figures are printed, not written to tools/bench/results/.')
   console.log(summary.text)
 } else {
-  const files = writeReport(raw, summary)
+  // A quick run (or one of fewer rounds than the issue asks for) checks that everything runs: its
+  // figures do not replace a full run's in tools/bench/results/.
+  const files = writeReport(raw, summary, quick || settings.rounds < FULL_ROUNDS ? QUICK_RESULTS : RESULTS)
   console.log(summary.text)
   log(`written: ${files.join(', ')}`)
 }

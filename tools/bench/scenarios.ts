@@ -2,9 +2,10 @@ import type { Dataset } from './datasets.ts'
 import type { Target } from './load.ts'
 
 // What is measured: each scenario names the server it runs against, the request, the status every
-// answer must have, and the baseline scenario its throughput is compared with.
+// answer must have, the scenario its throughput is compared with (a ratio per round), and the
+// baseline scenario whose answer must be the same bytes.
 
-export type Section = 'site' | 'list' | 'binary' | 'create' | 'scale' | 'tokens'
+export type Section = 'site' | 'list' | 'deep' | 'binary' | 'create' | 'scale' | 'tokens'
 
 export interface Scenario {
   id: string
@@ -14,13 +15,16 @@ export interface Scenario {
   short: string
   server: string
   target: Omit<Target, 'url'>
-  /** Throughput is reported as a ratio to this scenario's, measured in the same round. */
+  /** Throughput is reported as a ratio to this scenario's, measured in the same round (min / median / max of the rounds). */
   baseline?: string
-  /** And to this one's: the baseline with the service's logging, so what remains is authentication. */
-  logged?: string
+  /** Before any measurement, this scenario's body must be byte for byte that scenario's (the baseline's answer to the same page). */
+  sameAs?: string
   /** Discussions (scale) or stored personal tokens (tokens) on the server's database. */
   size?: number
 }
+
+/** The deep page of the issue: the middle of the listing at 10,000 discussions. */
+export const DEEP_PAGE = 166
 
 // Every request asks for v1 the way the documented clients do; the baseline ignores it.
 const ACCEPT = { accept: 'application/vnd.service-v1+json' }
@@ -46,7 +50,7 @@ export function scenarios({ main, firstCall, scale, tokenSizes, binaries }: Scen
   const list = `/${main.site}/discussions`
   let next = 0
   const state = { firstCallUsed: 0, firstCallWrapped: false }
-  // A refusal builds no page, so a ratio to the baseline's page would mean nothing.
+  // A refusal builds no page: its pair is the bare JSON route, whatever the path.
   const credentials: Array<{ id: string; label: string; headers?: Record<string, string>; expect: number; firstCall?: boolean; refusal?: boolean }> = [
     { id: 'pat-write', label: 'personal token, read and write', headers: { authorization: `Bearer ${main.writeToken}` }, expect: 200 },
     { id: 'pat-read', label: 'personal token, read only', headers: { authorization: `Bearer ${main.readToken}` }, expect: 200 },
@@ -67,17 +71,21 @@ export function scenarios({ main, firstCall, scale, tokenSizes, binaries }: Scen
   }
 
   const all: Scenario[] = []
+  // The limit of the stack itself: what the pairs that build no page (authentication alone, the 401) are measured against.
+  all.push({ id: 'site.bare', section: 'site', label: 'bare JSON route (baseline): GET /bare', short: 'bare JSON route (baseline)', server: 'baseline', target: { path: '/bare', headers: ACCEPT, expect: 200 } })
   for (const [section, path, what] of [['site', site, 'GET /<site>'], ['list', list, 'GET /<site>/discussions']] as const) {
-    const target = { path, headers: ACCEPT, expect: 200 }
-    all.push({ id: `${section}.baseline`, section, label: `baseline (no auth): ${what}`, short: 'baseline (no auth)', server: 'baseline', target })
+    // The baseline's own answer to the same page: the reference of every 200 below.
+    const reference = `${section}.baseline`
+    // GET /<site> is authentication and a small resource: its pairs are with the bare JSON route.
+    const limit = section === 'site' ? 'site.bare' : reference
     all.push({
-      id: `${section}.baseline-logged`,
+      id: reference,
       section,
-      label: `baseline with the service's logging: ${what}`,
-      short: "baseline + the service's logging",
-      server: 'baseline-logged',
-      target,
-      baseline: `${section}.baseline`,
+      label: `baseline (no auth): ${what}`,
+      short: 'baseline (no auth)',
+      server: 'baseline',
+      target: { path, headers: ACCEPT, expect: 200 },
+      ...(section === 'site' ? { baseline: 'site.bare' } : {}),
     })
     for (const c of credentials) {
       all.push({
@@ -87,7 +95,8 @@ export function scenarios({ main, firstCall, scale, tokenSizes, binaries }: Scen
         short: c.label,
         server: 'service',
         target: { path, headers: { ...ACCEPT, ...c.headers }, expect: c.expect, ...(c.firstCall ? { setupRequest: firstCallRequest } : {}) },
-        ...(c.refusal ? {} : { baseline: `${section}.baseline`, logged: `${section}.baseline-logged` }),
+        // A refusal builds no page: it is measured against the bare JSON route.
+        ...(c.refusal ? { baseline: 'site.bare' } : { baseline: limit, sameAs: reference }),
       })
     }
   }
@@ -102,14 +111,28 @@ export function scenarios({ main, firstCall, scale, tokenSizes, binaries }: Scen
       server: binary.server,
       target: { path: list, headers: { ...ACCEPT, authorization: `Bearer ${main.writeToken}` }, expect: 200 },
       baseline: 'list.baseline',
-      logged: 'list.baseline-logged',
+      sameAs: 'list.baseline',
     })
   }
+
+  // A page deep in the listing: the offset skips index entries.
+  const deep = `${list}?page=${DEEP_PAGE}`
+  all.push({ id: 'deep.baseline', section: 'deep', label: `baseline (no auth): GET /<site>/discussions?page=${DEEP_PAGE}`, short: 'baseline (no auth)', server: 'baseline', target: { path: deep, headers: ACCEPT, expect: 200 } })
+  all.push({
+    id: 'deep.pat-write',
+    section: 'deep',
+    label: `GET /<site>/discussions?page=${DEEP_PAGE}, personal token, read and write`,
+    short: 'personal token, read and write',
+    server: 'service',
+    target: { path: deep, headers: { ...ACCEPT, authorization: `Bearer ${main.writeToken}` }, expect: 200 },
+    baseline: 'deep.baseline',
+    sameAs: 'deep.baseline',
+  })
 
   const create = `/${main.site}/categories/${main.categoryId}/discussions`
   const body = JSON.stringify({ title: 'Printer on the third floor is out of toner', body: 'Created by npm run bench.' })
   const post = (headers: Record<string, string>) => ({ method: 'POST' as const, path: create, headers: { ...ACCEPT, ...headers }, body, expect: 201 })
-  all.push({ id: 'create.baseline', section: 'create', label: 'baseline (no auth): POST create discussion', short: 'baseline (no auth)', server: 'baseline-write', target: post({}) })
+  // The baseline answers no writes: creation is reported alone, as context.
   all.push({
     id: 'create.pat-write',
     section: 'create',
@@ -117,7 +140,6 @@ export function scenarios({ main, firstCall, scale, tokenSizes, binaries }: Scen
     short: 'personal token, read and write',
     server: 'service-write',
     target: post({ authorization: `Bearer ${main.writeToken}` }),
-    baseline: 'create.baseline',
   })
 
   // Scale and token look-ups are blocks of their own, so every ratio they report is between
@@ -145,6 +167,7 @@ export function scenarios({ main, firstCall, scale, tokenSizes, binaries }: Scen
       server: `service${suffix}`,
       target: { path: list, headers: pat(dataset), expect: 200 },
       baseline: `scale.baseline.${size}`,
+      sameAs: `scale.baseline.${size}`,
       size,
     })
   }

@@ -11,7 +11,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 export async function measureStartups(
   plans: StartupPlan[],
   starts: number,
-  common: Pick<StartOptions, 'logDir' | 'baseUrl' | 'siteUrl' | 'as'>,
+  common: Pick<StartOptions, 'logDir' | 'baseUrl' | 'siteUrl'>,
   log: (line: string) => void,
 ): Promise<StartupSeries[]> {
   const series: StartupSeries[] = plans.map((plan) => ({ name: plan.name, ms: [], status: [], memory: [] }))
