@@ -2,8 +2,10 @@ import Fastify, { type FastifyError } from 'fastify'
 import type { Config } from './config.ts'
 import { DEFAULT_LIMITS } from './plugins/auth/limits.ts'
 import { systemClock, type Clock } from './lib/clock.ts'
-import { clientErrorHandler, frameworkErrors, refuseConnect } from './lib/framework-errors.ts'
+import { defaultConnectionSettings, guardConnections, timeoutOptions, type ConnectionSettings } from './lib/connections.ts'
+import { createClientErrorHandler, frameworkErrors, refuseConnect } from './lib/framework-errors.ts'
 import { redactUrl } from './lib/redact.ts'
+import { createRefusalLog, type RefusalLogOptions } from './lib/refusals.ts'
 import { loggerOptions, OneLinePerRequest } from './lib/request-log.ts'
 import { answerUnavailable } from './lib/sqlite-errors.ts'
 import { clientErrorBody } from './lib/validation.ts'
@@ -29,12 +31,18 @@ import wellKnownRoutes from './routes/well-known.ts'
 import webPages from './routes/web/index.ts'
 
 export interface AppOptions {
-  config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile' | 'secret'> & Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts'>>
+  config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile' | 'secret'> &
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts' | 'logLevel'>> & {
+      /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
+      connections?: Partial<ConnectionSettings>
+    }
   clock?: Clock
   /** How long a write waits for another process's lock before the request gets 503 (db/client.ts). */
   busyTimeoutMs?: number
   /** Where JSON log lines go (standard output for the server); no logging when absent. */
   logStream?: { write(line: string): void }
+  /** How refusals are counted before they are summarised (lib/refusals.ts); tests shorten the window. */
+  refusalLog?: RefusalLogOptions
 }
 
 // Request bodies larger than this are refused with 413 before they are read.
@@ -43,15 +51,20 @@ export const BODY_LIMIT = 1024 * 1024
 /** The whole service as one Fastify instance; the server and the tests build it the same way. */
 export function buildApp(options: AppOptions) {
   const { config } = options
+  const connections = { ...defaultConnectionSettings(), ...config.connections }
+  // Timeouts, caps, bodies over the limit, bad bytes: a warn line each, counted (lib/refusals.ts).
+  const refusals = createRefusalLog(() => app.log, options.refusalLog)
   const app = Fastify({
     bodyLimit: BODY_LIMIT,
     // Only the proxies named by SERVICE_TRUST_PROXY may set the client address (request.ip).
     trustProxy: config.trustProxy ?? false,
-    logger: options.logStream ? loggerOptions(options.logStream) : false,
-    logController: new OneLinePerRequest(),
+    logger: options.logStream ? loggerOptions(options.logStream, config.logLevel) : false,
+    logController: new OneLinePerRequest(refusals),
     // A path Fastify cannot route and bytes that are not HTTP get the JSON error shape too.
     frameworkErrors,
-    clientErrorHandler,
+    clientErrorHandler: createClientErrorHandler(refusals),
+    // The whole request, its headers, and an idle keep-alive connection each have a time limit.
+    ...timeoutOptions(connections),
   })
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -66,7 +79,10 @@ export function buildApp(options: AppOptions) {
     return reply.code(status).send(clientErrorBody(error, request.routeOptions.bodyLimit))
   })
   // Node hands CONNECT to its own event, not to Fastify: refused there in the JSON shape.
-  app.server.on('connect', refuseConnect(app.log))
+  app.server.on('connect', refuseConnect(refusals))
+  // The connection caps; the summaries still being counted are written when the server closes.
+  guardConnections(app.server, connections, refusals)
+  app.server.on('close', () => refusals.flush())
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error: 'not_found', message: `There is nothing at ${request.method} ${redactUrl(request.url)}.` }),
   )

@@ -3,6 +3,8 @@
 
 import { isIP } from 'node:net'
 import { ConfigError } from './lib/config-error.ts'
+import { connectionsAllowed, defaultMaxConnections, DEFAULT_TIMEOUTS, processOpenFiles, type ConnectionSettings } from './lib/connections.ts'
+import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from './lib/request-log.ts'
 import { MIN_SECRET_LENGTH } from './lib/server-key.ts'
 import { DEFAULT_LIMITS, type AuthLimitSettings } from './plugins/auth/limits.ts'
 import { hstsByDefault } from './plugins/transport-security.ts'
@@ -23,11 +25,17 @@ export interface Config {
   limits: AuthLimitSettings
   /** SERVICE_HSTS: Strict-Transport-Security on every answer; on by default when an address is https. */
   hsts: boolean
+  /** The timeouts and connection caps of the HTTP server (lib/connections.ts). */
+  connections: ConnectionSettings
+  /** SERVICE_LOG_LEVEL: at `warn`, the line per answered request is not written; refusals and errors are. */
+  logLevel: LogLevel
 }
 
 export interface ConfigSource {
   env: Record<string, string | undefined>
-  flags: Partial<Record<'port' | 'host' | 'db' | 'base-url' | 'site-url', string>>
+  flags: Partial<Record<Key, string>>
+  /** The process's open-file limit, which bounds the connection cap; read from the system when absent. */
+  openFiles?: number
 }
 
 export { ConfigError }
@@ -43,6 +51,17 @@ export const CONFIG_VARIABLES = [
     fallback: 'http://localhost:<PORT>/{site}',
     about: 'public address of a site\'s web pages, with {site}',
   },
+  { variable: 'SERVICE_REQUEST_TIMEOUT', flag: 'request-timeout', fallback: '30', about: 'seconds a client has to send a whole request' },
+  { variable: 'SERVICE_HEADERS_TIMEOUT', flag: 'headers-timeout', fallback: '15', about: 'seconds a client has to send the request headers' },
+  { variable: 'SERVICE_KEEP_ALIVE_TIMEOUT', flag: 'keep-alive-timeout', fallback: '5', about: 'seconds an idle keep-alive connection is kept' },
+  { variable: 'SERVICE_MAX_CONNECTIONS', flag: 'max-connections', fallback: 'from the open-file limit', about: 'connections open at once' },
+  {
+    variable: 'SERVICE_MAX_CONNECTIONS_PER_ADDRESS',
+    flag: 'max-connections-per-address',
+    fallback: '0 (none)',
+    about: 'connections open at once from one client address',
+  },
+  { variable: 'SERVICE_LOG_LEVEL', flag: 'log-level', fallback: 'info', about: 'the quietest level written' },
 ] as const
 
 type Key = (typeof CONFIG_VARIABLES)[number]['flag']
@@ -140,6 +159,72 @@ function parseHsts(value: string | undefined, fallback: boolean): boolean {
   throw new ConfigError(`SERVICE_HSTS must be on or off, not "${value}"`)
 }
 
+// Timeouts are set in whole seconds: up to an hour, at least one (zero would turn a timeout off).
+const MAX_TIMEOUT_SECONDS = 3600
+
+/** A timeout in whole seconds, as milliseconds; unset or blank, the default. */
+function parseTimeout(source: ConfigSource, key: Key, fallbackMs: number): { ms: number; name: string } {
+  const { value, name } = pick(source, key)
+  if (value === undefined || value.trim() === '') return { ms: fallbackMs, name }
+  const seconds = value.trim()
+  if (!/^\d{1,4}$/.test(seconds) || Number(seconds) < 1 || Number(seconds) > MAX_TIMEOUT_SECONDS) {
+    throw new ConfigError(`${name} must be a whole number of seconds from 1 to ${MAX_TIMEOUT_SECONDS}, not "${value}"`)
+  }
+  return { ms: Number(seconds) * 1000, name }
+}
+
+function parseWhole(source: ConfigSource, key: Key, min: number, max: number, range: string): number | undefined {
+  const { value, name } = pick(source, key)
+  if (value === undefined || value.trim() === '') return undefined
+  const trimmed = value.trim()
+  if (!/^\d{1,9}$/.test(trimmed) || Number(trimmed) < min || Number(trimmed) > max) {
+    throw new ConfigError(`${name} must be a whole number from ${range}, not "${value}"`)
+  }
+  return Number(trimmed)
+}
+
+/**
+ * The timeouts and the caps. The headers are part of the request, so their timeout cannot be the
+ * longer one; the cap must leave the database and the logs their file descriptors.
+ */
+function parseConnections(source: ConfigSource): ConnectionSettings {
+  const request = parseTimeout(source, 'request-timeout', DEFAULT_TIMEOUTS.requestTimeoutMs)
+  const headers = parseTimeout(source, 'headers-timeout', DEFAULT_TIMEOUTS.headersTimeoutMs)
+  const keepAlive = parseTimeout(source, 'keep-alive-timeout', DEFAULT_TIMEOUTS.keepAliveTimeoutMs)
+  if (headers.ms > request.ms) {
+    throw new ConfigError(
+      `${headers.name} (${headers.ms / 1000} s) must not be longer than ${request.name} (${request.ms / 1000} s): the request timeout covers the headers too`,
+    )
+  }
+  const openFiles = source.openFiles ?? processOpenFiles()
+  const allowed = connectionsAllowed(openFiles)
+  const cap = pick(source, 'max-connections')
+  const maxConnections = parseWhole(source, 'max-connections', 1, 999_999_999, `1 to ${allowed}`) ?? defaultMaxConnections(openFiles)
+  if (maxConnections > allowed) {
+    throw new ConfigError(
+      `${cap.name} is ${maxConnections}, but this process may open ${openFiles} files, which leaves room for ${allowed} connections ` +
+        'beside the database and the logs: raise the limit (ulimit -n, or LimitNOFILE= in a systemd unit) or lower the setting',
+    )
+  }
+  const perAddress = parseWhole(source, 'max-connections-per-address', 0, maxConnections, `0 (no cap per address) to the connection cap (${maxConnections})`)
+  return {
+    requestTimeoutMs: request.ms,
+    headersTimeoutMs: headers.ms,
+    keepAliveTimeoutMs: keepAlive.ms,
+    maxConnections,
+    maxConnectionsPerAddress: perAddress ?? 0,
+  }
+}
+
+/** SERVICE_LOG_LEVEL: one of pino's levels, any case; unset or blank, `info`. */
+function parseLogLevel(source: ConfigSource): LogLevel {
+  const { value, name } = pick(source, 'log-level')
+  if (value === undefined || value.trim() === '') return DEFAULT_LOG_LEVEL
+  const level = value.trim().toLowerCase()
+  if ((LOG_LEVELS as readonly string[]).includes(level)) return level as LogLevel
+  throw new ConfigError(`${name} must be one of ${LOG_LEVELS.join(', ')}, not "${value}"`)
+}
+
 export function loadConfig(source: ConfigSource): Config {
   const port = pick(source, 'port')
   const host = pick(source, 'host')
@@ -170,5 +255,7 @@ export function loadConfig(source: ConfigSource): Config {
       perAccount: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ACCOUNT', DEFAULT_LIMITS.perAccount, 1_000_000),
       windowSeconds: parseCount(source, 'SERVICE_AUTH_FAILURE_WINDOW', DEFAULT_LIMITS.windowSeconds, 86_400),
     },
+    connections: parseConnections(source),
+    logLevel: parseLogLevel(source),
   }
 }

@@ -1,7 +1,7 @@
 import { loadConfig } from '../config.ts'
 import { openDatabase, type Db } from '../db/client.ts'
 import type { Access } from '../db/schema.ts'
-import { randomPassword } from '../lib/password.ts'
+import { hashPassword, randomPassword } from '../lib/password.ts'
 import { createSecretBox } from '../lib/secret-box.ts'
 import { serverSecret } from '../lib/server-key.ts'
 import { maskedToken } from '../lib/token-format.ts'
@@ -30,9 +30,36 @@ function openStores(values: Values, io: Io) {
 
 export type Stores = ReturnType<typeof openStores>
 
-/** An administration command: opens the database, runs, closes it, and exits 0 unless refused. */
+/**
+ * Runs a command in one IMMEDIATE transaction and holds back what it prints until that commits. So
+ * a command that stops, refused or on a fault (a full disk, a locked file), changed nothing and
+ * printed nothing but its error; and a write whose commit fails says so: an INSERT ... RETURNING
+ * read with get() outside a transaction commits when the statement is reset, and better-sqlite3
+ * does not report that commit's failure (a full disk), so the row would be announced, not stored.
+ */
+async function atomically(client: Db['$client'], io: Io, run: (io: Io) => void | Promise<void>) {
+  let out = ''
+  let err = ''
+  const held: Io = { ...io, stdout: (text) => void (out += text), stderr: (text) => void (err += text) }
+  client.exec('BEGIN IMMEDIATE')
+  try {
+    await run(held)
+    client.exec('COMMIT')
+  } catch (error) {
+    if (client.inTransaction) client.exec('ROLLBACK')
+    throw error
+  }
+  io.stdout(out)
+  if (err) io.stderr(err)
+}
+
+/**
+ * An administration command: opens the database, runs in one transaction (atomically, above),
+ * closes it, and exits 0 unless refused. `atomic: false` for a command that only reads, or writes
+ * in transactions of its own (seed, in batches; user add, after the slow password hash).
+ */
 export function admin(
-  spec: Omit<Command, 'run' | 'options'> & { options?: Options },
+  { atomic = true, ...spec }: Omit<Command, 'run' | 'options'> & { options?: Options; atomic?: boolean },
   run: (stores: Stores, args: string[], values: Values, io: Io) => void | Promise<void>,
 ): Command {
   return {
@@ -41,7 +68,8 @@ export function admin(
     async run(args, values, io) {
       const stores = openStores(values, io)
       try {
-        await run(stores, args, values, io)
+        if (atomic) await atomically(stores.db.$client, io, (held) => run(stores, args, values, held))
+        else await run(stores, args, values, io)
         return 0
       } finally {
         stores.db.$client.close()
@@ -88,7 +116,7 @@ export const adminCommands: Command[] = [
     },
   ),
   admin(
-    { words: ['site', 'list'], args: [], usage: 'site list', summary: 'List the sites.' },
+    { words: ['site', 'list'], args: [], usage: 'site list', summary: 'List the sites.', atomic: false },
     ({ sites }, _args, _values, io) => {
       for (const site of sites.list()) io.stdout(`${site.permalink}\t${site.name}\n`)
     },
@@ -100,11 +128,15 @@ export const adminCommands: Command[] = [
       options: { name: { type: 'string' }, 'password-stdin': { type: 'boolean' } },
       usage: 'user add <email> [--name TEXT] [--password-stdin]',
       summary: 'Create an account. Without --password-stdin a random password is made and printed once.',
+      // Standard input and the slow hash are waited for before the write lock is taken.
+      atomic: false,
     },
-    async ({ users }, [email], values, io) => {
+    async ({ db, users }, [email], values, io) => {
       const given = values['password-stdin'] === true
       const password = given ? await readPassword(io) : randomPassword()
-      const user = await users.add({ email, name: values.name as string | undefined, password })
+      const passwordHash = await hashPassword(password)
+      const insert = () => users.insert({ email, name: values.name as string | undefined, password }, passwordHash)
+      const user = db.$client.transaction(insert).immediate()
       io.stdout(given ? `user ${user.email} created\n` : `user ${user.email} created; password: ${password}\n`)
     },
   ),
@@ -176,6 +208,7 @@ export const adminCommands: Command[] = [
       optionalArgs: 1,
       usage: 'token list <site> [<email>]',
       summary: 'One line per token: id, owner, name, access, end of value, created, last used, expires, state.',
+      atomic: false,
     },
     ({ sites, users, tokens }, [permalink, email], _values, io) => {
       const site = sites.get(permalink)

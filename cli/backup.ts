@@ -20,6 +20,14 @@ export const backupCommand: Command = {
   options: { db: { type: 'string' } },
   usage: 'backup FILE [--db FILE]',
   summary: 'Copy the database, consistently, while the server runs. FILE must not exist yet.',
+  faultScope: ([target], values, io) => {
+    const { dbFile } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
+    return {
+      files: `${dbFile} or the folder of ${target}`,
+      paths: [dbFile, resolve(target!)],
+      outcome: 'No backup was made (the partial copy was removed), and the database was not changed.',
+    }
+  },
   async run([target], values, io) {
     const { dbFile, secret } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
     const destination = resolve(target!)

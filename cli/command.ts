@@ -1,5 +1,6 @@
 import type { ParseArgsConfig } from 'node:util'
 import type { Clock } from '../lib/clock.ts'
+import type { FaultScope } from './faults.ts'
 
 // What every command of the service-desk command line is made of.
 
@@ -25,6 +26,11 @@ export interface Command {
   summary: string
   /** Resolves to the exit code, or undefined when the process keeps running (serve). */
   run(args: string[], values: Values, io: Io): Promise<number | undefined>
+  /**
+   * What the command tells when a storage fault stopped it (cli/faults.ts), where it differs from
+   * "the database file; nothing was changed".
+   */
+  faultScope?(args: string[], values: Values, io: Io): Partial<FaultScope>
 }
 
 /** Raised for a command line that does not fit the command: exit 2 with its message. */

@@ -49,7 +49,13 @@ export const discussionCommands: Command[] = [
     },
   ),
   admin(
-    { words: ['category', 'list'], args: ['<site>'], usage: 'category list <site>', summary: 'One line per category: id, permalink, public or private, name.' },
+    {
+      words: ['category', 'list'],
+      args: ['<site>'],
+      usage: 'category list <site>',
+      summary: 'One line per category: id, permalink, public or private, name.',
+      atomic: false,
+    },
     ({ db, sites }, [permalink], _values, io) => {
       const site = sites.get(permalink)
       for (const c of createCategoryStore(db, io.clock).list(site.id, 0, -1).categories) {
@@ -64,6 +70,9 @@ export const discussionCommands: Command[] = [
       options: { discussions: { type: 'string' }, seed: { type: 'string' } },
       usage: 'seed <site> --discussions N [--seed S]',
       summary: 'Fill a site with N generated discussions and their comments (for demos and benchmarks).',
+      // Transactions of a batch each, so the server can write between them and the progress shows.
+      atomic: false,
+      faultScope: () => ({ outcome: 'The discussions of the batches finished before it were kept, each batch whole; nothing is half-written.' }),
     },
     ({ db, sites, users }, [permalink], values, io) => {
       const count = parseCount(values.discussions)

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { ConfigError } from '../config.ts'
+import { ConfigError, loadConfig } from '../config.ts'
 import packageJson from '../package.json' with { type: 'json' }
 import { systemClock } from '../lib/clock.ts'
 import { StoreError } from '../db/stores/errors.ts'
@@ -8,7 +8,10 @@ import { backupCommand } from './backup.ts'
 import { UsageError, type Command, type Io, type Values } from './command.ts'
 import { credentialCommands } from './credentials.ts'
 import { discussionCommands } from './discussions.ts'
+import { describeFault, EXIT_CODES_HELP, NOTHING_CHANGED, type FaultScope } from './faults.ts'
 import { serveCommand } from './serve.ts'
+
+export { EXIT_BUSY, EXIT_DISK_FULL, EXIT_IO, EXIT_READ_ONLY } from './faults.ts'
 
 export const EXIT_REFUSED = 1
 export const EXIT_FAILED = 1
@@ -41,12 +44,23 @@ function overview(): string {
     '',
     'Every command takes --db FILE (or SERVICE_DB) and --help; --version prints the version.',
     '',
+    EXIT_CODES_HELP,
+    '',
   ].join('\n')
 }
 
 function help(command: Command): string {
   const options = Object.entries(command.options).map(([name, o]) => `  --${name}${o.type === 'string' ? ' VALUE' : ''}`)
-  return [`Usage: service-desk ${command.usage}`, '', command.summary, '', 'Options:', ...options, '  --help', ''].join('\n')
+  return [`Usage: service-desk ${command.usage}`, '', command.summary, '', 'Options:', ...options, '  --help', '', EXIT_CODES_HELP, ''].join('\n')
+}
+
+/**
+ * The files a fault's advice names, and what the command left as it was. Asked only after a fault,
+ * which the command met after it had read its settings: they fit.
+ */
+function faultScope(command: Command, args: string[], values: Values, io: Io): FaultScope {
+  const { dbFile } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
+  return { files: dbFile, paths: [dbFile], outcome: NOTHING_CHANGED, ...command.faultScope?.(args, values, io) }
 }
 
 function findCommand(argv: string[]): Command | undefined {
@@ -70,13 +84,15 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number |
     io.stderr(`service-desk: unknown command "${argv.join(' ')}"; run service-desk --help\n`)
     return EXIT_USAGE
   }
+  let values: Values = {}
+  let positionals: string[] = []
   try {
-    const { values, positionals } = parseArgs({
+    ;({ values, positionals } = parseArgs({
       args: argv.slice(command.words.length),
       options: { ...command.options, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
       strict: true,
-    })
+    }) as { values: Values; positionals: string[] })
     if (values.help) {
       io.stdout(help(command))
       return 0
@@ -85,8 +101,14 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number |
     if (positionals.length < required || positionals.length > command.args.length) {
       throw new UsageError(`usage: service-desk ${command.usage}`)
     }
-    return await command.run(positionals, values as Values, io)
+    return await command.run(positionals, values, io)
   } catch (error) {
+    // A locked database, a full disk, a file that cannot be written: what, what was not changed, what to do.
+    const fault = describeFault(error, () => faultScope(command, positionals, values, io))
+    if (fault) {
+      io.stderr(fault.message)
+      return fault.code
+    }
     if (error instanceof StoreError) {
       io.stderr(`service-desk: ${error.message}\n`)
       return EXIT_REFUSED

@@ -33,6 +33,11 @@ export async function startService(config: Config, io: Pick<Io, 'stdout' | 'cloc
   await app.ready()
   const firstRun = await bootstrapFirstRun(app)
   await app.listen({ port: config.port, host: config.host })
+  const { requestTimeoutMs, headersTimeoutMs, keepAliveTimeoutMs, maxConnections, maxConnectionsPerAddress } = config.connections
+  app.log.info(
+    { requestTimeoutMs, headersTimeoutMs, keepAliveTimeoutMs, maxConnections, maxConnectionsPerAddress, logLevel: config.logLevel },
+    'timeouts and connection caps',
+  )
   if (firstRun) io.stdout(firstRunBanner(config, firstRun))
   return app
 }
@@ -46,8 +51,16 @@ export const serveCommand: Command = {
     db: { type: 'string' },
     'base-url': { type: 'string' },
     'site-url': { type: 'string' },
+    'request-timeout': { type: 'string' },
+    'headers-timeout': { type: 'string' },
+    'keep-alive-timeout': { type: 'string' },
+    'max-connections': { type: 'string' },
+    'max-connections-per-address': { type: 'string' },
+    'log-level': { type: 'string' },
   },
-  usage: 'serve [--port N] [--host ADDR] [--db FILE] [--base-url URL] [--site-url URL]',
+  usage:
+    'serve [--port N] [--host ADDR] [--db FILE] [--base-url URL] [--site-url URL] [--request-timeout S] [--headers-timeout S] ' +
+    '[--keep-alive-timeout S] [--max-connections N] [--max-connections-per-address N] [--log-level LEVEL]',
   summary: 'Run the API and the supporter pages. A first start on an empty database creates the demo site.',
   /* c8 ignore start: this runs, and takes signals, only in a real process; test/cli/serve.test.ts
      starts one and stops it with SIGTERM, but its coverage is not collected (test/fixtures/child.ts) */

@@ -40,3 +40,40 @@ export function answerUnavailable(error: unknown, request: FastifyRequest, reply
   reply.code(503).header('retry-after', String(unavailable.retryAfter))
   return unavailable
 }
+
+/**
+ * The storage faults a command line tells apart, each with its own exit code (cli/faults.ts): the
+ * database locked by another process, a full disk, a file or file system that cannot be written,
+ * and a failing disk. From SQLite's codes (better-sqlite3) and from the file system's (node:fs,
+ * met before SQLite opens the file: the folder, the key file).
+ */
+export type StorageFault = 'busy' | 'full' | 'read_only' | 'io'
+
+const FAULTS: Record<string, StorageFault> = {
+  SQLITE_BUSY: 'busy',
+  SQLITE_LOCKED: 'busy',
+  SQLITE_FULL: 'full',
+  ENOSPC: 'full',
+  EDQUOT: 'full',
+  SQLITE_READONLY: 'read_only',
+  SQLITE_CANTOPEN: 'read_only',
+  SQLITE_PERM: 'read_only',
+  EROFS: 'read_only',
+  EACCES: 'read_only',
+  EPERM: 'read_only',
+  SQLITE_IOERR: 'io',
+  EIO: 'io',
+}
+
+// The calls of node:fs that fail for a full disk or a read-only one (a failed write names no path).
+const FILE_CALLS = new Set(['open', 'write', 'mkdir', 'link', 'unlink', 'rename', 'fsync', 'close', 'ftruncate', 'copyfile', 'chmod'])
+
+export function storageFault(error: unknown): StorageFault | null {
+  const { code, path, syscall } = (error ?? {}) as { code?: unknown; path?: unknown; syscall?: unknown }
+  if (typeof code !== 'string') return null
+  // Extended SQLite codes (SQLITE_IOERR_WRITE, SQLITE_READONLY_DBMOVED) are their primary code's kind.
+  if (code.startsWith('SQLITE_')) return FAULTS[code.split('_').slice(0, 2).join('_')] ?? null
+  // A system error is a storage fault only from a file: EACCES from listen() on port 80 is not one.
+  const fromFile = typeof path === 'string' || FILE_CALLS.has(syscall as string)
+  return fromFile ? (FAULTS[code] ?? null) : null
+}

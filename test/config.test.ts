@@ -2,7 +2,10 @@ import t from 'tap'
 import { loadConfig } from '../config.ts'
 import { DEFAULT_LIMITS } from '../plugins/auth/limits.ts'
 
-const load = (env: Record<string, string> = {}, flags: Record<string, string> = {}) => loadConfig({ env, flags })
+// 20,000 open files, as on the machine the defaults were measured on: a cap of 10,000 connections.
+const load = (env: Record<string, string> = {}, flags: Record<string, string> = {}, openFiles = 20_000) => loadConfig({ env, flags, openFiles })
+
+const DEFAULT_CONNECTIONS = { requestTimeoutMs: 30_000, headersTimeoutMs: 15_000, keepAliveTimeoutMs: 5_000, maxConnections: 10_000, maxConnectionsPerAddress: 0 }
 
 t.test('defaults', async (t) => {
   t.same(load(), {
@@ -14,6 +17,8 @@ t.test('defaults', async (t) => {
     trustProxy: false,
     limits: { perAddress: 20, perAccount: 5, windowSeconds: 300 },
     hsts: false,
+    connections: DEFAULT_CONNECTIONS,
+    logLevel: 'info',
   })
   t.same(DEFAULT_LIMITS, { perAddress: 20, perAccount: 5, windowSeconds: 300 }, 'the documented defaults')
   t.equal(load({ PORT: '8080' }).baseUrl, 'http://localhost:8080', 'default addresses follow the port')
@@ -33,7 +38,64 @@ t.test('environment, and flags over the environment', async (t) => {
     trustProxy: false,
     limits: DEFAULT_LIMITS,
     hsts: true,
+    connections: DEFAULT_CONNECTIONS,
+    logLevel: 'info',
   })
+})
+
+t.test('timeouts, connection caps and the log level: environment, flags over it, and what is refused', async (t) => {
+  const env = {
+    SERVICE_REQUEST_TIMEOUT: '60',
+    SERVICE_HEADERS_TIMEOUT: ' 20 ',
+    SERVICE_KEEP_ALIVE_TIMEOUT: '75',
+    SERVICE_MAX_CONNECTIONS: '500',
+    SERVICE_MAX_CONNECTIONS_PER_ADDRESS: '50',
+    SERVICE_LOG_LEVEL: ' WARN ',
+  }
+  t.same(load(env).connections, { requestTimeoutMs: 60_000, headersTimeoutMs: 20_000, keepAliveTimeoutMs: 75_000, maxConnections: 500, maxConnectionsPerAddress: 50 })
+  t.equal(load(env).logLevel, 'warn')
+  const flags = {
+    'request-timeout': '10',
+    'headers-timeout': '10',
+    'keep-alive-timeout': '1',
+    'max-connections': '100',
+    'max-connections-per-address': '0',
+    'log-level': 'error',
+  }
+  t.same(load(env, flags).connections, { requestTimeoutMs: 10_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 1_000, maxConnections: 100, maxConnectionsPerAddress: 0 })
+  t.equal(load(env, flags).logLevel, 'error')
+  t.same(load({ SERVICE_REQUEST_TIMEOUT: '', SERVICE_MAX_CONNECTIONS: ' ', SERVICE_LOG_LEVEL: '' }).connections, DEFAULT_CONNECTIONS, 'blank is unset')
+  t.equal(load({}, {}, 1024).connections.maxConnections, 921, 'the default cap follows the open-file limit, with room for the database and the logs')
+  t.ok(loadConfig({ env: {}, flags: {} }).connections.maxConnections >= 1, "without a limit given, this process's own is read")
+
+  const refused: [Record<string, string>, Record<string, string>, RegExp][] = [
+    [{ SERVICE_REQUEST_TIMEOUT: '0' }, {}, /^SERVICE_REQUEST_TIMEOUT must be a whole number of seconds from 1 to 3600, not "0"$/],
+    [{ SERVICE_HEADERS_TIMEOUT: '1.5' }, {}, /^SERVICE_HEADERS_TIMEOUT must be a whole number of seconds from 1 to 3600, not "1.5"$/],
+    [{}, { 'keep-alive-timeout': '3601' }, /^--keep-alive-timeout must be a whole number of seconds from 1 to 3600, not "3601"$/],
+    [{ SERVICE_KEEP_ALIVE_TIMEOUT: '5s' }, {}, /^SERVICE_KEEP_ALIVE_TIMEOUT must be a whole number of seconds/],
+    [
+      { SERVICE_HEADERS_TIMEOUT: '60' },
+      {},
+      /^SERVICE_HEADERS_TIMEOUT \(60 s\) must not be longer than SERVICE_REQUEST_TIMEOUT \(30 s\): the request timeout covers the headers too$/,
+    ],
+    [{ SERVICE_HEADERS_TIMEOUT: '20' }, { 'request-timeout': '10' }, /^SERVICE_HEADERS_TIMEOUT \(20 s\) must not be longer than --request-timeout \(10 s\)/],
+    [{ SERVICE_MAX_CONNECTIONS: '0' }, {}, /^SERVICE_MAX_CONNECTIONS must be a whole number from 1 to 18000, not "0"$/],
+    [{}, { 'max-connections': 'many' }, /^--max-connections must be a whole number from 1 to 18000, not "many"$/],
+    [
+      { SERVICE_MAX_CONNECTIONS: '19000' },
+      {},
+      /^SERVICE_MAX_CONNECTIONS is 19000, but this process may open 20000 files, which leaves room for 18000 connections beside the database and the logs: raise the limit \(ulimit -n, or LimitNOFILE= in a systemd unit\) or lower the setting$/,
+    ],
+    [
+      { SERVICE_MAX_CONNECTIONS: '100', SERVICE_MAX_CONNECTIONS_PER_ADDRESS: '101' },
+      {},
+      /^SERVICE_MAX_CONNECTIONS_PER_ADDRESS must be a whole number from 0 \(no cap per address\) to the connection cap \(100\), not "101"$/,
+    ],
+    [{ SERVICE_MAX_CONNECTIONS_PER_ADDRESS: '-1' }, {}, /^SERVICE_MAX_CONNECTIONS_PER_ADDRESS must be a whole number from 0/],
+    [{ SERVICE_LOG_LEVEL: 'verbose' }, {}, /^SERVICE_LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent, not "verbose"$/],
+    [{}, { 'log-level': 'off' }, /^--log-level must be one of/],
+  ]
+  for (const [env, flags, message] of refused) t.throws(() => load(env, flags), { name: 'ConfigError', message }, JSON.stringify({ env, flags }))
 })
 
 t.test('SERVICE_HSTS: on by default when an address is https, and a switch either way', async (t) => {

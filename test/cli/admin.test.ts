@@ -116,11 +116,16 @@ t.test('--help on every command, and the overview', async (t) => {
   t.equal((await run(['token', 'create', '-h'])).code, 0)
 })
 
-t.test('a database that cannot be opened is one line and exit 1', async (t) => {
+t.test('a database that cannot be opened says so, and what to check, with exit 5 (test/cli/faults.test.ts)', async (t) => {
   const { run, dir } = cliRunner(t)
   const result = await run(['site', 'list', '--db', dir])
-  t.equal(result.code, 1)
-  t.equal(result.stderr, 'service-desk: unable to open database file\n')
+  t.equal(result.code, 5)
+  t.equal(
+    result.stderr,
+    'service-desk: the database cannot be written (unable to open database file).\n' +
+      `Nothing was changed. Check that ${dir} is a file (not a folder) that this user can write, in a folder it can write (ls -l), ` +
+      'on a file system not mounted read-only; then run the command again.\n',
+  )
 })
 
 t.test('the database file is created where --db says, folders included', async (t) => {

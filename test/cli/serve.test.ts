@@ -1,10 +1,12 @@
 import { spawnSync } from 'node:child_process'
+import { connect } from 'node:net'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { loadConfig } from '../../config.ts'
 import { DEFAULT_LIMITS } from '../../plugins/auth/limits.ts'
+import { main } from '../../cli/main.ts'
 import { firstRunBanner, startService } from '../../cli/serve.ts'
 import { testClock } from '../fixtures/app.ts'
 import { logCapture } from '../fixtures/log.ts'
@@ -68,9 +70,61 @@ t.test('a bad configuration value stops start-up with one clear line', async (t)
   t.equal(result.stdout, '')
 })
 
+t.test('a real process: SERVICE_LOG_LEVEL=warn and the timeout flags, refusals logged and flushed at shutdown', async (t) => {
+  const db = tempDb(t)
+  const server = await startServer(t, { SERVICE_DB: db, SERVICE_LOG_LEVEL: 'warn' }, ['--headers-timeout', '1', '--request-timeout', '2'], { ready: 'health' })
+  t.equal((await fetch(`${server.base}/healthz`)).status, 200)
+  const socket = connect(server.port, '127.0.0.1')
+  socket.on('error', () => {})
+  let answer = ''
+  socket.on('data', (chunk) => (answer += chunk))
+  const started = Date.now()
+  await new Promise((resolve) => socket.once('connect', resolve))
+  socket.write('GET /demo HTTP/1.1\r\nHost: localhost\r\n')
+  await new Promise((resolve) => socket.once('close', resolve))
+  const took = Date.now() - started
+  t.ok(took >= 900 && took < 5000, `unfinished headers cut after ${took} ms, at --headers-timeout 1`)
+  t.match(answer, /^HTTP\/1\.1 408 Request Timeout\r\n/)
+  t.equal(await server.stop(), 0)
+  const lines = server
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+  t.match(lines, [{ level: 40, refusal: 'headers_timeout', address: '127.0.0.1', status: 408 }], 'the refusal, written before the process ended')
+  t.equal(lines.length, 1, 'and no line per request, nor the start-up lines of info')
+})
+
+t.test('a timeout or a cap that does not fit stops start-up with one clear line (exit 2)', async (t) => {
+  const run = (argv: string[], env: Record<string, string> = {}) => {
+    let stderr = ''
+    return main(argv, { stdout: () => {}, stderr: (text) => void (stderr += text), env, readStdin: async () => '', clock: testClock() }).then((code) => ({ code, stderr }))
+  }
+  t.same(await run(['serve', '--headers-timeout', '60']), {
+    code: 2,
+    stderr: 'service-desk: --headers-timeout (60 s) must not be longer than SERVICE_REQUEST_TIMEOUT (30 s): the request timeout covers the headers too\n',
+  })
+  t.same(await run(['serve'], { SERVICE_KEEP_ALIVE_TIMEOUT: '0' }), {
+    code: 2,
+    stderr: 'service-desk: SERVICE_KEEP_ALIVE_TIMEOUT must be a whole number of seconds from 1 to 3600, not "0"\n',
+  })
+  t.match(await run(['serve', '--max-connections', '999999999']), { code: 2, stderr: /^service-desk: --max-connections is 999999999, but this process may open \d+ files/ })
+  t.match(await run(['serve', '--log-level', 'loud']), { code: 2, stderr: /^service-desk: --log-level must be one of trace, debug, info, warn, error, fatal, silent, not "loud"\n$/ })
+})
+
 t.test('the banner uses the configured public addresses', async (t) => {
   const banner = firstRunBanner(
-    { port: 1, host: 'h', dbFile: 'f', baseUrl: 'https://api.example.com', siteUrl: 'https://help.example.com/{site}', trustProxy: false, limits: DEFAULT_LIMITS, hsts: true },
+    {
+      ...loadConfig({ env: {}, flags: {}, openFiles: 1024 }),
+      port: 1,
+      host: 'h',
+      dbFile: 'f',
+      baseUrl: 'https://api.example.com',
+      siteUrl: 'https://help.example.com/{site}',
+      trustProxy: false,
+      limits: DEFAULT_LIMITS,
+      hsts: true,
+    },
     { site: { permalink: 'demo' } as never, email: 'a@b', password: 'pw', token: 'service_pat_x' },
   )
   t.match(banner, 'API              https://api.example.com/demo\n')
@@ -87,6 +141,15 @@ t.test('in-process start: banner on the first start only, and never in the log',
   const first = await startService(config, io, log.stream)
   const { port } = first.server.address() as { port: number }
   t.ok(port > 0, 'listening')
+  t.match(log.entries().find((entry) => entry.msg === 'timeouts and connection caps'), {
+    level: 30,
+    requestTimeoutMs: 30_000,
+    headersTimeoutMs: 15_000,
+    keepAliveTimeoutMs: 5_000,
+    maxConnections: config.connections.maxConnections,
+    maxConnectionsPerAddress: 0,
+    logLevel: 'info',
+  }, 'the limits in force are logged at start')
   t.match(printed, /First run/)
   const token = /(service_pat_\w+)/.exec(printed)![1]
   t.notMatch(log.text(), token)

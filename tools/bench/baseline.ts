@@ -20,6 +20,7 @@ import Fastify from 'fastify'
 // builds them from its configuration.
 //
 // node --import tsx tools/bench/baseline.ts --db FILE --port N --base-url URL --site-url URL
+// (the run starts it compiled to plain JavaScript: baselineScript() in tools/bench/processes.ts)
 
 const { values } = parseArgs({
   options: {
