@@ -1,4 +1,4 @@
-import { and, desc, eq, getTableColumns, inArray, sql, type Placeholder, type SQL, type SQLWrapper } from 'drizzle-orm'
+import { and, desc, eq, getTableColumns, inArray, sql, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
 import type { Db } from '../client.ts'
 import { discussions, users } from '../schema.ts'
 import type { DiscussionCounts, StateScope } from './discussion-counts.ts'
