@@ -1,15 +1,38 @@
 #!/usr/bin/env node
 // The service-desk command. It runs the JavaScript that cli/build.js compiles from the TypeScript
 // sources into dist/, building it first when it is missing or older than a source: no TypeScript
-// loader runs in the service's process.
-import { ensureBuilt } from './build.js'
+// loader runs in the service's process. It runs on the Node.js the project installs (the `node`
+// package, Node 24 LTS), which npm scripts and npx put first on the PATH; started by an older Node
+// (the machine's own), it hands itself over to that one.
+import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 
-try {
-  ensureBuilt()
-} catch (error) {
-  process.stderr.write(`service-desk: ${error.message}\n`)
-  process.exit(1)
+const LOWEST_MAJOR = 22
+if (Number(process.versions.node.split('.')[0]) < LOWEST_MAJOR) {
+  const own = join(import.meta.dirname, '..', 'node_modules', '.bin', 'node')
+  if (!existsSync(own)) {
+    process.stderr.write(`service-desk: Node.js ${LOWEST_MAJOR} or later is needed (this is ${process.version}); run npm ci, which installs it\n`)
+    process.exit(1)
+  }
+  const child = spawn(own, [import.meta.filename, ...process.argv.slice(2)], { stdio: 'inherit' })
+  // The service stops on the signals its operator sends this process.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal))
+  child.on('exit', (code, signal) => process.exit(code ?? 128 + (signal === 'SIGKILL' ? 9 : 15)))
+} else {
+  await run()
 }
-const { main } = await import('../dist/cli/main.js')
-const code = await main(process.argv.slice(2))
-if (code !== undefined) process.exitCode = code
+
+async function run() {
+  const { ensureBuilt } = await import('./build.js')
+  try {
+    ensureBuilt()
+  } catch (error) {
+    process.stderr.write(`service-desk: ${error.message}\n`)
+    process.exit(1)
+  }
+  const { main } = await import('../dist/cli/main.js')
+  const code = await main(process.argv.slice(2))
+  if (code !== undefined) process.exitCode = code
+}
+

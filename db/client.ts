@@ -1,8 +1,8 @@
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3'
-import { migrate } from 'drizzle-orm/better-sqlite3/migrator'
+import { drizzle, type BetterSQLite3Database } from './drizzle.ts'
+import { migrate } from './drizzle.ts'
 import { resources } from '../lib/resources.ts'
 import * as schema from './schema.ts'
 

@@ -1,5 +1,5 @@
-import { sql } from 'drizzle-orm'
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { sql } from './drizzle.ts'
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from './drizzle.ts'
 
 // Every moment is stored as integer milliseconds since the epoch (UTC), read back as a Date.
 const moment = (name: string) => integer(name, { mode: 'timestamp_ms' })

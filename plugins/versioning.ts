@@ -19,22 +19,24 @@ const NOT_ACCEPTABLE =
 export default fp(
   async (fastify) => {
     fastify.decorateRequest('apiMediaType', JSON_MEDIA_TYPE)
-    fastify.addHook('onRequest', async (request, reply) => {
+    // Hooks with a callback, not async: no promise per request.
+    fastify.addHook('onRequest', (request, reply, done) => {
       // The credential headers may be named already (plugins/auth/authenticate.ts).
       const vary = reply.getHeader('vary')
       reply.header('vary', vary ? `Accept, ${String(vary)}` : 'Accept')
       const mediaType = negotiateMediaType(request.headers.accept)
       if (!mediaType) return reply.code(406).type('text/plain; charset=utf-8').send(NOT_ACCEPTABLE)
       request.apiMediaType = mediaType
+      done()
     })
-    fastify.addHook('onSend', async (request, reply, payload) => {
+    fastify.addHook('onSend', (request, reply, payload, done) => {
       const type = reply.getHeader('content-type')
       // A bare application/json, without charset, is an answer whose exact type the contract fixes
       // (the legacy token's expiry, spec table 7): it is left as it is.
       if (typeof type === 'string' && type.startsWith(JSON_MEDIA_TYPE) && type !== JSON_MEDIA_TYPE) {
         reply.header('content-type', `${request.apiMediaType}; charset=utf-8`)
       }
-      return payload
+      done(null, payload)
     })
   },
   { name: 'versioning', fastify: '5.x' },

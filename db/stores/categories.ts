@@ -1,4 +1,4 @@
-import { and, asc, count, eq, sql } from 'drizzle-orm'
+import { and, asc, count, eq, sql } from '../drizzle.ts'
 import type { Db } from '../client.ts'
 import { categories } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'

@@ -1,4 +1,4 @@
-import { and, eq, sql } from 'drizzle-orm'
+import { and, eq, sql } from '../drizzle.ts'
 import type { Db } from '../client.ts'
 import { memberships } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'

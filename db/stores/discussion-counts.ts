@@ -1,4 +1,4 @@
-import { and, eq, ne, sql, type SQL } from 'drizzle-orm'
+import { and, eq, ne, sql, type SQL } from '../drizzle.ts'
 import type { Db } from '../client.ts'
 import { discussionCounts, type DiscussionState } from '../schema.ts'
 

@@ -1,4 +1,4 @@
-import { and, asc, eq, getTableColumns, sql } from 'drizzle-orm'
+import { and, asc, eq, getTableColumns, sql } from '../drizzle.ts'
 import type { Db } from '../client.ts'
 import { categories, comments, discussions, users, type CommentVia, type DiscussionState } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'

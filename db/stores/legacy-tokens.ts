@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto'
-import { eq, sql } from 'drizzle-orm'
+import { eq, sql } from '../drizzle.ts'
 import type { Db } from '../client.ts'
 import { memberships, users } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { fingerprint } from '../../lib/token-format.ts'
 import { StoreError } from './errors.ts'
+import { readCache } from './read-cache.ts'
 import { membershipOn, staffColumn } from './staff.ts'
 
 // The legacy account token (docs/decisions.md, "Legacy account token"): one per account, kept in the
@@ -43,6 +44,12 @@ export function createLegacyTokenStore(db: Db, clock: Clock, box: SecretBox) {
     .leftJoin(memberships, membershipOn(sql.placeholder('siteId'), users.id))
     .where(eq(users.legacyTokenFingerprint, sql.placeholder('fingerprint')))
     .prepare()
+
+  // Remembered until the database changes (read-cache.ts), like the personal tokens' look-up.
+  const lookupOnSite = readCache(db).memo((key) => {
+    const [siteId, hash] = key.split(' ')
+    return byFingerprint.get({ fingerprint: hash, siteId: Number(siteId) })
+  })
 
   const storedFor = db
     .select({ fingerprint: users.legacyTokenFingerprint, sealed: users.legacyTokenEncrypted, expiresAt: users.legacyTokenExpiresAt })
@@ -89,7 +96,7 @@ export function createLegacyTokenStore(db: Db, clock: Clock, box: SecretBox) {
 
     /** The token's owner, its expiry and whether the owner is staff of the site; undefined for a value nobody holds. */
     lookup(value: string, siteId: number) {
-      return byFingerprint.get({ fingerprint: fingerprint(value), siteId })
+      return lookupOnSite(`${siteId} ${fingerprint(value)}`)
     },
 
     /**

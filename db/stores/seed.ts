@@ -1,4 +1,4 @@
-import { and, eq, sql } from 'drizzle-orm'
+import { and, eq, sql } from '../drizzle.ts'
 import type { Db } from '../client.ts'
 import { discussions, memberships, type CommentVia, type DiscussionState } from '../schema.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'

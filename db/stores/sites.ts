@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { asc, eq, sql } from 'drizzle-orm'
+import { asc, eq, sql } from '../drizzle.ts'
 import type { Db } from '../client.ts'
 import { sites } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'

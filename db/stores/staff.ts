@@ -1,4 +1,4 @@
-import { and, eq, sql, type SQLWrapper } from 'drizzle-orm'
+import { and, eq, sql, type SQLWrapper } from '../drizzle.ts'
 import { memberships, type Role } from '../schema.ts'
 
 // Who is support staff of a site, written once: spec section 1, "only support staff can use the

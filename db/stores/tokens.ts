@@ -1,4 +1,4 @@
-import { and, count, desc, eq, gt, isNull, sql } from 'drizzle-orm'
+import { and, count, desc, eq, gt, isNull, sql } from '../drizzle.ts'
 import type { Db } from '../client.ts'
 import { memberships, personalTokens, users, type Access } from '../schema.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { and, eq, sql } from 'drizzle-orm'
+import { and, eq, sql } from '../drizzle.ts'
 import type { Db } from '../client.ts'
 import { memberships, users, type Role } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'

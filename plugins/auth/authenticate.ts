@@ -101,8 +101,10 @@ export default fp(
     fastify.decorateRequest('auth', null)
 
     // First of the scope's hooks (app.ts registers this plugin first), so even a 406 is private.
-    fastify.addHook('onRequest', async (_request, reply) => {
+    // Hooks with a callback, not async: no promise per request for a few headers.
+    fastify.addHook('onRequest', (_request, reply, done) => {
       reply.headers(PRIVATE_ANSWER)
+      done()
     })
 
     fastify.decorate('authenticate', async function (request: FastifyRequest, reply: FastifyReply) {
@@ -128,14 +130,13 @@ export default fp(
     })
 
     // Set at the end, so no route's own Link header can replace it.
-    fastify.addHook('onSend', async (request, reply, payload) => {
-      const auth = request.auth
-      if (auth?.method === 'multipass') {
+    fastify.addHook('onSend', (request, reply, payload, done) => {
+      if (request.auth?.method === 'multipass') {
         const link = reply.getHeader('link')
         reply.header('deprecation', 'true')
         reply.header('link', link ? `${String(link)}, ${deprecation}` : deprecation)
       }
-      return payload
+      done(null, payload)
     })
   },
   {

@@ -25,3 +25,23 @@ t.test('the service process loads compiled JavaScript only', async (t) => {
   t.same(modules.filter((url) => url.endsWith('.ts') || url.endsWith('.mts')), [], 'no TypeScript source')
   t.same(modules.filter((url) => /\/node_modules\/(tsx|typescript|esbuild)\//.test(url)), [], 'no TypeScript loader or compiler')
 })
+
+/** A Node older than the engines allow, as these machines have at /usr/bin/node, or none. */
+function olderNode(): string | undefined {
+  for (const candidate of ['/usr/bin/node', '/usr/local/bin/node']) {
+    const version = spawnSync(candidate, ['--version'], { encoding: 'utf8' })
+    if (version.status === 0 && Number(/^v(\d+)/.exec(version.stdout)?.[1]) < 22) return candidate
+  }
+  return undefined
+}
+
+const older = olderNode()
+
+t.test("started by an older Node, the command hands itself to the project's own", { skip: older ? false : 'no Node older than 22 here' }, async (t) => {
+  if (!older) return
+  const printed = spawnSync(older, [BIN, '--version'], { encoding: 'utf8' })
+  t.equal(printed.status, 0, printed.stderr)
+  t.match(printed.stdout, /^service-desk \d+\.\d+\.\d+\n$/)
+  const refused = spawnSync(older, [BIN, 'no-such-command'], { encoding: 'utf8' })
+  t.equal(refused.status, 2, "the command's exit code comes back through")
+})

@@ -1,5 +1,5 @@
-import { is } from 'drizzle-orm'
-import { getTableConfig, SQLiteTable } from 'drizzle-orm/sqlite-core'
+import { is } from '../../db/drizzle.ts'
+import { getTableConfig, SQLiteTable } from '../../db/drizzle.ts'
 import t from 'tap'
 import { openDatabase } from '../../db/client.ts'
 import * as schema from '../../db/schema.ts'

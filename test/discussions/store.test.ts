@@ -175,3 +175,18 @@ t.test('categories: permalinks from names, unique per site; names 1 to 100 chara
   t.throws(() => categories.add(site.id, 'x'.repeat(101), false), { message: 'a category name must be 1 to 100 characters' })
   t.equal(categories.find(other.id, categories.add(site.id, 'Mine', false).id), undefined, 'found only on its own site')
 })
+
+t.test('a listing page decodes its rows exactly as a single read does', async (t) => {
+  const { clock, categories, discussions, site, supporter } = stores()
+  const category = categories.add(site.id, 'Questions', true)
+  for (let i = 0; i < 5; i++) {
+    discussions.create({ siteId: site.id, categoryId: category.id, title: `Question ${i}`, body: 'b', public: i % 2 === 0, supporterId: supporter.id, via: 'api' })
+    clock.advance(61_000)
+  }
+  discussions.act(site.id, 2, 'resolve')
+  const { discussions: page } = discussions.list({ siteId: site.id, state: 'live', sort: 'activity', offset: 0, limit: 30 })
+  t.equal(page.length, 5)
+  for (const row of page) t.same(row, discussions.get(site.id, row.number), `discussion ${row.number}: the same fields, types and values`)
+  t.ok(page.every((row) => row.createdAt instanceof Date && typeof row.public === 'boolean'), 'dates are Dates, flags are booleans')
+  t.ok(page.some((row) => row.stateBeforeDelete === null), 'a column that is null stays null')
+})

@@ -29,7 +29,8 @@ function assetFiles(): Record<string, string> {
   const argon2 = createRequire(require.resolve('@node-rs/argon2'))
   const assets: Record<string, string> = {
     'README.md': join(REPO, 'README.md'),
-    'native/better_sqlite3.node': require.resolve('better-sqlite3/build/Release/better_sqlite3.node'),
+    // better-sqlite3 ships a Node-API build per platform; the package's exports hide the folder.
+    'native/better_sqlite3.node': join(dirname(require.resolve('better-sqlite3/package.json')), 'prebuilds', 'linux-x64.node'),
     'native/argon2.node': argon2.resolve('@node-rs/argon2-linux-x64-gnu/argon2.linux-x64-gnu.node'),
   }
   for (const file of filesUnder('views')) assets[file] = join(REPO, file)

@@ -10,11 +10,27 @@ import { PER_PAGE } from './schemas.ts'
 // URLs (lib/urls.ts), never from the request.
 
 /** ISO 8601 in UTC to the second, the form v1 clients parse: 2026-03-01T12:00:00Z. */
-export const moment = (date: Date) => date.toISOString().replace(/\.\d{3}Z$/, 'Z')
+export function moment(date: Date): string {
+  const iso = date.toISOString()
+  // 2026-03-01T12:00:00.000Z: the milliseconds cut without a regular expression (three of these per
+  // discussion, ninety per listing page). Years past 9999 have a longer form, cut the same way.
+  return iso.length === 24 ? `${iso.slice(0, 19)}Z` : iso.replace(/\.\d{3}Z$/, 'Z')
+}
 
 export function createViews(urls: Urls) {
-  const discussionHref = (permalink: string, number: number) => `${urls.discussions(permalink)}/${number}`
-  const categoryHref = (permalink: string, id: number) => `${urls.site(permalink)}/categories/${id}`
+  // A site's addresses, built once per site rather than for every field of every row (a listing
+  // page asks for them 240 times). Only authenticated sites reach here, so the sites bound the map.
+  const addresses = new Map<string, { site: string; discussions: string; siteWeb: string }>()
+  const of = (permalink: string) => {
+    let found = addresses.get(permalink)
+    if (!found) {
+      found = { site: urls.site(permalink), discussions: urls.discussions(permalink), siteWeb: urls.siteWeb(permalink) }
+      addresses.set(permalink, found)
+    }
+    return found
+  }
+  const discussionHref = (permalink: string, number: number) => `${of(permalink).discussions}/${number}`
+  const categoryHref = (permalink: string, id: number) => `${of(permalink).site}/categories/${id}`
 
   function comment(permalink: string, discussionNumber: number, row: CommentRow): Static<typeof Comment> {
     const discussion = discussionHref(permalink, discussionNumber)
@@ -38,7 +54,8 @@ export function createViews(urls: Urls) {
     comment,
 
     discussion(permalink: string, row: DiscussionRow): Static<typeof Discussion> {
-      const href = discussionHref(permalink, row.number)
+      const site = of(permalink)
+      const href = `${site.discussions}/${row.number}`
       return {
         href,
         number: row.number,
@@ -52,11 +69,11 @@ export function createViews(urls: Urls) {
         author_email: row.authorEmail,
         author_name: row.authorName,
         // There is no user resource yet: the author's discussions are what the API can show.
-        user_href: `${urls.discussions(permalink)}?user_id=${row.authorId}`,
+        user_href: `${site.discussions}?user_id=${row.authorId}`,
         comments_count: row.commentsCount,
-        category_href: categoryHref(permalink, row.categoryId),
+        category_href: `${site.site}/categories/${row.categoryId}`,
         comments_href: `${href}/comments`,
-        html_href: `${urls.siteWeb(permalink)}/discussions/${row.number}`,
+        html_href: `${site.siteWeb}/discussions/${row.number}`,
         resolve_href: `${href}/resolve`,
         unresolve_href: `${href}/unresolve`,
         toggle_href: `${href}/toggle`,

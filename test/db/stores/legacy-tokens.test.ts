@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { eq } from 'drizzle-orm'
+import { eq } from '../../../db/drizzle.ts'
 import t from 'tap'
 import { openDatabase } from '../../../db/client.ts'
 import { users as usersTable } from '../../../db/schema.ts'

@@ -1,4 +1,4 @@
-import { eq } from 'drizzle-orm'
+import { eq } from '../../../db/drizzle.ts'
 import t from 'tap'
 import { users as usersTable } from '../../../db/schema.ts'
 import { hashPassword, verifyPassword } from '../../../lib/password.ts'
