@@ -5,7 +5,8 @@ import { createRequire } from 'node:module'
 // young generation to about 150 MB, which the heap then keeps (an idle service of 220 MB instead of
 // 50). drizzle's CommonJS build, loaded by require, costs none of that. Every module of the service
 // takes drizzle from here, so there is one copy of it (its `is()` checks need that).
-// drizzle-kit loads the schema as CommonJS, where import.meta.url is not set.
+// drizzle-kit (npm run db:generate) loads the schema as CommonJS, where import.meta.url is not set.
+/* c8 ignore next: the CommonJS side runs only under drizzle-kit, outside the tests */
 const require = createRequire(typeof __filename === 'string' ? __filename : import.meta.url)
 
 const orm: typeof import('drizzle-orm') = require('drizzle-orm')

@@ -15,9 +15,13 @@ export interface Resources {
 // Resolved from the package root, which is the same in a checkout and in an installed package
 // (tsc does not copy views/ or db/migrations/ next to a compiled file). The single executable
 // swaps this module for tools/build/sea/resources.ts, which unpacks the same files from itself.
-// Compiled, this file is dist/lib/resources.js, one folder further down (cli/build.js).
-const here = join(import.meta.dirname, '..')
-const ROOT = basename(here) === 'dist' ? dirname(here) : here
+/** The package root, seen from the folder of this module: compiled, that is dist/lib (cli/build.js). */
+export function packageRoot(moduleDir: string): string {
+  const up = dirname(moduleDir)
+  return basename(up) === 'dist' ? dirname(up) : up
+}
+
+const ROOT = packageRoot(import.meta.dirname)
 
 export const resources: Resources = {
   migrations: join(ROOT, 'db', 'migrations'),

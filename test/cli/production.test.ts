@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
+import { childEnv } from '../fixtures/child.ts'
 import { BIN } from '../fixtures/server.ts'
 
 // Issue 14, item 4: the command runs plain JavaScript compiled into dist/ (cli/build.js); no
@@ -15,7 +16,7 @@ t.test('the service process loads compiled JavaScript only', async (t) => {
   const hook = new URL('../fixtures/record-modules.mjs', import.meta.url).pathname
   // --version loads the whole command (cli/main.js imports every command, the server's too).
   const result = spawnSync(process.execPath, ['--import', hook, BIN, '--version'], {
-    env: { ...process.env, RECORD_MODULES: record, NODE_OPTIONS: '' },
+    env: childEnv({ RECORD_MODULES: record, NODE_OPTIONS: '' }),
     encoding: 'utf8',
   })
   t.equal(result.status, 0, result.stderr)
@@ -39,9 +40,9 @@ const older = olderNode()
 
 t.test("started by an older Node, the command hands itself to the project's own", { skip: older ? false : 'no Node older than 22 here' }, async (t) => {
   if (!older) return
-  const printed = spawnSync(older, [BIN, '--version'], { encoding: 'utf8' })
+  const printed = spawnSync(older, [BIN, '--version'], { encoding: 'utf8', env: childEnv() })
   t.equal(printed.status, 0, printed.stderr)
   t.match(printed.stdout, /^service-desk \d+\.\d+\.\d+\n$/)
-  const refused = spawnSync(older, [BIN, 'no-such-command'], { encoding: 'utf8' })
+  const refused = spawnSync(older, [BIN, 'no-such-command'], { encoding: 'utf8', env: childEnv() })
   t.equal(refused.status, 2, "the command's exit code comes back through")
 })
