@@ -18,12 +18,14 @@ export interface AttemptVerdict {
   retryAfter: number
 }
 
-/** One attempt taken from a key's budget before a slow check: kept as a failure, or given back. */
-export type Reservation = { allowed: true; release(): void } | { allowed: false; retryAfter: number }
+/** One attempt taken from a key's budget before a slow check: counted as a failure, or given back. */
+export type Reservation = { allowed: true; release(): void; fail(): void } | { allowed: false; retryAfter: number }
 
 export function createAttemptLimiter({ max, windowMs, clock, maxKeys = 100_000 }: AttemptLimiterOptions) {
   // Map keeps insertion order, so the first entries are the oldest windows.
   const windows = new Map<string, { failures: number; resetAt: number }>()
+  // Attempts reserved and not yet settled, per key: as many as run at once, so bounded by them.
+  const inFlight = new Map<string, number>()
 
   const secondsLeft = (window: { resetAt: number }, now: number) => Math.ceil((window.resetAt - now) / 1000)
 
@@ -64,23 +66,31 @@ export function createAttemptLimiter({ max, windowMs, clock, maxKeys = 100_000 }
 
     /**
      * Takes one attempt from the key's budget now, before the check it guards, so that N attempts
-     * at once cannot all pass a check-then-count: at most the budget is handed out. The attempt
-     * counts as a failure until it is released (the check succeeded, or said nothing of the
-     * credential), and stays one if it is not.
+     * at once cannot all pass a check-then-count: failures and attempts in flight together never
+     * pass the budget. A spent budget waits for its window; one full of attempts still in flight
+     * only until they settle, so it says to come back in a second.
      */
     reserve(key: string): Reservation {
       const now = clock()
-      const existing = current(key, now)
-      if (existing && existing.failures >= max) return { allowed: false, retryAfter: secondsLeft(existing, now) }
-      const window = count(key, now)
-      let released = false
+      const failures = current(key, now)
+      const pending = inFlight.get(key) ?? 0
+      if (failures && failures.failures >= max) return { allowed: false, retryAfter: secondsLeft(failures, now) }
+      if ((failures?.failures ?? 0) + pending >= max) return { allowed: false, retryAfter: 1 }
+      inFlight.set(key, pending + 1)
+      let settled = false
+      const settle = () => {
+        if (settled) return false
+        settled = true
+        const left = inFlight.get(key)! - 1
+        if (left === 0) inFlight.delete(key)
+        else inFlight.set(key, left)
+        return true
+      }
       return {
         allowed: true,
-        release() {
-          if (released) return
-          released = true
-          // A window that ended (or was cleared by a success) in the meantime has nothing to give back.
-          if (windows.get(key) === window) window.failures--
+        release: () => void settle(),
+        fail: () => {
+          if (settle()) count(key, clock())
         },
       }
     },
@@ -90,7 +100,8 @@ export function createAttemptLimiter({ max, windowMs, clock, maxKeys = 100_000 }
       const now = clock()
       const window = current(key, now)
       const resetAt = window ? window.resetAt : now + windowMs
-      return { limit: max, remaining: Math.max(0, max - (window?.failures ?? 0)), resetSeconds: secondsLeft({ resetAt }, now) }
+      const used = (window?.failures ?? 0) + (inFlight.get(key) ?? 0)
+      return { limit: max, remaining: Math.max(0, max - used), resetSeconds: secondsLeft({ resetAt }, now) }
     },
 
     /** A success clears the keys' failures. */

@@ -74,7 +74,7 @@ export function createAuthLimits(settings: AuthLimitSettings, clock: Clock) {
         throw error
       }
       const ended = outcome(result)
-      if (ended !== 'failed') release()
+      for (const reservation of held) if (reservation.allowed) ended === 'failed' ? reservation.fail() : reservation.release()
       if (ended === 'succeeded' && keys.account !== undefined) accounts.succeed([keys.account])
       return result
     },

@@ -96,3 +96,17 @@ t.test('the sign-in form: a locked account answers 429 to its right password, re
   t.notOk(guesser.jar.has('service_session'), 'and signs nobody in')
   t.ok(Number(right.headers['retry-after']) > 0)
 })
+
+t.test('right passwords in flight at once past the budget are told to come back in a second, not locked out', async (t) => {
+  const { app } = await buildTestApp(t)
+  const pat = await supporterWithPassword(app)
+  const verifier = slowVerifier(app, true)
+  const burst = DEFAULT_LIMITS.perAccount + 3
+  const answers = Array.from({ length: burst }, (_, i) => app.inject({ url: '/demo', headers: pat.headers, remoteAddress: `198.51.100.${i}` }))
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  verifier.open()
+  const done = await Promise.all(answers)
+  t.same(statuses(done), { 200: DEFAULT_LIMITS.perAccount, 429: 3 })
+  t.ok(done.filter((r) => r.statusCode === 429).every((r) => r.headers['retry-after'] === '1'), 'Retry-After: 1, the budget is not spent')
+  t.equal((await app.inject({ url: '/demo', headers: pat.headers })).statusCode, 200, 'and the next one passes')
+})

@@ -40,21 +40,37 @@ t.test('memory is bounded: the oldest keys are forgotten', async (t) => {
   t.equal(limiter.check(['c']).allowed, false)
 })
 
-t.test('reservations: taken before the check, at most max at once, kept as failures or given back', async (t) => {
+t.test('reservations: taken before the check, at most max at once, given back when the check succeeds', async (t) => {
   const clock = testClock()
   const limiter = createAttemptLimiter({ max: 2, windowMs: 60_000, clock })
   const first = limiter.reserve('k')
   const second = limiter.reserve('k')
   t.ok(first.allowed && second.allowed)
-  t.same(limiter.reserve('k'), { allowed: false, retryAfter: 60 }, 'two in flight spend a budget of two')
+  t.same(limiter.reserve('k'), { allowed: false, retryAfter: 1 }, 'two in flight fill a budget of two, for as long as they run')
   t.same(limiter.status('k'), { limit: 2, remaining: 0, resetSeconds: 60 })
   if (first.allowed) {
     first.release()
     first.release()
   }
   t.same(limiter.status('k').remaining, 1, 'given back once, however often released')
-  t.ok(limiter.reserve('k').allowed, 'the place given back is taken again')
-  limiter.succeed(['k'])
+  const third = limiter.reserve('k')
+  t.ok(third.allowed, 'the place given back is taken again')
   if (second.allowed) second.release()
-  t.same(limiter.status('k'), { limit: 2, remaining: 2, resetSeconds: 60 }, 'a cleared window has nothing to give back')
+  if (third.allowed) third.release()
+  t.same(limiter.status('k'), { limit: 2, remaining: 2, resetSeconds: 60 }, 'every place given back, nothing counted')
+})
+
+t.test('a failed reservation counts as a failure; a spent budget waits for its window', async (t) => {
+  const clock = testClock()
+  const limiter = createAttemptLimiter({ max: 2, windowMs: 60_000, clock })
+  for (let i = 0; i < 2; i++) {
+    const attempt = limiter.reserve('k')
+    if (attempt.allowed) {
+      attempt.fail()
+      attempt.fail()
+    }
+  }
+  t.same(limiter.status('k'), { limit: 2, remaining: 0, resetSeconds: 60 }, 'each failed once, however often told')
+  t.same(limiter.reserve('k'), { allowed: false, retryAfter: 60 })
+  t.equal(limiter.check(['k']).allowed, false)
 })
