@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { ConfigError } from './config-error.ts'
 
@@ -41,6 +41,9 @@ function newSecret(): string {
  * second process racing this one), and the existing key wins. A key is never half-written nor replaced.
  */
 function ensureKeyFile(file: string): void {
+  // A key made by an earlier start is only read: nothing is written, so a full or read-only disk
+  // does not stop a start (or a read-only command) that has its key already.
+  if (existsSync(file)) return
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
   const temporary = `${file}.${process.pid}.${randomBytes(6).toString('hex')}`
   writeFileSync(temporary, `${newSecret()}\n`, { mode: 0o600, flag: 'wx' })

@@ -39,3 +39,33 @@ t.test('a damaged key file stops start-up with one clear line', async (t) => {
   mkdirSync(join(dir, 'folder', 'service.key'), { recursive: true })
   t.throws(() => serverSecret({ dbFile: join(dir, 'folder', 'service.db') }), { code: 'EISDIR' }, 'a key path that is a folder')
 })
+
+t.test('an existing key file is only read: nothing is written beside it', async (t) => {
+  const dir = tempDir(t)
+  const dbFile = join(dir, 'service.db')
+  const first = serverSecret({ dbFile })
+  const written: string[] = []
+  const { serverSecret: mocked } = await t.mockImport<typeof import('../../lib/server-key.ts')>('../../lib/server-key.ts', {
+    'node:fs': {
+      ...(await import('node:fs')),
+      writeFileSync: (path: string, ...rest: unknown[]) => {
+        written.push(path)
+        return (writeFileSync as (...args: unknown[]) => void)(path, ...rest)
+      },
+    },
+  })
+  t.equal(mocked({ dbFile }), first)
+  t.same(written, [], 'no temporary file, so a full or read-only disk does not stop the start')
+})
+
+t.test('a key made by a racing process between the look and the link wins', async (t) => {
+  const dir = tempDir(t)
+  const dbFile = join(dir, 'service.db')
+  const first = serverSecret({ dbFile })
+  // The other process's key appears after this one looked: the link finds it and keeps it.
+  const { serverSecret: racing } = await t.mockImport<typeof import('../../lib/server-key.ts')>('../../lib/server-key.ts', {
+    'node:fs': { ...(await import('node:fs')), existsSync: () => false },
+  })
+  t.equal(racing({ dbFile }), first, 'the existing key is kept, never replaced')
+  t.same(readdirSync(dir).sort(), ['service.key'], 'and the temporary file is gone')
+})
