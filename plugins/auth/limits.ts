@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type { Clock } from '../../lib/clock.ts'
-import { createAttemptLimiter, type AttemptLimiter, type Reservation } from './attempt-limiter.ts'
+import { createAttemptLimiter, type Reservation } from './attempt-limiter.ts'
 
 // How failed authentication is slowed down. Every failed credential of any kind (a wrong, expired
 // or revoked token, a wrong password, a bad multipass) counts against the client address; failed
@@ -82,7 +82,6 @@ export function createAuthLimits(settings: AuthLimitSettings, clock: Clock) {
 }
 
 export type AuthLimits = ReturnType<typeof createAuthLimits>
-export type { AttemptLimiter }
 
 /**
  * The client address's failure budget as RateLimit headers (draft-ietf-httpapi-ratelimit-headers):

@@ -2,8 +2,6 @@ import type { User, UserStore } from '../../../db/stores/users.ts'
 import type { PasswordVerifier } from '../password-verifier.ts'
 import { accept, refuse, type CredentialCheck } from '../types.ts'
 
-export { REMEMBER_MS } from '../password-verifier.ts'
-
 export interface PasswordDeps {
   verify: PasswordVerifier<User>['verify']
   isStaff: UserStore['isStaff']
