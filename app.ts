@@ -32,7 +32,7 @@ import webPages from './routes/web/index.ts'
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts' | 'logLevel'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts' | 'logLevel' | 'postgres'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -92,7 +92,7 @@ export function buildApp(options: AppOptions) {
   app.register(transportSecurity, { enabled: config.hsts ?? hstsByDefault(config.baseUrl, config.siteUrl) })
   app.register(configPlugin, { config, clock: options.clock ?? systemClock })
   app.register(serverKey, { dbFile: config.dbFile, secret: config.secret })
-  app.register(database, { dbFile: config.dbFile, busyTimeoutMs: options.busyTimeoutMs })
+  app.register(database, { dbFile: config.dbFile, busyTimeoutMs: options.busyTimeoutMs, postgres: config.postgres })
   app.register(siteStore)
   app.register(userStore)
   app.register(sessionStore)

@@ -6,13 +6,17 @@ import { ConfigError } from './lib/config-error.ts'
 import { connectionsAllowed, defaultMaxConnections, DEFAULT_TIMEOUTS, processOpenFiles, type ConnectionSettings } from './lib/connections.ts'
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from './lib/request-log.ts'
 import { MIN_SECRET_LENGTH } from './lib/server-key.ts'
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS, isPostgresAddress, type PostgresOptions } from './lib/database-address.ts'
 import { DEFAULT_LIMITS, type AuthLimitSettings } from './plugins/auth/limits.ts'
 import { hstsByDefault } from './plugins/transport-security.ts'
 
 export interface Config {
   port: number
   host: string
+  /** SERVICE_DB: a SQLite file, or a postgres:// address (db/engine.ts). */
   dbFile: string
+  /** SERVICE_DB_POOL_SIZE, SERVICE_DB_STATEMENT_TIMEOUT, SERVICE_DB_CONNECT_TIMEOUT: PostgreSQL only. */
+  postgres?: PostgresOptions
   /** Origin of the API, without a trailing slash. */
   baseUrl: string
   /** Address of a site's supporter web pages, with `{site}` where the permalink goes. */
@@ -43,7 +47,7 @@ export { ConfigError }
 export const CONFIG_VARIABLES = [
   { variable: 'PORT', flag: 'port', fallback: '3000', about: 'TCP port to listen on' },
   { variable: 'HOST', flag: 'host', fallback: '127.0.0.1', about: 'address to listen on' },
-  { variable: 'SERVICE_DB', flag: 'db', fallback: './data/service.db', about: 'the SQLite file' },
+  { variable: 'SERVICE_DB', flag: 'db', fallback: './data/service.db', about: 'the SQLite file, or a postgres:// address' },
   { variable: 'SERVICE_BASE_URL', flag: 'base-url', fallback: 'http://localhost:<PORT>', about: 'public origin of the API' },
   {
     variable: 'SERVICE_SITE_URL',
@@ -239,12 +243,27 @@ export function loadConfig(source: ConfigSource): Config {
   if (secret !== undefined && secret.trim().length < MIN_SECRET_LENGTH) {
     throw new ConfigError(`${SECRET_VARIABLE} must be at least ${MIN_SECRET_LENGTH} characters, such as the output of: openssl rand -hex 32`)
   }
+  const database = db.value ?? './data/service.db'
+  // Every process on one PostgreSQL database must seal and sign with the same key, and there is no
+  // data folder to keep a key file in (lib/server-key.ts).
+  if (isPostgresAddress(database) && secret === undefined) {
+    throw new ConfigError(`${db.name} names a PostgreSQL database: set ${SECRET_VARIABLE}, the same in every process, such as the output of: openssl rand -hex 32`)
+  }
   const base = baseUrl.value === undefined ? `http://localhost:${portNumber}` : parseBaseUrl(baseUrl.value, baseUrl.name)
   const site = siteUrl.value === undefined ? `http://localhost:${portNumber}/{site}` : parseSiteUrl(siteUrl.value, siteUrl.name)
   return {
     port: portNumber,
     host: host.value ?? '127.0.0.1',
-    dbFile: db.value ?? './data/service.db',
+    dbFile: database,
+    ...(isPostgresAddress(database)
+      ? {
+          postgres: {
+            poolSize: parseCount(source, 'SERVICE_DB_POOL_SIZE', DEFAULT_POOL_SIZE, 1_000),
+            statementTimeoutMs: parseCount(source, 'SERVICE_DB_STATEMENT_TIMEOUT', DEFAULT_STATEMENT_TIMEOUT_MS / 1000, 3_600) * 1000,
+            connectTimeoutMs: parseCount(source, 'SERVICE_DB_CONNECT_TIMEOUT', DEFAULT_CONNECT_TIMEOUT_MS / 1000, 3_600) * 1000,
+          },
+        }
+      : {}),
     baseUrl: base,
     siteUrl: site,
     ...(secret === undefined ? {} : { secret: secret.trim() }),

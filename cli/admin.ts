@@ -1,34 +1,56 @@
 import { loadConfig } from '../config.ts'
-import { openDatabase, type Db } from '../db/client.ts'
+import type { Db } from '../db/client.ts'
+import type { Engine } from '../db/engine.ts'
 import type { Access } from '../db/schema.ts'
+import { openSqliteEngine } from '../db/sqlite-engine.ts'
 import { hashPassword, randomPassword } from '../lib/password.ts'
-import { createSecretBox } from '../lib/secret-box.ts'
+import { createSecretBox, type SecretBox } from '../lib/secret-box.ts'
 import { serverSecret } from '../lib/server-key.ts'
 import { maskedToken } from '../lib/token-format.ts'
+import type { CategoryStore } from '../db/stores/categories.ts'
 import { StoreError } from '../db/stores/errors.ts'
-import { createSessionStore } from '../db/stores/sessions.ts'
-import { createSiteStore } from '../db/stores/sites.ts'
-import { createTokenStore, DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, tokenState } from '../db/stores/tokens.ts'
-import { createUserStore, MIN_PASSWORD } from '../db/stores/users.ts'
+import type { SessionStore } from '../db/stores/sessions.ts'
+import type { SiteStore } from '../db/stores/sites.ts'
+import { DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, tokenState, type TokenStore } from '../db/stores/tokens.ts'
+import { MIN_PASSWORD, type UserStore } from '../db/stores/users.ts'
 import { UsageError, type Command, type Io, type Options, type Values } from './command.ts'
 
 const dbOption: Options = { db: { type: 'string' } }
 
-function openStores(values: Values, io: Io) {
+/** What an administration command works with: the stores its database's engine builds. */
+export interface Stores {
+  /** The database; its `sqlite` side only for what SQLite alone has (sqliteOf, below). */
+  engine: Engine
+  /** The server key's box, which seals the legacy tokens. */
+  box: SecretBox
+  sites: SiteStore
+  users: UserStore
+  tokens: TokenStore
+  sessions: SessionStore
+  categories: CategoryStore
+}
+
+function openStores(values: Values, io: Io): Stores {
   const { dbFile, secret } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
   // The same server key as the server's, so legacy tokens made here can be shown there and back.
   const box = createSecretBox(serverSecret({ secret, dbFile }))
-  const db: Db = openDatabase(dbFile)
+  const engine = openSqliteEngine(dbFile)
   return {
-    db,
-    sites: createSiteStore(db, io.clock),
-    users: createUserStore(db, io.clock, box),
-    tokens: createTokenStore(db, io.clock),
-    sessions: createSessionStore(db, io.clock),
+    engine,
+    box,
+    sites: engine.sites(io.clock),
+    users: engine.users(io.clock, box),
+    tokens: engine.tokens(io.clock),
+    sessions: engine.sessions(io.clock),
+    categories: engine.categories(io.clock),
   }
 }
 
-export type Stores = ReturnType<typeof openStores>
+/** The SQLite connection under the engine, for what only SQLite has (the atomic section, seeding). */
+export function sqliteOf(engine: Engine): Db {
+  if (!engine.sqlite) throw new Error(`this command needs a SQLite database, not ${engine.kind}`)
+  return engine.sqlite
+}
 
 /**
  * Runs a command in one IMMEDIATE transaction and holds back what it prints until that commits. So
@@ -36,8 +58,11 @@ export type Stores = ReturnType<typeof openStores>
  * printed nothing but its error; and a write whose commit fails says so: an INSERT ... RETURNING
  * read with get() outside a transaction commits when the statement is reset, and better-sqlite3
  * does not report that commit's failure (a full disk), so the row would be announced, not stored.
+ * SQLite alone, for now: the process's one connection, which nothing else uses while the command's
+ * store calls are awaited.
  */
-async function atomically(client: Db['$client'], io: Io, run: (io: Io) => void | Promise<void>) {
+async function atomically(engine: Engine, io: Io, run: (io: Io) => void | Promise<void>) {
+  const client = sqliteOf(engine).$client
   let out = ''
   let err = ''
   const held: Io = { ...io, stdout: (text) => void (out += text), stderr: (text) => void (err += text) }
@@ -68,11 +93,11 @@ export function admin(
     async run(args, values, io) {
       const stores = openStores(values, io)
       try {
-        if (atomic) await atomically(stores.db.$client, io, (held) => run(stores, args, values, held))
+        if (atomic) await atomically(stores.engine, io, (held) => run(stores, args, values, held))
         else await run(stores, args, values, io)
         return 0
       } finally {
-        stores.db.$client.close()
+        await stores.engine.close()
       }
     },
   }
@@ -110,15 +135,15 @@ function parseId(value: string): number {
 export const adminCommands: Command[] = [
   admin(
     { words: ['site', 'add'], args: ['<site>'], options: { name: { type: 'string' } }, usage: 'site add <site> [--name TEXT]', summary: 'Create a site; <site> is its permalink in every path.' },
-    ({ sites }, [permalink], values, io) => {
-      const site = sites.add(permalink, values.name as string | undefined)
+    async ({ sites }, [permalink], values, io) => {
+      const site = await sites.add(permalink, values.name as string | undefined)
       io.stdout(`site ${site.permalink} created ("${site.name}")\n`)
     },
   ),
   admin(
     { words: ['site', 'list'], args: [], usage: 'site list', summary: 'List the sites.', atomic: false },
-    ({ sites }, _args, _values, io) => {
-      for (const site of sites.list()) io.stdout(`${site.permalink}\t${site.name}\n`)
+    async ({ sites }, _args, _values, io) => {
+      for (const site of await sites.list()) io.stdout(`${site.permalink}\t${site.name}\n`)
     },
   ),
   admin(
@@ -131,13 +156,15 @@ export const adminCommands: Command[] = [
       // Standard input and the slow hash are waited for before the write lock is taken.
       atomic: false,
     },
-    async ({ db, users }, [email], values, io) => {
+    async ({ engine, users }, [email], values, io) => {
       const given = values['password-stdin'] === true
       const password = given ? await readPassword(io) : randomPassword()
       const passwordHash = await hashPassword(password)
-      const insert = () => users.insert({ email, name: values.name as string | undefined, password }, passwordHash)
-      const user = db.$client.transaction(insert).immediate()
-      io.stdout(given ? `user ${user.email} created\n` : `user ${user.email} created; password: ${password}\n`)
+      // The write alone in the transaction; what it prints waits for the commit.
+      await atomically(engine, io, async (held) => {
+        const user = await users.insert({ email, name: values.name as string | undefined, password }, passwordHash)
+        held.stdout(given ? `user ${user.email} created\n` : `user ${user.email} created; password: ${password}\n`)
+      })
     },
   ),
   ...(['disable', 'enable'] as const).map((verb) =>
@@ -151,19 +178,19 @@ export const adminCommands: Command[] = [
             ? 'Disable an account: its tokens stop working and its web sessions end at once.'
             : 'Enable a disabled account again.',
       },
-      ({ users, sessions }, [email], _values, io) => {
-        const user = users.setDisabled(email, verb === 'disable')
-        if (verb === 'disable') sessions.destroyForUser(user.id)
+      async ({ users, sessions }, [email], _values, io) => {
+        const user = await users.setDisabled(email, verb === 'disable')
+        if (verb === 'disable') await sessions.destroyForUser(user.id)
         io.stdout(`user ${user.email} ${verb}d\n`)
       },
     ),
   ),
   admin(
     { words: ['staff', 'add'], args: ['<site>', '<email>'], usage: 'staff add <site> <email>', summary: "Make a user a member of a site's support staff." },
-    ({ sites, users }, [permalink, email], _values, io) => {
-      const site = sites.get(permalink)
-      const user = users.get(email)
-      users.addStaff(site.id, user.id)
+    async ({ sites, users }, [permalink, email], _values, io) => {
+      const site = await sites.get(permalink)
+      const user = await users.get(email)
+      await users.addStaff(site.id, user.id)
       io.stdout(`${user.email} is now support staff of ${site.permalink}\n`)
     },
   ),
@@ -174,10 +201,10 @@ export const adminCommands: Command[] = [
       usage: 'staff remove <site> <email>',
       summary: 'Take a user off the support staff (they stay a customer); their tokens for the site stop working.',
     },
-    ({ sites, users }, [permalink, email], _values, io) => {
-      const site = sites.get(permalink)
-      const user = users.get(email)
-      if (!users.removeStaff(site.id, user.id)) {
+    async ({ sites, users }, [permalink, email], _values, io) => {
+      const site = await sites.get(permalink)
+      const user = await users.get(email)
+      if (!(await users.removeStaff(site.id, user.id))) {
         throw new StoreError(`${user.email} is not support staff of ${site.permalink}`, 'not_found')
       }
       io.stdout(`${user.email} is no longer support staff of ${site.permalink}\n`)
@@ -191,13 +218,13 @@ export const adminCommands: Command[] = [
       usage: 'token create <site> <email> --name TEXT [--access read|write] [--expires 7|30|90|365]',
       summary: 'Create a personal API token and print its value alone (shown this once).',
     },
-    ({ sites, users, tokens }, [permalink, email], values, io) => {
+    async ({ sites, users, tokens }, [permalink, email], values, io) => {
       if (typeof values.name !== 'string') throw new UsageError('--name is required: say what the token is for')
       const access = parseAccess(values.access)
       const expiresInDays = parseExpiry(values.expires)
-      const site = sites.get(permalink)
-      const user = users.get(email)
-      const { value } = tokens.create({ siteId: site.id, userId: user.id, name: values.name, access, expiresInDays })
+      const site = await sites.get(permalink)
+      const user = await users.get(email)
+      const { value } = await tokens.create({ siteId: site.id, userId: user.id, name: values.name, access, expiresInDays })
       io.stdout(`${value}\n`)
     },
   ),
@@ -210,11 +237,11 @@ export const adminCommands: Command[] = [
       summary: 'One line per token: id, owner, name, access, end of value, created, last used, expires, state.',
       atomic: false,
     },
-    ({ sites, users, tokens }, [permalink, email], _values, io) => {
-      const site = sites.get(permalink)
-      const userId = email === undefined ? undefined : users.get(email).id
+    async ({ sites, users, tokens }, [permalink, email], _values, io) => {
+      const site = await sites.get(permalink)
+      const userId = email === undefined ? undefined : (await users.get(email)).id
       const now = io.clock()
-      for (const t of tokens.listForSite(site.id, userId)) {
+      for (const t of await tokens.listForSite(site.id, userId)) {
         const fields = [t.id, t.email, t.name, t.access, maskedToken(t.lastFour), `created ${day(t.createdAt)}`]
         fields.push(`last used ${day(t.lastUsedAt)}`, `expires ${day(t.expiresAt)}`, tokenState(t, now))
         io.stdout(`${fields.join('\t')}\n`)
@@ -223,9 +250,9 @@ export const adminCommands: Command[] = [
   ),
   admin(
     { words: ['token', 'revoke'], args: ['<site>', '<id>'], usage: 'token revoke <site> <id>', summary: 'Revoke a token by the id token list shows; it stops working at once.' },
-    ({ sites, tokens }, [permalink, id], _values, io) => {
-      const site = sites.get(permalink)
-      const token = tokens.revoke(site.id, parseId(id))
+    async ({ sites, tokens }, [permalink, id], _values, io) => {
+      const site = await sites.get(permalink)
+      const token = await tokens.revoke(site.id, parseId(id))
       io.stdout(`token ${token.id} (${token.name}) revoked\n`)
     },
   ),

@@ -13,8 +13,8 @@ export const credentialCommands: Command[] = [
       usage: 'legacy-token show <email>',
       summary: "Print the account's legacy API token (X-Service-Auth) alone; its expiry goes to standard error.",
     },
-    ({ users }, [email], _values, io) => {
-      const token = users.legacyTokens.current(users.get(email).id)
+    async ({ users }, [email], _values, io) => {
+      const token = await users.legacyTokens.current((await users.get(email)).id)
       io.stdout(`${token.value}\n`)
       io.stderr(`${token.expiresAt.getTime() <= io.clock() ? 'expired' : 'expires'} ${moment(token.expiresAt)}\n`)
     },
@@ -26,8 +26,9 @@ export const credentialCommands: Command[] = [
       usage: 'legacy-token reset <email>',
       summary: 'Replace the legacy API token and print the new value alone: the old one stops working at once, the new one expires in a year.',
     },
-    ({ users }, [email], _values, io) => {
-      io.stdout(`${users.legacyTokens.reset(users.get(email).id).value}\n`)
+    async ({ users }, [email], _values, io) => {
+      const token = await users.legacyTokens.reset((await users.get(email)).id)
+      io.stdout(`${token.value}\n`)
     },
   ),
   admin(
@@ -39,11 +40,11 @@ export const credentialCommands: Command[] = [
       summary:
         "Print the site's multipass key. --rotate replaces it with a new random one, --set VALUE with the given one (8 to 256 characters); tokens made with the old key stop working.",
     },
-    ({ sites }, [permalink], values, io) => {
+    async ({ sites }, [permalink], values, io) => {
       const given = values.set as string | undefined
       if (values.rotate === true && given !== undefined) throw new UsageError('--rotate and --set cannot be combined')
-      const site = sites.get(permalink)
-      const key = values.rotate === true || given !== undefined ? sites.setMultipassKey(site.id, given) : site.multipassKey
+      const site = await sites.get(permalink)
+      const key = values.rotate === true || given !== undefined ? await sites.setMultipassKey(site.id, given) : site.multipassKey
       io.stdout(`${key}\n`)
     },
   ),

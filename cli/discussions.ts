@@ -1,6 +1,6 @@
-import { createCategoryStore } from '../db/stores/categories.ts'
 import { seedDiscussions } from '../db/stores/seed.ts'
-import { admin } from './admin.ts'
+import { createUserStore } from '../db/stores/users.ts'
+import { admin, sqliteOf } from './admin.ts'
 import { UsageError, type Command, type Io } from './command.ts'
 
 const MAX_SEED = 10_000_000
@@ -41,9 +41,9 @@ export const discussionCommands: Command[] = [
       usage: 'category add <site> <name> [--public]',
       summary: 'Create a category; its discussions are public by default with --public. Prints its id.',
     },
-    ({ db, sites }, [permalink, name], values, io) => {
-      const site = sites.get(permalink)
-      const category = createCategoryStore(db, io.clock).add(site.id, name, values.public === true)
+    async ({ sites, categories }, [permalink, name], values, io) => {
+      const site = await sites.get(permalink)
+      const category = await categories.add(site.id, name, values.public === true)
       const visibility = category.public ? 'public' : 'private'
       io.stdout(`category ${category.id} created: "${category.name}" (${category.permalink}, ${visibility}) on ${site.permalink}\n`)
     },
@@ -56,9 +56,9 @@ export const discussionCommands: Command[] = [
       summary: 'One line per category: id, permalink, public or private, name.',
       atomic: false,
     },
-    ({ db, sites }, [permalink], _values, io) => {
-      const site = sites.get(permalink)
-      for (const c of createCategoryStore(db, io.clock).list(site.id, 0, -1).categories) {
+    async ({ sites, categories }, [permalink], _values, io) => {
+      const site = await sites.get(permalink)
+      for (const c of (await categories.list(site.id, 0, -1)).categories) {
         io.stdout(`${c.id}\t${c.permalink}\t${c.public ? 'public' : 'private'}\t${c.name}\n`)
       }
     },
@@ -74,11 +74,15 @@ export const discussionCommands: Command[] = [
       atomic: false,
       faultScope: () => ({ outcome: 'The discussions of the batches finished before it were kept, each batch whole; nothing is half-written.' }),
     },
-    ({ db, sites, users }, [permalink], values, io) => {
+    async ({ engine, box, sites }, [permalink], values, io) => {
       const count = parseCount(values.discussions)
       const seed = parseSeed(values.seed)
-      const site = sites.get(permalink)
+      const site = await sites.get(permalink)
       const started = io.clock()
+      // SQLite alone, for now: the generator writes its batches with the file's own statements, and
+      // composes the synchronous user store of that engine inside them (db/stores/seed.ts).
+      const db = sqliteOf(engine)
+      const users = createUserStore(db, io.clock, box)
       const seeded = seedDiscussions(db, io.clock, users, site, count, { seed, onProgress: progressBar(io, started) })
       const seconds = ((io.clock() - started) / 1000).toFixed(1)
       io.stdout(

@@ -4,7 +4,7 @@ import { buildApp } from '../app.ts'
 import { loadConfig, type Config } from '../config.ts'
 import { V1_MEDIA_TYPE } from '../lib/accept.ts'
 import { createUrls } from '../lib/urls.ts'
-import { bootstrapFirstRun, type FirstRun } from '../db/stores/bootstrap.ts'
+import type { FirstRun } from '../db/stores/bootstrap.ts'
 import type { Command, Io } from './command.ts'
 
 export function firstRunBanner(config: Config, firstRun: FirstRun): string {
@@ -31,7 +31,7 @@ export function firstRunBanner(config: Config, firstRun: FirstRun): string {
 export async function startService(config: Config, io: Pick<Io, 'stdout' | 'clock'>, logStream: { write(line: string): void }) {
   const app = buildApp({ config, clock: io.clock, logStream })
   await app.ready()
-  const firstRun = await bootstrapFirstRun(app)
+  const firstRun = await app.database.bootstrapFirstRun(app.clock, app.secretBox)
   await app.listen({ port: config.port, host: config.host })
   const { requestTimeoutMs, headersTimeoutMs, keepAliveTimeoutMs, maxConnections, maxConnectionsPerAddress } = config.connections
   app.log.info(

@@ -20,3 +20,4 @@ export const { getTableConfig, index, integer, primaryKey, SQLiteTable, sqliteTa
 export const { drizzle } = driver
 export type { BetterSQLite3Database } from 'drizzle-orm/better-sqlite3'
 export const { migrate } = migrator
+

@@ -4,6 +4,8 @@ import { basename, dirname, join } from 'node:path'
 export interface Resources {
   /** db/migrations: drizzle's journal and SQL files. */
   migrations: string
+  /** db/postgres/migrations: the same for PostgreSQL. */
+  postgresMigrations: string
   /** views/: the page templates and views/assets. */
   views: string
   /** The README served at /README.md. */
@@ -25,6 +27,7 @@ const ROOT = packageRoot(import.meta.dirname)
 
 export const resources: Resources = {
   migrations: join(ROOT, 'db', 'migrations'),
+  postgresMigrations: join(ROOT, 'db', 'postgres', 'migrations'),
   views: join(ROOT, 'views'),
   readme: join(ROOT, 'README.md'),
   sqliteBinding: undefined,

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { ConfigError } from './config-error.ts'
+import { isPostgresAddress } from './database-address.ts'
 
 // The server key encrypts what must be shown again (docs/decisions.md, "Legacy account token"). It is
 // SERVICE_SECRET when set; otherwise a key file in the data folder, made on first start.
@@ -22,6 +23,9 @@ export function keyFileFor(dbFile: string): string {
 export function serverSecret({ secret, dbFile }: { secret?: string; dbFile: string }): string {
   if (secret !== undefined) return secret
   if (dbFile === ':memory:') return newSecret()
+  if (isPostgresAddress(dbFile)) {
+    throw new ConfigError('a PostgreSQL database needs SERVICE_SECRET, the same in every process (there is no data folder for a key file)')
+  }
   const file = keyFileFor(dbFile)
   ensureKeyFile(file)
   const stored = readFileSync(file, 'utf8').trim()

@@ -18,10 +18,49 @@ export interface Unavailable {
   body: { error: 'service_unavailable'; message: string }
 }
 
-/** The 503 answer for an error of better-sqlite3 (whose `code` is the extended SQLite code), or null. */
+// PostgreSQL's and its driver's: the server down, restarting or failing over (the connection
+// refused, reset or ended by the server), no free connection in time, a statement past its timeout,
+// a transaction that lost a serialization race or a deadlock, the server out of room. drizzle wraps
+// a failed query; its cause is the driver's error.
+const POSTGRES_BUSY = { retryAfter: 1, message: 'The database is busy. Try again in a moment.' }
+const POSTGRES_DOWN = { retryAfter: 5, message: 'The database cannot be reached right now. Try again in a moment.' }
+const POSTGRES: Record<string, { retryAfter: number; message: string }> = {
+  '40001': POSTGRES_BUSY, // serialization_failure
+  '40P01': POSTGRES_BUSY, // deadlock_detected
+  '55P03': POSTGRES_BUSY, // lock_not_available
+  '57014': POSTGRES_BUSY, // query_canceled: the statement timeout
+  '53300': POSTGRES_BUSY, // too_many_connections
+  '57P01': POSTGRES_DOWN, // admin_shutdown
+  '57P02': POSTGRES_DOWN, // crash_shutdown
+  '57P03': POSTGRES_DOWN, // cannot_connect_now: starting or in recovery
+  '25006': POSTGRES_DOWN, // read_only_sql_transaction: a standby after a failover
+  '53100': UNAVAILABLE.SQLITE_FULL!, // disk_full
+  ECONNREFUSED: POSTGRES_DOWN,
+}
+// A socket's failure is the database's only as the cause of a failed query: a client that drops
+// its own request is an ECONNRESET too, and no outage.
+const SOCKET: Record<string, { retryAfter: number; message: string }> = { ECONNRESET: POSTGRES_DOWN, ETIMEDOUT: POSTGRES_DOWN, EPIPE: POSTGRES_DOWN }
+// What node-postgres throws without a code: the pool's wait for a connection, a connection ended.
+const POSTGRES_MESSAGES = [/^timeout exceeded when trying to connect/i, /^Connection terminated/i, /^Client has encountered a connection error/i]
+
+function postgresUnavailable(error: unknown): Unavailable | null {
+  for (let e = error, depth = 0; e && depth < 3; e = (e as { cause?: unknown }).cause, depth++) {
+    const { code, message } = e as { code?: unknown; message?: unknown }
+    const known =
+      (typeof code === 'string' && (POSTGRES[code] ?? (depth > 0 ? SOCKET[code] : undefined) ?? (code.startsWith('08') ? POSTGRES_DOWN : undefined))) ||
+      (typeof message === 'string' && POSTGRES_MESSAGES.some((m) => m.test(message)) ? POSTGRES_DOWN : undefined)
+    if (known) return { code: typeof code === 'string' ? code : 'connection', retryAfter: known.retryAfter, body: { error: 'service_unavailable', message: known.message } }
+  }
+  return null
+}
+
+/**
+ * The 503 answer for an error that means "not now", or null: better-sqlite3's (whose `code` is the
+ * extended SQLite code) and PostgreSQL's.
+ */
 export function unavailableStore(error: unknown): Unavailable | null {
   const code = (error as { code?: unknown } | null)?.code
-  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return null
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return postgresUnavailable(error)
   // Extended codes (SQLITE_BUSY_SNAPSHOT, SQLITE_IOERR_WRITE) share their primary code's answer.
   const primary = code.split('_').slice(0, 2).join('_')
   const found = UNAVAILABLE[primary]

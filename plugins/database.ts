@@ -1,9 +1,11 @@
 import fp from 'fastify-plugin'
-import { openDatabase, type Db } from '../db/client.ts'
+import type { Engine } from '../db/engine.ts'
+import { openEngine } from '../db/open.ts'
+import type { PostgresOptions } from '../lib/database-address.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    db: Db
+    database: Engine
   }
 }
 
@@ -11,13 +13,13 @@ declare module 'fastify' {
 // waits; past it the request is answered 503 with Retry-After (lib/sqlite-errors.ts).
 export const SERVER_BUSY_TIMEOUT_MS = 1000
 
-/** Opens the SQLite file (migrating it) and closes it with the app; the stores are plugins/stores.ts. */
-export default fp<{ dbFile: string; busyTimeoutMs?: number }>(
-  async (fastify, { dbFile, busyTimeoutMs = SERVER_BUSY_TIMEOUT_MS }) => {
-    const db = openDatabase(dbFile, { busyTimeoutMs })
-    fastify.decorate('db', db)
+/** Opens the database (migrating it) and closes it with the app; the stores are plugins/stores.ts. */
+export default fp<{ dbFile: string; busyTimeoutMs?: number; postgres?: PostgresOptions }>(
+  async (fastify, { dbFile, busyTimeoutMs = SERVER_BUSY_TIMEOUT_MS, postgres }) => {
+    const database = await openEngine(dbFile, { busyTimeoutMs, postgres })
+    fastify.decorate('database', database)
     fastify.addHook('onClose', async () => {
-      db.$client.close()
+      await database.close()
     })
   },
   { name: 'database', fastify: '5.x' },

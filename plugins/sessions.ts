@@ -23,8 +23,9 @@ declare module 'fastify' {
   }
   interface FastifyReply {
     /** Starts a new session (a new id, so a planted one is never kept) and sets its cookie. */
-    signIn(request: FastifyRequest, userId: number): FastifyReply
-    signOut(request: FastifyRequest): FastifyReply
+    signIn(request: FastifyRequest, userId: number): Promise<void>
+    /** Ends the session, if any, and clears its cookie. */
+    signOut(request: FastifyRequest): Promise<void>
     /** The CSRF token of the forms on this page, bound to the session (or pre-session) and site. */
     csrfToken(request: FastifyRequest): string
   }
@@ -79,12 +80,12 @@ export default fp<SessionsOptions>(
       ({ path: cookiePath(permalink), httpOnly: true, sameSite: 'lax', secure, signed: true }) as const
 
     fastify.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-      const site = sites.find((request.params as { site: string }).site)
+      const site = await sites.find((request.params as { site: string }).site)
       if (!site) {
         return reply.code(404).type('text/plain; charset=utf-8').header('cache-control', 'no-store').send('There is no such site.\n')
       }
       const sessionId = signedCookie(request, SESSION_COOKIE)
-      const found = sessionId === null ? undefined : sessions.find(sessionId, site.id)
+      const found = sessionId === null ? undefined : await sessions.find(sessionId, site.id)
       request.web = {
         site,
         sessionId: found ? sessionId : null,
@@ -93,12 +94,14 @@ export default fp<SessionsOptions>(
       }
     })
 
-    fastify.decorateReply('signIn', function (this: FastifyReply, request: FastifyRequest, userId: number) {
-      if (request.web.sessionId) sessions.destroy(request.web.sessionId)
-      const id = sessions.create(request.web.site.id, userId)
+    // These two answer a promise of nothing, never the reply: a reply is a thenable that settles
+    // when the answer has been sent, so a promise resolved with it would wait for itself.
+    fastify.decorateReply('signIn', async function (this: FastifyReply, request: FastifyRequest, userId: number) {
+      if (request.web.sessionId) await sessions.destroy(request.web.sessionId)
+      const id = await sessions.create(request.web.site.id, userId)
       // The pre-session ends here: the forms of the new session carry tokens bound to it.
       if (request.web.preSession) this.clearCookie(PRE_SESSION_COOKIE, cookieOptions(request.web.site.permalink))
-      return this.setCookie(SESSION_COOKIE, id, { ...cookieOptions(request.web.site.permalink), maxAge: SESSION_LIFETIME_MS / 1000 })
+      this.setCookie(SESSION_COOKIE, id, { ...cookieOptions(request.web.site.permalink), maxAge: SESSION_LIFETIME_MS / 1000 })
     })
 
     fastify.decorateReply('csrfToken', function (this: FastifyReply, request: FastifyRequest) {
@@ -112,9 +115,9 @@ export default fp<SessionsOptions>(
       return this.generateCsrf({ userInfo: binding(web), path })
     })
 
-    fastify.decorateReply('signOut', function (this: FastifyReply, request: FastifyRequest) {
-      if (request.web.sessionId) sessions.destroy(request.web.sessionId)
-      return this.clearCookie(SESSION_COOKIE, cookieOptions(request.web.site.permalink))
+    fastify.decorateReply('signOut', async function (this: FastifyReply, request: FastifyRequest) {
+      if (request.web.sessionId) await sessions.destroy(request.web.sessionId)
+      this.clearCookie(SESSION_COOKIE, cookieOptions(request.web.site.permalink))
     })
   },
   { name: 'sessions', fastify: '5.x', dependencies: ['site-store', 'session-store', 'config'] },

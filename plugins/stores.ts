@@ -1,13 +1,13 @@
 import fp from 'fastify-plugin'
-import { createCategoryStore, type CategoryStore } from '../db/stores/categories.ts'
-import { createDiscussionStore, type DiscussionStore } from '../db/stores/discussions.ts'
-import { createSessionStore, type SessionStore } from '../db/stores/sessions.ts'
-import { createSiteStore, type SiteStore } from '../db/stores/sites.ts'
-import { createTokenStore, type TokenStore } from '../db/stores/tokens.ts'
-import { createUserStore, type UserStore } from '../db/stores/users.ts'
+import type { CategoryStore } from '../db/stores/categories.ts'
+import type { DiscussionStore } from '../db/stores/discussions.ts'
+import type { SessionStore } from '../db/stores/sessions.ts'
+import type { SiteStore } from '../db/stores/sites.ts'
+import type { TokenStore } from '../db/stores/tokens.ts'
+import type { UserStore } from '../db/stores/users.ts'
 
-// Every store is a factory in db/stores/ that knows nothing of Fastify (the CLI builds the same
-// stores itself); each plugin here builds one over the app's database and decorates the instance
+// Every store is built by the database's engine (db/engine.ts), which knows nothing of Fastify
+// (the CLI builds the same stores); each plugin here builds one over the app's database and decorates the instance
 // with it. Routes and plugins use the decorations and never build a store of their own.
 
 declare module 'fastify' {
@@ -25,7 +25,7 @@ const STORE = { fastify: '5.x', dependencies: ['config', 'database'] }
 
 export const siteStore = fp(
   async (fastify) => {
-    fastify.decorate('sites', createSiteStore(fastify.db, fastify.clock))
+    fastify.decorate('sites', fastify.database.sites(fastify.clock))
   },
   { ...STORE, name: 'site-store' },
 )
@@ -33,14 +33,14 @@ export const siteStore = fp(
 /** Accounts, roles and legacy tokens; the server key's box seals the legacy tokens. */
 export const userStore = fp(
   async (fastify) => {
-    fastify.decorate('users', createUserStore(fastify.db, fastify.clock, fastify.secretBox))
+    fastify.decorate('users', fastify.database.users(fastify.clock, fastify.secretBox))
   },
   { ...STORE, name: 'user-store', dependencies: [...STORE.dependencies, 'server-key'] },
 )
 
 export const sessionStore = fp(
   async (fastify) => {
-    fastify.decorate('sessions', createSessionStore(fastify.db, fastify.clock))
+    fastify.decorate('sessions', fastify.database.sessions(fastify.clock))
   },
   { ...STORE, name: 'session-store' },
 )
@@ -48,13 +48,13 @@ export const sessionStore = fp(
 /** Personal API tokens: create, list, revoke, look up, and the batched last-used writes. */
 export const tokenStore = fp(
   async (fastify) => {
-    const tokens = createTokenStore(fastify.db, fastify.clock, (error) => {
+    const tokens = fastify.database.tokens(fastify.clock, (error) => {
       fastify.log.warn({ err: error }, 'could not record when personal tokens were last used')
     })
     fastify.decorate('tokens', tokens)
     // Registered after the database plugin, so this runs before the file is closed.
     fastify.addHook('onClose', async () => {
-      tokens.flush()
+      await tokens.flush()
     })
   },
   { ...STORE, name: 'token-store' },
@@ -63,8 +63,8 @@ export const tokenStore = fp(
 /** Discussions, their comments and the categories they are filed in. */
 export const discussionStores = fp(
   async (fastify) => {
-    fastify.decorate('discussions', createDiscussionStore(fastify.db, fastify.clock, fastify.users))
-    fastify.decorate('categories', createCategoryStore(fastify.db, fastify.clock))
+    fastify.decorate('discussions', fastify.database.discussions(fastify.clock, fastify.secretBox))
+    fastify.decorate('categories', fastify.database.categories(fastify.clock))
   },
-  { ...STORE, name: 'discussion-stores', dependencies: [...STORE.dependencies, 'user-store'] },
+  { ...STORE, name: 'discussion-stores', dependencies: [...STORE.dependencies, 'server-key'] },
 )

@@ -18,7 +18,7 @@ const wellKnownRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     '/.well-known/oauth-protected-resource/:site',
     { schema: { params: SiteParams, response: { 200: ResourceMetadata, 404: ErrorBody } } },
     async (request, reply) => {
-      const site = sites.find(request.params.site)
+      const site = await sites.find(request.params.site)
       if (!site) return reply.code(404).send({ error: 'not_found', message: 'There is no such protected resource.' })
       reply.header('cache-control', 'public, max-age=300')
       return {

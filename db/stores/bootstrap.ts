@@ -1,11 +1,12 @@
 import type { Db } from '../client.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { hashPassword, randomPassword } from '../../lib/password.ts'
+import type { SecretBox } from '../../lib/secret-box.ts'
 import { createCategoryStore } from './categories.ts'
 import { createDiscussionStore } from './discussions.ts'
-import type { Site, SiteStore } from './sites.ts'
-import type { TokenStore } from './tokens.ts'
-import type { UserStore } from './users.ts'
+import { createSiteStore, type Site } from './sites.ts'
+import { createTokenStore } from './tokens.ts'
+import { createUserStore } from './users.ts'
 
 export const DEMO_SITE = { permalink: 'demo', name: 'Demo' }
 export const DEMO_SUPPORTER = { email: 'supporter@example.com', name: 'Demo Supporter' }
@@ -28,8 +29,10 @@ export interface FirstRun {
  * read-and-write personal token, a public category and a welcome discussion, all in one
  * transaction. Returns null on every later start.
  */
-export async function bootstrapFirstRun(stores: { db: Db; sites: SiteStore; users: UserStore; tokens: TokenStore; clock: Clock }) {
-  const { db, sites, users, tokens, clock } = stores
+export async function bootstrapFirstRun(db: Db, clock: Clock, box: SecretBox): Promise<FirstRun | null> {
+  const sites = createSiteStore(db, clock)
+  const users = createUserStore(db, clock, box)
+  const tokens = createTokenStore(db, clock)
   if (!sites.isEmpty()) return null
   const password = randomPassword()
   const passwordHash = await hashPassword(password)

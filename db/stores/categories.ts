@@ -3,6 +3,7 @@ import type { Db } from '../client.ts'
 import { categories } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { StoreError } from './errors.ts'
+import type { Async } from './async.ts'
 
 export type Category = typeof categories.$inferSelect
 
@@ -86,4 +87,6 @@ export function createCategoryStore(db: Db, clock: Clock) {
   }
 }
 
-export type CategoryStore = ReturnType<typeof createCategoryStore>
+/** The SQLite store as written: synchronous, for composing inside one transaction. */
+export type SyncCategoryStore = ReturnType<typeof createCategoryStore>
+export type CategoryStore = Async<SyncCategoryStore>

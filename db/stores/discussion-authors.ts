@@ -2,7 +2,7 @@ import { and, eq, sql } from '../drizzle.ts'
 import type { Db } from '../client.ts'
 import { memberships } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'
-import type { UserStore } from './users.ts'
+import type { SyncUserStore } from './users.ts'
 import { isStaffRole } from './staff.ts'
 
 /** Who a post is by: another user named by email (created as a customer when unknown), or else the supporter. */
@@ -16,7 +16,7 @@ export interface PostedBy {
  * posting on behalf of someone names them by address: an unknown address becomes a user without a
  * password, and anyone not yet on the site becomes its customer. Call inside the write's transaction.
  */
-export function createAuthors(db: Db, clock: Clock, users: UserStore) {
+export function createAuthors(db: Db, clock: Clock, users: SyncUserStore) {
   const p = (name: string) => sql.placeholder(name)
   const roleOn = db
     .select({ role: memberships.role })

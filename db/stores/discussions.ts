@@ -8,7 +8,8 @@ import { createDiscussionCounts, type CountedRow } from './discussion-counts.ts'
 import { createDiscussionListing, discussionView, type DiscussionRow } from './discussion-listing.ts'
 import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
 import { StoreError } from './errors.ts'
-import type { UserStore } from './users.ts'
+import type { SyncUserStore } from './users.ts'
+import type { Async } from './async.ts'
 
 export type { DiscussionRow } from './discussion-listing.ts'
 export type { Action } from './discussion-states.ts'
@@ -64,7 +65,7 @@ const counted = (d: { siteId: number; categoryId: number; state: DiscussionState
   public: d.public,
 })
 
-export function createDiscussionStore(db: Db, clock: Clock, userStore: UserStore) {
+export function createDiscussionStore(db: Db, clock: Clock, userStore: SyncUserStore) {
   const counts = createDiscussionCounts(db)
   const listing = createDiscussionListing(db, counts)
   const authorOf = createAuthors(db, clock, userStore)
@@ -312,4 +313,6 @@ export function createDiscussionStore(db: Db, clock: Clock, userStore: UserStore
   }
 }
 
-export type DiscussionStore = ReturnType<typeof createDiscussionStore>
+/** The SQLite store as written: synchronous, for composing inside one transaction. */
+export type SyncDiscussionStore = ReturnType<typeof createDiscussionStore>
+export type DiscussionStore = Async<SyncDiscussionStore>

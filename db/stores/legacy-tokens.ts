@@ -8,6 +8,7 @@ import { fingerprint } from '../../lib/token-format.ts'
 import { StoreError } from './errors.ts'
 import { readCache } from './read-cache.ts'
 import { membershipOn, staffColumn } from './staff.ts'
+import type { Async } from './async.ts'
 
 // The legacy account token (docs/decisions.md, "Legacy account token"): one per account, kept in the
 // users row as a SHA-256 fingerprint (the look-up, through a unique index), an AES-256-GCM copy
@@ -26,6 +27,37 @@ export function legacyTokenExpiry(issuedAt: number): Date {
   const expiry = new Date(issuedAt)
   expiry.setUTCFullYear(expiry.getUTCFullYear() + 1)
   return expiry
+}
+
+/** A new token for an account and the users columns that store it; nothing is written. */
+export function issueLegacyToken(clock: Clock, box: SecretBox) {
+  const value = randomBytes(TOKEN_BYTES).toString('hex')
+  const expiresAt = legacyTokenExpiry(clock())
+  return {
+    token: { value, expiresAt } satisfies LegacyToken,
+    columns: { legacyTokenFingerprint: fingerprint(value), legacyTokenEncrypted: box.seal(value), legacyTokenExpiresAt: expiresAt },
+  }
+}
+
+export function noSuchAccount(): StoreError {
+  return new StoreError('there is no such user', 'not_found', 'email')
+}
+
+/**
+ * The token value a users row keeps, from its sealed copy: a StoreError when the copy cannot be
+ * opened with this server key or is not the one the fingerprint names.
+ */
+export function openLegacyToken(box: SecretBox, stored: { fingerprint: string; sealed: string }): string {
+  const value = box.open(stored.sealed)
+  // A copy sealed under another server key (SERVICE_SECRET changed, key file replaced) cannot
+  // be shown; the fingerprint check also refuses a copy moved over from another account.
+  if (value === null || fingerprint(value) !== stored.fingerprint) {
+    throw new StoreError(
+      'the legacy API token cannot be shown: it was stored under another server key; reset it to make a new one',
+      'conflict',
+    )
+  }
+  return value
 }
 
 export function createLegacyTokenStore(db: Db, clock: Clock, box: SecretBox) {
@@ -69,12 +101,7 @@ export function createLegacyTokenStore(db: Db, clock: Clock, box: SecretBox) {
 
   /** A new token and the columns that store it; nothing is written. */
   function issue() {
-    const value = randomBytes(TOKEN_BYTES).toString('hex')
-    const expiresAt = legacyTokenExpiry(clock())
-    return {
-      token: { value, expiresAt } satisfies LegacyToken,
-      columns: { legacyTokenFingerprint: fingerprint(value), legacyTokenEncrypted: box.seal(value), legacyTokenExpiresAt: expiresAt },
-    }
+    return issueLegacyToken(clock, box)
   }
 
   /** Replaces the account's token: the old value is refused from the next request on. */
@@ -86,7 +113,7 @@ export function createLegacyTokenStore(db: Db, clock: Clock, box: SecretBox) {
       sealed: columns.legacyTokenEncrypted,
       expiresAt: columns.legacyTokenExpiresAt.getTime(),
     })
-    if (changes === 0) throw new StoreError('there is no such user', 'not_found', 'email')
+    if (changes === 0) throw noSuchAccount()
     return token
   }
 
@@ -105,20 +132,14 @@ export function createLegacyTokenStore(db: Db, clock: Clock, box: SecretBox) {
      */
     current(userId: number): LegacyToken {
       const stored = storedFor.get({ id: userId })
-      if (!stored) throw new StoreError('there is no such user', 'not_found', 'email')
+      if (!stored) throw noSuchAccount()
       if (!stored.fingerprint || !stored.sealed || !stored.expiresAt) return reset(userId)
-      const value = box.open(stored.sealed)
-      // A copy sealed under another server key (SERVICE_SECRET changed, key file replaced) cannot
-      // be shown; the fingerprint check also refuses a copy moved over from another account.
-      if (value === null || fingerprint(value) !== stored.fingerprint) {
-        throw new StoreError(
-          'the legacy API token cannot be shown: it was stored under another server key; reset it to make a new one',
-          'conflict',
-        )
-      }
+      const value = openLegacyToken(box, { fingerprint: stored.fingerprint, sealed: stored.sealed })
       return { value, expiresAt: stored.expiresAt }
     },
   }
 }
 
-export type LegacyTokenStore = ReturnType<typeof createLegacyTokenStore>
+/** The SQLite store as written: synchronous, for composing inside one transaction. */
+export type SyncLegacyTokenStore = ReturnType<typeof createLegacyTokenStore>
+export type LegacyTokenStore = Async<SyncLegacyTokenStore>

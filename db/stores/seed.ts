@@ -6,7 +6,7 @@ import { createCategoryStore, slugify, type Category } from './categories.ts'
 import { createDiscussionCounts, type CountedRow } from './discussion-counts.ts'
 import { prepareCommentInsert } from './discussions.ts'
 import type { Site } from './sites.ts'
-import type { UserStore } from './users.ts'
+import type { SyncUserStore } from './users.ts'
 import { STAFF_ROLE } from './staff.ts'
 
 // Fills a site with realistic generated discussions for demos and benchmarks: customers asking,
@@ -100,7 +100,7 @@ interface Seeded {
 export function seedDiscussions(
   db: Db,
   clock: Clock,
-  users: UserStore,
+  users: SyncUserStore,
   site: Site,
   count: number,
   options: { seed?: number; onProgress?: (done: number, total: number) => void } = {},
@@ -247,7 +247,7 @@ function categoriesOf(db: Db, clock: Clock, site: Site): Category[] {
 }
 
 /** Customers to ask (made or reused by address) and the site's supporters to answer (one made if it has none). */
-function peopleOf(db: Db, users: UserStore, site: Site, howMany: number, now: number) {
+function peopleOf(db: Db, users: SyncUserStore, site: Site, howMany: number, now: number) {
   const member = (email: string, name: string, role: 'customer' | 'supporter') => {
     const user = users.find(email) ?? users.insert({ email, name }, null)
     db.insert(memberships).values({ siteId: site.id, userId: user.id, role, createdAt: new Date(now) }).onConflictDoNothing().run()

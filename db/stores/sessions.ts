@@ -5,6 +5,7 @@ import { memberships, users, webSessions } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { DAY_MS } from '../../lib/clock.ts'
 import { fingerprint } from '../../lib/token-format.ts'
+import type { Async } from './async.ts'
 
 /** How long a supporter stays signed in. */
 export const SESSION_LIFETIME_MS = 7 * DAY_MS
@@ -78,4 +79,6 @@ export function createSessionStore(db: Db, clock: Clock) {
   }
 }
 
-export type SessionStore = ReturnType<typeof createSessionStore>
+/** The SQLite store as written: synchronous, for composing inside one transaction. */
+export type SyncSessionStore = ReturnType<typeof createSessionStore>
+export type SessionStore = Async<SyncSessionStore>

@@ -6,6 +6,7 @@ import type { Clock } from '../../lib/clock.ts'
 import { permalinkProblem } from '../../lib/permalink.ts'
 import { StoreError } from './errors.ts'
 import { readCache } from './read-cache.ts'
+import type { Async } from './async.ts'
 
 export type Site = typeof sites.$inferSelect
 
@@ -15,6 +16,33 @@ export function newMultipassKey(): string {
 }
 
 const MULTIPASS_KEY = /^[\x21-\x7e]{8,256}$/
+
+/** The display name of a new site, or a StoreError for a permalink or name that will not do. */
+export function validateNewSite(permalink: string, name?: string): string {
+  const problem = permalinkProblem(permalink)
+  if (problem) throw new StoreError(problem, 'invalid', 'site')
+  const displayName = (name ?? permalink).trim()
+  if (displayName === '' || displayName.length > 100) {
+    throw new StoreError('a site name must be 1 to 100 characters', 'invalid', 'name')
+  }
+  return displayName
+}
+
+export function siteExists(permalink: string): StoreError {
+  return new StoreError(`site "${permalink}" already exists`, 'conflict', 'site')
+}
+
+export function noSuchSite(permalink: string): StoreError {
+  return new StoreError(`there is no site "${permalink}"`, 'not_found', 'site')
+}
+
+/** A StoreError for a multipass key that will not do. */
+export function checkMultipassKey(key: string): void {
+  // Any key another host gave a team is kept as it is, so their single sign-on code keeps working.
+  if (!MULTIPASS_KEY.test(key)) {
+    throw new StoreError('a multipass key must be 8 to 256 visible characters, without spaces', 'invalid', 'multipass_key')
+  }
+}
 
 export function createSiteStore(db: Db, clock: Clock) {
   const byPermalink = db
@@ -32,18 +60,13 @@ export function createSiteStore(db: Db, clock: Clock) {
     /** The site, or a StoreError naming the permalink. */
     get(permalink: string): Site {
       const site = find(permalink)
-      if (!site) throw new StoreError(`there is no site "${permalink}"`, 'not_found', 'site')
+      if (!site) throw noSuchSite(permalink)
       return site
     },
 
     add(permalink: string, name?: string): Site {
-      const problem = permalinkProblem(permalink)
-      if (problem) throw new StoreError(problem, 'invalid', 'site')
-      const displayName = (name ?? permalink).trim()
-      if (displayName === '' || displayName.length > 100) {
-        throw new StoreError('a site name must be 1 to 100 characters', 'invalid', 'name')
-      }
-      if (find(permalink)) throw new StoreError(`site "${permalink}" already exists`, 'conflict', 'site')
+      const displayName = validateNewSite(permalink, name)
+      if (find(permalink)) throw siteExists(permalink)
       return db
         .insert(sites)
         .values({ permalink, name: displayName, multipassKey: newMultipassKey(), createdAt: new Date(clock()) })
@@ -56,10 +79,7 @@ export function createSiteStore(db: Db, clock: Clock) {
      * old key are refused from the next request on.
      */
     setMultipassKey(siteId: number, key: string = newMultipassKey()): string {
-      // Any key another host gave a team is kept as it is, so their single sign-on code keeps working.
-      if (!MULTIPASS_KEY.test(key)) {
-        throw new StoreError('a multipass key must be 8 to 256 visible characters, without spaces', 'invalid', 'multipass_key')
-      }
+      checkMultipassKey(key)
       db.update(sites).set({ multipassKey: key }).where(eq(sites.id, siteId)).run()
       return key
     },
@@ -74,4 +94,6 @@ export function createSiteStore(db: Db, clock: Clock) {
   }
 }
 
-export type SiteStore = ReturnType<typeof createSiteStore>
+/** The SQLite store as written: synchronous, for composing inside one transaction. */
+export type SyncSiteStore = ReturnType<typeof createSiteStore>
+export type SiteStore = Async<SyncSiteStore>

@@ -1,11 +1,12 @@
 import { and, count, desc, eq, gt, isNull, sql } from '../drizzle.ts'
 import type { Db } from '../client.ts'
-import { memberships, personalTokens, users, type Access } from '../schema.ts'
+import { memberships, personalTokens, users, type Access, type Role } from '../schema.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
 import { fingerprint, generatePersonalToken, lastFour } from '../../lib/token-format.ts'
 import { StoreError } from './errors.ts'
 import { readCache } from './read-cache.ts'
 import { isStaffRole, membershipOn, staffColumn } from './staff.ts'
+import type { Async } from './async.ts'
 
 export const EXPIRY_DAYS = [7, 30, 90, 365] as const
 export const DEFAULT_EXPIRY_DAYS = 90
@@ -35,7 +36,8 @@ export function tokenState(token: ListedToken, now: number): 'active' | 'unusabl
   return 'active'
 }
 
-function validate(input: NewToken): NewToken {
+/** The input with its name trimmed, or a StoreError. */
+export function validateNewToken(input: NewToken): NewToken {
   const name = input.name.trim()
   if (name === '') throw new StoreError('a token needs a name that says what it is for', 'invalid', 'name')
   if (name.length > MAX_TOKEN_NAME) {
@@ -48,6 +50,45 @@ function validate(input: NewToken): NewToken {
     throw new StoreError(`expiry must be ${EXPIRY_DAYS.join(', ')} days`, 'invalid', 'expires')
   }
   return { ...input, name }
+}
+
+/** A StoreError unless the owner (undefined: no such user) may create a token on the site. */
+export function checkTokenOwner(owner: { role: Role | null; disabled: boolean } | undefined): void {
+  if (!owner) throw new StoreError('there is no such user', 'not_found', 'email')
+  if (!isStaffRole(owner.role)) throw new StoreError('only support staff of this site can create tokens', 'forbidden')
+  if (owner.disabled) throw new StoreError('a disabled account cannot create tokens', 'forbidden')
+}
+
+/** A StoreError when the owner's active tokens leave no room for another. */
+export function checkActiveTokens(active: number): void {
+  if (active >= MAX_ACTIVE_TOKENS) {
+    throw new StoreError(
+      `you already have ${MAX_ACTIVE_TOKENS} active tokens, the most allowed; revoke one you no longer use first`,
+      'limit',
+    )
+  }
+}
+
+/** The row of a new token with this value; nothing is written. */
+export function newTokenRow(input: NewToken, value: string, now: number) {
+  return {
+    siteId: input.siteId,
+    userId: input.userId,
+    name: input.name,
+    access: input.access,
+    fingerprint: fingerprint(value),
+    lastFour: lastFour(value),
+    createdAt: new Date(now),
+    expiresAt: new Date(now + input.expiresInDays * DAY_MS),
+  }
+}
+
+export function noSuchToken(id: number): StoreError {
+  return new StoreError(`there is no token ${id} on this site`, 'not_found', 'id')
+}
+
+export function tokenAlreadyRevoked(id: number): StoreError {
+  return new StoreError(`token ${id} is already revoked`, 'conflict', 'id')
 }
 
 export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: unknown) => void) {
@@ -137,34 +178,17 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
      * processes sharing the file.
      */
     create(input: NewToken): { value: string; token: PersonalToken } {
-      const { siteId, userId, name, access, expiresInDays } = validate(input)
+      const checked = validateNewToken(input)
+      const { siteId, userId } = checked
       const value = generatePersonalToken()
       return db.transaction(
         (tx) => {
-          const owner = ownerRole.get({ siteId, userId })
-          if (!owner) throw new StoreError('there is no such user', 'not_found', 'email')
-          if (!isStaffRole(owner.role)) throw new StoreError('only support staff of this site can create tokens', 'forbidden')
-          if (owner.disabled) throw new StoreError('a disabled account cannot create tokens', 'forbidden')
+          checkTokenOwner(ownerRole.get({ siteId, userId }))
           const now = clock()
-          const active = activeCount.get({ userId, now })!.n
-          if (active >= MAX_ACTIVE_TOKENS) {
-            throw new StoreError(
-              `you already have ${MAX_ACTIVE_TOKENS} active tokens, the most allowed; revoke one you no longer use first`,
-              'limit',
-            )
-          }
+          checkActiveTokens(activeCount.get({ userId, now })!.n)
           const token = tx
             .insert(personalTokens)
-            .values({
-              siteId,
-              userId,
-              name,
-              access,
-              fingerprint: fingerprint(value),
-              lastFour: lastFour(value),
-              createdAt: new Date(now),
-              expiresAt: new Date(now + expiresInDays * DAY_MS),
-            })
+            .values(newTokenRow(checked, value, now))
             .returning()
             .get()
           return { value, token }
@@ -206,8 +230,8 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
         .from(personalTokens)
         .where(userId === undefined ? where : and(where, eq(personalTokens.userId, userId)))
         .get()
-      if (!token) throw new StoreError(`there is no token ${id} on this site`, 'not_found', 'id')
-      if (token.revokedAt) throw new StoreError(`token ${id} is already revoked`, 'conflict', 'id')
+      if (!token) throw noSuchToken(id)
+      if (token.revokedAt) throw tokenAlreadyRevoked(id)
       const revokedAt = new Date(clock())
       db.update(personalTokens).set({ revokedAt }).where(eq(personalTokens.id, id)).run()
       return { ...token, revokedAt }
@@ -236,4 +260,6 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
   }
 }
 
-export type TokenStore = ReturnType<typeof createTokenStore>
+/** The SQLite store as written: synchronous, for composing inside one transaction. */
+export type SyncTokenStore = ReturnType<typeof createTokenStore>
+export type TokenStore = Async<SyncTokenStore>

@@ -8,6 +8,7 @@ import { createSecretBox, type SecretBox } from '../../lib/secret-box.ts'
 import { StoreError } from './errors.ts'
 import { createLegacyTokenStore } from './legacy-tokens.ts'
 import { isStaffRole, membershipOn, STAFF_ROLE } from './staff.ts'
+import type { Async } from './async.ts'
 
 export type User = typeof users.$inferSelect
 
@@ -30,6 +31,37 @@ export function emailProblem(email: string): string | null {
   const trimmed = email.trim()
   if (!EMAIL.test(trimmed) || trimmed.length > MAX_EMAIL) return `"${email}" is not an email address`
   return null
+}
+
+/** The email and name a new account is made with, or a StoreError; whether the address is taken is the caller's to ask. */
+export function validateNewUser(input: NewUser): { email: string; name: string } {
+  const problem = emailProblem(input.email)
+  if (problem) throw new StoreError(problem, 'invalid', 'email')
+  const email = input.email.trim()
+  const name = (input.name ?? email.split('@')[0]).trim()
+  if (name === '' || name.length > 100) throw new StoreError('a name must be 1 to 100 characters', 'invalid', 'name')
+  if (input.password !== undefined && input.password.length < MIN_PASSWORD) {
+    throw new StoreError(`a password must be at least ${MIN_PASSWORD} characters`, 'invalid', 'password')
+  }
+  return { email, name }
+}
+
+export function emailTaken(email: string): StoreError {
+  return new StoreError(`a user with the email "${email}" already exists`, 'conflict', 'email')
+}
+
+export function noSuchUser(email: string): StoreError {
+  return new StoreError(`there is no user "${email}"`, 'not_found', 'email')
+}
+
+/** What a multipass sign-in names an account: the token's name (trimmed, at most 100 characters), or undefined. */
+export function singleSignOnName(name: string | undefined): string | undefined {
+  return name?.trim().slice(0, 100) || undefined
+}
+
+/** The name of an account a multipass sign-in makes without one: the address's local part. */
+export function defaultSingleSignOnName(email: string): string {
+  return email.trim().split('@')[0].slice(0, 100)
 }
 
 /**
@@ -59,20 +91,13 @@ export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSec
 
   function get(email: string): User {
     const user = find(email)
-    if (!user) throw new StoreError(`there is no user "${email}"`, 'not_found', 'email')
+    if (!user) throw noSuchUser(email)
     return user
   }
 
   function validate(input: NewUser): { email: string; name: string } {
-    const problem = emailProblem(input.email)
-    if (problem) throw new StoreError(problem, 'invalid', 'email')
-    const email = input.email.trim()
-    const name = (input.name ?? email.split('@')[0]).trim()
-    if (name === '' || name.length > 100) throw new StoreError('a name must be 1 to 100 characters', 'invalid', 'name')
-    if (input.password !== undefined && input.password.length < MIN_PASSWORD) {
-      throw new StoreError(`a password must be at least ${MIN_PASSWORD} characters`, 'invalid', 'password')
-    }
-    if (find(email)) throw new StoreError(`a user with the email "${email}" already exists`, 'conflict', 'email')
+    const { email, name } = validateNewUser(input)
+    if (find(email)) throw emailTaken(email)
     return { email, name }
   }
 
@@ -87,7 +112,7 @@ export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSec
     } catch (error) {
       // Another process may have taken the address since validate(); the unique index has the last word.
       if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
-        throw new StoreError(`a user with the email "${email}" already exists`, 'conflict', 'email')
+        throw emailTaken(email)
       }
       throw error
     }
@@ -126,10 +151,10 @@ export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSec
      */
     fromSingleSignOn(siteId: number, email: string, name?: string): User | undefined {
       if (emailProblem(email)) return undefined
-      const given = name?.trim().slice(0, 100) || undefined
+      const given = singleSignOnName(name)
       return db.transaction(
         () => {
-          let user = find(email) ?? insert({ email: email.trim(), name: given ?? email.trim().split('@')[0].slice(0, 100) }, null)
+          let user = find(email) ?? insert({ email: email.trim(), name: given ?? defaultSingleSignOnName(email) }, null)
           if (given && given !== user.name) {
             db.update(users).set({ name: given }).where(eq(users.id, user.id)).run()
             user = { ...user, name: given }
@@ -172,4 +197,6 @@ export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSec
   }
 }
 
-export type UserStore = ReturnType<typeof createUserStore>
+/** The SQLite store as written: synchronous, for composing inside one transaction. */
+export type SyncUserStore = ReturnType<typeof createUserStore>
+export type UserStore = Async<SyncUserStore>

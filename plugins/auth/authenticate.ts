@@ -117,7 +117,8 @@ export default fp(
       })
       if (credential.kind === 'invalid_request') return refuseWith(reply, permalink, credential)
       if (credential.kind === 'none') return refuseWith(reply, permalink, { kind: 'no_credential' })
-      const result = await checkWithinBudget(credential, sites.find(permalink), { method: request.method, ip: request.ip })
+      const site = await sites.find(permalink)
+      const result = await checkWithinBudget(credential, site, { method: request.method, ip: request.ip })
       if ('accepted' in result) {
         request.auth = result.accepted
         if (result.headers) reply.headers(result.headers)

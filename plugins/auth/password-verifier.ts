@@ -32,7 +32,7 @@ export type PasswordVerdict<U extends Account> =
   | { kind: 'busy'; retryAfter: number }
 
 export interface PasswordVerifierOptions<U extends Account> {
-  findUser(email: string): U | undefined
+  findUser(email: string): Promise<U | undefined>
   emailKey(email: string): string
   checks: PasswordChecks
   clock: Clock
@@ -59,7 +59,7 @@ export function createPasswordVerifier<U extends Account>({ findUser, emailKey, 
      * every call, so a changed password or a disabled account is refused at once.
      */
     async verify(email: string, password: string, address: string): Promise<PasswordVerdict<U>> {
-      const user = findUser(email)
+      const user = await findUser(email)
       const account = emailKey(email)
       const hash = user && !user.disabled ? user.passwordHash : null
       return limits.attempt<PasswordVerdict<U>>(

@@ -44,17 +44,16 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
   const usedForms = createBoundedSet<string>(USED_FORMS_LIMIT)
   const pagePath = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/profile/api_tokens`
 
-  function activeTokens(request: FastifyRequest) {
+  async function activeTokens(request: FastifyRequest) {
     const now = clock()
-    return tokens
-      .listForSite(request.web.site.id, request.web.user!.id)
+    return (await tokens.listForSite(request.web.site.id, request.web.user!.id))
       .filter((token) => ['active', 'unusable'].includes(tokenState(token, now)))
       .map((token) => describe(token, now))
   }
 
-  function render(request: FastifyRequest, reply: FastifyReply, status: number, extra: Record<string, unknown> = {}) {
-    const list = activeTokens(request)
-    const remaining = Math.max(0, MAX_ACTIVE_TOKENS - tokens.activeCount(request.web.user!.id))
+  async function render(request: FastifyRequest, reply: FastifyReply, status: number, extra: Record<string, unknown> = {}) {
+    const list = await activeTokens(request)
+    const remaining = Math.max(0, MAX_ACTIVE_TOKENS - (await tokens.activeCount(request.web.user!.id)))
     return reply.page(
       'api_tokens',
       pageData(request, reply, {
@@ -102,7 +101,7 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
     if (Object.keys(errors).length > 0) return render(request, reply, 400, { values, errors })
 
     try {
-      const { value, token } = tokens.create({
+      const { value, token } = await tokens.create({
         siteId: request.web.site.id,
         userId: request.web.user!.id,
         name: values.name,
@@ -120,21 +119,21 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
   })
 
   /** The signed-in supporter's own active token named by the path, or undefined. */
-  const ownActiveToken = (request: FastifyRequest) =>
-    activeTokens(request).find((token) => String(token.id) === (request.params as { id: string }).id)
+  const ownActiveToken = async (request: FastifyRequest) =>
+    (await activeTokens(request)).find((token) => String(token.id) === (request.params as { id: string }).id)
   const noSuchToken = (request: FastifyRequest, reply: FastifyReply) =>
     reply.page('not_found', pageData(request, reply, { title: 'No such token' }), 404)
 
   fastify.get('/profile/api_tokens/:id/revoke', { preHandler: requireSupporter }, async (request, reply) => {
-    const token = ownActiveToken(request)
+    const token = await ownActiveToken(request)
     if (!token) return noSuchToken(request, reply)
     return reply.page('revoke', pageData(request, reply, { title: `Revoke ${token.name}`, token }))
   })
 
   fastify.post('/profile/api_tokens/:id/revoke', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
-    const token = ownActiveToken(request)
+    const token = await ownActiveToken(request)
     if (!token) return noSuchToken(request, reply)
-    tokens.revoke(request.web.site.id, token.id, request.web.user!.id)
+    await tokens.revoke(request.web.site.id, token.id, request.web.user!.id)
     return reply.redirect(`${pagePath(request)}?revoked=1`, 303)
   })
 }

@@ -9,9 +9,9 @@ const day = (date: Date) => date.toISOString().slice(0, 10)
 const profileRoutes: FastifyPluginAsync = async (fastify) => {
   const { users, urls, clock } = fastify
 
-  function legacy(userId: number) {
+  async function legacy(userId: number) {
     try {
-      const token = users.legacyTokens.current(userId)
+      const token = await users.legacyTokens.current(userId)
       return { value: token.value, expires: day(token.expiresAt), expired: token.expiresAt.getTime() <= clock(), error: null }
     } catch (error) {
       // A copy sealed under another server key cannot be shown; the page says so and offers a reset.
@@ -20,9 +20,9 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
     }
   }
 
-  function render(request: FastifyRequest, reply: FastifyReply, notice: string | null) {
+  async function render(request: FastifyRequest, reply: FastifyReply, notice: string | null) {
     const user = request.web.user!
-    const legacyToken = isStaffRole(user.role) ? legacy(user.id) : null
+    const legacyToken = isStaffRole(user.role) ? await legacy(user.id) : null
     return reply.page('profile', pageData(request, reply, { title: 'Your profile', legacy: legacyToken, notice }))
   }
 
@@ -41,7 +41,7 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.post('/profile/reset_api_token', { preHandler: fastify.csrfProtection }, async (request, reply) => {
     if (!request.web.user) return signInRedirect(request, reply)
     if (!isStaffRole(request.web.user.role)) return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile`, 303)
-    users.legacyTokens.reset(request.web.user.id)
+    await users.legacyTokens.reset(request.web.user.id)
     // Redirected, so that a reload shows the page again instead of resetting once more.
     return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile?reset=1`, 303)
   })

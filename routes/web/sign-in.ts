@@ -58,13 +58,13 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     // Single sign-on is for the site's customers (spec 5.3). Support staff sign in with their
     // password: a session of theirs shows the account-wide legacy token and makes API tokens,
     // which whoever holds the site's multipass key must not be able to reach.
-    const known = users.find(claims.email)
-    if (known && (known.disabled || users.isStaff(site.id, known.id))) {
+    const known = await users.find(claims.email)
+    if (known && (known.disabled || (await users.isStaff(site.id, known.id)))) {
       return form(request, reply, 401, { error: known.disabled ? SSO_FAILED : SSO_STAFF, email: known.email })
     }
-    const user = users.fromSingleSignOn(site.id, claims.email, claims.name)
+    const user = await users.fromSingleSignOn(site.id, claims.email, claims.name)
     if (!user) return form(request, reply, 401, { error: SSO_FAILED })
-    reply.signIn(request, user.id)
+    await reply.signIn(request, user.id)
     return reply.redirect(safeTo(claims!.to, urls.siteWeb(site.permalink)) ?? home(request), 303)
   }
 
@@ -101,13 +101,13 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     }
     // A right password for an account that is not on this site is refused the same way.
     const user = verdict.kind === 'verified' ? verdict.user : undefined
-    if (!user || !users.role(request.web.site.id, user.id)) return form(request, reply, 401, { email, next, error: SIGN_IN_FAILED })
-    reply.signIn(request, user.id)
+    if (!user || !(await users.role(request.web.site.id, user.id))) return form(request, reply, 401, { email, next, error: SIGN_IN_FAILED })
+    await reply.signIn(request, user.id)
     return reply.redirect(next || home(request), 303)
   })
 
   fastify.post('/logout', { preHandler: fastify.csrfProtection }, async (request, reply) => {
-    reply.signOut(request)
+    await reply.signOut(request)
     return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/login`, 303)
   })
 }

@@ -35,7 +35,7 @@ t.test("a token of one site neither sees nor changes another site's discussions"
   const { app, ann, questions, api, create } = await discussionApp(t)
   await create({ title: 'demo secret' })
   const other = await supporterWithToken(app, { site: 'other' })
-  const otherCategory = addCategory(app, other.site.id, 'Elsewhere', true)
+  const otherCategory = await addCategory(app, other.site.id, 'Elsewhere', true)
   const mine = await api('POST', `/other/categories/${otherCategory.id}/discussions`, { title: 'other one', body: 'b' }, other.bearer)
   t.equal(mine.json().number, 1, 'numbers are per site: both sites have a discussion 1')
 
@@ -76,7 +76,7 @@ t.test("a token of one site neither sees nor changes another site's discussions"
 t.test('a supporter who leaves the staff can no longer reach the discussions', async (t) => {
   const { app, ann, api, create } = await discussionApp(t)
   await create()
-  app.users.removeStaff(ann.site.id, ann.user.id)
+  await app.users.removeStaff(ann.site.id, ann.user.id)
   const res = await api('GET', '/demo/discussions/1')
   t.equal(res.statusCode, 403)
   t.match(res.body, /support staff/)

@@ -39,11 +39,11 @@ t.test('the whole life of a discussion through the API', async (t) => {
     change_category_href: href('/discussions/1/change_category'),
   })
   t.same(d1.comments.map((c: { body: string; user_is_supporter: boolean; via: string }) => [c.user_is_supporter, c.via]), [[false, 'api']])
-  const carol = app.users.find('carol@example.test')!
+  const carol = (await app.users.find('carol@example.test'))!
   t.ok(carol, 'the unknown address became a user')
   t.equal(carol.passwordHash, null, 'with no password')
   t.equal(carol.name, 'Carol Customer')
-  t.equal(app.users.role(ann.site.id, carol.id), 'customer', 'a customer of the site')
+  t.equal(await app.users.role(ann.site.id, carol.id), 'customer', 'a customer of the site')
   t.equal(d1.user_href, href(`/discussions?user_id=${carol.id}`))
 
   // The supporter answers: a staff reply moves new to open.
@@ -163,8 +163,8 @@ t.test('who writes decides the first state; internal notes do not answer', async
   const erin = await supporterWithToken(app, { site: 'other', email: 'erin@example.test' })
   const byErin = await create({ author_email: 'erin@example.test' })
   t.equal(byErin.state, 'new')
-  t.equal(app.users.role(ann.site.id, erin.user.id), 'customer')
-  t.equal(app.users.role(erin.site.id, erin.user.id), 'supporter')
+  t.equal(await app.users.role(ann.site.id, erin.user.id), 'customer')
+  t.equal(await app.users.role(erin.site.id, erin.user.id), 'supporter')
 })
 
 t.test('a supporter reply to a resolved discussion leaves it resolved', async (t) => {

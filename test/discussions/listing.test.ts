@@ -111,7 +111,7 @@ t.test('filters: public, since, user_id, user_email', async (t) => {
   await create({ author_email: 'carol@example.test' }) // 3 public, by carol
   clock.advanceDays(1)
   await create({ public: false }) // 4 private, by ann
-  const carol = app.users.find('carol@example.test')!
+  const carol = (await app.users.find('carol@example.test'))!
 
   t.same(numbers(await api('GET', '/demo/discussions?public=1')), [3, 1])
   t.same(numbers(await api('GET', '/demo/discussions?public=true')), [3, 1])
@@ -189,10 +189,10 @@ t.test('categories: listed by name with their counts, one by one, and their disc
   t.same(numbers(inProblems), [2], 'deleted ones are left out here too')
   t.equal(inProblems.headers.link, [link(`/categories/${problems.id}/discussions?page=1`, 'first'), link(`/categories/${problems.id}/discussions?page=1`, 'last')].join(', '))
 
-  const empty = addCategory(app, ann.site.id, 'Empty')
+  const empty = await addCategory(app, ann.site.id, 'Empty')
   t.match((await api('GET', `/demo/categories/${empty.id}`)).json(), { discussions_count: 0, deleted_discussions_count: 0 })
 
-  for (let i = 0; i < 30; i++) addCategory(app, ann.site.id, `Topic ${String(i).padStart(2, '0')}`)
+  for (let i = 0; i < 30; i++) await addCategory(app, ann.site.id, `Topic ${String(i).padStart(2, '0')}`)
   const page2 = await api('GET', '/demo/categories?page=2')
   t.match(page2.json(), { offset: 30, total: 33 })
   t.same(page2.json().categories.map((c: { name: string }) => c.name), ['Topic 27', 'Topic 28', 'Topic 29'])

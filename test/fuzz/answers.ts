@@ -1,3 +1,4 @@
+import pg from 'pg'
 import type Database from 'better-sqlite3'
 import { V1 } from './arbitraries.ts'
 
@@ -149,9 +150,23 @@ export function answerProblem(method: string, url: string, answer: Answer, expec
  */
 export function snapshot(sqlite: Database.Database): string {
   const tables = sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all() as string[]
+  return dumpTables(tables.map((table) => [table, sqlite.prepare(`SELECT * FROM "${table}"`).all() as Array<Record<string, unknown>>]))
+}
+
+/** The same, of a PostgreSQL schema (its migrations' own table left out). */
+export async function postgresSnapshot(client: pg.Client, schema: string): Promise<string> {
+  const { rows: names } = await client.query<{ name: string }>(
+    "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1 AND table_name <> '__drizzle_migrations' ORDER BY 1",
+    [schema],
+  )
+  const tables: Array<[string, Array<Record<string, unknown>>]> = []
+  for (const { name } of names) tables.push([name, (await client.query(`SELECT * FROM "${schema}"."${name}"`)).rows])
+  return dumpTables(tables)
+}
+
+function dumpTables(tables: Array<[string, Array<Record<string, unknown>>]>): string {
   const dump: Record<string, string[]> = {}
-  for (const table of tables) {
-    const rows = sqlite.prepare(`SELECT * FROM "${table}"`).all() as Array<Record<string, unknown>>
+  for (const [table, rows] of tables) {
     dump[table] = rows
       .map((row) => {
         if (table === 'personal_tokens') {

@@ -27,8 +27,8 @@ t.test('attempts sent at once never overrun a budget', async (t) => {
   const wrongToken = ann.value.slice(0, -1) + (ann.value.endsWith('A') ? 'B' : 'A')
   const hashes = new Map<string, string>()
   for (const email of ACCOUNTS) {
-    const user = app.users.insert({ email }, `hash-of-${email}`)
-    app.users.addStaff(1, user.id)
+    const user = await app.users.insert({ email }, `hash-of-${email}`)
+    await app.users.addStaff(1, user.id)
     hashes.set(`hash-of-${email}`, email)
   }
   const compared = new Map<string, number>()

@@ -1,7 +1,9 @@
 import fc from 'fast-check'
 import type { Test } from 'tap'
-import { BASE_URL, buildTestApp, SITE_URL } from '../fixtures/app.ts'
-import { answerProblem, changedTables, snapshot, type Answer } from './answers.ts'
+import { BASE_URL, buildTestApp, databaseAddressOf, SITE_URL } from '../fixtures/app.ts'
+import pg from 'pg'
+import { parsePostgresAddress } from '../../lib/database-address.ts'
+import { answerProblem, changedTables, postgresSnapshot, snapshot, type Answer } from './answers.ts'
 import type { FuzzRequest } from './arbitraries.ts'
 import { seedFuzzData } from './seed.ts'
 
@@ -22,9 +24,21 @@ export async function fuzzApp(t: Test) {
   const { app } = await buildTestApp(t)
   const known = await seedFuzzData(app)
   // The seed used the token once; its last-used write is flushed now, not in the middle of a run.
-  app.tokens.flush()
+  await app.tokens.flush()
+  if (app.database.kind === 'postgres') {
+    // The tables are read over a connection of the test's own, beside the app's pool.
+    const { connectionString, schema } = parsePostgresAddress(databaseAddressOf(app))
+    const client = new pg.Client({ connectionString })
+    await client.connect()
+    t.teardown(() => client.end())
+    snapshots.set(app, () => postgresSnapshot(client, schema))
+  }
   return { app, known }
 }
+
+// How each app's tables are read: SQLite's in place, PostgreSQL's over the test's connection.
+const snapshots = new WeakMap<App, () => Promise<string>>()
+const tablesOf = async (app: App) => snapshots.get(app)?.() ?? snapshot(app.database.sqlite!.$client)
 
 let clients = 0
 
@@ -46,7 +60,7 @@ export async function send(app: App, request: FuzzRequest): Promise<Answer> {
  * carried exactly one genuine credential.
  */
 export async function keepsContract(app: App, request: FuzzRequest, refused: boolean, oneCredential = false): Promise<void> {
-  const before = snapshot(app.db.$client)
+  const before = await tablesOf(app)
   const answer = await send(app, request)
   // light-my-request resolves the URL as a client would (dot segments removed), and so does the
   // server's view of it: classify what was actually asked for.
@@ -54,7 +68,7 @@ export async function keepsContract(app: App, request: FuzzRequest, refused: boo
   const problem = answerProblem(request.method, url.pathname + url.search, answer, { baseUrl: BASE_URL, siteOrigin: SITE_ORIGIN, refused, oneCredential })
   if (problem) throw new Error(`${problem} (answer ${answer.status} ${JSON.stringify(answer.headers)} ${answer.body.slice(0, 300)})`)
   if (answer.status >= 400) {
-    const after = snapshot(app.db.$client)
+    const after = await tablesOf(app)
     if (after !== before) throw new Error(`a refused request (${answer.status}) changed the tables ${changedTables(before, after).join(', ')}`)
   }
 }

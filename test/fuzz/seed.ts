@@ -1,5 +1,4 @@
 import type { buildApp } from '../../app.ts'
-import { createCategoryStore } from '../../db/stores/categories.ts'
 import { inDays, legacyTokenOf, makeMultipass } from '../fixtures/credentials.ts'
 import type { Known } from './arbitraries.ts'
 
@@ -13,14 +12,14 @@ export const FUZZ_PASSWORD = 'fuzzing is fun 4 all'
  * where the supporter is not staff; and a second supporter with a password for the web pages.
  */
 export async function seedFuzzData(app: App): Promise<Known & { webEmail: string }> {
-  const site = app.sites.find('demo') ?? app.sites.add('demo', 'Demo')
-  app.sites.find('other') ?? app.sites.add('other', 'Other')
+  const site = (await app.sites.find('demo')) ?? (await app.sites.add('demo', 'Demo'))
+  if (!(await app.sites.find('other'))) await app.sites.add('other', 'Other')
   const user = await app.users.add({ email: 'fuzz@example.test', password: FUZZ_PASSWORD })
-  app.users.addStaff(site.id, user.id)
+  await app.users.addStaff(site.id, user.id)
   const web = await app.users.add({ email: 'fuzz-web@example.test', password: FUZZ_PASSWORD })
-  app.users.addStaff(site.id, web.id)
-  const { value: token } = app.tokens.create({ siteId: site.id, userId: user.id, name: 'fuzz', access: 'write', expiresInDays: 365 })
-  const category = createCategoryStore(app.db, app.clock).add(site.id, 'Questions', true)
+  await app.users.addStaff(site.id, web.id)
+  const { value: token } = await app.tokens.create({ siteId: site.id, userId: user.id, name: 'fuzz', access: 'write', expiresInDays: 365 })
+  const category = await app.categories.add(site.id, 'Questions', true)
   const created = await app.inject({
     method: 'POST',
     url: `/demo/categories/${category.id}/discussions`,
@@ -32,7 +31,7 @@ export async function seedFuzzData(app: App): Promise<Known & { webEmail: string
     site: 'demo',
     otherSite: 'other',
     token,
-    legacyKey: legacyTokenOf(app, user.id).value,
+    legacyKey: (await legacyTokenOf(app, user.id)).value,
     multipass: makeMultipass({ email: user.email, expires: inDays(app, 3650) }, site.multipassKey, 'demo'),
     categoryId: category.id,
     discussionNumber: created.json().number,

@@ -295,7 +295,7 @@ t.test('SERVICE_LOG_LEVEL=warn drops the line per answered request and keeps ref
     })
     await app.ready()
     const ann = await supporterWithToken(app)
-    const questions = addCategory(app, ann.site.id, 'Questions', true)
+    const questions = await addCategory(app, ann.site.id, 'Questions', true)
     t.equal((await app.inject({ url: '/demo/discussions', headers: ann.bearer })).statusCode, 200)
     t.equal((await app.inject({ url: '/demo' })).statusCode, 401)
     const tooLarge = await app.inject({

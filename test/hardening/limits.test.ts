@@ -56,7 +56,7 @@ t.test('what counts as a failure: every wrong credential kind; not a missing one
     return { status: res.statusCode, remaining: res.headers['ratelimit-remaining'] }
   }
   const expiredMultipass = makeMultipass({ email: pat.user.email, expires: inDays(app, -1) }, pat.site.multipassKey, 'demo')
-  const legacy = legacyTokenOf(app, pat.user.id).value
+  const legacy = (await legacyTokenOf(app, pat.user.id)).value
 
   t.same(await remaining({ url: '/demo' }), { status: 401, remaining: undefined }, 'no credential: not a failure')
   t.same(await remaining({ url: '/demo', method: 'POST', headers: { ...reader.bearer } }), { status: 403, remaining: undefined }, 'read-only token writing')
@@ -101,7 +101,7 @@ t.test('passwords: the per-account limit, and the address budget shared with the
 
 t.test('single sign-on on the pages spends the same address budget', async (t) => {
   const { app } = await buildTestApp(t, { config: { limits } })
-  app.sites.add('demo', 'Demo')
+  await app.sites.add('demo', 'Demo')
   const page = webClient(app)
   for (let i = 1; i <= limits.perAddress; i++) {
     const res = await page.get('/demo/login?sso=not-a-multipass')

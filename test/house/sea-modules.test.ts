@@ -1,10 +1,19 @@
 import t from 'tap'
 import * as checkout from '../../db/drizzle.ts'
 import * as executable from '../../tools/build/sea/drizzle.ts'
+import * as postgresCheckout from '../../db/postgres/drizzle.ts'
+import * as postgresExecutable from '../../tools/build/sea/postgres-drizzle.ts'
 
 // The single executable swaps db/drizzle.ts for tools/build/sea/drizzle.ts: both must offer the
 // same names, or the executable would find one missing only when it runs.
 t.test('the two doors to drizzle offer the same names', async (t) => {
   t.same(Object.keys(executable).sort(), Object.keys(checkout).sort())
   for (const name of Object.keys(checkout)) t.type(executable[name as keyof typeof executable], typeof checkout[name as keyof typeof checkout], name)
+})
+
+t.test('the two doors to drizzle\'s PostgreSQL side offer the same names', async (t) => {
+  t.same(Object.keys(postgresExecutable).sort(), Object.keys(postgresCheckout).sort())
+  for (const name of Object.keys(postgresCheckout)) {
+    t.type(postgresExecutable[name as keyof typeof postgresExecutable], typeof postgresCheckout[name as keyof typeof postgresCheckout], name)
+  }
 })

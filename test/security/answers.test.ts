@@ -14,7 +14,7 @@ t.test('every API answer, to any credential or none, is kept by no cache and var
   const { app } = await buildTestApp(t)
   const pat = await supporterWithPassword(app)
   const ann = await supporterWithToken(app)
-  const legacy = legacyTokenOf(app, pat.user.id).value
+  const legacy = (await legacyTokenOf(app, pat.user.id)).value
   const multipass = makeMultipass({ email: pat.user.email, expires: inDays(app, 1) }, pat.site.multipassKey, 'demo')
   const requests: Array<[string, { url: string; headers?: Record<string, string>; method?: 'GET' | 'POST' }]> = [
     ['personal token', { url: '/demo/discussions', headers: ann.bearer }],

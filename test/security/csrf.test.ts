@@ -34,7 +34,7 @@ t.test("an anonymous visit's pair is refused in a victim's session, on every for
   const ann = await personWithPassword(app)
   const victim = webClient(app)
   t.equal((await victim.signIn(ann.email, ann.password)).statusCode, 303)
-  const legacy = app.users.legacyTokens.current(ann.user.id).value
+  const legacy = (await app.users.legacyTokens.current(ann.user.id)).value
   const pair = await pairFrom(webClient(app), '/demo/login')
   t.ok(pair.cookie && pair.token && pair.preSession, 'an anonymous visit gets a pair and a pre-session')
   for (const form of FORMS) {
@@ -42,8 +42,8 @@ t.test("an anonymous visit's pair is refused in a victim's session, on every for
     t.equal(res.statusCode, 403, `${form}: refused`)
     t.match(res.body, 'This form has expired')
   }
-  t.equal(app.users.legacyTokens.current(ann.user.id).value, legacy, 'the legacy token was not reset')
-  t.equal(app.tokens.listForSite(1).length, 0, 'no token was made')
+  t.equal((await app.users.legacyTokens.current(ann.user.id)).value, legacy, 'the legacy token was not reset')
+  t.equal((await app.tokens.listForSite(1)).length, 0, 'no token was made')
   t.equal((await victim.get('/demo/profile')).statusCode, 200, 'the victim is still signed in')
 })
 
@@ -61,7 +61,7 @@ t.test("another session's pair is refused, even the same person's", async (t) =>
 
 t.test("another site's pair is refused", async (t) => {
   const { app } = await buildTestApp(t)
-  app.sites.add('other', 'Other')
+  await app.sites.add('other', 'Other')
   const ann = await personWithPassword(app)
   const victim = webClient(app)
   await victim.signIn(ann.email, ann.password)

@@ -46,7 +46,7 @@ t.test('create a token: shown once, then only its end', async (t) => {
   t.match(later.body, 'never')
   t.match(later.body, /2026-03-31 12:00 UTC <span class="help">in 30 days<\/span>/)
 
-  const stored = app.tokens.listForSite(ann.site.id, ann.user.id)
+  const stored = await app.tokens.listForSite(ann.site.id, ann.user.id)
   t.equal(stored.length, 1)
   t.equal(stored[0].name, 'Nightly export', 'trimmed')
   t.equal(stored[0].access, 'read')
@@ -64,7 +64,7 @@ t.test('posting the same form again (a reload) neither makes a second token nor 
   t.equal(reload.statusCode, 303)
   t.equal(reload.headers.location, `https://help.example.test${TOKENS}`)
   t.notMatch(reload.body, 'service_pat_')
-  t.equal(app.tokens.listForSite(ann.site.id).length, 1)
+  t.equal((await app.tokens.listForSite(ann.site.id)).length, 1)
 })
 
 t.test('last used, and tokens expiring soon stand out', async (t) => {
@@ -72,7 +72,7 @@ t.test('last used, and tokens expiring soon stand out', async (t) => {
   const created = await browser.createToken({ name: 'soon', access: 'read', expires: '7' })
   const value = valueIn(created.body)!
   await app.inject({ url: '/demo', headers: { authorization: `Bearer ${value}` } })
-  app.tokens.flush()
+  await app.tokens.flush()
   clock.advanceDays(6)
   const page = await browser.get(TOKENS)
   t.match(page.body, /<tr class="soon"/)
@@ -105,13 +105,13 @@ t.test('each validation message, values kept, nothing created', async (t) => {
   t.match(kept.body, '<option value="30" selected>', 'the expiry is kept')
   t.notMatch(kept.body, 'aria-invalid', 'the name was fine, so it is not marked')
   t.notMatch(kept.body, /value="(read|write)" checked/, 'an unknown access is not kept: neither choice is ticked')
-  t.equal(app.tokens.listForSite(ann.site.id).length, 0, 'nothing created')
+  t.equal((await app.tokens.listForSite(ann.site.id)).length, 0, 'nothing created')
 })
 
 t.test('the limit of 20: the 21st is refused with a clear message and nothing is created', async (t) => {
   const { app, ann, browser } = await signedIn(t)
   for (let i = 0; i < MAX_ACTIVE_TOKENS - 1; i++) {
-    app.tokens.create({ siteId: ann.site.id, userId: ann.user.id, name: `t${i}`, access: 'read', expiresInDays: 7 })
+    await app.tokens.create({ siteId: ann.site.id, userId: ann.user.id, name: `t${i}`, access: 'read', expiresInDays: 7 })
   }
   const last = await browser.createToken({ name: 'twentieth', access: 'read', expires: '7' })
   t.equal(last.statusCode, 201)
@@ -120,7 +120,7 @@ t.test('the limit of 20: the 21st is refused with a clear message and nothing is
   const refused = await browser.createToken({ name: 'one too many', access: 'read', expires: '7' })
   t.equal(refused.statusCode, 409)
   t.match(refused.body, 'You already have 20 active tokens, the most allowed. Revoke one you no longer use, then create the new one.')
-  t.equal(app.tokens.activeCount(ann.user.id), 20)
+  t.equal(await app.tokens.activeCount(ann.user.id), 20)
 })
 
 t.test('revoke: a confirmation, then the token stops working at once', async (t) => {
@@ -149,12 +149,12 @@ t.test('revoke: a confirmation, then the token stops working at once', async (t)
 t.test('nobody revokes or sees another supporter’s tokens', async (t) => {
   const { app, browser } = await signedIn(t)
   const bob = await personWithPassword(app)
-  const bobs = app.tokens.create({ siteId: bob.site.id, userId: bob.user.id, name: 'bob secret', access: 'read', expiresInDays: 7 })
+  const bobs = await app.tokens.create({ siteId: bob.site.id, userId: bob.user.id, name: 'bob secret', access: 'read', expiresInDays: 7 })
   t.notMatch((await browser.get(TOKENS)).body, 'bob secret')
   await browser.get(TOKENS)
   t.equal((await browser.post(`${TOKENS}/${bobs.token.id}/revoke`)).statusCode, 404)
   t.equal((await browser.post(`${TOKENS}/abc/revoke`)).statusCode, 404)
-  t.equal(app.tokens.listForSite(bob.site.id, bob.user.id)[0].revokedAt, null)
+  t.equal((await app.tokens.listForSite(bob.site.id, bob.user.id))[0].revokedAt, null)
 })
 
 t.test('a signed-in customer gets a 403 page that says why', async (t) => {
@@ -166,7 +166,7 @@ t.test('a signed-in customer gets a 403 page that says why', async (t) => {
     t.equal(res.statusCode, 403)
     t.match(res.body, 'Personal API tokens are for the support staff of Site demo')
   }
-  t.equal(app.tokens.activeCount(carol.user.id), 0)
+  t.equal(await app.tokens.activeCount(carol.user.id), 0)
 })
 
 t.test('odd form input is a clear 400, never a crash', async (t) => {
@@ -186,7 +186,7 @@ t.test('odd form input is a clear 400, never a crash', async (t) => {
     headers: { cookie: [...browser.jar].map(([k, v]) => `${k}=${v}`).join('; '), 'x-csrf-token': csrf },
   })
   t.equal(empty.statusCode, 400)
-  t.equal(app.tokens.listForSite(ann.site.id).length, 0)
+  t.equal((await app.tokens.listForSite(ann.site.id)).length, 0)
 })
 
 t.test('a form without its form id still creates exactly one token', async (t) => {
@@ -194,12 +194,12 @@ t.test('a form without its form id still creates exactly one token', async (t) =
   await browser.get(TOKENS)
   const res = await browser.post(TOKENS, { name: 'scripted', access: 'read', expires: '7' })
   t.equal(res.statusCode, 201)
-  t.equal(app.tokens.listForSite(ann.site.id).length, 1)
+  t.equal((await app.tokens.listForSite(ann.site.id)).length, 1)
 })
 
 t.test('an unexpected failure is a generic 500 page, with the details in the log only', async (t) => {
   const { app, browser } = await signedIn(t)
-  app.tokens.create = () => {
+  app.tokens.create = async () => {
     throw new Error('SQLITE_FULL: database or disk is full at /srv/data')
   }
   const res = await browser.createToken({ name: 'x', access: 'read', expires: '7' })

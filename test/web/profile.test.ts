@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildTestApp } from '../fixtures/app.ts'
+import { buildTestApp, rawStatement } from '../fixtures/app.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
 const legacyIn = (html: string) => /id="legacy-token" class="token-value" type="text" readonly value="([0-9a-f]{40})"/.exec(html)?.[1]
@@ -17,7 +17,7 @@ t.test('the profile shows name, email and the legacy token; Reset API Token repl
   t.match(page.body, `<dd>${ann.user.name}</dd>`)
   t.match(page.body, `<dd>${ann.email}</dd>`)
   const old = legacyIn(page.body)!
-  t.equal(old, app.users.legacyTokens.current(ann.user.id).value)
+  t.equal(old, (await app.users.legacyTokens.current(ann.user.id)).value)
   t.match(page.body, 'Expires on 2027-03-01.', 'one year after the account was made')
   const api = (key: string) => app.inject({ url: '/demo', headers: { 'x-service-auth': key } })
   t.equal((await api(old)).statusCode, 200)
@@ -41,10 +41,10 @@ t.test('the reset needs its CSRF token', async (t) => {
   const ann = await personWithPassword(app)
   const browser = webClient(app)
   await browser.signIn(ann.email, ann.password)
-  const before = app.users.legacyTokens.current(ann.user.id).value
+  const before = (await app.users.legacyTokens.current(ann.user.id)).value
   const res = await browser.request('POST', '/demo/profile/reset_api_token', {})
   t.equal(res.statusCode, 403)
-  t.equal(app.users.legacyTokens.current(ann.user.id).value, before, 'nothing changed')
+  t.equal((await app.users.legacyTokens.current(ann.user.id)).value, before, 'nothing changed')
 })
 
 t.test('a customer sees the profile without a token, and cannot reset one', async (t) => {
@@ -56,11 +56,11 @@ t.test('a customer sees the profile without a token, and cannot reset one', asyn
   t.equal(page.statusCode, 200)
   t.match(page.body, '<dd>Customer</dd>')
   t.notOk(legacyIn(page.body))
-  const before = app.users.legacyTokens.current(carol.user.id).value
+  const before = (await app.users.legacyTokens.current(carol.user.id)).value
   t.equal((await browser.get('/demo/profile/reset_api_token')).statusCode, 303)
   await browser.get('/demo/profile')
   t.equal((await browser.post('/demo/profile/reset_api_token')).statusCode, 303)
-  t.equal(app.users.legacyTokens.current(carol.user.id).value, before)
+  t.equal((await app.users.legacyTokens.current(carol.user.id)).value, before)
 })
 
 t.test('signed-out visitors of the reset are sent to sign in', async (t) => {
@@ -75,7 +75,7 @@ t.test('signed-out visitors of the reset are sent to sign in', async (t) => {
 t.test('a token sealed under another server key is explained, and a reset mends it', async (t) => {
   const { app } = await buildTestApp(t)
   const ann = await personWithPassword(app)
-  app.db.$client.prepare('UPDATE users SET legacy_token_encrypted = ? WHERE id = ?').run('v1.AAAA.BBBB.CCCC', ann.user.id)
+  await rawStatement(app, 'UPDATE users SET legacy_token_encrypted = ? WHERE id = ?', ['v1.AAAA.BBBB.CCCC', ann.user.id])
   const browser = webClient(app)
   await browser.signIn(ann.email, ann.password)
   const page = await browser.get('/demo/profile')
@@ -90,7 +90,7 @@ t.test('an unexpected failure reading the token is a 500 page, not a half-drawn 
   const ann = await personWithPassword(app)
   const browser = webClient(app)
   await browser.signIn(ann.email, ann.password)
-  app.users.legacyTokens.current = () => {
+  app.users.legacyTokens.current = async () => {
     throw new Error('disk I/O error')
   }
   const res = await browser.get('/demo/profile')

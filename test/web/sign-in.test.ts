@@ -29,12 +29,12 @@ t.test('sign in, see the token page, sign out', async (t) => {
   const tokens = await browser.get('/demo/profile/api_tokens')
   t.equal(tokens.statusCode, 200)
   t.match(tokens.body, ann.email)
-  t.equal(app.sessions.activeCount(ann.user.id), 1)
+  t.equal(await app.sessions.activeCount(ann.user.id), 1)
 
   const out = await browser.post('/demo/logout')
   t.equal(out.statusCode, 303)
   t.equal(out.headers.location, `${SITE}/login`)
-  t.equal(app.sessions.activeCount(ann.user.id), 0, 'the session is gone from the store')
+  t.equal(await app.sessions.activeCount(ann.user.id), 0, 'the session is gone from the store')
   t.equal((await browser.get('/demo/profile/api_tokens')).statusCode, 303, 'signed out')
 })
 
@@ -64,9 +64,9 @@ t.test('a disabled account cannot sign in, and disabling ends its sessions', asy
   const browser = webClient(app)
   await browser.signIn(ann.email, ann.password)
   t.equal((await browser.get('/demo/profile/api_tokens')).statusCode, 200)
-  app.users.setDisabled(ann.email, true)
+  await app.users.setDisabled(ann.email, true)
   t.equal((await browser.get('/demo/profile/api_tokens')).statusCode, 303, 'the session no longer signs anyone in')
-  t.equal(app.sessions.activeCount(ann.user.id), 0, 'and it was deleted')
+  t.equal(await app.sessions.activeCount(ann.user.id), 0, 'and it was deleted')
   t.equal((await webClient(app).signIn(ann.email, ann.password)).statusCode, 401)
 })
 
@@ -82,7 +82,7 @@ t.test('session fixation: signing in always makes a new session id', async (t) =
   t.equal(again.statusCode, 303)
   const second = browser.jar.get(SESSION_COOKIE)
   t.ok(first && second && first !== second, 'a new id')
-  t.equal(app.sessions.activeCount(ann.user.id), 1, 'the old session was ended')
+  t.equal(await app.sessions.activeCount(ann.user.id), 1, 'the old session was ended')
 
   const planted = webClient(app)
   planted.jar.set(SESSION_COOKIE, 'attacker-chosen')
@@ -156,7 +156,7 @@ t.test('CSRF: a form without its token is refused with a page that says why', as
 
 t.test('every page carries the security headers', async (t) => {
   const { app } = await buildTestApp(t)
-  app.sites.add('demo')
+  await app.sites.add('demo')
   const res = await webClient(app).get('/demo/login')
   t.equal(
     res.headers['content-security-policy'],

@@ -9,7 +9,7 @@ const SITE = 'https://help.example.test/demo'
 
 async function setup(t: Test) {
   const { app, clock } = await buildTestApp(t)
-  const site = app.sites.add('demo', 'Demo')
+  const site = await app.sites.add('demo', 'Demo')
   const token = (claims: object, form = {}) => encodeURIComponent(makeMultipass(claims, site.multipassKey, 'demo', form))
   return { app, clock, site, token }
 }
@@ -21,9 +21,9 @@ t.test('{site_url}/?sso= signs an unknown email in as a new customer', async (t)
   t.equal(res.statusCode, 303)
   t.equal(res.headers.location, `${SITE}/profile/api_tokens`)
   t.ok(browser.jar.get(SESSION_COOKIE), 'signed in')
-  const user = app.users.get('new@example.test')
+  const user = await app.users.get('new@example.test')
   t.equal(user.name, 'New Person')
-  t.equal(app.users.role(site.id, user.id), 'customer')
+  t.equal(await app.users.role(site.id, user.id), 'customer')
   t.match((await browser.get('/demo/profile')).body, '<dd>New Person</dd>')
 })
 
@@ -37,8 +37,8 @@ t.test('/login?sso= signs a known customer in, updates the name, and follows `to
   }
   t.equal(await go(`${SITE}/profile`), `${SITE}/profile`)
   t.equal(await go('/demo/profile?tab=1'), `${SITE}/profile?tab=1`, 'a path on the site')
-  t.equal(app.users.get(ann.email).name, 'Ann Renamed')
-  t.equal(app.users.role(app.sites.get('demo').id, ann.user.id), 'customer', 'a customer stays a customer')
+  t.equal((await app.users.get(ann.email)).name, 'Ann Renamed')
+  t.equal(await app.users.role((await app.sites.get('demo')).id, ann.user.id), 'customer', 'a customer stays a customer')
   for (const evil of ['https://evil.example/demo/profile', '//evil.example/demo/', '/other/profile', 'javascript:alert(1)', 'https://help.example.test/other', `${SITE}/../other`, 'http://[::1', 42, '']) {
     t.equal(await go(evil), `${SITE}/profile/api_tokens`, `refused: ${evil}`)
   }
@@ -52,7 +52,7 @@ t.test('support staff are not signed in by multipass: their session would reach 
   t.equal(res.statusCode, 401)
   t.match(res.body, SSO_STAFF)
   t.notOk(browser.jar.get(SESSION_COOKIE), 'no session')
-  t.equal(app.users.get(ann.email).name, ann.user.name, 'nothing about the account changed')
+  t.equal((await app.users.get(ann.email)).name, ann.user.name, 'nothing about the account changed')
 })
 
 t.test('expired, tampered, wrong-key or disabled: no sign-in, one message', async (t) => {
@@ -68,11 +68,11 @@ t.test('expired, tampered, wrong-key or disabled: no sign-in, one message', asyn
     t.match(res.body, SSO_FAILED)
     t.notOk(browser.jar.get(SESSION_COOKIE))
   }
-  app.users.setDisabled(ann.email, true)
+  await app.users.setDisabled(ann.email, true)
   const disabled = await webClient(app).get(`/demo/login?sso=${token({ ...valid, name: 'Changed' })}`)
   t.equal(disabled.statusCode, 401, 'a disabled account')
   t.match(disabled.body, SSO_FAILED)
-  t.equal(app.users.get(ann.email).name, ann.user.name, 'a disabled account is not touched')
+  t.equal((await app.users.get(ann.email)).name, ann.user.name, 'a disabled account is not touched')
   const badEmail = await webClient(app).get(`/demo/?sso=${token({ email: 'not an email', expires: inDays(app, 1) })}`)
   t.equal(badEmail.statusCode, 401, 'a token naming no email address')
   t.ok(site)

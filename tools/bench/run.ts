@@ -108,7 +108,7 @@ for (const size of TOKEN_SIZES) {
 }
 
 // ---- the listing query alone, in this process, at every size (interleaved passes)
-const queries = timeListingQueries([...datasets.values()], quick ? 1 : 3, quick ? 1_000 : 2_000)
+const queries = await timeListingQueries([...datasets.values()], quick ? 1 : 3, quick ? 1_000 : 2_000)
 log(`listing query in-process: ${queries.map((q) => `${count(q.discussions)}: p50 ${q.p50Us.toFixed(0)} us, p99 ${q.p99Us.toFixed(0)} us`).join('; ')}`)
 
 const listing = `/${main.site}/discussions`

@@ -34,15 +34,18 @@ function assetFiles(): Record<string, string> {
     'native/argon2.node': argon2.resolve('@node-rs/argon2-linux-x64-gnu/argon2.linux-x64-gnu.node'),
   }
   for (const file of filesUnder('views')) assets[file] = join(REPO, file)
-  for (const file of filesUnder(join('db', 'migrations'))) assets[relative('db', file)] = join(REPO, file)
+  for (const folder of [join('db', 'migrations'), join('db', 'postgres', 'migrations')]) {
+    for (const file of filesUnder(folder)) assets[relative('db', file)] = join(REPO, file)
+  }
   return assets
 }
 
-// Inside the executable, lib/resources.ts, db/drizzle.ts and @node-rs/argon2 are replaced by the versions in sea/.
+// Inside the executable, lib/resources.ts, db/drizzle.ts, db/postgres/drizzle.ts and @node-rs/argon2 are replaced by the versions in sea/.
 function seaModules(): Plugin {
   const swaps = new Map([
     [join(REPO, 'lib', 'resources.ts'), join(REPO, 'tools', 'build', 'sea', 'resources.ts')],
     [join(REPO, 'db', 'drizzle.ts'), join(REPO, 'tools', 'build', 'sea', 'drizzle.ts')],
+    [join(REPO, 'db', 'postgres', 'drizzle.ts'), join(REPO, 'tools', 'build', 'sea', 'postgres-drizzle.ts')],
     ['@node-rs/argon2', join(REPO, 'tools', 'build', 'sea', 'argon2.ts')],
   ])
   return {

@@ -35,7 +35,7 @@ const base = `http://localhost:${port}`
 const seeding = buildApp({ config: { baseUrl: base, siteUrl: `${base}/{site}`, dbFile, secret } })
 await seeding.ready()
 const known = await seedFuzzData(seeding)
-seeding.tokens.flush()
+await seeding.tokens.flush()
 await seeding.close()
 
 const child = spawn(process.execPath, [BIN, 'serve', '--port', String(port), '--db', dbFile], {

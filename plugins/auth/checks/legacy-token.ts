@@ -13,9 +13,9 @@ export interface LegacyTokenDeps {
  * order of the personal token: known, owner disabled, expired (the JSON answer of spec table 7), staff.
  */
 export function legacyTokenCheck({ lookup, clock }: LegacyTokenDeps): CredentialCheck<{ key: string }> {
-  return ({ key }, site) => {
+  return async ({ key }, site) => {
     if (!site) return refuse('invalid_token')
-    const owner = lookup(key, site.id)
+    const owner = await lookup(key, site.id)
     if (!owner || owner.disabled) return refuse('invalid_token')
     // The three legacy token columns are always written together, so a known token has an expiry.
     if (owner.expiresAt!.getTime() <= clock()) return refuse('legacy_token_expired')

@@ -23,14 +23,14 @@ export interface MultipassDeps {
  * is staff of the site. Read and write, like the account's other credentials.
  */
 export function multipassCheck({ findUser, isStaff, clock }: MultipassDeps): CredentialCheck<{ token: string; inQuery: boolean }> {
-  return ({ token, inQuery }, site) => {
+  return async ({ token, inQuery }, site) => {
     if (!site) return refuse('invalid_token')
     const claims = decodeMultipass(token, site.multipassKey, site.permalink, { fromQuery: inQuery })
     if (!claims) return refuse('invalid_token')
     if (claims.expiresAt <= clock()) return refuse('multipass_expired')
-    const user = findUser(claims.email)
+    const user = await findUser(claims.email)
     if (!user || user.disabled) return refuse('invalid_token')
-    if (!isStaff(site.id, user.id)) return refuse('staff_only')
+    if (!(await isStaff(site.id, user.id))) return refuse('staff_only')
     return accept({ method: 'multipass', site, user: { id: user.id, email: user.email, name: user.name }, access: 'write' })
   }
 }

@@ -17,7 +17,7 @@ export function passwordCheck({ verify, isStaff }: PasswordDeps): CredentialChec
     if (verdict.kind !== 'verified') return refuse(verdict)
     if (!site) return refuse('invalid_password')
     const { user } = verdict
-    if (!isStaff(site.id, user.id)) return refuse('staff_only')
+    if (!(await isStaff(site.id, user.id))) return refuse('staff_only')
     return accept({ method: 'password', site, user: { id: user.id, email: user.email, name: user.name }, access: 'write' })
   }
 }

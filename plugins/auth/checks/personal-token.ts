@@ -18,15 +18,15 @@ export interface PersonalTokenDeps {
  * expired, owner is staff, method allowed by the access.
  */
 export function personalTokenCheck({ lookup, recordUse, clock }: PersonalTokenDeps): CredentialCheck<{ token: string }> {
-  return ({ token: value }, site, { method, ip }) => {
+  return async ({ token: value }, site, { method, ip }) => {
     if (!site || !isWellFormedPersonalToken(value)) return refuse('invalid_token')
-    const token = lookup(value)
+    const token = await lookup(value)
     if (!token || token.revokedAt || token.siteId !== site.id || token.disabled) return refuse('invalid_token')
     if (token.expiresAt.getTime() <= clock()) return refuse('token_expired')
 
     // From here the token is genuine: every answer tells when it dies, and the use is recorded.
     const headers = { 'service-token-expiration': token.expiresAt.toUTCString() }
-    recordUse(token.id, token.lastUsedAt, ip)
+    await recordUse(token.id, token.lastUsedAt, ip)
     if (!token.staff) return { refused: { kind: 'staff_only' }, headers }
     if (token.access === 'read' && !READ_METHODS.has(method)) return { refused: { kind: 'insufficient_scope' }, headers }
     const user = { id: token.userId, email: token.email, name: token.name }

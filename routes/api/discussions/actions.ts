@@ -20,7 +20,7 @@ const actionRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastif
       { schema: { tags: ['discussions'], summary, params: NumberParams, response } },
       async (request) => {
         const { site } = request.auth!
-        return views.discussion(site.permalink, discussions.act(site.id, request.params.number, action))
+        return views.discussion(site.permalink, await discussions.act(site.id, request.params.number, action))
       },
     )
   }
@@ -38,7 +38,7 @@ const actionRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastif
     },
     async (request) => {
       const { site } = request.auth!
-      const changed = discussions.update(site.id, request.params.number, { categoryId: request.query.to }, 'to')
+      const changed = await discussions.update(site.id, request.params.number, { categoryId: request.query.to }, 'to')
       return views.discussion(site.permalink, changed)
     },
   )

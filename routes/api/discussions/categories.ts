@@ -12,8 +12,8 @@ const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fast
   const { urls, users } = fastify
   const response = { 400: InvalidRequestBody, 404: ErrorBody }
 
-  function find(siteId: number, id: number) {
-    const category = categories.find(siteId, id)
+  async function find(siteId: number, id: number) {
+    const category = await categories.find(siteId, id)
     if (!category) throw notFound(`there is no category ${id} on this site`)
     return category
   }
@@ -32,8 +32,8 @@ const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fast
     async (request, reply) => {
       const site = request.auth!.site
       const page = request.query.page ?? 1
-      const listed = categories.list(site.id, (page - 1) * PER_PAGE, PER_PAGE)
-      const counts = discussions.counts.byCategory(site.id)
+      const listed = await categories.list(site.id, (page - 1) * PER_PAGE, PER_PAGE)
+      const counts = await discussions.counts.byCategory(site.id)
       reply.header('link', pageLinks(`${urls.site(site.permalink)}/categories`, {}, page, listed.total))
       return {
         ...envelope(page, listed.total),
@@ -47,8 +47,8 @@ const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fast
     { schema: { tags: ['categories'], summary: 'Show a category', params: CategoryParams, response: { 200: Category, ...response } } },
     async (request) => {
       const site = request.auth!.site
-      const category = find(site.id, request.params.id)
-      return views.category(site.permalink, category, discussions.counts.byCategory(site.id).get(category.id))
+      const category = await find(site.id, request.params.id)
+      return views.category(site.permalink, category, (await discussions.counts.byCategory(site.id)).get(category.id))
     },
   )
 
@@ -65,7 +65,7 @@ const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fast
     },
     async (request, reply) => {
       const site = request.auth!.site
-      const category = find(site.id, request.params.id)
+      const category = await find(site.id, request.params.id)
       const address = `${views.categoryHref(site.permalink, category.id)}/discussions`
       return listDiscussions(context, users, request, reply, { state: 'live', categoryId: category.id }, address)
     },

@@ -33,14 +33,14 @@ export interface ListingRequest {
  * Answers a listing request: one page of the discussions in `scope`, filtered by the query, with
  * the envelope of docs/decisions.md and RFC 8288 Link headers pointing at `address`.
  */
-export function listDiscussions(
+export async function listDiscussions(
   { discussions, views }: DiscussionContext,
   users: UserStore,
   request: ListingRequest,
   reply: FastifyReply,
   scope: { state: StateScope; categoryId?: number },
   address: string,
-): Static<typeof DiscussionListing> {
+): Promise<Static<typeof DiscussionListing>> {
   const site = request.auth!.site
   const { page = 1, sort = 'activity', user_id, user_email, ...query } = request.query
   const since = parseSince(query.since)
@@ -48,8 +48,8 @@ export function listDiscussions(
     throw new InvalidRequest([{ field: 'user_email', problem: 'cannot be combined with user_id: send one of them' }])
   }
   // An address nobody has matches no discussion; 0 is no user's id.
-  const authorId = user_email === undefined ? user_id : (users.find(user_email)?.id ?? 0)
-  const { total, discussions: rows } = discussions.list({
+  const authorId = user_email === undefined ? user_id : ((await users.find(user_email))?.id ?? 0)
+  const { total, discussions: rows } = await discussions.list({
     siteId: site.id,
     ...scope,
     public: query.public === undefined ? undefined : query.public === '1' || query.public === 'true',

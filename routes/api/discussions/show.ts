@@ -23,8 +23,8 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
     { schema: { tags: ['discussions'], summary: 'Show a discussion with its comments', params: ShowParams, response: { 200: DiscussionWithComments, ...response } } },
     async (request) => {
       const { permalink, id } = request.auth!.site
-      const discussion = discussions.get(id, request.params.number)
-      const comments = discussions.comments(discussion.id).map((c) => views.comment(permalink, discussion.number, c))
+      const discussion = await discussions.get(id, request.params.number)
+      const comments = (await discussions.comments(discussion.id)).map((c) => views.comment(permalink, discussion.number, c))
       return { ...views.discussion(permalink, discussion), comments }
     },
   )
@@ -42,12 +42,12 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
     },
     async (request, reply) => {
       const { permalink, id } = request.auth!.site
-      const discussion = discussions.get(id, request.params.number)
+      const discussion = await discussions.get(id, request.params.number)
       const page = request.query.page ?? 1
       const offset = (page - 1) * PER_PAGE
       // comments_count is kept with every comment, so it is the total without counting.
       const total = discussion.commentsCount
-      const rows = offset >= total ? [] : discussions.comments(discussion.id, offset, PER_PAGE)
+      const rows = offset >= total ? [] : await discussions.comments(discussion.id, offset, PER_PAGE)
       reply.header('link', pageLinks(`${views.discussionHref(permalink, discussion.number)}/comments`, {}, page, total))
       return { ...envelope(page, total), comments: rows.map((c) => views.comment(permalink, discussion.number, c)) }
     },
@@ -58,8 +58,8 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
     { schema: { tags: ['discussions'], summary: 'Show one comment', params: CommentParams, response: { 200: Comment, ...response } } },
     async (request) => {
       const { permalink, id } = request.auth!.site
-      const discussion = discussions.get(id, request.params.number)
-      const comment = discussions.comment(discussion.id, request.params.comment)
+      const discussion = await discussions.get(id, request.params.number)
+      const comment = await discussions.comment(discussion.id, request.params.comment)
       if (!comment) throw notFound(`discussion ${discussion.number} has no comment ${request.params.comment}`)
       return views.comment(permalink, discussion.number, comment)
     },

@@ -37,7 +37,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
       const { site, user } = request.auth!
       const { title, body } = request.body
       // The store checks the category: one of another site or none is its not_found, a 404 here.
-      const { discussion, comment } = discussions.create({
+      const { discussion, comment } = await discussions.create({
         siteId: site.id,
         categoryId: request.params.id,
         title,
@@ -68,7 +68,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
     },
     async (request, reply) => {
       const { site, user } = request.auth!
-      const { comment, discussion } = discussions.reply({
+      const { comment, discussion } = await discussions.reply({
         siteId: site.id,
         number: request.params.number,
         body: request.body.body,
@@ -99,7 +99,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
       if (title === undefined && isPublic === undefined && category === undefined) {
         throw new InvalidRequest([{ field: WHOLE_BODY, problem: 'names nothing to change: send title, public or category' }])
       }
-      const changed = discussions.update(site.id, request.params.number, { title, public: isPublic, categoryId: category })
+      const changed = await discussions.update(site.id, request.params.number, { title, public: isPublic, categoryId: category })
       return views.discussion(site.permalink, changed)
     },
   )
@@ -116,7 +116,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
     },
     async (request) => {
       const { site } = request.auth!
-      return views.discussion(site.permalink, discussions.act(site.id, request.params.number, 'delete'))
+      return views.discussion(site.permalink, await discussions.act(site.id, request.params.number, 'delete'))
     },
   )
 }

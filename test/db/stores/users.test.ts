@@ -5,12 +5,14 @@ import { bootstrapFirstRun, DEMO_CATEGORY, DEMO_SUPPORTER, WELCOME } from '../..
 import { createSiteStore } from '../../../db/stores/sites.ts'
 import { createTokenStore } from '../../../db/stores/tokens.ts'
 import { createUserStore } from '../../../db/stores/users.ts'
+import { createSecretBox } from '../../../lib/secret-box.ts'
 import { testClock } from '../../fixtures/app.ts'
 
 function stores() {
   const clock = testClock()
   const db = openDatabase(':memory:')
-  return { db, clock, sites: createSiteStore(db, clock), users: createUserStore(db, clock), tokens: createTokenStore(db, clock) }
+  const box = createSecretBox('k'.repeat(64))
+  return { db, clock, box, sites: createSiteStore(db, clock), users: createUserStore(db, clock, box), tokens: createTokenStore(db, clock) }
 }
 
 t.test('accounts: email unique without regard to case, argon2id hash, validation', async (t) => {
@@ -64,7 +66,7 @@ t.test('roles on a site', async (t) => {
 
 t.test('first-run bootstrap: once, and only once even when two starts race', async (t) => {
   const s = stores()
-  const [a, b] = await Promise.all([bootstrapFirstRun(s), bootstrapFirstRun(s)])
+  const [a, b] = await Promise.all([bootstrapFirstRun(s.db, s.clock, s.box), bootstrapFirstRun(s.db, s.clock, s.box)])
   const made = [a, b].filter((x) => x !== null)
   t.equal(made.length, 1, 'one of the two made the demo site')
   const first = made[0]!
@@ -76,7 +78,7 @@ t.test('first-run bootstrap: once, and only once even when two starts race', asy
   t.equal(token.access, 'write')
   const welcome = s.db.$client.prepare('SELECT d.title, d.state, c.name AS category, c.public FROM discussions d JOIN categories c ON c.id = d.category_id').all()
   t.same(welcome, [{ title: WELCOME.title, state: 'new', category: DEMO_CATEGORY, public: 1 }], 'a public category and a welcome discussion from a customer')
-  t.equal(await bootstrapFirstRun(s), null, 'a later start does nothing')
+  t.equal(await bootstrapFirstRun(s.db, s.clock, s.box), null, 'a later start does nothing')
   t.equal(s.sites.list().length, 1)
   t.equal(s.db.$client.prepare('SELECT count(*) FROM discussions').pluck().get(), 1)
 })

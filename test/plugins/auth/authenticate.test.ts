@@ -25,7 +25,7 @@ t.test('spec table 7: wrong, revoked or other-site token', async (t) => {
   const ann = await supporterWithToken(app)
   const other = await supporterWithToken(app, { site: 'other' })
   const revoked = await supporterWithToken(app)
-  app.tokens.revoke(revoked.site.id, revoked.token.id)
+  await app.tokens.revoke(revoked.site.id, revoked.token.id)
   const wrong = ann.value.slice(0, -10) + 'AAAAAAAAAA'
 
   const cases = {
@@ -51,7 +51,7 @@ t.test('revocation takes effect on the very next request', async (t) => {
   const { app } = await buildTestApp(t)
   const ann = await supporterWithToken(app)
   t.equal((await app.inject({ url: '/demo', headers: ann.bearer })).statusCode, 200)
-  app.tokens.revoke(ann.site.id, ann.token.id)
+  await app.tokens.revoke(ann.site.id, ann.token.id)
   t.equal((await app.inject({ url: '/demo', headers: ann.bearer })).statusCode, 401)
 })
 
@@ -90,18 +90,18 @@ t.test('spec table 3 and 7: an expired token, through the injected clock', async
 t.test('a disabled owner: 401 invalid_token while disabled, working again when enabled', async (t) => {
   const { app } = await buildTestApp(t)
   const ann = await supporterWithToken(app)
-  app.users.setDisabled(ann.user.email, true)
+  await app.users.setDisabled(ann.user.email, true)
   const res = await app.inject({ url: '/demo', headers: ann.bearer })
   t.equal(res.statusCode, 401)
   t.equal(res.headers['www-authenticate'], challenge('demo', INVALID))
-  app.users.setDisabled(ann.user.email, false)
+  await app.users.setDisabled(ann.user.email, false)
   t.equal((await app.inject({ url: '/demo', headers: ann.bearer })).statusCode, 200)
 })
 
 t.test('a disabled owner is refused before expiry is told', async (t) => {
   const { app, clock } = await buildTestApp(t)
   const ann = await supporterWithToken(app, { expiresInDays: 7 })
-  app.users.setDisabled(ann.user.email, true)
+  await app.users.setDisabled(ann.user.email, true)
   clock.advanceDays(8)
   const res = await app.inject({ url: '/demo', headers: ann.bearer })
   t.equal(res.headers['www-authenticate'], challenge('demo', INVALID), 'no error_description')
@@ -116,7 +116,7 @@ t.test('spec table 7: a valid token whose owner is not on the staff', async (t) 
   t.notOk(res.headers['www-authenticate'])
   t.ok(res.headers['service-token-expiration'], 'the token itself is genuine')
 
-  app.users.addStaff(ann.site.id, ann.user.id)
+  await app.users.addStaff(ann.site.id, ann.user.id)
   t.equal((await app.inject({ url: '/demo', headers: ann.bearer })).statusCode, 200, 'back on the staff, working again')
 })
 
@@ -167,7 +167,7 @@ t.test('checks run in the order of docs/decisions.md', async (t) => {
   t.match(notStaff.body, /support staff/)
   // Revoked and for another site: just invalid.
   const other = await supporterWithToken(app, { site: 'other' })
-  app.tokens.revoke(other.site.id, other.token.id)
+  await app.tokens.revoke(other.site.id, other.token.id)
   const res = await app.inject({ url: '/demo', headers: other.bearer })
   t.equal(res.headers['www-authenticate'], challenge('demo', INVALID))
 })

@@ -1,10 +1,8 @@
-import { eq } from '../../../db/drizzle.ts'
 import t from 'tap'
-import { users as usersTable } from '../../../db/schema.ts'
 import { hashPassword, verifyPassword } from '../../../lib/password.ts'
 import { PASSWORD_CHECK_CONCURRENCY, PASSWORD_CHECK_QUEUE, REMEMBER_MS } from '../../../plugins/auth/password-verifier.ts'
 import { DEFAULT_LIMITS } from '../../../plugins/auth/limits.ts'
-import { BASE_URL, buildTestApp, supporterWithToken } from '../../fixtures/app.ts'
+import { BASE_URL, buildTestApp, rawStatement, supporterWithToken } from '../../fixtures/app.ts'
 import { basic, supporterWithPassword } from '../../fixtures/credentials.ts'
 
 const INVALID = `Bearer realm="Service", resource_metadata="${BASE_URL}/.well-known/oauth-protected-resource/demo", scope="read write", error="invalid_token"`
@@ -35,7 +33,7 @@ t.test('email and password in Authorization: Basic, read and write', async (t) =
 t.test('failure: 401 with the challenge and "Invalid email/password", whatever was wrong', async (t) => {
   const { app } = await buildTestApp(t)
   const pat = await supporterWithPassword(app)
-  app.users.insert({ email: 'nopassword@example.test' }, null)
+  await app.users.insert({ email: 'nopassword@example.test' }, null)
   const cases = {
     'a wrong password': basic(pat.user.email, 'wrong horse battery'),
     'an unknown email': basic('nobody@example.test', pat.password),
@@ -56,12 +54,12 @@ t.test('failure: 401 with the challenge and "Invalid email/password", whatever w
 t.test('a disabled account, and one off the staff', async (t) => {
   const { app } = await buildTestApp(t)
   const pat = await supporterWithPassword(app)
-  app.users.setDisabled(pat.user.email, true)
+  await app.users.setDisabled(pat.user.email, true)
   const disabled = await app.inject({ url: '/demo', headers: pat.headers })
   t.equal(disabled.statusCode, 401)
   t.equal(disabled.body, 'Invalid email/password\n')
-  app.users.setDisabled(pat.user.email, false)
-  app.users.removeStaff(pat.site.id, pat.user.id)
+  await app.users.setDisabled(pat.user.email, false)
+  await app.users.removeStaff(pat.site.id, pat.user.id)
   const customer = await app.inject({ url: '/demo', headers: pat.headers })
   t.equal(customer.statusCode, 403)
   t.equal(customer.body, "API access is limited to the site's support staff.\n")
@@ -81,17 +79,17 @@ t.test('a success is remembered for a few minutes; a password change or disablin
   t.equal((await app.inject({ url: '/demo', headers: pat.headers })).statusCode, 200)
   t.equal(counter.calls, 3, 'after a few minutes it is checked again')
 
-  app.users.setDisabled(pat.user.email, true)
+  await app.users.setDisabled(pat.user.email, true)
   t.equal((await app.inject({ url: '/demo', headers: pat.headers })).statusCode, 401, 'disabled: refused at once')
-  app.users.setDisabled(pat.user.email, false)
+  await app.users.setDisabled(pat.user.email, false)
   t.equal((await app.inject({ url: '/demo', headers: pat.headers })).statusCode, 200)
 
   const changed = counter.calls
-  app.db
-    .update(usersTable)
-    .set({ passwordHash: await hashPassword('a brand new password'), passwordChangedAt: new Date(clock()) })
-    .where(eq(usersTable.id, pat.user.id))
-    .run()
+  await rawStatement(app, 'UPDATE users SET password_hash = ?, password_changed_at = ? WHERE id = ?', [
+    await hashPassword('a brand new password'),
+    new Date(clock()),
+    pat.user.id,
+  ])
   t.equal((await app.inject({ url: '/demo', headers: pat.headers })).statusCode, 401, 'the old password stops at once')
   t.equal(counter.calls, changed + 1, 'it was checked against the new hash, not taken from memory')
   t.equal((await app.inject({ url: '/demo', headers: basic(pat.user.email, 'a brand new password') })).statusCode, 200)

@@ -9,7 +9,7 @@ t.test('no credential of any kind reaches a log line, accepted or refused', asyn
   const { app, clock } = await buildTestApp(t, { logStream: log.stream })
   const pat = await supporterWithPassword(app, { password: 'password-secret-7f3a' })
   const ann = await supporterWithToken(app)
-  const legacy = legacyTokenOf(app, pat.user.id).value
+  const legacy = (await legacyTokenOf(app, pat.user.id)).value
   const multipass = makeMultipass({ email: pat.user.email, expires: inDays(app, 1), name: 'x'.repeat(40) }, pat.site.multipassKey, 'demo')
   const escaped = encodeURIComponent(multipass)
 

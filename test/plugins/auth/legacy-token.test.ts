@@ -9,7 +9,7 @@ const EXPIRED_BODY = '{"error": "API token has expired. Please generate a new to
 async function legacySupporter(t: Parameters<typeof buildTestApp>[0], options: Parameters<typeof supporterWithToken>[1] = {}) {
   const { app, clock } = await buildTestApp(t)
   const ann = await supporterWithToken(app, options)
-  const { value } = legacyTokenOf(app, ann.user.id)
+  const { value } = await legacyTokenOf(app, ann.user.id)
   return { app, clock, ann, value }
 }
 
@@ -36,7 +36,7 @@ t.test('spec 5.2: the header and the GET query parameter, read and write', async
     payload: { title: 'x', body: 'y' },
   })
   t.equal(create.statusCode, 404, 'and reaches the route as the account')
-  t.equal(ann.user.email, app.users.legacyTokens.lookup(value, ann.site.id)!.email)
+  t.equal(ann.user.email, (await app.users.legacyTokens.lookup(value, ann.site.id))!.email)
 })
 
 t.test('the query form on a write is a bad request', async (t) => {
@@ -51,15 +51,15 @@ t.test('the query form on a write is a bad request', async (t) => {
 
 t.test('valid on every site where the account is staff, refused (403) where it is not', async (t) => {
   const { app, ann, value } = await legacySupporter(t)
-  const other = app.sites.add('other')
-  app.sites.add('third')
-  app.users.addStaff(other.id, ann.user.id)
+  const other = await app.sites.add('other')
+  await app.sites.add('third')
+  await app.users.addStaff(other.id, ann.user.id)
   t.equal((await app.inject({ url: '/other', headers: { 'x-service-auth': value } })).statusCode, 200)
   const notStaff = await app.inject({ url: '/third', headers: { 'x-service-auth': value } })
   t.equal(notStaff.statusCode, 403)
   t.equal(notStaff.body, "API access is limited to the site's support staff.\n")
   t.notOk(notStaff.headers['www-authenticate'])
-  app.users.removeStaff(other.id, ann.user.id)
+  await app.users.removeStaff(other.id, ann.user.id)
   t.equal((await app.inject({ url: '/other', headers: { 'x-service-auth': value } })).statusCode, 403, 'off the staff: refused at once')
 })
 
@@ -75,11 +75,11 @@ t.test('wrong, disabled, unknown site: 401 invalid_token', async (t) => {
   t.match(unknownSite.headers['www-authenticate'], 'error="invalid_token"')
   t.equal(unknownSite.body, wrong.body, 'the same answer as a wrong token')
 
-  app.users.setDisabled(ann.user.email, true)
+  await app.users.setDisabled(ann.user.email, true)
   const disabled = await app.inject({ url: '/demo', headers: { 'x-service-auth': value } })
   t.equal(disabled.statusCode, 401)
   t.equal(disabled.headers['www-authenticate'], INVALID)
-  app.users.setDisabled(ann.user.email, false)
+  await app.users.setDisabled(ann.user.email, false)
   t.equal((await app.inject({ url: '/demo', headers: { 'x-service-auth': value } })).statusCode, 200)
 })
 
@@ -109,7 +109,7 @@ t.test('check order: disabled before expired, expired before staff', async (t) =
   const expired = await app.inject({ url: '/demo', headers: { 'x-service-auth': value } })
   t.equal(expired.statusCode, 401, 'expired and not staff: the expiry is told')
   t.equal(expired.body, EXPIRED_BODY)
-  app.users.setDisabled(ann.user.email, true)
+  await app.users.setDisabled(ann.user.email, true)
   const disabled = await app.inject({ url: '/demo', headers: { 'x-service-auth': value } })
   t.equal(disabled.headers['www-authenticate'], INVALID, 'disabled: no expiry told')
 })
@@ -117,7 +117,7 @@ t.test('check order: disabled before expired, expired before staff', async (t) =
 t.test('reset: the old value stops working at once; the new one lives a year from the reset', async (t) => {
   const { app, clock, ann, value } = await legacySupporter(t)
   clock.advanceDays(200)
-  const fresh = app.users.legacyTokens.reset(ann.user.id)
+  const fresh = await app.users.legacyTokens.reset(ann.user.id)
   const old = await app.inject({ url: '/demo', headers: { 'x-service-auth': value } })
   t.equal(old.statusCode, 401)
   t.equal(old.headers['www-authenticate'], INVALID, 'the old value is simply unknown now')

@@ -13,28 +13,28 @@ const WORKED_EXAMPLE =
 async function multipassApp(t: Parameters<typeof buildTestApp>[0]) {
   const { app, clock } = await buildTestApp(t)
   const ann = await supporterWithToken(app, { email: 'ann@example.test' })
-  const token = (claims: object = {}, form: Parameters<typeof makeMultipass>[3] = {}) =>
-    makeMultipass({ email: 'ann@example.test', expires: inDays(app, 1), ...claims }, app.sites.get('demo').multipassKey, 'demo', form)
+  const token = async (claims: object = {}, form: Parameters<typeof makeMultipass>[3] = {}) =>
+    makeMultipass({ email: 'ann@example.test', expires: inDays(app, 1), ...claims }, (await app.sites.get('demo')).multipassKey, 'demo', form)
   return { app, clock, ann, token }
 }
 
 t.test('spec 5.3: the X-Multipass header, as the account named inside, with the deprecation headers', async (t) => {
   const { app, token } = await multipassApp(t)
-  const res = await app.inject({ url: '/demo', headers: { 'x-multipass': token(), accept: V1 } })
+  const res = await app.inject({ url: '/demo', headers: { 'x-multipass': await token(), accept: V1 } })
   t.equal(res.statusCode, 200)
   t.match(res.json(), { permalink: 'demo' })
   t.equal(res.headers.deprecation, 'true')
   t.equal(res.headers.link, DEPRECATION_LINK)
   t.equal(res.headers['cache-control'], 'no-store', 'an answer to X-Multipass is private')
 
-  const write = await app.inject({ method: 'POST', url: '/demo/categories/999/discussions', headers: { 'x-multipass': token() }, payload: { title: 'x', body: 'y' } })
+  const write = await app.inject({ method: 'POST', url: '/demo/categories/999/discussions', headers: { 'x-multipass': await token() }, payload: { title: 'x', body: 'y' } })
   t.equal(write.statusCode, 404, 'read and write: a write reaches the route')
   t.equal(write.headers.deprecation, 'true', 'every answer to a multipass request says it')
 })
 
 t.test('the deprecation link joins the links a route sets', async (t) => {
   const { app, token } = await multipassApp(t)
-  const res = await app.inject({ url: '/demo/discussions', headers: { 'x-multipass': token() } })
+  const res = await app.inject({ url: '/demo/discussions', headers: { 'x-multipass': await token() } })
   t.equal(res.statusCode, 200)
   const links = String(res.headers.link)
   t.match(links, /rel="first"/, "the listing's own links are kept")
@@ -44,14 +44,14 @@ t.test('the deprecation link joins the links a route sets', async (t) => {
 t.test('sso= on GET and HEAD: escaped, unescaped (a + read as a space), every form the libraries make', async (t) => {
   const { app, token } = await multipassApp(t)
   const long = { name: 'Ann '.repeat(30) }
-  let plus = token(long)
-  for (let i = 0; !plus.includes('+'); i++) plus = token({ ...long, unique_id: i })
+  let plus = await token(long)
+  for (let i = 0; !plus.includes('+'); i++) plus = await token({ ...long, unique_id: i })
   const urls = {
     'escaped once': `/demo?sso=${encodeURIComponent(plus)}`,
     'not escaped at all: + arrives as a space': `/demo?sso=${plus}`,
-    'URL-safe, unpadded': `/demo?sso=${token(long, { urlSafe: true, padding: false })}`,
-    'escaped by the library, newlines and all': `/demo?sso=${token(long, { newlines: true, escaped: true })}`,
-    'escaped by the library, then by the caller': `/demo?sso=${encodeURIComponent(token(long, { newlines: true, escaped: true }))}`,
+    'URL-safe, unpadded': `/demo?sso=${await token(long, { urlSafe: true, padding: false })}`,
+    'escaped by the library, newlines and all': `/demo?sso=${await token(long, { newlines: true, escaped: true })}`,
+    'escaped by the library, then by the caller': `/demo?sso=${encodeURIComponent(await token(long, { newlines: true, escaped: true }))}`,
   }
   for (const [name, url] of Object.entries(urls)) {
     const res = await app.inject({ url })
@@ -69,17 +69,17 @@ t.test('header forms: URL-safe, unpadded, with newlines escaped the way librarie
   const { app, token } = await multipassApp(t)
   const long = { name: 'Ann '.repeat(30) }
   for (const form of [{ urlSafe: true }, { padding: false }, { urlSafe: true, padding: false }, { newlines: true, escaped: true }, { escaped: true }]) {
-    const res = await app.inject({ url: '/demo', headers: { 'x-multipass': token(long, form) } })
+    const res = await app.inject({ url: '/demo', headers: { 'x-multipass': await token(long, form) } })
     t.equal(res.statusCode, 200, JSON.stringify(form))
   }
 })
 
 t.test('the worked example of docs/decisions.md decrypts, then is refused as expired', async (t) => {
   const { app } = await buildTestApp(t)
-  const site = app.sites.add('some_site')
-  app.sites.setMultipassKey(site.id, 'some_key')
-  const user = app.users.insert({ email: 'michael@mtrichardson.com', name: 'Michael' }, null)
-  app.users.addStaff(site.id, user.id)
+  const site = await app.sites.add('some_site')
+  await app.sites.setMultipassKey(site.id, 'some_key')
+  const user = await app.users.insert({ email: 'michael@mtrichardson.com', name: 'Michael' }, null)
+  await app.users.addStaff(site.id, user.id)
   for (const [name, request] of [
     ['header, as given', { url: '/some_site', headers: { 'x-multipass': WORKED_EXAMPLE } }],
     ['query, as given', { url: `/some_site?sso=${WORKED_EXAMPLE}` }],
@@ -92,7 +92,7 @@ t.test('the worked example of docs/decisions.md decrypts, then is refused as exp
       `The multipass token has expired. Multipass is deprecated for the API: create a personal API token at ${SITE_URL.replace('{site}', 'some_site')}/profile/api_tokens\n`,
     )
   }
-  app.sites.setMultipassKey(site.id, 'another_key')
+  await app.sites.setMultipassKey(site.id, 'another_key')
   const wrongKey = await app.inject({ url: '/some_site', headers: { 'x-multipass': WORKED_EXAMPLE } })
   t.equal(wrongKey.headers['www-authenticate'], challenge('some_site', INVALID), 'under another key it does not even decrypt')
 })
@@ -111,7 +111,7 @@ t.test('expiry through the injected clock, in each accepted format', async (t) =
     'Sun Mar 01 13:00:00 UTC 2026',
   ]
   for (const expires of formats) {
-    const sent = token({ expires })
+    const sent = await token({ expires })
     t.equal((await app.inject({ url: '/demo', headers: { 'x-multipass': sent } })).statusCode, 200, `${expires}: valid before`)
     clock.advance(3_600_000)
     const res = await app.inject({ url: '/demo', headers: { 'x-multipass': sent } })
@@ -124,14 +124,14 @@ t.test('expiry through the injected clock, in each accepted format', async (t) =
 
 t.test('tampered, wrong-key, unreadable: 401 invalid_token, all alike', async (t) => {
   const { app, token } = await multipassApp(t)
-  const good = Buffer.from(token(), 'base64')
+  const good = Buffer.from(await token(), 'base64')
   good[good.length - 20] ^= 0x40
   const cases = {
     tampered: good.toString('base64'),
     'another key': makeMultipass({ email: 'ann@example.test', expires: inDays(app, 1) }, 'not the key of this site', 'demo'),
-    'another site': makeMultipass({ email: 'ann@example.test', expires: inDays(app, 1) }, app.sites.get('demo').multipassKey, 'other'),
+    'another site': makeMultipass({ email: 'ann@example.test', expires: inDays(app, 1) }, (await app.sites.get('demo')).multipassKey, 'other'),
     'not a token': 'hello',
-    'no email': makeMultipass({ expires: inDays(app, 1) }, app.sites.get('demo').multipassKey, 'demo'),
+    'no email': makeMultipass({ expires: inDays(app, 1) }, (await app.sites.get('demo')).multipassKey, 'demo'),
   }
   const bodies = new Set<string>()
   for (const [name, value] of Object.entries(cases)) {
@@ -145,27 +145,27 @@ t.test('tampered, wrong-key, unreadable: 401 invalid_token, all alike', async (t
 
 t.test('the named account must exist, be enabled, and be staff of the site', async (t) => {
   const { app, ann, token } = await multipassApp(t)
-  const nobody = await app.inject({ url: '/demo', headers: { 'x-multipass': token({ email: 'nobody@example.test' }) } })
+  const nobody = await app.inject({ url: '/demo', headers: { 'x-multipass': await token({ email: 'nobody@example.test' }) } })
   t.equal(nobody.statusCode, 401)
   t.equal(nobody.headers['www-authenticate'], challenge('demo', INVALID))
 
-  app.users.insert({ email: 'cust@example.test' }, null)
-  const customer = await app.inject({ url: '/demo', headers: { 'x-multipass': token({ email: 'CUST@example.test' }) } })
+  await app.users.insert({ email: 'cust@example.test' }, null)
+  const customer = await app.inject({ url: '/demo', headers: { 'x-multipass': await token({ email: 'CUST@example.test' }) } })
   t.equal(customer.statusCode, 403)
   t.equal(customer.body, "API access is limited to the site's support staff.\n")
 
-  app.users.setDisabled(ann.user.email, true)
-  const disabled = await app.inject({ url: '/demo', headers: { 'x-multipass': token() } })
+  await app.users.setDisabled(ann.user.email, true)
+  const disabled = await app.inject({ url: '/demo', headers: { 'x-multipass': await token() } })
   t.equal(disabled.statusCode, 401)
   t.equal(disabled.headers['www-authenticate'], challenge('demo', INVALID))
 })
 
 t.test('rotating the key stops the old tokens at once; an unknown site looks like a wrong token', async (t) => {
   const { app, ann, token } = await multipassApp(t)
-  const before = token()
-  app.sites.setMultipassKey(ann.site.id)
+  const before = await token()
+  await app.sites.setMultipassKey(ann.site.id)
   t.equal((await app.inject({ url: '/demo', headers: { 'x-multipass': before } })).statusCode, 401)
-  t.equal((await app.inject({ url: '/demo', headers: { 'x-multipass': token() } })).statusCode, 200, 'tokens made with the new key work')
-  const unknown = await app.inject({ url: '/nosuchsite', headers: { 'x-multipass': token() } })
+  t.equal((await app.inject({ url: '/demo', headers: { 'x-multipass': await token() } })).statusCode, 200, 'tokens made with the new key work')
+  const unknown = await app.inject({ url: '/nosuchsite', headers: { 'x-multipass': await token() } })
   t.equal(unknown.headers['www-authenticate'], challenge('nosuchsite', INVALID))
 })

@@ -9,7 +9,7 @@ t.test('every pair of credentials is a 400 invalid_request, and nothing is check
   const { app } = await buildTestApp(t)
   const pat = await supporterWithPassword(app)
   const ann = await supporterWithToken(app)
-  const legacy = legacyTokenOf(app, pat.user.id).value
+  const legacy = (await legacyTokenOf(app, pat.user.id)).value
   const multipass = encodeURIComponent(makeMultipass({ email: pat.user.email, expires: inDays(app, 1) }, pat.site.multipassKey, 'demo'))
   let verifications = 0
   app.passwordChecks.verify = async () => (verifications++, true)

@@ -28,6 +28,7 @@ export function loadAddon(name: string): unknown {
 
 export const resources: Resources = {
   migrations: join(folder, 'migrations'),
+  postgresMigrations: join(folder, 'postgres', 'migrations'),
   views: join(folder, 'views'),
   readme: join(folder, 'README.md'),
   // better-sqlite3 takes the loaded addon itself as well as a path (its types only say string);

@@ -1,0 +1,191 @@
+import { sql } from '../drizzle.ts'
+import { pgBoolean, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from './drizzle.ts'
+import { accessLevels, commentVias, discussionStates, roles } from '../schema.ts'
+
+// The PostgreSQL schema: the SQLite one (db/schema.ts) table for table, column for column, with the
+// same names, constraints and indexes, so the stores read the same rows from either engine and
+// `service-desk copy` moves a database across unchanged. Where the engines differ, the natural type
+// of each is used: moments are timestamptz (read back as a Date, to the millisecond), flags are
+// boolean, ids are identity columns (given explicitly only by the copy, which then moves each
+// sequence past the highest id). test/db/postgres-schema.test.ts compares the two schemas.
+
+const moment = (name: string) => pgTimestamp(name, { withTimezone: true, precision: 3, mode: 'date' })
+const id = () => pgInteger('id').primaryKey().generatedByDefaultAsIdentity()
+
+export const sites = pgTable('sites', {
+  id: id(),
+  permalink: pgText('permalink').notNull().unique(),
+  name: pgText('name').notNull(),
+  multipassKey: pgText('multipass_key').notNull(),
+  createdAt: moment('created_at').notNull(),
+})
+
+const siteReference = () =>
+  pgInteger('site_id')
+    .notNull()
+    .references(() => sites.id, { onDelete: 'cascade' })
+
+export const users = pgTable(
+  'users',
+  {
+    id: id(),
+    email: pgText('email').notNull(),
+    emailKey: pgText('email_key').notNull(),
+    name: pgText('name').notNull(),
+    passwordHash: pgText('password_hash'),
+    disabled: pgBoolean('disabled').notNull().default(false),
+    passwordChangedAt: moment('password_changed_at'),
+    legacyTokenFingerprint: pgText('legacy_token_fingerprint'),
+    legacyTokenEncrypted: pgText('legacy_token_encrypted'),
+    legacyTokenExpiresAt: moment('legacy_token_expires_at'),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [
+    pgUniqueIndex('users_email_key_unique').on(t.emailKey),
+    pgUniqueIndex('users_legacy_token_unique').on(t.legacyTokenFingerprint),
+  ],
+)
+
+const userReference = () =>
+  pgInteger('user_id')
+    .notNull()
+    .references(() => users.id, { onDelete: 'cascade' })
+
+export const memberships = pgTable(
+  'memberships',
+  {
+    siteId: siteReference(),
+    userId: userReference(),
+    role: pgText('role', { enum: roles }).notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [pgPrimaryKey({ columns: [t.siteId, t.userId] }), pgIndex('memberships_user_idx').on(t.userId)],
+)
+
+export const personalTokens = pgTable(
+  'personal_tokens',
+  {
+    id: id(),
+    siteId: siteReference(),
+    userId: userReference(),
+    name: pgText('name').notNull(),
+    access: pgText('access', { enum: accessLevels }).notNull(),
+    fingerprint: pgText('fingerprint').notNull(),
+    lastFour: pgText('last_four').notNull(),
+    createdAt: moment('created_at').notNull(),
+    lastUsedAt: moment('last_used_at'),
+    lastUsedFrom: pgText('last_used_from'),
+    expiresAt: moment('expires_at').notNull(),
+    revokedAt: moment('revoked_at'),
+  },
+  (t) => [
+    pgUniqueIndex('personal_tokens_fingerprint_unique').on(t.fingerprint),
+    pgIndex('personal_tokens_owner_idx')
+      .on(t.userId, t.expiresAt)
+      .where(sql`${t.revokedAt} IS NULL`),
+  ],
+)
+
+export const webSessions = pgTable(
+  'web_sessions',
+  {
+    fingerprint: pgText('fingerprint').primaryKey(),
+    siteId: siteReference(),
+    userId: userReference(),
+    createdAt: moment('created_at').notNull(),
+    expiresAt: moment('expires_at').notNull(),
+  },
+  (t) => [pgIndex('web_sessions_user_idx').on(t.userId), pgIndex('web_sessions_expiry_idx').on(t.expiresAt)],
+)
+
+export const categories = pgTable(
+  'categories',
+  {
+    id: id(),
+    siteId: siteReference(),
+    name: pgText('name').notNull(),
+    permalink: pgText('permalink').notNull(),
+    public: pgBoolean('public').notNull().default(false),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [pgUniqueIndex('categories_site_permalink_unique').on(t.siteId, t.permalink)],
+)
+
+export const discussions = pgTable(
+  'discussions',
+  {
+    id: id(),
+    siteId: siteReference(),
+    number: pgInteger('number').notNull(),
+    title: pgText('title').notNull(),
+    permalink: pgText('permalink').notNull(),
+    state: pgText('state', { enum: discussionStates }).notNull(),
+    stateBeforeDelete: pgText('state_before_delete', { enum: discussionStates }),
+    public: pgBoolean('public').notNull(),
+    authorId: pgInteger('author_id')
+      .notNull()
+      .references(() => users.id),
+    categoryId: pgInteger('category_id')
+      .notNull()
+      .references(() => categories.id),
+    createdAt: moment('created_at').notNull(),
+    updatedAt: moment('updated_at').notNull(),
+    lastUpdatedAt: moment('last_updated_at').notNull(),
+    commentsCount: pgInteger('comments_count').notNull(),
+  },
+  (t) => [
+    pgUniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
+    // The listing orders' indexes, as on SQLite; the id ends each one, the tie-break of every
+    // order (SQLite's rowid is in every index by itself).
+    pgIndex('discussions_site_activity_idx')
+      .on(t.siteId, t.lastUpdatedAt, t.id)
+      .where(sql`${t.state} <> 'deleted'`),
+    pgIndex('discussions_site_created_idx')
+      .on(t.siteId, t.createdAt, t.id)
+      .where(sql`${t.state} <> 'deleted'`),
+    pgIndex('discussions_site_updated_idx')
+      .on(t.siteId, t.updatedAt, t.id)
+      .where(sql`${t.state} <> 'deleted'`),
+    pgIndex('discussions_state_activity_idx').on(t.siteId, t.state, t.lastUpdatedAt, t.id),
+    pgIndex('discussions_state_created_idx').on(t.siteId, t.state, t.createdAt, t.id),
+    pgIndex('discussions_state_updated_idx').on(t.siteId, t.state, t.updatedAt, t.id),
+    pgIndex('discussions_category_activity_idx')
+      .on(t.siteId, t.categoryId, t.lastUpdatedAt, t.id)
+      .where(sql`${t.state} <> 'deleted'`),
+    pgIndex('discussions_author_activity_idx').on(t.siteId, t.authorId, t.lastUpdatedAt, t.id),
+  ],
+)
+
+export const comments = pgTable(
+  'comments',
+  {
+    id: id(),
+    discussionId: pgInteger('discussion_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    number: pgInteger('number').notNull(),
+    authorId: pgInteger('author_id')
+      .notNull()
+      .references(() => users.id),
+    bySupporter: pgBoolean('by_supporter').notNull(),
+    body: pgText('body').notNull(),
+    internal: pgBoolean('internal').notNull().default(false),
+    via: pgText('via', { enum: commentVias }).notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [pgUniqueIndex('comments_discussion_number_unique').on(t.discussionId, t.number)],
+)
+
+export const discussionCounts = pgTable(
+  'discussion_counts',
+  {
+    siteId: siteReference(),
+    categoryId: pgInteger('category_id')
+      .notNull()
+      .references(() => categories.id, { onDelete: 'cascade' }),
+    state: pgText('state', { enum: discussionStates }).notNull(),
+    public: pgBoolean('public').notNull(),
+    count: pgInteger('count').notNull(),
+  },
+  (t) => [pgPrimaryKey({ columns: [t.siteId, t.categoryId, t.state, t.public] })],
+)

@@ -1,0 +1,160 @@
+import { and, desc, eq, getTableColumns, inArray, sql, type Placeholder, type SQL } from '../../drizzle.ts'
+import type { DiscussionRow, ListingQuery } from '../../stores/discussion-listing.ts'
+import type { PgDb } from '../client.ts'
+import { discussions, users } from '../schema.ts'
+import { big } from './categories.ts'
+import type { PgDiscussionCounts } from './discussion-counts.ts'
+
+// The discussion listings on PostgreSQL: the same filters, orders, `since`, paging and totals as
+// db/stores/discussion-listing.ts. One query shape per combination of filters, prepared (named) the
+// first time it is used. Unlike SQLite's, PostgreSQL's planner keeps statistics, so nothing steers
+// it; the live scope is written as the literal `state <> 'deleted'` that the partial listing
+// indexes are declared with, so a generic plan may still use them.
+
+/** A discussion with its author's address and name, as every read returns it (db/stores/discussion-listing.ts). */
+export const pgDiscussionView = {
+  ...getTableColumns(discussions),
+  authorEmail: users.email,
+  authorName: users.name,
+}
+
+// The rows of this view are the rows of SQLite's: the type checker holds the two together.
+type PgDiscussionRow = typeof discussions.$inferSelect & { authorEmail: string; authorName: string }
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+const sameRow: Same<PgDiscussionRow, DiscussionRow> = true
+void sameRow
+
+const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt }
+
+interface Shape {
+  state: 'live' | 'one'
+  category: boolean
+  public: boolean
+  author: boolean
+  since: 'none' | 'number' | 'date'
+  sort: ListingQuery['sort']
+}
+
+function shapeOf(query: ListingQuery): Shape {
+  return {
+    state: query.state === 'live' ? 'live' : 'one',
+    category: query.categoryId !== undefined,
+    public: query.public !== undefined,
+    author: query.authorId !== undefined,
+    since: query.since?.kind ?? 'none',
+    sort: query.sort,
+  }
+}
+
+/** A short name of the shape, for its prepared statements (unique app-wide with their prefix). */
+function shapeKey(shape: Shape): string {
+  const flag = (b: boolean) => (b ? '1' : '0')
+  return `${shape.state}_${flag(shape.category)}${flag(shape.public)}${flag(shape.author)}_${shape.since}_${shape.sort}`
+}
+
+function conditions(shape: Shape): SQL {
+  const p = sql.placeholder
+  const where: SQL[] = [eq(discussions.siteId, p('siteId'))]
+  where.push(shape.state === 'live' ? sql`${discussions.state} <> 'deleted'` : eq(discussions.state, p('state')))
+  if (shape.category) where.push(eq(discussions.categoryId, big(p('categoryId'))))
+  if (shape.public) where.push(eq(discussions.public, p('public')))
+  if (shape.author) where.push(eq(discussions.authorId, big(p('authorId'))))
+  if (shape.since === 'number') where.push(sql`${discussions.number} > ${big(p('since'))}`)
+  if (shape.since === 'date') where.push(sql`${ORDER_COLUMN[shape.sort]} >= ${p('since')}`)
+  return and(...where)!
+}
+
+/** Placeholders are not mapped through the columns: flags go in as booleans, moments as Dates. */
+function parameters(query: ListingQuery): Record<string, unknown> {
+  return {
+    siteId: query.siteId,
+    state: query.state,
+    categoryId: query.categoryId,
+    public: query.public,
+    authorId: query.authorId,
+    since: query.since === undefined ? undefined : query.since.kind === 'number' ? query.since.after : new Date(query.since.from),
+    limit: query.limit,
+    offset: query.offset,
+  }
+}
+
+export function createPgDiscussionListing(db: PgDb, counts: PgDiscussionCounts) {
+  // The page's ids are found first, from an index; only those rows are then read and joined to
+  // their authors, so rows skipped by the offset cost an index step each, not a join.
+  function pageQuery(shape: Shape) {
+    const order = ORDER_COLUMN[shape.sort]
+    const ids = db
+      .select({ id: discussions.id })
+      .from(discussions)
+      .where(conditions(shape))
+      .orderBy(desc(order), desc(discussions.id))
+      .limit(sql.placeholder('limit'))
+      .offset(sql.placeholder('offset'))
+    return db
+      .select(pgDiscussionView)
+      .from(discussions)
+      .innerJoin(users, eq(users.id, discussions.authorId))
+      .where(inArray(discussions.id, ids))
+      .orderBy(desc(order), desc(discussions.id))
+  }
+
+  type Page = { execute(values: Record<string, unknown>): Promise<DiscussionRow[]> }
+  type Count = { execute(values: Record<string, unknown>): Promise<Array<{ n: number }>> }
+  const pages = new Map<string, Page>()
+  const counters = new Map<string, Count>()
+
+  function pageStatement(shape: Shape): Page {
+    const key = shapeKey(shape)
+    let statement = pages.get(key)
+    if (!statement) {
+      statement = pageQuery(shape).prepare(`sd_discussion_page_${key}`)
+      pages.set(key, statement)
+    }
+    return statement
+  }
+
+  function countStatement(shape: Shape): Count {
+    const key = shapeKey(shape)
+    let statement = counters.get(key)
+    if (!statement) {
+      statement = db
+        .select({ n: sql<number>`count(*)::integer` })
+        .from(discussions)
+        .where(conditions(shape))
+        .prepare(`sd_discussion_count_${key}`)
+      counters.set(key, statement)
+    }
+    return statement
+  }
+
+  return {
+    /**
+     * One page of a listing and the number of discussions in it all. Without an author or a
+     * `since` the total is a sum of the maintained counts; with one it is counted. A page past
+     * the end costs no read beyond the total.
+     */
+    async list(query: ListingQuery): Promise<{ total: number; discussions: DiscussionRow[] }> {
+      const values = parameters(query)
+      const shape = shapeOf(query)
+      const total =
+        query.authorId === undefined && query.since === undefined
+          ? await counts.total({ siteId: query.siteId, state: query.state, categoryId: query.categoryId, public: query.public })
+          : (await countStatement(shape).execute(values))[0].n
+      if (query.offset >= total) return { total, discussions: [] }
+      return { total, discussions: await pageStatement(shape).execute(values) }
+    },
+
+    /** PostgreSQL's plan for reading a page of this listing, one line each (`total` is SQLite's hint, unused here). */
+    async explain(query: ListingQuery, total = 0): Promise<string[]> {
+      void total
+      const { sql: text, params } = pageQuery(shapeOf(query)).toSQL()
+      // Every value of a listing query is a placeholder.
+      const values = parameters(query)
+      const bound = params.map((p) => values[(p as Placeholder).name])
+      const result = await db.$client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`, bound)
+      return result.rows.map((row) => row['QUERY PLAN'])
+    },
+  }
+}
+
+export type PgDiscussionListing = ReturnType<typeof createPgDiscussionListing>

@@ -1,0 +1,178 @@
+import { and, count, desc, eq, gt, isNull, sql } from '../../drizzle.ts'
+import type { Clock } from '../../../lib/clock.ts'
+import { fingerprint, generatePersonalToken } from '../../../lib/token-format.ts'
+import {
+  checkActiveTokens,
+  checkTokenOwner,
+  LAST_USED_EVERY_MS,
+  newTokenRow,
+  noSuchToken,
+  tokenAlreadyRevoked,
+  validateNewToken,
+  type ListedToken,
+  type NewToken,
+  type PersonalToken,
+  type TokenStore,
+} from '../../stores/tokens.ts'
+import type { PgDb } from '../client.ts'
+import { memberships, personalTokens, users } from '../schema.ts'
+import { pgMembershipOn, pgStaffColumn, type PgExecutor } from './executor.ts'
+
+// Personal tokens on PostgreSQL: the behaviour of db/stores/tokens.ts. Every look-up reads (no
+// cache), so a token revoked by any process is refused by every process on its next request.
+
+const FLUSH_AFTER_MS = 1_000
+
+function activeTokens(q: PgExecutor, userId: number, now: number) {
+  return q
+    .select({ n: count() })
+    .from(personalTokens)
+    .where(and(eq(personalTokens.userId, userId), isNull(personalTokens.revokedAt), gt(personalTokens.expiresAt, new Date(now))))
+    .then((rows) => rows[0].n)
+}
+
+/**
+ * Makes a token and returns its value, which exists nowhere else afterwards. On `q`, the pool or a
+ * caller's transaction (then inside a savepoint). The owner's users row is locked (FOR UPDATE)
+ * before the active tokens are counted, so concurrent creations for one owner, in any process,
+ * take turns and the limit of 20 holds under READ COMMITTED.
+ */
+export async function createToken(q: PgExecutor, clock: Clock, input: NewToken): Promise<{ value: string; token: PersonalToken }> {
+  const checked = validateNewToken(input)
+  const { siteId, userId } = checked
+  const value = generatePersonalToken()
+  return q.transaction(async (tx) => {
+    const [owner] = await tx
+      .select({ role: memberships.role, disabled: users.disabled })
+      .from(users)
+      .leftJoin(memberships, pgMembershipOn(siteId, users.id))
+      .where(eq(users.id, userId))
+      .for('update', { of: users })
+    checkTokenOwner(owner)
+    const now = clock()
+    checkActiveTokens(await activeTokens(tx, userId, now))
+    const [token] = await tx.insert(personalTokens).values(newTokenRow(checked, value, now)).returning()
+    return { value, token }
+  })
+}
+
+export function createTokenStore(db: PgDb, clock: Clock, onFlushError?: (error: unknown) => void): TokenStore {
+  const ownerSelection = {
+    email: users.email,
+    disabled: users.disabled,
+    staff: pgStaffColumn(),
+  }
+
+  // The one read of the authentication path: the token, its owner and the owner's role on the
+  // token's site, through the unique fingerprint index. Prepared once per connection.
+  const byFingerprint = db
+    .select({
+      id: personalTokens.id,
+      siteId: personalTokens.siteId,
+      userId: personalTokens.userId,
+      access: personalTokens.access,
+      expiresAt: personalTokens.expiresAt,
+      revokedAt: personalTokens.revokedAt,
+      lastUsedAt: personalTokens.lastUsedAt,
+      name: users.name,
+      ...ownerSelection,
+    })
+    .from(personalTokens)
+    .innerJoin(users, eq(users.id, personalTokens.userId))
+    .leftJoin(memberships, pgMembershipOn(personalTokens.siteId, personalTokens.userId))
+    .where(eq(personalTokens.fingerprint, sql.placeholder('fingerprint')))
+    .prepare('tokens_by_fingerprint')
+
+  // Last-used updates wait here and are written in one statement shortly after, off the request.
+  const pending = new Map<number, { at: number; from: string }>()
+  // Tokens whose batch is being written: a request that read the old time meanwhile queues nothing.
+  const writing = new Set<number>()
+  let flushTimer: NodeJS.Timeout | undefined
+  let lastFlush: Promise<void> = Promise.resolve()
+
+  async function write(batch: Array<[number, { at: number; from: string }]>): Promise<void> {
+    const rows = sql.join(
+      batch.map(([id, use]) => sql`(${id}::integer, ${new Date(use.at)}::timestamptz, ${use.from}::text)`),
+      sql`, `,
+    )
+    await db.execute(sql`
+      UPDATE ${personalTokens} SET last_used_at = used.at, last_used_from = used.source
+      FROM (VALUES ${rows}) AS used (id, at, source)
+      WHERE ${personalTokens.id} = used.id`)
+  }
+
+  /** Writes the queued uses in one batch; resolves when it and every earlier batch are written. */
+  function flush(): Promise<void> {
+    clearTimeout(flushTimer)
+    flushTimer = undefined
+    const batch = [...pending]
+    pending.clear()
+    for (const [id] of batch) writing.add(id)
+    const earlier = lastFlush
+    const done = (async () => {
+      try {
+        await earlier.catch(() => {})
+        if (batch.length > 0) await write(batch)
+      } finally {
+        for (const [id] of batch) writing.delete(id)
+      }
+    })()
+    lastFlush = done
+    return done
+  }
+
+  function listQuery() {
+    return db
+      .select({ token: personalTokens, ...ownerSelection })
+      .from(personalTokens)
+      .innerJoin(users, eq(users.id, personalTokens.userId))
+      .leftJoin(memberships, pgMembershipOn(personalTokens.siteId, personalTokens.userId))
+  }
+
+  return {
+    create: (input) => createToken(db, clock, input),
+
+    activeCount: (userId) => activeTokens(db, userId, clock()),
+
+    async lookup(value) {
+      const [token] = await byFingerprint.execute({ fingerprint: fingerprint(value) })
+      return token
+    },
+
+    async listForSite(siteId, userId): Promise<ListedToken[]> {
+      const where =
+        userId === undefined ? eq(personalTokens.siteId, siteId) : and(eq(personalTokens.siteId, siteId), eq(personalTokens.userId, userId))
+      const rows = await listQuery().where(where).orderBy(desc(personalTokens.createdAt), desc(personalTokens.id))
+      return rows.map(({ token, ...owner }) => ({ ...token, ...owner }))
+    },
+
+    async revoke(siteId, id, userId) {
+      const which = and(eq(personalTokens.id, id), eq(personalTokens.siteId, siteId))
+      const where = userId === undefined ? which : and(which, eq(personalTokens.userId, userId))
+      const revokedAt = new Date(clock())
+      // One statement, so of two concurrent revocations exactly one succeeds.
+      const [revoked] = await db
+        .update(personalTokens)
+        .set({ revokedAt })
+        .where(and(where, isNull(personalTokens.revokedAt)))
+        .returning()
+      if (revoked) return revoked
+      const [token] = await db.select({ id: personalTokens.id }).from(personalTokens).where(where)
+      if (!token) throw noSuchToken(id)
+      throw tokenAlreadyRevoked(id)
+    },
+
+    async recordUse(id, lastUsedAt, from) {
+      const now = clock()
+      if (lastUsedAt && now - lastUsedAt.getTime() < LAST_USED_EVERY_MS) return
+      if (pending.has(id) || writing.has(id)) return
+      pending.set(id, { at: now, from })
+      // Last used is best-effort: a failed write (the database away) is reported, not thrown.
+      flushTimer ??= setTimeout(() => {
+        flush().catch((error: unknown) => onFlushError?.(error))
+      }, FLUSH_AFTER_MS).unref()
+    },
+
+    flush,
+  }
+}

@@ -1,0 +1,47 @@
+// SERVICE_DB names the database: a SQLite file (the default, ./data/service.db) or a PostgreSQL
+// address. This module reads the address without loading either driver, so the command line and the
+// configuration stay light (db/engine.ts opens the database itself).
+
+/** The settings of a PostgreSQL database (docs/decisions.md, "PostgreSQL"). */
+export interface PostgresOptions {
+  /** Connections each process keeps at most. */
+  poolSize?: number
+  /** A statement running longer is cancelled and its request answered 503. */
+  statementTimeoutMs?: number
+  /** How long a request waits for a free connection before it is answered 503. */
+  connectTimeoutMs?: number
+}
+
+export const DEFAULT_POOL_SIZE = 10
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 5_000
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000
+
+export function isPostgresAddress(address: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(address)
+}
+
+/**
+ * A `postgres://` address split into what the driver takes and the schema the service's tables
+ * live in: `?schema=name` (default `public`) puts one service, or one test, in a schema of its own.
+ */
+export function parsePostgresAddress(address: string): { connectionString: string; schema: string } {
+  const url = new URL(address)
+  const schemaName = url.searchParams.get('schema') ?? 'public'
+  url.searchParams.delete('schema')
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schemaName)) {
+    throw new Error(`the schema "${schemaName}" must be lower-case letters, digits and _ (at most 63)`)
+  }
+  return { connectionString: url.toString(), schema: schemaName }
+}
+
+/** The address with its password hidden, for logs and messages. */
+export function redactPostgresAddress(address: string): string {
+  try {
+    const url = new URL(address)
+    if (url.password) url.password = '***'
+    return url.toString()
+  } catch {
+    return 'postgres://(an address that does not parse)'
+  }
+}
+

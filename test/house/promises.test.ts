@@ -1,0 +1,32 @@
+import { resolve } from 'node:path'
+import t from 'tap'
+import { floatingPromises } from '../../tools/check/floating-promises.ts'
+
+// Every promise of the project is awaited, returned, chained with a rejection handler or voided on
+// purpose (tools/check/floating-promises.ts): a store call left alone would run after the answer
+// went out on PostgreSQL, and its failure would be lost.
+
+const ROOT = resolve(import.meta.dirname, '..', '..')
+
+t.test('no promise of the project is left floating', async (t) => {
+  const found = floatingPromises(resolve(ROOT, 'tsconfig.json')).map((f) => `${f.file.slice(ROOT.length + 1)}:${f.line}: ${f.text}`)
+  t.same(found, [], 'every promise is awaited, returned, chained or voided')
+})
+
+t.test('the check finds a floating promise and a promise taken for a truth, and lets an awaited or voided one be', async (t) => {
+  const dir = t.testdir({
+    'tsconfig.json': JSON.stringify({ compilerOptions: { strict: true, target: 'ES2022', module: 'NodeNext', types: [] }, include: ['*.ts'] }),
+    'a.ts': [
+      'async function store(): Promise<number> { return 1 }',
+      'export async function main() {',
+      '  store()',
+      '  await store()',
+      '  void store()',
+      '  store().catch(() => {})',
+      '  if (!store()) return',
+      '}',
+    ].join('\n'),
+  })
+  const found = floatingPromises(resolve(dir, 'tsconfig.json'))
+  t.same(found.map((f) => [f.line, f.text]), [[3, 'store()'], [7, 'a promise as a condition: store()']])
+})
