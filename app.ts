@@ -4,6 +4,7 @@ import { DEFAULT_LIMITS } from './plugins/auth/limits.ts'
 import { systemClock, type Clock } from './lib/clock.ts'
 import { defaultConnectionSettings, guardConnections, timeoutOptions, type ConnectionSettings } from './lib/connections.ts'
 import { createClientErrorHandler, frameworkErrors, refuseConnect } from './lib/framework-errors.ts'
+import { NUL_PROBLEM, refusedUnstorableText } from './lib/nul.ts'
 import { redactUrl } from './lib/redact.ts'
 import { createRefusalLog, type RefusalLogOptions } from './lib/refusals.ts'
 import { loggerOptions, OneLinePerRequest } from './lib/request-log.ts'
@@ -71,6 +72,11 @@ export function buildApp(options: AppOptions) {
     // A locked, full or unwritable database file: the request did not happen; try again later.
     const unavailable = answerUnavailable(error, request, reply)
     if (unavailable) return reply.send(unavailable.body)
+    // A U+0000 that got past the schemas and the stores' checks: PostgreSQL refused the text. The
+    // client's mistake, answered like a field at fault (docs/decisions.md, "Decided while building").
+    if (refusedUnstorableText(error, request)) {
+      return reply.code(400).send(clientErrorBody({ message: '', fields: [{ field: '(request)', problem: NUL_PROBLEM }] }))
+    }
     const status = error.statusCode ?? 500
     if (status >= 500) {
       request.log.error({ err: error }, 'request failed')

@@ -1,8 +1,9 @@
-import { loadConfig } from '../config.ts'
-import type { Db } from '../db/client.ts'
+import { loadConfig, type Config } from '../config.ts'
 import type { Engine } from '../db/engine.ts'
+import { openEngine } from '../db/open.ts'
+import type { PgDb } from '../db/postgres/client.ts'
 import type { Access } from '../db/schema.ts'
-import { openSqliteEngine } from '../db/sqlite-engine.ts'
+import { isPostgresAddress } from '../lib/database-address.ts'
 import { hashPassword, randomPassword } from '../lib/password.ts'
 import { createSecretBox, type SecretBox } from '../lib/secret-box.ts'
 import { serverSecret } from '../lib/server-key.ts'
@@ -17,10 +18,16 @@ import { UsageError, type Command, type Io, type Options, type Values } from './
 
 const dbOption: Options = { db: { type: 'string' } }
 
-/** What an administration command works with: the stores its database's engine builds. */
-export interface Stores {
-  /** The database; its `sqlite` side only for what SQLite alone has (sqliteOf, below). */
+/** The database of a command: its engine and, on PostgreSQL, the pool under it. */
+export interface CommandDatabase {
+  /** The database; its `sqlite` side only for what SQLite alone has (the transaction below, seeding). */
   engine: Engine
+  /** PostgreSQL's pool, for what needs more than the stores' calls one by one (a transaction, seeding); undefined on SQLite. */
+  postgres: PgDb | undefined
+}
+
+/** What an administration command works with: the stores its database's engine builds. */
+export interface Stores extends CommandDatabase {
   /** The server key's box, which seals the legacy tokens. */
   box: SecretBox
   sites: SiteStore
@@ -30,13 +37,26 @@ export interface Stores {
   categories: CategoryStore
 }
 
-function openStores(values: Values, io: Io): Stores {
-  const { dbFile, secret } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
+/**
+ * Opens (creating and migrating when needed) the database of SERVICE_DB or --db: a SQLite file
+ * through openEngine (db/open.ts); a postgres:// address the same way, by cli/postgres.ts (loaded
+ * only then), which keeps the pool under the engine for the command's transaction.
+ */
+export async function openCommandDatabase(config: Pick<Config, 'dbFile' | 'postgres'>): Promise<CommandDatabase> {
+  if (!isPostgresAddress(config.dbFile)) return { engine: await openEngine(config.dbFile), postgres: undefined }
+  const { openPostgresCommand } = await import('./postgres.ts')
+  const { engine, db } = await openPostgresCommand(config.dbFile, config.postgres)
+  return { engine, postgres: db }
+}
+
+async function openStores(values: Values, io: Io): Promise<Stores> {
+  const config = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
   // The same server key as the server's, so legacy tokens made here can be shown there and back.
-  const box = createSecretBox(serverSecret({ secret, dbFile }))
-  const engine = openSqliteEngine(dbFile)
+  const box = createSecretBox(serverSecret({ secret: config.secret, dbFile: config.dbFile }))
+  const { engine, postgres } = await openCommandDatabase(config)
   return {
     engine,
+    postgres,
     box,
     sites: engine.sites(io.clock),
     users: engine.users(io.clock, box),
@@ -46,33 +66,36 @@ function openStores(values: Values, io: Io): Stores {
   }
 }
 
-/** The SQLite connection under the engine, for what only SQLite has (the atomic section, seeding). */
-export function sqliteOf(engine: Engine): Db {
-  if (!engine.sqlite) throw new Error(`this command needs a SQLite database, not ${engine.kind}`)
-  return engine.sqlite
-}
-
 /**
- * Runs a command in one IMMEDIATE transaction and holds back what it prints until that commits. So
- * a command that stops, refused or on a fault (a full disk, a locked file), changed nothing and
- * printed nothing but its error; and a write whose commit fails says so: an INSERT ... RETURNING
- * read with get() outside a transaction commits when the statement is reset, and better-sqlite3
- * does not report that commit's failure (a full disk), so the row would be announced, not stored.
- * SQLite alone, for now: the process's one connection, which nothing else uses while the command's
- * store calls are awaited.
+ * Runs a command's writes in one transaction and holds back what it prints until that commits. So
+ * a command that stops, refused or on a fault (a full disk, a locked file, a lost connection),
+ * changed nothing and printed nothing but its error; and a write whose commit fails says so.
+ *
+ * On SQLite, one IMMEDIATE transaction of the process's one connection, which nothing else uses
+ * while the command's store calls are awaited: an INSERT ... RETURNING read with get() outside a
+ * transaction commits when the statement is reset, and better-sqlite3 does not report that
+ * commit's failure (a full disk), so the row would be announced, not stored. On PostgreSQL, one
+ * transaction of the pool, and `run` gets stores built over it (cli/postgres.ts): their own
+ * transactions become savepoints inside it.
  */
-async function atomically(engine: Engine, io: Io, run: (io: Io) => void | Promise<void>) {
-  const client = sqliteOf(engine).$client
+async function atomically(stores: Stores, io: Io, run: (stores: Stores, io: Io) => void | Promise<void>) {
   let out = ''
   let err = ''
   const held: Io = { ...io, stdout: (text) => void (out += text), stderr: (text) => void (err += text) }
-  client.exec('BEGIN IMMEDIATE')
-  try {
-    await run(held)
-    client.exec('COMMIT')
-  } catch (error) {
-    if (client.inTransaction) client.exec('ROLLBACK')
-    throw error
+  if (stores.postgres) {
+    const { inTransaction } = await import('./postgres.ts')
+    await inTransaction(stores.postgres, io.clock, stores.box, async (inside) => run({ ...stores, ...inside }, held))
+  } else {
+    // No pool: the engine is SQLite's.
+    const client = stores.engine.sqlite!.$client
+    client.exec('BEGIN IMMEDIATE')
+    try {
+      await run(stores, held)
+      client.exec('COMMIT')
+    } catch (error) {
+      if (client.inTransaction) client.exec('ROLLBACK')
+      throw error
+    }
   }
   io.stdout(out)
   if (err) io.stderr(err)
@@ -91,9 +114,9 @@ export function admin(
     ...spec,
     options: { ...dbOption, ...spec.options },
     async run(args, values, io) {
-      const stores = openStores(values, io)
+      const stores = await openStores(values, io)
       try {
-        if (atomic) await atomically(stores.engine, io, (held) => run(stores, args, values, held))
+        if (atomic) await atomically(stores, io, (inside, held) => run(inside, args, values, held))
         else await run(stores, args, values, io)
         return 0
       } finally {
@@ -156,12 +179,12 @@ export const adminCommands: Command[] = [
       // Standard input and the slow hash are waited for before the write lock is taken.
       atomic: false,
     },
-    async ({ engine, users }, [email], values, io) => {
+    async (stores, [email], values, io) => {
       const given = values['password-stdin'] === true
       const password = given ? await readPassword(io) : randomPassword()
       const passwordHash = await hashPassword(password)
       // The write alone in the transaction; what it prints waits for the commit.
-      await atomically(engine, io, async (held) => {
+      await atomically(stores, io, async ({ users }, held) => {
         const user = await users.insert({ email, name: values.name as string | undefined, password }, passwordHash)
         held.stdout(given ? `user ${user.email} created\n` : `user ${user.email} created; password: ${password}\n`)
       })

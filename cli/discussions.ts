@@ -1,6 +1,6 @@
 import { seedDiscussions } from '../db/stores/seed.ts'
 import { createUserStore } from '../db/stores/users.ts'
-import { admin, sqliteOf } from './admin.ts'
+import { admin } from './admin.ts'
 import { UsageError, type Command, type Io } from './command.ts'
 
 const MAX_SEED = 10_000_000
@@ -74,16 +74,24 @@ export const discussionCommands: Command[] = [
       atomic: false,
       faultScope: () => ({ outcome: 'The discussions of the batches finished before it were kept, each batch whole; nothing is half-written.' }),
     },
-    async ({ engine, box, sites }, [permalink], values, io) => {
+    async ({ engine, postgres, box, sites }, [permalink], values, io) => {
       const count = parseCount(values.discussions)
       const seed = parseSeed(values.seed)
       const site = await sites.get(permalink)
       const started = io.clock()
-      // SQLite alone, for now: the generator writes its batches with the file's own statements, and
-      // composes the synchronous user store of that engine inside them (db/stores/seed.ts).
-      const db = sqliteOf(engine)
-      const users = createUserStore(db, io.clock, box)
-      const seeded = seedDiscussions(db, io.clock, users, site, count, { seed, onProgress: progressBar(io, started) })
+      const options = { seed, onProgress: progressBar(io, started) }
+      let seeded
+      if (postgres) {
+        // Batches of multi-row inserts, each batch one transaction (db/postgres/stores/seed.ts): the
+        // same discussions, comments and customers as on SQLite for the same seed.
+        const { seedPostgresDiscussions } = await import('../db/postgres/stores/seed.ts')
+        seeded = await seedPostgresDiscussions(postgres, io.clock, box, site, count, options)
+      } else {
+        // The generator writes its batches with the file's own statements, and composes the
+        // synchronous user store of that engine inside them (db/stores/seed.ts).
+        const db = engine.sqlite!
+        seeded = seedDiscussions(db, io.clock, createUserStore(db, io.clock, box), site, count, options)
+      }
       const seconds = ((io.clock() - started) / 1000).toFixed(1)
       io.stdout(
         `${seeded.discussions} discussions with ${seeded.comments} comments by ${seeded.customers} customers added to ${site.permalink} in ${seconds} s\n`,

@@ -1,5 +1,6 @@
 import { statfsSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { isPostgresAddress, redactPostgresAddress } from '../lib/database-address.ts'
 import { storageFault, type StorageFault } from '../lib/sqlite-errors.ts'
 
 // A command that meets a storage fault (the database locked by another process, a full disk, a file
@@ -19,6 +20,11 @@ export interface FaultScope {
   /** The files whose disks are looked at: an I/O error on a disk with no room left is a full disk. */
   paths: string[]
   outcome: string
+}
+
+/** What a fault's advice names for the database: its file, or a PostgreSQL address (no file to look at) without its password. */
+export function databaseFiles(dbFile: string): Pick<FaultScope, 'files' | 'paths'> {
+  return isPostgresAddress(dbFile) ? { files: redactPostgresAddress(dbFile), paths: [] } : { files: dbFile, paths: [dbFile] }
 }
 
 /** Less room than this on the disk of a file makes an I/O error a full disk. */

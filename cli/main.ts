@@ -6,9 +6,11 @@ import { StoreError } from '../db/stores/errors.ts'
 import { adminCommands } from './admin.ts'
 import { backupCommand } from './backup.ts'
 import { UsageError, type Command, type Io, type Values } from './command.ts'
+import { copyCommand } from './copy.ts'
 import { credentialCommands } from './credentials.ts'
 import { discussionCommands } from './discussions.ts'
-import { describeFault, EXIT_CODES_HELP, NOTHING_CHANGED, type FaultScope } from './faults.ts'
+import { databaseFiles, describeFault, EXIT_CODES_HELP, NOTHING_CHANGED, type FaultScope } from './faults.ts'
+import { migrateCommand } from './migrate.ts'
 import { serveCommand } from './serve.ts'
 
 export { EXIT_BUSY, EXIT_DISK_FULL, EXIT_IO, EXIT_READ_ONLY } from './faults.ts'
@@ -17,7 +19,7 @@ export const EXIT_REFUSED = 1
 export const EXIT_FAILED = 1
 export const EXIT_USAGE = 2
 
-const commands: Command[] = [serveCommand, ...adminCommands, ...credentialCommands, ...discussionCommands, backupCommand]
+const commands: Command[] = [serveCommand, migrateCommand, ...adminCommands, ...credentialCommands, ...discussionCommands, backupCommand, copyCommand]
 
 /* c8 ignore start: the real process's streams; test/cli/serve.test.ts drives them through
    cli/service-desk.js, a process whose coverage is not collected (test/fixtures/child.ts) */
@@ -42,7 +44,8 @@ function overview(): string {
     'Commands:',
     ...lines,
     '',
-    'Every command takes --db FILE (or SERVICE_DB) and --help; --version prints the version.',
+    'Every command takes --db ADDRESS (or SERVICE_DB: a SQLite file, or a postgres:// address, which needs SERVICE_SECRET) and --help;',
+    '--version prints the version.',
     '',
     EXIT_CODES_HELP,
     '',
@@ -59,8 +62,16 @@ function help(command: Command): string {
  * which the command met after it had read its settings: they fit.
  */
 function faultScope(command: Command, args: string[], values: Values, io: Io): FaultScope {
+  const own = command.faultScope?.(args, values, io)
+  if (own?.files !== undefined && own.paths !== undefined) return { outcome: NOTHING_CHANGED, ...own } as FaultScope
   const { dbFile } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
-  return { files: dbFile, paths: [dbFile], outcome: NOTHING_CHANGED, ...command.faultScope?.(args, values, io) }
+  return { ...databaseFiles(dbFile), outcome: NOTHING_CHANGED, ...own }
+}
+
+/** What an error says; a query that failed says what its driver said, without the statement and its values. */
+function ownWords(error: unknown): string {
+  const { message, query, cause } = error as { message: string; query?: unknown; cause?: unknown }
+  return typeof query === 'string' && cause instanceof Error ? cause.message : message
 }
 
 function findCommand(argv: string[]): Command | undefined {
@@ -118,7 +129,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number |
       return EXIT_USAGE
     }
     // Anything else (a file that cannot be opened, a port in use) is still one line, not a trace.
-    io.stderr(`service-desk: ${(error as Error).message}\n`)
+    io.stderr(`service-desk: ${ownWords(error)}\n`)
     return EXIT_FAILED
   }
 }

@@ -1,5 +1,6 @@
+import { resolve } from 'node:path'
 import { openDatabase, type Db } from './client.ts'
-import type { Engine } from './engine.ts'
+import { checkEvent, type Engine, type EngineEvents } from './engine.ts'
 import { asyncFacade } from './stores/async.ts'
 import { bootstrapFirstRun } from './stores/bootstrap.ts'
 import { createCategoryStore } from './stores/categories.ts'
@@ -18,6 +19,7 @@ export function openSqliteEngine(file: string, options: { busyTimeoutMs?: number
 export function sqliteEngine(db: Db): Engine {
   // A real read of the file (its schema page), prepared once.
   const probe = db.$client.prepare('SELECT count(*) FROM sqlite_schema').pluck()
+  const events = sqliteEvents(db.$client.memory ? `:memory: ${++memories}` : resolve(db.$client.name))
   return {
     kind: 'sqlite',
     sqlite: db,
@@ -32,8 +34,44 @@ export function sqliteEngine(db: Db): Engine {
     async ping() {
       probe.get()
     },
+    events: events.events,
     async close() {
+      events.close()
       db.$client.close()
+    },
+  }
+}
+
+type Handler = (payload: string) => void
+type Subscriptions = Map<string, Handler[]>
+
+// One process serves a SQLite file (docs/decisions.md), so its events stay in the process: every
+// engine of the process on one file shares a bus (the tests run two apps on one file), and an
+// in-memory database has one of its own. A bus lives while an engine on it is open.
+const buses = new Map<string, Set<Subscriptions>>()
+let memories = 0
+
+/** The events of one engine on the bus `key`; close takes the engine off it. */
+function sqliteEvents(key: string): { events: EngineEvents; close(): void } {
+  const engines = buses.get(key) ?? new Set<Subscriptions>()
+  buses.set(key, engines)
+  const mine: Subscriptions = new Map()
+  engines.add(mine)
+  return {
+    events: {
+      async publish(channel, payload) {
+        checkEvent(channel, payload)
+        // Later, as NOTIFY is, to the subscribers of this moment, each on its own, in order.
+        for (const subscriptions of engines) for (const handler of subscriptions.get(channel) ?? []) queueMicrotask(() => handler(payload))
+      },
+      async subscribe(channel, handler) {
+        checkEvent(channel)
+        mine.set(channel, [...(mine.get(channel) ?? []), handler])
+      },
+    },
+    close() {
+      engines.delete(mine)
+      if (engines.size === 0) buses.delete(key)
     },
   }
 }

@@ -166,3 +166,49 @@ t.test('SERVICE_SECRET: from the environment only, at least 32 characters, never
     )
   }
 })
+
+t.test('a PostgreSQL address: SERVICE_SECRET is required, and the pool settings are read', async (t) => {
+  const secret = '0123456789abcdef0123456789abcdef'
+  const address = 'postgres://desk:pw@db.example.com:5432/desk?schema=help'
+  for (const [env, flags] of [
+    [{ SERVICE_DB: address }, {}],
+    [{}, { db: 'postgresql://db.example.com/desk' }],
+    [{ SERVICE_DB: 'POSTGRES://db.example.com/desk' }, {}],
+  ] as [Record<string, string>, Record<string, string>][]) {
+    const name = env.SERVICE_DB ? 'SERVICE_DB' : '--db'
+    t.throws(
+      () => load(env, flags),
+      {
+        name: 'ConfigError',
+        message: `${name} names a PostgreSQL database: set SERVICE_SECRET, the same in every process, such as the output of: openssl rand -hex 32`,
+      },
+      JSON.stringify({ env, flags }),
+    )
+  }
+  const defaults = load({ SERVICE_DB: address, SERVICE_SECRET: secret })
+  t.equal(defaults.dbFile, address, 'the address is kept whole, its schema and password too')
+  t.same(defaults.postgres, { poolSize: 10, statementTimeoutMs: 5_000, connectTimeoutMs: 5_000 }, 'the documented defaults')
+  t.same(
+    load({ SERVICE_DB: address, SERVICE_SECRET: secret, SERVICE_DB_POOL_SIZE: '25', SERVICE_DB_STATEMENT_TIMEOUT: '30', SERVICE_DB_CONNECT_TIMEOUT: '2' }).postgres,
+    { poolSize: 25, statementTimeoutMs: 30_000, connectTimeoutMs: 2_000 },
+    'timeouts are given in seconds',
+  )
+  t.same(
+    load({ SERVICE_DB: address, SERVICE_SECRET: secret, SERVICE_DB_POOL_SIZE: '1000', SERVICE_DB_STATEMENT_TIMEOUT: '3600', SERVICE_DB_CONNECT_TIMEOUT: '1' }).postgres,
+    { poolSize: 1_000, statementTimeoutMs: 3_600_000, connectTimeoutMs: 1_000 },
+    'the bounds are allowed',
+  )
+  t.notOk('postgres' in load({ SERVICE_DB_POOL_SIZE: '25', SERVICE_DB_STATEMENT_TIMEOUT: 'x' }), 'a SQLite file ignores the PostgreSQL settings')
+  const refused: [Record<string, string>, string][] = [
+    [{ SERVICE_DB_POOL_SIZE: '0' }, 'SERVICE_DB_POOL_SIZE must be a whole number from 1 to 1000, not "0"'],
+    [{ SERVICE_DB_POOL_SIZE: '1001' }, 'SERVICE_DB_POOL_SIZE must be a whole number from 1 to 1000, not "1001"'],
+    [{ SERVICE_DB_POOL_SIZE: '' }, 'SERVICE_DB_POOL_SIZE must be a whole number from 1 to 1000, not ""'],
+    [{ SERVICE_DB_STATEMENT_TIMEOUT: '0.5' }, 'SERVICE_DB_STATEMENT_TIMEOUT must be a whole number from 1 to 3600, not "0.5"'],
+    [{ SERVICE_DB_STATEMENT_TIMEOUT: '3601' }, 'SERVICE_DB_STATEMENT_TIMEOUT must be a whole number from 1 to 3600, not "3601"'],
+    [{ SERVICE_DB_CONNECT_TIMEOUT: '5s' }, 'SERVICE_DB_CONNECT_TIMEOUT must be a whole number from 1 to 3600, not "5s"'],
+    [{ SERVICE_DB_CONNECT_TIMEOUT: '-1' }, 'SERVICE_DB_CONNECT_TIMEOUT must be a whole number from 1 to 3600, not "-1"'],
+  ]
+  for (const [env, message] of refused) {
+    t.throws(() => load({ SERVICE_DB: address, SERVICE_SECRET: secret, ...env }), { name: 'ConfigError', message }, JSON.stringify(env))
+  }
+})

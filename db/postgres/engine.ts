@@ -1,4 +1,6 @@
-import type { Engine } from '../engine.ts'
+import { createHash } from 'node:crypto'
+import pg from 'pg'
+import { checkEvent, type Engine, type EngineEvents } from '../engine.ts'
 import type { PostgresOptions } from '../../lib/database-address.ts'
 import { openPostgres, pingPostgres, type PgDb } from './client.ts'
 import { bootstrapFirstRun } from './stores/bootstrap.ts'
@@ -15,6 +17,7 @@ export async function openPostgresEngine(address: string, options: PostgresOptio
 }
 
 export function postgresEngine(db: PgDb): Engine {
+  const events = postgresEvents(db.$client)
   return {
     kind: 'postgres',
     sqlite: undefined,
@@ -26,8 +29,123 @@ export function postgresEngine(db: PgDb): Engine {
     categories: (clock) => createCategoryStore(db, clock),
     bootstrapFirstRun: (clock, box) => bootstrapFirstRun(db, clock, box),
     ping: () => pingPostgres(db),
+    events: events.events,
     async close() {
+      await events.close()
       await db.$client.end()
+    },
+  }
+}
+
+type Handler = (payload: string) => void
+
+// After a broken connection the events client tries again after this pause, doubled at each
+// failure up to the most.
+export const EVENTS_RETRY_FIRST_MS = 100
+export const EVENTS_RETRY_MOST_MS = 5_000
+
+/**
+ * The engine's events (db/engine.ts) as LISTEN/NOTIFY, on one connection of their own, opened when
+ * first used (the command line never opens it) with the pool's settings: a LISTEN holds its
+ * connection, which the pool could not lend to a request. Broken, it is opened again after a pause
+ * and listens again; what was published meanwhile is lost. NOTIFY delivers in the order of commit,
+ * the same for every listener, and to the publishing connection too.
+ */
+function postgresEvents(pool: pg.Pool): { events: EngineEvents; close(): Promise<void> } {
+  const handlers = new Map<string, Handler[]>()
+  let client: pg.Client | undefined
+  let opening: Promise<pg.Client> | undefined
+  let schema = ''
+  let retryMs = 0
+  let retry: NodeJS.Timeout | undefined
+  let closed = false
+
+  // Channels belong to the whole database; the schema in the name keeps apart the services (and
+  // the tests) that share one database in schemas of their own. A name holds 63 bytes at most.
+  function nameOf(channel: string) {
+    const name = `${channel}:${schema}`
+    return Buffer.byteLength(name) <= 63 ? name : `${channel}:${createHash('sha256').update(schema).digest('hex').slice(0, 24)}`
+  }
+  const listen = (connection: pg.Client, channel: string) => connection.query(`LISTEN "${nameOf(channel).replaceAll('"', '""')}"`)
+
+  // One statement at a time on the connection (pg no longer queues them), in the order asked.
+  let tail: Promise<unknown> = Promise.resolve()
+  function inTurn<T>(work: (connection: pg.Client) => Promise<T>): Promise<T> {
+    const turn = tail.then(async () => work(await connection()))
+    tail = turn.catch(() => {})
+    return turn
+  }
+
+  function deliver(name: string, payload: string) {
+    // Only the channels that have handlers are listened to.
+    for (const handler of handlers.get(name.slice(0, name.indexOf(':')))!) queueMicrotask(() => handler(payload))
+  }
+
+  async function open(): Promise<pg.Client> {
+    const next = new pg.Client({ ...pool.options, password: pool.options.password, application_name: 'service-desk events', keepAlive: true })
+    next.on('notification', (message) => deliver(message.channel, message.payload as string))
+    next.on('error', () => lost(next))
+    next.on('end', () => lost(next))
+    try {
+      await next.connect()
+      schema = (await next.query<{ schema: string }>('SELECT current_schema() AS schema')).rows[0]!.schema
+      for (const channel of handlers.keys()) await listen(next, channel)
+      if (closed) throw new Error('the database is closed')
+    } catch (error) {
+      void next.end().catch(() => {})
+      throw error
+    }
+    client = next
+    retryMs = 0
+    return next
+  }
+
+  function connection(): Promise<pg.Client> {
+    if (closed) return Promise.reject(new Error('the database is closed'))
+    if (client) return Promise.resolve(client)
+    return (opening ??= open().finally(() => (opening = undefined)))
+  }
+
+  function lost(broken: pg.Client) {
+    if (client !== broken) return
+    client = undefined
+    void broken.end().catch(() => {})
+    reconnect()
+  }
+
+  /** Opens the connection again after a pause, while anything listens. */
+  function reconnect() {
+    if (closed || handlers.size === 0) return
+    clearTimeout(retry)
+    retryMs = Math.min(retryMs * 2 || EVENTS_RETRY_FIRST_MS, EVENTS_RETRY_MOST_MS)
+    retry = setTimeout(() => void connection().catch(reconnect), retryMs)
+    retry.unref()
+  }
+
+  return {
+    events: {
+      async publish(channel, payload) {
+        checkEvent(channel, payload)
+        await inTurn((connection) => connection.query('SELECT pg_notify($1, $2)', [nameOf(channel), payload]))
+      },
+      async subscribe(channel, handler) {
+        checkEvent(channel)
+        handlers.set(channel, [...(handlers.get(channel) ?? []), handler])
+        try {
+          await inTurn((connection) => listen(connection, channel))
+        } catch (error) {
+          reconnect()
+          throw error
+        }
+      },
+    },
+    async close() {
+      closed = true
+      clearTimeout(retry)
+      await Promise.resolve(opening).catch(() => {})
+      const last = client
+      client = undefined
+      if (last) await last.end()
     },
   }
 }

@@ -6,15 +6,14 @@
 
 /** The asynchronous face of a store: every method answers a promise; nested stores alike. */
 export type Async<T> = {
-  [K in keyof T]: T[K] extends (...args: infer A) => infer R
-    ? (...args: A) => Promise<Awaited<R>>
-    : T[K] extends object
-      ? Async<T[K]>
-      : T[K]
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : Async<T[K]>
 }
 
-/** `store` with each method answering a promise (a throw becomes a rejection), nested objects alike. */
-export function asyncFacade<T extends object>(store: T): Async<T> {
+/** What a store is made of: methods and nested stores (`legacyTokens`, `counts`), nothing else. */
+export type StoreShape<T> = { [K in keyof T]-?: object }
+
+/** `store` with each method answering a promise (a throw becomes a rejection), nested stores alike. */
+export function asyncFacade<T extends StoreShape<T>>(store: T): Async<T> {
   const facade: Record<string, unknown> = {}
   for (const [key, member] of Object.entries(store)) {
     if (typeof member === 'function') {
@@ -25,10 +24,8 @@ export function asyncFacade<T extends object>(store: T): Async<T> {
           return Promise.reject(error)
         }
       }
-    } else if (member !== null && typeof member === 'object') {
-      facade[key] = asyncFacade(member)
     } else {
-      facade[key] = member
+      facade[key] = asyncFacade(member as StoreShape<object>)
     }
   }
   return facade as Async<T>

@@ -2,6 +2,7 @@ import { and, asc, count, eq, sql } from '../drizzle.ts'
 import type { Db } from '../client.ts'
 import { categories } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'
+import { holdsNul } from '../../lib/nul.ts'
 import { StoreError } from './errors.ts'
 import type { Async } from './async.ts'
 
@@ -23,6 +24,16 @@ export function slugify(text: string, fallback: string): string {
     .slice(0, MAX_PERMALINK)
     .replace(/^-+|-+$/g, '')
   return slug === '' ? fallback : slug
+}
+
+/** The display name of a new category (trimmed), or a StoreError for one that will not do. */
+export function validateCategoryName(name: string): string {
+  const displayName = name.trim()
+  if (displayName === '' || displayName.length > MAX_CATEGORY_NAME) {
+    throw new StoreError(`a category name must be 1 to ${MAX_CATEGORY_NAME} characters`, 'invalid', 'name')
+  }
+  if (holdsNul(displayName)) throw new StoreError('a category name must not contain the character U+0000', 'invalid', 'name')
+  return displayName
 }
 
 export function createCategoryStore(db: Db, clock: Clock) {
@@ -62,10 +73,7 @@ export function createCategoryStore(db: Db, clock: Clock) {
 
     /** Creates a category; its permalink is made from the name, with -2, -3... when taken. */
     add(siteId: number, name: string, isPublic: boolean): Category {
-      const displayName = name.trim()
-      if (displayName === '' || displayName.length > MAX_CATEGORY_NAME) {
-        throw new StoreError(`a category name must be 1 to ${MAX_CATEGORY_NAME} characters`, 'invalid', 'name')
-      }
+      const displayName = validateCategoryName(name)
       const base = slugify(displayName, 'category')
       return db.transaction(
         (tx) => {

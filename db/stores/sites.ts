@@ -3,6 +3,7 @@ import { asc, eq, sql } from '../drizzle.ts'
 import type { Db } from '../client.ts'
 import { sites } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'
+import { holdsNul } from '../../lib/nul.ts'
 import { permalinkProblem } from '../../lib/permalink.ts'
 import { StoreError } from './errors.ts'
 import { readCache } from './read-cache.ts'
@@ -25,6 +26,7 @@ export function validateNewSite(permalink: string, name?: string): string {
   if (displayName === '' || displayName.length > 100) {
     throw new StoreError('a site name must be 1 to 100 characters', 'invalid', 'name')
   }
+  if (holdsNul(displayName)) throw new StoreError('a site name must not contain the character U+0000', 'invalid', 'name')
   return displayName
 }
 
@@ -51,8 +53,10 @@ export function createSiteStore(db: Db, clock: Clock) {
     .where(eq(sites.permalink, sql.placeholder('permalink')))
     .prepare()
 
-  // Asked on every API request: remembered until the database changes (read-cache.ts).
-  const find: (permalink: string) => Site | undefined = readCache(db).memo((permalink) => byPermalink.get({ permalink }))
+  // Asked on every API request: remembered until the database changes (read-cache.ts). No site has
+  // a permalink holding U+0000 (lib/nul.ts): not found, as on PostgreSQL, and never remembered.
+  const remembered = readCache(db).memo((permalink: string) => byPermalink.get({ permalink }))
+  const find = (permalink: string): Site | undefined => (holdsNul(permalink) ? undefined : remembered(permalink))
 
   return {
     find,

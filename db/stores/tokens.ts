@@ -2,6 +2,7 @@ import { and, count, desc, eq, gt, isNull, sql } from '../drizzle.ts'
 import type { Db } from '../client.ts'
 import { memberships, personalTokens, users, type Access, type Role } from '../schema.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
+import { holdsNul } from '../../lib/nul.ts'
 import { fingerprint, generatePersonalToken, lastFour } from '../../lib/token-format.ts'
 import { StoreError } from './errors.ts'
 import { readCache } from './read-cache.ts'
@@ -43,6 +44,7 @@ export function validateNewToken(input: NewToken): NewToken {
   if (name.length > MAX_TOKEN_NAME) {
     throw new StoreError(`a token name must be at most ${MAX_TOKEN_NAME} characters`, 'invalid', 'name')
   }
+  if (holdsNul(name)) throw new StoreError('a token name must not contain the character U+0000', 'invalid', 'name')
   if (input.access !== 'read' && input.access !== 'write') {
     throw new StoreError('access must be read (Read only) or write (Read and write)', 'invalid', 'access')
   }

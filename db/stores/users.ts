@@ -3,6 +3,7 @@ import { and, eq, sql } from '../drizzle.ts'
 import type { Db } from '../client.ts'
 import { memberships, users, type Role } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'
+import { holdsNul, withoutNul } from '../../lib/nul.ts'
 import { hashPassword } from '../../lib/password.ts'
 import { createSecretBox, type SecretBox } from '../../lib/secret-box.ts'
 import { StoreError } from './errors.ts'
@@ -28,6 +29,8 @@ export function emailKey(email: string): string {
 }
 
 export function emailProblem(email: string): string | null {
+  // Before the address is quoted: a message with U+0000 in it would carry it to a terminal.
+  if (holdsNul(email)) return 'an email address must not contain the character U+0000'
   const trimmed = email.trim()
   if (!EMAIL.test(trimmed) || trimmed.length > MAX_EMAIL) return `"${email}" is not an email address`
   return null
@@ -40,6 +43,7 @@ export function validateNewUser(input: NewUser): { email: string; name: string }
   const email = input.email.trim()
   const name = (input.name ?? email.split('@')[0]).trim()
   if (name === '' || name.length > 100) throw new StoreError('a name must be 1 to 100 characters', 'invalid', 'name')
+  if (holdsNul(name)) throw new StoreError('a name must not contain the character U+0000', 'invalid', 'name')
   if (input.password !== undefined && input.password.length < MIN_PASSWORD) {
     throw new StoreError(`a password must be at least ${MIN_PASSWORD} characters`, 'invalid', 'password')
   }
@@ -54,9 +58,12 @@ export function noSuchUser(email: string): StoreError {
   return new StoreError(`there is no user "${email}"`, 'not_found', 'email')
 }
 
-/** What a multipass sign-in names an account: the token's name (trimmed, at most 100 characters), or undefined. */
+/**
+ * What a multipass sign-in names an account: the token's name without U+0000 (the site that signed
+ * it meant the rest; the sign-in goes on), trimmed, at most 100 characters; or undefined.
+ */
 export function singleSignOnName(name: string | undefined): string | undefined {
-  return name?.trim().slice(0, 100) || undefined
+  return (name === undefined ? '' : withoutNul(name)).trim().slice(0, 100) || undefined
 }
 
 /** The name of an account a multipass sign-in makes without one: the address's local part. */
@@ -86,6 +93,8 @@ export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSec
     .prepare()
 
   function find(email: string): User | undefined {
+    // No account is stored under an address holding U+0000 (lib/nul.ts), as on PostgreSQL.
+    if (holdsNul(email)) return undefined
     return byEmailKey.get({ key: emailKey(email) })
   }
 

@@ -1,8 +1,9 @@
 import type { Clock } from '../../lib/clock.ts'
 
 // Slows down guessing: after `max` failures for one key (an account, a client address) within
-// `windowMs`, that key is refused until its window ends. Kept in memory: one process serves a
-// site, and a restart forgetting a few minutes of failures costs an attacker nothing useful.
+// `windowMs`, that key is refused until its window ends. Kept in the memory of each process (a
+// restart forgetting a few minutes of failures costs an attacker nothing useful); the processes on
+// one database tell each other their failures (limits.ts), and each counts them in its own windows.
 
 export interface AttemptLimiterOptions {
   max: number
@@ -104,9 +105,11 @@ export function createAttemptLimiter({ max, windowMs, clock, maxKeys = 100_000 }
       return { limit: max, remaining: Math.max(0, max - used), resetSeconds: secondsLeft({ resetAt }, now) }
     },
 
-    /** A success clears the keys' failures. */
-    succeed(keys: string[]): void {
-      for (const key of keys) windows.delete(key)
+    /** A success clears the keys' failures; says whether any key had some. */
+    succeed(keys: string[]): boolean {
+      let cleared = false
+      for (const key of keys) cleared = windows.delete(key) || cleared
+      return cleared
     },
   }
 }

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { createBoundedSet } from '../../lib/bounded-set.ts'
 import { DAY_MS } from '../../lib/clock.ts'
+import { holdsNul } from '../../lib/nul.ts'
 import { maskedToken } from '../../lib/token-format.ts'
+import type { EngineEvents } from '../../db/engine.ts'
 import { StoreError } from '../../db/stores/errors.ts'
 import { DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, MAX_ACTIVE_TOKENS, MAX_TOKEN_NAME, tokenState, type ListedToken } from '../../db/stores/tokens.ts'
 import { pageData, requireSupporter } from './pages.ts'
@@ -11,7 +12,13 @@ import { pageData, requireSupporter } from './pages.ts'
 const SOON_DAYS = 7
 // Forms already used to create a token: a reload re-posts the same form, and must not make a second
 // token nor show the value again. Bounded; the oldest are forgotten first.
-const USED_FORMS_LIMIT = 10_000
+export const USED_FORMS_LIMIT = 10_000
+// The events channel on which the processes of one database claim forms (db/engine.ts).
+export const FORMS_CHANNEL = 'token_forms'
+// How long a claim waits to come back through the channel before this process decides alone.
+export const CLAIM_WAIT_MS = 1_000
+// What a form id looks like: render() makes 22 characters of base64url; anything else is no id.
+const FORM_ID = /^[\w-]{16,64}$/
 
 interface CreateBody {
   name?: unknown
@@ -38,10 +45,88 @@ function describe(token: ListedToken, now: number) {
   }
 }
 
+/**
+ * Which forms were used, held alike by every process on the database (docs/decisions.md, "Shared
+ * between the processes"). A form is claimed before its token is made: the claim is published on
+ * the database's events, which every process hears in one same order, its own claims included, so
+ * when this process hears its claim back it has heard every earlier one, and the first claim of a
+ * form wins everywhere, whichever process it reached. A failed creation gives the form back. When
+ * the channel fails (or the claim is not back within CLAIM_WAIT_MS) the process decides alone.
+ */
+function usedForms(events: EngineEvents, onError: (error: unknown) => void) {
+  const used = new Set<string>()
+  // This process's claims not yet heard back, by claim id.
+  const waiting = new Map<string, (won: boolean) => void>()
+  /** Whether the form is still free, taking it if so. */
+  function take(form: string) {
+    if (used.has(form)) return false
+    used.add(form)
+    if (used.size > USED_FORMS_LIMIT) used.delete(used.values().next().value!)
+    return true
+  }
+
+  // Every process hears every claim, in the same order: the first of a form takes it.
+  function heard(payload: string) {
+    let message: { claim?: unknown; release?: unknown; id?: unknown }
+    try {
+      message = Object(JSON.parse(payload))
+    } catch {
+      return
+    }
+    const { claim, release, id } = message
+    if (typeof release === 'string') used.delete(release)
+    else if (typeof claim === 'string' && typeof id === 'string') {
+      const won = take(claim)
+      waiting.get(id)?.(won)
+    }
+  }
+
+  const publish = (message: object) => events.publish(FORMS_CHANNEL, JSON.stringify(message))
+
+  return {
+    listen: () => events.subscribe(FORMS_CHANNEL, heard),
+    /** Whether this request may use the form: true for the first claim of it, on any process. */
+    async claim(form: string): Promise<boolean> {
+      if (used.has(form)) return false
+      const id = randomBytes(12).toString('base64url')
+      let timer: NodeJS.Timeout | undefined
+      const decided = new Promise<boolean | undefined>((resolve) => {
+        waiting.set(id, resolve)
+        timer = setTimeout(() => resolve(undefined), CLAIM_WAIT_MS)
+      })
+      const settle = () => {
+        clearTimeout(timer)
+        waiting.delete(id)
+      }
+      try {
+        await publish({ claim: form, id })
+      } catch (error) {
+        settle()
+        onError(error)
+        return take(form)
+      }
+      const won = await decided
+      settle()
+      // Not heard back in time (the connection broke after sending): decided here alone.
+      return won ?? take(form)
+    },
+    /** Gives a claimed form back: its token was not made. */
+    async release(form: string): Promise<void> {
+      used.delete(form)
+      await publish({ release: form }).catch(onError)
+    },
+  }
+}
+
 /** {site_url}/profile/api_tokens: create, list and revoke one's personal API tokens. */
 const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
   const { tokens, urls, clock } = fastify
-  const usedForms = createBoundedSet<string>(USED_FORMS_LIMIT)
+  const forms = usedForms(fastify.database.events, (error) => {
+    fastify.log.warn({ err: error }, 'could not share a used token form with the other processes; this process decides alone')
+  })
+  await forms.listen().catch((error: unknown) => {
+    fastify.log.warn({ err: error }, "could not hear the other processes' used token forms yet; trying again")
+  })
   const pagePath = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/profile/api_tokens`
 
   async function activeTokens(request: FastifyRequest) {
@@ -81,9 +166,7 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.post('/profile/api_tokens', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
     const body = (request.body ?? {}) as CreateBody
-    const formId = typeof body.form_id === 'string' ? body.form_id : ''
-    // A form already used (a reload, a double click): show the list, never a second value.
-    if (usedForms.has(formId)) return reply.redirect(pagePath(request), 303)
+    const formId = typeof body.form_id === 'string' && FORM_ID.test(body.form_id) ? body.form_id : ''
 
     const values = {
       name: typeof body.name === 'string' ? body.name : '',
@@ -98,24 +181,30 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
     }
     if (values.name.trim() === '') errors.name = 'Give the token a name that says what it is for.'
     else if (values.name.trim().length > MAX_TOKEN_NAME) errors.name = `Keep the name to ${MAX_TOKEN_NAME} characters at most.`
+    else if (holdsNul(values.name)) errors.name = 'The name cannot contain the character U+0000 (NUL).'
     if (Object.keys(errors).length > 0) return render(request, reply, 400, { values, errors })
+    // A form already used (a reload, a double click), here or on another process: show the list,
+    // never a second value.
+    if (formId && !(await forms.claim(formId))) return reply.redirect(pagePath(request), 303)
 
+    let created: Awaited<ReturnType<typeof tokens.create>>
     try {
-      const { value, token } = await tokens.create({
+      created = await tokens.create({
         siteId: request.web.site.id,
         userId: request.web.user!.id,
         name: values.name,
         access: values.access as 'read' | 'write',
         expiresInDays: days,
       })
-      if (formId) usedForms.add(formId)
-      return render(request, reply, 201, { created: { value, name: token.name } })
     } catch (error) {
+      // No token was made: the same form may be sent again.
+      if (formId) await forms.release(formId)
       // The form was checked above and the page is for staff only: the limit is the one refusal left.
       if (!(error instanceof StoreError) || error.code !== 'limit') throw error
       const message = `You already have ${MAX_ACTIVE_TOKENS} active tokens, the most allowed. Revoke one you no longer use, then create the new one.`
       return render(request, reply, 409, { values, errors: { form: message } })
     }
+    return render(request, reply, 201, { created: { value: created.value, name: created.token.name } })
   })
 
   /** The signed-in supporter's own active token named by the path, or undefined. */

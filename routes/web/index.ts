@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto'
 import type { FastifyError, FastifyPluginAsync } from 'fastify'
+import { refusedUnstorableText } from '../../lib/nul.ts'
 import { answerUnavailable } from '../../lib/sqlite-errors.ts'
 import sessions from '../../plugins/sessions.ts'
 import views from '../../plugins/views.ts'
@@ -33,16 +34,22 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl }) =>
         // A locked or full database file: the page's change did not happen; say so, and when to retry.
         const unavailable = answerUnavailable(error, request, reply)
         if (unavailable) {
+          // Before the site could be read there is no site to draw the page in: the message alone.
+          if (!request.web) return reply.type('text/plain; charset=utf-8').header('cache-control', 'no-store').send(`${unavailable.body.message}\n`)
           return reply.page('error', pageData(request, reply, { title: 'Please try again', message: unavailable.body.message }), 503)
         }
-        const status = error.statusCode ?? 500
+        // A U+0000 that got past the forms' checks: PostgreSQL refused the text; the visitor's mistake.
+        const unstorable = refusedUnstorableText(error, request)
+        const status = unstorable ? 400 : (error.statusCode ?? 500)
         if (status >= 500) request.log.error({ err: error }, 'page failed')
         const [title, message] =
           error.code === 'FST_CSRF_INVALID_TOKEN' || error.code === 'FST_CSRF_MISSING_SECRET'
             ? ['This form has expired', 'For your safety the form could not be accepted. Go back, reload the page and try again.']
-            : status >= 500
-              ? ['Something went wrong', 'Something went wrong on our side. Please try again.']
-              : ['That did not work', 'The request could not be understood. Please go back and try again.']
+            : unstorable
+              ? ['That did not work', 'Text in the form holds the character U+0000 (NUL), which cannot be saved. Go back, remove it and try again.']
+              : status >= 500
+                ? ['Something went wrong', 'Something went wrong on our side. Please try again.']
+                : ['That did not work', 'The request could not be understood. Please go back and try again.']
         return reply.page('error', pageData(request, reply, { title, message }), status >= 500 ? 500 : status)
       })
       await web.register(signInRoutes)

@@ -1,16 +1,19 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { openDatabase } from '../../db/client.ts'
+import { unreachable } from '../../cli/postgres.ts'
 import { isWellFormedPersonalToken } from '../../lib/token-format.ts'
 import { cliRunner } from '../fixtures/cli.ts'
+import { SQLITE_ONLY, TEST_ENGINE } from '../fixtures/postgres.ts'
+
+// The administration commands, on the engine the suite runs on (test/fixtures/cli.ts): the same
+// test code on a SQLite file and on a PostgreSQL schema.
 
 /** A stable picture of everything in the database, to prove a refused command changed nothing. */
-function snapshot(file: string): string {
-  const db = openDatabase(file)
-  const tables = ['sites', 'users', 'memberships', 'personal_tokens']
-  const picture = JSON.stringify(tables.map((table) => db.$client.prepare(`SELECT * FROM ${table}`).all()))
-  db.$client.close()
-  return picture
+async function snapshot(query: ReturnType<typeof cliRunner>['query']): Promise<string> {
+  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'web_sessions']
+  const pictures = []
+  for (const table of tables) pictures.push(await query(`SELECT * FROM ${table} ORDER BY 1, 2`))
+  return JSON.stringify(pictures)
 }
 
 t.test('sites, users, staff and tokens from the command line', async (t) => {
@@ -55,13 +58,13 @@ t.test('sites, users, staff and tokens from the command line', async (t) => {
 })
 
 t.test('wrong input exits non-zero with one clear line and changes nothing', async (t) => {
-  const { run, db } = cliRunner(t)
+  const { run, query } = cliRunner(t)
   await run(['site', 'add', 'acme'])
   await run(['user', 'add', 'ann@example.test'])
   await run(['user', 'add', 'cust@example.test'])
   await run(['staff', 'add', 'acme', 'ann@example.test'])
   for (let i = 0; i < 20; i++) await run(['token', 'create', 'acme', 'ann@example.test', '--name', `t${i}`])
-  const before = snapshot(db)
+  const before = await snapshot(query)
 
   const refusals: [string[], number, RegExp, string?][] = [
     [['site', 'add', 'Acme'], 1, /1 to 63 characters/],
@@ -97,14 +100,14 @@ t.test('wrong input exits non-zero with one clear line and changes nothing', asy
     t.match(result.stderr, /^service-desk: [^\n]+\n$/, 'one line')
     t.equal(result.stdout, '')
   }
-  t.equal(snapshot(db), before, 'the database is exactly as before')
+  t.equal(await snapshot(query), before, 'the database is exactly as before')
 })
 
 t.test('--help on every command, and the overview', async (t) => {
   const { run } = cliRunner(t)
   const overview = await run(['--help'])
   t.equal(overview.code, 0)
-  const commands = ['serve', 'site add', 'site list', 'user add', 'user disable', 'user enable', 'staff add', 'staff remove', 'token create', 'token list', 'token revoke']
+  const commands = ['serve', 'migrate', 'site add', 'site list', 'user add', 'user disable', 'user enable', 'staff add', 'staff remove', 'token create', 'token list', 'token revoke']
   for (const command of commands) {
     t.match(overview.stdout, `  ${command}`, `overview lists ${command}`)
     const help = await run([...command.split(' '), '--help'])
@@ -116,7 +119,7 @@ t.test('--help on every command, and the overview', async (t) => {
   t.equal((await run(['token', 'create', '-h'])).code, 0)
 })
 
-t.test('a database that cannot be opened says so, and what to check, with exit 5 (test/cli/faults.test.ts)', async (t) => {
+t.test('a database that cannot be opened says so, and what to check, with exit 5 (test/cli/faults.test.ts)', { skip: SQLITE_ONLY && 'a file that cannot be opened: SQLite only' }, async (t) => {
   const { run, dir } = cliRunner(t)
   const result = await run(['site', 'list', '--db', dir])
   t.equal(result.code, 5)
@@ -128,9 +131,76 @@ t.test('a database that cannot be opened says so, and what to check, with exit 5
   )
 })
 
-t.test('the database file is created where --db says, folders included', async (t) => {
+t.test('the database file is created where --db says, folders included', { skip: SQLITE_ONLY && 'a SQLite file' }, async (t) => {
   const { run, dir } = cliRunner(t)
   const file = `${dir}/nested/deeper/s.db`
   t.equal((await run(['site', 'add', 'x', '--db', file])).code, 0)
   t.ok(readFileSync(file).length > 0)
+})
+
+t.test('a PostgreSQL database that cannot be reached: one line, without the password, exit 1', async (t) => {
+  const { run } = cliRunner(t)
+  const secret = { SERVICE_SECRET: 'k'.repeat(40) }
+  const address = 'postgres://service:hunter2-secret@127.0.0.1:1/nowhere?schema=x'
+  for (const argv of [['site', 'list'], ['migrate']]) {
+    const result = await run([...argv, '--db', address], { env: secret })
+    t.equal(result.code, 1, argv.join(' '))
+    t.match(result.stderr, /^service-desk: cannot open the PostgreSQL database postgres:\/\/service:\*\*\*@127\.0\.0\.1:1\/nowhere\?schema=x: \S.*\n$/)
+    t.notMatch(result.stderr, 'hunter2')
+    t.equal(result.stdout, '')
+  }
+  const withoutSecret = await run(['site', 'list', '--db', address], { env: { SERVICE_SECRET: '' } })
+  t.equal(withoutSecret.code, 2, 'a postgres:// address needs SERVICE_SECRET')
+  // A name with several addresses, all refusing, fails with an AggregateError that has no message.
+  const refused = Object.assign(new AggregateError([], ''), { code: 'ECONNREFUSED' })
+  t.equal(unreachable(address, refused).message, 'cannot open the PostgreSQL database postgres://service:***@127.0.0.1:1/nowhere?schema=x: ECONNREFUSED')
+})
+
+t.test('on PostgreSQL a command of several writes is one transaction: user disable', { skip: TEST_ENGINE !== 'postgres' && 'the PostgreSQL transaction; SQLite\'s is test/cli/faults.test.ts' }, async (t) => {
+  const { run, query } = cliRunner(t)
+  await run(['site', 'add', 'demo'])
+  await run(['user', 'add', 'ann@example.test'])
+  // The second write of the command fails, as a lost connection or a full disk would fail it.
+  await query(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no deletes today'; END $$`)
+  await query('CREATE TRIGGER refuse BEFORE DELETE ON web_sessions FOR EACH STATEMENT EXECUTE FUNCTION refuse()')
+  const result = await run(['user', 'disable', 'ann@example.test'])
+  t.equal(result.code, 1)
+  t.match(result.stderr, /no deletes today/)
+  t.equal(result.stdout, '', 'nothing announced')
+  t.same(await query('SELECT disabled FROM users'), [{ disabled: false }], 'the account was not disabled without its sessions ending')
+  await query('DROP TRIGGER refuse ON web_sessions')
+  t.equal((await run(['user', 'disable', 'ann@example.test'])).stdout, 'user ann@example.test disabled\n')
+  t.same(await query('SELECT disabled FROM users'), [{ disabled: true }])
+})
+
+t.test('migrate: which engine, which migrations ran, or that the schema was current', async (t) => {
+  const { run, engine } = cliRunner(t)
+  const name = engine === 'postgres' ? /^PostgreSQL database postgres:\/\/\S+\?schema=t_\w+/ : /^SQLite database \S+service\.db/
+  const first = await run(['migrate'])
+  t.equal(first.code, 0)
+  t.match(first.stdout, name)
+  t.match(first.stdout, /: ran 0000_init(, \w+)*; the schema is current \(\d+ migrations?\)\.\n$/)
+  const again = await run(['migrate'])
+  t.match(again.stdout, name)
+  t.match(again.stdout, /: the schema was current \(\d+ migrations?, the last \w+\); nothing ran\.\n$/)
+  t.equal((await run(['site', 'add', 'demo'])).code, 0, 'the migrated database serves the commands')
+  t.match((await run(['migrate'])).stdout, /nothing ran/)
+})
+
+t.test('migrate on a PostgreSQL schema whose migration table is not drizzle\'s: it says what failed', { skip: TEST_ENGINE !== 'postgres' && 'a PostgreSQL schema' }, async (t) => {
+  const { run, db, query } = cliRunner(t)
+  const schema = new URL(db).searchParams.get('schema')!
+  await query(`CREATE SCHEMA ${schema}`)
+  await query(`CREATE TABLE ${schema}.__drizzle_migrations (id integer)`)
+  const result = await run(['migrate'])
+  t.equal(result.code, 1)
+  t.match(result.stderr, /^service-desk: column "created_at" does not exist\n$/)
+})
+
+t.test('migrate on a SQLite file that was never migrated', { skip: SQLITE_ONLY && 'a SQLite file' }, async (t) => {
+  const { run, dir } = cliRunner(t)
+  const empty = `${dir}/empty.db`
+  const { default: Database } = await import('better-sqlite3')
+  new Database(empty).close()
+  t.match((await run(['migrate', '--db', empty])).stdout, /^SQLite database \S+empty\.db: ran 0000_init, 0001_discussions(, \w+)*; the schema is current/)
 })

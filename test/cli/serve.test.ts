@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { connect } from 'node:net'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -11,17 +12,20 @@ import { firstRunBanner, startService } from '../../cli/serve.ts'
 import { testClock } from '../fixtures/app.ts'
 import { logCapture } from '../fixtures/log.ts'
 import { childEnv } from '../fixtures/child.ts'
+import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { BIN, startServer } from '../fixtures/server.ts'
 
-function tempDb(t: Test) {
+/** The database a server starts on: a file in a new data folder, or a fresh PostgreSQL schema with its SERVICE_SECRET. */
+function tempDb(t: Test): Record<string, string> {
+  if (TEST_ENGINE === 'postgres') return { SERVICE_DB: postgresTestAddress(t), SERVICE_SECRET: randomBytes(32).toString('hex') }
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-serve-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  return join(dir, 'data', 'service.db')
+  return { SERVICE_DB: join(dir, 'data', 'service.db') }
 }
 
 t.test('first run over a real socket: the demo site, the banner once, a working token', async (t) => {
   const db = tempDb(t)
-  const first = await startServer(t, { SERVICE_DB: db })
+  const first = await startServer(t, db)
   // The banner is printed right after listening; give the write a moment.
   await new Promise((resolve) => setTimeout(resolve, 200))
   const banner = first.output()
@@ -51,7 +55,7 @@ t.test('first run over a real socket: the demo site, the banner once, a working 
   t.notMatch(first.output(), /"level":50/, 'no error was logged')
   t.notMatch(first.output().replace(banner, ''), token, 'the token never reached a log line')
 
-  const second = await startServer(t, { SERVICE_DB: db })
+  const second = await startServer(t, db)
   await new Promise((resolve) => setTimeout(resolve, 200))
   t.notMatch(second.output(), /First run/, 'a second start prints none of that again')
   const again = await fetch(`${second.base}/demo`, { headers: { authorization: `Bearer ${token}` } })
@@ -62,7 +66,7 @@ t.test('first run over a real socket: the demo site, the banner once, a working 
 t.test('a bad configuration value stops start-up with one clear line', async (t) => {
   const db = tempDb(t)
   const result = spawnSync(process.execPath, [BIN, 'serve'], {
-    env: childEnv({ SERVICE_DB: db, SERVICE_BASE_URL: 'not a url' }),
+    env: childEnv({ ...db, SERVICE_BASE_URL: 'not a url' }),
     encoding: 'utf8',
   })
   t.equal(result.status, 2)
@@ -72,7 +76,7 @@ t.test('a bad configuration value stops start-up with one clear line', async (t)
 
 t.test('a real process: SERVICE_LOG_LEVEL=warn and the timeout flags, refusals logged and flushed at shutdown', async (t) => {
   const db = tempDb(t)
-  const server = await startServer(t, { SERVICE_DB: db, SERVICE_LOG_LEVEL: 'warn' }, ['--headers-timeout', '1', '--request-timeout', '2'], { ready: 'health' })
+  const server = await startServer(t, { ...db, SERVICE_LOG_LEVEL: 'warn' }, ['--headers-timeout', '1', '--request-timeout', '2'], { ready: 'health' })
   t.equal((await fetch(`${server.base}/healthz`)).status, 200)
   const socket = connect(server.port, '127.0.0.1')
   socket.on('error', () => {})
@@ -133,8 +137,7 @@ t.test('the banner uses the configured public addresses', async (t) => {
 })
 
 t.test('in-process start: banner on the first start only, and never in the log', async (t) => {
-  const dbFile = tempDb(t)
-  const config = loadConfig({ env: { SERVICE_DB: dbFile, PORT: '0' }, flags: {} })
+  const config = loadConfig({ env: { ...tempDb(t), PORT: '0' }, flags: {} })
   const log = logCapture()
   let printed = ''
   const io = { stdout: (text: string) => void (printed += text), clock: testClock() }

@@ -1,27 +1,28 @@
 import t from 'tap'
 import { progressBar } from '../../cli/discussions.ts'
-import { openDatabase } from '../../db/client.ts'
 import { testClock } from '../fixtures/app.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 
-function inspect(file: string) {
-  const db = openDatabase(file)
-  const all = <T>(query: string) => db.$client.prepare(query).all() as T[]
-  const result = {
-    discussions: all<{ number: number; state: string; comments_count: number; author_id: number }>(
+/** What the commands left in the database, the same on either engine (numbers as numbers, flags as 0 or 1). */
+async function inspect(query: ReturnType<typeof cliRunner>['query']) {
+  const numbers = <T>(rows: Array<Record<string, unknown>>) =>
+    rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === 'string' && k !== 'state' && k !== 'name' ? Number(v) : typeof v === 'boolean' ? Number(v) : v]))) as T[]
+  const all = async <T>(text: string) => numbers<T>(await query(text))
+  return {
+    discussions: await all<{ number: number; state: string; comments_count: number; author_id: number }>(
       'SELECT number, state, comments_count, author_id FROM discussions ORDER BY number',
     ),
-    counts: all<{ state: string; n: number }>('SELECT state, sum(count) AS n FROM discussion_counts GROUP BY state ORDER BY state'),
-    rows: all<{ state: string; n: number }>('SELECT state, count(*) AS n FROM discussions GROUP BY state ORDER BY state'),
-    comments: all<{ n: number }>('SELECT count(*) AS n FROM comments')[0].n,
-    answeredNew: all<{ n: number }>(
-      "SELECT count(*) AS n FROM discussions d WHERE d.state = 'new' AND EXISTS (SELECT 1 FROM comments c WHERE c.discussion_id = d.id AND c.by_supporter)",
+    counts: await all<{ state: string; n: number }>('SELECT state, sum(count) AS n FROM discussion_counts GROUP BY state ORDER BY state'),
+    rows: await all<{ state: string; n: number }>('SELECT state, count(*) AS n FROM discussions GROUP BY state ORDER BY state'),
+    comments: (await all<{ n: number }>('SELECT count(*) AS n FROM comments'))[0].n,
+    answeredNew: (
+      await all<{ n: number }>(
+        "SELECT count(*) AS n FROM discussions d WHERE d.state = 'new' AND EXISTS (SELECT 1 FROM comments c WHERE c.discussion_id = d.id AND c.by_supporter)",
+      )
     )[0].n,
-    customers: all<{ n: number }>("SELECT count(*) AS n FROM memberships WHERE role = 'customer'")[0].n,
-    categories: all<{ name: string; public: number }>('SELECT name, public FROM categories ORDER BY id'),
+    customers: (await all<{ n: number }>("SELECT count(*) AS n FROM memberships WHERE role = 'customer'"))[0].n,
+    categories: await all<{ name: string; public: number }>('SELECT name, public FROM categories ORDER BY id'),
   }
-  db.$client.close()
-  return result
 }
 
 t.test('category add and category list', async (t) => {
@@ -44,14 +45,14 @@ t.test('category add and category list', async (t) => {
 })
 
 t.test('seed fills a site with consistent discussions, with a progress bar', async (t) => {
-  const { run, db } = cliRunner(t)
+  const { run, query } = cliRunner(t)
   await run(['site', 'add', 'demo'])
   const seeded = await run(['seed', 'demo', '--discussions', '2500'])
   t.equal(seeded.code, 0)
   t.match(seeded.stdout, /^2500 discussions with \d+ comments by 500 customers added to demo in \d+\.\d s\n$/)
   t.match(seeded.stderr, /^\r\[#{24}\.{6}\]  80%  2,000\/2,500  [\d,]+\/s\r\[#{30}\] 100%  2,500\/2,500  [\d,]+\/s\n$/, 'one redraw per batch')
 
-  const first = inspect(db)
+  const first = await inspect(query)
   t.equal(first.discussions.length, 2500)
   t.same(first.discussions.map((d) => d.number), Array.from({ length: 2500 }, (_, i) => i + 1))
   t.same(first.counts, first.rows, 'the counts match the rows')
@@ -67,7 +68,7 @@ t.test('seed fills a site with consistent discussions, with a progress bar', asy
 
   // Seeding again continues the numbers and reuses the customers and categories.
   await run(['seed', 'demo', '--discussions', '10', '--seed', '7'])
-  const second = inspect(db)
+  const second = await inspect(query)
   t.equal(second.discussions.length, 2510)
   t.equal(second.discussions.at(-1)!.number, 2510)
   t.equal(second.customers, 500)
@@ -82,8 +83,8 @@ t.test('the same seed gives the same discussions', async (t) => {
     await run(['category', 'add', 'demo', 'General'])
     await run(['seed', 'demo', '--discussions', '30', '--seed', '42'])
   }
-  t.same(inspect(one.db).discussions, inspect(two.db).discussions)
-  t.same(inspect(one.db).categories, [{ name: 'General', public: 0 }], "a site's own categories are used")
+  t.same((await inspect(one.query)).discussions, (await inspect(two.query)).discussions)
+  t.same((await inspect(one.query)).categories, [{ name: 'General', public: 0 }], "a site's own categories are used")
 })
 
 t.test('seed refuses a bad command line', async (t) => {

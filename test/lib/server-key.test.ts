@@ -69,3 +69,18 @@ t.test('a key made by a racing process between the look and the link wins', asyn
   t.equal(racing({ dbFile }), first, 'the existing key is kept, never replaced')
   t.same(readdirSync(dir).sort(), ['service.key'], 'and the temporary file is gone')
 })
+
+t.test('a PostgreSQL database has no data folder: it needs SERVICE_SECRET, and no key file is made', async (t) => {
+  const dir = tempDir(t)
+  const cwd = process.cwd()
+  process.chdir(dir)
+  t.teardown(() => process.chdir(cwd))
+  for (const dbFile of ['postgres://desk@127.0.0.1:5432/desk', 'postgresql://desk@db.example.com/desk?schema=help']) {
+    t.throws(() => serverSecret({ dbFile }), {
+      name: 'ConfigError',
+      message: 'a PostgreSQL database needs SERVICE_SECRET, the same in every process (there is no data folder for a key file)',
+    }, dbFile)
+    t.equal(serverSecret({ secret: 's'.repeat(40), dbFile }), 's'.repeat(40), 'with it, the secret is the key')
+  }
+  t.same(readdirSync(dir), [], 'no key file beside a would-be path')
+})

@@ -10,7 +10,7 @@ const n = (x: number) => x.toLocaleString('en')
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 const text = (x: number, y: number, s: string, attrs = '') => `<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" ${attrs}>${esc(s)}</text>`
-const COLORS = { service: '#2563eb', baseline: '#9ca3af', p99: '#ea580c', p50: '#2563eb', grid: '#e5e7eb', ink: '#111827', muted: '#6b7280' }
+const COLORS = { service: '#2563eb', baseline: '#9ca3af', p99: '#ea580c', p50: '#2563eb', pg: '#059669', grid: '#e5e7eb', ink: '#111827', muted: '#6b7280' }
 
 function logTicks(max: number): number[] {
   const ticks = [1]
@@ -51,6 +51,7 @@ const GROUPS: Array<[Row['section'], string]> = [
   ['deep', 'GET /<site>/discussions, a deep page'],
   ['binary', 'GET /<site>/discussions: the single executable'],
   ['create', 'POST /<site>/categories/<id>/discussions'],
+  ['pg', 'PostgreSQL: the same pages, against bare Fastify + pg'],
 ]
 
 export function chart(summary: Summary): string {
@@ -105,21 +106,37 @@ export function chart(summary: Summary): string {
   out.splice(3, 0, ...grid)
 
   const chartsTop = barsBottom + 70
-  const sizes = summary.scale.map((s) => s.size)
-  out.push(
-    ...lineChart(70, chartsTop, 290, 180, 'Listing latency against discussions stored', 'discussions (log scale)', sizes, [
-      { name: 'service p99', color: COLORS.p99, values: summary.scale.map((s) => s.service.p99) },
-      { name: 'service p50', color: COLORS.p50, values: summary.scale.map((s) => s.service.p50) },
-      { name: 'baseline p99', color: COLORS.p99, dash: true, values: summary.scale.map((s) => s.baseline.p99) },
-      { name: 'baseline p50', color: COLORS.p50, dash: true, values: summary.scale.map((s) => s.baseline.p50) },
-    ]),
-  )
-  out.push(
-    ...lineChart(560, chartsTop, 270, 180, 'Token look-up (GET /<site>) against tokens stored', 'personal tokens stored (log scale)', summary.tokens.map((t) => t.size), [
-      { name: 'p99', color: COLORS.p99, values: summary.tokens.map((t) => t.row.p99) },
-      { name: 'p50', color: COLORS.p50, values: summary.tokens.map((t) => t.row.p50) },
-    ]),
-  )
+  // Both engines on one axis of sizes; a size one engine did not run is left out of its lines.
+  const sizes = [...new Set([...summary.scale, ...summary.pgScale].map((s) => s.size))].sort((a, b) => a - b)
+  const at = (points: Summary['scale'], pick: (p: Summary['scale'][number]) => number) => sizes.map((size) => {
+    const point = points.find((p) => p.size === size)
+    return point ? pick(point) : NaN
+  })
+  const scaleSeries = [
+    ...(summary.scale.length
+      ? [
+          { name: 'service p99', color: COLORS.p99, values: at(summary.scale, (s) => s.service.p99) },
+          { name: 'service p50', color: COLORS.p50, values: at(summary.scale, (s) => s.service.p50) },
+          { name: 'baseline p99', color: COLORS.p99, dash: true, values: at(summary.scale, (s) => s.baseline.p99) },
+          { name: 'baseline p50', color: COLORS.p50, dash: true, values: at(summary.scale, (s) => s.baseline.p50) },
+        ]
+      : []),
+    ...(summary.pgScale.length
+      ? [
+          { name: 'PostgreSQL: service p99', color: COLORS.pg, values: at(summary.pgScale, (s) => s.service.p99) },
+          { name: 'PostgreSQL: baseline p99', color: COLORS.pg, dash: true, values: at(summary.pgScale, (s) => s.baseline.p99) },
+        ]
+      : []),
+  ]
+  if (sizes.length) out.push(...lineChart(70, chartsTop, 290, 180, 'Listing latency against discussions stored', 'discussions (log scale)', sizes, scaleSeries))
+  if (summary.tokens.length) {
+    out.push(
+      ...lineChart(600, chartsTop, 230, 180, 'Token look-up (GET /<site>) against tokens stored', 'personal tokens stored (log scale)', summary.tokens.map((t) => t.size), [
+        { name: 'p99', color: COLORS.p99, values: summary.tokens.map((t) => t.row.p99) },
+        { name: 'p50', color: COLORS.p50, values: summary.tokens.map((t) => t.row.p50) },
+      ]),
+    )
+  }
   const H = chartsTop + 180 + 50
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="system-ui, -apple-system, Segoe UI, sans-serif" font-size="11">`,

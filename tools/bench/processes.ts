@@ -1,9 +1,9 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import { join } from 'node:path'
-import { transformSync } from 'esbuild'
+import { buildSync } from 'esbuild'
 import { benchEnv, REPO, SERVICE_BIN } from './service-cli.ts'
 
 // Servers under test, each in its own process on 127.0.0.1: the service as an operator starts
@@ -105,29 +105,44 @@ export function readRss(pid: number): Memory {
   return { rssMb: mb('VmRSS'), peakMb: mb('VmHWM'), anonMb: mb('RssAnon'), fileMb: mb('RssFile') }
 }
 
-let baselineFile: string | undefined
+const baselineFiles = new Map<string, string>()
 /**
- * The baseline as plain JavaScript, compiled once per run from tools/bench/baseline.ts: the
- * service's command runs JavaScript compiled into dist/, so the baseline runs without a
- * TypeScript loader in its process too. Written under tools/bench/.cache/, whence `fastify` and
- * `better-sqlite3` resolve from the checkout's node_modules.
+ * A baseline as plain JavaScript, bundled once per run from its TypeScript (tools/bench/baseline.ts
+ * on SQLite, tools/bench/baseline-postgres.ts on PostgreSQL, each with tools/bench/baseline-shape.ts;
+ * packages stay imports): the service's command runs JavaScript compiled into dist/, so the baseline
+ * runs without a TypeScript loader in its process too. Written under tools/bench/.cache/, whence
+ * `fastify`, `better-sqlite3` and `pg` resolve from the checkout's node_modules.
  */
-export function baselineScript(): string {
-  if (baselineFile) return baselineFile
-  const source = readFileSync(join(REPO, 'tools', 'bench', 'baseline.ts'), 'utf8')
-  const { code } = transformSync(source, { loader: 'ts', format: 'esm', target: `node${process.versions.node.split('.')[0]}`, sourcefile: 'baseline.ts' })
+export function baselineScript(engine: 'sqlite' | 'postgres' = 'sqlite'): string {
+  const cached = baselineFiles.get(engine)
+  if (cached) return cached
+  const name = engine === 'sqlite' ? 'baseline' : 'baseline-postgres'
   const dir = join(REPO, 'tools', 'bench', '.cache', 'baseline')
   mkdirSync(dir, { recursive: true })
-  const file = join(dir, 'baseline.mjs')
-  writeFileSync(`${file}.tmp`, code)
+  const file = join(dir, `${name}.mjs`)
+  buildSync({
+    entryPoints: [join(REPO, 'tools', 'bench', `${name}.ts`)],
+    bundle: true,
+    packages: 'external',
+    platform: 'node',
+    format: 'esm',
+    target: `node${process.versions.node.split('.')[0]}`,
+    outfile: `${file}.tmp`,
+    logLevel: 'silent',
+  })
   renameSync(`${file}.tmp`, file)
-  return (baselineFile = file)
+  baselineFiles.set(engine, file)
+  return file
 }
 
 export interface StartOptions {
   name: string
-  /** `binary` is the single executable (`npm run build:binary`), started from `executable`. */
-  kind: 'service' | 'baseline' | 'binary'
+  /**
+   * `binary` is the single executable (`npm run build:binary`), started from `executable`;
+   * `baseline-postgres` the PostgreSQL baseline (`db` is then a postgres:// address, and `pool` its pool size).
+   */
+  kind: 'service' | 'baseline' | 'baseline-postgres' | 'binary'
+  pool?: number
   executable?: string
   /**
    * Options for node itself (e.g. --max-semi-space-size=4): before the script, or for the single
@@ -153,10 +168,13 @@ export async function startServer(options: StartOptions): Promise<Server> {
   if (profile) mkdirSync(profile, { recursive: true })
   const node = [...(options.nodeFlags ?? []), ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [])]
   const serve = ['serve', '--db', options.db, '--port', String(port), '--host', HOST, '--base-url', options.baseUrl, '--site-url', options.siteUrl]
+  const baselineArgs = ['--db', options.db, '--port', String(port), '--base-url', options.baseUrl, '--site-url', options.siteUrl]
   const args =
     options.kind === 'service'
       ? [SERVICE_BIN, ...serve]
-      : [baselineScript(), '--db', options.db, '--port', String(port), '--base-url', options.baseUrl, '--site-url', options.siteUrl]
+      : options.kind === 'baseline-postgres'
+        ? [baselineScript('postgres'), ...baselineArgs, '--pool', String(options.pool ?? 10)]
+        : [baselineScript(), ...baselineArgs]
   const env = { ...benchEnv(), ...options.env }
   const binary = options.kind === 'binary'
   if (binary && node.length > 0) env.NODE_OPTIONS = [env.NODE_OPTIONS, ...node].filter(Boolean).join(' ')

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { openSqliteEngine } from '../../db/sqlite-engine.ts'
+import { openEngine } from '../../db/open.ts'
 import { systemClock } from '../../lib/clock.ts'
 import { createSecretBox } from '../../lib/secret-box.ts'
 import type { Dataset } from './datasets.ts'
@@ -7,10 +7,11 @@ import { percentile } from './load.ts'
 import { median } from './results.ts'
 
 // The listing's data layer alone, in this process, without HTTP: the discussion store the service
-// uses (db/stores/discussion-listing.ts, through its engine and the asynchronous face every store
-// has), asked for the first page of the site's live discussions as GET /<site>/discussions asks for
-// it. Separates what the query costs at each size from what the network, the framework and a noisy
-// machine add.
+// uses (db/stores/discussion-listing.ts on SQLite, db/postgres/stores/discussion-listing.ts on
+// PostgreSQL, through its engine and the asynchronous face every store has), asked for the first
+// page of the site's live discussions as GET /<site>/discussions asks for it. Separates what the
+// query costs at each size from what the network, the framework and a noisy machine add; on
+// PostgreSQL, one call at a time, it is mostly the round trips' latency.
 
 export interface QueryTiming {
   discussions: number
@@ -21,7 +22,8 @@ export interface QueryTiming {
 }
 
 export async function timeListingQuery(dataset: Dataset, calls: number): Promise<QueryTiming> {
-  const engine = openSqliteEngine(dataset.file)
+  // A SQLite file, or a postgres:// address (a pool of the service's default size).
+  const engine = await openEngine(dataset.file)
   try {
     const site = await engine.sites(systemClock).get(dataset.site)
     // The listing reads no sealed value: any key will do.

@@ -45,52 +45,16 @@ export function markdown(raw: RawResults, summary: Summary): string {
     ['single executable (10,000 discussions)', 'binary', 'binary.binary'],
     [`single executable, ${raw.smallYoungGeneration}`, 'binary-small-young', 'binary.binary-small-young'],
     ['service (1,000,000 discussions)', 'service-scale-1000000', 'scale.service.1000000'],
+    ['service on PostgreSQL (10,000 discussions)', 'pg-service', 'pg.list.pat-write'],
+    ['baseline on PostgreSQL (10,000 discussions)', 'pg-baseline', 'pg.list.baseline'],
   ]
+  const pgRows = summary.rows.filter((r) => r.section === 'pg')
+  const withSqlite = (raw.engines ?? ['sqlite']).includes('sqlite')
   const columns = ['Scenario', 'req/s', 'p50 ms', 'p99 ms', 'Pair', 'req/s vs pair: median (min-max)', 'server CPU us/req', 'CPU vs pair']
   const right = ['', 'r', 'r', 'r', 'r', 'r', 'r', 'r']
 
-  return `# Benchmark results
-
-Produced by \`npm run bench\` on ${raw.date.slice(0, 16).replace('T', ' ')} UTC: Node ${raw.node}, ${machine.cpus} CPUs (${machine.model}),
-${f0(machine.memoryGb)} GB, load average ${machine.loadBefore.map(f1).join(' / ')} before and ${machine.loadAfter.map(f1).join(' / ')} after
-(a shared machine: absolute figures are noisy, ratios are what to read). Servers and load generator
-on the same machine, over 127.0.0.1. ${settings.rounds} round(s) of every measurement in alternating order,
-${settings.duration} s each at ${settings.connections} connections, after at least ${settings.warmup} s of load on every server; figures are medians of the rounds and
-every ratio is taken within a round, then given as the median and the range (min-max) of the rounds. The whole run took ${f0(raw.seconds)} s.${
-    settings.rounds < FULL_ROUNDS ? `\n\n**${settings.rounds} round(s) only: a check that every pair runs, not a measurement of the targets (they need ${FULL_ROUNDS} rounds or more).**` : ''
-  }
-
-![Throughput and p99 per scenario; latency against data size](chart.svg)
-
-## Targets
-
-${table(
-  ['Target', 'Form', 'Goal', 'Measured: median (min-max)', 'Result'],
-  summary.targets.map((t) => [t.name, t.form, t.goal, t.value, verdict(t.met)]),
-)}
-
-Every pair is taken round by round (both sides measured in the same round, the rounds in
-alternating order); the table gives the median of the rounds and their range. The service runs
-with its request logging as \`npm start\` runs it (one line per request at the default level, to a
-file); the baseline has none.
-
-## Pairs
-
-${table(
-  ['Pair', 'Form', 'Metric', 'Median', 'Min', 'Max', 'Rounds', 'CPU per request (pair\'s over this one\'s)'],
-  summary.pairs.map((p) => {
-    const f = (x: number) => (p.metric === 'req/s' ? pct(x) : `${f2(x)}x`)
-    return [p.name, p.form, p.metric === 'req/s' ? 'req/s ratio' : `${p.metric} ratio`, f(p.spread.median), f(p.spread.min), f(p.spread.max), String(p.spread.rounds), pct(p.cpu)]
-  }),
-  ['', '', '', 'r', 'r', 'r', 'r', 'r'],
-)}
-
-Two forms of the service are measured: the **checkout**, \`node cli/service-desk.js serve\` (the
-JavaScript that \`cli/build.js\` compiles into \`dist/\`, as \`npm start\` runs it), and the **single executable** that
-\`npm run build:binary\` makes (README, "Deploy as one file"), built from the same checkout at the
-start of the run${singleExecutableNote(raw)}
-
-## Scenarios (10,000 discussions)
+  function sqliteSections(): string {
+    return `## Scenarios (10,000 discussions)
 
 The baseline (\`tools/bench/baseline.ts\`) is written independently of the project's modules: bare
 Fastify, better-sqlite3 prepared statements of its own and a hand-written mapping from rows to the
@@ -152,6 +116,96 @@ ${table(
 
 ${n(summary.tokens[summary.tokens.length - 1].size)} over ${n(summary.tokens[1]?.size ?? 0)} tokens (per round; median and range): p50 ${formatSpread(summary.ratios.tokensP50, 'p50')}, p99 ${formatSpread(summary.ratios.tokensP99, 'p99')}.
 
+`
+  }
+
+  function postgresSection(): string {
+    const pgRaw = raw.postgres
+    if (!pgRaw || pgRows.length === 0) return `## PostgreSQL\n\nNot measured in this run${pgRaw?.skipped ? `: ${pgRaw.skipped}` : ''}.\n`
+    return `## PostgreSQL
+
+The service on PostgreSQL (\`service-desk serve --db postgres://...?schema=bench_10k\`, its pool of
+${pgRaw.poolSize} connections) against the PostgreSQL baseline (\`tools/bench/baseline-postgres.ts\`):
+bare Fastify and \`pg\` with the same pool size, its own SQL as named prepared statements, the same
+hand-written mapping to the v1 JSON as the SQLite baseline (\`tools/bench/baseline-shape.ts\`), none of
+the project's modules. The server: ${pgRaw.url}, on the same machine. The rows are the SQLite
+datasets' own, copied into a schema per size; before measuring, the run checks that the service's
+listing, deep page and \`GET /<site>\` are the PostgreSQL baseline's bytes${
+      withSqlite ? ", and that the PostgreSQL baseline's pages are the SQLite baseline's bytes at every size" : ''
+    }. Server CPU is the Node process's alone: the PostgreSQL backends' work is not in it.
+
+${table(columns, pgRows.map(scenarioRow), right)}
+
+### The listing against the number of discussions, on PostgreSQL
+
+${table(
+  ['Discussions', 'service req/s', 'service p50 ms', 'service p99 ms', 'baseline req/s', 'baseline p50 ms', 'baseline p99 ms', 'service vs baseline'],
+  summary.pgScale.map((s) => [n(s.size), f0(s.service.rps), f2(s.service.p50), f2(s.service.p99), f0(s.baseline.rps), f2(s.baseline.p50), f2(s.baseline.p99), formatSpread(s.service.ratio)]),
+  ['r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+)}
+
+Largest over smallest (per round; median and range): p50 ${formatSpread(summary.pgRatios.listingP50, 'p50')}, p99 ${formatSpread(summary.pgRatios.listingP99, 'p99')}; the baseline's p99 ${formatSpread(summary.pgRatios.baselineP99, 'p99')}.
+
+The listing query alone, in the benchmark's own process through the service's \`db/postgres/stores/discussion-listing.ts\`
+(a pool of the default size; one call at a time, so this is the round trips' latency):
+
+${table(
+  ['Discussions', 'p50 us', 'p99 us', 'PostgreSQL plan'],
+  pgRaw.queries.map((q) => [n(q.discussions), f0(q.p50Us), f0(q.p99Us), q.plan.map((line) => line.trim().replace(/\s+\(cost=[^)]*\)/, '')).join('; ')]),
+  ['r', 'r', 'r', ''],
+)}
+
+${table(
+  ['Discussions', 'Schema', 'Size on the server', 'Copied from SQLite'],
+  pgRaw.datasets.map((d) => [n(d.discussions), d.schema, `${f0(d.bytes / 2 ** 20)} MB`, d.fromCache ? 'kept from an earlier run' : `in ${f1(d.copySeconds ?? NaN)} s`]),
+  ['r', '', 'r', ''],
+)}
+`
+  }
+
+  return `# Benchmark results
+
+Produced by \`npm run bench\` on ${raw.date.slice(0, 16).replace('T', ' ')} UTC: Node ${raw.node}, ${machine.cpus} CPUs (${machine.model}),
+${f0(machine.memoryGb)} GB, load average ${machine.loadBefore.map(f1).join(' / ')} before and ${machine.loadAfter.map(f1).join(' / ')} after
+(a shared machine: absolute figures are noisy, ratios are what to read). Servers and load generator
+on the same machine, over 127.0.0.1. ${settings.rounds} round(s) of every measurement in alternating order,
+${settings.duration} s each at ${settings.connections} connections, after at least ${settings.warmup} s of load on every server; figures are medians of the rounds and
+every ratio is taken within a round, then given as the median and the range (min-max) of the rounds. The whole run took ${f0(raw.seconds)} s.${
+    settings.rounds < FULL_ROUNDS ? `\n\n**${settings.rounds} round(s) only: a check that every pair runs, not a measurement of the targets (they need ${FULL_ROUNDS} rounds or more).**` : ''
+  }
+
+![Throughput and p99 per scenario; latency against data size](chart.svg)
+
+## Targets
+
+${table(
+  ['Target', 'Form', 'Goal', 'Measured: median (min-max)', 'Result'],
+  summary.targets.map((t) => [t.name, t.form, t.goal, t.value, verdict(t.met)]),
+)}
+
+Every pair is taken round by round (both sides measured in the same round, the rounds in
+alternating order); the table gives the median of the rounds and their range. The service runs
+with its request logging as \`npm start\` runs it (one line per request at the default level, to a
+file); the baseline has none.
+
+## Pairs
+
+${table(
+  ['Pair', 'Form', 'Metric', 'Median', 'Min', 'Max', 'Rounds', 'CPU per request (pair\'s over this one\'s)'],
+  summary.pairs.map((p) => {
+    const f = (x: number) => (p.metric === 'req/s' ? pct(x) : `${f2(x)}x`)
+    return [p.name, p.form, p.metric === 'req/s' ? 'req/s ratio' : `${p.metric} ratio`, f(p.spread.median), f(p.spread.min), f(p.spread.max), String(p.spread.rounds), pct(p.cpu)]
+  }),
+  ['', '', '', 'r', 'r', 'r', 'r', 'r'],
+)}
+
+Two forms of the service are measured: the **checkout**, \`node cli/service-desk.js serve\` (the
+JavaScript that \`cli/build.js\` compiles into \`dist/\`, as \`npm start\` runs it), and the **single executable** that
+\`npm run build:binary\` makes (README, "Deploy as one file"), built from the same checkout at the
+start of the run${singleExecutableNote(raw)}
+
+${withSqlite ? sqliteSections() : '_SQLite: not in this run (`--engine postgres`)._\n'}
+${postgresSection()}
 ## Resources
 
 Start-up is from spawning the process to the first answer to an authenticated listing (the
@@ -192,9 +246,14 @@ ${table(
 
 Databases are built with the service's own command line (\`site add\`, \`user add\`, \`staff add\`,
 \`seed --discussions N\`, \`token create\`, \`legacy-token show\`) and cached under \`tools/bench/.cache/\`
-(git-ignored), keyed by the migrations and the seed. Personal tokens for the look-up scale were
+(git-ignored), keyed by the migrations and the seed; the PostgreSQL schemas are copies of them
+(tools/bench/postgres.ts).${
+    withSqlite
+      ? ` Personal tokens for the look-up scale were
 inserted in ${Object.entries(raw.tokenInserts).map(([size, s]) => `${f1(s)} s (${n(Number(size))})`).join(' and ')}.
-The first-call Basic scenario used ${n(raw.firstCall.used)} of ${n(raw.firstCall.accounts)} accounts${raw.firstCall.wrapped ? ' and ran out: some of its calls were remembered' : ', each once'}.
+The first-call Basic scenario used ${n(raw.firstCall.used)} of ${n(raw.firstCall.accounts)} accounts${raw.firstCall.wrapped ? ' and ran out: some of its calls were remembered' : ', each once'}.`
+      : ''
+  }
 `
 }
 

@@ -13,6 +13,13 @@ export interface StartupSeries {
   memory: Memory[]
 }
 
+export interface QueryRow {
+  discussions: number
+  p50Us: number
+  p99Us: number
+  plan: string[]
+}
+
 export interface RawResults {
   date: string
   node: string
@@ -20,8 +27,18 @@ export interface RawResults {
   settings: { rounds: number; duration: number; connections: number; warmup: number; starts: number; settle: number }
   datasets: Array<{ discussions: number; seedSeconds: number; buildSeconds: number; builtAt: string; bytes: number; fromCache: boolean }>
   tokenInserts: Record<number, number>
-  /** The listing query alone, in-process (tools/bench/query.ts). */
-  queries: Array<{ discussions: number; p50Us: number; p99Us: number; plan: string[] }>
+  /** The listing query alone, in-process (tools/bench/query.ts), on SQLite. */
+  queries: QueryRow[]
+  /** The engines whose servers ran (older results: SQLite alone). */
+  engines?: Array<'sqlite' | 'postgres'>
+  /** The PostgreSQL side: the server (password hidden), the pool size of both sides, the schemas, the listing query alone; or why it did not run. */
+  postgres?: {
+    url: string
+    poolSize: number
+    skipped?: string
+    datasets: Array<{ discussions: number; schema: string; bytes: number; fromCache: boolean; copySeconds?: number; rows: Record<string, number> }>
+    queries: QueryRow[]
+  }
   startups: StartupSeries[]
   /** The single executable (tools/bench/binary.ts), or why it was not measured. */
   binary: { bytes: number; buildSeconds: number; unpackMs: number } | { skipped: string }
@@ -89,14 +106,22 @@ export interface Target {
   met: boolean | undefined
 }
 
+export interface ScalePoint {
+  size: number
+  service: Row
+  baseline: Row
+}
+
 export interface Summary {
   rows: Row[]
   pairs: Pair[]
   targets: Target[]
-  /** Latency of the listing against the number of discussions, service and baseline. */
-  scale: Array<{ size: number; service: Row; baseline: Row }>
+  /** Latency of the listing against the number of discussions, service and baseline (SQLite, then PostgreSQL). */
+  scale: ScalePoint[]
+  pgScale: ScalePoint[]
   tokens: Array<{ size: number; row: Row }>
   ratios: { listingP50: Spread; listingP99: Spread; baselineP99: Spread; tokensP50: Spread; tokensP99: Spread; tokensVsFewP99: Spread }
+  pgRatios: { listingP50: Spread; listingP99: Spread; baselineP99: Spread }
   text: string
 }
 
@@ -152,7 +177,10 @@ export function summarize(raw: RawResults): Summary {
 
   const bySize = (section: Section, kind: string) =>
     rows.filter((r) => r.section === section && r.id.startsWith(`${section}.${kind}`)).sort((a, b) => a.size! - b.size!)
-  const scale = bySize('scale', 'service.').map((service) => ({ size: service.size!, service, baseline: row(`scale.baseline.${service.size}`)! }))
+  const scaleOf = (section: 'scale' | 'pg-scale'): ScalePoint[] =>
+    bySize(section, 'service.').map((service) => ({ size: service.size!, service, baseline: row(`${section}.baseline.${service.size}`)! }))
+  const scale = scaleOf('scale')
+  const pgScale = scaleOf('pg-scale')
   const tokens = bySize('tokens', '').map((r) => ({ size: r.size!, row: r }))
   const first = scale[0]
   const last = scale[scale.length - 1]
@@ -161,14 +189,21 @@ export function summarize(raw: RawResults): Summary {
   const tokenTo = tokens[tokens.length - 1]
   const p50 = (m: Measured) => m.p50
   const p99 = (m: Measured) => m.p99
-  const ratios = {
-    listingP50: roundRatio(last.service.id, first.service.id, p50),
-    listingP99: roundRatio(last.service.id, first.service.id, p99),
-    baselineP99: roundRatio(last.baseline.id, first.baseline.id, p99),
-    tokensP50: roundRatio(tokenTo.row.id, tokenFrom.row.id, p50),
-    tokensP99: roundRatio(tokenTo.row.id, tokenFrom.row.id, p99),
-    tokensVsFewP99: roundRatio(tokenTo.row.id, tokens[0].row.id, p99),
+  const none = spread([])
+  /** Largest over smallest size, in latency, per round (none when the section did not run). */
+  const growth = (points: ScalePoint[]) => {
+    const [a, b] = [points[0], points[points.length - 1]]
+    return a && b
+      ? { listingP50: roundRatio(b.service.id, a.service.id, p50), listingP99: roundRatio(b.service.id, a.service.id, p99), baselineP99: roundRatio(b.baseline.id, a.baseline.id, p99) }
+      : { listingP50: none, listingP99: none, baselineP99: none }
   }
+  const ratios = {
+    ...growth(scale),
+    tokensP50: tokenTo ? roundRatio(tokenTo.row.id, tokenFrom.row.id, p50) : none,
+    tokensP99: tokenTo ? roundRatio(tokenTo.row.id, tokenFrom.row.id, p99) : none,
+    tokensVsFewP99: tokenTo ? roundRatio(tokenTo.row.id, tokens[0].row.id, p99) : none,
+  }
+  const pgRatios = growth(pgScale)
 
   const SINGLE = 'single executable'
   const SINGLE_SMALL = `single executable, ${raw.smallYoungGeneration}`
@@ -192,12 +227,30 @@ export function summarize(raw: RawResults): Summary {
   throughputPair('401 to a missing token (GET /<site>/discussions) vs the bare JSON route', CHECKOUT, 'list.none', 'site.bare')
   throughputPair('Baseline GET /<site> (the site resource) vs the bare JSON route', 'baseline', 'site.baseline', 'site.bare')
   const P99_NAME = 'Listing p99, 1,000,000 vs 10,000 discussions'
-  const has1M = last.size === 1_000_000 && first.size === 10_000
+  const has1M = last?.size === 1_000_000 && first?.size === 10_000
   if (has1M) pairs.push({ name: P99_NAME, form: CHECKOUT, of: last.service.id, to: first.service.id, metric: 'p99', spread: ratios.listingP99, goal: 1.5, met: ratios.listingP99.median <= 1.5 })
   if (scale.length > 1) {
     const sizes = `${last.size.toLocaleString('en')} vs ${first.size.toLocaleString('en')} discussions`
     if (!has1M) pairs.push({ name: `Listing p99, ${sizes}`, form: CHECKOUT, of: last.service.id, to: first.service.id, metric: 'p99', spread: ratios.listingP99 })
     pairs.push({ name: `Baseline listing p99, ${sizes}`, form: 'baseline', of: last.baseline.id, to: first.baseline.id, metric: 'p99', spread: ratios.baselineP99 })
+  }
+
+  // PostgreSQL: the service against bare Fastify + pg with the same pool (tools/bench/baseline-postgres.ts).
+  const PG = 'checkout, PostgreSQL'
+  const PG_LISTING = 'PostgreSQL: listing (GET /<site>/discussions), personal token vs the PostgreSQL baseline listing'
+  throughputPair(PG_LISTING, PG, 'pg.list.pat-write', 'pg.list.baseline', 0.8)
+  throughputPair(`PostgreSQL: deep page (?page=${DEEP_PAGE} of 10,000 discussions), personal token vs the PostgreSQL baseline`, PG, 'pg.deep.pat-write', 'pg.deep.baseline')
+  throughputPair('PostgreSQL: GET /<site>, personal token vs the bare JSON route', PG, 'pg.site.pat-write', 'pg.bare')
+  throughputPair('PostgreSQL: 401 to a missing token (GET /<site>) vs the bare JSON route', PG, 'pg.site.none', 'pg.bare')
+  throughputPair('PostgreSQL: baseline GET /<site> (the site resource) vs the bare JSON route', 'baseline, PostgreSQL', 'pg.site.baseline', 'pg.bare')
+  // Across engines (context): the same page on PostgreSQL over SQLite, the service's and the bare stack's.
+  throughputPair('Listing on PostgreSQL vs on SQLite, personal token', CHECKOUT, 'pg.list.pat-write', 'list.pat-write')
+  throughputPair('Baseline listing on PostgreSQL vs on SQLite', 'baseline', 'pg.list.baseline', 'list.baseline')
+  if (pgScale.length > 1) {
+    const [a, b] = [pgScale[0], pgScale[pgScale.length - 1]]
+    const sizes = `${b.size.toLocaleString('en')} vs ${a.size.toLocaleString('en')} discussions`
+    pairs.push({ name: `PostgreSQL: listing p99, ${sizes}`, form: PG, of: b.service.id, to: a.service.id, metric: 'p99', spread: pgRatios.listingP99 })
+    pairs.push({ name: `PostgreSQL: baseline listing p99, ${sizes}`, form: 'baseline, PostgreSQL', of: b.baseline.id, to: a.baseline.id, metric: 'p99', spread: pgRatios.baselineP99 })
   }
   if (tokens.length > 1) {
     pairs.push({ name: `GET /<site> p99, ${tokenTo.size.toLocaleString('en')} vs ${tokenFrom.size.toLocaleString('en')} personal tokens stored`, form: CHECKOUT, of: tokenTo.row.id, to: tokenFrom.row.id, metric: 'p99', spread: ratios.tokensP99 })
@@ -230,18 +283,22 @@ export function summarize(raw: RawResults): Summary {
     if (!measured) return notMeasured(title, form, '< 1 s', last.size === 1_000_000 ? noBinary : 'no 1M database')
     return { name: title, form, goal: '< 1 s', value: `${(measured.ms / 1000).toFixed(2)} s (median of ${measured.starts})`, met: measured.ms < 1000 }
   }
-  const targets: Target[] = [
-    goalPair(LISTING, CHECKOUT, '>= 90% of req/s', 'not measured'),
-    goalPair(LISTING, SINGLE, '>= 90% of req/s', noBinary),
-    goalPair(LISTING, SINGLE_SMALL, '>= 90% of req/s', noBinary),
-    ...pairs.filter((p) => p.goal !== undefined && p.name !== LISTING).map(fromPair),
-    ...(has1M ? [] : [notMeasured(P99_NAME, CHECKOUT, '<= 1.5x', 'no 1M database')]),
-    idle(CHECKOUT, 'service'),
-    idle(SINGLE, 'binary'),
-    idle(SINGLE_SMALL, 'binary-small-young'),
-    startup(CHECKOUT, 'service, 1,000,000 discussions'),
-    startup(SINGLE, 'single executable, 1,000,000 discussions'),
-  ]
+  const engines = raw.engines ?? ['sqlite']
+  const sqliteTargets: Target[] = engines.includes('sqlite')
+    ? [
+        goalPair(LISTING, CHECKOUT, '>= 90% of req/s', 'not measured'),
+        goalPair(LISTING, SINGLE, '>= 90% of req/s', noBinary),
+        goalPair(LISTING, SINGLE_SMALL, '>= 90% of req/s', noBinary),
+        ...pairs.filter((p) => p.goal !== undefined && p.name !== LISTING && p.name !== PG_LISTING).map(fromPair),
+        ...(has1M ? [] : [notMeasured(P99_NAME, CHECKOUT, '<= 1.5x', 'no 1M database')]),
+        idle(CHECKOUT, 'service'),
+        idle(SINGLE, 'binary'),
+        idle(SINGLE_SMALL, 'binary-small-young'),
+        startup(CHECKOUT, 'service, 1,000,000 discussions'),
+        startup(SINGLE, 'single executable, 1,000,000 discussions'),
+      ]
+    : [notMeasured('The SQLite targets', CHECKOUT, 'see tools/bench/README.md', 'not in this run: --engine postgres')]
+  const targets: Target[] = [...sqliteTargets, goalPair(PG_LISTING, PG, '>= 80% of req/s', raw.postgres?.skipped ?? 'not in this run')]
   const verdict = (met: boolean | undefined) => (met === undefined ? 'n/a ' : met ? 'MET ' : 'MISS')
   const lines = [
     '',
@@ -258,9 +315,20 @@ export function summarize(raw: RawResults): Summary {
     '',
     'Pairs (per round, then median and min-max of the rounds):',
     ...pairs.map((p) => `  ${p.name}, ${p.form}: ${formatSpread(p.spread, p.metric)}${p.cpu === undefined ? '' : `, CPU per request ${pct(p.cpu)}`}`),
-    `  Listing p50, ${last.size.toLocaleString('en')} vs ${first.size.toLocaleString('en')} discussions: ${formatSpread(ratios.listingP50, 'p50')}`,
+    ...(last ? [`  Listing p50, ${last.size.toLocaleString('en')} vs ${first.size.toLocaleString('en')} discussions: ${formatSpread(ratios.listingP50, 'p50')}`] : []),
+    ...(pgScale.length > 1
+      ? [`  PostgreSQL: listing p50, ${pgScale[pgScale.length - 1].size.toLocaleString('en')} vs ${pgScale[0].size.toLocaleString('en')} discussions: ${formatSpread(pgRatios.listingP50, 'p50')}`]
+      : []),
     '',
-    `Listing query alone, in-process: ${raw.queries.map((q) => `${q.discussions.toLocaleString('en')}: p50 ${q.p50Us.toFixed(0)} us, p99 ${q.p99Us.toFixed(0)} us`).join('; ')}`,
+    ...(
+      [
+        ['SQLite', raw.queries],
+        ['PostgreSQL', raw.postgres?.queries ?? []],
+      ] as const
+    )
+      .filter(([, queries]) => queries.length)
+      .map(([engine, queries]) => `Listing query alone, in-process, ${engine}: ${queries.map((q) => `${q.discussions.toLocaleString('en')}: p50 ${q.p50Us.toFixed(0)} us, p99 ${q.p99Us.toFixed(0)} us`).join('; ')}`),
+    ...(raw.postgres?.skipped ? [`PostgreSQL pairs not measured: ${raw.postgres.skipped}`] : []),
     ...raw.startups.map((s) => `Start-up, ${s.name}: ${(median(s.ms) / 1000).toFixed(2)} s (${s.ms.map((ms) => (ms / 1000).toFixed(2)).join(', ')}), RSS ${MB(median(s.memory.map((m) => m.rssMb)))}`),
     ...(
       [
@@ -268,6 +336,8 @@ export function summarize(raw: RawResults): Summary {
         ['single executable', 'binary', 'binary.binary'],
         [`single executable, ${raw.smallYoungGeneration}`, 'binary-small-young', 'binary.binary-small-young'],
         ['baseline', 'baseline', 'list.baseline'],
+        ['checkout, PostgreSQL', 'pg-service', 'pg.list.pat-write'],
+        ['baseline, PostgreSQL', 'pg-baseline', 'pg.list.baseline'],
       ] as const
     )
       .filter(([, server]) => raw.idle[server])
@@ -277,5 +347,5 @@ export function summarize(raw: RawResults): Summary {
     ...targets.map((t) => `  ${verdict(t.met)}  ${t.name}, ${t.form}: ${t.value} (target ${t.goal})`),
     '',
   ]
-  return { rows, pairs, targets, scale, tokens, ratios, text: lines.join('\n') }
+  return { rows, pairs, targets, scale, pgScale, tokens, ratios, pgRatios, text: lines.join('\n') }
 }

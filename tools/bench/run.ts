@@ -7,20 +7,22 @@ import { prepareBinary } from './binary.ts'
 import { bodyDifference } from './compare.ts'
 import { addFirstCallSupporters, addTokens, CACHE, copyDataset, isCached, seededDataset, type Dataset } from './datasets.ts'
 import { measure } from './load.ts'
+import { DEFAULT_POSTGRES_URL, postgresDataset, postgresUnavailable, type PostgresDataset } from './postgres.ts'
 import { baselineScript, mainThreadProfile, probe, readRss, startServer, type Answer, type Memory, type Server } from './processes.ts'
 import { fullProfileReport, type ProfiledScenario } from './profile-report.ts'
 import { timeListingQueries } from './query.ts'
 import { QUICK_RESULTS, RESULTS, writeReport } from './report.ts'
 import { FULL_ROUNDS, summarize, type RawResults } from './results.ts'
-import { MAIN_TOKENS, scenarios, type Scenario } from './scenarios.ts'
+import { MAIN_TOKENS, postgresScenarios, scenarios, type Scenario } from './scenarios.ts'
 import { REPO } from './service-cli.ts'
 import { measureStartups, type StartupPlan as Plan } from './startup.ts'
 
-// npm run bench [-- --quick] [-- --profile]: what the service's layers cost next to the bare stack
-// doing the same job (tools/bench/baseline.ts), what authentication costs, and how the listing and
-// the token look-up grow with data, measured against real server processes on 127.0.0.1 in one
-// run, so the figures are ratios taken on the same noisy machine at the same time. See
-// tools/bench/README.md.
+// npm run bench [-- --quick] [-- --profile] [-- --engine sqlite|postgres|both]: what the service's
+// layers cost next to the bare stack doing the same job (tools/bench/baseline.ts on SQLite,
+// tools/bench/baseline-postgres.ts on PostgreSQL with the service's pool size), what authentication
+// costs, and how the listing and the token look-up grow with data, measured against real server
+// processes on 127.0.0.1 in one run, so the figures are ratios taken on the same noisy machine at
+// the same time. See tools/bench/README.md.
 
 const { values: flags } = parseArgs({
   options: {
@@ -30,6 +32,8 @@ const { values: flags } = parseArgs({
     duration: { type: 'string' },
     connections: { type: 'string' },
     'no-build': { type: 'boolean' },
+    engine: { type: 'string' },
+    postgres: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 })
@@ -42,6 +46,12 @@ if (flags.help) {
   --duration S     seconds per measurement (default 2)
   --connections N  concurrent connections of every measurement (default 16)
   --no-build       never build a missing million-discussion database (minutes); skip that size
+  --engine E       sqlite, postgres or both (default both): which engine's servers and pairs run.
+                   A run of one engine writes its report to tools/bench/.cache/<engine>-results/,
+                   not tools/bench/results/ (which holds full runs of both)
+  --postgres URL   the PostgreSQL server (default BENCH_POSTGRES_URL, else ${DEFAULT_POSTGRES_URL});
+                   its datasets are schemas bench_10k, bench_100k, bench_1m there, kept between runs.
+                   When no server answers, the PostgreSQL pairs are skipped with a note
   --profile        run the servers under node --cpu-prof and print each scenario's server CPU per
                    request by package and function; its figures are not written to tools/bench/results/
 `)
@@ -49,6 +59,14 @@ if (flags.help) {
 }
 
 const quick = flags.quick === true
+const engine = flags.engine ?? 'both'
+if (!['sqlite', 'postgres', 'both'].includes(engine)) {
+  console.error(`--engine: sqlite, postgres or both, not "${engine}"`)
+  process.exit(2)
+}
+const POSTGRES_URL = flags.postgres ?? process.env.BENCH_POSTGRES_URL ?? DEFAULT_POSTGRES_URL
+// The same driver limit on both sides: the service's pool (SERVICE_DB_POOL_SIZE, 10 by default) and the baseline's.
+const POOL_SIZE = Number(process.env.SERVICE_DB_POOL_SIZE ?? 10)
 const settings = {
   rounds: Number(flags.rounds ?? (quick ? 1 : FULL_ROUNDS)),
   duration: Number(flags.duration ?? 2),
@@ -81,6 +99,28 @@ const log = (line: string) => console.log(`[${((performance.now() - began) / 100
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const count = (n: number) => n.toLocaleString('en')
 const loadBefore = os.loadavg()
+const redacted = (url: string) => {
+  const u = new URL(url)
+  if (u.password) u.password = '***'
+  return u.toString()
+}
+
+// ---- engines: SQLite always has its files; PostgreSQL runs when a server answers
+const withSqlite = engine !== 'postgres'
+let postgresSkipped: string | undefined
+if (engine !== 'sqlite') {
+  const why = await postgresUnavailable(POSTGRES_URL)
+  if (why) {
+    postgresSkipped = `no PostgreSQL server answers at ${redacted(POSTGRES_URL)} (${why})`
+    const help = 'start one (the test suite\'s: .ci/run), or name another with --postgres URL or BENCH_POSTGRES_URL'
+    if (!withSqlite) {
+      console.error(`PostgreSQL pairs: ${postgresSkipped}; nothing to measure: ${help}.`)
+      process.exit(1)
+    }
+    log(`PostgreSQL pairs SKIPPED: ${postgresSkipped}; ${help}.`)
+  }
+}
+const withPostgres = engine !== 'sqlite' && !postgresSkipped
 
 // ---- data: the seeded databases (cached), then this run's private copies
 const datasets = new Map<number, Dataset>()
@@ -92,24 +132,36 @@ for (const size of [MAIN_SIZE, ...SCALE_SIZES]) {
   datasets.set(size, await seededDataset(size, log))
 }
 const scaleData = [MAIN_SIZE, ...SCALE_SIZES].filter((size) => datasets.has(size)).map((size) => datasets.get(size)!)
+// PostgreSQL: a copy of each SQLite dataset, in a schema of its own, kept on the server between runs.
+const pgDatasets = new Map<number, PostgresDataset>()
+if (withPostgres) for (const [size, dataset] of datasets) pgDatasets.set(size, await postgresDataset(dataset, POSTGRES_URL, log))
+const pgMain = pgDatasets.get(MAIN_SIZE)
 
 rmSync(RUN, { recursive: true, force: true })
 mkdirSync(RUN, { recursive: true })
-const main = copyDataset(datasets.get(MAIN_SIZE)!, join(RUN, 'main.db'))
-const firstCall = addFirstCallSupporters(main, FIRST_CALL_ACCOUNTS)
-const write = copyDataset(main, join(RUN, 'write.db'))
+// The SQLite servers' private copies (a PostgreSQL-only run has none: `main` is then the seeded file, only read for its site and tokens).
+const main = withSqlite ? copyDataset(datasets.get(MAIN_SIZE)!, join(RUN, 'main.db')) : datasets.get(MAIN_SIZE)!
+const firstCall = withSqlite ? addFirstCallSupporters(main, FIRST_CALL_ACCOUNTS) : []
+const write = withSqlite ? copyDataset(main, join(RUN, 'write.db')) : main
 const tokenInserts: Record<number, number> = {}
-const tokenData = new Map<number, Dataset>([[MAIN_TOKENS, copyDataset(main, join(RUN, `tokens-${MAIN_TOKENS}.db`))]])
-for (const size of TOKEN_SIZES) {
-  const copy = copyDataset(main, join(RUN, `tokens-${size}.db`))
-  tokenInserts[size] = addTokens(copy, size - MAIN_TOKENS).seconds
-  tokenData.set(size, copy)
-  log(`${count(size)} personal tokens stored (inserted in ${tokenInserts[size].toFixed(1)} s)`)
+const tokenData = new Map<number, Dataset>()
+if (withSqlite) {
+  tokenData.set(MAIN_TOKENS, copyDataset(main, join(RUN, `tokens-${MAIN_TOKENS}.db`)))
+  for (const size of TOKEN_SIZES) {
+    const copy = copyDataset(main, join(RUN, `tokens-${size}.db`))
+    tokenInserts[size] = addTokens(copy, size - MAIN_TOKENS).seconds
+    tokenData.set(size, copy)
+    log(`${count(size)} personal tokens stored (inserted in ${tokenInserts[size].toFixed(1)} s)`)
+  }
 }
 
-// ---- the listing query alone, in this process, at every size (interleaved passes)
-const queries = await timeListingQueries([...datasets.values()], quick ? 1 : 3, quick ? 1_000 : 2_000)
-log(`listing query in-process: ${queries.map((q) => `${count(q.discussions)}: p50 ${q.p50Us.toFixed(0)} us, p99 ${q.p99Us.toFixed(0)} us`).join('; ')}`)
+// ---- the listing query alone, in this process, at every size (interleaved passes), on each engine
+const queryPasses = quick ? 1 : 3
+const queryCalls = quick ? 1_000 : 2_000
+const queries = withSqlite ? await timeListingQueries([...datasets.values()], queryPasses, queryCalls) : []
+if (withSqlite) log(`listing query in-process, SQLite: ${queries.map((q) => `${count(q.discussions)}: p50 ${q.p50Us.toFixed(0)} us, p99 ${q.p99Us.toFixed(0)} us`).join('; ')}`)
+const pgQueries = withPostgres ? await timeListingQueries([...pgDatasets.values()], queryPasses, queryCalls) : []
+if (withPostgres) log(`listing query in-process, PostgreSQL: ${pgQueries.map((q) => `${count(q.discussions)}: p50 ${q.p50Us.toFixed(0)} us, p99 ${q.p99Us.toFixed(0)} us`).join('; ')}`)
 
 const listing = `/${main.site}/discussions`
 const common = { baseUrl: BASE_URL, siteUrl: SITE_URL, logDir: join(RUN, 'logs') }
@@ -120,10 +172,11 @@ const firstFor = (dataset: Dataset) => ({ path: listing, headers: { accept: ACCE
 // here, so that no timed start includes a build) and the baseline's, compiled from baseline.ts
 const build = join(REPO, 'cli', 'build.js')
 if (existsSync(build)) log(`service: ${execFileSync(process.execPath, [build], { cwd: REPO, encoding: 'utf8' }).trim()}`)
-log(`baseline compiled to ${baselineScript()}`)
+if (withSqlite) log(`baseline compiled to ${baselineScript()}`)
+if (withPostgres) log(`PostgreSQL baseline compiled to ${baselineScript('postgres')}; pool of ${POOL_SIZE} connections on both sides`)
 
 // ---- the single executable: built from this checkout, then started once to unpack
-const binary = await prepareBinary()
+const binary: Awaited<ReturnType<typeof prepareBinary>> = withSqlite ? await prepareBinary() : { skipped: 'not in a PostgreSQL-only run (--engine postgres)' }
 if ('skipped' in binary) log(`single executable skipped: ${binary.skipped}`)
 else {
   log(`single executable built in ${binary.buildSeconds.toFixed(1)} s (${(binary.bytes / 1e6).toFixed(1)} MB); its first start unpacked it in ${binary.unpackMs.toFixed(0)} ms (not timed with the others)`)
@@ -133,11 +186,18 @@ const binaryPlan = 'file' in binary ? { kind: 'binary' as const, executable: bin
 // ---- start-up: each server alone, from spawn to its first answer
 const largest = datasets.get(Math.max(...datasets.keys()))!
 const sizes = [...new Set([main, largest])]
+// The PostgreSQL servers get their pool size as the service reads it, and the baseline the same.
+const pgEnv = { SERVICE_DB_POOL_SIZE: String(POOL_SIZE) }
 const startups = await measureStartups(
   [
-    ...sizes.map((d): Plan => ({ name: `service, ${count(d.discussions)} discussions`, kind: 'service', db: d.file, first: firstFor(d) })),
-    { name: `baseline, ${count(MAIN_SIZE)} discussions`, kind: 'baseline', db: main.file, first: { path: listing } },
-    ...(binaryPlan ? sizes.map((d): Plan => ({ name: `single executable, ${count(d.discussions)} discussions`, ...binaryPlan, db: d.file, first: firstFor(d) })) : []),
+    ...(withSqlite
+      ? [
+          ...sizes.map((d): Plan => ({ name: `service, ${count(d.discussions)} discussions`, kind: 'service', db: d.file, first: firstFor(d) })),
+          { name: `baseline, ${count(MAIN_SIZE)} discussions`, kind: 'baseline', db: main.file, first: { path: listing } } satisfies Plan,
+          ...(binaryPlan ? sizes.map((d): Plan => ({ name: `single executable, ${count(d.discussions)} discussions`, ...binaryPlan, db: d.file, first: firstFor(d) })) : []),
+        ]
+      : []),
+    ...(pgMain ? [{ name: `service on PostgreSQL, ${count(MAIN_SIZE)} discussions`, kind: 'service', db: pgMain.file, env: pgEnv, first: firstFor(pgMain) } satisfies Plan] : []),
   ],
   settings.starts,
   common,
@@ -158,7 +218,7 @@ const binaries = binaryPlan
       },
     ]
   : []
-const plans: Plan[] = [
+const sqlitePlans: Plan[] = [
   { name: 'service', kind: 'service', db: main.file, first: firstFor(main) },
   { name: 'baseline', kind: 'baseline', db: main.file, first: { path: listing } },
   ...binaries.map((b): Plan => ({ name: b.server, ...b.plan, db: main.file, first: firstFor(main) })),
@@ -169,6 +229,18 @@ const plans: Plan[] = [
   ]),
   ...[...tokenData].map(([size, d]): Plan => ({ name: `service-tokens-${size}`, kind: 'service', db: d.file, first: firstFor(main) })),
 ]
+// On PostgreSQL every server reads the kept schemas directly (the service writes only its tokens' last use there).
+const pgPlans: Plan[] = pgMain
+  ? [
+      { name: 'pg-service', kind: 'service', db: pgMain.file, env: pgEnv, first: firstFor(pgMain) },
+      { name: 'pg-baseline', kind: 'baseline-postgres', db: pgMain.file, pool: POOL_SIZE, first: { path: listing } },
+      ...[...pgDatasets.values()].flatMap((d): Plan[] => [
+        { name: `pg-service-scale-${d.discussions}`, kind: 'service', db: d.file, env: pgEnv, first: firstFor(d) },
+        { name: `pg-baseline-scale-${d.discussions}`, kind: 'baseline-postgres', db: d.file, pool: POOL_SIZE, first: { path: listing } },
+      ]),
+    ]
+  : []
+const plans: Plan[] = [...(withSqlite ? sqlitePlans : []), ...pgPlans]
 const servers = new Map<string, Server>()
 // Three at a time: their start-up is not what is measured here.
 for (let i = 0; i < plans.length; i += 3) {
@@ -178,7 +250,12 @@ for (let i = 0; i < plans.length; i += 3) {
 }
 log(`${servers.size} servers answering: ${[...servers.values()].map((s) => `${s.name} (pid ${s.pid})`).join(', ')}`)
 
-const { all, state } = scenarios({ main, firstCall, scale: scaleData, tokenSizes: [...tokenData.keys()], binaries })
+const sqliteScenarios = withSqlite ? scenarios({ main, firstCall, scale: scaleData, tokenSizes: [...tokenData.keys()], binaries }) : undefined
+const state = sqliteScenarios?.state ?? { firstCallUsed: 0, firstCallWrapped: false }
+const all: Scenario[] = [
+  ...(sqliteScenarios?.all ?? []),
+  ...(pgMain ? postgresScenarios({ main: pgMain, scale: [...pgDatasets.values()], withSqlite }) : []),
+]
 const serverOf = (scenario: Scenario) => servers.get(scenario.server)!
 const targetOf = (scenario: Scenario, server = serverOf(scenario)) => ({ ...scenario.target, url: server.url })
 
@@ -208,7 +285,12 @@ for (const scenario of all) {
     if (service.headers[name] !== reference.headers[name]) log(`note: ${scenario.id}: ${name} differs: service ${JSON.stringify(service.headers[name])}, baseline ${JSON.stringify(reference.headers[name])}`)
   }
 }
-for (const id of ['list.pat-write', 'deep.pat-write', 'site.pat-write']) if (!compared.includes(id)) throw new Error(`${id}: not compared with the baseline`)
+const mustCompare = [
+  ...(withSqlite ? ['list.pat-write', 'deep.pat-write', 'site.pat-write'] : []),
+  ...(withPostgres ? ['pg.list.pat-write', 'pg.deep.pat-write', 'pg.site.pat-write'] : []),
+  ...(withSqlite && withPostgres ? ['pg.list.baseline', 'pg.deep.baseline', 'pg.site.baseline'] : []),
+]
+for (const id of mustCompare) if (!compared.includes(id)) throw new Error(`${id}: not compared with the baseline`)
 log(`every scenario answers as expected; the baseline answers the same bytes as the service for ${compared.length} scenarios (${compared.join(', ')})`)
 
 // ---- warm-up. A fresh server needs seconds of load before its CPU per request settles (JIT,
@@ -228,7 +310,8 @@ for (const [name, server] of servers) {
 await sleep(2_000)
 const afterWarmup: Record<string, Memory> = {}
 for (const [name, server] of servers) afterWarmup[name] = server.rss()
-log(`RSS after warm-up: ${['service', 'baseline', ...binaries.map((b) => b.server)].map((name) => `${name} ${afterWarmup[name].rssMb.toFixed(1)} MB`).join(', ')}`)
+const memoryOf = ['service', 'baseline', ...binaries.map((b) => b.server), 'pg-service', 'pg-baseline'].filter((name) => servers.has(name))
+log(`RSS after warm-up: ${memoryOf.map((name) => `${name} ${afterWarmup[name].rssMb.toFixed(1)} MB`).join(', ')}`)
 
 // ---- rounds: every measurement once per round, in alternating order
 const rounds: RawResults['rounds'] = []
@@ -276,7 +359,7 @@ for (const [name, server] of servers) peak[name] = server.rss()
 await sleep(settings.settle * 1000)
 const idle: Record<string, Memory> = {}
 for (const [name, server] of servers) idle[name] = server.rss()
-log(`idle RSS: ${['service', 'baseline', ...binaries.map((b) => b.server)].map((name) => `${name} ${idle[name].rssMb.toFixed(1)} MB`).join(', ')}`)
+log(`idle RSS: ${memoryOf.map((name) => `${name} ${idle[name].rssMb.toFixed(1)} MB`).join(', ')}`)
 await Promise.all([...servers.values()].map((server) => server.stop()))
 
 const raw: RawResults = {
@@ -287,6 +370,15 @@ const raw: RawResults = {
   datasets: [...datasets.values()].map(({ discussions, seedSeconds, buildSeconds, builtAt, bytes, fromCache }) => ({ discussions, seedSeconds, buildSeconds, builtAt, bytes, fromCache })),
   tokenInserts,
   queries,
+  engines: [...(withSqlite ? (['sqlite'] as const) : []), ...(withPostgres ? (['postgres'] as const) : [])],
+  postgres: {
+    url: redacted(POSTGRES_URL),
+    poolSize: POOL_SIZE,
+    ...(postgresSkipped ? { skipped: postgresSkipped } : {}),
+    ...(engine === 'sqlite' ? { skipped: 'not in this run (--engine sqlite)' } : {}),
+    datasets: [...pgDatasets.values()].map(({ discussions, schema, bytes, fromCache, copySeconds, rows }) => ({ discussions, schema, bytes, fromCache, copySeconds, rows })),
+    queries: pgQueries,
+  },
   startups,
   binary: 'skipped' in binary ? binary : { bytes: binary.bytes, buildSeconds: binary.buildSeconds, unpackMs: binary.unpackMs },
   smallYoungGeneration: TUNED,
@@ -310,7 +402,7 @@ if (profileDir) {
     const requests = rounds.reduce((sum, round) => sum + round[scenario.id].requests, 0)
     profiled.push({ id: scenario.id, label: scenario.label, file, windows, requests })
   }
-  const service = servers.get('service')!
+  const service = servers.get('service') ?? servers.get('pg-service')!
   const serviceProfile = service.profileDir && mainThreadProfile(service.profileDir)
   const text = fullProfileReport(profiled, serviceProfile ? [{ name: service.name, file: serviceProfile, startupMs: service.startupMs }] : [])
   const file = join(profileDir, 'report.txt')
@@ -322,7 +414,9 @@ if (profileDir) {
 } else {
   // A quick run (or one of fewer rounds than the issue asks for) checks that everything runs: its
   // figures do not replace a full run's in tools/bench/results/.
-  const files = writeReport(raw, summary, quick || settings.rounds < FULL_ROUNDS ? QUICK_RESULTS : RESULTS)
+  // Likewise a run of one engine: tools/bench/results/ holds full runs of both.
+  const dir = quick || settings.rounds < FULL_ROUNDS ? QUICK_RESULTS : engine === 'both' && withPostgres ? RESULTS : join(CACHE, `${withSqlite ? 'sqlite' : 'postgres'}-results`)
+  const files = writeReport(raw, summary, dir)
   console.log(summary.text)
   log(`written: ${files.join(', ')}`)
 }

@@ -5,7 +5,7 @@ import type { Target } from './load.ts'
 // answer must have, the scenario its throughput is compared with (a ratio per round), and the
 // baseline scenario whose answer must be the same bytes.
 
-export type Section = 'site' | 'list' | 'deep' | 'binary' | 'create' | 'scale' | 'tokens'
+export type Section = 'site' | 'list' | 'deep' | 'binary' | 'create' | 'scale' | 'tokens' | 'pg' | 'pg-scale'
 
 export interface Scenario {
   id: string
@@ -183,4 +183,122 @@ export function scenarios({ main, firstCall, scale, tokenSizes, binaries }: Scen
     })
   }
   return { all, state }
+}
+
+export interface PostgresScenarioInput {
+  /** The PostgreSQL copy of the main dataset (10,000 discussions), served by `pg-service` and `pg-baseline`. */
+  main: Dataset
+  /** The PostgreSQL copies of the scale datasets, each served by `pg-service-scale-N` and `pg-baseline-scale-N`. */
+  scale: Dataset[]
+  /** Whether the SQLite servers run too: then each PostgreSQL baseline page must be the SQLite baseline's, byte for byte. */
+  withSqlite: boolean
+}
+
+/**
+ * The pairs on PostgreSQL: the service (`service-desk serve --db postgres://...`) against the
+ * PostgreSQL baseline (tools/bench/baseline-postgres.ts, bare Fastify and pg with the same pool
+ * size), on the same rows as the SQLite datasets. A block of their own, after the SQLite ones.
+ */
+export function postgresScenarios({ main, scale, withSqlite }: PostgresScenarioInput): Scenario[] {
+  const site = `/${main.site}`
+  const list = `/${main.site}/discussions`
+  const deep = `${list}?page=${DEEP_PAGE}`
+  const pat = (dataset: Dataset) => ({ ...ACCEPT, authorization: `Bearer ${dataset.writeToken}` })
+  // The same page from the SQLite baseline, when it runs: the two engines hold the same rows.
+  const sqliteTwin = (id: string) => (withSqlite ? { sameAs: id } : {})
+  const all: Scenario[] = [
+    { id: 'pg.bare', section: 'pg', label: 'PostgreSQL: bare JSON route (baseline): GET /bare', short: 'bare JSON route (baseline)', server: 'pg-baseline', target: { path: '/bare', headers: ACCEPT, expect: 200 } },
+    {
+      id: 'pg.site.baseline',
+      section: 'pg',
+      label: 'PostgreSQL: baseline (no auth): GET /<site>',
+      short: 'GET /<site>, baseline (no auth)',
+      server: 'pg-baseline',
+      target: { path: site, headers: ACCEPT, expect: 200 },
+      baseline: 'pg.bare',
+      ...sqliteTwin('site.baseline'),
+    },
+    {
+      id: 'pg.site.pat-write',
+      section: 'pg',
+      label: 'PostgreSQL: GET /<site>, personal token, read and write',
+      short: 'GET /<site>, personal token',
+      server: 'pg-service',
+      target: { path: site, headers: pat(main), expect: 200 },
+      baseline: 'pg.bare',
+      sameAs: 'pg.site.baseline',
+    },
+    {
+      id: 'pg.site.none',
+      section: 'pg',
+      label: 'PostgreSQL: GET /<site>, no credential (401)',
+      short: 'GET /<site>, no credential (401)',
+      server: 'pg-service',
+      target: { path: site, headers: ACCEPT, expect: 401 },
+      baseline: 'pg.bare',
+    },
+    {
+      id: 'pg.list.baseline',
+      section: 'pg',
+      label: 'PostgreSQL: baseline (no auth): GET /<site>/discussions',
+      short: 'listing, baseline (no auth)',
+      server: 'pg-baseline',
+      target: { path: list, headers: ACCEPT, expect: 200 },
+      ...sqliteTwin('list.baseline'),
+    },
+    {
+      id: 'pg.list.pat-write',
+      section: 'pg',
+      label: 'PostgreSQL: GET /<site>/discussions, personal token, read and write',
+      short: 'listing, personal token',
+      server: 'pg-service',
+      target: { path: list, headers: pat(main), expect: 200 },
+      baseline: 'pg.list.baseline',
+      sameAs: 'pg.list.baseline',
+    },
+    {
+      id: 'pg.deep.baseline',
+      section: 'pg',
+      label: `PostgreSQL: baseline (no auth): GET /<site>/discussions?page=${DEEP_PAGE}`,
+      short: 'deep page, baseline (no auth)',
+      server: 'pg-baseline',
+      target: { path: deep, headers: ACCEPT, expect: 200 },
+      ...sqliteTwin('deep.baseline'),
+    },
+    {
+      id: 'pg.deep.pat-write',
+      section: 'pg',
+      label: `PostgreSQL: GET /<site>/discussions?page=${DEEP_PAGE}, personal token, read and write`,
+      short: 'deep page, personal token',
+      server: 'pg-service',
+      target: { path: deep, headers: pat(main), expect: 200 },
+      baseline: 'pg.deep.baseline',
+      sameAs: 'pg.deep.baseline',
+    },
+  ]
+  for (const dataset of scale) {
+    const size = dataset.discussions
+    all.push({
+      id: `pg-scale.baseline.${size}`,
+      section: 'pg-scale',
+      label: `PostgreSQL: baseline listing, ${size.toLocaleString('en')} discussions`,
+      short: `baseline, ${size.toLocaleString('en')}`,
+      server: `pg-baseline-scale-${size}`,
+      target: { path: list, headers: ACCEPT, expect: 200 },
+      size,
+      ...sqliteTwin(`scale.baseline.${size}`),
+    })
+    all.push({
+      id: `pg-scale.service.${size}`,
+      section: 'pg-scale',
+      label: `PostgreSQL: listing, personal token, ${size.toLocaleString('en')} discussions`,
+      short: `service, ${size.toLocaleString('en')}`,
+      server: `pg-service-scale-${size}`,
+      target: { path: list, headers: pat(dataset), expect: 200 },
+      baseline: `pg-scale.baseline.${size}`,
+      sameAs: `pg-scale.baseline.${size}`,
+      size,
+    })
+  }
+  return all
 }

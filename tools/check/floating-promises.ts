@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs'
+import { dirname } from 'node:path'
 import ts from 'typescript'
 
 // A promise nobody waits for: its rejection is lost and what it does may finish after the answer
@@ -16,7 +18,9 @@ export interface Floating {
 
 /** Each expression statement of the program's own files whose value is a promise left alone. */
 export function floatingPromises(configPath: string): Floating[] {
-  const config = ts.getParsedCommandLineOfConfigFile(configPath, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} })!
+  // Read by Node: a missing or unreadable tsconfig.json fails with Node's error, which names it.
+  const json = ts.parseJsonText(configPath, readFileSync(configPath, 'utf8'))
+  const config = ts.parseJsonSourceFileConfigFileContent(json, ts.sys, dirname(configPath), {}, configPath)
   const program = ts.createProgram({ rootNames: config.fileNames, options: config.options })
   const checker = program.getTypeChecker()
   const found: Floating[] = []

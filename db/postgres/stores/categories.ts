@@ -1,7 +1,6 @@
 import { and, asc, count, eq, sql, type SQL, type SQLWrapper } from '../../drizzle.ts'
 import type { Clock } from '../../../lib/clock.ts'
-import { MAX_CATEGORY_NAME, slugify, type Category, type CategoryStore } from '../../stores/categories.ts'
-import { StoreError } from '../../stores/errors.ts'
+import { slugify, validateCategoryName, type Category, type CategoryStore } from '../../stores/categories.ts'
 import type { PgDb } from '../client.ts'
 import { categories, sites } from '../schema.ts'
 import type { PgExecutor } from './executor.ts'
@@ -27,10 +26,7 @@ export async function lockSite(q: PgExecutor, siteId: number): Promise<void> {
  * transaction: the site's lock makes two adds of one name take turns instead of colliding.
  */
 export async function addCategory(q: PgExecutor, clock: Clock, siteId: number, name: string, isPublic: boolean): Promise<Category> {
-  const displayName = name.trim()
-  if (displayName === '' || displayName.length > MAX_CATEGORY_NAME) {
-    throw new StoreError(`a category name must be 1 to ${MAX_CATEGORY_NAME} characters`, 'invalid', 'name')
-  }
+  const displayName = validateCategoryName(name)
   const base = slugify(displayName, 'category')
   await lockSite(q, siteId)
   const taken = async (permalink: string) =>

@@ -1,5 +1,6 @@
 import { asc, eq, sql } from '../../drizzle.ts'
 import type { Clock } from '../../../lib/clock.ts'
+import { holdsNul } from '../../../lib/nul.ts'
 import { checkMultipassKey, newMultipassKey, noSuchSite, siteExists, validateNewSite, type Site, type SiteStore } from '../../stores/sites.ts'
 import type { PgDb } from '../client.ts'
 import { sites } from '../schema.ts'
@@ -39,6 +40,9 @@ export function createSiteStore(db: PgDb, clock: Clock): SiteStore {
     .prepare('sites_by_permalink')
 
   async function find(permalink: string): Promise<Site | undefined> {
+    // PostgreSQL text cannot hold U+0000, so no permalink has it (lib/nul.ts): not found, without a
+    // query that the server would refuse.
+    if (holdsNul(permalink)) return undefined
     const [site] = await byPermalink.execute({ permalink })
     return site
   }

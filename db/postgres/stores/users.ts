@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { and, eq } from '../../drizzle.ts'
 import type { Role } from '../../schema.ts'
 import type { Clock } from '../../../lib/clock.ts'
+import { holdsNul } from '../../../lib/nul.ts'
 import { hashPassword } from '../../../lib/password.ts'
 import { createSecretBox, type SecretBox } from '../../../lib/secret-box.ts'
 import { issueLegacyToken } from '../../stores/legacy-tokens.ts'
@@ -31,6 +32,9 @@ const EMAIL_KEY_UNIQUE = 'users_email_key_unique'
 
 /** The account with this address (compared folded to lower case), or undefined. */
 export async function findUserByEmail(q: PgExecutor, email: string): Promise<User | undefined> {
+  // PostgreSQL text cannot hold U+0000, so no account has it (lib/nul.ts): not found, without a
+  // query that the server would refuse.
+  if (holdsNul(email)) return undefined
   const [user] = await q.select().from(users).where(eq(users.emailKey, emailKey(email)))
   return user
 }

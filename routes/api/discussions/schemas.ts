@@ -1,6 +1,7 @@
 import { Type, type TProperties } from 'typebox'
 import { commentVias, discussionStates } from '../../../db/schema.ts'
 import { sorts } from '../../../db/stores/discussion-listing.ts'
+import { NUL_PROBLEM } from '../../../lib/nul.ts'
 import { ErrorBody, InvalidRequestBody } from '../../schemas.ts'
 
 // The v1 shapes of docs/decisions.md ("Discussions (v1 shape)"): what the routes accept and answer.
@@ -19,13 +20,30 @@ const MAX_ID = Number.MAX_SAFE_INTEGER
 const Moment = Type.String({ format: 'date-time' })
 const Href = Type.String({ format: 'uri' })
 
-/** Text that must hold something besides white space. */
-const Text = (maxLength: number, description: string) =>
-  Type.String({ minLength: 1, maxLength, pattern: '\\S', description, errorMessage: { pattern: 'must not be blank' } })
+// No text the service keeps holds U+0000 (lib/nul.ts): refused by a second pattern, a search for the
+// one character, so the check stays linear on a 256 KiB body.
+const NO_NUL = { not: { pattern: '\\u0000' } }
 
-// Deliberately loose, like the user store's own check: one @, something on each side, no spaces.
+/** Text that must hold something besides white space, and no U+0000. */
+const Text = (maxLength: number, description: string) =>
+  Type.String({
+    minLength: 1,
+    maxLength,
+    pattern: '\\S',
+    ...NO_NUL,
+    description,
+    errorMessage: { pattern: 'must not be blank', not: NUL_PROBLEM },
+  })
+
+// Deliberately loose, like the user store's own check: one @, something on each side, no spaces, no U+0000.
 const Email = (description: string) =>
-  Type.String({ maxLength: MAX_EMAIL, pattern: '^\\s*[^\\s@]+@[^\\s@]+\\s*$', description, errorMessage: 'is not an email address' })
+  Type.String({
+    maxLength: MAX_EMAIL,
+    pattern: '^\\s*[^\\s@]+@[^\\s@]+\\s*$',
+    ...NO_NUL,
+    description,
+    errorMessage: { maxLength: 'is not an email address', pattern: 'is not an email address', not: NUL_PROBLEM },
+  })
 
 const Id = (description: string, errorMessage?: string) =>
   Type.Integer({ minimum: 1, maximum: MAX_ID, description, ...(errorMessage && { errorMessage: { type: errorMessage } }) })

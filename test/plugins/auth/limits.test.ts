@@ -21,3 +21,11 @@ t.test('a spent account refuses before the check and gives the address its place
   t.notOk(checked, 'the check never ran')
   t.equal(limits.addresses.status('a').remaining, DEFAULT_LIMITS.perAddress)
 })
+
+t.test('on its own (nothing shared), a failed check counts against the address and the account', async (t) => {
+  const limits = createAuthLimits(DEFAULT_LIMITS, testClock())
+  const result = await limits.attempt({ address: 'a', account: 'x' }, () => 'wrong', () => 'failed')
+  t.equal(result, 'wrong')
+  t.equal(limits.addresses.status('a').remaining, DEFAULT_LIMITS.perAddress - 1)
+  t.equal(limits.accounts.status('x').remaining, DEFAULT_LIMITS.perAccount - 1, 'under the email key itself')
+})

@@ -1,0 +1,285 @@
+import { eq, sql } from '../../drizzle.ts'
+import { DAY_MS, type Clock } from '../../../lib/clock.ts'
+import type { SecretBox } from '../../../lib/secret-box.ts'
+import type { CommentVia, DiscussionState } from '../../schema.ts'
+import { slugify, type Category } from '../../stores/categories.ts'
+import type { CountedRow } from '../../stores/discussion-counts.ts'
+import { issueLegacyToken } from '../../stores/legacy-tokens.ts'
+import { BATCH, seededRandom } from '../../stores/seed.ts'
+import type { Site } from '../../stores/sites.ts'
+import { STAFF_ROLE } from '../../stores/staff.ts'
+import { emailKey } from '../../stores/users.ts'
+import type { PgDb } from '../client.ts'
+import { discussions } from '../schema.ts'
+import { addCategory, createCategoryStore, lockSite } from './categories.ts'
+import { bumpCount } from './discussion-counts.ts'
+import type { PgExecutor } from './executor.ts'
+
+// `service-desk seed` on PostgreSQL: the generator of db/stores/seed.ts, draw for draw (the same
+// seed gives the same discussions, comments, customers and counts on both engines; test/cli/seed.test.ts
+// seeds one of each and compares every row), written in transactions of BATCH discussions, each a
+// few multi-row inserts whose rows go in as one array per column (unnest), and the counts moved in
+// the same transaction. A batch first takes the site's row lock, as a create does
+// (db/postgres/stores/discussions.ts), so the service may write meanwhile and the numbers follow on.
+
+const SPAN_MS = 730 * DAY_MS
+
+// The texts of db/stores/seed.ts, in the same order: each draw picks the same entry.
+const FIRST = 'Ada Grace Alan Linus Margaret Ken Barbara Dennis Frances Edsger Radia Tim Hedy John Sophie Yukihiro'.split(' ')
+const LAST = 'Lovelace Hopper Turing Torvalds Hamilton Thompson Liskov Ritchie Allen Dijkstra Perlman Lee Lamarr McCarthy Wilson Matsumoto'.split(' ')
+const THINGS = [
+  'invoice',
+  'password reset email',
+  'API token',
+  'mobile app',
+  'CSV export',
+  'two-factor login',
+  'billing address',
+  'webhook',
+  'dashboard',
+  'search',
+  'team invitation',
+  'PDF receipt',
+  'calendar sync',
+  'single sign-on',
+]
+const TROUBLES = [
+  'does not work since the update',
+  'shows the wrong total',
+  'is very slow today',
+  'keeps logging me out',
+  'fails with an error',
+  'is missing from my account',
+  'sends duplicates',
+  'looks broken on my phone',
+]
+const QUESTIONS = ['How do I change the', 'Where can I find the', 'Can I turn off the', 'Is there a limit on the', 'Who can see the']
+const OPENINGS = ['Hello,', 'Hi there,', 'Good morning,', 'Hi team,', 'Hello support,']
+const SENTENCES = [
+  'I tried again after clearing the cache, with the same result.',
+  'This started yesterday afternoon and happens every time.',
+  'Two of my colleagues see the same thing on their accounts.',
+  'I attached nothing sensitive, but I can send a screenshot if that helps.',
+  'We rely on this for our month-end reporting, so it is somewhat urgent.',
+  'The documentation did not mention this case as far as I can tell.',
+  'It works in the browser but not in the desktop client.',
+  'Could you tell me whether this is expected or a bug?',
+]
+const ANSWERS = [
+  'Thanks for the report. I could reproduce it and we have a fix going out this week.',
+  'You can change that under Settings, then Account; let me know if the option is missing for you.',
+  'I have reset it on our side. Could you try once more and tell us whether it works now?',
+  'That is expected for accounts on the older plan, but I have switched yours so it behaves as you describe.',
+  'Our engineers are looking into it; I will update this discussion as soon as I hear back.',
+]
+const FOLLOW_UPS = ['It works now, thank you!', 'Still the same for me, unfortunately.', 'Thanks, that answers my question.', 'One more thing: does this also apply to the mobile app?']
+const LENGTHS = [1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5]
+const DEFAULT_CATEGORIES: Array<[string, boolean]> = [
+  ['Questions', true],
+  ['Problems', false],
+  ['Billing', false],
+  ['Feature requests', true],
+]
+
+export interface Seeded {
+  discussions: number
+  comments: number
+  customers: number
+}
+
+interface Said {
+  authorId: number
+  bySupporter: boolean
+  body: string
+  via: CommentVia
+  at: number
+}
+
+const capitalise = (text: string) => text[0].toUpperCase() + text.slice(1)
+const iso = (ms: number) => new Date(ms).toISOString()
+/** One array, bound as one parameter (drizzle would spread it into a list). */
+const array = (values: unknown[]) => sql.param(values)
+
+/** The comments of one discussion, as db/stores/seed.ts draws them. */
+function conversation(random: () => number, pick: <T>(list: readonly T[]) => T, start: number, now: number, customer: number, supporters: number[]): Said[] {
+  const length = pick(LENGTHS)
+  const via = pick(['email', 'web', 'web', 'api'] as const)
+  const said: Said[] = []
+  let at = start
+  for (let n = 0; n < length; n++) {
+    const bySupporter = n % 2 === 1
+    const body = n === 0 ? `${pick(OPENINGS)}\n\n${pick(SENTENCES)} ${pick(SENTENCES)}\n\nThanks!` : bySupporter ? pick(ANSWERS) : pick(FOLLOW_UPS)
+    said.push({ authorId: bySupporter ? pick(supporters) : customer, bySupporter, body, via: bySupporter ? 'web' : via, at })
+    at = Math.min(now, at + Math.floor(random() * 2 * DAY_MS))
+  }
+  return said
+}
+
+/** The site's categories, in the order of its category list, or the usual ones, made now. */
+async function categoriesOf(db: PgDb, clock: Clock, site: Site): Promise<Category[]> {
+  const existing = (await createCategoryStore(db, clock).list(site.id, 0, 1_000)).categories
+  if (existing.length > 0) return existing
+  return db.transaction(async (tx) => {
+    const made: Category[] = []
+    for (const [name, isPublic] of DEFAULT_CATEGORIES) made.push(await addCategory(tx, clock, site.id, name, isPublic))
+    return made
+  })
+}
+
+/** The ids of the accounts with these addresses (lower case), made (in this order) where missing. */
+async function accounts(q: PgExecutor, clock: Clock, box: SecretBox, people: Array<{ email: string; name: string }>): Promise<number[]> {
+  const ids = async () => {
+    const { rows } = await q.execute<{ id: number; key: string }>(
+      sql`SELECT id, email_key AS key FROM users WHERE email_key = ANY(${array(people.map((p) => emailKey(p.email)))}::text[])`,
+    )
+    return new Map(rows.map((row) => [row.key, row.id]))
+  }
+  const found = await ids()
+  const missing = people.filter((p) => !found.has(emailKey(p.email)))
+  if (missing.length > 0) {
+    // Each account with its legacy token, as every account is made (docs/decisions.md).
+    const tokens = missing.map(() => issueLegacyToken(clock, box).columns)
+    const now = iso(clock())
+    await q.execute(sql`
+      INSERT INTO users (email, email_key, name, created_at, legacy_token_fingerprint, legacy_token_encrypted, legacy_token_expires_at)
+      SELECT u.email, u.key, u.name, ${now}::timestamptz, u.fingerprint, u.sealed, u.expires
+      FROM unnest(${array(missing.map((p) => p.email))}::text[], ${array(missing.map((p) => emailKey(p.email)))}::text[],
+                  ${array(missing.map((p) => p.name))}::text[], ${array(tokens.map((t) => t.legacyTokenFingerprint))}::text[],
+                  ${array(tokens.map((t) => t.legacyTokenEncrypted))}::text[], ${array(tokens.map((t) => t.legacyTokenExpiresAt.toISOString()))}::timestamptz[])
+        WITH ORDINALITY AS u(email, key, name, fingerprint, sealed, expires, n)
+      ORDER BY u.n
+      ON CONFLICT (email_key) DO NOTHING`)
+  }
+  const all = missing.length > 0 ? await ids() : found
+  return people.map((p) => all.get(emailKey(p.email))!)
+}
+
+/** Makes the accounts members of the site with this role, unless they are members already. */
+async function join(q: PgExecutor, siteId: number, userIds: number[], role: 'customer' | 'supporter', now: number): Promise<void> {
+  await q.execute(sql`
+    INSERT INTO memberships (site_id, user_id, role, created_at)
+    SELECT ${siteId}::integer, u.id, ${role}::text, ${iso(now)}::timestamptz FROM unnest(${array(userIds)}::integer[]) AS u(id)
+    ON CONFLICT DO NOTHING`)
+}
+
+/** Customers to ask (made or reused by address) and the site's supporters to answer (one made if it has none). */
+async function peopleOf(db: PgDb, clock: Clock, box: SecretBox, site: Site, howMany: number, now: number) {
+  return db.transaction(async (tx) => {
+    const wanted = Array.from({ length: howMany }, (_, i) => {
+      const first = FIRST[i % FIRST.length]
+      const last = LAST[Math.floor(i / FIRST.length) % LAST.length]
+      return { email: `${first}.${last}.${i + 1}@customers.${site.permalink}.example`.toLowerCase(), name: `${first} ${last}` }
+    })
+    const customers = await accounts(tx, clock, box, wanted)
+    await join(tx, site.id, customers, 'customer', now)
+    // In the order SQLite reads them: its memberships primary key, (site, user).
+    const { rows } = await tx.execute<{ id: number }>(
+      sql`SELECT user_id AS id FROM memberships WHERE site_id = ${site.id} AND role = ${STAFF_ROLE} ORDER BY user_id`,
+    )
+    let supporters = rows.map((row) => row.id)
+    if (supporters.length === 0) {
+      supporters = await accounts(tx, clock, box, [{ email: `support@${site.permalink}.example`, name: 'Seeded Supporter' }])
+      await join(tx, site.id, supporters, STAFF_ROLE, now)
+    }
+    return { customers, supporters }
+  })
+}
+
+/** Where a count row sorts: a batch moves its counts in this order, as every write does (no deadlock between them). */
+const countKey = (row: CountedRow) => `${row.categoryId}|${row.state}|${row.public ? 1 : 0}`
+
+/**
+ * Adds `count` generated discussions (and their comments, customers and counts) to the site: what
+ * seedDiscussions (db/stores/seed.ts) adds on SQLite for the same seed.
+ */
+export async function seedPostgresDiscussions(
+  db: PgDb,
+  clock: Clock,
+  box: SecretBox,
+  site: Site,
+  count: number,
+  options: { seed: number; onProgress?: (done: number, total: number) => void },
+): Promise<Seeded> {
+  const random = seededRandom(options.seed)
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]
+  const now = clock()
+  const siteCategories = await categoriesOf(db, clock, site)
+  const people = await peopleOf(db, clock, box, site, Math.min(20_000, Math.max(20, Math.ceil(count / 5))), now)
+
+  let written = 0
+  let commentsWritten = 0
+  while (written < count) {
+    const size = Math.min(BATCH, count - written)
+    commentsWritten += await db.transaction(async (tx) => {
+      // Held until commit: a discussion the service creates meanwhile takes the next number after these.
+      await lockSite(tx, site.id)
+      const [{ n }] = await tx.select({ n: sql<number | null>`max(${discussions.number})` }).from(discussions).where(eq(discussions.siteId, site.id))
+      const first = (n ?? 0) + 1
+      const rows = { number: [] as number[], title: [] as string[], permalink: [] as string[], state: [] as string[], before: [] as Array<string | null> }
+      const more = { public: [] as boolean[], author: [] as number[], category: [] as number[], created: [] as string[], updated: [] as string[], comments: [] as number[] }
+      const said = { number: [] as number[], position: [] as number[], author: [] as number[], bySupporter: [] as boolean[], body: [] as string[], via: [] as string[], at: [] as string[] }
+      const moved = new Map<string, { row: CountedRow; n: number }>()
+      for (let i = 0; i < size; i++) {
+        const index = written + i
+        const createdAt = now - SPAN_MS + Math.floor(((index + random()) / count) * SPAN_MS)
+        const category = pick(siteCategories)
+        const customer = pick(people.customers)
+        const thread = conversation(random, pick, createdAt, now, customer, people.supporters)
+        const last = thread[thread.length - 1]
+        // New until a supporter answers; resolved mostly when a supporter had the last word.
+        const answered = thread.some((c) => c.bySupporter)
+        let state: DiscussionState = !answered ? 'new' : last.bySupporter && random() < 0.75 ? 'resolved' : 'open'
+        let before: DiscussionState | null = null
+        if (random() < 0.03) [before, state] = [state, 'deleted']
+        const isPublic = random() < 0.1 ? !category.public : category.public
+        const title = random() < 0.35 ? `${pick(QUESTIONS)} ${pick(THINGS)}?` : capitalise(`${pick(THINGS)} ${pick(TROUBLES)}`)
+        rows.number.push(first + i)
+        rows.title.push(title)
+        rows.permalink.push(slugify(title, 'discussion'))
+        rows.state.push(state)
+        rows.before.push(before)
+        more.public.push(isPublic)
+        more.author.push(customer)
+        more.category.push(category.id)
+        more.created.push(iso(createdAt))
+        more.updated.push(iso(last.at))
+        more.comments.push(thread.length)
+        thread.forEach((c, k) => {
+          said.number.push(first + i)
+          said.position.push(k + 1)
+          said.author.push(c.authorId)
+          said.bySupporter.push(c.bySupporter)
+          said.body.push(c.body)
+          said.via.push(c.via)
+          said.at.push(iso(c.at))
+        })
+        const row = { siteId: site.id, categoryId: category.id, state, public: isPublic }
+        const key = countKey(row)
+        moved.set(key, { row, n: (moved.get(key)?.n ?? 0) + 1 })
+      }
+      // In number order (WITH ORDINALITY), so the ids follow the numbers as on SQLite.
+      await tx.execute(sql`
+        INSERT INTO discussions (site_id, number, title, permalink, state, state_before_delete, public, author_id, category_id,
+                                 created_at, updated_at, last_updated_at, comments_count)
+        SELECT ${site.id}::integer, d.number, d.title, d.permalink, d.state, d.before, d.public, d.author, d.category, d.created, d.updated, d.updated, d.comments
+        FROM unnest(${array(rows.number)}::integer[], ${array(rows.title)}::text[], ${array(rows.permalink)}::text[], ${array(rows.state)}::text[],
+                    ${array(rows.before)}::text[], ${array(more.public)}::boolean[], ${array(more.author)}::integer[], ${array(more.category)}::integer[],
+                    ${array(more.created)}::timestamptz[], ${array(more.updated)}::timestamptz[], ${array(more.comments)}::integer[])
+          WITH ORDINALITY AS d(number, title, permalink, state, before, public, author, category, created, updated, comments, n)
+        ORDER BY d.n`)
+      await tx.execute(sql`
+        INSERT INTO comments (discussion_id, number, author_id, by_supporter, body, internal, via, created_at)
+        SELECT d.id, c.position, c.author, c.by_supporter, c.body, false, c.via, c.at
+        FROM unnest(${array(said.number)}::integer[], ${array(said.position)}::integer[], ${array(said.author)}::integer[], ${array(said.bySupporter)}::boolean[],
+                    ${array(said.body)}::text[], ${array(said.via)}::text[], ${array(said.at)}::timestamptz[])
+          WITH ORDINALITY AS c(number, position, author, by_supporter, body, via, at, n)
+        JOIN discussions d ON d.site_id = ${site.id} AND d.number = c.number
+        ORDER BY c.n`)
+      for (const key of [...moved.keys()].sort()) await bumpCount(tx, moved.get(key)!.row, moved.get(key)!.n)
+      return said.number.length
+    })
+    written += size
+    options.onProgress?.(written, count)
+  }
+  return { discussions: written, comments: commentsWritten, customers: people.customers.length }
+}

@@ -1,0 +1,96 @@
+import { parseArgs } from 'node:util'
+import Fastify from 'fastify'
+import pg from 'pg'
+import { addresses, bareSchema, discussionJson, HEADERS, listingSchema, NOT_FOUND, notFoundSchema, pageLinks, pageOf, PER_PAGE, siteJson, siteSchema, type PageRow } from './baseline-shape.ts'
+
+// The baseline on PostgreSQL: tools/bench/baseline.ts with `pg` in place of better-sqlite3, the
+// limit of bare Fastify and the same driver, with the same pool size as the service
+// (SERVICE_DB_POOL_SIZE, 10 by default), for the same pages. Like the SQLite baseline it imports
+// none of the project's modules: fastify, pg, node and tools/bench/baseline-shape.ts alone. Its SQL
+// is written here by hand from db/postgres/migrations/, as named (server-side prepared) statements,
+// the way the service's stores prepare theirs. Each request is three round trips, one statement
+// each (the site, the live total from discussion_counts, the page's rows), the reads the service
+// makes for the same page besides its authentication.
+//
+// It answers GET /:site/discussions[?page=N], GET /:site and GET /bare, as tools/bench/baseline.ts
+// does, with no authentication, no logging, no media-type negotiation and no validation beyond
+// reading `page`.
+//
+// node --import tsx tools/bench/baseline-postgres.ts --db postgres://...?schema=NAME --pool N --port N --base-url URL --site-url URL
+
+const { values } = parseArgs({
+  options: {
+    db: { type: 'string' },
+    pool: { type: 'string' },
+    port: { type: 'string' },
+    'base-url': { type: 'string' },
+    'site-url': { type: 'string' },
+  },
+})
+const baseUrl = values['base-url']!
+const siteUrl = values['site-url']!
+
+// The service's address form: ?schema=NAME names the schema its tables are in.
+const url = new URL(values.db!)
+const schema = url.searchParams.get('schema') ?? 'public'
+url.searchParams.delete('schema')
+if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`bad schema name: ${schema}`)
+const pool = new pg.Pool({ connectionString: url.toString(), max: Number(values.pool ?? 10), options: `-c search_path=${schema}` })
+pool.on('error', () => {})
+
+const SITE = { name: 'site', text: 'SELECT id, name, permalink FROM sites WHERE permalink = $1' }
+// The live total from the per-category counts the schema keeps (discussion_counts), not a count(*).
+const TOTAL = { name: 'total', text: "SELECT coalesce(sum(count), 0)::integer AS n FROM discussion_counts WHERE site_id = $1 AND state <> 'deleted'" }
+// The page's ids from the partial activity index (discussions_site_activity_idx), then only those
+// rows, joined to their authors.
+const PAGE = {
+  name: 'page',
+  text: `
+  SELECT d.number, d.title, d.permalink, d.state, d.public, d.author_id, d.category_id,
+         d.created_at, d.updated_at, d.last_updated_at, d.comments_count,
+         u.email AS author_email, u.name AS author_name
+  FROM discussions d JOIN users u ON u.id = d.author_id
+  WHERE d.id IN (
+    SELECT id FROM discussions
+    WHERE site_id = $1 AND state <> 'deleted'
+    ORDER BY last_updated_at DESC, id DESC
+    LIMIT $2 OFFSET $3)
+  ORDER BY d.last_updated_at DESC, d.id DESC`,
+}
+
+async function siteByPermalink(permalink: string) {
+  const { rows } = await pool.query<{ id: number; name: string; permalink: string }>({ ...SITE, values: [permalink] })
+  return rows[0]
+}
+
+const app = Fastify({ logger: false })
+
+app.get('/bare', { schema: { response: { 200: bareSchema } } }, async () => ({ ok: true }))
+
+app.get('/:site', { schema: { response: { 200: siteSchema, 404: notFoundSchema } } }, async (request, reply) => {
+  const site = await siteByPermalink((request.params as { site: string }).site)
+  if (!site) return reply.code(404).send(NOT_FOUND)
+  reply.headers(HEADERS)
+  return siteJson(baseUrl, site, addresses(baseUrl, siteUrl, site.permalink))
+})
+
+app.get('/:site/discussions', { schema: { response: { 200: listingSchema, 404: notFoundSchema } } }, async (request, reply) => {
+  const site = await siteByPermalink((request.params as { site: string }).site)
+  if (!site) return reply.code(404).send(NOT_FOUND)
+  const page = pageOf(request.query)
+  const offset = (page - 1) * PER_PAGE
+  const total = (await pool.query<{ n: number }>({ ...TOTAL, values: [site.id] })).rows[0].n
+  const rows = offset < total ? (await pool.query<PageRow>({ ...PAGE, values: [site.id, PER_PAGE, offset] })).rows : []
+  const a = addresses(baseUrl, siteUrl, site.permalink)
+  reply.headers(HEADERS).header('link', pageLinks(a, page, total))
+  return { offset, total, per_page: PER_PAGE, discussions: rows.map((row) => discussionJson(row, a)) }
+})
+
+await app.listen({ port: Number(values.port), host: '127.0.0.1' })
+
+process.once('SIGTERM', () => {
+  void app.close().then(async () => {
+    await pool.end()
+    process.exit(0)
+  })
+})

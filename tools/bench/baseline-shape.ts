@@ -1,0 +1,153 @@
+// What both baselines answer, whatever engine they read (tools/bench/baseline.ts on SQLite,
+// tools/bench/baseline-postgres.ts on PostgreSQL): the v1 JSON of the listing and of the site
+// resource, their response schemas (Fastify serialises with fast-json-stringify, its usual way), and
+// the headers the service sets. Written by hand from the documented v1 shapes, like the baselines
+// themselves; it imports nothing, and the run checks before measuring that each baseline answers
+// the same bytes as the service for the same rows.
+
+export const PER_PAGE = 30
+
+/** A discussion of the page joined to its author: SQLite gives moments as milliseconds and flags as 0/1, PostgreSQL as Date and boolean. */
+export interface PageRow {
+  number: number
+  title: string
+  permalink: string
+  state: string
+  public: 0 | 1 | boolean
+  author_id: number
+  category_id: number
+  created_at: number | Date
+  updated_at: number | Date
+  last_updated_at: number | Date
+  comments_count: number
+  author_email: string
+  author_name: string
+}
+
+/** A moment in ISO 8601, UTC, to the second: 2026-03-01T12:00:00Z. */
+const iso = (moment: number | Date) => `${(typeof moment === 'number' ? new Date(moment) : moment).toISOString().slice(0, 19)}Z`
+
+export interface Addresses {
+  site: string
+  discussions: string
+  web: string
+}
+
+/** The addresses of one site, computed once per request from --base-url and --site-url ({site} is the permalink). */
+export function addresses(baseUrl: string, siteUrl: string, permalink: string): Addresses {
+  const segment = encodeURIComponent(permalink)
+  const site = `${baseUrl}/${segment}`
+  return { site, discussions: `${site}/discussions`, web: siteUrl.replace('{site}', segment) }
+}
+
+const str = { type: 'string' } as const
+const int = { type: 'integer' } as const
+const bool = { type: 'boolean' } as const
+const object = (properties: Record<string, object>) => ({ type: 'object', properties, required: Object.keys(properties), additionalProperties: false })
+
+const discussionSchema = object({
+  href: str,
+  number: int,
+  title: str,
+  permalink: str,
+  state: str,
+  public: bool,
+  created_at: str,
+  updated_at: str,
+  last_updated_at: str,
+  author_email: str,
+  author_name: str,
+  user_href: str,
+  comments_count: int,
+  category_href: str,
+  comments_href: str,
+  html_href: str,
+  resolve_href: str,
+  unresolve_href: str,
+  toggle_href: str,
+  restore_href: str,
+  change_category_href: str,
+})
+export const listingSchema = object({ offset: int, total: int, per_page: int, discussions: { type: 'array', items: discussionSchema } })
+export const siteSchema = object({
+  name: str,
+  permalink: str,
+  href: str,
+  html_href: str,
+  discussions_href: str,
+  new_discussions_href: str,
+  open_discussions_href: str,
+  resolved_discussions_href: str,
+  deleted_discussions_href: str,
+  categories_href: str,
+  api_tokens_url: str,
+  api_documentation_href: str,
+})
+export const bareSchema = object({ ok: bool })
+export const notFoundSchema = object({ error: str })
+
+/** What every API answer of the service carries besides its body. */
+export const HEADERS = {
+  'content-type': 'application/vnd.service-v1+json; charset=utf-8',
+  'cache-control': 'no-store',
+  vary: 'Accept, Authorization, X-Service-Auth, X-Multipass',
+}
+export const NOT_FOUND = { error: 'not_found' }
+
+/** The page number asked for (`?page=`), 1 when absent or not a number. */
+export const pageOf = (query: unknown) => Math.max(1, Number.parseInt((query as { page?: string }).page ?? '1', 10) || 1)
+
+export function siteJson(baseUrl: string, site: { name: string; permalink: string }, a: Addresses) {
+  return {
+    name: site.name,
+    permalink: site.permalink,
+    href: a.site,
+    html_href: `${a.web}/`,
+    discussions_href: a.discussions,
+    new_discussions_href: `${a.discussions}/new`,
+    open_discussions_href: `${a.discussions}/open`,
+    resolved_discussions_href: `${a.discussions}/resolved`,
+    deleted_discussions_href: `${a.discussions}/deleted`,
+    categories_href: `${a.site}/categories`,
+    api_tokens_url: `${a.web}/profile/api_tokens`,
+    api_documentation_href: `${baseUrl}/openapi.json`,
+  }
+}
+
+export function discussionJson(row: PageRow, a: Addresses) {
+  const href = `${a.discussions}/${row.number}`
+  return {
+    href,
+    number: row.number,
+    title: row.title,
+    permalink: row.permalink,
+    state: row.state,
+    public: row.public === true || row.public === 1,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+    last_updated_at: iso(row.last_updated_at),
+    author_email: row.author_email,
+    author_name: row.author_name,
+    user_href: `${a.discussions}?user_id=${row.author_id}`,
+    comments_count: row.comments_count,
+    category_href: `${a.site}/categories/${row.category_id}`,
+    comments_href: `${href}/comments`,
+    html_href: `${a.web}/discussions/${row.number}`,
+    resolve_href: `${href}/resolve`,
+    unresolve_href: `${href}/unresolve`,
+    toggle_href: `${href}/toggle`,
+    restore_href: `${href}/restore`,
+    change_category_href: `${href}/change_category`,
+  }
+}
+
+/** RFC 8288 links to the first, previous, next and last pages (past the end, previous is the last). */
+export function pageLinks(a: Addresses, page: number, total: number): string {
+  const last = Math.max(1, Math.ceil(total / PER_PAGE))
+  const to = (n: number) => `<${a.discussions}?page=${n}>`
+  let link = `${to(1)}; rel="first"`
+  if (page > 1) link += `, ${to(Math.min(page - 1, last))}; rel="prev"`
+  if (page < last) link += `, ${to(page + 1)}; rel="next"`
+  link += `, ${to(last)}; rel="last"`
+  return link
+}
