@@ -15,7 +15,7 @@ import { STAFF_ROLE } from './staff.ts'
 // counts move in the same transactions, so a million discussions take minutes, not hours.
 
 export const BATCH = 2_000
-const SPAN_MS = 730 * DAY_MS
+export const SPAN_MS = 730 * DAY_MS
 
 /** mulberry32: a small, fast, seedable generator; Math.random cannot be replayed. */
 export function seededRandom(seed: number): () => number {
@@ -29,9 +29,9 @@ export function seededRandom(seed: number): () => number {
   }
 }
 
-const FIRST = 'Ada Grace Alan Linus Margaret Ken Barbara Dennis Frances Edsger Radia Tim Hedy John Sophie Yukihiro'.split(' ')
-const LAST = 'Lovelace Hopper Turing Torvalds Hamilton Thompson Liskov Ritchie Allen Dijkstra Perlman Lee Lamarr McCarthy Wilson Matsumoto'.split(' ')
-const THINGS = [
+export const FIRST = 'Ada Grace Alan Linus Margaret Ken Barbara Dennis Frances Edsger Radia Tim Hedy John Sophie Yukihiro'.split(' ')
+export const LAST = 'Lovelace Hopper Turing Torvalds Hamilton Thompson Liskov Ritchie Allen Dijkstra Perlman Lee Lamarr McCarthy Wilson Matsumoto'.split(' ')
+export const THINGS = [
   'invoice',
   'password reset email',
   'API token',
@@ -47,7 +47,7 @@ const THINGS = [
   'calendar sync',
   'single sign-on',
 ]
-const TROUBLES = [
+export const TROUBLES = [
   'does not work since the update',
   'shows the wrong total',
   'is very slow today',
@@ -57,9 +57,9 @@ const TROUBLES = [
   'sends duplicates',
   'looks broken on my phone',
 ]
-const QUESTIONS = ['How do I change the', 'Where can I find the', 'Can I turn off the', 'Is there a limit on the', 'Who can see the']
-const OPENINGS = ['Hello,', 'Hi there,', 'Good morning,', 'Hi team,', 'Hello support,']
-const SENTENCES = [
+export const QUESTIONS = ['How do I change the', 'Where can I find the', 'Can I turn off the', 'Is there a limit on the', 'Who can see the']
+export const OPENINGS = ['Hello,', 'Hi there,', 'Good morning,', 'Hi team,', 'Hello support,']
+export const SENTENCES = [
   'I tried again after clearing the cache, with the same result.',
   'This started yesterday afternoon and happens every time.',
   'Two of my colleagues see the same thing on their accounts.',
@@ -69,22 +69,22 @@ const SENTENCES = [
   'It works in the browser but not in the desktop client.',
   'Could you tell me whether this is expected or a bug?',
 ]
-const ANSWERS = [
+export const ANSWERS = [
   'Thanks for the report. I could reproduce it and we have a fix going out this week.',
   'You can change that under Settings, then Account; let me know if the option is missing for you.',
   'I have reset it on our side. Could you try once more and tell us whether it works now?',
   'That is expected for accounts on the older plan, but I have switched yours so it behaves as you describe.',
   'Our engineers are looking into it; I will update this discussion as soon as I hear back.',
 ]
-const FOLLOW_UPS = [
+export const FOLLOW_UPS = [
   'It works now, thank you!',
   'Still the same for me, unfortunately.',
   'Thanks, that answers my question.',
   'One more thing: does this also apply to the mobile app?',
 ]
 // How many comments a discussion has: one in seven is a lone question still waiting (new).
-const LENGTHS = [1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5]
-const DEFAULT_CATEGORIES: Array<[string, boolean]> = [
+export const LENGTHS = [1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5]
+export const DEFAULT_CATEGORIES: Array<[string, boolean]> = [
   ['Questions', true],
   ['Problems', false],
   ['Billing', false],
@@ -201,7 +201,7 @@ export function seedDiscussions(
   return { discussions: written, comments: commentsWritten, customers: people.customers.length }
 }
 
-const capitalise = (text: string) => text[0].toUpperCase() + text.slice(1)
+export const capitalise = (text: string) => text[0].toUpperCase() + text.slice(1)
 
 interface Said {
   authorId: number

@@ -5,7 +5,23 @@ import type { CommentVia, DiscussionState } from '../../schema.ts'
 import { slugify, type Category } from '../../stores/categories.ts'
 import type { CountedRow } from '../../stores/discussion-counts.ts'
 import { issueLegacyToken } from '../../stores/legacy-tokens.ts'
-import { BATCH, seededRandom } from '../../stores/seed.ts'
+import {
+  ANSWERS,
+  BATCH,
+  capitalise,
+  DEFAULT_CATEGORIES,
+  FIRST,
+  FOLLOW_UPS,
+  LAST,
+  LENGTHS,
+  OPENINGS,
+  QUESTIONS,
+  seededRandom,
+  SENTENCES,
+  SPAN_MS,
+  THINGS,
+  TROUBLES,
+} from '../../stores/seed.ts'
 import type { Site } from '../../stores/sites.ts'
 import { STAFF_ROLE } from '../../stores/staff.ts'
 import { emailKey } from '../../stores/users.ts'
@@ -20,66 +36,8 @@ import type { PgExecutor } from './executor.ts'
 // seeds one of each and compares every row), written in transactions of BATCH discussions, each a
 // few multi-row inserts whose rows go in as one array per column (unnest), and the counts moved in
 // the same transaction. A batch first takes the site's row lock, as a create does
-// (db/postgres/stores/discussions.ts), so the service may write meanwhile and the numbers follow on.
-
-const SPAN_MS = 730 * DAY_MS
-
-// The texts of db/stores/seed.ts, in the same order: each draw picks the same entry.
-const FIRST = 'Ada Grace Alan Linus Margaret Ken Barbara Dennis Frances Edsger Radia Tim Hedy John Sophie Yukihiro'.split(' ')
-const LAST = 'Lovelace Hopper Turing Torvalds Hamilton Thompson Liskov Ritchie Allen Dijkstra Perlman Lee Lamarr McCarthy Wilson Matsumoto'.split(' ')
-const THINGS = [
-  'invoice',
-  'password reset email',
-  'API token',
-  'mobile app',
-  'CSV export',
-  'two-factor login',
-  'billing address',
-  'webhook',
-  'dashboard',
-  'search',
-  'team invitation',
-  'PDF receipt',
-  'calendar sync',
-  'single sign-on',
-]
-const TROUBLES = [
-  'does not work since the update',
-  'shows the wrong total',
-  'is very slow today',
-  'keeps logging me out',
-  'fails with an error',
-  'is missing from my account',
-  'sends duplicates',
-  'looks broken on my phone',
-]
-const QUESTIONS = ['How do I change the', 'Where can I find the', 'Can I turn off the', 'Is there a limit on the', 'Who can see the']
-const OPENINGS = ['Hello,', 'Hi there,', 'Good morning,', 'Hi team,', 'Hello support,']
-const SENTENCES = [
-  'I tried again after clearing the cache, with the same result.',
-  'This started yesterday afternoon and happens every time.',
-  'Two of my colleagues see the same thing on their accounts.',
-  'I attached nothing sensitive, but I can send a screenshot if that helps.',
-  'We rely on this for our month-end reporting, so it is somewhat urgent.',
-  'The documentation did not mention this case as far as I can tell.',
-  'It works in the browser but not in the desktop client.',
-  'Could you tell me whether this is expected or a bug?',
-]
-const ANSWERS = [
-  'Thanks for the report. I could reproduce it and we have a fix going out this week.',
-  'You can change that under Settings, then Account; let me know if the option is missing for you.',
-  'I have reset it on our side. Could you try once more and tell us whether it works now?',
-  'That is expected for accounts on the older plan, but I have switched yours so it behaves as you describe.',
-  'Our engineers are looking into it; I will update this discussion as soon as I hear back.',
-]
-const FOLLOW_UPS = ['It works now, thank you!', 'Still the same for me, unfortunately.', 'Thanks, that answers my question.', 'One more thing: does this also apply to the mobile app?']
-const LENGTHS = [1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5]
-const DEFAULT_CATEGORIES: Array<[string, boolean]> = [
-  ['Questions', true],
-  ['Problems', false],
-  ['Billing', false],
-  ['Feature requests', true],
-]
+// (db/postgres/stores/discussions.ts), so the service may write meanwhile and the numbers follow on. The texts and
+// their draws are db/stores/seed.ts's own.
 
 export interface Seeded {
   discussions: number
@@ -95,7 +53,6 @@ interface Said {
   at: number
 }
 
-const capitalise = (text: string) => text[0].toUpperCase() + text.slice(1)
 const iso = (ms: number) => new Date(ms).toISOString()
 /** One array, bound as one parameter (drizzle would spread it into a list). */
 const array = (values: unknown[]) => sql.param(values)
