@@ -45,14 +45,18 @@ function lineChart(x0: number, y0: number, w: number, h: number, title: string, 
   return out
 }
 
-const GROUPS: Array<[Row['section'], string]> = [
+// A group is a section's rows, or those of them whose id starts with a prefix: each group has a scale of its own.
+const GROUPS: Array<[Row['section'], string, string?]> = [
   ['site', 'GET /<site>'],
   ['list', 'GET /<site>/discussions'],
   ['deep', 'GET /<site>/discussions, a deep page'],
   ['binary', 'GET /<site>/discussions: the single executable'],
   ['create', 'POST /<site>/categories/<id>/discussions'],
-  ['pg', 'PostgreSQL: the same pages, against bare Fastify + pg'],
+  ['pg', 'PostgreSQL: GET /<site>, against bare Fastify + pg', 'pg.site.'],
+  ['pg', 'PostgreSQL: the listing and the deep page, against bare Fastify + pg', 'pg.list.'],
 ]
+const inGroup = (r: Row, [section, , prefix]: (typeof GROUPS)[number]) =>
+  r.section === section && (!prefix || r.id.startsWith(prefix) || (prefix === 'pg.site.' && r.id === 'pg.bare') || (prefix === 'pg.list.' && r.id.startsWith('pg.deep.')))
 
 export function chart(summary: Summary): string {
   const W = 980
@@ -64,15 +68,16 @@ export function chart(summary: Summary): string {
   const rpsX = labelW
   const p99X = labelW + barW + 110
   const top = 56
-  out.push(text(rpsX, top - 10, 'requests per second (scale of each group; % of its pair, median of the rounds)', `fill="${COLORS.muted}"`))
+  out.push(text(rpsX, top - 10, 'req/s (each group on its own scale; % of its pair, median of the rounds)', `fill="${COLORS.muted}"`))
   out.push(text(p99X, top - 10, 'p99 latency, ms (log scale)', `fill="${COLORS.muted}"`))
   const shown = summary.rows.filter((r) => GROUPS.some(([section]) => section === r.section))
   const ticks = logTicks(Math.max(...shown.map((r) => r.p99).filter(Number.isFinite)))
   const logMax = Math.log10(ticks[ticks.length - 1])
   const p99W = (ms: number) => (Math.max(0, Math.log10(Math.max(ms, 1))) / logMax) * barW
   let y = top
-  for (const [section, title] of GROUPS) {
-    const rows = shown.filter((r) => r.section === section)
+  for (const group of GROUPS) {
+    const [section, title] = group
+    const rows = shown.filter((r) => inGroup(r, group))
     if (rows.length === 0) continue
     out.push(text(20, y + 14, title, `font-weight="600" fill="${COLORS.ink}"`))
     y += rowH
@@ -131,7 +136,7 @@ export function chart(summary: Summary): string {
   if (sizes.length) out.push(...lineChart(70, chartsTop, 290, 180, 'Listing latency against discussions stored', 'discussions (log scale)', sizes, scaleSeries))
   if (summary.tokens.length) {
     out.push(
-      ...lineChart(600, chartsTop, 230, 180, 'Token look-up (GET /<site>) against tokens stored', 'personal tokens stored (log scale)', summary.tokens.map((t) => t.size), [
+      ...lineChart(560, chartsTop, 230, 180, 'Token look-up (GET /<site>) against tokens stored', 'personal tokens stored (log scale)', summary.tokens.map((t) => t.size), [
         { name: 'p99', color: COLORS.p99, values: summary.tokens.map((t) => t.row.p99) },
         { name: 'p50', color: COLORS.p50, values: summary.tokens.map((t) => t.row.p50) },
       ]),

@@ -265,7 +265,11 @@ export function summarize(raw: RawResults): Summary {
     name: p.name,
     form: p.form,
     goal: p.metric === 'req/s' ? `>= ${pct(p.goal)} of req/s` : `<= ${p.goal}x`,
-    value: formatSpread(p.spread, p.metric) + (p.cpu === undefined ? '' : `; by server CPU per request ${pct(p.cpu)}`),
+    value:
+      formatSpread(p.spread, p.metric) +
+      // A median that rounds to the goal but misses it says so, with its decimals.
+      (p.metric === 'req/s' && p.met === false && pct(p.spread.median) === pct(p.goal) ? ` (${(p.spread.median * 100).toFixed(2)}%, under the goal)` : '') +
+      (p.cpu === undefined ? '' : `; by server CPU per request ${pct(p.cpu)}`),
     met: p.met,
   })
   const goalPair = (name: string, form: string, goal: string, why: string) => {
