@@ -15,7 +15,7 @@ import { STAFF_ROLE } from './staff.ts'
 // counts move in the same transactions, so a million discussions take minutes, not hours.
 
 export const BATCH = 2_000
-export const SPAN_MS = 730 * DAY_MS
+const SPAN_MS = 730 * DAY_MS
 
 /** mulberry32: a small, fast, seedable generator; Math.random cannot be replayed. */
 export function seededRandom(seed: number): () => number {
@@ -31,7 +31,7 @@ export function seededRandom(seed: number): () => number {
 
 export const FIRST = 'Ada Grace Alan Linus Margaret Ken Barbara Dennis Frances Edsger Radia Tim Hedy John Sophie Yukihiro'.split(' ')
 export const LAST = 'Lovelace Hopper Turing Torvalds Hamilton Thompson Liskov Ritchie Allen Dijkstra Perlman Lee Lamarr McCarthy Wilson Matsumoto'.split(' ')
-export const THINGS = [
+const THINGS = [
   'invoice',
   'password reset email',
   'API token',
@@ -47,7 +47,7 @@ export const THINGS = [
   'calendar sync',
   'single sign-on',
 ]
-export const TROUBLES = [
+const TROUBLES = [
   'does not work since the update',
   'shows the wrong total',
   'is very slow today',
@@ -57,9 +57,9 @@ export const TROUBLES = [
   'sends duplicates',
   'looks broken on my phone',
 ]
-export const QUESTIONS = ['How do I change the', 'Where can I find the', 'Can I turn off the', 'Is there a limit on the', 'Who can see the']
-export const OPENINGS = ['Hello,', 'Hi there,', 'Good morning,', 'Hi team,', 'Hello support,']
-export const SENTENCES = [
+const QUESTIONS = ['How do I change the', 'Where can I find the', 'Can I turn off the', 'Is there a limit on the', 'Who can see the']
+const OPENINGS = ['Hello,', 'Hi there,', 'Good morning,', 'Hi team,', 'Hello support,']
+const SENTENCES = [
   'I tried again after clearing the cache, with the same result.',
   'This started yesterday afternoon and happens every time.',
   'Two of my colleagues see the same thing on their accounts.',
@@ -69,21 +69,21 @@ export const SENTENCES = [
   'It works in the browser but not in the desktop client.',
   'Could you tell me whether this is expected or a bug?',
 ]
-export const ANSWERS = [
+const ANSWERS = [
   'Thanks for the report. I could reproduce it and we have a fix going out this week.',
   'You can change that under Settings, then Account; let me know if the option is missing for you.',
   'I have reset it on our side. Could you try once more and tell us whether it works now?',
   'That is expected for accounts on the older plan, but I have switched yours so it behaves as you describe.',
   'Our engineers are looking into it; I will update this discussion as soon as I hear back.',
 ]
-export const FOLLOW_UPS = [
+const FOLLOW_UPS = [
   'It works now, thank you!',
   'Still the same for me, unfortunately.',
   'Thanks, that answers my question.',
   'One more thing: does this also apply to the mobile app?',
 ]
 // How many comments a discussion has: one in seven is a lone question still waiting (new).
-export const LENGTHS = [1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5]
+const LENGTHS = [1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5]
 export const DEFAULT_CATEGORIES: Array<[string, boolean]> = [
   ['Questions', true],
   ['Problems', false],
@@ -91,7 +91,7 @@ export const DEFAULT_CATEGORIES: Array<[string, boolean]> = [
   ['Feature requests', true],
 ]
 
-interface Seeded {
+export interface Seeded {
   discussions: number
   comments: number
   customers: number
@@ -105,14 +105,13 @@ export function seedDiscussions(
   count: number,
   options: { seed?: number; onProgress?: (done: number, total: number) => void } = {},
 ): Seeded {
-  const random = seededRandom(options.seed ?? 1)
-  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]
   const counts = createDiscussionCounts(db)
   const now = clock()
   const p = (name: string) => sql.placeholder(name)
 
   const siteCategories = db.transaction(() => categoriesOf(db, clock, site))
-  const people = db.transaction(() => peopleOf(db, users, site, Math.min(20_000, Math.max(20, Math.ceil(count / 5))), now))
+  const people = db.transaction(() => peopleOf(db, users, site, peopleFor(count), now))
+  const draw = discussionDraws(options.seed ?? 1, count, now, siteCategories, people)
 
   const insertDiscussion = db
     .insert(discussions)
@@ -148,19 +147,7 @@ export function seedDiscussions(
         const first = (lastNumber.get()?.n ?? 0) + 1
         const moved = new Map<string, { row: CountedRow; n: number }>()
         for (let i = 0; i < size; i++) {
-          const index = written + i
-          const createdAt = now - SPAN_MS + Math.floor(((index + random()) / count) * SPAN_MS)
-          const category = pick(siteCategories)
-          const customer = pick(people.customers)
-          const thread = conversation(random, pick, createdAt, now, customer, people.supporters)
-          const last = thread[thread.length - 1]
-          // New until a supporter answers; resolved mostly when a supporter had the last word.
-          const answered = thread.some((c) => c.bySupporter)
-          let state: DiscussionState = !answered ? 'new' : last.bySupporter && random() < 0.75 ? 'resolved' : 'open'
-          let before: DiscussionState | null = null
-          if (random() < 0.03) [before, state] = [state, 'deleted']
-          const isPublic = random() < 0.1 ? !category.public : category.public
-          const title = random() < 0.35 ? `${pick(QUESTIONS)} ${pick(THINGS)}?` : capitalise(`${pick(THINGS)} ${pick(TROUBLES)}`)
+          const { createdAt, category, customer, thread, last, state, before, isPublic, title } = draw(written + i)
           const { lastInsertRowid } = insertDiscussion.run({
             number: first + i,
             title,
@@ -201,7 +188,7 @@ export function seedDiscussions(
   return { discussions: written, comments: commentsWritten, customers: people.customers.length }
 }
 
-export const capitalise = (text: string) => text[0].toUpperCase() + text.slice(1)
+const capitalise = (text: string) => text[0].toUpperCase() + text.slice(1)
 
 interface Said {
   authorId: number
@@ -209,6 +196,41 @@ interface Said {
   body: string
   via: CommentVia
   at: number
+}
+
+/** How many people a seed of `count` discussions writes as: one customer per five, 20 to 20,000. */
+export const peopleFor = (count: number) => Math.min(20_000, Math.max(20, Math.ceil(count / 5)))
+
+/**
+ * The seed's discussions, drawn one after the other from one generator: discussion `index` of
+ * `count`, its thread, state, visibility and title. Pure, and the one draw of both engines' seeds
+ * (db/postgres/stores/seed.ts), so the same seed gives the same discussions on either. Call it in
+ * index order: each draw moves the generator on.
+ */
+export function discussionDraws<C extends { public: boolean }>(
+  seed: number,
+  count: number,
+  now: number,
+  categories: readonly C[],
+  people: { customers: number[]; supporters: number[] },
+) {
+  const random = seededRandom(seed)
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]
+  return (index: number) => {
+    const createdAt = now - SPAN_MS + Math.floor(((index + random()) / count) * SPAN_MS)
+    const category = pick(categories)
+    const customer = pick(people.customers)
+    const thread = conversation(random, pick, createdAt, now, customer, people.supporters)
+    const last = thread[thread.length - 1]
+    // New until a supporter answers; resolved mostly when a supporter had the last word.
+    const answered = thread.some((c) => c.bySupporter)
+    let state: DiscussionState = !answered ? 'new' : last.bySupporter && random() < 0.75 ? 'resolved' : 'open'
+    let before: DiscussionState | null = null
+    if (random() < 0.03) [before, state] = [state, 'deleted']
+    const isPublic = random() < 0.1 ? !category.public : category.public
+    const title = random() < 0.35 ? `${pick(QUESTIONS)} ${pick(THINGS)}?` : capitalise(`${pick(THINGS)} ${pick(TROUBLES)}`)
+    return { createdAt, category, customer, thread, last, state, before, isPublic, title }
+  }
 }
 
 /** The comments of one discussion: a customer's question, then answers and follow-ups in turn. */

@@ -1,27 +1,10 @@
 import { eq, sql } from '../../drizzle.ts'
-import { DAY_MS, type Clock } from '../../../lib/clock.ts'
+import type { Clock } from '../../../lib/clock.ts'
 import type { SecretBox } from '../../../lib/secret-box.ts'
-import type { CommentVia, DiscussionState } from '../../schema.ts'
 import { slugify, type Category } from '../../stores/categories.ts'
 import type { CountedRow } from '../../stores/discussion-counts.ts'
 import { issueLegacyToken } from '../../stores/legacy-tokens.ts'
-import {
-  ANSWERS,
-  BATCH,
-  capitalise,
-  DEFAULT_CATEGORIES,
-  FIRST,
-  FOLLOW_UPS,
-  LAST,
-  LENGTHS,
-  OPENINGS,
-  QUESTIONS,
-  seededRandom,
-  SENTENCES,
-  SPAN_MS,
-  THINGS,
-  TROUBLES,
-} from '../../stores/seed.ts'
+import { BATCH, DEFAULT_CATEGORIES, discussionDraws, FIRST, LAST, peopleFor, type Seeded } from '../../stores/seed.ts'
 import type { Site } from '../../stores/sites.ts'
 import { STAFF_ROLE } from '../../stores/staff.ts'
 import { emailKey } from '../../stores/users.ts'
@@ -39,38 +22,9 @@ import type { PgExecutor } from './executor.ts'
 // (db/postgres/stores/discussions.ts), so the service may write meanwhile and the numbers follow on. The texts and
 // their draws are db/stores/seed.ts's own.
 
-export interface Seeded {
-  discussions: number
-  comments: number
-  customers: number
-}
-
-interface Said {
-  authorId: number
-  bySupporter: boolean
-  body: string
-  via: CommentVia
-  at: number
-}
-
 const iso = (ms: number) => new Date(ms).toISOString()
 /** One array, bound as one parameter (drizzle would spread it into a list). */
 const array = (values: unknown[]) => sql.param(values)
-
-/** The comments of one discussion, as db/stores/seed.ts draws them. */
-function conversation(random: () => number, pick: <T>(list: readonly T[]) => T, start: number, now: number, customer: number, supporters: number[]): Said[] {
-  const length = pick(LENGTHS)
-  const via = pick(['email', 'web', 'web', 'api'] as const)
-  const said: Said[] = []
-  let at = start
-  for (let n = 0; n < length; n++) {
-    const bySupporter = n % 2 === 1
-    const body = n === 0 ? `${pick(OPENINGS)}\n\n${pick(SENTENCES)} ${pick(SENTENCES)}\n\nThanks!` : bySupporter ? pick(ANSWERS) : pick(FOLLOW_UPS)
-    said.push({ authorId: bySupporter ? pick(supporters) : customer, bySupporter, body, via: bySupporter ? 'web' : via, at })
-    at = Math.min(now, at + Math.floor(random() * 2 * DAY_MS))
-  }
-  return said
-}
 
 /** The site's categories, in the order of its category list, or the usual ones, made now. */
 async function categoriesOf(db: PgDb, clock: Clock, site: Site): Promise<Category[]> {
@@ -157,11 +111,10 @@ export async function seedPostgresDiscussions(
   count: number,
   options: { seed: number; onProgress?: (done: number, total: number) => void },
 ): Promise<Seeded> {
-  const random = seededRandom(options.seed)
-  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]
   const now = clock()
   const siteCategories = await categoriesOf(db, clock, site)
-  const people = await peopleOf(db, clock, box, site, Math.min(20_000, Math.max(20, Math.ceil(count / 5))), now)
+  const people = await peopleOf(db, clock, box, site, peopleFor(count), now)
+  const draw = discussionDraws(options.seed, count, now, siteCategories, people)
 
   let written = 0
   let commentsWritten = 0
@@ -177,19 +130,7 @@ export async function seedPostgresDiscussions(
       const said = { number: [] as number[], position: [] as number[], author: [] as number[], bySupporter: [] as boolean[], body: [] as string[], via: [] as string[], at: [] as string[] }
       const moved = new Map<string, { row: CountedRow; n: number }>()
       for (let i = 0; i < size; i++) {
-        const index = written + i
-        const createdAt = now - SPAN_MS + Math.floor(((index + random()) / count) * SPAN_MS)
-        const category = pick(siteCategories)
-        const customer = pick(people.customers)
-        const thread = conversation(random, pick, createdAt, now, customer, people.supporters)
-        const last = thread[thread.length - 1]
-        // New until a supporter answers; resolved mostly when a supporter had the last word.
-        const answered = thread.some((c) => c.bySupporter)
-        let state: DiscussionState = !answered ? 'new' : last.bySupporter && random() < 0.75 ? 'resolved' : 'open'
-        let before: DiscussionState | null = null
-        if (random() < 0.03) [before, state] = [state, 'deleted']
-        const isPublic = random() < 0.1 ? !category.public : category.public
-        const title = random() < 0.35 ? `${pick(QUESTIONS)} ${pick(THINGS)}?` : capitalise(`${pick(THINGS)} ${pick(TROUBLES)}`)
+        const { createdAt, category, customer, thread, last, state, before, isPublic, title } = draw(written + i)
         rows.number.push(first + i)
         rows.title.push(title)
         rows.permalink.push(slugify(title, 'discussion'))
