@@ -19,7 +19,8 @@ import database from './plugins/database.ts'
 import serverKey from './plugins/server-key.ts'
 import shutdown from './plugins/shutdown.ts'
 import transportSecurity, { hstsByDefault } from './plugins/transport-security.ts'
-import { discussionStores, sessionStore, siteStore, tokenStore, userStore } from './plugins/stores.ts'
+import oauth from './plugins/oauth/index.ts'
+import { discussionStores, oauthStore, sessionStore, siteStore, tokenStore, userStore } from './plugins/stores.ts'
 import versioning from './plugins/versioning.ts'
 import discussionRoutes from './routes/api/discussions/index.ts'
 import healthRoutes from './routes/health.ts'
@@ -33,7 +34,7 @@ import webPages from './routes/web/index.ts'
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts' | 'logLevel' | 'postgres'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -104,11 +105,15 @@ export function buildApp(options: AppOptions) {
   app.register(sessionStore)
   app.register(tokenStore)
   app.register(discussionStores)
+  app.register(oauthStore)
   // Authentication's shared parts: the challenge header, the failure budgets and the password
   // verifier, at the root because the sign-in pages share the last two with the API.
   app.register(challenge)
   app.register(authLimits, { settings: config.limits ?? DEFAULT_LIMITS })
   app.register(passwordVerifier)
+  // The OAuth authorization server for applications: /oauth/* and its metadata (plugins/oauth).
+  // Before the OpenAPI plugin: its endpoints are OAuth's, described by its own metadata, not the API's.
+  app.register(oauth, { registration: config.oauthRegistration ?? true })
 
   // Public, unauthenticated documents. The OpenAPI plugin goes first: it describes the routes
   // registered after it.

@@ -29,6 +29,8 @@ export interface Config {
   limits: AuthLimitSettings
   /** SERVICE_HSTS: Strict-Transport-Security on every answer; on by default when an address is https. */
   hsts: boolean
+  /** SERVICE_OAUTH_REGISTRATION: RFC 7591 dynamic registration of OAuth applications (plugins/oauth); on by default. */
+  oauthRegistration: boolean
   /** The timeouts and connection caps of the HTTP server (lib/connections.ts). */
   connections: ConnectionSettings
   /** SERVICE_LOG_LEVEL: at `warn`, the line per answered request is not written; refusals and errors are. */
@@ -154,13 +156,14 @@ function parseTrustProxy(value: string | undefined): Config['trustProxy'] {
   )
 }
 
-/** SERVICE_HSTS: `on` or `off`; unset, on when the API or the pages are served over https. */
-function parseHsts(value: string | undefined, fallback: boolean): boolean {
+/** A switch of the environment, `on` or `off`; unset or blank, the fallback. */
+function parseSwitch(source: ConfigSource, name: string, fallback: boolean): boolean {
+  const value = source.env[name]
   if (value === undefined || value.trim() === '') return fallback
   const switched = value.trim().toLowerCase()
   if (switched === 'on') return true
   if (switched === 'off') return false
-  throw new ConfigError(`SERVICE_HSTS must be on or off, not "${value}"`)
+  throw new ConfigError(`${name} must be on or off, not "${value}"`)
 }
 
 // Timeouts are set in whole seconds: up to an hour, at least one (zero would turn a timeout off).
@@ -268,7 +271,9 @@ export function loadConfig(source: ConfigSource): Config {
     siteUrl: site,
     ...(secret === undefined ? {} : { secret: secret.trim() }),
     trustProxy: parseTrustProxy(source.env.SERVICE_TRUST_PROXY),
-    hsts: parseHsts(source.env.SERVICE_HSTS, hstsByDefault(base, site)),
+    // SERVICE_HSTS: unset, on when the API or the pages are served over https.
+    hsts: parseSwitch(source, 'SERVICE_HSTS', hstsByDefault(base, site)),
+    oauthRegistration: parseSwitch(source, 'SERVICE_OAUTH_REGISTRATION', true),
     limits: {
       perAddress: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ADDRESS', DEFAULT_LIMITS.perAddress, 1_000_000),
       perAccount: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ACCOUNT', DEFAULT_LIMITS.perAccount, 1_000_000),

@@ -31,6 +31,7 @@ export const COPIED_TABLES = [
   schema.discussions,
   schema.comments,
   schema.discussionCounts,
+  schema.oauthRecords,
 ]
 
 const ROWS_PER_INSERT = 5_000

@@ -4,6 +4,7 @@ import type { Db } from './client.ts'
 import type { FirstRun } from './stores/bootstrap.ts'
 import type { CategoryStore } from './stores/categories.ts'
 import type { DiscussionStore } from './stores/discussions.ts'
+import type { OAuthStore } from './stores/oauth.ts'
 import type { SessionStore } from './stores/sessions.ts'
 import type { SiteStore } from './stores/sites.ts'
 import type { TokenStore } from './stores/tokens.ts'
@@ -58,6 +59,8 @@ export interface Engine {
   tokens(clock: Clock, onFlushError?: (error: unknown) => void): TokenStore
   discussions(clock: Clock, box: SecretBox): DiscussionStore
   categories(clock: Clock): CategoryStore
+  /** oidc-provider's records, under the OAuth adapter (db/stores/oauth.ts). */
+  oauth(clock: Clock): OAuthStore
   /** The demo site on a database without any site (db/stores/bootstrap.ts); null otherwise. */
   bootstrapFirstRun(clock: Clock, box: SecretBox): Promise<FirstRun | null>
   /** Messages to and from the other processes on this database; connects when first used. */

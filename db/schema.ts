@@ -224,3 +224,52 @@ export const discussionCounts = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.siteId, t.categoryId, t.state, t.public] })],
 )
+
+// oidc-provider's records (db/stores/oauth.ts): sessions, grants, codes, tokens, registered clients
+// and the rest of the authorization server's models, one row each, the library's own JSON in
+// `payload`. The adapter above the store computes every other column from the payload, so the
+// look-ups it needs are columns with indexes; `id` is already a SHA-256 fingerprint of the
+// library's id. No foreign keys: accounts are the library's text ids, and a user's deletion is
+// handled by the adapter.
+export const oauthRecords = sqliteTable(
+  'oauth_records',
+  {
+    // The library's model name: Session, AccessToken, Grant, Client...
+    model: text('model').notNull(),
+    id: text('id').notNull(),
+    payload: text('payload').notNull(),
+    grantId: text('grant_id'),
+    uid: text('uid'),
+    userCode: text('user_code'),
+    accountId: text('account_id'),
+    clientId: text('client_id'),
+    resource: text('resource'),
+    // Null: lives until destroyed.
+    expiresAt: moment('expires_at'),
+    consumedAt: moment('consumed_at'),
+    // Written at most once a minute per row (db/stores/oauth.ts, recordUse).
+    lastUsedAt: moment('last_used_at'),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.model, t.id] }),
+    // Revoking a grant deletes every record issued under it.
+    index('oauth_records_grant_idx')
+      .on(t.grantId)
+      .where(sql`${t.grantId} IS NOT NULL`),
+    index('oauth_records_uid_idx')
+      .on(t.model, t.uid)
+      .where(sql`${t.uid} IS NOT NULL`),
+    index('oauth_records_user_code_idx')
+      .on(t.model, t.userCode)
+      .where(sql`${t.userCode} IS NOT NULL`),
+    // A supporter's grants on a site, listed.
+    index('oauth_records_account_idx')
+      .on(t.accountId, t.model)
+      .where(sql`${t.accountId} IS NOT NULL`),
+    // The sweep of expired records.
+    index('oauth_records_expiry_idx')
+      .on(t.expiresAt)
+      .where(sql`${t.expiresAt} IS NOT NULL`),
+  ],
+)

@@ -5,6 +5,7 @@ import { asyncFacade } from './stores/async.ts'
 import { bootstrapFirstRun } from './stores/bootstrap.ts'
 import { createCategoryStore } from './stores/categories.ts'
 import { createDiscussionStore } from './stores/discussions.ts'
+import { createOAuthStore } from './stores/oauth.ts'
 import { createSessionStore } from './stores/sessions.ts'
 import { createSiteStore } from './stores/sites.ts'
 import { createTokenStore } from './stores/tokens.ts'
@@ -30,6 +31,7 @@ export function sqliteEngine(db: Db): Engine {
     // A discussion's author may be a new account, written in the discussion's own transaction.
     discussions: (clock, box) => asyncFacade(createDiscussionStore(db, clock, createUserStore(db, clock, box))),
     categories: (clock) => asyncFacade(createCategoryStore(db, clock)),
+    oauth: (clock) => asyncFacade(createOAuthStore(db, clock)),
     bootstrapFirstRun: (clock, box) => bootstrapFirstRun(db, clock, box),
     async ping() {
       probe.get()

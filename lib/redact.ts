@@ -1,4 +1,4 @@
-import { PERSONAL_TOKEN_PREFIX } from './token-format.ts'
+import { holdsIssuedToken } from './token-format.ts'
 
 // Query parameters that carry credentials, and so never reach a log line.
 const SECRET_PARAMS = new Set(['auth', 'sso', 'access_token'])
@@ -12,11 +12,11 @@ function decode(text: string): string {
   }
 }
 
-const holdsToken = (text: string) => decode(text).includes(PERSONAL_TOKEN_PREFIX)
+const holdsToken = (text: string) => holdsIssuedToken(decode(text))
 
 /**
  * The request URL as it may be logged: credential values in the query string replaced, and any
- * path segment, parameter name or value that holds a personal token (encoded or not) replaced.
+ * path segment, parameter name or value that holds a token the service issues (encoded or not) replaced.
  */
 export function redactUrl(url: string): string {
   const mark = url.indexOf('?')

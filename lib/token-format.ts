@@ -5,6 +5,12 @@ import { crc32 } from 'node:zlib'
 // randomness in base62, and a CRC32 checksum of what precedes it, so typos and truncations are
 // refused without a database read and leaked tokens can be recognised by secret scanners.
 export const PERSONAL_TOKEN_PREFIX = 'service_pat_'
+// OAuth access and refresh tokens (plugins/oauth) have the same shape under prefixes of their own,
+// so scanners, the logs' redaction and the cheap checksum check treat them alike.
+export const OAUTH_ACCESS_TOKEN_PREFIX = 'service_oat_'
+export const OAUTH_REFRESH_TOKEN_PREFIX = 'service_ort_'
+/** Every prefix of a bearer value the service issues. */
+export const TOKEN_PREFIXES = [PERSONAL_TOKEN_PREFIX, OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX] as const
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 const RANDOM_BYTES = 32
@@ -13,7 +19,7 @@ const RANDOM_LENGTH = 43
 // 62^6 > 2^32, so 6 digits hold any CRC32.
 const CHECKSUM_LENGTH = 6
 export const PERSONAL_TOKEN_LENGTH = PERSONAL_TOKEN_PREFIX.length + RANDOM_LENGTH + CHECKSUM_LENGTH
-const SHAPE = new RegExp(`^${PERSONAL_TOKEN_PREFIX}[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}$`)
+const SHAPE = /^service_(pat|oat|ort)_[0-9A-Za-z]{49}$/
 
 export function base62(value: bigint, length: number): string {
   let digits = ''
@@ -30,9 +36,19 @@ function checksum(body: string): string {
 }
 
 /** A new token value. The whole 256-bit number is encoded, so every digit stays uniform. */
-export function generatePersonalToken(random: (size: number) => Buffer = randomBytes): string {
-  const body = PERSONAL_TOKEN_PREFIX + base62(BigInt('0x' + random(RANDOM_BYTES).toString('hex')), RANDOM_LENGTH)
+export function generateToken(prefix: (typeof TOKEN_PREFIXES)[number], random: (size: number) => Buffer = randomBytes): string {
+  const body = prefix + base62(BigInt('0x' + random(RANDOM_BYTES).toString('hex')), RANDOM_LENGTH)
   return body + checksum(body)
+}
+
+/** A new personal token value. */
+export function generatePersonalToken(random: (size: number) => Buffer = randomBytes): string {
+  return generateToken(PERSONAL_TOKEN_PREFIX, random)
+}
+
+/** True when the text holds the start of any token the service issues (what logs and URLs must not show). */
+export function holdsIssuedToken(text: string): boolean {
+  return TOKEN_PREFIXES.some((prefix) => text.includes(prefix))
 }
 
 /** True when the value has the shape of a personal token, whatever its checksum. */
@@ -40,11 +56,15 @@ export function looksLikePersonalToken(value: string): boolean {
   return value.startsWith(PERSONAL_TOKEN_PREFIX)
 }
 
-/** True when the value is a well-formed token whose checksum matches: a cheap check before any look-up. */
-export function isWellFormedPersonalToken(value: string): boolean {
-  if (!SHAPE.test(value)) return false
+/** True when the value is a well-formed token of that prefix whose checksum matches: a cheap check before any look-up. */
+export function isWellFormedToken(value: string, prefix: (typeof TOKEN_PREFIXES)[number]): boolean {
+  if (!value.startsWith(prefix) || !SHAPE.test(value)) return false
   const split = value.length - CHECKSUM_LENGTH
   return checksum(value.slice(0, split)) === value.slice(split)
+}
+
+export function isWellFormedPersonalToken(value: string): boolean {
+  return isWellFormedToken(value, PERSONAL_TOKEN_PREFIX)
 }
 
 /** What is stored instead of the value. */

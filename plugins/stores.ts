@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { CategoryStore } from '../db/stores/categories.ts'
 import type { DiscussionStore } from '../db/stores/discussions.ts'
+import type { OAuthStore } from '../db/stores/oauth.ts'
 import type { SessionStore } from '../db/stores/sessions.ts'
 import type { SiteStore } from '../db/stores/sites.ts'
 import type { TokenStore } from '../db/stores/tokens.ts'
@@ -18,6 +19,7 @@ declare module 'fastify' {
     tokens: TokenStore
     discussions: DiscussionStore
     categories: CategoryStore
+    oauthRecords: OAuthStore
   }
 }
 
@@ -67,4 +69,12 @@ export const discussionStores = fp(
     fastify.decorate('categories', fastify.database.categories(fastify.clock))
   },
   { ...STORE, name: 'discussion-stores', dependencies: [...STORE.dependencies, 'server-key'] },
+)
+
+/** oidc-provider's records (sessions, grants, codes, tokens, clients), which the OAuth adapter keeps here. */
+export const oauthStore = fp(
+  async (fastify) => {
+    fastify.decorate('oauthRecords', fastify.database.oauth(fastify.clock))
+  },
+  { ...STORE, name: 'oauth-store' },
 )

@@ -8,14 +8,14 @@ import { resources } from '../lib/resources.ts'
 declare module 'fastify' {
   interface FastifyReply {
     /** Renders a page of views/ inside the layout, with the security headers every page carries. */
-    page(template: string, data: Record<string, unknown>, status?: number): Promise<FastifyReply>
+    page(template: string, data: Record<string, unknown>, status?: number, headers?: Record<string, string>): Promise<FastifyReply>
   }
 }
 
 export const VIEWS = resources.views
 
 // Only the project's own assets, no inline script or style, no framing, forms only to ourselves.
-const SECURITY_HEADERS = {
+export const SECURITY_HEADERS = {
   'content-security-policy':
     "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-content-type-options': 'nosniff',
@@ -39,9 +39,9 @@ export default fp(
       layout: 'layout',
       production: true,
     })
-    fastify.decorateReply('page', async function (template: string, data: Record<string, unknown>, status = 200) {
+    fastify.decorateReply('page', async function (template: string, data: Record<string, unknown>, status = 200, headers = {}) {
       const html = await this.viewAsync(template, data)
-      return this.code(status).headers(SECURITY_HEADERS).type('text/html; charset=utf-8').send(html)
+      return this.code(status).headers({ ...SECURITY_HEADERS, ...headers }).type('text/html; charset=utf-8').send(html)
     })
     // Assets are addressed under each site's pages, so a proxy that forwards the site URL forwards them too.
     fastify.get('/assets/:file', async (request, reply) => {

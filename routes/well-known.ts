@@ -6,6 +6,7 @@ import { ErrorBody, SiteParams } from './schemas.ts'
 // resource_metadata parameter names. It needs no credential.
 export const ResourceMetadata = Type.Object({
   resource: Type.String(),
+  authorization_servers: Type.Array(Type.String()),
   scopes_supported: Type.Array(Type.String()),
   bearer_methods_supported: Type.Array(Type.String()),
   resource_name: Type.String(),
@@ -24,6 +25,8 @@ const wellKnownRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       return {
         // RFC 9728 section 3.3: this must equal the resource the client called, byte for byte.
         resource: urls.site(site.permalink),
+        // The service's OAuth issuer (plugins/oauth), whose RFC 8414 metadata says how to sign in.
+        authorization_servers: [fastify.oauth.issuer],
         scopes_supported: ['read', 'write'],
         bearer_methods_supported: ['header'],
         resource_name: `${site.name} (Service Desk API)`,

@@ -17,6 +17,7 @@ t.test('defaults', async (t) => {
     trustProxy: false,
     limits: { perAddress: 20, perAccount: 5, windowSeconds: 300 },
     hsts: false,
+    oauthRegistration: true,
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',
   })
@@ -38,6 +39,7 @@ t.test('environment, and flags over the environment', async (t) => {
     trustProxy: false,
     limits: DEFAULT_LIMITS,
     hsts: true,
+    oauthRegistration: true,
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',
   })
@@ -105,6 +107,12 @@ t.test('SERVICE_HSTS: on by default when an address is https, and a switch eithe
   t.equal(load({ SERVICE_HSTS: ' On ' }).hsts, true)
   t.equal(load({ SERVICE_HSTS: '' }).hsts, false, 'blank is unset')
   t.throws(() => load({ SERVICE_HSTS: 'yes' }), { name: 'ConfigError', message: 'SERVICE_HSTS must be on or off, not "yes"' })
+})
+
+t.test('SERVICE_OAUTH_REGISTRATION: on by default, a switch', async (t) => {
+  t.equal(load({ SERVICE_OAUTH_REGISTRATION: 'off' }).oauthRegistration, false)
+  t.equal(load({ SERVICE_OAUTH_REGISTRATION: 'ON' }).oauthRegistration, true)
+  t.throws(() => load({ SERVICE_OAUTH_REGISTRATION: '0' }), { name: 'ConfigError', message: 'SERVICE_OAUTH_REGISTRATION must be on or off, not "0"' })
 })
 
 t.test('the trusted proxies and the failure limits come from the environment', async (t) => {

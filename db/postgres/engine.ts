@@ -6,6 +6,7 @@ import { openPostgres, pingPostgres, type PgDb } from './client.ts'
 import { bootstrapFirstRun } from './stores/bootstrap.ts'
 import { createCategoryStore } from './stores/categories.ts'
 import { createDiscussionStore } from './stores/discussions.ts'
+import { createOAuthStore } from './stores/oauth.ts'
 import { createSessionStore } from './stores/sessions.ts'
 import { createSiteStore } from './stores/sites.ts'
 import { createTokenStore } from './stores/tokens.ts'
@@ -27,6 +28,7 @@ export function postgresEngine(db: PgDb): Engine {
     tokens: (clock, onFlushError) => createTokenStore(db, clock, onFlushError),
     discussions: (clock, box) => createDiscussionStore(db, clock, box),
     categories: (clock) => createCategoryStore(db, clock),
+    oauth: (clock) => createOAuthStore(db, clock),
     bootstrapFirstRun: (clock, box) => bootstrapFirstRun(db, clock, box),
     ping: () => pingPostgres(db),
     events: events.events,

@@ -189,3 +189,40 @@ export const discussionCounts = pgTable(
   },
   (t) => [pgPrimaryKey({ columns: [t.siteId, t.categoryId, t.state, t.public] })],
 )
+
+export const oauthRecords = pgTable(
+  'oauth_records',
+  {
+    model: pgText('model').notNull(),
+    id: pgText('id').notNull(),
+    payload: pgText('payload').notNull(),
+    grantId: pgText('grant_id'),
+    uid: pgText('uid'),
+    userCode: pgText('user_code'),
+    accountId: pgText('account_id'),
+    clientId: pgText('client_id'),
+    resource: pgText('resource'),
+    expiresAt: moment('expires_at'),
+    consumedAt: moment('consumed_at'),
+    lastUsedAt: moment('last_used_at'),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [
+    pgPrimaryKey({ columns: [t.model, t.id] }),
+    pgIndex('oauth_records_grant_idx')
+      .on(t.grantId)
+      .where(sql`${t.grantId} IS NOT NULL`),
+    pgIndex('oauth_records_uid_idx')
+      .on(t.model, t.uid)
+      .where(sql`${t.uid} IS NOT NULL`),
+    pgIndex('oauth_records_user_code_idx')
+      .on(t.model, t.userCode)
+      .where(sql`${t.userCode} IS NOT NULL`),
+    pgIndex('oauth_records_account_idx')
+      .on(t.accountId, t.model)
+      .where(sql`${t.accountId} IS NOT NULL`),
+    pgIndex('oauth_records_expiry_idx')
+      .on(t.expiresAt)
+      .where(sql`${t.expiresAt} IS NOT NULL`),
+  ],
+)

@@ -92,6 +92,12 @@ export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSec
     .where(membershipOn(sql.placeholder('siteId'), sql.placeholder('userId')))
     .prepare()
 
+  const byIdStatement = db
+    .select()
+    .from(users)
+    .where(eq(users.id, sql.placeholder('id')))
+    .prepare()
+
   function find(email: string): User | undefined {
     // No account is stored under an address holding U+0000 (lib/nul.ts), as on PostgreSQL.
     if (holdsNul(email)) return undefined
@@ -179,6 +185,11 @@ export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSec
       const user = get(email)
       db.update(users).set({ disabled }).where(eq(users.id, user.id)).run()
       return { ...user, disabled }
+    },
+
+    /** The account with this id, or undefined (an OAuth grant names its account by id). */
+    byId(id: number): User | undefined {
+      return byIdStatement.get({ id })
     },
 
     role(siteId: number, userId: number): Role | undefined {

@@ -5,7 +5,10 @@ import type { Refusal } from './challenge.ts'
 import { legacyTokenCheck } from './checks/legacy-token.ts'
 import { deprecationLink, multipassCheck } from './checks/multipass.ts'
 import { passwordCheck } from './checks/password.ts'
+import { oauthTokenCheck } from './checks/oauth-token.ts'
 import { personalTokenCheck } from './checks/personal-token.ts'
+import { accessTokenReader } from '../oauth/adapter.ts'
+import { fingerprint, OAUTH_ACCESS_TOKEN_PREFIX } from '../../lib/token-format.ts'
 import { findCredential, type Credential } from './credentials.ts'
 import { rateLimitHeaders } from './limits.ts'
 import { refuse, type Authenticated, type CheckResult, type RequestFacts } from './types.ts'
@@ -53,12 +56,20 @@ export const PRIVATE_ANSWER = {
  */
 export default fp(
   async (fastify) => {
-    const { sites, users, tokens, passwords, authLimits, clock } = fastify
+    const { sites, users, tokens, passwords, authLimits, clock, oauthRecords, urls } = fastify
     // Each check gets the few store functions it needs, called through the store at each request.
     const isStaff = (siteId: number, userId: number) => users.isStaff(siteId, userId)
     const personalToken = personalTokenCheck({
       lookup: (value) => tokens.lookup(value),
       recordUse: (id, lastUsedAt, from) => tokens.recordUse(id, lastUsedAt, from),
+      clock,
+    })
+    const oauthToken = oauthTokenCheck({
+      lookup: accessTokenReader(oauthRecords),
+      account: (id) => users.byId(id),
+      isStaff,
+      recordUse: (grantId) => oauthRecords.recordUse('Grant', fingerprint(grantId), new Date(clock())),
+      resourceOf: (permalink) => urls.site(permalink),
       clock,
     })
     const legacyToken = legacyTokenCheck({ lookup: (key, siteId) => users.legacyTokens.lookup(key, siteId), clock })
@@ -69,7 +80,7 @@ export default fp(
     function check(credential: Presented, site: Site | undefined, request: RequestFacts): CheckResult | Promise<CheckResult> {
       switch (credential.kind) {
         case 'bearer':
-          return personalToken(credential, site, request)
+          return credential.token.startsWith(OAUTH_ACCESS_TOKEN_PREFIX) ? oauthToken(credential, site, request) : personalToken(credential, site, request)
         case 'legacy':
           return legacyToken(credential, site, request)
         case 'multipass':
@@ -143,6 +154,6 @@ export default fp(
   {
     name: 'authentication',
     fastify: '5.x',
-    dependencies: ['challenge', 'config', 'site-store', 'user-store', 'token-store', 'password-verifier', 'auth-limits'],
+    dependencies: ['challenge', 'config', 'site-store', 'user-store', 'token-store', 'oauth-store', 'password-verifier', 'auth-limits'],
   },
 )

@@ -1,4 +1,4 @@
-import { PERSONAL_TOKEN_PREFIX } from '../../lib/token-format.ts'
+import { holdsIssuedToken } from '../../lib/token-format.ts'
 
 // Finds the one credential of an API request (docs/decisions.md, "Credentials"), without reading the
 // database. Exactly one credential is allowed: two kinds, or one kind sent twice, is a bad request.
@@ -68,7 +68,7 @@ export function findCredential(source: CredentialSource): Credential {
   }
   for (const [name, value] of Object.entries(source.query)) {
     const values = queryValues(value)
-    const holdsToken = name.includes(PERSONAL_TOKEN_PREFIX) || values.some((v) => v.includes(PERSONAL_TOKEN_PREFIX))
+    const holdsToken = holdsIssuedToken(name) || values.some(holdsIssuedToken)
     if (name.toLowerCase() === 'access_token' || holdsToken) {
       return {
         kind: 'invalid_request',

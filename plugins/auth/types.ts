@@ -3,7 +3,7 @@ import type { Site } from '../../db/stores/sites.ts'
 import type { Refusal } from './challenge.ts'
 
 export interface Authenticated {
-  method: 'personal_token' | 'legacy_token' | 'multipass' | 'password'
+  method: 'personal_token' | 'oauth_token' | 'legacy_token' | 'multipass' | 'password'
   site: Site
   user: { id: number; email: string; name: string }
   access: Access

@@ -6,6 +6,7 @@ import { maskedToken } from '../../lib/token-format.ts'
 import type { EngineEvents } from '../../db/engine.ts'
 import { StoreError } from '../../db/stores/errors.ts'
 import { DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, MAX_ACTIVE_TOKENS, MAX_TOKEN_NAME, tokenState, type ListedToken } from '../../db/stores/tokens.ts'
+import { authorizedApplications } from './oauth.ts'
 import { pageData, requireSupporter } from './pages.ts'
 
 // Tokens expiring this soon stand out in the list.
@@ -144,6 +145,7 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
       pageData(request, reply, {
         title: 'Personal API tokens',
         tokens: list,
+        applications: await authorizedApplications(request),
         remaining,
         limit: MAX_ACTIVE_TOKENS,
         expiryChoices: EXPIRY_DAYS,
@@ -160,7 +162,13 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
   }
 
   fastify.get('/profile/api_tokens', { preHandler: requireSupporter }, async (request, reply) => {
-    const notice = (request.query as { revoked?: unknown }).revoked === '1' ? 'The token was revoked. It no longer works.' : null
+    const query = request.query as { revoked?: unknown; app_revoked?: unknown }
+    const notice =
+      query.revoked === '1'
+        ? 'The token was revoked. It no longer works.'
+        : query.app_revoked === '1'
+          ? "The application's access was revoked. Its tokens no longer work."
+          : null
     return render(request, reply, 200, { notice })
   })
 

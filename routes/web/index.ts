@@ -5,6 +5,7 @@ import { answerUnavailable } from '../../lib/sqlite-errors.ts'
 import sessions from '../../plugins/sessions.ts'
 import views from '../../plugins/views.ts'
 import apiTokenRoutes from './api-tokens.ts'
+import oauthRoutes from './oauth.ts'
 import profileRoutes from './profile.ts'
 import { pageData } from './pages.ts'
 import signInRoutes from './sign-in.ts'
@@ -55,6 +56,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl }) =>
       await web.register(signInRoutes)
       await web.register(apiTokenRoutes)
       await web.register(profileRoutes)
+      await web.register(oauthRoutes)
     },
     { prefix: webPrefix(siteUrl) },
   )

@@ -77,6 +77,16 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   t.same(before.map((answer) => answer.status), [200, 200, 200, 200, 200, 200, 200, 200], 'every credential works on SQLite')
   const profileBefore = (await browser.get('/demo/profile')).body
   t.match(profileBefore, legacy, 'the profile page shows the legacy token')
+  // oidc-provider's records go across too: moments set and null, ids in the order of their bytes.
+  const oauth = app.database.oauth(source.clock)
+  const grantId = 'f'.repeat(64)
+  const none = { uid: null, userCode: null, clientId: null, resource: null }
+  await oauth.upsert({ ...none, model: 'Grant', id: grantId, payload: '{"accountId":"ann","ünï":"\\n"}', grantId, accountId: String(ann.user.id), clientId: 'client-1', expiresAt: new Date(source.clock() + 86_400_000) })
+  await oauth.upsert({ ...none, model: 'Session', id: '0'.repeat(64), payload: '{}', grantId: null, uid: 'session-uid', accountId: null, expiresAt: null })
+  await oauth.consume('Grant', grantId)
+  await oauth.recordUse('Grant', grantId, new Date(source.clock() + 1))
+  const grantBefore = await oauth.find('Grant', grantId)
+  t.ok(grantBefore?.consumedAt && grantBefore.lastUsedAt, 'a grant consumed and used, on SQLite')
   await app.close()
 
   const target = cliRunner(t, { engine: 'postgres' })
@@ -84,16 +94,16 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   t.equal(copied.code, 0, copied.stderr)
   const lines = copied.stdout.split('\n')
   t.match(lines[0], /^table\s+sqlite rows\s+postgres rows\s+sha256 \(sqlite\)\s+sha256 \(postgres\)$/)
-  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'web_sessions', 'categories', 'discussions', 'comments', 'discussion_counts']
+  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'web_sessions', 'categories', 'discussions', 'comments', 'discussion_counts', 'oauth_records']
   for (const [i, table] of tables.entries()) {
     const [name, sqliteRows, postgresRows, sqliteSum, postgresSum, verdict] = lines[i + 1]!.split(/\s+/)
     t.same([name, postgresRows, postgresSum, verdict], [table, sqliteRows, sqliteSum, 'same'], table)
   }
-  t.match(lines[10], /^Copied \d+ rows in 9 tables from \S+service\.db to postgres:\/\/\S+\?schema=t_\w+; every count and checksum is the same on both sides\.$/)
-  t.equal(lines[11], 'Server key: SERVICE_SECRET opens the copied legacy tokens; run the service on PostgreSQL with this same SERVICE_SECRET.')
+  t.match(lines[11], /^Copied \d+ rows in 10 tables from \S+service\.db to postgres:\/\/\S+\?schema=t_\w+; every count and checksum is the same on both sides\.$/)
+  t.equal(lines[12], 'Server key: SERVICE_SECRET opens the copied legacy tokens; run the service on PostgreSQL with this same SERVICE_SECRET.')
   t.match(copied.stderr, /^copied sites: 1 row in \d+ ms\ncopied users: 4 rows in \d+ ms\n/)
-  const counts = Object.fromEntries(lines.slice(1, 10).map((line) => [line.split(/\s+/)[0], Number(line.split(/\s+/)[1])]))
-  t.match(counts, { sites: 1, users: 4, memberships: 4, personal_tokens: 1, web_sessions: 1, categories: 2, discussions: 6, comments: 8 })
+  const counts = Object.fromEntries(lines.slice(1, 11).map((line) => [line.split(/\s+/)[0], Number(line.split(/\s+/)[1])]))
+  t.match(counts, { sites: 1, users: 4, memberships: 4, personal_tokens: 1, web_sessions: 1, categories: 2, discussions: 6, comments: 8, oauth_records: 2 })
 
   // The service on PostgreSQL, with the same server key and clock.
   const moved = buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, dbFile: target.db, secret }, clock: source.clock })
@@ -104,6 +114,8 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   const profile = await moved.inject({ url: '/demo/profile', headers: { cookie: [...browser.jar].map(([k, v]) => `${k}=${v}`).join('; ') } })
   t.equal(profile.statusCode, 200)
   t.match(profile.body, legacy)
+  t.strictSame(await moved.database.oauth(source.clock).find('Grant', grantId), grantBefore, "an OAuth record reads the same from PostgreSQL")
+  t.equal((await moved.database.oauth(source.clock).findBy('Session', 'uid', 'session-uid'))?.id, '0'.repeat(64))
 
   // New rows take the ids after the copied ones.
   const created = await moved.inject({

@@ -150,6 +150,11 @@ export function createUserStore(db: PgDb, clock: Clock, box: SecretBox = createS
       return { ...user, disabled }
     },
 
+    async byId(id) {
+      const [user] = await db.select().from(users).where(eq(users.id, id))
+      return user
+    },
+
     role: (siteId, userId) => roleOn(db, siteId, userId),
 
     async isStaff(siteId, userId) {

@@ -4,7 +4,7 @@ import { isWellFormedPersonalToken } from '../../../lib/token-format.ts'
 import { accept, refuse, type CredentialCheck } from '../types.ts'
 
 // Spec 5.1 item 5: GET and HEAD read; everything else (POST, PUT, PATCH, DELETE) writes.
-const READ_METHODS = new Set(['GET', 'HEAD'])
+export const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD'])
 
 export interface PersonalTokenDeps {
   lookup: TokenStore['lookup']

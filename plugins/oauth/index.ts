@@ -1,0 +1,104 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type Provider from 'oidc-provider'
+import { createProvider } from './provider.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The OAuth authorization server (plugins/oauth/provider.ts) and its issuer, the API's base URL. */
+    oauth: { provider: Provider; issuer: string }
+  }
+}
+
+export interface OAuthOptions {
+  /** RFC 7591 dynamic registration (SERVICE_OAUTH_REGISTRATION), on by default. */
+  registration: boolean
+}
+
+export const SWEEP_EVERY_MS = 60 * 60 * 1000
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+
+/**
+ * The page the library shows instead of redirecting (an unknown client, a redirect URI it was not
+ * registered with): plain, self-contained, and never a redirect to an address we cannot trust.
+ */
+export function oauthErrorPage(out: { error: string; error_description?: string }): string {
+  const description = out.error_description ?? 'The application sent a request that cannot be completed.'
+  return (
+    '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Authorization failed</title>' +
+    '<meta name="viewport" content="width=device-width, initial-scale=1"></head><body>' +
+    `<main><h1>This application's request cannot be completed</h1><p>${escapeHtml(description)}</p>` +
+    `<p><code>${escapeHtml(out.error)}</code></p><p>Go back to the application and try again, or ask its publisher.</p></main></body></html>`
+  )
+}
+
+/**
+ * Mounts the authorization server at the root: its endpoints under /oauth/ and its RFC 8414 (and
+ * OpenID) metadata under /.well-known/. The library reads its own request bodies (form or JSON, at
+ * most 56 KiB), so this scope has no body parser of Fastify's; the raw request goes to it.
+ */
+export default fp<OAuthOptions>(
+  async (fastify, { registration }) => {
+    const issuer = fastify.config.baseUrl
+    const provider = createProvider({
+      issuer,
+      urls: fastify.urls,
+      store: fastify.oauthRecords,
+      sites: fastify.sites,
+      users: fastify.users,
+      serverKey: fastify.serverKey,
+      registration,
+      renderError(ctx, out) {
+        ctx.type = 'html'
+        ctx.set('cache-control', 'no-store')
+        ctx.body = oauthErrorPage(out)
+      },
+    })
+    // Every error the library meets is answered by it; those it did not expect are logged here.
+    provider.on('server_error', (_ctx, error) => fastify.log.error({ err: error }, 'oauth server error'))
+    // A path under /oauth/ that the library does not serve (or an endpoint turned off) gets the
+    // service's own 404, as every other unknown path does.
+    provider.use(async (ctx, next) => {
+      await next()
+      if (ctx.status === 404 && ctx.body === undefined) {
+        ctx.status = 404
+        ctx.body = { error: 'not_found', message: `There is nothing at ${ctx.method} ${ctx.path}.` }
+      }
+    })
+    const callback = provider.callback()
+    const origin = new URL(issuer)
+
+    function handle(request: FastifyRequest, reply: FastifyReply) {
+      const { raw } = request
+      // The addresses the library writes come from the base URL, and the client address is Fastify's.
+      raw.headers['x-forwarded-host'] = origin.host
+      raw.headers['x-forwarded-proto'] = origin.protocol.slice(0, -1)
+      raw.headers['x-forwarded-for'] = request.ip
+      // Headers the app's hooks already set (Strict-Transport-Security) go with the library's answer.
+      for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value)
+      reply.hijack()
+      return callback(raw, reply.raw)
+    }
+
+    fastify.decorate('oauth', { provider, issuer })
+    // Expired codes, tokens, interactions and grants leave the table hourly, whichever process sweeps.
+    const sweep = () =>
+      fastify.oauthRecords.sweep().catch((error: unknown) => fastify.log.warn({ err: error }, 'could not remove expired OAuth records'))
+    const sweeper = setInterval(sweep, SWEEP_EVERY_MS).unref()
+    fastify.addHook('onReady', async () => {
+      await sweep()
+    })
+    fastify.addHook('onClose', async () => {
+      clearInterval(sweeper)
+    })
+    await fastify.register(async (scope) => {
+      scope.removeAllContentTypeParsers()
+      scope.addContentTypeParser('*', (_request, _payload, done) => done(null))
+      scope.all('/oauth/*', handle)
+      scope.get('/.well-known/oauth-authorization-server', handle)
+      scope.get('/.well-known/openid-configuration', handle)
+    })
+  },
+  { name: 'oauth', fastify: '5.x', dependencies: ['config', 'server-key', 'site-store', 'user-store', 'oauth-store'] },
+)

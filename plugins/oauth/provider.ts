@@ -1,0 +1,219 @@
+import { createHmac, createPrivateKey } from 'node:crypto'
+import Provider, { errors, type Configuration, type KoaContextWithOIDC, type ClientMetadata } from 'oidc-provider'
+import type { OAuthStore } from '../../db/stores/oauth.ts'
+import type { SiteStore } from '../../db/stores/sites.ts'
+import type { UserStore } from '../../db/stores/users.ts'
+import { generateToken, OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX } from '../../lib/token-format.ts'
+import type { Urls } from '../../lib/urls.ts'
+import { recordAdapter } from './adapter.ts'
+
+// The OAuth 2.1 authorization server of the service (docs/decisions.md, "OAuth for applications"),
+// on oidc-provider: one issuer, the API's base URL, for every site; an access token is bound by
+// RFC 8707 `resource` to one site's API, {base_url}/<site>. Only what OAuth 2.1 keeps is on:
+// authorization code with PKCE S256, refresh tokens rotated on every use, revocation (RFC 7009),
+// dynamic registration (RFC 7591) unless turned off. This module only configures the library;
+// plugins/oauth/index.ts mounts it and routes/web/oauth.ts is its sign-in and consent page.
+
+/** The scopes of the API (spec: the resource metadata's scopes_supported). */
+export const API_SCOPES = ['read', 'write'] as const
+
+/** Where the library's endpoints live, under the issuer. */
+export const OAUTH_ROUTES = {
+  authorization: '/oauth/authorize',
+  token: '/oauth/token',
+  registration: '/oauth/register',
+  revocation: '/oauth/revoke',
+  jwks: '/oauth/jwks',
+  end_session: '/oauth/logout',
+  userinfo: '/oauth/userinfo',
+  introspection: '/oauth/introspect',
+  pushed_authorization_request: '/oauth/par',
+  code_verification: '/oauth/device',
+  device_authorization: '/oauth/device/auth',
+  backchannel_authentication: '/oauth/backchannel',
+  challenge: '/oauth/challenge',
+} as const
+
+export const ACCESS_TOKEN_TTL_S = 60 * 60
+export const REFRESH_TOKEN_TTL_S = 30 * 24 * 60 * 60
+export const GRANT_TTL_S = 365 * 24 * 60 * 60
+
+export interface ProviderOptions {
+  issuer: string
+  urls: Urls
+  store: OAuthStore
+  sites: SiteStore
+  users: UserStore
+  serverKey: string
+  /** Whether RFC 7591 dynamic registration is open (SERVICE_OAUTH_REGISTRATION). */
+  registration: boolean
+  /** Renders the library's error page (a wrong redirect URI, an unknown client): never a redirect. */
+  renderError(ctx: KoaContextWithOIDC, out: { error: string; error_description?: string }): void
+  now?: () => number
+}
+
+/** The site whose API a resource indicator names, by permalink, or undefined. */
+export function permalinkOfResource(resource: string, baseUrl: string): string | undefined {
+  if (!resource.startsWith(`${baseUrl}/`)) return undefined
+  const rest = resource.slice(baseUrl.length + 1)
+  if (!/^[a-z0-9_-]{1,63}$/.test(rest)) return undefined
+  return rest
+}
+
+/** A redirect URI dynamic registration accepts: https, or http on the loopback interface (RFC 8252). */
+export function registrableRedirectUri(uri: string): boolean {
+  const url = URL.parse(uri)
+  if (!url || url.hash) return false
+  if (url.protocol === 'https:') return true
+  return url.protocol === 'http:' && ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname)
+}
+
+/** The token's signing key (the library wants one even though no ID token is asked for), from the server key. */
+export function signingKey(serverKey: string) {
+  const seed = createHmac('sha256', serverKey).update('service-desk oauth signing key').digest()
+  // PKCS #8 wrapping of a raw Ed25519 seed (RFC 8410).
+  const der = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed])
+  return createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }).export({ format: 'jwk' })
+}
+
+function requestedScopes(ctx: KoaContextWithOIDC): string[] {
+  const scope = ctx.oidc.params?.scope
+  return typeof scope === 'string' ? scope.split(' ').filter(Boolean) : []
+}
+
+export function createProvider(options: ProviderOptions): Provider {
+  const { issuer, store, sites, users, serverKey } = options
+  const now = options.now ?? Date.now
+  const cookieKey = createHmac('sha256', serverKey).update('service-desk oauth cookies').digest('base64url')
+
+  /** The one site an authorization or token request is for; refuses another site of a site-bound client. */
+  async function checkResource(ctx: KoaContextWithOIDC, resource: string, client?: { metadata(): ClientMetadata }) {
+    const permalink = permalinkOfResource(resource, issuer)
+    const site = permalink && (await sites.find(permalink))
+    if (!site) throw new errors.InvalidTarget(`resource must be the API of a site of this service: ${issuer}/<site>`)
+    const bound = client?.metadata().service_site
+    if (bound && bound !== site.permalink) throw new errors.InvalidTarget(`this application is registered for the site ${String(bound)} only`)
+    const unknown = requestedScopes(ctx).filter((s) => !(API_SCOPES as readonly string[]).includes(s) && s !== 'offline_access')
+    if (unknown.length) throw new errors.InvalidScope(`the scopes of this API are read and write, not ${unknown.join(' ')}`, unknown.join(' '))
+    return site
+  }
+
+  const configuration: Configuration = {
+    adapter: recordAdapter(store, now),
+    clients: [],
+    async findAccount(_ctx, sub) {
+      const user = /^\d+$/.test(sub) ? await users.byId(Number(sub)) : undefined
+      if (!user || user.disabled) return undefined
+      return { accountId: sub, claims: async () => ({ sub }) }
+    },
+    jwks: { keys: [signingKey(serverKey)] },
+    cookies: { keys: [cookieKey] },
+    clientDefaults: {
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+      id_token_signed_response_alg: 'EdDSA',
+    },
+    responseTypes: ['code'],
+    scopes: ['offline_access'],
+    claims: { openid: ['sub'] },
+    pkce: { required: () => true },
+    routes: OAUTH_ROUTES,
+    ttl: {
+      AccessToken: ACCESS_TOKEN_TTL_S,
+      AuthorizationCode: 60,
+      RefreshToken: REFRESH_TOKEN_TTL_S,
+      Grant: GRANT_TTL_S,
+      Interaction: 60 * 60,
+      Session: 7 * 24 * 60 * 60,
+      IdToken: 60 * 60,
+    },
+    // Every use of a refresh token gives a new one and ends the old one (OAuth 2.1 for public clients).
+    rotateRefreshToken: () => true,
+    async issueRefreshToken(_ctx, client) {
+      return client.grantTypeAllowed('refresh_token')
+    },
+    // Every authorization passes through the site's sign-in and consent page (routes/web/oauth.ts),
+    // which checks the supporter's own session and staff membership and extends the grant the
+    // supporter already gave the application there: the library's browser session alone never
+    // authorizes an application again.
+    async loadExistingGrant(ctx) {
+      const grantId = ctx.oidc.result?.consent?.grantId
+      return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined
+    },
+    // A grant outlives the library's browser session: an application keeps its access until revoked.
+    expiresWithSession: async () => false,
+    extraClientMetadata: {
+      // The site an administrator registered the application for (service-desk oauth-client add).
+      properties: ['service_site'],
+      validator(ctx, key, value, metadata) {
+        if (ctx?.oidc?.route !== 'registration') return
+        if (key === 'service_site' && value !== undefined) {
+          throw new errors.InvalidClientMetadata('service_site is set by an administrator, not by registration')
+        }
+        const uris = metadata.redirect_uris ?? []
+        const refused = uris.find((uri) => !registrableRedirectUri(uri))
+        if (refused !== undefined) {
+          const error = new errors.InvalidRedirectUri()
+          // The library's own description speaks of matching; this one says what registration accepts.
+          error.error_description = `redirect_uris must use https, or http on the loopback interface (127.0.0.1, [::1], localhost), not ${refused}`
+          throw error
+        }
+      },
+    },
+    features: {
+      devInteractions: { enabled: false },
+      userinfo: { enabled: false },
+      // An application revokes its own tokens only (RFC 7009 section 2.1).
+      revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
+      registration: { enabled: options.registration },
+      resourceIndicators: {
+        enabled: true,
+        // Without `resource`, an application registered for one site gets that site's API.
+        async defaultResource(_ctx, client) {
+          const bound = client?.metadata().service_site
+          if (typeof bound === 'string') return `${issuer}/${bound}`
+          throw new errors.InvalidTarget(`name the site's API with resource=${issuer}/<site>`)
+        },
+        async getResourceServerInfo(ctx, resource, client) {
+          const requested = ctx.oidc.params?.resource
+          if (Array.isArray(requested) && requested.length > 1) throw new errors.InvalidTarget('one site per authorization')
+          await checkResource(ctx, resource, client)
+          return {
+            scope: API_SCOPES.join(' '),
+            audience: resource,
+            accessTokenTTL: ACCESS_TOKEN_TTL_S,
+            accessTokenFormat: 'opaque',
+          }
+        },
+        useGrantedResource: async () => true,
+      },
+    },
+    interactions: {
+      // The sign-in and consent page is on the pages of the site the resource names.
+      async url(_ctx, interaction) {
+        const resource = interaction.params.resource
+        const permalink = typeof resource === 'string' ? permalinkOfResource(resource, issuer) : undefined
+        if (!permalink) throw new errors.InvalidTarget('one site per authorization')
+        return `${options.urls.siteWeb(permalink)}/oauth/authorize/${interaction.uid}`
+      },
+    },
+    async renderError(ctx, out) {
+      options.renderError(ctx, out as { error: string; error_description?: string })
+    },
+  }
+
+  const provider = new Provider(issuer, configuration)
+  // The addresses the library writes come from the configured base URL (plugins/oauth/index.ts sets
+  // the forwarded headers from it), never from a request's Host header.
+  provider.proxy = true
+  // Access and refresh tokens look like personal tokens: a prefix, 256 random bits, a checksum.
+  const tokenId = (prefix: typeof OAUTH_ACCESS_TOKEN_PREFIX | typeof OAUTH_REFRESH_TOKEN_PREFIX) =>
+    function (this: { format?: string }) {
+      this.format = 'opaque'
+      return generateToken(prefix)
+    }
+  Object.defineProperty(provider.AccessToken.prototype, 'generateTokenId', { value: tokenId(OAUTH_ACCESS_TOKEN_PREFIX) })
+  Object.defineProperty(provider.RefreshToken.prototype, 'generateTokenId', { value: tokenId(OAUTH_REFRESH_TOKEN_PREFIX) })
+  return provider
+}

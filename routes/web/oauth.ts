@@ -1,0 +1,130 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { InteractionResults } from 'oidc-provider'
+import { permalinkOfResource } from '../../plugins/oauth/provider.ts'
+import { SECURITY_HEADERS } from '../../plugins/views.ts'
+import { pageData, requireSupporter } from './pages.ts'
+
+// The sign-in and consent step of an OAuth authorization (docs/decisions.md, "OAuth for
+// applications"): {site_url}/oauth/authorize/<uid>, where the library's interaction URL points. The
+// supporter signs in with the site's own sign-in (same session, CSRF, lockout); only the site's
+// support staff may authorize; Allow grants the access asked for on this site's API, Deny answers
+// the application access_denied.
+
+const UID = /^[\w-]{10,64}$/
+
+/** What the consent page says of the access asked: write includes read, as for personal tokens. */
+export function accessLabel(scope: string): { label: string; scopes: string } {
+  const asked = new Set(scope.split(' '))
+  return asked.has('write') ? { label: 'Read and write', scopes: 'read write' } : { label: 'Read only', scopes: 'read' }
+}
+
+const expired = (request: FastifyRequest, reply: FastifyReply) =>
+  reply.page(
+    'error',
+    pageData(request, reply, {
+      title: 'This authorization has expired',
+      message: 'The request of the application is no longer waiting for an answer. Go back to the application and connect again.',
+    }),
+    400,
+  )
+
+const when = (date: Date) => date.toISOString().slice(0, 16).replace('T', ' ') + ' UTC'
+
+/** The applications the signed-in supporter authorized on this site, for the API tokens page. */
+export async function authorizedApplications(request: FastifyRequest) {
+  const { oauthRecords, oauth, urls } = request.server
+  const resource = urls.site(request.web.site.permalink)
+  const grants = await oauthRecords.list('Grant', { accountId: String(request.web.user!.id), resource })
+  return Promise.all(
+    grants.map(async (row) => {
+      const payload = JSON.parse(row.payload) as { clientId?: string; resources?: Record<string, string> }
+      const client = payload.clientId ? await oauth.provider.Client.find(payload.clientId) : undefined
+      return {
+        grantId: row.grantId!,
+        name: client?.clientName ?? payload.clientId ?? 'Unknown application',
+        access: accessLabel(payload.resources?.[resource] ?? '').label,
+        authorized: when(row.createdAt),
+        lastUsed: row.lastUsedAt ? when(row.lastUsedAt) : 'never',
+      }
+    }),
+  )
+}
+
+const oauthRoutes: FastifyPluginAsync = async (fastify) => {
+  const { provider, issuer } = fastify.oauth
+
+  /** The waiting authorization this page answers, when it is for this site. */
+  async function pending(request: FastifyRequest) {
+    const { uid } = request.params as { uid: string }
+    if (!UID.test(uid)) return undefined
+    const interaction = await provider.Interaction.find(uid)
+    if (!interaction) return undefined
+    const resource = interaction.params.resource
+    if (typeof resource !== 'string' || permalinkOfResource(resource, issuer) !== request.web.site.permalink) return undefined
+    const client = await provider.Client.find(String(interaction.params.client_id))
+    if (!client) return undefined
+    return { interaction, client, resource, scope: String(interaction.params.scope ?? '') }
+  }
+
+  /** The library finishes the authorization at returnTo, on the issuer; the form may go there and to the application. */
+  function formTargets(redirectUri: string) {
+    const origins = new Set([new URL(issuer).origin, new URL(redirectUri).origin])
+    const csp = SECURITY_HEADERS['content-security-policy'].replace("form-action 'self'", `form-action 'self' ${[...origins].join(' ')}`)
+    return { 'content-security-policy': csp }
+  }
+
+  fastify.get('/oauth/authorize/:uid', { preHandler: requireSupporter }, async (request, reply) => {
+    const found = await pending(request)
+    if (!found) return expired(request, reply)
+    const { client, interaction, scope } = found
+    const redirectUri = String(interaction.params.redirect_uri)
+    return reply.page(
+      'oauth_consent',
+      pageData(request, reply, {
+        title: `Authorize ${client.clientName ?? client.clientId}`,
+        application: client.clientName ?? client.clientId,
+        redirectHost: new URL(redirectUri).host,
+        access: accessLabel(scope).label,
+        action: `${fastify.urls.siteWeb(request.web.site.permalink)}/oauth/authorize/${interaction.uid}`,
+      }),
+      200,
+      formTargets(redirectUri),
+    )
+  })
+
+  fastify.post('/oauth/authorize/:uid', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
+    const found = await pending(request)
+    if (!found) return expired(request, reply)
+    const { interaction, client, resource, scope } = found
+    const user = request.web.user!
+    const decision = (request.body as { decision?: unknown } | undefined)?.decision
+    let result: InteractionResults
+    if (decision === 'allow') {
+      const accountId = String(user.id)
+      // The grant this supporter already gave the application on this site is extended (one row on
+      // the token page per application); otherwise a new one starts.
+      const [given] = await fastify.oauthRecords.list('Grant', { accountId, clientId: client.clientId, resource })
+      const existing = given && (await provider.Grant.find(given.grantId!))
+      const grant = existing || new provider.Grant({ accountId, clientId: client.clientId })
+      grant.addResourceScope(resource, accessLabel(scope).scopes)
+      result = { login: { accountId }, consent: { grantId: await grant.save() } }
+    } else {
+      result = { error: 'access_denied', error_description: 'The supporter denied the application access.' }
+    }
+    interaction.result = result
+    await interaction.save(Math.max(1, interaction.exp - Math.floor(Date.now() / 1000)))
+    return reply.redirect(interaction.returnTo, 303)
+  })
+
+  // Revoke on the API tokens page: the grant goes, and with it every access and refresh token of it.
+  fastify.post('/profile/applications/:grant/revoke', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
+    const { grant } = request.params as { grant: string }
+    const page = `${fastify.urls.siteWeb(request.web.site.permalink)}/profile/api_tokens`
+    const mine = (await authorizedApplications(request)).some((app) => app.grantId === grant)
+    if (!mine) return reply.page('not_found', pageData(request, reply, { title: 'No such application' }), 404)
+    await fastify.oauthRecords.destroyGrant(grant)
+    return reply.redirect(`${page}?app_revoked=1`, 303)
+  })
+}
+
+export default oauthRoutes
