@@ -60,6 +60,16 @@ export function permalinkOfResource(resource: string, baseUrl: string): string |
   return rest
 }
 
+/** An account as the library wants it; the API's scopes carry no identity, so its claims are its id alone. */
+export function libraryAccount(sub: string) {
+  return { accountId: sub, claims: async () => ({ sub }) }
+}
+
+/** The user id an account id of the library names, or undefined. */
+export function accountIdOf(sub: string): number | undefined {
+  return /^[1-9]\d{0,15}$/.test(sub) ? Number(sub) : undefined
+}
+
 /** A redirect URI dynamic registration accepts: https, or http on the loopback interface (RFC 8252). */
 export function registrableRedirectUri(uri: string): boolean {
   const url = URL.parse(uri)
@@ -93,18 +103,26 @@ export function createProvider(options: ProviderOptions): Provider {
     if (!site) throw new errors.InvalidTarget(`resource must be the API of a site of this service: ${issuer}/<site>`)
     const bound = client?.metadata().service_site
     if (bound && bound !== site.permalink) throw new errors.InvalidTarget(`this application is registered for the site ${String(bound)} only`)
-    const unknown = requestedScopes(ctx).filter((s) => !(API_SCOPES as readonly string[]).includes(s) && s !== 'offline_access')
+    const requested = requestedScopes(ctx)
+    // `openid` too: the service is no identity provider, and a scope it would not grant would only
+    // bring the supporter back to the consent page.
+    const unknown = requested.filter((s) => !(API_SCOPES as readonly string[]).includes(s) && s !== 'offline_access')
     if (unknown.length) throw new errors.InvalidScope(`the scopes of this API are read and write, not ${unknown.join(' ')}`, unknown.join(' '))
+    // An authorization asks for some access to the API; what a token request asks is within its grant.
+    if (ctx.oidc.route === 'authorization' && !requested.some((s) => (API_SCOPES as readonly string[]).includes(s))) {
+      throw new errors.InvalidScope('ask for scope=read, or scope=read write', 'read')
+    }
     return site
   }
 
   const configuration: Configuration = {
     adapter: recordAdapter(store, now),
     clients: [],
+    // The account of a grant is the user's id; a disabled or deleted account gets no more tokens.
     async findAccount(_ctx, sub) {
-      const user = /^\d+$/.test(sub) ? await users.byId(Number(sub)) : undefined
-      if (!user || user.disabled) return undefined
-      return { accountId: sub, claims: async () => ({ sub }) }
+      const id = accountIdOf(sub)
+      const user = id === undefined ? undefined : await users.byId(id)
+      return user && !user.disabled ? libraryAccount(sub) : undefined
     },
     jwks: { keys: [signingKey(serverKey)] },
     cookies: { keys: [cookieKey] },
@@ -191,10 +209,9 @@ export function createProvider(options: ProviderOptions): Provider {
     },
     interactions: {
       // The sign-in and consent page is on the pages of the site the resource names.
+      // The resource was checked before any interaction starts: one site of the service.
       async url(_ctx, interaction) {
-        const resource = interaction.params.resource
-        const permalink = typeof resource === 'string' ? permalinkOfResource(resource, issuer) : undefined
-        if (!permalink) throw new errors.InvalidTarget('one site per authorization')
+        const permalink = permalinkOfResource(String(interaction.params.resource), issuer)!
         return `${options.urls.siteWeb(permalink)}/oauth/authorize/${interaction.uid}`
       },
     },

@@ -37,12 +37,13 @@ export async function authorizedApplications(request: FastifyRequest) {
   const grants = await oauthRecords.list('Grant', { accountId: String(request.web.user!.id), resource })
   return Promise.all(
     grants.map(async (row) => {
-      const payload = JSON.parse(row.payload) as { clientId?: string; resources?: Record<string, string> }
-      const client = payload.clientId ? await oauth.provider.Client.find(payload.clientId) : undefined
+      // Listed by client and resource, so both are in the grant (removing a client removes its grants).
+      const payload = JSON.parse(row.payload) as { clientId: string; resources: Record<string, string> }
+      const client = await oauth.provider.Client.find(payload.clientId)
       return {
         grantId: row.grantId!,
-        name: client?.clientName ?? payload.clientId ?? 'Unknown application',
-        access: accessLabel(payload.resources?.[resource] ?? '').label,
+        name: client?.clientName ?? payload.clientId,
+        access: accessLabel(payload.resources[resource]).label,
         authorized: when(row.createdAt),
         lastUsed: row.lastUsedAt ? when(row.lastUsedAt) : 'never',
       }
@@ -61,9 +62,9 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
     if (!interaction) return undefined
     const resource = interaction.params.resource
     if (typeof resource !== 'string' || permalinkOfResource(resource, issuer) !== request.web.site.permalink) return undefined
+    // A client removed while its supporter was on this page: the authorization has nothing to go back to.
     const client = await provider.Client.find(String(interaction.params.client_id))
-    if (!client) return undefined
-    return { interaction, client, resource, scope: String(interaction.params.scope ?? '') }
+    return client && { interaction, client, resource, scope: String(interaction.params.scope) }
   }
 
   /** The library finishes the authorization at returnTo, on the issuer; the form may go there and to the application. */

@@ -64,6 +64,8 @@ t.test('dynamic registration takes https and loopback redirect URIs only', async
   }
   const { res } = await registerClient(app, { redirect_uris: ['http://app.example/cb'] })
   t.match(res.json().error_description, 'https, or http on the loopback interface')
+  const none = await registerClient(app, { redirect_uris: undefined })
+  t.equal(none.res.statusCode, 400, 'a redirect URI is required')
   const bound = await registerClient(app, { service_site: 'demo' })
   t.equal(bound.res.statusCode, 400, 'an application cannot bind itself to a site')
   t.equal(bound.res.json().error, 'invalid_client_metadata')
@@ -176,6 +178,7 @@ t.test('bad authorization requests get the answers of OAuth 2.1, never a 5xx', a
   }
   const query = (options: { scope?: string; site?: string; extra?: Record<string, string> } = {}) => authorizationQuery(client.client_id, { challenge, ...options })
   t.equal(await errorOf(query({ scope: 'read admin' })), 'invalid_scope')
+  t.equal(await errorOf(query({ scope: 'offline_access' })), 'invalid_scope', 'some access to the API must be asked for')
   const withoutPkce = query()
   withoutPkce.delete('code_challenge')
   withoutPkce.delete('code_challenge_method')
@@ -301,4 +304,43 @@ t.test('what the consent page says of the access asked', async (t) => {
   t.same(accessLabel('read write'), { label: 'Read and write', scopes: 'read write' })
   t.same(accessLabel('write'), { label: 'Read and write', scopes: 'read write' }, 'write includes read')
   t.same(accessLabel(''), { label: 'Read only', scopes: 'read' })
+})
+
+t.test('edges of the consent page and of the token exchange', async (t) => {
+  const { app } = await demoApp(t)
+  const { client } = await registerClient(app, { client_name: undefined })
+  const person = await personWithPassword(app)
+  const browser = webClient(app)
+  await browser.signIn(person.email, person.password)
+  const shown = await authorize(app, { clientId: client.client_id, scope: 'read', browser })
+  t.match(shown.consent!.body, `Authorize ${client.client_id}`, 'an application without a name is named by its id')
+  const exchange = (c: string, verifier: string) =>
+    tokenRequest(app, { grant_type: 'authorization_code', code: c, redirect_uri: REDIRECT_URI, client_id: client.client_id, code_verifier: verifier })
+  t.notOk((await exchange(codeOf(shown.res.headers.location).code!, shown.verifier)).json().id_token, 'no ID token')
+  const openid = await app.inject({ url: `/oauth/authorize?${authorizationQuery(client.client_id, { challenge: pkce().challenge, scope: 'openid read' })}` })
+  t.equal(codeOf(openid.headers.location).error, 'invalid_scope', 'the service is no identity provider')
+  const jwks = (await app.inject({ url: '/oauth/jwks' })).json()
+  t.match(jwks.keys, [{ kty: 'OKP', crv: 'Ed25519' }], 'the signing key the library asks for, from the server key')
+
+  await browser.get('/demo/profile/api_tokens')
+  t.equal((await browser.post('/demo/oauth/authorize/not-a-real-uid-at-all', { decision: 'allow' })).statusCode, 400, 'an answer to nothing')
+
+  // The supporter is disabled between the consent and the exchange: no tokens.
+  const again = await authorize(app, { clientId: client.client_id, scope: 'read', browser })
+  await app.users.setDisabled(person.email, true)
+  const refused = await exchange(codeOf(again.res.headers.location).code!, again.verifier)
+  t.equal(refused.statusCode, 400)
+  t.equal(refused.json().error, 'invalid_grant')
+})
+
+t.test('a client removed while its consent page is open', async (t) => {
+  const { app } = await demoApp(t)
+  const { client } = await registerClient(app)
+  const person = await personWithPassword(app)
+  const browser = webClient(app)
+  await browser.signIn(person.email, person.password)
+  const start = await browser.get(`/oauth/authorize?${authorizationQuery(client.client_id, { challenge: pkce().challenge })}`)
+  t.equal((await browser.get(start.headers.location!)).statusCode, 200)
+  await app.oauthRecords.destroy('Client', createHash('sha256').update(client.client_id).digest('hex'))
+  t.equal((await browser.get(start.headers.location!)).statusCode, 400)
 })
