@@ -23,6 +23,7 @@ import oauth from './plugins/oauth/index.ts'
 import { discussionStores, oauthStore, sessionStore, siteStore, tokenStore, userStore } from './plugins/stores.ts'
 import versioning from './plugins/versioning.ts'
 import discussionRoutes from './routes/api/discussions/index.ts'
+import mcpRoutes from './routes/api/mcp/index.ts'
 import healthRoutes from './routes/health.ts'
 import apiNotFound from './routes/api/not-found.ts'
 import siteRoutes from './routes/api/site.ts'
@@ -132,6 +133,8 @@ export function buildApp(options: AppOptions) {
       routes.addHook('onRequest', routes.authenticate)
       routes.register(siteRoutes)
       routes.register(discussionRoutes)
+      // The MCP endpoint: its tools are requests to the routes above, with the caller's token.
+      routes.register(mcpRoutes)
       routes.register(apiNotFound)
     })
   })

@@ -33,6 +33,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     auth: Authenticated | null
   }
+  interface FastifyContextConfig {
+    /** An API route that checks write access itself: its method does not tell (the MCP endpoint). */
+    checksWriteAccess?: boolean
+  }
 }
 
 type Presented = Exclude<Credential, { kind: 'none' | 'invalid_request' }>
@@ -129,7 +133,10 @@ export default fp(
       if (credential.kind === 'invalid_request') return refuseWith(reply, permalink, credential)
       if (credential.kind === 'none') return refuseWith(reply, permalink, { kind: 'no_credential' })
       const site = await sites.find(permalink)
-      const result = await checkWithinBudget(credential, site, { method: request.method, ip: request.ip })
+      // A route that decides per message what needs write access (the MCP endpoint: a POST carries
+      // a read or a write) is authenticated as a read, and checks writes itself.
+      const method = request.routeOptions.config.checksWriteAccess ? 'GET' : request.method
+      const result = await checkWithinBudget(credential, site, { method, ip: request.ip })
       if ('accepted' in result) {
         request.auth = result.accepted
         if (result.headers) reply.headers(result.headers)

@@ -1,0 +1,129 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import packageJson from '../../../package.json' with { type: 'json' }
+import { V1_MEDIA_TYPE } from '../../../lib/accept.ts'
+import { MCP_TOOLS, WRITE_TOOLS, type ApiRequest, type McpTool } from './tools.ts'
+
+// {base_url}/<site>/mcp: the help desk as an MCP server (issue 17; docs/decisions.md, "MCP"), on
+// the official SDK's Streamable HTTP transport, stateless (a server and a transport per request,
+// JSON answers), so any process of the service answers any request. It sits in the API's
+// authenticated scope: the same authentication, challenges and body limit as every API route.
+// Bearer tokens only (personal or OAuth); the token's site is the only site the tools see.
+
+const BEARER_METHODS: ReadonlySet<string> = new Set(['personal_token', 'oauth_token'])
+
+interface JsonRpcCall {
+  method?: unknown
+  params?: { name?: unknown }
+}
+
+/** The tools/call messages of a request body (one message, or a batch) that name a write tool. */
+export function writeToolsCalled(body: unknown): string[] {
+  const messages = (Array.isArray(body) ? body : [body]) as JsonRpcCall[]
+  return messages
+    .filter((m) => m?.method === 'tools/call' && typeof m.params?.name === 'string' && WRITE_TOOLS.has(m.params.name))
+    .map((m) => String(m.params!.name))
+}
+
+/** An API answer as a tool result: the JSON as structured content and as text; a refusal as a tool error. */
+export function toolResult(status: number, body: string): CallToolResult {
+  let json: unknown
+  try {
+    json = JSON.parse(body)
+  } catch {
+    json = { message: body.trim() }
+  }
+  if (status >= 400) {
+    const { message, errors } = (json ?? {}) as { message?: string; errors?: Array<{ field: string; problem: string }> }
+    const details = errors?.map((e) => `${e.field}: ${e.problem}`).join('; ')
+    return { isError: true, content: [{ type: 'text', text: `The help desk refused (${status}): ${message ?? 'no reason given'}${details ? ` (${details})` : ''}` }] }
+  }
+  return { content: [{ type: 'text', text: JSON.stringify(json, null, 2) }], structuredContent: json as Record<string, unknown> }
+}
+
+const mcpRoutes: FastifyPluginAsync = async (fastify) => {
+  /** A tool's request, made to the API of the caller's site with the caller's own credential. */
+  async function callApi(request: FastifyRequest, api: ApiRequest) {
+    const { site } = request.auth!
+    const res = await fastify.inject({
+      method: api.method,
+      url: `/${encodeURIComponent(site.permalink)}${api.path}`,
+      headers: {
+        authorization: request.headers.authorization!,
+        accept: V1_MEDIA_TYPE,
+        ...(api.body ? { 'content-type': 'application/json' } : {}),
+        ...(request.headers['user-agent'] ? { 'user-agent': request.headers['user-agent'] } : {}),
+      },
+      remoteAddress: request.ip,
+      ...(api.body ? { payload: JSON.stringify(api.body) } : {}),
+    })
+    return toolResult(res.statusCode, res.body)
+  }
+
+  function serverFor(request: FastifyRequest) {
+    const server = new McpServer(
+      { name: 'service-desk', title: `${request.auth!.site.name} (Service Desk)`, version: packageJson.version },
+      { instructions: 'Tools to work the support queue of one help desk site: list and read discussions, reply, resolve, move between categories.' },
+    )
+    for (const tool of MCP_TOOLS as McpTool[]) {
+      server.registerTool(
+        tool.name,
+        {
+          title: tool.title,
+          description: tool.description,
+          inputSchema: tool.input,
+          annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: false, openWorldHint: false },
+        },
+        async (args: Record<string, unknown>) => {
+          // The audit trail: who, with which kind of token, which tool (never the token itself).
+          request.log.info({ mcp: { tool: tool.name, user: request.auth!.user.id, credential: request.auth!.method } }, 'mcp tool call')
+          return callApi(request, tool.request(args as never))
+        },
+      )
+    }
+    return server
+  }
+
+  async function handle(request: FastifyRequest, reply: FastifyReply) {
+    const auth = request.auth!
+    if (!BEARER_METHODS.has(auth.method)) return refuse(request, reply, { kind: 'invalid_token' })
+    // The MCP authorization specification's step-up: a write tool with read access is an HTTP 403
+    // with the insufficient_scope challenge, not a tool error.
+    if (auth.access === 'read' && writeToolsCalled(request.body).length > 0) return refuse(request, reply, { kind: 'insufficient_scope' })
+
+    const server = serverFor(request)
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
+    reply.raw.on('close', () => {
+      void transport.close()
+      void server.close()
+    })
+    await server.connect(transport)
+    // The headers the API's hooks set (no-store, Vary, the token's expiry) go with the SDK's answer.
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value)
+    reply.hijack()
+    await transport.handleRequest(request.raw, reply.raw, request.body)
+  }
+
+  function refuse(request: FastifyRequest, reply: FastifyReply, refusal: { kind: 'invalid_token' | 'insufficient_scope' }) {
+    const { status, headers, body } = fastify.refusal(refusal, request.auth!.site.permalink)
+    return reply.code(status).headers(headers).send(body)
+  }
+
+  // A POST here reads or writes depending on the tools it calls: authenticated as a read, and a
+  // write tool is checked above.
+  fastify.post('/:site/mcp', { config: { checksWriteAccess: true } }, handle)
+  // Stateless: no stream to open with GET, no session to end with DELETE.
+  fastify.route({
+    method: ['GET', 'DELETE'],
+    url: '/:site/mcp',
+    handler: async (_request, reply) =>
+      reply
+        .code(405)
+        .header('allow', 'POST')
+        .send({ error: 'method_not_allowed', message: 'This MCP endpoint is stateless: send each JSON-RPC message with POST.' }),
+  })
+}
+
+export default mcpRoutes

@@ -1,0 +1,133 @@
+import { z } from 'zod'
+
+// The tools of the MCP endpoint (routes/api/mcp/index.ts; docs/decisions.md, "MCP"): each is one
+// request to the API of the token's site, described for a model. The API answers it exactly as
+// it answers a client (its schemas, limits and refusals), so a tool can do nothing the token
+// could not do with curl. This table is pure: a tool's arguments give the request to make.
+
+export interface ApiRequest {
+  method: 'GET' | 'POST'
+  /** Under the site: `/discussions`, `/categories/3/discussions`... */
+  path: string
+  body?: Record<string, unknown>
+}
+
+export interface McpTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
+  name: string
+  title: string
+  description: string
+  input: Shape
+  /** Needs only read access; every other tool needs write (a `Read only` token is refused at the HTTP level). */
+  readOnly: boolean
+  request(args: z.infer<z.ZodObject<Shape>>): ApiRequest
+}
+
+const number = z.number().int().min(1).describe('The discussion number, as in its address: /discussions/<number>.')
+const page = z.number().int().min(1).optional().describe('The page, 30 discussions each; 1 by default.')
+const states = ['new', 'open', 'resolved', 'deleted'] as const
+
+const tool = <Shape extends z.ZodRawShape>(definition: McpTool<Shape>) => definition as unknown as McpTool
+
+const query = (params: Record<string, string | number | undefined>) => {
+  const search = new URLSearchParams()
+  for (const [name, value] of Object.entries(params)) if (value !== undefined) search.set(name, String(value))
+  const text = search.toString()
+  return text ? `?${text}` : ''
+}
+
+export const MCP_TOOLS: McpTool[] = [
+  tool({
+    name: 'list_discussions',
+    title: 'List discussions',
+    description:
+      'Lists the discussions of the help desk, most recent activity first, 30 per page, with their number, title, state ' +
+      '(new, open, resolved, deleted), category, author and counts. Without a state: every discussion but deleted ones. ' +
+      'The answer gives `total` and `per_page` for paging.',
+    input: {
+      state: z.enum(states).optional().describe('Only discussions in this state.'),
+      category_id: z.number().int().min(1).optional().describe('Only discussions of this category (see list_categories).'),
+      page,
+    },
+    readOnly: true,
+    request: ({ state, category_id, page }) => ({
+      method: 'GET',
+      path: category_id !== undefined ? `/categories/${category_id}/discussions${query({ page })}` : `/discussions${state ? `/${state}` : ''}${query({ page })}`,
+    }),
+  }),
+  tool({
+    name: 'get_discussion',
+    title: 'Read a discussion',
+    description: 'Reads one discussion with all its comments, oldest first: the opening post, replies, and internal notes of the staff.',
+    input: { number },
+    readOnly: true,
+    request: ({ number }) => ({ method: 'GET', path: `/discussions/${number}` }),
+  }),
+  tool({
+    name: 'list_categories',
+    title: 'List categories',
+    description: 'Lists the categories of the help desk with their id, name and whether new discussions in them are public.',
+    input: { page },
+    readOnly: true,
+    request: ({ page }) => ({ method: 'GET', path: `/categories${query({ page })}` }),
+  }),
+  tool({
+    name: 'create_discussion',
+    title: 'Open a discussion',
+    description:
+      'Opens a discussion in a category, on behalf of a customer when customer_email is given (an unknown address becomes ' +
+      'a customer of the help desk), else as yourself.',
+    input: {
+      category_id: z.number().int().min(1).describe('The category (see list_categories).'),
+      title: z.string().describe('The subject, at most 200 characters.'),
+      body: z.string().describe('The opening post.'),
+      customer_email: z.string().optional().describe('Post on behalf of this customer.'),
+      customer_name: z.string().optional().describe('The name of a customer created from customer_email.'),
+      public: z.boolean().optional().describe("Whether it is public; the category's visibility by default."),
+    },
+    readOnly: false,
+    request: ({ category_id, title, body, customer_email, customer_name, public: visible }) => ({
+      method: 'POST',
+      path: `/categories/${category_id}/discussions`,
+      body: { title, body, author_email: customer_email, author_name: customer_name, public: visible },
+    }),
+  }),
+  tool({
+    name: 'post_reply',
+    title: 'Reply to a discussion',
+    description: 'Posts a comment on a discussion: a reply the customer sees, or, with internal true, a note for the staff only.',
+    input: {
+      number,
+      body: z.string().describe('The comment.'),
+      internal: z.boolean().optional().describe('A note among the staff, not shown to the customer. False by default.'),
+    },
+    readOnly: false,
+    request: ({ number, body, internal }) => ({ method: 'POST', path: `/discussions/${number}/comments`, body: { body, internal } }),
+  }),
+  tool({
+    name: 'resolve_discussion',
+    title: 'Resolve a discussion',
+    description: 'Marks a discussion resolved. Resolving a resolved one changes nothing.',
+    input: { number },
+    readOnly: false,
+    request: ({ number }) => ({ method: 'POST', path: `/discussions/${number}/resolve` }),
+  }),
+  tool({
+    name: 'unresolve_discussion',
+    title: 'Reopen a discussion',
+    description: 'Moves a resolved discussion back to open. Other states are left as they are.',
+    input: { number },
+    readOnly: false,
+    request: ({ number }) => ({ method: 'POST', path: `/discussions/${number}/unresolve` }),
+  }),
+  tool({
+    name: 'change_category',
+    title: 'Move a discussion to another category',
+    description: 'Moves a discussion to another category of the help desk (see list_categories).',
+    input: { number, category_id: z.number().int().min(1).describe('The category to move it to.') },
+    readOnly: false,
+    request: ({ number, category_id }) => ({ method: 'POST', path: `/discussions/${number}/change_category?to=${category_id}` }),
+  }),
+]
+
+/** The tools a `read` token may not call. */
+export const WRITE_TOOLS: ReadonlySet<string> = new Set(MCP_TOOLS.filter((t) => !t.readOnly).map((t) => t.name))

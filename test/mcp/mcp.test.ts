@@ -1,0 +1,162 @@
+import t, { type Test } from 'tap'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { toolResult, writeToolsCalled } from '../../routes/api/mcp/index.ts'
+import { MCP_TOOLS } from '../../routes/api/mcp/tools.ts'
+import { supporterWithToken, V1 } from '../fixtures/app.ts'
+import { legacyTokenOf, supporterWithPassword } from '../fixtures/credentials.ts'
+import { discussionApp } from '../fixtures/discussions.ts'
+
+// The MCP endpoint (routes/api/mcp) through the official SDK's own client over real HTTP, and its
+// HTTP answers through fetch. test/mcp/oauth.test.ts connects through the OAuth flow.
+
+type Structured = Record<string, unknown> & { discussions?: Array<{ number: number; title: string }>; comments?: Array<{ body: string }> }
+
+async function mcpApp(t: Test) {
+  const lines: string[] = []
+  const made = await discussionApp(t, { logStream: { write: (line) => void lines.push(line) } })
+  await made.create({ title: 'Printer on fire', body: 'It smokes.' })
+  await made.app.listen({ port: 0, host: '127.0.0.1' })
+  const url = `http://127.0.0.1:${(made.app.server.address() as { port: number }).port}/demo/mcp`
+  async function connect(authorization: string) {
+    const client = new Client({ name: 'service-desk-test', version: '1.0.0' })
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization } } }))
+    t.teardown(() => client.close())
+    return client
+  }
+  /** One JSON-RPC message, as a client without the SDK sends it. */
+  const post = (headers: Record<string, string>, message: unknown) =>
+    fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body: typeof message === 'string' ? message : JSON.stringify(message),
+    })
+  return { ...made, url, connect, post, lines }
+}
+
+const call = (name: string, args: Record<string, unknown> = {}) => ({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } })
+
+t.test('the SDK client connects with a personal token, lists the tools, reads and writes', async (t) => {
+  const made = await mcpApp(t)
+  const { ann, connect, lines } = made
+  const client = await connect(ann.bearer.authorization)
+  t.match(client.getServerVersion(), { name: 'service-desk' })
+
+  const { tools } = await client.listTools()
+  t.same(tools.map((tool) => tool.name), MCP_TOOLS.map((tool) => tool.name))
+  for (const tool of tools) {
+    t.ok(tool.description && tool.description.length > 40, `${tool.name} is described for a model`)
+    t.equal(tool.inputSchema.type, 'object')
+    t.equal(tool.annotations?.destructiveHint, false)
+  }
+  const readOnly = tools.filter((tool) => tool.annotations?.readOnlyHint).map((tool) => tool.name)
+  t.same(readOnly, ['list_discussions', 'get_discussion', 'list_categories'], 'the tools a Read only token may call are marked')
+
+  const listing = await client.callTool({ name: 'list_discussions', arguments: {} })
+  const structured = listing.structuredContent as Structured
+  t.match(structured, { total: 1, per_page: 30 })
+  t.equal(structured.discussions![0].title, 'Printer on fire')
+  t.match((listing.content as Array<{ text: string }>)[0].text, '"title": "Printer on fire"', 'and as readable text')
+  t.match((await client.callTool({ name: 'list_discussions', arguments: { state: 'resolved' } })).structuredContent, { total: 0 })
+  const categories = (await client.callTool({ name: 'list_categories', arguments: {} })).structuredContent as { categories: Array<{ name: string }> }
+  t.same(categories.categories.map((c) => c.name).sort(), ['Problems', 'Questions'])
+
+  const reply = await client.callTool({ name: 'post_reply', arguments: { number: 1, body: 'We are on our way.', internal: false } })
+  t.notOk(reply.isError)
+  const read = await client.callTool({ name: 'get_discussion', arguments: { number: 1 } })
+  t.same((read.structuredContent as Structured).comments!.map((c) => c.body), ['It smokes.', 'We are on our way.'])
+
+  t.match((await client.callTool({ name: 'resolve_discussion', arguments: { number: 1 } })).structuredContent, { state: 'resolved' })
+  t.match((await client.callTool({ name: 'unresolve_discussion', arguments: { number: 1 } })).structuredContent, { state: 'open' })
+  const { problems } = made
+  t.match((await client.callTool({ name: 'change_category', arguments: { number: 1, category_id: problems.id } })).structuredContent, { category_href: `https://api.example.test/demo/categories/${problems.id}` })
+  const created = await client.callTool({
+    name: 'create_discussion',
+    arguments: { category_id: problems.id, title: 'Paper jam', body: 'Again.', customer_email: 'cora@example.test', customer_name: 'Cora' },
+  })
+  t.match(created.structuredContent, { number: 2, title: 'Paper jam', author_email: 'cora@example.test' }, 'on behalf of a customer')
+  t.match((await client.callTool({ name: 'list_discussions', arguments: { category_id: problems.id } })).structuredContent, { total: 2 })
+
+  const audit = lines.filter((line) => line.includes('"mcp tool call"')).map((line) => JSON.parse(line).mcp)
+  t.match(audit[0], { tool: 'list_discussions', user: ann.user.id, credential: 'personal_token' }, 'who, with what, which tool')
+  t.notMatch(lines.join(''), ann.value.slice(12), 'never the token')
+})
+
+t.test('bad arguments and refusals of the API are tool errors a model can read', async (t) => {
+  const { ann, connect } = await mcpApp(t)
+  const client = await connect(ann.bearer.authorization)
+  const unknown = await client.callTool({ name: 'get_discussion', arguments: { number: 99 } })
+  t.equal(unknown.isError, true)
+  t.match((unknown.content as Array<{ text: string }>)[0].text, 'The help desk refused (404): There is no discussion 99')
+  const long = await client.callTool({ name: 'post_reply', arguments: { number: 1, body: '' } })
+  t.match((long.content as Array<{ text: string }>)[0].text, 'The help desk refused (400): Invalid request: body must not be empty.', "the API's own validation")
+  const wrongType = await client.callTool({ name: 'get_discussion', arguments: { number: 'one' } })
+  t.equal(wrongType.isError, true, 'a wrong type is refused before any request')
+  t.match((wrongType.content as Array<{ text: string }>)[0].text, 'expected number')
+  const missing = await client.callTool({ name: 'delete_everything', arguments: {} })
+  t.equal(missing.isError, true)
+  t.match((missing.content as Array<{ text: string }>)[0].text, 'delete_everything not found')
+})
+
+t.test('a Read only token reads, and a write tool gets the step-up 403', async (t) => {
+  const { app, connect, post } = await mcpApp(t)
+  const reader = await supporterWithToken(app, { access: 'read' })
+  const client = await connect(reader.bearer.authorization)
+  t.notOk((await client.callTool({ name: 'list_discussions', arguments: {} })).isError)
+  const refused = await client.callTool({ name: 'post_reply', arguments: { number: 1, body: 'Hi' } }).then(
+    () => undefined,
+    (error: unknown) => error,
+  )
+  t.match(refused, { code: 403 }, "the SDK's client gets the 403")
+  const res = await post({ authorization: reader.bearer.authorization }, call('resolve_discussion', { number: 1 }))
+  t.equal(res.status, 403)
+  t.match(res.headers.get('www-authenticate'), 'scope="write", error="insufficient_scope"')
+  const batch = await post({ authorization: reader.bearer.authorization }, [call('list_discussions'), call('post_reply', { number: 1, body: 'x' })])
+  t.equal(batch.status, 403, 'also inside a batch')
+})
+
+t.test('the same door: the API challenge without a token, Bearer tokens only, one site', async (t) => {
+  const { app, ann, post, url } = await mcpApp(t)
+  const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }
+  const none = await post({}, init)
+  t.equal(none.status, 401)
+  t.equal(none.headers.get('www-authenticate'), `Bearer realm="Service", resource_metadata="https://api.example.test/.well-known/oauth-protected-resource/demo", scope="read write"`)
+  const wrong = await post({ authorization: 'Bearer service_pat_nope' }, init)
+  t.equal(wrong.status, 401)
+  t.match(wrong.headers.get('www-authenticate'), 'error="invalid_token"')
+
+  const legacy = await legacyTokenOf(app, ann.user.id)
+  const legacyAnswer = await post({ 'x-service-auth': legacy.value }, init)
+  t.equal(legacyAnswer.status, 401, 'the legacy token is refused here')
+  t.match(legacyAnswer.headers.get('www-authenticate'), 'error="invalid_token"')
+  const person = await supporterWithPassword(app)
+  t.equal((await post({ authorization: person.headers.authorization }, init)).status, 401, 'so is a password')
+
+  const elsewhere = await supporterWithToken(app, { site: 'other' })
+  t.equal((await post({ authorization: elsewhere.bearer.authorization }, init)).status, 401, "another site's token")
+
+  for (const method of ['GET', 'DELETE']) {
+    const res = await fetch(url, { method, headers: { authorization: ann.bearer.authorization, accept: V1 } })
+    t.equal(res.status, 405, method)
+    t.equal(res.headers.get('allow'), 'POST')
+  }
+  const huge = await post({ authorization: ann.bearer.authorization }, JSON.stringify({ ...call('post_reply', { number: 1, body: 'x'.repeat(1_100_000) }) }))
+  t.equal(huge.status, 413, 'bodies are limited like the API')
+  const junk = await post({ authorization: ann.bearer.authorization }, '{"jsonrpc":')
+  t.equal(junk.status, 400)
+  const ok = await post({ authorization: ann.bearer.authorization }, init)
+  t.equal(ok.status, 200)
+  t.equal(ok.headers.get('cache-control'), 'no-store', 'private, as every answer of the API')
+})
+
+t.test('pure parts: which write tools a body calls, and an answer as a tool result', async (t) => {
+  t.same(writeToolsCalled(call('post_reply')), ['post_reply'])
+  t.same(writeToolsCalled(call('list_discussions')), [])
+  t.same(writeToolsCalled([call('resolve_discussion'), { method: 'tools/list' }, null]), ['resolve_discussion'])
+  t.same(writeToolsCalled({ method: 'tools/call', params: { name: 42 } }), [])
+  t.same(writeToolsCalled(undefined), [])
+  t.match(toolResult(200, '{"a":1}'), { structuredContent: { a: 1 } })
+  t.match(toolResult(409, '{"error":"conflict","message":"It is deleted."}'), { isError: true, content: [{ text: 'The help desk refused (409): It is deleted.' }] })
+  t.match(toolResult(502, 'Bad gateway\n'), { isError: true, content: [{ text: 'The help desk refused (502): Bad gateway' }] })
+  t.match(toolResult(400, 'null'), { content: [{ text: 'The help desk refused (400): no reason given' }] })
+})
