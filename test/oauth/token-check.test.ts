@@ -20,7 +20,7 @@ function checkWith(token: Partial<IssuedAccessToken> | undefined, owner = { id: 
     resourceOf: (permalink) => `https://api/${permalink}`,
     clock: () => NOW,
   })
-  return { used, run: (method = 'GET', v = value, s: Site | undefined = site) => check({ token: v }, s, { method, ip: '127.0.0.1' }) }
+  return { used, run: (method = 'GET', v = value, s: Site | null = site) => check({ token: v }, s ?? undefined, { method, ip: '127.0.0.1' }) }
 }
 
 t.test('every answer of the check', async (t) => {
@@ -29,7 +29,7 @@ t.test('every answer of the check', async (t) => {
   t.match(await checkWith({ scopes: new Set(['write']) }).run('GET'), { accepted: { access: 'write' } }, 'write includes read')
   t.match(await checkWith({}).run('POST'), { refused: { kind: 'insufficient_scope' } })
   t.match(await checkWith({ scopes: new Set() }).run('GET'), { refused: { kind: 'insufficient_scope' } }, 'no API scope reads nothing')
-  t.match(await checkWith({}).run('GET', value, undefined), { refused: { kind: 'invalid_token' } }, 'an unknown site')
+  t.match(await checkWith({}).run('GET', value, null), { refused: { kind: 'invalid_token' } }, 'an unknown site')
   t.match(await checkWith({}).run('GET', generateToken(OAUTH_REFRESH_TOKEN_PREFIX)), { refused: { kind: 'invalid_token' } }, 'another prefix')
   t.match(await checkWith({}).run('GET', value.slice(0, -1) + '0'), { refused: { kind: 'invalid_token' } })
   t.match(await checkWith(undefined).run(), { refused: { kind: 'invalid_token' } }, 'unknown or its grant gone')

@@ -113,11 +113,13 @@ const mcpRoutes: FastifyPluginAsync = async (fastify) => {
 
   // A POST here reads or writes depending on the tools it calls: authenticated as a read, and a
   // write tool is checked above.
-  fastify.post('/:site/mcp', { config: { checksWriteAccess: true } }, handle)
+  // Not in the OpenAPI document: JSON-RPC is described by the MCP specification and the tools list.
+  fastify.post('/:site/mcp', { schema: { hide: true }, config: { checksWriteAccess: true } }, handle)
   // Stateless: no stream to open with GET, no session to end with DELETE.
   fastify.route({
     method: ['GET', 'DELETE'],
     url: '/:site/mcp',
+    schema: { hide: true },
     handler: async (_request, reply) =>
       reply
         .code(405)
