@@ -52,7 +52,34 @@ export function excluded(column: Column): SQL {
 }
 
 /** A placeholder bound as it is given, without the column's mapping (which cannot take a null moment). */
-const raw = (name: string) => sql`${sql.placeholder(name)}`
+export const raw = (name: string) => sql`${sql.placeholder(name)}`
+
+/** What an upsert binds, column by column, on either engine. */
+export const UPSERT_VALUES = {
+  model: sql.placeholder('model'),
+  id: sql.placeholder('id'),
+  payload: sql.placeholder('payload'),
+  grantId: sql.placeholder('grantId'),
+  uid: sql.placeholder('uid'),
+  userCode: sql.placeholder('userCode'),
+  accountId: sql.placeholder('accountId'),
+  clientId: sql.placeholder('clientId'),
+  resource: sql.placeholder('resource'),
+  expiresAt: raw('expiresAt'),
+  createdAt: raw('createdAt'),
+}
+
+const REPLACED = ['payload', 'grantId', 'uid', 'userCode', 'accountId', 'clientId', 'resource', 'expiresAt'] as const
+type Replaced = (typeof REPLACED)[number]
+
+/**
+ * What an upsert of an existing row replaces, on either engine's table: the whole record
+ * (oidc-provider's upsert), but for when it was made and last used; a new record is not consumed.
+ */
+export function replacedOnUpsert(records: Record<Replaced, Column>) {
+  const replaced = Object.fromEntries(REPLACED.map((name) => [name, excluded(records[name])]))
+  return { ...(replaced as Record<Replaced, SQL>), consumedAt: null }
+}
 
 export function createOAuthStore(db: Db, clock: Clock) {
   // Live: no expiry, or one still ahead. Moments are milliseconds on SQLite.
@@ -61,34 +88,8 @@ export function createOAuthStore(db: Db, clock: Clock) {
 
   const insert = db
     .insert(records)
-    .values({
-      model: sql.placeholder('model'),
-      id: sql.placeholder('id'),
-      payload: sql.placeholder('payload'),
-      grantId: sql.placeholder('grantId'),
-      uid: sql.placeholder('uid'),
-      userCode: sql.placeholder('userCode'),
-      accountId: sql.placeholder('accountId'),
-      clientId: sql.placeholder('clientId'),
-      resource: sql.placeholder('resource'),
-      expiresAt: raw('expiresAt'),
-      createdAt: raw('createdAt'),
-    })
-    .onConflictDoUpdate({
-      target: [records.model, records.id],
-      // The whole record is replaced (oidc-provider's upsert), but for when it was made and last used.
-      set: {
-        payload: excluded(records.payload),
-        grantId: excluded(records.grantId),
-        uid: excluded(records.uid),
-        userCode: excluded(records.userCode),
-        accountId: excluded(records.accountId),
-        clientId: excluded(records.clientId),
-        resource: excluded(records.resource),
-        expiresAt: excluded(records.expiresAt),
-        consumedAt: null,
-      },
-    })
+    .values(UPSERT_VALUES)
+    .onConflictDoUpdate({ target: [records.model, records.id], set: replacedOnUpsert(records) })
     .prepare()
 
   const byKey = db.select().from(records).where(and(key, live(raw('now')))).prepare()

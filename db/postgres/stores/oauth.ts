@@ -1,6 +1,6 @@
 import { and, desc, eq, isNull, lte, sql, type Column, type SQL } from '../../drizzle.ts'
 import type { Clock } from '../../../lib/clock.ts'
-import { excluded, OAUTH_LAST_USED_EVERY_MS, type OAuthStore } from '../../stores/oauth.ts'
+import { OAUTH_LAST_USED_EVERY_MS, raw, replacedOnUpsert, UPSERT_VALUES, type OAuthStore } from '../../stores/oauth.ts'
 import { oauthRecords as records } from '../schema.ts'
 import type { PgExecutor } from './executor.ts'
 
@@ -10,8 +10,6 @@ import type { PgExecutor } from './executor.ts'
 // number of processes may call them at once. The statements asked on every request are prepared.
 // `db` is the pool, or a transaction of it (the race test holds one open).
 
-/** A placeholder bound as it is given, without the column's mapping (which cannot take a null moment). */
-const raw = (name: string) => sql`${sql.placeholder(name)}`
 
 export function createOAuthStore(db: PgExecutor, clock: Clock): OAuthStore {
   const live = (now: SQL | Date) => sql`(${records.expiresAt} IS NULL OR ${records.expiresAt} > ${now})`
@@ -19,33 +17,8 @@ export function createOAuthStore(db: PgExecutor, clock: Clock): OAuthStore {
 
   const insert = db
     .insert(records)
-    .values({
-      model: sql.placeholder('model'),
-      id: sql.placeholder('id'),
-      payload: sql.placeholder('payload'),
-      grantId: sql.placeholder('grantId'),
-      uid: sql.placeholder('uid'),
-      userCode: sql.placeholder('userCode'),
-      accountId: sql.placeholder('accountId'),
-      clientId: sql.placeholder('clientId'),
-      resource: sql.placeholder('resource'),
-      expiresAt: raw('expiresAt'),
-      createdAt: raw('createdAt'),
-    })
-    .onConflictDoUpdate({
-      target: [records.model, records.id],
-      set: {
-        payload: excluded(records.payload),
-        grantId: excluded(records.grantId),
-        uid: excluded(records.uid),
-        userCode: excluded(records.userCode),
-        accountId: excluded(records.accountId),
-        clientId: excluded(records.clientId),
-        resource: excluded(records.resource),
-        expiresAt: excluded(records.expiresAt),
-        consumedAt: null,
-      },
-    })
+    .values(UPSERT_VALUES)
+    .onConflictDoUpdate({ target: [records.model, records.id], set: replacedOnUpsert(records) })
     .prepare('oauth_records_upsert')
 
   const byKey = db.select().from(records).where(and(key, live(raw('now')))).prepare('oauth_records_by_key')
