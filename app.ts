@@ -1,5 +1,5 @@
 import Fastify, { type FastifyError } from 'fastify'
-import type { Config } from './config.ts'
+import { DEFAULT_SECURITY_LOG_DAYS, type Config } from './config.ts'
 import { DEFAULT_LIMITS } from './plugins/auth/limits.ts'
 import { systemClock, type Clock } from './lib/clock.ts'
 import { defaultConnectionSettings, guardConnections, timeoutOptions, type ConnectionSettings } from './lib/connections.ts'
@@ -20,7 +20,8 @@ import serverKey from './plugins/server-key.ts'
 import shutdown from './plugins/shutdown.ts'
 import transportSecurity, { hstsByDefault } from './plugins/transport-security.ts'
 import oauth from './plugins/oauth/index.ts'
-import { discussionStores, oauthStore, sessionStore, siteStore, tokenStore, userStore } from './plugins/stores.ts'
+import securityLogPruning from './plugins/security-log-pruning.ts'
+import { discussionStores, oauthStore, securityLogStore, sessionStore, siteStore, tokenStore, userStore } from './plugins/stores.ts'
 import versioning from './plugins/versioning.ts'
 import discussionRoutes from './routes/api/discussions/index.ts'
 import mcpRoutes from './routes/api/mcp/index.ts'
@@ -30,12 +31,13 @@ import siteRoutes from './routes/api/site.ts'
 import openapiRoutes from './routes/openapi.ts'
 import readmeRoute from './routes/readme.ts'
 import rootRoutes from './routes/root.ts'
+import tokenLeakRoutes from './routes/token-leaks.ts'
 import wellKnownRoutes from './routes/well-known.ts'
 import webPages from './routes/web/index.ts'
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'leakReportKey' | 'securityLogDays'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -107,6 +109,8 @@ export function buildApp(options: AppOptions) {
   app.register(tokenStore)
   app.register(discussionStores)
   app.register(oauthStore)
+  app.register(securityLogStore)
+  app.register(securityLogPruning, { days: config.securityLogDays ?? DEFAULT_SECURITY_LOG_DAYS })
   // Authentication's shared parts: the challenge header, the failure budgets and the password
   // verifier, at the root because the sign-in pages share the last two with the API.
   app.register(challenge)
@@ -123,6 +127,8 @@ export function buildApp(options: AppOptions) {
   app.register(wellKnownRoutes)
   app.register(readmeRoute)
   app.register(healthRoutes)
+  // Signed reports of leaked tokens (404 without SERVICE_LEAK_REPORT_KEY).
+  app.register(tokenLeakRoutes, { key: config.leakReportKey })
 
   // The v1 API: every route negotiates its media type, then authenticates, before any body is read.
   app.register(async function api(api) {

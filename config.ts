@@ -31,6 +31,10 @@ export interface Config {
   hsts: boolean
   /** SERVICE_OAUTH_REGISTRATION: RFC 7591 dynamic registration of OAuth applications (plugins/oauth); on by default. */
   oauthRegistration: boolean
+  /** SERVICE_LEAK_REPORT_KEY: the HMAC key of signed leak reports (POST /token_leaks); without it that endpoint is 404. */
+  leakReportKey?: string
+  /** SERVICE_SECURITY_LOG_DAYS: how long the security log keeps an event (400 days by default). */
+  securityLogDays: number
   /** The timeouts and connection caps of the HTTP server (lib/connections.ts). */
   connections: ConnectionSettings
   /** SERVICE_LOG_LEVEL: at `warn`, the line per answered request is not written; refusals and errors are. */
@@ -156,6 +160,18 @@ function parseTrustProxy(value: string | undefined): Config['trustProxy'] {
   )
 }
 
+export const DEFAULT_SECURITY_LOG_DAYS = 400
+
+/** SERVICE_LEAK_REPORT_KEY: a shared secret of at least 32 characters, or nothing. */
+function parseLeakReportKey(source: ConfigSource): { leakReportKey?: string } {
+  const key = source.env.SERVICE_LEAK_REPORT_KEY?.trim()
+  if (!key) return {}
+  if (key.length < MIN_SECRET_LENGTH) {
+    throw new ConfigError(`SERVICE_LEAK_REPORT_KEY must be at least ${MIN_SECRET_LENGTH} characters, such as the output of: openssl rand -hex 32`)
+  }
+  return { leakReportKey: key }
+}
+
 /** A switch of the environment, `on` or `off`; unset or blank, the fallback. */
 function parseSwitch(source: ConfigSource, name: string, fallback: boolean): boolean {
   const value = source.env[name]
@@ -274,6 +290,8 @@ export function loadConfig(source: ConfigSource): Config {
     // SERVICE_HSTS: unset, on when the API or the pages are served over https.
     hsts: parseSwitch(source, 'SERVICE_HSTS', hstsByDefault(base, site)),
     oauthRegistration: parseSwitch(source, 'SERVICE_OAUTH_REGISTRATION', true),
+    ...parseLeakReportKey(source),
+    securityLogDays: parseCount(source, 'SERVICE_SECURITY_LOG_DAYS', DEFAULT_SECURITY_LOG_DAYS, 3_650),
     limits: {
       perAddress: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ADDRESS', DEFAULT_LIMITS.perAddress, 1_000_000),
       perAccount: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ACCOUNT', DEFAULT_LIMITS.perAccount, 1_000_000),

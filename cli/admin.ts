@@ -8,6 +8,7 @@ import { hashPassword, randomPassword } from '../lib/password.ts'
 import { createSecretBox, type SecretBox } from '../lib/secret-box.ts'
 import { serverSecret } from '../lib/server-key.ts'
 import { maskedToken } from '../lib/token-format.ts'
+import { tokenDetail, type SecurityLogStore } from '../db/stores/security-log.ts'
 import type { CategoryStore } from '../db/stores/categories.ts'
 import { StoreError } from '../db/stores/errors.ts'
 import type { SessionStore } from '../db/stores/sessions.ts'
@@ -35,6 +36,7 @@ export interface Stores extends CommandDatabase {
   tokens: TokenStore
   sessions: SessionStore
   categories: CategoryStore
+  securityLog: SecurityLogStore
 }
 
 /**
@@ -63,6 +65,7 @@ async function openStores(values: Values, io: Io): Promise<Stores> {
     tokens: engine.tokens(io.clock),
     sessions: engine.sessions(io.clock),
     categories: engine.categories(io.clock),
+    securityLog: engine.securityLog(io.clock),
   }
 }
 
@@ -201,19 +204,23 @@ export const adminCommands: Command[] = [
             ? 'Disable an account: its tokens stop working and its web sessions end at once.'
             : 'Enable a disabled account again.',
       },
-      async ({ users, sessions }, [email], _values, io) => {
+      async ({ users, sessions, securityLog }, [email], _values, io) => {
         const user = await users.setDisabled(email, verb === 'disable')
-        if (verb === 'disable') await sessions.destroyForUser(user.id)
+        if (verb === 'disable') {
+          await sessions.destroyForUser(user.id)
+          await securityLog.append({ userId: user.id, kind: 'account_disabled', actor: 'cli' })
+        }
         io.stdout(`user ${user.email} ${verb}d\n`)
       },
     ),
   ),
   admin(
     { words: ['staff', 'add'], args: ['<site>', '<email>'], usage: 'staff add <site> <email>', summary: "Make a user a member of a site's support staff." },
-    async ({ sites, users }, [permalink, email], _values, io) => {
+    async ({ sites, users, securityLog }, [permalink, email], _values, io) => {
       const site = await sites.get(permalink)
       const user = await users.get(email)
       await users.addStaff(site.id, user.id)
+      await securityLog.append({ userId: user.id, siteId: site.id, kind: 'staff_added', actor: 'cli' })
       io.stdout(`${user.email} is now support staff of ${site.permalink}\n`)
     },
   ),
@@ -224,12 +231,13 @@ export const adminCommands: Command[] = [
       usage: 'staff remove <site> <email>',
       summary: 'Take a user off the support staff (they stay a customer); their tokens for the site stop working.',
     },
-    async ({ sites, users }, [permalink, email], _values, io) => {
+    async ({ sites, users, securityLog }, [permalink, email], _values, io) => {
       const site = await sites.get(permalink)
       const user = await users.get(email)
       if (!(await users.removeStaff(site.id, user.id))) {
         throw new StoreError(`${user.email} is not support staff of ${site.permalink}`, 'not_found')
       }
+      await securityLog.append({ userId: user.id, siteId: site.id, kind: 'staff_removed', actor: 'cli' })
       io.stdout(`${user.email} is no longer support staff of ${site.permalink}\n`)
     },
   ),
@@ -241,13 +249,14 @@ export const adminCommands: Command[] = [
       usage: 'token create <site> <email> --name TEXT [--access read|write] [--expires 7|30|90|365]',
       summary: 'Create a personal API token and print its value alone (shown this once).',
     },
-    async ({ sites, users, tokens }, [permalink, email], values, io) => {
+    async ({ sites, users, tokens, securityLog }, [permalink, email], values, io) => {
       if (typeof values.name !== 'string') throw new UsageError('--name is required: say what the token is for')
       const access = parseAccess(values.access)
       const expiresInDays = parseExpiry(values.expires)
       const site = await sites.get(permalink)
       const user = await users.get(email)
-      const { value } = await tokens.create({ siteId: site.id, userId: user.id, name: values.name, access, expiresInDays })
+      const { value, token } = await tokens.create({ siteId: site.id, userId: user.id, name: values.name, access, expiresInDays })
+      await securityLog.append({ userId: user.id, siteId: site.id, kind: 'token_created', actor: 'cli', detail: tokenDetail(token) })
       io.stdout(`${value}\n`)
     },
   ),
@@ -273,9 +282,10 @@ export const adminCommands: Command[] = [
   ),
   admin(
     { words: ['token', 'revoke'], args: ['<site>', '<id>'], usage: 'token revoke <site> <id>', summary: 'Revoke a token by the id token list shows; it stops working at once.' },
-    async ({ sites, tokens }, [permalink, id], _values, io) => {
+    async ({ sites, tokens, securityLog }, [permalink, id], _values, io) => {
       const site = await sites.get(permalink)
       const token = await tokens.revoke(site.id, parseId(id))
+      await securityLog.append({ userId: token.userId, siteId: site.id, kind: 'token_revoked', actor: 'cli', detail: tokenDetail(token) })
       io.stdout(`token ${token.id} (${token.name}) revoked\n`)
     },
   ),

@@ -26,8 +26,10 @@ export const credentialCommands: Command[] = [
       usage: 'legacy-token reset <email>',
       summary: 'Replace the legacy API token and print the new value alone: the old one stops working at once, the new one expires in a year.',
     },
-    async ({ users }, [email], _values, io) => {
-      const token = await users.legacyTokens.reset((await users.get(email)).id)
+    async ({ users, securityLog }, [email], _values, io) => {
+      const user = await users.get(email)
+      const token = await users.legacyTokens.reset(user.id)
+      await securityLog.append({ userId: user.id, kind: 'legacy_token_reset', actor: 'cli' })
       io.stdout(`${token.value}\n`)
     },
   ),

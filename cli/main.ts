@@ -12,6 +12,7 @@ import { discussionCommands } from './discussions.ts'
 import { databaseFiles, describeFault, EXIT_CODES_HELP, NOTHING_CHANGED, type FaultScope } from './faults.ts'
 import { migrateCommand } from './migrate.ts'
 import { oauthClientCommands } from './oauth-clients.ts'
+import { securityLogCommands } from './security-log.ts'
 import { serveCommand } from './serve.ts'
 
 export { EXIT_BUSY, EXIT_DISK_FULL, EXIT_IO, EXIT_READ_ONLY } from './faults.ts'
@@ -20,7 +21,7 @@ export const EXIT_REFUSED = 1
 export const EXIT_FAILED = 1
 export const EXIT_USAGE = 2
 
-const commands: Command[] = [serveCommand, migrateCommand, ...adminCommands, ...credentialCommands, ...discussionCommands, ...oauthClientCommands, backupCommand, copyCommand]
+const commands: Command[] = [serveCommand, migrateCommand, ...adminCommands, ...credentialCommands, ...discussionCommands, ...oauthClientCommands, ...securityLogCommands, backupCommand, copyCommand]
 
 /* c8 ignore start: the real process's streams; test/cli/serve.test.ts drives them through
    cli/service-desk.js, a process whose coverage is not collected (test/fixtures/child.ts) */

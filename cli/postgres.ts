@@ -5,6 +5,7 @@ import type { SecretBox } from '../lib/secret-box.ts'
 import type { Engine } from '../db/engine.ts'
 import { openPostgres, type PgDb } from '../db/postgres/client.ts'
 import { postgresEngine } from '../db/postgres/engine.ts'
+import { createSecurityLog } from '../db/postgres/stores/security-log.ts'
 import { createCategoryStore } from '../db/postgres/stores/categories.ts'
 import { createSessionStore } from '../db/postgres/stores/sessions.ts'
 import { createSiteStore } from '../db/postgres/stores/sites.ts'
@@ -44,6 +45,7 @@ export function storesOver(q: PgDb, clock: Clock, box: SecretBox) {
     tokens: createTokenStore(q, clock),
     sessions: createSessionStore(q, clock),
     categories: createCategoryStore(q, clock),
+    securityLog: createSecurityLog(q, clock),
   }
 }
 

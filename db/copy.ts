@@ -32,6 +32,7 @@ export const COPIED_TABLES = [
   schema.comments,
   schema.discussionCounts,
   schema.oauthRecords,
+  schema.securityEvents,
 ]
 
 const ROWS_PER_INSERT = 5_000

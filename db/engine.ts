@@ -5,6 +5,7 @@ import type { FirstRun } from './stores/bootstrap.ts'
 import type { CategoryStore } from './stores/categories.ts'
 import type { DiscussionStore } from './stores/discussions.ts'
 import type { OAuthStore } from './stores/oauth.ts'
+import type { SecurityLogStore } from './stores/security-log.ts'
 import type { SessionStore } from './stores/sessions.ts'
 import type { SiteStore } from './stores/sites.ts'
 import type { TokenStore } from './stores/tokens.ts'
@@ -61,6 +62,8 @@ export interface Engine {
   categories(clock: Clock): CategoryStore
   /** oidc-provider's records, under the OAuth adapter (db/stores/oauth.ts). */
   oauth(clock: Clock): OAuthStore
+  /** The security log (db/stores/security-log.ts). */
+  securityLog(clock: Clock): SecurityLogStore
   /** The demo site on a database without any site (db/stores/bootstrap.ts); null otherwise. */
   bootstrapFirstRun(clock: Clock, box: SecretBox): Promise<FirstRun | null>
   /** Messages to and from the other processes on this database; connects when first used. */

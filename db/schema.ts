@@ -273,3 +273,45 @@ export const oauthRecords = sqliteTable(
       .where(sql`${t.expiresAt} IS NOT NULL`),
   ],
 )
+
+// The security log (issue 18; docs/decisions.md, "Token lifecycle"): what happened to an account
+// and its tokens, appended and never changed, pruned after SERVICE_SECURITY_LOG_DAYS. No secret.
+export const securityKinds = [
+  'token_created',
+  'token_revoked',
+  'token_new_address',
+  'legacy_token_reset',
+  'sign_in_succeeded',
+  'sign_in_failed',
+  'lockout',
+  'staff_added',
+  'staff_removed',
+  'account_disabled',
+  'oauth_authorized',
+  'oauth_revoked',
+] as const
+export type SecurityKind = (typeof securityKinds)[number]
+
+export const securityEvents = sqliteTable(
+  'security_events',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    userId: userReference(),
+    // The site it happened on; null for what concerns the account everywhere (disabled, say).
+    siteId: integer('site_id').references(() => sites.id, { onDelete: 'cascade' }),
+    kind: text('kind', { enum: securityKinds }).notNull(),
+    createdAt: moment('created_at').notNull(),
+    // The client address, when a request did it.
+    address: text('address'),
+    // Who did it: page, cli, api, leak_report, administrator.
+    actor: text('actor'),
+    // A JSON object of names, ids, addresses: what the line says, never a secret.
+    detail: text('detail').notNull(),
+  },
+  (t) => [
+    index('security_events_user_idx').on(t.userId, t.createdAt, t.id),
+    index('security_events_user_kind_idx').on(t.userId, t.kind, t.createdAt, t.id),
+    index('security_events_site_idx').on(t.siteId, t.createdAt, t.id),
+    index('security_events_created_idx').on(t.createdAt),
+  ],
+)

@@ -6,6 +6,7 @@ import { bootstrapFirstRun } from './stores/bootstrap.ts'
 import { createCategoryStore } from './stores/categories.ts'
 import { createDiscussionStore } from './stores/discussions.ts'
 import { createOAuthStore } from './stores/oauth.ts'
+import { createSecurityLog } from './stores/security-log.ts'
 import { createSessionStore } from './stores/sessions.ts'
 import { createSiteStore } from './stores/sites.ts'
 import { createTokenStore } from './stores/tokens.ts'
@@ -32,6 +33,7 @@ export function sqliteEngine(db: Db): Engine {
     discussions: (clock, box) => asyncFacade(createDiscussionStore(db, clock, createUserStore(db, clock, box))),
     categories: (clock) => asyncFacade(createCategoryStore(db, clock)),
     oauth: (clock) => asyncFacade(createOAuthStore(db, clock)),
+    securityLog: (clock) => asyncFacade(createSecurityLog(db, clock)),
     bootstrapFirstRun: (clock, box) => bootstrapFirstRun(db, clock, box),
     async ping() {
       probe.get()

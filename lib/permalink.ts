@@ -17,6 +17,7 @@ export const RESERVED_PERMALINKS = new Set([
   'oauth',
   'openapi',
   'static',
+  'token_leaks',
   'well-known',
 ])
 

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import type { CategoryStore } from '../db/stores/categories.ts'
 import type { DiscussionStore } from '../db/stores/discussions.ts'
 import type { OAuthStore } from '../db/stores/oauth.ts'
+import type { SecurityLogStore } from '../db/stores/security-log.ts'
 import type { SessionStore } from '../db/stores/sessions.ts'
 import type { SiteStore } from '../db/stores/sites.ts'
 import type { TokenStore } from '../db/stores/tokens.ts'
@@ -20,6 +21,7 @@ declare module 'fastify' {
     discussions: DiscussionStore
     categories: CategoryStore
     oauthRecords: OAuthStore
+    securityLog: SecurityLogStore
   }
 }
 
@@ -77,4 +79,12 @@ export const oauthStore = fp(
     fastify.decorate('oauthRecords', fastify.database.oauth(fastify.clock))
   },
   { ...STORE, name: 'oauth-store' },
+)
+
+/** The security log of the accounts (issue 18). */
+export const securityLogStore = fp(
+  async (fastify) => {
+    fastify.decorate('securityLog', fastify.database.securityLog(fastify.clock))
+  },
+  { ...STORE, name: 'security-log-store' },
 )

@@ -18,6 +18,7 @@ t.test('defaults', async (t) => {
     limits: { perAddress: 20, perAccount: 5, windowSeconds: 300 },
     hsts: false,
     oauthRegistration: true,
+    securityLogDays: 400,
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',
   })
@@ -40,6 +41,7 @@ t.test('environment, and flags over the environment', async (t) => {
     limits: DEFAULT_LIMITS,
     hsts: true,
     oauthRegistration: true,
+    securityLogDays: 400,
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',
   })
@@ -113,6 +115,14 @@ t.test('SERVICE_OAUTH_REGISTRATION: on by default, a switch', async (t) => {
   t.equal(load({ SERVICE_OAUTH_REGISTRATION: 'off' }).oauthRegistration, false)
   t.equal(load({ SERVICE_OAUTH_REGISTRATION: 'ON' }).oauthRegistration, true)
   t.throws(() => load({ SERVICE_OAUTH_REGISTRATION: '0' }), { name: 'ConfigError', message: 'SERVICE_OAUTH_REGISTRATION must be on or off, not "0"' })
+})
+
+t.test('leak reports and the security log: from the environment, and what is refused', async (t) => {
+  t.equal(load({ SERVICE_LEAK_REPORT_KEY: ` ${'k'.repeat(32)} ` }).leakReportKey, 'k'.repeat(32))
+  t.notOk('leakReportKey' in load({ SERVICE_LEAK_REPORT_KEY: ' ' }), 'blank is unset')
+  t.throws(() => load({ SERVICE_LEAK_REPORT_KEY: 'short' }), { name: 'ConfigError', message: /SERVICE_LEAK_REPORT_KEY must be at least 32 characters/ })
+  t.equal(load({ SERVICE_SECURITY_LOG_DAYS: '30' }).securityLogDays, 30)
+  t.throws(() => load({ SERVICE_SECURITY_LOG_DAYS: '0' }), { name: 'ConfigError' })
 })
 
 t.test('the trusted proxies and the failure limits come from the environment', async (t) => {

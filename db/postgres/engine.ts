@@ -7,6 +7,7 @@ import { bootstrapFirstRun } from './stores/bootstrap.ts'
 import { createCategoryStore } from './stores/categories.ts'
 import { createDiscussionStore } from './stores/discussions.ts'
 import { createOAuthStore } from './stores/oauth.ts'
+import { createSecurityLog } from './stores/security-log.ts'
 import { createSessionStore } from './stores/sessions.ts'
 import { createSiteStore } from './stores/sites.ts'
 import { createTokenStore } from './stores/tokens.ts'
@@ -29,6 +30,7 @@ export function postgresEngine(db: PgDb): Engine {
     discussions: (clock, box) => createDiscussionStore(db, clock, box),
     categories: (clock) => createCategoryStore(db, clock),
     oauth: (clock) => createOAuthStore(db, clock),
+    securityLog: (clock) => createSecurityLog(db, clock),
     bootstrapFirstRun: (clock, box) => bootstrapFirstRun(db, clock, box),
     ping: () => pingPostgres(db),
     events: events.events,

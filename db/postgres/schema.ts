@@ -1,6 +1,6 @@
 import { sql } from '../drizzle.ts'
 import { pgBoolean, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from './drizzle.ts'
-import { accessLevels, commentVias, discussionStates, roles } from '../schema.ts'
+import { accessLevels, commentVias, discussionStates, roles, securityKinds } from '../schema.ts'
 
 // The PostgreSQL schema: the SQLite one (db/schema.ts) table for table, column for column, with the
 // same names, constraints and indexes, so the stores read the same rows from either engine and
@@ -224,5 +224,26 @@ export const oauthRecords = pgTable(
     pgIndex('oauth_records_expiry_idx')
       .on(t.expiresAt)
       .where(sql`${t.expiresAt} IS NOT NULL`),
+  ],
+)
+
+// The security log: db/schema.ts.
+export const securityEvents = pgTable(
+  'security_events',
+  {
+    id: id(),
+    userId: userReference(),
+    siteId: pgInteger('site_id').references(() => sites.id, { onDelete: 'cascade' }),
+    kind: pgText('kind', { enum: securityKinds }).notNull(),
+    createdAt: moment('created_at').notNull(),
+    address: pgText('address'),
+    actor: pgText('actor'),
+    detail: pgText('detail').notNull(),
+  },
+  (t) => [
+    pgIndex('security_events_user_idx').on(t.userId, t.createdAt, t.id),
+    pgIndex('security_events_user_kind_idx').on(t.userId, t.kind, t.createdAt, t.id),
+    pgIndex('security_events_site_idx').on(t.siteId, t.createdAt, t.id),
+    pgIndex('security_events_created_idx').on(t.createdAt),
   ],
 )

@@ -6,8 +6,9 @@ import { maskedToken } from '../../lib/token-format.ts'
 import type { EngineEvents } from '../../db/engine.ts'
 import { StoreError } from '../../db/stores/errors.ts'
 import { DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, MAX_ACTIVE_TOKENS, MAX_TOKEN_NAME, tokenState, type ListedToken } from '../../db/stores/tokens.ts'
+import { tokenDetail } from '../../db/stores/security-log.ts'
 import { authorizedApplications } from './oauth.ts'
-import { pageData, requireSupporter } from './pages.ts'
+import { logPageEvent, pageData, requireSupporter } from './pages.ts'
 
 // Tokens expiring this soon stand out in the list.
 const SOON_DAYS = 7
@@ -212,6 +213,7 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
       const message = `You already have ${MAX_ACTIVE_TOKENS} active tokens, the most allowed. Revoke one you no longer use, then create the new one.`
       return render(request, reply, 409, { values, errors: { form: message } })
     }
+    await logPageEvent(request, 'token_created', tokenDetail(created.token))
     return render(request, reply, 201, { created: { value: created.value, name: created.token.name } })
   })
 
@@ -230,7 +232,8 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.post('/profile/api_tokens/:id/revoke', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
     const token = await ownActiveToken(request)
     if (!token) return noSuchToken(request, reply)
-    await tokens.revoke(request.web.site.id, token.id, request.web.user!.id)
+    const revoked = await tokens.revoke(request.web.site.id, token.id, request.web.user!.id)
+    await logPageEvent(request, 'token_revoked', tokenDetail(revoked))
     return reply.redirect(`${pagePath(request)}?revoked=1`, 303)
   })
 }

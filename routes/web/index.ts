@@ -6,6 +6,7 @@ import sessions from '../../plugins/sessions.ts'
 import views from '../../plugins/views.ts'
 import apiTokenRoutes from './api-tokens.ts'
 import oauthRoutes from './oauth.ts'
+import securityLogRoutes from './security-log.ts'
 import profileRoutes from './profile.ts'
 import { pageData } from './pages.ts'
 import signInRoutes from './sign-in.ts'
@@ -57,6 +58,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl }) =>
       await web.register(apiTokenRoutes)
       await web.register(profileRoutes)
       await web.register(oauthRoutes)
+      await web.register(securityLogRoutes)
     },
     { prefix: webPrefix(siteUrl) },
   )

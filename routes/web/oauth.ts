@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { InteractionResults } from 'oidc-provider'
 import { permalinkOfResource } from '../../plugins/oauth/provider.ts'
 import { SECURITY_HEADERS } from '../../plugins/views.ts'
-import { pageData, requireSupporter } from './pages.ts'
+import { logPageEvent, pageData, requireSupporter } from './pages.ts'
 
 // The sign-in and consent step of an OAuth authorization (docs/decisions.md, "OAuth for
 // applications"): {site_url}/oauth/authorize/<uid>, where the library's interaction URL points. The
@@ -109,6 +109,8 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
       const grant = existing || new provider.Grant({ accountId, clientId: client.clientId })
       grant.addResourceScope(resource, accessLabel(scope).scopes)
       result = { login: { accountId }, consent: { grantId: await grant.save() } }
+      const detail = { client_id: client.clientId, application: client.clientName ?? client.clientId, access: accessLabel(scope).label }
+      await logPageEvent(request, 'oauth_authorized', detail)
     } else {
       result = { error: 'access_denied', error_description: 'The supporter denied the application access.' }
     }
@@ -121,9 +123,10 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.post('/profile/applications/:grant/revoke', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
     const { grant } = request.params as { grant: string }
     const page = `${fastify.urls.siteWeb(request.web.site.permalink)}/profile/api_tokens`
-    const mine = (await authorizedApplications(request)).some((app) => app.grantId === grant)
+    const mine = (await authorizedApplications(request)).find((app) => app.grantId === grant)
     if (!mine) return reply.page('not_found', pageData(request, reply, { title: 'No such application' }), 404)
     await fastify.oauthRecords.destroyGrant(grant)
+    await logPageEvent(request, 'oauth_revoked', { application: mine.name })
     return reply.redirect(`${page}?app_revoked=1`, 303)
   })
 }

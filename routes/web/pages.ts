@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { NewSecurityEvent, SecurityKind } from '../../db/stores/security-log.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
 
 // What every page template receives, and the checks pages share.
@@ -7,6 +8,14 @@ export function pageData(request: FastifyRequest, reply: FastifyReply, extra: Re
   const { site, user } = request.web
   const base = request.server.urls.siteWeb(site.permalink)
   return { site, user, base, csrf: reply.csrfToken(request), ...extra }
+}
+
+/**
+ * Writes an event of the security log for what a person did on this site's pages: their account
+ * (the signed-in user unless another is named), the site, the client address.
+ */
+export function logPageEvent(request: FastifyRequest, kind: SecurityKind, detail?: NewSecurityEvent['detail'], userId = request.web.user!.id) {
+  return request.server.securityLog.append({ userId, siteId: request.web.site.id, kind, address: request.ip, actor: 'page', detail })
 }
 
 /** Where a signed-out visitor of this page is sent: the sign-in page, which brings them back. */

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { StoreError } from '../../db/stores/errors.ts'
-import { pageData, signInRedirect } from './pages.ts'
+import { logPageEvent, pageData, signInRedirect } from './pages.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
 
 const day = (date: Date) => date.toISOString().slice(0, 10)
@@ -42,6 +42,7 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
     if (!request.web.user) return signInRedirect(request, reply)
     if (!isStaffRole(request.web.user.role)) return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile`, 303)
     await users.legacyTokens.reset(request.web.user.id)
+    await logPageEvent(request, 'legacy_token_reset')
     // Redirected, so that a reload shows the page again instead of resetting once more.
     return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile?reset=1`, 303)
   })

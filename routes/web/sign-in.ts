@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { rateLimitHeaders } from '../../plugins/auth/limits.ts'
 import { decodeMultipass } from '../../plugins/auth/multipass-token.ts'
-import { pageData, safeNext, safeTo } from './pages.ts'
+import { logPageEvent, pageData, safeNext, safeTo } from './pages.ts'
 
 export const SIGN_IN_FAILED = 'Wrong email or password.'
 export const SSO_FAILED = 'This single sign-on link is invalid or has expired. Sign in with your email and password, or ask for a new link.'
@@ -22,7 +22,7 @@ const tooMany = (seconds: number) => `Too many failed attempts. Try again in ${m
 
 /** {site_url}/login, POST {site_url}/logout, and {site_url}/ which sends people where they belong. */
 const signInRoutes: FastifyPluginAsync = async (fastify) => {
-  const { users, urls, clock, passwords, authLimits } = fastify
+  const { users, urls, clock, passwords, authLimits, securityLog } = fastify
 
   const sitePath = (request: FastifyRequest) => new URL(urls.siteWeb(request.web.site.permalink)).pathname
   const home = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/profile/api_tokens`
@@ -68,6 +68,21 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     return reply.redirect(safeTo(claims!.to, urls.siteWeb(site.permalink)) ?? home(request), 303)
   }
 
+  /**
+   * The security log of a sign-in on the page: a success (`signed_in`), a wrong password of an existing account,
+   * and a lockout once per failure window of the account (not at every refused attempt after it).
+   */
+  async function recordSignIn(request: FastifyRequest, email: string, verdict: string) {
+    const kind = verdict === 'signed_in' ? 'sign_in_succeeded' : verdict === 'invalid_password' ? 'sign_in_failed' : verdict === 'too_many_attempts' ? 'lockout' : undefined
+    const user = kind && (await users.find(email))
+    if (!kind || !user) return
+    if (kind === 'lockout') {
+      const [last] = (await securityLog.list({ userId: user.id, kinds: ['lockout'], offset: 0, limit: 1 })).events
+      if (last && last.createdAt.getTime() > clock() - authLimits.settings.windowSeconds * 1000) return
+    }
+    await logPageEvent(request, kind, undefined, user.id)
+  }
+
   fastify.get('/', { prefixTrailingSlash: 'slash' }, async (request, reply) => {
     const sso = (request.query as { sso?: unknown }).sso
     if (typeof sso === 'string') return singleSignOn(request, reply, sso)
@@ -90,6 +105,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
 
     // The same checks, slow-down and bound as Basic on the API (fastify.passwords).
     const verdict = await passwords.verify(email, password, request.ip)
+    await recordSignIn(request, email, verdict.kind)
     if (verdict.kind === 'too_many_attempts' || verdict.kind === 'invalid_password') reply.headers(rateLimitHeaders(authLimits, request.ip))
     if (verdict.kind === 'too_many_attempts' || verdict.kind === 'busy') {
       reply.header('retry-after', String(verdict.retryAfter))
@@ -103,6 +119,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     const user = verdict.kind === 'verified' ? verdict.user : undefined
     if (!user || !(await users.role(request.web.site.id, user.id))) return form(request, reply, 401, { email, next, error: SIGN_IN_FAILED })
     await reply.signIn(request, user.id)
+    await recordSignIn(request, email, 'signed_in')
     return reply.redirect(next || home(request), 303)
   })
 

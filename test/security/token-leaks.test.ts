@@ -1,0 +1,133 @@
+import t, { type Test } from 'tap'
+import { generateToken, OAUTH_ACCESS_TOKEN_PREFIX, PERSONAL_TOKEN_PREFIX } from '../../lib/token-format.ts'
+import { leakSignature, MAX_LEAKS, SIGNATURE_HEADER } from '../../routes/token-leaks.ts'
+import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
+import { oauthTokens } from '../fixtures/oauth.ts'
+
+// POST /token_leaks (routes/token-leaks.ts): a signed report of values found in public revokes
+// every live token among them, logs it in its owner's security log, and says no more than
+// revoked, already_inactive or unknown per value.
+
+const KEY = 'k'.repeat(40)
+
+async function leakApp(t: Test, key: string | null = KEY) {
+  return buildTestApp(t, { config: { leakReportKey: key ?? undefined } })
+}
+
+type App = Awaited<ReturnType<typeof leakApp>>['app']
+
+function report(app: App, body: unknown, { key = KEY, signature }: { key?: string; signature?: string } = {}) {
+  const payload = typeof body === 'string' ? body : JSON.stringify(body)
+  return app.inject({
+    method: 'POST',
+    url: '/token_leaks',
+    headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signature ?? leakSignature(key, payload) },
+    payload,
+  })
+}
+
+t.test('without SERVICE_LEAK_REPORT_KEY the endpoint does not exist', async (t) => {
+  const { app } = await leakApp(t, null)
+  const res = await report(app, [])
+  t.equal(res.statusCode, 404)
+  t.equal(res.json().error, 'not_found')
+})
+
+t.test('a live personal token is revoked at once, logged, and refused on its next request', async (t) => {
+  const { app } = await leakApp(t)
+  const { value, user, site, token } = await supporterWithToken(app)
+  t.equal((await app.inject({ url: '/demo', headers: { authorization: `Bearer ${value}`, accept: V1 } })).statusCode, 200)
+  const res = await report(app, [{ token: value, url: 'https://code.example/repo/blob/main/.env', source: 'code host scan' }])
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), { results: [{ status: 'revoked' }] })
+  const next = await app.inject({ url: '/demo', headers: { authorization: `Bearer ${value}`, accept: V1 } })
+  t.equal(next.statusCode, 401)
+  t.match(next.headers['www-authenticate'], 'error="invalid_token"')
+  const { events } = await app.securityLog.list({ userId: user.id, offset: 0, limit: 10 })
+  t.match(events[0], {
+    kind: 'token_revoked',
+    siteId: site.id,
+    actor: 'leak_report',
+    detail: { token_id: token.id, name: 'test token', url: 'https://code.example/repo/blob/main/.env', source: 'code host scan' },
+  })
+  t.notMatch(JSON.stringify(events), value.slice(12), 'the log never holds the value')
+  t.same((await report(app, [{ token: value }])).json(), { results: [{ status: 'already_inactive' }] }, 'a second report')
+})
+
+t.test('values that are not ours, made up, expired or revoked say so and no more', async (t) => {
+  const { app, clock } = await leakApp(t)
+  const expired = await supporterWithToken(app, { expiresInDays: 7 })
+  const revoked = await supporterWithToken(app)
+  await app.tokens.revoke(revoked.site.id, revoked.token.id)
+  clock.advanceDays(8)
+  const live = await supporterWithToken(app)
+  const body = [
+    { token: expired.value },
+    { token: 'ghp_notours' },
+    { token: generateToken(PERSONAL_TOKEN_PREFIX) },
+    { token: `${live.value.slice(0, -1)}x` },
+    { token: revoked.value },
+    { token: live.value },
+    { token: live.value },
+  ]
+  t.same((await report(app, body)).json().results.map((r: { status: string }) => r.status), [
+    'already_inactive',
+    'unknown',
+    'unknown',
+    'unknown',
+    'already_inactive',
+    'revoked',
+    'already_inactive',
+  ])
+})
+
+t.test('an OAuth token past its expiry is inactive', async (t) => {
+  const { app, clock } = await leakApp(t)
+  await app.sites.add('demo', 'Demo')
+  const { tokens } = await oauthTokens(app, { scope: 'read' })
+  // The library stamps its tokens with the real time; the app's clock is moved past that expiry.
+  clock.advance(Date.now() - clock() + tokens.expires_in * 1000 + 1000)
+  t.same((await report(app, [{ token: tokens.access_token }])).json(), { results: [{ status: 'already_inactive' }] })
+})
+
+t.test('an OAuth token: its whole grant is revoked', async (t) => {
+  const { app } = await leakApp(t)
+  await app.sites.add('demo', 'Demo')
+  const { tokens: first, person, client } = await oauthTokens(app, { scope: 'read' })
+  // A refresh token already used (rotated) is inactive; the one it gave is live.
+  const rotated = await app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: first.refresh_token, client_id: client.client_id }).toString(),
+  })
+  const tokens = rotated.json() as typeof first
+  t.same((await report(app, [{ token: first.refresh_token }])).json(), { results: [{ status: 'already_inactive' }] }, 'a spent refresh token')
+  t.same((await report(app, [{ token: tokens.refresh_token, source: 'paste site' }])).json(), { results: [{ status: 'revoked' }] })
+  t.equal((await app.inject({ url: '/demo', headers: { authorization: `Bearer ${tokens.access_token}`, accept: V1 } })).statusCode, 401, 'its access token too')
+  // A revoked grant's records are deleted with it: its tokens are no longer known at all.
+  t.same((await report(app, [{ token: tokens.access_token }, { token: generateToken(OAUTH_ACCESS_TOKEN_PREFIX) }])).json(), {
+    results: [{ status: 'unknown' }, { status: 'unknown' }],
+  })
+  const { events } = await app.securityLog.list({ userId: person.user.id, kinds: ['oauth_revoked'], offset: 0, limit: 10 })
+  t.match(events, [{ actor: 'leak_report', detail: { source: 'paste site' } }])
+})
+
+t.test('the signature, the shape and the size of a report', async (t) => {
+  const { app } = await leakApp(t)
+  t.equal((await report(app, [], { signature: 'sha256=00' })).statusCode, 401, 'a wrong signature')
+  t.equal((await report(app, [], { key: 'another key of forty characters at least' })).statusCode, 401, 'another key')
+  const unsigned = await app.inject({ method: 'POST', url: '/token_leaks', headers: { 'content-type': 'application/json' }, payload: '[]' })
+  t.equal(unsigned.statusCode, 401)
+  t.match(unsigned.json().message, 'sha256=')
+  t.same((await report(app, [])).json(), { results: [] })
+  for (const bad of ['{', '{}', '[1]', '[{"url":"x"}]', '[{"token":1}]', '[{"token":"a","extra":"b"}]', `[{"token":"${'a'.repeat(501)}"}]`]) {
+    t.equal((await report(app, bad)).statusCode, 400, bad.slice(0, 30))
+  }
+  const many = Array.from({ length: MAX_LEAKS + 1 }, () => ({ token: 'x' }))
+  t.equal((await report(app, many)).statusCode, 400, `more than ${MAX_LEAKS}`)
+  const most = Array.from({ length: MAX_LEAKS }, () => ({ token: 'x' }))
+  t.equal((await report(app, most)).json().results.length, MAX_LEAKS)
+  const text = await app.inject({ method: 'POST', url: '/token_leaks', headers: { 'content-type': 'text/plain' }, payload: '[]' })
+  t.equal(text.statusCode, 415)
+})
