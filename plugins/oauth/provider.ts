@@ -133,7 +133,9 @@ export function createProvider(options: ProviderOptions): Provider {
       id_token_signed_response_alg: 'EdDSA',
     },
     responseTypes: ['code'],
-    scopes: ['offline_access'],
+    // read and write are the API's (resource) scopes; listed here too so that a client may name
+    // them in its registration metadata (MCP clients do) and the metadata advertises them.
+    scopes: [...API_SCOPES, 'offline_access'],
     claims: { openid: ['sub'] },
     pkce: { required: () => true },
     routes: OAUTH_ROUTES,

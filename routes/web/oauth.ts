@@ -108,6 +108,9 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
       const existing = given && (await provider.Grant.find(given.grantId!))
       const grant = existing || new provider.Grant({ accountId, clientId: client.clientId })
       grant.addResourceScope(resource, accessLabel(scope).scopes)
+      // The same names are scopes of the server too (plugins/oauth/provider.ts): granted alike, so
+      // the library finds nothing left to consent to.
+      grant.addOIDCScope(accessLabel(scope).scopes)
       result = { login: { accountId }, consent: { grantId: await grant.save() } }
       const detail = { client_id: client.clientId, application: client.clientName ?? client.clientId, access: accessLabel(scope).label }
       await logPageEvent(request, 'oauth_authorized', detail)

@@ -40,6 +40,7 @@ t.test('discovery: the resource names the issuer, whose RFC 8414 metadata lists 
   t.same(meta.code_challenge_methods_supported, ['S256'])
   t.same(meta.grant_types_supported, ['authorization_code', 'refresh_token'])
   t.same(meta.response_types_supported, ['code'])
+  t.match(meta.scopes_supported, ['read', 'write'], "the API's scopes")
   const openid = await app.inject({ url: '/.well-known/openid-configuration', headers: { host: 'evil.example' } })
   t.equal(openid.json().token_endpoint, `${BASE_URL}/oauth/token`, 'whatever the Host header says')
 })
@@ -64,6 +65,8 @@ t.test('dynamic registration takes https and loopback redirect URIs only', async
   }
   const { res } = await registerClient(app, { redirect_uris: ['http://app.example/cb'] })
   t.match(res.json().error_description, 'https, or http on the loopback interface')
+  const scoped = await registerClient(app, { scope: 'read write' })
+  t.equal(scoped.res.statusCode, 201, 'a registration may name the scopes it will ask (MCP clients do)')
   const none = await registerClient(app, { redirect_uris: undefined })
   t.equal(none.res.statusCode, 400, 'a redirect URI is required')
   const bound = await registerClient(app, { service_site: 'demo' })
