@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type Provider from 'oidc-provider'
+import { repeatInBackground } from '../../lib/background.ts'
 import { createProvider } from './provider.ts'
 
 declare module 'fastify' {
@@ -82,16 +83,12 @@ export default fp<OAuthOptions>(
     }
 
     fastify.decorate('oauth', { provider, issuer })
-    // Expired codes, tokens, interactions and grants leave the table hourly, whichever process sweeps.
-    const sweep = () =>
-      fastify.oauthRecords.sweep().catch((error: unknown) => fastify.log.warn({ err: error }, 'could not remove expired OAuth records'))
-    const sweeper = setInterval(sweep, SWEEP_EVERY_MS).unref()
-    fastify.addHook('onReady', async () => {
-      await sweep()
-    })
-    fastify.addHook('onClose', async () => {
-      clearInterval(sweeper)
-    })
+    // Expired codes, tokens, interactions and grants leave the table at start and then hourly,
+    // whichever process sweeps; a sweep under way is finished before the database closes.
+    const sweep = async () => {
+      await fastify.oauthRecords.sweep().catch((error: unknown) => fastify.log.warn({ err: error }, 'could not remove expired OAuth records'))
+    }
+    repeatInBackground(fastify, { firstAfterMs: 0, everyMs: SWEEP_EVERY_MS }, sweep)
     await fastify.register(async (scope) => {
       scope.removeAllContentTypeParsers()
       scope.addContentTypeParser('*', (_request, _payload, done) => done(null))

@@ -69,11 +69,11 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
   }
 
   /**
-   * The security log of a sign-in on the page: a success (`signed_in`), a wrong password of an existing account,
+   * The security log of a sign-in on the page that failed: a wrong password of an existing account,
    * and a lockout once per failure window of the account (not at every refused attempt after it).
    */
-  async function recordSignIn(request: FastifyRequest, email: string, verdict: string) {
-    const kind = verdict === 'signed_in' ? 'sign_in_succeeded' : verdict === 'invalid_password' ? 'sign_in_failed' : verdict === 'too_many_attempts' ? 'lockout' : undefined
+  async function recordFailedSignIn(request: FastifyRequest, email: string, verdict: string) {
+    const kind = verdict === 'invalid_password' ? 'sign_in_failed' : verdict === 'too_many_attempts' ? 'lockout' : undefined
     const user = kind && (await users.find(email))
     if (!kind || !user) return
     if (kind === 'lockout') {
@@ -105,7 +105,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
 
     // The same checks, slow-down and bound as Basic on the API (fastify.passwords).
     const verdict = await passwords.verify(email, password, request.ip)
-    await recordSignIn(request, email, verdict.kind)
+    await recordFailedSignIn(request, email, verdict.kind)
     if (verdict.kind === 'too_many_attempts' || verdict.kind === 'invalid_password') reply.headers(rateLimitHeaders(authLimits, request.ip))
     if (verdict.kind === 'too_many_attempts' || verdict.kind === 'busy') {
       reply.header('retry-after', String(verdict.retryAfter))
@@ -119,7 +119,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     const user = verdict.kind === 'verified' ? verdict.user : undefined
     if (!user || !(await users.role(request.web.site.id, user.id))) return form(request, reply, 401, { email, next, error: SIGN_IN_FAILED })
     await reply.signIn(request, user.id)
-    await recordSignIn(request, email, 'signed_in')
+    await logPageEvent(request, 'sign_in_succeeded', undefined, user.id)
     return reply.redirect(next || home(request), 303)
   })
 

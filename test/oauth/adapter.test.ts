@@ -3,7 +3,7 @@ import t from 'tap'
 import { oauthErrorPage } from '../../plugins/oauth/index.ts'
 import { accessTokenReader, EXPIRED_TOKEN_KEPT_MS, recordAdapter, recordColumns } from '../../plugins/oauth/adapter.ts'
 import { accountIdOf, libraryAccount, permalinkOfResource, registrableRedirectUri, signingKey } from '../../plugins/oauth/provider.ts'
-import { buildTestApp } from '../fixtures/app.ts'
+import { buildTestApp, newTestApp } from '../fixtures/app.ts'
 
 // The storage adapter of oidc-provider and the pure rules of plugins/oauth, on the engine the
 // suite runs on.
@@ -108,4 +108,16 @@ t.test('pure rules', async (t) => {
   t.match(page, '&#60;script&#62;x&#60;/script&#62;', 'escaped')
   t.notMatch(page, '<script>')
   t.match(oauthErrorPage({ error: 'server_error' }), 'The application sent a request that cannot be completed.')
+})
+
+t.test('expired records are swept in the background, and a failed sweep is logged', async (t) => {
+  const lines: string[] = []
+  const { app } = newTestApp(t, { logStream: { write: (line) => void lines.push(line) } })
+  await app.ready()
+  // The first sweep runs just after start, in the background: it meets this failure.
+  app.oauthRecords.sweep = async () => {
+    throw new Error('sweep refused')
+  }
+  for (let i = 0; i < 100 && !lines.some((l) => l.includes('could not remove expired OAuth records')); i++) await new Promise((r) => setTimeout(r, 10))
+  t.match(lines.find((l) => l.includes('could not remove expired OAuth records')), 'sweep refused')
 })
