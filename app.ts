@@ -20,6 +20,7 @@ import serverKey from './plugins/server-key.ts'
 import shutdown from './plugins/shutdown.ts'
 import transportSecurity, { hstsByDefault } from './plugins/transport-security.ts'
 import oauth from './plugins/oauth/index.ts'
+import expiryNotices from './plugins/expiry-notices.ts'
 import securityLogPruning from './plugins/security-log-pruning.ts'
 import { discussionStores, oauthStore, securityLogStore, sessionStore, siteStore, tokenStore, userStore } from './plugins/stores.ts'
 import versioning from './plugins/versioning.ts'
@@ -27,6 +28,7 @@ import discussionRoutes from './routes/api/discussions/index.ts'
 import mcpRoutes from './routes/api/mcp/index.ts'
 import healthRoutes from './routes/health.ts'
 import apiNotFound from './routes/api/not-found.ts'
+import personalTokenRoutes from './routes/api/personal-tokens.ts'
 import siteRoutes from './routes/api/site.ts'
 import openapiRoutes from './routes/openapi.ts'
 import readmeRoute from './routes/readme.ts'
@@ -37,7 +39,7 @@ import webPages from './routes/web/index.ts'
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'leakReportKey' | 'securityLogDays'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'leakReportKey' | 'securityLogDays' | 'mail'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -111,6 +113,8 @@ export function buildApp(options: AppOptions) {
   app.register(oauthStore)
   app.register(securityLogStore)
   app.register(securityLogPruning, { days: config.securityLogDays ?? DEFAULT_SECURITY_LOG_DAYS })
+  // Mails 7 days and 1 day before a personal token expires, when SERVICE_SMTP_URL is set.
+  app.register(expiryNotices, { mail: config.mail })
   // Authentication's shared parts: the challenge header, the failure budgets and the password
   // verifier, at the root because the sign-in pages share the last two with the API.
   app.register(challenge)
@@ -138,6 +142,7 @@ export function buildApp(options: AppOptions) {
     api.register(async function authenticated(routes) {
       routes.addHook('onRequest', routes.authenticate)
       routes.register(siteRoutes)
+      routes.register(personalTokenRoutes)
       routes.register(discussionRoutes)
       // The MCP endpoint: its tools are requests to the routes above, with the caller's token.
       routes.register(mcpRoutes)

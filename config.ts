@@ -8,6 +8,7 @@ import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from './lib/request-log.
 import { MIN_SECRET_LENGTH } from './lib/server-key.ts'
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS, isPostgresAddress, type PostgresOptions } from './lib/database-address.ts'
 import { DEFAULT_LIMITS, type AuthLimitSettings } from './plugins/auth/limits.ts'
+import type { MailSettings } from './plugins/expiry-notices.ts'
 import { hstsByDefault } from './plugins/transport-security.ts'
 
 export interface Config {
@@ -35,6 +36,8 @@ export interface Config {
   leakReportKey?: string
   /** SERVICE_SECURITY_LOG_DAYS: how long the security log keeps an event (400 days by default). */
   securityLogDays: number
+  /** SERVICE_SMTP_URL and SERVICE_MAIL_FROM: where token expiry notices are sent from; no mail without them. */
+  mail?: MailSettings
   /** The timeouts and connection caps of the HTTP server (lib/connections.ts). */
   connections: ConnectionSettings
   /** SERVICE_LOG_LEVEL: at `warn`, the line per answered request is not written; refusals and errors are. */
@@ -161,6 +164,24 @@ function parseTrustProxy(value: string | undefined): Config['trustProxy'] {
 }
 
 export const DEFAULT_SECURITY_LOG_DAYS = 400
+
+/**
+ * SERVICE_SMTP_URL (smtp://user:password@host:587, smtps://... for TLS from the start) and
+ * SERVICE_MAIL_FROM (by default service-desk@ the API's host name). A bad address is refused
+ * without repeating it: it may hold a password.
+ */
+function parseMail(source: ConfigSource, baseUrl: string): { mail?: MailSettings } {
+  const smtpUrl = source.env.SERVICE_SMTP_URL?.trim()
+  if (!smtpUrl) return {}
+  if (!URL.canParse(smtpUrl) || !['smtp:', 'smtps:'].includes(new URL(smtpUrl).protocol) || new URL(smtpUrl).hostname === '') {
+    throw new ConfigError('SERVICE_SMTP_URL must be an smtp:// or smtps:// address with a host, such as smtp://user:password@mail.example.com:587')
+  }
+  const from = source.env.SERVICE_MAIL_FROM?.trim() || `Service Desk <service-desk@${new URL(baseUrl).hostname}>`
+  if (!from.includes('@') || /[\r\n]/.test(from)) {
+    throw new ConfigError(`SERVICE_MAIL_FROM must be one mail address, such as "Service Desk <help@example.com>", not "${from.replace(/[\r\n]/g, ' ')}"`)
+  }
+  return { mail: { smtpUrl, from } }
+}
 
 /** SERVICE_LEAK_REPORT_KEY: a shared secret of at least 32 characters, or nothing. */
 function parseLeakReportKey(source: ConfigSource): { leakReportKey?: string } {
@@ -292,6 +313,7 @@ export function loadConfig(source: ConfigSource): Config {
     oauthRegistration: parseSwitch(source, 'SERVICE_OAUTH_REGISTRATION', true),
     ...parseLeakReportKey(source),
     securityLogDays: parseCount(source, 'SERVICE_SECURITY_LOG_DAYS', DEFAULT_SECURITY_LOG_DAYS, 3_650),
+    ...parseMail(source, base),
     limits: {
       perAddress: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ADDRESS', DEFAULT_LIMITS.perAddress, 1_000_000),
       perAccount: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ACCOUNT', DEFAULT_LIMITS.perAccount, 1_000_000),

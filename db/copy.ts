@@ -26,6 +26,7 @@ export const COPIED_TABLES = [
   schema.users,
   schema.memberships,
   schema.personalTokens,
+  schema.personalTokenAddresses,
   schema.webSessions,
   schema.categories,
   schema.discussions,

@@ -15,7 +15,7 @@ const driver: typeof import('drizzle-orm/better-sqlite3') = require('drizzle-orm
 const migrator: typeof import('drizzle-orm/better-sqlite3/migrator') = require('drizzle-orm/better-sqlite3/migrator')
 
 export const { and, asc, count, desc, eq, getTableColumns, gt, inArray, is, isNull, lt, lte, ne, sql } = orm
-export type { Column, Placeholder, SQL, SQLWrapper } from 'drizzle-orm'
+export type { Column, Placeholder, SQL, SQLWrapper, Table } from 'drizzle-orm'
 export const { getTableConfig, index, integer, primaryKey, SQLiteTable, sqliteTable, text, uniqueIndex } = sqliteCore
 export const { drizzle } = driver
 export type { BetterSQLite3Database } from 'drizzle-orm/better-sqlite3'

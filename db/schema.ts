@@ -86,6 +86,9 @@ export const personalTokens = sqliteTable(
     lastUsedFrom: text('last_used_from'),
     expiresAt: moment('expires_at').notNull(),
     revokedAt: moment('revoked_at'),
+    // When the expiry notices went out by mail (plugins/expiry-notices.ts): 7 days before, and on the day.
+    weekNoticeAt: moment('week_notice_at'),
+    dayNoticeAt: moment('day_notice_at'),
   },
   (t) => [
     uniqueIndex('personal_tokens_fingerprint_unique').on(t.fingerprint),
@@ -93,7 +96,25 @@ export const personalTokens = sqliteTable(
     index('personal_tokens_owner_idx')
       .on(t.userId, t.expiresAt)
       .where(sql`${t.revokedAt} IS NULL`),
+    // The hourly look for tokens whose expiry notice is due.
+    index('personal_tokens_expiry_idx')
+      .on(t.expiresAt)
+      .where(sql`${t.revokedAt} IS NULL`),
   ],
+)
+
+// The last addresses a personal token was used from (at most five per token, most recent kept),
+// written in the last-used batch (db/stores/tokens.ts).
+export const personalTokenAddresses = sqliteTable(
+  'personal_token_addresses',
+  {
+    tokenId: integer('token_id')
+      .notNull()
+      .references(() => personalTokens.id, { onDelete: 'cascade' }),
+    address: text('address').notNull(),
+    lastUsedAt: moment('last_used_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tokenId, t.address] })],
 )
 
 // Supporter web sessions. The cookie carries the session id; only its SHA-256 is stored.

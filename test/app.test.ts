@@ -57,7 +57,7 @@ t.test('a failed last-used write is logged as a warning, not thrown', { skip: SQ
   const log = logCapture()
   const { app } = await buildTestApp(t, { logStream: log.stream })
   const ann = await supporterWithToken(app)
-  await app.tokens.recordUse(ann.token.id, null, '203.0.113.9')
+  await app.tokens.recordUse({ id: ann.token.id, lastUsedAt: null, lastUsedFrom: null }, '203.0.113.9')
   sqliteOf(app).$client.close()
   await new Promise((resolve) => setTimeout(resolve, 1200))
   const warning = log.entries().find((entry) => entry.msg === 'could not record when personal tokens were last used')

@@ -125,6 +125,24 @@ t.test('leak reports and the security log: from the environment, and what is ref
   t.throws(() => load({ SERVICE_SECURITY_LOG_DAYS: '0' }), { name: 'ConfigError' })
 })
 
+t.test('expiry notice mail: SERVICE_SMTP_URL and SERVICE_MAIL_FROM, and what is refused without repeating a password', async (t) => {
+  t.notOk('mail' in load({}), 'no mail by default')
+  t.notOk('mail' in load({ SERVICE_SMTP_URL: '  ' }), 'blank is unset')
+  t.same(load({ SERVICE_SMTP_URL: ' smtp://ann:s3cret@mail.example.test:587 ', SERVICE_BASE_URL: 'https://help.example.com' }).mail, {
+    smtpUrl: 'smtp://ann:s3cret@mail.example.test:587',
+    from: 'Service Desk <service-desk@help.example.com>',
+  })
+  t.same(load({ SERVICE_SMTP_URL: 'smtps://mail.example.test', SERVICE_MAIL_FROM: ' Help <help@example.com> ' }).mail?.from, 'Help <help@example.com>')
+  for (const url of ['mail.example.test:25', 'http://mail.example.test', 'smtp://', 'smtp://ann:s3cret@']) {
+    t.throws(() => load({ SERVICE_SMTP_URL: url }), { name: 'ConfigError', message: /^SERVICE_SMTP_URL must be an smtp:\/\/ or smtps:\/\/ address with a host/ }, url)
+    t.notMatch(String((() => { try { load({ SERVICE_SMTP_URL: url }) } catch (e) { return (e as Error).message } })()), 's3cret', 'the password is not repeated')
+  }
+  t.throws(() => load({ SERVICE_SMTP_URL: 'smtp://mail.example.test', SERVICE_MAIL_FROM: 'nobody' }), { name: 'ConfigError', message: /SERVICE_MAIL_FROM must be one mail address/ })
+  t.throws(() => load({ SERVICE_SMTP_URL: 'smtp://mail.example.test', SERVICE_MAIL_FROM: 'a@example.com\r\nBcc: b@example.com' }), {
+    message: 'SERVICE_MAIL_FROM must be one mail address, such as "Service Desk <help@example.com>", not "a@example.com  Bcc: b@example.com"',
+  })
+})
+
 t.test('the trusted proxies and the failure limits come from the environment', async (t) => {
   const config = load({
     SERVICE_TRUST_PROXY: ' 127.0.0.1, 10.0.0.0/8 ,::1,fd00::/8,loopback ',

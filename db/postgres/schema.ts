@@ -77,13 +77,31 @@ export const personalTokens = pgTable(
     lastUsedFrom: pgText('last_used_from'),
     expiresAt: moment('expires_at').notNull(),
     revokedAt: moment('revoked_at'),
+    weekNoticeAt: moment('week_notice_at'),
+    dayNoticeAt: moment('day_notice_at'),
   },
   (t) => [
     pgUniqueIndex('personal_tokens_fingerprint_unique').on(t.fingerprint),
     pgIndex('personal_tokens_owner_idx')
       .on(t.userId, t.expiresAt)
       .where(sql`${t.revokedAt} IS NULL`),
+    // The hourly look for tokens whose expiry notice is due.
+    pgIndex('personal_tokens_expiry_idx')
+      .on(t.expiresAt)
+      .where(sql`${t.revokedAt} IS NULL`),
   ],
+)
+
+export const personalTokenAddresses = pgTable(
+  'personal_token_addresses',
+  {
+    tokenId: pgInteger('token_id')
+      .notNull()
+      .references(() => personalTokens.id, { onDelete: 'cascade' }),
+    address: pgText('address').notNull(),
+    lastUsedAt: moment('last_used_at').notNull(),
+  },
+  (t) => [pgPrimaryKey({ columns: [t.tokenId, t.address] })],
 )
 
 export const webSessions = pgTable(

@@ -4,6 +4,7 @@ import { hashPassword, randomPassword } from '../../lib/password.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { createCategoryStore } from './categories.ts'
 import { createDiscussionStore } from './discussions.ts'
+import { createSecurityLog, firstRunTokenEvent } from './security-log.ts'
 import { createSiteStore, type Site } from './sites.ts'
 import { createTokenStore } from './tokens.ts'
 import { createUserStore } from './users.ts'
@@ -16,6 +17,9 @@ export const WELCOME = {
   body: 'This is the demo site. Reply to this discussion, resolve it, or create your own through the API.',
   from: { email: 'customer@example.com', name: 'Demo Customer' },
 }
+
+/** The demo supporter's token, printed once in the first-run banner. */
+export const FIRST_RUN_TOKEN = (siteId: number, userId: number) => ({ siteId, userId, name: 'First-run token', access: 'write' as const, expiresInDays: 90 })
 
 export interface FirstRun {
   site: Site
@@ -43,13 +47,8 @@ export async function bootstrapFirstRun(db: Db, clock: Clock, box: SecretBox): P
       const site = sites.add(DEMO_SITE.permalink, DEMO_SITE.name)
       const user = users.insert(DEMO_SUPPORTER, passwordHash)
       users.addStaff(site.id, user.id)
-      const { value } = tokens.create({
-        siteId: site.id,
-        userId: user.id,
-        name: 'First-run token',
-        access: 'write',
-        expiresInDays: 90,
-      })
+      const { value, token } = tokens.create(FIRST_RUN_TOKEN(site.id, user.id))
+      createSecurityLog(db, clock).append(firstRunTokenEvent(token))
       // A public category and one discussion from a customer, so the listing shows what it does.
       const category = createCategoryStore(db, clock).add(site.id, DEMO_CATEGORY, true)
       createDiscussionStore(db, clock, users).create({

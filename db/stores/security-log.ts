@@ -50,6 +50,15 @@ export const tokenDetail = (token: { id: number; name: string; access: string; e
   expires_at: token.expiresAt.toISOString(),
 })
 
+/** The first-run banner's token, made by the service itself at its first start. */
+export const firstRunTokenEvent = (token: { id: number; userId: number; siteId: number; name: string; access: string; expiresAt: Date }): NewSecurityEvent => ({
+  userId: token.userId,
+  siteId: token.siteId,
+  kind: 'token_created',
+  actor: 'first_run',
+  detail: tokenDetail(token),
+})
+
 const clean = <T extends string | null | undefined>(text: T) => (typeof text === 'string' ? withoutNul(text) : null)
 
 /** The row an event is stored as: texts without U+0000 (PostgreSQL cannot hold it), the detail as JSON. */

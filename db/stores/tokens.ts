@@ -1,11 +1,12 @@
-import { and, count, desc, eq, gt, isNull, sql } from '../drizzle.ts'
+import { and, count, desc, eq, gt, inArray, isNull, lte, sql, type Column, type SQL, type Table } from '../drizzle.ts'
 import type { Db } from '../client.ts'
-import { memberships, personalTokens, users, type Access, type Role } from '../schema.ts'
+import { memberships, personalTokenAddresses, personalTokens, securityEvents, sites, users, type Access, type Role } from '../schema.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { fingerprint, generatePersonalToken, lastFour } from '../../lib/token-format.ts'
 import { StoreError } from './errors.ts'
 import { readCache } from './read-cache.ts'
+import { eventRow } from './security-log.ts'
 import { isStaffRole, membershipOn, staffColumn } from './staff.ts'
 import type { Async } from './async.ts'
 
@@ -16,8 +17,106 @@ export const MAX_TOKEN_NAME = 100
 // last used is written at most this often per token (docs/decisions.md).
 export const LAST_USED_EVERY_MS = 60_000
 const FLUSH_AFTER_MS = 1_000
+// The addresses a token was last used from, kept per token (docs/decisions.md, "Token lifecycle").
+export const ADDRESSES_KEPT = 5
 
 export type PersonalToken = typeof personalTokens.$inferSelect
+
+/** What the look-up knows of a token's last use: enough to tell whether this use is news. */
+export interface LastUse {
+  id: number
+  lastUsedAt: Date | null
+  lastUsedFrom: string | null
+}
+
+/** A use from an address, and when it was last used from there. */
+export interface TokenAddress {
+  address: string
+  lastUsedAt: Date
+}
+
+/**
+ * Whether a use must be written: the first, the first for a minute (LAST_USED_EVERY_MS), or one
+ * from another address than the last; anything else is written by nobody, so a busy token costs
+ * one write a minute, and an address that changes is never missed for long.
+ */
+export function useIsNews(token: LastUse, from: string, now: number): boolean {
+  return !token.lastUsedAt || now - token.lastUsedAt.getTime() >= LAST_USED_EVERY_MS || token.lastUsedFrom !== from
+}
+
+/** Deletes a token's addresses past the ADDRESSES_KEPT most recent (either engine's table). */
+export function trimAddresses(t: Table & Record<'tokenId' | 'address' | 'lastUsedAt', Column>, tokenId: number): SQL {
+  return sql`DELETE FROM ${t} WHERE ${t.tokenId} = ${tokenId} AND ${t.address} NOT IN (
+    SELECT ${t.address} FROM ${t} WHERE ${t.tokenId} = ${tokenId} ORDER BY ${t.lastUsedAt} DESC, ${t.address} LIMIT ${ADDRESSES_KEPT})`
+}
+
+/** What the security log says of a first use from an address (not among the token's last five). */
+export function newAddressEvent(token: { id: number; userId: number; siteId: number; name: string }, address: string) {
+  return { userId: token.userId, siteId: token.siteId, kind: 'token_new_address' as const, address, actor: 'api', detail: { token_id: token.id, name: token.name } }
+}
+
+/**
+ * The expiry notices (docs/decisions.md, "Token lifecycle"): one mail 7 days before a token dies,
+ * and one on its last day. A notice is claimed (its column set) by one statement before its mail
+ * goes, so of several processes exactly one sends it; a failed mail gives the claim back.
+ */
+export const NOTICE_DAYS = { week: 7, day: 1 } as const
+export type NoticeKind = keyof typeof NOTICE_DAYS
+
+/** A claimed notice: the token (never its value), its owner and its site. */
+export interface ExpiryNotice {
+  tokenId: number
+  name: string
+  access: Access
+  createdAt: Date
+  expiresAt: Date
+  email: string
+  userName: string
+  disabled: boolean
+  staff: boolean
+  permalink: string
+  siteName: string
+}
+
+type NoticeColumns = Record<'revokedAt' | 'expiresAt' | 'weekNoticeAt' | 'dayNoticeAt', Column>
+
+/**
+ * The tokens whose `kind` notice is due at `now`: live, not yet noticed, dying within the window;
+ * the week's notice only while more than a day is left (then the day's is due instead).
+ */
+export function noticeDue(tokens: NoticeColumns, kind: NoticeKind, now: number): SQL | undefined {
+  return and(
+    isNull(tokens.revokedAt),
+    isNull(kind === 'week' ? tokens.weekNoticeAt : tokens.dayNoticeAt),
+    gt(tokens.expiresAt, new Date(now)),
+    lte(tokens.expiresAt, new Date(now + NOTICE_DAYS[kind] * DAY_MS)),
+    kind === 'week' ? gt(tokens.expiresAt, new Date(now + NOTICE_DAYS.day * DAY_MS)) : undefined,
+  )
+}
+
+/** The column a notice sets when claimed. */
+export const noticeColumn = (kind: NoticeKind) => (kind === 'week' ? 'weekNoticeAt' : 'dayNoticeAt')
+
+/**
+ * Whether a claimed notice is worth a mail: not to a disabled account or one off the staff (the
+ * token is unusable anyway), and no week's notice for a token made to last 7 days or less (its
+ * owner chose that moment a few minutes ago; the day's notice still comes).
+ */
+export function noticeWorthSending(notice: ExpiryNotice, kind: NoticeKind): boolean {
+  if (notice.disabled || !notice.staff) return false
+  return kind === 'day' || notice.expiresAt.getTime() - notice.createdAt.getTime() > NOTICE_DAYS.week * DAY_MS
+}
+
+/** Addresses grouped by token, most recent first. */
+export function addressesByToken(rows: Array<TokenAddress & { tokenId: number }>): Map<number, TokenAddress[]> {
+  const byToken = new Map<number, TokenAddress[]>()
+  for (const { tokenId, address, lastUsedAt } of rows) {
+    const list = byToken.get(tokenId) ?? []
+    list.push({ address, lastUsedAt })
+    byToken.set(tokenId, list)
+  }
+  return byToken
+}
 
 export interface NewToken {
   siteId: number
@@ -111,6 +210,7 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
       expiresAt: personalTokens.expiresAt,
       revokedAt: personalTokens.revokedAt,
       lastUsedAt: personalTokens.lastUsedAt,
+      lastUsedFrom: personalTokens.lastUsedFrom,
       name: users.name,
       ...ownerSelection,
     })
@@ -150,6 +250,33 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
     .where(eq(personalTokens.id, sql.placeholder('id')))
     .prepare()
 
+  const tokenOf = db
+    .select({ id: personalTokens.id, userId: personalTokens.userId, siteId: personalTokens.siteId, name: personalTokens.name })
+    .from(personalTokens)
+    .where(eq(personalTokens.id, sql.placeholder('id')))
+    .prepare()
+  const knownAddress = db
+    .select({ at: personalTokenAddresses.lastUsedAt })
+    .from(personalTokenAddresses)
+    .where(and(eq(personalTokenAddresses.tokenId, sql.placeholder('id')), eq(personalTokenAddresses.address, sql.placeholder('from'))))
+    .prepare()
+  const noteAddress = db
+    .insert(personalTokenAddresses)
+    .values({ tokenId: sql.placeholder('id'), address: sql.placeholder('from'), lastUsedAt: sql`${sql.placeholder('at')}` })
+    .onConflictDoUpdate({ target: [personalTokenAddresses.tokenId, personalTokenAddresses.address], set: { lastUsedAt: sql`excluded.last_used_at` } })
+    .prepare()
+
+  /** One queued use: last used, the address among the last five, and the event of a new address. */
+  function write(id: number, use: { at: number; from: string }): void {
+    const token = tokenOf.get({ id })
+    if (!token) return
+    touch.run({ id, at: use.at, from: use.from })
+    const known = knownAddress.get({ id, from: use.from })
+    noteAddress.run({ id, from: use.from, at: use.at })
+    db.run(trimAddresses(personalTokenAddresses, id))
+    if (!known) db.insert(securityEvents).values(eventRow(newAddressEvent(token, use.from), use.at)).run()
+  }
+
   // Last-used updates wait here and are written in one transaction shortly after, off the request.
   const pending = new Map<number, { at: number; from: string }>()
   let flushTimer: NodeJS.Timeout | undefined
@@ -161,8 +288,41 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
     const batch = [...pending]
     pending.clear()
     db.transaction(() => {
-      for (const [id, use] of batch) touch.run({ id, at: use.at, from: use.from })
+      for (const [id, use] of batch) write(id, use)
     })
+  }
+
+  /** The last addresses of these tokens, most recent first. */
+  function addresses(tokenIds: number[]): Map<number, TokenAddress[]> {
+    if (tokenIds.length === 0) return new Map()
+    const rows = db
+      .select()
+      .from(personalTokenAddresses)
+      .where(inArray(personalTokenAddresses.tokenId, tokenIds))
+      .orderBy(desc(personalTokenAddresses.lastUsedAt), personalTokenAddresses.address)
+      .all()
+    return addressesByToken(rows)
+  }
+
+  function noticeQuery() {
+    return db
+      .select({
+        tokenId: personalTokens.id,
+        name: personalTokens.name,
+        access: personalTokens.access,
+        createdAt: personalTokens.createdAt,
+        expiresAt: personalTokens.expiresAt,
+        email: users.email,
+        userName: users.name,
+        disabled: users.disabled,
+        staff: staffColumn(),
+        permalink: sites.permalink,
+        siteName: sites.name,
+      })
+      .from(personalTokens)
+      .innerJoin(users, eq(users.id, personalTokens.userId))
+      .innerJoin(sites, eq(sites.id, personalTokens.siteId))
+      .leftJoin(memberships, membershipOn(personalTokens.siteId, personalTokens.userId))
   }
 
   function listQuery() {
@@ -239,13 +399,49 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
       return { ...token, revokedAt }
     },
 
-    /**
-     * Notes a use of the token. Written at most once a minute per token, and never during the
-     * request: the write is queued and flushed in a batch a moment later (or at close).
-     */
-    recordUse(id: number, lastUsedAt: Date | null, from: string): void {
+    /** A token of a site by id, with the addresses it was last used from; undefined if none. */
+    find(siteId: number, id: number): (PersonalToken & { addresses: TokenAddress[] }) | undefined {
+      const token = db
+        .select()
+        .from(personalTokens)
+        .where(and(eq(personalTokens.id, id), eq(personalTokens.siteId, siteId)))
+        .get()
+      return token && { ...token, addresses: addresses([id]).get(id) ?? [] }
+    },
+
+    addresses,
+
+
+    /** Claims the `kind` notices due now (noticeDue) and answers them, with their owners and sites. */
+    claimExpiryNotices(kind: NoticeKind): ExpiryNotice[] {
       const now = clock()
-      if (lastUsedAt && now - lastUsedAt.getTime() < LAST_USED_EVERY_MS) return
+      const claimed = db
+        .update(personalTokens)
+        .set({ [noticeColumn(kind)]: new Date(now) })
+        .where(noticeDue(personalTokens, kind, now))
+        .returning({ id: personalTokens.id })
+        .all()
+      if (claimed.length === 0) return []
+      return noticeQuery()
+        .where(inArray(personalTokens.id, claimed.map((token) => token.id)))
+        .orderBy(personalTokens.id)
+        .all()
+    },
+
+    /** Gives a claimed notice back (its mail failed): the next round tries again. */
+    releaseExpiryNotice(kind: NoticeKind, tokenId: number): void {
+      db.update(personalTokens).set({ [noticeColumn(kind)]: null }).where(eq(personalTokens.id, tokenId)).run()
+    },
+
+    /**
+     * Notes a use of the token. Written when it is news (useIsNews: at most once a minute per
+     * token, or from another address), and never during the request: the write is queued and
+     * flushed in a batch a moment later (or at close).
+     */
+    recordUse(token: LastUse, from: string): void {
+      const now = clock()
+      if (!useIsNews(token, from, now)) return
+      const { id } = token
       if (pending.has(id)) return
       pending.set(id, { at: now, from })
       // Last used is best-effort: a failed write (the file busy for too long) is reported, not thrown.

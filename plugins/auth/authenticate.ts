@@ -65,7 +65,7 @@ export default fp(
     const isStaff = (siteId: number, userId: number) => users.isStaff(siteId, userId)
     const personalToken = personalTokenCheck({
       lookup: (value) => tokens.lookup(value),
-      recordUse: (id, lastUsedAt, from) => tokens.recordUse(id, lastUsedAt, from),
+      recordUse: (token, from) => tokens.recordUse(token, from),
       clock,
     })
     const oauthToken = oauthTokenCheck({

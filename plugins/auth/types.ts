@@ -7,6 +7,8 @@ export interface Authenticated {
   site: Site
   user: { id: number; email: string; name: string }
   access: Access
+  /** The personal token's id, when a personal token authenticated the request. */
+  tokenId?: number
 }
 
 /**

@@ -5,7 +5,7 @@ import { holdsNul } from '../../lib/nul.ts'
 import { maskedToken } from '../../lib/token-format.ts'
 import type { EngineEvents } from '../../db/engine.ts'
 import { StoreError } from '../../db/stores/errors.ts'
-import { DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, MAX_ACTIVE_TOKENS, MAX_TOKEN_NAME, tokenState, type ListedToken } from '../../db/stores/tokens.ts'
+import { DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, MAX_ACTIVE_TOKENS, MAX_TOKEN_NAME, tokenState, type ListedToken, type TokenAddress } from '../../db/stores/tokens.ts'
 import { tokenDetail } from '../../db/stores/security-log.ts'
 import { authorizedApplications } from './oauth.ts'
 import { logPageEvent, pageData, requireSupporter } from './pages.ts'
@@ -31,7 +31,7 @@ interface CreateBody {
 
 const when = (date: Date) => date.toISOString().slice(0, 16).replace('T', ' ') + ' UTC'
 
-function describe(token: ListedToken, now: number) {
+function describe(token: ListedToken, addresses: TokenAddress[], now: number) {
   const days = Math.ceil((token.expiresAt.getTime() - now) / DAY_MS)
   return {
     id: token.id,
@@ -40,6 +40,8 @@ function describe(token: ListedToken, now: number) {
     masked: maskedToken(token.lastFour),
     created: when(token.createdAt),
     lastUsed: token.lastUsedAt ? `${when(token.lastUsedAt)} from ${token.lastUsedFrom}` : 'never',
+    // The last addresses it was used from, most recent first (the first is the last use's).
+    addresses: addresses.map((use) => ({ address: use.address, when: when(use.lastUsedAt) })),
     expires: when(token.expiresAt),
     expiresIn: days <= 1 ? 'within a day' : `in ${days} days`,
     soon: days <= SOON_DAYS,
@@ -133,9 +135,11 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
 
   async function activeTokens(request: FastifyRequest) {
     const now = clock()
-    return (await tokens.listForSite(request.web.site.id, request.web.user!.id))
-      .filter((token) => ['active', 'unusable'].includes(tokenState(token, now)))
-      .map((token) => describe(token, now))
+    const active = (await tokens.listForSite(request.web.site.id, request.web.user!.id)).filter((token) =>
+      ['active', 'unusable'].includes(tokenState(token, now)),
+    )
+    const addresses = await tokens.addresses(active.map((token) => token.id))
+    return active.map((token) => describe(token, addresses.get(token.id) ?? [], now))
   }
 
   async function render(request: FastifyRequest, reply: FastifyReply, status: number, extra: Record<string, unknown> = {}) {

@@ -30,6 +30,7 @@ const ACTORS: Record<string, string> = {
   api: 'through the API',
   leak_report: 'by a leak report',
   administrator: 'by an administrator',
+  first_run: 'at the first start',
 }
 
 const when = (date: Date) => date.toISOString().slice(0, 19).replace('T', ' ') + ' UTC'

@@ -2,7 +2,9 @@ import { sql } from '../../drizzle.ts'
 import type { Clock } from '../../../lib/clock.ts'
 import { hashPassword, randomPassword } from '../../../lib/password.ts'
 import type { SecretBox } from '../../../lib/secret-box.ts'
-import { DEMO_CATEGORY, DEMO_SITE, DEMO_SUPPORTER, WELCOME, type FirstRun } from '../../stores/bootstrap.ts'
+import { DEMO_CATEGORY, DEMO_SITE, DEMO_SUPPORTER, FIRST_RUN_TOKEN, WELCOME, type FirstRun } from '../../stores/bootstrap.ts'
+import { eventRow, firstRunTokenEvent } from '../../stores/security-log.ts'
+import { securityEvents } from '../schema.ts'
 import { STAFF_ROLE } from '../../stores/staff.ts'
 import type { PgDb } from '../client.ts'
 import { addCategory } from './categories.ts'
@@ -34,13 +36,8 @@ export async function bootstrapFirstRun(db: PgDb, clock: Clock, box: SecretBox):
     const site = await addSite(tx, clock, DEMO_SITE.permalink, DEMO_SITE.name)
     const user = await insertUser(tx, clock, box, await checkNewUser(tx, DEMO_SUPPORTER), passwordHash)
     await setRole(tx, clock, site.id, user.id, STAFF_ROLE)
-    const { value } = await createToken(tx, clock, {
-      siteId: site.id,
-      userId: user.id,
-      name: 'First-run token',
-      access: 'write',
-      expiresInDays: 90,
-    })
+    const { value, token } = await createToken(tx, clock, FIRST_RUN_TOKEN(site.id, user.id))
+    await tx.insert(securityEvents).values(eventRow(firstRunTokenEvent(token), clock()))
     // A public category and one discussion from a customer, so the listing shows what it does.
     const category = await addCategory(tx, clock, site.id, DEMO_CATEGORY, true)
     await createDiscussionIn(tx, clock, createPgAuthors(clock, box), {

@@ -1,21 +1,28 @@
-import { and, count, desc, eq, gt, isNull, sql } from '../../drizzle.ts'
+import { and, count, desc, eq, gt, inArray, isNull, sql } from '../../drizzle.ts'
 import type { Clock } from '../../../lib/clock.ts'
 import { fingerprint, generatePersonalToken } from '../../../lib/token-format.ts'
+import { eventRow } from '../../stores/security-log.ts'
 import {
+  addressesByToken,
   checkActiveTokens,
   checkTokenOwner,
-  LAST_USED_EVERY_MS,
+  newAddressEvent,
+  noticeColumn,
+  noticeDue,
   newTokenRow,
   noSuchToken,
   tokenAlreadyRevoked,
+  trimAddresses,
+  useIsNews,
   validateNewToken,
   type ListedToken,
   type NewToken,
   type PersonalToken,
+  type TokenAddress,
   type TokenStore,
 } from '../../stores/tokens.ts'
 import type { PgDb } from '../client.ts'
-import { memberships, personalTokens, users } from '../schema.ts'
+import { memberships, personalTokenAddresses, personalTokens, securityEvents, sites, users } from '../schema.ts'
 import { pgMembershipOn, pgStaffColumn, type PgExecutor } from './executor.ts'
 
 // Personal tokens on PostgreSQL: the behaviour of db/stores/tokens.ts. Every look-up reads (no
@@ -74,6 +81,7 @@ export function createTokenStore(db: PgDb, clock: Clock, onFlushError?: (error: 
       expiresAt: personalTokens.expiresAt,
       revokedAt: personalTokens.revokedAt,
       lastUsedAt: personalTokens.lastUsedAt,
+      lastUsedFrom: personalTokens.lastUsedFrom,
       name: users.name,
       ...ownerSelection,
     })
@@ -90,15 +98,34 @@ export function createTokenStore(db: PgDb, clock: Clock, onFlushError?: (error: 
   let flushTimer: NodeJS.Timeout | undefined
   let lastFlush: Promise<void> = Promise.resolve()
 
+  /**
+   * One transaction: last used, the address among the token's last five, and one security event
+   * per address that was not among them. The insert tells a new address from a known one (xmax is
+   * 0 on a row the statement inserted), so of two processes noting the same new address, one logs it.
+   */
   async function write(batch: Array<[number, { at: number; from: string }]>): Promise<void> {
     const rows = sql.join(
       batch.map(([id, use]) => sql`(${id}::integer, ${new Date(use.at)}::timestamptz, ${use.from}::text)`),
       sql`, `,
     )
-    await db.execute(sql`
-      UPDATE ${personalTokens} SET last_used_at = used.at, last_used_from = used.source
-      FROM (VALUES ${rows}) AS used (id, at, source)
-      WHERE ${personalTokens.id} = used.id`)
+    await db.transaction(async (tx) => {
+      const used = await tx.execute<{ id: number; user_id: number; site_id: number; name: string; at: Date; source: string }>(sql`
+        UPDATE ${personalTokens} SET last_used_at = used.at, last_used_from = used.source
+        FROM (VALUES ${rows}) AS used (id, at, source)
+        WHERE ${personalTokens.id} = used.id
+        RETURNING ${personalTokens.id}, ${personalTokens.userId}, ${personalTokens.siteId}, ${personalTokens.name}, used.at, used.source`)
+      for (const token of used.rows) {
+        const at = new Date(token.at)
+        const [noted] = await tx
+          .insert(personalTokenAddresses)
+          .values({ tokenId: token.id, address: token.source, lastUsedAt: at })
+          .onConflictDoUpdate({ target: [personalTokenAddresses.tokenId, personalTokenAddresses.address], set: { lastUsedAt: at } })
+          .returning({ inserted: sql<boolean>`xmax = 0` })
+        await tx.execute(trimAddresses(personalTokenAddresses, token.id))
+        const event = newAddressEvent({ id: token.id, userId: token.user_id, siteId: token.site_id, name: token.name }, token.source)
+        if (noted.inserted) await tx.insert(securityEvents).values(eventRow(event, at.getTime()))
+      }
+    })
   }
 
   /** Writes the queued uses in one batch; resolves when it and every earlier batch are written. */
@@ -119,6 +146,17 @@ export function createTokenStore(db: PgDb, clock: Clock, onFlushError?: (error: 
     })()
     lastFlush = done
     return done
+  }
+
+  /** The last addresses of these tokens, most recent first. */
+  async function addresses(tokenIds: number[]): Promise<Map<number, TokenAddress[]>> {
+    if (tokenIds.length === 0) return new Map()
+    const rows = await db
+      .select()
+      .from(personalTokenAddresses)
+      .where(inArray(personalTokenAddresses.tokenId, tokenIds))
+      .orderBy(desc(personalTokenAddresses.lastUsedAt), personalTokenAddresses.address)
+    return addressesByToken(rows)
   }
 
   function listQuery() {
@@ -162,9 +200,56 @@ export function createTokenStore(db: PgDb, clock: Clock, onFlushError?: (error: 
       throw tokenAlreadyRevoked(id)
     },
 
-    async recordUse(id, lastUsedAt, from) {
+    async find(siteId, id) {
+      const [token] = await db
+        .select()
+        .from(personalTokens)
+        .where(and(eq(personalTokens.id, id), eq(personalTokens.siteId, siteId)))
+      return token && { ...token, addresses: (await addresses([id])).get(id) ?? [] }
+    },
+
+    addresses,
+
+
+    async claimExpiryNotices(kind) {
       const now = clock()
-      if (lastUsedAt && now - lastUsedAt.getTime() < LAST_USED_EVERY_MS) return
+      // One statement: of two processes claiming at once, the second finds the column set and skips the row.
+      const claimed = await db
+        .update(personalTokens)
+        .set({ [noticeColumn(kind)]: new Date(now) })
+        .where(noticeDue(personalTokens, kind, now))
+        .returning({ id: personalTokens.id })
+      if (claimed.length === 0) return []
+      return db
+        .select({
+          tokenId: personalTokens.id,
+          name: personalTokens.name,
+          access: personalTokens.access,
+          createdAt: personalTokens.createdAt,
+          expiresAt: personalTokens.expiresAt,
+          email: users.email,
+          userName: users.name,
+          disabled: users.disabled,
+          staff: pgStaffColumn(),
+          permalink: sites.permalink,
+          siteName: sites.name,
+        })
+        .from(personalTokens)
+        .innerJoin(users, eq(users.id, personalTokens.userId))
+        .innerJoin(sites, eq(sites.id, personalTokens.siteId))
+        .leftJoin(memberships, pgMembershipOn(personalTokens.siteId, personalTokens.userId))
+        .where(inArray(personalTokens.id, claimed.map((token) => token.id)))
+        .orderBy(personalTokens.id)
+    },
+
+    async releaseExpiryNotice(kind, tokenId) {
+      await db.update(personalTokens).set({ [noticeColumn(kind)]: null }).where(eq(personalTokens.id, tokenId))
+    },
+
+    async recordUse(token, from) {
+      const now = clock()
+      if (!useIsNews(token, from, now)) return
+      const { id } = token
       if (pending.has(id) || writing.has(id)) return
       pending.set(id, { at: now, from })
       // Last used is best-effort: a failed write (the database away) is reported, not thrown.

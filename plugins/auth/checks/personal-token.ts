@@ -26,10 +26,10 @@ export function personalTokenCheck({ lookup, recordUse, clock }: PersonalTokenDe
 
     // From here the token is genuine: every answer tells when it dies, and the use is recorded.
     const headers = { 'service-token-expiration': token.expiresAt.toUTCString() }
-    await recordUse(token.id, token.lastUsedAt, ip)
+    await recordUse(token, ip)
     if (!token.staff) return { refused: { kind: 'staff_only' }, headers }
     if (token.access === 'read' && !READ_METHODS.has(method)) return { refused: { kind: 'insufficient_scope' }, headers }
     const user = { id: token.userId, email: token.email, name: token.name }
-    return accept({ method: 'personal_token', site, user, access: token.access }, headers)
+    return accept({ method: 'personal_token', site, user, access: token.access, tokenId: token.id }, headers)
   }
 }

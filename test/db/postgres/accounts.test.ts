@@ -4,6 +4,7 @@ import type { Engine } from '../../../db/engine.ts'
 import { openPostgres } from '../../../db/postgres/client.ts'
 import { openPostgresEngine } from '../../../db/postgres/engine.ts'
 import { sqliteEngine } from '../../../db/sqlite-engine.ts'
+import type { SecurityLogStore } from '../../../db/stores/security-log.ts'
 import type { SessionStore } from '../../../db/stores/sessions.ts'
 import type { SiteStore } from '../../../db/stores/sites.ts'
 import { MAX_ACTIVE_TOKENS, tokenState, type TokenStore } from '../../../db/stores/tokens.ts'
@@ -32,6 +33,7 @@ interface Side {
   users: UserStore
   sessions: SessionStore
   tokens: TokenStore
+  securityLog: SecurityLogStore
   flushErrors: unknown[]
   /** The users store of a process whose server key changed (SERVICE_SECRET replaced). */
   usersUnderAnotherKey: UserStore
@@ -51,6 +53,7 @@ function sideOf(name: Side['engine'], engine: Engine, other: Engine, raw: Side['
     users: engine.users(clock, BOX),
     sessions: engine.sessions(clock),
     tokens: engine.tokens(clock, (error) => flushErrors.push(error)),
+    securityLog: engine.securityLog(clock),
     flushErrors,
     usersUnderAnotherKey: engine.users(clock, createSecretBox('another key')),
     other: { users: other.users(clock, BOX), tokens: other.tokens(clock), sites: other.sites(clock) },
@@ -405,8 +408,8 @@ t.test('tokens: 30 created at once by two processes, 20 are made', options, asyn
   t.same(sqlite.get('30 at once'), { ok: { made: 20, limited: 10 } })
 })
 
-t.test('tokens: last used is written at most once a minute, in a batch', options, async (t) => {
-  await onBoth(t, async ({ sites, users, tokens, clock, flushErrors }, step) => {
+t.test('tokens: last used is written at most once a minute or from a new address, in a batch, with the last five addresses', options, async (t) => {
+  await onBoth(t, async ({ sites, users, tokens, securityLog, clock, flushErrors }, step) => {
     const site = (await sites.add('demo'))!
     const ann = (await users.insert({ email: 'ann@example.test', name: 'Ann' }, null))!
     await users.addStaff(site.id, ann.id)
@@ -414,24 +417,40 @@ t.test('tokens: last used is written at most once a minute, in a batch', options
     const a = (await tokens.create(input))!
     const b = (await tokens.create({ ...input, name: 'other' }))!
     const used = async () => (await tokens.listForSite(site.id)).map((token) => [token.name, token.lastUsedAt, token.lastUsedFrom])
+    const seen = async () => (await tokens.lookup(a.value))!
+    const never = { lastUsedAt: null, lastUsedFrom: null }
     await step('never used', used)
-    await tokens.recordUse(a.token.id, null, '192.0.2.1')
-    await tokens.recordUse(a.token.id, null, '192.0.2.2')
-    await tokens.recordUse(b.token.id, null, '192.0.2.3')
+    await tokens.recordUse({ id: a.token.id, ...never }, '192.0.2.1')
+    await tokens.recordUse({ id: a.token.id, ...never }, '192.0.2.2')
+    await tokens.recordUse({ id: b.token.id, ...never }, '192.0.2.3')
     await step('nothing written before the flush', used)
     await tokens.flush()
     await step('both written by the flush, the first use kept', used)
-    await step('look-up sees it', async () => (await tokens.lookup(a.value))?.lastUsedAt)
+    await step('look-up sees it', async () => [(await seen()).lastUsedAt, (await seen()).lastUsedFrom])
     clock.advance(30_000)
-    await tokens.recordUse(a.token.id, (await tokens.lookup(a.value))!.lastUsedAt, '192.0.2.4')
+    await tokens.recordUse(await seen(), '192.0.2.1')
     await tokens.flush()
-    await step('not again within the minute', used)
-    clock.advance(31_000)
-    await tokens.recordUse(a.token.id, (await tokens.lookup(a.value))!.lastUsedAt, '192.0.2.5')
+    await step('not again within the minute from the same address', used)
+    await tokens.recordUse(await seen(), '192.0.2.4')
+    await tokens.flush()
+    await step('another address within the minute is written', used)
+    clock.advance(61_000)
+    await tokens.recordUse(await seen(), '192.0.2.4')
     await step('flushed by its timer about a second later', async () => {
       await new Promise((resolve) => setTimeout(resolve, 1300))
       return used()
     })
+    for (const n of [5, 6, 7, 8, 1]) {
+      clock.advance(1_000)
+      await tokens.recordUse(await seen(), `192.0.2.${n}`)
+      await tokens.flush()
+    }
+    await step('the last five addresses, most recent first', async () => [...(await tokens.addresses([a.token.id, b.token.id, 999]))])
+    await step('find: the token with its addresses', () => tokens.find(site.id, a.token.id))
+    await step('find: not on another site', () => tokens.find(site.id + 1, a.token.id))
+    await step('no addresses asked, none answered', async () => (await tokens.addresses([])).size)
+    await step('a new address is in the security log, a known one is not', async () =>
+      (await securityLog.list({ userId: ann.id, kinds: ['token_new_address'], offset: 0, limit: 20 })).events.map((e) => [e.address, e.actor, e.detail, e.createdAt]))
     await step('an empty flush', () => tokens.flush())
     await step('no flush failed', async () => flushErrors.length)
   })

@@ -5,6 +5,10 @@ import { openPostgres } from '../../../db/postgres/client.ts'
 import { openPostgresEngine, postgresEngine } from '../../../db/postgres/engine.ts'
 import { unavailableStore } from '../../../lib/sqlite-errors.ts'
 import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
+import journal from '../../../db/postgres/migrations/meta/_journal.json' with { type: 'json' }
+
+// The migrations drizzle-kit generated for PostgreSQL (npm run db:generate).
+const MIGRATIONS = journal.entries.length
 
 // Opening a PostgreSQL database (db/postgres/client.ts): the pool with the settings asked for, the
 // schema made and migrated under an advisory lock, so processes starting together take turns; a
@@ -63,7 +67,7 @@ t.test('the pool has the settings asked for, and the tables are in the schema of
   )
   t.same(rows, [{ timeout: '1234ms', path: schemaOf(address), name: 'service-desk' }])
   const tables = await direct<{ table_name: string }>('SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1', [schemaOf(address)])
-  t.same(tables.map((r) => r.table_name), ['__drizzle_migrations', 'categories', 'comments', 'discussion_counts', 'discussions', 'memberships', 'oauth_records', 'personal_tokens', 'security_events', 'sites', 'users', 'web_sessions'])
+  t.same(tables.map((r) => r.table_name), ['__drizzle_migrations', 'categories', 'comments', 'discussion_counts', 'discussions', 'memberships', 'oauth_records', 'personal_token_addresses', 'personal_tokens', 'security_events', 'sites', 'users', 'web_sessions'])
 
   const defaults = await openPostgres(address)
   t.teardown(() => defaults.$client.end())
@@ -80,7 +84,7 @@ t.test('four engines opening one new schema at once, as four processes starting 
     const engines = await Promise.all(Array.from({ length: 4 }, () => openPostgresEngine(address, { poolSize: 1 })))
     t.teardown(() => Promise.all(engines.map((e) => e.close())))
     const migrations = await direct<{ n: number }>(`SELECT count(*)::integer AS n FROM "${schemaOf(address)}".__drizzle_migrations`)
-    t.same(migrations, [{ n: 3 }], `round ${round}: the three migrations, applied once`)
+    t.same(migrations, [{ n: MIGRATIONS }], `round ${round}: the ${MIGRATIONS} migrations, applied once`)
     const sites = await Promise.all(engines.map((e, i) => e.sites(Date.now).add(`site-${i}`)))
     t.same(sites.map((s) => s.permalink), ['site-0', 'site-1', 'site-2', 'site-3'], `round ${round}: every engine writes`)
   }
@@ -89,7 +93,7 @@ t.test('four engines opening one new schema at once, as four processes starting 
   t.teardown(() => first.close())
   const again = await openPostgresEngine(address, { poolSize: 1 })
   t.teardown(() => again.close())
-  t.same(await direct(`SELECT count(*)::integer AS n FROM "${schemaOf(address)}".__drizzle_migrations`), [{ n: 3 }], 'a later start migrates nothing')
+  t.same(await direct(`SELECT count(*)::integer AS n FROM "${schemaOf(address)}".__drizzle_migrations`), [{ n: MIGRATIONS }], 'a later start migrates nothing')
 })
 
 t.test('a server that does not answer: the open fails with the driver\'s error and its pool is ended', options, async (t) => {

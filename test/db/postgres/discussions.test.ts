@@ -328,6 +328,9 @@ async function tests() {
       t.match(discussions[0], { number: 1, title: WELCOME.title, state: 'new', public: true, authorEmail: WELCOME.from.email })
       const categories = await engine.categories(clock).list(site.id, 0, 30)
       t.match(categories, { total: 1, categories: [{ name: DEMO_CATEGORY, public: true }] })
+      const { events } = await engine.securityLog(clock).list({ siteId: site.id, offset: 0, limit: 10 })
+      t.match(events, [{ kind: 'token_created', actor: 'first_run', address: null, detail: { name: 'First-run token', access: 'write' } }], 'the first-run token is in the security log, once')
+      t.equal(events.length, 1)
     }
     const token = results[2].find((r) => r !== null)!.token
     t.ok(await a.tokens(clockFrom()).lookup(token), 'the first-run token is usable')

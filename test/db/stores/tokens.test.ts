@@ -104,11 +104,12 @@ t.test('30 concurrent creations from separate connections: exactly 20 succeed', 
   db.$client.close()
 })
 
-t.test('last used: written at most once a minute, after the request, with the address', async (t) => {
+t.test('last used: written at most once a minute or from another address, after the request, with the address', async (t) => {
   const { make, tokens, clock, site } = stores()
   const { value, token } = make()
   const row = () => tokens.listForSite(site.id)[0]
-  tokens.recordUse(token.id, null, '192.0.2.1')
+  const seen = () => tokens.lookup(value)!
+  tokens.recordUse({ id: token.id, lastUsedAt: null, lastUsedFrom: null }, '192.0.2.1')
   t.equal(row().lastUsedAt, null, 'nothing written during the request')
   tokens.flush()
   t.equal(row().lastUsedAt?.getTime(), clock())
@@ -116,25 +117,50 @@ t.test('last used: written at most once a minute, after the request, with the ad
 
   const first = clock()
   clock.advance(LAST_USED_EVERY_MS - 1)
-  tokens.recordUse(token.id, tokens.lookup(value)!.lastUsedAt, '192.0.2.2')
+  tokens.recordUse(seen(), '192.0.2.1')
   tokens.flush()
-  t.equal(row().lastUsedAt?.getTime(), first, 'within the minute: not written again')
-  clock.advance(1)
-  tokens.recordUse(token.id, tokens.lookup(value)!.lastUsedAt, '192.0.2.3')
-  tokens.recordUse(token.id, tokens.lookup(value)!.lastUsedAt, '192.0.2.4')
+  t.equal(row().lastUsedAt?.getTime(), first, 'within the minute, from the same address: not written again')
+  tokens.recordUse(seen(), '192.0.2.2')
   tokens.flush()
-  t.equal(row().lastUsedFrom, '192.0.2.3', 'one write per minute; the pending one is kept')
+  t.same([row().lastUsedAt?.getTime(), row().lastUsedFrom], [clock(), '192.0.2.2'], 'from another address: written at once')
+  clock.advance(LAST_USED_EVERY_MS)
+  tokens.recordUse(seen(), '192.0.2.3')
+  tokens.recordUse(seen(), '192.0.2.4')
+  tokens.flush()
+  t.equal(row().lastUsedFrom, '192.0.2.3', 'one write per flush; the pending one is kept')
+  t.same(
+    [...tokens.addresses([token.id])],
+    [[token.id, [{ address: '192.0.2.3', lastUsedAt: new Date(clock()) }, { address: '192.0.2.2', lastUsedAt: new Date(first + LAST_USED_EVERY_MS - 1) }, { address: '192.0.2.1', lastUsedAt: new Date(first) }]]],
+  )
+})
+
+t.test('the last five addresses: distinct, most recent first; a new one is logged, a known one is not', async (t) => {
+  const { make, tokens, clock, site, db } = stores()
+  const { value, token } = make()
+  for (const n of [1, 2, 3, 4, 5, 6, 2]) {
+    clock.advance(1_000)
+    tokens.recordUse(tokens.lookup(value)!, `198.51.100.${n}`)
+    tokens.flush()
+  }
+  const { addresses } = tokens.find(site.id, token.id)!
+  t.same(addresses.map((a) => a.address), ['198.51.100.2', '198.51.100.6', '198.51.100.5', '198.51.100.4', '198.51.100.3'])
+  t.equal(addresses[0].lastUsedAt.getTime(), clock(), 'the time of the last use from there')
+  const events = db.$client.prepare("SELECT address, detail FROM security_events WHERE kind = 'token_new_address' ORDER BY id").all() as Array<{ address: string; detail: string }>
+  t.same(events.map((e) => e.address), ['198.51.100.1', '198.51.100.2', '198.51.100.3', '198.51.100.4', '198.51.100.5', '198.51.100.6'], 'the return of a known address is not news')
+  t.same(JSON.parse(events[0].detail), { token_id: token.id, name: 'ci' })
+  t.equal(tokens.find(site.id + 1, token.id), undefined, 'not found on another site')
+  t.equal(tokens.addresses([]).size, 0)
 })
 
 t.test('last used is flushed by its timer, and a failed flush is reported, not thrown', async (t) => {
   const { make, tokens, site, db, errors } = stores()
   const { token } = make()
-  tokens.recordUse(token.id, null, '198.51.100.7')
+  tokens.recordUse({ id: token.id, lastUsedAt: null, lastUsedFrom: null }, '198.51.100.7')
   await new Promise((resolve) => setTimeout(resolve, 1200))
   t.equal(tokens.listForSite(site.id)[0].lastUsedFrom, '198.51.100.7', 'the timer wrote it')
 
   const second = make()
-  tokens.recordUse(second.token.id, null, '198.51.100.8')
+  tokens.recordUse({ id: second.token.id, lastUsedAt: null, lastUsedFrom: null }, '198.51.100.8')
   db.$client.close()
   await new Promise((resolve) => setTimeout(resolve, 1200))
   t.equal(errors.length, 1)

@@ -78,6 +78,9 @@ t.test('first-run bootstrap: once, and only once even when two starts race', asy
   t.equal(token.access, 'write')
   const welcome = s.db.$client.prepare('SELECT d.title, d.state, c.name AS category, c.public FROM discussions d JOIN categories c ON c.id = d.category_id').all()
   t.same(welcome, [{ title: WELCOME.title, state: 'new', category: DEMO_CATEGORY, public: 1 }], 'a public category and a welcome discussion from a customer')
+  const logged = s.db.$client.prepare('SELECT kind, actor, detail FROM security_events').all() as Array<{ kind: string; actor: string; detail: string }>
+  t.match(logged, [{ kind: 'token_created', actor: 'first_run' }], 'the first-run token is in the security log')
+  t.match(JSON.parse(logged[0].detail), { token_id: token.id, name: 'First-run token', access: 'write' })
   t.equal(await bootstrapFirstRun(s.db, s.clock, s.box), null, 'a later start does nothing')
   t.equal(s.sites.list().length, 1)
   t.equal(s.db.$client.prepare('SELECT count(*) FROM discussions').pluck().get(), 1)
