@@ -94,6 +94,39 @@ export function noticeDue(tokens: NoticeColumns, kind: NoticeKind, now: number):
   )
 }
 
+/** What a claimed notice reads (ExpiryNotice), from either engine's tables; `staff` is the engine's staff column. */
+export function noticeSelection<
+  T extends Record<'id' | 'name' | 'access' | 'createdAt' | 'expiresAt', Column>,
+  U extends Record<'email' | 'name' | 'disabled', Column>,
+  S extends Record<'permalink' | 'name', Column>,
+>(tokens: T, owners: U, site: S, staff: SQL<boolean>): {
+  tokenId: T['id']
+  name: T['name']
+  access: T['access']
+  createdAt: T['createdAt']
+  expiresAt: T['expiresAt']
+  email: U['email']
+  userName: U['name']
+  disabled: U['disabled']
+  staff: SQL<boolean>
+  permalink: S['permalink']
+  siteName: S['name']
+} {
+  return {
+    tokenId: tokens.id,
+    name: tokens.name,
+    access: tokens.access,
+    createdAt: tokens.createdAt,
+    expiresAt: tokens.expiresAt,
+    email: owners.email,
+    userName: owners.name,
+    disabled: owners.disabled,
+    staff,
+    permalink: site.permalink,
+    siteName: site.name,
+  }
+}
+
 /** The column a notice sets when claimed. */
 export const noticeColumn = (kind: NoticeKind) => (kind === 'week' ? 'weekNoticeAt' : 'dayNoticeAt')
 
@@ -306,19 +339,7 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
 
   function noticeQuery() {
     return db
-      .select({
-        tokenId: personalTokens.id,
-        name: personalTokens.name,
-        access: personalTokens.access,
-        createdAt: personalTokens.createdAt,
-        expiresAt: personalTokens.expiresAt,
-        email: users.email,
-        userName: users.name,
-        disabled: users.disabled,
-        staff: staffColumn(),
-        permalink: sites.permalink,
-        siteName: sites.name,
-      })
+      .select(noticeSelection(personalTokens, users, sites, staffColumn()))
       .from(personalTokens)
       .innerJoin(users, eq(users.id, personalTokens.userId))
       .innerJoin(sites, eq(sites.id, personalTokens.siteId))

@@ -9,6 +9,7 @@ import {
   newAddressEvent,
   noticeColumn,
   noticeDue,
+  noticeSelection,
   newTokenRow,
   noSuchToken,
   tokenAlreadyRevoked,
@@ -210,7 +211,6 @@ export function createTokenStore(db: PgDb, clock: Clock, onFlushError?: (error: 
 
     addresses,
 
-
     async claimExpiryNotices(kind) {
       const now = clock()
       // One statement: of two processes claiming at once, the second finds the column set and skips the row.
@@ -221,19 +221,7 @@ export function createTokenStore(db: PgDb, clock: Clock, onFlushError?: (error: 
         .returning({ id: personalTokens.id })
       if (claimed.length === 0) return []
       return db
-        .select({
-          tokenId: personalTokens.id,
-          name: personalTokens.name,
-          access: personalTokens.access,
-          createdAt: personalTokens.createdAt,
-          expiresAt: personalTokens.expiresAt,
-          email: users.email,
-          userName: users.name,
-          disabled: users.disabled,
-          staff: pgStaffColumn(),
-          permalink: sites.permalink,
-          siteName: sites.name,
-        })
+        .select(noticeSelection(personalTokens, users, sites, pgStaffColumn()))
         .from(personalTokens)
         .innerJoin(users, eq(users.id, personalTokens.userId))
         .innerJoin(sites, eq(sites.id, personalTokens.siteId))
