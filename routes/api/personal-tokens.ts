@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { accessLevels } from '../../db/schema.ts'
 import { ADDRESSES_KEPT, type TokenAddress } from '../../db/stores/tokens.ts'
 import { PERSONAL_TOKEN_PREFIX } from '../../lib/token-format.ts'
 import { ErrorBody, SiteParams } from '../schemas.ts'
@@ -15,7 +16,7 @@ const Moment = Type.String({ format: 'date-time' })
 export const PersonalTokenSelf = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
-  access: Type.Union([Type.Literal('read'), Type.Literal('write')], { description: 'read: Read only; write: Read and write.' }),
+  access: Type.Enum(accessLevels, { description: 'read: Read only; write: Read and write.' }),
   active: Type.Boolean({ description: 'Always true: an inactive token cannot ask.' }),
   created_at: Moment,
   last_used_at: Moment,

@@ -22,7 +22,7 @@ const siteRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const { config, urls } = fastify
   fastify.get(
     '/:site',
-    { schema: { tags: ['site'], summary: 'The site, with links to its discussions and categories', params: SiteParams, response: { 200: SiteResource } } },
+    { schema: { tags: ['site'], operationId: 'getSite', summary: 'The site, with links to its discussions and categories', params: SiteParams, response: { 200: SiteResource } } },
     async (request) => {
       const { site } = request.auth!
       const discussions = urls.discussions(site.permalink)

@@ -74,22 +74,68 @@ t.test('security schemes of the contract, and the answers of every operation', a
     multipass: { type: 'apiKey', in: 'header', name: 'X-Multipass', description: /Deprecated/ },
     password: { type: 'http', scheme: 'basic' },
   })
-  t.same(doc.security, [{ personalToken: [] }, { legacyToken: [] }, { multipass: [] }, { password: [] }])
+  t.same(doc.security, [{ personalToken: [] }, { oauth2: [] }, { legacyToken: [] }, { multipass: [] }, { password: [] }])
+  t.same(doc.components.securitySchemes.oauth2.flows, {
+    authorizationCode: {
+      authorizationUrl: `${BASE_URL}/oauth/auth`,
+      tokenUrl: `${BASE_URL}/oauth/token`,
+      refreshUrl: `${BASE_URL}/oauth/token`,
+      scopes: { read: 'Read the API of the site: GET and HEAD.', write: 'Change it as well: POST, PUT, PATCH and DELETE.' },
+    },
+  })
 
   const operations = Object.values(doc.paths as Record<string, Record<string, Operation>>).flatMap((ops) => Object.values(ops))
   for (const op of operations) {
     for (const status of ['401', '403', '406']) t.ok(op.responses[status]?.content?.['text/plain'], `${status} is documented as text`)
   }
   const create = doc.paths['/{site}/categories/{id}/discussions'].post
-  t.same(Object.keys(create.responses).sort(), ['201', '400', '401', '403', '404', '406', '413', '415'])
+  t.same(Object.keys(create.responses).sort(), ['201', '400', '401', '403', '404', '406', '413', '415', '429', '503'])
   t.ok(doc.paths['/{site}/discussions/{number}'].put.responses['409'], 'a change can meet a deleted discussion')
-  t.ok(create.responses['201'].content['application/vnd.service-v1+json'].schema.properties.comments, 'the v1 media type')
-  t.same(create.requestBody.content['application/json'].schema.required, ['title', 'body'])
+  t.same(create.responses['201'].content['application/vnd.service-v1+json'].schema, { $ref: '#/components/schemas/DiscussionWithComments' }, 'the v1 media type')
+  t.same(create.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/NewDiscussion' })
+  t.same(doc.components.schemas.NewDiscussion.required, ['title', 'body'])
   const listing = doc.paths['/{site}/discussions'].get
   t.same(
     listing.parameters.filter((p: { in: string }) => p.in === 'query').map((p: { name: string }) => p.name),
     ['page', 'sort', 'public', 'since', 'user_id', 'user_email'],
   )
+})
+
+t.test('for generators: operation names, named shapes, declared headers, the license and the scopes', async (t) => {
+  const { res } = await documentAndRoutes(t)
+  const doc = res.json()
+  const operations = Object.entries(doc.paths as Record<string, Record<string, Operation & { operationId: string; security: object[] }>>).flatMap(([path, ops]) =>
+    Object.entries(ops).map(([method, op]) => ({ method, path, op })),
+  )
+  const ids = operations.map(({ op }) => op.operationId)
+  t.ok(ids.every((id) => /^[a-z][A-Za-z]+$/.test(id)), 'every operation has an identifier')
+  t.equal(new Set(ids).size, ids.length, 'unique')
+  const idOf = (method: string, path: string) => doc.paths[path][method].operationId
+  t.same(
+    [idOf('get', '/{site}/discussions'), idOf('head', '/{site}/discussions'), idOf('post', '/{site}/categories/{id}/discussions'), idOf('post', '/{site}/discussions/{number}/resolve'), idOf('get', '/{site}/personal_tokens/self')],
+    ['listDiscussions', 'listDiscussionsHead', 'createDiscussion', 'resolveDiscussion', 'getCurrentPersonalToken'],
+  )
+  for (const name of ['Site', 'Discussion', 'DiscussionListing', 'Comment', 'Category', 'Error', 'ValidationError', 'PersonalToken']) t.ok(doc.components.schemas[name], `${name} is named`)
+  t.same(doc.components.schemas.DiscussionListing.properties.discussions.items, { $ref: '#/components/schemas/Discussion' }, 'named shapes refer to each other')
+  t.notMatch(JSON.stringify(doc.paths), '"properties"', 'no shape is written out in the paths: each is referred to by name')
+  for (const { method, path, op } of operations) {
+    const media = Object.values((op.responses['200'] ?? op.responses['201']).content!)
+    t.equal(media.length, 2, `${method} ${path}: both media types`)
+    t.equal(new Set(media.map((m) => JSON.stringify(m))).size, 1, `${method} ${path}: one schema`)
+    const scope = method === 'get' || method === 'head' ? 'read' : 'write'
+    t.same(op.security.find((s) => 'oauth2' in s), { oauth2: [scope] }, `${method} ${path} needs ${scope}`)
+  }
+  const list = doc.paths['/{site}/discussions'].get.responses
+  t.same(Object.keys(list['200'].headers), ['Service-Token-Expiration', 'Deprecation', 'Link'])
+  t.same(Object.keys(list['401'].headers), ['WWW-Authenticate'])
+  t.same(Object.keys(list['403'].headers), ['WWW-Authenticate'])
+  t.same(Object.keys(list['429'].headers), ['Retry-After'])
+  t.same(Object.keys(list['503'].headers), ['Retry-After'])
+  t.same(Object.keys(list['400'].headers), ['Service-Token-Expiration'])
+  t.same(list['401'].headers['WWW-Authenticate'], { $ref: '#/components/headers/WWW-Authenticate' })
+  t.match(doc.components.headers['Retry-After'], { schema: { type: 'integer' } })
+  t.same(doc.info.license, { name: 'MIT', identifier: 'MIT' })
+  t.ok(doc.tags.some((tag: { name: string }) => tag.name === 'tokens'), 'every tag used is described')
 })
 
 t.test('the site resource links to the document and to everything else', async (t) => {

@@ -17,7 +17,7 @@ const actionRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastif
   for (const [action, summary] of Object.entries(SUMMARIES) as Array<[Action, string]>) {
     fastify.post(
       `/:site/discussions/:number/${action}`,
-      { schema: { tags: ['discussions'], summary, params: NumberParams, response } },
+      { schema: { tags: ['discussions'], operationId: `${action}Discussion`, summary, params: NumberParams, response } },
       async (request) => {
         const { site } = request.auth!
         return views.discussion(site.permalink, await discussions.act(site.id, request.params.number, action))
@@ -30,6 +30,7 @@ const actionRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastif
     {
       schema: {
         tags: ['discussions'],
+        operationId: 'changeDiscussionCategory',
         summary: 'Move a discussion to another category of the site',
         params: NumberParams,
         querystring: ChangeCategoryQuery,

@@ -23,6 +23,7 @@ const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fast
     {
       schema: {
         tags: ['categories'],
+        operationId: 'listCategories',
         summary: 'List the categories of the site, by name',
         params: SiteParams,
         querystring: PageQuery,
@@ -44,7 +45,7 @@ const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fast
 
   fastify.get(
     '/:site/categories/:id',
-    { schema: { tags: ['categories'], summary: 'Show a category', params: CategoryParams, response: { 200: Category, ...response } } },
+    { schema: { tags: ['categories'], operationId: 'getCategory', summary: 'Show a category', params: CategoryParams, response: { 200: Category, ...response } } },
     async (request) => {
       const site = request.auth!.site
       const category = await find(site.id, request.params.id)
@@ -57,6 +58,7 @@ const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fast
     {
       schema: {
         tags: ['categories'],
+        operationId: 'listCategoryDiscussions',
         summary: 'List the discussions of a category in every state but deleted',
         params: CategoryParams,
         querystring: ListingQuery,

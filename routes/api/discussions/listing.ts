@@ -67,22 +67,23 @@ export async function listDiscussions(
 /** GET and HEAD {base_url}/<site>/discussions, and the same for one state: /discussions/<state>. */
 const listingRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, context) => {
   const { urls, users } = fastify
-  const schema = (summary: string) => ({
+  const schema = (operationId: string, summary: string) => ({
     tags: ['discussions'],
+    operationId,
     summary,
     params: SiteParams,
     querystring: ListingQuery,
     response: { 200: DiscussionListing, 400: InvalidRequestBody },
   })
 
-  fastify.get('/:site/discussions', { schema: schema('List discussions in every state but deleted') }, async (request, reply) =>
+  fastify.get('/:site/discussions', { schema: schema('listDiscussions', 'List discussions in every state but deleted') }, async (request, reply) =>
     listDiscussions(context, users, request, reply, { state: 'live' }, urls.discussions(request.auth!.site.permalink)),
   )
 
   // One static route per state, so /discussions/<number> stays free for a discussion and an
   // unknown state is refused by that route's number check.
   for (const state of discussionStates) {
-    fastify.get(`/:site/discussions/${state}`, { schema: schema(`List ${state} discussions`) }, async (request, reply) =>
+    fastify.get(`/:site/discussions/${state}`, { schema: schema(`list${state[0].toUpperCase()}${state.slice(1)}Discussions`, `List ${state} discussions`) }, async (request, reply) =>
       listDiscussions(context, users, request, reply, { state }, `${urls.discussions(request.auth!.site.permalink)}/${state}`),
     )
   }

@@ -20,7 +20,7 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
 
   fastify.get(
     '/:site/discussions/:number',
-    { schema: { tags: ['discussions'], summary: 'Show a discussion with its comments', params: ShowParams, response: { 200: DiscussionWithComments, ...response } } },
+    { schema: { tags: ['discussions'], operationId: 'getDiscussion', summary: 'Show a discussion with its comments', params: ShowParams, response: { 200: DiscussionWithComments, ...response } } },
     async (request) => {
       const { permalink, id } = request.auth!.site
       const discussion = await discussions.get(id, request.params.number)
@@ -34,6 +34,7 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
     {
       schema: {
         tags: ['discussions'],
+        operationId: 'listComments',
         summary: 'List the comments of a discussion, oldest first',
         params: NumberParams,
         querystring: PageQuery,
@@ -55,7 +56,7 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
 
   fastify.get(
     '/:site/discussions/:number/comments/:comment',
-    { schema: { tags: ['discussions'], summary: 'Show one comment', params: CommentParams, response: { 200: Comment, ...response } } },
+    { schema: { tags: ['discussions'], operationId: 'getComment', summary: 'Show one comment', params: CommentParams, response: { 200: Comment, ...response } } },
     async (request) => {
       const { permalink, id } = request.auth!.site
       const discussion = await discussions.get(id, request.params.number)

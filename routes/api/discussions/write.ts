@@ -27,6 +27,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
     {
       schema: {
         tags: ['discussions'],
+        operationId: 'createDiscussion',
         summary: 'Create a discussion in a category, as yourself or on behalf of a customer',
         params: CategoryParams,
         body: CreateBody,
@@ -58,6 +59,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
     {
       schema: {
         tags: ['discussions'],
+        operationId: 'createComment',
         summary: 'Reply to a discussion, as yourself or on behalf of a customer',
         description:
           "A supporter's reply moves a new discussion to open (an internal note does not); a customer's reply moves a resolved one to open.",
@@ -87,6 +89,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
     {
       schema: {
         tags: ['discussions'],
+        operationId: 'updateDiscussion',
         summary: 'Change the title, visibility or category of a discussion',
         params: NumberParams,
         body: UpdateBody,
@@ -109,6 +112,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
     {
       schema: {
         tags: ['discussions'],
+        operationId: 'deleteDiscussion',
         summary: 'Delete a discussion (it moves to the deleted state; restore brings it back)',
         params: NumberParams,
         response: { 200: Discussion, ...errorResponses },

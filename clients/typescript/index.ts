@@ -1,0 +1,116 @@
+import createClient, { type Client, type Middleware } from 'openapi-fetch'
+import type { components, paths } from './schema.d.ts'
+
+// The Service Desk API client: openapi-fetch over the types generated from the OpenAPI document
+// (schema.d.ts, `npm run client:generate`), with what every call needs: the v1 media type, the
+// Bearer token, the token's expiry as the service announces it, and the challenge of a 401 or 403
+// turned into a typed error. Everything else is openapi-fetch's: `client.GET('/{site}/discussions',
+// { params: { path: { site } } })` answers `{ data, error, response }`, typed by the document.
+
+export type { components, operations, paths } from './schema.d.ts'
+export type Schemas = components['schemas']
+export type Site = Schemas['Site']
+export type Discussion = Schemas['Discussion']
+export type DiscussionWithComments = Schemas['DiscussionWithComments']
+export type DiscussionListing = Schemas['DiscussionListing']
+export type Comment = Schemas['Comment']
+export type Category = Schemas['Category']
+export type PersonalToken = Schemas['PersonalToken']
+export type ApiError = Schemas['Error']
+export type ValidationError = Schemas['ValidationError']
+
+export const V1_MEDIA_TYPE = 'application/vnd.service-v1+json'
+const EXPIRED = 'The access token has expired'
+
+export type AuthErrorKind = 'invalid_token' | 'expired' | 'insufficient_scope' | 'invalid_request' | 'forbidden'
+
+/** A 401 or 403 of the API: what its challenge (WWW-Authenticate) says, as a value a program can branch on. */
+export class ServiceDeskAuthError extends Error {
+  override readonly name = 'ServiceDeskAuthError'
+  readonly status: number
+  /** invalid_token (wrong, revoked, another site's), expired, insufficient_scope (a Read only token on a write), invalid_request, or forbidden (no challenge: the owner is not on the site's staff). */
+  readonly kind: AuthErrorKind
+  /** The challenge's error_description, such as "The access token has expired". */
+  readonly description: string | undefined
+  /** The scope the request needed (insufficient_scope: "write"). */
+  readonly scope: string | undefined
+  /** The raw WWW-Authenticate header, if any. */
+  readonly challenge: string | undefined
+
+  constructor(fields: { status: number; kind: AuthErrorKind; description?: string; scope?: string; challenge?: string; message: string }) {
+    super(fields.message)
+    this.status = fields.status
+    this.kind = fields.kind
+    this.description = fields.description
+    this.scope = fields.scope
+    this.challenge = fields.challenge
+  }
+}
+
+/** The auth-params of a Bearer challenge (RFC 6750: name="value", comma separated). */
+export function challengeParams(header: string): Record<string, string> {
+  const params: Record<string, string> = {}
+  for (const [, name, value] of header.matchAll(/([\w-]+)="([^"]*)"/g)) params[name.toLowerCase()] = value
+  return params
+}
+
+/** The typed error of a 401 or 403 answer; undefined for any other status. */
+export function authErrorOf(status: number, challenge: string | null, body: string): ServiceDeskAuthError | undefined {
+  if (status !== 401 && status !== 403) return undefined
+  const params = challenge ? challengeParams(challenge) : {}
+  const error = params.error
+  const kind: AuthErrorKind =
+    error === 'invalid_token' && params.error_description === EXPIRED
+      ? 'expired'
+      : error === 'invalid_token' || error === 'insufficient_scope' || error === 'invalid_request'
+        ? error
+        : status === 401
+          ? 'invalid_token'
+          : 'forbidden'
+  return new ServiceDeskAuthError({ status, kind, description: params.error_description, scope: params.scope, challenge: challenge ?? undefined, message: body.trim() || `HTTP ${status}` })
+}
+
+/** When the service says a token expires: the Service-Token-Expiration header, or undefined. */
+export function tokenExpiration(headers: Headers): Date | undefined {
+  const value = headers.get('service-token-expiration')
+  const date = value ? new Date(value) : undefined
+  return date && !Number.isNaN(date.getTime()) ? date : undefined
+}
+
+export interface ServiceDeskOptions {
+  /** The API's base URL, e.g. http://localhost:3000 (the first-run banner prints it). */
+  baseUrl: string
+  /** A personal API token (service_pat_...) or an OAuth access token. */
+  token: string
+  /** Another fetch (tests, proxies); the global one by default. */
+  fetch?: typeof fetch
+}
+
+export type ServiceDeskClient = Client<paths, typeof V1_MEDIA_TYPE> & {
+  /** When the token expires, from the last answer that said so (every answer to a personal token does). */
+  readonly tokenExpiresAt: Date | undefined
+}
+
+/**
+ * A client of the API. Requests send `Accept: application/vnd.service-v1+json` and the token;
+ * a 401 or 403 rejects with a ServiceDeskAuthError; other refusals come back as openapi-fetch's
+ * `error` (the API's JSON `{ error, message, fields? }`).
+ */
+export function createServiceDeskClient(options: ServiceDeskOptions): ServiceDeskClient {
+  let expiresAt: Date | undefined
+  const client = createClient<paths, typeof V1_MEDIA_TYPE>({
+    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    headers: { accept: V1_MEDIA_TYPE, authorization: `Bearer ${options.token}` },
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  })
+  const auth: Middleware = {
+    async onResponse({ response }) {
+      expiresAt = tokenExpiration(response.headers) ?? expiresAt
+      const error = authErrorOf(response.status, response.headers.get('www-authenticate'), response.status === 401 || response.status === 403 ? await response.clone().text() : '')
+      if (error) throw error
+      return undefined
+    },
+  }
+  client.use(auth)
+  return Object.defineProperty(client, 'tokenExpiresAt', { get: () => expiresAt, enumerable: true }) as ServiceDeskClient
+}
