@@ -1,5 +1,5 @@
 // Generated from the Service Desk OpenAPI document by openapi-typescript: do not edit.
-// Regenerate with `npm run client:generate` (tools/client/generate.ts).
+// Regenerate with `npm run client:generate` (tools/client/main.ts).
 
 export interface paths {
     "/{site}": {

@@ -7,7 +7,7 @@ import { createConfig, lintFromString } from '@redocly/openapi-core'
 import t from 'tap'
 import ts from 'typescript'
 import { authErrorOf, challengeParams, createServiceDeskClient, ServiceDeskAuthError, tokenExpiration } from '../../clients/typescript/index.ts'
-import { CLIENT, generateClient } from '../../tools/client/generate.ts'
+import { CLIENT, generateClient, writeClient } from '../../tools/client/generate.ts'
 import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { childEnv } from '../fixtures/child.ts'
 import { bannerToken, startServer } from '../fixtures/server.ts'
@@ -18,7 +18,10 @@ import { bannerToken, startServer } from '../fixtures/server.ts'
 const REPO = join(import.meta.dirname, '..', '..')
 
 t.test('the committed document and types are what the live API generates today', async (t) => {
-  const { document, types } = await generateClient()
+  const dir = mkdtempSync(join(tmpdir(), 'client-generated-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const [documentFile, typesFile] = await writeClient(dir)
+  const [document, types] = [readFileSync(documentFile!, 'utf8'), readFileSync(typesFile!, 'utf8')]
   const hint = 'the API changed: run `npm run client:generate` and commit clients/typescript/'
   t.equal(readFileSync(join(CLIENT, 'openapi.json'), 'utf8'), document, `openapi.json: ${hint}`)
   t.equal(readFileSync(join(CLIENT, 'schema.d.ts'), 'utf8'), types, `schema.d.ts: ${hint}`)

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path'
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript'
 import { buildApp } from '../../app.ts'
 
-// `npm run client:generate`: the OpenAPI document of the API as the service serves it, and the
+// `npm run client:generate` (tools/client/main.ts): the OpenAPI document of the API as the service serves it, and the
 // TypeScript types openapi-typescript generates from it, written into clients/typescript/. Both are
 // committed, and test/clients/typescript.test.ts fails when the live document differs from them:
 // the document changes only when the API does, and the change shows in review.
@@ -13,7 +13,7 @@ export const CLIENT = resolve(import.meta.dirname, '..', '..', 'clients', 'types
 export const DOCUMENT_BASE_URL = 'http://localhost:3000'
 
 const HEADER = `// Generated from the Service Desk OpenAPI document by openapi-typescript: do not edit.
-// Regenerate with \`npm run client:generate\` (tools/client/generate.ts).
+// Regenerate with \`npm run client:generate\` (tools/client/main.ts).
 
 `
 
@@ -30,9 +30,11 @@ export async function generateClient(): Promise<{ document: string; types: strin
   }
 }
 
-if (process.argv[1] === import.meta.filename) {
+/** Writes openapi.json and schema.d.ts into `folder` (clients/typescript/ for `npm run client:generate`); answers their paths. */
+export async function writeClient(folder: string): Promise<string[]> {
   const { document, types } = await generateClient()
-  writeFileSync(join(CLIENT, 'openapi.json'), document)
-  writeFileSync(join(CLIENT, 'schema.d.ts'), types)
-  console.log(`wrote ${join('clients', 'typescript', 'openapi.json')} and ${join('clients', 'typescript', 'schema.d.ts')}`)
+  const written = [join(folder, 'openapi.json'), join(folder, 'schema.d.ts')]
+  writeFileSync(written[0], document)
+  writeFileSync(written[1], types)
+  return written
 }
