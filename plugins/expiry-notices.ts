@@ -33,7 +33,7 @@ export function noticeMail(notice: ExpiryNotice, kind: NoticeKind, tokensPage: s
   const subject =
     kind === 'day'
       ? `Your API token "${notice.name}" on ${notice.siteName} expires within a day`
-      : `Your API token "${notice.name}" on ${notice.siteName} expires in 7 days`
+      : `Your API token "${notice.name}" on ${notice.siteName} expires on ${when.slice(0, 10)}`
   const text = [
     `Hello ${notice.userName || notice.email},`,
     '',

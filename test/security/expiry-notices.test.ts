@@ -91,7 +91,7 @@ t.test('a mail 7 days before and one on the last day, to the owner, never with t
 
   t.same(smtp.mails.map((mail) => [mail.from, mail.to, subjectOf(mail)]), [
     ['desk@example.test', ['ann@example.test'], 'Your API token "test token" on Site demo expires within a day'],
-    ['desk@example.test', ['ann@example.test'], 'Your API token "test token" on Site demo expires in 7 days'],
+    ['desk@example.test', ['ann@example.test'], 'Your API token "test token" on Site demo expires on 2026-03-31'],
     ['desk@example.test', ['ann@example.test'], 'Your API token "test token" on Site demo expires within a day'],
   ])
   t.match(readMail(smtp.mails[1]).text, 'https://help.example.test/demo/profile/api_tokens', 'links to the page where a new one is made')
@@ -188,7 +188,7 @@ t.test('the mail says what and when, and where to make a new token', async (t) =
     siteName: 'Demo',
   }
   const week = noticeMail(notice, 'week', 'https://help.example.test/demo/profile/api_tokens')
-  t.equal(week.subject, 'Your API token "Nightly export" on Demo expires in 7 days')
+  t.equal(week.subject, 'Your API token "Nightly export" on Demo expires on 2026-04-01')
   t.match(week.text, /^Hello ann@example\.test,\n\nyour personal API token "Nightly export" \(Read only\) on Demo expires on 2026-04-01 09:30 UTC\./)
   t.match(noticeMail({ ...notice, userName: 'Ann', access: 'write' }, 'day', 'x').text, /^Hello Ann,\n\nyour personal API token "Nightly export" \(Read and write\)/)
 })

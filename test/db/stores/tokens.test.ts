@@ -149,6 +149,13 @@ t.test('the last five addresses: distinct, most recent first; a new one is logge
   t.same(events.map((e) => e.address), ['198.51.100.1', '198.51.100.2', '198.51.100.3', '198.51.100.4', '198.51.100.5', '198.51.100.6'], 'the return of a known address is not news')
   t.same(JSON.parse(events[0].detail), { token_id: token.id, name: 'ci' })
   t.equal(tokens.find(site.id + 1, token.id), undefined, 'not found on another site')
+
+  // A use queued for a token that is gone by the flush (its site removed) writes nothing, and fails nothing.
+  const other = make()
+  tokens.recordUse({ id: other.token.id, lastUsedAt: null, lastUsedFrom: null }, '198.51.100.9')
+  db.$client.prepare('DELETE FROM personal_tokens WHERE id = ?').run(other.token.id)
+  tokens.flush()
+  t.equal(db.$client.prepare('SELECT count(*) FROM personal_token_addresses WHERE token_id = ?').pluck().get(other.token.id), 0)
   t.equal(tokens.addresses([]).size, 0)
 })
 
