@@ -2,6 +2,7 @@ import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fp from 'fastify-plugin'
 import { JSON_MEDIA_TYPE, V1_MEDIA_TYPE } from '../lib/accept.ts'
 import { PERSONAL_TOKEN_PREFIX } from '../lib/token-format.ts'
+import { OAUTH_ROUTES } from '../plugins/oauth/provider.ts'
 import {
   Category,
   CategoryListing,
@@ -69,7 +70,9 @@ export const RESPONSE_HEADERS = {
 
 /** Which headers a response of this status declares. */
 function headersOf(status: string): Array<keyof typeof RESPONSE_HEADERS> {
-  if (status === '401' || status === '403') return ['WWW-Authenticate']
+  if (status === '401') return ['WWW-Authenticate']
+  // A 403 and the authentication's 400 may carry a challenge; a 403 to a genuine token also says when it expires.
+  if (status === '400' || status === '403') return ['WWW-Authenticate', 'Service-Token-Expiration']
   if (status === '429' || status === '503') return ['Retry-After']
   if (status.startsWith('2')) return ['Service-Token-Expiration', 'Deprecation', 'Link']
   return ['Service-Token-Expiration']
@@ -85,7 +88,7 @@ type Json = unknown
 function canonical(value: Json): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
   if (typeof value !== 'object' || value === null) return JSON.stringify(value)
-  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : 1)) // an object's keys are distinct
   return `{${entries.map(([key, inner]) => `${JSON.stringify(key)}:${canonical(inner)}`).join(',')}}`
 }
 
@@ -120,16 +123,30 @@ function withoutErrorMessages(value: unknown): unknown {
   )
 }
 
-type Operation = { responses: Record<string, object> }
+type OperationResponse = { description?: string; content?: Record<string, object> }
+type Operation = { responses: Record<string, OperationResponse> }
 type Document = { paths: Record<string, Record<string, Operation>>; components?: object }
 
-/** Per operation: the OAuth scope its method needs, and the headers of each of its responses. */
+// The authentication's own 400 (a credential sent wrongly), in front of every operation like the refusals above.
+const CREDENTIAL_SENT_WRONGLY =
+  'the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request"'
+
+/** A 400 answers either the route's JSON refusal of a field or the authentication's plain-text refusal of a credential. */
+function withAuthenticationRefusal(response: OperationResponse | undefined): OperationResponse {
+  if (!response) return { description: `Refused before the route: ${CREDENTIAL_SENT_WRONGLY}.`, content: { 'text/plain': { schema: { type: 'string' } } } }
+  return {
+    description: `The request is invalid: JSON {error, message, fields} naming each field at fault; or ${CREDENTIAL_SENT_WRONGLY}.`,
+    content: { ...response.content, 'text/plain': { schema: { type: 'string' } } },
+  }
+}
+
+/** Per operation: the OAuth scope its method needs, the authentication's 400, and the headers of each of its responses. */
 export function withOperationDetails(document: Document): Document {
   const operation = (method: string, op: Operation) => ({
     ...op,
     security: securityFor(method === 'get' || method === 'head' ? 'read' : 'write'),
     responses: Object.fromEntries(
-      Object.entries(op.responses).map(([status, response]) => [
+      Object.entries({ ...op.responses, 400: withAuthenticationRefusal(op.responses['400']) }).map(([status, response]) => [
         status,
         { ...response, headers: Object.fromEntries(headersOf(status).map((name) => [name, { $ref: `#/components/headers/${name}` }])) },
       ]),
@@ -186,9 +203,10 @@ export function openapiOptions(baseUrl: string): FastifyDynamicSwaggerOptions {
             description: `An application's access token (OAuth 2.1: authorization code with PKCE S256, resource=${baseUrl}/<site>).`,
             flows: {
               authorizationCode: {
-                authorizationUrl: `${baseUrl}/oauth/auth`,
-                tokenUrl: `${baseUrl}/oauth/token`,
-                refreshUrl: `${baseUrl}/oauth/token`,
+                // The authorization server's own endpoints (RFC 8414 metadata), under the issuer: the base URL.
+                authorizationUrl: `${baseUrl}${OAUTH_ROUTES.authorization}`,
+                tokenUrl: `${baseUrl}${OAUTH_ROUTES.token}`,
+                refreshUrl: `${baseUrl}${OAUTH_ROUTES.token}`,
                 scopes: SCOPE_DESCRIPTIONS,
               },
             },

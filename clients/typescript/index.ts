@@ -24,11 +24,11 @@ const EXPIRED = 'The access token has expired'
 
 export type AuthErrorKind = 'invalid_token' | 'expired' | 'insufficient_scope' | 'invalid_request' | 'forbidden'
 
-/** A 401 or 403 of the API: what its challenge (WWW-Authenticate) says, as a value a program can branch on. */
+/** A 401 or 403 of the API, or its 400 to a credential sent wrongly: what the challenge (WWW-Authenticate) says, as a value a program can branch on. */
 export class ServiceDeskAuthError extends Error {
   override readonly name = 'ServiceDeskAuthError'
   readonly status: number
-  /** invalid_token (wrong, revoked, another site's), expired, insufficient_scope (a Read only token on a write), invalid_request, or forbidden (no challenge: the owner is not on the site's staff). */
+  /** invalid_token (wrong, revoked, another site's), expired, insufficient_scope (a Read only token on a write), invalid_request (400: more than one credential, or a token in the URL), or forbidden (no challenge: the owner is not on the site's staff). */
   readonly kind: AuthErrorKind
   /** The challenge's error_description, such as "The access token has expired". */
   readonly description: string | undefined
@@ -54,11 +54,11 @@ export function challengeParams(header: string): Record<string, string> {
   return params
 }
 
-/** The typed error of a 401 or 403 answer; undefined for any other status. */
+/** The typed error of a 401 or 403 answer, or of a 400 whose challenge says invalid_request; undefined for any other answer (a 400 refusing a field stays an `error` value). */
 export function authErrorOf(status: number, challenge: string | null, body: string): ServiceDeskAuthError | undefined {
-  if (status !== 401 && status !== 403) return undefined
   const params = challenge ? challengeParams(challenge) : {}
   const error = params.error
+  if (status !== 401 && status !== 403 && !(status === 400 && error === 'invalid_request')) return undefined
   const kind: AuthErrorKind =
     error === 'invalid_token' && params.error_description === EXPIRED
       ? 'expired'
@@ -93,7 +93,7 @@ export type ServiceDeskClient = Client<paths, typeof V1_MEDIA_TYPE> & {
 
 /**
  * A client of the API. Requests send `Accept: application/vnd.service-v1+json` and the token;
- * a 401 or 403 rejects with a ServiceDeskAuthError; other refusals come back as openapi-fetch's
+ * a 401 or 403 (or the 400 of a credential sent wrongly) rejects with a ServiceDeskAuthError; other refusals come back as openapi-fetch's
  * `error` (the API's JSON `{ error, message, fields? }`).
  */
 export function createServiceDeskClient(options: ServiceDeskOptions): ServiceDeskClient {
@@ -106,7 +106,9 @@ export function createServiceDeskClient(options: ServiceDeskOptions): ServiceDes
   const auth: Middleware = {
     async onResponse({ response }) {
       expiresAt = tokenExpiration(response.headers) ?? expiresAt
-      const error = authErrorOf(response.status, response.headers.get('www-authenticate'), response.status === 401 || response.status === 403 ? await response.clone().text() : '')
+      const challenge = response.headers.get('www-authenticate')
+      const refused = challenge !== null || response.status === 401 || response.status === 403
+      const error = authErrorOf(response.status, challenge, refused ? await response.clone().text() : '')
       if (error) throw error
       return undefined
     },

@@ -633,6 +633,17 @@ export interface operations {
                     "application/json": components["schemas"]["Site"];
                 };
             };
+            /** @description Refused before the route: the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
             401: {
                 headers: {
@@ -647,6 +658,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -709,6 +721,17 @@ export interface operations {
                     "application/json": components["schemas"]["Site"];
                 };
             };
+            /** @description Refused before the route: the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
             401: {
                 headers: {
@@ -723,6 +746,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -785,6 +809,17 @@ export interface operations {
                     "application/json": components["schemas"]["PersonalToken"];
                 };
             };
+            /** @description Refused before the route: the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
             401: {
                 headers: {
@@ -799,6 +834,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -872,6 +908,17 @@ export interface operations {
                     "application/json": components["schemas"]["PersonalToken"];
                 };
             };
+            /** @description Refused before the route: the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
             401: {
                 headers: {
@@ -886,6 +933,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -972,15 +1020,17 @@ export interface operations {
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -997,6 +1047,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1072,15 +1123,17 @@ export interface operations {
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -1097,6 +1150,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1172,15 +1226,17 @@ export interface operations {
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -1197,6 +1253,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1272,15 +1329,17 @@ export interface operations {
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -1297,6 +1356,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1372,15 +1432,17 @@ export interface operations {
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -1397,6 +1459,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1472,15 +1535,17 @@ export interface operations {
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -1497,6 +1562,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1572,15 +1638,17 @@ export interface operations {
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -1597,6 +1665,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1672,15 +1741,17 @@ export interface operations {
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -1697,6 +1768,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1772,15 +1844,17 @@ export interface operations {
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -1797,6 +1871,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1872,15 +1947,17 @@ export interface operations {
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -1897,6 +1974,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1962,15 +2040,17 @@ export interface operations {
                     "application/json": components["schemas"]["DiscussionWithComments"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -1987,6 +2067,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2068,15 +2149,17 @@ export interface operations {
                     "application/json": components["schemas"]["Discussion"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -2093,6 +2176,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2202,15 +2286,17 @@ export interface operations {
                     "application/json": components["schemas"]["Discussion"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -2227,6 +2313,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2336,15 +2423,17 @@ export interface operations {
                     "application/json": components["schemas"]["DiscussionWithComments"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -2361,6 +2450,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2440,15 +2530,17 @@ export interface operations {
                     "application/json": components["schemas"]["CommentListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -2465,6 +2557,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2546,15 +2639,17 @@ export interface operations {
                     "application/json": components["schemas"]["Comment"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -2571,6 +2666,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2683,15 +2779,17 @@ export interface operations {
                     "application/json": components["schemas"]["CommentListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -2708,6 +2806,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2786,15 +2885,17 @@ export interface operations {
                     "application/json": components["schemas"]["Comment"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -2811,6 +2912,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2889,15 +2991,17 @@ export interface operations {
                     "application/json": components["schemas"]["Comment"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -2914,6 +3018,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3003,15 +3108,17 @@ export interface operations {
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -3028,6 +3135,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3109,15 +3217,17 @@ export interface operations {
                     "application/json": components["schemas"]["DiscussionWithComments"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -3134,6 +3244,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3245,15 +3356,17 @@ export interface operations {
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -3270,6 +3383,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3346,15 +3460,17 @@ export interface operations {
                     "application/json": components["schemas"]["Discussion"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -3371,6 +3487,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3480,15 +3597,17 @@ export interface operations {
                     "application/json": components["schemas"]["Discussion"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -3505,6 +3624,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3614,15 +3734,17 @@ export interface operations {
                     "application/json": components["schemas"]["Discussion"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -3639,6 +3761,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3748,15 +3871,17 @@ export interface operations {
                     "application/json": components["schemas"]["Discussion"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -3773,6 +3898,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3885,15 +4011,17 @@ export interface operations {
                     "application/json": components["schemas"]["Discussion"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -3910,6 +4038,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4019,15 +4148,17 @@ export interface operations {
                     "application/json": components["schemas"]["CategoryListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -4044,6 +4175,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4109,15 +4241,17 @@ export interface operations {
                     "application/json": components["schemas"]["CategoryListing"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -4134,6 +4268,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4199,15 +4334,17 @@ export interface operations {
                     "application/json": components["schemas"]["Category"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -4224,6 +4361,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4300,15 +4438,17 @@ export interface operations {
                     "application/json": components["schemas"]["Category"];
                 };
             };
-            /** @description Default Response */
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
                     "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
                 };
             };
             /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
@@ -4325,6 +4465,7 @@ export interface operations {
             403: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -66,7 +66,7 @@ t.test('every API route is in the document, and nothing else', async (t) => {
 })
 
 t.test('security schemes of the contract, and the answers of every operation', async (t) => {
-  const { res } = await documentAndRoutes(t)
+  const { app, res } = await documentAndRoutes(t)
   const doc = res.json()
   t.match(doc.components.securitySchemes, {
     personalToken: { type: 'http', scheme: 'bearer', description: /service_pat_/ },
@@ -77,17 +77,27 @@ t.test('security schemes of the contract, and the answers of every operation', a
   t.same(doc.security, [{ personalToken: [] }, { oauth2: [] }, { legacyToken: [] }, { multipass: [] }, { password: [] }])
   t.same(doc.components.securitySchemes.oauth2.flows, {
     authorizationCode: {
-      authorizationUrl: `${BASE_URL}/oauth/auth`,
+      authorizationUrl: `${BASE_URL}/oauth/authorize`,
       tokenUrl: `${BASE_URL}/oauth/token`,
       refreshUrl: `${BASE_URL}/oauth/token`,
       scopes: { read: 'Read the API of the site: GET and HEAD.', write: 'Change it as well: POST, PUT, PATCH and DELETE.' },
     },
   })
+  // The very endpoints and scopes the authorization server announces (RFC 8414), not a copy of them.
+  const meta = (await app.inject({ url: '/.well-known/oauth-authorization-server' })).json()
+  const { authorizationUrl, tokenUrl } = doc.components.securitySchemes.oauth2.flows.authorizationCode
+  t.same([authorizationUrl, tokenUrl], [meta.authorization_endpoint, meta.token_endpoint], 'the OAuth metadata agrees')
+  t.match(meta.scopes_supported, ['read', 'write'])
 
   const operations = Object.values(doc.paths as Record<string, Record<string, Operation>>).flatMap((ops) => Object.values(ops))
   for (const op of operations) {
-    for (const status of ['401', '403', '406']) t.ok(op.responses[status]?.content?.['text/plain'], `${status} is documented as text`)
+    for (const status of ['400', '401', '403', '406']) t.ok(op.responses[status]?.content?.['text/plain'], `${status} is documented as text`)
   }
+  // The authentication's 400 (a credential sent wrongly) beside a route's own JSON 400, or alone.
+  t.same(Object.keys(doc.paths['/{site}/discussions'].get.responses['400'].content), ['application/vnd.service-v1+json', 'application/json', 'text/plain'])
+  t.match(doc.paths['/{site}/discussions'].get.responses['400'].description, /fields.*invalid_request/)
+  t.same(Object.keys(doc.paths['/{site}'].get.responses['400'].content), ['text/plain'])
+  t.match(doc.paths['/{site}'].get.responses['400'].description, /^Refused before the route: .*invalid_request/)
   const create = doc.paths['/{site}/categories/{id}/discussions'].post
   t.same(Object.keys(create.responses).sort(), ['201', '400', '401', '403', '404', '406', '413', '415', '429', '503'])
   t.ok(doc.paths['/{site}/discussions/{number}'].put.responses['409'], 'a change can meet a deleted discussion')
@@ -128,10 +138,11 @@ t.test('for generators: operation names, named shapes, declared headers, the lic
   const list = doc.paths['/{site}/discussions'].get.responses
   t.same(Object.keys(list['200'].headers), ['Service-Token-Expiration', 'Deprecation', 'Link'])
   t.same(Object.keys(list['401'].headers), ['WWW-Authenticate'])
-  t.same(Object.keys(list['403'].headers), ['WWW-Authenticate'])
+  t.same(Object.keys(list['403'].headers), ['WWW-Authenticate', 'Service-Token-Expiration'], 'a 403 to a genuine token says when it expires')
   t.same(Object.keys(list['429'].headers), ['Retry-After'])
   t.same(Object.keys(list['503'].headers), ['Retry-After'])
-  t.same(Object.keys(list['400'].headers), ['Service-Token-Expiration'])
+  t.same(Object.keys(list['400'].headers), ['WWW-Authenticate', 'Service-Token-Expiration'])
+  t.same(Object.keys(doc.paths['/{site}/discussions/{number}'].get.responses['404'].headers), ['Service-Token-Expiration'])
   t.same(list['401'].headers['WWW-Authenticate'], { $ref: '#/components/headers/WWW-Authenticate' })
   t.match(doc.components.headers['Retry-After'], { schema: { type: 'integer' } })
   t.same(doc.info.license, { name: 'MIT', identifier: 'MIT' })
