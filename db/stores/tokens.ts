@@ -44,6 +44,40 @@ export function useIsNews(token: LastUse, from: string, now: number): boolean {
   return !token.lastUsedAt || now - token.lastUsedAt.getTime() >= LAST_USED_EVERY_MS || token.lastUsedFrom !== from
 }
 
+/** One use waiting for the batch: the token, the address it came from, and when (the latest from there). */
+export interface QueuedUse {
+  id: number
+  from: string
+  at: number
+}
+
+/** A use's place in a queue: one per token and address. */
+export const useKey = (id: number, from: string): string => `${id} ${from}`
+
+/**
+ * The uses waiting for the next batch, per token and address: a token used from two addresses
+ * before the batch is written has both written (and both logged when new), not only the first.
+ */
+export class UseQueue {
+  readonly #uses = new Map<string, QueuedUse>()
+
+  get size(): number {
+    return this.#uses.size
+  }
+
+  /** Notes a use; a later use of the same token from the same address only moves its time. */
+  add(id: number, from: string, at: number): void {
+    this.#uses.set(useKey(id, from), { id, from, at })
+  }
+
+  /** Empties the queue into a batch, oldest use first, so a token's last write is its latest use. */
+  take(): QueuedUse[] {
+    const batch = [...this.#uses.values()].sort((a, b) => a.at - b.at)
+    this.#uses.clear()
+    return batch
+  }
+}
+
 /** Deletes a token's addresses past the ADDRESSES_KEPT most recent (either engine's table). */
 export function trimAddresses(t: Table & Record<'tokenId' | 'address' | 'lastUsedAt', Column>, tokenId: number): SQL {
   return sql`DELETE FROM ${t} WHERE ${t.tokenId} = ${tokenId} AND ${t.address} NOT IN (
@@ -300,28 +334,27 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
     .prepare()
 
   /** One queued use: last used, the address among the last five, and the event of a new address. */
-  function write(id: number, use: { at: number; from: string }): void {
+  function write({ id, from, at }: QueuedUse): void {
     const token = tokenOf.get({ id })
     if (!token) return
-    touch.run({ id, at: use.at, from: use.from })
-    const known = knownAddress.get({ id, from: use.from })
-    noteAddress.run({ id, from: use.from, at: use.at })
+    touch.run({ id, at, from })
+    const known = knownAddress.get({ id, from })
+    noteAddress.run({ id, from, at })
     db.run(trimAddresses(personalTokenAddresses, id))
-    if (!known) db.insert(securityEvents).values(eventRow(newAddressEvent(token, use.from), use.at)).run()
+    if (!known) db.insert(securityEvents).values(eventRow(newAddressEvent(token, from), at)).run()
   }
 
   // Last-used updates wait here and are written in one transaction shortly after, off the request.
-  const pending = new Map<number, { at: number; from: string }>()
+  const pending = new UseQueue()
   let flushTimer: NodeJS.Timeout | undefined
 
   function flush(): void {
     clearTimeout(flushTimer)
     flushTimer = undefined
     if (pending.size === 0) return
-    const batch = [...pending]
-    pending.clear()
+    const batch = pending.take()
     db.transaction(() => {
-      for (const [id, use] of batch) write(id, use)
+      for (const use of batch) write(use)
     })
   }
 
@@ -456,15 +489,13 @@ export function createTokenStore(db: Db, clock: Clock, onFlushError?: (error: un
 
     /**
      * Notes a use of the token. Written when it is news (useIsNews: at most once a minute per
-     * token, or from another address), and never during the request: the write is queued and
-     * flushed in a batch a moment later (or at close).
+     * token, or from another address), and never during the request: the write is queued (per
+     * token and address) and flushed in a batch a moment later (or at close).
      */
     recordUse(token: LastUse, from: string): void {
       const now = clock()
       if (!useIsNews(token, from, now)) return
-      const { id } = token
-      if (pending.has(id)) return
-      pending.set(id, { at: now, from })
+      pending.add(token.id, from, now)
       // Last used is best-effort: a failed write (the file busy for too long) is reported, not thrown.
       flushTimer ??= setTimeout(() => {
         try {

@@ -36,12 +36,14 @@ t.test('a session that creates a token, uses it from two addresses and revokes i
   const created = await browser.createToken({ name: 'Deploy bot', access: 'write', expires: '30' })
   const value = /service_pat_\w+/.exec(created.body)![0]
 
+  // Two uses within the batch's second, as a script and a colleague would: both addresses are noted.
   t.equal((await getFrom(port, '127.0.0.1', '/demo/discussions', value)).status, 200)
-  await app.tokens.flush()
   clock.advance(1_000)
   const second = await getFrom(port, '127.0.0.2', '/demo/discussions', value)
   t.equal(second.status, 200, 'a use from a second address')
   await app.tokens.flush()
+  const noted = await browser.get('/demo/profile/api_tokens')
+  t.match(noted.body, /Last 2 addresses<\/summary>\s*<ul><li><code>127\.0\.0\.2<\/code>.*<li><code>127\.0\.0\.1<\/code>/s, 'one batch noted both addresses')
   clock.advance(1_000)
 
   const self = await getFrom(port, '127.0.0.2', '/demo/personal_tokens/self', value)

@@ -15,10 +15,13 @@ import {
   tokenAlreadyRevoked,
   trimAddresses,
   useIsNews,
+  useKey,
+  UseQueue,
   validateNewToken,
   type ListedToken,
   type NewToken,
   type PersonalToken,
+  type QueuedUse,
   type TokenAddress,
   type TokenStore,
 } from '../../stores/tokens.ts'
@@ -92,39 +95,44 @@ export function createTokenStore(db: PgDb, clock: Clock, onFlushError?: (error: 
     .where(eq(personalTokens.fingerprint, sql.placeholder('fingerprint')))
     .prepare('tokens_by_fingerprint')
 
-  // Last-used updates wait here and are written in one statement shortly after, off the request.
-  const pending = new Map<number, { at: number; from: string }>()
-  // Tokens whose batch is being written: a request that read the old time meanwhile queues nothing.
-  const writing = new Set<number>()
+  // Last-used updates wait here and are written in one transaction shortly after, off the request.
+  const pending = new UseQueue()
+  // The uses (token and address) being written: a request that read the old time meanwhile queues nothing.
+  const writing = new Set<string>()
   let flushTimer: NodeJS.Timeout | undefined
   let lastFlush: Promise<void> = Promise.resolve()
 
   /**
-   * One transaction: last used, the address among the token's last five, and one security event
-   * per address that was not among them. The insert tells a new address from a known one (xmax is
-   * 0 on a row the statement inserted), so of two processes noting the same new address, one logs it.
+   * One transaction: each token's last use (its latest in the batch), each address among the
+   * token's last five, and one security event per address that was not among them. The insert
+   * tells a new address from a known one (xmax is 0 on a row the statement inserted), so of two
+   * processes noting the same new address, one logs it.
    */
-  async function write(batch: Array<[number, { at: number; from: string }]>): Promise<void> {
+  async function write(batch: QueuedUse[]): Promise<void> {
+    // The batch is oldest first, so the last use of a token seen is its latest.
+    const latest = new Map(batch.map((use) => [use.id, use]))
     const rows = sql.join(
-      batch.map(([id, use]) => sql`(${id}::integer, ${new Date(use.at)}::timestamptz, ${use.from}::text)`),
+      [...latest.values()].map((use) => sql`(${use.id}::integer, ${new Date(use.at)}::timestamptz, ${use.from}::text)`),
       sql`, `,
     )
     await db.transaction(async (tx) => {
-      const used = await tx.execute<{ id: number; user_id: number; site_id: number; name: string; at: Date; source: string }>(sql`
+      const used = await tx.execute<{ id: number; user_id: number; site_id: number; name: string }>(sql`
         UPDATE ${personalTokens} SET last_used_at = used.at, last_used_from = used.source
         FROM (VALUES ${rows}) AS used (id, at, source)
         WHERE ${personalTokens.id} = used.id
-        RETURNING ${personalTokens.id}, ${personalTokens.userId}, ${personalTokens.siteId}, ${personalTokens.name}, used.at, used.source`)
-      for (const token of used.rows) {
-        const at = new Date(token.at)
+        RETURNING ${personalTokens.id}, ${personalTokens.userId}, ${personalTokens.siteId}, ${personalTokens.name}`)
+      const tokens = new Map(used.rows.map((token) => [token.id, token]))
+      for (const { id, from, at } of batch) {
+        const token = tokens.get(id)
+        if (!token) continue // gone since the request: nothing to note
         const [noted] = await tx
           .insert(personalTokenAddresses)
-          .values({ tokenId: token.id, address: token.source, lastUsedAt: at })
-          .onConflictDoUpdate({ target: [personalTokenAddresses.tokenId, personalTokenAddresses.address], set: { lastUsedAt: at } })
+          .values({ tokenId: id, address: from, lastUsedAt: new Date(at) })
+          .onConflictDoUpdate({ target: [personalTokenAddresses.tokenId, personalTokenAddresses.address], set: { lastUsedAt: new Date(at) } })
           .returning({ inserted: sql<boolean>`xmax = 0` })
-        await tx.execute(trimAddresses(personalTokenAddresses, token.id))
-        const event = newAddressEvent({ id: token.id, userId: token.user_id, siteId: token.site_id, name: token.name }, token.source)
-        if (noted.inserted) await tx.insert(securityEvents).values(eventRow(event, at.getTime()))
+        await tx.execute(trimAddresses(personalTokenAddresses, id))
+        const event = newAddressEvent({ id, userId: token.user_id, siteId: token.site_id, name: token.name }, from)
+        if (noted.inserted) await tx.insert(securityEvents).values(eventRow(event, at))
       }
     })
   }
@@ -133,16 +141,16 @@ export function createTokenStore(db: PgDb, clock: Clock, onFlushError?: (error: 
   function flush(): Promise<void> {
     clearTimeout(flushTimer)
     flushTimer = undefined
-    const batch = [...pending]
-    pending.clear()
-    for (const [id] of batch) writing.add(id)
+    const batch = pending.take()
+    const keys = batch.map((use) => useKey(use.id, use.from))
+    for (const key of keys) writing.add(key)
     const earlier = lastFlush
     const done = (async () => {
       try {
         await earlier.catch(() => {})
         if (batch.length > 0) await write(batch)
       } finally {
-        for (const [id] of batch) writing.delete(id)
+        for (const key of keys) writing.delete(key)
       }
     })()
     lastFlush = done
@@ -237,9 +245,8 @@ export function createTokenStore(db: PgDb, clock: Clock, onFlushError?: (error: 
     async recordUse(token, from) {
       const now = clock()
       if (!useIsNews(token, from, now)) return
-      const { id } = token
-      if (pending.has(id) || writing.has(id)) return
-      pending.set(id, { at: now, from })
+      if (writing.has(useKey(token.id, from))) return
+      pending.add(token.id, from, now)
       // Last used is best-effort: a failed write (the database away) is reported, not thrown.
       flushTimer ??= setTimeout(() => {
         flush().catch((error: unknown) => onFlushError?.(error))

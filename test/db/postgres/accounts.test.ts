@@ -409,7 +409,7 @@ t.test('tokens: 30 created at once by two processes, 20 are made', options, asyn
 })
 
 t.test('tokens: last used is written at most once a minute or from a new address, in a batch, with the last five addresses', options, async (t) => {
-  await onBoth(t, async ({ sites, users, tokens, securityLog, clock, flushErrors }, step) => {
+  const { sqlite } = await onBoth(t, async ({ sites, users, tokens, securityLog, clock, flushErrors, raw }, step) => {
     const site = (await sites.add('demo'))!
     const ann = (await users.insert({ email: 'ann@example.test', name: 'Ann' }, null))!
     await users.addStaff(site.id, ann.id)
@@ -421,11 +421,13 @@ t.test('tokens: last used is written at most once a minute or from a new address
     const never = { lastUsedAt: null, lastUsedFrom: null }
     await step('never used', used)
     await tokens.recordUse({ id: a.token.id, ...never }, '192.0.2.1')
+    clock.advance(1_000)
     await tokens.recordUse({ id: a.token.id, ...never }, '192.0.2.2')
     await tokens.recordUse({ id: b.token.id, ...never }, '192.0.2.3')
     await step('nothing written before the flush', used)
     await tokens.flush()
-    await step('both written by the flush, the first use kept', used)
+    await step('written by the flush: a last used from its latest address', used)
+    await step('a used from two addresses before the flush: both noted', async () => [...(await tokens.addresses([a.token.id]))])
     await step('look-up sees it', async () => [(await seen()).lastUsedAt, (await seen()).lastUsedFrom])
     clock.advance(30_000)
     await tokens.recordUse(await seen(), '192.0.2.1')
@@ -452,6 +454,28 @@ t.test('tokens: last used is written at most once a minute or from a new address
     await step('a new address is in the security log, a known one is not', async () =>
       (await securityLog.list({ userId: ann.id, kinds: ['token_new_address'], offset: 0, limit: 20 })).events.map((e) => [e.address, e.actor, e.detail, e.createdAt]))
     await step('an empty flush', () => tokens.flush())
+    const gone = (await tokens.create({ ...input, name: 'gone' }))!
+    clock.advance(1_000)
+    await tokens.recordUse({ id: gone.token.id, ...never }, '192.0.2.9')
+    await tokens.recordUse({ id: a.token.id, ...never }, '192.0.2.9')
+    await raw(`DELETE FROM personal_tokens WHERE id = ${gone.token.id}`)
+    await tokens.flush()
+    await step('a use queued for a token gone by the flush notes nothing; the others in its batch are written', async () =>
+      [...(await tokens.addresses([gone.token.id, a.token.id]))].map(([id, addresses]) => [id, addresses[0].address]))
     await step('no flush failed', async () => flushErrors.length)
   })
+  // Two addresses of one token in one batch: both noted and both logged, the token's last use the latest.
+  const [start, second] = ['2026-03-01T12:00:00.000Z', '2026-03-01T12:00:01.000Z']
+  t.same(sqlite.get('written by the flush: a last used from its latest address'), {
+    ok: [
+      ['other', second, '192.0.2.3'],
+      ['ci', second, '192.0.2.2'],
+    ],
+  })
+  t.same(sqlite.get('a used from two addresses before the flush: both noted'), {
+    ok: [[1, [{ address: '192.0.2.2', lastUsedAt: second }, { address: '192.0.2.1', lastUsedAt: start }]]],
+  })
+  const logged = (sqlite.get('a new address is in the security log, a known one is not') as { ok: Array<[string, string, unknown, string]> }).ok
+  t.same(logged.slice(-2).map(([address, , , at]) => [address, at]), [['192.0.2.2', second], ['192.0.2.1', start]])
+  t.same(sqlite.get('a use queued for a token gone by the flush notes nothing; the others in its batch are written'), { ok: [[1, '192.0.2.9']] })
 })

@@ -124,13 +124,29 @@ t.test('last used: written at most once a minute or from another address, after 
   tokens.flush()
   t.same([row().lastUsedAt?.getTime(), row().lastUsedFrom], [clock(), '192.0.2.2'], 'from another address: written at once')
   clock.advance(LAST_USED_EVERY_MS)
+  const third = clock()
   tokens.recordUse(seen(), '192.0.2.3')
+  clock.advance(500)
   tokens.recordUse(seen(), '192.0.2.4')
+  clock.advance(100)
+  tokens.recordUse(seen(), '192.0.2.3')
+  t.equal(row().lastUsedFrom, '192.0.2.2', 'queued, not written yet')
   tokens.flush()
-  t.equal(row().lastUsedFrom, '192.0.2.3', 'one write per flush; the pending one is kept')
+  t.same([row().lastUsedAt?.getTime(), row().lastUsedFrom], [clock(), '192.0.2.3'], 'two addresses in one batch: the last use is the latest')
   t.same(
     [...tokens.addresses([token.id])],
-    [[token.id, [{ address: '192.0.2.3', lastUsedAt: new Date(clock()) }, { address: '192.0.2.2', lastUsedAt: new Date(first + LAST_USED_EVERY_MS - 1) }, { address: '192.0.2.1', lastUsedAt: new Date(first) }]]],
+    [
+      [
+        token.id,
+        [
+          { address: '192.0.2.3', lastUsedAt: new Date(clock()) },
+          { address: '192.0.2.4', lastUsedAt: new Date(third + 500) },
+          { address: '192.0.2.2', lastUsedAt: new Date(first + LAST_USED_EVERY_MS - 1) },
+          { address: '192.0.2.1', lastUsedAt: new Date(first) },
+        ],
+      ],
+    ],
+    'both addresses of the batch are noted, each with its latest use',
   )
 })
 
