@@ -59,6 +59,7 @@ t.test('the SDK client connects with a personal token, lists the tools, reads an
   t.match((listing.content as Array<{ text: string }>)[0].text, '"title": "Printer on fire"', 'and as readable text')
   t.match((await client.callTool({ name: 'list_discussions', arguments: { state: 'resolved' } })).structuredContent, { total: 0 })
   const categories = (await client.callTool({ name: 'list_categories', arguments: {} })).structuredContent as { categories: Array<{ name: string }> }
+  t.same((await client.callTool({ name: 'list_categories', arguments: { page: 1 } })).structuredContent, categories, 'a page asked for goes to the API as ?page=')
   t.same(categories.categories.map((c) => c.name).sort(), ['Problems', 'Questions'])
 
   const reply = await client.callTool({ name: 'post_reply', arguments: { number: 1, body: 'We are on our way.', internal: false } })

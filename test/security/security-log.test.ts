@@ -68,6 +68,9 @@ t.test('the page: sign-ins, tokens and applications of the person, newest first,
   const second = await browser.get(/href="([^"]+)" rel="next"/.exec(first.body)![1].replace(/&amp;/g, '&'))
   t.match(second.body, 'Page 2 of 2')
   t.match(second.body, 'rel="prev"')
+  const failures = await browser.get('/demo/profile/security_log?kind=sign_in_failed')
+  t.match(failures.body, 'Page 1 of 2', 'the filter pages too')
+  t.match(failures.body, /href="[^"]+\?kind=sign_in_failed&amp;page=2" rel="next"/, 'its pages keep the filter')
 })
 
 t.test('a lockout is logged once per failure window, and applications are logged', async (t) => {

@@ -81,6 +81,35 @@ t.test('values that are not ours, made up, expired or revoked say so and no more
   ])
 })
 
+t.test('two reports at once naming one live token: one revokes it, the other finds it inactive; a failed revoke is a 500', async (t) => {
+  const { app } = await leakApp(t)
+  const live = await supporterWithToken(app)
+  // Both reports read the token as live before either revokes it: the race the route must settle.
+  const lookup = app.tokens.lookup
+  let arrived = 0
+  let bothRead!: () => void
+  const barrier = new Promise<void>((resolve) => (bothRead = resolve))
+  app.tokens.lookup = async (value) => {
+    const token = await lookup(value)
+    if (++arrived === 2) bothRead()
+    await barrier
+    return token
+  }
+  const answers = await Promise.all([report(app, [{ token: live.value }]), report(app, [{ token: live.value }])])
+  t.same(answers.map((res) => res.json().results[0].status).sort(), ['already_inactive', 'revoked'])
+  const { events } = await app.securityLog.list({ userId: live.user.id, kinds: ['token_revoked'], offset: 0, limit: 10 })
+  t.equal(events.length, 1, 'logged once')
+
+  app.tokens.lookup = lookup
+  const other = await supporterWithToken(app)
+  app.tokens.revoke = async () => {
+    throw new Error('the database is gone')
+  }
+  const failed = await report(app, [{ token: other.value }])
+  t.equal(failed.statusCode, 500, 'a failure that is not a lost race is not hidden')
+  t.notMatch(failed.body, other.value.slice(12))
+})
+
 t.test('an OAuth token past its expiry is inactive', async (t) => {
   const { app, clock } = await leakApp(t)
   await app.sites.add('demo', 'Demo')
