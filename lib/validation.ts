@@ -18,8 +18,11 @@ export const WHOLE_BODY = '(request body)'
 export class InvalidRequest extends Error {
   readonly statusCode = 400
   readonly code = 'invalid_request'
-  constructor(readonly fields: FieldProblem[]) {
+  readonly fields: FieldProblem[]
+
+  constructor(fields: FieldProblem[]) {
     super(describeProblems(fields))
+    this.fields = fields
   }
 }
 

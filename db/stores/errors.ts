@@ -3,12 +3,13 @@
  * one clear sentence meant for the person at the keyboard; `field` names the form field at fault.
  */
 export class StoreError extends Error {
-  constructor(
-    message: string,
-    readonly code: 'not_found' | 'conflict' | 'invalid' | 'limit' | 'forbidden',
-    readonly field?: string,
-  ) {
+  readonly code: 'not_found' | 'conflict' | 'invalid' | 'limit' | 'forbidden'
+  readonly field: string | undefined
+
+  constructor(message: string, code: StoreError['code'], field?: string) {
     super(message)
     this.name = 'StoreError'
+    this.code = code
+    this.field = field
   }
 }

@@ -42,7 +42,11 @@ export function payloadOf(row: OAuthRow, jti: string | undefined): AdapterPayloa
 
 export function recordAdapter(store: OAuthStore, now: () => number) {
   return class RecordAdapter implements Adapter {
-    constructor(readonly model: string) {}
+    readonly model: string
+
+    constructor(model: string) {
+      this.model = model
+    }
 
     async upsert(id: string, payload: AdapterPayload, expiresIn?: number) {
       const { jti: _jti, ...stored } = payload
