@@ -39,7 +39,7 @@ import webPages from './routes/web/index.ts'
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'leakReportKey' | 'securityLogDays' | 'mail'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -145,7 +145,7 @@ export function buildApp(options: AppOptions) {
       routes.register(personalTokenRoutes)
       routes.register(discussionRoutes)
       // The MCP endpoint: its tools are requests to the routes above, with the caller's token.
-      routes.register(mcpRoutes)
+      routes.register(mcpRoutes, { allowedOrigins: config.mcpAllowedOrigins ?? [] })
       routes.register(apiNotFound)
     })
   })

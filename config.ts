@@ -32,6 +32,8 @@ export interface Config {
   hsts: boolean
   /** SERVICE_OAUTH_REGISTRATION: RFC 7591 dynamic registration of OAuth applications (plugins/oauth); on by default. */
   oauthRegistration: boolean
+  /** SERVICE_MCP_ALLOWED_ORIGINS: browser origins besides the service's own that may call the MCP endpoint. */
+  mcpAllowedOrigins: string[]
   /** SERVICE_LEAK_REPORT_KEY: the HMAC key of signed leak reports (POST /token_leaks); without it that endpoint is 404. */
   leakReportKey?: string
   /** SERVICE_SECURITY_LOG_DAYS: how long the security log keeps an event (400 days by default). */
@@ -161,6 +163,16 @@ function parseTrustProxy(value: string | undefined): Config['trustProxy'] {
   throw new ConfigError(
     `SERVICE_TRUST_PROXY must be a comma-separated list of proxy addresses or ranges, such as 127.0.0.1, 10.0.0.0/8 or loopback, not "${value}"`,
   )
+}
+
+/** SERVICE_MCP_ALLOWED_ORIGINS: a comma-separated list of http(s) origins; unset or blank, none. */
+function parseOrigins(value: string | undefined): string[] {
+  if (value === undefined || value.trim() === '') return []
+  return value.split(',').map((part) => {
+    const url = parseHttpUrl(part.trim(), 'SERVICE_MCP_ALLOWED_ORIGINS', 'https://assistant.example.com')
+    if (url.pathname !== '/') throw new ConfigError(`SERVICE_MCP_ALLOWED_ORIGINS must list origins without a path, such as https://assistant.example.com, not "${part.trim()}"`)
+    return url.origin
+  })
 }
 
 export const DEFAULT_SECURITY_LOG_DAYS = 400
@@ -311,6 +323,7 @@ export function loadConfig(source: ConfigSource): Config {
     // SERVICE_HSTS: unset, on when the API or the pages are served over https.
     hsts: parseSwitch(source, 'SERVICE_HSTS', hstsByDefault(base, site)),
     oauthRegistration: parseSwitch(source, 'SERVICE_OAUTH_REGISTRATION', true),
+    mcpAllowedOrigins: parseOrigins(source.env.SERVICE_MCP_ALLOWED_ORIGINS),
     ...parseLeakReportKey(source),
     securityLogDays: parseCount(source, 'SERVICE_SECURITY_LOG_DAYS', DEFAULT_SECURITY_LOG_DAYS, 3_650),
     ...parseMail(source, base),

@@ -117,6 +117,14 @@ t.test('SERVICE_OAUTH_REGISTRATION: on by default, a switch', async (t) => {
   t.throws(() => load({ SERVICE_OAUTH_REGISTRATION: '0' }), { name: 'ConfigError', message: 'SERVICE_OAUTH_REGISTRATION must be on or off, not "0"' })
 })
 
+t.test('SERVICE_MCP_ALLOWED_ORIGINS: none by default, a list of origins', async (t) => {
+  t.same(load({}).mcpAllowedOrigins, [])
+  t.same(load({ SERVICE_MCP_ALLOWED_ORIGINS: ' ' }).mcpAllowedOrigins, [], 'blank is unset')
+  t.same(load({ SERVICE_MCP_ALLOWED_ORIGINS: 'https://a.example, http://127.0.0.1:8080/' }).mcpAllowedOrigins, ['https://a.example', 'http://127.0.0.1:8080'])
+  t.throws(() => load({ SERVICE_MCP_ALLOWED_ORIGINS: 'https://a.example/path' }), { name: 'ConfigError', message: /origins without a path/ })
+  t.throws(() => load({ SERVICE_MCP_ALLOWED_ORIGINS: 'null' }), { name: 'ConfigError', message: /SERVICE_MCP_ALLOWED_ORIGINS must be an http or https address/ })
+})
+
 t.test('leak reports and the security log: from the environment, and what is refused', async (t) => {
   t.equal(load({ SERVICE_LEAK_REPORT_KEY: ` ${'k'.repeat(32)} ` }).leakReportKey, 'k'.repeat(32))
   t.notOk('leakReportKey' in load({ SERVICE_LEAK_REPORT_KEY: ' ' }), 'blank is unset')

@@ -2,7 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type Provider from 'oidc-provider'
 import { repeatInBackground } from '../../lib/background.ts'
-import { createProvider } from './provider.ts'
+import { PROOF_PARAMETER, resumeAllowed } from './consent-binding.ts'
+import { createProvider, OAUTH_ROUTES } from './provider.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -82,6 +83,26 @@ export default fp<OAuthOptions>(
       return callback(raw, reply.raw)
     }
 
+    /** The library's resume address, where an answered authorization finishes in the browser that started it. */
+    async function resume(request: FastifyRequest, reply: FastifyReply) {
+      const { uid } = request.params as { uid: string }
+      const proof = (request.query as Record<string, unknown>)[PROOF_PARAMETER]
+      if (resumeAllowed(await provider.Interaction.find(uid), proof)) return handle(request, reply)
+      fastify.log.warn({ uid }, 'an OAuth authorization answered in another browser was refused')
+      return reply
+        .code(403)
+        .type('text/html; charset=utf-8')
+        .header('cache-control', 'no-store')
+        .send(
+          oauthErrorPage({
+            error: 'access_denied',
+            error_description:
+              'This authorization was answered in another browser than the one that started it, so it cannot finish here. ' +
+              'If someone sent a supporter the link to its consent page, the answer given there does not count.',
+          }),
+        )
+    }
+
     fastify.decorate('oauth', { provider, issuer })
     // Expired codes, tokens, interactions and grants leave the table at start and then hourly,
     // whichever process sweeps; a sweep under way is finished before the database closes.
@@ -93,6 +114,7 @@ export default fp<OAuthOptions>(
       scope.removeAllContentTypeParsers()
       scope.addContentTypeParser('*', (_request, _payload, done) => done(null))
       scope.all('/oauth/*', handle)
+      scope.get(`${OAUTH_ROUTES.authorization}/:uid`, resume)
       scope.get('/.well-known/oauth-authorization-server', handle)
       scope.get('/.well-known/openid-configuration', handle)
     })

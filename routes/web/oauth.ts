@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { InteractionResults } from 'oidc-provider'
+import { bindToBrowser } from '../../plugins/oauth/consent-binding.ts'
 import { permalinkOfResource } from '../../plugins/oauth/provider.ts'
 import { SECURITY_HEADERS } from '../../plugins/views.ts'
 import { logPageEvent, pageData, requireSupporter } from './pages.ts'
@@ -85,6 +86,8 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
         title: `Authorize ${client.clientName ?? client.clientId}`,
         application: client.clientName ?? client.clientId,
         redirectHost: new URL(redirectUri).host,
+        // An administrator's registration binds the application to a site (service-desk oauth-client add).
+        selfRegistered: client.metadata().service_site === undefined,
         access: accessLabel(scope).label,
         action: `${fastify.urls.siteWeb(request.web.site.permalink)}/oauth/authorize/${interaction.uid}`,
       }),
@@ -117,9 +120,10 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
     } else {
       result = { error: 'access_denied', error_description: 'The supporter denied the application access.' }
     }
-    interaction.result = result
+    // The answer takes effect only where the authorization started (plugins/oauth/consent-binding.ts).
+    const returnTo = bindToBrowser(interaction, result)
     await interaction.save(Math.max(1, interaction.exp - Math.floor(Date.now() / 1000)))
-    return reply.redirect(interaction.returnTo, 303)
+    return reply.redirect(returnTo, 303)
   })
 
   // Revoke on the API tokens page: the grant goes, and with it every access and refresh token of it.

@@ -161,3 +161,37 @@ t.test('pure parts: which write tools a body calls, and an answer as a tool resu
   t.match(toolResult(502, 'Bad gateway\n'), { isError: true, content: [{ text: 'The help desk refused (502): Bad gateway' }] })
   t.match(toolResult(400, 'null'), { content: [{ text: 'The help desk refused (400): no reason given' }] })
 })
+
+t.test("Origin, Host and MCP-Protocol-Version (MCP 2025-11-25, transports' security warning)", async (t) => {
+  const made = await discussionApp(t, { config: { mcpAllowedOrigins: ['https://assistant.example'] } })
+  const { app, ann, questions } = made
+  const note = (headers: Record<string, string>) =>
+    app.inject({
+      method: 'POST',
+      url: '/demo/mcp',
+      headers: { ...ann.bearer, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      payload: call('create_discussion', { category_id: questions.id, title: 'Written from a page', body: 'x' }),
+    })
+  const written = async () => (await made.app.inject({ url: '/demo/discussions', headers: { ...ann.bearer, accept: V1 } })).json().total as number
+  const before = await written()
+  // A page of another origin, or an opaque one, holding a valid token: refused before any tool runs.
+  for (const origin of ['http://evil.example', 'null', 'https://api.example.test.evil.example']) {
+    const res = await note({ origin })
+    t.equal(res.statusCode, 403, origin)
+    t.same(res.json().error, 'forbidden_origin')
+  }
+  // A name that is not the service's own (a DNS-rebinding page on the loopback interface).
+  const rebound = await note({ host: 'evil.example:3000' })
+  t.equal(rebound.statusCode, 403)
+  t.equal(rebound.json().error, 'forbidden_host')
+  const unsupported = await note({ 'mcp-protocol-version': '1999-01-01' })
+  t.equal(unsupported.statusCode, 400)
+  t.equal(unsupported.json().error, 'unsupported_protocol_version')
+  t.match(unsupported.json().message, '2025-11-25')
+  t.equal(await written(), before, 'nothing was written by a refused request')
+
+  // The service's own origins, one a setting allows, no Origin at all (not a browser), and the configured host.
+  const allowed = [{ origin: 'https://api.example.test' }, { origin: 'https://help.example.test' }, { origin: 'https://assistant.example' }, {}, { host: 'api.example.test' }, { 'mcp-protocol-version': '2025-11-25' }]
+  for (const headers of allowed) t.equal((await note(headers)).statusCode, 200, JSON.stringify(headers))
+  t.equal(await written(), before + allowed.length)
+})

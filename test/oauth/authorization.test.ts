@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto'
 import t, { type Test } from 'tap'
 import { EXPIRED_DESCRIPTION } from '../../plugins/auth/challenge.ts'
+import { newClientId, siteClientMetadata } from '../../cli/oauth-clients.ts'
+import { recordAdapter } from '../../plugins/oauth/adapter.ts'
 import { accessLabel } from '../../routes/web/oauth.ts'
 import { BASE_URL, buildTestApp, SITE_URL, START, V1 } from '../fixtures/app.ts'
 import { addCategory } from '../fixtures/discussions.ts'
@@ -346,4 +348,51 @@ t.test('a client removed while its consent page is open', async (t) => {
   t.equal((await browser.get(start.headers.location!)).statusCode, 200)
   await app.oauthRecords.destroy('Client', createHash('sha256').update(client.client_id).digest('hex'))
   t.equal((await browser.get(start.headers.location!)).statusCode, 400)
+})
+
+t.test('consent finishes only in the browser that started the authorization (RFC 9700 section 4.7)', async (t) => {
+  const { app } = await demoApp(t)
+  const { client } = await registerClient(app)
+  // The attacker starts an authorization in its own browser and keeps its cookies.
+  const attacker = webClient(app)
+  const { verifier, challenge } = pkce()
+  const start = await attacker.get(`/oauth/authorize?${authorizationQuery(client.client_id, { challenge, scope: 'read write' })}`)
+  const consentUrl = start.headers.location!
+  const resumeUrl = `/oauth/authorize/${consentUrl.split('/').pop()}`
+  // It sends the consent page's link to a signed-in supporter, who allows.
+  const supporter = await personWithPassword(app)
+  const victim = webClient(app)
+  await victim.signIn(supporter.email, supporter.password)
+  const page = await victim.get(consentUrl)
+  t.equal(page.statusCode, 200)
+  t.match(page.body, /data-registered-by>the application itself: anyone can register one/, 'a self-registered application says so')
+  t.match(page.body, /data-redirect-host>127\.0\.0\.1:8765</)
+  const allowed = await victim.post(consentUrl, { decision: 'allow' })
+  t.equal(allowed.statusCode, 303)
+  t.match(allowed.headers.location, /\/oauth\/authorize\/[\w-]+\?consent=[\w-]{43}$/, 'the answer goes on with a proof')
+  const victimResumes = await victim.get(allowed.headers.location!)
+  t.notOk(codeOf(victimResumes.headers.location).code, "the supporter's browser did not start it: no code")
+
+  // The attacker resumes with its own cookies, without the proof or with a made-up one: refused.
+  for (const url of [resumeUrl, `${resumeUrl}?consent=${'A'.repeat(43)}`]) {
+    const resumed = await attacker.get(url)
+    t.equal(resumed.statusCode, 403, url)
+    t.match(resumed.body, 'answered in another browser')
+    t.notOk(codeOf(resumed.headers.location).code)
+  }
+  // Nothing it could exchange: no code was ever issued.
+  t.same(await app.oauthRecords.list('AuthorizationCode', {}), [])
+  const exchange = await tokenRequest(app, { grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT_URI, client_id: client.client_id, code_verifier: verifier })
+  t.equal(exchange.json().error, 'invalid_grant')
+})
+
+t.test('an application registered by an administrator is named so on the consent page', async (t) => {
+  const { app } = await demoApp(t)
+  const clientId = newClientId()
+  const Adapter = recordAdapter(app.oauthRecords, () => START)
+  await new Adapter('Client').upsert(clientId, siteClientMetadata({ clientId, name: 'Acme', redirectUris: [REDIRECT_URI], permalink: 'demo', issuedAt: START }))
+  const person = await personWithPassword(app)
+  const shown = await authorize(app, { clientId, scope: 'read', person })
+  t.match(shown.consent!.body, /data-registered-by>an administrator of this service</)
+  t.ok(codeOf(shown.res.headers.location).code, 'and the same browser finishes it')
 })

@@ -59,7 +59,6 @@ async function callbackServer(t: Test) {
 }
 
 t.test('an application gets, uses, refreshes and loses access through OAuth in a real browser', async (t) => {
-  const started = Date.now()
   t.ok(existsSync(CHROMIUM), `Chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`)
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-oauth-browser-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -251,6 +250,26 @@ t.test('an application gets, uses, refreshes and loses access through OAuth in a
   t.equal((await api('GET', '/demo/discussions', rotated.access_token)).status, 401, 'its reuse ended the grant')
   t.equal(callback.received.length, 3, 'the application was called back once per authorization')
 
-  const seconds = (Date.now() - started) / 1000
-  t.ok(seconds < 30, `finished in ${seconds.toFixed(1)} s`)
+  // 10. Two browsers (RFC 9700 section 4.7): an attacker starts an authorization for read and write in
+  // its own browser, and sends the consent page's link to the signed-in supporter, who allows. The
+  // authorization finishes in neither browser, and the attacker's redirect URI receives nothing.
+  const attackerContext = await browser.newContext()
+  const attacker = await attackerContext.newPage()
+  const fourth = await authorizationRequest()
+  await attacker.goto(fourth.url.replace('scope=read', 'scope=read+write'))
+  const next = new URL(attacker.url()).searchParams.get('next')
+  t.match(next, /^\/demo\/oauth\/authorize\/[\w-]+$/, "the attacker's browser is sent to sign in, on the way to the consent page")
+  await page.goto(`${server.base}${next}`)
+  t.equal((await page.locator('[data-access]').textContent())?.trim(), 'Read and write', 'the supporter is shown the consent page')
+  t.match(await page.locator('[data-registered-by]').textContent(), 'the application itself', 'which says the application registered itself')
+  await page.getByRole('button', { name: 'Allow', exact: true }).click()
+  await page.waitForLoadState()
+  t.match(page.url(), `${server.base}/oauth/authorize/`, "the supporter's browser goes on to the issuer")
+  t.match(await page.textContent('body'), "This application's request cannot be completed", 'where it cannot finish')
+  const uid = next!.split('/').pop()
+  const resumed = await attacker.goto(`${server.base}/oauth/authorize/${uid}`)
+  t.equal(resumed?.status(), 403, 'the attacker resumes with its cookies: refused')
+  t.match(await attacker.textContent('body'), 'answered in another browser', 'and told why')
+  t.equal(callback.received.length, 3, 'no code reached the redirect URI')
+  await attackerContext.close()
 })

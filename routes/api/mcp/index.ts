@@ -4,6 +4,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import packageJson from '../../../package.json' with { type: 'json' }
 import { V1_MEDIA_TYPE } from '../../../lib/accept.ts'
+import { mcpRequestGuard, mcpRequestProblem } from './request-guard.ts'
 import { MCP_TOOLS, WRITE_TOOLS, type ApiRequest, type McpTool } from './tools.ts'
 
 // {base_url}/<site>/mcp: the help desk as an MCP server (issue 17; docs/decisions.md, "MCP"), on
@@ -43,7 +44,14 @@ export function toolResult(status: number, body: string): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(json, null, 2) }], structuredContent: json as Record<string, unknown> }
 }
 
-const mcpRoutes: FastifyPluginAsync = async (fastify) => {
+export interface McpOptions {
+  /** SERVICE_MCP_ALLOWED_ORIGINS: origins besides the service's own whose pages may call the endpoint. */
+  allowedOrigins: readonly string[]
+}
+
+const mcpRoutes: FastifyPluginAsync<McpOptions> = async (fastify, { allowedOrigins }) => {
+  const guard = mcpRequestGuard(fastify.config.baseUrl, fastify.config.siteUrl, allowedOrigins)
+
   /** A tool's request, made to the API of the caller's site with the caller's own credential. */
   async function callApi(request: FastifyRequest, api: ApiRequest) {
     const { site } = request.auth!
@@ -87,6 +95,12 @@ const mcpRoutes: FastifyPluginAsync = async (fastify) => {
   }
 
   async function handle(request: FastifyRequest, reply: FastifyReply) {
+    const header = (name: string) => {
+      const value = request.headers[name]
+      return Array.isArray(value) ? value.join(', ') : value
+    }
+    const problem = mcpRequestProblem(guard, { origin: header('origin'), hostname: request.hostname, protocolVersion: header('mcp-protocol-version') })
+    if (problem) return reply.code(problem.status).send({ error: problem.error, message: problem.message })
     const auth = request.auth!
     if (!BEARER_METHODS.has(auth.method)) return refuse(request, reply, { kind: 'invalid_token' })
     // The MCP authorization specification's step-up: a write tool with read access is an HTTP 403
