@@ -96,14 +96,24 @@ export default fp(
       }
     }
 
-    /** Within the address's failure budget (plugins/auth/limits.ts); a password check keeps its own, which also has the account's. */
+    const outcome = (r: CheckResult) => ('refused' in r && FAILED.has(r.refused.kind) ? 'failed' : 'neutral') as const
+
+    /**
+     * Within the address's failure budget (plugins/auth/limits.ts); a password check keeps its own,
+     * which also has the account's. A bearer token (personal or OAuth: 256 random bits and a
+     * checksum) cannot be guessed, so a spent address does not refuse a valid one: it is checked
+     * first, and only a failed one is counted, and answered 429 once the address is spent. Everyone
+     * behind one NAT or proxy keeps working when one script there sends broken tokens.
+     */
     async function checkWithinBudget(credential: Presented, site: Site | undefined, request: RequestFacts): Promise<CheckResult> {
       if (credential.kind === 'basic') return check(credential, site, request)
-      const result = await authLimits.attempt(
-        { address: request.ip },
-        () => check(credential, site, request),
-        (r) => ('refused' in r && FAILED.has(r.refused.kind) ? 'failed' : 'neutral'),
-      )
+      if (credential.kind === 'bearer') {
+        const checked = await check(credential, site, request)
+        if (outcome(checked) === 'neutral') return checked
+        const counted = await authLimits.attempt({ address: request.ip }, () => checked, outcome)
+        return 'kind' in counted ? refuse(counted) : counted
+      }
+      const result = await authLimits.attempt({ address: request.ip }, () => check(credential, site, request), outcome)
       return 'kind' in result ? refuse(result) : result
     }
 

@@ -2,6 +2,7 @@ import t from 'tap'
 import { DEFAULT_LIMITS } from '../../plugins/auth/limits.ts'
 import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { basic, supporterWithPassword } from '../fixtures/credentials.ts'
+import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
 // Issue 13, items 1 and 2: a locked account or address answers 429 to every password, right or
@@ -83,13 +84,30 @@ t.test('a right password gives its reservation back; a wrong one keeps it', asyn
 t.test('the other credentials: tokens sent at once are held to the address budget', async (t) => {
   const { app } = await buildTestApp(t)
   const ann = await supporterWithToken(app)
+  const pat = await supporterWithPassword(app)
   const wrong = ann.value.slice(0, -1) + (ann.value.endsWith('A') ? 'B' : 'A')
   const flood = 30
   const done = await Promise.all(
     Array.from({ length: flood }, (_, i) => app.inject({ url: '/demo', headers: i % 2 ? { authorization: `Bearer ${wrong}` } : { 'x-service-auth': 'f'.repeat(40) } })),
   )
   t.same(statuses(done), { 401: DEFAULT_LIMITS.perAddress, 429: flood - DEFAULT_LIMITS.perAddress })
-  t.equal((await app.inject({ url: '/demo', headers: ann.bearer })).statusCode, 429, 'a spent address is refused before any check')
+  t.equal((await app.inject({ url: '/demo', headers: { 'x-service-auth': 'f'.repeat(40) } })).statusCode, 429, 'a spent address: a legacy token is refused before any check')
+  t.equal((await app.inject({ url: '/demo', headers: { authorization: `Bearer ${wrong}` } })).statusCode, 429, 'and a wrong bearer token')
+  t.equal((await app.inject({ url: '/demo', headers: pat.headers })).statusCode, 429, 'and a password, right or wrong')
+})
+
+t.test('a valid token is never refused because other requests from its address failed (issue 28)', async (t) => {
+  const { app } = await buildTestApp(t)
+  const ann = await supporterWithToken(app)
+  const { tokens } = await oauthTokens(app, { scope: 'read' })
+  const malformed = 'service_pat_' + 'x'.repeat(40)
+  for (let i = 0; i < DEFAULT_LIMITS.perAddress; i++) {
+    t.equal((await app.inject({ url: '/demo', headers: { authorization: `Bearer ${malformed}` } })).statusCode, 401)
+  }
+  t.equal((await app.inject({ url: '/demo', headers: { authorization: `Bearer ${malformed}` } })).statusCode, 429, 'the address is spent for broken tokens')
+  t.equal((await app.inject({ url: '/demo', headers: ann.bearer })).statusCode, 200, 'a valid personal token from it is served')
+  t.equal((await app.inject({ url: '/demo', headers: { authorization: `Bearer ${tokens.access_token}` } })).statusCode, 200, 'and a valid OAuth token')
+  t.equal((await app.inject({ url: '/demo', headers: { authorization: `Bearer ${malformed}` } })).statusCode, 429, 'which reset nothing')
 })
 
 t.test('the sign-in form: a locked account answers 429 to its right password, remembered or not', async (t) => {
