@@ -96,7 +96,7 @@ export default fp(
       }
     }
 
-    const outcome = (r: CheckResult) => ('refused' in r && FAILED.has(r.refused.kind) ? 'failed' : 'neutral') as const
+    const outcome = (r: CheckResult): 'failed' | 'neutral' => ('refused' in r && FAILED.has(r.refused.kind) ? 'failed' : 'neutral')
 
     /**
      * Within the address's failure budget (plugins/auth/limits.ts); a password check keeps its own,

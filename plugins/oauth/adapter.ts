@@ -2,6 +2,7 @@ import type { Adapter, AdapterPayload } from 'oidc-provider'
 import type { OAuthRow, OAuthStore } from '../../db/stores/oauth.ts'
 import { DAY_MS } from '../../lib/clock.ts'
 import { fingerprint } from '../../lib/token-format.ts'
+import { UNUSED_CLIENT_TTL_S } from './anti-automation.ts'
 
 // oidc-provider keeps its records (codes, tokens, grants, clients, interactions, its own browser
 // sessions) through an adapter: this one writes them to the oauth_records table of whichever engine
@@ -48,7 +49,7 @@ export function recordAdapter(store: OAuthStore, now: () => number) {
       this.model = model
     }
 
-    async upsert(id: string, payload: AdapterPayload, expiresIn?: number) {
+    async upsert(id: string, payload: AdapterPayload, expiresIn = this.defaultExpiry(payload)) {
       const { jti: _jti, ...stored } = payload
       await store.upsert({
         model: this.model,
@@ -57,6 +58,14 @@ export function recordAdapter(store: OAuthStore, now: () => number) {
         ...recordColumns(this.model, id, payload),
         expiresAt: expiresIn ? new Date(now() + expiresIn * 1000 + (this.model === 'AccessToken' ? EXPIRED_TOKEN_KEPT_MS : 0)) : null,
       })
+    }
+
+    /**
+     * A self-registered application (no `service_site`, which only an administrator sets) lives a
+     * day unless an authorization of it completes (keepClient); the library gives clients no expiry.
+     */
+    defaultExpiry(payload: AdapterPayload): number | undefined {
+      return this.model === 'Client' && payload.service_site === undefined ? UNUSED_CLIENT_TTL_S : undefined
     }
 
     async find(id: string) {
@@ -86,6 +95,14 @@ export function recordAdapter(store: OAuthStore, now: () => number) {
       await store.destroyGrant(grantId)
     }
   }
+}
+
+/** An application whose authorization completed: kept until it is removed, rather than for a day. */
+export async function keepClient(store: OAuthStore, clientId: string): Promise<void> {
+  const row = await store.find('Client', fingerprint(clientId))
+  if (!row || row.expiresAt === null) return
+  const { createdAt: _created, lastUsedAt: _used, consumedAt: _consumed, ...kept } = row
+  await store.upsert({ ...kept, expiresAt: null })
 }
 
 /**

@@ -2,6 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type Provider from 'oidc-provider'
 import { repeatInBackground } from '../../lib/background.ts'
+import { keepClient } from './adapter.ts'
+import { oauthPace, type PaceKind } from './anti-automation.ts'
 import { PROOF_PARAMETER, resumeAllowed } from './consent-binding.ts'
 import { createProvider, OAUTH_ROUTES } from './provider.ts'
 
@@ -51,6 +53,8 @@ export default fp<OAuthOptions>(
       users: fastify.users,
       serverKey: fastify.serverKey,
       registration,
+      // The records' expiry on the service's clock, which the store reads them by (tests move it).
+      now: fastify.clock,
       renderError(ctx, out) {
         ctx.type = 'html'
         ctx.set('cache-control', 'no-store')
@@ -67,6 +71,11 @@ export default fp<OAuthOptions>(
         ctx.status = 404
         ctx.body = { error: 'not_found', message: `There is nothing at ${ctx.method} ${ctx.path}.` }
       }
+      // A code exchanged: the application completed an authorization and is kept (anti-automation.ts).
+      const { oidc } = ctx
+      if (oidc?.route === 'token' && ctx.status === 200 && oidc.params?.grant_type === 'authorization_code' && oidc.client) {
+        await keepClient(fastify.oauthRecords, oidc.client.clientId)
+      }
     })
     const callback = provider.callback()
     const origin = new URL(issuer)
@@ -81,6 +90,16 @@ export default fp<OAuthOptions>(
       for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value)
       reply.hijack()
       return callback(raw, reply.raw)
+    }
+
+    const pace = oauthPace(fastify.clock)
+    /** Registrations and authorization starts, at a bounded pace per client address. */
+    const paced = (kind: PaceKind) => (request: FastifyRequest, reply: FastifyReply) => {
+      const retryAfter = pace.take(kind, request.ip)
+      if (retryAfter === undefined) return handle(request, reply)
+      const error = { error: 'too_many_requests', error_description: `Too many requests from this address: try again in ${retryAfter} seconds.` }
+      reply.code(429).header('retry-after', String(retryAfter)).header('cache-control', 'no-store')
+      return kind === 'registrations' ? reply.send(error) : reply.type('text/html; charset=utf-8').send(oauthErrorPage(error))
     }
 
     /** The library's resume address, where an answered authorization finishes in the browser that started it. */
@@ -115,6 +134,8 @@ export default fp<OAuthOptions>(
       scope.addContentTypeParser('*', (_request, _payload, done) => done(null))
       scope.all('/oauth/*', handle)
       scope.get(`${OAUTH_ROUTES.authorization}/:uid`, resume)
+      scope.route({ method: ['GET', 'POST'], url: OAUTH_ROUTES.authorization, handler: paced('authorizations') })
+      scope.post(OAUTH_ROUTES.registration, paced('registrations'))
       scope.get('/.well-known/oauth-authorization-server', handle)
       scope.get('/.well-known/openid-configuration', handle)
     })

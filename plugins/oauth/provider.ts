@@ -6,6 +6,7 @@ import type { UserStore } from '../../db/stores/users.ts'
 import { generateToken, OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX } from '../../lib/token-format.ts'
 import type { Urls } from '../../lib/urls.ts'
 import { recordAdapter } from './adapter.ts'
+import { checkMetadataSize } from './anti-automation.ts'
 
 // The OAuth 2.1 authorization server of the service (docs/decisions.md, "OAuth for applications"),
 // on oidc-provider: one issuer, the API's base URL, for every site; an access token is bound by
@@ -37,6 +38,7 @@ export const OAUTH_ROUTES = {
 export const ACCESS_TOKEN_TTL_S = 60 * 60
 export const REFRESH_TOKEN_TTL_S = 30 * 24 * 60 * 60
 export const GRANT_TTL_S = 365 * 24 * 60 * 60
+export const INTERACTION_TTL_S = 15 * 60
 
 export interface ProviderOptions {
   issuer: string
@@ -144,7 +146,8 @@ export function createProvider(options: ProviderOptions): Provider {
       AuthorizationCode: 60,
       RefreshToken: REFRESH_TOKEN_TTL_S,
       Grant: GRANT_TTL_S,
-      Interaction: 60 * 60,
+      // An authorization waits this long for its sign-in and consent; an abandoned one is swept after.
+      Interaction: INTERACTION_TTL_S,
       Session: 7 * 24 * 60 * 60,
       IdToken: 60 * 60,
     },
@@ -171,6 +174,7 @@ export function createProvider(options: ProviderOptions): Provider {
         if (key === 'service_site' && value !== undefined) {
           throw new errors.InvalidClientMetadata('service_site is set by an administrator, not by registration')
         }
+        checkMetadataSize(metadata)
         const uris = metadata.redirect_uris ?? []
         const refused = uris.find((uri) => !registrableRedirectUri(uri))
         if (refused !== undefined) {

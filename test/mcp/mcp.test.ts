@@ -191,7 +191,7 @@ t.test("Origin, Host and MCP-Protocol-Version (MCP 2025-11-25, transports' secur
   t.equal(await written(), before, 'nothing was written by a refused request')
 
   // The service's own origins, one a setting allows, no Origin at all (not a browser), and the configured host.
-  const allowed = [{ origin: 'https://api.example.test' }, { origin: 'https://help.example.test' }, { origin: 'https://assistant.example' }, {}, { host: 'api.example.test' }, { 'mcp-protocol-version': '2025-11-25' }]
+  const allowed: Record<string, string>[] = [{ origin: 'https://api.example.test' }, { origin: 'https://help.example.test' }, { origin: 'https://assistant.example' }, {}, { host: 'api.example.test' }, { 'mcp-protocol-version': '2025-11-25' }]
   for (const headers of allowed) t.equal((await note(headers)).statusCode, 200, JSON.stringify(headers))
   t.equal(await written(), before + allowed.length)
 })
