@@ -106,6 +106,14 @@ export async function keepClient(store: OAuthStore, clientId: string): Promise<v
 }
 
 /**
+ * Whether the library may send errors to the application's redirect URI without a page of ours
+ * first: an application an administrator registered, or one whose authorization completed.
+ */
+export async function clientTrusted(store: OAuthStore, clientId: string): Promise<boolean> {
+  return (await store.find('Client', fingerprint(clientId)))?.expiresAt === null
+}
+
+/**
  * An access token as the API's authentication checks it (plugins/auth/checks/oauth-token.ts):
  * read from the same records, undefined when unknown or when its grant is gone (revoked from the
  * page, by the library after a reused code or refresh token, or expired).

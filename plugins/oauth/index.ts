@@ -1,8 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type Provider from 'oidc-provider'
+import type { KoaContextWithOIDC } from 'oidc-provider'
 import { repeatInBackground } from '../../lib/background.ts'
-import { keepClient } from './adapter.ts'
+import { clientTrusted, keepClient } from './adapter.ts'
 import { oauthPace, type PaceKind } from './anti-automation.ts'
 import { PROOF_PARAMETER, resumeAllowed } from './consent-binding.ts'
 import { createProvider, OAUTH_ROUTES } from './provider.ts'
@@ -45,6 +46,11 @@ export function oauthErrorPage(out: { error: string; error_description?: string 
 export default fp<OAuthOptions>(
   async (fastify, { registration }) => {
     const issuer = fastify.config.baseUrl
+    const renderError = (ctx: Pick<KoaContextWithOIDC, 'type' | 'body' | 'set'>, out: { error: string; error_description?: string }) => {
+      ctx.type = 'html'
+      ctx.set('cache-control', 'no-store')
+      ctx.body = oauthErrorPage(out)
+    }
     const provider = createProvider({
       issuer,
       urls: fastify.urls,
@@ -53,13 +59,7 @@ export default fp<OAuthOptions>(
       users: fastify.users,
       serverKey: fastify.serverKey,
       registration,
-      // The records' expiry on the service's clock, which the store reads them by (tests move it).
-      now: fastify.clock,
-      renderError(ctx, out) {
-        ctx.type = 'html'
-        ctx.set('cache-control', 'no-store')
-        ctx.body = oauthErrorPage(out)
-      },
+      renderError,
     })
     // Every error the library meets is answered by it; those it did not expect are logged here.
     provider.on('server_error', (_ctx, error) => fastify.log.error({ err: error }, 'oauth server error'))
@@ -71,8 +71,21 @@ export default fp<OAuthOptions>(
         ctx.status = 404
         ctx.body = { error: 'not_found', message: `There is nothing at ${ctx.method} ${ctx.path}.` }
       }
-      // A code exchanged: the application completed an authorization and is kept (anti-automation.ts).
       const { oidc } = ctx
+      // An error of the authorization endpoint goes back to the application's redirect URI, before
+      // any supporter saw a page: for an application that registered itself and never completed an
+      // authorization, that URI is anyone's, so the error is shown here instead (RFC 9700 section
+      // 4.11.2: no automatic redirect to an address the server does not trust).
+      if (oidc?.route === 'authorization' && oidc.client && ctx.status >= 300 && ctx.status < 400) {
+        const answer = new URL(ctx.response.get('location') || '/', issuer).searchParams
+        const error = answer.get('error')
+        if (error && !(await clientTrusted(fastify.oauthRecords, oidc.client.clientId))) {
+          ctx.remove('location')
+          ctx.status = 400
+          renderError(ctx, { error, error_description: answer.get('error_description') ?? undefined })
+        }
+      }
+      // A code exchanged: the application completed an authorization and is kept (anti-automation.ts).
       if (oidc?.route === 'token' && ctx.status === 200 && oidc.params?.grant_type === 'authorization_code' && oidc.client) {
         await keepClient(fastify.oauthRecords, oidc.client.clientId)
       }

@@ -174,7 +174,8 @@ t.test('a code is exchanged once, with its verifier; a reused code revokes what 
 
 t.test('bad authorization requests get the answers of OAuth 2.1, never a 5xx', async (t) => {
   const { app } = await demoApp(t)
-  const { client } = await registerClient(app)
+  // An application that completed an authorization: its redirect URI is trusted with errors.
+  const { client } = await oauthTokens(app, { scope: 'read' })
   const { challenge } = pkce()
   const errorOf = async (query: URLSearchParams) => {
     const res = await app.inject({ url: `/oauth/authorize?${query}` })
@@ -395,4 +396,20 @@ t.test('an application registered by an administrator is named so on the consent
   const shown = await authorize(app, { clientId, scope: 'read', person })
   t.match(shown.consent!.body, /data-registered-by>an administrator of this service</)
   t.ok(codeOf(shown.res.headers.location).code, 'and the same browser finishes it')
+})
+
+t.test('errors for a self-registered application that never completed an authorization are shown here, not redirected (RFC 9700 section 4.11.2)', async (t) => {
+  const { app } = await demoApp(t)
+  const { client } = await registerClient(app, { redirect_uris: ['https://evil.example/landing'] })
+  const query = authorizationQuery(client.client_id, { challenge: pkce().challenge, scope: 'read admin' })
+  query.set('redirect_uri', 'https://evil.example/landing')
+  const res = await app.inject({ url: `/oauth/authorize?${query}` })
+  t.equal(res.statusCode, 400)
+  t.notOk(res.headers.location, 'no redirect to the address it registered')
+  t.match(res.headers['content-type'], 'text/html')
+  t.match(res.body, '<code>invalid_scope</code>')
+  t.match(res.body, 'the scopes of this API are read and write')
+  // A good request still goes on to the consent page, where a supporter sees whose it is.
+  query.set('scope', 'read')
+  t.match((await app.inject({ url: `/oauth/authorize?${query}` })).headers.location, '/demo/oauth/authorize/')
 })
