@@ -8,6 +8,7 @@ import { hashPassword, randomPassword } from '../lib/password.ts'
 import { createSecretBox, type SecretBox } from '../lib/secret-box.ts'
 import { serverSecret } from '../lib/server-key.ts'
 import { maskedToken } from '../lib/token-format.ts'
+import { shown } from '../lib/terminal-text.ts'
 import { tokenDetail, type SecurityLogStore } from '../db/stores/security-log.ts'
 import type { CategoryStore } from '../db/stores/categories.ts'
 import { StoreError } from '../db/stores/errors.ts'
@@ -163,13 +164,13 @@ export const adminCommands: Command[] = [
     { words: ['site', 'add'], args: ['<site>'], options: { name: { type: 'string' } }, usage: 'site add <site> [--name TEXT]', summary: 'Create a site; <site> is its permalink in every path.' },
     async ({ sites }, [permalink], values, io) => {
       const site = await sites.add(permalink, values.name as string | undefined)
-      io.stdout(`site ${site.permalink} created ("${site.name}")\n`)
+      io.stdout(`site ${site.permalink} created ("${shown(site.name)}")\n`)
     },
   ),
   admin(
     { words: ['site', 'list'], args: [], usage: 'site list', summary: 'List the sites.', atomic: false },
     async ({ sites }, _args, _values, io) => {
-      for (const site of await sites.list()) io.stdout(`${site.permalink}\t${site.name}\n`)
+      for (const site of await sites.list()) io.stdout(`${site.permalink}\t${shown(site.name)}\n`)
     },
   ),
   admin(
@@ -276,7 +277,7 @@ export const adminCommands: Command[] = [
       for (const t of await tokens.listForSite(site.id, userId)) {
         const fields = [t.id, t.email, t.name, t.access, maskedToken(t.lastFour), `created ${day(t.createdAt)}`]
         fields.push(`last used ${day(t.lastUsedAt)}`, `expires ${day(t.expiresAt)}`, tokenState(t, now))
-        io.stdout(`${fields.join('\t')}\n`)
+        io.stdout(`${fields.map((field) => shown(String(field))).join('\t')}\n`)
       }
     },
   ),
@@ -286,7 +287,7 @@ export const adminCommands: Command[] = [
       const site = await sites.get(permalink)
       const token = await tokens.revoke(site.id, parseId(id))
       await securityLog.append({ userId: token.userId, siteId: site.id, kind: 'token_revoked', actor: 'cli', detail: tokenDetail(token) })
-      io.stdout(`token ${token.id} (${token.name}) revoked\n`)
+      io.stdout(`token ${token.id} (${shown(token.name)}) revoked\n`)
     },
   ),
 ]

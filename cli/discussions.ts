@@ -1,5 +1,6 @@
 import { seedDiscussions } from '../db/stores/seed.ts'
 import { createUserStore } from '../db/stores/users.ts'
+import { shown } from '../lib/terminal-text.ts'
 import { admin } from './admin.ts'
 import { UsageError, type Command, type Io } from './command.ts'
 
@@ -45,7 +46,7 @@ export const discussionCommands: Command[] = [
       const site = await sites.get(permalink)
       const category = await categories.add(site.id, name, values.public === true)
       const visibility = category.public ? 'public' : 'private'
-      io.stdout(`category ${category.id} created: "${category.name}" (${category.permalink}, ${visibility}) on ${site.permalink}\n`)
+      io.stdout(`category ${category.id} created: "${shown(category.name)}" (${category.permalink}, ${visibility}) on ${site.permalink}\n`)
     },
   ),
   admin(
@@ -59,7 +60,7 @@ export const discussionCommands: Command[] = [
     async ({ sites, categories }, [permalink], _values, io) => {
       const site = await sites.get(permalink)
       for (const c of (await categories.list(site.id, 0, -1)).categories) {
-        io.stdout(`${c.id}\t${c.permalink}\t${c.public ? 'public' : 'private'}\t${c.name}\n`)
+        io.stdout(`${c.id}\t${c.permalink}\t${c.public ? 'public' : 'private'}\t${shown(c.name)}\n`)
       }
     },
   ),

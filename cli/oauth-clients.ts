@@ -6,6 +6,7 @@ import type { PgExecutor } from '../db/postgres/stores/executor.ts'
 import type { OAuthRow, OAuthStore } from '../db/stores/oauth.ts'
 import { holdsNul, NUL_PROBLEM } from '../lib/nul.ts'
 import { recordAdapter } from '../plugins/oauth/adapter.ts'
+import { shown } from '../lib/terminal-text.ts'
 import { registrableRedirectUri } from '../plugins/oauth/provider.ts'
 import { admin, type Stores } from './admin.ts'
 import { UsageError, type Command, type Io, type Values } from './command.ts'
@@ -73,14 +74,6 @@ export function redirectUris(values: string[]): string[] {
     }
   }
   return [...new Set(values)]
-}
-
-/**
- * Text from a record, as it can be shown on a terminal: control characters, and the marks that
- * reorder what follows them, as \u escapes (an application that registered itself chose its name).
- */
-export function shown(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
 
 const moment = (date: Date) => `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`

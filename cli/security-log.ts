@@ -1,3 +1,4 @@
+import { shown } from '../lib/terminal-text.ts'
 import { admin } from './admin.ts'
 import type { Command } from './command.ts'
 import { describeEvent } from '../routes/web/security-log.ts'
@@ -37,7 +38,7 @@ export const securityLogCommands: Command[] = [
       }
       for (const event of events) {
         const line = describeEvent(event)
-        io.stdout(`${[line.when, `user ${event.userId}`, event.kind, line.from || '-', line.by || '-', line.details].join('\t')}\n`)
+        io.stdout(`${[line.when, `user ${event.userId}`, event.kind, line.from || '-', line.by || '-', line.details].map(shown).join('\t')}\n`)
       }
     },
   ),

@@ -163,3 +163,22 @@ t.test('every kind has a label, and an event reads as a line', async (t) => {
   })
   t.equal(describeEvent({ id: 1, userId: 1, siteId: null, kind: 'lockout', createdAt: new Date(0), address: null, actor: 'robot', detail: {} }).by, 'robot')
 })
+
+t.test('names from records cannot forge lines or drive the terminal in security-log and token list (issue 28)', async (t) => {
+  const cli = cliRunner(t)
+  await cli.run(['site', 'add', 'demo'])
+  await cli.run(['user', 'add', 'ann@example.test'])
+  await cli.run(['staff', 'add', 'demo', 'ann@example.test'])
+  const hostile = 'Deploy\n2026-01-01 00:00 UTC\tuser 2\tsign_in_succeeded\t\u001b]0;owned\u0007\u202e'
+  const created = await cli.run(['token', 'create', 'demo', 'ann@example.test', '--name', hostile])
+  t.equal(created.code, 0, created.stderr)
+  for (const [argv, records] of [[['security-log', 'demo'], 2], [['token', 'list', 'demo'], 1]] as const) {
+    const { stdout } = await cli.run([...argv])
+    t.equal(stdout.trim().split('\n').length, records, `${argv[0]}: one line per record (staff added, token created; the token)`)
+    t.notMatch(stdout, /[\u0000-\u0008\u000b-\u001f\u007f\u202e]/, `${argv[0]}: no control character but its own tabs and newline`)
+    t.match(stdout, 'Deploy\\u000a2026-01-01 00:00 UTC\\u0009user 2', `${argv[0]}: the name shown with escapes`)
+    t.match(stdout, '\\u001b]0;owned\\u0007\\u202e')
+  }
+  const revoked = await cli.run(['token', 'revoke', 'demo', '1'])
+  t.equal(revoked.stdout, 'token 1 (Deploy\\u000a2026-01-01 00:00 UTC\\u0009user 2\\u0009sign_in_succeeded\\u0009\\u001b]0;owned\\u0007\\u202e) revoked\n')
+})
