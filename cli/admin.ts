@@ -8,9 +8,11 @@ import { hashPassword, randomPassword } from '../lib/password.ts'
 import { createSecretBox, type SecretBox } from '../lib/secret-box.ts'
 import { serverSecret } from '../lib/server-key.ts'
 import { maskedToken } from '../lib/token-format.ts'
+import { endGrants } from '../plugins/oauth/adapter.ts'
 import { shown } from '../lib/terminal-text.ts'
 import { tokenDetail, type SecurityLogStore } from '../db/stores/security-log.ts'
 import type { CategoryStore } from '../db/stores/categories.ts'
+import type { OAuthStore } from '../db/stores/oauth.ts'
 import { StoreError } from '../db/stores/errors.ts'
 import type { SessionStore } from '../db/stores/sessions.ts'
 import type { SiteStore } from '../db/stores/sites.ts'
@@ -38,6 +40,8 @@ export interface Stores extends CommandDatabase {
   sessions: SessionStore
   categories: CategoryStore
   securityLog: SecurityLogStore
+  /** oidc-provider's records: a person's grants end when they leave the staff or are disabled. */
+  oauth: OAuthStore
 }
 
 /**
@@ -67,6 +71,7 @@ async function openStores(values: Values, io: Io): Promise<Stores> {
     sessions: engine.sessions(io.clock),
     categories: engine.categories(io.clock),
     securityLog: engine.securityLog(io.clock),
+    oauth: engine.oauth(io.clock),
   }
 }
 
@@ -129,6 +134,8 @@ export function admin(
     },
   }
 }
+
+const authorizationsEnded = (n: number) => (n === 0 ? '' : `; ${n} authorized application${n === 1 ? '' : 's'} ended`)
 
 const day = (date: Date | null) => (date ? date.toISOString().slice(0, 10) : 'never')
 
@@ -205,13 +212,16 @@ export const adminCommands: Command[] = [
             ? 'Disable an account: its tokens stop working and its web sessions end at once.'
             : 'Enable a disabled account again.',
       },
-      async ({ users, sessions, securityLog }, [email], _values, io) => {
+      async ({ users, sessions, securityLog, oauth }, [email], _values, io) => {
         const user = await users.setDisabled(email, verb === 'disable')
+        let ended = ''
         if (verb === 'disable') {
           await sessions.destroyForUser(user.id)
+          // Enabled again, the account's applications need a new consent.
+          ended = authorizationsEnded(await endGrants(oauth, user.id))
           await securityLog.append({ userId: user.id, kind: 'account_disabled', actor: 'cli' })
         }
-        io.stdout(`user ${user.email} ${verb}d\n`)
+        io.stdout(`user ${user.email} ${verb}d${ended}\n`)
       },
     ),
   ),
@@ -232,14 +242,16 @@ export const adminCommands: Command[] = [
       usage: 'staff remove <site> <email>',
       summary: 'Take a user off the support staff (they stay a customer); their tokens for the site stop working.',
     },
-    async ({ sites, users, securityLog }, [permalink, email], _values, io) => {
+    async ({ sites, users, securityLog, oauth }, [permalink, email], _values, io) => {
       const site = await sites.get(permalink)
       const user = await users.get(email)
       if (!(await users.removeStaff(site.id, user.id))) {
         throw new StoreError(`${user.email} is not support staff of ${site.permalink}`, 'not_found')
       }
+      // Back on the staff, the person's applications need a new consent.
+      const ended = authorizationsEnded(await endGrants(oauth, user.id, site.permalink))
       await securityLog.append({ userId: user.id, siteId: site.id, kind: 'staff_removed', actor: 'cli' })
-      io.stdout(`${user.email} is no longer support staff of ${site.permalink}\n`)
+      io.stdout(`${user.email} is no longer support staff of ${site.permalink}${ended}\n`)
     },
   ),
   admin(

@@ -5,6 +5,8 @@ import type { SecretBox } from '../lib/secret-box.ts'
 import type { Engine } from '../db/engine.ts'
 import { openPostgres, type PgDb } from '../db/postgres/client.ts'
 import { postgresEngine } from '../db/postgres/engine.ts'
+import type { PgExecutor } from '../db/postgres/stores/executor.ts'
+import { createOAuthStore } from '../db/postgres/stores/oauth.ts'
 import { createSecurityLog } from '../db/postgres/stores/security-log.ts'
 import { createCategoryStore } from '../db/postgres/stores/categories.ts'
 import { createSessionStore } from '../db/postgres/stores/sessions.ts'
@@ -46,6 +48,7 @@ export function storesOver(q: PgDb, clock: Clock, box: SecretBox) {
     sessions: createSessionStore(q, clock),
     categories: createCategoryStore(q, clock),
     securityLog: createSecurityLog(q, clock),
+    oauth: createOAuthStore(q as unknown as PgExecutor, clock),
   }
 }
 

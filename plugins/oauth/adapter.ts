@@ -106,6 +106,18 @@ export async function keepClient(store: OAuthStore, clientId: string): Promise<v
 }
 
 /**
+ * Ends the OAuth grants a person gave, on one site's API or on every site's, with their access and
+ * refresh tokens; returns how many. A person taken off the staff or disabled must consent again.
+ */
+export async function endGrants(store: OAuthStore, userId: number, permalink?: string): Promise<number> {
+  const grants = await store.list('Grant', { accountId: String(userId) })
+  // A resource is {base_url}/<site>, and the base URL has no path.
+  const ending = grants.filter((grant) => permalink === undefined || grant.resource?.endsWith(`/${permalink}`))
+  for (const grant of ending) await store.destroyGrant(grant.grantId!)
+  return ending.length
+}
+
+/**
  * Whether the library may send errors to the application's redirect URI without a page of ours
  * first: an application an administrator registered, or one whose authorization completed.
  */

@@ -351,3 +351,40 @@ t.test('--help lists the commands', async (t) => {
   }
   t.match((await run(['oauth-client', 'add', '--help'])).stdout, '--redirect-uri VALUE')
 })
+
+t.test('leaving the staff or being disabled ends the OAuth grants: no refresh, and coming back needs new consent (issue 28)', async (t) => {
+  const runner = cliRunner(t)
+  const { run } = runner
+  await run(['site', 'add', 'demo'])
+  await run(['site', 'add', 'other'])
+  const { app } = await appOn(t, runner)
+  const { client } = await registerClient(app)
+  const person = await personWithPassword(app, { site: 'demo' })
+  await run(['staff', 'add', 'other', person.email])
+  /** An authorization on a site's API, allowed in a fresh browser; the token answer. */
+  const tokensFor = async (site: string) => {
+    const done = await authorize(app, { clientId: client.client_id, scope: 'read', site, person })
+    const { code } = codeOf(done.res.headers.location)
+    const res = await tokenRequest(app, { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT_URI, client_id: client.client_id, code_verifier: done.verifier, resource: `${BASE_URL}/${site}` })
+    return res.json() as { access_token: string; refresh_token: string }
+  }
+  const refresh = (token: string) => tokenRequest(app, { grant_type: 'refresh_token', refresh_token: token, client_id: client.client_id })
+  const read = (site: string, token: string) => app.inject({ url: `/${site}/discussions`, headers: { authorization: `Bearer ${token}`, accept: V1 } })
+  const demo = await tokensFor('demo')
+  const other = await tokensFor('other')
+
+  const removed = await run(['staff', 'remove', 'demo', person.email])
+  t.equal(removed.stdout, `${person.email} is no longer support staff of demo; 1 authorized application ended\n`)
+  t.equal((await refresh(demo.refresh_token)).json().error, 'invalid_grant', 'its refresh token is refused')
+  await run(['staff', 'add', 'demo', person.email])
+  t.equal((await read('demo', demo.access_token)).statusCode, 401, 'back on the staff: the old access token does not come back')
+  t.equal((await read('other', other.access_token)).statusCode, 200, "the other site's grant is untouched")
+  const again = await authorize(app, { clientId: client.client_id, scope: 'read', site: 'demo', person })
+  t.equal(again.consent?.statusCode, 200, 'a new authorization asks for consent again')
+
+  const disabled = await run(['user', 'disable', person.email])
+  t.match(disabled.stdout, /^user .+ disabled; 2 authorized applications ended\n$/)
+  await run(['user', 'enable', person.email])
+  t.equal((await refresh(other.refresh_token)).json().error, 'invalid_grant', 'enabled again: no refresh')
+  t.equal((await read('other', other.access_token)).statusCode, 401)
+})
