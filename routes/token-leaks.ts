@@ -10,6 +10,7 @@ import {
   OAUTH_REFRESH_TOKEN_PREFIX,
   PERSONAL_TOKEN_PREFIX,
 } from '../lib/token-format.ts'
+import { permalinkOfResource } from '../plugins/oauth/provider.ts'
 import { ErrorBody } from './schemas.ts'
 
 // POST {base_url}/token_leaks: a secret scanner (a code host's partner programme, an
@@ -19,6 +20,10 @@ import { ErrorBody } from './schemas.ts'
 
 export const MAX_LEAKS = 1_000
 export const SIGNATURE_HEADER = 'service-signature'
+/** When the report was signed, in Unix seconds; part of what is signed, so a report cannot be replayed later. */
+export const TIMESTAMP_HEADER = 'service-signature-timestamp'
+/** How old (or how far ahead, for a scanner's clock) a report may be. */
+export const MAX_REPORT_AGE_S = 5 * 60
 
 // What one leak may hold, each a string of at most this many characters; `token` is required.
 const LEAK_FIELDS: Record<string, number> = { token: 500, url: 2_000, source: 200 }
@@ -26,20 +31,23 @@ const Leak = Type.Object({ token: Type.String(), url: Type.Optional(Type.String(
 export type LeakStatus = 'revoked' | 'already_inactive' | 'unknown'
 const LeakAnswer = Type.Object({ results: Type.Array(Type.Object({ status: Type.Enum(['revoked', 'already_inactive', 'unknown']) })) })
 
-/** `sha256=<hex>` of the body under the key. */
-export function leakSignature(key: string, body: string | Buffer): string {
-  return `sha256=${createHmac('sha256', key).update(body).digest('hex')}`
+/** `sha256=<hex>` of `<timestamp>.<body>` under the key. */
+export function leakSignature(key: string, timestamp: string, body: string | Buffer): string {
+  return `sha256=${createHmac('sha256', key).update(`${timestamp}.`).update(body).digest('hex')}`
 }
 
-function signatureMatches(key: string, body: Buffer, given: unknown): boolean {
-  if (typeof given !== 'string') return false
-  const expected = Buffer.from(leakSignature(key, body))
-  const actual = Buffer.from(given.trim())
-  return actual.length === expected.length && timingSafeEqual(actual, expected)
+/** Whether the report is signed with the key, and signed within MAX_REPORT_AGE_S of now. */
+export function signedRecently(key: string, body: Buffer, headers: { signature: unknown; timestamp: unknown }, nowMs: number): boolean {
+  const { signature, timestamp } = headers
+  if (typeof signature !== 'string' || typeof timestamp !== 'string' || !/^\d{1,12}$/.test(timestamp)) return false
+  const expected = Buffer.from(leakSignature(key, timestamp, body))
+  const actual = Buffer.from(signature.trim())
+  if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return false
+  return Math.abs(nowMs / 1000 - Number(timestamp)) <= MAX_REPORT_AGE_S
 }
 
 const tokenLeakRoutes: FastifyPluginAsyncTypebox<{ key: string | undefined }> = async (fastify, { key }) => {
-  const { tokens, oauthRecords, securityLog, clock } = fastify
+  const { tokens, oauthRecords, securityLog, sites, clock } = fastify
 
   /** A personal token found in public: revoked, with a line in its owner's security log. */
   async function personalToken(value: string, leak: Static<typeof Leak>): Promise<LeakStatus> {
@@ -72,8 +80,12 @@ const tokenLeakRoutes: FastifyPluginAsyncTypebox<{ key: string | undefined }> = 
     const grant = await oauthRecords.find('Grant', fingerprint(payload.grantId))
     if (!grant || row.consumedAt || payload.exp * 1000 <= clock()) return 'already_inactive'
     if ((await oauthRecords.destroyGrant(payload.grantId)) === 0) return 'already_inactive'
+    // The grant names the one site's API it is for: the event belongs to that site's log.
+    const permalink = grant.resource === null ? undefined : permalinkOfResource(grant.resource, fastify.config.baseUrl)
+    const site = permalink === undefined ? undefined : await sites.find(permalink)
     await securityLog.append({
       userId: Number(payload.accountId),
+      siteId: site?.id,
       kind: 'oauth_revoked',
       actor: 'leak_report',
       detail: { client_id: payload.clientId, url: leak.url ?? null, source: leak.source ?? null },
@@ -100,8 +112,13 @@ const tokenLeakRoutes: FastifyPluginAsyncTypebox<{ key: string | undefined }> = 
     async (request, reply) => {
       if (!key) return reply.code(404).send({ error: 'not_found', message: 'There is nothing at POST /token_leaks.' })
       const raw = request.body as Buffer
-      if (!signatureMatches(key, raw, request.headers[SIGNATURE_HEADER])) {
-        return reply.code(401).send({ error: 'invalid_signature', message: `Sign the body: ${SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256 of the body>.` })
+      if (!signedRecently(key, raw, { signature: request.headers[SIGNATURE_HEADER], timestamp: request.headers[TIMESTAMP_HEADER] }, clock())) {
+        return reply.code(401).send({
+          error: 'invalid_signature',
+          message:
+            `Sign the report when you send it: ${TIMESTAMP_HEADER}: <Unix seconds, within ${MAX_REPORT_AGE_S} s of now>, ` +
+            `${SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">.`,
+        })
       }
       let report: unknown
       try {

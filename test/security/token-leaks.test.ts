@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap'
 import { generateToken, OAUTH_ACCESS_TOKEN_PREFIX, PERSONAL_TOKEN_PREFIX } from '../../lib/token-format.ts'
-import { leakSignature, MAX_LEAKS, SIGNATURE_HEADER } from '../../routes/token-leaks.ts'
+import { createHmac } from 'node:crypto'
+import { leakSignature, MAX_LEAKS, MAX_REPORT_AGE_S, SIGNATURE_HEADER, TIMESTAMP_HEADER } from '../../routes/token-leaks.ts'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 
@@ -16,12 +17,14 @@ async function leakApp(t: Test, key: string | null = KEY) {
 
 type App = Awaited<ReturnType<typeof leakApp>>['app']
 
-function report(app: App, body: unknown, { key = KEY, signature }: { key?: string; signature?: string } = {}) {
+/** A report signed now, by the app's clock (or at `timestamp`, in Unix seconds). */
+function report(app: App, body: unknown, { key = KEY, signature, timestamp }: { key?: string; signature?: string; timestamp?: string } = {}) {
   const payload = typeof body === 'string' ? body : JSON.stringify(body)
+  const at = timestamp ?? String(Math.floor(app.clock() / 1000))
   return app.inject({
     method: 'POST',
     url: '/token_leaks',
-    headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signature ?? leakSignature(key, payload) },
+    headers: { 'content-type': 'application/json', [TIMESTAMP_HEADER]: at, [SIGNATURE_HEADER]: signature ?? leakSignature(key, at, payload) },
     payload,
   })
 }
@@ -139,7 +142,9 @@ t.test('an OAuth token: its whole grant is revoked', async (t) => {
     results: [{ status: 'unknown' }, { status: 'unknown' }],
   })
   const { events } = await app.securityLog.list({ userId: person.user.id, kinds: ['oauth_revoked'], offset: 0, limit: 10 })
-  t.match(events, [{ actor: 'leak_report', detail: { source: 'paste site' } }])
+  t.match(events, [{ actor: 'leak_report', siteId: person.site.id, detail: { source: 'paste site' } }])
+  const ofSite = await app.securityLog.list({ siteId: person.site.id, kinds: ['oauth_revoked'], offset: 0, limit: 10 })
+  t.equal(ofSite.total, 1, "in the site's log, where security-log <site> reads it")
 })
 
 t.test('the signature, the shape and the size of a report', async (t) => {
@@ -159,4 +164,26 @@ t.test('the signature, the shape and the size of a report', async (t) => {
   t.equal((await report(app, most)).json().results.length, MAX_LEAKS)
   const text = await app.inject({ method: 'POST', url: '/token_leaks', headers: { 'content-type': 'text/plain' }, payload: '[]' })
   t.equal(text.statusCode, 415)
+})
+
+t.test('a report is signed with its time, and one older than five minutes is refused: no replay (issue 28)', async (t) => {
+  const { app, clock } = await leakApp(t)
+  const { value } = await supporterWithToken(app)
+  const body = JSON.stringify([{ token: value }])
+  const now = Math.floor(clock() / 1000)
+  const bodyOnly = `sha256=${createHmac('sha256', KEY).update(body).digest('hex')}`
+  t.equal((await report(app, body, { signature: bodyOnly })).statusCode, 401, 'a signature of the body alone')
+  const noTime = await app.inject({ method: 'POST', url: '/token_leaks', headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: leakSignature(KEY, '', body) }, payload: body })
+  t.equal(noTime.statusCode, 401, 'no timestamp')
+  t.match(noTime.json().message, TIMESTAMP_HEADER)
+  for (const at of [now - MAX_REPORT_AGE_S - 1, now + MAX_REPORT_AGE_S + 1]) {
+    t.equal((await report(app, body, { timestamp: String(at) })).statusCode, 401, `signed at ${at - now} s`)
+  }
+  const signedAt = String(now - MAX_REPORT_AGE_S)
+  const replayed = { timestamp: signedAt, signature: leakSignature(KEY, signedAt, body) }
+  const changedTime = await report(app, body, { timestamp: String(now), signature: replayed.signature })
+  t.equal(changedTime.statusCode, 401, 'the timestamp is part of what is signed')
+  t.same((await report(app, body, replayed)).json(), { results: [{ status: 'revoked' }] }, 'five minutes old: still taken')
+  clock.advance(1000)
+  t.equal((await report(app, body, replayed)).statusCode, 401, 'the same report a second later: refused')
 })
