@@ -121,10 +121,20 @@ export function createProvider(options: ProviderOptions): Provider {
     adapter: recordAdapter(store, now),
     clients: [],
     // The account of a grant is the user's id; a disabled or deleted account gets no more tokens.
-    async findAccount(_ctx, sub) {
+    async findAccount(ctx, sub) {
       const id = accountIdOf(sub)
       const user = id === undefined ? undefined : await users.byId(id)
-      return user && !user.disabled ? libraryAccount(sub) : undefined
+      if (!user || user.disabled) return undefined
+      // A refresh asks for its grant's API or none: anything else is refused here, before the
+      // library spends the refresh token (which would make the next, right refresh a reuse).
+      if (ctx.oidc?.route === 'token' && ctx.oidc.params?.grant_type === 'refresh_token') {
+        const asked = ctx.oidc.params.resource
+        const granted = Object.keys(ctx.oidc.entities.Grant?.resources ?? {})
+        if (asked !== undefined && (typeof asked !== 'string' || !granted.includes(asked))) {
+          throw new errors.InvalidTarget(`a refresh token of this authorization is for ${granted.join(' ')} only`)
+        }
+      }
+      return libraryAccount(sub)
     },
     jwks: { keys: [signingKey(serverKey)] },
     cookies: { keys: [cookieKey] },

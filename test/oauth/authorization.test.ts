@@ -150,6 +150,20 @@ t.test('refresh tokens rotate; a reused one ends the grant', async (t) => {
   t.equal((await refresh(rotated.refresh_token)).statusCode, 400)
 })
 
+t.test('a refresh with another resource is refused without spending the refresh token (issue 28)', async (t) => {
+  const { app } = await demoApp(t)
+  const { tokens, client } = await oauthTokens(app, { scope: 'read' })
+  const refresh = (extra: Record<string, string>) => tokenRequest(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: client.client_id, ...extra })
+  for (const resource of [`${BASE_URL}/other`, `${BASE_URL}/nope`, 'https://evil.example/demo']) {
+    const wrong = await refresh({ resource })
+    t.equal(wrong.statusCode, 400, resource)
+    t.equal(wrong.json().error, 'invalid_target')
+  }
+  const right = await refresh({ resource: `${BASE_URL}/demo` })
+  t.equal(right.statusCode, 200, 'the refresh token was not spent: the right refresh works')
+  t.equal((await api(app, 'GET', '/demo/discussions', right.json().access_token)).statusCode, 200, 'and the grant lives')
+})
+
 t.test('a code is exchanged once, with its verifier; a reused code revokes what it gave', async (t) => {
   const { app } = await demoApp(t)
   const { client } = await registerClient(app)
