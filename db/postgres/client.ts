@@ -7,8 +7,9 @@ import * as schema from './schema.ts'
 
 export type PgDb = NodePgDatabase<typeof schema> & { $client: pg.Pool }
 
-// Every process migrates at start; this lock makes the others wait for the first one.
-const MIGRATION_LOCK = 7_146_201_515
+// Every process migrates at start; a lock per schema makes the others on that schema wait for the
+// first one, while processes on other schemas (tests, several services on one database) go on.
+const migrationLock = (schema: string) => `service-desk migrate ${schema}`
 
 /** A pool on the database, its schema brought up to date (under a lock, so processes take turns). */
 export async function openPostgres(address: string, options: PostgresOptions = {}): Promise<PgDb> {
@@ -28,7 +29,7 @@ export async function openPostgres(address: string, options: PostgresOptions = {
   try {
     const client = await pool.connect()
     try {
-      await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK])
+      await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [migrationLock(schemaName)])
       try {
         await client.query(`CREATE SCHEMA IF NOT EXISTS "${schemaName}"`)
         await migratePostgres(drizzlePostgres({ client, schema }), {
@@ -36,7 +37,7 @@ export async function openPostgres(address: string, options: PostgresOptions = {
           migrationsSchema: schemaName,
         })
       } finally {
-        await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK])
+        await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [migrationLock(schemaName)])
       }
     } finally {
       client.release()

@@ -1,13 +1,16 @@
-// npm test: the whole suite on SQLite, then again on PostgreSQL (docs/decisions.md, "PostgreSQL"),
+// npm test: the whole suite, on SQLite and then on PostgreSQL (docs/development.md, "The suite"),
 // with the coverage of both runs checked together (each engine's own code is covered by its run).
-// PostgreSQL is SERVICE_TEST_POSTGRES_URL, by default the local server; when none answers the
-// second run is skipped and the output says so, except under CI=true, where that is a failure.
-// Arguments go to tap (`npm test -- --disable-coverage`). Runs on the Node that runs this script.
+// tools/test/plan.ts says which file runs in which pass: a file that cannot tell the engines apart
+// runs once. PostgreSQL is SERVICE_TEST_POSTGRES_URL, by default the local server; when none
+// answers the second run is skipped and the output says so, except under CI=true, where that is a
+// failure. Arguments go to tap (`npm test -- --disable-coverage`). Runs on the Node that runs this
+// script; tests load the TypeScript sources as that Node does (type stripping), see .taprc.
 import { spawnSync } from 'node:child_process'
 import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
+import { testPlan } from './plan.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const TAP = join(ROOT, 'node_modules', 'tap', 'dist', 'esm', 'run.mjs')
@@ -15,11 +18,16 @@ const COVERAGE = join(ROOT, '.tap', 'coverage')
 const POSTGRES_URL = process.env.SERVICE_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const args = process.argv.slice(2)
 const coverage = !args.includes('--disable-coverage')
+const plan = testPlan(ROOT)
 
-function tap(engine, extra) {
-  console.log(`\n== the suite on ${engine} (Node ${process.version})`)
+const seconds = (since) => `${((Date.now() - since) / 1000).toFixed(0)} s`
+
+function tap(engine, files, extra) {
+  console.log(`\n== the suite on ${engine} (Node ${process.version}): ${files.length} files`)
+  const started = Date.now()
   const env = { ...process.env, SERVICE_TEST_ENGINE: engine }
-  const run = spawnSync(process.execPath, [TAP, ...extra, ...args], { cwd: ROOT, env, stdio: 'inherit' })
+  const run = spawnSync(process.execPath, [TAP, ...extra, ...args, ...files], { cwd: ROOT, env, stdio: 'inherit' })
+  console.log(`== ${engine}: ${run.status === 0 ? 'passed' : 'FAILED'} in ${seconds(started)}`)
   return run.status ?? 1
 }
 
@@ -37,14 +45,20 @@ async function postgresAnswers() {
   }
 }
 
+// tap's test class is built for .taprc's plugins (no ts-node loader): `npm ci` installs one built
+// with it, and the run that notices the difference would still load every test through ts-node,
+// whose coverage does not merge with Node's own (docs/development.md).
+const built = spawnSync(process.execPath, [TAP, 'build'], { cwd: ROOT, stdio: 'inherit' })
+if (built.status !== 0) process.exit(1)
+
 // Each run checks nothing by itself; the report at the end checks the two runs' coverage together.
 const partial = coverage ? ['--allow-incomplete-coverage', '--coverage-report=none'] : []
-let failed = tap('sqlite', partial) !== 0
+let failed = tap('sqlite', plan.sqlite, partial) !== 0
 const kept = mkdtempSync(join(tmpdir(), 'service-desk-coverage-'))
 try {
   if (coverage && existsSync(COVERAGE)) cpSync(COVERAGE, kept, { recursive: true })
   if (await postgresAnswers()) {
-    failed = tap('postgres', partial) !== 0 || failed
+    failed = tap('postgres', plan.postgres, partial) !== 0 || failed
   } else if (process.env.CI === 'true') {
     console.log('== PostgreSQL: no server answers, and under CI=true that is a failure')
     failed = true

@@ -118,11 +118,12 @@ t.test('a migration that fails: the error is thrown, the lock released, the pool
   t.equal(pools.length, 1)
   t.ok(pools[0]!.ended, 'the pool is ended')
   t.equal(pools[0]!.totalCount, 0, 'its connection closed')
-  // The advisory lock went with it: a fresh schema opens at once.
+  // The schema's advisory lock went with it: opened again, the migration fails on the table, not on
+  // waiting for the lock (which the statement timeout would end with 57014).
   const other = await freshPostgresAddress(t)
   const db = await openPostgres(other, { poolSize: 1, connectTimeoutMs: 2_000, statementTimeoutMs: 2_000 })
   t.teardown(() => db.$client.end())
-  await t.rejects(openPostgres(address, { poolSize: 1 }), { cause: { code: '42P07' } }, 'the module itself, unmocked')
+  await t.rejects(openPostgres(address, { poolSize: 1, statementTimeoutMs: 2_000 }), { cause: { code: '42P07' } }, 'the module itself, unmocked')
 })
 
 t.test('a schema name that would need quoting is refused before any connection', async (t) => {

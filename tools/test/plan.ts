@@ -1,0 +1,49 @@
+// Which test file runs in which pass of `npm test` (docs/development.md, "The suite"). The rule is
+// mechanical: a test reads the engine it runs on only through test/fixtures/postgres.ts
+// (SERVICE_TEST_ENGINE; test/house/test-plan.test.ts checks nothing else reads it), so a file that
+// reaches that fixture through its imports, or through a file it starts as a process, runs on both
+// engines; any other file does the same thing in both passes and runs once, in the SQLite pass.
+// Files under test/db/postgres/ compare the two engines inside one process: the PostgreSQL pass only.
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+
+export const ENGINE_FIXTURE = 'test/fixtures/postgres.ts'
+export const BOTH_ENGINES_IN_ONE = 'test/db/postgres/'
+
+// Static and dynamic imports, re-exports, and files named beside this one (`new URL('./x.ts', import.meta.url)`).
+const REFERENCES = [/\bfrom\s+['"](\.{1,2}\/[^'"]+)['"]/g, /\bimport\s*\(\s*['"](\.{1,2}\/[^'"]+)['"]/g, /\bimport\s+['"](\.{1,2}\/[^'"]+)['"]/g, /new URL\(\s*['"](\.{1,2}\/[^'"]+)['"],\s*import\.meta\.url/g]
+
+/** The project's files `file` refers to by a relative path, as paths from the root. */
+export function references(root: string, file: string, source: string): string[] {
+  const found = new Set<string>()
+  for (const pattern of REFERENCES) {
+    for (const [, target] of source.matchAll(pattern)) {
+      const path = resolve(root, dirname(file), target!)
+      if (existsSync(path)) found.add(relative(root, path))
+    }
+  }
+  return [...found]
+}
+
+/** Whether `file` reaches the engine fixture through what it refers to, transitively. */
+export function readsEngine(root: string, file: string, read = (path: string) => readFileSync(join(root, path), 'utf8'), seen = new Set<string>()): boolean {
+  if (file === ENGINE_FIXTURE) return true
+  if (seen.has(file) || !/\.(ts|js|mjs)$/.test(file) || file.startsWith('node_modules/')) return false
+  seen.add(file)
+  return references(root, file, read(file)).some((next) => readsEngine(root, next, read, seen))
+}
+
+/** Every test file, from the root. */
+export function testFiles(root: string): string[] {
+  return readdirSync(join(root, 'test'), { recursive: true })
+    .map((path) => join('test', String(path)))
+    .filter((path) => path.endsWith('.test.ts'))
+    .sort()
+}
+
+/** The files of each pass: SQLite runs all but the two-engine comparisons; PostgreSQL, those that read the engine. */
+export function testPlan(root: string, files = testFiles(root)): { sqlite: string[]; postgres: string[] } {
+  const sqlite = files.filter((file) => !file.startsWith(BOTH_ENGINES_IN_ONE))
+  const postgres = files.filter((file) => file.startsWith(BOTH_ENGINES_IN_ONE) || readsEngine(root, file))
+  return { sqlite, postgres }
+}
