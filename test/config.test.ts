@@ -18,6 +18,7 @@ t.test('defaults', async (t) => {
     limits: { perAddress: 20, perAccount: 5, windowSeconds: 300 },
     hsts: false,
     oauthRegistration: true,
+    mcpAllowedOrigins: [],
     securityLogDays: 400,
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',
