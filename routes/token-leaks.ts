@@ -81,8 +81,7 @@ const tokenLeakRoutes: FastifyPluginAsyncTypebox<{ key: string | undefined }> = 
     if (!grant || row.consumedAt || payload.exp * 1000 <= clock()) return 'already_inactive'
     if ((await oauthRecords.destroyGrant(payload.grantId)) === 0) return 'already_inactive'
     // The grant names the one site's API it is for: the event belongs to that site's log.
-    const permalink = grant.resource === null ? undefined : permalinkOfResource(grant.resource, fastify.config.baseUrl)
-    const site = permalink === undefined ? undefined : await sites.find(permalink)
+    const site = await sites.find(permalinkOfResource(grant.resource!, fastify.config.baseUrl) ?? '')
     await securityLog.append({
       userId: Number(payload.accountId),
       siteId: site?.id,

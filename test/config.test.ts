@@ -42,6 +42,7 @@ t.test('environment, and flags over the environment', async (t) => {
     limits: DEFAULT_LIMITS,
     hsts: true,
     oauthRegistration: true,
+    mcpAllowedOrigins: [],
     securityLogDays: 400,
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',

@@ -28,7 +28,7 @@ const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.char
  * The page the library shows instead of redirecting (an unknown client, a redirect URI it was not
  * registered with): plain, self-contained, and never a redirect to an address we cannot trust.
  */
-export function oauthErrorPage(out: { error: string; error_description?: string }): string {
+export function oauthErrorPage(out: { error: string; error_description?: string | null }): string {
   const description = out.error_description ?? 'The application sent a request that cannot be completed.'
   return (
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Authorization failed</title>' +
@@ -46,7 +46,7 @@ export function oauthErrorPage(out: { error: string; error_description?: string 
 export default fp<OAuthOptions>(
   async (fastify, { registration }) => {
     const issuer = fastify.config.baseUrl
-    const renderError = (ctx: Pick<KoaContextWithOIDC, 'type' | 'body' | 'set'>, out: { error: string; error_description?: string }) => {
+    const renderError = (ctx: Pick<KoaContextWithOIDC, 'type' | 'body' | 'set'>, out: { error: string; error_description?: string | null }) => {
       ctx.type = 'html'
       ctx.set('cache-control', 'no-store')
       ctx.body = oauthErrorPage(out)
@@ -77,12 +77,12 @@ export default fp<OAuthOptions>(
       // authorization, that URI is anyone's, so the error is shown here instead (RFC 9700 section
       // 4.11.2: no automatic redirect to an address the server does not trust).
       if (oidc?.route === 'authorization' && oidc.client && ctx.status >= 300 && ctx.status < 400) {
-        const answer = new URL(ctx.response.get('location') || '/', issuer).searchParams
+        const answer = new URL(ctx.response.get('location'), issuer).searchParams
         const error = answer.get('error')
         if (error && !(await clientTrusted(fastify.oauthRecords, oidc.client.clientId))) {
           ctx.remove('location')
           ctx.status = 400
-          renderError(ctx, { error, error_description: answer.get('error_description') ?? undefined })
+          renderError(ctx, { error, error_description: answer.get('error_description') })
         }
       }
       // A code exchanged: the application completed an authorization and is kept (anti-automation.ts).

@@ -124,12 +124,13 @@ export function createProvider(options: ProviderOptions): Provider {
     async findAccount(ctx, sub) {
       const id = accountIdOf(sub)
       const user = id === undefined ? undefined : await users.byId(id)
-      if (!user || user.disabled) return undefined
+      if (user?.disabled !== false) return undefined
       // A refresh asks for its grant's API or none: anything else is refused here, before the
       // library spends the refresh token (which would make the next, right refresh a reuse).
       if (ctx.oidc?.route === 'token' && ctx.oidc.params?.grant_type === 'refresh_token') {
         const asked = ctx.oidc.params.resource
-        const granted = Object.keys(ctx.oidc.entities.Grant?.resources ?? {})
+        // The library has found the refresh token's grant by now, or refused it.
+        const granted = Object.keys(ctx.oidc.entities.Grant!.resources!)
         if (asked !== undefined && (typeof asked !== 'string' || !granted.includes(asked))) {
           throw new errors.InvalidTarget(`a refresh token of this authorization is for ${granted.join(' ')} only`)
         }

@@ -180,6 +180,13 @@ t.test("Origin, Host and MCP-Protocol-Version (MCP 2025-11-25, transports' secur
     t.equal(res.statusCode, 403, origin)
     t.same(res.json().error, 'forbidden_origin')
   }
+  const twice = await app.inject({
+    method: 'POST',
+    url: '/demo/mcp',
+    headers: { ...ann.bearer, 'content-type': 'application/json', accept: 'application/json, text/event-stream', origin: ['https://api.example.test', 'http://evil.example'] } as Record<string, string | string[]>,
+    payload: call('list_categories'),
+  })
+  t.equal(twice.statusCode, 403, 'two Origin headers are no origin of ours')
   // A name that is not the service's own (a DNS-rebinding page on the loopback interface).
   const rebound = await note({ host: 'evil.example:3000' })
   t.equal(rebound.statusCode, 403)

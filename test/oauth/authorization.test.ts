@@ -389,7 +389,7 @@ t.test('consent finishes only in the browser that started the authorization (RFC
   t.notOk(codeOf(victimResumes.headers.location).code, "the supporter's browser did not start it: no code")
 
   // The attacker resumes with its own cookies, without the proof or with a made-up one: refused.
-  for (const url of [resumeUrl, `${resumeUrl}?consent=${'A'.repeat(43)}`]) {
+  for (const url of [resumeUrl, `${resumeUrl}?consent=${'A'.repeat(43)}`, `${resumeUrl}?consent=a&consent=b`]) {
     const resumed = await attacker.get(url)
     t.equal(resumed.statusCode, 403, url)
     t.match(resumed.body, 'answered in another browser')
