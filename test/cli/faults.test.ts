@@ -189,7 +189,7 @@ t.test('--help and the command help list the exit codes', async (t) => {
 
 /** Runs a shell script as root of a new user and mount namespace, where it may mount a small tmpfs. */
 function inNamespace(script: string, env: Record<string, string> = {}) {
-  return spawnSync('unshare', ['-rm', 'sh', '-c', script], { env: childEnv(env), encoding: 'utf8', timeout: 60_000 })
+  return spawnSync('unshare', ['-rm', 'sh', '-c', script], { env: childEnv(env), encoding: 'utf8', timeout: 180_000 })
 }
 const namespaces = inNamespace('mount -t tmpfs -o size=64k tmpfs /mnt && echo ok')
 const noNamespace = namespaces.stdout?.trim() === 'ok' ? false : `unshare -rm cannot mount a tmpfs here: ${namespaces.error?.message ?? namespaces.stderr}`

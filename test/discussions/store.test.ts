@@ -10,7 +10,7 @@ import { StoreError } from '../../db/stores/errors.ts'
 import { seedDiscussions } from '../../db/stores/seed.ts'
 import { createSiteStore } from '../../db/stores/sites.ts'
 import { createUserStore } from '../../db/stores/users.ts'
-import { testClock } from '../fixtures/app.ts'
+import { testClock } from '../fixtures/clock.ts'
 
 function stores() {
   const db = openDatabase(':memory:')

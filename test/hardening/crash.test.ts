@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { V1 } from '../fixtures/app.ts'
+import { V1 } from '../fixtures/clock.ts'
 import { bannerToken, startServer } from '../fixtures/server.ts'
 
 // Issue 6, item 3: kill the server with SIGKILL in the middle of a burst of writes, and find every

@@ -7,7 +7,7 @@ import { createSecretBox } from '../../../lib/secret-box.ts'
 import { legacyTokenExpiry } from '../../../db/stores/legacy-tokens.ts'
 import { createSiteStore } from '../../../db/stores/sites.ts'
 import { createUserStore } from '../../../db/stores/users.ts'
-import { START, testClock } from '../../fixtures/app.ts'
+import { START, testClock } from '../../fixtures/clock.ts'
 
 const box = createSecretBox('k'.repeat(64))
 

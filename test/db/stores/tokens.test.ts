@@ -8,7 +8,7 @@ import { StoreError } from '../../../db/stores/errors.ts'
 import { createSiteStore } from '../../../db/stores/sites.ts'
 import { createTokenStore, LAST_USED_EVERY_MS, MAX_ACTIVE_TOKENS, tokenState } from '../../../db/stores/tokens.ts'
 import { createUserStore } from '../../../db/stores/users.ts'
-import { testClock } from '../../fixtures/app.ts'
+import { testClock } from '../../fixtures/clock.ts'
 import { spawnTs } from '../../fixtures/child.ts'
 
 function stores(file = ':memory:') {

@@ -6,7 +6,7 @@ import { createSiteStore } from '../../../db/stores/sites.ts'
 import { createTokenStore } from '../../../db/stores/tokens.ts'
 import { createUserStore } from '../../../db/stores/users.ts'
 import { createSecretBox } from '../../../lib/secret-box.ts'
-import { testClock } from '../../fixtures/app.ts'
+import { testClock } from '../../fixtures/clock.ts'
 
 function stores() {
   const clock = testClock()

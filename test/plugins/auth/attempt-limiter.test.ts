@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createAttemptLimiter } from '../../../plugins/auth/attempt-limiter.ts'
-import { testClock } from '../../fixtures/app.ts'
+import { testClock } from '../../fixtures/clock.ts'
 
 t.test('a key is refused after max failures until its window ends', async (t) => {
   const clock = testClock()

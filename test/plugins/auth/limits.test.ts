@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createAuthLimits, DEFAULT_LIMITS } from '../../../plugins/auth/limits.ts'
-import { testClock } from '../../fixtures/app.ts'
+import { testClock } from '../../fixtures/clock.ts'
 
 t.test('a check that throws gives its reservations back and the error goes on', async (t) => {
   const limits = createAuthLimits(DEFAULT_LIMITS, testClock())

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createRememberedPasswords } from '../../../plugins/auth/remembered-passwords.ts'
-import { testClock } from '../../fixtures/app.ts'
+import { testClock } from '../../fixtures/clock.ts'
 
 t.test('a success is remembered for its time, for its hash only', async (t) => {
   const clock = testClock()
