@@ -118,8 +118,11 @@ export default fp<OAuthOptions>(
     /** The library's resume address, where an answered authorization finishes in the browser that started it. */
     async function resume(request: FastifyRequest, reply: FastifyReply) {
       const { uid } = request.params as { uid: string }
+      // The library resumes the interaction its signed resume cookie names, whatever the address
+      // says: the proof is checked against that one, and an address naming another is refused.
+      const resuming = provider.createContext(request.raw, reply.raw).cookies.get(provider.cookieName('resume'))
       const proof = (request.query as Record<string, unknown>)[PROOF_PARAMETER]
-      if (resumeAllowed(await provider.Interaction.find(uid), proof)) return handle(request, reply)
+      if (resuming === uid && resumeAllowed(await provider.Interaction.find(uid), proof)) return handle(request, reply)
       fastify.log.warn({ uid }, 'an OAuth authorization answered in another browser was refused')
       return reply
         .code(403)

@@ -374,6 +374,8 @@ t.test('consent finishes only in the browser that started the authorization (RFC
   const start = await attacker.get(`/oauth/authorize?${authorizationQuery(client.client_id, { challenge, scope: 'read write' })}`)
   const consentUrl = start.headers.location!
   const resumeUrl = `/oauth/authorize/${consentUrl.split('/').pop()}`
+  const resumeCookie = attacker.jar.get('_interaction_resume')!
+  const resumeSignature = attacker.jar.get('_interaction_resume.sig')!
   // It sends the consent page's link to a signed-in supporter, who allows.
   const supporter = await personWithPassword(app)
   const victim = webClient(app)
@@ -394,6 +396,18 @@ t.test('consent finishes only in the browser that started the authorization (RFC
     t.equal(resumed.statusCode, 403, url)
     t.match(resumed.body, 'answered in another browser')
     t.notOk(codeOf(resumed.headers.location).code)
+  }
+  // The library resumes what its resume cookie names, whatever the address says: an address of
+  // another authorization, or of none, with the attacker's cookie is refused all the same.
+  const { challenge: other } = pkce()
+  const second = await attacker.get(`/oauth/authorize?${authorizationQuery(client.client_id, { challenge: other, scope: 'read' })}`)
+  const secondResume = `/oauth/authorize/${second.headers.location!.split('/').pop()}`
+  attacker.jar.set('_interaction_resume', resumeCookie)
+  attacker.jar.set('_interaction_resume.sig', resumeSignature)
+  for (const url of [secondResume, '/oauth/authorize/not-a-waiting-authorization-at-all']) {
+    const elsewhere = await attacker.get(url)
+    t.equal(elsewhere.statusCode, 403, `${url}, with the first authorization's cookie`)
+    t.notOk(codeOf(elsewhere.headers.location).code)
   }
   // Nothing it could exchange: no code was ever issued.
   t.same(await app.oauthRecords.list('AuthorizationCode', {}), [])

@@ -187,3 +187,11 @@ t.test('a report is signed with its time, and one older than five minutes is ref
   clock.advance(1000)
   t.equal((await report(app, body, replayed)).statusCode, 401, 'the same report a second later: refused')
 })
+
+t.test('an OAuth token reported without url or source is revoked and logged with neither', async (t) => {
+  const { app } = await leakApp(t)
+  const { tokens, person } = await oauthTokens(app, { scope: 'read' })
+  t.same((await report(app, [{ token: tokens.refresh_token }])).json(), { results: [{ status: 'revoked' }] })
+  const { events } = await app.securityLog.list({ userId: person.user.id, kinds: ['oauth_revoked'], offset: 0, limit: 10 })
+  t.match(events, [{ actor: 'leak_report', siteId: person.site.id, detail: { url: null, source: null } }])
+})

@@ -95,11 +95,9 @@ const mcpRoutes: FastifyPluginAsync<McpOptions> = async (fastify, { allowedOrigi
   }
 
   async function handle(request: FastifyRequest, reply: FastifyReply) {
-    const header = (name: string) => {
-      const value = request.headers[name]
-      return Array.isArray(value) ? value.join(', ') : value
-    }
-    const problem = mcpRequestProblem(guard, { origin: header('origin'), hostname: request.hostname, protocolVersion: header('mcp-protocol-version') })
+    // Node joins a repeated header into one string (set-cookie aside), so these are strings.
+    const { origin, 'mcp-protocol-version': protocolVersion } = request.headers as Record<string, string | undefined>
+    const problem = mcpRequestProblem(guard, { origin, hostname: request.hostname, protocolVersion })
     if (problem) return reply.code(problem.status).send({ error: problem.error, message: problem.message })
     const auth = request.auth!
     if (!BEARER_METHODS.has(auth.method)) return refuse(request, reply, { kind: 'invalid_token' })
