@@ -31,7 +31,7 @@ export async function fuzzApp(t: Test) {
     const client = new pg.Client({ connectionString })
     await client.connect()
     t.teardown(() => client.end())
-    snapshots.set(app, () => postgresSnapshot(client, schema))
+    snapshots.set(app, await postgresSnapshot(client, schema))
   }
   return { app, known }
 }

@@ -31,7 +31,7 @@ async function tablesOf(t: Test, app: App): Promise<() => Promise<string>> {
   const client = new pg.Client({ connectionString })
   await client.connect()
   t.teardown(() => client.end())
-  return () => postgresSnapshot(client, schema)
+  return postgresSnapshot(client, schema)
 }
 
 /** An error as drizzle throws it when PostgreSQL refuses a parameter: the driver's error as its cause. */
