@@ -441,3 +441,16 @@ t.test('errors for a self-registered application that never completed an authori
   query.set('scope', 'read')
   t.match((await app.inject({ url: `/oauth/authorize?${query}` })).headers.location, '/demo/oauth/authorize/')
 })
+
+t.test('a resume whose authorization is gone goes on to the library, which says it expired', async (t) => {
+  const { app } = await demoApp(t)
+  const { client } = await registerClient(app)
+  const browser = webClient(app)
+  const start = await browser.get(`/oauth/authorize?${authorizationQuery(client.client_id, { challenge: pkce().challenge })}`)
+  const uid = start.headers.location!.split('/').pop()!
+  await app.oauthRecords.destroy('Interaction', createHash('sha256').update(uid).digest('hex'))
+  const resumed = await browser.get(`/oauth/authorize/${uid}`)
+  t.equal(resumed.statusCode, 400, 'its own browser, with its cookie')
+  t.match(resumed.body, 'interaction session not found')
+  t.notOk(codeOf(resumed.headers.location).code)
+})
