@@ -2,8 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { AdapterPayload } from 'oidc-provider'
 import { loadConfig } from '../config.ts'
 import { StoreError } from '../db/stores/errors.ts'
-import type { PgExecutor } from '../db/postgres/stores/executor.ts'
-import type { OAuthRow, OAuthStore } from '../db/stores/oauth.ts'
+import { createOAuthStore, type OAuthRow, type OAuthStore } from '../db/stores/oauth.ts'
 import { holdsNul, NUL_PROBLEM } from '../lib/nul.ts'
 import { recordAdapter } from '../plugins/oauth/adapter.ts'
 import { shown } from '../lib/terminal-text.ts'
@@ -92,9 +91,9 @@ async function inTransaction(stores: Stores, io: Io, run: (oauth: OAuthStore, he
   let out = ''
   const held: Io = { ...io, stdout: (text) => void (out += text) }
   if (stores.postgres) {
-    const { createOAuthStore } = await import('../db/postgres/stores/oauth.ts')
+    const { postgresPort } = await import('../db/postgres/engine.ts')
     // A transaction is a PgDatabase of the same driver and schema (db/postgres/stores/executor.ts).
-    await stores.postgres.transaction((tx) => run(createOAuthStore(tx as unknown as PgExecutor, io.clock), held))
+    await stores.postgres.transaction((tx) => run(createOAuthStore(postgresPort(tx), io.clock), held))
   } else {
     const client = stores.engine.sqlite!.$client
     client.exec('BEGIN IMMEDIATE')

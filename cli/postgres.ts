@@ -4,12 +4,11 @@ import { parsePostgresAddress, redactPostgresAddress, type PostgresOptions } fro
 import type { SecretBox } from '../lib/secret-box.ts'
 import type { Engine } from '../db/engine.ts'
 import { openPostgres, type PgDb } from '../db/postgres/client.ts'
-import { postgresEngine } from '../db/postgres/engine.ts'
-import type { PgExecutor } from '../db/postgres/stores/executor.ts'
-import { createOAuthStore } from '../db/postgres/stores/oauth.ts'
-import { createSecurityLog } from '../db/postgres/stores/security-log.ts'
+import { postgresEngine, postgresPort } from '../db/postgres/engine.ts'
+import { createOAuthStore } from '../db/stores/oauth.ts'
+import { createSecurityLog } from '../db/stores/security-log.ts'
+import { createSessionStore } from '../db/stores/sessions.ts'
 import { createCategoryStore } from '../db/postgres/stores/categories.ts'
-import { createSessionStore } from '../db/postgres/stores/sessions.ts'
 import { createSiteStore } from '../db/postgres/stores/sites.ts'
 import { createTokenStore } from '../db/postgres/stores/tokens.ts'
 import { createUserStore } from '../db/postgres/stores/users.ts'
@@ -41,14 +40,15 @@ export async function openPostgresCommand(address: string, options?: PostgresOpt
 
 /** The stores of an administration command, on `q`: the pool, or one transaction of it (then every write goes in it). */
 export function storesOver(q: PgDb, clock: Clock, box: SecretBox) {
+  const port = postgresPort(q)
   return {
     sites: createSiteStore(q, clock),
     users: createUserStore(q, clock, box),
     tokens: createTokenStore(q, clock),
-    sessions: createSessionStore(q, clock),
+    sessions: createSessionStore(port, clock),
     categories: createCategoryStore(q, clock),
-    securityLog: createSecurityLog(q, clock),
-    oauth: createOAuthStore(q as unknown as PgExecutor, clock),
+    securityLog: createSecurityLog(port, clock),
+    oauth: createOAuthStore(port, clock),
   }
 }
 

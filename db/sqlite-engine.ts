@@ -1,6 +1,9 @@
 import { resolve } from 'node:path'
+import { sql, type Column } from './drizzle.ts'
 import { openDatabase, type Db } from './client.ts'
 import { checkEvent, type Engine, type EngineEvents } from './engine.ts'
+import type { Executor, StorePort, Tables } from './port.ts'
+import * as tables from './schema.ts'
 import { asyncFacade } from './stores/async.ts'
 import { bootstrapFirstRun } from './stores/bootstrap.ts'
 import { createCategoryStore } from './stores/categories.ts'
@@ -21,19 +24,20 @@ export function openSqliteEngine(file: string, options: { busyTimeoutMs?: number
 export function sqliteEngine(db: Db): Engine {
   // A real read of the file (its schema page), prepared once.
   const probe = db.$client.prepare('SELECT count(*) FROM sqlite_schema').pluck()
+  const port = sqlitePort(db)
   const events = sqliteEvents(db.$client.memory ? `:memory: ${++memories}` : resolve(db.$client.name))
   return {
     kind: 'sqlite',
     sqlite: db,
     sites: (clock) => asyncFacade(createSiteStore(db, clock)),
     users: (clock, box) => asyncFacade(createUserStore(db, clock, box)),
-    sessions: (clock) => asyncFacade(createSessionStore(db, clock)),
+    sessions: (clock) => createSessionStore(port, clock),
     tokens: (clock, onFlushError) => asyncFacade(createTokenStore(db, clock, onFlushError)),
     // A discussion's author may be a new account, written in the discussion's own transaction.
     discussions: (clock, box) => asyncFacade(createDiscussionStore(db, clock, createUserStore(db, clock, box))),
     categories: (clock) => asyncFacade(createCategoryStore(db, clock)),
-    oauth: (clock) => asyncFacade(createOAuthStore(db, clock)),
-    securityLog: (clock) => asyncFacade(createSecurityLog(db, clock)),
+    oauth: (clock) => createOAuthStore(port, clock),
+    securityLog: (clock) => createSecurityLog(port, clock),
     bootstrapFirstRun: (clock, box) => bootstrapFirstRun(db, clock, box),
     async ping() {
       probe.get()
@@ -43,6 +47,21 @@ export function sqliteEngine(db: Db): Engine {
       events.close()
       db.$client.close()
     },
+  }
+}
+
+/**
+ * The port of the stores written once for both engines (db/port.ts): drizzle's SQLite database
+ * under PostgreSQL's types (the calls the stores make are the same on both), moments as
+ * milliseconds, text in SQLite's own byte order.
+ */
+export function sqlitePort(db: Db): StorePort {
+  return {
+    kind: 'sqlite',
+    db: db as unknown as Executor,
+    tables: tables as unknown as Tables,
+    moment: (at) => at.getTime(),
+    inByteOrder: (column: Column) => sql`${column}`,
   }
 }
 

@@ -1,10 +1,11 @@
 import type { Db } from '../client.ts'
+import { securityEvents } from '../schema.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { hashPassword, randomPassword } from '../../lib/password.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { createCategoryStore } from './categories.ts'
 import { createDiscussionStore } from './discussions.ts'
-import { createSecurityLog, firstRunTokenEvent } from './security-log.ts'
+import { eventRow, firstRunTokenEvent } from './security-log.ts'
 import { createSiteStore, type Site } from './sites.ts'
 import { createTokenStore } from './tokens.ts'
 import { createUserStore } from './users.ts'
@@ -48,7 +49,7 @@ export async function bootstrapFirstRun(db: Db, clock: Clock, box: SecretBox): P
       const user = users.insert(DEMO_SUPPORTER, passwordHash)
       users.addStaff(site.id, user.id)
       const { value, token } = tokens.create(FIRST_RUN_TOKEN(site.id, user.id))
-      createSecurityLog(db, clock).append(firstRunTokenEvent(token))
+      db.insert(securityEvents).values(eventRow(firstRunTokenEvent(token), clock())).run()
       // A public category and one discussion from a customer, so the listing shows what it does.
       const category = createCategoryStore(db, clock).add(site.id, DEMO_CATEGORY, true)
       createDiscussionStore(db, clock, users).create({

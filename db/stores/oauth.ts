@@ -1,12 +1,10 @@
-import { and, asc, desc, eq, isNull, lte, sql, type Column, type SQL } from '../drizzle.ts'
-import type { Db } from '../client.ts'
-import { oauthRecords as records } from '../schema.ts'
+import { and, desc, eq, isNull, lte, sql, type Column, type SQL } from '../drizzle.ts'
+import type { StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
-import type { Async } from './async.ts'
 
 // oidc-provider's records (sessions, grants, codes, tokens, registered clients...) under the OAuth
 // adapter, which computes every column from the library's payload and fingerprints the ids: this
-// store only keeps rows and finds them, the same on both engines (db/postgres/stores/oauth.ts).
+// store only keeps rows and finds them, one store for both engines (db/port.ts).
 // Every write is one statement that decides on the row as it is at that moment (an upsert, or an
 // update or delete with its condition), never a read and then a write, so two processes on one
 // PostgreSQL database cannot undo each other.
@@ -46,16 +44,16 @@ export interface OAuthListFilter {
   resource?: string
 }
 
-/** The value the row being inserted had for `column` (ON CONFLICT ... DO UPDATE, on either engine). */
-export function excluded(column: Column): SQL {
+/** The value the row being inserted had for `column` (ON CONFLICT ... DO UPDATE). */
+function excluded(column: Column): SQL {
   return sql.raw(`excluded."${column.name}"`)
 }
 
 /** A placeholder bound as it is given, without the column's mapping (which cannot take a null moment). */
-export const raw = (name: string) => sql`${sql.placeholder(name)}`
+const raw = (name: string) => sql`${sql.placeholder(name)}`
 
-/** What an upsert binds, column by column, on either engine. */
-export const UPSERT_VALUES = {
+/** What an upsert binds, column by column. */
+const UPSERT_VALUES = {
   model: sql.placeholder('model'),
   id: sql.placeholder('id'),
   payload: sql.placeholder('payload'),
@@ -73,86 +71,92 @@ const REPLACED = ['payload', 'grantId', 'uid', 'userCode', 'accountId', 'clientI
 type Replaced = (typeof REPLACED)[number]
 
 /**
- * What an upsert of an existing row replaces, on either engine's table: the whole record
+ * What an upsert of an existing row replaces: the whole record
  * (oidc-provider's upsert), but for when it was made and last used; a new record is not consumed.
  */
-export function replacedOnUpsert(records: Record<Replaced, Column>) {
+function replacedOnUpsert(records: Record<Replaced, Column>) {
   const replaced = Object.fromEntries(REPLACED.map((name) => [name, excluded(records[name])]))
   return { ...(replaced as Record<Replaced, SQL>), consumedAt: null }
 }
 
-export function createOAuthStore(db: Db, clock: Clock) {
-  // Live: no expiry, or one still ahead. Moments are milliseconds on SQLite.
-  const live = (now: SQL | number) => sql`(${records.expiresAt} IS NULL OR ${records.expiresAt} > ${now})`
+export function createOAuthStore(port: StorePort, clock: Clock) {
+  const { db, tables: { oauthRecords: records }, moment } = port
+  const now = () => moment(new Date(clock()))
+  // Live: no expiry, or one still ahead.
+  const live = (at: SQL | unknown) => sql`(${records.expiresAt} IS NULL OR ${records.expiresAt} > ${at})`
   const key = and(eq(records.model, sql.placeholder('model')), eq(records.id, sql.placeholder('id')))
 
+  // The statements asked on every request are prepared once.
   const insert = db
     .insert(records)
     .values(UPSERT_VALUES)
     .onConflictDoUpdate({ target: [records.model, records.id], set: replacedOnUpsert(records) })
-    .prepare()
+    .prepare('oauth_records_upsert')
 
-  const byKey = db.select().from(records).where(and(key, live(raw('now')))).prepare()
-  const byColumn = (column: Column) =>
+  const byKey = db.select().from(records).where(and(key, live(raw('now')))).prepare('oauth_records_by_key')
+  const byColumn = (column: Column, name: string) =>
     db
       .select()
       .from(records)
       .where(and(eq(records.model, sql.placeholder('model')), eq(column, sql.placeholder('value')), live(raw('now'))))
       .orderBy(desc(records.createdAt))
       .limit(1)
-      .prepare()
-  const by = { uid: byColumn(records.uid), userCode: byColumn(records.userCode) }
+      .prepare(name)
+  const by = { uid: byColumn(records.uid, 'oauth_records_by_uid'), userCode: byColumn(records.userCode, 'oauth_records_by_user_code') }
 
   const consume = db
     .update(records)
     .set({ consumedAt: raw('now') })
     .where(and(key, isNull(records.consumedAt)))
-    .prepare()
-  const remove = db.delete(records).where(key).prepare()
+    .prepare('oauth_records_consume')
+  const remove = db.delete(records).where(key).prepare('oauth_records_destroy')
   const touch = db
     .update(records)
     .set({ lastUsedAt: raw('at') })
     .where(and(key, sql`(${records.lastUsedAt} IS NULL OR ${records.lastUsedAt} < ${raw('before')})`))
-    .prepare()
+    .prepare('oauth_records_record_use')
 
   return {
     /** Inserts the record, or replaces an existing one's (model, id) whole: created and last used stay, consumed is cleared. */
-    upsert(row: OAuthUpsert): void {
-      insert.run({ ...row, expiresAt: row.expiresAt?.getTime() ?? null, createdAt: clock() })
+    async upsert(row: OAuthUpsert): Promise<void> {
+      await insert.execute({ ...row, expiresAt: row.expiresAt && moment(row.expiresAt), createdAt: now() })
     },
 
     /** The live record, or undefined when there is none or it has expired. */
-    find(model: string, id: string): OAuthRow | undefined {
-      return byKey.get({ model, id, now: clock() })
+    async find(model: string, id: string): Promise<OAuthRow | undefined> {
+      const [row] = await byKey.execute({ model, id, now: now() })
+      return row
     },
 
     /** The newest live record of the model whose uid or user code is `value`. */
-    findBy(model: string, lookup: OAuthLookup, value: string): OAuthRow | undefined {
-      return by[lookup].get({ model, value, now: clock() })
+    async findBy(model: string, lookup: OAuthLookup, value: string): Promise<OAuthRow | undefined> {
+      const [row] = await by[lookup].execute({ model, value, now: now() })
+      return row
     },
 
     /** Marks the record consumed, now, unless it already was. */
-    consume(model: string, id: string): void {
-      consume.run({ model, id, now: clock() })
+    async consume(model: string, id: string): Promise<void> {
+      await consume.execute({ model, id, now: now() })
     },
 
-    destroy(model: string, id: string): void {
-      remove.run({ model, id })
+    async destroy(model: string, id: string): Promise<void> {
+      await remove.execute({ model, id })
     },
 
     /** Deletes every record of the grant (the grant's own row included); returns how many. */
-    destroyGrant(grantId: string): number {
-      return db.delete(records).where(eq(records.grantId, grantId)).run().changes
+    async destroyGrant(grantId: string): Promise<number> {
+      const removed = await db.delete(records).where(eq(records.grantId, grantId)).returning({ id: records.id })
+      return removed.length
     },
 
     /** Records a use at `at`, written only when the last one recorded is more than a minute older. */
-    recordUse(model: string, id: string, at: Date): void {
-      touch.run({ model, id, at: at.getTime(), before: at.getTime() - OAUTH_LAST_USED_EVERY_MS })
+    async recordUse(model: string, id: string, at: Date): Promise<void> {
+      await touch.execute({ model, id, at: moment(at), before: moment(new Date(at.getTime() - OAUTH_LAST_USED_EVERY_MS)) })
     },
 
-    /** The live records of the model that match every filter given, newest created first. */
-    list(model: string, filter: OAuthListFilter): OAuthRow[] {
-      const conditions = [eq(records.model, model), live(clock())]
+    /** The live records of the model that match every filter given, newest created first, then by the bytes of their ids. */
+    async list(model: string, filter: OAuthListFilter): Promise<OAuthRow[]> {
+      const conditions = [eq(records.model, model), live(now())]
       if (filter.accountId !== undefined) conditions.push(eq(records.accountId, filter.accountId))
       if (filter.clientId !== undefined) conditions.push(eq(records.clientId, filter.clientId))
       if (filter.resource !== undefined) conditions.push(eq(records.resource, filter.resource))
@@ -160,17 +164,15 @@ export function createOAuthStore(db: Db, clock: Clock) {
         .select()
         .from(records)
         .where(and(...conditions))
-        .orderBy(desc(records.createdAt), asc(records.id))
-        .all()
+        .orderBy(desc(records.createdAt), port.inByteOrder(records.id))
     },
 
     /** Deletes the expired records; returns how many. */
-    sweep(): number {
-      return db.delete(records).where(lte(records.expiresAt, new Date(clock()))).run().changes
+    async sweep(): Promise<number> {
+      const removed = await db.delete(records).where(lte(records.expiresAt, new Date(clock()))).returning({ id: records.id })
+      return removed.length
     },
   }
 }
 
-/** The SQLite store as written: synchronous, for composing inside one transaction. */
-export type SyncOAuthStore = ReturnType<typeof createOAuthStore>
-export type OAuthStore = Async<SyncOAuthStore>
+export type OAuthStore = ReturnType<typeof createOAuthStore>

@@ -1,13 +1,11 @@
-import { and, count, desc, eq, inArray, lt, type Column, type SQL } from '../drizzle.ts'
-import type { Db } from '../client.ts'
-import { securityEvents, securityKinds, type SecurityKind } from '../schema.ts'
+import { and, count, desc, eq, inArray, lt, type SQL } from '../drizzle.ts'
+import { securityKinds, type SecurityKind } from '../schema.ts'
+import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { withoutNul } from '../../lib/nul.ts'
-import type { Async } from './async.ts'
 
 // The security log (issue 18; docs/decisions.md, "Token lifecycle"): events appended, listed
-// newest first, and pruned after a while. The same on both engines (db/postgres/stores/security-log.ts),
-// which share the rules below.
+// newest first, and pruned after a while; one store for both engines (db/port.ts).
 
 export { securityKinds, type SecurityKind }
 
@@ -76,12 +74,12 @@ export function eventRow(event: NewSecurityEvent, now: number) {
 }
 
 /** An event as read back. */
-export function eventOf(row: typeof securityEvents.$inferSelect): SecurityEvent {
+export function eventOf(row: Tables['securityEvents']['$inferSelect']): SecurityEvent {
   return { ...row, detail: JSON.parse(row.detail) as Record<string, DetailValue> }
 }
 
-/** The conditions of a listing, on either engine's table. */
-export function eventConditions(table: Record<'userId' | 'siteId' | 'kind', Column>, filter: SecurityLogFilter): SQL | undefined {
+/** The conditions of a listing. */
+function eventConditions(table: Tables['securityEvents'], filter: SecurityLogFilter): SQL | undefined {
   return and(
     filter.userId === undefined ? undefined : eq(table.userId, filter.userId),
     filter.siteId === undefined ? undefined : eq(table.siteId, filter.siteId),
@@ -89,33 +87,33 @@ export function eventConditions(table: Record<'userId' | 'siteId' | 'kind', Colu
   )
 }
 
-export function createSecurityLog(db: Db, clock: Clock) {
+export function createSecurityLog(port: StorePort, clock: Clock) {
+  const { db, tables: { securityEvents } } = port
   return {
-    append(event: NewSecurityEvent): void {
-      db.insert(securityEvents).values(eventRow(event, clock())).run()
+    async append(event: NewSecurityEvent): Promise<void> {
+      await db.insert(securityEvents).values(eventRow(event, clock()))
     },
 
     /** Newest first, with the number of events the filter matches. */
-    list(filter: SecurityLogFilter): { total: number; events: SecurityEvent[] } {
+    async list(filter: SecurityLogFilter): Promise<{ total: number; events: SecurityEvent[] }> {
       const where = eventConditions(securityEvents, filter)
-      const total = db.select({ n: count() }).from(securityEvents).where(where).get()!.n
-      const rows = db
+      const [{ n }] = await db.select({ n: count() }).from(securityEvents).where(where)
+      const rows = await db
         .select()
         .from(securityEvents)
         .where(where)
         .orderBy(desc(securityEvents.createdAt), desc(securityEvents.id))
         .limit(filter.limit)
         .offset(filter.offset)
-        .all()
-      return { total, events: rows.map(eventOf) }
+      return { total: n, events: rows.map(eventOf) }
     },
 
     /** Deletes the events older than `before`; how many. */
-    prune(before: Date): number {
-      return db.delete(securityEvents).where(lt(securityEvents.createdAt, before)).run().changes
+    async prune(before: Date): Promise<number> {
+      const removed = await db.delete(securityEvents).where(lt(securityEvents.createdAt, before)).returning({ id: securityEvents.id })
+      return removed.length
     },
   }
 }
 
-export type SyncSecurityLogStore = ReturnType<typeof createSecurityLog>
-export type SecurityLogStore = Async<SyncSecurityLogStore>
+export type SecurityLogStore = ReturnType<typeof createSecurityLog>

@@ -216,24 +216,29 @@ t.test('remove changes all or nothing, also when SQLite rolled its transaction b
   await new Adapter('AccessToken').upsert(token, { grantId: 'grant-1', clientId, accountId: '1', aud: resource, exp: Math.floor(runner.clock() / 1000) + 3600 }, 3600)
 
   // The Client's own delete, after the grant's: SQLite fails it, rolling the whole transaction back (as a full disk may).
-  type Statement = { source: string; database: Database.Database; run: (...args: unknown[]) => unknown }
+  // A delete runs as run(), or as all() when it returns its rows.
+  type Run = (...args: unknown[]) => unknown
+  type Statement = { source: string; database: Database.Database; run: Run; all: Run }
   const probe = new Database(':memory:')
   const prototype = Object.getPrototypeOf(probe.prepare('SELECT 1')) as Statement
   probe.close()
-  const original = prototype.run
+  const original = { run: prototype.run, all: prototype.all }
+  const restore = () => Object.assign(prototype, original)
   const deletes: string[] = []
-  prototype.run = function (this: Statement, ...args: unknown[]) {
-    // (The app's background sweep of expired records may run meanwhile: its delete is not remove's.)
-    if (/^delete from "oauth_records"/i.test(this.source) && !this.source.includes('"expires_at" <=')) deletes.push(this.source)
-    if (/^delete from "oauth_records" where \("oauth_records"\."model" = \?/i.test(this.source)) {
-      this.database.exec('ROLLBACK')
-      throw new Database.SqliteError('database or disk is full', 'SQLITE_FULL')
+  for (const method of ['run', 'all'] as const) {
+    prototype[method] = function (this: Statement, ...args: unknown[]) {
+      // (The app's background sweep of expired records may run meanwhile: its delete is not remove's.)
+      if (/^delete from "oauth_records"/i.test(this.source) && !this.source.includes('"expires_at" <=')) deletes.push(this.source)
+      if (/^delete from "oauth_records" where \("oauth_records"\."model" = \?/i.test(this.source)) {
+        this.database.exec('ROLLBACK')
+        throw new Database.SqliteError('database or disk is full', 'SQLITE_FULL')
+      }
+      return original[method].apply(this, args)
     }
-    return original.apply(this, args)
   }
-  t.teardown(() => void (prototype.run = original))
+  t.teardown(restore)
   const failed = await run(['oauth-client', 'remove', clientId])
-  prototype.run = original
+  restore()
   t.equal(deletes.length, 2, "the grant's delete, then the client's")
   t.same([failed.code, failed.stdout], [EXIT_DISK_FULL, ''], 'the fault, and nothing printed')
   t.match(failed.stderr, /^service-desk: the disk is full \(database or disk is full\)\.\nNothing was changed\./)

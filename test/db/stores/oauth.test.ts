@@ -4,11 +4,10 @@ import fp from 'fastify-plugin'
 import t, { type Test } from 'tap'
 import { sql } from '../../../db/drizzle.ts'
 import { openPostgres, type PgDb } from '../../../db/postgres/client.ts'
-import { postgresEngine } from '../../../db/postgres/engine.ts'
+import { postgresEngine, postgresPort } from '../../../db/postgres/engine.ts'
 import type { PgExecutor } from '../../../db/postgres/stores/executor.ts'
-import { createOAuthStore as createPgOAuthStore } from '../../../db/postgres/stores/oauth.ts'
 import { openSqliteEngine } from '../../../db/sqlite-engine.ts'
-import { OAUTH_LAST_USED_EVERY_MS, type OAuthRow, type OAuthUpsert } from '../../../db/stores/oauth.ts'
+import { createOAuthStore, OAUTH_LAST_USED_EVERY_MS, type OAuthRow, type OAuthUpsert } from '../../../db/stores/oauth.ts'
 import { oauthStore } from '../../../plugins/stores.ts'
 import { START, testClock } from '../../fixtures/app.ts'
 import { postgresTestAddress, TEST_ENGINE } from '../../fixtures/postgres.ts'
@@ -305,7 +304,7 @@ t.test('two processes upserting one record at once: both succeed, the later one 
   const [one, two] = [await openPostgres(address, { poolSize: 2 }), await openPostgres(address, { poolSize: 2 })]
   t.teardown(() => Promise.all([one.$client.end(), two.$client.end()]))
   const clock = testClock()
-  const other = createPgOAuthStore(two, clock)
+  const other = createOAuthStore(postgresPort(two), clock)
 
   // The first process's upsert is made and held uncommitted; the second's must wait for it, then
   // replace it, where a plain insert (or a read, then an insert) would fail on the key.
@@ -314,7 +313,7 @@ t.test('two processes upserting one record at once: both succeed, the later one 
   let made!: (pid: number) => void
   const upserted = new Promise<number>((resolve) => (made = resolve))
   const first = one.transaction(async (tx) => {
-    await createPgOAuthStore(tx, clock).upsert(record('raced', { uid: 'first' }))
+    await createOAuthStore(postgresPort(tx), clock).upsert(record('raced', { uid: 'first' }))
     made(await backend(tx))
     await held
   })
@@ -328,7 +327,7 @@ t.test('two processes upserting one record at once: both succeed, the later one 
   t.match(await other.find('AccessToken', fingerprint('raced')), { uid: 'second', createdAt: at(0) }, "the second's record, created when the first made it")
 
   // And many pairs at once, no holding: every one succeeds.
-  const mine = createPgOAuthStore(one, clock)
+  const mine = createOAuthStore(postgresPort(one), clock)
   const results = await Promise.allSettled(
     Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? mine : other).upsert(record(`pair ${i >> 1}`, { payload: `{"by":${i % 2}}` }))),
   )

@@ -1,0 +1,44 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import t from 'tap'
+
+// A store written once for both engines runs over the engine port (db/port.ts) and awaits its
+// statements: better-sqlite3's synchronous calls (.get() .all() .run() .sync()) exist on
+// SQLite alone, so one in a shared store body would work in the SQLite pass and fail on PostgreSQL,
+// or hold the one thread. docs/decisions.md, "One store, two engines".
+
+const STORES = resolve(import.meta.dirname, '..', '..', 'db', 'stores')
+// A drizzle statement run synchronously: `.get()`, `.all()`, `.run()`, `.sync()`, with
+// no argument or with the placeholders' object. A Map's get(key) takes a key, not these.
+const SYNCHRONOUS = /\.(get|all|run|sync)\(\s*(\)|\{)/
+
+/** The lines of `source` that run a statement synchronously, as `line: text`. */
+export function synchronousCalls(source: string): string[] {
+  return source.split('\n').flatMap((line, i) => (SYNCHRONOUS.test(line) && !/^\s*(\/\/|\*)/.test(line) ? [`${i + 1}: ${line.trim()}`] : []))
+}
+
+const shared = readdirSync(STORES)
+  .filter((name) => name.endsWith('.ts'))
+  .filter((name) => /from '\.\.\/port\.ts'/.test(readFileSync(join(STORES, name), 'utf8')))
+
+t.test('the shared stores: those that take the engine port', async (t) => {
+  t.ok(shared.length >= 3, shared.join(', '))
+  for (const store of ['security-log.ts', 'sessions.ts', 'oauth.ts']) t.ok(shared.includes(store), `${store} is written once`)
+})
+
+t.test('no shared store runs a statement synchronously', async (t) => {
+  for (const name of shared) t.same(synchronousCalls(readFileSync(join(STORES, name), 'utf8')), [], name)
+})
+
+t.test('the rule finds what it looks for', async (t) => {
+  t.same(synchronousCalls("const row = byKey.get({ model, id })\nconst all = db.select().from(x).all()\nq.run()\nseen.get(key)\n// an example: .get()"), [
+    '1: const row = byKey.get({ model, id })',
+    '2: const all = db.select().from(x).all()',
+    '3: q.run()',
+  ])
+})
+
+t.test('no shared store has a PostgreSQL twin left', async (t) => {
+  const twins = readdirSync(resolve(STORES, '..', 'postgres', 'stores'))
+  for (const name of shared) t.notOk(twins.includes(name), `db/postgres/stores/${name}`)
+})
