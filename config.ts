@@ -4,7 +4,7 @@
 import { isIP } from 'node:net'
 import { ConfigError } from './lib/config-error.ts'
 import { connectionsAllowed, defaultMaxConnections, DEFAULT_TIMEOUTS, processOpenFiles, type ConnectionSettings } from './lib/connections.ts'
-import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from './lib/request-log.ts'
+import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from './plugins/http/request-log.ts'
 import { MIN_SECRET_LENGTH } from './lib/server-key.ts'
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS, isPostgresAddress, type PostgresOptions } from './lib/database-address.ts'
 import { DEFAULT_LIMITS, type AuthLimitSettings } from './plugins/auth/limits.ts'

@@ -1,7 +1,7 @@
 import { statfsSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { isPostgresAddress, redactPostgresAddress } from '../lib/database-address.ts'
-import { storageFault, type StorageFault } from '../lib/sqlite-errors.ts'
+import { storageFault, type StorageFault } from '../lib/database-errors.ts'
 
 // A command that meets a storage fault (the database locked by another process, a full disk, a file
 // that cannot be written, a failing disk) says what failed, what it did not change, and what to do,

@@ -1,5 +1,3 @@
-import type { FastifyRequest } from 'fastify'
-
 // PostgreSQL text cannot hold the character U+0000; SQLite's can. So no text the service keeps
 // holds it, on either engine (docs/decisions.md, "Decided while building"): the API schemas and
 // the stores' validators refuse it, look-ups by a value holding it find nothing without asking the
@@ -29,15 +27,4 @@ export function unstorableTextCode(error: unknown): string | null {
     if (typeof code === 'string' && UNSTORABLE.has(code)) return code
   }
   return null
-}
-
-/**
- * For an error of text the database cannot store: logs a warning with the code only (the driver's
- * message and drizzle's carry the query's parameters, the value itself) and says true; else false.
- */
-export function refusedUnstorableText(error: unknown, request: FastifyRequest): boolean {
-  const code = unstorableTextCode(error)
-  if (!code) return false
-  request.log.warn({ code }, 'refused text the database cannot store (U+0000)')
-  return true
 }

@@ -10,7 +10,7 @@ declare module 'fastify' {
 }
 
 // The server's wait for another process's write lock: short, since better-sqlite3 blocks while it
-// waits; past it the request is answered 503 with Retry-After (lib/sqlite-errors.ts).
+// waits; past it the request is answered 503 with Retry-After (lib/database-errors.ts).
 export const SERVER_BUSY_TIMEOUT_MS = 1000
 
 /** Opens the database (migrating it) and closes it with the app; the stores are plugins/stores.ts. */

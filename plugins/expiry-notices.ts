@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { Transporter } from 'nodemailer'
 import { noticeWorthSending, type ExpiryNotice, type NoticeKind } from '../db/stores/tokens.ts'
-import { repeatInBackground } from '../lib/background.ts'
+import { repeatInBackground } from './background.ts'
 
 // Expiry notices by mail (issue 18; docs/decisions.md, "Token lifecycle"): when SERVICE_SMTP_URL
 // is set, the owner of a personal token gets one mail 7 days before it expires and one on its last

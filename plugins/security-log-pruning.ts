@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { repeatInBackground } from '../lib/background.ts'
+import { repeatInBackground } from './background.ts'
 import { DAY_MS } from '../lib/clock.ts'
 
 // The security log keeps an event SERVICE_SECURITY_LOG_DAYS (400 by default): older ones are

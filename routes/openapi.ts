@@ -112,7 +112,7 @@ export function withNamedSchemas(document: Document) {
   return { ...document, paths: refer(document.paths), components: { ...document.components, schemas } }
 }
 
-/** A copy without the `errorMessage` annotations (lib/validation.ts), which are not OpenAPI's. */
+/** A copy without the `errorMessage` annotations (plugins/http/validation.ts), which are not OpenAPI's. */
 function withoutErrorMessages(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutErrorMessages)
   if (typeof value !== 'object' || value === null) return value

@@ -10,7 +10,7 @@ export const ErrorBody = Type.Object({
   message: Type.String(),
 })
 
-/** A 400 invalid_request body: `fields` names each field at fault and why (lib/validation.ts). */
+/** A 400 invalid_request body: `fields` names each field at fault and why (plugins/http/validation.ts). */
 export const InvalidRequestBody = Type.Object({
   error: Type.String(),
   message: Type.String(),

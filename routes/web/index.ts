@@ -1,7 +1,6 @@
 import { createHmac } from 'node:crypto'
 import type { FastifyError, FastifyPluginAsync } from 'fastify'
-import { refusedUnstorableText } from '../../lib/nul.ts'
-import { answerUnavailable } from '../../lib/sqlite-errors.ts'
+import { answerUnavailable, refusedUnstorableText } from '../../plugins/http/database-refusals.ts'
 import sessions from '../../plugins/sessions.ts'
 import views from '../../plugins/views.ts'
 import apiTokenRoutes from './api-tokens.ts'

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { clientErrorBody, describeProblems, fieldProblems, InvalidRequest } from '../../lib/validation.ts'
+import { clientErrorBody, describeProblems, fieldProblems, InvalidRequest } from '../../plugins/http/validation.ts'
 
 // The API's own validator is TypeBox (through the routes); other routes of the app may validate
 // with Fastify's Ajv, whose errors differ a little. Both are named the same way.

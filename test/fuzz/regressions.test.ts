@@ -1,6 +1,6 @@
 import { connect } from 'node:net'
 import t from 'tap'
-import { clientErrorHandler } from '../../lib/framework-errors.ts'
+import { clientErrorHandler } from '../../plugins/http/framework-errors.ts'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { inDays, makeMultipass } from '../fixtures/credentials.ts'
 

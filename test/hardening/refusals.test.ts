@@ -9,7 +9,7 @@ import {
   processOpenFiles,
   timeoutOptions,
 } from '../../lib/connections.ts'
-import { clientErrorHandler, createClientErrorHandler, refuseConnect } from '../../lib/framework-errors.ts'
+import { clientErrorHandler, createClientErrorHandler, refuseConnect } from '../../plugins/http/framework-errors.ts'
 import { createRefusalLog, type RefusalFields, type RefusalKind } from '../../lib/refusals.ts'
 import { buildTestApp } from '../fixtures/app.ts'
 import { logCapture } from '../fixtures/log.ts'

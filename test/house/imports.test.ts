@@ -87,3 +87,15 @@ t.test('the layers: lib/ and db/ import no setting, plugin, route or command; pl
     .filter((file) => /^\s*import\b[^\n]*\bfrom\s+['"]drizzle-orm/m.test(readFileSync(join(ROOT, file), 'utf8')))
   t.same(drizzleDirect, [], 'drizzle-orm is loaded once, through db/drizzle.ts (and its PostgreSQL side through db/postgres/drizzle.ts)')
 })
+
+t.test('lib/ holds pure modules: none imports a web framework or the database layer', async (t) => {
+  // docs/architecture.md: lib/ is small pure modules; what serves Fastify lives with the plugins
+  // (plugins/http/, plugins/background.ts), what serves the database in db/.
+  const FRAMEWORK = /(?:^|\n)\s*import\b[^'"]*?from\s*['"](fastify|fastify-plugin|@fastify\/[^'"]+|oidc-provider|drizzle-orm[^'"]*|better-sqlite3|pg)['"]/g
+  const lib = join(ROOT, 'lib')
+  const found = readdirSync(lib)
+    .filter((name) => name.endsWith('.ts'))
+    .flatMap((name) => [...readFileSync(join(lib, name), 'utf8').matchAll(FRAMEWORK)].map((m) => `lib/${name} imports ${m[1]}`))
+  t.same(found, [])
+  t.same([..."import type { FastifyRequest } from 'fastify'\nimport pg from 'pg'\nimport { x } from './y.ts'".matchAll(FRAMEWORK)].map((m) => m[1]), ['fastify', 'pg'], 'the rule sees an import')
+})

@@ -3,10 +3,10 @@ import t, { type Test } from 'tap'
 import type pg from 'pg'
 import { sql } from '../../db/drizzle.ts'
 import { openPostgres, type PgDb } from '../../db/postgres/client.ts'
-import { unavailableStore } from '../../lib/sqlite-errors.ts'
+import { unavailableStore } from '../../lib/database-errors.ts'
 import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../fixtures/postgres.ts'
 
-// PostgreSQL's "not now" (docs/decisions.md, "PostgreSQL", Unavailable): what lib/sqlite-errors.ts
+// PostgreSQL's "not now" (docs/decisions.md, "PostgreSQL", Unavailable): what lib/database-errors.ts
 // answers 503 with Retry-After, and what it leaves to the error handler. The errors are real ones,
 // from the test server and node-postgres, wherever a test can provoke them; the rest (a full disk,
 // a crash, a server starting) are built with the code PostgreSQL gives them.

@@ -1,5 +1,5 @@
 import { StoreError } from '../../../db/stores/errors.ts'
-import { InvalidRequest } from '../../../lib/validation.ts'
+import { InvalidRequest } from '../../../plugins/http/validation.ts'
 
 // The HTTP errors of the discussion routes. The app's error handler writes their body:
 // { error: <code>, message: <message> }.

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyPluginAsync } from 'fastify'
-import { strictValidatorCompiler } from '../../../lib/validation.ts'
+import { strictValidatorCompiler } from '../../../plugins/http/validation.ts'
 import actionRoutes from './actions.ts'
 import categoryRoutes from './categories.ts'
 import { discussionContext } from './context.ts'
@@ -19,7 +19,7 @@ const JSON_TYPES = ['application/json', 'application/vnd.service-v1+json']
  * (plugins/stores.ts); the routes never build one.
  */
 const discussionRoutes: FastifyPluginAsync = async (fastify) => {
-  // Validation that never coerces a body and names every bad field (lib/validation.ts).
+  // Validation that never coerces a body and names every bad field (plugins/http/validation.ts).
   fastify.setValidatorCompiler(strictValidatorCompiler)
   fastify.removeAllContentTypeParsers()
   fastify.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, fastify.getDefaultJsonParser('error', 'error'))

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { InvalidRequest, WHOLE_BODY } from '../../../lib/validation.ts'
+import { InvalidRequest, WHOLE_BODY } from '../../../plugins/http/validation.ts'
 import type { DiscussionContext } from './context.ts'
 import {
   CategoryParams,

@@ -3,7 +3,7 @@ import pg from 'pg'
 import t, { type Test } from 'tap'
 import { openPostgres } from '../../../db/postgres/client.ts'
 import { openPostgresEngine, postgresEngine } from '../../../db/postgres/engine.ts'
-import { unavailableStore } from '../../../lib/sqlite-errors.ts'
+import { unavailableStore } from '../../../lib/database-errors.ts'
 import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
 import journal from '../../../db/postgres/migrations/meta/_journal.json' with { type: 'json' }
 

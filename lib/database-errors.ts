@@ -1,6 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
-
-// SQLite failures that say "not now" rather than "never": another process holds the write lock,
+// Database failures that say "not now" rather than "never": another process holds the write lock,
 // the disk is full, or the file cannot be written. A request that meets one did not happen (its
 // transaction rolled back), so it is answered 503 with Retry-After and may be sent again.
 
@@ -66,18 +64,6 @@ export function unavailableStore(error: unknown): Unavailable | null {
   const found = UNAVAILABLE[primary]
   if (!found) return null
   return { code, retryAfter: found.retryAfter, body: { error: 'service_unavailable', message: found.message } }
-}
-
-/**
- * For an error that means "not now": logs it, sets 503 and Retry-After on the reply and returns
- * what to tell the client (the API sends the body, the pages a page with its message); else null.
- */
-export function answerUnavailable(error: unknown, request: FastifyRequest, reply: FastifyReply): Unavailable | null {
-  const unavailable = unavailableStore(error)
-  if (!unavailable) return null
-  request.log.warn({ code: unavailable.code }, 'database unavailable')
-  reply.code(503).header('retry-after', String(unavailable.retryAfter))
-  return unavailable
 }
 
 /**

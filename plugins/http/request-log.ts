@@ -1,6 +1,6 @@
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
-import { redactUrl, REDACTED_LOG_PATHS } from './redact.ts'
-import type { RefusalLog } from './refusals.ts'
+import { redactUrl, REDACTED_LOG_PATHS } from '../../lib/redact.ts'
+import type { RefusalLog } from '../../lib/refusals.ts'
 
 // The service's request log: JSON lines (pino, Fastify's logger), one per request, no secret.
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { unavailableStore } from '../../lib/sqlite-errors.ts'
+import { unavailableStore } from '../../lib/database-errors.ts'
 
 t.test('locked, full and unwritable files are 503 with a Retry-After; anything else is not', async (t) => {
   const answer = (code: unknown) => unavailableStore(Object.assign(new Error('x'), { code }))

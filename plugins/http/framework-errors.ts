@@ -1,8 +1,8 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { redactUrl } from './redact.ts'
-import type { RefusalFields, RefusalKind, RefusalLog } from './refusals.ts'
+import { redactUrl } from '../../lib/redact.ts'
+import type { RefusalFields, RefusalKind, RefusalLog } from '../../lib/refusals.ts'
 import { clientErrorBody } from './validation.ts'
 
 // Fastify answers two kinds of bad input itself, before any route or error handler, each in a
