@@ -38,13 +38,13 @@ import wellKnownRoutes from './routes/well-known.ts'
 import webPages from './routes/web/index.ts'
 
 export interface AppOptions {
-  config: Pick<Config, 'baseUrl' | 'siteUrl' | 'dbFile' | 'secret'> &
+  config: Pick<Config, 'baseUrl' | 'siteUrl' | 'databaseAddress' | 'secret'> &
     Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
   clock?: Clock
-  /** How long a write waits for another process's lock before the request gets 503 (db/client.ts). */
+  /** How long a write waits for another process's lock before the request gets 503 (db/sqlite/client.ts). */
   busyTimeoutMs?: number
   /** Where JSON log lines go (standard output for the server); no logging when absent. */
   logStream?: { write(line: string): void }
@@ -103,8 +103,8 @@ export function buildApp(options: AppOptions) {
   app.register(shutdown)
   app.register(transportSecurity, { enabled: config.hsts ?? hstsByDefault(config.baseUrl, config.siteUrl) })
   app.register(configPlugin, { config, clock: options.clock ?? systemClock })
-  app.register(serverKey, { dbFile: config.dbFile, secret: config.secret })
-  app.register(database, { dbFile: config.dbFile, busyTimeoutMs: options.busyTimeoutMs, postgres: config.postgres })
+  app.register(serverKey, { databaseAddress: config.databaseAddress, secret: config.secret })
+  app.register(database, { databaseAddress: config.databaseAddress, busyTimeoutMs: options.busyTimeoutMs, postgres: config.postgres })
   app.register(siteStore)
   app.register(userStore)
   app.register(sessionStore)

@@ -15,7 +15,7 @@ export interface Config {
   port: number
   host: string
   /** SERVICE_DB: a SQLite file, or a postgres:// address (db/engine.ts). */
-  dbFile: string
+  databaseAddress: string
   /** SERVICE_DB_POOL_SIZE, SERVICE_DB_STATEMENT_TIMEOUT, SERVICE_DB_CONNECT_TIMEOUT: PostgreSQL only. */
   postgres?: PostgresOptions
   /** Origin of the API, without a trailing slash. */
@@ -306,7 +306,7 @@ export function loadConfig(source: ConfigSource): Config {
   return {
     port: portNumber,
     host: host.value ?? '127.0.0.1',
-    dbFile: database,
+    databaseAddress: database,
     ...(isPostgresAddress(database)
       ? {
           postgres: {

@@ -2,7 +2,7 @@ import { loadConfig, type Config } from '../config.ts'
 import type { Engine } from '../db/engine.ts'
 import { openEngine } from '../db/open.ts'
 import type { PgDb } from '../db/postgres/client.ts'
-import type { Access } from '../db/schema.ts'
+import type { Access } from '../db/values.ts'
 import { isPostgresAddress } from '../lib/database-address.ts'
 import { hashPassword, randomPassword } from '../lib/password.ts'
 import { createSecretBox, type SecretBox } from '../lib/secret-box.ts'
@@ -49,17 +49,17 @@ export interface Stores extends CommandDatabase {
  * through openEngine (db/open.ts); a postgres:// address the same way, by cli/postgres.ts (loaded
  * only then), which keeps the pool under the engine for the command's transaction.
  */
-export async function openCommandDatabase(config: Pick<Config, 'dbFile' | 'postgres'>): Promise<CommandDatabase> {
-  if (!isPostgresAddress(config.dbFile)) return { engine: await openEngine(config.dbFile), postgres: undefined }
+export async function openCommandDatabase(config: Pick<Config, 'databaseAddress' | 'postgres'>): Promise<CommandDatabase> {
+  if (!isPostgresAddress(config.databaseAddress)) return { engine: await openEngine(config.databaseAddress), postgres: undefined }
   const { openPostgresCommand } = await import('./postgres.ts')
-  const { engine, db } = await openPostgresCommand(config.dbFile, config.postgres)
+  const { engine, db } = await openPostgresCommand(config.databaseAddress, config.postgres)
   return { engine, postgres: db }
 }
 
 async function openStores(values: Values, io: Io): Promise<Stores> {
   const config = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
   // The same server key as the server's, so legacy tokens made here can be shown there and back.
-  const box = createSecretBox(serverSecret({ secret: config.secret, dbFile: config.dbFile }))
+  const box = createSecretBox(serverSecret({ secret: config.secret, databaseAddress: config.databaseAddress }))
   const { engine, postgres } = await openCommandDatabase(config)
   return {
     engine,

@@ -95,25 +95,25 @@ export const backupCommand: Command = {
   usage: 'backup FILE [--db ADDRESS]',
   summary: 'Copy the database, consistently, while the server runs (PostgreSQL: with pg_dump). FILE must not exist yet.',
   faultScope: ([target], values, io) => {
-    const { dbFile } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
+    const { databaseAddress } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
     return {
-      files: isPostgresAddress(dbFile) ? `the folder of ${target}` : `${dbFile} or the folder of ${target}`,
-      paths: isPostgresAddress(dbFile) ? [resolve(target!)] : [dbFile, resolve(target!)],
+      files: isPostgresAddress(databaseAddress) ? `the folder of ${target}` : `${databaseAddress} or the folder of ${target}`,
+      paths: isPostgresAddress(databaseAddress) ? [resolve(target!)] : [databaseAddress, resolve(target!)],
       outcome: 'No backup was made (the partial copy was removed), and the database was not changed.',
     }
   },
   async run([target], values, io) {
-    const { dbFile, secret } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
+    const { databaseAddress, secret } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
     const destination = resolve(target!)
-    const postgres = isPostgresAddress(dbFile)
-    if (!postgres && !existsSync(dbFile)) throw new StoreError(`there is no database at ${dbFile}`, 'not_found')
-    if (!postgres && resolve(dbFile) === destination) throw new StoreError('the backup must go to another file than the database', 'invalid')
+    const postgres = isPostgresAddress(databaseAddress)
+    if (!postgres && !existsSync(databaseAddress)) throw new StoreError(`there is no database at ${databaseAddress}`, 'not_found')
+    if (!postgres && resolve(databaseAddress) === destination) throw new StoreError('the backup must go to another file than the database', 'invalid')
     if (existsSync(destination)) throw new StoreError(`${target} already exists; choose a new name`, 'conflict')
     if (!existsSync(dirname(destination))) throw new StoreError(`the folder of ${target} does not exist`, 'not_found')
-    if (postgres) return backupPostgres(dbFile, target!, destination, io)
+    if (postgres) return backupPostgres(databaseAddress, target!, destination, io)
 
     const partial = join(dirname(destination), `.${basename(destination)}.partial-${process.pid}`)
-    const source = new Database(dbFile, { fileMustExist: true, nativeBinding: resources.sqliteBinding })
+    const source = new Database(databaseAddress, { fileMustExist: true, nativeBinding: resources.sqliteBinding })
     try {
       // Made first, empty, readable by the owner only: the copy holds password hashes and keys.
       closeSync(openSync(partial, 'wx', 0o600))
@@ -132,7 +132,7 @@ export const backupCommand: Command = {
       io.stdout(`Backed up ${totalPages} pages (${megabytes(size)}) to ${target} in ${io.clock() - started} ms; integrity check: ok.\n`)
       io.stdout(
         secret === undefined
-          ? `The server key is not in the copy: keep ${keyFileFor(dbFile)} with it (legacy tokens and sessions need it).\n`
+          ? `The server key is not in the copy: keep ${keyFileFor(databaseAddress)} with it (legacy tokens and sessions need it).\n`
           : 'The server key is not in the copy: keep SERVICE_SECRET with it (legacy tokens and sessions need it).\n',
       )
       return 0

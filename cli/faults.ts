@@ -23,8 +23,8 @@ export interface FaultScope {
 }
 
 /** What a fault's advice names for the database: its file, or a PostgreSQL address (no file to look at) without its password. */
-export function databaseFiles(dbFile: string): Pick<FaultScope, 'files' | 'paths'> {
-  return isPostgresAddress(dbFile) ? { files: redactPostgresAddress(dbFile), paths: [] } : { files: dbFile, paths: [dbFile] }
+export function databaseFiles(databaseAddress: string): Pick<FaultScope, 'files' | 'paths'> {
+  return isPostgresAddress(databaseAddress) ? { files: redactPostgresAddress(databaseAddress), paths: [] } : { files: databaseAddress, paths: [databaseAddress] }
 }
 
 /** Less room than this on the disk of a file makes an I/O error a full disk. */

@@ -66,8 +66,8 @@ function help(command: Command): string {
 function faultScope(command: Command, args: string[], values: Values, io: Io): FaultScope {
   const own = command.faultScope?.(args, values, io)
   if (own?.files !== undefined && own.paths !== undefined) return { outcome: NOTHING_CHANGED, ...own } as FaultScope
-  const { dbFile } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
-  return { ...databaseFiles(dbFile), outcome: NOTHING_CHANGED, ...own }
+  const { databaseAddress } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
+  return { ...databaseFiles(databaseAddress), outcome: NOTHING_CHANGED, ...own }
 }
 
 /** What an error says; a query that failed says what its driver said, without the statement and its values. */

@@ -42,15 +42,15 @@ export const migrateCommand: Command = {
   summary: 'Bring the database schema up to date (every start does it too) and say which migrations ran.',
   async run(_args, values, io) {
     const config = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
-    const postgres = isPostgresAddress(config.dbFile)
-    const label = postgres ? `PostgreSQL database ${redactPostgresAddress(config.dbFile)}` : `SQLite database ${config.dbFile}`
+    const postgres = isPostgresAddress(config.databaseAddress)
+    const label = postgres ? `PostgreSQL database ${redactPostgresAddress(config.databaseAddress)}` : `SQLite database ${config.databaseAddress}`
     const known = journal(postgres ? resources.postgresMigrations : resources.migrations)
     const pg = postgres ? await import('./postgres.ts') : undefined
-    const before = new Set(pg ? await pg.appliedPostgresMigrations(config.dbFile) : appliedSqliteMigrations(config.dbFile))
+    const before = new Set(pg ? await pg.appliedPostgresMigrations(config.databaseAddress) : appliedSqliteMigrations(config.databaseAddress))
     const { engine, postgres: pool } = await openCommandDatabase(config)
     let after: number[]
     try {
-      after = pool ? await pg!.postgresMigrationsIn(pool) : appliedSqliteMigrations(config.dbFile)
+      after = pool ? await pg!.postgresMigrationsIn(pool) : appliedSqliteMigrations(config.databaseAddress)
     } finally {
       await engine.close()
     }

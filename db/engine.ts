@@ -1,6 +1,6 @@
 import type { Clock } from '../lib/clock.ts'
 import type { SecretBox } from '../lib/secret-box.ts'
-import type { Db } from './client.ts'
+import type { Db } from './sqlite/client.ts'
 import type { FirstRun } from './stores/bootstrap.ts'
 import type { CategoryStore } from './stores/categories.ts'
 import type { DiscussionStore } from './stores/discussions.ts'

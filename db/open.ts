@@ -10,6 +10,6 @@ export async function openEngine(address: string, options: { busyTimeoutMs?: num
     const { openPostgresEngine } = await import('./postgres/engine.ts')
     return openPostgresEngine(address, options.postgres)
   }
-  const { openSqliteEngine } = await import('./sqlite-engine.ts')
+  const { openSqliteEngine } = await import('./sqlite/engine.ts')
   return openSqliteEngine(address, { busyTimeoutMs: options.busyTimeoutMs })
 }

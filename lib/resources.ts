@@ -2,7 +2,7 @@ import { basename, dirname, join } from 'node:path'
 
 /** The files the service reads at run time, and how the SQLite addon is found. */
 export interface Resources {
-  /** db/migrations: drizzle's journal and SQL files. */
+  /** db/sqlite/migrations: drizzle's journal and SQL files. */
   migrations: string
   /** db/postgres/migrations: the same for PostgreSQL. */
   postgresMigrations: string
@@ -15,7 +15,7 @@ export interface Resources {
 }
 
 // Resolved from the package root, which is the same in a checkout and in an installed package
-// (tsc does not copy views/ or db/migrations/ next to a compiled file). The single executable
+// (tsc does not copy views/ or db/sqlite/migrations/ next to a compiled file). The single executable
 // swaps this module for tools/build/sea/resources.ts, which unpacks the same files from itself.
 /** The package root, seen from the folder of this module: compiled, that is dist/lib (cli/build.js). */
 export function packageRoot(moduleDir: string): string {
@@ -26,7 +26,7 @@ export function packageRoot(moduleDir: string): string {
 const ROOT = packageRoot(import.meta.dirname)
 
 export const resources: Resources = {
-  migrations: join(ROOT, 'db', 'migrations'),
+  migrations: join(ROOT, 'db', 'sqlite', 'migrations'),
   postgresMigrations: join(ROOT, 'db', 'postgres', 'migrations'),
   views: join(ROOT, 'views'),
   readme: join(ROOT, 'README.md'),

@@ -12,21 +12,21 @@ export const KEY_FILE = 'service.key'
 export const MIN_SECRET_LENGTH = 32
 
 /** Where the key file of a database lives: beside it, in the data folder. */
-export function keyFileFor(dbFile: string): string {
-  return join(dirname(dbFile), KEY_FILE)
+export function keyFileFor(databaseAddress: string): string {
+  return join(dirname(databaseAddress), KEY_FILE)
 }
 
 /**
  * The server secret: the configured one, a new random one for a private in-memory database (the
  * tests), or the key file's, creating the file (mode 0600) when there is none yet.
  */
-export function serverSecret({ secret, dbFile }: { secret?: string; dbFile: string }): string {
+export function serverSecret({ secret, databaseAddress }: { secret?: string; databaseAddress: string }): string {
   if (secret !== undefined) return secret
-  if (dbFile === ':memory:') return newSecret()
-  if (isPostgresAddress(dbFile)) {
+  if (databaseAddress === ':memory:') return newSecret()
+  if (isPostgresAddress(databaseAddress)) {
     throw new ConfigError('a PostgreSQL database needs SERVICE_SECRET, the same in every process (there is no data folder for a key file)')
   }
-  const file = keyFileFor(dbFile)
+  const file = keyFileFor(databaseAddress)
   ensureKeyFile(file)
   const stored = readFileSync(file, 'utf8').trim()
   if (stored.length < MIN_SECRET_LENGTH) {

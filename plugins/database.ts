@@ -14,9 +14,9 @@ declare module 'fastify' {
 export const SERVER_BUSY_TIMEOUT_MS = 1000
 
 /** Opens the database (migrating it) and closes it with the app; the stores are plugins/stores.ts. */
-export default fp<{ dbFile: string; busyTimeoutMs?: number; postgres?: PostgresOptions }>(
-  async (fastify, { dbFile, busyTimeoutMs = SERVER_BUSY_TIMEOUT_MS, postgres }) => {
-    const database = await openEngine(dbFile, { busyTimeoutMs, postgres })
+export default fp<{ databaseAddress: string; busyTimeoutMs?: number; postgres?: PostgresOptions }>(
+  async (fastify, { databaseAddress, busyTimeoutMs = SERVER_BUSY_TIMEOUT_MS, postgres }) => {
+    const database = await openEngine(databaseAddress, { busyTimeoutMs, postgres })
     fastify.decorate('database', database)
     fastify.addHook('onClose', async () => {
       await database.close()

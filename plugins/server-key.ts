@@ -12,9 +12,9 @@ declare module 'fastify' {
 }
 
 /** The server key of a database: SERVICE_SECRET, or the key file beside the database (lib/server-key.ts). */
-export default fp<{ dbFile: string; secret?: string }>(
-  async (fastify, { dbFile, secret }) => {
-    const serverKey = serverSecret({ secret, dbFile })
+export default fp<{ databaseAddress: string; secret?: string }>(
+  async (fastify, { databaseAddress, secret }) => {
+    const serverKey = serverSecret({ secret, databaseAddress })
     fastify.decorate('serverKey', serverKey)
     fastify.decorate('secretBox', createSecretBox(serverKey))
   },

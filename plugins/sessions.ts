@@ -4,7 +4,7 @@ import csrf from '@fastify/csrf-protection'
 import formbody from '@fastify/formbody'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Role } from '../db/schema.ts'
+import type { Role } from '../db/values.ts'
 import type { Site } from '../db/stores/sites.ts'
 import { SESSION_LIFETIME_MS } from '../db/stores/sessions.ts'
 

@@ -66,7 +66,7 @@ t.test('a failed last-used write is logged as a warning, not thrown', { skip: SQ
 })
 
 t.test('without a clock of its own the app keeps the system time', async (t) => {
-  const app = buildApp({ config: { baseUrl: BASE_URL, siteUrl: 'https://help.example.test/{site}', dbFile: ':memory:' } })
+  const app = buildApp({ config: { baseUrl: BASE_URL, siteUrl: 'https://help.example.test/{site}', databaseAddress: ':memory:' } })
   t.teardown(() => app.close())
   await app.ready()
   t.equal(app.clock, systemClock)

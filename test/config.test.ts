@@ -11,7 +11,7 @@ t.test('defaults', async (t) => {
   t.same(load(), {
     port: 3000,
     host: '127.0.0.1',
-    dbFile: './data/service.db',
+    databaseAddress: './data/service.db',
     baseUrl: 'http://localhost:3000',
     siteUrl: 'http://localhost:3000/{site}',
     trustProxy: false,
@@ -35,7 +35,7 @@ t.test('environment, and flags over the environment', async (t) => {
   t.same(config, {
     port: 5000,
     host: '0.0.0.0',
-    dbFile: 'b.db',
+    databaseAddress: 'b.db',
     baseUrl: 'https://api.example.com',
     siteUrl: 'https://help.example.com/{site}',
     trustProxy: false,
@@ -232,7 +232,7 @@ t.test('a PostgreSQL address: SERVICE_SECRET is required, and the pool settings 
     )
   }
   const defaults = load({ SERVICE_DB: address, SERVICE_SECRET: secret })
-  t.equal(defaults.dbFile, address, 'the address is kept whole, its schema and password too')
+  t.equal(defaults.databaseAddress, address, 'the address is kept whole, its schema and password too')
   t.same(defaults.postgres, { poolSize: 10, statementTimeoutMs: 5_000, connectTimeoutMs: 5_000 }, 'the documented defaults')
   t.same(
     load({ SERVICE_DB: address, SERVICE_SECRET: secret, SERVICE_DB_POOL_SIZE: '25', SERVICE_DB_STATEMENT_TIMEOUT: '30', SERVICE_DB_CONNECT_TIMEOUT: '2' }).postgres,

@@ -1,13 +1,13 @@
 import { sql } from '../drizzle.ts'
 import { pgBoolean, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from './drizzle.ts'
-import { accessLevels, commentVias, discussionStates, roles, securityKinds } from '../schema.ts'
+import { accessLevels, commentVias, discussionStates, roles, securityKinds } from '../values.ts'
 
-// The PostgreSQL schema: the SQLite one (db/schema.ts) table for table, column for column, with the
+// The PostgreSQL schema: the SQLite one (db/sqlite/schema.ts) table for table, column for column, with the
 // same names, constraints and indexes, so the stores read the same rows from either engine and
 // `service-desk copy` moves a database across unchanged. Where the engines differ, the natural type
 // of each is used: moments are timestamptz (read back as a Date, to the millisecond), flags are
 // boolean, ids are identity columns (given explicitly only by the copy, which then moves each
-// sequence past the highest id). test/db/postgres-schema.test.ts compares the two schemas.
+// sequence past the highest id). test/db/postgres/schema.test.ts compares the two schemas.
 
 const moment = (name: string) => pgTimestamp(name, { withTimezone: true, precision: 3, mode: 'date' })
 const id = () => pgInteger('id').primaryKey().generatedByDefaultAsIdentity()
@@ -245,7 +245,7 @@ export const oauthRecords = pgTable(
   ],
 )
 
-// The security log: db/schema.ts.
+// The security log: db/sqlite/schema.ts.
 export const securityEvents = pgTable(
   'security_events',
   {

@@ -1,5 +1,5 @@
-import type { Db } from '../client.ts'
-import { securityEvents } from '../schema.ts'
+import type { Db } from '../sqlite/client.ts'
+import { securityEvents } from '../sqlite/schema.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { hashPassword, randomPassword } from '../../lib/password.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'

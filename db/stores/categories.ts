@@ -1,6 +1,6 @@
 import { and, asc, count, eq, sql } from '../drizzle.ts'
-import type { Db } from '../client.ts'
-import { categories } from '../schema.ts'
+import type { Db } from '../sqlite/client.ts'
+import { categories } from '../sqlite/schema.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { StoreError } from './errors.ts'

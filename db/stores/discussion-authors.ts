@@ -1,6 +1,6 @@
 import { and, eq, sql } from '../drizzle.ts'
-import type { Db } from '../client.ts'
-import { memberships } from '../schema.ts'
+import type { Db } from '../sqlite/client.ts'
+import { memberships } from '../sqlite/schema.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SyncUserStore } from './users.ts'
 import { isStaffRole } from './staff.ts'

@@ -1,8 +1,9 @@
 import { and, eq, ne, sql, type SQL } from '../drizzle.ts'
-import type { Db } from '../client.ts'
-import { discussionCounts, type DiscussionState } from '../schema.ts'
+import type { Db } from '../sqlite/client.ts'
+import { discussionCounts } from '../sqlite/schema.ts'
+import type { DiscussionState } from '../values.ts'
 
-// How many discussions a site has per category, state and visibility (db/schema.ts). Every write
+// How many discussions a site has per category, state and visibility (db/sqlite/schema.ts). Every write
 // that creates a discussion or changes one of those three calls bump() inside its own transaction,
 // so the counts are exactly as current as the rows they count.
 

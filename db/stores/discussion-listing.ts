@@ -1,6 +1,6 @@
 import { and, desc, eq, getTableColumns, inArray, sql, type Column, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
-import type { Db } from '../client.ts'
-import { discussions, users } from '../schema.ts'
+import type { Db } from '../sqlite/client.ts'
+import { discussions, users } from '../sqlite/schema.ts'
 import type { DiscussionCounts, StateScope } from './discussion-counts.ts'
 
 // The discussion listings: one query shape per combination of filters, prepared the first time it

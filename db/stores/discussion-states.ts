@@ -1,4 +1,4 @@
-import type { DiscussionState } from '../schema.ts'
+import type { DiscussionState } from '../values.ts'
 
 // The states of a discussion and what moves them (docs/decisions.md, "Discussions (v1 shape)").
 

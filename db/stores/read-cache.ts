@@ -1,4 +1,4 @@
-import type { Db } from '../client.ts'
+import type { Db } from '../sqlite/client.ts'
 
 // The reads of the authentication path (a site by its permalink, a personal token by its
 // fingerprint) are remembered, and forgotten the moment the database may have changed: when

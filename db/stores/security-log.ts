@@ -1,5 +1,5 @@
 import { and, count, desc, eq, inArray, lt, type SQL } from '../drizzle.ts'
-import { securityKinds, type SecurityKind } from '../schema.ts'
+import { securityKinds, type SecurityKind } from '../values.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { withoutNul } from '../../lib/nul.ts'

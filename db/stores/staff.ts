@@ -1,5 +1,6 @@
 import { and, eq, sql, type SQLWrapper } from '../drizzle.ts'
-import { memberships, type Role } from '../schema.ts'
+import { memberships } from '../sqlite/schema.ts'
+import type { Role } from '../values.ts'
 
 // Who is support staff of a site, written once: spec section 1, "only support staff can use the
 // API". A user is staff of a site while their membership there has this role.

@@ -1,4 +1,4 @@
-import type { Access } from '../../db/schema.ts'
+import type { Access } from '../../db/values.ts'
 import type { Site } from '../../db/stores/sites.ts'
 import type { Refusal } from './challenge.ts'
 

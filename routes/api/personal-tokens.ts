@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { accessLevels } from '../../db/schema.ts'
+import { accessLevels } from '../../db/values.ts'
 import { ADDRESSES_KEPT, type TokenAddress } from '../../db/stores/tokens.ts'
 import { PERSONAL_TOKEN_PREFIX } from '../../lib/token-format.ts'
 import { ErrorBody, SiteParams } from '../schemas.ts'

@@ -25,7 +25,7 @@ type App = ReturnType<typeof buildApp>
 /** A SQLite database made through the service: the app on the file, its stores and its pages. */
 async function buildSource(t: Test, secret: string | undefined) {
   const source = cliRunner(t, { engine: 'sqlite' })
-  const app = buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, dbFile: source.db, ...(secret ? { secret } : {}) }, clock: source.clock })
+  const app = buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, databaseAddress: source.db, ...(secret ? { secret } : {}) }, clock: source.clock })
   await app.ready()
   const ann = await supporterWithPassword(app, { email: 'ann@example.test' })
   const { value: bearer } = await app.tokens.create({ siteId: ann.site.id, userId: ann.user.id, name: 'export', access: 'write', expiresInDays: 90 })
@@ -111,7 +111,7 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   )
 
   // The service on PostgreSQL, with the same server key and clock.
-  const moved = buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, dbFile: target.db, secret }, clock: source.clock })
+  const moved = buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, databaseAddress: target.db, secret }, clock: source.clock })
   t.teardown(() => moved.close())
   await moved.ready()
   t.same(await answers(moved, credentials), before, 'every answer byte for byte: personal token, legacy token, password, listings, comments, categories')

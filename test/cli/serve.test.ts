@@ -122,7 +122,7 @@ t.test('the banner uses the configured public addresses', async (t) => {
       ...loadConfig({ env: {}, flags: {}, openFiles: 1024 }),
       port: 1,
       host: 'h',
-      dbFile: 'f',
+      databaseAddress: 'f',
       baseUrl: 'https://api.example.com',
       siteUrl: 'https://help.example.com/{site}',
       trustProxy: false,

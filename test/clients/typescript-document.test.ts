@@ -58,7 +58,7 @@ t.test('a change of the API that breaks the example fails the type check', async
 
 t.test('Redocly lints the live document (recommended-strict: every rule an error) with no problem', async (t) => {
   // As a deployment serves it: its own public address, not the generator's localhost.
-  const app = buildApp({ config: { baseUrl: 'https://support.acme.test', siteUrl: 'https://support.acme.test/{site}', dbFile: ':memory:' } })
+  const app = buildApp({ config: { baseUrl: 'https://support.acme.test', siteUrl: 'https://support.acme.test/{site}', databaseAddress: ':memory:' } })
   t.teardown(() => app.close())
   const source = (await app.inject({ url: '/openapi.json' })).body
   const config = await createConfig({ extends: ['recommended-strict'] })

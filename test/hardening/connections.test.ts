@@ -218,7 +218,7 @@ t.test('the cap per client address refuses that address only', async (t) => {
 t.test('a burst of refusals writes a few lines and a summary, not a line each', async (t) => {
   const log = logCapture()
   const app = buildApp({
-    config: { baseUrl: BASE_URL, siteUrl: SITE_URL, dbFile: ':memory:', connections: { maxConnectionsPerAddress: 1 } },
+    config: { baseUrl: BASE_URL, siteUrl: SITE_URL, databaseAddress: ':memory:', connections: { maxConnectionsPerAddress: 1 } },
     clock: testClock(),
     logStream: log.stream,
     refusalLog: { windowMs: 300, linesPerWindow: 3 },

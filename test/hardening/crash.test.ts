@@ -8,7 +8,7 @@ import { bannerToken, startServer } from '../fixtures/server.ts'
 
 // Issue 6, item 3: kill the server with SIGKILL in the middle of a burst of writes, and find every
 // write it acknowledged (a 2xx) in the database afterwards, which must pass integrity_check.
-// db/client.ts syncs each commit (synchronous = FULL) before the answer goes out.
+// db/sqlite/client.ts syncs each commit (synchronous = FULL) before the answer goes out.
 
 const WORKERS = 8
 const KILL_AFTER = 120

@@ -18,11 +18,11 @@ const count = (app: Parameters<typeof sqliteOf>[0], table: string) =>
   sqliteOf(app).$client.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number
 
 t.test('a new database file, and its write-ahead log, are readable by their owner only', { skip: SQLITE_ONLY && 'SQLite faults, made in SQLite itself' }, async (t) => {
-  const dbFile = join(tempFile(t), '..', 'data', 'service.db')
-  const { app } = await buildTestApp(t, { config: { dbFile } })
+  const databaseAddress = join(tempFile(t), '..', 'data', 'service.db')
+  const { app } = await buildTestApp(t, { config: { databaseAddress } })
   sqliteOf(app).$client.exec('CREATE TABLE scratch (x)')
-  for (const file of [dbFile, `${dbFile}-wal`]) t.equal(statSync(file).mode & 0o777, 0o600, file)
-  t.equal(statSync(join(dbFile, '..')).mode & 0o777, 0o700, 'a new data folder is private too')
+  for (const file of [databaseAddress, `${databaseAddress}-wal`]) t.equal(statSync(file).mode & 0o777, 0o600, file)
+  t.equal(statSync(join(databaseAddress, '..')).mode & 0o777, 0o700, 'a new data folder is private too')
 })
 
 t.test('GET /healthz: 200 while the database answers, 503 when it does not', { skip: SQLITE_ONLY && 'SQLite faults, made in SQLite itself' }, async (t) => {
@@ -42,11 +42,11 @@ t.test('GET /healthz: 200 while the database answers, 503 when it does not', { s
 })
 
 t.test("a write meeting another process's lock: 503 with Retry-After after the short wait, nothing half-written", { skip: SQLITE_ONLY && 'SQLite faults, made in SQLite itself' }, async (t) => {
-  const dbFile = tempFile(t)
-  const { app, ann, questions, api } = await discussionApp(t, { config: { dbFile }, busyTimeoutMs: 100 })
+  const databaseAddress = tempFile(t)
+  const { app, ann, questions, api } = await discussionApp(t, { config: { databaseAddress }, busyTimeoutMs: 100 })
   const before = count(app, 'discussions')
 
-  const other = new Database(dbFile)
+  const other = new Database(databaseAddress)
   t.teardown(() => other.close())
   other.exec('BEGIN IMMEDIATE')
   const started = Date.now()

@@ -54,7 +54,7 @@ t.test('PostgreSQL goes away: 503 with Retry-After, nothing half-written; it com
   const viaRelay = new URL(direct)
   viaRelay.hostname = '127.0.0.1'
   viaRelay.port = String(link.port)
-  const { app } = await buildTestApp(t, { config: { dbFile: viaRelay.toString(), postgres: { connectTimeoutMs: 1000 } } })
+  const { app } = await buildTestApp(t, { config: { databaseAddress: viaRelay.toString(), postgres: { connectTimeoutMs: 1000 } } })
   const ann = await supporterWithToken(app)
   const category = await addCategory(app, ann.site.id, 'General')
   const create = () =>

@@ -16,8 +16,8 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 t.test('SIGTERM: no new connections, the request in flight completes, last-used flushed, database closed', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-shutdown-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const dbFile = join(dir, 'service.db')
-  const server = await startServer(t, { SERVICE_DB: dbFile })
+  const databaseAddress = join(dir, 'service.db')
+  const server = await startServer(t, { SERVICE_DB: databaseAddress })
   const token = await bannerToken(server)
   const headers = { authorization: `Bearer ${token}`, accept: V1 }
   const categoryId = ((await (await fetch(`${server.base}/demo/categories`, { headers })).json()) as { categories: { id: number }[] }).categories[0]!.id
@@ -45,8 +45,8 @@ t.test('SIGTERM: no new connections, the request in flight completes, last-used 
   t.match(answer, /connection: close/i, 'and told the connection is closing')
   t.equal(await server.stop(), 0, 'then the process exits 0')
 
-  t.notOk(existsSync(`${dbFile}-wal`), 'the database was closed: its write-ahead log was checkpointed and removed')
-  const db = new Database(dbFile, { readonly: true })
+  t.notOk(existsSync(`${databaseAddress}-wal`), 'the database was closed: its write-ahead log was checkpointed and removed')
+  const db = new Database(databaseAddress, { readonly: true })
   t.teardown(() => db.close())
   t.equal(db.prepare("SELECT count(*) FROM discussions WHERE title = 'Sent across the shutdown'").pluck().get(), 1, 'its write is stored')
   t.ok(db.prepare('SELECT last_used_at FROM personal_tokens').pluck().all().some((at) => at !== null), 'the last use of the token was written')

@@ -14,10 +14,10 @@ import { eventually, sharedDatabase } from './two-apps.ts'
 
 const POSTGRES_ONLY = { skip: TEST_ENGINE !== 'postgres' && 'LISTEN/NOTIFY: runs in the PostgreSQL run of the suite' }
 
-async function engines(t: Test, count: number, dbFile = sharedDatabase(t).dbFile) {
+async function engines(t: Test, count: number, databaseAddress = sharedDatabase(t).databaseAddress) {
   const opened: Engine[] = []
   for (let i = 0; i < count; i++) {
-    const engine = await openEngine(dbFile)
+    const engine = await openEngine(databaseAddress)
     t.teardown(() => engine.close().catch(() => {}))
     opened.push(engine)
   }
@@ -89,10 +89,10 @@ async function eventsBackend(t: Test, engine: Engine, address: string, channel =
 }
 
 t.test('a broken events connection is opened again and listens again; one that only publishes, when next used', POSTGRES_ONLY, async (t) => {
-  const { dbFile } = sharedDatabase(t)
-  const [listener, talker, publisher] = await engines(t, 3, dbFile)
+  const { databaseAddress } = sharedDatabase(t)
+  const [listener, talker, publisher] = await engines(t, 3, databaseAddress)
   const heard = await hearing(listener!)
-  const listening = await eventsBackend(t, listener!, dbFile)
+  const listening = await eventsBackend(t, listener!, databaseAddress)
   await listening.terminate()
   let n = 0
   t.ok(
@@ -102,12 +102,12 @@ t.test('a broken events connection is opened again and listens again; one that o
     }, 5_000),
     'heard again after the connection was opened again',
   )
-  const publishing = await eventsBackend(t, publisher!, dbFile)
+  const publishing = await eventsBackend(t, publisher!, databaseAddress)
   await publishing.terminate()
   await eventually(async () => (await rawClient(t)).query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [publishing.pid]).then((r) => r.rowCount === 0))
   await publisher!.events.publish('test_events', 'from the publisher again')
   t.ok(await eventually(() => heard.includes('from the publisher again')), 'it opened a new connection for it')
-  const again = await eventsBackend(t, publisher!, dbFile)
+  const again = await eventsBackend(t, publisher!, databaseAddress)
   t.not(again.pid, publishing.pid, 'a new connection')
 })
 
@@ -175,11 +175,11 @@ async function relay(target: URL) {
 }
 
 t.test('a subscription made while the database cannot be reached is refused, and made once it can', POSTGRES_ONLY, async (t) => {
-  const { dbFile } = sharedDatabase(t)
-  const link = await relay(new URL(dbFile))
+  const { databaseAddress } = sharedDatabase(t)
+  const link = await relay(new URL(databaseAddress))
   t.teardown(() => link.cut())
-  const [direct] = await engines(t, 1, dbFile)
-  const [cut] = await engines(t, 1, link.via(dbFile))
+  const [direct] = await engines(t, 1, databaseAddress)
+  const [cut] = await engines(t, 1, link.via(databaseAddress))
   await link.cut()
   const heard: string[] = []
   await t.rejects(cut!.events.subscribe('test_events', (payload) => void heard.push(payload)))

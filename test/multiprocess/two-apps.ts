@@ -12,16 +12,16 @@ import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 // SERVICE_SECRET. Their only ways to each other are the database and its events (db/engine.ts).
 
 /** The address of a database of the suite's engine that outlives the test's apps, with its secret. */
-export function sharedDatabase(t: Test): { dbFile: string; secret?: string } {
+export function sharedDatabase(t: Test): { databaseAddress: string; secret?: string } {
   if (TEST_ENGINE === 'postgres') return privateDatabase(t)
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-shared-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  return { dbFile: join(dir, 'service.db') }
+  return { databaseAddress: join(dir, 'service.db') }
 }
 
 /** A private database of the suite's engine, as newTestApp makes: in memory, or a schema of its own. */
-export function privateDatabase(t: Test): { dbFile: string; secret?: string } {
-  return TEST_ENGINE === 'postgres' ? { dbFile: postgresTestAddress(t), secret: randomBytes(32).toString('hex') } : { dbFile: ':memory:' }
+export function privateDatabase(t: Test): { databaseAddress: string; secret?: string } {
+  return TEST_ENGINE === 'postgres' ? { databaseAddress: postgresTestAddress(t), secret: randomBytes(32).toString('hex') } : { databaseAddress: ':memory:' }
 }
 
 /** Two apps on one database, with one clock (the same wall time), ready. */

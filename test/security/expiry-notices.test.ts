@@ -120,14 +120,14 @@ t.test('a mail the server turns away is tried again at the next round; a failed 
 /** One database for several apps (processes): a file on SQLite, a schema of its own on PostgreSQL. */
 function sharedDatabase(t: Test) {
   const secret = randomBytes(32).toString('hex')
-  if (TEST_ENGINE === 'postgres') return { dbFile: postgresTestAddress(t), secret }
+  if (TEST_ENGINE === 'postgres') return { databaseAddress: postgresTestAddress(t), secret }
   const folder = mkdtempSync(join(tmpdir(), 'notices-'))
   t.teardown(() => rmSync(folder, { recursive: true, force: true }))
-  return { dbFile: join(folder, 'service.db'), secret }
+  return { databaseAddress: join(folder, 'service.db'), secret }
 }
 
 /** An app (a process) on that database with its own clock, `days` ahead of START. */
-async function appOn(t: Test, database: { dbFile: string; secret: string }, options: { days?: number; mail?: { smtpUrl: string; from: string }; logStream?: { write(line: string): void } } = {}) {
+async function appOn(t: Test, database: { databaseAddress: string; secret: string }, options: { days?: number; mail?: { smtpUrl: string; from: string }; logStream?: { write(line: string): void } } = {}) {
   const clock = testClock()
   clock.advance((options.days ?? 0) * DAY_MS)
   const app = buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, ...database, mail: options.mail }, clock, logStream: options.logStream })

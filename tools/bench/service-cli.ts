@@ -24,10 +24,10 @@ export interface CliResult {
 }
 
 /** Runs `service-desk <args> --db <file>`; rejects with its standard error when it exits non-zero. */
-export function serviceDesk(args: string[], dbFile: string, stdin?: string): Promise<CliResult> {
+export function serviceDesk(args: string[], databaseAddress: string, stdin?: string): Promise<CliResult> {
   const started = performance.now()
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [SERVICE_BIN, ...args, '--db', dbFile], {
+    const child = spawn(process.execPath, [SERVICE_BIN, ...args, '--db', databaseAddress], {
       cwd: REPO,
       env: benchEnv(),
       stdio: ['pipe', 'pipe', 'pipe'],

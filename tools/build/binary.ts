@@ -34,7 +34,7 @@ function assetFiles(): Record<string, string> {
     'native/argon2.node': argon2.resolve('@node-rs/argon2-linux-x64-gnu/argon2.linux-x64-gnu.node'),
   }
   for (const file of filesUnder('views')) assets[file] = join(REPO, file)
-  for (const folder of [join('db', 'migrations'), join('db', 'postgres', 'migrations')]) {
+  for (const folder of [join('db', 'sqlite', 'migrations'), join('db', 'postgres', 'migrations')]) {
     for (const file of filesUnder(folder)) assets[relative('db', file)] = join(REPO, file)
   }
   return assets

@@ -19,7 +19,7 @@ const HEADER = `// Generated from the Service Desk OpenAPI document by openapi-t
 
 /** The live document (from an app on an empty in-memory database) and the types generated from it. */
 export async function generateClient(): Promise<{ document: string; types: string }> {
-  const app = buildApp({ config: { baseUrl: DOCUMENT_BASE_URL, siteUrl: `${DOCUMENT_BASE_URL}/{site}`, dbFile: ':memory:' } })
+  const app = buildApp({ config: { baseUrl: DOCUMENT_BASE_URL, siteUrl: `${DOCUMENT_BASE_URL}/{site}`, databaseAddress: ':memory:' } })
   try {
     await app.ready()
     const document = (await app.inject({ url: '/openapi.json' })).json() as OpenAPI3

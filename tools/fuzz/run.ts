@@ -25,20 +25,20 @@ const seconds = Number(values.seconds)
 const seed = values.seed === undefined ? Date.now() % 2 ** 31 : Number(values.seed)
 
 const dir = mkdtempSync(join(tmpdir(), 'service-desk-fuzz-'))
-const dbFile = join(dir, 'service.db')
+const databaseAddress = join(dir, 'service.db')
 const secret = randomBytes(32).toString('hex')
 const port = await freePort()
 const base = `http://localhost:${port}`
 
 // ---- the database and the server
 
-const seeding = buildApp({ config: { baseUrl: base, siteUrl: `${base}/{site}`, dbFile, secret } })
+const seeding = buildApp({ config: { baseUrl: base, siteUrl: `${base}/{site}`, databaseAddress, secret } })
 await seeding.ready()
 const known = await seedFuzzData(seeding)
 await seeding.tokens.flush()
 await seeding.close()
 
-const child = spawn(process.execPath, [BIN, 'serve', '--port', String(port), '--db', dbFile], {
+const child = spawn(process.execPath, [BIN, 'serve', '--port', String(port), '--db', databaseAddress], {
   // The address limit would soon answer every failed credential with 429 and hide the rest.
   env: childEnv({ SERVICE_SECRET: secret, SERVICE_AUTH_FAILURES_PER_ADDRESS: '1000000', SERVICE_AUTH_FAILURES_PER_ACCOUNT: '1000000' }),
   stdio: ['ignore', 'pipe', 'pipe'],
@@ -158,7 +158,7 @@ type Target = 'credentials' | 'routes' | 'web' | 'raw bytes'
 const tried: Record<Target, number> = { credentials: 0, routes: 0, web: 0, 'raw bytes': 0 }
 const statuses: Record<Target, Record<string, number>> = { credentials: {}, routes: {}, web: {}, 'raw bytes': {} }
 const failures: Array<{ target: Target; problem: string; input: unknown }> = []
-const reader = new Database(dbFile, { readonly: true })
+const reader = new Database(databaseAddress, { readonly: true })
 const dataVersion = () => reader.pragma('data_version', { simple: true }) as number
 let baseline = snapshot(reader)
 let version = dataVersion()

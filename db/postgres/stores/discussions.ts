@@ -14,7 +14,7 @@ import type {
   NewDiscussion,
 } from '../../stores/discussions.ts'
 import { StoreError } from '../../stores/errors.ts'
-import type { DiscussionState } from '../../schema.ts'
+import type { DiscussionState } from '../../values.ts'
 import type { PgDb } from '../client.ts'
 import { categories, comments, discussions, users } from '../schema.ts'
 import { big, lockSite } from './categories.ts'

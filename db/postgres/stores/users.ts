@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { and, eq } from '../../drizzle.ts'
-import type { Role } from '../../schema.ts'
+import type { Role } from '../../values.ts'
 import type { Clock } from '../../../lib/clock.ts'
 import { holdsNul } from '../../../lib/nul.ts'
 import { hashPassword } from '../../../lib/password.ts'

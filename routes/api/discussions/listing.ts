@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
 import type { Static } from 'typebox'
-import { discussionStates } from '../../../db/schema.ts'
+import { discussionStates } from '../../../db/values.ts'
 import { InvalidRequest } from '../../../plugins/http/validation.ts'
 import type { Authenticated } from '../../../plugins/auth/authenticate.ts'
 import type { StateScope } from '../../../db/stores/discussion-counts.ts'

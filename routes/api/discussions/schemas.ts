@@ -1,5 +1,5 @@
 import { Type, type TProperties } from 'typebox'
-import { commentVias, discussionStates } from '../../../db/schema.ts'
+import { commentVias, discussionStates } from '../../../db/values.ts'
 import { sorts } from '../../../db/stores/discussion-listing.ts'
 import { NUL_PROBLEM } from '../../../lib/nul.ts'
 import { ErrorBody, InvalidRequestBody } from '../../schemas.ts'

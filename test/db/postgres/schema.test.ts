@@ -5,10 +5,10 @@ import { getTableConfig, is, SQLiteTable, type Column, type SQL } from '../../..
 import { openPostgres } from '../../../db/postgres/client.ts'
 import { getPgTableConfig } from '../../../db/postgres/drizzle.ts'
 import * as pgSchema from '../../../db/postgres/schema.ts'
-import * as sqliteSchema from '../../../db/schema.ts'
+import * as sqliteSchema from '../../../db/sqlite/schema.ts'
 import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
 
-// db/postgres/schema.ts mirrors db/schema.ts table for table (docs/decisions.md, "Schema and
+// db/postgres/schema.ts mirrors db/sqlite/schema.ts table for table (docs/decisions.md, "Schema and
 // migrations"): the same tables, columns, keys and indexes, so the stores read the same rows from
 // either engine and a database moves across unchanged. Then the migrated PostgreSQL database
 // itself, read from its catalog, against the schema the stores are written for.

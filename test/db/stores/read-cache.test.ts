@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { openDatabase } from '../../../db/client.ts'
+import { openDatabase } from '../../../db/sqlite/client.ts'
 import { readCache } from '../../../db/stores/read-cache.ts'
 import { createSiteStore } from '../../../db/stores/sites.ts'
 import { createTokenStore } from '../../../db/stores/tokens.ts'
@@ -17,9 +17,9 @@ import { buildTestApp, sqliteOf, supporterWithToken } from '../../fixtures/app.t
 t.test('a change from another connection is seen on the very next request', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-cache-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const dbFile = join(dir, 'service.db')
-  const { app } = await buildTestApp(t, { config: { dbFile } })
-  const other = openDatabase(dbFile)
+  const databaseAddress = join(dir, 'service.db')
+  const { app } = await buildTestApp(t, { config: { databaseAddress } })
+  const other = openDatabase(databaseAddress)
   t.teardown(() => other.$client.close())
   const clock = () => app.clock()
   const cli = { users: createUserStore(other, clock), tokens: createTokenStore(other, clock), sites: createSiteStore(other, clock) }

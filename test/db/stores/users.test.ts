@@ -1,5 +1,5 @@
 import t from 'tap'
-import { openDatabase } from '../../../db/client.ts'
+import { openDatabase } from '../../../db/sqlite/client.ts'
 import { verifyPassword } from '../../../lib/password.ts'
 import { bootstrapFirstRun, DEMO_CATEGORY, DEMO_SUPPORTER, WELCOME } from '../../../db/stores/bootstrap.ts'
 import { createSiteStore } from '../../../db/stores/sites.ts'

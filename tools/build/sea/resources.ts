@@ -27,7 +27,7 @@ export function loadAddon(name: string): unknown {
 }
 
 export const resources: Resources = {
-  migrations: join(folder, 'migrations'),
+  migrations: join(folder, 'sqlite', 'migrations'),
   postgresMigrations: join(folder, 'postgres', 'migrations'),
   views: join(folder, 'views'),
   readme: join(folder, 'README.md'),

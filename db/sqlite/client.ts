@@ -1,9 +1,9 @@
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { drizzle, type BetterSQLite3Database } from './drizzle.ts'
-import { migrate } from './drizzle.ts'
-import { resources } from '../lib/resources.ts'
+import { drizzle, type BetterSQLite3Database } from '../drizzle.ts'
+import { migrate } from '../drizzle.ts'
+import { resources } from '../../lib/resources.ts'
 import * as schema from './schema.ts'
 
 export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database }

