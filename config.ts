@@ -55,29 +55,54 @@ export interface ConfigSource {
 
 export { ConfigError }
 
+/** The settings with a flag of `serve`, which wins over the variable. */
 export const CONFIG_VARIABLES = [
-  { variable: 'PORT', flag: 'port', fallback: '3000', about: 'TCP port to listen on' },
-  { variable: 'HOST', flag: 'host', fallback: '127.0.0.1', about: 'address to listen on' },
-  { variable: 'SERVICE_DB', flag: 'db', fallback: './data/service.db', about: 'the SQLite file, or a postgres:// address' },
-  { variable: 'SERVICE_BASE_URL', flag: 'base-url', fallback: 'http://localhost:<PORT>', about: 'public origin of the API' },
-  {
-    variable: 'SERVICE_SITE_URL',
-    flag: 'site-url',
-    fallback: 'http://localhost:<PORT>/{site}',
-    about: 'public address of a site\'s web pages, with {site}',
-  },
-  { variable: 'SERVICE_REQUEST_TIMEOUT', flag: 'request-timeout', fallback: '30', about: 'seconds a client has to send a whole request' },
-  { variable: 'SERVICE_HEADERS_TIMEOUT', flag: 'headers-timeout', fallback: '15', about: 'seconds a client has to send the request headers' },
-  { variable: 'SERVICE_KEEP_ALIVE_TIMEOUT', flag: 'keep-alive-timeout', fallback: '5', about: 'seconds an idle keep-alive connection is kept' },
-  { variable: 'SERVICE_MAX_CONNECTIONS', flag: 'max-connections', fallback: 'from the open-file limit', about: 'connections open at once' },
-  {
-    variable: 'SERVICE_MAX_CONNECTIONS_PER_ADDRESS',
-    flag: 'max-connections-per-address',
-    fallback: '0 (none)',
-    about: 'connections open at once from one client address',
-  },
-  { variable: 'SERVICE_LOG_LEVEL', flag: 'log-level', fallback: 'info', about: 'the quietest level written' },
+  { variable: 'PORT', flag: 'port' },
+  { variable: 'HOST', flag: 'host' },
+  { variable: 'SERVICE_DB', flag: 'db' },
+  { variable: 'SERVICE_BASE_URL', flag: 'base-url' },
+  { variable: 'SERVICE_SITE_URL', flag: 'site-url' },
+  { variable: 'SERVICE_REQUEST_TIMEOUT', flag: 'request-timeout' },
+  { variable: 'SERVICE_HEADERS_TIMEOUT', flag: 'headers-timeout' },
+  { variable: 'SERVICE_KEEP_ALIVE_TIMEOUT', flag: 'keep-alive-timeout' },
+  { variable: 'SERVICE_MAX_CONNECTIONS', flag: 'max-connections' },
+  { variable: 'SERVICE_MAX_CONNECTIONS_PER_ADDRESS', flag: 'max-connections-per-address' },
+  { variable: 'SERVICE_LOG_LEVEL', flag: 'log-level' },
 ] as const
+
+/**
+ * Every setting, its default and what it is for: the source of docs/reference/settings.md
+ * (tools/docs/references.ts), which test/house/references.test.ts holds to this table and this
+ * table to the settings the code reads. Markdown, one line each.
+ */
+export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about: string }> = [
+  { variable: 'PORT', fallback: '`3000`', about: 'TCP port to listen on' },
+  { variable: 'HOST', fallback: '`127.0.0.1`', about: 'address to listen on (`0.0.0.0` for every interface)' },
+  { variable: 'SERVICE_DB', fallback: '`./data/service.db`', about: 'the SQLite file (a new one is created mode 0600, in a new folder of mode 0700), or a PostgreSQL address `postgres://user:password@host:5432/db`, optionally `?schema=name`' },
+  { variable: 'SERVICE_DB_POOL_SIZE', fallback: '`10`', about: 'PostgreSQL only: connections each process keeps at most' },
+  { variable: 'SERVICE_DB_STATEMENT_TIMEOUT', fallback: '`5`', about: 'PostgreSQL only: seconds a statement may run; past it the request gets `503`' },
+  { variable: 'SERVICE_DB_CONNECT_TIMEOUT', fallback: '`5`', about: 'PostgreSQL only: seconds a request waits for a free connection (or a new one); past it `503`' },
+  { variable: 'SERVICE_BASE_URL', fallback: '`http://localhost:<PORT>`', about: 'public origin of the API, no path' },
+  { variable: 'SERVICE_SITE_URL', fallback: '`http://localhost:<PORT>/{site}`', about: 'public address of a site\'s supporter pages; `{site}` once, in the path' },
+  { variable: 'SERVICE_SECRET', fallback: 'key file `service.key` beside the database', about: 'the server key, at least 32 characters; required with PostgreSQL, the same in every process' },
+  { variable: 'SERVICE_TRUST_PROXY', fallback: 'none', about: 'the reverse proxies whose `X-Forwarded-For` is believed: addresses, CIDR ranges, `loopback`, `linklocal`, `uniquelocal`, comma-separated' },
+  { variable: 'SERVICE_AUTH_FAILURES_PER_ADDRESS', fallback: '`20`', about: 'failed authentications of any kind from one client address per window, then `429`' },
+  { variable: 'SERVICE_AUTH_FAILURES_PER_ACCOUNT', fallback: '`5`', about: 'failed password checks of one account per window, then `429`' },
+  { variable: 'SERVICE_AUTH_FAILURE_WINDOW', fallback: '`300`', about: 'that window, in seconds' },
+  { variable: 'SERVICE_HSTS', fallback: '`on` when `SERVICE_BASE_URL` or `SERVICE_SITE_URL` is https, else `off`', about: '`Strict-Transport-Security: max-age=31536000` on every answer; `off` where the TLS proxy sets it' },
+  { variable: 'SERVICE_OAUTH_REGISTRATION', fallback: '`on`', about: 'RFC 7591 dynamic registration of OAuth applications at `/oauth/register`; `off` leaves registration to `service-desk oauth-client add`' },
+  { variable: 'SERVICE_MCP_ALLOWED_ORIGINS', fallback: 'none', about: 'comma-separated origins (`https://assistant.example.com`) whose browser pages may call `/<site>/mcp`, besides the service\'s own base and site URLs; any other `Origin` gets 403' },
+  { variable: 'SERVICE_LEAK_REPORT_KEY', fallback: 'none: `/token_leaks` answers 404', about: 'the HMAC key of signed leak reports, at least 32 characters' },
+  { variable: 'SERVICE_SECURITY_LOG_DAYS', fallback: '`400`', about: 'how many days the security log keeps an event' },
+  { variable: 'SERVICE_SMTP_URL', fallback: 'none: no mail', about: '`smtp://user:password@host:587` (STARTTLS when offered) or `smtps://...` (TLS from the start): where expiry notices are sent; never logged' },
+  { variable: 'SERVICE_MAIL_FROM', fallback: '`Service Desk <service-desk@` the host of `SERVICE_BASE_URL` `>`', about: 'the From of those mails' },
+  { variable: 'SERVICE_REQUEST_TIMEOUT', fallback: '`30`', about: 'seconds a client has to send a whole request, headers and body; then `408` and the connection is closed' },
+  { variable: 'SERVICE_HEADERS_TIMEOUT', fallback: '`15`', about: 'seconds to send the request line and headers, counted from the connection or from the first byte of the next request; not longer than the request timeout' },
+  { variable: 'SERVICE_KEEP_ALIVE_TIMEOUT', fallback: '`5`', about: 'seconds an idle keep-alive connection is kept after an answer' },
+  { variable: 'SERVICE_MAX_CONNECTIONS', fallback: 'the open-file limit less a tenth of it (at least 64) for the database and the logs, at most `10000`', about: 'connections open at once; past it a new connection is closed as soon as it is accepted, requests in flight go on' },
+  { variable: 'SERVICE_MAX_CONNECTIONS_PER_ADDRESS', fallback: '`0` (no cap per address)', about: 'connections open at once from one client address (the socket\'s; leave it off behind a proxy)' },
+  { variable: 'SERVICE_LOG_LEVEL', fallback: '`info`', about: '`trace`, `debug`, `info`, `warn`, `error`, `fatal` or `silent`; at `warn` the line per answered request is not written, refusals and errors are' },
+]
 
 type Key = (typeof CONFIG_VARIABLES)[number]['flag']
 

@@ -69,7 +69,7 @@ t.test('Redocly lints the live document (recommended-strict: every rule an error
   t.match(seeded.map((p) => p.ruleId), ['operation-operationId'], 'the linter does find a missing operationId')
 })
 
-t.test('the README example lists the demo site from the first-run banner and posts a reply, as a real process', async (t) => {
+t.test('the example lists the demo site from the first-run banner and posts a reply, as a real process', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'client-example-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const server = await startServer(t, { SERVICE_DB: join(dir, 'service.db') })
@@ -82,8 +82,8 @@ t.test('the README example lists the demo site from the first-run banner and pos
   t.equal(thread.comments[1].body, 'Thanks, we are on it.', 'the reply is there')
 })
 
-t.test("the README's example is example.ts, line for line", async (t) => {
-  const readme = readFileSync(join(REPO, 'README.md'), 'utf8')
+t.test("the guide's example is example.ts, line for line", async (t) => {
+  const readme = readFileSync(join(REPO, 'docs', 'guide.md'), 'utf8')
   const shown = /The\s+example, in full:\n\n```ts\n([\s\S]*?)```/.exec(readme)![1]
   const code = readFileSync(join(CLIENT, 'example.ts'), 'utf8').split('\n').filter((line) => line !== '' && !line.startsWith('//'))
   t.same(shown.trimEnd().split('\n'), code)
