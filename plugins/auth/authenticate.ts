@@ -7,8 +7,8 @@ import { deprecationLink, multipassCheck } from './checks/multipass.ts'
 import { passwordCheck } from './checks/password.ts'
 import { oauthTokenCheck } from './checks/oauth-token.ts'
 import { personalTokenCheck } from './checks/personal-token.ts'
-import { accessTokenReader } from '../oauth/adapter.ts'
-import { fingerprint, OAUTH_ACCESS_TOKEN_PREFIX } from '../../lib/token-format.ts'
+import { accessTokenAccess } from '../oauth/adapter.ts'
+import { OAUTH_ACCESS_TOKEN_PREFIX } from '../../lib/token-format.ts'
 import { findCredential, type Credential } from './credentials.ts'
 import { rateLimitHeaders } from './limits.ts'
 import { refuse, type Authenticated, type CheckResult, type RequestFacts } from './types.ts'
@@ -69,10 +69,9 @@ export default fp(
       clock,
     })
     const oauthToken = oauthTokenCheck({
-      lookup: accessTokenReader(oauthRecords),
+      ...accessTokenAccess(oauthRecords, clock),
       account: (id) => users.byId(id),
       isStaff,
-      recordUse: (grantId) => oauthRecords.recordUse('Grant', fingerprint(grantId), new Date(clock())),
       resourceOf: (permalink) => urls.site(permalink),
       clock,
     })

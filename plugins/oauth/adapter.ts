@@ -1,6 +1,6 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider'
 import type { OAuthRow, OAuthStore } from '../../db/stores/oauth.ts'
-import { DAY_MS } from '../../lib/clock.ts'
+import { DAY_MS, type Clock } from '../../lib/clock.ts'
 import { fingerprint } from '../../lib/token-format.ts'
 import { UNUSED_CLIENT_TTL_S } from './anti-automation.ts'
 
@@ -126,9 +126,22 @@ export async function clientTrusted(store: OAuthStore, clientId: string): Promis
 }
 
 /**
- * An access token as the API's authentication checks it (plugins/auth/checks/oauth-token.ts):
- * read from the same records, undefined when unknown or when its grant is gone (revoked from the
- * page, by the library after a reused code or refresh token, or expired).
+ * What the API's authentication asks of the authorization server about an access token
+ * (plugins/auth/checks/oauth-token.ts): the token as issued, and the note that its grant was used.
+ * The records' models and keys stay in this plugin.
+ */
+export function accessTokenAccess(store: OAuthStore, clock: Clock) {
+  return {
+    lookup: accessTokenReader(store),
+    /** The grant's last use, now (written at most once a minute: db/stores/oauth.ts). */
+    recordUse: (grantId: string) => store.recordUse('Grant', fingerprint(grantId), new Date(clock())),
+  }
+}
+
+/**
+ * An access token as the API's authentication checks it: read from the same records, undefined
+ * when unknown or when its grant is gone (revoked from the page, by the library after a reused
+ * code or refresh token, or expired).
  */
 export function accessTokenReader(store: OAuthStore) {
   return async (value: string) => {
