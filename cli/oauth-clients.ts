@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto'
 import type { AdapterPayload } from 'oidc-provider'
 import { loadConfig } from '../config.ts'
 import { StoreError } from '../db/stores/errors.ts'
-import { createOAuthStore, type OAuthRow, type OAuthStore } from '../db/stores/oauth.ts'
+import type { OAuthRow } from '../db/stores/oauth.ts'
 import { holdsNul, NUL_PROBLEM } from '../lib/nul.ts'
 import { recordAdapter } from '../plugins/oauth/adapter.ts'
 import { shown } from '../lib/terminal-text.ts'
 import { registrableRedirectUri } from '../plugins/oauth/provider.ts'
-import { admin, type Stores } from './admin.ts'
+import { admin } from './admin.ts'
 import { UsageError, type Command, type Io, type Values } from './command.ts'
 
 // The OAuth applications an administrator registers for one site (plugins/oauth, docs/decisions.md,
@@ -82,32 +82,6 @@ function baseUrlOf(values: Values, io: Io): string {
   return loadConfig({ env: io.env, flags: { db: values.db as string | undefined } }).baseUrl
 }
 
-/**
- * Runs `run` with the OAuth records in one transaction, and prints what it printed once that
- * committed (as admin's atomic commands do): on SQLite, the command's one connection; on
- * PostgreSQL, one transaction of the pool, the store built over it.
- */
-async function inTransaction(stores: Stores, io: Io, run: (oauth: OAuthStore, held: Io) => Promise<void>): Promise<void> {
-  let out = ''
-  const held: Io = { ...io, stdout: (text) => void (out += text) }
-  if (stores.postgres) {
-    const { postgresPort } = await import('../db/postgres/engine.ts')
-    // A transaction is a PgDatabase of the same driver and schema (db/postgres/stores/executor.ts).
-    await stores.postgres.transaction((tx) => run(createOAuthStore(postgresPort(tx), io.clock), held))
-  } else {
-    const client = stores.engine.sqlite!.$client
-    client.exec('BEGIN IMMEDIATE')
-    try {
-      await run(stores.engine.oauth(io.clock), held)
-      client.exec('COMMIT')
-    } catch (error) {
-      if (client.inTransaction) client.exec('ROLLBACK')
-      throw error
-    }
-  }
-  io.stdout(out)
-}
-
 /** An application as listed: from its `Client` record, whoever registered it. */
 interface Listed {
   client_id: string
@@ -145,8 +119,8 @@ export const oauthClientCommands: Command[] = [
       summary:
         'Register an OAuth application for a site: a public client (PKCE S256) whose access is bound to {base_url}/<site>. ' +
         'Redirect URIs: https, or http on 127.0.0.1, [::1] or localhost; up to 10. Prints its client id.',
-      atomic: false,
     },
+    // One transaction (admin's): the record is written, and its id printed, only when it commits.
     async (stores, [permalink], values, io) => {
       if (typeof values.name !== 'string') throw new UsageError('--name is required: the name the consent page shows')
       const given = (values['redirect-uri'] as unknown as string[] | undefined) ?? []
@@ -156,35 +130,33 @@ export const oauthClientCommands: Command[] = [
       const site = await stores.sites.get(permalink)
       const resource = `${baseUrlOf(values, io)}/${site.permalink}`
       const client: SiteClient = { clientId: newClientId(), name, permalink: site.permalink, redirectUris: uris, issuedAt: io.clock() }
-      await inTransaction(stores, io, async (oauth, held) => {
-        const Adapter = recordAdapter(oauth, io.clock)
-        await new Adapter('Client').upsert(client.clientId, siteClientMetadata(client))
-        if (values.json === true) {
-          held.stdout(
-            json({
-              client_id: client.clientId,
-              client_name: name,
-              site: site.permalink,
-              resource,
-              redirect_uris: uris,
-              token_endpoint_auth_method: 'none',
-              code_challenge_method: 'S256',
-              registered_at: new Date(client.issuedAt).toISOString(),
-            }),
-          )
-          return
-        }
-        held.stdout(
-          [
-            `client id: ${client.clientId}`,
-            `name: ${shown(name)}`,
-            `site: ${site.permalink}`,
-            ...uris.map((uri) => `redirect URI: ${uri}`),
-            `A public client (no secret): it must use PKCE (S256), and its access is bound to ${resource}.`,
-            '',
-          ].join('\n'),
+      const Adapter = recordAdapter(stores.oauth, io.clock)
+      await new Adapter('Client').upsert(client.clientId, siteClientMetadata(client))
+      if (values.json === true) {
+        io.stdout(
+          json({
+            client_id: client.clientId,
+            client_name: name,
+            site: site.permalink,
+            resource,
+            redirect_uris: uris,
+            token_endpoint_auth_method: 'none',
+            code_challenge_method: 'S256',
+            registered_at: new Date(client.issuedAt).toISOString(),
+          }),
         )
-      })
+        return
+      }
+      io.stdout(
+        [
+          `client id: ${client.clientId}`,
+          `name: ${shown(name)}`,
+          `site: ${site.permalink}`,
+          ...uris.map((uri) => `redirect URI: ${uri}`),
+          `A public client (no secret): it must use PKCE (S256), and its access is bound to ${resource}.`,
+          '',
+        ].join('\n'),
+      )
     },
   ),
   admin(
@@ -220,22 +192,20 @@ export const oauthClientCommands: Command[] = [
       summary:
         'Remove an OAuth application and end every authorization of it: its access and refresh tokens stop working at once. ' +
         'A client id that starts with - (one an application registered itself may have) goes after --.',
-      atomic: false,
     },
-    async (stores, [clientId], _values, io) => {
-      await inTransaction(stores, io, async (oauth, held) => {
-        const Adapter = recordAdapter(oauth, io.clock)
-        const clients = new Adapter('Client')
-        const found = await clients.find(clientId)
-        if (!found) throw new StoreError(`there is no OAuth application "${shown(clientId)}"`, 'not_found', 'client_id')
-        const grants = await oauth.list('Grant', { clientId })
-        for (const grant of grants) await oauth.destroyGrant(grant.grantId!)
-        // What the library keeps of the client outside its grants: a self-registered one's registration access token.
-        for (const row of await oauth.list('RegistrationAccessToken', { clientId })) await oauth.destroy(row.model, row.id)
-        await clients.destroy(clientId)
-        const name = typeof found.client_name === 'string' ? ` (${shown(found.client_name)})` : ''
-        held.stdout(`OAuth application ${shown(clientId)}${name} removed; ${plural(grants.length, 'authorization')} ended\n`)
-      })
+    // One transaction (admin's): the grants, the registration token and the client go together or not at all.
+    async ({ oauth }, [clientId], _values, io) => {
+      const Adapter = recordAdapter(oauth, io.clock)
+      const clients = new Adapter('Client')
+      const found = await clients.find(clientId)
+      if (!found) throw new StoreError(`there is no OAuth application "${shown(clientId)}"`, 'not_found', 'client_id')
+      const grants = await oauth.list('Grant', { clientId })
+      for (const grant of grants) await oauth.destroyGrant(grant.grantId!)
+      // What the library keeps of the client outside its grants: a self-registered one's registration access token.
+      for (const row of await oauth.list('RegistrationAccessToken', { clientId })) await oauth.destroy(row.model, row.id)
+      await clients.destroy(clientId)
+      const name = typeof found.client_name === 'string' ? ` (${shown(found.client_name)})` : ''
+      io.stdout(`OAuth application ${shown(clientId)}${name} removed; ${plural(grants.length, 'authorization')} ended\n`)
     },
   ),
 ]

@@ -27,3 +27,11 @@ export function createUrls(baseUrl: string, siteUrl: string): Urls {
     apiTokensPage: (permalink) => `${siteWeb(permalink)}/profile/api_tokens`,
   }
 }
+
+/** The site whose API a resource indicator names, by permalink, or undefined. */
+export function permalinkOfResource(resource: string, baseUrl: string): string | undefined {
+  if (!resource.startsWith(`${baseUrl}/`)) return undefined
+  const rest = resource.slice(baseUrl.length + 1)
+  if (!/^[a-z0-9_-]{1,63}$/.test(rest)) return undefined
+  return rest
+}

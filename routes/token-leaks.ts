@@ -10,7 +10,7 @@ import {
   OAUTH_REFRESH_TOKEN_PREFIX,
   PERSONAL_TOKEN_PREFIX,
 } from '../lib/token-format.ts'
-import { permalinkOfResource } from '../plugins/oauth/provider.ts'
+import { permalinkOfResource } from '../lib/urls.ts'
 import { ErrorBody } from './schemas.ts'
 
 // POST {base_url}/token_leaks: a secret scanner (a code host's partner programme, an

@@ -4,7 +4,7 @@ import type { OAuthStore } from '../../db/stores/oauth.ts'
 import type { SiteStore } from '../../db/stores/sites.ts'
 import type { UserStore } from '../../db/stores/users.ts'
 import { generateToken, OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX } from '../../lib/token-format.ts'
-import type { Urls } from '../../lib/urls.ts'
+import { permalinkOfResource, type Urls } from '../../lib/urls.ts'
 import { recordAdapter } from './adapter.ts'
 import { checkMetadataSize } from './anti-automation.ts'
 
@@ -52,14 +52,6 @@ export interface ProviderOptions {
   /** Renders the library's error page (a wrong redirect URI, an unknown client): never a redirect. */
   renderError(ctx: KoaContextWithOIDC, out: { error: string; error_description?: string }): void
   now?: () => number
-}
-
-/** The site whose API a resource indicator names, by permalink, or undefined. */
-export function permalinkOfResource(resource: string, baseUrl: string): string | undefined {
-  if (!resource.startsWith(`${baseUrl}/`)) return undefined
-  const rest = resource.slice(baseUrl.length + 1)
-  if (!/^[a-z0-9_-]{1,63}$/.test(rest)) return undefined
-  return rest
 }
 
 /** An account as the library wants it; the API's scopes carry no identity, so its claims are its id alone. */

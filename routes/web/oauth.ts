@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { InteractionResults } from 'oidc-provider'
 import { bindToBrowser } from '../../plugins/oauth/consent-binding.ts'
-import { permalinkOfResource } from '../../plugins/oauth/provider.ts'
+import { permalinkOfResource } from '../../lib/urls.ts'
 import { SECURITY_HEADERS } from '../../plugins/views.ts'
 import { logPageEvent, pageData, requireSupporter } from './pages.ts'
 
