@@ -10,11 +10,17 @@ import t from 'tap'
 const STORES = resolve(import.meta.dirname, '..', '..', 'db', 'stores')
 // A drizzle statement run synchronously: `.get()`, `.all()`, `.run()`, `.sync()`, with
 // no argument or with the placeholders' object. A Map's get(key) takes a key, not these.
-const SYNCHRONOUS = /\.(get|all|run|sync)\(\s*(\)|\{)/
+// \s spans lines: a call whose argument starts on the next line is found too.
+const SYNCHRONOUS = /\.(get|all|run|sync)\(\s*(\)|\{)/g
 
-/** The lines of `source` that run a statement synchronously, as `line: text`. */
+/** Where `source` runs a statement synchronously, as `line: text` of the line the call starts on; comments left out. */
 export function synchronousCalls(source: string): string[] {
-  return source.split('\n').flatMap((line, i) => (SYNCHRONOUS.test(line) && !/^\s*(\/\/|\*)/.test(line) ? [`${i + 1}: ${line.trim()}`] : []))
+  const lines = source.split('\n')
+  const code = source.replace(/\/\/[^\n]*|\/\*[\s\S]*?\*\//g, (comment) => comment.replace(/[^\n]/g, ' '))
+  return [...code.matchAll(SYNCHRONOUS)].map((m) => {
+    const line = code.slice(0, m.index).split('\n').length
+    return `${line}: ${lines[line - 1]!.trim()}`
+  })
 }
 
 const shared = readdirSync(STORES)
@@ -31,10 +37,11 @@ t.test('no shared store runs a statement synchronously', async (t) => {
 })
 
 t.test('the rule finds what it looks for', async (t) => {
-  t.same(synchronousCalls("const row = byKey.get({ model, id })\nconst all = db.select().from(x).all()\nq.run()\nseen.get(key)\n// an example: .get()"), [
+  t.same(synchronousCalls("const row = byKey.get({ model, id })\nconst all = db.select().from(x).all()\nq.run()\nseen.get(key)\n// an example: .get()\n/* and .all() */\nconst one = byKey.get(\n  { model, id },\n)"), [
     '1: const row = byKey.get({ model, id })',
     '2: const all = db.select().from(x).all()',
     '3: q.run()',
+    '7: const one = byKey.get(',
   ])
 })
 
