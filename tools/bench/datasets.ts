@@ -46,7 +46,7 @@ function dependencyHash(): string {
     readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
       entry.isDirectory() ? files(join(dir, entry.name)) : [join(dir, entry.name)],
     )
-  const inputs = [...files(join(REPO, 'db', 'migrations')), join(REPO, 'db', 'stores', 'seed.ts')].sort()
+  const inputs = [...files(join(REPO, 'db', 'sqlite', 'migrations')), join(REPO, 'db', 'stores', 'seed.ts')].sort()
   for (const file of inputs) hash.update(relative(REPO, file)).update('\0').update(readFileSync(file)).update('\0')
   return hash.digest('hex').slice(0, 12)
 }

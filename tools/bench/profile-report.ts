@@ -85,7 +85,7 @@ export function startupReport(name: string, file: string, startupMs: number): st
     ['  compiling validators (ajv)', inFile('node_modules/ajv/')],
     ['  compiling serializers (fast-json-stringify)', inFile('node_modules/fast-json-stringify/')],
     ['  OpenAPI document (@fastify/swagger)', inFile('node_modules/@fastify/swagger/')],
-    ['database: open and migrate (db/client)', (f) => f.url.includes('db/client') || f.url.includes('migrator')],
+    ['database: open and migrate (db/sqlite/client)', (f) => f.url.includes('db/sqlite/client') || f.url.includes('migrator')],
     ['garbage collection', (f) => f.functionName === '(garbage collector)'],
   ]
   const lines = [`${name}: first answer after ${startupMs.toFixed(0)} ms; main thread busy ${(summary.totalMs - idle).toFixed(0)} ms, idle ${idle.toFixed(0)} ms`]
