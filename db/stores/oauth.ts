@@ -83,7 +83,7 @@ export function createOAuthStore(port: StorePort, clock: Clock) {
   const { db, tables: { oauthRecords: records }, moment } = port
   const now = () => moment(new Date(clock()))
   // Live: no expiry, or one still ahead.
-  const live = (at: SQL | unknown) => sql`(${records.expiresAt} IS NULL OR ${records.expiresAt} > ${at})`
+  const live = (at: unknown) => sql`(${records.expiresAt} IS NULL OR ${records.expiresAt} > ${at})`
   const key = and(eq(records.model, sql.placeholder('model')), eq(records.id, sql.placeholder('id')))
 
   // The statements asked on every request are prepared once.

@@ -15,29 +15,32 @@ t.test('docs/reference/settings.md is what SETTINGS makes', async (t) => {
 })
 
 t.test('docs/reference/commands.md is what the commands print', async (t) => {
-  t.equal(readFileSync(join(ROOT, COMMANDS_REFERENCE), 'utf8'), await commandsReference(), hint)
-  t.match(await commandsReference(), /\n## service-desk token create\n/, 'a command of two words has its section')
+  const made = await commandsReference()
+  t.equal(readFileSync(join(ROOT, COMMANDS_REFERENCE), 'utf8'), made, hint)
+  t.match(made, /\n## service-desk token create\n/, 'a command of two words has its section')
 })
 
-/** The settings the product reads: SERVICE_* names and PORT and HOST, wherever the code names them. */
+const NAME = /\bSERVICE_[A-Z][A-Z_]*[A-Z]\b|'(?:PORT|HOST)'/g
+
+/** The setting names a source names: SERVICE_* anywhere, PORT and HOST as strings (config.ts reads them by name). */
+export function namesIn(source: string): string[] {
+  return [...source.matchAll(NAME)].map(([name]) => name.replaceAll("'", ''))
+}
+
+/** config.ts without its SETTINGS table, which names every documented setting and reads none. */
+export function withoutSettingsTable(config: string): string {
+  const start = config.indexOf('export const SETTINGS')
+  return config.slice(0, start) + config.slice(config.indexOf('\n]\n', start) + 3)
+}
+
+/** The settings the product reads, wherever its code names them. */
 function settingsRead(): Set<string> {
-  const found = new Set<string>()
-  const walk = (dir: string) => {
-    for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
-      const path = join(dir, entry.name)
-      if (entry.isDirectory()) walk(path)
-      else if (entry.name.endsWith('.ts')) {
-        const text = readFileSync(join(ROOT, path), 'utf8')
-        for (const [name] of text.matchAll(/\bSERVICE_[A-Z][A-Z_]*[A-Z]\b/g)) found.add(name)
-        for (const [, name] of text.matchAll(/env\.(PORT|HOST)\b|variable: '(PORT|HOST)'/g)) if (name) found.add(name)
-      }
-    }
-  }
-  for (const dir of ['cli', 'db', 'lib', 'plugins', 'routes']) walk(dir)
-  for (const file of ['app.ts', 'config.ts']) {
-    for (const [name] of readFileSync(join(ROOT, file), 'utf8').matchAll(/\bSERVICE_[A-Z][A-Z_]*[A-Z]\b|'PORT'|'HOST'/g)) found.add(name.replaceAll("'", ''))
-  }
-  return found
+  const files = ['cli', 'db', 'lib', 'plugins', 'routes']
+    .flatMap((dir) => readdirSync(join(ROOT, dir), { recursive: true }).map((path) => join(dir, String(path))))
+    .filter((path) => path.endsWith('.ts'))
+  const sources = [...files, 'app.ts'].map((file) => readFileSync(join(ROOT, file), 'utf8'))
+  sources.push(withoutSettingsTable(readFileSync(join(ROOT, 'config.ts'), 'utf8')))
+  return new Set(sources.flatMap(namesIn))
 }
 
 t.test('every setting the code reads has its row, and every row is read', async (t) => {
@@ -45,4 +48,10 @@ t.test('every setting the code reads has its row, and every row is read', async 
   const read = settingsRead()
   t.same([...read].filter((name) => !documented.has(name)).sort(), [], 'read but not documented')
   t.same([...documented].filter((name) => !read.has(name)).sort(), [], 'documented but not read')
+})
+
+t.test('the rule sees a name read, and not one the table alone names', async (t) => {
+  t.same(namesIn("const x = env.SERVICE_FOO ?? env['SERVICE_BAR']\n{ variable: 'PORT', flag: 'port' }"), ['SERVICE_FOO', 'SERVICE_BAR', 'PORT'])
+  const config = "read('SERVICE_ASKED')\nexport const SETTINGS: X = [\n  { variable: 'SERVICE_ONLY_DOCUMENTED' },\n]\nread('SERVICE_BELOW')\n"
+  t.same(namesIn(withoutSettingsTable(config)), ['SERVICE_ASKED', 'SERVICE_BELOW'])
 })
