@@ -1,8 +1,9 @@
 import { loadConfig, type Config } from '../config.ts'
-import type { Engine } from '../db/engine.ts'
+import type { Engine, EngineStores } from '../db/engine.ts'
 import { openEngine } from '../db/open.ts'
 import type { PgDb } from '../db/postgres/client.ts'
 import type { Access } from '../db/values.ts'
+import type { Clock } from '../lib/clock.ts'
 import { isPostgresAddress } from '../lib/database-address.ts'
 import { hashPassword, randomPassword } from '../lib/password.ts'
 import { createSecretBox, type SecretBox } from '../lib/secret-box.ts'
@@ -16,7 +17,8 @@ import type { OAuthStore } from '../db/stores/oauth.ts'
 import { StoreError } from '../db/stores/errors.ts'
 import type { SessionStore } from '../db/stores/sessions.ts'
 import type { SiteStore } from '../db/stores/sites.ts'
-import { DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, tokenState, type TokenStore } from '../db/stores/tokens.ts'
+import { DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, tokenState } from '../db/stores/token-rules.ts'
+import type { TokenStore } from '../db/stores/tokens.ts'
 import { MIN_PASSWORD, type UserStore } from '../db/stores/users.ts'
 import { UsageError, type Command, type Io, type Options, type Values } from './command.ts'
 
@@ -61,17 +63,19 @@ async function openStores(values: Values, io: Io): Promise<Stores> {
   // The same server key as the server's, so legacy tokens made here can be shown there and back.
   const box = createSecretBox(serverSecret({ secret: config.secret, databaseAddress: config.databaseAddress }))
   const { engine, postgres } = await openCommandDatabase(config)
+  return { engine, postgres, box, ...storesOf(engine, io.clock, box) }
+}
+
+/** The stores a command works with, from the engine or from one of its transactions. */
+function storesOf(stores: EngineStores, clock: Clock, box: SecretBox) {
   return {
-    engine,
-    postgres,
-    box,
-    sites: engine.sites(io.clock),
-    users: engine.users(io.clock, box),
-    tokens: engine.tokens(io.clock),
-    sessions: engine.sessions(io.clock),
-    categories: engine.categories(io.clock),
-    securityLog: engine.securityLog(io.clock),
-    oauth: engine.oauth(io.clock),
+    sites: stores.sites(clock),
+    users: stores.users(clock, box),
+    tokens: stores.tokens(clock),
+    sessions: stores.sessions(clock),
+    categories: stores.categories(clock),
+    securityLog: stores.securityLog(clock),
+    oauth: stores.oauth(clock),
   }
 }
 
@@ -79,33 +83,14 @@ async function openStores(values: Values, io: Io): Promise<Stores> {
  * Runs a command's writes in one transaction and holds back what it prints until that commits. So
  * a command that stops, refused or on a fault (a full disk, a locked file, a lost connection),
  * changed nothing and printed nothing but its error; and a write whose commit fails says so.
- *
- * On SQLite, one IMMEDIATE transaction of the process's one connection, which nothing else uses
- * while the command's store calls are awaited: an INSERT ... RETURNING read with get() outside a
- * transaction commits when the statement is reset, and better-sqlite3 does not report that
- * commit's failure (a full disk), so the row would be announced, not stored. On PostgreSQL, one
- * transaction of the pool, and `run` gets stores built over it (cli/postgres.ts): their own
- * transactions become savepoints inside it.
+ * `run` gets stores built over the transaction (Engine.atomic): their own transactions become
+ * savepoints inside it.
  */
 async function atomically(stores: Stores, io: Io, run: (stores: Stores, io: Io) => void | Promise<void>) {
   let out = ''
   let err = ''
   const held: Io = { ...io, stdout: (text) => void (out += text), stderr: (text) => void (err += text) }
-  if (stores.postgres) {
-    const { inTransaction } = await import('./postgres.ts')
-    await inTransaction(stores.postgres, io.clock, stores.box, async (inside) => run({ ...stores, ...inside }, held))
-  } else {
-    // No pool: the engine is SQLite's.
-    const client = stores.engine.sqlite!.$client
-    client.exec('BEGIN IMMEDIATE')
-    try {
-      await run(stores, held)
-      client.exec('COMMIT')
-    } catch (error) {
-      if (client.inTransaction) client.exec('ROLLBACK')
-      throw error
-    }
-  }
+  await stores.engine.atomic(async (inside) => run({ ...stores, ...storesOf(inside, io.clock, stores.box) }, held))
   io.stdout(out)
   if (err) io.stderr(err)
 }

@@ -1,5 +1,4 @@
-import { seedDiscussions } from '../db/stores/seed.ts'
-import { createUserStore } from '../db/stores/users.ts'
+import { seedSqliteDiscussions } from '../db/sqlite/seed.ts'
 import { shown } from '../lib/terminal-text.ts'
 import { admin } from './admin.ts'
 import { UsageError, type Command, type Io } from './command.ts'
@@ -82,16 +81,13 @@ export const discussionCommands: Command[] = [
       const started = io.clock()
       const options = { seed, onProgress: progressBar(io, started) }
       let seeded
+      // Each engine's bulk path (db/sqlite/seed.ts, db/postgres/seed.ts), one transaction a batch:
+      // the same discussions, comments and customers on both for the same seed.
       if (postgres) {
-        // Batches of multi-row inserts, each batch one transaction (db/postgres/stores/seed.ts): the
-        // same discussions, comments and customers as on SQLite for the same seed.
-        const { seedPostgresDiscussions } = await import('../db/postgres/stores/seed.ts')
+        const { seedPostgresDiscussions } = await import('../db/postgres/seed.ts')
         seeded = await seedPostgresDiscussions(postgres, io.clock, box, site, count, options)
       } else {
-        // The generator writes its batches with the file's own statements, and composes the
-        // synchronous user store of that engine inside them (db/stores/seed.ts).
-        const db = engine.sqlite!
-        seeded = seedDiscussions(db, io.clock, createUserStore(db, io.clock, box), site, count, options)
+        seeded = await seedSqliteDiscussions(engine.sqlite!, io.clock, box, site, count, options)
       }
       const seconds = ((io.clock() - started) / 1000).toFixed(1)
       io.stdout(

@@ -1,19 +1,22 @@
 import type { Clock } from '../lib/clock.ts'
 import type { SecretBox } from '../lib/secret-box.ts'
+import type { StorePort } from './port.ts'
 import type { Db } from './sqlite/client.ts'
-import type { FirstRun } from './stores/bootstrap.ts'
-import type { CategoryStore } from './stores/categories.ts'
-import type { DiscussionStore } from './stores/discussions.ts'
-import type { OAuthStore } from './stores/oauth.ts'
-import type { SecurityLogStore } from './stores/security-log.ts'
-import type { SessionStore } from './stores/sessions.ts'
-import type { SiteStore } from './stores/sites.ts'
-import type { TokenStore } from './stores/tokens.ts'
-import type { UserStore } from './stores/users.ts'
+import { bootstrapFirstRun, type FirstRun } from './stores/bootstrap.ts'
+import { createCategoryStore, type CategoryStore } from './stores/categories.ts'
+import type { CountTotal, DiscussionListing } from './stores/discussion-listing.ts'
+import { createDiscussionStore, type DiscussionStore } from './stores/discussions.ts'
+import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
+import { createSecurityLog, type SecurityLogStore } from './stores/security-log.ts'
+import { createSessionStore, type SessionStore } from './stores/sessions.ts'
+import { createSiteStore, type SiteStore } from './stores/sites.ts'
+import { createTokenStore, type TokenStore } from './stores/tokens.ts'
+import { createUserStore, type UserStore } from './stores/users.ts'
 
-// The database a process runs on, whichever engine holds it: the stores it builds (one
-// asynchronous interface for both engines, db/stores/async.ts), a probe for the health check, and
-// close. The service and the command line reach the database through this and nothing else.
+// The database a process runs on, whichever engine holds it: the stores it builds (written once
+// for both engines over the engine's port, db/port.ts), a transaction, a probe for the health
+// check, and close. The service and the command line reach the database through this and nothing
+// else.
 
 /** The most a published payload may hold, in UTF-8 bytes (PostgreSQL's NOTIFY takes under 8000). */
 export const EVENT_PAYLOAD_MAX_BYTES = 7_000
@@ -49,10 +52,8 @@ export function checkEvent(channel: string, payload?: string): void {
   }
 }
 
-export interface Engine {
-  readonly kind: 'sqlite' | 'postgres'
-  /** The SQLite connection itself, for what only SQLite has (online backup, query plans); undefined on PostgreSQL. */
-  readonly sqlite: Db | undefined
+/** The stores, each made for a clock (and the server key's box where it seals or opens). */
+export interface EngineStores {
   sites(clock: Clock): SiteStore
   users(clock: Clock, box: SecretBox): UserStore
   sessions(clock: Clock): SessionStore
@@ -64,6 +65,47 @@ export interface Engine {
   oauth(clock: Clock): OAuthStore
   /** The security log (db/stores/security-log.ts). */
   securityLog(clock: Clock): SecurityLogStore
+}
+
+/** The stores over `port`, each method a share of the connection where the engine needs that (port.guard). */
+export function storesOver(port: StorePort, listingOf: (total: CountTotal) => DiscussionListing): EngineStores {
+  const { guard } = port
+  return {
+    sites: (clock) => guard(createSiteStore(port, clock)),
+    users: (clock, box) => guard(createUserStore(port, clock, box)),
+    sessions: (clock) => guard(createSessionStore(port, clock)),
+    tokens: (clock, onFlushError) => guard(createTokenStore(port, clock, onFlushError)),
+    discussions: (clock, box) => guard(createDiscussionStore(port, clock, box, listingOf)),
+    categories: (clock) => guard(createCategoryStore(port, clock)),
+    oauth: (clock) => guard(createOAuthStore(port, clock)),
+    securityLog: (clock) => guard(createSecurityLog(port, clock)),
+  }
+}
+
+/** The engine's side of an Engine: its port and how it reads a listing's page; the rest is the same for both. */
+export function engineOver(
+  port: StorePort,
+  listingOf: (total: CountTotal) => DiscussionListing,
+  own: Pick<Engine, 'sqlite' | 'events' | 'ping' | 'close'>,
+): Engine {
+  return {
+    kind: port.kind,
+    ...own,
+    ...storesOver(port, listingOf),
+    atomic: (work) => port.atomic((tx) => work(storesOver(tx, listingOf))),
+    bootstrapFirstRun: (clock, box) => bootstrapFirstRun(port, clock, box, listingOf),
+  }
+}
+
+export interface Engine extends EngineStores {
+  readonly kind: 'sqlite' | 'postgres'
+  /** The SQLite connection itself, for what only SQLite has (online backup, query plans); undefined on PostgreSQL. */
+  readonly sqlite: Db | undefined
+  /**
+   * Runs `work` with stores over one transaction (db/port.ts, `atomic`): committed when it
+   * resolves, rolled back when it throws; the stores' own transactions are savepoints in it.
+   */
+  atomic<T>(work: (stores: EngineStores) => Promise<T>): Promise<T>
   /** The demo site on a database without any site (db/stores/bootstrap.ts); null otherwise. */
   bootstrapFirstRun(clock: Clock, box: SecretBox): Promise<FirstRun | null>
   /** Messages to and from the other processes on this database; connects when first used. */

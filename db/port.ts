@@ -1,27 +1,51 @@
-import type { Column, SQL } from './drizzle.ts'
-import type { NodePgQueryResultHKT, PgDatabase } from './postgres/drizzle.ts'
+import type { Column, SQL, SQLWrapper } from './drizzle.ts'
+import type { NodePgQueryResultHKT, PgDatabase, PgTable } from './postgres/drizzle.ts'
 import type * as tables from './postgres/schema.ts'
 
 // What a store written once for both engines runs on (docs/decisions.md, "One store, two
 // engines"): the engine's drizzle database (the pool or connection, or a transaction of it) and its
-// tables, and the few things the engines say differently, each named here once.
+// tables, a transaction, and the few things the engines say differently, each named here once.
 //
 // The store bodies are typed with PostgreSQL's drizzle types; on SQLite the same calls reach
 // drizzle's SQLite builders, which take the same chain (select/insert/update/delete, where,
 // returning, onConflictDoNothing/DoUpdate, prepare(name), execute) and answer the same rows: the
 // schemas are twins (test/db/postgres/schema.test.ts). A shared store keeps to that common part:
-// no row locks (`.for()`), no `db.execute`, nothing read from a write but its RETURNING rows, no
-// synchronous `.get/.all/.run` (test/house/stores.test.ts); every store runs in both passes of the
-// suite, so a call one engine lacks fails there.
+// no row locks but through `locked`, no `db.execute`, nothing read from a write but its RETURNING
+// rows, no synchronous `.get/.all/.run` (test/house/stores.test.ts); every store runs in both
+// passes of the suite, so a call one engine lacks fails there.
 
 export type Tables = typeof tables
 export type Executor = PgDatabase<NodePgQueryResultHKT, Tables>
 
+/** A select that `locked` can hold the rows of: PostgreSQL's builder, which has `for`, answering rows R. */
+interface Lockable<R> extends PromiseLike<R> {
+  for(strength: 'no key update', config?: { of: PgTable }): PromiseLike<R>
+}
+
 export interface StorePort {
   readonly kind: 'sqlite' | 'postgres'
-  /** Where the statements run: the engine's database, or a transaction of it. */
+  /** Where the statements run: the engine's database, or the transaction `atomic` opened. */
   readonly db: Executor
   readonly tables: Tables
+  /**
+   * Runs `work` as one transaction on the port it is given, committed when it resolves and rolled
+   * back when it throws. SQLite: BEGIN IMMEDIATE, with the connection alone (db/sqlite/gate.ts);
+   * PostgreSQL: a pooled connection under READ COMMITTED, so what a transaction decides on must be
+   * `locked` first. Inside another one, a savepoint.
+   */
+  atomic<T>(work: (port: StorePort) => Promise<T>): Promise<T>
+  /**
+   * The select, holding the rows it reads (of `table`, when it joins) until the transaction ends:
+   * FOR NO KEY UPDATE on PostgreSQL (the lock its own UPDATE takes, which leaves the foreign-key
+   * checks of other writes alone); as it is on SQLite, whose transaction has the database alone.
+   */
+  locked<R>(select: Lockable<R>, table?: PgTable): PromiseLike<R>
+  /**
+   * An id or number a request names, as the database compares it: bigint on PostgreSQL, so that one
+   * past its integer is simply not found, as on SQLite, instead of an out-of-range error (an
+   * integer column compared to a bigint still uses its index); the value itself on SQLite.
+   */
+  wide(value: number | SQLWrapper): SQL
   /**
    * A moment bound through a raw placeholder (`sql.placeholder` inside `sql\`\``, which skips the
    * column's own mapping): milliseconds on SQLite, a Date on PostgreSQL.
@@ -29,4 +53,23 @@ export interface StorePort {
   moment(at: Date): unknown
   /** A text column in the order of its bytes: SQLite's own order, PostgreSQL's under COLLATE "C". */
   inByteOrder(column: Column): SQL
+  /** The text column folded as SQLite's COLLATE NOCASE folds it (ASCII letters only), for ordering. */
+  folded(column: Column): SQL
+  /**
+   * `load` remembered by its key until the database changes, where the engine can tell that
+   * cheaply (SQLite, db/sqlite/read-cache.ts); on PostgreSQL, where another process's commit
+   * cannot be seen without asking, `load` itself.
+   */
+  remember<V>(load: (key: string) => Promise<V>): (key: string) => Promise<V>
+  /**
+   * The store with each method (and each nested store's) taken as a share of the connection
+   * (db/sqlite/gate.ts) on SQLite; the store itself on PostgreSQL, whose transactions have
+   * connections of their own.
+   */
+  guard<S extends object>(store: S): S
+}
+
+/** A page's bounds as both engines take them: a negative limit is no limit, a negative offset 0. */
+export function pageBounds(offset: number, limit: number): { offset: number; limit: number } {
+  return { offset: Math.max(0, offset), limit: limit < 0 ? Number.MAX_SAFE_INTEGER : limit }
 }

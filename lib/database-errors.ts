@@ -102,3 +102,17 @@ export function storageFault(error: unknown): StorageFault | null {
   const fromFile = typeof path === 'string' || FILE_CALLS.has(syscall as string)
   return fromFile ? (FAULTS[code] ?? null) : null
 }
+
+/**
+ * Whether `error` is a unique constraint refusing a row (on the unique index of `on` when given):
+ * PostgreSQL's 23505 (drizzle throws the driver's error as its cause; a few causes down are looked
+ * at), whose constraint drizzle names `<table>_<column>_unique`; better-sqlite3's
+ * SQLITE_CONSTRAINT_UNIQUE, whose message names the columns as `<table>.<column>`.
+ */
+export function isUniqueViolation(error: unknown, on?: { table: string; column: string }): boolean {
+  for (let e = error as { code?: unknown; constraint?: unknown; message?: unknown; cause?: unknown } | null | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+    if (e.code === '23505') return on === undefined || e.constraint === `${on.table}_${on.column}_unique`
+    if (e.code === 'SQLITE_CONSTRAINT_UNIQUE') return on === undefined || e.message === `UNIQUE constraint failed: ${on.table}.${on.column}`
+  }
+  return false
+}

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type { Transporter } from 'nodemailer'
-import { noticeWorthSending, type ExpiryNotice, type NoticeKind } from '../db/stores/tokens.ts'
+import { noticeWorthSending, type ExpiryNotice, type NoticeKind } from '../db/stores/token-rules.ts'
 import { repeatInBackground } from './background.ts'
 
 // Expiry notices by mail (issue 18; docs/decisions.md, "Token lifecycle"): when SERVICE_SMTP_URL

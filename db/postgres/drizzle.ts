@@ -14,5 +14,5 @@ const pgMigrator: typeof import('drizzle-orm/node-postgres/migrator') = require(
 export const { pgTable, boolean: pgBoolean, index: pgIndex, integer: pgInteger, primaryKey: pgPrimaryKey, text: pgText, timestamp: pgTimestamp, uniqueIndex: pgUniqueIndex, getTableConfig: getPgTableConfig } = pgCore
 export const { drizzle: drizzlePostgres } = pgDriver
 export type { NodePgDatabase, NodePgQueryResultHKT } from 'drizzle-orm/node-postgres'
-export type { PgDatabase } from 'drizzle-orm/pg-core'
+export type { PgDatabase, PgTable } from 'drizzle-orm/pg-core'
 export const { migrate: migratePostgres } = pgMigrator

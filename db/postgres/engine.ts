@@ -1,20 +1,12 @@
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { sql, type Column } from '../drizzle.ts'
-import { checkEvent, type Engine, type EngineEvents } from '../engine.ts'
+import { checkEvent, engineOver, type Engine, type EngineEvents } from '../engine.ts'
 import type { Executor, StorePort } from '../port.ts'
-import { createOAuthStore } from '../stores/oauth.ts'
-import { createSecurityLog } from '../stores/security-log.ts'
-import { createSessionStore } from '../stores/sessions.ts'
 import * as tables from './schema.ts'
 import type { PostgresOptions } from '../../lib/database-address.ts'
 import { openPostgres, pingPostgres, type PgDb } from './client.ts'
-import { bootstrapFirstRun } from './stores/bootstrap.ts'
-import { createCategoryStore } from './stores/categories.ts'
-import { createDiscussionStore } from './stores/discussions.ts'
-import { createSiteStore } from './stores/sites.ts'
-import { createTokenStore } from './stores/tokens.ts'
-import { createUserStore } from './stores/users.ts'
+import { createPostgresListing } from './listing.ts'
 
 /** The engine over a PostgreSQL database (`postgres://...`), its schema migrated when needed. */
 export async function openPostgresEngine(address: string, options: PostgresOptions = {}): Promise<Engine> {
@@ -24,36 +16,34 @@ export async function openPostgresEngine(address: string, options: PostgresOptio
 export function postgresEngine(db: PgDb): Engine {
   const events = postgresEvents(db.$client)
   const port = postgresPort(db)
-  return {
-    kind: 'postgres',
+  return engineOver(port, (total) => createPostgresListing(db, total), {
     sqlite: undefined,
-    sites: (clock) => createSiteStore(db, clock),
-    users: (clock, box) => createUserStore(db, clock, box),
-    sessions: (clock) => createSessionStore(port, clock),
-    tokens: (clock, onFlushError) => createTokenStore(db, clock, onFlushError),
-    discussions: (clock, box) => createDiscussionStore(db, clock, box),
-    categories: (clock) => createCategoryStore(db, clock),
-    oauth: (clock) => createOAuthStore(port, clock),
-    securityLog: (clock) => createSecurityLog(port, clock),
-    bootstrapFirstRun: (clock, box) => bootstrapFirstRun(db, clock, box),
     ping: () => pingPostgres(db),
     events: events.events,
     async close() {
       await events.close()
       await db.$client.end()
     },
-  }
+  })
 }
 
 /** The port of the shared stores (db/port.ts) on the pool, or on a transaction of it. */
 export function postgresPort(q: Executor): StorePort {
-  return {
+  const port: StorePort = {
     kind: 'postgres',
     db: q,
     tables,
+    atomic: (work) => q.transaction((tx) => work(postgresPort(tx))),
+    locked: (select, table) => select.for('no key update', table && { of: table }),
+    wide: (value) => sql`${value}::bigint`,
     moment: (at) => at,
     inByteOrder: (column: Column) => sql`${column} COLLATE "C"`,
+    // lower() under the "C" collation folds the ASCII letters only, as COLLATE NOCASE does.
+    folded: (column: Column) => sql`lower(${column} COLLATE "C")`,
+    remember: (load) => load,
+    guard: (store) => store,
   }
+  return port
 }
 
 type Handler = (payload: string) => void

@@ -1,44 +1,26 @@
 import { resolve } from 'node:path'
 import { sql, type Column } from '../drizzle.ts'
 import { openDatabase, type Db } from './client.ts'
-import { checkEvent, type Engine, type EngineEvents } from '../engine.ts'
+import { Gate } from './gate.ts'
+import { readCache } from './read-cache.ts'
+import { checkEvent, engineOver, type Engine, type EngineEvents } from '../engine.ts'
 import type { Executor, StorePort, Tables } from '../port.ts'
 import * as tables from './schema.ts'
-import { asyncFacade } from '../stores/async.ts'
-import { bootstrapFirstRun } from '../stores/bootstrap.ts'
-import { createCategoryStore } from '../stores/categories.ts'
-import { createDiscussionStore } from '../stores/discussions.ts'
-import { createOAuthStore } from '../stores/oauth.ts'
-import { createSecurityLog } from '../stores/security-log.ts'
-import { createSessionStore } from '../stores/sessions.ts'
-import { createSiteStore } from '../stores/sites.ts'
-import { createTokenStore } from '../stores/tokens.ts'
-import { createUserStore } from '../stores/users.ts'
+import { createSqliteListing } from './listing.ts'
 
 /** The engine over one SQLite file (created and migrated when needed); `:memory:` is a private one. */
 export function openSqliteEngine(file: string, options: { busyTimeoutMs?: number } = {}): Engine {
   return sqliteEngine(openDatabase(file, options))
 }
 
-/** The engine over an open SQLite connection; its stores answer through the asynchronous facade. */
+/** The engine over an open SQLite connection; its stores take their turns on it through the gate (db/sqlite/gate.ts). */
 export function sqliteEngine(db: Db): Engine {
   // A real read of the file (its schema page), prepared once.
   const probe = db.$client.prepare('SELECT count(*) FROM sqlite_schema').pluck()
   const port = sqlitePort(db)
   const events = sqliteEvents(db.$client.memory ? `:memory: ${++memories}` : resolve(db.$client.name))
-  return {
-    kind: 'sqlite',
+  return engineOver(port, (total) => createSqliteListing(db, total), {
     sqlite: db,
-    sites: (clock) => asyncFacade(createSiteStore(db, clock)),
-    users: (clock, box) => asyncFacade(createUserStore(db, clock, box)),
-    sessions: (clock) => createSessionStore(port, clock),
-    tokens: (clock, onFlushError) => asyncFacade(createTokenStore(db, clock, onFlushError)),
-    // A discussion's author may be a new account, written in the discussion's own transaction.
-    discussions: (clock, box) => asyncFacade(createDiscussionStore(db, clock, createUserStore(db, clock, box))),
-    categories: (clock) => asyncFacade(createCategoryStore(db, clock)),
-    oauth: (clock) => createOAuthStore(port, clock),
-    securityLog: (clock) => createSecurityLog(port, clock),
-    bootstrapFirstRun: (clock, box) => bootstrapFirstRun(db, clock, box),
     async ping() {
       probe.get()
     },
@@ -47,22 +29,78 @@ export function sqliteEngine(db: Db): Engine {
       events.close()
       db.$client.close()
     },
-  }
+  })
 }
 
 /**
  * The port of the stores written once for both engines (db/port.ts): drizzle's SQLite database
- * under PostgreSQL's types (the calls the stores make are the same on both), moments as
- * milliseconds, text in SQLite's own byte order.
+ * under PostgreSQL's types (the calls the stores make are the same on both), its transactions
+ * behind the connection's gate (db/sqlite/gate.ts), moments as milliseconds, text in SQLite's own
+ * byte order, and the read cache.
  */
 export function sqlitePort(db: Db): StorePort {
-  return {
+  const client = db.$client
+  const gate = gates.get(db) ?? new Gate()
+  gates.set(db, gate)
+  let savepoints = 0
+
+  async function nested<T>(work: () => Promise<T>): Promise<T> {
+    const name = `sd_${++savepoints}`
+    client.exec(`SAVEPOINT ${name}`)
+    try {
+      const result = await work()
+      client.exec(`RELEASE ${name}`)
+      return result
+    } catch (error) {
+      client.exec(`ROLLBACK TO ${name}`)
+      client.exec(`RELEASE ${name}`)
+      throw error
+    }
+  }
+
+  const port: StorePort = {
     kind: 'sqlite',
     db: db as unknown as Executor,
     tables: tables as unknown as Tables,
+    atomic(work) {
+      if (gate.inExclusive) return nested(() => work(port))
+      return gate.exclusive(async () => {
+        // IMMEDIATE: the write lock first, so another process's write makes this one wait (up to
+        // the busy timeout) at the start rather than fail halfway.
+        client.exec('BEGIN IMMEDIATE')
+        try {
+          const result = await work(port)
+          client.exec('COMMIT')
+          return result
+        } catch (error) {
+          if (client.inTransaction) client.exec('ROLLBACK')
+          throw error
+        }
+      })
+    },
+    locked: (select) => select,
+    wide: (value) => sql`${value}`,
     moment: (at) => at.getTime(),
     inByteOrder: (column: Column) => sql`${column}`,
+    folded: (column: Column) => sql`${column} COLLATE NOCASE`,
+    remember: (load) => readCache(db).memo(load),
+    guard: (store) => guarded(gate, store),
   }
+  return port
+}
+
+const gates = new WeakMap<Db, Gate>()
+
+/** `store` with each method, nested stores' alike, run as a share of the connection. */
+function guarded<S extends object>(gate: Gate, store: S): S {
+  const guard: Record<string, unknown> = {}
+  for (const [key, member] of Object.entries(store)) {
+    guard[key] =
+      typeof member === 'function'
+        ? (...args: unknown[]) => gate.shared(async () => member(...args))
+        : guarded(gate, member as object)
+  }
+  return guard as S
 }
 
 type Handler = (payload: string) => void

@@ -1,12 +1,11 @@
-import type { Db } from '../sqlite/client.ts'
-import { securityEvents } from '../sqlite/schema.ts'
+import type { StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { hashPassword, randomPassword } from '../../lib/password.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { createCategoryStore } from './categories.ts'
 import { createDiscussionStore } from './discussions.ts'
 import { eventRow, firstRunTokenEvent } from './security-log.ts'
-import { createSiteStore, type Site } from './sites.ts'
+import { createSiteStore, newMultipassKey, type Site } from './sites.ts'
 import { createTokenStore } from './tokens.ts'
 import { createUserStore } from './users.ts'
 
@@ -32,37 +31,45 @@ export interface FirstRun {
 /**
  * On a database without any site: the demo site, a supporter with a random password, a
  * read-and-write personal token, a public category and a welcome discussion, all in one
- * transaction. Returns null on every later start.
+ * transaction. Returns null on every later start, and in the process that lost the race when two
+ * start at once on an empty database: the demo site's permalink is taken, and nothing is written.
  */
-export async function bootstrapFirstRun(db: Db, clock: Clock, box: SecretBox): Promise<FirstRun | null> {
-  const sites = createSiteStore(db, clock)
-  const users = createUserStore(db, clock, box)
-  const tokens = createTokenStore(db, clock)
-  if (!sites.isEmpty()) return null
+export async function bootstrapFirstRun(
+  port: StorePort,
+  clock: Clock,
+  box: SecretBox,
+  listingOf: Parameters<typeof createDiscussionStore>[3],
+): Promise<FirstRun | null> {
+  if (!(await createSiteStore(port, clock).isEmpty())) return null
   const password = randomPassword()
   const passwordHash = await hashPassword(password)
-  return db.transaction(
-    (): FirstRun | null => {
-      // Checked again inside the write lock: another process may have bootstrapped meanwhile.
-      if (!sites.isEmpty()) return null
-      const site = sites.add(DEMO_SITE.permalink, DEMO_SITE.name)
-      const user = users.insert(DEMO_SUPPORTER, passwordHash)
-      users.addStaff(site.id, user.id)
-      const { value, token } = tokens.create(FIRST_RUN_TOKEN(site.id, user.id))
-      db.insert(securityEvents).values(eventRow(firstRunTokenEvent(token), clock())).run()
-      // A public category and one discussion from a customer, so the listing shows what it does.
-      const category = createCategoryStore(db, clock).add(site.id, DEMO_CATEGORY, true)
-      createDiscussionStore(db, clock, users).create({
-        siteId: site.id,
-        categoryId: category.id,
-        title: WELCOME.title,
-        body: WELCOME.body,
-        supporterId: user.id,
-        onBehalfOf: WELCOME.from,
-        via: 'api',
-      })
-      return { site, email: user.email, password, token: value }
-    },
-    { behavior: 'immediate' },
-  )
+  return port.atomic(async (tx): Promise<FirstRun | null> => {
+    const sites = createSiteStore(tx, clock)
+    // Looked at again inside the transaction: another process may have bootstrapped meanwhile.
+    if (!(await sites.isEmpty())) return null
+    // Of two first runs at once, the one whose insert finds the permalink taken writes nothing.
+    const [site] = await tx.db
+      .insert(tx.tables.sites)
+      .values({ ...DEMO_SITE, multipassKey: newMultipassKey(), createdAt: new Date(clock()) })
+      .onConflictDoNothing({ target: tx.tables.sites.permalink })
+      .returning()
+    if (!site) return null
+    const users = createUserStore(tx, clock, box)
+    const user = await users.insert(DEMO_SUPPORTER, passwordHash)
+    await users.addStaff(site.id, user.id)
+    const { value, token } = await createTokenStore(tx, clock).create(FIRST_RUN_TOKEN(site.id, user.id))
+    await tx.db.insert(tx.tables.securityEvents).values(eventRow(firstRunTokenEvent(token), clock()))
+    // A public category and one discussion from a customer, so the listing shows what it does.
+    const category = await createCategoryStore(tx, clock).add(site.id, DEMO_CATEGORY, true)
+    await createDiscussionStore(tx, clock, box, listingOf).create({
+      siteId: site.id,
+      categoryId: category.id,
+      title: WELCOME.title,
+      body: WELCOME.body,
+      supporterId: user.id,
+      onBehalfOf: WELCOME.from,
+      via: 'api',
+    })
+    return { site, email: user.email, password, token: value }
+  })
 }

@@ -1,12 +1,10 @@
 import { and, asc, count, eq, sql } from '../drizzle.ts'
-import type { Db } from '../sqlite/client.ts'
-import { categories } from '../sqlite/schema.ts'
+import { pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { StoreError } from './errors.ts'
-import type { Async } from './async.ts'
 
-export type Category = typeof categories.$inferSelect
+export type Category = Tables['categories']['$inferSelect']
 
 export const MAX_CATEGORY_NAME = 100
 const MAX_PERMALINK = 60
@@ -36,65 +34,75 @@ export function validateCategoryName(name: string): string {
   return displayName
 }
 
-export function createCategoryStore(db: Db, clock: Clock) {
+/**
+ * Creates a category in the transaction of `port`, its permalink made from the name with -2, -3...
+ * when taken: the site's row is locked first, so two adds of one name take turns instead of colliding.
+ */
+export async function addCategory(port: StorePort, clock: Clock, siteId: number, name: string, isPublic: boolean): Promise<Category> {
+  const { db, tables: { categories, sites } } = port
+  const displayName = validateCategoryName(name)
+  const base = slugify(displayName, 'category')
+  await port.locked(db.select({ id: sites.id }).from(sites).where(eq(sites.id, siteId)))
+  const taken = async (permalink: string) =>
+    (await db
+      .select({ id: categories.id })
+      .from(categories)
+      .where(and(eq(categories.siteId, siteId), eq(categories.permalink, permalink)))
+      .limit(1)).length > 0
+  let permalink = base
+  for (let n = 2; await taken(permalink); n++) permalink = `${base}-${n}`
+  const [category] = await db
+    .insert(categories)
+    .values({ siteId, name: displayName, permalink, public: isPublic, createdAt: new Date(clock()) })
+    .returning()
+  return category
+}
+
+/** The categories of the sites, one store for both engines (db/port.ts). */
+export function createCategoryStore(port: StorePort, clock: Clock) {
+  const { db, tables: { categories } } = port
+  const p = sql.placeholder
   const byId = db
     .select()
     .from(categories)
-    .where(and(eq(categories.id, sql.placeholder('id')), eq(categories.siteId, sql.placeholder('siteId'))))
-    .prepare()
+    .where(and(eq(categories.id, port.wide(p('id'))), eq(categories.siteId, p('siteId'))))
+    .prepare('categories_by_id')
 
-  const byPermalink = db
-    .select({ id: categories.id })
-    .from(categories)
-    .where(and(eq(categories.siteId, sql.placeholder('siteId')), eq(categories.permalink, sql.placeholder('permalink'))))
-    .prepare()
-
-  // A site has a handful of categories, so counting them is cheap; listed by name like a menu.
+  // A site has a handful of categories, so counting them is cheap; listed by name like a menu,
+  // case-insensitively.
   const page = db
     .select()
     .from(categories)
-    .where(eq(categories.siteId, sql.placeholder('siteId')))
-    .orderBy(sql`${categories.name} COLLATE NOCASE`, asc(categories.id))
-    .limit(sql.placeholder('limit'))
-    .offset(sql.placeholder('offset'))
-    .prepare()
+    .where(eq(categories.siteId, p('siteId')))
+    .orderBy(port.folded(categories.name), asc(categories.id))
+    .limit(p('limit'))
+    .offset(p('offset'))
+    .prepare('categories_page')
 
   const total = db
     .select({ n: count() })
     .from(categories)
-    .where(eq(categories.siteId, sql.placeholder('siteId')))
-    .prepare()
+    .where(eq(categories.siteId, p('siteId')))
+    .prepare('categories_total')
 
   return {
     /** The category of this site with this id; undefined for another site's or an unknown id. */
-    find(siteId: number, id: number): Category | undefined {
-      return byId.get({ siteId, id })
+    async find(siteId: number, id: number): Promise<Category | undefined> {
+      return (await byId.execute({ siteId, id }))[0]
     },
 
     /** Creates a category; its permalink is made from the name, with -2, -3... when taken. */
-    add(siteId: number, name: string, isPublic: boolean): Category {
-      const displayName = validateCategoryName(name)
-      const base = slugify(displayName, 'category')
-      return db.transaction(
-        (tx) => {
-          let permalink = base
-          for (let n = 2; byPermalink.get({ siteId, permalink }); n++) permalink = `${base}-${n}`
-          return tx
-            .insert(categories)
-            .values({ siteId, name: displayName, permalink, public: isPublic, createdAt: new Date(clock()) })
-            .returning()
-            .get()
-        },
-        { behavior: 'immediate' },
-      )
+    add(siteId: number, name: string, isPublic: boolean): Promise<Category> {
+      return port.atomic((tx) => addCategory(tx, clock, siteId, name, isPublic))
     },
 
-    list(siteId: number, offset: number, limit: number): { total: number; categories: Category[] } {
-      return { total: total.get({ siteId })!.n, categories: page.all({ siteId, offset, limit }) }
+    /** A page of the site's categories (all of them for a negative limit) and how many there are. */
+    async list(siteId: number, offset: number, limit: number): Promise<{ total: number; categories: Category[] }> {
+      const [counted] = await total.execute({ siteId })
+      const rows = await page.execute({ siteId, ...pageBounds(offset, limit) })
+      return { total: counted.n, categories: rows }
     },
   }
 }
 
-/** The SQLite store as written: synchronous, for composing inside one transaction. */
-export type SyncCategoryStore = ReturnType<typeof createCategoryStore>
-export type CategoryStore = Async<SyncCategoryStore>
+export type CategoryStore = ReturnType<typeof createCategoryStore>

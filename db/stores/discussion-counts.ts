@@ -1,11 +1,11 @@
 import { and, eq, ne, sql, type SQL } from '../drizzle.ts'
-import type { Db } from '../sqlite/client.ts'
-import { discussionCounts } from '../sqlite/schema.ts'
+import type { StorePort } from '../port.ts'
 import type { DiscussionState } from '../values.ts'
 
-// How many discussions a site has per category, state and visibility (db/sqlite/schema.ts). Every write
-// that creates a discussion or changes one of those three calls bump() inside its own transaction,
-// so the counts are exactly as current as the rows they count.
+// How many discussions a site has per category, state and visibility. Every write that creates a
+// discussion or changes one of those three moves the counts inside its own transaction, with one
+// atomic upsert per count row, so the counts are exactly as current as the rows they count whatever
+// other processes do meanwhile.
 
 /** `live` is every state but deleted: what the plain listing shows. */
 export type StateScope = DiscussionState | 'live'
@@ -30,82 +30,89 @@ export function emptyStateCounts(): StateCounts {
   return { new: 0, open: 0, resolved: 0, deleted: 0 }
 }
 
-export function createDiscussionCounts(db: Db) {
-  const bumpStatement = db
+/** Where a count row sorts: a transaction takes its count rows' locks in this order, so two never wait on each other. */
+function rowKey(row: CountedRow): string {
+  return `${row.categoryId}|${row.state}|${row.public ? 1 : 0}`
+}
+
+/** Adds delta to the count of discussions like `row`, in one atomic upsert. Call inside the write's transaction. */
+export async function bumpCount(port: StorePort, row: CountedRow, delta: number): Promise<void> {
+  const { db, tables: { discussionCounts } } = port
+  await db
     .insert(discussionCounts)
-    .values({
-      siteId: sql.placeholder('siteId'),
-      categoryId: sql.placeholder('categoryId'),
-      state: sql.placeholder('state'),
-      public: sql.placeholder('public'),
-      count: sql.placeholder('delta'),
-    })
+    .values({ siteId: row.siteId, categoryId: row.categoryId, state: row.state, public: row.public, count: delta })
     .onConflictDoUpdate({
       target: [discussionCounts.siteId, discussionCounts.categoryId, discussionCounts.state, discussionCounts.public],
       set: { count: sql`${discussionCounts.count} + excluded.count` },
     })
-    .prepare()
+}
 
+/** Moves one discussion from the count of `before` to that of `after`, when they differ. Call inside the write's transaction. */
+export async function moveCount(port: StorePort, before: CountedRow, after: CountedRow): Promise<void> {
+  if (before.categoryId === after.categoryId && before.state === after.state && before.public === after.public) return
+  const moves: Array<[CountedRow, number]> = [
+    [before, -1],
+    [after, 1],
+  ]
+  moves.sort(([a], [b]) => (rowKey(a) < rowKey(b) ? -1 : 1))
+  for (const [row, delta] of moves) await bumpCount(port, row, delta)
+}
+
+/** The sums of the counts, one store for both engines (db/port.ts). */
+export function createDiscussionCounts(port: StorePort) {
+  const { db, tables: { discussionCounts } } = port
+  const p = sql.placeholder
   // One prepared sum per shape of scope (state or live, with or without category and visibility),
   // built the first time it is asked for. The sum reads at most (categories x 4 x 2) rows.
-  const sums = new Map<string, { get(values: Record<string, unknown>): { n: number } | undefined }>()
-  function sumFor(scope: CountScope) {
-    const key = `${scope.state === 'live' ? 'live' : 'state'}|${scope.categoryId !== undefined}|${scope.public !== undefined}`
+  type Sum = { execute(values: Record<string, unknown>): Promise<Array<{ n: number }>> }
+  const sums = new Map<string, Sum>()
+  function sumFor(scope: CountScope): Sum {
+    const key = `${scope.state === 'live' ? 'live' : 'state'}${scope.categoryId !== undefined ? 1 : 0}${scope.public !== undefined ? 1 : 0}`
     let statement = sums.get(key)
     if (!statement) {
-      const where: SQL[] = [eq(discussionCounts.siteId, sql.placeholder('siteId'))]
-      where.push(
-        scope.state === 'live'
-          ? ne(discussionCounts.state, 'deleted')
-          : eq(discussionCounts.state, sql.placeholder('state')),
-      )
-      if (scope.categoryId !== undefined) where.push(eq(discussionCounts.categoryId, sql.placeholder('categoryId')))
-      if (scope.public !== undefined) where.push(eq(discussionCounts.public, sql.placeholder('public')))
+      const where: SQL[] = [eq(discussionCounts.siteId, p('siteId'))]
+      where.push(scope.state === 'live' ? ne(discussionCounts.state, 'deleted') : eq(discussionCounts.state, p('state')))
+      if (scope.categoryId !== undefined) where.push(eq(discussionCounts.categoryId, port.wide(p('categoryId'))))
+      if (scope.public !== undefined) where.push(eq(discussionCounts.public, p('public')))
       statement = db
-        .select({ n: sql<number>`coalesce(sum(${discussionCounts.count}), 0)` })
+        .select({ n: sql<number>`CAST(coalesce(sum(${discussionCounts.count}), 0) AS integer)` })
         .from(discussionCounts)
         .where(and(...where))
-        .prepare()
+        .prepare(`discussion_counts_sum_${key}`)
       sums.set(key, statement)
     }
     return statement
   }
 
-  const byCategory = db
-    .select({ categoryId: discussionCounts.categoryId, state: discussionCounts.state, n: sql<number>`sum(${discussionCounts.count})` })
+  const byCategoryStatement = db
+    .select({ categoryId: discussionCounts.categoryId, state: discussionCounts.state, n: sql<number>`CAST(sum(${discussionCounts.count}) AS integer)` })
     .from(discussionCounts)
-    .where(eq(discussionCounts.siteId, sql.placeholder('siteId')))
+    .where(eq(discussionCounts.siteId, p('siteId')))
     .groupBy(discussionCounts.categoryId, discussionCounts.state)
-    .prepare()
-
-  /** Adds delta to the count of discussions like `row`. Call inside the write's transaction. */
-  function bump(row: CountedRow, delta: number): void {
-    bumpStatement.run({ ...row, public: row.public ? 1 : 0, delta })
-  }
+    .prepare('discussion_counts_by_category')
 
   return {
-    bump,
+    /** Adds delta to the count of discussions like `row`. */
+    bump: (row: CountedRow, delta: number) => bumpCount(port, row, delta),
 
-    /** Moves one discussion from the count of `before` to that of `after`, when they differ. */
-    move(before: CountedRow, after: CountedRow): void {
-      if (before.categoryId === after.categoryId && before.state === after.state && before.public === after.public) return
-      bump(before, -1)
-      bump(after, 1)
-    },
+    /** Moves one discussion from the count of `before` to that of `after`, in one transaction. */
+    move: (before: CountedRow, after: CountedRow) => port.atomic((tx) => moveCount(tx, before, after)),
 
-    total(scope: CountScope): number {
-      return sumFor(scope).get({
+    async total(scope: CountScope): Promise<number> {
+      // A placeholder is bound as it is given: the flag as 1 or 0, which both engines read as a boolean.
+      const [row] = await sumFor(scope).execute({
         siteId: scope.siteId,
         state: scope.state,
         categoryId: scope.categoryId,
         public: scope.public === undefined ? undefined : scope.public ? 1 : 0,
-      })!.n
+      })
+      return row.n
     },
 
     /** For each category of the site that has discussions, how many it has in each state. */
-    byCategory(siteId: number): Map<number, StateCounts> {
+    async byCategory(siteId: number): Promise<Map<number, StateCounts>> {
       const counts = new Map<number, StateCounts>()
-      for (const row of byCategory.all({ siteId })) {
+      for (const row of await byCategoryStatement.execute({ siteId })) {
         const entry = counts.get(row.categoryId) ?? emptyStateCounts()
         entry[row.state] = row.n
         counts.set(row.categoryId, entry)

@@ -1,13 +1,11 @@
-import { and, desc, eq, getTableColumns, inArray, sql, type Column, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
-import type { Db } from '../sqlite/client.ts'
-import { discussions, users } from '../sqlite/schema.ts'
-import type { DiscussionCounts, StateScope } from './discussion-counts.ts'
+import type { Tables } from '../port.ts'
+import type { CountScope, StateScope } from './discussion-counts.ts'
 
-// The discussion listings: one query shape per combination of filters, prepared the first time it
-// is used. Which index reads a page is decided here, not left to SQLite's planner: without
-// statistics it may walk a whole order index to find one author's rows, or sort every discussion
-// newer than `since`. A column written `+column` cannot use an index (SQLite's documented way to
-// steer the planner), so each shape names exactly one usable index.
+// What a listing of discussions is asked and answers, on either engine. The page is read by a
+// query that differs by engine (db/sqlite/listing.ts steers SQLite's planner, which keeps no
+// statistics, and decodes the rows itself; db/postgres/listing.ts leaves the choice to PostgreSQL's
+// planner): the one place the stores are not written once (docs/decisions.md, "One store, two
+// engines").
 
 export const sorts = ['activity', 'created', 'updated'] as const
 export type Sort = (typeof sorts)[number]
@@ -27,200 +25,28 @@ export interface ListingQuery {
 }
 
 /** A discussion with its author's address and name, as every read returns it. */
-export const discussionView = {
-  ...getTableColumns(discussions),
-  authorEmail: users.email,
-  authorName: users.name,
+export type DiscussionRow = Tables['discussions']['$inferSelect'] & { authorEmail: string; authorName: string }
+
+export interface DiscussionListing {
+  /**
+   * One page of a listing and the number of discussions in it all. Without an author or a
+   * `since` the total is a sum of the maintained counts; with one it is counted. A page past the
+   * end costs no read beyond the total.
+   */
+  list(query: ListingQuery): Promise<{ total: number; discussions: DiscussionRow[] }>
+  /** The engine's plan for reading a page of this listing when it has `total` matches (for the tests). */
+  explain(query: ListingQuery, total?: number): Promise<string[]>
 }
 
-export type DiscussionRow = typeof discussions.$inferSelect & { authorEmail: string; authorName: string }
+/** What a listing needs of the counts: their sum over a scope. */
+export type CountTotal = (scope: CountScope) => Promise<number>
 
-// Column types whose values come from SQLite as they are stored: no decoder to run.
-const IDENTITY = new Set(['SQLiteInteger', 'SQLiteText'])
-
-const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt }
-
-// Past this many matches, `since=<number>` reads the page in listing order instead of through the
-// number index (which would sort every match first).
-export const NARROW_SINCE = 5_000
-
-/** The index that reads a page: the listing order's, an author's, the number's or a category's. */
-type Driver = 'order' | 'author' | 'number' | 'category'
-
-interface Shape {
-  state: 'live' | 'one'
-  category: boolean
-  public: boolean
-  author: boolean
-  since: 'none' | 'number' | 'date'
-  sort: Sort
-  driver: Driver
+/** Whether the listing's total is a sum of the counts (no author and no `since`). */
+export function totalFromCounts(query: ListingQuery): boolean {
+  return query.authorId === undefined && query.since === undefined
 }
 
-function shapeOf(query: ListingQuery, driver: Driver): Shape {
-  return {
-    state: query.state === 'live' ? 'live' : 'one',
-    category: query.categoryId !== undefined,
-    public: query.public !== undefined,
-    author: query.authorId !== undefined,
-    since: query.since?.kind ?? 'none',
-    sort: query.sort,
-    driver,
-  }
+/** The scope of the counts a listing's total sums. */
+export function countScope(query: ListingQuery): CountScope {
+  return { siteId: query.siteId, state: query.state, categoryId: query.categoryId, public: query.public }
 }
-
-/** The driver before the number of matches is known (and for counting). */
-function firstDriver(query: ListingQuery): Driver {
-  if (query.authorId !== undefined) return 'author'
-  if (query.since?.kind === 'number') return 'number'
-  if (query.categoryId !== undefined && query.sort === 'activity') return 'category'
-  return 'order'
-}
-
-function conditions(shape: Shape): { where: SQL; orderUsable: boolean } {
-  const { driver } = shape
-  const order = ORDER_COLUMN[shape.sort]
-  const column = (c: SQLWrapper, usable: boolean) => (usable ? sql`${c}` : sql`+${c}`)
-  // Which columns the driving index may use; every other term is a plain filter.
-  const orderUsable =
-    driver === 'order' || (shape.sort === 'activity' && (driver === 'author' || driver === 'category'))
-  // Every index starts with the site.
-  const where: SQL[] = [eq(discussions.siteId, sql.placeholder('siteId'))]
-  where.push(
-    shape.state === 'live'
-      ? sql`${discussions.state} <> 'deleted'`
-      : sql`${column(discussions.state, driver === 'order')} = ${sql.placeholder('state')}`,
-  )
-  if (shape.category) where.push(sql`${column(discussions.categoryId, driver === 'category')} = ${sql.placeholder('categoryId')}`)
-  if (shape.public) where.push(sql`+${discussions.public} = ${sql.placeholder('public')}`)
-  if (shape.author) where.push(eq(discussions.authorId, sql.placeholder('authorId')))
-  if (shape.since === 'number') {
-    where.push(sql`${column(discussions.number, driver === 'number')} > ${sql.placeholder('since')}`)
-  }
-  if (shape.since === 'date') where.push(sql`${column(order, orderUsable)} >= ${sql.placeholder('since')}`)
-  return { where: and(...where)!, orderUsable }
-}
-
-export function createDiscussionListing(db: Db, counts: DiscussionCounts) {
-  // The page's ids are found first, from the index alone; only those rows are then read and
-  // joined to their authors. Rows skipped by the offset thus cost an index step each, not a
-  // table read and a join (a page deep in a million rows: milliseconds instead of a second).
-  function pageQuery(shape: Shape) {
-    const { where, orderUsable } = conditions(shape)
-    const order = ORDER_COLUMN[shape.sort]
-    const ids = db
-      .select({ id: discussions.id })
-      .from(discussions)
-      .where(where)
-      .orderBy(orderUsable ? desc(order) : sql`+${order} desc`, desc(discussions.id))
-      .limit(sql.placeholder('limit'))
-      .offset(sql.placeholder('offset'))
-    return db
-      .select(discussionView)
-      .from(discussions)
-      .innerJoin(users, eq(users.id, discussions.authorId))
-      .where(inArray(discussions.id, ids))
-      .orderBy(sql`+${order} desc`, desc(discussions.id))
-  }
-
-  // The page's SQL comes from drizzle, and better-sqlite3 runs it and hands back plain arrays that
-  // are decoded here, field by field with each column's own decoder: the listing is the hot read,
-  // and drizzle's generic row mapping cost about a tenth of its CPU (tools/bench/README.md).
-  const fields = Object.entries(discussionView) as Array<[string, Column]>
-  const decoders = fields.map(([, column]) => (IDENTITY.has(column.columnType) ? null : column))
-  function decode(values: unknown[]): DiscussionRow {
-    const row: Record<string, unknown> = {}
-    for (let i = 0; i < fields.length; i++) {
-      const value = values[i]
-      const column = decoders[i]
-      row[fields[i][0]] = value === null || column === null ? value : column.mapFromDriverValue(value)
-    }
-    return row as DiscussionRow
-  }
-
-  function rawPage(shape: Shape) {
-    const { sql: text, params } = pageQuery(shape).toSQL()
-    // Every value of a listing query is a placeholder; their names, in the statement's order.
-    const names = params.map((p) => (p as Placeholder).name)
-    const statement = db.$client.prepare(text).raw()
-    return {
-      all: (values: Record<string, unknown>) => (statement.all(...names.map((name) => values[name])) as unknown[][]).map(decode),
-    }
-  }
-
-  const pages = new Map<string, ReturnType<typeof rawPage>>()
-  const counters = new Map<string, { get(values: Record<string, unknown>): { n: number } | undefined }>()
-
-  function pageStatement(shape: Shape) {
-    const key = JSON.stringify(shape)
-    let statement = pages.get(key)
-    if (!statement) {
-      statement = rawPage(shape)
-      pages.set(key, statement)
-    }
-    return statement
-  }
-
-  function countStatement(shape: Shape) {
-    const key = JSON.stringify(shape)
-    let statement = counters.get(key)
-    if (!statement) {
-      statement = db
-        .select({ n: sql<number>`count(*)` })
-        .from(discussions)
-        .where(conditions(shape).where)
-        .prepare()
-      counters.set(key, statement)
-    }
-    return statement
-  }
-
-  function parameters(query: ListingQuery): Record<string, unknown> {
-    return {
-      siteId: query.siteId,
-      state: query.state,
-      categoryId: query.categoryId,
-      public: query.public === undefined ? undefined : query.public ? 1 : 0,
-      authorId: query.authorId,
-      since: query.since?.kind === 'number' ? query.since.after : query.since?.from,
-      limit: query.limit,
-      offset: query.offset,
-    }
-  }
-
-  /** The driver of the page, once the number of matches is known. */
-  function pageDriver(query: ListingQuery, total: number): Driver {
-    const driver = firstDriver(query)
-    if (driver !== 'number' || total <= NARROW_SINCE) return driver
-    return query.categoryId !== undefined && query.sort === 'activity' ? 'category' : 'order'
-  }
-
-  return {
-    /**
-     * One page of a listing and the number of discussions in it all. Without an author or a
-     * `since` the total is a sum of the maintained counts; with one it is counted through the same
-     * index the page is read from. A page past the end costs no read beyond the total.
-     */
-    list(query: ListingQuery): { total: number; discussions: DiscussionRow[] } {
-      const values = parameters(query)
-      const total =
-        query.authorId === undefined && query.since === undefined
-          ? counts.total({ siteId: query.siteId, state: query.state, categoryId: query.categoryId, public: query.public })
-          : countStatement(shapeOf(query, firstDriver(query))).get(values)!.n
-      if (query.offset >= total) return { total, discussions: [] }
-      return { total, discussions: pageStatement(shapeOf(query, pageDriver(query, total))).all(values) }
-    },
-
-    /** SQLite's plan for reading a page of this listing when it has `total` matches (for the tests). */
-    explain(query: ListingQuery, total = 0): string[] {
-      const values = parameters(query)
-      const { sql: text, params } = pageQuery(shapeOf(query, pageDriver(query, total))).toSQL()
-      // Every value of a listing query is a placeholder.
-      const bound = params.map((p) => values[(p as Placeholder).name])
-      const plan = db.$client.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...bound) as Array<{ detail: string }>
-      return plan.map((row) => row.detail)
-    },
-  }
-}
-
-export type DiscussionListing = ReturnType<typeof createDiscussionListing>

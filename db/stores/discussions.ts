@@ -1,21 +1,19 @@
 import { and, asc, eq, getTableColumns, sql } from '../drizzle.ts'
-import type { Db } from '../sqlite/client.ts'
-import { categories, comments, discussions, users } from '../sqlite/schema.ts'
+import { pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { CommentVia, DiscussionState } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
+import type { SecretBox } from '../../lib/secret-box.ts'
 import { slugify } from './categories.ts'
-import { createAuthors, type PostedBy } from './discussion-authors.ts'
-import { createDiscussionCounts, type CountedRow } from './discussion-counts.ts'
-import { createDiscussionListing, discussionView, type DiscussionRow } from './discussion-listing.ts'
+import { createAuthors, type Authors, type PostedBy } from './discussion-authors.ts'
+import { createDiscussionCounts, moveCount, bumpCount, type CountedRow, type DiscussionCounts } from './discussion-counts.ts'
+import type { DiscussionListing, DiscussionRow } from './discussion-listing.ts'
 import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
 import { StoreError } from './errors.ts'
-import type { SyncUserStore } from './users.ts'
-import type { Async } from './async.ts'
 
 export type { DiscussionRow } from './discussion-listing.ts'
 export type { Action } from './discussion-states.ts'
-export type Discussion = typeof discussions.$inferSelect
-export type CommentRow = typeof comments.$inferSelect & { authorEmail: string; authorName: string }
+export type Discussion = Tables['discussions']['$inferSelect']
+export type CommentRow = Tables['comments']['$inferSelect'] & { authorEmail: string; authorName: string }
 
 export interface NewDiscussion extends PostedBy {
   siteId: number
@@ -41,24 +39,6 @@ export interface DiscussionChanges {
   categoryId?: number
 }
 
-/** The prepared insert of one comment; `now` is its moment. Shared with the seed. */
-export function prepareCommentInsert(db: Db) {
-  const p = (name: string) => sql.placeholder(name)
-  return db
-    .insert(comments)
-    .values({
-      discussionId: p('discussionId'),
-      number: p('number'),
-      authorId: p('authorId'),
-      bySupporter: p('bySupporter'),
-      body: p('body'),
-      internal: p('internal'),
-      via: p('via'),
-      createdAt: p('now'),
-    })
-    .prepare()
-}
-
 const counted = (d: { siteId: number; categoryId: number; state: DiscussionState; public: boolean }): CountedRow => ({
   siteId: d.siteId,
   categoryId: d.categoryId,
@@ -66,132 +46,181 @@ const counted = (d: { siteId: number; categoryId: number; state: DiscussionState
   public: d.public,
 })
 
-export function createDiscussionStore(db: Db, clock: Clock, userStore: SyncUserStore) {
-  const counts = createDiscussionCounts(db)
-  const listing = createDiscussionListing(db, counts)
-  const authorOf = createAuthors(db, clock, userStore)
-  const p = (name: string) => sql.placeholder(name)
+// The discussions, one store for both engines (db/port.ts). Every write is one transaction that
+// first locks what it decides on (port.locked: the site's row for a create, so two creates on one
+// site take turns and the next number is read after the previous one committed; the discussion's
+// row for a reply or a change), and moves the counts in the same transaction, so they commit with
+// the rows. Numbers and ids a request names are compared through port.wide.
 
-  const byNumber = db
-    .select(discussionView)
+function views({ tables: { comments, discussions, users } }: StorePort) {
+  return {
+    discussion: { ...getTableColumns(discussions), authorEmail: users.email, authorName: users.name },
+    comment: { ...getTableColumns(comments), authorEmail: users.email, authorName: users.name },
+  }
+}
+
+function notFound(number: number): StoreError {
+  return new StoreError(`there is no discussion ${number} on this site`, 'not_found', 'number')
+}
+
+function refuseDeleted(discussion: DiscussionRow): void {
+  if (discussion.state === 'deleted') {
+    throw new StoreError(`discussion ${discussion.number} is deleted; restore it before changing it`, 'conflict', 'number')
+  }
+}
+
+/** The discussion, read in the transaction of `port`; `lock` holds its row until that ends. */
+async function getIn(port: StorePort, siteId: number, number: number, lock = false): Promise<DiscussionRow> {
+  const { db, tables: { discussions, users } } = port
+  const query = db
+    .select(views(port).discussion)
     .from(discussions)
     .innerJoin(users, eq(users.id, discussions.authorId))
-    .where(and(eq(discussions.siteId, p('siteId')), eq(discussions.number, p('number'))))
-    .prepare()
+    .where(and(eq(discussions.siteId, siteId), eq(discussions.number, port.wide(number))))
+  const [discussion] = lock ? await port.locked(query, discussions) : await query
+  if (!discussion) throw notFound(number)
+  return discussion
+}
 
-  const commentView = { ...getTableColumns(comments), authorEmail: users.email, authorName: users.name }
+async function categoryOfSite(port: StorePort, siteId: number, id: number) {
+  const { db, tables: { categories } } = port
+  const [category] = await db
+    .select({ id: categories.id, public: categories.public })
+    .from(categories)
+    .where(and(eq(categories.id, port.wide(id)), eq(categories.siteId, siteId)))
+  return category
+}
+
+/** The category a discussion is moved to; another site's or an unknown one is an invalid `field`. */
+async function checkCategory(port: StorePort, siteId: number, id: number, field: string) {
+  const category = await categoryOfSite(port, siteId, id)
+  if (!category) throw new StoreError(`is ${id}, which is not a category of this site`, 'invalid', field)
+  return category
+}
+
+/**
+ * Creates a discussion with its opening post (comment 1) in the transaction of `port` and returns
+ * both, as written. A category that is not the site's is a StoreError (not_found).
+ */
+export async function createDiscussionIn(
+  port: StorePort,
+  clock: Clock,
+  authorOf: Authors,
+  input: NewDiscussion,
+): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
+  const { db, tables: { comments, discussions, sites } } = port
+  // Held until commit: the next create on this site reads the highest number after this one's.
+  await port.locked(db.select({ id: sites.id }).from(sites).where(eq(sites.id, input.siteId)))
+  const category = await categoryOfSite(port, input.siteId, input.categoryId)
+  if (!category) throw new StoreError(`there is no category ${input.categoryId} on this site`, 'not_found', 'category')
+  const author = await authorOf(port, input.siteId, input)
+  const [{ n }] = await db
+    .select({ n: sql<number | null>`max(${discussions.number})` })
+    .from(discussions)
+    .where(eq(discussions.siteId, input.siteId))
+  const number = (n ?? 0) + 1
+  const title = input.title.trim()
+  const now = new Date(clock())
+  await db.insert(discussions).values({
+    siteId: input.siteId,
+    number,
+    title,
+    permalink: slugify(title, 'discussion'),
+    state: initialState(author.bySupporter),
+    public: input.public ?? category.public,
+    authorId: author.id,
+    categoryId: input.categoryId,
+    createdAt: now,
+    updatedAt: now,
+    lastUpdatedAt: now,
+    commentsCount: 1,
+  })
+  const discussion = await getIn(port, input.siteId, number)
+  const opening = {
+    discussionId: discussion.id,
+    number: 1,
+    authorId: author.id,
+    bySupporter: author.bySupporter,
+    body: input.body,
+    internal: false,
+    via: input.via,
+  }
+  const [{ id }] = await db
+    .insert(comments)
+    .values({ ...opening, createdAt: now })
+    .returning({ id: comments.id })
+  await bumpCount(port, counted(discussion), 1)
+  // The opening post's author is the discussion's: the row just read names them.
+  const comment: CommentRow = { id, ...opening, createdAt: now, authorEmail: discussion.authorEmail, authorName: discussion.authorName }
+  return { discussion, comment }
+}
+
+/**
+ * The discussions of the sites. The listing's page is read by the engine's own query
+ * (db/stores/discussion-listing.ts), made from the counts' sum by `listingOf`.
+ */
+export function createDiscussionStore(
+  port: StorePort,
+  clock: Clock,
+  box: SecretBox,
+  listingOf: (total: DiscussionCounts['total']) => DiscussionListing,
+) {
+  const { db, tables: { comments, discussions, users } } = port
+  const counts = createDiscussionCounts(port)
+  const listing = listingOf(counts.total)
+  const authorOf = createAuthors(clock, box)
+  const view = views(port)
+  const p = sql.placeholder
+
+  // The reads outside a write, prepared once.
+  const byNumber = db
+    .select(view.discussion)
+    .from(discussions)
+    .innerJoin(users, eq(users.id, discussions.authorId))
+    .where(and(eq(discussions.siteId, p('siteId')), eq(discussions.number, port.wide(p('number')))))
+    .prepare('discussions_by_number')
+
   const commentsOf = db
-    .select(commentView)
+    .select(view.comment)
     .from(comments)
     .innerJoin(users, eq(users.id, comments.authorId))
-    .where(eq(comments.discussionId, p('discussionId')))
+    .where(eq(comments.discussionId, port.wide(p('discussionId'))))
     .orderBy(asc(comments.number))
     .limit(p('limit'))
     .offset(p('offset'))
-    .prepare()
+    .prepare('discussions_comments')
 
   const commentAt = db
-    .select(commentView)
+    .select(view.comment)
     .from(comments)
     .innerJoin(users, eq(users.id, comments.authorId))
-    .where(and(eq(comments.discussionId, p('discussionId')), eq(comments.number, p('number'))))
-    .prepare()
+    .where(and(eq(comments.discussionId, port.wide(p('discussionId'))), eq(comments.number, port.wide(p('number')))))
+    .prepare('discussions_comment')
 
-  const lastNumber = db
-    .select({ n: sql<number | null>`max(${discussions.number})` })
-    .from(discussions)
-    .where(eq(discussions.siteId, p('siteId')))
-    .prepare()
-
-  const categoryOfSite = db
-    .select({ id: categories.id, public: categories.public })
-    .from(categories)
-    .where(and(eq(categories.id, p('id')), eq(categories.siteId, p('siteId'))))
-    .prepare()
-
-  const insertDiscussion = db
-    .insert(discussions)
-    .values({
-      siteId: p('siteId'),
-      number: p('number'),
-      title: p('title'),
-      permalink: p('permalink'),
-      state: p('state'),
-      public: p('public'),
-      authorId: p('authorId'),
-      categoryId: p('categoryId'),
-      createdAt: p('now'),
-      updatedAt: p('now'),
-      lastUpdatedAt: p('now'),
-      commentsCount: 1,
-    })
-    .prepare()
-
-  const insertComment = prepareCommentInsert(db)
-
-  // Placeholders in set() are not mapped through the columns: moments go in as milliseconds and
-  // booleans as 0 or 1.
-  const value = (name: string) => sql`${p(name)}`
-  const afterComment = db
-    .update(discussions)
-    .set({ state: value('state'), commentsCount: value('count'), updatedAt: value('at'), lastUpdatedAt: value('at') })
-    .where(eq(discussions.id, p('id')))
-    .prepare()
-
-  // Everything title, visibility, category and state changes write, in one statement.
-  const saveChanges = db
-    .update(discussions)
-    .set({
-      title: value('title'),
-      permalink: value('permalink'),
-      state: value('state'),
-      stateBeforeDelete: value('stateBeforeDelete'),
-      public: value('public'),
-      categoryId: value('categoryId'),
-      updatedAt: value('at'),
-    })
-    .where(eq(discussions.id, p('id')))
-    .prepare()
-
-  function get(siteId: number, number: number): DiscussionRow {
-    const discussion = byNumber.get({ siteId, number })
-    if (!discussion) throw new StoreError(`there is no discussion ${number} on this site`, 'not_found', 'number')
-    return discussion
-  }
-
-  function refuseDeleted(discussion: DiscussionRow): void {
-    if (discussion.state === 'deleted') {
-      throw new StoreError(`discussion ${discussion.number} is deleted; restore it before changing it`, 'conflict', 'number')
-    }
-  }
-
-  /** The category a discussion is moved to; another site's or an unknown one is an invalid `field`. */
-  function checkCategory(siteId: number, id: number, field: string) {
-    const category = categoryOfSite.get({ siteId, id })
-    if (!category) throw new StoreError(`is ${id}, which is not a category of this site`, 'invalid', field)
-    return category
-  }
-
-  /** The category a discussion is created in: what it is created in must exist on the site (not_found). */
-  function findCategory(siteId: number, id: number) {
-    const category = categoryOfSite.get({ siteId, id })
-    if (!category) throw new StoreError(`there is no category ${id} on this site`, 'not_found', 'category')
-    return category
-  }
-
-  // Every write runs in one IMMEDIATE transaction: the read it decides on, the rows it writes and
-  // the counts it moves commit together or not at all.
-  const write = <T>(fn: () => T): T => db.transaction(fn, { behavior: 'immediate' })
-
-  /** Reads the discussion, asks `decide` what changes, writes that and moves the counts. */
-  function change(siteId: number, number: number, decide: (d: DiscussionRow) => Partial<Discussion> | null): DiscussionRow {
-    return write(() => {
-      const before = get(siteId, number)
-      const changes = decide(before)
+  /** Reads the discussion under its row lock, asks `decide` what changes, writes that and moves the counts. */
+  function change(
+    siteId: number,
+    number: number,
+    decide: (tx: StorePort, d: DiscussionRow) => Promise<Partial<Discussion> | null>,
+  ): Promise<DiscussionRow> {
+    return port.atomic(async (tx) => {
+      const before = await getIn(tx, siteId, number, true)
+      const changes = await decide(tx, before)
       if (!changes) return before
-      const after = { ...before, ...changes, updatedAt: new Date(clock()) }
-      saveChanges.run({ ...after, public: after.public ? 1 : 0, at: after.updatedAt.getTime() })
-      counts.move(counted(before), counted(after))
+      const after: DiscussionRow = { ...before, ...changes, updatedAt: new Date(clock()) }
+      await tx.db
+        .update(discussions)
+        .set({
+          title: after.title,
+          permalink: after.permalink,
+          state: after.state,
+          stateBeforeDelete: after.stateBeforeDelete,
+          public: after.public,
+          categoryId: after.categoryId,
+          updatedAt: after.updatedAt,
+        })
+        .where(eq(discussions.id, before.id))
+      await moveCount(tx, counted(before), counted(after))
       return after
     })
   }
@@ -202,76 +231,40 @@ export function createDiscussionStore(db: Db, clock: Clock, userStore: SyncUserS
     counts,
 
     /** The discussion with this number on this site; a StoreError (not_found) otherwise. */
-    get: (siteId: number, number: number) => get(siteId, number),
+    async get(siteId: number, number: number): Promise<DiscussionRow> {
+      const [discussion] = await byNumber.execute({ siteId, number })
+      if (!discussion) throw notFound(number)
+      return discussion
+    },
 
     /** The comments of a discussion in the order they were written; all of them unless a page is asked for. */
-    comments(discussionId: number, offset = 0, limit = -1): CommentRow[] {
-      return commentsOf.all({ discussionId, offset, limit })
+    comments(discussionId: number, offset = 0, limit = -1): Promise<CommentRow[]> {
+      return commentsOf.execute({ discussionId, ...pageBounds(offset, limit) })
     },
 
     /** Comment `number` (1 is the opening post) of the discussion, or undefined. */
-    comment(discussionId: number, number: number): CommentRow | undefined {
-      return commentAt.get({ discussionId, number })
+    async comment(discussionId: number, number: number): Promise<CommentRow | undefined> {
+      return (await commentAt.execute({ discussionId, number }))[0]
     },
 
     /**
      * Creates a discussion with its opening post (comment 1) and returns both, as written: no
      * need to read them back. A category that is not the site's is a StoreError (not_found).
      */
-    create(input: NewDiscussion): { discussion: DiscussionRow; comment: CommentRow } {
-      return write(() => {
-        const category = findCategory(input.siteId, input.categoryId)
-        const author = authorOf(input.siteId, input)
-        const number = (lastNumber.get({ siteId: input.siteId })?.n ?? 0) + 1
-        const state = initialState(author.bySupporter)
-        const isPublic = input.public ?? category.public
-        const title = input.title.trim()
-        const now = new Date(clock())
-        insertDiscussion.run({
-          siteId: input.siteId,
-          number,
-          title,
-          permalink: slugify(title, 'discussion'),
-          state,
-          public: isPublic,
-          authorId: author.id,
-          categoryId: input.categoryId,
-          now,
-        })
-        const discussion = get(input.siteId, number)
-        const opening = {
-          discussionId: discussion.id,
-          number: 1,
-          authorId: author.id,
-          bySupporter: author.bySupporter,
-          body: input.body,
-          internal: false,
-          via: input.via,
-        }
-        const { lastInsertRowid } = insertComment.run({ ...opening, now })
-        counts.bump(counted(discussion), 1)
-        // The opening post's author is the discussion's: the row just read names them.
-        const comment: CommentRow = {
-          id: Number(lastInsertRowid),
-          ...opening,
-          createdAt: now,
-          authorEmail: discussion.authorEmail,
-          authorName: discussion.authorName,
-        }
-        return { discussion, comment }
-      })
+    create(input: NewDiscussion): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
+      return port.atomic((tx) => createDiscussionIn(tx, clock, authorOf, input))
     },
 
     /** Adds a comment and moves the discussion's state as a reply does. */
-    reply(input: NewComment): { discussion: DiscussionRow; comment: CommentRow } {
-      return write(() => {
-        const before = get(input.siteId, input.number)
+    reply(input: NewComment): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
+      return port.atomic(async (tx) => {
+        const before = await getIn(tx, input.siteId, input.number, true)
         refuseDeleted(before)
-        const author = authorOf(input.siteId, input)
+        const author = await authorOf(tx, input.siteId, input)
         const now = new Date(clock())
         const number = before.commentsCount + 1
         const state = stateAfterComment(before.state, author.bySupporter, input.internal)
-        insertComment.run({
+        await tx.db.insert(comments).values({
           discussionId: before.id,
           number,
           authorId: author.id,
@@ -279,20 +272,28 @@ export function createDiscussionStore(db: Db, clock: Clock, userStore: SyncUserS
           body: input.body,
           internal: input.internal,
           via: input.via,
-          now,
+          createdAt: now,
         })
-        afterComment.run({ id: before.id, state, count: number, at: now.getTime() })
-        counts.move(counted(before), counted({ ...before, state }))
-        const discussion = get(input.siteId, input.number)
-        return { discussion, comment: commentAt.get({ discussionId: before.id, number })! }
+        await tx.db
+          .update(discussions)
+          .set({ state, commentsCount: number, updatedAt: now, lastUpdatedAt: now })
+          .where(eq(discussions.id, before.id))
+        await moveCount(tx, counted(before), counted({ ...before, state }))
+        const discussion = await getIn(tx, input.siteId, input.number)
+        const [comment] = await tx.db
+          .select(view.comment)
+          .from(comments)
+          .innerJoin(users, eq(users.id, comments.authorId))
+          .where(and(eq(comments.discussionId, before.id), eq(comments.number, number)))
+        return { discussion, comment }
       })
     },
 
     /** Title, visibility and category; a deleted discussion must be restored first. */
-    update(siteId: number, number: number, changes: DiscussionChanges, categoryField = 'category'): DiscussionRow {
-      return change(siteId, number, (d) => {
+    update(siteId: number, number: number, changes: DiscussionChanges, categoryField = 'category'): Promise<DiscussionRow> {
+      return change(siteId, number, async (tx, d) => {
         refuseDeleted(d)
-        if (changes.categoryId !== undefined) checkCategory(siteId, changes.categoryId, categoryField)
+        if (changes.categoryId !== undefined) await checkCategory(tx, siteId, changes.categoryId, categoryField)
         const title = changes.title?.trim()
         const next: Partial<Discussion> = {}
         if (title !== undefined && title !== d.title) Object.assign(next, { title, permalink: slugify(title, 'discussion') })
@@ -303,8 +304,8 @@ export function createDiscussionStore(db: Db, clock: Clock, userStore: SyncUserS
     },
 
     /** resolve, unresolve, toggle, delete or restore. Repeating one changes nothing. */
-    act(siteId: number, number: number, action: Action): DiscussionRow {
-      return change(siteId, number, (d) => {
+    act(siteId: number, number: number, action: Action): Promise<DiscussionRow> {
+      return change(siteId, number, async (_tx, d) => {
         if (action !== 'restore' && action !== 'delete') refuseDeleted(d)
         const state = stateAfterAction(d.state, action, d.stateBeforeDelete)
         if (state === d.state) return null
@@ -314,6 +315,4 @@ export function createDiscussionStore(db: Db, clock: Clock, userStore: SyncUserS
   }
 }
 
-/** The SQLite store as written: synchronous, for composing inside one transaction. */
-export type SyncDiscussionStore = ReturnType<typeof createDiscussionStore>
-export type DiscussionStore = Async<SyncDiscussionStore>
+export type DiscussionStore = ReturnType<typeof createDiscussionStore>

@@ -1,14 +1,11 @@
 import { randomBytes } from 'node:crypto'
 import { eq, sql } from '../drizzle.ts'
-import type { Db } from '../sqlite/client.ts'
-import { memberships, users } from '../sqlite/schema.ts'
+import type { StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { fingerprint } from '../../lib/token-format.ts'
 import { StoreError } from './errors.ts'
-import { readCache } from './read-cache.ts'
 import { membershipOn, staffColumn } from './staff.ts'
-import type { Async } from './async.ts'
 
 // The legacy account token (docs/decisions.md, "Legacy account token"): one per account, kept in the
 // users row as a SHA-256 fingerprint (the look-up, through a unique index), an AES-256-GCM copy
@@ -60,7 +57,17 @@ export function openLegacyToken(box: SecretBox, stored: { fingerprint: string; s
   return value
 }
 
-export function createLegacyTokenStore(db: Db, clock: Clock, box: SecretBox) {
+/** Replaces the account's token in the transaction of `port` (or alone): the old value is refused from the next request on. */
+export async function resetLegacyToken(port: StorePort, clock: Clock, box: SecretBox, userId: number): Promise<LegacyToken> {
+  const { db, tables: { users } } = port
+  const { token, columns } = issueLegacyToken(clock, box)
+  const changed = await db.update(users).set(columns).where(eq(users.id, userId)).returning({ id: users.id })
+  if (changed.length === 0) throw noSuchAccount()
+  return token
+}
+
+export function createLegacyTokenStore(port: StorePort, clock: Clock, box: SecretBox) {
+  const { db, tables: { memberships, users } } = port
   // The one read of the authentication path: the owner of the token, through the unique index,
   // and the owner's role on the site asked for, through the memberships primary key.
   const byFingerprint = db
@@ -70,56 +77,21 @@ export function createLegacyTokenStore(db: Db, clock: Clock, box: SecretBox) {
       name: users.name,
       disabled: users.disabled,
       expiresAt: users.legacyTokenExpiresAt,
-      staff: staffColumn(),
+      staff: staffColumn(memberships),
     })
     .from(users)
-    .leftJoin(memberships, membershipOn(sql.placeholder('siteId'), users.id))
+    .leftJoin(memberships, membershipOn(memberships, sql.placeholder('siteId'), users.id))
     .where(eq(users.legacyTokenFingerprint, sql.placeholder('fingerprint')))
-    .prepare()
+    .prepare('legacy_tokens_by_fingerprint')
 
-  // Remembered until the database changes (read-cache.ts), like the personal tokens' look-up.
-  const lookupOnSite = readCache(db).memo((key) => {
+  // Remembered until the database changes (port.remember), like the personal tokens' look-up.
+  const lookupOnSite = port.remember(async (key) => {
     const [siteId, hash] = key.split(' ')
-    return byFingerprint.get({ fingerprint: hash, siteId: Number(siteId) })
+    return (await byFingerprint.execute({ fingerprint: hash, siteId: Number(siteId) }))[0]
   })
 
-  const storedFor = db
-    .select({ fingerprint: users.legacyTokenFingerprint, sealed: users.legacyTokenEncrypted, expiresAt: users.legacyTokenExpiresAt })
-    .from(users)
-    .where(eq(users.id, sql.placeholder('id')))
-    .prepare()
-
-  const replace = db
-    .update(users)
-    .set({
-      legacyTokenFingerprint: sql`${sql.placeholder('fingerprint')}`,
-      legacyTokenEncrypted: sql`${sql.placeholder('sealed')}`,
-      legacyTokenExpiresAt: sql`${sql.placeholder('expiresAt')}`,
-    })
-    .where(eq(users.id, sql.placeholder('id')))
-    .prepare()
-
-  /** A new token and the columns that store it; nothing is written. */
-  function issue() {
-    return issueLegacyToken(clock, box)
-  }
-
-  /** Replaces the account's token: the old value is refused from the next request on. */
-  function reset(userId: number): LegacyToken {
-    const { token, columns } = issue()
-    const { changes } = replace.run({
-      id: userId,
-      fingerprint: columns.legacyTokenFingerprint,
-      sealed: columns.legacyTokenEncrypted,
-      expiresAt: columns.legacyTokenExpiresAt.getTime(),
-    })
-    if (changes === 0) throw noSuchAccount()
-    return token
-  }
-
   return {
-    issue,
-    reset,
+    reset: (userId: number) => resetLegacyToken(port, clock, box, userId),
 
     /** The token's owner, its expiry and whether the owner is staff of the site; undefined for a value nobody holds. */
     lookup(value: string, siteId: number) {
@@ -130,16 +102,17 @@ export function createLegacyTokenStore(db: Db, clock: Clock, box: SecretBox) {
      * The account's token as the profile page shows it. An account made before legacy tokens
      * existed gets its first one here.
      */
-    current(userId: number): LegacyToken {
-      const stored = storedFor.get({ id: userId })
+    async current(userId: number): Promise<LegacyToken> {
+      const [stored] = await db
+        .select({ fingerprint: users.legacyTokenFingerprint, sealed: users.legacyTokenEncrypted, expiresAt: users.legacyTokenExpiresAt })
+        .from(users)
+        .where(eq(users.id, userId))
       if (!stored) throw noSuchAccount()
-      if (!stored.fingerprint || !stored.sealed || !stored.expiresAt) return reset(userId)
+      if (!stored.fingerprint || !stored.sealed || !stored.expiresAt) return resetLegacyToken(port, clock, box, userId)
       const value = openLegacyToken(box, { fingerprint: stored.fingerprint, sealed: stored.sealed })
       return { value, expiresAt: stored.expiresAt }
     },
   }
 }
 
-/** The SQLite store as written: synchronous, for composing inside one transaction. */
-export type SyncLegacyTokenStore = ReturnType<typeof createLegacyTokenStore>
-export type LegacyTokenStore = Async<SyncLegacyTokenStore>
+export type LegacyTokenStore = ReturnType<typeof createLegacyTokenStore>

@@ -1,19 +1,15 @@
-import { and, eq, sql } from '../drizzle.ts'
-import type { Db } from '../sqlite/client.ts'
-import { discussions, memberships } from '../sqlite/schema.ts'
 import type { CommentVia, DiscussionState } from '../values.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
-import { createCategoryStore, slugify, type Category } from './categories.ts'
-import { createDiscussionCounts, type CountedRow } from './discussion-counts.ts'
-import { prepareCommentInsert } from './discussions.ts'
+import { createCategoryStore, type Category } from './categories.ts'
+import type { StorePort } from '../port.ts'
 import type { Site } from './sites.ts'
-import type { SyncUserStore } from './users.ts'
-import { STAFF_ROLE } from './staff.ts'
 
-// Fills a site with realistic generated discussions for demos and benchmarks: customers asking,
+// Realistic generated discussions for demos and benchmarks (`service-desk seed`): customers asking,
 // supporters answering, states that follow the rules of docs/decisions.md. Deterministic for a given
-// seed. Rows go in through prepared statements in transactions of BATCH discussions, and the
-// counts move in the same transactions, so a million discussions take minutes, not hours.
+// seed, the same on both engines (test/cli/seed.test.ts compares every row). The draws are here;
+// the rows go in through each engine's bulk path (db/sqlite/seed.ts, db/postgres/seed.ts), in
+// transactions of BATCH discussions that move the counts too, so a million discussions take
+// minutes, not hours.
 
 export const BATCH = 2_000
 const SPAN_MS = 730 * DAY_MS
@@ -98,97 +94,6 @@ export interface Seeded {
   customers: number
 }
 
-export function seedDiscussions(
-  db: Db,
-  clock: Clock,
-  users: SyncUserStore,
-  site: Site,
-  count: number,
-  options: { seed?: number; onProgress?: (done: number, total: number) => void } = {},
-): Seeded {
-  const counts = createDiscussionCounts(db)
-  const now = clock()
-  const p = (name: string) => sql.placeholder(name)
-
-  const siteCategories = db.transaction(() => categoriesOf(db, clock, site))
-  const people = db.transaction(() => peopleOf(db, users, site, peopleFor(count), now))
-  const draw = discussionDraws(options.seed ?? 1, count, now, siteCategories, people)
-
-  const insertDiscussion = db
-    .insert(discussions)
-    .values({
-      siteId: site.id,
-      number: p('number'),
-      title: p('title'),
-      permalink: p('permalink'),
-      state: p('state'),
-      stateBeforeDelete: p('before'),
-      public: p('public'),
-      authorId: p('authorId'),
-      categoryId: p('categoryId'),
-      createdAt: p('createdAt'),
-      updatedAt: p('updatedAt'),
-      lastUpdatedAt: p('updatedAt'),
-      commentsCount: p('commentsCount'),
-    })
-    .prepare()
-  const insertComment = prepareCommentInsert(db)
-  const lastNumber = db
-    .select({ n: sql<number | null>`max(${discussions.number})` })
-    .from(discussions)
-    .where(eq(discussions.siteId, site.id))
-    .prepare()
-
-  let written = 0
-  let commentsWritten = 0
-  while (written < count) {
-    const size = Math.min(BATCH, count - written)
-    db.transaction(
-      () => {
-        const first = (lastNumber.get()?.n ?? 0) + 1
-        const moved = new Map<string, { row: CountedRow; n: number }>()
-        for (let i = 0; i < size; i++) {
-          const { createdAt, category, customer, thread, last, state, before, isPublic, title } = draw(written + i)
-          const { lastInsertRowid } = insertDiscussion.run({
-            number: first + i,
-            title,
-            permalink: slugify(title, 'discussion'),
-            state,
-            before,
-            public: isPublic,
-            authorId: customer,
-            categoryId: category.id,
-            createdAt: new Date(createdAt),
-            updatedAt: new Date(last.at),
-            commentsCount: thread.length,
-          })
-          thread.forEach((c, n) =>
-            insertComment.run({
-              discussionId: Number(lastInsertRowid),
-              number: n + 1,
-              authorId: c.authorId,
-              bySupporter: c.bySupporter,
-              body: c.body,
-              internal: false,
-              via: c.via,
-              now: new Date(c.at),
-            }),
-          )
-          commentsWritten += thread.length
-          const row = { siteId: site.id, categoryId: category.id, state, public: isPublic }
-          const key = JSON.stringify(row)
-          moved.set(key, { row, n: (moved.get(key)?.n ?? 0) + 1 })
-        }
-        for (const { row, n } of moved.values()) counts.bump(row, n)
-      },
-      { behavior: 'immediate' },
-    )
-    written += size
-    options.onProgress?.(written, count)
-  }
-  return { discussions: written, comments: commentsWritten, customers: people.customers.length }
-}
-
 const capitalise = (text: string) => text[0].toUpperCase() + text.slice(1)
 
 interface Said {
@@ -205,7 +110,7 @@ export const peopleFor = (count: number) => Math.min(20_000, Math.max(20, Math.c
 /**
  * The seed's discussions, drawn one after the other from one generator: discussion `index` of
  * `count`, its thread, state, visibility and title. Pure, and the one draw of both engines' seeds
- * (db/postgres/stores/seed.ts), so the same seed gives the same discussions on either. Call it in
+ * (db/sqlite/seed.ts, db/postgres/seed.ts), so the same seed gives the same discussions on either. Call it in
  * index order: each draw moves the generator on.
  */
 export function discussionDraws<C extends { public: boolean }>(
@@ -261,34 +166,26 @@ function conversation(
   return said
 }
 
-/** The site's categories, creating a few usual ones on a site that has none. */
-function categoriesOf(db: Db, clock: Clock, site: Site): Category[] {
-  const store = createCategoryStore(db, clock)
-  const existing = store.list(site.id, 0, 1_000).categories
+
+/** The site's categories, in the order of its category list, or the usual ones, made now. */
+export async function seedCategories(port: StorePort, clock: Clock, site: Site): Promise<Category[]> {
+  const store = createCategoryStore(port, clock)
+  const existing = (await store.list(site.id, 0, 1_000)).categories
   if (existing.length > 0) return existing
-  return DEFAULT_CATEGORIES.map(([name, isPublic]) => store.add(site.id, name, isPublic))
+  const made: Category[] = []
+  for (const [name, isPublic] of DEFAULT_CATEGORIES) made.push(await store.add(site.id, name, isPublic))
+  return made
 }
 
-/** Customers to ask (made or reused by address) and the site's supporters to answer (one made if it has none). */
-function peopleOf(db: Db, users: SyncUserStore, site: Site, howMany: number, now: number) {
-  const member = (email: string, name: string, role: 'customer' | 'supporter') => {
-    const user = users.find(email) ?? users.insert({ email, name }, null)
-    db.insert(memberships).values({ siteId: site.id, userId: user.id, role, createdAt: new Date(now) }).onConflictDoNothing().run()
-    return user.id
-  }
-  const customers: number[] = []
-  for (let i = 0; i < howMany; i++) {
-    const first = FIRST[i % FIRST.length]
-    const last = LAST[Math.floor(i / FIRST.length) % LAST.length]
-    const email = `${first}.${last}.${i + 1}@customers.${site.permalink}.example`.toLowerCase()
-    customers.push(member(email, `${first} ${last}`, 'customer'))
-  }
-  let supporters = db
-    .select({ id: memberships.userId })
-    .from(memberships)
-    .where(and(eq(memberships.siteId, site.id), eq(memberships.role, STAFF_ROLE)))
-    .all()
-    .map((row) => row.id)
-  if (supporters.length === 0) supporters = [member(`support@${site.permalink}.example`, 'Seeded Supporter', STAFF_ROLE)]
-  return { customers, supporters }
+/** The customers a seed writes as: name and address of customer `index` of the site. */
+export function seedCustomer(site: Site, index: number): { email: string; name: string } {
+  const first = FIRST[index % FIRST.length]
+  const last = LAST[Math.floor(index / FIRST.length) % LAST.length]
+  return { email: `${first}.${last}.${index + 1}@customers.${site.permalink}.example`.toLowerCase(), name: `${first} ${last}` }
 }
+
+/** The supporter a seed makes on a site that has none. */
+export const seedSupporter = (site: Site) => ({ email: `support@${site.permalink}.example`, name: 'Seeded Supporter' })
+
+/** Where a count row sorts: a batch moves its counts in this order, as every write does (no deadlock between them). */
+export const countKey = (row: { categoryId: number; state: string; public: boolean }) => `${row.categoryId}|${row.state}|${row.public ? 1 : 0}`

@@ -1,15 +1,12 @@
 import { randomBytes } from 'node:crypto'
 import { asc, eq, sql } from '../drizzle.ts'
-import type { Db } from '../sqlite/client.ts'
-import { sites } from '../sqlite/schema.ts'
+import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { permalinkProblem } from '../../lib/permalink.ts'
 import { StoreError } from './errors.ts'
-import { readCache } from './read-cache.ts'
-import type { Async } from './async.ts'
 
-export type Site = typeof sites.$inferSelect
+export type Site = Tables['sites']['$inferSelect']
 
 /** A random multipass key: 32 hex characters, the form existing multipass integrations expect. */
 export function newMultipassKey(): string {
@@ -46,58 +43,68 @@ export function checkMultipassKey(key: string): void {
   }
 }
 
-export function createSiteStore(db: Db, clock: Clock) {
+/**
+ * Sites, one store for both engines (db/port.ts). The look-up by permalink, asked on every API
+ * request, is remembered where the engine can tell a change cheaply (port.remember).
+ */
+export function createSiteStore(port: StorePort, clock: Clock) {
+  const { db, tables: { sites } } = port
   const byPermalink = db
     .select()
     .from(sites)
     .where(eq(sites.permalink, sql.placeholder('permalink')))
-    .prepare()
+    .prepare('sites_by_permalink')
 
-  // Asked on every API request: remembered until the database changes (read-cache.ts). No site has
-  // a permalink holding U+0000 (lib/nul.ts): not found, as on PostgreSQL, and never remembered.
-  const remembered = readCache(db).memo((permalink: string) => byPermalink.get({ permalink }))
-  const find = (permalink: string): Site | undefined => (holdsNul(permalink) ? undefined : remembered(permalink))
+  const remembered = port.remember(async (permalink) => (await byPermalink.execute({ permalink }))[0])
+
+  // No site has a permalink holding U+0000 (PostgreSQL text cannot hold it, lib/nul.ts): not found,
+  // without a query the server would refuse, and never remembered.
+  const find = async (permalink: string): Promise<Site | undefined> => (holdsNul(permalink) ? undefined : remembered(permalink))
 
   return {
     find,
 
     /** The site, or a StoreError naming the permalink. */
-    get(permalink: string): Site {
-      const site = find(permalink)
+    async get(permalink: string): Promise<Site> {
+      const site = await find(permalink)
       if (!site) throw noSuchSite(permalink)
       return site
     },
 
-    add(permalink: string, name?: string): Site {
+    async add(permalink: string, name?: string): Promise<Site> {
       const displayName = validateNewSite(permalink, name)
-      if (find(permalink)) throw siteExists(permalink)
-      return db
+      // Asked first, so a refused add takes no id from PostgreSQL's sequence.
+      if (await find(permalink)) throw siteExists(permalink)
+      // The unique constraint has the last word: of two processes adding one permalink, one
+      // inserts, the other inserts nothing and is refused the same way.
+      const [site] = await db
         .insert(sites)
         .values({ permalink, name: displayName, multipassKey: newMultipassKey(), createdAt: new Date(clock()) })
+        .onConflictDoNothing({ target: sites.permalink })
         .returning()
-        .get()
+      if (!site) throw siteExists(permalink)
+      return site
     },
 
     /**
      * Replaces the site's multipass key (a new random one when none is given); tokens made with the
      * old key are refused from the next request on.
      */
-    setMultipassKey(siteId: number, key: string = newMultipassKey()): string {
+    async setMultipassKey(siteId: number, key: string = newMultipassKey()): Promise<string> {
       checkMultipassKey(key)
-      db.update(sites).set({ multipassKey: key }).where(eq(sites.id, siteId)).run()
+      await db.update(sites).set({ multipassKey: key }).where(eq(sites.id, siteId))
       return key
     },
 
-    list(): Site[] {
-      return db.select().from(sites).orderBy(asc(sites.permalink)).all()
+    /** Every site, by permalink in code point order whatever the database's collation. */
+    async list(): Promise<Site[]> {
+      return db.select().from(sites).orderBy(asc(port.inByteOrder(sites.permalink)))
     },
 
-    isEmpty(): boolean {
-      return db.select({ id: sites.id }).from(sites).limit(1).get() === undefined
+    async isEmpty(): Promise<boolean> {
+      return (await db.select({ id: sites.id }).from(sites).limit(1)).length === 0
     },
   }
 }
 
-/** The SQLite store as written: synchronous, for composing inside one transaction. */
-export type SyncSiteStore = ReturnType<typeof createSiteStore>
-export type SiteStore = Async<SyncSiteStore>
+export type SiteStore = ReturnType<typeof createSiteStore>

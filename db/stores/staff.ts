@@ -1,5 +1,4 @@
-import { and, eq, sql, type SQLWrapper } from '../drizzle.ts'
-import { memberships } from '../sqlite/schema.ts'
+import { and, eq, sql, type Column, type SQLWrapper } from '../drizzle.ts'
 import type { Role } from '../values.ts'
 
 // Who is support staff of a site, written once: spec section 1, "only support staff can use the
@@ -7,16 +6,19 @@ import type { Role } from '../values.ts'
 
 export const STAFF_ROLE = 'supporter' satisfies Role
 
+/** The memberships table of either engine, as these conditions read it. */
+type Memberships = Record<'siteId' | 'userId' | 'role', Column>
+
 export function isStaffRole(role: Role | null | undefined): boolean {
   return role === STAFF_ROLE
 }
 
 /** In a query that left-joins the membership (membershipOn): whether it is staff, false when there is none. */
-export function staffColumn() {
-  return sql<boolean>`coalesce(${memberships.role} = ${sql.raw(`'${STAFF_ROLE}'`)}, 0)`.mapWith(Boolean)
+export function staffColumn(memberships: Memberships) {
+  return sql<boolean>`coalesce(${memberships.role} = ${sql.raw(`'${STAFF_ROLE}'`)}, false)`.mapWith(Boolean)
 }
 
-/** The join condition of one user's membership on one site (columns or placeholders). */
-export function membershipOn(siteId: SQLWrapper | number, userId: SQLWrapper | number) {
+/** The join condition of one user's membership on one site (columns, placeholders or values). */
+export function membershipOn(memberships: Memberships, siteId: SQLWrapper | number, userId: SQLWrapper | number) {
   return and(eq(memberships.siteId, siteId), eq(memberships.userId, userId))
 }

@@ -1,18 +1,17 @@
 import { randomBytes } from 'node:crypto'
 import { and, eq, sql } from '../drizzle.ts'
-import type { Db } from '../sqlite/client.ts'
-import { memberships, users } from '../sqlite/schema.ts'
+import type { StorePort, Tables } from '../port.ts'
 import type { Role } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul, withoutNul } from '../../lib/nul.ts'
+import { isUniqueViolation } from '../../lib/database-errors.ts'
 import { hashPassword } from '../../lib/password.ts'
 import { createSecretBox, type SecretBox } from '../../lib/secret-box.ts'
 import { StoreError } from './errors.ts'
-import { createLegacyTokenStore } from './legacy-tokens.ts'
+import { createLegacyTokenStore, issueLegacyToken } from './legacy-tokens.ts'
 import { isStaffRole, membershipOn, STAFF_ROLE } from './staff.ts'
-import type { Async } from './async.ts'
 
-export type User = typeof users.$inferSelect
+export type User = Tables['users']['$inferSelect']
 
 // Deliberately loose: one @, something on each side, no spaces. Mail delivery is the real test.
 const EMAIL = /^[^\s@]+@[^\s@]+$/
@@ -72,91 +71,116 @@ export function defaultSingleSignOnName(email: string): string {
   return email.trim().split('@')[0].slice(0, 100)
 }
 
-/**
- * Accounts and their roles on sites. `box` holds the server key that seals each account's legacy
- * token; the server and the CLI pass theirs, and without one (a test's private database) a random
- * key of this process is used.
- */
-export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSecretBox(randomBytes(32).toString('hex'))) {
-  const legacyTokens = createLegacyTokenStore(db, clock, box)
+// Accounts and their roles on sites, one store for both engines (db/port.ts). The functions
+// exported beside the store take the port, so other stores compose them inside their own
+// transaction (the port `atomic` gave them).
 
-  const byEmailKey = db
-    .select()
-    .from(users)
-    .where(eq(users.emailKey, sql.placeholder('key')))
-    .prepare()
+/** The account with this address (compared folded to lower case), or undefined. */
+export async function findUserByEmail(port: StorePort, email: string): Promise<User | undefined> {
+  // No account is stored under an address holding U+0000 (PostgreSQL text cannot hold it,
+  // lib/nul.ts): not found, without a query the server would refuse.
+  if (holdsNul(email)) return undefined
+  const { db, tables: { users } } = port
+  const [user] = await db.select().from(users).where(eq(users.emailKey, emailKey(email)))
+  return user
+}
+
+/** Validates a new account (address, name, password length) and checks its address is free. */
+export async function checkNewUser(port: StorePort, input: NewUser): Promise<{ email: string; name: string }> {
+  const checked = validateNewUser(input)
+  if (await findUserByEmail(port, checked.email)) throw emailTaken(checked.email)
+  return checked
+}
+
+/**
+ * Inserts an account already validated, with its legacy token; undefined (nothing written) when
+ * the address is taken meanwhile, by this process or another: the unique index on email_key has
+ * the last word, and ON CONFLICT keeps a caller's transaction usable after that refusal.
+ */
+async function insertUnlessTaken(port: StorePort, clock: Clock, box: SecretBox, { email, name }: { email: string; name: string }, passwordHash: string | null) {
+  const { db, tables: { users } } = port
+  try {
+    const [user] = await db
+      .insert(users)
+      // Every account is created with its legacy token (docs/decisions.md, "Legacy account token").
+      .values({ email, emailKey: emailKey(email), name, passwordHash, createdAt: new Date(clock()), ...issueLegacyToken(clock, box).columns })
+      .onConflictDoNothing({ target: users.emailKey })
+      .returning()
+    return user
+  } catch (error) {
+    // A conflict ON CONFLICT does not absorb (two PostgreSQL inserts racing past it).
+    if (isUniqueViolation(error, { table: 'users', column: 'email_key' })) return undefined
+    throw error
+  }
+}
+
+/** The same, the conflict StoreError when the address is taken. */
+export async function insertUser(port: StorePort, clock: Clock, box: SecretBox, checked: { email: string; name: string }, passwordHash: string | null): Promise<User> {
+  const user = await insertUnlessTaken(port, clock, box, checked, passwordHash)
+  if (!user) throw emailTaken(checked.email)
+  return user
+}
+
+/** The user's role on the site, or undefined. */
+export async function roleOn(port: StorePort, siteId: number, userId: number): Promise<Role | undefined> {
+  const { db, tables: { memberships } } = port
+  const [membership] = await db.select({ role: memberships.role }).from(memberships).where(membershipOn(memberships, siteId, userId))
+  return membership?.role
+}
+
+/** Makes the user a customer of the site, unless they are on it already. */
+export async function joinAsCustomer(port: StorePort, clock: Clock, siteId: number, userId: number): Promise<void> {
+  const { db, tables: { memberships } } = port
+  await db.insert(memberships).values({ siteId, userId, role: 'customer', createdAt: new Date(clock()) }).onConflictDoNothing()
+}
+
+/**
+ * `box` holds the server key that seals each account's legacy token; the server and the CLI pass
+ * theirs, and without one (a test's private database) a random key of this process is used.
+ */
+export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = createSecretBox(randomBytes(32).toString('hex'))) {
+  const { db, tables: { memberships, users } } = port
+  const legacyTokens = createLegacyTokenStore(port, clock, box)
 
   // Asked on every request authenticated by multipass or password.
-  const roleOn = db
+  const roleStatement = db
     .select({ role: memberships.role })
     .from(memberships)
-    .where(membershipOn(sql.placeholder('siteId'), sql.placeholder('userId')))
-    .prepare()
+    .where(membershipOn(memberships, sql.placeholder('siteId'), sql.placeholder('userId')))
+    .prepare('users_role_on')
 
   const byIdStatement = db
     .select()
     .from(users)
     .where(eq(users.id, sql.placeholder('id')))
-    .prepare()
+    .prepare('users_by_id')
 
-  function find(email: string): User | undefined {
-    // No account is stored under an address holding U+0000 (lib/nul.ts), as on PostgreSQL.
-    if (holdsNul(email)) return undefined
-    return byEmailKey.get({ key: emailKey(email) })
-  }
-
-  function get(email: string): User {
-    const user = find(email)
+  async function get(email: string): Promise<User> {
+    const user = await findUserByEmail(port, email)
     if (!user) throw noSuchUser(email)
     return user
   }
 
-  function validate(input: NewUser): { email: string; name: string } {
-    const { email, name } = validateNewUser(input)
-    if (find(email)) throw emailTaken(email)
-    return { email, name }
-  }
-
-  function insert({ email, name }: { email: string; name: string }, passwordHash: string | null): User {
-    try {
-      return db
-        .insert(users)
-        // Every account is created with its legacy token (docs/decisions.md, "Legacy account token").
-        .values({ email, emailKey: emailKey(email), name, passwordHash, createdAt: new Date(clock()), ...legacyTokens.issue().columns })
-        .returning()
-        .get()
-    } catch (error) {
-      // Another process may have taken the address since validate(); the unique index has the last word.
-      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
-        throw emailTaken(email)
-      }
-      throw error
-    }
-  }
-
-  function setRole(siteId: number, userId: number, role: Role): void {
-    db.insert(memberships)
-      .values({ siteId, userId, role, createdAt: new Date(clock()) })
-      .onConflictDoUpdate({ target: [memberships.siteId, memberships.userId], set: { role } })
-      .run()
+  async function role(siteId: number, userId: number): Promise<Role | undefined> {
+    return (await roleStatement.execute({ siteId, userId }))[0]?.role
   }
 
   return {
-    find,
+    find: (email: string) => findUserByEmail(port, email),
     get,
     /** The accounts' legacy tokens: look-up, show (profile page, CLI) and reset. */
     legacyTokens,
 
     /** Creates an account. The password is hashed (off the event loop) before anything is written. */
     async add(input: NewUser): Promise<User> {
-      const checked = validate(input)
+      const checked = await checkNewUser(port, input)
       const passwordHash = input.password === undefined ? null : await hashPassword(input.password)
-      return insert(checked, passwordHash)
+      return insertUser(port, clock, box, checked, passwordHash)
     },
 
-    /** The same, for a caller that hashed the password already and must stay inside one transaction. */
-    insert(input: NewUser, passwordHash: string | null): User {
-      return insert(validate(input), passwordHash)
+    /** The same, for a caller that hashed the password already. */
+    async insert(input: NewUser, passwordHash: string | null): Promise<User> {
+      return insertUser(port, clock, box, await checkNewUser(port, input), passwordHash)
     },
 
     /**
@@ -165,59 +189,63 @@ export function createUserStore(db: Db, clock: Clock, box: SecretBox = createSec
      * joins the site as a customer if it is not on it yet (a supporter stays a supporter).
      * Undefined for an address that is not one.
      */
-    fromSingleSignOn(siteId: number, email: string, name?: string): User | undefined {
+    async fromSingleSignOn(siteId: number, email: string, name?: string): Promise<User | undefined> {
       if (emailProblem(email)) return undefined
       const given = singleSignOnName(name)
-      return db.transaction(
-        () => {
-          let user = find(email) ?? insert({ email: email.trim(), name: given ?? defaultSingleSignOnName(email) }, null)
-          if (given && given !== user.name) {
-            db.update(users).set({ name: given }).where(eq(users.id, user.id)).run()
-            user = { ...user, name: given }
-          }
-          db.insert(memberships).values({ siteId, userId: user.id, role: 'customer', createdAt: new Date(clock()) }).onConflictDoNothing().run()
-          return user
-        },
-        { behavior: 'immediate' },
-      )
+      return port.atomic(async (tx) => {
+        // Race-safe: of two first sign-ins of one address, one inserts and the other, waiting on
+        // the unique index, inserts nothing and reads the account the first committed.
+        let user =
+          (await findUserByEmail(tx, email)) ??
+          (await insertUnlessTaken(tx, clock, box, { email: email.trim(), name: given ?? defaultSingleSignOnName(email) }, null)) ??
+          (await findUserByEmail(tx, email))
+        /* c8 ignore next: an account removed between the insert that found it taken and the read after */
+        if (!user) throw new Error(`the account "${email}" was taken and then removed during a sign-in`)
+        if (given && given !== user.name) {
+          await tx.db.update(users).set({ name: given }).where(eq(users.id, user.id))
+          user = { ...user, name: given }
+        }
+        await joinAsCustomer(tx, clock, siteId, user.id)
+        return user
+      })
     },
 
-    setDisabled(email: string, disabled: boolean): User {
-      const user = get(email)
-      db.update(users).set({ disabled }).where(eq(users.id, user.id)).run()
+    async setDisabled(email: string, disabled: boolean): Promise<User> {
+      const user = await get(email)
+      await db.update(users).set({ disabled }).where(eq(users.id, user.id))
       return { ...user, disabled }
     },
 
     /** The account with this id, or undefined (an OAuth grant names its account by id). */
-    byId(id: number): User | undefined {
-      return byIdStatement.get({ id })
+    async byId(id: number): Promise<User | undefined> {
+      return (await byIdStatement.execute({ id }))[0]
     },
 
-    role(siteId: number, userId: number): Role | undefined {
-      return roleOn.get({ siteId, userId })?.role
-    },
+    role,
 
     /** Whether the user is support staff of the site (db/stores/staff.ts). */
-    isStaff(siteId: number, userId: number): boolean {
-      return isStaffRole(roleOn.get({ siteId, userId })?.role)
+    async isStaff(siteId: number, userId: number): Promise<boolean> {
+      return isStaffRole(await role(siteId, userId))
     },
 
-    addStaff(siteId: number, userId: number): void {
-      setRole(siteId, userId, STAFF_ROLE)
+    /** Gives the user the staff role on the site (a membership made or changed). */
+    async addStaff(siteId: number, userId: number): Promise<void> {
+      await db
+        .insert(memberships)
+        .values({ siteId, userId, role: STAFF_ROLE, createdAt: new Date(clock()) })
+        .onConflictDoUpdate({ target: [memberships.siteId, memberships.userId], set: { role: STAFF_ROLE } })
     },
 
     /** The user stays on the site as a customer, so what they wrote there keeps its author. */
-    removeStaff(siteId: number, userId: number): boolean {
-      const result = db
+    async removeStaff(siteId: number, userId: number): Promise<boolean> {
+      const changed = await db
         .update(memberships)
         .set({ role: 'customer' })
-        .where(and(membershipOn(siteId, userId), eq(memberships.role, STAFF_ROLE)))
-        .run()
-      return result.changes > 0
+        .where(and(membershipOn(memberships, siteId, userId), eq(memberships.role, STAFF_ROLE)))
+        .returning({ userId: memberships.userId })
+      return changed.length > 0
     },
   }
 }
 
-/** The SQLite store as written: synchronous, for composing inside one transaction. */
-export type SyncUserStore = ReturnType<typeof createUserStore>
-export type UserStore = Async<SyncUserStore>
+export type UserStore = ReturnType<typeof createUserStore>

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { accessLevels } from '../../db/values.ts'
-import { ADDRESSES_KEPT, type TokenAddress } from '../../db/stores/tokens.ts'
+import { ADDRESSES_KEPT, type TokenAddress } from '../../db/stores/token-rules.ts'
 import { PERSONAL_TOKEN_PREFIX } from '../../lib/token-format.ts'
 import { ErrorBody, SiteParams } from '../schemas.ts'
 import { moment } from './discussions/views.ts'

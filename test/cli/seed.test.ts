@@ -2,8 +2,8 @@ import t from 'tap'
 import { cliRunner } from '../fixtures/cli.ts'
 import { POSTGRES_URL, postgresAnswers } from '../fixtures/postgres.ts'
 
-// `service-desk seed` writes the same rows on both engines for the same seed (db/stores/seed.ts on
-// SQLite, db/postgres/stores/seed.ts on PostgreSQL): the benchmarks compare the engines on the
+// `service-desk seed` writes the same rows on both engines for the same seed (db/sqlite/seed.ts on
+// SQLite, db/postgres/seed.ts on PostgreSQL, both drawing from db/stores/seed.ts): the benchmarks compare the engines on the
 // same data. One database of each, the same commands, then every row compared.
 
 const down = (await postgresAnswers()) ? false : `PostgreSQL at ${POSTGRES_URL} does not answer`

@@ -1,28 +1,20 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { openDatabase } from '../../db/sqlite/client.ts'
+import { NARROW_SINCE } from '../../db/sqlite/listing.ts'
+import { seedSqliteDiscussions } from '../../db/sqlite/seed.ts'
 import { discussionStates } from '../../db/values.ts'
-import { createCategoryStore, slugify } from '../../db/stores/categories.ts'
-import { NARROW_SINCE, type ListingQuery } from '../../db/stores/discussion-listing.ts'
+import { slugify } from '../../db/stores/categories.ts'
+import type { ListingQuery } from '../../db/stores/discussion-listing.ts'
 import { actions, initialState, stateAfterAction, stateAfterComment } from '../../db/stores/discussion-states.ts'
-import { createDiscussionStore } from '../../db/stores/discussions.ts'
 import { StoreError } from '../../db/stores/errors.ts'
-import { seedDiscussions } from '../../db/stores/seed.ts'
-import { createSiteStore } from '../../db/stores/sites.ts'
-import { createUserStore } from '../../db/stores/users.ts'
-import { testClock } from '../fixtures/clock.ts'
+import { sqliteStores } from '../fixtures/stores.ts'
 
-function stores() {
-  const db = openDatabase(':memory:')
-  const clock = testClock()
-  const sites = createSiteStore(db, clock)
-  const users = createUserStore(db, clock)
-  const categories = createCategoryStore(db, clock)
-  const discussions = createDiscussionStore(db, clock, users)
-  const site = sites.add('demo')
-  const supporter = users.insert({ email: 'ann@example.test' }, null)
-  users.addStaff(site.id, supporter.id)
-  return { db, clock, sites, users, categories, discussions, site, supporter }
+async function stores() {
+  const { db, clock, sites, users, categories, discussions, engine, box } = sqliteStores()
+  const site = await sites.add('demo')
+  const supporter = await users.insert({ email: 'ann@example.test' }, null)
+  await users.addStaff(site.id, supporter.id)
+  return { db, clock, sites, users, categories, discussions, site, supporter, engine, box }
 }
 
 t.test('states follow docs/decisions.md', async (t) => {
@@ -62,24 +54,25 @@ t.test('the counts always equal a count of the rows, whatever happens', async (t
     fc.record({ kind: fc.constant('act' as const), pick: fc.nat(), action: fc.constantFrom(...actions) }),
     fc.record({ kind: fc.constant('update' as const), pick: fc.nat(), category: fc.option(fc.nat(2)), public: fc.option(fc.boolean()) }),
   )
-  fc.assert(
-    fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
-      const { db, categories, discussions, site, supporter } = stores()
-      const cats = ['A', 'B', 'C'].map((name, i) => categories.add(site.id, name, i === 0))
+  await fc.assert(
+    fc.asyncProperty(fc.array(op, { maxLength: 40 }), async (ops) => {
+      const { db, categories, discussions, site, supporter } = await stores()
+      const cats = []
+      for (const [i, name] of ['A', 'B', 'C'].entries()) cats.push(await categories.add(site.id, name, i === 0))
       let made = 0
       for (const o of ops) {
         const number = made === 0 ? 0 : 1 + ((o as { pick?: number }).pick ?? 0) % made
         const onBehalfOf = (o as { customer?: boolean }).customer ? { email: 'carol@example.test' } : undefined
         try {
           if (o.kind === 'create') {
-            discussions.create({ siteId: site.id, categoryId: cats[o.category].id, title: 't', body: 'b', public: o.public ?? undefined, supporterId: supporter.id, onBehalfOf, via: 'api' })
+            await discussions.create({ siteId: site.id, categoryId: cats[o.category].id, title: 't', body: 'b', public: o.public ?? undefined, supporterId: supporter.id, onBehalfOf, via: 'api' })
             made++
           } else if (made > 0 && o.kind === 'reply') {
-            discussions.reply({ siteId: site.id, number, body: 'r', internal: o.internal, supporterId: supporter.id, onBehalfOf, via: 'api' })
+            await discussions.reply({ siteId: site.id, number, body: 'r', internal: o.internal, supporterId: supporter.id, onBehalfOf, via: 'api' })
           } else if (made > 0 && o.kind === 'act') {
-            discussions.act(site.id, number, o.action)
+            await discussions.act(site.id, number, o.action)
           } else if (made > 0 && o.kind === 'update') {
-            discussions.update(site.id, number, { categoryId: o.category === null ? undefined : cats[o.category].id, public: o.public ?? undefined })
+            await discussions.update(site.id, number, { categoryId: o.category === null ? undefined : cats[o.category].id, public: o.public ?? undefined })
           }
         } catch (error) {
           if (!(error instanceof StoreError && error.code === 'conflict')) throw error
@@ -97,7 +90,7 @@ t.test('the counts always equal a count of the rows, whatever happens', async (t
             if (category !== undefined) (where += ' AND category_id = ?'), params.push(category)
             if (isPublic !== undefined) (where += ' AND public = ?'), params.push(isPublic ? 1 : 0)
             const expected = count(where, ...params)
-            const total = discussions.counts.total({ siteId: site.id, state, categoryId: category, public: isPublic })
+            const total = await discussions.counts.total({ siteId: site.id, state, categoryId: category, public: isPublic })
             if (total !== expected) throw new Error(`${state}/${category}/${isPublic}: counted ${total}, rows ${expected}`)
           }
         }
@@ -110,9 +103,9 @@ t.test('the counts always equal a count of the rows, whatever happens', async (t
 })
 
 t.test('every listing reads one index, never the whole table', async (t) => {
-  const { db, clock, users, categories, discussions, site, supporter } = stores()
-  const category = categories.add(site.id, 'Questions', true)
-  seedDiscussions(db, clock, users, site, 50)
+  const { db, clock, box, categories, discussions, site, supporter } = await stores()
+  const category = await categories.add(site.id, 'Questions', true)
+  await seedSqliteDiscussions(db, clock, box, site, 50)
   const base: ListingQuery = { siteId: site.id, state: 'live', sort: 'activity', offset: 0, limit: 30 }
   const cases: Array<[Partial<ListingQuery>, RegExp, number?]> = [
     [{}, /discussions_site_activity_idx \(site_id=\?\)/],
@@ -133,60 +126,60 @@ t.test('every listing reads one index, never the whole table', async (t) => {
     [{ since: { kind: 'date', from: 0 }, state: 'new', sort: 'created' }, /discussions_state_created_idx \(site_id=\? AND state=\? AND created_at>\?\)/],
   ]
   for (const [query, index, total] of cases) {
-    const plan = discussions.explain({ ...base, ...query }, total).join('\n')
+    const plan = (await discussions.explain({ ...base, ...query }, total)).join('\n')
     t.match(plan, index, JSON.stringify({ query, total }))
     t.notMatch(plan, /SCAN discussions/, 'no table scan')
   }
-  t.notMatch(discussions.explain(base).join('\n'), /TEMP B-TREE FOR ORDER BY[\s\S]*TEMP B-TREE/, 'the order index sorts the page; only the 30 rows are re-sorted')
+  t.notMatch((await discussions.explain(base)).join('\n'), /TEMP B-TREE FOR ORDER BY[\s\S]*TEMP B-TREE/, 'the order index sorts the page; only the 30 rows are re-sorted')
 })
 
 t.test('since=<number> over many discussions reads in listing order and stays right', async (t) => {
-  const { db, clock, users, discussions, site } = stores()
-  seedDiscussions(db, clock, users, site, NARROW_SINCE + 100)
+  const { db, clock, box, discussions, site } = await stores()
+  await seedSqliteDiscussions(db, clock, box, site, NARROW_SINCE + 100)
   const query: ListingQuery = { siteId: site.id, state: 'live', sort: 'created', since: { kind: 'number', after: 1 }, offset: 0, limit: 30 }
-  const wide = discussions.list(query)
-  const live = discussions.counts.total({ siteId: site.id, state: 'live' })
-  const firstIsLive = discussions.get(site.id, 1).state !== 'deleted'
+  const wide = await discussions.list(query)
+  const live = await discussions.counts.total({ siteId: site.id, state: 'live' })
+  const firstIsLive = (await discussions.get(site.id, 1)).state !== 'deleted'
   t.equal(wide.total, live - (firstIsLive ? 1 : 0), 'every live discussion but number 1')
-  const all = discussions.list({ ...query, since: undefined })
+  const all = await discussions.list({ ...query, since: undefined })
   t.same(
     wide.discussions.map((d) => d.number),
     all.discussions.map((d) => d.number),
     'the newest are the same with and without since=1',
   )
-  const narrow = discussions.list({ ...query, since: { kind: 'number', after: NARROW_SINCE + 90 } })
+  const narrow = await discussions.list({ ...query, since: { kind: 'number', after: NARROW_SINCE + 90 } })
   t.ok(narrow.total <= 10)
   t.ok(narrow.discussions.every((d) => d.number > NARROW_SINCE + 90))
 })
 
 t.test('categories: permalinks from names, unique per site; names 1 to 100 characters', async (t) => {
-  const { categories, sites, site } = stores()
+  const { categories, sites, site } = await stores()
   t.equal(slugify('Crème brûlée & Co.!', 'x'), 'creme-brulee-co')
   t.equal(slugify('  ---  ', 'fallback'), 'fallback')
   t.equal(slugify('你好', 'discussion'), 'discussion')
   const long = slugify(`${'a'.repeat(59)} b`, 'x')
   t.equal(long, 'a'.repeat(59), 'at most 60 characters, never ending in a dash')
-  t.equal(categories.add(site.id, ' Billing ', false).permalink, 'billing')
-  t.equal(categories.add(site.id, 'billing', false).permalink, 'billing-2')
-  t.equal(categories.add(site.id, 'BILLING!', true).permalink, 'billing-3')
-  const other = sites.add('other')
-  t.equal(categories.add(other.id, 'Billing', false).permalink, 'billing', 'another site has its own permalinks')
-  t.throws(() => categories.add(site.id, '  ', false), { code: 'invalid', field: 'name' })
-  t.throws(() => categories.add(site.id, 'x'.repeat(101), false), { message: 'a category name must be 1 to 100 characters' })
-  t.equal(categories.find(other.id, categories.add(site.id, 'Mine', false).id), undefined, 'found only on its own site')
+  t.equal((await categories.add(site.id, ' Billing ', false)).permalink, 'billing')
+  t.equal((await categories.add(site.id, 'billing', false)).permalink, 'billing-2')
+  t.equal((await categories.add(site.id, 'BILLING!', true)).permalink, 'billing-3')
+  const other = await sites.add('other')
+  t.equal((await categories.add(other.id, 'Billing', false)).permalink, 'billing', 'another site has its own permalinks')
+  await t.rejects(categories.add(site.id, '  ', false), { code: 'invalid', field: 'name' })
+  await t.rejects(categories.add(site.id, 'x'.repeat(101), false), { message: 'a category name must be 1 to 100 characters' })
+  t.equal(await categories.find(other.id, (await categories.add(site.id, 'Mine', false)).id), undefined, 'found only on its own site')
 })
 
 t.test('a listing page decodes its rows exactly as a single read does', async (t) => {
-  const { clock, categories, discussions, site, supporter } = stores()
-  const category = categories.add(site.id, 'Questions', true)
+  const { clock, categories, discussions, site, supporter } = await stores()
+  const category = await categories.add(site.id, 'Questions', true)
   for (let i = 0; i < 5; i++) {
-    discussions.create({ siteId: site.id, categoryId: category.id, title: `Question ${i}`, body: 'b', public: i % 2 === 0, supporterId: supporter.id, via: 'api' })
+    await discussions.create({ siteId: site.id, categoryId: category.id, title: `Question ${i}`, body: 'b', public: i % 2 === 0, supporterId: supporter.id, via: 'api' })
     clock.advance(61_000)
   }
-  discussions.act(site.id, 2, 'resolve')
-  const { discussions: page } = discussions.list({ siteId: site.id, state: 'live', sort: 'activity', offset: 0, limit: 30 })
+  await discussions.act(site.id, 2, 'resolve')
+  const { discussions: page } = await discussions.list({ siteId: site.id, state: 'live', sort: 'activity', offset: 0, limit: 30 })
   t.equal(page.length, 5)
-  for (const row of page) t.same(row, discussions.get(site.id, row.number), `discussion ${row.number}: the same fields, types and values`)
+  for (const row of page) t.same(row, await discussions.get(site.id, row.number), `discussion ${row.number}: the same fields, types and values`)
   t.ok(page.every((row) => row.createdAt instanceof Date && typeof row.public === 'boolean'), 'dates are Dates, flags are booleans')
   t.ok(page.some((row) => row.stateBeforeDelete === null), 'a column that is null stays null')
 })

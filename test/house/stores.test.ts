@@ -27,9 +27,16 @@ const shared = readdirSync(STORES)
   .filter((name) => name.endsWith('.ts'))
   .filter((name) => /from '\.\.\/port\.ts'/.test(readFileSync(join(STORES, name), 'utf8')))
 
-t.test('the shared stores: those that take the engine port', async (t) => {
-  t.ok(shared.length >= 3, shared.join(', '))
-  for (const store of ['security-log.ts', 'sessions.ts', 'oauth.ts']) t.ok(shared.includes(store), `${store} is written once`)
+const CONCERNS = ['sites', 'users', 'legacy-tokens', 'sessions', 'tokens', 'categories', 'discussions', 'discussion-counts', 'discussion-authors', 'oauth', 'security-log', 'bootstrap', 'seed']
+
+t.test('every store is written once, over the engine port', async (t) => {
+  for (const store of CONCERNS) t.ok(shared.includes(`${store}.ts`), `db/stores/${store}.ts takes the port`)
+})
+
+t.test('no store reaches for an engine: db/stores imports neither db/sqlite nor db/postgres', async (t) => {
+  for (const name of readdirSync(STORES)) {
+    t.notMatch(readFileSync(join(STORES, name), 'utf8'), /from '\.\.\/(sqlite|postgres)\//, name)
+  }
 })
 
 t.test('no shared store runs a statement synchronously', async (t) => {
@@ -45,7 +52,8 @@ t.test('the rule finds what it looks for', async (t) => {
   ])
 })
 
-t.test('no shared store has a PostgreSQL twin left', async (t) => {
-  const twins = readdirSync(resolve(STORES, '..', 'postgres', 'stores'))
-  for (const name of shared) t.notOk(twins.includes(name), `db/postgres/stores/${name}`)
+t.test('no engine keeps stores of its own', async (t) => {
+  for (const engine of ['sqlite', 'postgres']) {
+    t.notOk(readdirSync(resolve(STORES, '..', engine)).includes('stores'), `db/${engine}/stores`)
+  }
 })

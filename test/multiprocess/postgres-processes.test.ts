@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
-import { MAX_ACTIVE_TOKENS } from '../../db/stores/tokens.ts'
+import { MAX_ACTIVE_TOKENS } from '../../db/stores/token-rules.ts'
 import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { bannerToken, startServer, type RunningServer } from '../fixtures/server.ts'
 import { bannerSignIn, browser, command } from './processes.ts'

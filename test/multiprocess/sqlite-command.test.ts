@@ -8,7 +8,7 @@ import { command } from './processes.ts'
 
 // One service process serves a SQLite file, and the command line changes it beside it: a token the
 // command revokes is refused by the running server at once (its read cache sees the file change:
-// db/stores/read-cache.ts, tested within one process in test/db/stores/read-cache.test.ts).
+// db/sqlite/read-cache.ts, tested within one process in test/db/sqlite-read-cache.test.ts).
 
 t.test('a token revoked by the command line is refused by the running server at once', {
   skip: TEST_ENGINE !== 'sqlite' && 'a SQLite file shared by real processes: runs in the SQLite run of the suite',

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { MAX_ACTIVE_TOKENS } from '../../db/stores/tokens.ts'
+import { MAX_ACTIVE_TOKENS } from '../../db/stores/token-rules.ts'
 import { CLAIM_WAIT_MS, FORMS_CHANNEL, USED_FORMS_LIMIT } from '../../routes/web/api-tokens.ts'
 import { logCapture } from '../fixtures/log.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { MAX_ACTIVE_TOKENS } from '../../db/stores/tokens.ts'
+import { MAX_ACTIVE_TOKENS } from '../../db/stores/token-rules.ts'
 import { buildTestApp, V1 } from '../fixtures/app.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 

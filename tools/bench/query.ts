@@ -7,8 +7,8 @@ import { percentile } from './load.ts'
 import { median } from './results.ts'
 
 // The listing's data layer alone, in this process, without HTTP: the discussion store the service
-// uses (db/stores/discussion-listing.ts on SQLite, db/postgres/stores/discussion-listing.ts on
-// PostgreSQL, through its engine and the asynchronous face every store has), asked for the first
+// uses (db/sqlite/listing.ts on SQLite, db/postgres/listing.ts on
+// PostgreSQL, through its engine), asked for the first
 // page of the site's live discussions as GET /<site>/discussions asks for it. Separates what the
 // query costs at each size from what the network, the framework and a noisy machine add; on
 // PostgreSQL, one call at a time, it is mostly the round trips' latency.

@@ -94,7 +94,7 @@ ${table(
 
 Largest over smallest (per round; median and range): p50 ${formatSpread(summary.ratios.listingP50, 'p50')}, p99 ${formatSpread(summary.ratios.listingP99, 'p99')}; the baseline's p99 ${formatSpread(summary.ratios.baselineP99, 'p99')}.
 
-The listing query alone, in the benchmark's own process through the service's \`db/stores/discussion-listing.ts\`
+The listing query alone, in the benchmark's own process through the service's \`db/sqlite/listing.ts\`
 (first page of the live discussions, as the route asks for it), timed call by call:
 
 ${table(
@@ -146,7 +146,7 @@ ${table(
 
 Largest over smallest (per round; median and range): p50 ${formatSpread(summary.pgRatios.listingP50, 'p50')}, p99 ${formatSpread(summary.pgRatios.listingP99, 'p99')}; the baseline's p99 ${formatSpread(summary.pgRatios.baselineP99, 'p99')}.
 
-The listing query alone, in the benchmark's own process through the service's \`db/postgres/stores/discussion-listing.ts\`
+The listing query alone, in the benchmark's own process through the service's \`db/postgres/listing.ts\`
 (a pool of the default size; one call at a time, so this is the round trips' latency):
 
 ${table(

@@ -3,7 +3,7 @@ import { dirname } from 'node:path'
 import ts from 'typescript'
 
 // A promise nobody waits for: its rejection is lost and what it does may finish after the answer
-// went out. Since the stores answer with promises on both engines (db/stores/async.ts), a call
+// went out. Since the stores answer with promises on both engines (db/engine.ts), a call
 // whose result is not awaited, returned, chained or voided is a bug this finds, as a linter's
 // no-floating-promises rule would. test/house/promises.test.ts runs it over the whole program.
 

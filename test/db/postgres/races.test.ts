@@ -1,11 +1,11 @@
 import t, { type Test } from 'tap'
 import { sql } from '../../../db/drizzle.ts'
 import { openPostgres, type PgDb } from '../../../db/postgres/client.ts'
-import { postgresEngine } from '../../../db/postgres/engine.ts'
+import { postgresEngine, postgresPort } from '../../../db/postgres/engine.ts'
 import { users as usersTable } from '../../../db/postgres/schema.ts'
-import { createPgAuthors } from '../../../db/postgres/stores/discussion-authors.ts'
-import type { PgExecutor } from '../../../db/postgres/stores/executor.ts'
-import { insertUser } from '../../../db/postgres/stores/users.ts'
+import type { Executor } from '../../../db/port.ts'
+import { createAuthors } from '../../../db/stores/discussion-authors.ts'
+import { insertUser } from '../../../db/stores/users.ts'
 import { StoreError } from '../../../db/stores/errors.ts'
 import { createSecretBox } from '../../../lib/secret-box.ts'
 import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
@@ -36,7 +36,7 @@ async function setup(t: Test) {
 }
 
 /** The server process of a transaction, asked inside it. */
-async function backend(q: PgExecutor): Promise<number> {
+async function backend(q: Executor): Promise<number> {
   const { rows } = await q.execute<{ pid: number }>(sql`SELECT pg_backend_pid() AS pid`)
   return rows[0]!.pid
 }
@@ -64,13 +64,13 @@ async function accounts(db: PgDb, email: string): Promise<number> {
 
 t.test('a post on behalf of a new address while another process makes that account: both name the one account', options, async (t) => {
   const { one, two, site, ann } = await setup(t)
-  const authorOf = createPgAuthors(clock, box)
+  const authorOf = createAuthors(clock, box)
   const posted = (email: string) => ({ supporterId: ann.id, onBehalfOf: { email, name: 'Nia' } })
 
   const hold = gate()
   const made = gate()
   const first = one.transaction(async (tx) => {
-    const author = await authorOf(tx, site.id, posted('Nia@Example.test'))
+    const author = await authorOf(postgresPort(tx), site.id, posted('Nia@Example.test'))
     made.open()
     await hold.opened
     return author
@@ -80,7 +80,7 @@ t.test('a post on behalf of a new address while another process makes that accou
   let secondPid = 0
   const second = two.transaction(async (tx) => {
     secondPid = await backend(tx)
-    const author = await authorOf(tx, site.id, posted('nia@example.test'))
+    const author = await authorOf(postgresPort(tx), site.id, posted('nia@example.test'))
     // The transaction is still usable after the insert that ON CONFLICT turned down.
     await tx.execute(sql`SELECT 1`)
     return author
@@ -98,14 +98,14 @@ t.test('a post on behalf of a new address while another process makes that accou
 
 t.test('the same race when the first process rolls back: the second makes the account', options, async (t) => {
   const { one, two, site, ann } = await setup(t)
-  const authorOf = createPgAuthors(clock, box)
+  const authorOf = createAuthors(clock, box)
   const posted = { supporterId: ann.id, onBehalfOf: { email: 'kai@example.test' } }
 
   const hold = gate()
   const made = gate()
   const first = one
     .transaction(async (tx) => {
-      await authorOf(tx, site.id, posted)
+      await authorOf(postgresPort(tx), site.id, posted)
       made.open()
       await hold.opened
       tx.rollback()
@@ -115,7 +115,7 @@ t.test('the same race when the first process rolls back: the second makes the ac
   let secondPid = 0
   const second = two.transaction(async (tx) => {
     secondPid = await backend(tx)
-    return authorOf(tx, site.id, posted)
+    return authorOf(postgresPort(tx), site.id, posted)
   })
   while (secondPid === 0) await new Promise((resolve) => setTimeout(resolve, 5))
   await blocked(two, secondPid)
@@ -156,7 +156,7 @@ t.test('many posts on behalf of one new address, on many sites, from two process
  * The executor `q` with a step run just before and just after its next insert into users: what
  * another process might do at that moment, placed there exactly.
  */
-function aroundUserInsert(q: PgExecutor, before: (values: Record<string, unknown>) => Promise<void>, after: () => Promise<void>): PgExecutor {
+function aroundUserInsert(q: Executor, before: (values: Record<string, unknown>) => Promise<void>, after: () => Promise<void>): Executor {
   return new Proxy(q, {
     get(target, key, receiver) {
       const member = Reflect.get(target, key, receiver) as unknown
@@ -184,14 +184,17 @@ function aroundUserInsert(q: PgExecutor, before: (values: Record<string, unknown
   })
 }
 
+/** The same, as the port the stores take. */
+const aroundUserInsertOn = (...args: Parameters<typeof aroundUserInsert>) => postgresPort(aroundUserInsert(...args))
+
 t.test('an address taken at the moment of the insert and gone again before it is read: the conflict', options, async (t) => {
   const { one, two, site, ann } = await setup(t)
-  const authorOf = createPgAuthors(clock, box)
+  const authorOf = createAuthors(clock, box)
   const other = postgresEngine(two).users(clock, box)
   const error = await one
     .transaction((tx) =>
       authorOf(
-        aroundUserInsert(
+        aroundUserInsertOn(
           tx,
           async () => void (await other.insert({ email: 'max@example.test' }, null)),
           async () => void (await two.$client.query("DELETE FROM users WHERE email_key = 'max@example.test'")),
@@ -212,7 +215,7 @@ t.test('a new account whose legacy token collides with another account\'s: the d
   await users.insert({ email: 'zoe@example.test' }, null)
   // An insert, with another process giving an account the same fingerprint just before.
   const collided = await insertUser(
-    aroundUserInsert(
+    aroundUserInsertOn(
       one,
       async (row) => {
         await two.$client.query('UPDATE users SET legacy_token_fingerprint = $1 WHERE email_key = $2', [row.legacyTokenFingerprint, 'zoe@example.test'])
@@ -252,12 +255,12 @@ t.test('a unique violation of the address that ON CONFLICT did not absorb is the
 
 t.test('a post on behalf of a new address that fails for another reason: that failure, not a search for the account', options, async (t) => {
   const { one, two, site, ann, users } = await setup(t)
-  const authorOf = createPgAuthors(clock, box)
+  const authorOf = createAuthors(clock, box)
   // Another account given the new one's legacy-token fingerprint at the moment of the insert.
   const error = await one
     .transaction((tx) =>
       authorOf(
-        aroundUserInsert(
+        aroundUserInsertOn(
           tx,
           async (row) => void (await two.$client.query('UPDATE users SET legacy_token_fingerprint = $1 WHERE id = $2', [row.legacyTokenFingerprint, ann.id])),
           async () => {},
@@ -270,4 +273,19 @@ t.test('a post on behalf of a new address that fails for another reason: that fa
   t.notOk(error instanceof StoreError)
   t.match(error, { cause: { code: '23505', constraint: 'users_legacy_token_unique' } })
   t.equal(await users.find('bo@example.test'), undefined, 'nothing was written')
+})
+
+t.test('two first runs at once, the second past its look for a site before the first commits: one bootstraps, the other writes nothing', options, async (t) => {
+  const address = await freshPostgresAddress(t)
+  const [one, two] = [await openPostgres(address, { poolSize: 3 }), await openPostgres(address, { poolSize: 3 })]
+  t.teardown(() => Promise.all([one.$client.end(), two.$client.end()]))
+  // The first insert of a site holds its transaction open a moment: the other has looked by then.
+  await one.$client.query(`
+    CREATE FUNCTION linger() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$;
+    CREATE TRIGGER linger AFTER INSERT ON sites FOR EACH ROW EXECUTE FUNCTION linger();
+  `)
+  const runs = await Promise.all([postgresEngine(one).bootstrapFirstRun(clock, box), postgresEngine(two).bootstrapFirstRun(clock, box)])
+  t.equal(runs.filter((run) => run !== null).length, 1, 'one first run')
+  const { rows } = await one.$client.query<{ sites: number; users: number }>('SELECT (SELECT count(*)::integer FROM sites) AS sites, (SELECT count(*)::integer FROM users) AS users')
+  t.same(rows[0], { sites: 1, users: 2 }, 'one demo site, its supporter and the welcome customer: nothing of the other')
 })

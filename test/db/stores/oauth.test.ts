@@ -5,7 +5,7 @@ import t, { type Test } from 'tap'
 import { sql } from '../../../db/drizzle.ts'
 import { openPostgres, type PgDb } from '../../../db/postgres/client.ts'
 import { postgresEngine, postgresPort } from '../../../db/postgres/engine.ts'
-import type { PgExecutor } from '../../../db/postgres/stores/executor.ts'
+import type { Executor } from '../../../db/port.ts'
 import { openSqliteEngine } from '../../../db/sqlite/engine.ts'
 import { createOAuthStore, OAUTH_LAST_USED_EVERY_MS, type OAuthRow, type OAuthUpsert } from '../../../db/stores/oauth.ts'
 import { oauthStore } from '../../../plugins/stores.ts'
@@ -285,7 +285,7 @@ t.test('the oauth-store plugin decorates the instance with the store of its data
 })
 
 /** The server process of a connection or transaction. */
-async function backend(q: PgExecutor): Promise<number> {
+async function backend(q: Executor): Promise<number> {
   const { rows } = await q.execute<{ pid: number }>(sql`SELECT pg_backend_pid() AS pid`)
   return rows[0]!.pid
 }

@@ -1,28 +1,23 @@
-import { and, desc, eq, getTableColumns, inArray, sql, type Placeholder, type SQL } from '../../drizzle.ts'
-import type { DiscussionRow, ListingQuery } from '../../stores/discussion-listing.ts'
-import type { PgDb } from '../client.ts'
-import { discussions, users } from '../schema.ts'
-import { big } from './categories.ts'
-import type { PgDiscussionCounts } from './discussion-counts.ts'
+import { and, desc, eq, getTableColumns, inArray, sql, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
+import { countScope, totalFromCounts, type CountTotal, type DiscussionListing, type DiscussionRow, type ListingQuery } from '../stores/discussion-listing.ts'
+import type { PgDb } from './client.ts'
+import { discussions, users } from './schema.ts'
+
+/** An id compared as bigint (db/port.ts, `wide`). */
+const big = (value: SQLWrapper) => sql`${value}::bigint`
 
 // The discussion listings on PostgreSQL: the same filters, orders, `since`, paging and totals as
-// db/stores/discussion-listing.ts. One query shape per combination of filters, prepared (named) the
+// db/sqlite/listing.ts. One query shape per combination of filters, prepared (named) the
 // first time it is used. Unlike SQLite's, PostgreSQL's planner keeps statistics, so nothing steers
 // it; the live scope is written as the literal `state <> 'deleted'` that the partial listing
 // indexes are declared with, so a generic plan may still use them.
 
-/** A discussion with its author's address and name, as every read returns it (db/stores/discussion-listing.ts). */
-export const pgDiscussionView = {
+/** A discussion with its author's address and name, as every read returns it. */
+const discussionView = {
   ...getTableColumns(discussions),
   authorEmail: users.email,
   authorName: users.name,
 }
-
-// The rows of this view are the rows of SQLite's: the type checker holds the two together.
-type PgDiscussionRow = typeof discussions.$inferSelect & { authorEmail: string; authorName: string }
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
-const sameRow: Same<PgDiscussionRow, DiscussionRow> = true
-void sameRow
 
 const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt }
 
@@ -78,7 +73,7 @@ function parameters(query: ListingQuery): Record<string, unknown> {
   }
 }
 
-export function createPgDiscussionListing(db: PgDb, counts: PgDiscussionCounts) {
+export function createPostgresListing(db: PgDb, countTotal: CountTotal): DiscussionListing {
   // The page's ids are found first, from an index; only those rows are then read and joined to
   // their authors, so rows skipped by the offset cost an index step each, not a join.
   function pageQuery(shape: Shape) {
@@ -91,7 +86,7 @@ export function createPgDiscussionListing(db: PgDb, counts: PgDiscussionCounts) 
       .limit(sql.placeholder('limit'))
       .offset(sql.placeholder('offset'))
     return db
-      .select(pgDiscussionView)
+      .select(discussionView)
       .from(discussions)
       .innerJoin(users, eq(users.id, discussions.authorId))
       .where(inArray(discussions.id, ids))
@@ -128,25 +123,16 @@ export function createPgDiscussionListing(db: PgDb, counts: PgDiscussionCounts) 
   }
 
   return {
-    /**
-     * One page of a listing and the number of discussions in it all. Without an author or a
-     * `since` the total is a sum of the maintained counts; with one it is counted. A page past
-     * the end costs no read beyond the total.
-     */
-    async list(query: ListingQuery): Promise<{ total: number; discussions: DiscussionRow[] }> {
+    async list(query) {
       const values = parameters(query)
       const shape = shapeOf(query)
-      const total =
-        query.authorId === undefined && query.since === undefined
-          ? await counts.total({ siteId: query.siteId, state: query.state, categoryId: query.categoryId, public: query.public })
-          : (await countStatement(shape).execute(values))[0].n
+      const total = totalFromCounts(query) ? await countTotal(countScope(query)) : (await countStatement(shape).execute(values))[0].n
       if (query.offset >= total) return { total, discussions: [] }
       return { total, discussions: await pageStatement(shape).execute(values) }
     },
 
-    /** PostgreSQL's plan for reading a page of this listing, one line each (`total` is SQLite's hint, unused here). */
-    async explain(query: ListingQuery, total = 0): Promise<string[]> {
-      void total
+    // One line of PostgreSQL's plan each; `total` is SQLite's hint, unused here.
+    async explain(query) {
       const { sql: text, params } = pageQuery(shapeOf(query)).toSQL()
       // Every value of a listing query is a placeholder.
       const values = parameters(query)
@@ -157,4 +143,3 @@ export function createPgDiscussionListing(db: PgDb, counts: PgDiscussionCounts) 
   }
 }
 
-export type PgDiscussionListing = ReturnType<typeof createPgDiscussionListing>

@@ -1,4 +1,4 @@
-import type { Db } from '../sqlite/client.ts'
+import type { Db } from './client.ts'
 
 // The reads of the authentication path (a site by its permalink, a personal token by its
 // fingerprint) are remembered, and forgotten the moment the database may have changed: when
@@ -8,9 +8,12 @@ import type { Db } from '../sqlite/client.ts'
 // a revoked token, a disabled owner or a supporter taken off the staff is refused on the very
 // next request, whichever process made the change.
 
+// A value read inside a transaction may never be committed: nothing is remembered or answered
+// from memory while one is open (and the transaction's own writes forget the rest when it ends).
+
 export interface ReadCache {
-  /** `load` memoised by its key, at most `max` keys, all forgotten whenever the database changed. */
-  memo<V>(load: (key: string) => V): (key: string) => V
+  /** `load` memoised by its key, at most MAX_KEYS keys, all forgotten whenever the database changed. */
+  memo<V>(load: (key: string) => Promise<V>): (key: string) => Promise<V>
 }
 
 const MAX_KEYS = 10_000
@@ -26,7 +29,7 @@ export function readCache(db: Db): ReadCache {
 function createReadCache(db: Db): ReadCache {
   const dataVersion = db.$client.prepare('pragma data_version').pluck()
   const totalChanges = db.$client.prepare('select total_changes()').pluck()
-  const maps: Array<Map<string, unknown>> = []
+  const maps: Array<Map<string, Promise<unknown>>> = []
   let seenVersion: unknown
   let seenChanges: unknown
 
@@ -58,14 +61,18 @@ function createReadCache(db: Db): ReadCache {
   }
 
   return {
-    memo<V>(load: (key: string) => V) {
-      const entries = new Map<string, V>()
+    memo<V>(load: (key: string) => Promise<V>) {
+      // The promise is what is kept: better-sqlite3 reads synchronously, so the value it settles
+      // to was read at the moment it was made. A rejected one is not kept.
+      const entries = new Map<string, Promise<V>>()
       maps.push(entries)
       return (key: string) => {
+        if (db.$client.inTransaction) return load(key)
         forgetIfChanged()
-        if (entries.has(key)) return entries.get(key) as V
+        if (entries.has(key)) return entries.get(key)!
         const value = load(key)
         entries.set(key, value)
+        value.catch(() => entries.get(key) === value && entries.delete(key))
         // Map keeps insertion order: the oldest key goes first.
         if (entries.size > MAX_KEYS) entries.delete(entries.keys().next().value!)
         return value

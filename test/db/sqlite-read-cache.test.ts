@@ -1,14 +1,13 @@
-import { SQLITE_ONLY } from '../../fixtures/postgres.ts'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { openDatabase } from '../../../db/sqlite/client.ts'
-import { readCache } from '../../../db/stores/read-cache.ts'
-import { createSiteStore } from '../../../db/stores/sites.ts'
-import { createTokenStore } from '../../../db/stores/tokens.ts'
-import { createUserStore } from '../../../db/stores/users.ts'
-import { buildTestApp, sqliteOf, supporterWithToken } from '../../fixtures/app.ts'
+import { openDatabase } from '../../db/sqlite/client.ts'
+import { sqliteEngine } from '../../db/sqlite/engine.ts'
+import { readCache } from '../../db/sqlite/read-cache.ts'
+import { createSecretBox } from '../../lib/secret-box.ts'
+import { buildTestApp, sqliteOf, supporterWithToken } from '../fixtures/app.ts'
+import { SQLITE_ONLY } from '../fixtures/postgres.ts'
 
 // Issue 14, item 3: the token and site reads of the authentication path are cached, and the cache
 // keeps every promise: a change made by another connection to the same file (the CLI, another
@@ -19,10 +18,10 @@ t.test('a change from another connection is seen on the very next request', asyn
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const databaseAddress = join(dir, 'service.db')
   const { app } = await buildTestApp(t, { config: { databaseAddress } })
-  const other = openDatabase(databaseAddress)
-  t.teardown(() => other.$client.close())
+  const other = sqliteEngine(openDatabase(databaseAddress))
+  t.teardown(() => other.close())
   const clock = () => app.clock()
-  const cli = { users: createUserStore(other, clock), tokens: createTokenStore(other, clock), sites: createSiteStore(other, clock) }
+  const cli = { users: other.users(clock, createSecretBox('k'.repeat(64))), tokens: other.tokens(clock), sites: other.sites(clock) }
   const get = (headers: Record<string, string>) => app.inject({ url: '/demo', headers }).then((res) => res.statusCode)
 
   const ann = await supporterWithToken(app)
@@ -31,15 +30,15 @@ t.test('a change from another connection is seen on the very next request', asyn
   for (const who of [ann, bob, cat]) t.equal(await get(who.bearer), 200, 'cached after the first use')
   for (const who of [ann, bob, cat]) t.equal(await get(who.bearer), 200)
 
-  cli.tokens.revoke(ann.site.id, ann.token.id)
+  await cli.tokens.revoke(ann.site.id, ann.token.id)
   t.equal(await get(ann.bearer), 401, 'revoked by another connection: refused at once')
-  cli.users.setDisabled(bob.user.email, true)
+  await cli.users.setDisabled(bob.user.email, true)
   t.equal(await get(bob.bearer), 401, 'owner disabled by another connection: refused at once')
-  cli.users.removeStaff(cat.site.id, cat.user.id)
+  await cli.users.removeStaff(cat.site.id, cat.user.id)
   t.equal(await get(cat.bearer), 403, 'taken off the staff by another connection: refused at once')
-  cli.sites.add('later')
+  await cli.sites.add('later')
   const dee = await supporterWithToken(app, { site: 'later' })
-  t.equal(await app.inject({ url: '/later', headers: dee.bearer }).then((res) => res.statusCode), 200, 'a site made elsewhere is found')
+  t.equal((await app.inject({ url: '/later', headers: dee.bearer })).statusCode, 200, 'a site made elsewhere is found')
 })
 
 t.test("this process's own changes are seen too", async (t) => {
@@ -53,14 +52,35 @@ t.test("this process's own changes are seen too", async (t) => {
 t.test('a memo is bounded and forgets everything when the database changes', { skip: SQLITE_ONLY && 'the read cache is SQLite\'s' }, async (t) => {
   const { app } = await buildTestApp(t)
   const loads: string[] = []
-  const memo = readCache(sqliteOf(app)).memo((key) => (loads.push(key), key.length))
-  for (let i = 0; i <= 10_000; i++) memo(`key ${i}`)
+  const memo = readCache(sqliteOf(app)).memo(async (key) => (loads.push(key), key.length))
+  for (let i = 0; i <= 10_000; i++) await memo(`key ${i}`)
   t.equal(loads.length, 10_001)
-  memo('key 10000')
+  t.equal(await memo('key 10000'), 9)
   t.equal(loads.length, 10_001, 'a recent key is remembered')
-  memo('key 0')
+  await memo('key 0')
   t.equal(loads.length, 10_002, 'the oldest key was forgotten: at most 10,000 are kept')
   await app.sites.add('elsewhere')
-  memo('key 10000')
+  await memo('key 10000')
   t.equal(loads.length, 10_003, 'a write of this connection forgets them all')
+})
+
+t.test('nothing read inside a transaction is remembered, and a failed load is not kept', { skip: SQLITE_ONLY && 'the read cache is SQLite\'s' }, async (t) => {
+  const { app } = await buildTestApp(t)
+  const db = sqliteOf(app)
+  let loads = 0
+  let fail = false
+  const memo = readCache(db).memo(async (key) => {
+    loads++
+    if (fail) throw new Error(`cannot read ${key}`)
+    return loads
+  })
+  db.$client.exec('BEGIN IMMEDIATE')
+  t.equal(await memo('k'), 1)
+  t.equal(await memo('k'), 2, 'read again: what a transaction sees may never be committed')
+  db.$client.exec('ROLLBACK')
+  fail = true
+  await t.rejects(memo('k'), { message: 'cannot read k' })
+  fail = false
+  t.equal(await memo('k'), 4, 'the failure was not kept')
+  t.equal(await memo('k'), 4, 'the value is')
 })

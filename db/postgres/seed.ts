@@ -1,44 +1,31 @@
-import { eq, sql } from '../../drizzle.ts'
-import type { Clock } from '../../../lib/clock.ts'
-import type { SecretBox } from '../../../lib/secret-box.ts'
-import { slugify, type Category } from '../../stores/categories.ts'
-import type { CountedRow } from '../../stores/discussion-counts.ts'
-import { issueLegacyToken } from '../../stores/legacy-tokens.ts'
-import { BATCH, DEFAULT_CATEGORIES, discussionDraws, FIRST, LAST, peopleFor, type Seeded } from '../../stores/seed.ts'
-import type { Site } from '../../stores/sites.ts'
-import { STAFF_ROLE } from '../../stores/staff.ts'
-import { emailKey } from '../../stores/users.ts'
-import type { PgDb } from '../client.ts'
-import { discussions } from '../schema.ts'
-import { addCategory, createCategoryStore, lockSite } from './categories.ts'
-import { bumpCount } from './discussion-counts.ts'
-import type { PgExecutor } from './executor.ts'
+import { eq, sql } from '../drizzle.ts'
+import type { Executor } from '../port.ts'
+import type { Clock } from '../../lib/clock.ts'
+import type { SecretBox } from '../../lib/secret-box.ts'
+import { slugify } from '../stores/categories.ts'
+import { bumpCount, type CountedRow } from '../stores/discussion-counts.ts'
+import { issueLegacyToken } from '../stores/legacy-tokens.ts'
+import { BATCH, countKey, discussionDraws, peopleFor, seedCategories, seedCustomer, seedSupporter, type Seeded } from '../stores/seed.ts'
+import type { Site } from '../stores/sites.ts'
+import { STAFF_ROLE } from '../stores/staff.ts'
+import { emailKey } from '../stores/users.ts'
+import type { PgDb } from './client.ts'
+import { postgresPort } from './engine.ts'
+import { discussions, sites } from './schema.ts'
 
-// `service-desk seed` on PostgreSQL: the generator of db/stores/seed.ts, draw for draw (the same
-// seed gives the same discussions, comments, customers and counts on both engines; test/cli/seed.test.ts
-// seeds one of each and compares every row), written in transactions of BATCH discussions, each a
-// few multi-row inserts whose rows go in as one array per column (unnest), and the counts moved in
-// the same transaction. A batch first takes the site's row lock, as a create does
-// (db/postgres/stores/discussions.ts), so the service may write meanwhile and the numbers follow on. The texts and
-// their draws are db/stores/seed.ts's own.
+// `service-desk seed` on PostgreSQL: the draws of db/stores/seed.ts (the same seed gives the same
+// discussions, comments, customers and counts on both engines; test/cli/seed.test.ts seeds one of
+// each and compares every row), written in transactions of BATCH discussions, each a few multi-row
+// inserts whose rows go in as one array per column (unnest), and the counts moved in the same
+// transaction. A batch first takes the site's row lock, as a create does (db/stores/discussions.ts),
+// so the service may write meanwhile and the numbers follow on.
 
 const iso = (ms: number) => new Date(ms).toISOString()
 /** One array, bound as one parameter (drizzle would spread it into a list). */
 const array = (values: unknown[]) => sql.param(values)
 
-/** The site's categories, in the order of its category list, or the usual ones, made now. */
-async function categoriesOf(db: PgDb, clock: Clock, site: Site): Promise<Category[]> {
-  const existing = (await createCategoryStore(db, clock).list(site.id, 0, 1_000)).categories
-  if (existing.length > 0) return existing
-  return db.transaction(async (tx) => {
-    const made: Category[] = []
-    for (const [name, isPublic] of DEFAULT_CATEGORIES) made.push(await addCategory(tx, clock, site.id, name, isPublic))
-    return made
-  })
-}
-
 /** The ids of the accounts with these addresses (lower case), made (in this order) where missing. */
-async function accounts(q: PgExecutor, clock: Clock, box: SecretBox, people: Array<{ email: string; name: string }>): Promise<number[]> {
+async function accounts(q: Executor, clock: Clock, box: SecretBox, people: Array<{ email: string; name: string }>): Promise<number[]> {
   const ids = async () => {
     const { rows } = await q.execute<{ id: number; key: string }>(
       sql`SELECT id, email_key AS key FROM users WHERE email_key = ANY(${array(people.map((p) => emailKey(p.email)))}::text[])`,
@@ -66,7 +53,7 @@ async function accounts(q: PgExecutor, clock: Clock, box: SecretBox, people: Arr
 }
 
 /** Makes the accounts members of the site with this role, unless they are members already. */
-async function join(q: PgExecutor, siteId: number, userIds: number[], role: 'customer' | 'supporter', now: number): Promise<void> {
+async function join(q: Executor, siteId: number, userIds: number[], role: 'customer' | 'supporter', now: number): Promise<void> {
   await q.execute(sql`
     INSERT INTO memberships (site_id, user_id, role, created_at)
     SELECT ${siteId}::integer, u.id, ${role}::text, ${iso(now)}::timestamptz FROM unnest(${array(userIds)}::integer[]) AS u(id)
@@ -76,11 +63,7 @@ async function join(q: PgExecutor, siteId: number, userIds: number[], role: 'cus
 /** Customers to ask (made or reused by address) and the site's supporters to answer (one made if it has none). */
 async function peopleOf(db: PgDb, clock: Clock, box: SecretBox, site: Site, howMany: number, now: number) {
   return db.transaction(async (tx) => {
-    const wanted = Array.from({ length: howMany }, (_, i) => {
-      const first = FIRST[i % FIRST.length]
-      const last = LAST[Math.floor(i / FIRST.length) % LAST.length]
-      return { email: `${first}.${last}.${i + 1}@customers.${site.permalink}.example`.toLowerCase(), name: `${first} ${last}` }
-    })
+    const wanted = Array.from({ length: howMany }, (_, i) => seedCustomer(site, i))
     const customers = await accounts(tx, clock, box, wanted)
     await join(tx, site.id, customers, 'customer', now)
     // In the order SQLite reads them: its memberships primary key, (site, user).
@@ -89,19 +72,16 @@ async function peopleOf(db: PgDb, clock: Clock, box: SecretBox, site: Site, howM
     )
     let supporters = rows.map((row) => row.id)
     if (supporters.length === 0) {
-      supporters = await accounts(tx, clock, box, [{ email: `support@${site.permalink}.example`, name: 'Seeded Supporter' }])
+      supporters = await accounts(tx, clock, box, [seedSupporter(site)])
       await join(tx, site.id, supporters, STAFF_ROLE, now)
     }
     return { customers, supporters }
   })
 }
 
-/** Where a count row sorts: a batch moves its counts in this order, as every write does (no deadlock between them). */
-const countKey = (row: CountedRow) => `${row.categoryId}|${row.state}|${row.public ? 1 : 0}`
-
 /**
  * Adds `count` generated discussions (and their comments, customers and counts) to the site: what
- * seedDiscussions (db/stores/seed.ts) adds on SQLite for the same seed.
+ * seedSqliteDiscussions (db/sqlite/seed.ts) adds on SQLite for the same seed.
  */
 export async function seedPostgresDiscussions(
   db: PgDb,
@@ -112,7 +92,7 @@ export async function seedPostgresDiscussions(
   options: { seed: number; onProgress?: (done: number, total: number) => void },
 ): Promise<Seeded> {
   const now = clock()
-  const siteCategories = await categoriesOf(db, clock, site)
+  const siteCategories = await seedCategories(postgresPort(db), clock, site)
   const people = await peopleOf(db, clock, box, site, peopleFor(count), now)
   const draw = discussionDraws(options.seed, count, now, siteCategories, people)
 
@@ -122,7 +102,7 @@ export async function seedPostgresDiscussions(
     const size = Math.min(BATCH, count - written)
     commentsWritten += await db.transaction(async (tx) => {
       // Held until commit: a discussion the service creates meanwhile takes the next number after these.
-      await lockSite(tx, site.id)
+      await tx.select({ id: sites.id }).from(sites).where(eq(sites.id, site.id)).for('no key update')
       const [{ n }] = await tx.select({ n: sql<number | null>`max(${discussions.number})` }).from(discussions).where(eq(discussions.siteId, site.id))
       const first = (n ?? 0) + 1
       const rows = { number: [] as number[], title: [] as string[], permalink: [] as string[], state: [] as string[], before: [] as Array<string | null> }
@@ -173,7 +153,7 @@ export async function seedPostgresDiscussions(
           WITH ORDINALITY AS c(number, position, author, by_supporter, body, via, at, n)
         JOIN discussions d ON d.site_id = ${site.id} AND d.number = c.number
         ORDER BY c.n`)
-      for (const key of [...moved.keys()].sort()) await bumpCount(tx, moved.get(key)!.row, moved.get(key)!.n)
+      for (const key of [...moved.keys()].sort()) await bumpCount(postgresPort(tx), moved.get(key)!.row, moved.get(key)!.n)
       return said.number.length
     })
     written += size
