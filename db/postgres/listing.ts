@@ -1,5 +1,5 @@
 import { and, desc, eq, getTableColumns, inArray, sql, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
-import { countScope, totalFromCounts, type CountTotal, type DiscussionListing, type DiscussionRow, type ListingQuery } from '../stores/discussion-listing.ts'
+import { countScope, listingShape, totalFromCounts, type CountTotal, type ListingShape, type DiscussionListing, type DiscussionRow, type ListingQuery } from '../stores/discussion-listing.ts'
 import type { PgDb } from './client.ts'
 import { discussions, users } from './schema.ts'
 
@@ -21,25 +21,8 @@ const discussionView = {
 
 const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt }
 
-interface Shape {
-  state: 'live' | 'one'
-  category: boolean
-  public: boolean
-  author: boolean
-  since: 'none' | 'number' | 'date'
-  sort: ListingQuery['sort']
-}
-
-function shapeOf(query: ListingQuery): Shape {
-  return {
-    state: query.state === 'live' ? 'live' : 'one',
-    category: query.categoryId !== undefined,
-    public: query.public !== undefined,
-    author: query.authorId !== undefined,
-    since: query.since?.kind ?? 'none',
-    sort: query.sort,
-  }
-}
+type Shape = ListingShape
+const shapeOf = listingShape
 
 /** A short name of the shape, for its prepared statements (unique app-wide with their prefix). */
 function shapeKey(shape: Shape): string {

@@ -36,44 +36,35 @@ export class Gate {
   }
 
   /** Runs `work` as a share of the connection. */
-  async shared<T>(work: () => Promise<T>): Promise<T> {
-    if (this.#held()) return work()
-    if (!this.#enterNow(false)) await this.#queue(false)
-    const hold: Hold = { exclusive: false, live: true }
-    try {
-      return await this.#holds.run(hold, work)
-    } finally {
-      hold.live = false
-      this.#leave(false)
-    }
+  shared<T>(work: () => Promise<T>): Promise<T> {
+    return this.#held() ? work() : this.#within(false, work)
   }
 
   /** Runs `work` with the connection alone; inside a transaction already, at once (the caller nests it). */
   async exclusive<T>(work: () => Promise<T>): Promise<T> {
     const held = this.#held()
     if (held?.exclusive) return work()
-    if (held) {
-      // A share asking for a transaction: its share is let go while it waits and taken again after.
-      held.live = false
-      this.#leave(false)
-      try {
-        return await this.#alone(work)
-      } finally {
-        if (!this.#enterNow(false)) await this.#queue(false)
-        held.live = true
-      }
+    if (!held) return this.#within(true, work)
+    // A share asking for a transaction: its share is let go while it waits and taken again after.
+    held.live = false
+    this.#leave(false)
+    try {
+      return await this.#within(true, work)
+    } finally {
+      if (!this.#enterNow(false)) await this.#queue(false)
+      held.live = true
     }
-    return this.#alone(work)
   }
 
-  async #alone<T>(work: () => Promise<T>): Promise<T> {
-    if (!this.#enterNow(true)) await this.#queue(true)
-    const hold: Hold = { exclusive: true, live: true }
+  /** Runs `work` once admitted, as a share or alone, recognised as such by the code it calls. */
+  async #within<T>(exclusive: boolean, work: () => Promise<T>): Promise<T> {
+    if (!this.#enterNow(exclusive)) await this.#queue(exclusive)
+    const hold: Hold = { exclusive, live: true }
     try {
       return await this.#holds.run(hold, work)
     } finally {
       hold.live = false
-      this.#leave(true)
+      this.#leave(exclusive)
     }
   }
 

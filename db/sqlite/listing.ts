@@ -3,12 +3,13 @@ import type { Db } from './client.ts'
 import { discussions, users } from './schema.ts'
 import {
   countScope,
+  listingShape,
   totalFromCounts,
   type CountTotal,
   type DiscussionListing,
   type DiscussionRow,
   type ListingQuery,
-  type Sort,
+  type ListingShape,
 } from '../stores/discussion-listing.ts'
 
 // The discussion listings on SQLite (db/stores/discussion-listing.ts): one query shape per combination of filters, prepared the first time it
@@ -36,26 +37,10 @@ export const NARROW_SINCE = 5_000
 /** The index that reads a page: the listing order's, an author's, the number's or a category's. */
 type Driver = 'order' | 'author' | 'number' | 'category'
 
-interface Shape {
-  state: 'live' | 'one'
-  category: boolean
-  public: boolean
-  author: boolean
-  since: 'none' | 'number' | 'date'
-  sort: Sort
-  driver: Driver
-}
+type Shape = ListingShape & { driver: Driver }
 
 function shapeOf(query: ListingQuery, driver: Driver): Shape {
-  return {
-    state: query.state === 'live' ? 'live' : 'one',
-    category: query.categoryId !== undefined,
-    public: query.public !== undefined,
-    author: query.authorId !== undefined,
-    since: query.since?.kind ?? 'none',
-    sort: query.sort,
-    driver,
-  }
+  return { ...listingShape(query), driver }
 }
 
 /** The driver before the number of matches is known (and for counting). */

@@ -38,6 +38,27 @@ export interface DiscussionListing {
   explain(query: ListingQuery, total?: number): Promise<string[]>
 }
 
+/** Which filters a listing has, not their values: one query (prepared once) per shape. */
+export interface ListingShape {
+  state: 'live' | 'one'
+  category: boolean
+  public: boolean
+  author: boolean
+  since: 'none' | 'number' | 'date'
+  sort: Sort
+}
+
+export function listingShape(query: ListingQuery): ListingShape {
+  return {
+    state: query.state === 'live' ? 'live' : 'one',
+    category: query.categoryId !== undefined,
+    public: query.public !== undefined,
+    author: query.authorId !== undefined,
+    since: query.since?.kind ?? 'none',
+    sort: query.sort,
+  }
+}
+
 /** What a listing needs of the counts: their sum over a scope. */
 export type CountTotal = (scope: CountScope) => Promise<number>
 
