@@ -43,6 +43,8 @@ export function sqlitePort(db: Db): StorePort {
   const gate = gates.get(db) ?? new Gate()
   gates.set(db, gate)
   let savepoints = 0
+  // Kept for the connection's life, transactions included: they run on the same connection.
+  const statements = new Map<string, unknown>()
 
   async function nested<T>(work: () => Promise<T>): Promise<T> {
     const name = `sd_${++savepoints}`
@@ -79,6 +81,10 @@ export function sqlitePort(db: Db): StorePort {
       })
     },
     locked: (select) => select,
+    prepared<S>(name: string, build: (db: Executor) => S): S {
+      if (!statements.has(name)) statements.set(name, build(port.db))
+      return statements.get(name) as S
+    },
     wide: (value) => sql`${value}`,
     moment: (at) => at.getTime(),
     inByteOrder: (column: Column) => sql`${column}`,

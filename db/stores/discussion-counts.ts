@@ -37,14 +37,19 @@ function rowKey(row: CountedRow): string {
 
 /** Adds delta to the count of discussions like `row`, in one atomic upsert. Call inside the write's transaction. */
 export async function bumpCount(port: StorePort, row: CountedRow, delta: number): Promise<void> {
-  const { db, tables: { discussionCounts } } = port
-  await db
-    .insert(discussionCounts)
-    .values({ siteId: row.siteId, categoryId: row.categoryId, state: row.state, public: row.public, count: delta })
-    .onConflictDoUpdate({
-      target: [discussionCounts.siteId, discussionCounts.categoryId, discussionCounts.state, discussionCounts.public],
-      set: { count: sql`${discussionCounts.count} + excluded.count` },
-    })
+  const { discussionCounts } = port.tables
+  const p = sql.placeholder
+  const bump = port.prepared('discussion_counts_bump', (db) =>
+    db
+      .insert(discussionCounts)
+      .values({ siteId: p('siteId'), categoryId: p('categoryId'), state: p('state'), public: p('public'), count: p('delta') })
+      .onConflictDoUpdate({
+        target: [discussionCounts.siteId, discussionCounts.categoryId, discussionCounts.state, discussionCounts.public],
+        set: { count: sql`${discussionCounts.count} + excluded.count` },
+      })
+      .prepare('discussion_counts_bump'),
+  )
+  await bump.execute({ ...row, delta })
 }
 
 /** Moves one discussion from the count of `before` to that of `after`, when they differ. Call inside the write's transaction. */

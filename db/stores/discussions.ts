@@ -71,24 +71,117 @@ function refuseDeleted(discussion: DiscussionRow): void {
 
 /** The discussion, read in the transaction of `port`; `lock` holds its row until that ends. */
 async function getIn(port: StorePort, siteId: number, number: number, lock = false): Promise<DiscussionRow> {
-  const { db, tables: { discussions, users } } = port
-  const query = db
-    .select(views(port).discussion)
-    .from(discussions)
-    .innerJoin(users, eq(users.id, discussions.authorId))
-    .where(and(eq(discussions.siteId, siteId), eq(discussions.number, port.wide(number))))
-  const [discussion] = lock ? await port.locked(query, discussions) : await query
+  const { discussions, users } = port.tables
+  const p = sql.placeholder
+  const read = port.prepared(lock ? 'discussions_get_locked' : 'discussions_get', (db) => {
+    const query = db
+      .select(views(port).discussion)
+      .from(discussions)
+      .innerJoin(users, eq(users.id, discussions.authorId))
+      .where(and(eq(discussions.siteId, p('siteId')), eq(discussions.number, port.wide(p('number')))))
+    return (lock ? port.locked(query, discussions) : query).prepare(lock ? 'discussions_get_locked' : 'discussions_get')
+  })
+  const [discussion] = await read.execute({ siteId, number })
   if (!discussion) throw notFound(number)
   return discussion
 }
 
 async function categoryOfSite(port: StorePort, siteId: number, id: number) {
-  const { db, tables: { categories } } = port
-  const [category] = await db
-    .select({ id: categories.id, public: categories.public })
-    .from(categories)
-    .where(and(eq(categories.id, port.wide(id)), eq(categories.siteId, siteId)))
-  return category
+  const { categories } = port.tables
+  const p = sql.placeholder
+  const read = port.prepared('discussions_category_of_site', (db) =>
+    db
+      .select({ id: categories.id, public: categories.public })
+      .from(categories)
+      .where(and(eq(categories.id, port.wide(p('id'))), eq(categories.siteId, p('siteId'))))
+      .prepare('discussions_category_of_site'),
+  )
+  return (await read.execute({ siteId, id }))[0]
+}
+
+/** Comment `number` of a discussion, with its author, read on `port`. */
+function commentOf(port: StorePort) {
+  const { comments, users } = port.tables
+  const p = sql.placeholder
+  return port.prepared('discussions_comment', (db) =>
+    db
+      .select(views(port).comment)
+      .from(comments)
+      .innerJoin(users, eq(users.id, comments.authorId))
+      .where(and(eq(comments.discussionId, port.wide(p('discussionId'))), eq(comments.number, port.wide(p('number')))))
+      .prepare('discussions_comment'),
+  )
+}
+
+/** The statements every write of a discussion runs, prepared once per port. */
+function writes(port: StorePort) {
+  const { comments, discussions, sites } = port.tables
+  const p = sql.placeholder
+  // Placeholders in set() are bound as they are given, not through the columns: moments through port.moment.
+  const given = (name: string) => sql`${p(name)}`
+  return {
+    lockSite: port.prepared('discussions_lock_site', (db) => port.locked(db.select({ id: sites.id }).from(sites).where(eq(sites.id, p('siteId')))).prepare('discussions_lock_site')),
+    lastNumber: port.prepared('discussions_last_number', (db) =>
+      db.select({ n: sql<number | null>`max(${discussions.number})` }).from(discussions).where(eq(discussions.siteId, p('siteId'))).prepare('discussions_last_number'),
+    ),
+    insert: port.prepared('discussions_insert', (db) =>
+      db
+        .insert(discussions)
+        .values({
+          siteId: p('siteId'),
+          number: p('number'),
+          title: p('title'),
+          permalink: p('permalink'),
+          state: p('state'),
+          public: p('public'),
+          authorId: p('authorId'),
+          categoryId: p('categoryId'),
+          createdAt: p('at'),
+          updatedAt: p('at'),
+          lastUpdatedAt: p('at'),
+          commentsCount: 1,
+        })
+        .prepare('discussions_insert'),
+    ),
+    comment: port.prepared('discussions_comment_insert', (db) =>
+      db
+        .insert(comments)
+        .values({
+          discussionId: p('discussionId'),
+          number: p('number'),
+          authorId: p('authorId'),
+          bySupporter: p('bySupporter'),
+          body: p('body'),
+          internal: p('internal'),
+          via: p('via'),
+          createdAt: p('at'),
+        })
+        .returning({ id: comments.id })
+        .prepare('discussions_comment_insert'),
+    ),
+    afterComment: port.prepared('discussions_after_comment', (db) =>
+      db
+        .update(discussions)
+        .set({ state: given('state'), commentsCount: given('count'), updatedAt: given('at'), lastUpdatedAt: given('at') })
+        .where(eq(discussions.id, p('id')))
+        .prepare('discussions_after_comment'),
+    ),
+    save: port.prepared('discussions_save', (db) =>
+      db
+        .update(discussions)
+        .set({
+          title: given('title'),
+          permalink: given('permalink'),
+          state: given('state'),
+          stateBeforeDelete: given('stateBeforeDelete'),
+          public: given('public'),
+          categoryId: given('categoryId'),
+          updatedAt: given('at'),
+        })
+        .where(eq(discussions.id, p('id')))
+        .prepare('discussions_save'),
+    ),
+  }
 }
 
 /** The category a discussion is moved to; another site's or an unknown one is an invalid `field`. */
@@ -108,20 +201,17 @@ export async function createDiscussionIn(
   authorOf: Authors,
   input: NewDiscussion,
 ): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
-  const { db, tables: { comments, discussions, sites } } = port
+  const write = writes(port)
   // Held until commit: the next create on this site reads the highest number after this one's.
-  await port.locked(db.select({ id: sites.id }).from(sites).where(eq(sites.id, input.siteId)))
+  await write.lockSite.execute({ siteId: input.siteId })
   const category = await categoryOfSite(port, input.siteId, input.categoryId)
   if (!category) throw new StoreError(`there is no category ${input.categoryId} on this site`, 'not_found', 'category')
   const author = await authorOf(port, input.siteId, input)
-  const [{ n }] = await db
-    .select({ n: sql<number | null>`max(${discussions.number})` })
-    .from(discussions)
-    .where(eq(discussions.siteId, input.siteId))
+  const [{ n }] = await write.lastNumber.execute({ siteId: input.siteId })
   const number = (n ?? 0) + 1
   const title = input.title.trim()
   const now = new Date(clock())
-  await db.insert(discussions).values({
+  await write.insert.execute({
     siteId: input.siteId,
     number,
     title,
@@ -130,10 +220,7 @@ export async function createDiscussionIn(
     public: input.public ?? category.public,
     authorId: author.id,
     categoryId: input.categoryId,
-    createdAt: now,
-    updatedAt: now,
-    lastUpdatedAt: now,
-    commentsCount: 1,
+    at: now,
   })
   const discussion = await getIn(port, input.siteId, number)
   const opening = {
@@ -145,10 +232,7 @@ export async function createDiscussionIn(
     internal: false,
     via: input.via,
   }
-  const [{ id }] = await db
-    .insert(comments)
-    .values({ ...opening, createdAt: now })
-    .returning({ id: comments.id })
+  const [{ id }] = await write.comment.execute({ ...opening, at: now })
   await bumpCount(port, counted(discussion), 1)
   // The opening post's author is the discussion's: the row just read names them.
   const comment: CommentRow = { id, ...opening, createdAt: now, authorEmail: discussion.authorEmail, authorName: discussion.authorName }
@@ -165,7 +249,7 @@ export function createDiscussionStore(
   box: SecretBox,
   listingOf: (total: DiscussionCounts['total']) => DiscussionListing,
 ) {
-  const { db, tables: { comments, discussions, users } } = port
+  const { db, tables: { comments, users } } = port
   const counts = createDiscussionCounts(port)
   const listing = listingOf(counts.total)
   const authorOf = createAuthors(clock, box)
@@ -173,13 +257,6 @@ export function createDiscussionStore(
   const p = sql.placeholder
 
   // The reads outside a write, prepared once.
-  const byNumber = db
-    .select(view.discussion)
-    .from(discussions)
-    .innerJoin(users, eq(users.id, discussions.authorId))
-    .where(and(eq(discussions.siteId, p('siteId')), eq(discussions.number, port.wide(p('number')))))
-    .prepare('discussions_by_number')
-
   const commentsOf = db
     .select(view.comment)
     .from(comments)
@@ -189,13 +266,6 @@ export function createDiscussionStore(
     .limit(p('limit'))
     .offset(p('offset'))
     .prepare('discussions_comments')
-
-  const commentAt = db
-    .select(view.comment)
-    .from(comments)
-    .innerJoin(users, eq(users.id, comments.authorId))
-    .where(and(eq(comments.discussionId, port.wide(p('discussionId'))), eq(comments.number, port.wide(p('number')))))
-    .prepare('discussions_comment')
 
   /** Reads the discussion under its row lock, asks `decide` what changes, writes that and moves the counts. */
   function change(
@@ -208,18 +278,7 @@ export function createDiscussionStore(
       const changes = await decide(tx, before)
       if (!changes) return before
       const after: DiscussionRow = { ...before, ...changes, updatedAt: new Date(clock()) }
-      await tx.db
-        .update(discussions)
-        .set({
-          title: after.title,
-          permalink: after.permalink,
-          state: after.state,
-          stateBeforeDelete: after.stateBeforeDelete,
-          public: after.public,
-          categoryId: after.categoryId,
-          updatedAt: after.updatedAt,
-        })
-        .where(eq(discussions.id, before.id))
+      await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt) })
       await moveCount(tx, counted(before), counted(after))
       return after
     })
@@ -231,11 +290,7 @@ export function createDiscussionStore(
     counts,
 
     /** The discussion with this number on this site; a StoreError (not_found) otherwise. */
-    async get(siteId: number, number: number): Promise<DiscussionRow> {
-      const [discussion] = await byNumber.execute({ siteId, number })
-      if (!discussion) throw notFound(number)
-      return discussion
-    },
+    get: (siteId: number, number: number): Promise<DiscussionRow> => getIn(port, siteId, number),
 
     /** The comments of a discussion in the order they were written; all of them unless a page is asked for. */
     comments(discussionId: number, offset = 0, limit = -1): Promise<CommentRow[]> {
@@ -244,7 +299,7 @@ export function createDiscussionStore(
 
     /** Comment `number` (1 is the opening post) of the discussion, or undefined. */
     async comment(discussionId: number, number: number): Promise<CommentRow | undefined> {
-      return (await commentAt.execute({ discussionId, number }))[0]
+      return (await commentOf(port).execute({ discussionId, number }))[0]
     },
 
     /**
@@ -264,7 +319,8 @@ export function createDiscussionStore(
         const now = new Date(clock())
         const number = before.commentsCount + 1
         const state = stateAfterComment(before.state, author.bySupporter, input.internal)
-        await tx.db.insert(comments).values({
+        const write = writes(tx)
+        await write.comment.execute({
           discussionId: before.id,
           number,
           authorId: author.id,
@@ -272,19 +328,12 @@ export function createDiscussionStore(
           body: input.body,
           internal: input.internal,
           via: input.via,
-          createdAt: now,
+          at: now,
         })
-        await tx.db
-          .update(discussions)
-          .set({ state, commentsCount: number, updatedAt: now, lastUpdatedAt: now })
-          .where(eq(discussions.id, before.id))
+        await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now) })
         await moveCount(tx, counted(before), counted({ ...before, state }))
         const discussion = await getIn(tx, input.siteId, input.number)
-        const [comment] = await tx.db
-          .select(view.comment)
-          .from(comments)
-          .innerJoin(users, eq(users.id, comments.authorId))
-          .where(and(eq(comments.discussionId, before.id), eq(comments.number, number)))
+        const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
         return { discussion, comment }
       })
     },

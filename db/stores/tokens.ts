@@ -65,13 +65,15 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
   const lookupByFingerprint = port.remember(async (key) => (await byFingerprint.execute({ fingerprint: key }))[0])
 
   async function activeCount(q: StorePort, userId: number): Promise<number> {
-    const { n } = (
-      await q.db
+    const p = sql.placeholder
+    const active = q.prepared('tokens_active_count', (db) =>
+      db
         .select({ n: count() })
         .from(personalTokens)
-        .where(and(eq(personalTokens.userId, userId), isNull(personalTokens.revokedAt), gt(personalTokens.expiresAt, new Date(clock()))))
-    )[0]
-    return n
+        .where(and(eq(personalTokens.userId, p('userId')), isNull(personalTokens.revokedAt), gt(personalTokens.expiresAt, sql`${p('now')}`)))
+        .prepare('tokens_active_count'),
+    )
+    return (await active.execute({ userId, now: q.moment(new Date(clock())) }))[0].n
   }
 
   /**
@@ -169,15 +171,20 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
       const { siteId, userId } = checked
       const value = generatePersonalToken()
       return port.atomic(async (tx) => {
-        const [owner] = await tx.locked(
-          tx.db
-            .select({ role: memberships.role, disabled: users.disabled })
-            .from(users)
-            .leftJoin(memberships, membershipOn(memberships, siteId, users.id))
-            .where(eq(users.id, userId)),
-          users,
+        const p = sql.placeholder
+        const owner = tx.prepared('tokens_owner_locked', (db) =>
+          tx
+            .locked(
+              db
+                .select({ role: memberships.role, disabled: users.disabled })
+                .from(users)
+                .leftJoin(memberships, membershipOn(memberships, p('siteId'), users.id))
+                .where(eq(users.id, p('userId'))),
+              users,
+            )
+            .prepare('tokens_owner_locked'),
         )
-        checkTokenOwner(owner)
+        checkTokenOwner((await owner.execute({ siteId, userId }))[0])
         checkActiveTokens(await activeCount(tx, userId))
         const [token] = await tx.db.insert(personalTokens).values(newTokenRow(checked, value, clock())).returning()
         return { value, token }

@@ -80,8 +80,9 @@ export async function findUserByEmail(port: StorePort, email: string): Promise<U
   // No account is stored under an address holding U+0000 (PostgreSQL text cannot hold it,
   // lib/nul.ts): not found, without a query the server would refuse.
   if (holdsNul(email)) return undefined
-  const { db, tables: { users } } = port
-  const [user] = await db.select().from(users).where(eq(users.emailKey, emailKey(email)))
+  const { users } = port.tables
+  const byKey = port.prepared('users_by_email_key', (db) => db.select().from(users).where(eq(users.emailKey, sql.placeholder('key'))).prepare('users_by_email_key'))
+  const [user] = await byKey.execute({ key: emailKey(email) })
   return user
 }
 
@@ -123,15 +124,25 @@ export async function insertUser(port: StorePort, clock: Clock, box: SecretBox, 
 
 /** The user's role on the site, or undefined. */
 export async function roleOn(port: StorePort, siteId: number, userId: number): Promise<Role | undefined> {
-  const { db, tables: { memberships } } = port
-  const [membership] = await db.select({ role: memberships.role }).from(memberships).where(membershipOn(memberships, siteId, userId))
-  return membership?.role
+  const { memberships } = port.tables
+  const role = port.prepared('users_role_on', (db) =>
+    db
+      .select({ role: memberships.role })
+      .from(memberships)
+      .where(membershipOn(memberships, sql.placeholder('siteId'), sql.placeholder('userId')))
+      .prepare('users_role_on'),
+  )
+  return (await role.execute({ siteId, userId }))[0]?.role
 }
 
 /** Makes the user a customer of the site, unless they are on it already. */
 export async function joinAsCustomer(port: StorePort, clock: Clock, siteId: number, userId: number): Promise<void> {
-  const { db, tables: { memberships } } = port
-  await db.insert(memberships).values({ siteId, userId, role: 'customer', createdAt: new Date(clock()) }).onConflictDoNothing()
+  const { memberships } = port.tables
+  const p = sql.placeholder
+  const join = port.prepared('users_join_as_customer', (db) =>
+    db.insert(memberships).values({ siteId: p('siteId'), userId: p('userId'), role: 'customer', createdAt: p('at') }).onConflictDoNothing().prepare('users_join_as_customer'),
+  )
+  await join.execute({ siteId, userId, at: new Date(clock()) })
 }
 
 /**
@@ -141,13 +152,6 @@ export async function joinAsCustomer(port: StorePort, clock: Clock, siteId: numb
 export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = createSecretBox(randomBytes(32).toString('hex'))) {
   const { db, tables: { memberships, users } } = port
   const legacyTokens = createLegacyTokenStore(port, clock, box)
-
-  // Asked on every request authenticated by multipass or password.
-  const roleStatement = db
-    .select({ role: memberships.role })
-    .from(memberships)
-    .where(membershipOn(memberships, sql.placeholder('siteId'), sql.placeholder('userId')))
-    .prepare('users_role_on')
 
   const byIdStatement = db
     .select()
@@ -161,9 +165,8 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
     return user
   }
 
-  async function role(siteId: number, userId: number): Promise<Role | undefined> {
-    return (await roleStatement.execute({ siteId, userId }))[0]?.role
-  }
+  // Asked on every request authenticated by multipass or password.
+  const role = (siteId: number, userId: number) => roleOn(port, siteId, userId)
 
   return {
     find: (email: string) => findUserByEmail(port, email),

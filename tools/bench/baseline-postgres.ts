@@ -35,7 +35,7 @@ const url = new URL(values.db!)
 const schema = url.searchParams.get('schema') ?? 'public'
 url.searchParams.delete('schema')
 if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`bad schema name: ${schema}`)
-const pool = new pg.Pool({ connectionString: url.toString(), max: Number(values.pool ?? 10), options: `-c search_path=${schema}` })
+const pool = new pg.Pool({ connectionString: url.toString(), max: Number(values.pool ?? process.env.SERVICE_DB_POOL_SIZE ?? 10), options: `-c search_path=${schema}` })
 pool.on('error', () => {})
 
 const SITE = { name: 'site', text: 'SELECT id, name, permalink FROM sites WHERE permalink = $1' }

@@ -23,11 +23,11 @@ export interface CliResult {
   ms: number
 }
 
-/** Runs `service-desk <args> --db <file>`; rejects with its standard error when it exits non-zero. */
-export function serviceDesk(args: string[], databaseAddress: string, stdin?: string): Promise<CliResult> {
+/** Runs `service-desk <args> [--db <address>]`; rejects with its standard error when it exits non-zero. */
+export function serviceDesk(args: string[], databaseAddress: string | undefined, stdin?: string): Promise<CliResult> {
   const started = performance.now()
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [SERVICE_BIN, ...args, '--db', databaseAddress], {
+    const child = spawn(process.execPath, [SERVICE_BIN, ...args, ...(databaseAddress === undefined ? [] : ['--db', databaseAddress])], {
       cwd: REPO,
       env: benchEnv(),
       stdio: ['pipe', 'pipe', 'pipe'],
