@@ -23,7 +23,7 @@ import { addresses, bareSchema, discussionJson, HEADERS, listingSchema, NOT_FOUN
 // builds them from its configuration.
 //
 // node --import tsx tools/bench/baseline.ts --db FILE --port N --base-url URL --site-url URL
-// (the run starts it bundled into plain JavaScript: baselineScript() in tools/bench/processes.ts)
+// (the run starts it bundled into plain JavaScript: baselineScript() in tools/bench/servers.ts)
 
 const { values } = parseArgs({
   options: {
