@@ -4,7 +4,7 @@ import type { StorePort } from './port.ts'
 import type { Db } from './sqlite/client.ts'
 import { bootstrapFirstRun, type FirstRun } from './stores/bootstrap.ts'
 import { createCategoryStore, type CategoryStore } from './stores/categories.ts'
-import type { CountTotal, DiscussionListing } from './stores/discussion-listing.ts'
+import type { ListingOf } from './stores/discussion-listing.ts'
 import { createDiscussionStore, type DiscussionStore } from './stores/discussions.ts'
 import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
 import { createSecurityLog, type SecurityLogStore } from './stores/security-log.ts'
@@ -68,7 +68,7 @@ export interface EngineStores {
 }
 
 /** The stores over `port`, each method a share of the connection where the engine needs that (port.guard). */
-export function storesOver(port: StorePort, listingOf: (total: CountTotal) => DiscussionListing): EngineStores {
+export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores {
   const { guard } = port
   return {
     sites: (clock) => guard(createSiteStore(port, clock)),
@@ -85,7 +85,7 @@ export function storesOver(port: StorePort, listingOf: (total: CountTotal) => Di
 /** The engine's side of an Engine: its port and how it reads a listing's page; the rest is the same for both. */
 export function engineOver(
   port: StorePort,
-  listingOf: (total: CountTotal) => DiscussionListing,
+  listingOf: ListingOf,
   own: Pick<Engine, 'sqlite' | 'events' | 'ping' | 'close'>,
 ): Engine {
   return {

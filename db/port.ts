@@ -76,6 +76,22 @@ export interface StorePort {
   guard<S extends object>(store: S): S
 }
 
+const UNGUARDED = Symbol('unguarded')
+
+/**
+ * A store method that `guard` leaves as it is: one that waits on something that needs the
+ * connection alone (an earlier flush's transaction) and takes the gate only through `atomic`.
+ * Waiting inside a share, it would keep that transaction from ever starting.
+ */
+export function unguarded<F extends (...args: never[]) => unknown>(method: F): F {
+  return Object.assign(method, { [UNGUARDED]: true })
+}
+
+/** Whether `member` was marked with `unguarded`. */
+export function isUnguarded(member: unknown): boolean {
+  return typeof member === 'function' && UNGUARDED in member
+}
+
 /** A page's bounds as both engines take them: a negative limit is no limit, a negative offset 0. */
 export function pageBounds(offset: number, limit: number): { offset: number; limit: number } {
   return { offset: Math.max(0, offset), limit: limit < 0 ? Number.MAX_SAFE_INTEGER : limit }

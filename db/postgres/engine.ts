@@ -16,7 +16,7 @@ export async function openPostgresEngine(address: string, options: PostgresOptio
 export function postgresEngine(db: PgDb): Engine {
   const events = postgresEvents(db.$client)
   const port = postgresPort(db)
-  return engineOver(port, (total) => createPostgresListing(db, total), {
+  return engineOver(port, (on, total) => createPostgresListing(db, on.db, total), {
     sqlite: undefined,
     ping: () => pingPostgres(db),
     events: events.events,

@@ -1,5 +1,6 @@
 import { and, desc, eq, getTableColumns, inArray, sql, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
 import { countScope, listingShape, totalFromCounts, type CountTotal, type ListingShape, type DiscussionListing, type DiscussionRow, type ListingQuery } from '../stores/discussion-listing.ts'
+import type { Executor } from '../port.ts'
 import type { PgDb } from './client.ts'
 import { discussions, users } from './schema.ts'
 
@@ -56,7 +57,8 @@ function parameters(query: ListingQuery): Record<string, unknown> {
   }
 }
 
-export function createPostgresListing(db: PgDb, countTotal: CountTotal): DiscussionListing {
+/** The listing's statements on `db` (the pool or a transaction); its plans, for the tests, asked of the pool. */
+export function createPostgresListing(pool: PgDb, db: Executor, countTotal: CountTotal): DiscussionListing {
   // The page's ids are found first, from an index; only those rows are then read and joined to
   // their authors, so rows skipped by the offset cost an index step each, not a join.
   function pageQuery(shape: Shape) {
@@ -120,7 +122,7 @@ export function createPostgresListing(db: PgDb, countTotal: CountTotal): Discuss
       // Every value of a listing query is a placeholder.
       const values = parameters(query)
       const bound = params.map((p) => values[(p as Placeholder).name])
-      const result = await db.$client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`, bound)
+      const result = await pool.$client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`, bound)
       return result.rows.map((row) => row['QUERY PLAN'])
     },
   }

@@ -49,7 +49,7 @@ export const STATEMENT_CACHE_SIZE = 500
  * them, so they are compiled once here and found again by their text. Given out again, a statement
  * is back in its default mode: drizzle asks for rows as arrays (`raw()`) each time it wants them.
  */
-function withStatementCache(sqlite: Database.Database): Database.Database {
+export function withStatementCache(sqlite: Database.Database): Database.Database {
   const statements = new Map<string, Database.Statement>()
   function prepare(source: string): Database.Statement {
     let statement = statements.get(source)

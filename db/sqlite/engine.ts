@@ -4,7 +4,7 @@ import { openDatabase, type Db } from './client.ts'
 import { Gate } from './gate.ts'
 import { readCache } from './read-cache.ts'
 import { checkEvent, engineOver, type Engine, type EngineEvents } from '../engine.ts'
-import type { Executor, StorePort, Tables } from '../port.ts'
+import { isUnguarded, type Executor, type StorePort, type Tables } from '../port.ts'
 import * as tables from './schema.ts'
 import { createSqliteListing } from './listing.ts'
 
@@ -19,7 +19,8 @@ export function sqliteEngine(db: Db): Engine {
   const probe = db.$client.prepare('SELECT count(*) FROM sqlite_schema').pluck()
   const port = sqlitePort(db)
   const events = sqliteEvents(db.$client.memory ? `:memory: ${++memories}` : resolve(db.$client.name))
-  return engineOver(port, (total) => createSqliteListing(db, total), {
+  // One connection: every port of it, a transaction's too, reads pages on it.
+  return engineOver(port, (_port, total) => createSqliteListing(db, total), {
     sqlite: db,
     async ping() {
       probe.get()
@@ -46,7 +47,15 @@ export function sqlitePort(db: Db): StorePort {
   // Kept for the connection's life, transactions included: they run on the same connection.
   const statements = new Map<string, unknown>()
 
+  /** Undoes what failed, where SQLite has not undone it itself (a full disk or an I/O error ends the whole transaction); the failure is what is thrown. */
+  function undo(statements: string[], error: unknown): never {
+    if (client.inTransaction) for (const statement of statements) client.exec(statement)
+    throw error
+  }
+
   async function nested<T>(work: () => Promise<T>): Promise<T> {
+    // After a failure SQLite answered by ending the transaction, a savepoint would open a new one.
+    if (!client.inTransaction) throw new Error('the transaction has ended: SQLite rolled it back after an earlier failure')
     const name = `sd_${++savepoints}`
     client.exec(`SAVEPOINT ${name}`)
     try {
@@ -54,9 +63,7 @@ export function sqlitePort(db: Db): StorePort {
       client.exec(`RELEASE ${name}`)
       return result
     } catch (error) {
-      client.exec(`ROLLBACK TO ${name}`)
-      client.exec(`RELEASE ${name}`)
-      throw error
+      return undo([`ROLLBACK TO ${name}`, `RELEASE ${name}`], error)
     }
   }
 
@@ -75,8 +82,7 @@ export function sqlitePort(db: Db): StorePort {
           client.exec('COMMIT')
           return result
         } catch (error) {
-          if (client.inTransaction) client.exec('ROLLBACK')
-          throw error
+          return undo(['ROLLBACK'], error)
         }
       })
     },
@@ -102,9 +108,11 @@ function guarded<S extends object>(gate: Gate, store: S): S {
   const guard: Record<string, unknown> = {}
   for (const [key, member] of Object.entries(store)) {
     guard[key] =
-      typeof member === 'function'
-        ? (...args: unknown[]) => gate.shared(async () => member(...args))
-        : guarded(gate, member as object)
+      typeof member !== 'function'
+        ? guarded(gate, member as object)
+        : isUnguarded(member)
+          ? member
+          : (...args: unknown[]) => gate.shared(async () => member(...args))
   }
   return guard as S
 }

@@ -1,4 +1,4 @@
-import type { Tables } from '../port.ts'
+import type { StorePort, Tables } from '../port.ts'
 import type { CountScope, StateScope } from './discussion-counts.ts'
 
 // What a listing of discussions is asked and answers, on either engine. The page is read by a
@@ -61,6 +61,9 @@ export function listingShape(query: ListingQuery): ListingShape {
 
 /** What a listing needs of the counts: their sum over a scope. */
 export type CountTotal = (scope: CountScope) => Promise<number>
+
+/** The engine's listing over the port the discussion store runs on (the database, or a transaction of it). */
+export type ListingOf = (port: StorePort, total: CountTotal) => DiscussionListing
 
 /** Whether the listing's total is a sum of the counts (no author and no `since`). */
 export function totalFromCounts(query: ListingQuery): boolean {

@@ -5,8 +5,8 @@ import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { slugify } from './categories.ts'
 import { createAuthors, type Authors, type PostedBy } from './discussion-authors.ts'
-import { createDiscussionCounts, moveCount, bumpCount, type CountedRow, type DiscussionCounts } from './discussion-counts.ts'
-import type { DiscussionListing, DiscussionRow } from './discussion-listing.ts'
+import { bumpCount, createDiscussionCounts, moveCount, type CountedRow } from './discussion-counts.ts'
+import type { DiscussionRow, ListingOf } from './discussion-listing.ts'
 import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
 import { StoreError } from './errors.ts'
 
@@ -247,11 +247,11 @@ export function createDiscussionStore(
   port: StorePort,
   clock: Clock,
   box: SecretBox,
-  listingOf: (total: DiscussionCounts['total']) => DiscussionListing,
+  listingOf: ListingOf,
 ) {
   const { db, tables: { comments, users } } = port
   const counts = createDiscussionCounts(port)
-  const listing = listingOf(counts.total)
+  const listing = listingOf(port, counts.total)
   const authorOf = createAuthors(clock, box)
   const view = views(port)
   const p = sql.placeholder

@@ -1,5 +1,5 @@
 import { and, count, desc, eq, gt, inArray, isNull, notInArray, sql } from '../drizzle.ts'
-import type { StorePort } from '../port.ts'
+import { unguarded, type StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { fingerprint, generatePersonalToken } from '../../lib/token-format.ts'
 import { eventRow } from './security-log.ts'
@@ -83,8 +83,9 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
    * processes noting the same new address, one logs it.
    */
   async function write(batch: QueuedUse[]): Promise<void> {
-    // The batch is oldest first, so the last use of a token seen is its latest.
-    const latest = new Map(batch.map((use) => [use.id, use]))
+    // The batch is oldest first, so the last use of a token seen is its latest; the tokens are
+    // written in the order of their ids, so two processes' batches take their rows' locks in one order.
+    const latest = new Map([...new Map(batch.map((use) => [use.id, use]))].sort(([a], [b]) => a - b))
     await port.atomic(async ({ db }) => {
       const tokens = new Map<number, { id: number; userId: number; siteId: number; name: string }>()
       for (const { id, at, from } of latest.values()) {
@@ -290,7 +291,7 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
       }, FLUSH_AFTER_MS).unref()
     },
 
-    flush,
+    flush: unguarded(flush),
   }
 }
 

@@ -81,6 +81,29 @@ t.test('a transaction inside a transaction is a savepoint: its failure undoes it
   t.same(notes(), ['outer', 'inner again'])
 })
 
+t.test('a transaction SQLite ended by itself: the failure that ended it is what is thrown, and nothing more runs in it', async (t) => {
+  const { db, port, notes, note } = database()
+  // A full disk or an I/O error makes SQLite roll the whole transaction back; ROLLBACK here does the same.
+  const ended = port.atomic(async (tx) => {
+    note('outer')
+    await tx.atomic(async () => {
+      note('inner')
+      db.$client.exec('ROLLBACK')
+      throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' })
+    })
+  })
+  await t.rejects(ended, { code: 'SQLITE_FULL' }, 'not a savepoint that is no more')
+  t.same(notes(), [], 'nothing of it was kept')
+  t.notOk(db.$client.inTransaction)
+
+  const caught = port.atomic(async (tx) => {
+    db.$client.exec('ROLLBACK')
+    await tx.atomic(async () => note('after the end'))
+  })
+  await t.rejects(caught, { message: /the transaction has ended/ }, 'a savepoint would have opened a transaction of its own')
+  t.same(notes(), [], 'and committed this on its own')
+})
+
 t.test('a timer set inside a store call waits like anyone once the call has ended', async (t) => {
   const gate = new Gate()
   const order: string[] = []

@@ -167,7 +167,8 @@ await Promise.all([...servers.values()].map((server) => server.stop()))
 
 const run = summarize(rows, rounds, TARGETS, {
   date: new Date().toISOString(),
-  commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).trim(),
+  // The commit measured, marked when the checkout had changes of its own.
+  commit: `${execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).trim()}${execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: REPO, encoding: 'utf8' }).trim() ? ' with uncommitted changes' : ''}`,
   node: process.version,
   machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GB`,
   settings: { ...settings, engines },

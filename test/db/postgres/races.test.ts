@@ -289,3 +289,21 @@ t.test('two first runs at once, the second past its look for a site before the f
   const { rows } = await one.$client.query<{ sites: number; users: number }>('SELECT (SELECT count(*)::integer FROM sites) AS sites, (SELECT count(*)::integer FROM users) AS users')
   t.same(rows[0], { sites: 1, users: 2 }, 'one demo site, its supporter and the welcome customer: nothing of the other')
 })
+
+t.test('inside a transaction of the engine, the listing reads on that transaction: it sees what it wrote, with one connection', options, async (t) => {
+  const engine = postgresEngine(await openPostgres(await freshPostgresAddress(t), { poolSize: 1 }))
+  t.teardown(() => engine.close())
+  const first = (await engine.bootstrapFirstRun(clock, box))!
+  const stuck = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the listing waits for a second connection')), 5_000).unref())
+  const total = await Promise.race([
+    engine.atomic(async (stores) => {
+      const discussions = stores.discussions(clock, box)
+      const [category] = (await stores.categories(clock).list(first.site.id, 0, 1)).categories
+      const supporter = (await stores.users(clock, box).find(first.email))!
+      await discussions.create({ siteId: first.site.id, categoryId: category!.id, title: 'Inside', body: 'b', supporterId: supporter.id, via: 'api' })
+      return (await discussions.list({ siteId: first.site.id, state: 'live', sort: 'activity', since: { kind: 'number', after: 0 }, offset: 0, limit: 30 })).total
+    }),
+    stuck,
+  ])
+  t.equal(total, 2, 'the welcome discussion and the one just written, uncommitted')
+})

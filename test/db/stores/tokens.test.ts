@@ -207,3 +207,14 @@ t.test('list and states; revoke', async (t) => {
   t.equal(a.token.name, 'a')
   t.ok(new StoreError('x', 'invalid') instanceof Error)
 })
+
+t.test('two flushes at once, with uses waiting: both finish, and the uses are written once', async (t) => {
+  const { make, tokens, site } = await stores()
+  const { token } = await make()
+  await tokens.recordUse({ id: token.id, lastUsedAt: null, lastUsedFrom: null }, '192.0.2.9')
+  // The second waits for the first, whose transaction must not wait for the second.
+  const stuck = new Promise((_, reject) => setTimeout(() => reject(new Error('the flushes wait on each other')), 3_000).unref())
+  await Promise.race([Promise.all([tokens.flush(), tokens.flush()]), stuck])
+  t.equal((await tokens.listForSite(site.id))[0].lastUsedFrom, '192.0.2.9')
+  t.same([...(await tokens.addresses([token.id])).get(token.id)!].map((a) => a.address), ['192.0.2.9'])
+})
