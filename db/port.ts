@@ -76,6 +76,15 @@ export interface StorePort {
   guard<S extends object>(store: S): S
 }
 
+/** `prepared` over `db`: each statement built on it once, kept by its name in this closure. */
+export function preparedOn(db: Executor): StorePort['prepared'] {
+  const statements = new Map<string, unknown>()
+  return <S>(name: string, build: (db: Executor) => S): S => {
+    if (!statements.has(name)) statements.set(name, build(db))
+    return statements.get(name) as S
+  }
+}
+
 const UNGUARDED = Symbol('unguarded')
 
 /**

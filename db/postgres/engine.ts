@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { sql, type Column } from '../drizzle.ts'
 import { checkEvent, engineOver, type Engine, type EngineEvents } from '../engine.ts'
-import type { Executor, StorePort } from '../port.ts'
+import { preparedOn, type Executor, type StorePort } from '../port.ts'
 import * as tables from './schema.ts'
 import type { PostgresOptions } from '../../lib/database-address.ts'
 import { openPostgres, pingPostgres, type PgDb } from './client.ts'
@@ -29,18 +29,14 @@ export function postgresEngine(db: PgDb): Engine {
 
 /** The port of the shared stores (db/port.ts) on the pool, or on a transaction of it. */
 export function postgresPort(q: Executor): StorePort {
-  // Kept for the pool's life, or for one transaction's: a transaction's statements run on its connection.
-  const statements = new Map<string, unknown>()
   const port: StorePort = {
     kind: 'postgres',
     db: q,
     tables,
     atomic: (work) => q.transaction((tx) => work(postgresPort(tx))),
     locked: (select, table) => select.for('no key update', table && { of: table }) as typeof select,
-    prepared<S>(name: string, build: (db: Executor) => S): S {
-      if (!statements.has(name)) statements.set(name, build(q))
-      return statements.get(name) as S
-    },
+    // Kept for the pool's life, or for one transaction's: a transaction's statements run on its connection.
+    prepared: preparedOn(q),
     wide: (value) => sql`${value}::bigint`,
     moment: (at) => at,
     inByteOrder: (column: Column) => sql`${column} COLLATE "C"`,

@@ -22,16 +22,13 @@ const discussionView = {
 
 const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt }
 
-type Shape = ListingShape
-const shapeOf = listingShape
-
 /** A short name of the shape, for its prepared statements (unique app-wide with their prefix). */
-function shapeKey(shape: Shape): string {
+function shapeKey(shape: ListingShape): string {
   const flag = (b: boolean) => (b ? '1' : '0')
   return `${shape.state}_${flag(shape.category)}${flag(shape.public)}${flag(shape.author)}_${shape.since}_${shape.sort}`
 }
 
-function conditions(shape: Shape): SQL {
+function conditions(shape: ListingShape): SQL {
   const p = sql.placeholder
   const where: SQL[] = [eq(discussions.siteId, p('siteId'))]
   where.push(shape.state === 'live' ? sql`${discussions.state} <> 'deleted'` : eq(discussions.state, p('state')))
@@ -61,7 +58,7 @@ function parameters(query: ListingQuery): Record<string, unknown> {
 export function createPostgresListing(pool: PgDb, db: Executor, countTotal: CountTotal): DiscussionListing {
   // The page's ids are found first, from an index; only those rows are then read and joined to
   // their authors, so rows skipped by the offset cost an index step each, not a join.
-  function pageQuery(shape: Shape) {
+  function pageQuery(shape: ListingShape) {
     const order = ORDER_COLUMN[shape.sort]
     const ids = db
       .select({ id: discussions.id })
@@ -83,7 +80,7 @@ export function createPostgresListing(pool: PgDb, db: Executor, countTotal: Coun
   const pages = new Map<string, Page>()
   const counters = new Map<string, Count>()
 
-  function pageStatement(shape: Shape): Page {
+  function pageStatement(shape: ListingShape): Page {
     const key = shapeKey(shape)
     let statement = pages.get(key)
     if (!statement) {
@@ -93,7 +90,7 @@ export function createPostgresListing(pool: PgDb, db: Executor, countTotal: Coun
     return statement
   }
 
-  function countStatement(shape: Shape): Count {
+  function countStatement(shape: ListingShape): Count {
     const key = shapeKey(shape)
     let statement = counters.get(key)
     if (!statement) {
@@ -110,7 +107,7 @@ export function createPostgresListing(pool: PgDb, db: Executor, countTotal: Coun
   return {
     async list(query) {
       const values = parameters(query)
-      const shape = shapeOf(query)
+      const shape = listingShape(query)
       const total = totalFromCounts(query) ? await countTotal(countScope(query)) : (await countStatement(shape).execute(values))[0].n
       if (query.offset >= total) return { total, discussions: [] }
       return { total, discussions: await pageStatement(shape).execute(values) }
@@ -118,7 +115,7 @@ export function createPostgresListing(pool: PgDb, db: Executor, countTotal: Coun
 
     // One line of PostgreSQL's plan each; `total` is SQLite's hint, unused here.
     async explain(query) {
-      const { sql: text, params } = pageQuery(shapeOf(query)).toSQL()
+      const { sql: text, params } = pageQuery(listingShape(query)).toSQL()
       // Every value of a listing query is a placeholder.
       const values = parameters(query)
       const bound = params.map((p) => values[(p as Placeholder).name])

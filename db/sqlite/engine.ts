@@ -4,7 +4,7 @@ import { openDatabase, type Db } from './client.ts'
 import { Gate } from './gate.ts'
 import { readCache } from './read-cache.ts'
 import { checkEvent, engineOver, type Engine, type EngineEvents } from '../engine.ts'
-import { isUnguarded, type Executor, type StorePort, type Tables } from '../port.ts'
+import { isUnguarded, preparedOn, type Executor, type StorePort, type Tables } from '../port.ts'
 import * as tables from './schema.ts'
 import { createSqliteListing } from './listing.ts'
 
@@ -44,8 +44,6 @@ export function sqlitePort(db: Db): StorePort {
   const gate = gates.get(db) ?? new Gate()
   gates.set(db, gate)
   let savepoints = 0
-  // Kept for the connection's life, transactions included: they run on the same connection.
-  const statements = new Map<string, unknown>()
 
   /** Undoes what failed, where SQLite has not undone it itself (a full disk or an I/O error ends the whole transaction); the failure is what is thrown. */
   function undo(statements: string[], error: unknown): never {
@@ -87,10 +85,8 @@ export function sqlitePort(db: Db): StorePort {
       })
     },
     locked: (select) => select,
-    prepared<S>(name: string, build: (db: Executor) => S): S {
-      if (!statements.has(name)) statements.set(name, build(port.db))
-      return statements.get(name) as S
-    },
+    // Kept for the connection's life, transactions included: they run on the same connection.
+    prepared: preparedOn(db as unknown as Executor),
     wide: (value) => sql`${value}`,
     moment: (at) => at.getTime(),
     inByteOrder: (column: Column) => sql`${column}`,

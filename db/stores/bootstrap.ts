@@ -5,7 +5,7 @@ import type { SecretBox } from '../../lib/secret-box.ts'
 import { createCategoryStore } from './categories.ts'
 import { createDiscussionStore } from './discussions.ts'
 import { eventRow, firstRunTokenEvent } from './security-log.ts'
-import { createSiteStore, newMultipassKey, type Site } from './sites.ts'
+import { createSiteStore, insertSiteUnlessTaken, type Site } from './sites.ts'
 import { createTokenStore } from './tokens.ts'
 import { createUserStore } from './users.ts'
 
@@ -48,11 +48,7 @@ export async function bootstrapFirstRun(
     // Looked at again inside the transaction: another process may have bootstrapped meanwhile.
     if (!(await sites.isEmpty())) return null
     // Of two first runs at once, the one whose insert finds the permalink taken writes nothing.
-    const [site] = await tx.db
-      .insert(tx.tables.sites)
-      .values({ ...DEMO_SITE, multipassKey: newMultipassKey(), createdAt: new Date(clock()) })
-      .onConflictDoNothing({ target: tx.tables.sites.permalink })
-      .returning()
+    const site = await insertSiteUnlessTaken(tx, clock, DEMO_SITE.permalink, DEMO_SITE.name)
     if (!site) return null
     const users = createUserStore(tx, clock, box)
     const user = await users.insert(DEMO_SUPPORTER, passwordHash)

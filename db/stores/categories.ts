@@ -3,6 +3,7 @@ import { pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { StoreError } from './errors.ts'
+import { lockSite } from './sites.ts'
 
 export type Category = Tables['categories']['$inferSelect']
 
@@ -39,10 +40,10 @@ export function validateCategoryName(name: string): string {
  * when taken: the site's row is locked first, so two adds of one name take turns instead of colliding.
  */
 export async function addCategory(port: StorePort, clock: Clock, siteId: number, name: string, isPublic: boolean): Promise<Category> {
-  const { db, tables: { categories, sites } } = port
+  const { db, tables: { categories } } = port
   const displayName = validateCategoryName(name)
   const base = slugify(displayName, 'category')
-  await port.locked(db.select({ id: sites.id }).from(sites).where(eq(sites.id, siteId)))
+  await lockSite(port, siteId)
   const taken = async (permalink: string) =>
     (await db
       .select({ id: categories.id })

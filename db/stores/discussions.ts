@@ -9,6 +9,7 @@ import { bumpCount, createDiscussionCounts, moveCount, type CountedRow } from '.
 import type { DiscussionRow, ListingOf } from './discussion-listing.ts'
 import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
 import { StoreError } from './errors.ts'
+import { lockSite } from './sites.ts'
 
 export type { DiscussionRow } from './discussion-listing.ts'
 export type { Action } from './discussion-states.ts'
@@ -115,12 +116,11 @@ function commentOf(port: StorePort) {
 
 /** The statements every write of a discussion runs, prepared once per port. */
 function writes(port: StorePort) {
-  const { comments, discussions, sites } = port.tables
+  const { comments, discussions } = port.tables
   const p = sql.placeholder
   // Placeholders in set() are bound as they are given, not through the columns: moments through port.moment.
   const given = (name: string) => sql`${p(name)}`
   return {
-    lockSite: port.prepared('discussions_lock_site', (db) => port.locked(db.select({ id: sites.id }).from(sites).where(eq(sites.id, p('siteId')))).prepare('discussions_lock_site')),
     lastNumber: port.prepared('discussions_last_number', (db) =>
       db.select({ n: sql<number | null>`max(${discussions.number})` }).from(discussions).where(eq(discussions.siteId, p('siteId'))).prepare('discussions_last_number'),
     ),
@@ -203,7 +203,7 @@ export async function createDiscussionIn(
 ): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
   const write = writes(port)
   // Held until commit: the next create on this site reads the highest number after this one's.
-  await write.lockSite.execute({ siteId: input.siteId })
+  await lockSite(port, input.siteId)
   const category = await categoryOfSite(port, input.siteId, input.categoryId)
   if (!category) throw new StoreError(`there is no category ${input.categoryId} on this site`, 'not_found', 'category')
   const author = await authorOf(port, input.siteId, input)

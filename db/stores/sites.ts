@@ -43,6 +43,27 @@ export function checkMultipassKey(key: string): void {
   }
 }
 
+/** Takes the site's row lock in the transaction of `port` (port.locked), until it ends: the writes that decide on the site take turns. */
+export async function lockSite(port: StorePort, siteId: number): Promise<void> {
+  const { sites } = port.tables
+  const lock = port.prepared('sites_lock', (db) => port.locked(db.select({ id: sites.id }).from(sites).where(eq(sites.id, sql.placeholder('siteId')))).prepare('sites_lock'))
+  await lock.execute({ siteId })
+}
+
+/**
+ * Adds a site already validated (validateNewSite); undefined, and nothing written, when its
+ * permalink is taken, by this process or another: the unique constraint has the last word.
+ */
+export async function insertSiteUnlessTaken(port: StorePort, clock: Clock, permalink: string, name: string): Promise<Site | undefined> {
+  const { sites } = port.tables
+  const [site] = await port.db
+    .insert(sites)
+    .values({ permalink, name, multipassKey: newMultipassKey(), createdAt: new Date(clock()) })
+    .onConflictDoNothing({ target: sites.permalink })
+    .returning()
+  return site
+}
+
 /**
  * Sites, one store for both engines (db/port.ts). The look-up by permalink, asked on every API
  * request, is remembered where the engine can tell a change cheaply (port.remember).
@@ -75,13 +96,7 @@ export function createSiteStore(port: StorePort, clock: Clock) {
       const displayName = validateNewSite(permalink, name)
       // Asked first, so a refused add takes no id from PostgreSQL's sequence.
       if (await find(permalink)) throw siteExists(permalink)
-      // The unique constraint has the last word: of two processes adding one permalink, one
-      // inserts, the other inserts nothing and is refused the same way.
-      const [site] = await db
-        .insert(sites)
-        .values({ permalink, name: displayName, multipassKey: newMultipassKey(), createdAt: new Date(clock()) })
-        .onConflictDoNothing({ target: sites.permalink })
-        .returning()
+      const site = await insertSiteUnlessTaken(port, clock, permalink, displayName)
       if (!site) throw siteExists(permalink)
       return site
     },

@@ -122,6 +122,21 @@ export async function insertUser(port: StorePort, clock: Clock, box: SecretBox, 
   return user
 }
 
+/**
+ * The account with this address, or a new one without a password, made from `newcomer()` (called
+ * only when there is none: it validates). Of two calls naming one new address at once (any
+ * processes), one inserts and the other, waiting on the unique index, reads the account the first
+ * committed; an account taken and gone again meanwhile is the conflict StoreError.
+ */
+export async function findOrMakeUser(port: StorePort, clock: Clock, box: SecretBox, email: string, newcomer: () => { email: string; name: string }): Promise<User> {
+  const user =
+    (await findUserByEmail(port, email)) ??
+    (await insertUnlessTaken(port, clock, box, newcomer(), null)) ??
+    (await findUserByEmail(port, email))
+  if (!user) throw emailTaken(email)
+  return user
+}
+
 /** The user's role on the site, or undefined. */
 export async function roleOn(port: StorePort, siteId: number, userId: number): Promise<Role | undefined> {
   const { memberships } = port.tables
@@ -196,14 +211,7 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
       if (emailProblem(email)) return undefined
       const given = singleSignOnName(name)
       return port.atomic(async (tx) => {
-        // Race-safe: of two first sign-ins of one address, one inserts and the other, waiting on
-        // the unique index, inserts nothing and reads the account the first committed.
-        let user =
-          (await findUserByEmail(tx, email)) ??
-          (await insertUnlessTaken(tx, clock, box, { email: email.trim(), name: given ?? defaultSingleSignOnName(email) }, null)) ??
-          (await findUserByEmail(tx, email))
-        /* c8 ignore next: an account removed between the insert that found it taken and the read after */
-        if (!user) throw new Error(`the account "${email}" was taken and then removed during a sign-in`)
+        let user = await findOrMakeUser(tx, clock, box, email, () => ({ email: email.trim(), name: given ?? defaultSingleSignOnName(email) }))
         if (given && given !== user.name) {
           await tx.db.update(users).set({ name: given }).where(eq(users.id, user.id))
           user = { ...user, name: given }
