@@ -19,8 +19,13 @@ export interface AttemptVerdict {
   retryAfter: number
 }
 
-/** One attempt taken from a key's budget before a slow check: counted as a failure, or given back. */
-export type Reservation = { allowed: true; release(): void; fail(): void } | { allowed: false; retryAfter: number }
+/**
+ * One attempt taken from a key's budget before a slow check: counted as a failure, given back, or
+ * given back as a success that clears the failures counted before it was taken.
+ */
+export type Reservation =
+  | { allowed: true; release(): void; fail(): void; succeed(): boolean }
+  | { allowed: false; retryAfter: number }
 
 export function createAttemptLimiter({ max, windowMs, clock, maxKeys = 100_000 }: AttemptLimiterOptions) {
   // Map keeps insertion order, so the first entries are the oldest windows.
@@ -78,6 +83,10 @@ export function createAttemptLimiter({ max, windowMs, clock, maxKeys = 100_000 }
       if (failures && failures.failures >= max) return { allowed: false, retryAfter: secondsLeft(failures, now) }
       if ((failures?.failures ?? 0) + pending >= max) return { allowed: false, retryAfter: 1 }
       inFlight.set(key, pending + 1)
+      // What a success may clear: the failures of this window counted before this attempt began.
+      // Those of attempts that were in flight beside it end after it began, so they stay counted:
+      // a right password does not wipe out guesses compared after it was checked.
+      const before = failures ? { window: failures, count: failures.failures } : undefined
       let settled = false
       const settle = () => {
         if (settled) return false
@@ -93,6 +102,12 @@ export function createAttemptLimiter({ max, windowMs, clock, maxKeys = 100_000 }
         fail: () => {
           if (settle()) count(key, clock())
         },
+        succeed: () => {
+          if (!settle() || !before || current(key, clock()) !== before.window) return false
+          before.window.failures -= before.count
+          if (before.window.failures <= 0) windows.delete(key)
+          return true
+        },
       }
     },
 
@@ -105,7 +120,7 @@ export function createAttemptLimiter({ max, windowMs, clock, maxKeys = 100_000 }
       return { limit: max, remaining: Math.max(0, max - used), resetSeconds: secondsLeft({ resetAt }, now) }
     },
 
-    /** A success clears the keys' failures; says whether any key had some. */
+    /** A success told by another process clears the keys' failures; says whether any key had some. */
     succeed(keys: string[]): boolean {
       let cleared = false
       for (const key of keys) cleared = windows.delete(key) || cleared

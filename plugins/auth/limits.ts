@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
 import { EVENT_PAYLOAD_MAX_BYTES, type EngineEvents } from '../../db/engine.ts'
 import type { Clock } from '../../lib/clock.ts'
-import { createAttemptLimiter, type Reservation } from './attempt-limiter.ts'
+import { createAttemptLimiter } from './attempt-limiter.ts'
 
 // How failed authentication is slowed down. Every failed credential of any kind (a wrong, expired
 // or revoked token, a wrong password, a bad multipass) counts against the client address; failed
@@ -77,38 +77,40 @@ export function createAuthLimits(settings: AuthLimitSettings, clock: Clock, { ac
      * the check runs, whatever the credential (so a locked account never tells a right password
      * from a wrong one). Otherwise one attempt is reserved from each budget before the check, so
      * concurrent attempts cannot overrun it; a failed check keeps the reservation as a failure,
-     * any other outcome gives it back, and a success also clears the account's failures (not the
-     * address's: one good password must not reset an address guessing at other accounts).
+     * any other outcome gives it back, and a success also clears the account's failures counted
+     * before it began (not those of attempts beside it, nor the address's: one good password must
+     * not reset an address guessing at other accounts).
      */
     async attempt<R>(keys: AttemptKeys, check: () => R | Promise<R>, outcome: (result: R) => AttemptOutcome): Promise<R | TooManyAttempts> {
       const account = keys.account === undefined ? undefined : accountKey(keys.account)
-      const held: Reservation[] = [addresses.reserve(keys.address)]
-      if (account !== undefined) held.push(accounts.reserve(account))
-      const release = () => {
-        for (const reservation of held) if (reservation.allowed) reservation.release()
-      }
+      const address = addresses.reserve(keys.address)
+      const accountHeld = account === undefined ? undefined : accounts.reserve(account)
+      const held = accountHeld ? [address, accountHeld] : [address]
+      const taken = held.filter((reservation) => reservation.allowed)
       // A refused reservation waits at least a second (attempt-limiter.ts rounds up).
-      let retryAfter = 0
-      for (const reservation of held) if (!reservation.allowed) retryAfter = Math.max(retryAfter, reservation.retryAfter)
-      if (retryAfter > 0) {
-        release()
-        return { kind: 'too_many_attempts', retryAfter }
+      if (taken.length < held.length) {
+        for (const reservation of taken) reservation.release()
+        return { kind: 'too_many_attempts', retryAfter: Math.max(...held.map((reservation) => (reservation.allowed ? 0 : reservation.retryAfter))) }
       }
       let result: R
       try {
         result = await check()
       } catch (error) {
-        release()
+        for (const reservation of taken) reservation.release()
         throw error
       }
       const ended = outcome(result)
-      for (const reservation of held) if (reservation.allowed) ended === 'failed' ? reservation.fail() : reservation.release()
       if (ended === 'failed') {
+        for (const reservation of taken) reservation.fail()
         share(['a', keys.address])
         if (account !== undefined) share(['u', account])
+        return result
       }
+      const [onAddress, onAccount] = taken
+      onAddress.release()
       // Only a success that cleared something is told: a right password costs no message.
-      if (ended === 'succeeded' && account !== undefined && accounts.succeed([account])) share(['c', account])
+      if (ended === 'succeeded' && onAccount?.succeed()) share(['c', account!])
+      else onAccount?.release()
       return result
     },
   }

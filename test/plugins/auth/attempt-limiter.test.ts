@@ -74,3 +74,25 @@ t.test('a failed reservation counts as a failure; a spent budget waits for its w
   t.same(limiter.reserve('k'), { allowed: false, retryAfter: 60 })
   t.equal(limiter.check(['k']).allowed, false)
 })
+
+t.test('a successful reservation clears only the failures counted before it was taken', async (t) => {
+  const clock = testClock()
+  const limiter = createAttemptLimiter({ max: 3, windowMs: 60_000, clock })
+  limiter.fail(['k'])
+  const right = limiter.reserve('k')
+  const beside = limiter.reserve('k')
+  if (!right.allowed || !beside.allowed) throw new Error('both attempts fit the budget')
+  beside.fail()
+  t.equal(right.succeed(), true, 'it cleared the failure before it')
+  t.equal(right.succeed(), false, 'settled once, however often told')
+  t.equal(limiter.status('k').remaining, 2, 'the failure beside it stays counted')
+
+  const alone = limiter.reserve('fresh')
+  t.equal(alone.allowed && alone.succeed(), false, 'nothing to clear: nothing to tell')
+
+  const late = limiter.reserve('k')
+  clock.advance(60_000)
+  limiter.fail(['k'])
+  t.equal(late.allowed && late.succeed(), false, 'its window has ended: the new one is not its to clear')
+  t.equal(limiter.status('k').remaining, 2, 'the new window keeps its failure')
+})

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createAuthLimits, DEFAULT_LIMITS } from '../../../plugins/auth/limits.ts'
+import { createAuthLimits, DEFAULT_LIMITS, type BudgetEvent } from '../../../plugins/auth/limits.ts'
 import { testClock } from '../../fixtures/clock.ts'
 
 t.test('a check that throws gives its reservations back and the error goes on', async (t) => {
@@ -28,4 +28,20 @@ t.test('on its own (nothing shared), a failed check counts against the address a
   t.equal(result, 'wrong')
   t.equal(limits.addresses.status('a').remaining, DEFAULT_LIMITS.perAddress - 1)
   t.equal(limits.accounts.status('x').remaining, DEFAULT_LIMITS.perAccount - 1, 'under the email key itself')
+})
+
+t.test('a right password does not clear a wrong one compared while it was being checked', async (t) => {
+  const settings = { perAddress: 10, perAccount: 3, windowSeconds: 60 }
+  const told: BudgetEvent[] = []
+  const limits = createAuthLimits(settings, testClock(), { share: (event) => told.push(event) })
+  const wrong = () => limits.attempt({ address: 'a', account: 'x' }, () => 'wrong', () => 'failed')
+  await wrong()
+  let answer!: () => void
+  const right = limits.attempt({ address: 'b', account: 'x' }, () => new Promise<string>((resolve) => (answer = () => resolve('right'))), () => 'succeeded')
+  t.equal(await wrong(), 'wrong', 'compared while the right one is checked')
+  t.equal(limits.accounts.status('x').remaining, 0, 'two failures and the attempt in flight spend the budget')
+  answer()
+  t.equal(await right, 'right')
+  t.equal(limits.accounts.status('x').remaining, 2, 'the failure before it is cleared, the one beside it stays')
+  t.same(told.filter(([kind]) => kind === 'c'), [['c', 'x']], 'the clearing is told')
 })
