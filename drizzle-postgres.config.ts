@@ -4,6 +4,6 @@ import { defineConfig } from 'drizzle-kit'
 // applies them itself at start-up and `service-desk migrate` does on demand.
 export default defineConfig({
   dialect: 'postgresql',
-  schema: './db/postgres/schema.ts',
+  schema: './db/schema/postgres.ts',
   out: './db/postgres/migrations',
 })

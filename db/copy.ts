@@ -6,15 +6,15 @@ import type pg from 'pg'
 import { redactPostgresAddress } from '../lib/database-address.ts'
 import { resources } from '../lib/resources.ts'
 import { createSecretBox } from '../lib/secret-box.ts'
-import { getPgTableConfig } from './postgres/drizzle.ts'
+import { getPgTableConfig } from './drizzle-postgres.ts'
 import { openPostgres } from './postgres/client.ts'
-import * as schema from './postgres/schema.ts'
+import * as schema from './schema/postgres.ts'
 import { StoreError } from './stores/errors.ts'
 import { openLegacyToken } from './stores/legacy-tokens.ts'
 
 // `service-desk copy`: a whole SQLite database into an empty PostgreSQL one, ids kept (docs/decisions.md,
 // "PostgreSQL, the second engine"). The tables are the same on both engines, column for column
-// (db/postgres/schema.ts), so each row goes across as it is, a moment as the same millisecond and a
+// (db/schema/postgres.ts), so each row goes across as it is, a moment as the same millisecond and a
 // flag as true or false. Everything happens in one PostgreSQL transaction: the rows, then a check
 // of every table against the source, then each identity sequence moved past the highest id, then
 // the commit; a failure or a difference rolls it all back. The source is read in one read

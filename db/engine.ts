@@ -1,7 +1,9 @@
 import type { Clock } from '../lib/clock.ts'
 import type { SecretBox } from '../lib/secret-box.ts'
+import type Database from 'better-sqlite3'
+import type { BetterSQLite3Database } from './drizzle.ts'
 import type { StorePort } from './port.ts'
-import type { Db } from './sqlite/client.ts'
+import type * as sqliteTables from './schema/sqlite.ts'
 import { bootstrapFirstRun, type FirstRun } from './stores/bootstrap.ts'
 import { createCategoryStore, type CategoryStore } from './stores/categories.ts'
 import type { ListingOf } from './stores/discussion-listing.ts'
@@ -52,6 +54,9 @@ export function checkEvent(channel: string, payload?: string): void {
   }
 }
 
+/** The drizzle database over a SQLite file's one connection (db/sqlite/client.ts opens it). */
+export type SqliteDb = BetterSQLite3Database<typeof sqliteTables> & { $client: Database.Database }
+
 /** The stores, each made for a clock (and the server key's box where it seals or opens). */
 export interface EngineStores {
   sites(clock: Clock): SiteStore
@@ -100,7 +105,7 @@ export function engineOver(
 export interface Engine extends EngineStores {
   readonly kind: 'sqlite' | 'postgres'
   /** The SQLite connection itself, for what only SQLite has (online backup, query plans); undefined on PostgreSQL. */
-  readonly sqlite: Db | undefined
+  readonly sqlite: SqliteDb | undefined
   /**
    * Runs `work` with stores over one transaction (db/port.ts, `atomic`): committed when it
    * resolves, rolled back when it throws; the stores' own transactions are savepoints in it.

@@ -1,6 +1,6 @@
 import type { Column, SQL, SQLWrapper } from './drizzle.ts'
-import type { NodePgQueryResultHKT, PgDatabase, PgTable } from './postgres/drizzle.ts'
-import type * as tables from './postgres/schema.ts'
+import type { NodePgQueryResultHKT, PgDatabase, PgTable } from './drizzle-postgres.ts'
+import type * as tables from './schema/postgres.ts'
 
 // What a store written once for both engines runs on (docs/decisions.md, "One store, two
 // engines"): the engine's drizzle database (the pool or connection, or a transaction of it) and its

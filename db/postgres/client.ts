@@ -1,9 +1,9 @@
 import pg from 'pg'
 import { sql } from '../drizzle.ts'
-import { drizzlePostgres, migratePostgres, type NodePgDatabase } from './drizzle.ts'
+import { drizzlePostgres, migratePostgres, type NodePgDatabase } from '../drizzle-postgres.ts'
 import { resources } from '../../lib/resources.ts'
 import { parsePostgresAddress, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS, type PostgresOptions } from '../../lib/database-address.ts'
-import * as schema from './schema.ts'
+import * as schema from '../schema/postgres.ts'
 
 export type PgDb = NodePgDatabase<typeof schema> & { $client: pg.Pool }
 

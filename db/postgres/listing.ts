@@ -2,7 +2,7 @@ import { and, desc, eq, getTableColumns, inArray, sql, type Placeholder, type SQ
 import { countScope, listingShape, totalFromCounts, type CountTotal, type ListingShape, type DiscussionListing, type DiscussionRow, type ListingQuery } from '../stores/discussion-listing.ts'
 import type { Executor } from '../port.ts'
 import type { PgDb } from './client.ts'
-import { discussions, users } from './schema.ts'
+import { discussions, users } from '../schema/postgres.ts'
 
 /** An id compared as bigint (db/port.ts, `wide`). */
 const big = (value: SQLWrapper) => sql`${value}::bigint`

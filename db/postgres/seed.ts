@@ -11,7 +11,7 @@ import { STAFF_ROLE } from '../stores/staff.ts'
 import { emailKey } from '../stores/users.ts'
 import type { PgDb } from './client.ts'
 import { postgresPort } from './engine.ts'
-import { discussions, sites } from './schema.ts'
+import { discussions, sites } from '../schema/postgres.ts'
 
 // `service-desk seed` on PostgreSQL: the draws of db/stores/seed.ts (the same seed gives the same
 // discussions, comments, customers and counts on both engines; test/cli/seed.test.ts seeds one of

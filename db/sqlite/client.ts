@@ -1,12 +1,12 @@
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { drizzle, type BetterSQLite3Database } from '../drizzle.ts'
-import { migrate } from '../drizzle.ts'
+import { drizzle, migrate } from '../drizzle.ts'
+import type { SqliteDb } from '../engine.ts'
 import { resources } from '../../lib/resources.ts'
-import * as schema from './schema.ts'
+import * as schema from '../schema/sqlite.ts'
 
-export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database }
+export type Db = SqliteDb
 
 // How long a write waits for another process's write lock. better-sqlite3 waits synchronously, so
 // the server keeps this short and answers 503 past it (app.ts); a command line waits longer.

@@ -5,7 +5,7 @@ import { Gate } from './gate.ts'
 import { readCache } from './read-cache.ts'
 import { checkEvent, engineOver, type Engine, type EngineEvents } from '../engine.ts'
 import { isUnguarded, preparedOn, type Executor, type StorePort, type Tables } from '../port.ts'
-import * as tables from './schema.ts'
+import * as tables from '../schema/sqlite.ts'
 import { createSqliteListing } from './listing.ts'
 
 /** The engine over one SQLite file (created and migrated when needed); `:memory:` is a private one. */

@@ -1,6 +1,6 @@
 import { and, desc, eq, getTableColumns, inArray, sql, type Column, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
 import type { Db } from './client.ts'
-import { discussions, users } from './schema.ts'
+import { discussions, users } from '../schema/sqlite.ts'
 import {
   countScope,
   listingShape,

@@ -1,6 +1,6 @@
 import { and, eq, sql } from '../drizzle.ts'
 import type { Db } from './client.ts'
-import { comments, discussionCounts, discussions, memberships, users } from './schema.ts'
+import { comments, discussionCounts, discussions, memberships, users } from '../schema/sqlite.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { slugify } from '../stores/categories.ts'

@@ -2,7 +2,7 @@ import { is } from '../../db/drizzle.ts'
 import { getTableConfig, SQLiteTable } from '../../db/drizzle.ts'
 import t from 'tap'
 import { openDatabase } from '../../db/sqlite/client.ts'
-import * as schema from '../../db/sqlite/schema.ts'
+import * as schema from '../../db/schema/sqlite.ts'
 import { systemClock } from '../../lib/clock.ts'
 
 t.test('the migrated file matches the schema: every table, index and foreign key', async (t) => {

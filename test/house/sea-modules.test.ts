@@ -1,7 +1,7 @@
 import t from 'tap'
 import * as checkout from '../../db/drizzle.ts'
 import * as executable from '../../tools/build/sea/drizzle.ts'
-import * as postgresCheckout from '../../db/postgres/drizzle.ts'
+import * as postgresCheckout from '../../db/drizzle-postgres.ts'
 import * as postgresExecutable from '../../tools/build/sea/postgres-drizzle.ts'
 
 // The single executable swaps db/drizzle.ts for tools/build/sea/drizzle.ts: both must offer the

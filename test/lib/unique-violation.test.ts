@@ -1,8 +1,8 @@
 import t from 'tap'
 import { openPostgres } from '../../db/postgres/client.ts'
-import { memberships as pgMemberships, users as pgUsers } from '../../db/postgres/schema.ts'
+import { memberships as pgMemberships, users as pgUsers } from '../../db/schema/postgres.ts'
 import { openDatabase } from '../../db/sqlite/client.ts'
-import { memberships, users } from '../../db/sqlite/schema.ts'
+import { memberships, users } from '../../db/schema/sqlite.ts'
 import { isUniqueViolation } from '../../lib/database-errors.ts'
 import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../fixtures/postgres.ts'
 

@@ -8,7 +8,7 @@ import { addresses, bareSchema, discussionJson, HEADERS, listingSchema, NOT_FOUN
 // the ratio shows what the project's layers cost. So this file imports fastify, better-sqlite3,
 // node and tools/bench/baseline-shape.ts (the v1 shapes both baselines answer, itself importing
 // nothing) alone: its SQL and its mapping from rows to JSON are written here by hand, from the
-// schema (db/sqlite/schema.ts) and the documented v1 shapes, and the run (tools/bench/run.ts) checks
+// schema (db/schema/sqlite.ts) and the documented v1 shapes, and the run (tools/bench/run.ts) checks
 // before measuring anything that it answers the same bytes as the service for the same rows.
 // tools/bench/baseline-postgres.ts is the same on PostgreSQL.
 //

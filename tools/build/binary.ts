@@ -40,12 +40,12 @@ function assetFiles(): Record<string, string> {
   return assets
 }
 
-// Inside the executable, lib/resources.ts, db/drizzle.ts, db/postgres/drizzle.ts and @node-rs/argon2 are replaced by the versions in sea/.
+// Inside the executable, lib/resources.ts, db/drizzle.ts, db/drizzle-postgres.ts and @node-rs/argon2 are replaced by the versions in sea/.
 function seaModules(): Plugin {
   const swaps = new Map([
     [join(REPO, 'lib', 'resources.ts'), join(REPO, 'tools', 'build', 'sea', 'resources.ts')],
     [join(REPO, 'db', 'drizzle.ts'), join(REPO, 'tools', 'build', 'sea', 'drizzle.ts')],
-    [join(REPO, 'db', 'postgres', 'drizzle.ts'), join(REPO, 'tools', 'build', 'sea', 'postgres-drizzle.ts')],
+    [join(REPO, 'db', 'drizzle-postgres.ts'), join(REPO, 'tools', 'build', 'sea', 'postgres-drizzle.ts')],
     ['@node-rs/argon2', join(REPO, 'tools', 'build', 'sea', 'argon2.ts')],
   ])
   return {

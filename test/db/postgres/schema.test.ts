@@ -3,17 +3,17 @@ import pg from 'pg'
 import t from 'tap'
 import { getTableConfig, is, SQLiteTable, type Column, type SQL } from '../../../db/drizzle.ts'
 import { openPostgres } from '../../../db/postgres/client.ts'
-import { getPgTableConfig } from '../../../db/postgres/drizzle.ts'
-import * as pgSchema from '../../../db/postgres/schema.ts'
-import * as sqliteSchema from '../../../db/sqlite/schema.ts'
+import { getPgTableConfig } from '../../../db/drizzle-postgres.ts'
+import * as pgSchema from '../../../db/schema/postgres.ts'
+import * as sqliteSchema from '../../../db/schema/sqlite.ts'
 import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
 
-// db/postgres/schema.ts mirrors db/sqlite/schema.ts table for table (docs/decisions.md, "Schema and
+// db/schema/postgres.ts mirrors db/schema/sqlite.ts table for table (docs/decisions.md, "Schema and
 // migrations"): the same tables, columns, keys and indexes, so the stores read the same rows from
 // either engine and a database moves across unchanged. Then the migrated PostgreSQL database
 // itself, read from its catalog, against the schema the stores are written for.
 
-// The same drizzle as db/postgres/drizzle.ts loads (one copy: `is` compares classes).
+// The same drizzle as db/drizzle-postgres.ts loads (one copy: `is` compares classes).
 const { PgTable } = createRequire(import.meta.url)('drizzle-orm/pg-core') as typeof import('drizzle-orm/pg-core')
 
 type TableConfig = ReturnType<typeof getTableConfig> | ReturnType<typeof getPgTableConfig>

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { eq } from '../../../db/drizzle.ts'
 import t from 'tap'
-import { users as usersTable } from '../../../db/sqlite/schema.ts'
+import { users as usersTable } from '../../../db/schema/sqlite.ts'
 import { createSecretBox } from '../../../lib/secret-box.ts'
 import { legacyTokenExpiry } from '../../../db/stores/legacy-tokens.ts'
 import { START } from '../../fixtures/clock.ts'

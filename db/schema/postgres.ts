@@ -1,8 +1,8 @@
 import { sql } from '../drizzle.ts'
-import { pgBoolean, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from './drizzle.ts'
+import { pgBoolean, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
 import { accessLevels, commentVias, discussionStates, roles, securityKinds } from '../values.ts'
 
-// The PostgreSQL schema: the SQLite one (db/sqlite/schema.ts) table for table, column for column, with the
+// The PostgreSQL schema: the SQLite one (db/schema/sqlite.ts) table for table, column for column, with the
 // same names, constraints and indexes, so the stores read the same rows from either engine and
 // `service-desk copy` moves a database across unchanged. Where the engines differ, the natural type
 // of each is used: moments are timestamptz (read back as a Date, to the millisecond), flags are
@@ -245,7 +245,7 @@ export const oauthRecords = pgTable(
   ],
 )
 
-// The security log: db/sqlite/schema.ts.
+// The security log: db/schema/sqlite.ts.
 export const securityEvents = pgTable(
   'security_events',
   {
