@@ -6,7 +6,7 @@ import { ConfigError } from './lib/config-error.ts'
 import { connectionsAllowed, defaultMaxConnections, DEFAULT_TIMEOUTS, processOpenFiles, type ConnectionSettings } from './lib/connections.ts'
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from './plugins/http/request-log.ts'
 import { MIN_SECRET_LENGTH } from './lib/server-key.ts'
-import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS, isPostgresAddress, type PostgresOptions } from './lib/database-address.ts'
+import { databaseAddressProblem, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS, isPostgresAddress, type PostgresOptions } from './lib/database-address.ts'
 import { DEFAULT_LIMITS, type AuthLimitSettings } from './plugins/auth/limits.ts'
 import type { MailSettings } from './plugins/expiry-notices.ts'
 import { hstsByDefault } from './plugins/transport-security.ts'
@@ -315,7 +315,8 @@ export function loadConfig(source: ConfigSource): Config {
 
   const portNumber = port.value === undefined ? 3000 : parsePort(port.value, port.name)
   if (host.value !== undefined && host.value.trim() === '') throw new ConfigError(`${host.name} must not be empty`)
-  if (db.value !== undefined && db.value.trim() === '') throw new ConfigError(`${db.name} must not be empty`)
+  const dbProblem = db.value === undefined ? undefined : databaseAddressProblem(db.value)
+  if (dbProblem !== undefined) throw new ConfigError(`${db.name} ${dbProblem}`)
   const secret = source.env[SECRET_VARIABLE]
   if (secret !== undefined && secret.trim().length < MIN_SECRET_LENGTH) {
     throw new ConfigError(`${SECRET_VARIABLE} must be at least ${MIN_SECRET_LENGTH} characters, such as the output of: openssl rand -hex 32`)

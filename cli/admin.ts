@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { loadConfig, type Config } from '../config.ts'
 import type { Engine, EngineStores } from '../db/engine.ts'
 import { openEngine } from '../db/open.ts'
@@ -20,9 +22,7 @@ import type { SiteStore } from '../db/stores/sites.ts'
 import { DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, tokenState } from '../db/stores/token-rules.ts'
 import type { TokenStore } from '../db/stores/tokens.ts'
 import { MIN_PASSWORD, type UserStore } from '../db/stores/users.ts'
-import { UsageError, type Command, type Io, type Options, type Values } from './command.ts'
-
-const dbOption: Options = { db: { type: 'string' } }
+import { DB_OPTION, UsageError, type Command, type Io, type Options, type Values } from './command.ts'
 
 /** The database of a command: its engine and, on PostgreSQL, the pool under it. */
 export interface CommandDatabase {
@@ -47,6 +47,21 @@ export interface Stores extends CommandDatabase {
 }
 
 /**
+ * Whether the database is a SQLite file not made yet, which only a command that may create it
+ * (serve, migrate, site add) goes on with: any other refuses it, before anything is written. A
+ * mistyped --db would otherwise leave an empty database and a key file under the typo, and a
+ * listing of it print nothing.
+ */
+export function isNewSqliteFile(databaseAddress: string, { creates }: { creates: boolean }): boolean {
+  if (isPostgresAddress(databaseAddress) || existsSync(databaseAddress)) return false
+  if (!creates) throw new UsageError(`there is no database at ${databaseAddress} (${resolve(databaseAddress)}): check --db or SERVICE_DB; nothing was created`)
+  return true
+}
+
+/** What a command that made the database says of it, on standard error. */
+export const createdLine = (databaseAddress: string) => `service-desk: made a new database at ${databaseAddress}\n`
+
+/**
  * Opens (creating and migrating when needed) the database of SERVICE_DB or --db: a SQLite file
  * through openEngine (db/open.ts); a postgres:// address the same way, by cli/postgres.ts (loaded
  * only then), which keeps the pool under the engine for the command's transaction.
@@ -58,8 +73,9 @@ export async function openCommandDatabase(config: Pick<Config, 'databaseAddress'
   return { engine, postgres: db }
 }
 
-async function openStores(values: Values, io: Io): Promise<Stores> {
+async function openStores(values: Values, io: Io, creates: boolean): Promise<Stores> {
   const config = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
+  if (isNewSqliteFile(config.databaseAddress, { creates })) io.stderr(createdLine(config.databaseAddress))
   // The same server key as the server's, so legacy tokens made here can be shown there and back.
   const box = createSecretBox(serverSecret({ secret: config.secret, databaseAddress: config.databaseAddress }))
   const { engine, postgres } = await openCommandDatabase(config)
@@ -98,17 +114,18 @@ async function atomically(stores: Stores, io: Io, run: (stores: Stores, io: Io) 
 /**
  * An administration command: opens the database, runs in one transaction (atomically, above),
  * closes it, and exits 0 unless refused. `atomic: false` for a command that only reads, or writes
- * in transactions of its own (seed, in batches; user add, after the slow password hash).
+ * in transactions of its own (seed, in batches; user add, after the slow password hash);
+ * `creates: true` for one that may make the database (site add).
  */
 export function admin(
-  { atomic = true, ...spec }: Omit<Command, 'run' | 'options'> & { options?: Options; atomic?: boolean },
+  { atomic = true, creates = false, ...spec }: Omit<Command, 'run' | 'options'> & { options?: Options; atomic?: boolean; creates?: boolean },
   run: (stores: Stores, args: string[], values: Values, io: Io) => void | Promise<void>,
 ): Command {
   return {
     ...spec,
-    options: { ...dbOption, ...spec.options },
+    options: { ...spec.options, ...DB_OPTION },
     async run(args, values, io) {
-      const stores = await openStores(values, io)
+      const stores = await openStores(values, io, creates)
       try {
         if (atomic) await atomically(stores, io, (inside, held) => run(inside, args, values, held))
         else await run(stores, args, values, io)
@@ -153,7 +170,7 @@ function parseId(value: string): number {
 
 export const adminCommands: Command[] = [
   admin(
-    { words: ['site', 'add'], args: ['<site>'], options: { name: { type: 'string' } }, usage: 'site add <site> [--name TEXT]', summary: 'Create a site; <site> is its permalink in every path.' },
+    { words: ['site', 'add'], args: ['<site>'], options: { name: { type: 'string', value: 'TEXT', about: 'the name shown on its pages', fallback: 'the permalink' } }, usage: 'site add <site> [--name TEXT]', summary: 'Create a site; <site> is its permalink in every path. Makes the database if there is none yet.', creates: true },
     async ({ sites }, [permalink], values, io) => {
       const site = await sites.add(permalink, values.name as string | undefined)
       io.stdout(`site ${site.permalink} created ("${shown(site.name)}")\n`)
@@ -169,7 +186,10 @@ export const adminCommands: Command[] = [
     {
       words: ['user', 'add'],
       args: ['<email>'],
-      options: { name: { type: 'string' }, 'password-stdin': { type: 'boolean' } },
+      options: {
+        name: { type: 'string', value: 'TEXT', about: 'the name shown to customers and colleagues', fallback: 'the part of the email before @' },
+        'password-stdin': { type: 'boolean', about: 'read the password from standard input (one line) instead of making a random one' },
+      },
       usage: 'user add <email> [--name TEXT] [--password-stdin]',
       summary: 'Create an account. Without --password-stdin a random password is made and printed once.',
       // Standard input and the slow hash are waited for before the write lock is taken.
@@ -183,6 +203,30 @@ export const adminCommands: Command[] = [
       await atomically(stores, io, async ({ users }, held) => {
         const user = await users.insert({ email, name: values.name as string | undefined, password }, passwordHash)
         held.stdout(given ? `user ${user.email} created\n` : `user ${user.email} created; password: ${password}\n`)
+      })
+    },
+  ),
+  admin(
+    {
+      words: ['user', 'set-password'],
+      args: ['<email>'],
+      options: { 'password-stdin': { type: 'boolean', about: 'read the new password from standard input (one line) instead of making a random one' } },
+      usage: 'user set-password <email> [--password-stdin]',
+      summary:
+        "Give an account a new password (a lost one, say) and end its web sessions; its tokens keep working. Without --password-stdin a random one is made and printed once.",
+      // Standard input and the slow hash are waited for before the write lock is taken.
+      atomic: false,
+    },
+    async (stores, [email], values, io) => {
+      const given = values['password-stdin'] === true
+      const password = given ? await readPassword(io) : randomPassword()
+      const passwordHash = await hashPassword(password)
+      await atomically(stores, io, async ({ users, sessions, securityLog }, held) => {
+        const user = await users.setPassword(email, passwordHash)
+        const ended = await sessions.destroyForUser(user.id)
+        await securityLog.append({ userId: user.id, kind: 'password_set', actor: 'cli' })
+        const sessionsEnded = `${ended} web session${ended === 1 ? '' : 's'} ended`
+        held.stdout(given ? `password of ${user.email} set; ${sessionsEnded}\n` : `password of ${user.email} set to ${password} (shown once); ${sessionsEnded}\n`)
       })
     },
   ),
@@ -243,7 +287,11 @@ export const adminCommands: Command[] = [
     {
       words: ['token', 'create'],
       args: ['<site>', '<email>'],
-      options: { name: { type: 'string' }, access: { type: 'string' }, expires: { type: 'string' } },
+      options: {
+        name: { type: 'string', value: 'TEXT', about: 'what the token is for, as its owner will see it on the token page (required)' },
+        access: { type: 'string', value: 'read|write', about: 'read only, or read and write', fallback: 'write' },
+        expires: { type: 'string', value: 'DAYS', about: `days until it expires: ${EXPIRY_DAYS.join(', ')}`, fallback: String(DEFAULT_EXPIRY_DAYS) },
+      },
       usage: 'token create <site> <email> --name TEXT [--access read|write] [--expires 7|30|90|365]',
       summary: 'Create a personal API token and print its value alone (shown this once).',
     },

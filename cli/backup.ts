@@ -7,7 +7,7 @@ import { isPostgresAddress, parsePostgresAddress, redactPostgresAddress } from '
 import { resources } from '../lib/resources.ts'
 import { keyFileFor } from '../lib/server-key.ts'
 import { StoreError } from '../db/stores/errors.ts'
-import type { Command, Io } from './command.ts'
+import { DB_OPTION, type Command, type Io } from './command.ts'
 
 // `service-desk backup <file>`: a consistent copy of the live database, safe while the server runs
 // (it reads a snapshot; the server keeps writing). On SQLite through its online backup API; on
@@ -91,7 +91,7 @@ async function backupPostgres(address: string, target: string, destination: stri
 export const backupCommand: Command = {
   words: ['backup'],
   args: ['FILE'],
-  options: { db: { type: 'string' } },
+  options: DB_OPTION,
   usage: 'backup FILE [--db ADDRESS]',
   summary: 'Copy the database, consistently, while the server runs (PostgreSQL: with pg_dump). FILE must not exist yet.',
   faultScope: ([target], values, io) => {

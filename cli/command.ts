@@ -1,4 +1,3 @@
-import type { ParseArgsConfig } from 'node:util'
 import type { Clock } from '../lib/clock.ts'
 import type { FaultScope } from './faults.ts'
 
@@ -12,7 +11,22 @@ export interface Io {
   clock: Clock
 }
 
-export type Options = NonNullable<ParseArgsConfig['options']>
+/** One option of a command, as its help shows it. */
+export interface Option {
+  type: 'string' | 'boolean'
+  short?: string
+  multiple?: boolean
+  /** What a string option's value is, as the help names it: N, TEXT, ADDRESS. */
+  value?: string
+  /** What it is for, one line. */
+  about: string
+  /** What holds when it is not given, where that is something. */
+  fallback?: string
+  /** The environment variable it stands for (the option wins). */
+  variable?: string
+}
+
+export type Options = Record<string, Option>
 export type Values = Record<string, string | boolean | undefined>
 
 export interface Command {
@@ -36,3 +50,14 @@ export interface Command {
 /** Raised for a command line that does not fit the command: exit 2 with its message. */
 export class UsageError extends Error {}
 
+
+/** --db, which every command that opens the database takes. */
+export const DB_OPTION: Options = {
+  db: {
+    type: 'string',
+    value: 'ADDRESS',
+    about: "the database: a SQLite file's path, or a postgres:// address (which needs SERVICE_SECRET)",
+    fallback: './data/service.db',
+    variable: 'SERVICE_DB',
+  },
+}

@@ -59,7 +59,10 @@ function serverKeyAdvice(report: CopyReport, from: string, io: Io, opens: (sampl
 export const copyCommand: Command = {
   words: ['copy'],
   args: [],
-  options: { from: { type: 'string' }, to: { type: 'string' } },
+  options: {
+    from: { type: 'string', value: 'FILE', about: 'the SQLite file to copy (required; it is only read)' },
+    to: { type: 'string', value: 'ADDRESS', about: 'the postgres:// address of an empty database, or of a schema (?schema=name) (required)' },
+  },
   usage: 'copy --from FILE --to ADDRESS',
   summary:
     'Copy a whole SQLite database into an empty PostgreSQL one (ids, password hashes, tokens and sessions kept) in one transaction, ' +

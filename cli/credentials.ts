@@ -37,7 +37,10 @@ export const credentialCommands: Command[] = [
     {
       words: ['site', 'multipass-key'],
       args: ['<site>'],
-      options: { rotate: { type: 'boolean' }, set: { type: 'string' } },
+      options: {
+        rotate: { type: 'boolean', about: 'replace the key with a new random one' },
+        set: { type: 'string', value: 'VALUE', about: 'replace the key with this one (8 to 256 characters)' },
+      },
       usage: 'site multipass-key <site> [--rotate | --set VALUE]',
       summary:
         "Print the site's multipass key. --rotate replaces it with a new random one, --set VALUE with the given one (8 to 256 characters); tokens made with the old key stop working.",

@@ -37,7 +37,7 @@ export const discussionCommands: Command[] = [
     {
       words: ['category', 'add'],
       args: ['<site>', '<name>'],
-      options: { public: { type: 'boolean' } },
+      options: { public: { type: 'boolean', about: 'its discussions are public (customers see each other\'s); private by default' } },
       usage: 'category add <site> <name> [--public]',
       summary: 'Create a category; its discussions are public by default with --public. Prints its id.',
     },
@@ -67,7 +67,10 @@ export const discussionCommands: Command[] = [
     {
       words: ['seed'],
       args: ['<site>'],
-      options: { discussions: { type: 'string' }, seed: { type: 'string' } },
+      options: {
+        discussions: { type: 'string', value: 'N', about: 'how many discussions to add (required)' },
+        seed: { type: 'string', value: 'S', about: 'the random seed: the same seed makes the same discussions on either engine', fallback: '1' },
+      },
       usage: 'seed <site> --discussions N [--seed S]',
       summary: 'Fill a site with N generated discussions and their comments (for demos and benchmarks).',
       // Transactions of a batch each, so the server can write between them and the progress shows.

@@ -75,6 +75,52 @@ export function describeFault(error: unknown, scopeOf: () => FaultScope): { code
   }
 }
 
+/** What an error says; a query that failed says what its driver said, without the statement and its values. */
+export function ownWords(error: unknown): string {
+  const { message, query, cause } = error as { message: string; query?: unknown; cause?: unknown }
+  return typeof query === 'string' && cause instanceof Error ? cause.message : message
+}
+
+/** The PostgreSQL error itself (its SQLSTATE and words), the error or one it wraps; undefined for any other. */
+function postgresError(error: unknown): { code: string; message: string } | undefined {
+  for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return { code: e.code, message: String(e.message) }
+  }
+  return undefined
+}
+
+const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`
+
+/**
+ * How to mend a PostgreSQL refusal that has a known fix, named for the address's role and
+ * database (one sentence to end the error's line); '' for any other error.
+ */
+export function postgresFix(error: unknown, databaseAddress: string | undefined): string {
+  const refusal = postgresError(error)
+  if (refusal === undefined || databaseAddress === undefined || !isPostgresAddress(databaseAddress) || !URL.canParse(databaseAddress)) return ''
+  const url = new URL(databaseAddress)
+  const role = decodeURIComponent(url.username) || 'ROLE'
+  const database = decodeURIComponent(url.pathname.slice(1)) || role
+  switch (refusal.code) {
+    case '42501': {
+      const schema = url.searchParams.get('schema') ?? 'public'
+      if (refusal.message.includes('for schema')) {
+        return ` The role ${role} must own the schema ${schema} to make the service's tables in it; as a superuser: ALTER SCHEMA ${quoted(schema)} OWNER TO ${quoted(role)};`
+      }
+      return (
+        ` The role ${role} must own the database ${database}, or have CREATE on it, to make the service's schema; as a superuser: ` +
+        `ALTER DATABASE ${quoted(database)} OWNER TO ${quoted(role)}; (or GRANT CREATE ON DATABASE ${quoted(database)} TO ${quoted(role)};)`
+      )
+    }
+    case '3D000':
+      return ` Create it first, owned by the service's role: createdb --owner=${role} ${database} (in psql: CREATE DATABASE ${quoted(database)} OWNER ${quoted(role)};)`
+    case '28000':
+      return ` Create the role first: createuser --pwprompt ${role} (in psql: CREATE ROLE ${quoted(role)} LOGIN PASSWORD '...';)`
+    default:
+      return ''
+  }
+}
+
 /** For --help and the README. */
 export const EXIT_CODES_HELP = [
   'Exit codes:',

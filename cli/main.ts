@@ -9,7 +9,9 @@ import { UsageError, type Command, type Io, type Values } from './command.ts'
 import { copyCommand } from './copy.ts'
 import { credentialCommands } from './credentials.ts'
 import { discussionCommands } from './discussions.ts'
-import { databaseFiles, describeFault, EXIT_CODES_HELP, NOTHING_CHANGED, type FaultScope } from './faults.ts'
+import { isPostgresAddress } from '../lib/database-address.ts'
+import { databaseFiles, describeFault, NOTHING_CHANGED, ownWords, postgresFix, type FaultScope } from './faults.ts'
+import { closest, commandHelp, groupHelp, groupOf, overview } from './help.ts'
 import { migrateCommand } from './migrate.ts'
 import { oauthClientCommands } from './oauth-clients.ts'
 import { securityLogCommands } from './security-log.ts'
@@ -36,28 +38,23 @@ const defaultIo: Io = {
   },
   clock: systemClock,
 }
+
+/**
+ * A reader that stops early (`service-desk security-log demo | head -4`) closes the pipe: the
+ * command ends there, quietly and with 0, as ls and grep do, instead of an unhandled EPIPE.
+ */
+let endsOnClosedPipe = false
+function endOnClosedPipe() {
+  if (endsOnClosedPipe) return
+  endsOnClosedPipe = true
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error
+      process.exit(0)
+    })
+  }
+}
 /* c8 ignore stop */
-
-function overview(): string {
-  const lines = commands.map((c) => `  ${c.usage}\n      ${c.summary}`)
-  return [
-    'Usage: service-desk <command> [options]',
-    '',
-    'Commands:',
-    ...lines,
-    '',
-    'Every command takes --db ADDRESS (or SERVICE_DB: a SQLite file, or a postgres:// address, which needs SERVICE_SECRET) and --help;',
-    '--version prints the version.',
-    '',
-    EXIT_CODES_HELP,
-    '',
-  ].join('\n')
-}
-
-function help(command: Command): string {
-  const options = Object.entries(command.options).map(([name, o]) => `  --${name}${o.type === 'string' ? ' VALUE' : ''}`)
-  return [`Usage: service-desk ${command.usage}`, '', command.summary, '', 'Options:', ...options, '  --help', '', EXIT_CODES_HELP, ''].join('\n')
-}
 
 /**
  * The files a fault's advice names, and what the command left as it was. Asked only after a fault,
@@ -70,10 +67,10 @@ function faultScope(command: Command, args: string[], values: Values, io: Io): F
   return { ...databaseFiles(databaseAddress), outcome: NOTHING_CHANGED, ...own }
 }
 
-/** What an error says; a query that failed says what its driver said, without the statement and its values. */
-function ownWords(error: unknown): string {
-  const { message, query, cause } = error as { message: string; query?: unknown; cause?: unknown }
-  return typeof query === 'string' && cause instanceof Error ? cause.message : message
+/** The fix of a PostgreSQL refusal, as the end of its line: after a full stop. */
+function fixOf(error: unknown, address: string | undefined): string {
+  const fix = postgresFix(error, address)
+  return fix === '' ? '' : `.${fix}`
 }
 
 function findCommand(argv: string[]): Command | undefined {
@@ -82,32 +79,80 @@ function findCommand(argv: string[]): Command | undefined {
     .sort((a, b) => b.words.length - a.words.length)[0]
 }
 
+const isHelp = (word: string | undefined) => word === '--help' || word === '-h'
+
+/**
+ * What argv asks for when it names no command: the overview, a group's commands, or help on a
+ * command (`help token create`); else the one line that says what went wrong, with the closest
+ * command when the words look like a slip.
+ */
+function withoutCommand(argv: string[], io: Io): number {
+  const asked = argv[0] === 'help' ? argv.slice(1) : argv
+  if (asked.length === 0 || (argv[0] !== 'help' && isHelp(asked[0]) && asked.length === 1)) {
+    io.stdout(overview(commands))
+    return 0
+  }
+  const command = findCommand(asked)
+  if (argv[0] === 'help' && command && command.words.length === asked.length) {
+    io.stdout(commandHelp(command))
+    return 0
+  }
+  const members = groupOf(commands, asked[0]!)
+  if (members.length > 0 && (asked.length === 1 || isHelp(asked[1]))) {
+    if (argv[0] === 'help' || isHelp(asked[1])) {
+      io.stdout(groupHelp(asked[0]!, members))
+      return 0
+    }
+    const names = members.map((c) => c.words[1]!)
+    io.stderr(`service-desk: ${asked[0]} needs one of: ${names.join(', ')} (service-desk ${asked[0]} --help)\n`)
+    return EXIT_USAGE
+  }
+  const typed = asked.filter((word) => !word.startsWith('-'))
+  const known = commands.map((c) => c.words.join(' '))
+  const near = closest(typed.slice(0, 2).join(' '), known) ?? closest(typed.slice(0, 1).join(' '), known)
+  const hint = near === undefined ? '' : ` did you mean "${near}"?`
+  io.stderr(`service-desk: unknown command "${asked.join(' ')}";${hint} run service-desk --help\n`)
+  return EXIT_USAGE
+}
+
+/** Node's argument parser's complaint, in one line of ours: the option, and the closest known one. */
+function parseProblem(error: { code: string; message: string }, command: Command): string {
+  // Node names an option as '--name', '--name <value>' or '-h, --help'.
+  const option = /'(?:-\w, )?(-{1,2}[^' ]+)/.exec(error.message)?.[1] ?? ''
+  const name = `service-desk ${command.words.join(' ')}`
+  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const near = closest(option, [...Object.keys(command.options), 'help'].map((o) => `--${o}`))
+    if (near !== undefined) return `unknown option ${option}; did you mean ${near}? (${name} --help lists them)`
+    return `unknown option ${option} (${name} --help lists them; a value that begins with - goes after --)`
+  }
+  if (/does not take an argument/.test(error.message)) return `${option} takes no value (${name} --help)`
+  return `${option} needs a value (${name} --help)`
+}
+
 export async function main(argv: string[], io: Io = defaultIo): Promise<number | undefined> {
+  /* c8 ignore next: the real process's streams (test/cli/pipes.test.ts) */
+  if (io === defaultIo) endOnClosedPipe()
   if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
     io.stdout(`service-desk ${packageJson.version}\n`)
     return 0
   }
-  const command = findCommand(argv)
-  if (!command) {
-    const wantsHelp = argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help'
-    if (wantsHelp) {
-      io.stdout(overview())
-      return 0
-    }
-    io.stderr(`service-desk: unknown command "${argv.join(' ')}"; run service-desk --help\n`)
-    return EXIT_USAGE
-  }
+  const command = argv[0] === 'help' ? undefined : findCommand(argv)
+  if (!command) return withoutCommand(argv, io)
   let values: Values = {}
   let positionals: string[] = []
   try {
+    // parseArgs takes only what it knows of an option, and nothing undefined.
+    const options = Object.fromEntries(
+      Object.entries(command.options).map(([name, { type, short, multiple }]) => [name, { type, ...(short && { short }), ...(multiple && { multiple }) }]),
+    )
     ;({ values, positionals } = parseArgs({
       args: argv.slice(command.words.length),
-      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
       strict: true,
     }) as { values: Values; positionals: string[] })
     if (values.help) {
-      io.stdout(help(command))
+      io.stdout(commandHelp(command))
       return 0
     }
     const required = command.args.length - (command.optionalArgs ?? 0)
@@ -126,12 +171,18 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number |
       io.stderr(`service-desk: ${error.message}\n`)
       return EXIT_REFUSED
     }
-    if (error instanceof UsageError || error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      io.stderr(`service-desk: ${(error as Error).message}\n`)
+    if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      io.stderr(`service-desk: ${parseProblem(error as { code: string; message: string }, command)}\n`)
+      return EXIT_USAGE
+    }
+    if (error instanceof UsageError || error instanceof ConfigError) {
+      io.stderr(`service-desk: ${error.message}\n`)
       return EXIT_USAGE
     }
     // Anything else (a file that cannot be opened, a port in use) is still one line, not a trace.
-    io.stderr(`service-desk: ${ownWords(error)}\n`)
+    // A PostgreSQL refusal with a known fix (a role that may not create tables, a database not made yet) says it.
+    const address = [values.to, values.db, io.env.SERVICE_DB].find((value) => typeof value === 'string' && isPostgresAddress(value)) as string | undefined
+    io.stderr(`service-desk: ${ownWords(error)}${fixOf(error, address)}\n`)
     return EXIT_FAILED
   }
 }

@@ -4,8 +4,8 @@ import Database from 'better-sqlite3'
 import { loadConfig } from '../config.ts'
 import { isPostgresAddress, redactPostgresAddress } from '../lib/database-address.ts'
 import { resources } from '../lib/resources.ts'
-import { openCommandDatabase } from './admin.ts'
-import type { Command } from './command.ts'
+import { createdLine, isNewSqliteFile, openCommandDatabase } from './admin.ts'
+import { DB_OPTION, type Command } from './command.ts'
 
 // `service-desk migrate`: brings the schema up to date, as every start of the service and every
 // command does (under a lock on PostgreSQL, so processes take turns), and says which migrations
@@ -37,7 +37,7 @@ function appliedSqliteMigrations(file: string): number[] {
 export const migrateCommand: Command = {
   words: ['migrate'],
   args: [],
-  options: { db: { type: 'string' } },
+  options: DB_OPTION,
   usage: 'migrate [--db ADDRESS]',
   summary: 'Bring the database schema up to date (every start does it too) and say which migrations ran.',
   async run(_args, values, io) {
@@ -47,6 +47,7 @@ export const migrateCommand: Command = {
     const known = journal(postgres ? resources.postgresMigrations : resources.migrations)
     const pg = postgres ? await import('./postgres.ts') : undefined
     const before = new Set(pg ? await pg.appliedPostgresMigrations(config.databaseAddress) : appliedSqliteMigrations(config.databaseAddress))
+    if (isNewSqliteFile(config.databaseAddress, { creates: true })) io.stderr(createdLine(config.databaseAddress))
     const { engine, postgres: pool } = await openCommandDatabase(config)
     let after: number[]
     try {

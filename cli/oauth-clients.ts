@@ -114,7 +114,11 @@ export const oauthClientCommands: Command[] = [
     {
       words: ['oauth-client', 'add'],
       args: ['<site>'],
-      options: { name: { type: 'string' }, 'redirect-uri': { type: 'string', multiple: true }, json: { type: 'boolean' } },
+      options: {
+        name: { type: 'string', value: 'NAME', about: 'the name people see on the consent page (required)' },
+        'redirect-uri': { type: 'string', multiple: true, value: 'URI', about: 'where the application takes people back to; once per address, at least once' },
+        json: { type: 'boolean', about: 'the new client as one JSON object, for scripts' },
+      },
       usage: 'oauth-client add <site> --name NAME --redirect-uri URI [--redirect-uri URI ...] [--json]',
       summary:
         'Register an OAuth application for a site: a public client (PKCE S256) whose access is bound to {base_url}/<site>. ' +
@@ -164,7 +168,7 @@ export const oauthClientCommands: Command[] = [
       words: ['oauth-client', 'list'],
       args: ['<site>'],
       optionalArgs: 1,
-      options: { json: { type: 'boolean' } },
+      options: { json: { type: 'boolean', about: 'one JSON array, for scripts' } },
       usage: 'oauth-client list [<site>] [--json]',
       summary:
         'One line per OAuth application, newest first: client id, name, site, redirect URIs, registered (UTC). ' +

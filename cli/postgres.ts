@@ -1,6 +1,7 @@
 import pg from 'pg'
 import { parsePostgresAddress, redactPostgresAddress, type PostgresOptions } from '../lib/database-address.ts'
 import type { Engine } from '../db/engine.ts'
+import { ownWords } from './faults.ts'
 import { openPostgres, type PgDb } from '../db/postgres/client.ts'
 import { postgresEngine } from '../db/postgres/engine.ts'
 
@@ -9,9 +10,8 @@ import { postgresEngine } from '../db/postgres/engine.ts'
 
 /** Why the database could not be reached, in one line, without the password. */
 export function unreachable(address: string, error: unknown): Error {
-  const { message, code } = error as { message?: string; code?: string }
   // A refused connection to a name with several addresses is an AggregateError without a message.
-  return new Error(`cannot open the PostgreSQL database ${redactPostgresAddress(address)}: ${message || code}`, { cause: error })
+  return new Error(`cannot open the PostgreSQL database ${redactPostgresAddress(address)}: ${ownWords(error) || (error as { code?: string }).code}`, { cause: error })
 }
 
 /**

@@ -13,7 +13,10 @@ export const securityLogCommands: Command[] = [
     {
       words: ['security-log'],
       args: ['<site>'],
-      options: { user: { type: 'string' }, json: { type: 'boolean' } },
+      options: {
+        user: { type: 'string', value: 'EMAIL', about: "one person's events, on every site" },
+        json: { type: 'boolean', about: 'one JSON array, with the event kinds as codes, for scripts' },
+      },
       usage: 'security-log <site> [--user EMAIL] [--json]',
       summary: `The security log of the site (token created, revoked, used from a new address, sign-ins, lockouts, staff changes), newest first, the latest ${SECURITY_LOG_LIMIT} events; --user: one person's, on every site.`,
       atomic: false,
@@ -36,9 +39,13 @@ export const securityLogCommands: Command[] = [
         io.stdout(`${JSON.stringify(rows)}\n`)
         return
       }
+      // People by their email, kinds in the page's words, times in the page's format.
+      const emails = new Map<number, string>()
+      // An account is never deleted, so every event names one.
+      for (const id of new Set(events.map((e) => e.userId))) emails.set(id, (await users.byId(id))!.email)
       for (const event of events) {
         const line = describeEvent(event)
-        io.stdout(`${[line.when, `user ${event.userId}`, event.kind, line.from || '-', line.by || '-', line.details].map(shown).join('\t')}\n`)
+        io.stdout(`${[line.when, emails.get(event.userId)!, line.what, line.from || '-', line.by || '-', line.details].map(shown).join('\t')}\n`)
       }
     },
   ),

@@ -1,11 +1,27 @@
+import type { AddressInfo } from 'node:net'
 import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
 import { buildApp } from '../app.ts'
-import { loadConfig, type Config } from '../config.ts'
+import { CONFIG_VARIABLES, loadConfig, SETTINGS, type Config } from '../config.ts'
 import { V1_MEDIA_TYPE } from '../lib/accept.ts'
 import { createUrls } from '../lib/urls.ts'
+import { isPostgresAddress, redactPostgresAddress } from '../lib/database-address.ts'
+import packageJson from '../package.json' with { type: 'json' }
+import { isNewSqliteFile } from './admin.ts'
 import type { FirstRun } from '../db/stores/bootstrap.ts'
-import type { Command, Io } from './command.ts'
+import type { Command, Io, Options } from './command.ts'
+
+/** What each flag's value is, in the help; the rest are seconds. */
+const VALUES: Record<string, string> = { port: 'N', host: 'ADDRESS', db: 'ADDRESS', 'base-url': 'URL', 'site-url': 'URL', 'max-connections': 'N', 'max-connections-per-address': 'N', 'log-level': 'LEVEL' }
+const plain = (markdown: string) => markdown.replaceAll('`', '')
+
+/** serve's flags, each with its setting's meaning, default and variable (config.ts's SETTINGS). */
+export const SERVE_OPTIONS: Options = Object.fromEntries(
+  CONFIG_VARIABLES.map(({ variable, flag }) => {
+    const setting = SETTINGS.find((s) => s.variable === variable)!
+    return [flag, { type: 'string', value: VALUES[flag] ?? 'SECONDS', about: plain(setting.about), fallback: plain(setting.fallback), variable }]
+  }),
+)
 
 export function firstRunBanner(config: Config, firstRun: FirstRun): string {
   const urls = createUrls(config.baseUrl, config.siteUrl)
@@ -27,8 +43,24 @@ export function firstRunBanner(config: Config, firstRun: FirstRun): string {
   ].join('\n')
 }
 
-/** Builds the app on the configured file, bootstraps a first run, listens, and prints the banner. */
-export async function startService(config: Config, io: Pick<Io, 'stdout' | 'clock'>, logStream: { write(line: string): void }) {
+/**
+ * The one human line of every start, on standard error (the JSON log has standard output): where
+ * it listens, where the API and the pages of its first site are, and which database it serves.
+ */
+export function servingLine(config: Config, listening: string, permalinks: string[], created: boolean): string {
+  const urls = createUrls(config.baseUrl, config.siteUrl)
+  const site = permalinks[0] ?? '{site}'
+  const more = permalinks.length > 1 ? ` (and ${permalinks.length - 1} more site${permalinks.length > 2 ? 's' : ''})` : ''
+  const database = isPostgresAddress(config.databaseAddress) ? redactPostgresAddress(config.databaseAddress) : config.databaseAddress
+  return (
+    `service-desk ${packageJson.version} listening on ${listening}: the API at ${urls.site(site)}, the supporter pages at ` +
+    `${urls.siteWeb(site)}/login${more}; database ${database}${created ? ' (new)' : ''}\n`
+  )
+}
+
+/** Builds the app on the configured file, bootstraps a first run, listens, and says so (the banner on a first run). */
+export async function startService(config: Config, io: Pick<Io, 'stdout' | 'stderr' | 'clock'>, logStream: { write(line: string): void }) {
+  const created = isNewSqliteFile(config.databaseAddress, { creates: true })
   const app = buildApp({ config, clock: io.clock, logStream })
   await app.ready()
   const firstRun = await app.database.bootstrapFirstRun(app.clock, app.secretBox)
@@ -39,28 +71,18 @@ export async function startService(config: Config, io: Pick<Io, 'stdout' | 'cloc
     'timeouts and connection caps',
   )
   if (firstRun) io.stdout(firstRunBanner(config, firstRun))
+  const address = app.server.address() as AddressInfo
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
+  const permalinks = (await app.sites.list()).map((site) => site.permalink)
+  io.stderr(servingLine(config, `http://${host}:${address.port}`, permalinks, created))
   return app
 }
 
 export const serveCommand: Command = {
   words: ['serve'],
   args: [],
-  options: {
-    port: { type: 'string' },
-    host: { type: 'string' },
-    db: { type: 'string' },
-    'base-url': { type: 'string' },
-    'site-url': { type: 'string' },
-    'request-timeout': { type: 'string' },
-    'headers-timeout': { type: 'string' },
-    'keep-alive-timeout': { type: 'string' },
-    'max-connections': { type: 'string' },
-    'max-connections-per-address': { type: 'string' },
-    'log-level': { type: 'string' },
-  },
-  usage:
-    'serve [--port N] [--host ADDR] [--db FILE] [--base-url URL] [--site-url URL] [--request-timeout S] [--headers-timeout S] ' +
-    '[--keep-alive-timeout S] [--max-connections N] [--max-connections-per-address N] [--log-level LEVEL]',
+  options: SERVE_OPTIONS,
+  usage: 'serve [--port N] [--host ADDRESS] [--db ADDRESS] [more options below]',
   summary: 'Run the API and the supporter pages. A first start on an empty database creates the demo site.',
   /* c8 ignore start: this runs, and takes signals, only in a real process; test/cli/serve.test.ts
      starts one and stops it with SIGTERM, but its coverage is not collected (test/fixtures/child.ts) */

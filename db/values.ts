@@ -27,6 +27,7 @@ export const securityKinds = [
   'staff_added',
   'staff_removed',
   'account_disabled',
+  'password_set',
   'oauth_authorized',
   'oauth_revoked',
 ] as const

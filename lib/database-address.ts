@@ -21,6 +21,24 @@ export function isPostgresAddress(address: string): boolean {
 }
 
 /**
+ * Why `address` names no database this service opens, or undefined when it names one: a
+ * postgres:// (or postgresql://) address, or a SQLite file's path. An address of any other scheme
+ * (mysql:, sqlite:, file:) is refused, not taken as a file name: that would quietly make an empty
+ * database under a strange name (a folder `sqlite:.`). A Windows drive (`C:\data`) is a path.
+ */
+export function databaseAddressProblem(address: string): string | undefined {
+  if (address.trim() === '') return 'must not be empty'
+  if (isPostgresAddress(address)) {
+    return URL.canParse(address) ? undefined : `is not a PostgreSQL address this service can read: postgres://user:password@host:5432/database`
+  }
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(address)?.[1]
+  if (scheme === undefined || /^[a-z]:[\\/]/i.test(address)) return undefined
+  const path = address.slice(scheme.length + 1).replace(/^\/\/(?=\/)/, '')
+  if (/^(sqlite3?|file)$/i.test(scheme)) return `is a ${scheme}: address; give the SQLite file's path alone (${path || './data/service.db'})`
+  return `is a ${scheme}: address; a database is a SQLite file's path or a postgres:// (or postgresql://) address`
+}
+
+/**
  * A `postgres://` address split into what the driver takes and the schema the service's tables
  * live in: `?schema=name` (default `public`) puts one service, or one test, in a schema of its own.
  */

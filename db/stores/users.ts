@@ -221,6 +221,13 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
       })
     },
 
+    /** Gives the account a new password (its hash): the old one stops working at once. */
+    async setPassword(email: string, passwordHash: string): Promise<User> {
+      const user = await get(email)
+      await db.update(users).set({ passwordHash }).where(eq(users.id, user.id))
+      return { ...user, passwordHash }
+    },
+
     async setDisabled(email: string, disabled: boolean): Promise<User> {
       const user = await get(email)
       await db.update(users).set({ disabled }).where(eq(users.id, user.id))

@@ -20,6 +20,7 @@ export const KIND_LABELS: Record<SecurityKind, string> = {
   staff_added: 'Added to the staff',
   staff_removed: 'Removed from the staff',
   account_disabled: 'Account disabled',
+  password_set: 'Password set',
   oauth_authorized: 'Application authorized',
   oauth_revoked: 'Application revoked',
 }

@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { loadConfig } from '../../config.ts'
+import { redactPostgresAddress } from '../../lib/database-address.ts'
+import packageJson from '../../package.json' with { type: 'json' }
 import { DEFAULT_LIMITS } from '../../plugins/auth/limits.ts'
 import { main } from '../../cli/main.ts'
 import { firstRunBanner, startService } from '../../cli/serve.ts'
@@ -30,6 +32,7 @@ t.test('first run over a real socket: the demo site, the banner once, a working 
   await new Promise((resolve) => setTimeout(resolve, 200))
   const banner = first.output()
   t.match(banner, `First run: site "demo" is ready`)
+  t.match(banner, new RegExp(`\\nservice-desk \\S+ listening on ${first.base.replace('localhost', '127.0.0.1')}: the API at ${first.base}/demo, the supporter pages at ${first.base}/demo/login; database \\S+( \\(new\\))?\\n`), 'where it serves, in words')
   t.match(banner, `API              ${first.base}/demo`)
   t.match(banner, `Supporter pages  ${first.base}/demo/login`)
   t.match(banner, /Sign in          supporter@example\.com/)
@@ -136,11 +139,12 @@ t.test('the banner uses the configured public addresses', async (t) => {
   t.match(banner, 'https://api.example.com/demo/discussions\n')
 })
 
-t.test('in-process start: banner on the first start only, and never in the log', async (t) => {
+t.test('in-process start: banner on the first start only, never in the log; where it serves on every start', async (t) => {
   const config = loadConfig({ env: { ...tempDb(t), PORT: '0' }, flags: {} })
   const log = logCapture()
   let printed = ''
-  const io = { stdout: (text: string) => void (printed += text), clock: testClock() }
+  let said = ''
+  const io = { stdout: (text: string) => void (printed += text), stderr: (text: string) => void (said += text), clock: testClock() }
   const first = await startService(config, io, log.stream)
   const { port } = first.server.address() as { port: number }
   t.ok(port > 0, 'listening')
@@ -156,10 +160,21 @@ t.test('in-process start: banner on the first start only, and never in the log',
   t.match(printed, /First run/)
   const token = /(service_pat_\w+)/.exec(printed)![1]
   t.notMatch(log.text(), token)
+  // A SQLite file is new on a first start; a PostgreSQL address is shown without its password.
+  const database = TEST_ENGINE === 'sqlite' ? `${config.databaseAddress} (new)` : redactPostgresAddress(config.databaseAddress)
+  t.equal(
+    said,
+    `service-desk ${packageJson.version} listening on http://127.0.0.1:${port}: the API at http://localhost:0/demo, ` +
+      `the supporter pages at http://localhost:0/demo/login; database ${database}\n`,
+    'one human line on standard error: where, and which database',
+  )
   await first.close()
 
   printed = ''
+  said = ''
   const second = await startService(config, io, log.stream)
-  t.equal(printed, '', 'nothing printed on the second start')
+  t.equal(printed, '', 'no banner on the second start')
+  const { port: again } = second.server.address() as { port: number }
+  t.match(said, new RegExp(`^service-desk \\S+ listening on http://127\\.0\\.0\\.1:${again}: the API at .*/demo, .*; database \\S+\\n$`), 'the line again, the database not new')
   await second.close()
 })

@@ -107,8 +107,9 @@ t.test('the command line: what it does is logged, and security-log lists it', as
   await cli.run(['user', 'disable', 'ann@example.test'])
   const text = await cli.run(['security-log', 'demo'])
   t.equal(text.code, 0)
-  const kinds = text.stdout.trim().split('\n').map((line) => line.split('\t')[2])
-  t.same(kinds, ['staff_removed', 'token_revoked', 'token_created', 'staff_added'], "the site's events (the account-wide ones have no site)")
+  const lines = text.stdout.trim().split('\n').map((line) => line.split('\t'))
+  t.same(lines.map((fields) => fields[2]), ['Removed from the staff', 'Token revoked', 'Token created', 'Added to the staff'], "the site's events in the page's words (the account-wide ones have no site)")
+  t.ok(lines.every((fields) => fields[1] === 'ann@example.test' && /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/.test(fields[0]!)), 'each with its person by email, at a time as the page shows it')
   t.match(text.stdout, /\tby the command line\ttoken id: 1 · name: Deploy · access: write/)
   const json = await cli.run(['security-log', 'demo', '--user', 'ann@example.test', '--json'])
   const rows = JSON.parse(json.stdout) as Array<{ kind: string; actor: string }>
