@@ -12,12 +12,16 @@ export interface Io {
 }
 
 /** One option of a command, as its help shows it. */
-export interface Option {
-  type: 'string' | 'boolean'
-  short?: string
-  multiple?: boolean
-  /** What a string option's value is, as the help names it: N, TEXT, ADDRESS. */
-  value?: string
+export type Option = (
+  | { type: 'boolean' }
+  | {
+      type: 'string'
+      /** What the value is, as the help names it: N, TEXT, ADDRESS. */
+      value: string
+      /** Given more than once, every value is kept. */
+      multiple?: boolean
+    }
+) & {
   /** What it is for, one line. */
   about: string
   /** What holds when it is not given, where that is something. */

@@ -21,8 +21,7 @@ function wrapped(text: string, indent: number): string[] {
   return lines.map((l) => `${' '.repeat(indent)}${l}`)
 }
 
-const flag = (name: string, option: Pick<Option, 'type' | 'short' | 'value'>) =>
-  `${option.short ? `-${option.short}, ` : ''}--${name}${option.type === 'string' ? ` ${option.value ?? 'VALUE'}` : ''}`
+const flag = (name: string, option: Option) => `--${name}${option.type === 'string' ? ` ${option.value}` : ''}`
 
 function optionLines(options: Record<string, Option>): string[] {
   const all: Array<[string, string]> = Object.entries(options).map(([name, o]) => {

@@ -118,7 +118,7 @@ function withoutCommand(argv: string[], io: Io): number {
 /** Node's argument parser's complaint, in one line of ours: the option, and the closest known one. */
 function parseProblem(error: { code: string; message: string }, command: Command): string {
   // Node names an option as '--name', '--name <value>' or '-h, --help'.
-  const option = /'(?:-\w, )?(-{1,2}[^' ]+)/.exec(error.message)?.[1] ?? ''
+  const option = /'(?:-\w, )?(-{1,2}[^' ]+)/.exec(error.message)![1]!
   const name = `service-desk ${command.words.join(' ')}`
   if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
     const near = closest(option, [...Object.keys(command.options), 'help'].map((o) => `--${o}`))
@@ -142,9 +142,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number |
   let positionals: string[] = []
   try {
     // parseArgs takes only what it knows of an option, and nothing undefined.
-    const options = Object.fromEntries(
-      Object.entries(command.options).map(([name, { type, short, multiple }]) => [name, { type, ...(short && { short }), ...(multiple && { multiple }) }]),
-    )
+    const options = Object.fromEntries(Object.entries(command.options).map(([name, option]) => [name, { type: option.type, multiple: option.type === 'string' && option.multiple === true }]))
     ;({ values, positionals } = parseArgs({
       args: argv.slice(command.words.length),
       options: { ...options, help: { type: 'boolean', short: 'h' } },

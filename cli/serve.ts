@@ -43,18 +43,25 @@ export function firstRunBanner(config: Config, firstRun: FirstRun): string {
   ].join('\n')
 }
 
+/** The address the server listens at, as a URL (an IPv6 address in brackets). */
+export function listeningAt({ address, family, port }: Pick<AddressInfo, 'address' | 'family' | 'port'>): string {
+  return `http://${family === 'IPv6' ? `[${address}]` : address}:${port}`
+}
+
 /**
  * The one human line of every start, on standard error (the JSON log has standard output): where
  * it listens, where the API and the pages of its first site are, and which database it serves.
  */
 export function servingLine(config: Config, listening: string, permalinks: string[], created: boolean): string {
   const urls = createUrls(config.baseUrl, config.siteUrl)
-  const site = permalinks[0] ?? '{site}'
+  const site = permalinks[0]
+  const api = site === undefined ? `${config.baseUrl}/<site>` : urls.site(site)
+  const pages = site === undefined ? config.siteUrl.replace('{site}', '<site>') : urls.siteWeb(site)
   const more = permalinks.length > 1 ? ` (and ${permalinks.length - 1} more site${permalinks.length > 2 ? 's' : ''})` : ''
   const database = isPostgresAddress(config.databaseAddress) ? redactPostgresAddress(config.databaseAddress) : config.databaseAddress
   return (
-    `service-desk ${packageJson.version} listening on ${listening}: the API at ${urls.site(site)}, the supporter pages at ` +
-    `${urls.siteWeb(site)}/login${more}; database ${database}${created ? ' (new)' : ''}\n`
+    `service-desk ${packageJson.version} listening on ${listening}: the API at ${api}, the supporter pages at ` +
+    `${pages}/login${more}; database ${database}${created ? ' (new)' : ''}\n`
   )
 }
 
@@ -71,10 +78,8 @@ export async function startService(config: Config, io: Pick<Io, 'stdout' | 'stde
     'timeouts and connection caps',
   )
   if (firstRun) io.stdout(firstRunBanner(config, firstRun))
-  const address = app.server.address() as AddressInfo
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
   const permalinks = (await app.sites.list()).map((site) => site.permalink)
-  io.stderr(servingLine(config, `http://${host}:${address.port}`, permalinks, created))
+  io.stderr(servingLine(config, listeningAt(app.server.address() as AddressInfo), permalinks, created))
   return app
 }
 

@@ -43,12 +43,18 @@ t.test('user set-password: a new password, the old one gone, the sessions ended,
   t.ok(shown, 'a random password, printed once')
   t.ok(await verifyPassword(await hash('ann@example.test'), shown![1]!), 'and it is the one set')
 
+  await sessions.create(1, ann)
+  t.match((await run(['user', 'set-password', 'ann@example.test'])).stdout, /; 1 web session ended\n$/, 'one session, said so')
+  // An event from the pages, with its address: the text names it, and who did it, in words.
+  await engine.securityLog(clock).append({ userId: ann, siteId: 1, kind: 'sign_in_succeeded', address: '203.0.113.9', actor: 'page' })
+
   const log = await run(['security-log', 'acme', '--user', 'ann@example.test'])
   const lines = log.stdout.split('\n').filter(Boolean)
-  t.equal(lines[0], '2026-03-01 12:00:00 UTC\tann@example.test\tPassword set\t-\tby the command line\t', 'newest first, in words, her email, the page\'s time')
-  t.equal(lines.filter((line) => line.includes('\tPassword set\t')).length, 2, 'once per change')
+  t.equal(lines[0], '2026-03-01 12:00:00 UTC\tann@example.test\tSigned in\t203.0.113.9\ton the pages\t', 'newest first, in words, her email, the page\'s time')
+  t.equal(lines[1], '2026-03-01 12:00:00 UTC\tann@example.test\tPassword set\t-\tby the command line\t')
+  t.equal(lines.filter((line) => line.includes('\tPassword set\t')).length, 3, 'once per change')
   const json = JSON.parse((await run(['security-log', 'acme', '--user', 'ann@example.test', '--json'])).stdout) as Array<{ kind: string; user_id: number }>
-  t.match(json[0], { kind: 'password_set', user_id: ann, actor: 'cli' }, '--json keeps the codes and ids')
+  t.match(json[1], { kind: 'password_set', user_id: ann, actor: 'cli' }, '--json keeps the codes and ids')
 
   const before = await hash('ann@example.test')
   t.same(await run(['user', 'set-password', 'nobody@example.test', '--password-stdin'], { stdin: 'long enough password\n' }), {
@@ -79,6 +85,7 @@ t.test('a database address of another kind is refused with one line, and nothing
     ['mysql://localhost/db', "service-desk: --db is a mysql: address; a database is a SQLite file's path or a postgres:// (or postgresql://) address\n"],
     ['sqlite:./data/service.db', "service-desk: --db is a sqlite: address; give the SQLite file's path alone (./data/service.db)\n"],
     ['file:///srv/desk.db', "service-desk: --db is a file: address; give the SQLite file's path alone (/srv/desk.db)\n"],
+    ['sqlite:', "service-desk: --db is a sqlite: address; give the SQLite file's path alone (./data/service.db)\n"],
     ['postgres://[oops', 'service-desk: --db is not a PostgreSQL address this service can read: postgres://user:password@host:5432/database\n'],
   ]
   const cwd = readdirSync('.')

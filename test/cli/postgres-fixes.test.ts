@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import t from 'tap'
+import { postgresFix } from '../../cli/faults.ts'
 import { main } from '../../cli/main.ts'
+import { listeningAt, servingLine } from '../../cli/serve.ts'
+import { loadConfig } from '../../config.ts'
 import { testClock } from '../fixtures/clock.ts'
 import { POSTGRES_URL, TEST_ENGINE } from '../fixtures/postgres.ts'
 
@@ -68,4 +71,27 @@ t.test('a refusal with a known fix says the fix', { skip: TEST_ENGINE !== 'postg
       `Create the role first: createuser --pwprompt ${nobody} (in psql: CREATE ROLE "${nobody}" LOGIN PASSWORD '...';)\n`,
   })
   t.same(await run(['migrate', '--db', 'postgres://127.0.0.1:1/x']), { code: 1, stderr: 'service-desk: cannot open the PostgreSQL database postgres://127.0.0.1:1/x: connect ECONNREFUSED 127.0.0.1:1\n' }, 'no fix to say: none said')
+})
+
+t.test('the fix names what the address names, and nothing for what it cannot read', async (t) => {
+  const refused = (code: string, message = 'permission denied for database desk') => Object.assign(new Error(message), { code })
+  t.equal(postgresFix(refused('42501'), 'postgres://db.internal/desk'), ' The role ROLE must own the database desk, or have CREATE on it, to make the service\'s schema; as a superuser: ALTER DATABASE "desk" OWNER TO "ROLE"; (or GRANT CREATE ON DATABASE "desk" TO "ROLE";)', 'no role in the address: a placeholder')
+  t.match(postgresFix(refused('3D000'), 'postgres://desk@db.internal'), /createdb --owner=desk desk /, 'no database in the address: the role\'s name, as PostgreSQL takes it')
+  t.match(postgresFix(refused('42501', 'permission denied for schema public'), 'postgres://desk@db.internal/desk'), /ALTER SCHEMA "public" OWNER TO "desk";$/, 'no schema in the address: public')
+  t.match(postgresFix(new Error('wrapped', { cause: refused('3D000') }), 'postgres://desk@h/d'), /^ Create it first/, 'the refusal a wrapper carries')
+  t.equal(postgresFix(refused('57P01'), 'postgres://desk@h/d'), '', 'a refusal without a known fix')
+  t.equal(postgresFix(new Error('no code'), 'postgres://desk@h/d'), '', 'not a PostgreSQL refusal')
+  t.equal(postgresFix(refused('42501'), undefined), '', 'no address')
+  t.equal(postgresFix(refused('42501'), './data/service.db'), '', 'a SQLite file')
+  t.equal(postgresFix(refused('42501'), 'postgres://[oops'), '', 'an address that does not parse')
+})
+
+t.test('the start line: the first site, how many more, and a PostgreSQL address without its password', async (t) => {
+  const config = loadConfig({ env: { SERVICE_DB: 'postgres://desk:hunter2@db.internal/desk', SERVICE_SECRET: 'k'.repeat(40) }, flags: {}, openFiles: 1024 })
+  t.equal(listeningAt({ address: '::1', family: 'IPv6', port: 3000 }), 'http://[::1]:3000', 'an IPv6 address in brackets')
+  const line = (permalinks: string[]) => servingLine(config, 'http://127.0.0.1:3000', permalinks, false)
+  t.match(line([]), 'the API at http://localhost:3000/<site>, the supporter pages at http://localhost:3000/<site>/login; database postgres://desk:***@db.internal/desk\n')
+  t.match(line(['acme', 'beta']), '/acme/login (and 1 more site); database')
+  t.match(line(['acme', 'beta', 'gamma']), '/acme/login (and 2 more sites); database')
+  t.notMatch(line(['acme']), 'hunter2')
 })

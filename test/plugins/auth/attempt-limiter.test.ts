@@ -23,7 +23,8 @@ t.test('a key is refused after max failures until its window ends', async (t) =>
 t.test('a success clears the failures', async (t) => {
   const limiter = createAttemptLimiter({ max: 2, windowMs: 60_000, clock: testClock() })
   limiter.fail(['k'])
-  limiter.succeed(['k'])
+  t.equal(limiter.succeed(['k']), true, 'it had some')
+  t.equal(limiter.succeed(['k', 'other']), false, 'none left to clear')
   limiter.fail(['k'])
   t.equal(limiter.check(['k']).allowed, true)
   limiter.fail(['k'])
