@@ -66,6 +66,7 @@ export const RESPONSE_HEADERS = {
   'Retry-After': header('Seconds to wait before trying again.', { type: 'integer', minimum: 0 }),
   Deprecation: header('"true" on answers to a multipass request: multipass is deprecated for the API.'),
   Link: header('Pages of a listing (rel="first", "prev", "next", "last"), and for multipass rel="deprecation" to the migration guide.'),
+  ETag: header('The entity tag of this representation (strong): send it back as If-None-Match to get 304 while nothing changed, or as If-Match on a change to a discussion.'),
 }
 
 /** Which headers a response of this status declares. */
@@ -74,7 +75,9 @@ function headersOf(status: string): Array<keyof typeof RESPONSE_HEADERS> {
   // A 403 and the authentication's 400 may carry a challenge; a 403 to a genuine token also says when it expires.
   if (status === '400' || status === '403') return ['WWW-Authenticate', 'Service-Token-Expiration']
   if (status === '429' || status === '503') return ['Retry-After']
-  if (status.startsWith('2')) return ['Service-Token-Expiration', 'Deprecation', 'Link']
+  if (status === '304') return ['ETag', 'Service-Token-Expiration']
+  if (status === '412') return ['ETag', 'Service-Token-Expiration']
+  if (status.startsWith('2')) return ['Service-Token-Expiration', 'Deprecation', 'Link', 'ETag']
   return ['Service-Token-Expiration']
 }
 
@@ -124,7 +127,39 @@ function withoutErrorMessages(value: unknown): unknown {
 }
 
 type OperationResponse = { description?: string; content?: Record<string, object> }
-type Operation = { responses: Record<string, OperationResponse> }
+type Operation = { responses: Record<string, OperationResponse>; parameters?: object[] }
+
+// Conditional requests (plugins/http/conditional.ts): every read answers with an ETag and takes
+// If-None-Match; every change to a discussion takes If-Match.
+const IF_NONE_MATCH = {
+  name: 'If-None-Match',
+  in: 'header',
+  required: false,
+  description: 'The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body.',
+  schema: { type: 'string' },
+}
+const IF_MATCH = {
+  name: 'If-Match',
+  in: 'header',
+  required: false,
+  description: "The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412.",
+  schema: { type: 'string' },
+}
+const NOT_MODIFIED: OperationResponse = { description: 'Not Modified: the If-None-Match names the current ETag. No body.' }
+const PRECONDITION_FAILED: OperationResponse = {
+  description: 'Precondition Failed: the discussion changed since the version If-Match names; the ETag header names the current one. JSON {error: "precondition_failed", message}.',
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+}
+const changesADiscussion = (path: string, method: string) => method !== 'get' && method !== 'head' && /^\/\{site\}\/discussions\/\{number\}(\/|$)/.test(path)
+
+/** The conditional headers and answers of one operation. */
+function conditional(path: string, method: string, op: Operation): Operation {
+  if (method === 'get' || method === 'head') {
+    return { ...op, parameters: [...(op.parameters ?? []), IF_NONE_MATCH], responses: { ...op.responses, 304: NOT_MODIFIED } }
+  }
+  if (changesADiscussion(path, method)) return { ...op, parameters: [...(op.parameters ?? []), IF_MATCH], responses: { ...op.responses, 412: PRECONDITION_FAILED } }
+  return op
+}
 type Document = { paths: Record<string, Record<string, Operation>>; components?: object }
 
 // The authentication's own 400 (a credential sent wrongly), in front of every operation like the refusals above.
@@ -153,7 +188,7 @@ export function withOperationDetails(document: Document): Document {
     ),
   })
   const paths = Object.fromEntries(
-    Object.entries(document.paths).map(([path, ops]) => [path, Object.fromEntries(Object.entries(ops).map(([method, op]) => [method, operation(method, op)]))]),
+    Object.entries(document.paths).map(([path, ops]) => [path, Object.fromEntries(Object.entries(ops).map(([method, op]) => [method, operation(method, conditional(path, method, op))]))]),
   )
   return { ...document, paths }
 }

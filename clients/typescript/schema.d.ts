@@ -604,6 +604,8 @@ export interface components {
         Deprecation: string;
         /** @description Pages of a listing (rel="first", "prev", "next", "last"), and for multipass rel="deprecation" to the migration guide. */
         Link: string;
+        /** @description The entity tag of this representation (strong): send it back as If-None-Match to get 304 while nothing changed, or as If-Match on a change to a discussion. */
+        ETag: string;
     };
     pathItems: never;
 }
@@ -612,7 +614,10 @@ export interface operations {
     getSite: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -626,12 +631,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Site"];
                     "application/json": components["schemas"]["Site"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Refused before the route: the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -700,7 +715,10 @@ export interface operations {
     getSiteHead: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -714,12 +732,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Site"];
                     "application/json": components["schemas"]["Site"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Refused before the route: the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -788,7 +816,10 @@ export interface operations {
     getCurrentPersonalToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -802,12 +833,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["PersonalToken"];
                     "application/json": components["schemas"]["PersonalToken"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Refused before the route: the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -887,7 +928,10 @@ export interface operations {
     getCurrentPersonalTokenHead: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -901,12 +945,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["PersonalToken"];
                     "application/json": components["schemas"]["PersonalToken"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Refused before the route: the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -999,7 +1053,10 @@ export interface operations {
                 /** @description Only the discussions of the user with this address. */
                 user_email?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -1013,12 +1070,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["DiscussionListing"];
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -1102,7 +1169,10 @@ export interface operations {
                 /** @description Only the discussions of the user with this address. */
                 user_email?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -1116,12 +1186,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["DiscussionListing"];
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -1205,7 +1285,10 @@ export interface operations {
                 /** @description Only the discussions of the user with this address. */
                 user_email?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -1219,12 +1302,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["DiscussionListing"];
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -1308,7 +1401,10 @@ export interface operations {
                 /** @description Only the discussions of the user with this address. */
                 user_email?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -1322,12 +1418,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["DiscussionListing"];
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -1411,7 +1517,10 @@ export interface operations {
                 /** @description Only the discussions of the user with this address. */
                 user_email?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -1425,12 +1534,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["DiscussionListing"];
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -1514,7 +1633,10 @@ export interface operations {
                 /** @description Only the discussions of the user with this address. */
                 user_email?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -1528,12 +1650,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["DiscussionListing"];
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -1617,7 +1749,10 @@ export interface operations {
                 /** @description Only the discussions of the user with this address. */
                 user_email?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -1631,12 +1766,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["DiscussionListing"];
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -1720,7 +1865,10 @@ export interface operations {
                 /** @description Only the discussions of the user with this address. */
                 user_email?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -1734,12 +1882,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["DiscussionListing"];
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -1823,7 +1981,10 @@ export interface operations {
                 /** @description Only the discussions of the user with this address. */
                 user_email?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -1837,12 +1998,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["DiscussionListing"];
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -1926,7 +2097,10 @@ export interface operations {
                 /** @description Only the discussions of the user with this address. */
                 user_email?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -1940,12 +2114,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["DiscussionListing"];
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -2016,7 +2200,10 @@ export interface operations {
     getDiscussion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -2033,12 +2220,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["DiscussionWithComments"];
                     "application/json": components["schemas"]["DiscussionWithComments"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -2120,7 +2317,10 @@ export interface operations {
     updateDiscussion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -2142,6 +2342,7 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2212,6 +2413,17 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition Failed: the discussion changed since the version If-Match names; the ETag header names the current one. JSON {error: "precondition_failed", message}. */
+            412: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2262,7 +2474,10 @@ export interface operations {
     deleteDiscussion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -2279,6 +2494,7 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2352,6 +2568,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Precondition Failed: the discussion changed since the version If-Match names; the ETag header names the current one. JSON {error: "precondition_failed", message}. */
+            412: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Default Response */
             413: {
                 headers: {
@@ -2399,7 +2626,10 @@ export interface operations {
     getDiscussionHead: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -2416,12 +2646,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["DiscussionWithComments"];
                     "application/json": components["schemas"]["DiscussionWithComments"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -2506,7 +2746,10 @@ export interface operations {
                 /** @description 1-based page of 30. */
                 page?: number;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -2523,12 +2766,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["CommentListing"];
                     "application/json": components["schemas"]["CommentListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -2610,7 +2863,10 @@ export interface operations {
     createComment: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -2632,6 +2888,7 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2705,6 +2962,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Precondition Failed: the discussion changed since the version If-Match names; the ETag header names the current one. JSON {error: "precondition_failed", message}. */
+            412: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Default Response */
             413: {
                 headers: {
@@ -2755,7 +3023,10 @@ export interface operations {
                 /** @description 1-based page of 30. */
                 page?: number;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -2772,12 +3043,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["CommentListing"];
                     "application/json": components["schemas"]["CommentListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -2859,7 +3140,10 @@ export interface operations {
     getComment: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -2878,12 +3162,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Comment"];
                     "application/json": components["schemas"]["Comment"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -2965,7 +3259,10 @@ export interface operations {
     getCommentHead: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -2984,12 +3281,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Comment"];
                     "application/json": components["schemas"]["Comment"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -3084,7 +3391,10 @@ export interface operations {
                 /** @description Only the discussions of the user with this address. */
                 user_email?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -3101,12 +3411,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["DiscussionListing"];
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -3210,6 +3530,7 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3332,7 +3653,10 @@ export interface operations {
                 /** @description Only the discussions of the user with this address. */
                 user_email?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -3349,12 +3673,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["DiscussionListing"];
                     "application/json": components["schemas"]["DiscussionListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -3436,7 +3770,10 @@ export interface operations {
     resolveDiscussion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -3453,6 +3790,7 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3523,6 +3861,17 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition Failed: the discussion changed since the version If-Match names; the ETag header names the current one. JSON {error: "precondition_failed", message}. */
+            412: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -3573,7 +3922,10 @@ export interface operations {
     unresolveDiscussion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -3590,6 +3942,7 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3660,6 +4013,17 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition Failed: the discussion changed since the version If-Match names; the ETag header names the current one. JSON {error: "precondition_failed", message}. */
+            412: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -3710,7 +4074,10 @@ export interface operations {
     toggleDiscussion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -3727,6 +4094,7 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3797,6 +4165,17 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition Failed: the discussion changed since the version If-Match names; the ETag header names the current one. JSON {error: "precondition_failed", message}. */
+            412: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -3847,7 +4226,10 @@ export interface operations {
     restoreDiscussion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -3864,6 +4246,7 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3934,6 +4317,17 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition Failed: the discussion changed since the version If-Match names; the ETag header names the current one. JSON {error: "precondition_failed", message}. */
+            412: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -3987,7 +4381,10 @@ export interface operations {
                 /** @description The id of the category to move to. */
                 to: number;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -4004,6 +4401,7 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4077,6 +4475,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Precondition Failed: the discussion changed since the version If-Match names; the ETag header names the current one. JSON {error: "precondition_failed", message}. */
+            412: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Default Response */
             413: {
                 headers: {
@@ -4127,7 +4536,10 @@ export interface operations {
                 /** @description 1-based page of 30. */
                 page?: number;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -4141,12 +4553,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["CategoryListing"];
                     "application/json": components["schemas"]["CategoryListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -4220,7 +4642,10 @@ export interface operations {
                 /** @description 1-based page of 30. */
                 page?: number;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 site: string;
             };
@@ -4234,12 +4659,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["CategoryListing"];
                     "application/json": components["schemas"]["CategoryListing"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -4310,7 +4745,10 @@ export interface operations {
     getCategory: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -4327,12 +4765,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Category"];
                     "application/json": components["schemas"]["Category"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -4414,7 +4862,10 @@ export interface operations {
     getCategoryHead: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -4431,12 +4882,22 @@ export interface operations {
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Category"];
                     "application/json": components["schemas"]["Category"];
                 };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {

@@ -6,7 +6,7 @@ import { slugify } from '../stores/categories.ts'
 import { bumpCount, type CountedRow } from '../stores/discussion-counts.ts'
 import { issueLegacyToken } from '../stores/legacy-tokens.ts'
 import { BATCH, countKey, discussionDraws, peopleFor, seedCategories, seedCustomer, seedSupporter, type Seeded } from '../stores/seed.ts'
-import type { Site } from '../stores/sites.ts'
+import { bumpSiteVersion, type Site } from '../stores/sites.ts'
 import { STAFF_ROLE } from '../stores/staff.ts'
 import { emailKey } from '../stores/users.ts'
 import type { PgDb } from './client.ts'
@@ -154,6 +154,7 @@ export async function seedPostgresDiscussions(
         JOIN discussions d ON d.site_id = ${site.id} AND d.number = c.number
         ORDER BY c.n`)
       for (const key of [...moved.keys()].sort()) await bumpCount(postgresPort(tx), moved.get(key)!.row, moved.get(key)!.n)
+      await bumpSiteVersion(postgresPort(tx), site.id)
       return said.number.length
     })
     written += size

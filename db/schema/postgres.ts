@@ -18,6 +18,7 @@ export const sites = pgTable('sites', {
   name: pgText('name').notNull(),
   multipassKey: pgText('multipass_key').notNull(),
   createdAt: moment('created_at').notNull(),
+  version: pgInteger('version').notNull().default(0),
 })
 
 const siteReference = () =>
@@ -150,6 +151,7 @@ export const discussions = pgTable(
     updatedAt: moment('updated_at').notNull(),
     lastUpdatedAt: moment('last_updated_at').notNull(),
     commentsCount: pgInteger('comments_count').notNull(),
+    version: pgInteger('version').notNull().default(0),
   },
   (t) => [
     pgUniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),

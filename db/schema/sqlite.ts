@@ -13,6 +13,9 @@ export const sites = sqliteTable('sites', {
   // The secret that signs multipass SSO tokens for this site (docs/decisions.md, "Multipass").
   multipassKey: text('multipass_key').notNull(),
   createdAt: moment('created_at').notNull(),
+  // Moves on with every change to what the API shows of the site: its discussions, their comments,
+  // its categories (docs/decisions.md, "Conditional requests"). The validator of its listings.
+  version: integer('version').notNull().default(0),
 })
 
 /** The site a row belongs to; the row goes with it. */
@@ -168,6 +171,9 @@ export const discussions = sqliteTable(
     // Last activity: the newest comment (the opening post counts). The default listing order.
     lastUpdatedAt: moment('last_updated_at').notNull(),
     commentsCount: integer('comments_count').notNull(),
+    // Moves on with every change to the discussion or its comments: the validator of the discussion
+    // and of its comments, and what If-Match compares.
+    version: integer('version').notNull().default(0),
   },
   (t) => [
     uniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),

@@ -1,6 +1,6 @@
 import { and, eq, sql } from '../drizzle.ts'
 import type { Db } from './client.ts'
-import { comments, discussionCounts, discussions, memberships, users } from '../schema/sqlite.ts'
+import { comments, discussionCounts, discussions, memberships, sites, users } from '../schema/sqlite.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { slugify } from '../stores/categories.ts'
@@ -97,6 +97,11 @@ export async function seedSqliteDiscussions(
       set: { count: sql`${discussionCounts.count} + excluded.count` },
     })
     .prepare()
+  const newVersion = db
+    .update(sites)
+    .set({ version: sql`${sites.version} + 1` })
+    .where(eq(sites.id, site.id))
+    .prepare()
   const lastNumber = db
     .select({ n: sql<number | null>`max(${discussions.number})` })
     .from(discussions)
@@ -146,6 +151,8 @@ export async function seedSqliteDiscussions(
           const { row, n } = moved.get(key)!
           bump.run({ ...row, public: row.public ? 1 : 0, n })
         }
+        // The site's version moves on with the batch, as with every change (bumpSiteVersion).
+        newVersion.run()
       },
       { behavior: 'immediate' },
     )

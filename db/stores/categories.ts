@@ -3,7 +3,7 @@ import { pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { StoreError } from './errors.ts'
-import { lockSite } from './sites.ts'
+import { bumpSiteVersion, lockSite } from './sites.ts'
 
 export type Category = Tables['categories']['$inferSelect']
 
@@ -56,6 +56,7 @@ export async function addCategory(port: StorePort, clock: Clock, siteId: number,
     .insert(categories)
     .values({ siteId, name: displayName, permalink, public: isPublic, createdAt: new Date(clock()) })
     .returning()
+  await bumpSiteVersion(port, siteId)
   return category
 }
 

@@ -8,8 +8,8 @@ import { createAuthors, type Authors, type PostedBy } from './discussion-authors
 import { bumpCount, createDiscussionCounts, moveCount, type CountedRow } from './discussion-counts.ts'
 import type { DiscussionRow, ListingOf } from './discussion-listing.ts'
 import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
-import { StoreError } from './errors.ts'
-import { lockSite } from './sites.ts'
+import { StoreError, VersionMoved } from './errors.ts'
+import { bumpSiteVersion, lockSite } from './sites.ts'
 
 export type { DiscussionRow } from './discussion-listing.ts'
 export type { Action } from './discussion-states.ts'
@@ -62,6 +62,16 @@ function views({ tables: { comments, discussions, users } }: StorePort) {
 
 function notFound(number: number): StoreError {
   return new StoreError(`there is no discussion ${number} on this site`, 'not_found', 'number')
+}
+
+/**
+ * What a change asks of the discussion's version (If-Match, plugins/http/conditional.ts): checked
+ * under the row's lock, so two changes made for one version cannot both go ahead.
+ */
+export type Expected = (version: number) => boolean
+
+function holdsExpected(discussion: DiscussionRow, expected: Expected | undefined): void {
+  if (expected && !expected(discussion.version)) throw new VersionMoved(`discussion ${discussion.number}`, discussion.version)
 }
 
 function refuseDeleted(discussion: DiscussionRow): void {
@@ -162,7 +172,7 @@ function writes(port: StorePort) {
     afterComment: port.prepared('discussions_after_comment', (db) =>
       db
         .update(discussions)
-        .set({ state: given('state'), commentsCount: given('count'), updatedAt: given('at'), lastUpdatedAt: given('at') })
+        .set({ state: given('state'), commentsCount: given('count'), updatedAt: given('at'), lastUpdatedAt: given('at'), version: sql`${discussions.version} + 1` })
         .where(eq(discussions.id, p('id')))
         .prepare('discussions_after_comment'),
     ),
@@ -177,6 +187,7 @@ function writes(port: StorePort) {
           public: given('public'),
           categoryId: given('categoryId'),
           updatedAt: given('at'),
+          version: sql`${discussions.version} + 1`,
         })
         .where(eq(discussions.id, p('id')))
         .prepare('discussions_save'),
@@ -234,6 +245,7 @@ export async function createDiscussionIn(
   }
   const [{ id }] = await write.comment.execute({ ...opening, at: now })
   await bumpCount(port, counted(discussion), 1)
+  await bumpSiteVersion(port, input.siteId)
   // The opening post's author is the discussion's: the row just read names them.
   const comment: CommentRow = { id, ...opening, createdAt: now, authorEmail: discussion.authorEmail, authorName: discussion.authorName }
   return { discussion, comment }
@@ -272,14 +284,17 @@ export function createDiscussionStore(
     siteId: number,
     number: number,
     decide: (tx: StorePort, d: DiscussionRow) => Promise<Partial<Discussion> | null>,
+    expected?: Expected,
   ): Promise<DiscussionRow> {
     return port.atomic(async (tx) => {
       const before = await getIn(tx, siteId, number, true)
+      holdsExpected(before, expected)
       const changes = await decide(tx, before)
       if (!changes) return before
-      const after: DiscussionRow = { ...before, ...changes, updatedAt: new Date(clock()) }
+      const after: DiscussionRow = { ...before, ...changes, updatedAt: new Date(clock()), version: before.version + 1 }
       await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt) })
       await moveCount(tx, counted(before), counted(after))
+      await bumpSiteVersion(tx, siteId)
       return after
     })
   }
@@ -311,9 +326,10 @@ export function createDiscussionStore(
     },
 
     /** Adds a comment and moves the discussion's state as a reply does. */
-    reply(input: NewComment): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
+    reply(input: NewComment, expected?: Expected): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
       return port.atomic(async (tx) => {
         const before = await getIn(tx, input.siteId, input.number, true)
+        holdsExpected(before, expected)
         refuseDeleted(before)
         const author = await authorOf(tx, input.siteId, input)
         const now = new Date(clock())
@@ -332,6 +348,7 @@ export function createDiscussionStore(
         })
         await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now) })
         await moveCount(tx, counted(before), counted({ ...before, state }))
+        await bumpSiteVersion(tx, input.siteId)
         const discussion = await getIn(tx, input.siteId, input.number)
         const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
         return { discussion, comment }
@@ -339,7 +356,7 @@ export function createDiscussionStore(
     },
 
     /** Title, visibility and category; a deleted discussion must be restored first. */
-    update(siteId: number, number: number, changes: DiscussionChanges, categoryField = 'category'): Promise<DiscussionRow> {
+    update(siteId: number, number: number, changes: DiscussionChanges, categoryField = 'category', expected?: Expected): Promise<DiscussionRow> {
       return change(siteId, number, async (tx, d) => {
         refuseDeleted(d)
         if (changes.categoryId !== undefined) await checkCategory(tx, siteId, changes.categoryId, categoryField)
@@ -349,17 +366,17 @@ export function createDiscussionStore(
         if (changes.public !== undefined && changes.public !== d.public) next.public = changes.public
         if (changes.categoryId !== undefined && changes.categoryId !== d.categoryId) next.categoryId = changes.categoryId
         return Object.keys(next).length === 0 ? null : next
-      })
+      }, expected)
     },
 
     /** resolve, unresolve, toggle, delete or restore. Repeating one changes nothing. */
-    act(siteId: number, number: number, action: Action): Promise<DiscussionRow> {
+    act(siteId: number, number: number, action: Action, expected?: Expected): Promise<DiscussionRow> {
       return change(siteId, number, async (_tx, d) => {
         if (action !== 'restore' && action !== 'delete') refuseDeleted(d)
         const state = stateAfterAction(d.state, action, d.stateBeforeDelete)
         if (state === d.state) return null
         return { state, stateBeforeDelete: state === 'deleted' ? d.state : null }
-      })
+      }, expected)
     },
   }
 }

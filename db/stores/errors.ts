@@ -3,7 +3,7 @@
  * one clear sentence meant for the person at the keyboard; `field` names the form field at fault.
  */
 export class StoreError extends Error {
-  readonly code: 'not_found' | 'conflict' | 'invalid' | 'limit' | 'forbidden'
+  readonly code: 'not_found' | 'conflict' | 'invalid' | 'limit' | 'forbidden' | 'precondition_failed'
   readonly field: string | undefined
 
   constructor(message: string, code: StoreError['code'], field?: string) {
@@ -11,5 +11,15 @@ export class StoreError extends Error {
     this.name = 'StoreError'
     this.code = code
     this.field = field
+  }
+}
+
+/** A change sent for a version of the record that is no longer its own (If-Match); `version` is the current one. */
+export class VersionMoved extends StoreError {
+  readonly version: number
+
+  constructor(what: string, version: number) {
+    super(`${what} has changed since the version this change was made for: read it again, then send the change with its new ETag`, 'precondition_failed')
+    this.version = version
   }
 }

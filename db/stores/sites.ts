@@ -51,6 +51,22 @@ export async function lockSite(port: StorePort, siteId: number): Promise<void> {
 }
 
 /**
+ * Moves the site's version on, in the transaction of `port`: every change to what the API shows of
+ * the site does, in the transaction of the change (docs/decisions.md, "Conditional requests").
+ */
+export async function bumpSiteVersion(port: StorePort, siteId: number): Promise<void> {
+  const { sites } = port.tables
+  const bump = port.prepared('sites_bump_version', (db) =>
+    db
+      .update(sites)
+      .set({ version: sql`${sites.version} + 1` })
+      .where(eq(sites.id, sql.placeholder('siteId')))
+      .prepare('sites_bump_version'),
+  )
+  await bump.execute({ siteId })
+}
+
+/**
  * Adds a site already validated (validateNewSite); undefined, and nothing written, when its
  * permalink is taken, by this process or another: the unique constraint has the last word.
  */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { and, eq, sql } from '../drizzle.ts'
+import { and, eq, inArray, or, sql } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Role } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -161,6 +161,24 @@ export async function joinAsCustomer(port: StorePort, clock: Clock, siteId: numb
 }
 
 /**
+ * Moves on the versions of what shows a person's name (docs/decisions.md, "Conditional
+ * requests"): the discussions they opened or commented, and the sites of those and of their
+ * memberships. Discussions first, then sites, in the order a reply takes its locks.
+ */
+async function nameShownAnew(port: StorePort, userId: number): Promise<void> {
+  const { comments, discussions, memberships, sites } = port.tables
+  const theirs = () =>
+    or(eq(discussions.authorId, userId), inArray(discussions.id, port.db.select({ id: comments.discussionId }).from(comments).where(eq(comments.authorId, userId))))
+  await port.db.update(discussions).set({ version: sql`${discussions.version} + 1` }).where(theirs())
+  const ofDiscussions = port.db.select({ id: discussions.siteId }).from(discussions).where(theirs())
+  const ofMemberships = port.db.select({ id: memberships.siteId }).from(memberships).where(eq(memberships.userId, userId))
+  await port.db
+    .update(sites)
+    .set({ version: sql`${sites.version} + 1` })
+    .where(or(inArray(sites.id, ofDiscussions), inArray(sites.id, ofMemberships)))
+}
+
+/**
  * `box` holds the server key that seals each account's legacy token; the server and the CLI pass
  * theirs, and without one (a test's private database) a random key of this process is used.
  */
@@ -214,6 +232,7 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
         let user = await findOrMakeUser(tx, clock, box, email, () => ({ email: email.trim(), name: given ?? defaultSingleSignOnName(email) }))
         if (given && given !== user.name) {
           await tx.db.update(users).set({ name: given }).where(eq(users.id, user.id))
+          await nameShownAnew(tx, user.id)
           user = { ...user, name: given }
         }
         await joinAsCustomer(tx, clock, siteId, user.id)

@@ -3,6 +3,7 @@ import { Type } from 'typebox'
 import { accessLevels } from '../../db/values.ts'
 import { ADDRESSES_KEPT, type TokenAddress } from '../../db/stores/token-rules.ts'
 import { PERSONAL_TOKEN_PREFIX } from '../../lib/token-format.ts'
+import { tagOf } from '../../plugins/http/conditional.ts'
 import { ErrorBody, SiteParams } from '../schemas.ts'
 import { moment } from './discussions/views.ts'
 
@@ -46,7 +47,7 @@ const personalTokenRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
         response: { 200: PersonalTokenSelf, 404: ErrorBody },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { site, tokenId } = request.auth!
       const token = tokenId === undefined ? undefined : await tokens.find(site.id, tokenId)
       if (!token) {
@@ -56,7 +57,7 @@ const personalTokenRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
         })
       }
       const now = new Date(clock())
-      return {
+      const answer = {
         id: token.id,
         name: token.name,
         access: token.access,
@@ -67,6 +68,9 @@ const personalTokenRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
         last_used_from: withThisUse(token.addresses, request.ip, now).map((use) => ({ address: use.address, last_used_at: moment(use.lastUsedAt) })),
         api_tokens_url: urls.apiTokensPage(site.permalink),
       }
+      // The answer names this very use, so every answer differs: its tag is a digest of the answer.
+      reply.header('etag', tagOf(request, 't', JSON.stringify(answer)))
+      return answer
     },
   )
 }

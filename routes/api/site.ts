@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { notModified, siteVersion } from '../../plugins/http/conditional.ts'
 import { SiteParams } from '../schemas.ts'
 
 export const SiteResource = Type.Object({
@@ -23,8 +24,9 @@ const siteRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get(
     '/:site',
     { schema: { tags: ['site'], operationId: 'getSite', summary: 'The site, with links to its discussions and categories', params: SiteParams, response: { 200: SiteResource } } },
-    async (request) => {
+    async (request, reply) => {
       const { site } = request.auth!
+      if (notModified(request, reply, siteVersion(site.version))) return reply
       const discussions = urls.discussions(site.permalink)
       return {
         name: site.name,

@@ -29,6 +29,23 @@ t.test('the wrapper against a real socket: v1, the token, its expiry, and the ty
   t.equal((await traced.GET('/{site}/categories', { params: { path: { site: 'demo' } } })).response.status, 200)
   t.same(asked, [`${baseUrl}demo/categories`], 'a fetch of the caller\'s own')
 
+  // Conditional requests through the typed client: the header parameters and the 304 and 412 answers are in its types.
+  const site = { path: { site: 'demo' } }
+  const polled = await desk.GET('/{site}/discussions', { params: site })
+  const tag = polled.response.headers.get('etag')!
+  const unchanged = await desk.GET('/{site}/discussions', { params: { ...site, header: { 'If-None-Match': tag } } })
+  t.equal(unchanged.response.status, 304, 'a poll of an unchanged listing is 304')
+  t.equal(unchanged.data, undefined, 'with no data')
+  await app.discussions.create({ siteId: ann.site.id, categoryId: (await app.categories.add(ann.site.id, 'Questions', true)).id, title: 'New', body: 'x', supporterId: ann.user.id, via: 'api' })
+  const changed = await desk.GET('/{site}/discussions', { params: { ...site, header: { 'If-None-Match': tag } } })
+  t.equal(changed.data?.total, 1, 'a changed one is answered in full')
+  const one = { path: { site: 'demo', number: 1 } }
+  const seen = (await desk.GET('/{site}/discussions/{number}', { params: one })).response.headers.get('etag')!
+  t.equal((await desk.POST('/{site}/discussions/{number}/resolve', { params: { ...one, header: { 'If-Match': seen } } })).response.status, 200)
+  const stale = await desk.POST('/{site}/discussions/{number}/unresolve', { params: { ...one, header: { 'If-Match': seen } } })
+  t.equal(stale.response.status, 412, 'a change for a version that is gone')
+  t.match(stale.error, { error: 'precondition_failed' }, 'is an error value')
+
   const refusal = async (call: Promise<unknown>) => {
     try {
       await call

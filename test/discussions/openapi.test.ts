@@ -136,7 +136,19 @@ t.test('for generators: operation names, named shapes, declared headers, the lic
     t.same(op.security.find((s) => 'oauth2' in s), { oauth2: [scope] }, `${method} ${path} needs ${scope}`)
   }
   const list = doc.paths['/{site}/discussions'].get.responses
-  t.same(Object.keys(list['200'].headers), ['Service-Token-Expiration', 'Deprecation', 'Link'])
+  t.same(Object.keys(list['200'].headers), ['Service-Token-Expiration', 'Deprecation', 'Link', 'ETag'])
+  // Conditional requests: every read takes If-None-Match and may answer 304; a change to a discussion takes If-Match and may answer 412.
+  t.same(Object.keys(list['304'].headers), ['ETag', 'Service-Token-Expiration'])
+  const header = (op: { parameters?: Array<{ name: string; in: string }> }, name: string) => op.parameters?.some((p) => p.in === 'header' && p.name === name)
+  for (const { method, path, op } of operations) {
+    const reads = method === 'get' || method === 'head'
+    t.equal(header(op, 'If-None-Match'), reads, `${method} ${path}: If-None-Match on reads only`)
+    t.equal('304' in op.responses, reads)
+    const changes = !reads && path.startsWith('/{site}/discussions/{number}')
+    t.equal(header(op, 'If-Match') ?? false, changes, `${method} ${path}: If-Match on the changes to a discussion`)
+    t.equal('412' in op.responses, changes)
+  }
+  t.same(doc.paths['/{site}/discussions/{number}'].put.responses['412'].content['application/json'].schema, { $ref: '#/components/schemas/Error' })
   t.same(Object.keys(list['401'].headers), ['WWW-Authenticate'])
   t.same(Object.keys(list['403'].headers), ['WWW-Authenticate', 'Service-Token-Expiration'], 'a 403 to a genuine token says when it expires')
   t.same(Object.keys(list['429'].headers), ['Retry-After'])

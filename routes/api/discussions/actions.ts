@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Action } from '../../../db/stores/discussions.ts'
-import type { DiscussionContext } from './context.ts'
+import { expectedVersion, type DiscussionContext } from './context.ts'
 import { ChangeCategoryQuery, Discussion, errorResponses, NumberParams } from './schemas.ts'
 
 const SUMMARIES: Record<Exclude<Action, 'delete'>, string> = {
@@ -20,7 +20,7 @@ const actionRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastif
       { schema: { tags: ['discussions'], operationId: `${action}Discussion`, summary, params: NumberParams, response } },
       async (request) => {
         const { site } = request.auth!
-        return views.discussion(site.permalink, await discussions.act(site.id, request.params.number, action))
+        return views.discussion(site.permalink, await discussions.act(site.id, request.params.number, action, expectedVersion(request)))
       },
     )
   }
@@ -39,7 +39,7 @@ const actionRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastif
     },
     async (request) => {
       const { site } = request.auth!
-      const changed = await discussions.update(site.id, request.params.number, { categoryId: request.query.to }, 'to')
+      const changed = await discussions.update(site.id, request.params.number, { categoryId: request.query.to }, 'to', expectedVersion(request))
       return views.discussion(site.permalink, changed)
     },
   )

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../../schemas.ts'
-import type { DiscussionContext } from './context.ts'
+import { notModified, siteVersion, type DiscussionContext } from './context.ts'
 import { notFound } from './http-errors.ts'
 import { listDiscussions } from './listing.ts'
 import { Category, CategoryListing, CategoryParams, DiscussionListing, ListingQuery, PageQuery, PER_PAGE } from './schemas.ts'
@@ -32,6 +32,7 @@ const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fast
     },
     async (request, reply) => {
       const site = request.auth!.site
+      if (notModified(request, reply, siteVersion(site.version))) return reply
       const page = request.query.page ?? 1
       const listed = await categories.list(site.id, (page - 1) * PER_PAGE, PER_PAGE)
       const counts = await discussions.counts.byCategory(site.id)
@@ -46,8 +47,9 @@ const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fast
   fastify.get(
     '/:site/categories/:id',
     { schema: { tags: ['categories'], operationId: 'getCategory', summary: 'Show a category', params: CategoryParams, response: { 200: Category, ...response } } },
-    async (request) => {
+    async (request, reply) => {
       const site = request.auth!.site
+      if (notModified(request, reply, siteVersion(site.version))) return reply
       const category = await find(site.id, request.params.id)
       return views.category(site.permalink, category, (await discussions.counts.byCategory(site.id)).get(category.id))
     },

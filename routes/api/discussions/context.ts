@@ -1,4 +1,6 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Expected } from '../../../db/stores/discussions.ts'
+import { discussionVersion, ifMatch, notModified, siteVersion } from '../../../plugins/http/conditional.ts'
 import type { CategoryStore } from '../../../db/stores/categories.ts'
 import type { DiscussionStore } from '../../../db/stores/discussions.ts'
 import { createViews, type Views } from './views.ts'
@@ -9,6 +11,21 @@ export interface DiscussionContext {
   categories: CategoryStore
   views: Views
 }
+
+/**
+ * The address of the discussion a request is about (/<site>/discussions/<number>), as the client
+ * wrote it: its GET's ETag is made for it, and If-Match on a change to it is compared with that.
+ */
+export function discussionAddress(request: FastifyRequest): string {
+  return /^\/[^/?]+\/discussions\/[^/?]+/.exec(request.url)![0]
+}
+
+/** What If-Match asks of the discussion a change is about; undefined without the header. */
+export function expectedVersion(request: FastifyRequest): Expected | undefined {
+  return ifMatch(request, discussionAddress(request), discussionVersion)
+}
+
+export { discussionVersion, notModified, siteVersion }
 
 /** The stores the instance is decorated with (plugins/stores.ts) and the views over its URLs. */
 export function discussionContext(fastify: FastifyInstance): DiscussionContext {

@@ -2,7 +2,9 @@ import type { FastifyError, FastifyPluginAsync } from 'fastify'
 import { strictValidatorCompiler } from '../../../plugins/http/validation.ts'
 import actionRoutes from './actions.ts'
 import categoryRoutes from './categories.ts'
-import { discussionContext } from './context.ts'
+import { discussionAddress, discussionContext, discussionVersion } from './context.ts'
+import { VersionMoved } from '../../../db/stores/errors.ts'
+import { tagOf } from '../../../plugins/http/conditional.ts'
 import { httpError } from './http-errors.ts'
 import listingRoutes from './listing.ts'
 import { DISCUSSION_BODY_LIMIT } from './schemas.ts'
@@ -27,7 +29,9 @@ const discussionRoutes: FastifyPluginAsync = async (fastify) => {
     route.bodyLimit ??= DISCUSSION_BODY_LIMIT
   })
   // Store refusals become 404, 409 or 400 here; the app's error handler writes the body.
-  fastify.setErrorHandler((error: FastifyError) => {
+  // A change refused for its If-Match says which version the discussion is at now (RFC 9110, 13.1.1).
+  fastify.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof VersionMoved) reply.header('etag', tagOf(request, discussionVersion(error.version), discussionAddress(request)))
     throw httpError(error)
   })
 

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Static } from 'typebox'
 import { discussionStates } from '../../../db/values.ts'
 import { InvalidRequest } from '../../../plugins/http/validation.ts'
@@ -8,7 +8,7 @@ import type { StateScope } from '../../../db/stores/discussion-counts.ts'
 import type { Since } from '../../../db/stores/discussion-listing.ts'
 import type { UserStore } from '../../../db/stores/users.ts'
 import { InvalidRequestBody, SiteParams } from '../../schemas.ts'
-import type { DiscussionContext } from './context.ts'
+import { notModified, siteVersion, type DiscussionContext } from './context.ts'
 import { DiscussionListing, ListingQuery, PER_PAGE } from './schemas.ts'
 import { envelope, pageLinks } from './views.ts'
 
@@ -40,8 +40,10 @@ export async function listDiscussions(
   reply: FastifyReply,
   scope: { state: StateScope; categoryId?: number },
   address: string,
-): Promise<Static<typeof DiscussionListing>> {
+): Promise<Static<typeof DiscussionListing> | FastifyReply> {
   const site = request.auth!.site
+  // Before anything is read: a poll of an unchanged listing costs the authentication alone.
+  if (notModified(request as FastifyRequest, reply, siteVersion(site.version))) return reply
   const { page = 1, sort = 'activity', user_id, user_email, ...query } = request.query
   const since = parseSince(query.since)
   if (user_id !== undefined && user_email !== undefined) {

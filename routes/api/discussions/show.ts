@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ErrorBody, InvalidRequestBody } from '../../schemas.ts'
-import type { DiscussionContext } from './context.ts'
+import { discussionAddress, discussionVersion, notModified, type DiscussionContext } from './context.ts'
 import { notFound } from './http-errors.ts'
 import {
   Comment,
@@ -21,9 +21,11 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
   fastify.get(
     '/:site/discussions/:number',
     { schema: { tags: ['discussions'], operationId: 'getDiscussion', summary: 'Show a discussion with its comments', params: ShowParams, response: { 200: DiscussionWithComments, ...response } } },
-    async (request) => {
+    async (request, reply) => {
       const { permalink, id } = request.auth!.site
       const discussion = await discussions.get(id, request.params.number)
+      // Its ETag is the one If-Match on a change to it compares (context.ts): made for its address.
+      if (notModified(request, reply, discussionVersion(discussion.version), discussionAddress(request))) return reply
       const comments = (await discussions.comments(discussion.id)).map((c) => views.comment(permalink, discussion.number, c))
       return { ...views.discussion(permalink, discussion), comments }
     },
@@ -44,6 +46,7 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
     async (request, reply) => {
       const { permalink, id } = request.auth!.site
       const discussion = await discussions.get(id, request.params.number)
+      if (notModified(request, reply, discussionVersion(discussion.version))) return reply
       const page = request.query.page ?? 1
       const offset = (page - 1) * PER_PAGE
       // comments_count is kept with every comment, so it is the total without counting.
@@ -57,9 +60,10 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
   fastify.get(
     '/:site/discussions/:number/comments/:comment',
     { schema: { tags: ['discussions'], operationId: 'getComment', summary: 'Show one comment', params: CommentParams, response: { 200: Comment, ...response } } },
-    async (request) => {
+    async (request, reply) => {
       const { permalink, id } = request.auth!.site
       const discussion = await discussions.get(id, request.params.number)
+      if (notModified(request, reply, discussionVersion(discussion.version))) return reply
       const comment = await discussions.comment(discussion.id, request.params.comment)
       if (!comment) throw notFound(`discussion ${discussion.number} has no comment ${request.params.comment}`)
       return views.comment(permalink, discussion.number, comment)

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { InvalidRequest, WHOLE_BODY } from '../../../plugins/http/validation.ts'
-import type { DiscussionContext } from './context.ts'
+import { expectedVersion, type DiscussionContext } from './context.ts'
 import {
   CategoryParams,
   Comment,
@@ -78,7 +78,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
         supporterId: user.id,
         onBehalfOf: onBehalfOf(request.body),
         via: 'api',
-      })
+      }, expectedVersion(request))
       const resource = views.comment(site.permalink, discussion.number, comment)
       return reply.code(201).header('location', resource.href).send(resource)
     },
@@ -102,7 +102,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
       if (title === undefined && isPublic === undefined && category === undefined) {
         throw new InvalidRequest([{ field: WHOLE_BODY, problem: 'names nothing to change: send title, public or category' }])
       }
-      const changed = await discussions.update(site.id, request.params.number, { title, public: isPublic, categoryId: category })
+      const changed = await discussions.update(site.id, request.params.number, { title, public: isPublic, categoryId: category }, 'category', expectedVersion(request))
       return views.discussion(site.permalink, changed)
     },
   )
@@ -120,7 +120,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
     },
     async (request) => {
       const { site } = request.auth!
-      return views.discussion(site.permalink, await discussions.act(site.id, request.params.number, 'delete'))
+      return views.discussion(site.permalink, await discussions.act(site.id, request.params.number, 'delete', expectedVersion(request)))
     },
   )
 }
