@@ -6,7 +6,7 @@ import type { OAuthRow } from '../db/stores/oauth.ts'
 import { holdsNul, NUL_PROBLEM } from '../lib/nul.ts'
 import { recordAdapter } from '../plugins/oauth/adapter.ts'
 import { shown } from '../lib/terminal-text.ts'
-import { registrableRedirectUri } from '../plugins/oauth/provider.ts'
+import { registrableRedirectUri } from '../plugins/oauth/settings.ts'
 import { admin } from './admin.ts'
 import { UsageError, type Command, type Io, type Values } from './command.ts'
 

@@ -2,7 +2,7 @@ import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fp from 'fastify-plugin'
 import { JSON_MEDIA_TYPE, V1_MEDIA_TYPE } from '../lib/accept.ts'
 import { PERSONAL_TOKEN_PREFIX } from '../lib/token-format.ts'
-import { OAUTH_ROUTES } from '../plugins/oauth/provider.ts'
+import { OAUTH_ROUTES } from '../plugins/oauth/settings.ts'
 import {
   Category,
   CategoryListing,

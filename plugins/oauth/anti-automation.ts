@@ -1,4 +1,3 @@
-import { errors, type ClientMetadata } from 'oidc-provider'
 import type { Clock } from '../../lib/clock.ts'
 import { createAttemptLimiter } from '../auth/attempt-limiter.ts'
 
@@ -35,23 +34,5 @@ export function oauthPace(clock: Clock) {
       reservation.fail()
       return undefined
     },
-  }
-}
-
-/** Refuses registration metadata over the bounds (the library has read and parsed it already). */
-export function checkMetadataSize(metadata: ClientMetadata): void {
-  const name = metadata.client_name
-  if (typeof name === 'string' && name.length > METADATA_LIMITS.name) {
-    throw new errors.InvalidClientMetadata(`client_name must be at most ${METADATA_LIMITS.name} characters`)
-  }
-  const uris = metadata.redirect_uris ?? []
-  if (uris.length > METADATA_LIMITS.redirectUris) {
-    throw new errors.InvalidClientMetadata(`at most ${METADATA_LIMITS.redirectUris} redirect_uris`)
-  }
-  if (uris.some((uri) => uri.length > METADATA_LIMITS.uri)) {
-    throw new errors.InvalidClientMetadata(`a redirect URI must be at most ${METADATA_LIMITS.uri} characters`)
-  }
-  if (Buffer.byteLength(JSON.stringify(metadata)) > METADATA_LIMITS.total) {
-    throw new errors.InvalidClientMetadata(`the metadata must be at most ${METADATA_LIMITS.total} bytes as JSON`)
   }
 }

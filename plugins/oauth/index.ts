@@ -6,12 +6,15 @@ import { repeatInBackground } from '../background.ts'
 import { clientTrusted, keepClient } from './adapter.ts'
 import { oauthPace, type PaceKind } from './anti-automation.ts'
 import { PROOF_PARAMETER, resumeAllowed } from './consent-binding.ts'
-import { createProvider, OAUTH_ROUTES } from './provider.ts'
+import { OAUTH_ROUTES } from './settings.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The OAuth authorization server (plugins/oauth/provider.ts) and its issuer, the API's base URL. */
-    oauth: { provider: Provider; issuer: string }
+    /**
+     * The OAuth authorization server (plugins/oauth/provider.ts), loaded on first use, and its
+     * issuer, the API's base URL.
+     */
+    oauth: { provider(): Promise<Provider>; issuer: string }
   }
 }
 
@@ -21,6 +24,9 @@ export interface OAuthOptions {
 }
 
 export const SWEEP_EVERY_MS = 60 * 60 * 1000
+
+// At the top level: tsc rewrites the .ts of a dynamic import here for dist/, not inside the plugin's callback.
+const loadProvider = () => import('./provider.ts')
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
@@ -51,49 +57,59 @@ export default fp<OAuthOptions>(
       ctx.set('cache-control', 'no-store')
       ctx.body = oauthErrorPage(out)
     }
-    const provider = createProvider({
-      issuer,
-      urls: fastify.urls,
-      store: fastify.oauthRecords,
-      sites: fastify.sites,
-      users: fastify.users,
-      serverKey: fastify.serverKey,
-      registration,
-      renderError,
-    })
-    // Every error the library meets is answered by it; those it did not expect are logged here.
-    provider.on('server_error', (_ctx, error) => fastify.log.error({ err: error }, 'oauth server error'))
-    // A path under /oauth/ that the library does not serve (or an endpoint turned off) gets the
-    // service's own 404, as every other unknown path does.
-    provider.use(async (ctx, next) => {
-      await next()
-      if (ctx.status === 404 && ctx.body === undefined) {
-        ctx.status = 404
-        ctx.body = { error: 'not_found', message: `There is nothing at ${ctx.method} ${ctx.path}.` }
-      }
-      const { oidc } = ctx
-      // An error of the authorization endpoint goes back to the application's redirect URI, before
-      // any supporter saw a page: for an application that registered itself and never completed an
-      // authorization, that URI is anyone's, so the error is shown here instead (RFC 9700 section
-      // 4.11.2: no automatic redirect to an address the server does not trust).
-      if (oidc?.route === 'authorization' && oidc.client && ctx.status >= 300 && ctx.status < 400) {
-        const answer = new URL(ctx.response.get('location'), issuer).searchParams
-        const error = answer.get('error')
-        if (error && !(await clientTrusted(fastify.oauthRecords, oidc.client.clientId))) {
-          ctx.remove('location')
-          ctx.status = 400
-          renderError(ctx, { error, error_description: answer.get('error_description') })
+    // The library (about 180 ms and 40 MB) is loaded and set up on first use: most processes serve
+    // API requests and pages, and never pay for it; the first OAuth request after a start does,
+    // once (docs/decisions.md, "Loaded on first use").
+    let made: Promise<{ provider: Provider; callback: ReturnType<Provider['callback']> }> | undefined
+    const ready = () => (made ??= setUp())
+
+    async function setUp() {
+      const { createProvider } = await loadProvider()
+      const provider = createProvider({
+        issuer,
+        urls: fastify.urls,
+        store: fastify.oauthRecords,
+        sites: fastify.sites,
+        users: fastify.users,
+        serverKey: fastify.serverKey,
+        registration,
+        renderError,
+      })
+      // Every error the library meets is answered by it; those it did not expect are logged here.
+      provider.on('server_error', (_ctx, error) => fastify.log.error({ err: error }, 'oauth server error'))
+      // A path under /oauth/ that the library does not serve (or an endpoint turned off) gets the
+      // service's own 404, as every other unknown path does.
+      provider.use(async (ctx, next) => {
+        await next()
+        if (ctx.status === 404 && ctx.body === undefined) {
+          ctx.status = 404
+          ctx.body = { error: 'not_found', message: `There is nothing at ${ctx.method} ${ctx.path}.` }
         }
-      }
-      // A code exchanged: the application completed an authorization and is kept (anti-automation.ts).
-      if (oidc?.route === 'token' && ctx.status === 200 && oidc.params?.grant_type === 'authorization_code' && oidc.client) {
-        await keepClient(fastify.oauthRecords, oidc.client.clientId)
-      }
-    })
-    const callback = provider.callback()
+        const { oidc } = ctx
+        // An error of the authorization endpoint goes back to the application's redirect URI, before
+        // any supporter saw a page: for an application that registered itself and never completed an
+        // authorization, that URI is anyone's, so the error is shown here instead (RFC 9700 section
+        // 4.11.2: no automatic redirect to an address the server does not trust).
+        if (oidc?.route === 'authorization' && oidc.client && ctx.status >= 300 && ctx.status < 400) {
+          const answer = new URL(ctx.response.get('location'), issuer).searchParams
+          const error = answer.get('error')
+          if (error && !(await clientTrusted(fastify.oauthRecords, oidc.client.clientId))) {
+            ctx.remove('location')
+            ctx.status = 400
+            renderError(ctx, { error, error_description: answer.get('error_description') })
+          }
+        }
+        // A code exchanged: the application completed an authorization and is kept (anti-automation.ts).
+        if (oidc?.route === 'token' && ctx.status === 200 && oidc.params?.grant_type === 'authorization_code' && oidc.client) {
+          await keepClient(fastify.oauthRecords, oidc.client.clientId)
+        }
+      })
+      return { provider, callback: provider.callback() }
+    }
     const origin = new URL(issuer)
 
-    function handle(request: FastifyRequest, reply: FastifyReply) {
+    async function handle(request: FastifyRequest, reply: FastifyReply) {
+      const { callback } = await ready()
       const { raw } = request
       // The addresses the library writes come from the base URL, and the client address is Fastify's.
       raw.headers['x-forwarded-host'] = origin.host
@@ -120,6 +136,7 @@ export default fp<OAuthOptions>(
       const { uid } = request.params as { uid: string }
       // The library resumes the interaction its signed resume cookie names, whatever the address
       // says: the proof is checked against that one, and an address naming another is refused.
+      const { provider } = await ready()
       const resuming = provider.createContext(request.raw, reply.raw).cookies.get(provider.cookieName('resume'))
       const proof = (request.query as Record<string, unknown>)[PROOF_PARAMETER]
       if (resuming === uid && resumeAllowed(await provider.Interaction.find(uid), proof)) return handle(request, reply)
@@ -138,7 +155,7 @@ export default fp<OAuthOptions>(
         )
     }
 
-    fastify.decorate('oauth', { provider, issuer })
+    fastify.decorate('oauth', { provider: async () => (await ready()).provider, issuer })
     // Expired codes, tokens, interactions and grants leave the table at start and then hourly,
     // whichever process sweeps; a sweep under way is finished before the database closes.
     const sweep = async () => {

@@ -1,4 +1,4 @@
-import { createHmac, createPrivateKey } from 'node:crypto'
+import { createHmac } from 'node:crypto'
 import Provider, { errors, type Configuration, type KoaContextWithOIDC, type ClientMetadata } from 'oidc-provider'
 import type { OAuthStore } from '../../db/stores/oauth.ts'
 import type { SiteStore } from '../../db/stores/sites.ts'
@@ -6,7 +6,8 @@ import type { UserStore } from '../../db/stores/users.ts'
 import { generateToken, OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX } from '../../lib/token-format.ts'
 import { permalinkOfResource, type Urls } from '../../lib/urls.ts'
 import { recordAdapter } from './adapter.ts'
-import { checkMetadataSize } from './anti-automation.ts'
+import { METADATA_LIMITS } from './anti-automation.ts'
+import { ACCESS_TOKEN_TTL_S, accountIdOf, API_SCOPES, GRANT_TTL_S, INTERACTION_TTL_S, libraryAccount, OAUTH_ROUTES, REFRESH_TOKEN_TTL_S, registrableRedirectUri, signingKey } from './settings.ts'
 
 // The OAuth 2.1 authorization server of the service (docs/decisions.md, "OAuth for applications"),
 // on oidc-provider: one issuer, the API's base URL, for every site; an access token is bound by
@@ -14,31 +15,6 @@ import { checkMetadataSize } from './anti-automation.ts'
 // authorization code with PKCE S256, refresh tokens rotated on every use, revocation (RFC 7009),
 // dynamic registration (RFC 7591) unless turned off. This module only configures the library;
 // plugins/oauth/index.ts mounts it and routes/web/oauth.ts is its sign-in and consent page.
-
-/** The scopes of the API (spec: the resource metadata's scopes_supported). */
-export const API_SCOPES = ['read', 'write'] as const
-
-/** Where the library's endpoints live, under the issuer. */
-export const OAUTH_ROUTES = {
-  authorization: '/oauth/authorize',
-  token: '/oauth/token',
-  registration: '/oauth/register',
-  revocation: '/oauth/revoke',
-  jwks: '/oauth/jwks',
-  end_session: '/oauth/logout',
-  userinfo: '/oauth/userinfo',
-  introspection: '/oauth/introspect',
-  pushed_authorization_request: '/oauth/par',
-  code_verification: '/oauth/device',
-  device_authorization: '/oauth/device/auth',
-  backchannel_authentication: '/oauth/backchannel',
-  challenge: '/oauth/challenge',
-} as const
-
-export const ACCESS_TOKEN_TTL_S = 60 * 60
-export const REFRESH_TOKEN_TTL_S = 30 * 24 * 60 * 60
-export const GRANT_TTL_S = 365 * 24 * 60 * 60
-export const INTERACTION_TTL_S = 15 * 60
 
 export interface ProviderOptions {
   issuer: string
@@ -54,30 +30,22 @@ export interface ProviderOptions {
   now?: () => number
 }
 
-/** An account as the library wants it; the API's scopes carry no identity, so its claims are its id alone. */
-export function libraryAccount(sub: string) {
-  return { accountId: sub, claims: async () => ({ sub }) }
-}
-
-/** The user id an account id of the library names, or undefined. */
-export function accountIdOf(sub: string): number | undefined {
-  return /^[1-9]\d{0,15}$/.test(sub) ? Number(sub) : undefined
-}
-
-/** A redirect URI dynamic registration accepts: https, or http on the loopback interface (RFC 8252). */
-export function registrableRedirectUri(uri: string): boolean {
-  const url = URL.parse(uri)
-  if (!url || url.hash) return false
-  if (url.protocol === 'https:') return true
-  return url.protocol === 'http:' && ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname)
-}
-
-/** The token's signing key (the library wants one even though no ID token is asked for), from the server key. */
-export function signingKey(serverKey: string) {
-  const seed = createHmac('sha256', serverKey).update('service-desk oauth signing key').digest()
-  // PKCS #8 wrapping of a raw Ed25519 seed (RFC 8410).
-  const der = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed])
-  return createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }).export({ format: 'jwk' })
+/** Refuses registration metadata over the bounds (the library has read and parsed it already). */
+export function checkMetadataSize(metadata: ClientMetadata): void {
+  const name = metadata.client_name
+  if (typeof name === 'string' && name.length > METADATA_LIMITS.name) {
+    throw new errors.InvalidClientMetadata(`client_name must be at most ${METADATA_LIMITS.name} characters`)
+  }
+  const uris = metadata.redirect_uris ?? []
+  if (uris.length > METADATA_LIMITS.redirectUris) {
+    throw new errors.InvalidClientMetadata(`at most ${METADATA_LIMITS.redirectUris} redirect_uris`)
+  }
+  if (uris.some((uri) => uri.length > METADATA_LIMITS.uri)) {
+    throw new errors.InvalidClientMetadata(`a redirect URI must be at most ${METADATA_LIMITS.uri} characters`)
+  }
+  if (Buffer.byteLength(JSON.stringify(metadata)) > METADATA_LIMITS.total) {
+    throw new errors.InvalidClientMetadata(`the metadata must be at most ${METADATA_LIMITS.total} bytes as JSON`)
+  }
 }
 
 function requestedScopes(ctx: KoaContextWithOIDC): string[] {

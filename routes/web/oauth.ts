@@ -40,7 +40,7 @@ export async function authorizedApplications(request: FastifyRequest) {
     grants.map(async (row) => {
       // Listed by client and resource, so both are in the grant (removing a client removes its grants).
       const payload = JSON.parse(row.payload) as { clientId: string; resources: Record<string, string> }
-      const client = await oauth.provider.Client.find(payload.clientId)
+      const client = await (await oauth.provider()).Client.find(payload.clientId)
       return {
         grantId: row.grantId!,
         name: client?.clientName ?? payload.clientId,
@@ -53,12 +53,13 @@ export async function authorizedApplications(request: FastifyRequest) {
 }
 
 const oauthRoutes: FastifyPluginAsync = async (fastify) => {
-  const { provider, issuer } = fastify.oauth
+  const { issuer } = fastify.oauth
 
   /** The waiting authorization this page answers, when it is for this site. */
   async function pending(request: FastifyRequest) {
     const { uid } = request.params as { uid: string }
     if (!UID.test(uid)) return undefined
+    const provider = await fastify.oauth.provider()
     const interaction = await provider.Interaction.find(uid)
     if (!interaction) return undefined
     const resource = interaction.params.resource
@@ -108,6 +109,7 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
       // The grant this supporter already gave the application on this site is extended (one row on
       // the token page per application); otherwise a new one starts.
       const [given] = await fastify.oauthRecords.list('Grant', { accountId, clientId: client.clientId, resource })
+      const provider = await fastify.oauth.provider()
       const existing = given && (await provider.Grant.find(given.grantId!))
       const grant = existing || new provider.Grant({ accountId, clientId: client.clientId })
       grant.addResourceScope(resource, accessLabel(scope).scopes)

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { toolResult, writeToolsCalled } from '../../routes/api/mcp/index.ts'
+import { toolResult, writeToolsCalled } from '../../routes/api/mcp/server.ts'
 import { MCP_TOOLS } from '../../routes/api/mcp/tools.ts'
 import { supporterWithToken, V1 } from '../fixtures/app.ts'
 import { legacyTokenOf, supporterWithPassword } from '../fixtures/credentials.ts'

@@ -3,7 +3,7 @@ import t from 'tap'
 import { oauthErrorPage } from '../../plugins/oauth/index.ts'
 import { accessTokenReader, EXPIRED_TOKEN_KEPT_MS, recordAdapter, recordColumns } from '../../plugins/oauth/adapter.ts'
 import { permalinkOfResource } from '../../lib/urls.ts'
-import { accountIdOf, libraryAccount, registrableRedirectUri, signingKey } from '../../plugins/oauth/provider.ts'
+import { accountIdOf, libraryAccount, registrableRedirectUri, signingKey } from '../../plugins/oauth/settings.ts'
 import { buildTestApp, newTestApp } from '../fixtures/app.ts'
 
 // The storage adapter of oidc-provider and the pure rules of plugins/oauth, on the engine the

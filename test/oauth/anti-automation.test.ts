@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { METADATA_LIMITS, OAUTH_PACE, UNUSED_CLIENT_TTL_S } from '../../plugins/oauth/anti-automation.ts'
-import { INTERACTION_TTL_S } from '../../plugins/oauth/provider.ts'
+import { INTERACTION_TTL_S } from '../../plugins/oauth/settings.ts'
 import { fingerprint } from '../../lib/token-format.ts'
 import { buildTestApp, START } from '../fixtures/app.ts'
 import { authorizationQuery, oauthTokens, pkce, REDIRECT_URI, registerClient } from '../fixtures/oauth.ts'

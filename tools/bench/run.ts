@@ -114,13 +114,23 @@ log(`start-up to the first answer (median of ${STARTS}): ${Object.entries(startu
 const servers = new Map<string, Server>()
 for (let i = 0; i < plans.length; i += 3) for (const server of await Promise.all(plans.slice(i, i + 3).map((plan) => start(plan)))) servers.set(server.name, server)
 const planOf = (row: ScenarioRow) => plans.find((plan) => plan.name === row.server)!
-const targetOf = (row: ScenarioRow) => ({ ...requestOf(row, dataOf(planOf(row))), url: servers.get(row.server)!.url, expect: row.expect })
+// A poll sends the ETag of its first answer, asked for once here.
+const tags = new Map<string, string>()
+for (const row of rows.filter((r) => r.conditional)) {
+  const first = await probe(servers.get(row.server)!.url, requestOf(row, dataOf(planOf(row))))
+  tags.set(row.id, String(first?.headers.etag))
+}
+function requestFor(row: ScenarioRow) {
+  const request = requestOf(row, dataOf(planOf(row)))
+  return row.conditional ? { ...request, headers: { ...request.headers, 'if-none-match': tags.get(row.id)! } } : request
+}
+const targetOf = (row: ScenarioRow) => ({ ...requestFor(row), url: servers.get(row.server)!.url, expect: row.expect })
 
 // ---- every scenario answers its status, and the service answers the same bytes as the baseline
 // for the same page (each engine's baseline the other's too): a difference stops the run
 const answers = new Map<string, Answer>()
 for (const row of rows.filter((r) => !r.post)) {
-  const answer = await probe(servers.get(row.server)!.url, requestOf(row, dataOf(planOf(row))))
+  const answer = await probe(servers.get(row.server)!.url, requestFor(row))
   if (answer?.status !== row.expect) throw new Error(`${row.id}: expected ${row.expect}, got ${answer ? `${answer.status}: ${answer.body.slice(0, 200)}` : 'no answer'}`)
   answers.set(row.id, answer)
 }

@@ -39,6 +39,8 @@ export interface ScenarioRow {
   sameAs?: string
   /** A POST of a new discussion. */
   post?: boolean
+  /** A poll: sends If-None-Match with the ETag of the scenario's first answer (a 304 expected). */
+  conditional?: boolean
 }
 
 /** The middle of the listing at 10,000 discussions. */
@@ -57,6 +59,7 @@ export const SCENARIOS: ScenarioRow[] = [
   { id: 'list.token', label: 'listing, personal token', server: 'service', path: '{list}', credential: 'token', expect: 200, pair: 'list.baseline', sameAs: 'list.baseline' },
   { id: 'list.legacy', label: 'listing, legacy token', server: 'service', path: '{list}', credential: 'legacy', expect: 200, pair: 'list.baseline', sameAs: 'list.baseline' },
   { id: 'list.basic', label: 'listing, Basic, remembered', server: 'service', path: '{list}', credential: 'basic', expect: 200, pair: 'list.baseline', sameAs: 'list.baseline' },
+  { id: 'poll.token', label: 'listing polled with If-None-Match (304), personal token', server: 'service', path: '{list}', credential: 'token', expect: 304, pair: 'site.bare', conditional: true },
   { id: 'list.none', label: 'listing, no credential (401)', server: 'service', path: '{list}', credential: 'none', expect: 401, pair: 'site.bare' },
   { id: 'deep.baseline', label: 'deep page, baseline', server: 'baseline', path: DEEP, credential: 'none', expect: 200 },
   { id: 'deep.token', label: 'deep page, personal token', server: 'service', path: DEEP, credential: 'token', expect: 200, pair: 'deep.baseline', sameAs: 'deep.baseline' },
@@ -80,6 +83,7 @@ export const TARGETS: Array<{ id: string; atLeast: number }> = [
   { id: 'site.token', atLeast: 0.6 },
   { id: 'site.none', atLeast: 0.6 },
   { id: 'pg.list.token', atLeast: 0.8 },
+  { id: 'poll.token', atLeast: 0.8 },
 ]
 
 // Every request asks for v1 the way the documented clients do; the baselines ignore it.

@@ -1,11 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
-import packageJson from '../../../package.json' with { type: 'json' }
 import { V1_MEDIA_TYPE } from '../../../lib/accept.ts'
 import { mcpRequestGuard, mcpRequestProblem } from './request-guard.ts'
-import { MCP_TOOLS, WRITE_TOOLS, type ApiRequest, type McpTool } from './tools.ts'
+import type { ApiRequest } from './tools.ts'
 
 // {base_url}/<site>/mcp: the help desk as an MCP server (issue 17; docs/decisions.md, "MCP"), on
 // the official SDK's Streamable HTTP transport, stateless (a server and a transport per request,
@@ -13,36 +9,10 @@ import { MCP_TOOLS, WRITE_TOOLS, type ApiRequest, type McpTool } from './tools.t
 // authenticated scope: the same authentication, challenges and body limit as every API route.
 // Bearer tokens only (personal or OAuth); the token's site is the only site the tools see.
 
+// At the top level: tsc rewrites the .ts of a dynamic import here for dist/, not inside the plugin.
+const loadServer = () => import('./server.ts')
+
 const BEARER_METHODS: ReadonlySet<string> = new Set(['personal_token', 'oauth_token'])
-
-interface JsonRpcCall {
-  method?: unknown
-  params?: { name?: unknown }
-}
-
-/** The tools/call messages of a request body (one message, or a batch) that name a write tool. */
-export function writeToolsCalled(body: unknown): string[] {
-  const messages = (Array.isArray(body) ? body : [body]) as JsonRpcCall[]
-  return messages
-    .filter((m) => m?.method === 'tools/call' && typeof m.params?.name === 'string' && WRITE_TOOLS.has(m.params.name))
-    .map((m) => String(m.params!.name))
-}
-
-/** An API answer as a tool result: the JSON as structured content and as text; a refusal as a tool error. */
-export function toolResult(status: number, body: string): CallToolResult {
-  let json: unknown
-  try {
-    json = JSON.parse(body)
-  } catch {
-    json = { message: body.trim() }
-  }
-  if (status >= 400) {
-    const { message, errors } = (json ?? {}) as { message?: string; errors?: Array<{ field: string; problem: string }> }
-    const details = errors?.map((e) => `${e.field}: ${e.problem}`).join('; ')
-    return { isError: true, content: [{ type: 'text', text: `The help desk refused (${status}): ${message ?? 'no reason given'}${details ? ` (${details})` : ''}` }] }
-  }
-  return { content: [{ type: 'text', text: JSON.stringify(json, null, 2) }], structuredContent: json as Record<string, unknown> }
-}
 
 export interface McpOptions {
   /** SERVICE_MCP_ALLOWED_ORIGINS: origins besides the service's own whose pages may call the endpoint. */
@@ -67,37 +37,14 @@ const mcpRoutes: FastifyPluginAsync<McpOptions> = async (fastify, { allowedOrigi
       remoteAddress: request.ip,
       ...(api.body ? { payload: JSON.stringify(api.body) } : {}),
     })
-    return toolResult(res.statusCode, res.body)
-  }
-
-  function serverFor(request: FastifyRequest) {
-    const server = new McpServer(
-      { name: 'service-desk', title: `${request.auth!.site.name} (Service Desk)`, version: packageJson.version },
-      { instructions: 'Tools to work the support queue of one help desk site: list and read discussions, reply, resolve, move between categories.' },
-    )
-    for (const tool of MCP_TOOLS as McpTool[]) {
-      server.registerTool(
-        tool.name,
-        {
-          title: tool.title,
-          description: tool.description,
-          inputSchema: tool.input,
-          annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: false, openWorldHint: false },
-        },
-        async (args: Record<string, unknown>) => {
-          // The audit trail: who, with which kind of token, which tool (never the token itself).
-          request.log.info({ mcp: { tool: tool.name, user: request.auth!.user.id, credential: request.auth!.method } }, 'mcp tool call')
-          return callApi(request, tool.request(args as never))
-        },
-      )
-    }
-    return server
+    return { status: res.statusCode, body: res.body }
   }
 
   async function handle(request: FastifyRequest, reply: FastifyReply) {
     // Node joins a repeated header into one string (set-cookie aside), so these are strings.
     const { origin, 'mcp-protocol-version': protocolVersion } = request.headers as Record<string, string | undefined>
-    const problem = mcpRequestProblem(guard, { origin, hostname: request.hostname, protocolVersion })
+    const { serverFor, StreamableHTTPServerTransport, SUPPORTED_PROTOCOL_VERSIONS, writeToolsCalled } = await loadServer()
+    const problem = mcpRequestProblem(guard, { origin, hostname: request.hostname, protocolVersion }, SUPPORTED_PROTOCOL_VERSIONS)
     if (problem) return reply.code(problem.status).send({ error: problem.error, message: problem.message })
     const auth = request.auth!
     if (!BEARER_METHODS.has(auth.method)) return refuse(request, reply, { kind: 'invalid_token' })
@@ -105,7 +52,7 @@ const mcpRoutes: FastifyPluginAsync<McpOptions> = async (fastify, { allowedOrigi
     // with the insufficient_scope challenge, not a tool error.
     if (auth.access === 'read' && writeToolsCalled(request.body).length > 0) return refuse(request, reply, { kind: 'insufficient_scope' })
 
-    const server = serverFor(request)
+    const server = serverFor(request, callApi)
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
     reply.raw.on('close', () => {
       void transport.close()

@@ -1,5 +1,3 @@
-import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js'
-
 // The MCP transport's own rules for an HTTP request (MCP 2025-11-25, transports, "Security
 // Warning"): a browser page of another origin must not drive the endpoint with a token it holds, and
 // a DNS-rebound name must not reach a service listening on the loopback interface. Written here
@@ -33,6 +31,7 @@ export type McpRequestProblem = { status: 400 | 403; error: string; message: str
 export function mcpRequestProblem(
   guard: McpRequestGuard,
   request: { origin: string | undefined; hostname: string; protocolVersion: string | undefined },
+  supportedVersions: readonly string[],
 ): McpRequestProblem | undefined {
   if (request.origin !== undefined && !guard.origins.has(request.origin)) {
     return { status: 403, error: 'forbidden_origin', message: `Pages of ${JSON.stringify(request.origin)} may not call this MCP endpoint.` }
@@ -40,11 +39,11 @@ export function mcpRequestProblem(
   if (!guard.hostnames.has(request.hostname.toLowerCase())) {
     return { status: 403, error: 'forbidden_host', message: 'This MCP endpoint answers at the address the service is configured with only.' }
   }
-  if (request.protocolVersion !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(request.protocolVersion)) {
+  if (request.protocolVersion !== undefined && !supportedVersions.includes(request.protocolVersion)) {
     return {
       status: 400,
       error: 'unsupported_protocol_version',
-      message: `MCP-Protocol-Version ${JSON.stringify(request.protocolVersion)} is not supported: use one of ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}.`,
+      message: `MCP-Protocol-Version ${JSON.stringify(request.protocolVersion)} is not supported: use one of ${supportedVersions.join(', ')}.`,
     }
   }
   return undefined

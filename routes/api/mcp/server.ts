@@ -1,0 +1,72 @@
+import type { FastifyRequest } from 'fastify'
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import packageJson from '../../../package.json' with { type: 'json' }
+import { MCP_TOOLS, WRITE_TOOLS, type ApiRequest, type McpTool } from './tools.ts'
+
+// The MCP side of {base_url}/<site>/mcp (index.ts): the SDK's server with the tools, loaded on the
+// first MCP request (the SDK and zod cost about 150 ms and 30 MB that most processes never need).
+
+export { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+export { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js'
+
+interface JsonRpcCall {
+  method?: unknown
+  params?: { name?: unknown }
+}
+
+/** The tools/call messages of a request body (one message, or a batch) that name a write tool. */
+export function writeToolsCalled(body: unknown): string[] {
+  const messages = (Array.isArray(body) ? body : [body]) as JsonRpcCall[]
+  return messages
+    .filter((m) => m?.method === 'tools/call' && typeof m.params?.name === 'string' && WRITE_TOOLS.has(m.params.name))
+    .map((m) => String(m.params!.name))
+}
+
+/** An API answer as a tool result: the JSON as structured content and as text; a refusal as a tool error. */
+export function toolResult(status: number, body: string): CallToolResult {
+  let json: unknown
+  try {
+    json = JSON.parse(body)
+  } catch {
+    json = { message: body.trim() }
+  }
+  if (status >= 400) {
+    const { message, errors } = (json ?? {}) as { message?: string; errors?: Array<{ field: string; problem: string }> }
+    const details = errors?.map((e) => `${e.field}: ${e.problem}`).join('; ')
+    return { isError: true, content: [{ type: 'text', text: `The help desk refused (${status}): ${message ?? 'no reason given'}${details ? ` (${details})` : ''}` }] }
+  }
+  return { content: [{ type: 'text', text: JSON.stringify(json, null, 2) }], structuredContent: json as Record<string, unknown> }
+}
+
+/** An API answer: its status and body. */
+export interface ApiAnswer {
+  status: number
+  body: string
+}
+
+/** The MCP server of one request, its tools answering through `callApi`, the API with the caller's credential. */
+export function serverFor(request: FastifyRequest, callApi: (request: FastifyRequest, api: ApiRequest) => Promise<ApiAnswer>) {
+  const server = new McpServer(
+    { name: 'service-desk', title: `${request.auth!.site.name} (Service Desk)`, version: packageJson.version },
+    { instructions: 'Tools to work the support queue of one help desk site: list and read discussions, reply, resolve, move between categories.' },
+  )
+  for (const tool of MCP_TOOLS as McpTool[]) {
+    server.registerTool(
+      tool.name,
+      {
+        title: tool.title,
+        description: tool.description,
+        inputSchema: tool.input,
+        annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: false, openWorldHint: false },
+      },
+      async (args: Record<string, unknown>) => {
+        // The audit trail: who, with which kind of token, which tool (never the token itself).
+        request.log.info({ mcp: { tool: tool.name, user: request.auth!.user.id, credential: request.auth!.method } }, 'mcp tool call')
+        const { status, body } = await callApi(request, tool.request(args as never))
+        return toolResult(status, body)
+      },
+    )
+  }
+  return server
+}
