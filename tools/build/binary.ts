@@ -51,7 +51,7 @@ function seaModules(): Plugin {
   return {
     name: 'sea-modules',
     setup(esbuild) {
-      esbuild.onResolve({ filter: /resources\.ts$|drizzle\.ts$|^@node-rs\/argon2$/ }, (args) => {
+      esbuild.onResolve({ filter: /resources\.ts$|drizzle(-postgres)?\.ts$|^@node-rs\/argon2$/ }, (args) => {
         const key = args.path.startsWith('.') ? resolve(args.resolveDir, args.path) : args.path
         const swap = swaps.get(key)
         return swap && !args.importer.startsWith(join(REPO, 'tools', 'build')) ? { path: swap } : undefined
