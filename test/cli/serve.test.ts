@@ -10,7 +10,7 @@ import { redactPostgresAddress } from '../../lib/database-address.ts'
 import packageJson from '../../package.json' with { type: 'json' }
 import { DEFAULT_LIMITS } from '../../plugins/auth/limits.ts'
 import { main } from '../../cli/main.ts'
-import { firstRunBanner, startService } from '../../cli/serve.ts'
+import { firstRunBanner, LOG_FLUSH_MS, startService } from '../../cli/serve.ts'
 import { testClock } from '../fixtures/app.ts'
 import { logCapture } from '../fixtures/log.ts'
 import { childEnv } from '../fixtures/child.ts'
@@ -54,6 +54,12 @@ t.test('first run over a real socket: the demo site, the banner once, a working 
     refused.headers.get('www-authenticate'),
     `Bearer realm="Service", resource_metadata="${first.base}/.well-known/oauth-protected-resource/demo", scope="read write"`,
   )
+  // The log is written in batches, and at least every second (cli/serve.ts): the line of a
+  // request is out within that, with nothing else happening.
+  const written = Date.now()
+  while (!/"statusCode":401/.test(first.output()) && Date.now() - written < 5_000) await new Promise((resolve) => setTimeout(resolve, 50))
+  t.match(first.output(), /"statusCode":401/, "the refusal's line is written without a shutdown to flush it")
+  t.ok(Date.now() - written < 2 * LOG_FLUSH_MS + 500, `within a flush or two, on a busy machine (${Date.now() - written} ms)`)
   t.equal(await first.stop(), 0, 'SIGTERM closes gracefully')
   t.notMatch(first.output(), /"level":50/, 'no error was logged')
   t.notMatch(first.output().replace(banner, ''), token, 'the token never reached a log line')
