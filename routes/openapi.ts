@@ -131,20 +131,12 @@ type Operation = { responses: Record<string, OperationResponse>; parameters?: ob
 
 // Conditional requests (plugins/http/conditional.ts): every read answers with an ETag and takes
 // If-None-Match; every change to a discussion takes If-Match.
-const IF_NONE_MATCH = {
-  name: 'If-None-Match',
-  in: 'header',
-  required: false,
-  description: 'The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body.',
-  schema: { type: 'string' },
-}
-const IF_MATCH = {
-  name: 'If-Match',
-  in: 'header',
-  required: false,
-  description: "The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412.",
-  schema: { type: 'string' },
-}
+const requestHeader = (name: string, description: string) => ({ name, in: 'header', required: false, description, schema: { type: 'string' } })
+const IF_NONE_MATCH = requestHeader('If-None-Match', 'The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body.')
+const IF_MATCH = requestHeader(
+  'If-Match',
+  "The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412.",
+)
 const NOT_MODIFIED: OperationResponse = { description: 'Not Modified: the If-None-Match names the current ETag. No body.' }
 const PRECONDITION_FAILED: OperationResponse = {
   description: 'Precondition Failed: the discussion changed since the version If-Match names; the ETag header names the current one. JSON {error: "precondition_failed", message}.',
