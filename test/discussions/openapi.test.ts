@@ -1,5 +1,6 @@
 import { Validator } from '@seriousme/openapi-schema-validator'
 import t, { type Test } from 'tap'
+import { withOperationDetails } from '../../routes/openapi.ts'
 import { BASE_URL, newTestApp, supporterWithToken } from '../fixtures/app.ts'
 
 // Every v1 operation of docs/decisions.md ("Discussions (v1 shape)") and of the site resource; every
@@ -184,4 +185,15 @@ t.test('the site resource links to the document and to everything else', async (
     const res = await app.inject({ url: href.slice(BASE_URL.length), headers: ann.bearer })
     t.equal(res.statusCode, 200, `${name} leads somewhere`)
   }
+})
+
+t.test('the conditional headers are added to an operation that has no parameters of its own too', async (t) => {
+  const doc = withOperationDetails({
+    paths: {
+      '/ping': { get: { responses: { 200: { description: 'ok' } } } },
+      '/{site}/discussions/{number}/resolve': { post: { responses: { 200: { description: 'ok' } } } },
+    },
+  })
+  t.same(doc.paths['/ping'].get.parameters!.map((p) => (p as { name: string }).name), ['If-None-Match'])
+  t.same(doc.paths['/{site}/discussions/{number}/resolve'].post.parameters!.map((p) => (p as { name: string }).name), ['If-Match'])
 })
