@@ -91,7 +91,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
 export function engineOver(
   port: StorePort,
   listingOf: ListingOf,
-  own: Pick<Engine, 'sqlite' | 'events' | 'ping' | 'close'>,
+  own: Pick<Engine, 'sqlite' | 'events' | 'ping' | 'close' | 'requestArrived'>,
 ): Engine {
   return {
     kind: port.kind,
@@ -115,6 +115,12 @@ export interface Engine extends EngineStores {
   bootstrapFirstRun(clock: Clock, box: SecretBox): Promise<FirstRun | null>
   /** Messages to and from the other processes on this database; connects when first used. */
   readonly events: EngineEvents
+  /**
+   * A request arrived at the server: what the engine remembers of the database is checked again
+   * before it answers that request (db/sqlite/read-cache.ts); nothing to do on PostgreSQL, which
+   * remembers nothing between requests.
+   */
+  requestArrived(): void
   /** Resolves when the database answers a real read; rejects otherwise. */
   ping(): Promise<void>
   close(): Promise<void>

@@ -18,6 +18,11 @@ export default fp<{ databaseAddress: string; busyTimeoutMs?: number; postgres?: 
   async (fastify, { databaseAddress, busyTimeoutMs = SERVER_BUSY_TIMEOUT_MS, postgres }) => {
     const database = await openEngine(databaseAddress, { busyTimeoutMs, postgres })
     fastify.decorate('database', database)
+    // Before any hook reads the database: the read cache sees what committed before the request.
+    fastify.addHook('onRequest', (_request, _reply, done) => {
+      database.requestArrived()
+      done()
+    })
     fastify.addHook('onClose', async () => {
       await database.close()
     })

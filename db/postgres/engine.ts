@@ -18,6 +18,8 @@ export function postgresEngine(db: PgDb): Engine {
   const port = postgresPort(db)
   return engineOver(port, (on, total) => createPostgresListing(db, on.db, total), {
     sqlite: undefined,
+    // Nothing is remembered between requests on PostgreSQL.
+    requestArrived: () => {},
     ping: () => pingPostgres(db),
     events: events.events,
     async close() {

@@ -22,6 +22,7 @@ export function sqliteEngine(db: Db): Engine {
   // One connection: every port of it, a transaction's too, reads pages on it.
   return engineOver(port, (_port, total) => createSqliteListing(db, total), {
     sqlite: db,
+    requestArrived: () => readCache(db).arrived(),
     async ping() {
       probe.get()
     },

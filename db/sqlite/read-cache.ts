@@ -14,6 +14,13 @@ import type { Db } from './client.ts'
 export interface ReadCache {
   /** `load` memoised by its key, at most MAX_KEYS keys, all forgotten whenever the database changed. */
   memo<V>(load: (key: string) => Promise<V>): (key: string) => Promise<V>
+  /**
+   * A request arrived (the server tells every one): the database's version is read again before
+   * anything is answered from memory, so whatever committed before the request is seen by it.
+   * Once told, the cache keeps a version read until the next request arrives or the event loop
+   * turns, instead of for one run of code only.
+   */
+  arrived(): void
 }
 
 const MAX_KEYS = 10_000
@@ -33,19 +40,28 @@ function createReadCache(db: Db): ReadCache {
   let seenVersion: unknown
   let seenChanges: unknown
 
-  // data_version costs a read of the shared WAL index (about 3 us, total_changes() 0.2 us), so it
-  // is read once per synchronous run of code: a request's site and token are looked up in one, and
-  // no other request, nor anything another process commits, can be seen in the middle of it.
+  // data_version costs a read of the shared WAL index (2 to 3 us under load, total_changes()
+  // 0.2 us), so it is not read for every look-up. Without a server (a command, a test of the
+  // stores), a version read is kept for one synchronous run of code, in which nothing another
+  // process commits can be seen anyway. In a server, which tells the cache of every request's
+  // arrival, it is kept until the next request arrives (or the event loop turns): a version read
+  // after a request arrived is as fresh as that request needs, since what committed before it
+  // arrived committed before the read. So a request's site and token take one read between them
+  // (docs/decisions.md, "The authentication path's reads are cached").
   let versionRead = false
   let version: unknown
+  let told = false
+  let turning: NodeJS.Immediate | undefined
   const forgetVersion = () => {
     versionRead = false
+    turning = undefined
   }
   function currentVersion() {
     if (!versionRead) {
       version = dataVersion.get()
       versionRead = true
-      queueMicrotask(forgetVersion)
+      if (!told) queueMicrotask(forgetVersion)
+      else turning ??= setImmediate(forgetVersion)
     }
     return version
   }
@@ -61,6 +77,11 @@ function createReadCache(db: Db): ReadCache {
   }
 
   return {
+    arrived() {
+      told = true
+      versionRead = false
+    },
+
     memo<V>(load: (key: string) => Promise<V>) {
       // The promise is what is kept: better-sqlite3 reads synchronously, so the value it settles
       // to was read at the moment it was made. A rejected one is not kept.

@@ -84,3 +84,27 @@ t.test('nothing read inside a transaction is remembered, and a failed load is no
   t.equal(await memo('k'), 4, 'the failure was not kept')
   t.equal(await memo('k'), 4, 'the value is')
 })
+
+t.test('in a server, a version read serves until the next request arrives or the loop turns', { skip: SQLITE_ONLY && 'the read cache is SQLite\'s' }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'service-desk-cache-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'service.db')
+  const mine = openDatabase(file)
+  const other = openDatabase(file)
+  t.teardown(() => (mine.$client.close(), other.$client.close()))
+  const cache = readCache(mine)
+  let loads = 0
+  const memo = cache.memo(async () => ++loads)
+  const otherCommits = () => other.$client.exec('CREATE TABLE IF NOT EXISTS t (x); INSERT INTO t VALUES (1)')
+
+  cache.arrived()
+  t.equal(await memo('k'), 1)
+  otherCommits()
+  t.equal(await memo('k'), 1, 'after a commit of another connection, in the same turn with no request arrived: the version read serves')
+  cache.arrived()
+  t.equal(await memo('k'), 2, 'a request arrived: the version is read again, and the commit before it seen')
+  otherCommits()
+  await new Promise((resolve) => setImmediate(resolve))
+  t.equal(await memo('k'), 3, 'the loop turned: read again')
+  t.equal(await memo('k'), 3, 'and nothing changed since')
+})
