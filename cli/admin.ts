@@ -58,8 +58,13 @@ export function isNewSqliteFile(databaseAddress: string, { creates }: { creates:
   return true
 }
 
-/** What a command that made the database says of it, on standard error. */
-export const createdLine = (databaseAddress: string) => `service-desk: made a new database at ${databaseAddress}\n`
+/**
+ * The check of a command's database file before it is opened: a command that may make it says on
+ * standard error that it does; any other refuses a file that is not there (isNewSqliteFile).
+ */
+export function checkDatabaseFile(databaseAddress: string, io: Pick<Io, 'stderr'>, creates: boolean): void {
+  if (isNewSqliteFile(databaseAddress, { creates })) io.stderr(`service-desk: made a new database at ${databaseAddress}\n`)
+}
 
 /**
  * Opens (creating and migrating when needed) the database of SERVICE_DB or --db: a SQLite file
@@ -75,7 +80,7 @@ export async function openCommandDatabase(config: Pick<Config, 'databaseAddress'
 
 async function openStores(values: Values, io: Io, creates: boolean): Promise<Stores> {
   const config = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
-  if (isNewSqliteFile(config.databaseAddress, { creates })) io.stderr(createdLine(config.databaseAddress))
+  checkDatabaseFile(config.databaseAddress, io, creates)
   // The same server key as the server's, so legacy tokens made here can be shown there and back.
   const box = createSecretBox(serverSecret({ secret: config.secret, databaseAddress: config.databaseAddress }))
   const { engine, postgres } = await openCommandDatabase(config)
@@ -148,6 +153,17 @@ async function readPassword(io: Io): Promise<string> {
   return password
 }
 
+/**
+ * The password of `user add` and `user set-password`: read from standard input with
+ * --password-stdin (`given`), else a random one to print once; and its hash, made before the
+ * command's transaction takes the write lock.
+ */
+async function newPassword(values: Values, io: Io): Promise<{ given: boolean; password: string; passwordHash: string }> {
+  const given = values['password-stdin'] === true
+  const password = given ? await readPassword(io) : randomPassword()
+  return { given, password, passwordHash: await hashPassword(password) }
+}
+
 function parseAccess(value: string | boolean | undefined): Access {
   if (value === undefined || value === 'write') return 'write'
   if (value === 'read') return 'read'
@@ -196,9 +212,7 @@ export const adminCommands: Command[] = [
       atomic: false,
     },
     async (stores, [email], values, io) => {
-      const given = values['password-stdin'] === true
-      const password = given ? await readPassword(io) : randomPassword()
-      const passwordHash = await hashPassword(password)
+      const { given, password, passwordHash } = await newPassword(values, io)
       // The write alone in the transaction; what it prints waits for the commit.
       await atomically(stores, io, async ({ users }, held) => {
         const user = await users.insert({ email, name: values.name as string | undefined, password }, passwordHash)
@@ -218,9 +232,7 @@ export const adminCommands: Command[] = [
       atomic: false,
     },
     async (stores, [email], values, io) => {
-      const given = values['password-stdin'] === true
-      const password = given ? await readPassword(io) : randomPassword()
-      const passwordHash = await hashPassword(password)
+      const { given, password, passwordHash } = await newPassword(values, io)
       await atomically(stores, io, async ({ users, sessions, securityLog }, held) => {
         const user = await users.setPassword(email, passwordHash)
         const ended = await sessions.destroyForUser(user.id)

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3'
 import { loadConfig } from '../config.ts'
 import { isPostgresAddress, redactPostgresAddress } from '../lib/database-address.ts'
 import { resources } from '../lib/resources.ts'
-import { createdLine, isNewSqliteFile, openCommandDatabase } from './admin.ts'
+import { checkDatabaseFile, openCommandDatabase } from './admin.ts'
 import { DB_OPTION, type Command } from './command.ts'
 
 // `service-desk migrate`: brings the schema up to date, as every start of the service and every
@@ -47,7 +47,7 @@ export const migrateCommand: Command = {
     const known = journal(postgres ? resources.postgresMigrations : resources.migrations)
     const pg = postgres ? await import('./postgres.ts') : undefined
     const before = new Set(pg ? await pg.appliedPostgresMigrations(config.databaseAddress) : appliedSqliteMigrations(config.databaseAddress))
-    if (isNewSqliteFile(config.databaseAddress, { creates: true })) io.stderr(createdLine(config.databaseAddress))
+    checkDatabaseFile(config.databaseAddress, io, true)
     const { engine, postgres: pool } = await openCommandDatabase(config)
     let after: number[]
     try {

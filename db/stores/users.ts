@@ -162,20 +162,20 @@ export async function joinAsCustomer(port: StorePort, clock: Clock, siteId: numb
 
 /**
  * Moves on the versions of what shows a person's name (docs/decisions.md, "Conditional
- * requests"): the discussions they opened or commented, and the sites of those and of their
- * memberships. Discussions first, then sites, in the order a reply takes its locks.
+ * requests"): the discussions they opened or commented, and the sites they are on. Whoever wrote
+ * on a site is on it (an author joins as a customer, staff removal keeps the membership, and no
+ * membership is deleted), so their memberships name every site that shows them. Discussions first,
+ * then sites, in the order a reply takes its locks.
  */
 async function nameShownAnew(port: StorePort, userId: number): Promise<void> {
   const { comments, discussions, memberships, sites } = port.tables
-  const theirs = () =>
-    or(eq(discussions.authorId, userId), inArray(discussions.id, port.db.select({ id: comments.discussionId }).from(comments).where(eq(comments.authorId, userId))))
-  await port.db.update(discussions).set({ version: sql`${discussions.version} + 1` }).where(theirs())
-  const ofDiscussions = port.db.select({ id: discussions.siteId }).from(discussions).where(theirs())
-  const ofMemberships = port.db.select({ id: memberships.siteId }).from(memberships).where(eq(memberships.userId, userId))
+  const commented = port.db.select({ id: comments.discussionId }).from(comments).where(eq(comments.authorId, userId))
   await port.db
-    .update(sites)
-    .set({ version: sql`${sites.version} + 1` })
-    .where(or(inArray(sites.id, ofDiscussions), inArray(sites.id, ofMemberships)))
+    .update(discussions)
+    .set({ version: sql`${discussions.version} + 1` })
+    .where(or(eq(discussions.authorId, userId), inArray(discussions.id, commented)))
+  const theirSites = port.db.select({ id: memberships.siteId }).from(memberships).where(eq(memberships.userId, userId))
+  await port.db.update(sites).set({ version: sql`${sites.version} + 1` }).where(inArray(sites.id, theirSites))
 }
 
 /**

@@ -83,9 +83,7 @@ export function createAuthLimits(settings: AuthLimitSettings, clock: Clock, { ac
      */
     async attempt<R>(keys: AttemptKeys, check: () => R | Promise<R>, outcome: (result: R) => AttemptOutcome): Promise<R | TooManyAttempts> {
       const account = keys.account === undefined ? undefined : accountKey(keys.account)
-      const address = addresses.reserve(keys.address)
-      const accountHeld = account === undefined ? undefined : accounts.reserve(account)
-      const held = accountHeld ? [address, accountHeld] : [address]
+      const held = [addresses.reserve(keys.address), ...(account === undefined ? [] : [accounts.reserve(account)])]
       const taken = held.filter((reservation) => reservation.allowed)
       // A refused reservation waits at least a second (attempt-limiter.ts rounds up).
       if (taken.length < held.length) {

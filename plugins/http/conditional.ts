@@ -15,7 +15,7 @@ export const discussionVersion = (version: number) => `d${version}`
 
 /** The tag of what `request` asks for at `version`: its address, with the query, in its media type. */
 export function tagOf(request: FastifyRequest, version: string, address = request.url): string {
-  return `${entityTag(version, `${request.apiMediaType} ${address}`)}`
+  return entityTag(version, `${request.apiMediaType} ${address}`)
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../../schemas.ts'
-import { notModified, siteVersion, type DiscussionContext } from './context.ts'
+import { notModified, siteVersion } from '../../../plugins/http/conditional.ts'
+import type { DiscussionContext } from './context.ts'
 import { notFound } from './http-errors.ts'
 import { listDiscussions } from './listing.ts'
 import { Category, CategoryListing, CategoryParams, DiscussionListing, ListingQuery, PageQuery, PER_PAGE } from './schemas.ts'

@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { Expected } from '../../../db/stores/discussions.ts'
-import { discussionVersion, ifMatch, notModified, siteVersion } from '../../../plugins/http/conditional.ts'
 import type { CategoryStore } from '../../../db/stores/categories.ts'
-import type { DiscussionStore } from '../../../db/stores/discussions.ts'
+import type { DiscussionStore, Expected } from '../../../db/stores/discussions.ts'
+import { discussionVersion, ifMatch } from '../../../plugins/http/conditional.ts'
 import { createViews, type Views } from './views.ts'
 
 /** What every discussion route plugin is given. */
@@ -24,8 +23,6 @@ export function discussionAddress(request: FastifyRequest): string {
 export function expectedVersion(request: FastifyRequest): Expected | undefined {
   return ifMatch(request, discussionAddress(request), discussionVersion)
 }
-
-export { discussionVersion, notModified, siteVersion }
 
 /** The stores the instance is decorated with (plugins/stores.ts) and the views over its URLs. */
 export function discussionContext(fastify: FastifyInstance): DiscussionContext {

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ErrorBody, InvalidRequestBody } from '../../schemas.ts'
-import { discussionAddress, discussionVersion, notModified, type DiscussionContext } from './context.ts'
+import { discussionVersion, notModified } from '../../../plugins/http/conditional.ts'
+import { discussionAddress, type DiscussionContext } from './context.ts'
 import { notFound } from './http-errors.ts'
 import {
   Comment,
