@@ -21,9 +21,12 @@ import shutdown from './plugins/shutdown.ts'
 import transportSecurity, { hstsByDefault } from './plugins/transport-security.ts'
 import oauth from './plugins/oauth/index.ts'
 import expiryNotices from './plugins/expiry-notices.ts'
+import mail from './plugins/mail.ts'
+import administration from './plugins/administration.ts'
 import securityLogPruning from './plugins/security-log-pruning.ts'
 import { discussionStores, oauthStore, securityLogStore, sessionStore, siteStore, tokenStore, userStore } from './plugins/stores.ts'
 import versioning from './plugins/versioning.ts'
+import administrationApi from './routes/api/administration.ts'
 import discussionRoutes from './routes/api/discussions/index.ts'
 import mcpRoutes from './routes/api/mcp/index.ts'
 import healthRoutes from './routes/health.ts'
@@ -113,8 +116,11 @@ export function buildApp(options: AppOptions) {
   app.register(oauthStore)
   app.register(securityLogStore)
   app.register(securityLogPruning, { days: config.securityLogDays ?? DEFAULT_SECURITY_LOG_DAYS })
-  // Mails 7 days and 1 day before a personal token expires, when SERVICE_SMTP_URL is set.
-  app.register(expiryNotices, { mail: config.mail })
+  // Mail, when SERVICE_SMTP_URL is set; then mails 7 days and 1 day before a personal token expires.
+  app.register(mail, { settings: config.mail })
+  app.register(expiryNotices)
+  // What site administrators do to credentials and policy, for their pages and the API.
+  app.register(administration)
   // Authentication's shared parts: the challenge header, the failure budgets and the password
   // verifier, at the root because the sign-in pages share the last two with the API.
   app.register(challenge)
@@ -144,6 +150,8 @@ export function buildApp(options: AppOptions) {
       routes.register(siteRoutes)
       routes.register(personalTokenRoutes)
       routes.register(discussionRoutes)
+      // The administrators' resources: the credentials inventory and the token policy.
+      routes.register(administrationApi)
       // The MCP endpoint: its tools are requests to the routes above, with the caller's token.
       routes.register(mcpRoutes, { allowedOrigins: config.mcpAllowedOrigins ?? [] })
       routes.register(apiNotFound)

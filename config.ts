@@ -8,7 +8,7 @@ import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from './plugins/http/req
 import { MIN_SECRET_LENGTH } from './lib/server-key.ts'
 import { databaseAddressProblem, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS, isPostgresAddress, type PostgresOptions } from './lib/database-address.ts'
 import { DEFAULT_LIMITS, type AuthLimitSettings } from './plugins/auth/limits.ts'
-import type { MailSettings } from './plugins/expiry-notices.ts'
+import type { MailSettings } from './plugins/mail.ts'
 import { hstsByDefault } from './plugins/transport-security.ts'
 
 export interface Config {
@@ -38,7 +38,7 @@ export interface Config {
   leakReportKey?: string
   /** SERVICE_SECURITY_LOG_DAYS: how long the security log keeps an event (400 days by default). */
   securityLogDays: number
-  /** SERVICE_SMTP_URL and SERVICE_MAIL_FROM: where token expiry notices are sent from; no mail without them. */
+  /** SERVICE_SMTP_URL and SERVICE_MAIL_FROM: where token expiry notices and administrators' notices are sent from; no mail without them. */
   mail?: MailSettings
   /** The timeouts and connection caps of the HTTP server (lib/connections.ts). */
   connections: ConnectionSettings
@@ -94,7 +94,7 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_MCP_ALLOWED_ORIGINS', fallback: 'none', about: 'comma-separated origins (`https://assistant.example.com`) whose browser pages may call `/<site>/mcp`, besides the service\'s own base and site URLs; any other `Origin` gets 403' },
   { variable: 'SERVICE_LEAK_REPORT_KEY', fallback: 'none: `/token_leaks` answers 404', about: 'the HMAC key of signed leak reports, at least 32 characters' },
   { variable: 'SERVICE_SECURITY_LOG_DAYS', fallback: '`400`', about: 'how many days the security log keeps an event' },
-  { variable: 'SERVICE_SMTP_URL', fallback: 'none: no mail', about: '`smtp://user:password@host:587` (STARTTLS when offered) or `smtps://...` (TLS from the start): where expiry notices are sent; never logged' },
+  { variable: 'SERVICE_SMTP_URL', fallback: 'none: no mail', about: '`smtp://user:password@host:587` (STARTTLS when offered) or `smtps://...` (TLS from the start): where expiry notices and the notices of revocations by administrators are sent; never logged' },
   { variable: 'SERVICE_MAIL_FROM', fallback: '`Service Desk <service-desk@` the host of `SERVICE_BASE_URL` `>`', about: 'the From of those mails' },
   { variable: 'SERVICE_REQUEST_TIMEOUT', fallback: '`30`', about: 'seconds a client has to send a whole request, headers and body; then `408` and the connection is closed' },
   { variable: 'SERVICE_HEADERS_TIMEOUT', fallback: '`15`', about: 'seconds to send the request line and headers, counted from the connection or from the first byte of the next request; not longer than the request timeout' },

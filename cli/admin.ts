@@ -16,10 +16,12 @@ import { shown } from '../lib/terminal-text.ts'
 import { tokenDetail, type SecurityLogStore } from '../db/stores/security-log.ts'
 import type { CategoryStore } from '../db/stores/categories.ts'
 import type { OAuthStore } from '../db/stores/oauth.ts'
+import type { CredentialInventory } from '../db/stores/credential-inventory.ts'
 import { StoreError } from '../db/stores/errors.ts'
 import type { SessionStore } from '../db/stores/sessions.ts'
 import type { SiteStore } from '../db/stores/sites.ts'
 import { DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, tokenState } from '../db/stores/token-rules.ts'
+import { MAX_TOKEN_DAYS } from '../db/stores/site-policy.ts'
 import type { TokenStore } from '../db/stores/tokens.ts'
 import { MIN_PASSWORD, type UserStore } from '../db/stores/users.ts'
 import { DB_OPTION, UsageError, type Command, type Io, type Options, type Values } from './command.ts'
@@ -44,6 +46,7 @@ export interface Stores extends CommandDatabase {
   securityLog: SecurityLogStore
   /** oidc-provider's records: a person's grants end when they leave the staff or are disabled. */
   oauth: OAuthStore
+  inventory: CredentialInventory
 }
 
 /**
@@ -97,6 +100,7 @@ function storesOf(stores: EngineStores, clock: Clock, box: SecretBox) {
     categories: stores.categories(clock),
     securityLog: stores.securityLog(clock),
     oauth: stores.oauth(clock),
+    inventory: stores.inventory(clock),
   }
 }
 
@@ -173,8 +177,9 @@ function parseAccess(value: string | boolean | undefined): Access {
 function parseExpiry(value: string | boolean | undefined): number {
   if (value === undefined) return DEFAULT_EXPIRY_DAYS
   const days = Number(value)
-  if (!/^\d+$/.test(String(value)) || !(EXPIRY_DAYS as readonly number[]).includes(days)) {
-    throw new UsageError(`--expires must be one of ${EXPIRY_DAYS.join(', ')} (days), not "${value}"`)
+  // Which lifetimes the site allows is its token policy's, which the store checks.
+  if (!/^\d+$/.test(String(value)) || days < 1 || days > MAX_TOKEN_DAYS) {
+    throw new UsageError(`--expires must be one of ${EXPIRY_DAYS.join(', ')} (days), or what the site's token policy allows, not "${value}"`)
   }
   return days
 }
@@ -267,13 +272,21 @@ export const adminCommands: Command[] = [
     ),
   ),
   admin(
-    { words: ['staff', 'add'], args: ['<site>', '<email>'], usage: 'staff add <site> <email>', summary: "Make a user a member of a site's support staff." },
-    async ({ sites, users, securityLog }, [permalink, email], _values, io) => {
+    {
+      words: ['staff', 'add'],
+      args: ['<site>', '<email>'],
+      options: { admin: { type: 'boolean', about: 'also make them an administrator of the site (staff admin)' } },
+      usage: 'staff add <site> <email> [--admin]',
+      summary: "Make a user a member of a site's support staff; --admin, its administrator too.",
+    },
+    async ({ sites, users, securityLog }, [permalink, email], values, io) => {
       const site = await sites.get(permalink)
       const user = await users.get(email)
-      await users.addStaff(site.id, user.id)
+      const administrator = values.admin === true
+      await users.addStaff(site.id, user.id, { administrator })
       await securityLog.append({ userId: user.id, siteId: site.id, kind: 'staff_added', actor: 'cli' })
-      io.stdout(`${user.email} is now support staff of ${site.permalink}\n`)
+      if (administrator) await securityLog.append({ userId: user.id, siteId: site.id, kind: 'administrator_added', actor: 'cli' })
+      io.stdout(`${user.email} is now support staff${administrator ? ' and an administrator' : ''} of ${site.permalink}\n`)
     },
   ),
   admin(

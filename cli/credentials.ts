@@ -1,9 +1,10 @@
 import { admin } from './admin.ts'
+import { shownMoment } from '../lib/clock.ts'
 import { UsageError, type Command } from './command.ts'
 
 // The credentials other than personal tokens: the accounts' legacy tokens and the sites' multipass keys.
 
-const moment = (date: Date) => `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`
+const moment = shownMoment
 
 export const credentialCommands: Command[] = [
   admin(

@@ -4,6 +4,7 @@ import packageJson from '../package.json' with { type: 'json' }
 import { systemClock } from '../lib/clock.ts'
 import { StoreError } from '../db/stores/errors.ts'
 import { adminCommands } from './admin.ts'
+import { administrationCommands } from './administration.ts'
 import { backupCommand } from './backup.ts'
 import { UsageError, type Command, type Io, type Values } from './command.ts'
 import { copyCommand } from './copy.ts'
@@ -23,7 +24,7 @@ export const EXIT_REFUSED = 1
 export const EXIT_FAILED = 1
 export const EXIT_USAGE = 2
 
-const commands: Command[] = [serveCommand, migrateCommand, ...adminCommands, ...credentialCommands, ...discussionCommands, ...oauthClientCommands, ...securityLogCommands, backupCommand, copyCommand]
+const commands: Command[] = [serveCommand, migrateCommand, ...adminCommands, ...credentialCommands, ...administrationCommands, ...discussionCommands, ...oauthClientCommands, ...securityLogCommands, backupCommand, copyCommand]
 
 /* c8 ignore start: the real process's streams; test/cli/serve.test.ts drives them through
    cli/service-desk.js, a process whose coverage is not collected (test/fixtures/child.ts) */

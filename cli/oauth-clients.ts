@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { shownMoment } from '../lib/clock.ts'
 import type { AdapterPayload } from 'oidc-provider'
 import { loadConfig } from '../config.ts'
 import { StoreError } from '../db/stores/errors.ts'
@@ -75,7 +76,7 @@ export function redirectUris(values: string[]): string[] {
   return [...new Set(values)]
 }
 
-const moment = (date: Date) => `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`
+const moment = shownMoment
 
 /** The base URL of the API, as the server of this configuration names it: the issuer, and the sites' resources under it. */
 function baseUrlOf(values: Values, io: Io): string {

@@ -40,9 +40,9 @@ export const securityLogCommands: Command[] = [
         return
       }
       // People by their email, kinds in the page's words, times in the page's format.
-      const emails = new Map<number, string>()
-      // An account is never deleted, so every event names one.
-      for (const id of new Set(events.map((e) => e.userId))) emails.set(id, (await users.byId(id))!.email)
+      const emails = new Map<number | null, string>([[null, '-']])
+      // An account is never deleted, so every event of an account names one; the site's own have none.
+      for (const id of new Set(events.map((e) => e.userId))) if (id !== null) emails.set(id, (await users.byId(id))!.email)
       for (const event of events) {
         const line = describeEvent(event)
         io.stdout(`${[line.when, emails.get(event.userId)!, line.what, line.from || '-', line.by || '-', line.details].map(shown).join('\t')}\n`)

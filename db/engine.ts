@@ -6,6 +6,7 @@ import type { StorePort } from './port.ts'
 import type * as sqliteTables from './schema/sqlite.ts'
 import { bootstrapFirstRun, type FirstRun } from './stores/bootstrap.ts'
 import { createCategoryStore, type CategoryStore } from './stores/categories.ts'
+import { createCredentialInventory, type CredentialInventory } from './stores/credential-inventory.ts'
 import type { ListingOf } from './stores/discussion-listing.ts'
 import { createDiscussionStore, type DiscussionStore } from './stores/discussions.ts'
 import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
@@ -70,6 +71,8 @@ export interface EngineStores {
   oauth(clock: Clock): OAuthStore
   /** The security log (db/stores/security-log.ts). */
   securityLog(clock: Clock): SecurityLogStore
+  /** A site's credentials inventory (db/stores/credential-inventory.ts). */
+  inventory(clock: Clock): CredentialInventory
 }
 
 /** The stores over `port`, each method a share of the connection where the engine needs that (port.guard). */
@@ -84,6 +87,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     categories: (clock) => guard(createCategoryStore(port, clock)),
     oauth: (clock) => guard(createOAuthStore(port, clock)),
     securityLog: (clock) => guard(createSecurityLog(port, clock)),
+    inventory: (clock) => guard(createCredentialInventory(port, clock)),
   }
 }
 

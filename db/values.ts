@@ -5,6 +5,10 @@
 export const roles = ['supporter', 'customer'] as const
 export type Role = (typeof roles)[number]
 
+// Who may make read-and-write personal tokens on a site (its token policy).
+export const writeTokenRules = ['everyone', 'administrators'] as const
+export type WriteTokenRule = (typeof writeTokenRules)[number]
+
 export const accessLevels = ['read', 'write'] as const
 export type Access = (typeof accessLevels)[number]
 
@@ -30,5 +34,9 @@ export const securityKinds = [
   'password_set',
   'oauth_authorized',
   'oauth_revoked',
+  'administrator_added',
+  'administrator_removed',
+  'policy_changed',
+  'token_shortened',
 ] as const
 export type SecurityKind = (typeof securityKinds)[number]

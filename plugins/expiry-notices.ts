@@ -1,10 +1,10 @@
 import fp from 'fastify-plugin'
-import type { Transporter } from 'nodemailer'
+import { shownMoment } from '../lib/clock.ts'
 import { noticeWorthSending, type ExpiryNotice, type NoticeKind } from '../db/stores/token-rules.ts'
 import { repeatInBackground } from './background.ts'
 
-// Expiry notices by mail (issue 18; docs/decisions.md, "Token lifecycle"): when SERVICE_SMTP_URL
-// is set, the owner of a personal token gets one mail 7 days before it expires and one on its last
+// Expiry notices by mail (issue 18; docs/decisions.md, "Token lifecycle"): when mail is set up
+// (plugins/mail.ts), the owner of a personal token gets one mail 7 days before it expires and one on its last
 // day. Every hour, each process claims the notices that are due (the store's one-statement claim,
 // so exactly one process sends each), sends them, and gives back the claim of a mail that failed.
 // A mail names the token, its site and its expiry, and links to the page where a new one is made;
@@ -16,19 +16,12 @@ declare module 'fastify' {
   }
 }
 
-export interface MailSettings {
-  /** An smtp:// or smtps:// address, credentials included: never logged. */
-  smtpUrl: string
-  /** The From of the mails. */
-  from: string
-}
-
 export const NOTICES_EVERY_MS = 60 * 60_000
 const KINDS: NoticeKind[] = ['day', 'week']
 
 /** The mail of one notice: subject and plain text. */
 export function noticeMail(notice: ExpiryNotice, kind: NoticeKind, tokensPage: string) {
-  const when = `${notice.expiresAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`
+  const when = shownMoment(notice.expiresAt)
   const access = notice.access === 'write' ? 'Read and write' : 'Read only'
   const subject =
     kind === 'day'
@@ -50,22 +43,20 @@ export function noticeMail(notice: ExpiryNotice, kind: NoticeKind, tokensPage: s
   return { subject, text }
 }
 
-export default fp<{ mail?: MailSettings }>(
-  async (fastify, { mail }) => {
-    const { tokens, urls, log } = fastify
-    // nodemailer is loaded only where mail is configured: nothing of it in the start-up of the rest.
-    const transport: Transporter | undefined = mail && (await import('nodemailer')).createTransport(mail.smtpUrl)
+export default fp(
+  async (fastify) => {
+    const { tokens, urls, log, mail } = fastify
 
     /** Sends the notices due now; answers how many mails went. */
     async function sendDue(): Promise<number> {
-      if (!transport || !mail) return 0
+      if (!mail.enabled) return 0
       let sent = 0
       for (const kind of KINDS) {
         for (const notice of await tokens.claimExpiryNotices(kind)) {
           if (!noticeWorthSending(notice, kind)) continue
           const { subject, text } = noticeMail(notice, kind, urls.apiTokensPage(notice.permalink))
           try {
-            await transport.sendMail({ from: mail.from, to: notice.email, subject, text })
+            await mail.send({ to: notice.email, subject, text })
             sent++
             log.info({ token_id: notice.tokenId, notice: kind }, 'token expiry notice sent')
           } catch (error) {
@@ -78,11 +69,10 @@ export default fp<{ mail?: MailSettings }>(
     }
 
     fastify.decorate('expiryNotices', { sendDue })
-    if (!transport) return
+    if (!mail.enabled) return
     repeatInBackground(fastify, { firstAfterMs: 0, everyMs: NOTICES_EVERY_MS }, async () => {
       await sendDue().catch((error: unknown) => log.warn({ err: error }, 'could not look for token expiry notices'))
     })
-    fastify.addHook('onClose', async () => transport.close())
   },
-  { name: 'expiry-notices', fastify: '5.x', dependencies: ['config', 'token-store'] },
+  { name: 'expiry-notices', fastify: '5.x', dependencies: ['config', 'token-store', 'mail'] },
 )

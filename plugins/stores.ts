@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import type { CategoryStore } from '../db/stores/categories.ts'
+import type { CredentialInventory } from '../db/stores/credential-inventory.ts'
 import type { DiscussionStore } from '../db/stores/discussions.ts'
 import type { OAuthStore } from '../db/stores/oauth.ts'
 import type { SecurityLogStore } from '../db/stores/security-log.ts'
@@ -22,6 +23,7 @@ declare module 'fastify' {
     categories: CategoryStore
     oauthRecords: OAuthStore
     securityLog: SecurityLogStore
+    inventory: CredentialInventory
   }
 }
 
@@ -81,10 +83,11 @@ export const oauthStore = fp(
   { ...STORE, name: 'oauth-store' },
 )
 
-/** The security log of the accounts (issue 18). */
+/** The security log of the accounts (issue 18), and the credentials inventory of the sites' administrators. */
 export const securityLogStore = fp(
   async (fastify) => {
     fastify.decorate('securityLog', fastify.database.securityLog(fastify.clock))
+    fastify.decorate('inventory', fastify.database.inventory(fastify.clock))
   },
   { ...STORE, name: 'security-log-store' },
 )

@@ -15,6 +15,7 @@ import {
   ReplyBody,
   UpdateBody,
 } from './api/discussions/schemas.ts'
+import { ChoiceBody, Credential, CredentialList, Policy, PolicyAnswer, PolicyChange, Revocation, Revoked } from './api/administration.ts'
 import { PersonalTokenSelf } from './api/personal-tokens.ts'
 import { SiteResource } from './api/site.ts'
 import { ErrorBody, InvalidRequestBody } from './schemas.ts'
@@ -53,6 +54,14 @@ export const NAMED_SCHEMAS = {
   NewDiscussion: CreateBody,
   NewComment: ReplyBody,
   DiscussionChange: UpdateBody,
+  Credential,
+  CredentialList,
+  Revocation,
+  RevokedCredentials: Revoked,
+  Policy,
+  PolicyChange,
+  PolicyChanged: PolicyAnswer,
+  PolicyDryRun: ChoiceBody,
   Error: ErrorBody,
   ValidationError: InvalidRequestBody,
 }
@@ -204,6 +213,7 @@ export function openapiOptions(baseUrl: string): FastifyDynamicSwaggerOptions {
         { name: 'discussions', description: 'List, read, create, reply to, change and delete discussions.' },
         { name: 'categories', description: 'The categories discussions are filed in.' },
         { name: 'tokens', description: 'The personal token of the request: what it is, when it dies, where it was used from.' },
+        { name: 'administration', description: "For the site's administrators: its credentials inventory, revocation, and its token policy." },
       ],
       components: {
         securitySchemes: {

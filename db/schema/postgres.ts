@@ -1,6 +1,6 @@
 import { sql } from '../drizzle.ts'
 import { pgBoolean, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
-import { accessLevels, commentVias, discussionStates, roles, securityKinds } from '../values.ts'
+import { accessLevels, commentVias, discussionStates, roles, securityKinds, writeTokenRules } from '../values.ts'
 
 // The PostgreSQL schema: the SQLite one (db/schema/sqlite.ts) table for table, column for column, with the
 // same names, constraints and indexes, so the stores read the same rows from either engine and
@@ -19,6 +19,11 @@ export const sites = pgTable('sites', {
   multipassKey: pgText('multipass_key').notNull(),
   createdAt: moment('created_at').notNull(),
   version: pgInteger('version').notNull().default(0),
+  tokenMaxDays: pgInteger('token_max_days').notNull().default(365),
+  writeTokens: pgText('write_tokens', { enum: writeTokenRules }).notNull().default('everyone'),
+  legacyTokenOn: pgBoolean('legacy_token_on').notNull().default(true),
+  multipassOn: pgBoolean('multipass_on').notNull().default(true),
+  passwordOn: pgBoolean('password_on').notNull().default(true),
 })
 
 const siteReference = () =>
@@ -59,6 +64,7 @@ export const memberships = pgTable(
     userId: userReference(),
     role: pgText('role', { enum: roles }).notNull(),
     createdAt: moment('created_at').notNull(),
+    administrator: pgBoolean('administrator').notNull().default(false),
   },
   (t) => [pgPrimaryKey({ columns: [t.siteId, t.userId] }), pgIndex('memberships_user_idx').on(t.userId)],
 )
@@ -252,7 +258,7 @@ export const securityEvents = pgTable(
   'security_events',
   {
     id: id(),
-    userId: userReference(),
+    userId: pgInteger('user_id').references(() => users.id, { onDelete: 'cascade' }),
     siteId: pgInteger('site_id').references(() => sites.id, { onDelete: 'cascade' }),
     kind: pgText('kind', { enum: securityKinds }).notNull(),
     createdAt: moment('created_at').notNull(),

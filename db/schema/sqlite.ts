@@ -1,6 +1,6 @@
 import { sql } from '../drizzle.ts'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from '../drizzle.ts'
-import { accessLevels, commentVias, discussionStates, roles, securityKinds } from '../values.ts'
+import { accessLevels, commentVias, discussionStates, roles, securityKinds, writeTokenRules } from '../values.ts'
 
 // Every moment is stored as integer milliseconds since the epoch (UTC), read back as a Date.
 const moment = (name: string) => integer(name, { mode: 'timestamp_ms' })
@@ -16,6 +16,14 @@ export const sites = sqliteTable('sites', {
   // Moves on with every change to what the API shows of the site: its discussions, their comments,
   // its categories (docs/decisions.md, "Conditional requests"). The validator of its listings.
   version: integer('version').notNull().default(0),
+  // The token policy its administrators set (docs/decisions.md, "Site administrators"): the longest
+  // lifetime of a new personal token, who may make read-and-write ones, and which of the older
+  // credentials the API still takes. Read with the site on every request, so it costs no query.
+  tokenMaxDays: integer('token_max_days').notNull().default(365),
+  writeTokens: text('write_tokens', { enum: writeTokenRules }).notNull().default('everyone'),
+  legacyTokenOn: integer('legacy_token_on', { mode: 'boolean' }).notNull().default(true),
+  multipassOn: integer('multipass_on', { mode: 'boolean' }).notNull().default(true),
+  passwordOn: integer('password_on', { mode: 'boolean' }).notNull().default(true),
 })
 
 /** The site a row belongs to; the row goes with it. */
@@ -64,6 +72,8 @@ export const memberships = sqliteTable(
     userId: userReference(),
     role: text('role', { enum: roles }).notNull(),
     createdAt: moment('created_at').notNull(),
+    // A supporter who administers the site: its credentials inventory and its token policy.
+    administrator: integer('administrator', { mode: 'boolean' }).notNull().default(false),
   },
   (t) => [primaryKey({ columns: [t.siteId, t.userId] }), index('memberships_user_idx').on(t.userId)],
 )
@@ -294,7 +304,9 @@ export const securityEvents = sqliteTable(
   'security_events',
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
-    userId: userReference(),
+    // Whose account it concerns; null for what concerns the site alone (its policy changed by the
+    // operator at the command line).
+    userId: integer('user_id').references(() => users.id, { onDelete: 'cascade' }),
     // The site it happened on; null for what concerns the account everywhere (disabled, say).
     siteId: integer('site_id').references(() => sites.id, { onDelete: 'cascade' }),
     kind: text('kind', { enum: securityKinds }).notNull(),

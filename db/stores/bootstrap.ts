@@ -52,7 +52,8 @@ export async function bootstrapFirstRun(
     if (!site) return null
     const users = createUserStore(tx, clock, box)
     const user = await users.insert(DEMO_SUPPORTER, passwordHash)
-    await users.addStaff(site.id, user.id)
+    // The first supporter administers the demo site (docs/decisions.md, "Site administrators").
+    await users.addStaff(site.id, user.id, { administrator: true })
     const { value, token } = await createTokenStore(tx, clock).create(FIRST_RUN_TOKEN(site.id, user.id))
     await tx.db.insert(tx.tables.securityEvents).values(eventRow(firstRunTokenEvent(token), clock()))
     // A public category and one discussion from a customer, so the listing shows what it does.

@@ -12,7 +12,8 @@ export { securityKinds, type SecurityKind }
 type DetailValue = string | number | boolean | null
 
 export interface NewSecurityEvent {
-  userId: number
+  /** Null for an event of the site alone (its policy changed at the command line). */
+  userId: number | null
   siteId?: number | null
   kind: SecurityKind
   address?: string | null
@@ -23,7 +24,7 @@ export interface NewSecurityEvent {
 
 export interface SecurityEvent {
   id: number
-  userId: number
+  userId: number | null
   siteId: number | null
   kind: SecurityKind
   createdAt: Date

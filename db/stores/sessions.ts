@@ -4,6 +4,7 @@ import type { StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { DAY_MS } from '../../lib/clock.ts'
 import { fingerprint } from '../../lib/token-format.ts'
+import { isStaffRole } from './staff.ts'
 
 /** How long a supporter stays signed in. */
 export const SESSION_LIFETIME_MS = 7 * DAY_MS
@@ -24,6 +25,7 @@ export function createSessionStore(port: StorePort, clock: Clock) {
       name: users.name,
       disabled: users.disabled,
       role: memberships.role,
+      administrator: memberships.administrator,
     })
     .from(webSessions)
     .innerJoin(users, eq(users.id, webSessions.userId))
@@ -56,7 +58,9 @@ export function createSessionStore(port: StorePort, clock: Clock) {
         await destroy(id)
         return undefined
       }
-      return { userId: session.userId, email: session.email, name: session.name, role: session.role }
+      // An administrator is one while on the staff (users.isAdministrator).
+      const administrator = isStaffRole(session.role) && session.administrator === true
+      return { userId: session.userId, email: session.email, name: session.name, role: session.role, administrator }
     },
 
     destroy,

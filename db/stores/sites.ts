@@ -5,6 +5,7 @@ import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { permalinkProblem } from '../../lib/permalink.ts'
 import { StoreError } from './errors.ts'
+import { changedPolicy, policyOf, type SitePolicy } from './site-policy.ts'
 
 export type Site = Tables['sites']['$inferSelect']
 
@@ -125,6 +126,24 @@ export function createSiteStore(port: StorePort, clock: Clock) {
       checkMultipassKey(key)
       await db.update(sites).set({ multipassKey: key }).where(eq(sites.id, siteId))
       return key
+    },
+
+    /**
+     * Changes the site's token policy (docs/decisions.md, "Site administrators"), each change
+     * checked; the policy before and after. Under the site's row lock, so two administrators'
+     * changes take turns and each one's `before` is what it replaced. Every process sees the new
+     * policy from its next request on (the site is read with every request).
+     */
+    async setPolicy(siteId: number, changes: Partial<SitePolicy>): Promise<{ before: SitePolicy; after: SitePolicy }> {
+      return port.atomic(async (tx) => {
+        await lockSite(tx, siteId)
+        const [site] = await tx.db.select().from(sites).where(eq(sites.id, siteId))
+        if (!site) throw new StoreError('there is no such site', 'not_found', 'site')
+        const before = policyOf(site)
+        const after = changedPolicy(before, changes)
+        await tx.db.update(sites).set(after).where(eq(sites.id, siteId))
+        return { before, after }
+      })
     },
 
     /** Every site, by permalink in code point order whatever the database's collation. */

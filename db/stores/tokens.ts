@@ -1,8 +1,9 @@
-import { and, count, desc, eq, gt, inArray, isNull, notInArray, sql } from '../drizzle.ts'
+import { and, count, countDistinct, desc, eq, gt, inArray, isNull, notInArray, sql } from '../drizzle.ts'
 import { unguarded, type StorePort } from '../port.ts'
-import type { Clock } from '../../lib/clock.ts'
+import { DAY_MS, type Clock } from '../../lib/clock.ts'
 import { fingerprint, generatePersonalToken } from '../../lib/token-format.ts'
 import { eventRow } from './security-log.ts'
+import { checkTokenPolicy, policyOf } from './site-policy.ts'
 import { membershipOn, staffColumn } from './staff.ts'
 import {
   ADDRESSES_KEPT,
@@ -35,6 +36,13 @@ import {
 /** A use waits this long in the queue, so a burst of requests costs one write. */
 const FLUSH_AFTER_MS = 1_000
 
+/** A token the policy shortened: as it is now, when it was to expire, and its owner. */
+export interface ShortenedToken {
+  token: PersonalToken
+  expiredAt: Date
+  owner: { id: number; email: string; name: string }
+}
+
 export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (error: unknown) => void) {
   const { db, tables: { memberships, personalTokenAddresses, personalTokens, securityEvents, sites, users } } = port
   const ownerSelection = { email: users.email, disabled: users.disabled, staff: staffColumn(memberships) }
@@ -63,6 +71,14 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
     .where(eq(personalTokens.fingerprint, sql.placeholder('fingerprint')))
     .prepare('tokens_by_fingerprint')
   const lookupByFingerprint = port.remember(async (key) => (await byFingerprint.execute({ fingerprint: key }))[0])
+
+  /** The live tokens of the site that end more than `days` from now. */
+  const overLimit = (siteId: number, days: number) =>
+    and(
+      eq(personalTokens.siteId, siteId),
+      isNull(personalTokens.revokedAt),
+      gt(personalTokens.expiresAt, new Date(clock() + days * DAY_MS)),
+    )
 
   async function activeCount(q: StorePort, userId: number): Promise<number> {
     const p = sql.placeholder
@@ -177,7 +193,7 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
           tx
             .locked(
               db
-                .select({ role: memberships.role, disabled: users.disabled })
+                .select({ role: memberships.role, administrator: memberships.administrator, disabled: users.disabled })
                 .from(users)
                 .leftJoin(memberships, membershipOn(memberships, p('siteId'), users.id))
                 .where(eq(users.id, p('userId'))),
@@ -185,7 +201,13 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
             )
             .prepare('tokens_owner_locked'),
         )
-        checkTokenOwner((await owner.execute({ siteId, userId }))[0])
+        const found = (await owner.execute({ siteId, userId }))[0]
+        checkTokenOwner(found)
+        // The policy as it is now, under the owner's lock: a policy changed meanwhile applies.
+        const policy = tx.prepared('tokens_site_policy', (db) =>
+          db.select().from(sites).where(eq(sites.id, p('siteId'))).prepare('tokens_site_policy'),
+        )
+        checkTokenPolicy(policyOf((await policy.execute({ siteId }))[0]), checked, found.administrator === true)
         checkActiveTokens(await activeCount(tx, userId))
         const [token] = await tx.db.insert(personalTokens).values(newTokenRow(checked, value, clock())).returning()
         return { value, token }
@@ -210,6 +232,47 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
         .where(where)
         .orderBy(desc(personalTokens.createdAt), desc(personalTokens.id))
       return rows.map(({ token, ...owner }) => ({ ...token, ...owner }))
+    },
+
+    /**
+     * The live tokens of a site that last longer than `days` from now: how many, and of how many
+     * people. What a shorter longest lifetime would shorten (the policy's dry run).
+     */
+    async overLimit(siteId: number, days: number): Promise<{ tokens: number; people: number }> {
+      const [found] = await db
+        .select({ tokens: count(), people: countDistinct(personalTokens.userId) })
+        .from(personalTokens)
+        .where(overLimit(siteId, days))
+      return found
+    },
+
+    /**
+     * Shortens the live tokens of a site that last longer than `days` from now to end then, in one
+     * statement; each one as it was before, with its owner and new expiry. Their expiry notices
+     * are due again for the new date.
+     */
+    async shorten(siteId: number, days: number): Promise<ShortenedToken[]> {
+      return port.atomic(async (tx) => {
+        const before = await tx.locked(
+          tx.db.select({ id: personalTokens.id, expiresAt: personalTokens.expiresAt }).from(personalTokens).where(overLimit(siteId, days)),
+        )
+        if (before.length === 0) return []
+        const until = new Date(clock() + days * DAY_MS)
+        const changed = await tx.db
+          .update(personalTokens)
+          .set({ expiresAt: until, weekNoticeAt: null, dayNoticeAt: null })
+          .where(inArray(personalTokens.id, before.map((token) => token.id)))
+          .returning()
+        const was = new Map(before.map((token) => [token.id, token.expiresAt]))
+        const owners = await tx.db
+          .select({ id: users.id, email: users.email, name: users.name })
+          .from(users)
+          .where(inArray(users.id, [...new Set(changed.map((token) => token.userId))]))
+        const byId = new Map(owners.map((owner) => [owner.id, owner]))
+        return changed
+          .sort((a, b) => a.id - b.id)
+          .map((token) => ({ token, expiredAt: was.get(token.id)!, owner: byId.get(token.userId)! }))
+      })
     },
 
     /** Marks the token revoked; it is refused from the next request on. */

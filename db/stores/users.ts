@@ -265,19 +265,50 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
       return isStaffRole(await role(siteId, userId))
     },
 
-    /** Gives the user the staff role on the site (a membership made or changed). */
-    async addStaff(siteId: number, userId: number): Promise<void> {
+    /**
+     * Gives the user the staff role on the site (a membership made or changed), and makes them its
+     * administrator when asked; an administrator added again stays one.
+     */
+    async addStaff(siteId: number, userId: number, { administrator = false } = {}): Promise<void> {
+      const set: { role: Role; administrator?: boolean } = administrator ? { role: STAFF_ROLE, administrator } : { role: STAFF_ROLE }
       await db
         .insert(memberships)
-        .values({ siteId, userId, role: STAFF_ROLE, createdAt: new Date(clock()) })
-        .onConflictDoUpdate({ target: [memberships.siteId, memberships.userId], set: { role: STAFF_ROLE } })
+        .values({ siteId, userId, role: STAFF_ROLE, administrator, createdAt: new Date(clock()) })
+        .onConflictDoUpdate({ target: [memberships.siteId, memberships.userId], set })
     },
 
-    /** The user stays on the site as a customer, so what they wrote there keeps its author. */
+    /**
+     * Makes a supporter of the site its administrator, or no longer one; whether anything changed.
+     * A StoreError for someone not on its staff: only supporters administer a site.
+     */
+    async setAdministrator(siteId: number, userId: number, administrator: boolean): Promise<boolean> {
+      if (!isStaffRole(await role(siteId, userId))) throw new StoreError('only support staff of the site can be its administrators; add them to the staff first', 'invalid', 'email')
+      const changed = await db
+        .update(memberships)
+        .set({ administrator })
+        .where(and(membershipOn(memberships, siteId, userId), eq(memberships.administrator, !administrator)))
+        .returning({ userId: memberships.userId })
+      return changed.length > 0
+    },
+
+    /** Whether the user is an administrator of the site: a supporter with the flag. */
+    async isAdministrator(siteId: number, userId: number): Promise<boolean> {
+      const found = port.prepared('users_administrator_of', (db) =>
+        db
+          .select({ role: memberships.role, administrator: memberships.administrator })
+          .from(memberships)
+          .where(membershipOn(memberships, sql.placeholder('siteId'), sql.placeholder('userId')))
+          .prepare('users_administrator_of'),
+      )
+      const [membership] = await found.execute({ siteId, userId })
+      return membership !== undefined && isStaffRole(membership.role) && membership.administrator
+    },
+
+    /** The user stays on the site as a customer, so what they wrote there keeps its author; an administrator no longer. */
     async removeStaff(siteId: number, userId: number): Promise<boolean> {
       const changed = await db
         .update(memberships)
-        .set({ role: 'customer' })
+        .set({ role: 'customer', administrator: false })
         .where(and(membershipOn(memberships, siteId, userId), eq(memberships.role, STAFF_ROLE)))
         .returning({ userId: memberships.userId })
       return changed.length > 0

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Site } from '../../db/stores/sites.ts'
+import { switchedOff } from '../../db/stores/site-policy.ts'
 import type { Refusal } from './challenge.ts'
 import { legacyTokenCheck } from './checks/legacy-token.ts'
 import { deprecationLink, multipassCheck } from './checks/multipass.ts'
@@ -147,6 +148,9 @@ export default fp(
       const method = request.routeOptions.config.checksWriteAccess ? 'GET' : request.method
       const result = await checkWithinBudget(credential, site, { method, ip: request.ip })
       if ('accepted' in result) {
+        // A right credential of a kind the site switched off is told so (not counted: no guess).
+        const off = switchedOff(result.accepted.site, result.accepted.method)
+        if (off) return refuseWith(reply, permalink, { kind: 'switched_off', method: off })
         request.auth = result.accepted
         if (result.headers) reply.headers(result.headers)
         return

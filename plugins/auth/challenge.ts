@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import type { Urls } from '../../lib/urls.ts'
+import { SWITCHABLE_NAMES, type SwitchableMethod } from '../../db/stores/site-policy.ts'
 
 // The WWW-Authenticate challenge of spec 5.4 and table 7. Parameters always come in this order,
 // each quoted: realm, resource_metadata, scope, error, error_description (docs/decisions.md).
@@ -53,6 +54,8 @@ export type Refusal =
   | { kind: 'invalid_password' }
   | { kind: 'insufficient_scope' }
   | { kind: 'staff_only' }
+  /** A right credential of a kind the site's token policy switched off (db/stores/site-policy.ts). */
+  | { kind: 'switched_off'; method: SwitchableMethod }
   /** Too many failed authentications from the client address, or password checks of the account. */
   | { kind: 'too_many_attempts'; retryAfter: number }
   /** Every password check slot and queue place is taken. */
@@ -120,6 +123,12 @@ export function refusalResponse(refusal: Refusal, permalink: string, urls: Urls)
         status: 403,
         headers: challenge({ error: 'insufficient_scope' }, 'write'),
         body: `This token lacks the write scope: it is Read only. Create a Read and write token for changes at ${tokensPage}\n`,
+      }
+    case 'switched_off':
+      return {
+        status: 401,
+        headers: challenge({ error: 'invalid_token', errorDescription: `${SWITCHABLE_NAMES[refusal.method]} is switched off for this site` }),
+        body: `${SWITCHABLE_NAMES[refusal.method]} is switched off for this site by its administrators. Send a personal API token as "Authorization: Bearer <token>"; supporters create one at ${tokensPage}\n`,
       }
     case 'staff_only':
       return { status: 403, headers: { 'content-type': TEXT }, body: "API access is limited to the site's support staff.\n" }

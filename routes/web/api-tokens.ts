@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { DAY_MS } from '../../lib/clock.ts'
+import { DAY_MS, shownMoment } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { maskedToken } from '../../lib/token-format.ts'
 import type { EngineEvents } from '../../db/engine.ts'
 import { StoreError } from '../../db/stores/errors.ts'
-import { DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, MAX_ACTIVE_TOKENS, MAX_TOKEN_NAME, tokenState, type ListedToken, type TokenAddress } from '../../db/stores/token-rules.ts'
+import { defaultExpiry, expiryChoices } from '../../db/stores/site-policy.ts'
+import { DEFAULT_EXPIRY_DAYS, MAX_ACTIVE_TOKENS, MAX_TOKEN_NAME, tokenState, type ListedToken, type TokenAddress } from '../../db/stores/token-rules.ts'
 import { tokenDetail } from '../../db/stores/security-log.ts'
 import { authorizedApplications } from './oauth.ts'
 import { logPageEvent, pageData, requireSupporter } from './pages.ts'
@@ -29,7 +30,7 @@ interface CreateBody {
   form_id?: unknown
 }
 
-const when = (date: Date) => date.toISOString().slice(0, 16).replace('T', ' ') + ' UTC'
+const when = shownMoment
 
 function describe(token: ListedToken, addresses: TokenAddress[], now: number) {
   const days = Math.ceil((token.expiresAt.getTime() - now) / DAY_MS)
@@ -142,8 +143,19 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
     return active.map((token) => describe(token, addresses.get(token.id) ?? [], now))
   }
 
+  /** What the site's token policy lets the signed-in supporter create (db/stores/site-policy.ts). */
+  function allowed(request: FastifyRequest) {
+    const { site, user } = request.web
+    return {
+      expiryChoices: expiryChoices(site.tokenMaxDays),
+      writeAllowed: site.writeTokens === 'everyone' || user!.administrator,
+      maxDays: site.tokenMaxDays,
+    }
+  }
+
   async function render(request: FastifyRequest, reply: FastifyReply, status: number, extra: Record<string, unknown> = {}) {
     const list = await activeTokens(request)
+    const policy = allowed(request)
     const remaining = Math.max(0, MAX_ACTIVE_TOKENS - (await tokens.activeCount(request.web.user!.id)))
     return reply.page(
       'api_tokens',
@@ -153,10 +165,10 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
         applications: await authorizedApplications(request),
         remaining,
         limit: MAX_ACTIVE_TOKENS,
-        expiryChoices: EXPIRY_DAYS,
+        ...policy,
         maxName: MAX_TOKEN_NAME,
         formId: randomBytes(16).toString('base64url'),
-        values: { name: '', access: 'read', expires: String(DEFAULT_EXPIRY_DAYS) },
+        values: { name: '', access: 'read', expires: String(defaultExpiry(policy.maxDays, DEFAULT_EXPIRY_DAYS)) },
         errors: {},
         created: null,
         notice: null,
@@ -189,9 +201,11 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
     const errors: Record<string, string> = {}
     if (!values.access) errors.access = 'Choose Read only or Read and write.'
     const days = Number(values.expires)
-    if (!EXPIRY_DAYS.map(String).includes(values.expires)) {
-      errors.expires = `Choose ${EXPIRY_DAYS.join(', ')} days.`
+    const { expiryChoices: choices, writeAllowed } = allowed(request)
+    if (!choices.map(String).includes(values.expires)) {
+      errors.expires = `Choose ${choices.join(', ')} days.`
     }
+    if (values.access === 'write' && !writeAllowed) errors.access = "Only the site's administrators may create Read and write tokens here. Choose Read only."
     if (values.name.trim() === '') errors.name = 'Give the token a name that says what it is for.'
     else if (values.name.trim().length > MAX_TOKEN_NAME) errors.name = `Keep the name to ${MAX_TOKEN_NAME} characters at most.`
     else if (holdsNul(values.name)) errors.name = 'The name cannot contain the character U+0000 (NUL).'
@@ -212,7 +226,8 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
     } catch (error) {
       // No token was made: the same form may be sent again.
       if (formId) await forms.release(formId)
-      // The form was checked above and the page is for staff only: the limit is the one refusal left.
+      // The form was checked above against the policy of this request's site, and the page is for
+      // staff only: the limit is the one refusal left.
       if (!(error instanceof StoreError) || error.code !== 'limit') throw error
       const message = `You already have ${MAX_ACTIVE_TOKENS} active tokens, the most allowed. Revoke one you no longer use, then create the new one.`
       return render(request, reply, 409, { values, errors: { form: message } })

@@ -3,6 +3,7 @@ import type { FastifyError, FastifyPluginAsync } from 'fastify'
 import { answerUnavailable, refusedUnstorableText } from '../../plugins/http/database-refusals.ts'
 import sessions from '../../plugins/sessions.ts'
 import views from '../../plugins/views.ts'
+import administrationRoutes from './administration.ts'
 import apiTokenRoutes from './api-tokens.ts'
 import oauthRoutes from './oauth.ts'
 import securityLogRoutes from './security-log.ts'
@@ -58,6 +59,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl }) =>
       await web.register(profileRoutes)
       await web.register(oauthRoutes)
       await web.register(securityLogRoutes)
+      await web.register(administrationRoutes)
     },
     { prefix: webPrefix(siteUrl) },
   )

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { shownMoment } from '../../lib/clock.ts'
 import type { InteractionResults } from 'oidc-provider'
 import { bindToBrowser } from '../../plugins/oauth/consent-binding.ts'
 import { permalinkOfResource } from '../../lib/urls.ts'
@@ -29,7 +30,7 @@ const expired = (request: FastifyRequest, reply: FastifyReply) =>
     400,
   )
 
-const when = (date: Date) => date.toISOString().slice(0, 16).replace('T', ' ') + ' UTC'
+const when = shownMoment
 
 /** The applications the signed-in supporter authorized on this site, for the API tokens page. */
 export async function authorizedApplications(request: FastifyRequest) {

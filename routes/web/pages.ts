@@ -35,6 +35,17 @@ export async function requireSupporter(request: FastifyRequest, reply: FastifyRe
   if (!isStaffRole(user.role)) return reply.page('forbidden', pageData(request, reply, { title: 'Support staff only' }), 403)
 }
 
+/**
+ * preHandler of the administration pages (docs/decisions.md, "Site administrators"): a signed-out
+ * visitor is sent to sign in; anyone signed in who is not an administrator of this site gets 403,
+ * whatever the page or its form. A fresh sign-in asked before these actions goes after this one.
+ */
+export async function requireAdministrator(request: FastifyRequest, reply: FastifyReply) {
+  const { user } = request.web
+  if (!user) return signInRedirect(request, reply)
+  if (!user.administrator) return reply.page('forbidden', pageData(request, reply, { title: 'Administrators only', administratorsOnly: true }), 403)
+}
+
 /** A `next` address is followed only when it stays on this site's pages (no open redirect). */
 export function safeNext(next: unknown, sitePath: string): string | null {
   if (typeof next !== 'string' || !next.startsWith(`${sitePath}/`)) return null

@@ -23,6 +23,10 @@ export const KIND_LABELS: Record<SecurityKind, string> = {
   password_set: 'Password set',
   oauth_authorized: 'Application authorized',
   oauth_revoked: 'Application revoked',
+  administrator_added: 'Made an administrator',
+  administrator_removed: 'No longer an administrator',
+  policy_changed: 'Token policy changed',
+  token_shortened: 'Token lifetime shortened',
 }
 
 const ACTORS: Record<string, string> = {

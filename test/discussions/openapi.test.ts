@@ -16,6 +16,8 @@ const READS = [
   '/{site}/categories',
   '/{site}/categories/{id}',
   '/{site}/categories/{id}/discussions',
+  '/{site}/credentials',
+  '/{site}/policy',
 ]
 const WRITES = [
   'post /{site}/categories/{id}/discussions',
@@ -23,6 +25,8 @@ const WRITES = [
   'put /{site}/discussions/{number}',
   'delete /{site}/discussions/{number}',
   ...['resolve', 'unresolve', 'toggle', 'restore', 'change_category'].map((action) => `post /{site}/discussions/{number}/${action}`),
+  'post /{site}/credentials/revoke',
+  'patch /{site}/policy',
 ]
 const EXPECTED = [...READS.flatMap((path) => [`get ${path}`, `head ${path}`]), ...WRITES]
 
@@ -60,7 +64,7 @@ t.test('every API route is in the document, and nothing else', async (t) => {
 
   // Any discussion or category route registered in the app, now or later, must be documented.
   const toPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
-  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens)/.test(r.url))
+  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy)/.test(r.url))
   t.equal(apiShaped.length, EXPECTED.length - 2, 'all but the site resource')
   for (const r of apiShaped) t.ok(documented.includes(`${r.method} ${toPath(r.url)}`), `${r.method} ${r.url} is documented`)
   t.notOk(Object.keys(doc.paths).some((p) => p.includes('*') || p.includes('openapi') || p.includes('well-known')))

@@ -2,67 +2,20 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { SMTPServer } from 'smtp-server'
 import t, { type Test } from 'tap'
 import { noticeMail } from '../../plugins/expiry-notices.ts'
 import { DAY_MS } from '../../lib/clock.ts'
 import { BASE_URL, buildTestApp, SITE_URL, supporterWithToken, testClock } from '../fixtures/app.ts'
 import { logCapture } from '../fixtures/log.ts'
+import { mailServer, readMail, type Mail } from '../fixtures/mail.ts'
 import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { buildApp } from '../../app.ts'
 
 // Issue 18, item 5: mails 7 days before a personal token expires and on its last day, sent to a
 // real SMTP server (smtp-server, started here) by the service's own transport (nodemailer).
 
-interface Mail {
-  from: string
-  to: string[]
-  raw: string
-}
-
-/** A real SMTP server on a free port that keeps what it receives; `refuse` makes it turn mails away. */
-async function mailServer(t: Test) {
-  const mails: Mail[] = []
-  const state = { refuse: false, logins: [] as string[] }
-  const server = new SMTPServer({
-    authOptional: true,
-    allowInsecureAuth: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onAuth(auth, _session, callback) {
-      state.logins.push(`${auth.username}:${auth.password}`)
-      callback(null, { user: auth.username })
-    },
-    onRcptTo(_address, _session, callback) {
-      callback(state.refuse ? Object.assign(new Error('mailbox unavailable'), { responseCode: 550 }) : undefined)
-    },
-    onData(stream, session, callback) {
-      let raw = ''
-      stream.on('data', (chunk) => (raw += chunk))
-      stream.on('end', () => {
-        mails.push({ from: (session.envelope.mailFrom as { address: string }).address, to: session.envelope.rcptTo.map((r) => r.address), raw })
-        callback()
-      })
-    },
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
-  const { port } = server.server.address() as { port: number }
-  return { mails, state, url: `smtp://mailer:s3cret-smtp@127.0.0.1:${port}` }
-}
-
 const FROM = 'Service Desk <desk@example.test>'
-const hex = (text: string) => text.replace(/=([0-9A-F]{2})/g, (_, code: string) => String.fromCharCode(parseInt(code, 16)))
 
-/** The subject (MIME encoded words, RFC 2047) and the text (quoted-printable) of a received mail. */
-function readMail(mail: Mail) {
-  const [head, ...body] = mail.raw.split('\r\n\r\n')
-  const unfolded = head.replace(/\r\n[ \t]+/g, ' ')
-  const encoded = /^Subject: (.*)$/m.exec(unfolded)![1]
-  const subject = encoded.replace(/=\?UTF-8\?Q\?(.*?)\?=\s*/g, (_, word: string) => hex(word.replace(/_/g, ' '))).trim()
-  const text = /quoted-printable/i.test(head) ? hex(body.join('\r\n\r\n').replace(/=\r\n/g, '')) : body.join('\r\n\r\n')
-  return { subject, text }
-}
 const subjectOf = (mail: Mail) => readMail(mail).subject
 
 t.test('a mail 7 days before and one on the last day, to the owner, never with the token value', async (t) => {

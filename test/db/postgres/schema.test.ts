@@ -152,7 +152,8 @@ t.test('a freshly migrated database is the schema: columns, keys, indexes, forei
         type: TYPES[c.type],
         precision: c.type === 'date' ? 3 : null,
         identity: c.name === 'id' && c.primary,
-        default: c.default === undefined ? null : String(c.default),
+        // PostgreSQL spells a text default as a cast literal.
+        default: c.default === undefined ? null : typeof c.default === 'string' ? `'${c.default}'::text` : String(c.default),
       })),
       `${name}: the columns, in order, with their types, nullability, identity and defaults`,
     )

@@ -1,0 +1,36 @@
+// Mail to the people of the help desk (docs/decisions.md, "Token lifecycle" and "Site
+// administrators"): expiry notices, and what an administrator did to someone's credentials. Sent
+// only when SERVICE_SMTP_URL is set; without it `enabled` is false and `send` does nothing, so
+// every caller is written once. No mail ever holds a credential's value.
+
+export interface MailSettings {
+  /** An smtp:// or smtps:// address, credentials included: never logged. */
+  smtpUrl: string
+  /** The From of the mails. */
+  from: string
+}
+
+export interface Mail {
+  to: string
+  subject: string
+  text: string
+}
+
+export interface Mailer {
+  readonly enabled: boolean
+  /** Sends one plain-text mail; throws when the server refuses it. */
+  send(mail: Mail): Promise<void>
+  close(): void
+}
+
+/** A mailer over SMTP, or one that sends nothing without settings. nodemailer is loaded only with settings. */
+export async function createMailer(settings: MailSettings | undefined): Promise<Mailer> {
+  const transport = settings && (await import('nodemailer')).createTransport(settings.smtpUrl)
+  return {
+    enabled: transport !== undefined,
+    async send(mail: Mail) {
+      if (transport && settings) await transport.sendMail({ from: settings.from, ...mail })
+    },
+    close: () => transport?.close(),
+  }
+}
