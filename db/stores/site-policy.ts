@@ -107,5 +107,5 @@ export function switchedOff(policy: SitePolicy, method: string): SwitchableMetho
 export const SWITCHABLE_NAMES: Record<SwitchableMethod, string> = {
   legacy_token: 'The legacy API token',
   multipass: 'Multipass',
-  password: 'Email and password',
+  password: 'Basic authentication with email and password',
 }

@@ -1,6 +1,9 @@
 import t from 'tap'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
+import { logCapture } from '../fixtures/log.ts'
+import { mailServer } from '../fixtures/mail.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
+import { personWithPassword, webClient } from '../fixtures/web.ts'
 
 // Issue 34: the administrators' resources of the v1 API (docs/decisions.md, "Site
 // administrators"): only an administrator of the site reads or changes them, with any credential;
@@ -143,4 +146,40 @@ t.test('a policy change for a site that is gone, and a shortening that finds not
   await t.rejects(app.sites.setPolicy(9999, { passwordOn: false }), { code: 'not_found' })
   const site = await app.sites.add('empty')
   t.same(await app.tokens.shorten(site.id, 7), [])
+})
+
+t.test('a mail the server refuses is logged, without the address of the server, and the revocation stands', async (t) => {
+  const smtp = await mailServer(t)
+  smtp.state.refuse = true
+  const log = logCapture()
+  const { app } = await buildTestApp(t, { config: { mail: { smtpUrl: smtp.url, from: 'Desk <desk@example.test>' } }, logStream: log.stream })
+  const admin = await supporterWithToken(app, { email: 'admin@example.test' })
+  await app.users.setAdministrator(admin.site.id, admin.user.id, true)
+  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  const done = await app.inject({ method: 'POST', url: '/demo/credentials/revoke', headers: json(admin.bearer), payload: { ids: [`pat-${ann.token.id}`], reason: 'x' } })
+  t.equal(done.statusCode, 200)
+  t.equal((await app.inject({ url: '/demo', headers: ann.bearer })).statusCode, 401)
+  const warning = log.entries().find((entry) => entry.msg === 'could not mail the owner of a credential an administrator changed')
+  t.match(warning, { level: 40, err: { message: /mailbox unavailable/ } })
+  t.notMatch(log.text(), 's3cret-smtp', 'never the SMTP credentials')
+})
+
+t.test('an unexpected failure of a policy change is a 500, on the API and the page', async (t) => {
+  const { app } = await buildTestApp(t)
+  const admin = await personWithPassword(app)
+  await app.users.setAdministrator(admin.site.id, admin.user.id, true)
+  const token = await supporterWithToken(app, { email: admin.email })
+  app.administration.setPolicy = async () => {
+    throw new Error('the disk is on fire')
+  }
+  const api = await app.inject({ method: 'PATCH', url: '/demo/policy', headers: json(token.bearer), payload: { password: false } })
+  t.equal(api.statusCode, 500)
+  t.equal(api.json().error, 'internal_error')
+  const web = webClient(app)
+  await web.signIn(admin.email, admin.password)
+  await web.get('/demo/admin/policy')
+  const page = await web.post('/demo/admin/policy', { max_token_days: '30', write_tokens: 'everyone', legacy_token: 'on', multipass: 'on', password: 'on' })
+  t.equal(page.statusCode, 500)
+  t.match(page.body, 'Something went wrong on our side.')
+  t.notMatch(page.body, 'the disk is on fire')
 })

@@ -1,8 +1,8 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { chromium } from 'playwright-core'
 import t from 'tap'
+import { launchChromium } from '../fixtures/browser.ts'
 import { main } from '../../cli/main.ts'
 import { systemClock } from '../../lib/clock.ts'
 import { mailServer, readMail } from '../fixtures/mail.ts'
@@ -12,11 +12,7 @@ import { startServer } from '../fixtures/server.ts'
 // against a real server, with a real SMTP server receiving the owners' mails; the people the
 // operator adds at the command line (the same database file) are the other side.
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
-
 t.test('an administrator filters the inventory, revokes two tokens with a reason, and tightens the policy with its dry run', async (t) => {
-  t.ok(existsSync(CHROMIUM), `Chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`)
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-admin-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const smtp = await mailServer(t)
@@ -41,8 +37,7 @@ t.test('an administrator filters the inventory, revokes two tokens with a reason
   const annKept = await cli('token', 'create', 'demo', 'ann@example.test', '--name', 'Kept', '--access', 'read', '--expires', '365')
   const api = (path: string, token: string) => fetch(`${server.base}${path}`, { headers: { accept: 'application/vnd.service-v1+json', authorization: `Bearer ${token}` } })
 
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS })
-  t.teardown(() => browser.close())
+  const browser = await launchChromium(t)
   const page = await browser.newPage({ viewport: { width: 1200, height: 900 } })
   await page.goto(`${server.base}/demo/login`)
   await page.getByLabel('Email').fill(adminEmail)

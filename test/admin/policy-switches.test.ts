@@ -19,7 +19,7 @@ t.test('the legacy token, multipass and Basic: refused with the policy descripti
     multipass: { 'x-multipass': makeMultipass({ email: ann.user.email, expires: inDays(one, 1) }, site.multipassKey, 'demo'), accept: V1 },
     password: basic(ann.user.email, ann.password),
   }
-  const names = { legacy_token: 'The legacy API token', multipass: 'Multipass', password: 'Email and password' }
+  const names = { legacy_token: 'The legacy API token', multipass: 'Multipass', password: 'Basic authentication with email and password' }
   const fields = { legacy_token: 'legacyTokenOn', multipass: 'multipassOn', password: 'passwordOn' } as const
 
   for (const [kind, headers] of Object.entries(credentials) as Array<[keyof typeof credentials, Record<string, string>]>) {

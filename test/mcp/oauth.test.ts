@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -6,8 +6,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
-import { chromium } from 'playwright-core'
 import t from 'tap'
+import { launchChromium } from '../fixtures/browser.ts'
 import { freePort, startServer } from '../fixtures/server.ts'
 
 // The MCP SDK's own client signs in through OAuth against a real server: from the 401 of /demo/mcp
@@ -15,11 +15,7 @@ import { freePort, startServer } from '../fixtures/server.ts'
 // supporter to the consent page (headless Chromium signs in and allows), exchanges the code, and
 // then lists and calls the tools with the token it got.
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
-
 t.test('an MCP client connects through the OAuth flow', async (t) => {
-  t.ok(existsSync(CHROMIUM), `Chromium at ${CHROMIUM}`)
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-mcp-oauth-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const server = await startServer(t, { SERVICE_DB: join(dir, 'service.db') })
@@ -70,8 +66,7 @@ t.test('an MCP client connects through the OAuth flow', async (t) => {
   t.equal(authorizationUrl!.searchParams.get('code_challenge_method'), 'S256')
   t.equal(authorizationUrl!.searchParams.get('resource'), `${server.base}/demo`)
 
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS })
-  t.teardown(() => browser.close())
+  const browser = await launchChromium(t)
   const page = await browser.newPage()
   await page.goto(authorizationUrl!.href)
   t.match(page.url(), `${server.base}/demo/login?next=`, 'sign in first')

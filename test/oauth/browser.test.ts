@@ -3,16 +3,14 @@ import { createServer, type IncomingMessage } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as oauth from 'oauth4webapi'
-import { chromium } from 'playwright-core'
 import t, { type Test } from 'tap'
+import { launchChromium } from '../fixtures/browser.ts'
 import { freePort, startServer } from '../fixtures/server.ts'
 
 // The whole OAuth flow as an application and a supporter go through it: a real server process, a
 // real OAuth client library (oauth4webapi), Debian's Chromium driven by playwright-core, and the
 // application's own redirect URI, a small HTTP server on the loopback interface (RFC 8252).
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 const V1 = 'application/vnd.service-v1+json'
 // The server is http://localhost: oauth4webapi refuses plain http unless told otherwise.
 const insecure = { [oauth.allowInsecureRequests]: true } as const
@@ -59,7 +57,6 @@ async function callbackServer(t: Test) {
 }
 
 t.test('an application gets, uses, refreshes and loses access through OAuth in a real browser', async (t) => {
-  t.ok(existsSync(CHROMIUM), `Chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`)
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-oauth-browser-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const server = await startServer(t, { SERVICE_DB: join(dir, 'service.db') })
@@ -128,8 +125,7 @@ t.test('an application gets, uses, refreshes and loses access through OAuth in a
     return { url: url.href, verifier, state }
   }
 
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS })
-  t.teardown(() => browser.close())
+  const browser = await launchChromium(t)
   const page = await browser.newPage({ viewport: { width: 1100, height: 900 } })
   const consentPage = new RegExp(`^${server.base}/demo/oauth/authorize/[\\w-]+$`)
 

@@ -1,16 +1,11 @@
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { chromium } from 'playwright-core'
 import t from 'tap'
+import { launchChromium } from '../fixtures/browser.ts'
 import { startServer } from '../fixtures/server.ts'
 
-// Debian's Chromium, driven by playwright-core: nothing downloads a browser of its own.
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
-
 t.test('a supporter manages a token in a real browser against a real server', async (t) => {
-  t.ok(existsSync(CHROMIUM), `Chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`)
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-browser-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const server = await startServer(t, { SERVICE_DB: join(dir, 'service.db') })
@@ -20,8 +15,7 @@ t.test('a supporter manages a token in a real browser against a real server', as
   const api = (method: string, path: string, token: string) =>
     fetch(`${server.base}${path}`, { method, headers: { accept: 'application/vnd.service-v1+json', authorization: `Bearer ${token}` } })
 
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS })
-  t.teardown(() => browser.close())
+  const browser = await launchChromium(t)
   const page = await browser.newPage({ viewport: { width: 1100, height: 900 } })
 
   await page.goto(`${server.base}/demo/profile/api_tokens`)
