@@ -1,5 +1,5 @@
 import Fastify, { type FastifyError } from 'fastify'
-import { DEFAULT_SECURITY_LOG_DAYS, type Config } from './config.ts'
+import { DEFAULT_SECURITY_LOG_DAYS, DEFAULT_SUDO_MINUTES, type Config } from './config.ts'
 import { DEFAULT_LIMITS } from './plugins/auth/limits.ts'
 import { systemClock, type Clock } from './lib/clock.ts'
 import { defaultConnectionSettings, guardConnections, timeoutOptions, type ConnectionSettings } from './lib/connections.ts'
@@ -42,7 +42,7 @@ import webPages from './routes/web/index.ts'
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'databaseAddress' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'sudoMinutes'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -159,7 +159,7 @@ export function buildApp(options: AppOptions) {
   })
 
   // The supporter web pages, under the site URL. They never accept an API credential.
-  app.register(webPages, { siteUrl: config.siteUrl })
+  app.register(webPages, { siteUrl: config.siteUrl, sudoMinutes: config.sudoMinutes ?? DEFAULT_SUDO_MINUTES })
 
   return app
 }

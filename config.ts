@@ -38,6 +38,8 @@ export interface Config {
   leakReportKey?: string
   /** SERVICE_SECURITY_LOG_DAYS: how long the security log keeps an event (400 days by default). */
   securityLogDays: number
+  /** SERVICE_SUDO_MINUTES: how long a proof that it is them lasts for the sensitive actions of the pages (15 by default). */
+  sudoMinutes: number
   /** SERVICE_SMTP_URL and SERVICE_MAIL_FROM: where token expiry notices and administrators' notices are sent from; no mail without them. */
   mail?: MailSettings
   /** The timeouts and connection caps of the HTTP server (lib/connections.ts). */
@@ -94,6 +96,7 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_MCP_ALLOWED_ORIGINS', fallback: 'none', about: 'comma-separated origins (`https://assistant.example.com`) whose browser pages may call `/<site>/mcp`, besides the service\'s own base and site URLs; any other `Origin` gets 403' },
   { variable: 'SERVICE_LEAK_REPORT_KEY', fallback: 'none: `/token_leaks` answers 404', about: 'the HMAC key of signed leak reports, at least 32 characters' },
   { variable: 'SERVICE_SECURITY_LOG_DAYS', fallback: '`400`', about: 'how many days the security log keeps an event' },
+  { variable: 'SERVICE_SUDO_MINUTES', fallback: '`15`', about: 'how long after signing in or confirming it is them a supporter may create a token or change what administrators change, before the pages ask for the password again' },
   { variable: 'SERVICE_SMTP_URL', fallback: 'none: no mail', about: '`smtp://user:password@host:587` (STARTTLS when offered) or `smtps://...` (TLS from the start): where expiry notices and the notices of revocations by administrators are sent; never logged' },
   { variable: 'SERVICE_MAIL_FROM', fallback: '`Service Desk <service-desk@` the host of `SERVICE_BASE_URL` `>`', about: 'the From of those mails' },
   { variable: 'SERVICE_REQUEST_TIMEOUT', fallback: '`30`', about: 'seconds a client has to send a whole request, headers and body; then `408` and the connection is closed' },
@@ -201,6 +204,7 @@ function parseOrigins(value: string | undefined): string[] {
 }
 
 export const DEFAULT_SECURITY_LOG_DAYS = 400
+export const DEFAULT_SUDO_MINUTES = 15
 
 /**
  * SERVICE_SMTP_URL (smtp://user:password@host:587, smtps://... for TLS from the start) and
@@ -352,6 +356,7 @@ export function loadConfig(source: ConfigSource): Config {
     mcpAllowedOrigins: parseOrigins(source.env.SERVICE_MCP_ALLOWED_ORIGINS),
     ...parseLeakReportKey(source),
     securityLogDays: parseCount(source, 'SERVICE_SECURITY_LOG_DAYS', DEFAULT_SECURITY_LOG_DAYS, 3_650),
+    sudoMinutes: parseCount(source, 'SERVICE_SUDO_MINUTES', DEFAULT_SUDO_MINUTES, 1_440),
     ...parseMail(source, base),
     limits: {
       perAddress: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ADDRESS', DEFAULT_LIMITS.perAddress, 1_000_000),

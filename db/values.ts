@@ -38,5 +38,6 @@ export const securityKinds = [
   'administrator_removed',
   'policy_changed',
   'token_shortened',
+  'confirmed',
 ] as const
 export type SecurityKind = (typeof securityKinds)[number]

@@ -20,6 +20,7 @@ t.test('defaults', async (t) => {
     oauthRegistration: true,
     mcpAllowedOrigins: [],
     securityLogDays: 400,
+    sudoMinutes: 15,
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',
   })
@@ -44,6 +45,7 @@ t.test('environment, and flags over the environment', async (t) => {
     oauthRegistration: true,
     mcpAllowedOrigins: [],
     securityLogDays: 400,
+    sudoMinutes: 15,
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',
   })
@@ -132,6 +134,8 @@ t.test('leak reports and the security log: from the environment, and what is ref
   t.notOk('leakReportKey' in load({ SERVICE_LEAK_REPORT_KEY: ' ' }), 'blank is unset')
   t.throws(() => load({ SERVICE_LEAK_REPORT_KEY: 'short' }), { name: 'ConfigError', message: /SERVICE_LEAK_REPORT_KEY must be at least 32 characters/ })
   t.equal(load({ SERVICE_SECURITY_LOG_DAYS: '30' }).securityLogDays, 30)
+  t.equal(load({ SERVICE_SUDO_MINUTES: '5' }).sudoMinutes, 5)
+  t.throws(() => load({ SERVICE_SUDO_MINUTES: '1441' }), { message: 'SERVICE_SUDO_MINUTES must be a whole number from 1 to 1440, not "1441"' })
   t.throws(() => load({ SERVICE_SECURITY_LOG_DAYS: '0' }), { name: 'ConfigError' })
 })
 

@@ -119,6 +119,7 @@ export const webSessions = pgTable(
     userId: userReference(),
     createdAt: moment('created_at').notNull(),
     expiresAt: moment('expires_at').notNull(),
+    confirmedAt: moment('confirmed_at'),
   },
   (t) => [pgIndex('web_sessions_user_idx').on(t.userId), pgIndex('web_sessions_expiry_idx').on(t.expiresAt)],
 )

@@ -134,6 +134,9 @@ export const webSessions = sqliteTable(
     userId: userReference(),
     createdAt: moment('created_at').notNull(),
     expiresAt: moment('expires_at').notNull(),
+    // When the person last proved it was them in this session (sudo mode, docs/decisions.md,
+    // "Confirming it is you"); null: at sign-in, created_at.
+    confirmedAt: moment('confirmed_at'),
   },
   (t) => [index('web_sessions_user_idx').on(t.userId), index('web_sessions_expiry_idx').on(t.expiresAt)],
 )

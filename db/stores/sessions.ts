@@ -21,6 +21,8 @@ export function createSessionStore(port: StorePort, clock: Clock) {
       siteId: webSessions.siteId,
       userId: webSessions.userId,
       expiresAt: webSessions.expiresAt,
+      createdAt: webSessions.createdAt,
+      confirmedAt: webSessions.confirmedAt,
       email: users.email,
       name: users.name,
       disabled: users.disabled,
@@ -60,10 +62,17 @@ export function createSessionStore(port: StorePort, clock: Clock) {
       }
       // An administrator is one while on the staff (users.isAdministrator).
       const administrator = isStaffRole(session.role) && session.administrator === true
-      return { userId: session.userId, email: session.email, name: session.name, role: session.role, administrator }
+      // Signing in is the first proof; confirming it is you again moves it on.
+      const confirmedAt = session.confirmedAt ?? session.createdAt
+      return { userId: session.userId, email: session.email, name: session.name, role: session.role, administrator, confirmedAt }
     },
 
     destroy,
+
+    /** Notes that the person of this session proved it was them just now (sudo mode). */
+    async confirm(id: string): Promise<void> {
+      await db.update(webSessions).set({ confirmedAt: new Date(clock()) }).where(eq(webSessions.fingerprint, fingerprint(id)))
+    },
 
     /** Ends every session of a user (their account was disabled); how many. */
     async destroyForUser(userId: number): Promise<number> {

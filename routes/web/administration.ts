@@ -4,6 +4,7 @@ import { ChoiceNeeded, type Actor, type ExistingTokens } from '../../plugins/adm
 import { StoreError } from '../../db/stores/errors.ts'
 import { credentialKinds, filterFromParams, MAX_REASON, sortColumns, type InventoryEntry, type InventoryFilter } from '../../db/stores/inventory-rules.ts'
 import { MAX_TOKEN_DAYS, policyOf, type SitePolicy } from '../../db/stores/site-policy.ts'
+import { requireConfirmed } from './confirm.ts'
 import { pageData, requireAdministrator } from './pages.ts'
 
 // {site_url}/admin/...: the administration pages of a site (docs/decisions.md, "Site
@@ -64,8 +65,9 @@ const administrationRoutes: FastifyPluginAsync = async (fastify) => {
   const { administration, urls } = fastify
   const base = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/admin`
   const actor = (request: FastifyRequest): Actor => ({ userId: request.web.user!.id, name: request.web.user!.email, via: 'page', address: request.ip })
-  // Every action of these pages: the form's CSRF token, then an administrator of this site.
-  const action = { preHandler: [fastify.csrfProtection, requireAdministrator] }
+  // Every action of these pages: the form's CSRF token, an administrator of this site, and a recent
+  // sign-in or confirmation (routes/web/confirm.ts), which brings them back to the action's page.
+  const action = (page: string) => ({ preHandler: [fastify.csrfProtection, requireAdministrator, requireConfirmed('administration', page)] })
 
   async function inventoryPage(request: FastifyRequest, reply: FastifyReply, status = 200, extra: Record<string, unknown> = {}) {
     const filter = filterFromParams(request.query as Record<string, unknown>)
@@ -121,7 +123,7 @@ const administrationRoutes: FastifyPluginAsync = async (fastify) => {
     return inventoryPage(request, reply, 200, { notice: count > 0 ? `${count} credential${count === 1 ? '' : 's'} revoked. Their owners were told why.` : null })
   })
 
-  fastify.post('/admin/credentials/revoke', action, async (request, reply) => {
+  fastify.post('/admin/credentials/revoke', action('/admin/credentials'), async (request, reply) => {
     const body = (request.body ?? {}) as { ids?: unknown; reason?: unknown }
     const ids = (Array.isArray(body.ids) ? body.ids : body.ids === undefined ? [] : [body.ids]).filter((id): id is string => typeof id === 'string')
     const reason = typeof body.reason === 'string' ? body.reason : ''
@@ -169,7 +171,7 @@ const administrationRoutes: FastifyPluginAsync = async (fastify) => {
     return policyPage(request, reply, 200, { notice })
   })
 
-  fastify.post('/admin/policy', action, async (request, reply) => {
+  fastify.post('/admin/policy', action('/admin/policy'), async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, unknown>
     const values = Object.fromEntries(['max_token_days', 'write_tokens', 'legacy_token', 'multipass', 'password'].map((name) => [name, typeof body[name] === 'string' ? body[name] : '']))
     const { changes, problems } = policyFromForm(body)

@@ -9,6 +9,7 @@ import { defaultExpiry, expiryChoices } from '../../db/stores/site-policy.ts'
 import { DEFAULT_EXPIRY_DAYS, MAX_ACTIVE_TOKENS, MAX_TOKEN_NAME, tokenState, type ListedToken, type TokenAddress } from '../../db/stores/token-rules.ts'
 import { tokenDetail } from '../../db/stores/security-log.ts'
 import { authorizedApplications } from './oauth.ts'
+import { requireConfirmed } from './confirm.ts'
 import { logPageEvent, pageData, requireSupporter } from './pages.ts'
 
 // Tokens expiring this soon stand out in the list.
@@ -189,7 +190,8 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
     return render(request, reply, 200, { notice })
   })
 
-  fastify.post('/profile/api_tokens', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
+  // Creating a token asks for a recent sign-in or confirmation (routes/web/confirm.ts); revoking one does not.
+  fastify.post('/profile/api_tokens', { preHandler: [fastify.csrfProtection, requireSupporter, requireConfirmed('token', '/profile/api_tokens')] }, async (request, reply) => {
     const body = (request.body ?? {}) as CreateBody
     const formId = typeof body.form_id === 'string' && FORM_ID.test(body.form_id) ? body.form_id : ''
 

@@ -3,7 +3,9 @@ import type { FastifyError, FastifyPluginAsync } from 'fastify'
 import { answerUnavailable, refusedUnstorableText } from '../../plugins/http/database-refusals.ts'
 import sessions from '../../plugins/sessions.ts'
 import views from '../../plugins/views.ts'
+import fp from 'fastify-plugin'
 import administrationRoutes from './administration.ts'
+import confirmRoutes from './confirm.ts'
 import apiTokenRoutes from './api-tokens.ts'
 import oauthRoutes from './oauth.ts'
 import securityLogRoutes from './security-log.ts'
@@ -13,6 +15,8 @@ import signInRoutes from './sign-in.ts'
 
 export interface WebOptions {
   siteUrl: string
+  /** How long signing in or confirming it is them lets a supporter do what needs it (routes/web/confirm.ts). */
+  sudoMinutes: number
 }
 
 /** The path part of the site URL template, as a route prefix: `https://h/x/{site}` gives `/x/:site`. */
@@ -21,7 +25,7 @@ export function webPrefix(siteUrl: string): string {
 }
 
 /** Every supporter page, encapsulated under the site URL's path with its own error pages. */
-const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl }) => {
+const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudoMinutes }) => {
   // Derived from the server key, so signed cookies (and sessions) survive a restart.
   const secret = createHmac('sha256', fastify.serverKey).update('service-desk web cookies').digest()
   await fastify.register(
@@ -55,6 +59,8 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl }) =>
         return reply.page('error', pageData(request, reply, { title, message }), status >= 500 ? 500 : status)
       })
       await web.register(signInRoutes)
+      // Before the pages whose actions ask for it: it decorates the scope with how long it lasts.
+      await web.register(fp(confirmRoutes), { sudoMinutes })
       await web.register(apiTokenRoutes)
       await web.register(profileRoutes)
       await web.register(oauthRoutes)

@@ -27,6 +27,7 @@ export const KIND_LABELS: Record<SecurityKind, string> = {
   administrator_removed: 'No longer an administrator',
   policy_changed: 'Token policy changed',
   token_shortened: 'Token lifetime shortened',
+  confirmed: 'Confirmed it was them (sudo mode)',
 }
 
 const ACTORS: Record<string, string> = {

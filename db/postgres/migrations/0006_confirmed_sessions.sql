@@ -1,0 +1,1 @@
+ALTER TABLE "web_sessions" ADD COLUMN "confirmed_at" timestamp (3) with time zone;

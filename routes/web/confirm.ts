@@ -1,0 +1,85 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify'
+import { rateLimitHeaders } from '../../plugins/auth/limits.ts'
+import { logPageEvent, pageData, requireSupporter, safeNext } from './pages.ts'
+
+// Sudo mode (docs/decisions.md, "Confirming it is you"): creating a personal token and what
+// administrators change ask the person to have signed in, or confirmed their password, within the
+// last SERVICE_SUDO_MINUTES. Otherwise the action is not done: the person is sent to
+// {site_url}/confirm, which says why, checks the password within the same failure budgets as the
+// sign-in (a wrong one counts towards the account's lockout), and brings them back to the page
+// the action is on. The next issue adds second factors as other ways to confirm.
+
+/** What each confirmation is for, as the page says it. */
+export const PURPOSES = {
+  token: 'create a personal API token',
+  administration: "revoke credentials or change this site's token policy",
+} as const
+export type Purpose = keyof typeof PURPOSES
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** How long a confirmation lasts, in milliseconds. */
+    sudoMs: number
+  }
+}
+
+/**
+ * preHandler of a sensitive action, after the one that checks who may do it: goes ahead while the
+ * signed-in person confirmed recently; otherwise sends them to confirm, then back to `page` (a path
+ * under the site's pages).
+ */
+export function requireConfirmed(purpose: Purpose, page: string): preHandlerAsyncHookHandler {
+  return async function confirmed(request: FastifyRequest, reply: FastifyReply) {
+    const { server } = request
+    if (server.clock() - request.web.user!.confirmedAt.getTime() <= server.sudoMs) return
+    const base = server.urls.siteWeb(request.web.site.permalink)
+    const next = `${new URL(base).pathname}${page}`
+    return reply.redirect(`${base}/confirm?for=${purpose}&next=${encodeURIComponent(next)}`, 303)
+  }
+}
+
+const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastify, { sudoMinutes }) => {
+  const { passwords, authLimits, sessions, urls } = fastify
+  fastify.decorate('sudoMs', sudoMinutes * 60_000)
+  const sitePath = (request: FastifyRequest) => new URL(urls.siteWeb(request.web.site.permalink)).pathname
+
+  function form(request: FastifyRequest, reply: FastifyReply, status: number, fields: { reason: unknown; next: unknown; error?: string }) {
+    const reason: Purpose = fields.reason === 'administration' ? 'administration' : 'token'
+    const next = safeNext(fields.next, sitePath(request)) ?? ''
+    return reply.page(
+      'confirm',
+      pageData(request, reply, { title: 'Confirm it is you', purpose: PURPOSES[reason], reason, next, minutes: sudoMinutes, error: fields.error ?? null }),
+      status,
+    )
+  }
+
+  fastify.get('/confirm', { preHandler: requireSupporter }, async (request, reply) => {
+    const query = request.query as { for?: unknown; next?: unknown }
+    return form(request, reply, 200, { reason: query.for, next: query.next })
+  })
+
+  fastify.post('/confirm', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
+    const body = (request.body ?? {}) as { password?: unknown; next?: unknown; for?: unknown }
+    const user = request.web.user!
+    const fields = { reason: body.for, next: body.next }
+    // The sign-in's checks, slow-down and budgets, for this account only.
+    const verdict = await passwords.verify(user.email, typeof body.password === 'string' ? body.password : '', request.ip)
+    if (verdict.kind === 'verified' && verdict.user.id === user.id) {
+      await sessions.confirm(request.web.sessionId!)
+      await logPageEvent(request, 'confirmed', { for: PURPOSES[fields.reason === 'administration' ? 'administration' : 'token'] })
+      const back = safeNext(body.next, sitePath(request)) ?? `${sitePath(request)}/profile/api_tokens`
+      return reply.redirect(`${new URL(urls.siteWeb(request.web.site.permalink)).origin}${back}`, 303)
+    }
+    if (verdict.kind === 'busy' || verdict.kind === 'too_many_attempts') {
+      reply.header('retry-after', String(verdict.retryAfter))
+      if (verdict.kind === 'too_many_attempts') reply.headers(rateLimitHeaders(authLimits, request.ip))
+      const error = verdict.kind === 'busy' ? 'We are checking too many passwords right now. Try again in a moment.' : `Too many failed attempts. Try again in ${Math.ceil(verdict.retryAfter / 60)} minutes.`
+      return form(request, reply, verdict.kind === 'busy' ? 503 : 429, { ...fields, error })
+    }
+    await logPageEvent(request, 'sign_in_failed', { step: 'confirm it is you' })
+    reply.headers(rateLimitHeaders(authLimits, request.ip))
+    return form(request, reply, 401, { ...fields, error: 'That is not your password.' })
+  })
+}
+
+export default confirmRoutes
