@@ -24,7 +24,7 @@ import expiryNotices from './plugins/expiry-notices.ts'
 import mail from './plugins/mail.ts'
 import administration from './plugins/administration.ts'
 import securityLogPruning from './plugins/security-log-pruning.ts'
-import { discussionStores, oauthStore, securityLogStore, sessionStore, siteStore, tokenStore, userStore } from './plugins/stores.ts'
+import { discussionStores, oauthStore, secondFactorStore, securityLogStore, sessionStore, siteStore, tokenStore, userStore } from './plugins/stores.ts'
 import versioning from './plugins/versioning.ts'
 import administrationApi from './routes/api/administration.ts'
 import discussionRoutes from './routes/api/discussions/index.ts'
@@ -115,6 +115,7 @@ export function buildApp(options: AppOptions) {
   app.register(discussionStores)
   app.register(oauthStore)
   app.register(securityLogStore)
+  app.register(secondFactorStore)
   app.register(securityLogPruning, { days: config.securityLogDays ?? DEFAULT_SECURITY_LOG_DAYS })
   // Mail, when SERVICE_SMTP_URL is set; then mails 7 days and 1 day before a personal token expires.
   app.register(mail, { settings: config.mail })

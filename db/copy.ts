@@ -34,6 +34,8 @@ export const COPIED_TABLES = [
   schema.discussionCounts,
   schema.oauthRecords,
   schema.securityEvents,
+  schema.secondFactors,
+  schema.recoveryCodes,
 ]
 
 const ROWS_PER_INSERT = 5_000

@@ -10,6 +10,7 @@ import { createCredentialInventory, type CredentialInventory } from './stores/cr
 import type { ListingOf } from './stores/discussion-listing.ts'
 import { createDiscussionStore, type DiscussionStore } from './stores/discussions.ts'
 import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
+import { createSecondFactorStore, type SecondFactorStore } from './stores/second-factors.ts'
 import { createSecurityLog, type SecurityLogStore } from './stores/security-log.ts'
 import { createSessionStore, type SessionStore } from './stores/sessions.ts'
 import { createSiteStore, type SiteStore } from './stores/sites.ts'
@@ -73,6 +74,8 @@ export interface EngineStores {
   securityLog(clock: Clock): SecurityLogStore
   /** A site's credentials inventory (db/stores/credential-inventory.ts). */
   inventory(clock: Clock): CredentialInventory
+  /** Second factors and recovery codes (db/stores/second-factors.ts); the box seals and digests them. */
+  secondFactors(clock: Clock, box: SecretBox): SecondFactorStore
 }
 
 /** The stores over `port`, each method a share of the connection where the engine needs that (port.guard). */
@@ -88,6 +91,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     oauth: (clock) => guard(createOAuthStore(port, clock)),
     securityLog: (clock) => guard(createSecurityLog(port, clock)),
     inventory: (clock) => guard(createCredentialInventory(port, clock)),
+    secondFactors: (clock, box) => guard(createSecondFactorStore(port, clock, box)),
   }
 }
 

@@ -9,6 +9,10 @@ export type Role = (typeof roles)[number]
 export const writeTokenRules = ['everyone', 'administrators'] as const
 export type WriteTokenRule = (typeof writeTokenRules)[number]
 
+// The kinds of second factor an account may have.
+export const factorKinds = ['totp'] as const
+export type FactorKind = (typeof factorKinds)[number]
+
 export const accessLevels = ['read', 'write'] as const
 export type Access = (typeof accessLevels)[number]
 
@@ -39,5 +43,9 @@ export const securityKinds = [
   'policy_changed',
   'token_shortened',
   'confirmed',
+  'factor_added',
+  'factor_removed',
+  'recovery_code_used',
+  'second_factor_failed',
 ] as const
 export type SecurityKind = (typeof securityKinds)[number]

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto'
 
 // Secrets the service must be able to show again (the legacy account token on the profile page)
 // are kept encrypted under the server key: AES-256-GCM, a fresh 96-bit nonce per value, and the
@@ -13,6 +13,11 @@ export interface SecretBox {
   seal(plain: string): string
   /** The plain text, or null when the value was not sealed by this key or was changed. */
   open(sealed: string): string | null
+  /**
+   * A keyed digest (HMAC-SHA256 under a key of its own from the server secret), hex: what a
+   * one-time secret is stored as (recovery codes), so a copy of the database cannot test guesses.
+   */
+  digest(plain: string): string
 }
 
 /**
@@ -21,7 +26,9 @@ export interface SecretBox {
  */
 export function createSecretBox(secret: string): SecretBox {
   const key = Buffer.from(hkdfSync('sha256', secret, 'service-desk', 'secret box v1', 32))
+  const digestKey = Buffer.from(hkdfSync('sha256', secret, 'service-desk', 'digest v1', 32))
   return {
+    digest: (plain) => createHmac('sha256', digestKey).update(plain).digest('hex'),
     seal(plain) {
       const nonce = randomBytes(NONCE_BYTES)
       const cipher = createCipheriv('aes-256-gcm', key, nonce)

@@ -15,6 +15,8 @@ export interface WebContext {
   sessionId: string | null
   /** A signed-out visitor's pre-session: what their forms' CSRF tokens are bound to until sign-in. */
   preSession: string | null
+  /** The account whose password was right a moment ago on this site, waiting for its second factor. */
+  pending: number | null
 }
 
 declare module 'fastify' {
@@ -24,6 +26,11 @@ declare module 'fastify' {
   interface FastifyReply {
     /** Starts a new session (a new id, so a planted one is never kept) and sets its cookie. */
     signIn(request: FastifyRequest, userId: number): Promise<void>
+    /**
+     * Notes, in a signed cookie of a few minutes, that this account's password was right on this
+     * site: the second step of its sign-in (routes/web/sign-in.ts) reads it. Nobody is signed in yet.
+     */
+    holdSignIn(request: FastifyRequest, userId: number): void
     /** Ends the session, if any, and clears its cookie. */
     signOut(request: FastifyRequest): Promise<void>
     /** The CSRF token of the forms on this page, bound to the session (or pre-session) and site. */
@@ -33,6 +40,9 @@ declare module 'fastify' {
 
 export const SESSION_COOKIE = 'service_session'
 export const PRE_SESSION_COOKIE = 'service_presession'
+export const SECOND_STEP_COOKIE = 'service_second_step'
+/** How long the second step of a sign-in waits for its code. */
+export const SECOND_STEP_MS = 5 * 60_000
 export const CSRF_COOKIE = 'service_csrf'
 
 export interface SessionsOptions {
@@ -76,6 +86,12 @@ export default fp<SessionsOptions>(
       return unsigned?.valid ? unsigned.value : null
     }
 
+    /** The account of a second-step cookie still valid for this site, or null. */
+    const pendingOf = (value: string | null, siteId: number) => {
+      const [site, user, until] = (value ?? '').split('.').map(Number)
+      return site === siteId && until > fastify.clock() && Number.isSafeInteger(user) ? user : null
+    }
+
     const cookieOptions = (permalink: string) =>
       ({ path: cookiePath(permalink), httpOnly: true, sameSite: 'lax', secure, signed: true }) as const
 
@@ -90,6 +106,7 @@ export default fp<SessionsOptions>(
         site,
         sessionId: found ? sessionId : null,
         preSession: found ? null : signedCookie(request, PRE_SESSION_COOKIE),
+        pending: found ? null : pendingOf(signedCookie(request, SECOND_STEP_COOKIE), site.id),
         user: found ? { id: found.userId, email: found.email, name: found.name, role: found.role, administrator: found.administrator, confirmedAt: found.confirmedAt } : null,
       }
     })
@@ -101,7 +118,13 @@ export default fp<SessionsOptions>(
       const id = await sessions.create(request.web.site.id, userId)
       // The pre-session ends here: the forms of the new session carry tokens bound to it.
       if (request.web.preSession) this.clearCookie(PRE_SESSION_COOKIE, cookieOptions(request.web.site.permalink))
+      if (request.web.pending !== null) this.clearCookie(SECOND_STEP_COOKIE, cookieOptions(request.web.site.permalink))
       this.setCookie(SESSION_COOKIE, id, { ...cookieOptions(request.web.site.permalink), maxAge: SESSION_LIFETIME_MS / 1000 })
+    })
+
+    fastify.decorateReply('holdSignIn', function (this: FastifyReply, request: FastifyRequest, userId: number) {
+      const { site } = request.web
+      this.setCookie(SECOND_STEP_COOKIE, `${site.id}.${userId}.${fastify.clock() + SECOND_STEP_MS}`, { ...cookieOptions(site.permalink), maxAge: SECOND_STEP_MS / 1000 })
     })
 
     fastify.decorateReply('csrfToken', function (this: FastifyReply, request: FastifyRequest) {

@@ -3,6 +3,7 @@ import type { CategoryStore } from '../db/stores/categories.ts'
 import type { CredentialInventory } from '../db/stores/credential-inventory.ts'
 import type { DiscussionStore } from '../db/stores/discussions.ts'
 import type { OAuthStore } from '../db/stores/oauth.ts'
+import type { SecondFactorStore } from '../db/stores/second-factors.ts'
 import type { SecurityLogStore } from '../db/stores/security-log.ts'
 import type { SessionStore } from '../db/stores/sessions.ts'
 import type { SiteStore } from '../db/stores/sites.ts'
@@ -24,6 +25,7 @@ declare module 'fastify' {
     oauthRecords: OAuthStore
     securityLog: SecurityLogStore
     inventory: CredentialInventory
+    secondFactors: SecondFactorStore
   }
 }
 
@@ -81,6 +83,14 @@ export const oauthStore = fp(
     fastify.decorate('oauthRecords', fastify.database.oauth(fastify.clock))
   },
   { ...STORE, name: 'oauth-store' },
+)
+
+/** Second factors and recovery codes; the server key's box seals the secrets and digests the codes. */
+export const secondFactorStore = fp(
+  async (fastify) => {
+    fastify.decorate('secondFactors', fastify.database.secondFactors(fastify.clock, fastify.secretBox))
+  },
+  { ...STORE, name: 'second-factor-store', dependencies: [...STORE.dependencies, 'server-key'] },
 )
 
 /** The security log of the accounts (issue 18), and the credentials inventory of the sites' administrators. */

@@ -1,6 +1,6 @@
 import { sql } from '../drizzle.ts'
 import { pgBoolean, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
-import { accessLevels, commentVias, discussionStates, roles, securityKinds, writeTokenRules } from '../values.ts'
+import { accessLevels, commentVias, discussionStates, factorKinds, roles, securityKinds, writeTokenRules } from '../values.ts'
 
 // The PostgreSQL schema: the SQLite one (db/schema/sqlite.ts) table for table, column for column, with the
 // same names, constraints and indexes, so the stores read the same rows from either engine and
@@ -273,4 +273,30 @@ export const securityEvents = pgTable(
     pgIndex('security_events_site_idx').on(t.siteId, t.createdAt, t.id),
     pgIndex('security_events_created_idx').on(t.createdAt),
   ],
+)
+
+export const secondFactors = pgTable(
+  'second_factors',
+  {
+    id: id(),
+    userId: userReference(),
+    kind: pgText('kind', { enum: factorKinds }).notNull(),
+    name: pgText('name').notNull(),
+    secret: pgText('secret').notNull(),
+    lastTimeStep: pgInteger('last_time_step'),
+    confirmedAt: moment('confirmed_at'),
+    createdAt: moment('created_at').notNull(),
+    lastUsedAt: moment('last_used_at'),
+  },
+  (t) => [pgIndex('second_factors_user_idx').on(t.userId)],
+)
+
+export const recoveryCodes = pgTable(
+  'recovery_codes',
+  {
+    userId: userReference(),
+    digest: pgText('digest').notNull(),
+    usedAt: moment('used_at'),
+  },
+  (t) => [pgPrimaryKey({ columns: [t.userId, t.digest] })],
 )

@@ -1,6 +1,6 @@
 import { sql } from '../drizzle.ts'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from '../drizzle.ts'
-import { accessLevels, commentVias, discussionStates, roles, securityKinds, writeTokenRules } from '../values.ts'
+import { accessLevels, commentVias, discussionStates, factorKinds, roles, securityKinds, writeTokenRules } from '../values.ts'
 
 // Every moment is stored as integer milliseconds since the epoch (UTC), read back as a Date.
 const moment = (name: string) => integer(name, { mode: 'timestamp_ms' })
@@ -327,4 +327,35 @@ export const securityEvents = sqliteTable(
     index('security_events_site_idx').on(t.siteId, t.createdAt, t.id),
     index('security_events_created_idx').on(t.createdAt),
   ],
+)
+
+// Second factors of an account (docs/decisions.md, "Second factors"): authenticator apps (TOTP,
+// RFC 6238) now, passkeys later. The secret is sealed under the server key.
+export const secondFactors = sqliteTable(
+  'second_factors',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    userId: userReference(),
+    kind: text('kind', { enum: factorKinds }).notNull(),
+    name: text('name').notNull(),
+    secret: text('secret').notNull(),
+    // The last time step a code was accepted for: a code is accepted once.
+    lastTimeStep: integer('last_time_step'),
+    // Null until a first code confirms the enrollment: until then it proves nothing.
+    confirmedAt: moment('confirmed_at'),
+    createdAt: moment('created_at').notNull(),
+    lastUsedAt: moment('last_used_at'),
+  },
+  (t) => [index('second_factors_user_idx').on(t.userId)],
+)
+
+// Single-use recovery codes, kept only as keyed digests (lib/secret-box.ts).
+export const recoveryCodes = sqliteTable(
+  'recovery_codes',
+  {
+    userId: userReference(),
+    digest: text('digest').notNull(),
+    usedAt: moment('used_at'),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.digest] })],
 )

@@ -61,7 +61,7 @@ export const PRIVATE_ANSWER = {
  */
 export default fp(
   async (fastify) => {
-    const { sites, users, tokens, passwords, authLimits, clock, oauthRecords, urls } = fastify
+    const { sites, users, tokens, passwords, authLimits, clock, oauthRecords, urls, secondFactors } = fastify
     // Each check gets the few store functions it needs, called through the store at each request.
     const isStaff = (siteId: number, userId: number) => users.isStaff(siteId, userId)
     const personalToken = personalTokenCheck({
@@ -78,7 +78,11 @@ export default fp(
     })
     const legacyToken = legacyTokenCheck({ lookup: (key, siteId) => users.legacyTokens.lookup(key, siteId), clock })
     const multipass = multipassCheck({ findUser: (email) => users.find(email), isStaff, clock })
-    const password = passwordCheck({ verify: (email, secret, address) => passwords.verify(email, secret, address), isStaff })
+    const password = passwordCheck({
+      verify: (email, secret, address) => passwords.verify(email, secret, address),
+      isStaff,
+      hasSecondFactor: (userId) => secondFactors.has(userId),
+    })
     const deprecation = deprecationLink(fastify.config.baseUrl)
 
     function check(credential: Presented, site: Site | undefined, request: RequestFacts): CheckResult | Promise<CheckResult> {
@@ -174,6 +178,6 @@ export default fp(
   {
     name: 'authentication',
     fastify: '5.x',
-    dependencies: ['challenge', 'config', 'site-store', 'user-store', 'token-store', 'oauth-store', 'password-verifier', 'auth-limits'],
+    dependencies: ['challenge', 'config', 'site-store', 'user-store', 'token-store', 'oauth-store', 'second-factor-store', 'password-verifier', 'auth-limits'],
   },
 )

@@ -54,6 +54,8 @@ export type Refusal =
   | { kind: 'invalid_password' }
   | { kind: 'insufficient_scope' }
   | { kind: 'staff_only' }
+  /** A right password of an account with a second factor: the API takes a token from it instead. */
+  | { kind: 'second_factor_required' }
   /** A right credential of a kind the site's token policy switched off (db/stores/site-policy.ts). */
   | { kind: 'switched_off'; method: SwitchableMethod }
   /** Too many failed authentications from the client address, or password checks of the account. */
@@ -123,6 +125,12 @@ export function refusalResponse(refusal: Refusal, permalink: string, urls: Urls)
         status: 403,
         headers: challenge({ error: 'insufficient_scope' }, 'write'),
         body: `This token lacks the write scope: it is Read only. Create a Read and write token for changes at ${tokensPage}\n`,
+      }
+    case 'second_factor_required':
+      return {
+        status: 401,
+        headers: challenge({ error: 'invalid_token', errorDescription: 'This account has a second factor: send a personal API token, not its password' }),
+        body: `This account signs in with a second factor, so the API does not take its email and password. Send a personal API token as "Authorization: Bearer <token>"; create one at ${tokensPage}\n`,
       }
     case 'switched_off':
       return {

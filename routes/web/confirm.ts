@@ -12,9 +12,13 @@ import { logPageEvent, pageData, requireSupporter, safeNext } from './pages.ts'
 /** What each confirmation is for, as the page says it. */
 export const PURPOSES = {
   token: 'create a personal API token',
+  factor: 'add or remove a second factor, or make new recovery codes',
   administration: "revoke credentials or change this site's token policy",
 } as const
 export type Purpose = keyof typeof PURPOSES
+
+/** The purpose a form names, or the token's. */
+const purposeOf = (value: unknown): Purpose => (typeof value === 'string' && Object.hasOwn(PURPOSES, value) ? (value as Purpose) : 'token')
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -44,7 +48,7 @@ const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastif
   const sitePath = (request: FastifyRequest) => new URL(urls.siteWeb(request.web.site.permalink)).pathname
 
   function form(request: FastifyRequest, reply: FastifyReply, status: number, fields: { reason: unknown; next: unknown; error?: string }) {
-    const reason: Purpose = fields.reason === 'administration' ? 'administration' : 'token'
+    const reason = purposeOf(fields.reason)
     const next = safeNext(fields.next, sitePath(request)) ?? ''
     return reply.page(
       'confirm',
@@ -66,7 +70,7 @@ const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastif
     const verdict = await passwords.verify(user.email, typeof body.password === 'string' ? body.password : '', request.ip)
     if (verdict.kind === 'verified' && verdict.user.id === user.id) {
       await sessions.confirm(request.web.sessionId!)
-      await logPageEvent(request, 'confirmed', { for: PURPOSES[fields.reason === 'administration' ? 'administration' : 'token'] })
+      await logPageEvent(request, 'confirmed', { for: PURPOSES[purposeOf(fields.reason)] })
       const back = safeNext(body.next, sitePath(request)) ?? `${sitePath(request)}/profile/api_tokens`
       return reply.redirect(`${new URL(urls.siteWeb(request.web.site.permalink)).origin}${back}`, 303)
     }

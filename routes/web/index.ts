@@ -10,6 +10,7 @@ import apiTokenRoutes from './api-tokens.ts'
 import oauthRoutes from './oauth.ts'
 import securityLogRoutes from './security-log.ts'
 import profileRoutes from './profile.ts'
+import secondFactorRoutes from './second-factors.ts'
 import { pageData } from './pages.ts'
 import signInRoutes from './sign-in.ts'
 
@@ -63,6 +64,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(fp(confirmRoutes), { sudoMinutes })
       await web.register(apiTokenRoutes)
       await web.register(profileRoutes)
+      await web.register(secondFactorRoutes)
       await web.register(oauthRoutes)
       await web.register(securityLogRoutes)
       await web.register(administrationRoutes)

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { StoreError } from '../../db/stores/errors.ts'
 import { logPageEvent, pageData, signInRedirect } from './pages.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
+import { factorsOf } from './second-factors.ts'
 
 const day = (date: Date) => date.toISOString().slice(0, 10)
 
@@ -22,14 +23,24 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
 
   async function render(request: FastifyRequest, reply: FastifyReply, notice: string | null) {
     const user = request.web.user!
-    const legacyToken = isStaffRole(user.role) ? await legacy(user.id) : null
-    return reply.page('profile', pageData(request, reply, { title: 'Your profile', legacy: legacyToken, notice }))
+    const staff = isStaffRole(user.role)
+    const legacyToken = staff ? await legacy(user.id) : null
+    const twoFactor = staff ? await factorsOf(request) : null
+    return reply.page('profile', pageData(request, reply, { title: 'Your profile', legacy: legacyToken, twoFactor, notice }))
   }
 
   fastify.get('/profile', async (request, reply) => {
     if (!request.web.user) return signInRedirect(request, reply)
-    const reset = (request.query as { reset?: unknown }).reset === '1'
-    return render(request, reply, reset ? 'Your legacy API token was reset. The old one no longer works; the new one expires in a year.' : null)
+    const query = request.query as { reset?: unknown; factor?: unknown }
+    const notice =
+      query.reset === '1'
+        ? 'Your legacy API token was reset. The old one no longer works; the new one expires in a year.'
+        : query.factor === 'added'
+          ? 'The authenticator app is added. Signing in now asks for one of its codes after your password.'
+          : query.factor === 'removed'
+            ? 'The second factor is removed.'
+            : null
+    return render(request, reply, notice)
   })
 
   fastify.get('/profile/reset_api_token', async (request, reply) => {

@@ -28,6 +28,10 @@ export const KIND_LABELS: Record<SecurityKind, string> = {
   policy_changed: 'Token policy changed',
   token_shortened: 'Token lifetime shortened',
   confirmed: 'Confirmed it was them (sudo mode)',
+  factor_added: 'Second factor added',
+  factor_removed: 'Second factor removed',
+  recovery_code_used: 'Recovery code used',
+  second_factor_failed: 'Second factor failed',
 }
 
 const ACTORS: Record<string, string> = {

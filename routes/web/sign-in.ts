@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { rateLimitHeaders } from '../../plugins/auth/limits.ts'
 import { decodeMultipass } from '../../plugins/auth/multipass-token.ts'
+import { emailKey } from '../../db/stores/users.ts'
 import { logPageEvent, pageData, safeNext, safeTo } from './pages.ts'
 
 export const SIGN_IN_FAILED = 'Wrong email or password.'
@@ -22,7 +23,7 @@ const tooMany = (seconds: number) => `Too many failed attempts. Try again in ${m
 
 /** {site_url}/login, POST {site_url}/logout, and {site_url}/ which sends people where they belong. */
 const signInRoutes: FastifyPluginAsync = async (fastify) => {
-  const { users, urls, clock, passwords, authLimits, securityLog } = fastify
+  const { users, urls, clock, passwords, authLimits, securityLog, secondFactors } = fastify
 
   const sitePath = (request: FastifyRequest) => new URL(urls.siteWeb(request.web.site.permalink)).pathname
   const home = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/profile/api_tokens`
@@ -118,8 +119,51 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     // A right password for an account that is not on this site is refused the same way.
     const user = verdict.kind === 'verified' ? verdict.user : undefined
     if (!user || !(await users.role(request.web.site.id, user.id))) return form(request, reply, 401, { email, next, error: SIGN_IN_FAILED })
+    // With a second factor, the password is the first of two steps (docs/decisions.md, "Second factors").
+    if (await secondFactors.has(user.id)) {
+      reply.holdSignIn(request, user.id)
+      return secondStep(request, reply, 200, { next })
+    }
     await reply.signIn(request, user.id)
     await logPageEvent(request, 'sign_in_succeeded', undefined, user.id)
+    return reply.redirect(next || home(request), 303)
+  })
+
+  function secondStep(request: FastifyRequest, reply: FastifyReply, status: number, extra: { next: string; error?: string }) {
+    return reply.page('sign_in_second_step', pageData(request, reply, { title: 'Sign in: second step', error: null, ...extra }), status)
+  }
+
+  fastify.get('/login/second_step', async (request, reply) => {
+    if (request.web.pending === null) return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/login`, 303)
+    const next = safeNext((request.query as { next?: unknown }).next, sitePath(request)) ?? ''
+    return secondStep(request, reply, 200, { next })
+  })
+
+  fastify.post('/login/second_step', { preHandler: fastify.csrfProtection }, async (request, reply) => {
+    const body = (request.body ?? {}) as { code?: unknown; recovery_code?: unknown; next?: unknown }
+    const next = safeNext(body.next, sitePath(request)) ?? ''
+    const user = request.web.pending === null ? undefined : await users.byId(request.web.pending)
+    if (!user || user.disabled) return form(request, reply, 401, { next, error: 'Your sign-in waited too long for its second step. Enter your password again.' })
+    const code = typeof body.code === 'string' ? body.code.trim() : ''
+    const recovery = typeof body.recovery_code === 'string' ? body.recovery_code.trim() : ''
+    // Within the address's budget and a budget of the account's second step: a right password
+    // clears the account's password failures, and must not clear its wrong codes too.
+    const checked = await authLimits.attempt(
+      { address: request.ip, account: `second step ${emailKey(user.email)}` },
+      async () => ((code !== '' && (await secondFactors.checkTotp(user.id, code))) ? 'code' : recovery !== '' && (await secondFactors.useRecoveryCode(user.id, recovery)) ? 'recovery code' : null),
+      (used) => (used ? 'succeeded' : 'failed'),
+    )
+    if (checked !== null && typeof checked === 'object') {
+      reply.headers({ ...rateLimitHeaders(authLimits, request.ip), 'retry-after': String(checked.retryAfter) })
+      return secondStep(request, reply, 429, { next, error: tooMany(checked.retryAfter) })
+    }
+    if (checked === null) {
+      await logPageEvent(request, 'second_factor_failed', undefined, user.id)
+      return secondStep(request, reply, 401, { next, error: 'That code is not right, or was used already. Enter the code your app shows now, or a recovery code.' })
+    }
+    await reply.signIn(request, user.id)
+    await logPageEvent(request, 'sign_in_succeeded', { second_factor: checked }, user.id)
+    if (checked === 'recovery code') await logPageEvent(request, 'recovery_code_used', { left: await secondFactors.recoveryCodesLeft(user.id) }, user.id)
     return reply.redirect(next || home(request), 303)
   })
 

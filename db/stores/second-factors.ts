@@ -1,0 +1,169 @@
+import { randomBytes } from 'node:crypto'
+import { and, count, desc, eq, isNotNull, isNull, lt, or } from '../drizzle.ts'
+import type { StorePort, Tables } from '../port.ts'
+import type { Clock } from '../../lib/clock.ts'
+import { holdsNul } from '../../lib/nul.ts'
+import type { SecretBox } from '../../lib/secret-box.ts'
+import { StoreError } from './errors.ts'
+
+// Second factors (docs/decisions.md, "Second factors"), one store for both engines: authenticator
+// apps (TOTP, RFC 6238, with otplib) and single-use recovery codes. A TOTP secret is sealed under
+// the server key; a recovery code is kept only as a keyed digest. A code is accepted once: the
+// time step it was accepted for is written by one conditional statement, so of two requests
+// sending the same code, in any processes, one succeeds.
+
+export type SecondFactor = Tables['secondFactors']['$inferSelect']
+
+// otplib is loaded on first use: most requests never touch a second factor (docs/decisions.md,
+// "Loaded on first use").
+const otp = () => import('otplib')
+
+/** Codes of the step before and after the current one are accepted too: a clock 30 s off still works. */
+export const TOTP_TOLERANCE_SECONDS = 30
+export const RECOVERY_CODES = 10
+const MAX_FACTOR_NAME = 60
+/** How a recovery code is written: 10 characters in two groups, without look-alike letters. */
+const RECOVERY_ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789'
+
+/** A new recovery code, such as `k7m2q-x9pwa`. */
+function recoveryCode(): string {
+  const bytes = randomBytes(10)
+  const text = [...bytes].map((byte) => RECOVERY_ALPHABET[byte % RECOVERY_ALPHABET.length]).join('')
+  return `${text.slice(0, 5)}-${text.slice(5)}`
+}
+
+/** How people type a recovery code: any case, with or without the dash and spaces. */
+const normalCode = (code: string) => code.trim().toLowerCase().replace(/[\s-]/g, '')
+
+export function createSecondFactorStore(port: StorePort, clock: Clock, box: SecretBox) {
+  const { db, tables: { recoveryCodes, secondFactors } } = port
+  const epoch = () => Math.floor(clock() / 1000)
+
+  /** The time step a code of this secret belongs to, when it is one not accepted before; else undefined. */
+  async function stepOf(factor: SecondFactor, code: string): Promise<number | undefined> {
+    const secret = box.open(factor.secret)
+    if (secret === null || !/^\d{6}$/.test(code)) return undefined
+    const result = await (await otp()).verify({
+      secret,
+      token: code,
+      epoch: epoch(),
+      epochTolerance: TOTP_TOLERANCE_SECONDS,
+      ...(factor.lastTimeStep === null ? {} : { afterTimeStep: factor.lastTimeStep }),
+    })
+    return result.valid ? (result as { timeStep: number }).timeStep : undefined
+  }
+
+  /** Marks the step used, unless another request did first: whether this one won. */
+  async function claimStep(factor: SecondFactor, step: number): Promise<boolean> {
+    const claimed = await db
+      .update(secondFactors)
+      .set({ lastTimeStep: step, lastUsedAt: new Date(clock()) })
+      .where(and(eq(secondFactors.id, factor.id), or(isNull(secondFactors.lastTimeStep), lt(secondFactors.lastTimeStep, step))))
+      .returning({ id: secondFactors.id })
+    return claimed.length > 0
+  }
+
+  const confirmed = (userId: number) => and(eq(secondFactors.userId, userId), isNotNull(secondFactors.confirmedAt))
+
+  async function has(userId: number): Promise<boolean> {
+    const [{ n }] = await db.select({ n: count() }).from(secondFactors).where(confirmed(userId))
+    return n > 0
+  }
+
+  return {
+    /** The account's confirmed factors, newest first. */
+    async list(userId: number): Promise<SecondFactor[]> {
+      return db.select().from(secondFactors).where(confirmed(userId)).orderBy(desc(secondFactors.createdAt), desc(secondFactors.id))
+    },
+
+    /** Whether the account has a confirmed second factor. */
+    has,
+
+    /**
+     * Starts an authenticator app's enrollment: a new secret, and the otpauth URI the app reads
+     * (as a QR code or as text). Nothing proves anything until `confirmTotp` sees a code of it; an
+     * earlier enrollment never confirmed is dropped.
+     */
+    async startTotp(userId: number, name: string, label: string, issuer: string): Promise<{ id: number; secret: string; uri: string }> {
+      const trimmed = name.trim()
+      if (trimmed === '' || trimmed.length > MAX_FACTOR_NAME || holdsNul(trimmed)) {
+        throw new StoreError(`give the app a name of 1 to ${MAX_FACTOR_NAME} characters, such as "Phone"`, 'invalid', 'name')
+      }
+      const { generateSecret, generateURI } = await otp()
+      const secret = generateSecret()
+      await db.delete(secondFactors).where(and(eq(secondFactors.userId, userId), isNull(secondFactors.confirmedAt)))
+      const [factor] = await db
+        .insert(secondFactors)
+        .values({ userId, kind: 'totp', name: trimmed, secret: box.seal(secret), createdAt: new Date(clock()) })
+        .returning({ id: secondFactors.id })
+      return { id: factor.id, secret, uri: generateURI({ issuer, label, secret }) }
+    },
+
+    /** The secret and URI of an enrollment not yet confirmed, to show its page again; undefined if none. */
+    async pendingTotp(userId: number, id: number, label: string, issuer: string): Promise<{ id: number; secret: string; uri: string; name: string } | undefined> {
+      const [factor] = await db
+        .select()
+        .from(secondFactors)
+        .where(and(eq(secondFactors.id, id), eq(secondFactors.userId, userId), isNull(secondFactors.confirmedAt)))
+      const secret = factor && box.open(factor.secret)
+      return secret ? { id: factor.id, secret, uri: (await otp()).generateURI({ issuer, label, secret }), name: factor.name } : undefined
+    },
+
+    /** Confirms an enrollment with a code of its app; whether the code was right. */
+    async confirmTotp(userId: number, id: number, code: string): Promise<boolean> {
+      const [factor] = await db
+        .select()
+        .from(secondFactors)
+        .where(and(eq(secondFactors.id, id), eq(secondFactors.userId, userId), isNull(secondFactors.confirmedAt)))
+      const step = factor && (await stepOf(factor, code.trim()))
+      if (!factor || step === undefined || !(await claimStep(factor, step))) return false
+      await db.update(secondFactors).set({ confirmedAt: new Date(clock()) }).where(eq(secondFactors.id, id))
+      return true
+    },
+
+    /** Whether the code is a current one of one of the account's apps, never accepted before (then it is used up). */
+    async checkTotp(userId: number, code: string): Promise<boolean> {
+      const factors = await db.select().from(secondFactors).where(and(confirmed(userId), eq(secondFactors.kind, 'totp')))
+      for (const factor of factors) {
+        const step = await stepOf(factor, code.trim())
+        if (step !== undefined) return claimStep(factor, step)
+      }
+      return false
+    },
+
+    /** Removes one of the account's factors; whether there was one. */
+    async remove(userId: number, id: number): Promise<SecondFactor | undefined> {
+      const [removed] = await db.delete(secondFactors).where(and(eq(secondFactors.id, id), eq(secondFactors.userId, userId))).returning()
+      if (removed && !(await has(userId))) await db.delete(recoveryCodes).where(eq(recoveryCodes.userId, userId))
+      return removed
+    },
+
+    /** Ten new recovery codes, shown once; the old ones stop working. */
+    async newRecoveryCodes(userId: number): Promise<string[]> {
+      const codes = Array.from({ length: RECOVERY_CODES }, recoveryCode)
+      await port.atomic(async (tx) => {
+        await tx.db.delete(recoveryCodes).where(eq(recoveryCodes.userId, userId))
+        await tx.db.insert(recoveryCodes).values(codes.map((code) => ({ userId, digest: box.digest(normalCode(code)) })))
+      })
+      return codes
+    },
+
+    /** How many of the account's recovery codes are left. */
+    async recoveryCodesLeft(userId: number): Promise<number> {
+      const [{ n }] = await db.select({ n: count() }).from(recoveryCodes).where(and(eq(recoveryCodes.userId, userId), isNull(recoveryCodes.usedAt)))
+      return n
+    },
+
+    /** Uses up a recovery code: whether it was one of the account's, not used before (one statement: used once, whatever the race). */
+    async useRecoveryCode(userId: number, code: string): Promise<boolean> {
+      const used = await db
+        .update(recoveryCodes)
+        .set({ usedAt: new Date(clock()) })
+        .where(and(eq(recoveryCodes.userId, userId), eq(recoveryCodes.digest, box.digest(normalCode(code))), isNull(recoveryCodes.usedAt)))
+        .returning({ userId: recoveryCodes.userId })
+      return used.length > 0
+    },
+  }
+}
+
+export type SecondFactorStore = ReturnType<typeof createSecondFactorStore>
