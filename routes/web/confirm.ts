@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify'
+import { emailKey } from '../../db/stores/users.ts'
 import { rateLimitHeaders } from '../../plugins/auth/limits.ts'
 import { logPageEvent, pageData, requireSupporter, safeNext } from './pages.ts'
 
@@ -43,18 +44,39 @@ export function requireConfirmed(purpose: Purpose, page: string): preHandlerAsyn
 }
 
 const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastify, { sudoMinutes }) => {
-  const { passwords, authLimits, sessions, urls } = fastify
+  const { passwords, authLimits, sessions, urls, secondFactors } = fastify
   fastify.decorate('sudoMs', sudoMinutes * 60_000)
   const sitePath = (request: FastifyRequest) => new URL(urls.siteWeb(request.web.site.permalink)).pathname
 
-  function form(request: FastifyRequest, reply: FastifyReply, status: number, fields: { reason: unknown; next: unknown; error?: string }) {
+  async function form(request: FastifyRequest, reply: FastifyReply, status: number, fields: { reason: unknown; next: unknown; error?: string }) {
     const reason = purposeOf(fields.reason)
     const next = safeNext(fields.next, sitePath(request)) ?? ''
+    // With a second factor, a code of it confirms; the password alone is what a thief would have.
+    const withCode = await secondFactors.has(request.web.user!.id)
     return reply.page(
       'confirm',
-      pageData(request, reply, { title: 'Confirm it is you', purpose: PURPOSES[reason], reason, next, minutes: sudoMinutes, error: fields.error ?? null }),
+      pageData(request, reply, { title: 'Confirm it is you', purpose: PURPOSES[reason], reason, next, minutes: sudoMinutes, withCode, error: fields.error ?? null }),
       status,
     )
+  }
+
+  /** The proof the form sent: a code of the person's app when they have one, else their password. */
+  async function proven(request: FastifyRequest, body: { password?: unknown; code?: unknown }) {
+    const user = request.web.user!
+    if (await secondFactors.has(user.id)) {
+      const code = typeof body.code === 'string' ? body.code.trim() : ''
+      const checked = await authLimits.attempt(
+        { address: request.ip, account: `second step ${emailKey(user.email)}` },
+        async () => code !== '' && (await secondFactors.checkTotp(user.id, code)),
+        (ok) => (ok ? 'succeeded' : 'failed'),
+      )
+      if (typeof checked === 'object') return checked
+      return checked ? ({ kind: 'verified' } as const) : ({ kind: 'wrong', event: 'second_factor_failed', error: 'That code is not right, or was used already.' } as const)
+    }
+    const verdict = await passwords.verify(user.email, typeof body.password === 'string' ? body.password : '', request.ip)
+    if (verdict.kind === 'verified' && verdict.user.id === user.id) return { kind: 'verified' } as const
+    if (verdict.kind === 'busy' || verdict.kind === 'too_many_attempts') return verdict
+    return { kind: 'wrong', event: 'sign_in_failed', error: 'That is not your password.' } as const
   }
 
   fastify.get('/confirm', { preHandler: requireSupporter }, async (request, reply) => {
@@ -63,26 +85,25 @@ const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastif
   })
 
   fastify.post('/confirm', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
-    const body = (request.body ?? {}) as { password?: unknown; next?: unknown; for?: unknown }
-    const user = request.web.user!
+    const body = (request.body ?? {}) as { password?: unknown; code?: unknown; next?: unknown; for?: unknown }
     const fields = { reason: body.for, next: body.next }
     // The sign-in's checks, slow-down and budgets, for this account only.
-    const verdict = await passwords.verify(user.email, typeof body.password === 'string' ? body.password : '', request.ip)
-    if (verdict.kind === 'verified' && verdict.user.id === user.id) {
+    const outcome = await proven(request, body)
+    if (outcome.kind === 'verified') {
       await sessions.confirm(request.web.sessionId!)
       await logPageEvent(request, 'confirmed', { for: PURPOSES[purposeOf(fields.reason)] })
       const back = safeNext(body.next, sitePath(request)) ?? `${sitePath(request)}/profile/api_tokens`
       return reply.redirect(`${new URL(urls.siteWeb(request.web.site.permalink)).origin}${back}`, 303)
     }
-    if (verdict.kind === 'busy' || verdict.kind === 'too_many_attempts') {
-      reply.header('retry-after', String(verdict.retryAfter))
-      if (verdict.kind === 'too_many_attempts') reply.headers(rateLimitHeaders(authLimits, request.ip))
-      const error = verdict.kind === 'busy' ? 'We are checking too many passwords right now. Try again in a moment.' : `Too many failed attempts. Try again in ${Math.ceil(verdict.retryAfter / 60)} minutes.`
-      return form(request, reply, verdict.kind === 'busy' ? 503 : 429, { ...fields, error })
+    if (outcome.kind === 'wrong') {
+      await logPageEvent(request, outcome.event, { step: 'confirm it is you' })
+      reply.headers(rateLimitHeaders(authLimits, request.ip))
+      return form(request, reply, 401, { ...fields, error: outcome.error })
     }
-    await logPageEvent(request, 'sign_in_failed', { step: 'confirm it is you' })
-    reply.headers(rateLimitHeaders(authLimits, request.ip))
-    return form(request, reply, 401, { ...fields, error: 'That is not your password.' })
+    reply.header('retry-after', String(outcome.retryAfter))
+    if (outcome.kind === 'too_many_attempts') reply.headers(rateLimitHeaders(authLimits, request.ip))
+    const error = outcome.kind === 'busy' ? 'We are checking too many passwords right now. Try again in a moment.' : `Too many failed attempts. Try again in ${Math.ceil(outcome.retryAfter / 60)} minutes.`
+    return form(request, reply, outcome.kind === 'busy' ? 503 : 429, { ...fields, error })
   })
 }
 

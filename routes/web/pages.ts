@@ -72,3 +72,14 @@ export function safeTo(to: unknown, siteUrl: string): string | null {
   const path = safeNext(target.pathname, site.pathname)
   return path === null ? null : `${site.origin}${path}${target.search}`
 }
+
+/**
+ * A mail to the signed-in person (or the one named) about their account's security, when mail is
+ * set up; a failure is logged and the action stands. Never holds a secret.
+ */
+export async function tellPerson(request: FastifyRequest, to: string, subject: string, lines: string[]) {
+  const { mail, log } = request.server
+  if (!mail.enabled) return
+  const text = [...lines, '', `If this was not you, sign in at ${request.server.urls.siteWeb(request.web.site.permalink)}/login, look at your security log, and tell the people who run this help desk.`].join('\n')
+  await mail.send({ to, subject, text }).catch((error: unknown) => log.warn({ err: { message: (error as Error).message } }, 'could not mail a security notice'))
+}

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { StoreError } from '../../db/stores/errors.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { requireConfirmed } from './confirm.ts'
-import { logPageEvent, pageData, requireSupporter } from './pages.ts'
+import { logPageEvent, pageData, requireSupporter, tellPerson } from './pages.ts'
 
 // {site_url}/profile/two_factor: a supporter's second factors (docs/decisions.md, "Second
 // factors"): authenticator apps (TOTP) and the ten recovery codes. Adding or removing one asks for
@@ -58,6 +58,7 @@ const secondFactorRoutes: FastifyPluginAsync = async (fastify) => {
       return enrollmentPage(request, reply, pending, 400, 'That code is not the current one of this app. Check the time of your phone, then enter the code it shows now.')
     }
     await logPageEvent(request, 'factor_added', { kind: 'authenticator app', name: pending.name })
+    await tellPerson(request, user.email, `A second factor was added to your ${request.web.site.name} account`, [`The authenticator app "${pending.name}" was added to your account ${user.email} on ${shownMoment(new Date(fastify.clock()))}.`])
     // The first factor comes with its recovery codes; a later one keeps the codes there are.
     if ((await secondFactors.recoveryCodesLeft(user.id)) > 0) return reply.redirect(`${profile(request)}?factor=added`, 303)
     return recoveryPage(request, reply, await secondFactors.newRecoveryCodes(user.id), true)
@@ -74,6 +75,7 @@ const secondFactorRoutes: FastifyPluginAsync = async (fastify) => {
     const removed = ID.test(id) ? await secondFactors.remove(request.web.user!.id, Number(id)) : undefined
     if (!removed) return reply.page('not_found', pageData(request, reply, { title: 'No such second factor' }), 404)
     await logPageEvent(request, 'factor_removed', { kind: 'authenticator app', name: removed.name })
+    await tellPerson(request, request.web.user!.email, `A second factor was removed from your ${request.web.site.name} account`, [`The authenticator app "${removed.name}" was removed from your account ${request.web.user!.email} on ${shownMoment(new Date(fastify.clock()))}.`])
     return reply.redirect(`${profile(request)}?factor=removed`, 303)
   })
 }

@@ -2,7 +2,8 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { rateLimitHeaders } from '../../plugins/auth/limits.ts'
 import { decodeMultipass } from '../../plugins/auth/multipass-token.ts'
 import { emailKey } from '../../db/stores/users.ts'
-import { logPageEvent, pageData, safeNext, safeTo } from './pages.ts'
+import { shownMoment } from '../../lib/clock.ts'
+import { logPageEvent, pageData, safeNext, safeTo, tellPerson } from './pages.ts'
 
 export const SIGN_IN_FAILED = 'Wrong email or password.'
 export const SSO_FAILED = 'This single sign-on link is invalid or has expired. Sign in with your email and password, or ask for a new link.'
@@ -163,7 +164,13 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     }
     await reply.signIn(request, user.id)
     await logPageEvent(request, 'sign_in_succeeded', { second_factor: checked }, user.id)
-    if (checked === 'recovery code') await logPageEvent(request, 'recovery_code_used', { left: await secondFactors.recoveryCodesLeft(user.id) }, user.id)
+    if (checked === 'recovery code') {
+      const left = await secondFactors.recoveryCodesLeft(user.id)
+      await logPageEvent(request, 'recovery_code_used', { left }, user.id)
+      await tellPerson(request, user.email, `A recovery code was used to sign in to ${request.web.site.name}`, [
+        `Someone signed in to your account ${user.email} with one of its recovery codes on ${shownMoment(new Date(clock()))}. ${left} ${left === 1 ? 'code is' : 'codes are'} left.`,
+      ])
+    }
     return reply.redirect(next || home(request), 303)
   })
 

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { buildTestApp, V1 } from '../fixtures/app.ts'
 import { basic } from '../fixtures/credentials.ts'
+import { mailServer, readMail } from '../fixtures/mail.ts'
 import { totpCode } from '../fixtures/totp.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
@@ -147,14 +148,19 @@ t.test("Basic on the API is refused for an account with a second factor, and tol
 
 t.test('removing the factor asks for a fresh confirmation, and takes the recovery codes with it', async (t) => {
   const { app, clock } = await buildTestApp(t)
-  const { ann, web } = await enrolled(app, clock)
+  const { ann, web, secret } = await enrolled(app, clock)
   const [factor] = await app.secondFactors.list(ann.user.id)
   clock.advance(20 * 60_000)
   await web.get('/demo/profile')
   const asked = await web.post(`/demo/profile/two_factor/${factor.id}/remove`)
   t.match(asked.headers.location, /\/demo\/confirm\?for=factor&next=%2Fdemo%2Fprofile$/)
-  await web.get(asked.headers.location as string)
-  await web.post('/demo/confirm', { password: ann.password, for: 'factor', next: '/demo/profile' })
+  const page = await web.get(asked.headers.location as string)
+  t.match(page.body, 'enter a code of your authenticator app', 'with a factor, a code confirms')
+  t.notMatch(page.body, 'type="password"')
+  const byPassword = await web.post('/demo/confirm', { password: ann.password, for: 'factor', next: '/demo/profile' })
+  t.equal(byPassword.statusCode, 401, 'the password alone does not')
+  const byCode = await web.post('/demo/confirm', { code: totpCode(secret, clock()), for: 'factor', next: '/demo/profile' })
+  t.equal(byCode.headers.location, 'https://help.example.test/demo/profile')
   await web.get('/demo/profile')
   const removed = await web.post(`/demo/profile/two_factor/${factor.id}/remove`)
   t.equal(removed.statusCode, 303)
@@ -172,4 +178,29 @@ t.test('removing the factor asks for a fresh confirmation, and takes the recover
   const [annsFactor] = await app.secondFactors.list(again.ann.user.id)
   t.equal((await bobWeb.post(`/demo/profile/two_factor/${annsFactor.id}/remove`)).statusCode, 404)
   t.equal(await app.secondFactors.has(again.ann.user.id), true)
+})
+
+t.test('mails, when mail is set up: a factor added and removed, a recovery code used; never a code', async (t) => {
+  const smtp = await mailServer(t)
+  const { app, clock } = await buildTestApp(t, { config: { mail: { smtpUrl: smtp.url, from: 'Desk <desk@example.test>' } } })
+  const { ann, web, codes } = await enrolled(app, clock)
+  const login = await passwordStep(app, ann)
+  await login.web.post('/demo/login/second_step', { recovery_code: codes[3] })
+  smtp.state.refuse = true
+  const refused = await passwordStep(app, ann)
+  t.equal((await refused.web.post('/demo/login/second_step', { recovery_code: codes[4] })).statusCode, 303, 'a refused mail stops nothing')
+  smtp.state.refuse = false
+  const [factor] = await app.secondFactors.list(ann.user.id)
+  await web.get('/demo/profile')
+  await web.post(`/demo/profile/two_factor/${factor.id}/remove`)
+  for (let i = 0; i < 100 && smtp.mails.length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 20))
+  const mails = smtp.mails.map((mail) => ({ to: mail.to[0], ...readMail(mail) }))
+  t.same(mails.map((mail) => mail.subject), [
+    'A second factor was added to your Site demo account',
+    'A recovery code was used to sign in to Site demo',
+    'A second factor was removed from your Site demo account',
+  ])
+  t.ok(mails.every((mail) => mail.to === ann.email))
+  t.match(mails[1].text, '9 codes are left.')
+  for (const mail of mails) for (const code of codes) t.notMatch(mail.text, code, 'never a recovery code')
 })
