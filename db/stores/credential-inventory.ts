@@ -67,18 +67,19 @@ export function createCredentialInventory(port: StorePort, clock: Clock) {
     const entries: InventoryEntry[] = []
     for (const [i, row] of grants.entries()) {
       const grant = payloads[i]
-      const owner = byId.get(Number(grant.accountId))
-      if (!owner) continue
+      // An account is never deleted, so every grant's owner is there.
+      const owner = byId.get(Number(grant.accountId))!
       const client = await oauth.find('Client', fingerprint(grant.clientId))
       const name = client ? ((JSON.parse(client.payload) as { client_name?: string }).client_name ?? grant.clientId) : grant.clientId
       entries.push({
-        id: `oauth-${row.grantId ?? row.id}`,
+        id: `oauth-${row.grantId!}`,
         kind: 'oauth',
         ownerId: owner.id,
         owner: owner.email,
         ownerName: owner.name,
         name,
-        access: (grant.resources?.[resource] ?? '').split(' ').includes('write') ? 'write' : 'read',
+        // Listed by this resource, so the grant names it.
+        access: grant.resources![resource].split(' ').includes('write') ? 'write' : 'read',
         createdAt: row.createdAt,
         lastUsedAt: row.lastUsedAt,
         lastUsedFrom: null,

@@ -183,3 +183,31 @@ t.test('an unexpected failure of a policy change is a 500, on the API and the pa
   t.match(page.body, 'Something went wrong on our side.')
   t.notMatch(page.body, 'the disk is on fire')
 })
+
+t.test("the inventory's other states: a disabled owner's application, a token used from an address, the policy page with switches off, a failed revocation", async (t) => {
+  const { app } = await buildTestApp(t)
+  const admin = await personWithPassword(app)
+  await app.users.setAdministrator(admin.site.id, admin.user.id, true)
+  const token = await supporterWithToken(app, { email: admin.email })
+  const { person } = await oauthTokens(app)
+  await app.users.setDisabled(person.email, true)
+  const [grant] = (await app.inject({ url: '/demo/credentials?kind=oauth', headers: token.bearer })).json().credentials
+  t.equal(grant.state, 'unusable', "a disabled owner's application")
+  await app.inject({ url: '/demo', headers: token.bearer })
+  await app.tokens.flush()
+  const web = webClient(app)
+  await web.signIn(admin.email, admin.password)
+  t.match((await web.get('/demo/admin/credentials?kind=personal_token')).body, / UTC from 127\.0\.0\.1</)
+  await app.sites.setPolicy(admin.site.id, { multipassOn: false, passwordOn: false })
+  const policy = await web.get('/demo/admin/policy')
+  t.match(policy.body, /name="multipass" value="off" checked/)
+  t.match(policy.body, /name="password" value="off" checked/)
+  t.match((await web.get('/demo/admin/policy?saved=1&shortened=3')).body, '3 tokens were shortened')
+  app.administration.revoke = async () => {
+    throw new Error('the disk is on fire')
+  }
+  await web.get('/demo/admin/credentials')
+  const failed = await web.post('/demo/admin/credentials/revoke', { ids: `pat-${token.token.id}`, reason: 'x' })
+  t.equal(failed.statusCode, 500)
+  t.notMatch(failed.body, 'the disk is on fire')
+})

@@ -204,3 +204,44 @@ t.test('mails, when mail is set up: a factor added and removed, a recovery code 
   t.match(mails[1].text, '9 codes are left.')
   for (const mail of mails) for (const code of codes) t.notMatch(mail.text, code, 'never a recovery code')
 })
+
+t.test('a second app keeps the codes; new codes end the old ones; the second step page by address; confirm by code locks too', async (t) => {
+  const { app, clock } = await buildTestApp(t)
+  const { ann, web, secret, codes } = await enrolled(app, clock)
+  // A second app: no new codes, the profile says it is added.
+  await web.get('/demo/profile')
+  const started = await web.post('/demo/profile/two_factor/totp', { name: 'Tablet' })
+  const tablet = /data-secret>([A-Z2-7]+)</.exec(started.body)![1]
+  const id = /two_factor\/totp\/(\d+)\/confirm/.exec(started.body)![1]
+  const added = await web.post(`/demo/profile/two_factor/totp/${id}/confirm`, { code: totpCode(tablet, clock()) })
+  t.equal(added.headers.location, 'https://help.example.test/demo/profile?factor=added')
+  t.match((await web.get(added.headers.location as string)).body, 'The authenticator app is added.')
+  t.equal((await app.secondFactors.list(ann.user.id)).length, 2)
+
+  const fresh = await web.post('/demo/profile/two_factor/recovery_codes')
+  const newCodes = [...fresh.body.matchAll(/<li><code>([a-z0-9-]+)<\/code><\/li>/g)].map((m) => m[1])
+  t.equal(newCodes.length, 10)
+  const login = await passwordStep(app, ann)
+  t.equal((await login.web.post('/demo/login/second_step', { recovery_code: codes[1] })).statusCode, 401, 'an old code no longer works')
+  t.equal((await login.web.post('/demo/login/second_step', { recovery_code: newCodes[1] })).statusCode, 303, 'a new one does')
+
+  const pending = await passwordStep(app, ann)
+  t.equal((await pending.web.get('/demo/login/second_step?next=/demo/profile')).statusCode, 200, 'the second step, by its address')
+  t.match((await web.get('/demo/profile?factor=removed')).body, 'The second factor is removed.')
+
+  // Confirming by code: wrong codes count towards the second step's lockout too.
+  clock.advance(20 * 60_000)
+  for (let i = 0; i < 5; i++) await web.post('/demo/confirm', { code: String(200000 + i), for: 'token' })
+  const locked = await web.post('/demo/confirm', { code: totpCode(secret, clock()), for: 'token' })
+  t.equal(locked.statusCode, 429)
+  t.match(locked.body, 'Too many failed attempts.')
+
+  // Without a factor, asking for new codes makes none.
+  const bob = await personWithPassword(app)
+  const bobWeb = webClient(app)
+  await bobWeb.signIn(bob.email, bob.password)
+  await bobWeb.get('/demo/profile')
+  const none = await bobWeb.post('/demo/profile/two_factor/recovery_codes')
+  t.equal(none.headers.location, 'https://help.example.test/demo/profile')
+  t.equal(await app.secondFactors.recoveryCodesLeft(bob.user.id), 0)
+})
