@@ -8,7 +8,7 @@ import { credentialKinds, filterFromParams, MAX_REASON, MAX_REVOKED_AT_ONCE, sor
 import { MAX_TOKEN_DAYS, policyOf, type SitePolicy } from '../../db/stores/site-policy.ts'
 import { accessLevels, writeTokenRules } from '../../db/values.ts'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
-import { httpError } from './discussions/http-errors.ts'
+import { httpError, sentence } from './discussions/http-errors.ts'
 import { moment } from './discussions/views.ts'
 
 // The administrators' resources of the v1 API (docs/decisions.md, "Site administrators"): the
@@ -212,7 +212,7 @@ const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       } catch (error) {
         // The schema let through only values the policy takes: the question is the one refusal left.
         if (!(error instanceof ChoiceNeeded)) throw error
-        return reply.code(409).send({ error: 'conflict', message: `${error.message[0].toUpperCase()}${error.message.slice(1)}.`, dry_run: { max_token_days: error.days, tokens: error.tokens, people: error.people } })
+        return reply.code(409).send({ error: 'conflict', message: sentence(error.message), dry_run: { max_token_days: error.days, tokens: error.tokens, people: error.people } })
       }
     },
   )

@@ -4,6 +4,7 @@ import { ChoiceNeeded, type Actor, type ExistingTokens } from '../../plugins/adm
 import { StoreError } from '../../db/stores/errors.ts'
 import { credentialKinds, filterFromParams, MAX_REASON, sortColumns, type InventoryEntry, type InventoryFilter } from '../../db/stores/inventory-rules.ts'
 import { MAX_TOKEN_DAYS, policyOf, type SitePolicy } from '../../db/stores/site-policy.ts'
+import { sentence } from '../api/discussions/http-errors.ts'
 import { requireConfirmed } from './confirm.ts'
 import { pageData, requireAdministrator } from './pages.ts'
 
@@ -135,7 +136,7 @@ const administrationRoutes: FastifyPluginAsync = async (fastify) => {
     } catch (error) {
       if (!(error instanceof StoreError)) throw error
       return inventoryPage(request, reply, error.code === 'not_found' ? 404 : error.code === 'conflict' ? 409 : 400, {
-        error: `${error.message[0].toUpperCase()}${error.message.slice(1)}.`,
+        error: sentence(error.message),
         reason,
       })
     }

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify'
-import { emailKey } from '../../db/stores/users.ts'
 import { rateLimitHeaders } from '../../plugins/auth/limits.ts'
-import { logPageEvent, pageData, requireSupporter, safeNext } from './pages.ts'
+import { logPageEvent, pageData, requireSupporter, safeNext, secondStepAttempt, tooMany } from './pages.ts'
 
 // Sudo mode (docs/decisions.md, "Confirming it is you"): creating a personal token and what
 // administrators change ask the person to have signed in, or confirmed their password, within the
@@ -65,11 +64,7 @@ const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastif
     const user = request.web.user!
     if (await secondFactors.has(user.id)) {
       const code = typeof body.code === 'string' ? body.code.trim() : ''
-      const checked = await authLimits.attempt(
-        { address: request.ip, account: `second step ${emailKey(user.email)}` },
-        async () => code !== '' && (await secondFactors.checkTotp(user.id, code)),
-        (ok) => (ok ? 'succeeded' : 'failed'),
-      )
+      const checked = await secondStepAttempt(request, user.email, async () => code !== '' && (await secondFactors.checkTotp(user.id, code)))
       if (typeof checked === 'object') return checked
       return checked ? ({ kind: 'verified' } as const) : ({ kind: 'wrong', event: 'second_factor_failed', error: 'That code is not right, or was used already.' } as const)
     }
@@ -102,7 +97,7 @@ const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastif
     }
     reply.header('retry-after', String(outcome.retryAfter))
     if (outcome.kind === 'too_many_attempts') reply.headers(rateLimitHeaders(authLimits, request.ip))
-    const error = outcome.kind === 'busy' ? 'We are checking too many passwords right now. Try again in a moment.' : `Too many failed attempts. Try again in ${Math.ceil(outcome.retryAfter / 60)} minutes.`
+    const error = outcome.kind === 'busy' ? 'We are checking too many passwords right now. Try again in a moment.' : tooMany(outcome.retryAfter)
     return form(request, reply, outcome.kind === 'busy' ? 503 : 429, { ...fields, error })
   })
 }

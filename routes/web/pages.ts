@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { NewSecurityEvent, SecurityKind } from '../../db/stores/security-log.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
+import { emailKey } from '../../db/stores/users.ts'
 
 // What every page template receives, and the checks pages share.
 
@@ -82,4 +83,22 @@ export async function tellPerson(request: FastifyRequest, to: string, subject: s
   if (!mail.enabled) return
   const text = [...lines, '', `If this was not you, sign in at ${request.server.urls.siteWeb(request.web.site.permalink)}/login, look at your security log, and tell the people who run this help desk.`].join('\n')
   await mail.send({ to, subject, text }).catch((error: unknown) => log.warn({ err: { message: (error as Error).message } }, 'could not mail a security notice'))
+}
+
+const minutes = (seconds: number) => {
+  const n = Math.ceil(seconds / 60)
+  return `${n} minute${n === 1 ? '' : 's'}`
+}
+
+/** What a form says past a failure budget. */
+export const tooMany = (seconds: number) => `Too many failed attempts. Try again in ${minutes(seconds)}.`
+
+/**
+ * A check of an account's second factor (a code, a recovery code), within the address's budget and
+ * a budget of the account's second step, with the account limit and window: a right password
+ * clears the account's password failures, and must not clear its wrong codes too. A truthy result
+ * is a success.
+ */
+export function secondStepAttempt<R>(request: FastifyRequest, email: string, check: () => Promise<R>) {
+  return request.server.authLimits.attempt({ address: request.ip, account: `second step ${emailKey(email)}` }, check, (used) => (used ? 'succeeded' : 'failed'))
 }

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { StoreError } from '../../db/stores/errors.ts'
+import { sentence } from '../api/discussions/http-errors.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { requireConfirmed } from './confirm.ts'
 import { logPageEvent, pageData, requireSupporter, tellPerson } from './pages.ts'
@@ -44,7 +45,7 @@ const secondFactorRoutes: FastifyPluginAsync = async (fastify) => {
       return enrollmentPage(request, reply, { ...started, name: String(name).trim() })
     } catch (error) {
       if (!(error instanceof StoreError)) throw error
-      return reply.page('error', pageData(request, reply, { title: 'That did not work', message: `${error.message[0].toUpperCase()}${error.message.slice(1)}.` }), 400)
+      return reply.page('error', pageData(request, reply, { title: 'That did not work', message: sentence(error.message) }), 400)
     }
   })
 

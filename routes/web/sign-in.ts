@@ -1,18 +1,14 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { rateLimitHeaders } from '../../plugins/auth/limits.ts'
 import { decodeMultipass } from '../../plugins/auth/multipass-token.ts'
-import { emailKey } from '../../db/stores/users.ts'
 import { shownMoment } from '../../lib/clock.ts'
-import { logPageEvent, pageData, safeNext, safeTo, tellPerson } from './pages.ts'
+import { logPageEvent, pageData, safeNext, safeTo, secondStepAttempt, tellPerson, tooMany } from './pages.ts'
+
 
 export const SIGN_IN_FAILED = 'Wrong email or password.'
 export const SSO_FAILED = 'This single sign-on link is invalid or has expired. Sign in with your email and password, or ask for a new link.'
 export const SSO_STAFF = 'Support staff sign in here with their email and password, not with a single sign-on link.'
 
-const minutes = (seconds: number) => {
-  const n = Math.ceil(seconds / 60)
-  return `${n} minute${n === 1 ? '' : 's'}`
-}
 
 interface SignInBody {
   email?: unknown
@@ -20,7 +16,6 @@ interface SignInBody {
   next?: unknown
 }
 
-const tooMany = (seconds: number) => `Too many failed attempts. Try again in ${minutes(seconds)}.`
 
 /** {site_url}/login, POST {site_url}/logout, and {site_url}/ which sends people where they belong. */
 const signInRoutes: FastifyPluginAsync = async (fastify) => {
@@ -147,12 +142,8 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     if (!user || user.disabled) return form(request, reply, 401, { next, error: 'Your sign-in waited too long for its second step. Enter your password again.' })
     const code = typeof body.code === 'string' ? body.code.trim() : ''
     const recovery = typeof body.recovery_code === 'string' ? body.recovery_code.trim() : ''
-    // Within the address's budget and a budget of the account's second step: a right password
-    // clears the account's password failures, and must not clear its wrong codes too.
-    const checked = await authLimits.attempt(
-      { address: request.ip, account: `second step ${emailKey(user.email)}` },
-      async () => ((code !== '' && (await secondFactors.checkTotp(user.id, code))) ? 'code' : recovery !== '' && (await secondFactors.useRecoveryCode(user.id, recovery)) ? 'recovery code' : null),
-      (used) => (used ? 'succeeded' : 'failed'),
+    const checked = await secondStepAttempt(request, user.email, async () =>
+      code !== '' && (await secondFactors.checkTotp(user.id, code)) ? 'code' : recovery !== '' && (await secondFactors.useRecoveryCode(user.id, recovery)) ? 'recovery code' : null,
     )
     if (checked !== null && typeof checked === 'object') {
       reply.headers({ ...rateLimitHeaders(authLimits, request.ip), 'retry-after': String(checked.retryAfter) })

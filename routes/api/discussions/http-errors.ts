@@ -9,7 +9,7 @@ const STATUS = { not_found: 404, conflict: 409, forbidden: 403, limit: 429, prec
 type Code = keyof typeof STATUS
 
 /** `there is no X` becomes `There is no X.`: the one sentence a refusal's message is. */
-const sentence = (text: string) => `${text[0].toUpperCase()}${text.slice(1)}.`
+export const sentence = (text: string) => `${text[0].toUpperCase()}${text.slice(1)}.`
 
 function failure(code: Code, message: string) {
   return Object.assign(new Error(sentence(message)), { statusCode: STATUS[code], code })
