@@ -62,6 +62,7 @@ export function policyChanges(values: Values): Partial<SitePolicy> {
     legacyTokenOn: onOff('legacy-token', values['legacy-token']),
     multipassOn: onOff('multipass', values.multipass),
     passwordOn: onOff('password', values.password),
+    staffSecondFactor: onOff('staff-second-factor', values['staff-second-factor']),
   }
 }
 
@@ -157,10 +158,11 @@ export const administrationCommands: Command[] = [
         'legacy-token': { ...ON_OFF, about: 'whether the API accepts the legacy account token' },
         multipass: { ...ON_OFF, about: 'whether the API accepts multipass' },
         password: { ...ON_OFF, about: 'whether the API accepts email and password (Basic)' },
+        'staff-second-factor': { ...ON_OFF, about: 'whether the support staff must have a second factor (until they add one, signing in leads only to adding one)' },
         shorten: { type: 'boolean', about: 'shorten the active tokens over a shorter lifetime to end within it (owners mailed)' },
         leave: { type: 'boolean', about: 'leave the active tokens over a shorter lifetime as they are' },
       },
-      usage: 'site policy <site> [--max-token-days N [--shorten | --leave]] [--write-tokens everyone|administrators] [--legacy-token on|off] [--multipass on|off] [--password on|off]',
+      usage: 'site policy <site> [--max-token-days N [--shorten | --leave]] [--write-tokens everyone|administrators] [--legacy-token on|off] [--multipass on|off] [--password on|off] [--staff-second-factor on|off]',
       summary:
         "Print the site's token policy; the options change it. A shorter lifetime that leaves active tokens over it is refused with their count until --shorten or --leave says what happens to them.",
       atomic: false,

@@ -10,7 +10,7 @@ export const writeTokenRules = ['everyone', 'administrators'] as const
 export type WriteTokenRule = (typeof writeTokenRules)[number]
 
 // The kinds of second factor an account may have.
-export const factorKinds = ['totp'] as const
+export const factorKinds = ['totp', 'passkey'] as const
 export type FactorKind = (typeof factorKinds)[number]
 
 export const accessLevels = ['read', 'write'] as const

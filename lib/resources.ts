@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module'
 import { basename, dirname, join } from 'node:path'
 
 /** The files the service reads at run time, and how the SQLite addon is found. */
@@ -10,6 +11,8 @@ export interface Resources {
   views: string
   /** The README served at /README.md. */
   readme: string
+  /** @simplewebauthn/browser's bundle, served to the pages that offer a passkey. */
+  webauthnBrowser: string
   /** better-sqlite3's `nativeBinding` option; undefined lets it find its addon in node_modules. */
   sqliteBinding: string | undefined
 }
@@ -25,10 +28,16 @@ export function packageRoot(moduleDir: string): string {
 
 const ROOT = packageRoot(import.meta.dirname)
 
+/** The browser bundle of @simplewebauthn/browser (its exports name only the modules, so from its main file). */
+export function webauthnBundle(require: NodeJS.Require): string {
+  return join(dirname(require.resolve('@simplewebauthn/browser')), '..', 'dist', 'bundle', 'index.umd.min.js')
+}
+
 export const resources: Resources = {
   migrations: join(ROOT, 'db', 'sqlite', 'migrations'),
   postgresMigrations: join(ROOT, 'db', 'postgres', 'migrations'),
   views: join(ROOT, 'views'),
   readme: join(ROOT, 'README.md'),
+  webauthnBrowser: webauthnBundle(createRequire(join(ROOT, 'package.json'))),
   sqliteBinding: undefined,
 }

@@ -28,6 +28,9 @@ export const SECURITY_HEADERS = {
 const ASSETS: Record<string, { type: string; body: Buffer }> = {
   'app.css': { type: 'text/css; charset=utf-8', body: readFileSync(join(VIEWS, 'assets', 'app.css')) },
   'copy.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(join(VIEWS, 'assets', 'copy.js')) },
+  'passkeys.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(join(VIEWS, 'assets', 'passkeys.js')) },
+  // @simplewebauthn/browser, served from here: no page loads a script from another host.
+  'webauthn.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(resources.webauthnBrowser) },
 }
 
 /** Eta templates with one layout, the page decorator, and the stylesheet and script they use. */
@@ -44,7 +47,8 @@ export default fp(
       return this.code(status).headers({ ...SECURITY_HEADERS, ...headers }).type('text/html; charset=utf-8').send(html)
     })
     // Assets are addressed under each site's pages, so a proxy that forwards the site URL forwards them too.
-    fastify.get('/assets/:file', async (request, reply) => {
+    // Open to everyone who may see a page, a supporter who must add a second factor first included.
+    fastify.get('/assets/:file', { config: { beforeSecondFactor: true } }, async (request, reply) => {
       const asset = ASSETS[(request.params as { file: string }).file]
       if (!asset) return reply.code(404).type('text/plain; charset=utf-8').send('Not found\n')
       return reply

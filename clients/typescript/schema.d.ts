@@ -681,6 +681,8 @@ export interface components {
             multipass: boolean;
             /** @description Whether the API accepts email and password (Basic). */
             password: boolean;
+            /** @description Whether the support staff must have a second factor: until they add one, their sign-in on the pages leads only to adding one. */
+            staff_second_factor: boolean;
         };
         PolicyChange: {
             /** @description The longest lifetime of a new personal token. */
@@ -696,6 +698,8 @@ export interface components {
             multipass?: boolean;
             /** @description Whether the API accepts email and password (Basic). */
             password?: boolean;
+            /** @description Whether the support staff must have a second factor: until they add one, their sign-in on the pages leads only to adding one. */
+            staff_second_factor?: boolean;
             /**
              * @description Required when a shorter max_token_days leaves active tokens over it: shorten them to end within it (owners mailed), or leave them.
              * @enum {unknown}

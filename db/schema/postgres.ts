@@ -24,6 +24,7 @@ export const sites = pgTable('sites', {
   legacyTokenOn: pgBoolean('legacy_token_on').notNull().default(true),
   multipassOn: pgBoolean('multipass_on').notNull().default(true),
   passwordOn: pgBoolean('password_on').notNull().default(true),
+  staffSecondFactor: pgBoolean('staff_second_factor').notNull().default(false),
 })
 
 const siteReference = () =>
@@ -287,8 +288,11 @@ export const secondFactors = pgTable(
     confirmedAt: moment('confirmed_at'),
     createdAt: moment('created_at').notNull(),
     lastUsedAt: moment('last_used_at'),
+    credentialId: pgText('credential_id'),
+    signCount: pgInteger('sign_count'),
+    transports: pgText('transports'),
   },
-  (t) => [pgIndex('second_factors_user_idx').on(t.userId)],
+  (t) => [pgIndex('second_factors_user_idx').on(t.userId), pgUniqueIndex('second_factors_credential_idx').on(t.credentialId)],
 )
 
 export const recoveryCodes = pgTable(
@@ -300,3 +304,8 @@ export const recoveryCodes = pgTable(
   },
   (t) => [pgPrimaryKey({ columns: [t.userId, t.digest] })],
 )
+
+export const usedChallenges = pgTable('used_challenges', {
+  challenge: pgText('challenge').primaryKey(),
+  expiresAt: moment('expires_at').notNull(),
+})

@@ -24,6 +24,9 @@ export const sites = sqliteTable('sites', {
   legacyTokenOn: integer('legacy_token_on', { mode: 'boolean' }).notNull().default(true),
   multipassOn: integer('multipass_on', { mode: 'boolean' }).notNull().default(true),
   passwordOn: integer('password_on', { mode: 'boolean' }).notNull().default(true),
+  // Whether its support staff must have a second factor: until they add one, their sign-in leads
+  // only to adding one (docs/decisions.md, "Second factors").
+  staffSecondFactor: integer('staff_second_factor', { mode: 'boolean' }).notNull().default(false),
 })
 
 /** The site a row belongs to; the row goes with it. */
@@ -330,7 +333,8 @@ export const securityEvents = sqliteTable(
 )
 
 // Second factors of an account (docs/decisions.md, "Second factors"): authenticator apps (TOTP,
-// RFC 6238) now, passkeys later. The secret is sealed under the server key.
+// RFC 6238) and passkeys (WebAuthn). `secret` is the key that checks the factor's proofs, sealed
+// under the server key: an app's shared secret, or a passkey's public key.
 export const secondFactors = sqliteTable(
   'second_factors',
   {
@@ -345,8 +349,13 @@ export const secondFactors = sqliteTable(
     confirmedAt: moment('confirmed_at'),
     createdAt: moment('created_at').notNull(),
     lastUsedAt: moment('last_used_at'),
+    // A passkey's credential id (base64url), the signature counter its authenticator last
+    // reported, and how the browser may reach it (WebAuthn transports, comma-separated).
+    credentialId: text('credential_id'),
+    signCount: integer('sign_count'),
+    transports: text('transports'),
   },
-  (t) => [index('second_factors_user_idx').on(t.userId)],
+  (t) => [index('second_factors_user_idx').on(t.userId), uniqueIndex('second_factors_credential_idx').on(t.credentialId)],
 )
 
 // Single-use recovery codes, kept only as keyed digests (lib/secret-box.ts).
@@ -359,3 +368,10 @@ export const recoveryCodes = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.userId, t.digest] })],
 )
+
+// The WebAuthn challenges already answered: a challenge is made without a row (signed, with its
+// expiry, lib/passkey-challenges.ts) and answered once; the row lives until it would have expired.
+export const usedChallenges = sqliteTable('used_challenges', {
+  challenge: text('challenge').primaryKey(),
+  expiresAt: moment('expires_at').notNull(),
+})

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { and, count, desc, eq, isNotNull, isNull, lt, or } from '../drizzle.ts'
+import type { FactorKind } from '../values.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
@@ -7,10 +8,12 @@ import type { SecretBox } from '../../lib/secret-box.ts'
 import { StoreError } from './errors.ts'
 
 // Second factors (docs/decisions.md, "Second factors"), one store for both engines: authenticator
-// apps (TOTP, RFC 6238, with otplib) and single-use recovery codes. A TOTP secret is sealed under
-// the server key; a recovery code is kept only as a keyed digest. A code is accepted once: the
-// time step it was accepted for is written by one conditional statement, so of two requests
-// sending the same code, in any processes, one succeeds.
+// apps (TOTP, RFC 6238, with otplib), passkeys (WebAuthn; the ceremonies are in
+// routes/web/passkeys.ts) and single-use recovery codes. A TOTP secret and a passkey's public key
+// are sealed under the server key; a recovery code is kept only as a keyed digest. A code is
+// accepted once: the time step it was accepted for is written by one conditional statement, so of
+// two requests sending the same code, in any processes, one succeeds. A passkey's challenge is
+// answered once the same way (usedChallenges).
 
 export type SecondFactor = Tables['secondFactors']['$inferSelect']
 
@@ -32,11 +35,32 @@ function recoveryCode(): string {
   return `${text.slice(0, 5)}-${text.slice(5)}`
 }
 
+/** A StoreError unless the name is one a person can tell their factors apart by. */
+function checkName(name: string, example: string): string {
+  const trimmed = name.trim()
+  if (trimmed === '' || trimmed.length > MAX_FACTOR_NAME || holdsNul(trimmed)) {
+    throw new StoreError(`give the ${example} a name of 1 to ${MAX_FACTOR_NAME} characters`, 'invalid', 'name')
+  }
+  return trimmed
+}
+
+/** A passkey as the browser describes it (WebAuthn's PublicKeyCredentialDescriptor, JSON form). */
+export interface PasskeyDescriptor {
+  id: string
+  transports?: string[]
+}
+
+/** A registered passkey: what checks its signatures. */
+export interface Passkey {
+  factor: SecondFactor
+  publicKey: Uint8Array<ArrayBuffer>
+}
+
 /** How people type a recovery code: any case, with or without the dash and spaces. */
 const normalCode = (code: string) => code.trim().toLowerCase().replace(/[\s-]/g, '')
 
 export function createSecondFactorStore(port: StorePort, clock: Clock, box: SecretBox) {
-  const { db, tables: { recoveryCodes, secondFactors } } = port
+  const { db, tables: { recoveryCodes, secondFactors, usedChallenges } } = port
   const epoch = () => Math.floor(clock() / 1000)
 
   /** The time step a code of this secret belongs to, when it is one not accepted before; else undefined. */
@@ -79,16 +103,19 @@ export function createSecondFactorStore(port: StorePort, clock: Clock, box: Secr
     /** Whether the account has a confirmed second factor. */
     has,
 
+    /** The kinds of the account's confirmed factors. */
+    async kinds(userId: number): Promise<Set<FactorKind>> {
+      const rows = await db.selectDistinct({ kind: secondFactors.kind }).from(secondFactors).where(confirmed(userId))
+      return new Set(rows.map((row) => row.kind))
+    },
+
     /**
      * Starts an authenticator app's enrollment: a new secret, and the otpauth URI the app reads
      * (as a QR code or as text). Nothing proves anything until `confirmTotp` sees a code of it; an
      * earlier enrollment never confirmed is dropped.
      */
     async startTotp(userId: number, name: string, label: string, issuer: string): Promise<{ id: number; secret: string; uri: string }> {
-      const trimmed = name.trim()
-      if (trimmed === '' || trimmed.length > MAX_FACTOR_NAME || holdsNul(trimmed)) {
-        throw new StoreError(`give the app a name of 1 to ${MAX_FACTOR_NAME} characters, such as "Phone"`, 'invalid', 'name')
-      }
+      const trimmed = checkName(name, 'app')
       const { generateSecret, generateURI } = await otp()
       const secret = generateSecret()
       await db.delete(secondFactors).where(and(eq(secondFactors.userId, userId), isNull(secondFactors.confirmedAt)))
@@ -129,6 +156,63 @@ export function createSecondFactorStore(port: StorePort, clock: Clock, box: Secr
         if (step !== undefined) return claimStep(factor, step)
       }
       return false
+    },
+
+    /**
+     * Adds a passkey the browser registered, confirmed at once: its registration answered a
+     * challenge of ours. A credential registered already (on any account) is refused.
+     */
+    async addPasskey(userId: number, name: string, credential: { id: string; publicKey: Uint8Array; counter: number; transports?: string[] }): Promise<SecondFactor> {
+      const trimmed = checkName(name, 'passkey')
+      const at = new Date(clock())
+      const [added] = await db
+        .insert(secondFactors)
+        .values({
+          userId,
+          kind: 'passkey',
+          name: trimmed,
+          secret: box.seal(Buffer.from(credential.publicKey).toString('base64url')),
+          credentialId: credential.id,
+          signCount: credential.counter,
+          transports: (credential.transports ?? []).join(','),
+          confirmedAt: at,
+          createdAt: at,
+        })
+        .onConflictDoNothing()
+        .returning()
+      if (!added) throw new StoreError('this passkey is registered already', 'conflict', 'passkey')
+      return added
+    },
+
+    /** The account's passkeys as the browser names them: to leave out at a registration, or to offer at a sign-in. */
+    async passkeysOf(userId: number): Promise<PasskeyDescriptor[]> {
+      const rows = await db
+        .select({ id: secondFactors.credentialId, transports: secondFactors.transports })
+        .from(secondFactors)
+        .where(and(confirmed(userId), eq(secondFactors.kind, 'passkey')))
+      return rows.map((row) => ({ id: row.id!, ...(row.transports ? { transports: row.transports.split(',') } : {}) }))
+    },
+
+    /** The passkey of a credential id, whoever's it is; undefined when there is none (or its key cannot be opened). */
+    async passkey(credentialId: string): Promise<Passkey | undefined> {
+      const [factor] = await db.select().from(secondFactors).where(and(eq(secondFactors.credentialId, credentialId), isNotNull(secondFactors.confirmedAt)))
+      const key = factor && box.open(factor.secret)
+      return key ? { factor, publicKey: Uint8Array.from(Buffer.from(key, 'base64url')) } : undefined
+    },
+
+    /** Notes that a passkey signed in or confirmed: the counter its authenticator reported, and when. */
+    async usedPasskey(id: number, counter: number): Promise<void> {
+      await db.update(secondFactors).set({ signCount: counter, lastUsedAt: new Date(clock()) }).where(eq(secondFactors.id, id))
+    },
+
+    /**
+     * Marks a passkey challenge answered, unless it was before (one statement, whatever the race):
+     * whether this is its first answer. Challenges past their expiry are forgotten here.
+     */
+    async claimChallenge(challenge: string, expiresAt: Date): Promise<boolean> {
+      await db.delete(usedChallenges).where(lt(usedChallenges.expiresAt, new Date(clock())))
+      const claimed = await db.insert(usedChallenges).values({ challenge, expiresAt }).onConflictDoNothing().returning({ challenge: usedChallenges.challenge })
+      return claimed.length > 0
     },
 
     /** Removes one of the account's factors; whether there was one. */

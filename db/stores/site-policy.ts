@@ -4,7 +4,7 @@ import { EXPIRY_DAYS } from './token-rules.ts'
 
 // A site's token policy (docs/decisions.md, "Site administrators"), as pure rules: what a new
 // personal token may be under it, which credentials the API takes, and what a change of it says.
-// The policy is five columns of the site's row (db/schema), read with the site on every request.
+// The policy is six columns of the site's row (db/schema), read with the site on every request.
 
 /** The longest lifetime the policy may allow: a year, as the token page always offered. */
 export const MAX_TOKEN_DAYS = 365
@@ -20,14 +20,16 @@ export interface SitePolicy {
   multipassOn: boolean
   /** Whether the API takes email and password (Authorization: Basic). */
   passwordOn: boolean
+  /** Whether the site's support staff must have a second factor to work on its pages. */
+  staffSecondFactor: boolean
 }
 
-export const DEFAULT_POLICY: SitePolicy = { tokenMaxDays: MAX_TOKEN_DAYS, writeTokens: 'everyone', legacyTokenOn: true, multipassOn: true, passwordOn: true }
+export const DEFAULT_POLICY: SitePolicy = { tokenMaxDays: MAX_TOKEN_DAYS, writeTokens: 'everyone', legacyTokenOn: true, multipassOn: true, passwordOn: true, staffSecondFactor: false }
 
 /** The policy columns of a site row. */
 export function policyOf(site: SitePolicy): SitePolicy {
-  const { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn } = site
-  return { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn }
+  const { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor } = site
+  return { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor }
 }
 
 /** The lifetimes the token page offers under a longest one: the usual ones up to it, and the limit itself. */
@@ -91,6 +93,7 @@ export const POLICY_NAMES: Record<keyof SitePolicy, string> = {
   legacyTokenOn: 'legacy_token',
   multipassOn: 'multipass',
   passwordOn: 'password',
+  staffSecondFactor: 'staff_second_factor',
 }
 
 /** The credentials a site may switch off, by the authentication method they are. */

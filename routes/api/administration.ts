@@ -65,6 +65,7 @@ export const Policy = Type.Object({
   legacy_token: Type.Boolean({ description: 'Whether the API accepts the legacy account token.' }),
   multipass: Type.Boolean({ description: 'Whether the API accepts multipass.' }),
   password: Type.Boolean({ description: 'Whether the API accepts email and password (Basic).' }),
+  staff_second_factor: Type.Boolean({ description: 'Whether the support staff must have a second factor: until they add one, their sign-in on the pages leads only to adding one.' }),
 })
 
 export const PolicyChange = Type.Object(
@@ -115,6 +116,7 @@ const policyView = (policy: SitePolicy): Static<typeof Policy> => ({
   legacy_token: policy.legacyTokenOn,
   multipass: policy.multipassOn,
   password: policy.passwordOn,
+  staff_second_factor: policy.staffSecondFactor,
 })
 
 const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -178,8 +180,8 @@ const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     { schema: { tags, operationId: 'getPolicy', summary: "The site's token policy", params: SiteParams, response: { 200: Policy, 403: ErrorBody } } },
     async (request, reply) => {
       const policy = policyOf(request.auth!.site)
-      // The policy's five values are its version.
-      const version = `p${policy.tokenMaxDays}${policy.writeTokens[0]}${Number(policy.legacyTokenOn)}${Number(policy.multipassOn)}${Number(policy.passwordOn)}`
+      // The policy's six values are its version.
+      const version = `p${policy.tokenMaxDays}${policy.writeTokens[0]}${Number(policy.legacyTokenOn)}${Number(policy.multipassOn)}${Number(policy.passwordOn)}${Number(policy.staffSecondFactor)}`
       if (notModified(request, reply, version)) return reply
       return policyView(policy)
     },
@@ -205,6 +207,7 @@ const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
         legacyTokenOn: fields.legacy_token,
         multipassOn: fields.multipass,
         passwordOn: fields.password,
+        staffSecondFactor: fields.staff_second_factor,
       }
       try {
         const { after, shortened, leftOver } = await administration.setPolicy(request.auth!.site, changes, existing, actor(request))

@@ -59,7 +59,11 @@ export function policyFromForm(body: Record<string, unknown>): { changes: Partia
   if (!writeTokens) problems.write_tokens = 'Choose who may create Read and write tokens.'
   const switches = { legacyTokenOn: onOff(body.legacy_token), multipassOn: onOff(body.multipass), passwordOn: onOff(body.password) }
   for (const [field, value] of Object.entries(switches)) if (value === undefined) problems[field] = 'Choose on or off.'
-  return { changes: { tokenMaxDays: days, writeTokens, ...switches }, problems }
+  // Left out (a form of an older page), the requirement stays as it is.
+  const required = body.staff_second_factor
+  const staffSecondFactor = required === 'required' ? true : required === 'optional' ? false : undefined
+  if (required !== undefined && staffSecondFactor === undefined) problems.staffSecondFactor = 'Choose whether a second factor is required.'
+  return { changes: { tokenMaxDays: days, writeTokens, ...switches, staffSecondFactor }, problems }
 }
 
 const administrationRoutes: FastifyPluginAsync = async (fastify) => {
@@ -155,6 +159,7 @@ const administrationRoutes: FastifyPluginAsync = async (fastify) => {
           legacy_token: policy.legacyTokenOn ? 'on' : 'off',
           multipass: policy.multipassOn ? 'on' : 'off',
           password: policy.passwordOn ? 'on' : 'off',
+          staff_second_factor: policy.staffSecondFactor ? 'required' : 'optional',
         },
         problems: {},
         dryRun: null,
@@ -174,7 +179,7 @@ const administrationRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.post('/admin/policy', action('/admin/policy'), async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, unknown>
-    const values = Object.fromEntries(['max_token_days', 'write_tokens', 'legacy_token', 'multipass', 'password'].map((name) => [name, typeof body[name] === 'string' ? body[name] : '']))
+    const values = Object.fromEntries(['max_token_days', 'write_tokens', 'legacy_token', 'multipass', 'password', 'staff_second_factor'].map((name) => [name, typeof body[name] === 'string' ? body[name] : '']))
     const { changes, problems } = policyFromForm(body)
     if (Object.keys(problems).length > 0) return policyPage(request, reply, 400, { values, problems })
     const existing: ExistingTokens | undefined = body.existing === 'shorten' || body.existing === 'leave' ? body.existing : undefined

@@ -1,19 +1,22 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify'
 import { rateLimitHeaders } from '../../plugins/auth/limits.ts'
 import { logPageEvent, pageData, requireSupporter, safeNext, secondStepAttempt, tooMany } from './pages.ts'
+import { authenticationOptions, passkeyAnswer } from './passkeys.ts'
 
 // Sudo mode (docs/decisions.md, "Confirming it is you"): creating a personal token and what
 // administrators change ask the person to have signed in, or confirmed their password, within the
 // last SERVICE_SUDO_MINUTES. Otherwise the action is not done: the person is sent to
 // {site_url}/confirm, which says why, checks the password within the same failure budgets as the
 // sign-in (a wrong one counts towards the account's lockout), and brings them back to the page
-// the action is on. The next issue adds second factors as other ways to confirm.
+// the action is on. With a second factor, the person confirms with it instead: a code of their app
+// or one of their passkeys (the password alone is what a thief would have).
 
 /** What each confirmation is for, as the page says it. */
 export const PURPOSES = {
   token: 'create a personal API token',
   factor: 'add or remove a second factor, or make new recovery codes',
   administration: "revoke credentials or change this site's token policy",
+  oauth: 'let an application read and write on your behalf',
 } as const
 export type Purpose = keyof typeof PURPOSES
 
@@ -34,12 +37,20 @@ declare module 'fastify' {
  */
 export function requireConfirmed(purpose: Purpose, page: string): preHandlerAsyncHookHandler {
   return async function confirmed(request: FastifyRequest, reply: FastifyReply) {
-    const { server } = request
-    if (server.clock() - request.web.user!.confirmedAt.getTime() <= server.sudoMs) return
-    const base = server.urls.siteWeb(request.web.site.permalink)
-    const next = `${new URL(base).pathname}${page}`
-    return reply.redirect(`${base}/confirm?for=${purpose}&next=${encodeURIComponent(next)}`, 303)
+    if (!confirmedRecently(request)) return confirmFirst(request, reply, purpose, page)
   }
+}
+
+/** Whether the signed-in person signed in or confirmed it is them within the last SERVICE_SUDO_MINUTES. */
+export function confirmedRecently(request: FastifyRequest): boolean {
+  return request.server.clock() - request.web.user!.confirmedAt.getTime() <= request.server.sudoMs
+}
+
+/** Sends the person to confirm it is them, then back to `page` (a path under the site's pages). */
+export function confirmFirst(request: FastifyRequest, reply: FastifyReply, purpose: Purpose, page: string) {
+  const base = request.server.urls.siteWeb(request.web.site.permalink)
+  const next = `${new URL(base).pathname}${page}`
+  return reply.redirect(`${base}/confirm?for=${purpose}&next=${encodeURIComponent(next)}`, 303)
 }
 
 const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastify, { sudoMinutes }) => {
@@ -50,23 +61,24 @@ const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastif
   async function form(request: FastifyRequest, reply: FastifyReply, status: number, fields: { reason: unknown; next: unknown; error?: string }) {
     const reason = purposeOf(fields.reason)
     const next = safeNext(fields.next, sitePath(request)) ?? ''
-    // With a second factor, a code of it confirms; the password alone is what a thief would have.
-    const withCode = await secondFactors.has(request.web.user!.id)
-    return reply.page(
-      'confirm',
-      pageData(request, reply, { title: 'Confirm it is you', purpose: PURPOSES[reason], reason, next, minutes: sudoMinutes, withCode, error: fields.error ?? null }),
-      status,
-    )
+    const userId = request.web.user!.id
+    const data = pageData(request, reply, { title: 'Confirm it is you', purpose: PURPOSES[reason], reason, next, minutes: sudoMinutes, error: fields.error ?? null })
+    const kinds = await secondFactors.kinds(userId)
+    const passkey = kinds.has('passkey') ? JSON.stringify(await authenticationOptions(request, 'confirm', await secondFactors.passkeysOf(userId))) : null
+    return reply.page('confirm', { ...data, withCode: kinds.has('totp'), withPassword: kinds.size === 0, passkey }, status)
   }
 
-  /** The proof the form sent: a code of the person's app when they have one, else their password. */
-  async function proven(request: FastifyRequest, body: { password?: unknown; code?: unknown }) {
+  /** The proof the form sent: with a second factor, a passkey or a code of the person's app; else their password. */
+  async function proven(request: FastifyRequest, body: { password?: unknown; code?: unknown; passkey?: unknown }) {
     const user = request.web.user!
     if (await secondFactors.has(user.id)) {
       const code = typeof body.code === 'string' ? body.code.trim() : ''
-      const checked = await secondStepAttempt(request, user.email, async () => code !== '' && (await secondFactors.checkTotp(user.id, code)))
+      const checked = await secondStepAttempt(request, user.email, async () =>
+        body.passkey !== undefined ? !!(await passkeyAnswer(request, 'confirm', body.passkey, user.id)) : code !== '' && (await secondFactors.checkTotp(user.id, code)),
+      )
       if (typeof checked === 'object') return checked
-      return checked ? ({ kind: 'verified' } as const) : ({ kind: 'wrong', event: 'second_factor_failed', error: 'That code is not right, or was used already.' } as const)
+      if (checked) return { kind: 'verified' } as const
+      return { kind: 'wrong', event: 'second_factor_failed', error: body.passkey !== undefined ? 'That passkey did not work. Try again.' : 'That code is not right, or was used already.' } as const
     }
     const verdict = await passwords.verify(user.email, typeof body.password === 'string' ? body.password : '', request.ip)
     if (verdict.kind === 'verified' && verdict.user.id === user.id) return { kind: 'verified' } as const
@@ -74,13 +86,13 @@ const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastif
     return { kind: 'wrong', event: 'sign_in_failed', error: 'That is not your password.' } as const
   }
 
-  fastify.get('/confirm', { preHandler: requireSupporter }, async (request, reply) => {
+  fastify.get('/confirm', { preHandler: requireSupporter, config: { beforeSecondFactor: true } }, async (request, reply) => {
     const query = request.query as { for?: unknown; next?: unknown }
     return form(request, reply, 200, { reason: query.for, next: query.next })
   })
 
-  fastify.post('/confirm', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
-    const body = (request.body ?? {}) as { password?: unknown; code?: unknown; next?: unknown; for?: unknown }
+  fastify.post('/confirm', { preHandler: [fastify.csrfProtection, requireSupporter], config: { beforeSecondFactor: true } }, async (request, reply) => {
+    const body = (request.body ?? {}) as { password?: unknown; code?: unknown; passkey?: unknown; next?: unknown; for?: unknown }
     const fields = { reason: body.for, next: body.next }
     // The sign-in's checks, slow-down and budgets, for this account only.
     const outcome = await proven(request, body)

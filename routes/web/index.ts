@@ -11,6 +11,7 @@ import oauthRoutes from './oauth.ts'
 import securityLogRoutes from './security-log.ts'
 import profileRoutes from './profile.ts'
 import secondFactorRoutes from './second-factors.ts'
+import { secondFactorFirst } from './enrollment.ts'
 import { pageData } from './pages.ts'
 import signInRoutes from './sign-in.ts'
 
@@ -37,6 +38,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
         secure: siteUrl.startsWith('https:'),
         cookiePath: (permalink) => new URL(fastify.urls.siteWeb(permalink)).pathname,
       })
+      web.addHook('preHandler', secondFactorFirst)
       web.setErrorHandler(async (error: FastifyError, request, reply) => {
         // A locked or full database file: the page's change did not happen; say so, and when to retry.
         const unavailable = answerUnavailable(error, request, reply)

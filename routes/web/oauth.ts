@@ -4,13 +4,16 @@ import type { InteractionResults } from 'oidc-provider'
 import { bindToBrowser } from '../../plugins/oauth/consent-binding.ts'
 import { permalinkOfResource } from '../../lib/urls.ts'
 import { SECURITY_HEADERS } from '../../plugins/views.ts'
+import { confirmedRecently, confirmFirst } from './confirm.ts'
 import { logPageEvent, pageData, requireSupporter } from './pages.ts'
 
 // The sign-in and consent step of an OAuth authorization (docs/decisions.md, "OAuth for
 // applications"): {site_url}/oauth/authorize/<uid>, where the library's interaction URL points. The
 // supporter signs in with the site's own sign-in (same session, CSRF, lockout); only the site's
 // support staff may authorize; Allow grants the access asked for on this site's API, Deny answers
-// the application access_denied.
+// the application access_denied. Read-and-write access asks the supporter to have signed in or
+// confirmed it is them recently (routes/web/confirm.ts), before the page is shown and again when
+// Allow is sent.
 
 const UID = /^[\w-]{10,64}$/
 
@@ -19,6 +22,9 @@ export function accessLabel(scope: string): { label: string; scopes: string } {
   const asked = new Set(scope.split(' '))
   return asked.has('write') ? { label: 'Read and write', scopes: 'read write' } : { label: 'Read only', scopes: 'read' }
 }
+
+/** Whether the access asked includes writing. */
+const writes = (scope: string) => accessLabel(scope).scopes.includes('write')
 
 const expired = (request: FastifyRequest, reply: FastifyReply) =>
   reply.page(
@@ -81,6 +87,7 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
     const found = await pending(request)
     if (!found) return expired(request, reply)
     const { client, interaction, scope } = found
+    if (writes(scope) && !confirmedRecently(request)) return confirmFirst(request, reply, 'oauth', `/oauth/authorize/${interaction.uid}`)
     const redirectUri = String(interaction.params.redirect_uri)
     return reply.page(
       'oauth_consent',
@@ -105,6 +112,7 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
     const user = request.web.user!
     const decision = (request.body as { decision?: unknown } | undefined)?.decision
     let result: InteractionResults
+    if (decision === 'allow' && writes(scope) && !confirmedRecently(request)) return confirmFirst(request, reply, 'oauth', `/oauth/authorize/${interaction.uid}`)
     if (decision === 'allow') {
       const accountId = String(user.id)
       // The grant this supporter already gave the application on this site is extended (one row on

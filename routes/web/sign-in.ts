@@ -3,12 +3,16 @@ import { rateLimitHeaders } from '../../plugins/auth/limits.ts'
 import { decodeMultipass } from '../../plugins/auth/multipass-token.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { logPageEvent, pageData, safeNext, safeTo, secondStepAttempt, tellPerson, tooMany } from './pages.ts'
+import { authenticationOptions, passkeyAnswer } from './passkeys.ts'
 
 
 export const SIGN_IN_FAILED = 'Wrong email or password.'
 export const SSO_FAILED = 'This single sign-on link is invalid or has expired. Sign in with your email and password, or ask for a new link.'
 export const SSO_STAFF = 'Support staff sign in here with their email and password, not with a single sign-on link.'
 
+
+/** Signing in and out is open before a second factor the site requires (routes/web/enrollment.ts). */
+const OPEN = { beforeSecondFactor: true }
 
 interface SignInBody {
   email?: unknown
@@ -24,8 +28,10 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
   const sitePath = (request: FastifyRequest) => new URL(urls.siteWeb(request.web.site.permalink)).pathname
   const home = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/profile/api_tokens`
 
-  function form(request: FastifyRequest, reply: FastifyReply, status: number, extra: Record<string, unknown>) {
-    return reply.page('sign_in', pageData(request, reply, { title: 'Sign in', email: '', error: null, next: '', ...extra }), status)
+  // The page offers a passkey too: one that holds the account signs in by itself (routes/web/passkeys.ts).
+  async function form(request: FastifyRequest, reply: FastifyReply, status: number, extra: Record<string, unknown>) {
+    const data = pageData(request, reply, { title: 'Sign in', email: '', error: null, next: '', ...extra })
+    return reply.page('sign_in', { ...data, passkey: JSON.stringify(await authenticationOptions(request, 'sign_in')) }, status)
   }
 
   /**
@@ -80,13 +86,13 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     await logPageEvent(request, kind, undefined, user.id)
   }
 
-  fastify.get('/', { prefixTrailingSlash: 'slash' }, async (request, reply) => {
+  fastify.get('/', { prefixTrailingSlash: 'slash', config: OPEN }, async (request, reply) => {
     const sso = (request.query as { sso?: unknown }).sso
     if (typeof sso === 'string') return singleSignOn(request, reply, sso)
     return reply.redirect(request.web.user ? home(request) : `${urls.siteWeb(request.web.site.permalink)}/login`, 303)
   })
 
-  fastify.get('/login', async (request, reply) => {
+  fastify.get('/login', { config: OPEN }, async (request, reply) => {
     const sso = (request.query as { sso?: unknown }).sso
     if (typeof sso === 'string') return singleSignOn(request, reply, sso)
     const next = safeNext((request.query as { next?: unknown }).next, sitePath(request)) ?? ''
@@ -94,7 +100,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     return form(request, reply, 200, { next })
   })
 
-  fastify.post('/login', { preHandler: fastify.csrfProtection }, async (request, reply) => {
+  fastify.post('/login', { preHandler: fastify.csrfProtection, config: OPEN }, async (request, reply) => {
     const body = (request.body ?? {}) as SignInBody
     const email = typeof body.email === 'string' ? body.email.trim() : ''
     const password = typeof body.password === 'string' ? body.password : ''
@@ -118,40 +124,48 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     // With a second factor, the password is the first of two steps (docs/decisions.md, "Second factors").
     if (await secondFactors.has(user.id)) {
       reply.holdSignIn(request, user.id)
-      return secondStep(request, reply, 200, { next })
+      return secondStep(request, reply, user.id, 200, { next })
     }
     await reply.signIn(request, user.id)
     await logPageEvent(request, 'sign_in_succeeded', undefined, user.id)
     return reply.redirect(next || home(request), 303)
   })
 
-  function secondStep(request: FastifyRequest, reply: FastifyReply, status: number, extra: { next: string; error?: string }) {
-    return reply.page('sign_in_second_step', pageData(request, reply, { title: 'Sign in: second step', error: null, ...extra }), status)
+  /** The second step's page: a code of an app, a passkey, or a recovery code, as the account has them. */
+  async function secondStep(request: FastifyRequest, reply: FastifyReply, userId: number, status: number, extra: { next: string; error?: string }) {
+    const data = pageData(request, reply, { title: 'Sign in: second step', error: null, ...extra })
+    const kinds = await secondFactors.kinds(userId)
+    const passkeys = kinds.has('passkey') ? await secondFactors.passkeysOf(userId) : []
+    const passkey = passkeys.length > 0 ? JSON.stringify(await authenticationOptions(request, 'second_step', passkeys)) : null
+    return reply.page('sign_in_second_step', { ...data, withCode: kinds.has('totp'), passkey }, status)
   }
 
-  fastify.get('/login/second_step', async (request, reply) => {
+  fastify.get('/login/second_step', { config: OPEN }, async (request, reply) => {
     if (request.web.pending === null) return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/login`, 303)
     const next = safeNext((request.query as { next?: unknown }).next, sitePath(request)) ?? ''
-    return secondStep(request, reply, 200, { next })
+    return secondStep(request, reply, request.web.pending, 200, { next })
   })
 
-  fastify.post('/login/second_step', { preHandler: fastify.csrfProtection }, async (request, reply) => {
-    const body = (request.body ?? {}) as { code?: unknown; recovery_code?: unknown; next?: unknown }
+  fastify.post('/login/second_step', { preHandler: fastify.csrfProtection, config: OPEN }, async (request, reply) => {
+    const body = (request.body ?? {}) as { code?: unknown; recovery_code?: unknown; passkey?: unknown; next?: unknown }
     const next = safeNext(body.next, sitePath(request)) ?? ''
     const user = request.web.pending === null ? undefined : await users.byId(request.web.pending)
     if (!user || user.disabled) return form(request, reply, 401, { next, error: 'Your sign-in waited too long for its second step. Enter your password again.' })
     const code = typeof body.code === 'string' ? body.code.trim() : ''
     const recovery = typeof body.recovery_code === 'string' ? body.recovery_code.trim() : ''
-    const checked = await secondStepAttempt(request, user.email, async () =>
-      code !== '' && (await secondFactors.checkTotp(user.id, code)) ? 'code' : recovery !== '' && (await secondFactors.useRecoveryCode(user.id, recovery)) ? 'recovery code' : null,
-    )
+    const checked = await secondStepAttempt(request, user.email, async () => {
+      if (body.passkey !== undefined) return (await passkeyAnswer(request, 'second_step', body.passkey, user.id)) ? 'passkey' : null
+      if (code !== '' && (await secondFactors.checkTotp(user.id, code))) return 'code'
+      return recovery !== '' && (await secondFactors.useRecoveryCode(user.id, recovery)) ? 'recovery code' : null
+    })
     if (checked !== null && typeof checked === 'object') {
       reply.headers({ ...rateLimitHeaders(authLimits, request.ip), 'retry-after': String(checked.retryAfter) })
-      return secondStep(request, reply, 429, { next, error: tooMany(checked.retryAfter) })
+      return secondStep(request, reply, user.id, 429, { next, error: tooMany(checked.retryAfter) })
     }
     if (checked === null) {
       await logPageEvent(request, 'second_factor_failed', undefined, user.id)
-      return secondStep(request, reply, 401, { next, error: 'That code is not right, or was used already. Enter the code your app shows now, or a recovery code.' })
+      const error = body.passkey !== undefined ? 'That passkey did not work. Try again, or use another way.' : 'That code is not right, or was used already. Enter the code your app shows now, or a recovery code.'
+      return secondStep(request, reply, user.id, 401, { next, error })
     }
     await reply.signIn(request, user.id)
     await logPageEvent(request, 'sign_in_succeeded', { second_factor: checked }, user.id)
@@ -165,7 +179,27 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     return reply.redirect(next || home(request), 303)
   })
 
-  fastify.post('/logout', { preHandler: fastify.csrfProtection }, async (request, reply) => {
+  // A passkey alone: the authenticator verified the person, and the passkey says whose account it is.
+  fastify.post('/login/passkey', { preHandler: fastify.csrfProtection, config: OPEN }, async (request, reply) => {
+    const body = (request.body ?? {}) as { passkey?: unknown; next?: unknown }
+    const next = safeNext(body.next, sitePath(request)) ?? ''
+    // A wrong answer counts against the address's budget, as a wrong password does.
+    const checked = await authLimits.attempt({ address: request.ip }, () => passkeyAnswer(request, 'sign_in', body.passkey), (passkey) => (passkey ? 'neutral' : 'failed'))
+    if (checked && 'kind' in checked) {
+      reply.headers({ ...rateLimitHeaders(authLimits, request.ip), 'retry-after': String(checked.retryAfter) })
+      return form(request, reply, 429, { next, error: tooMany(checked.retryAfter) })
+    }
+    const user = checked && (await users.byId(checked.factor.userId))
+    if (!user || user.disabled || !(await users.role(request.web.site.id, user.id))) {
+      reply.headers(rateLimitHeaders(authLimits, request.ip))
+      return form(request, reply, 401, { next, error: 'That passkey does not sign in to an account of this site. Sign in with your email and password.' })
+    }
+    await reply.signIn(request, user.id)
+    await logPageEvent(request, 'sign_in_succeeded', { with: 'passkey' }, user.id)
+    return reply.redirect(next || home(request), 303)
+  })
+
+  fastify.post('/logout', { preHandler: fastify.csrfProtection, config: OPEN }, async (request, reply) => {
     await reply.signOut(request)
     return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/login`, 303)
   })

@@ -72,7 +72,7 @@ t.test('an MCP client connects through the OAuth flow', async (t) => {
   t.match(page.url(), `${server.base}/demo/login?next=`, 'sign in first')
   await page.getByLabel('Email').fill(email)
   await page.getByLabel('Password').fill(password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click()
   await page.waitForURL(/\/demo\/oauth\/authorize\//)
   const consent = await page.locator('main').innerText()
   t.match(consent, 'Authorize Assistant')

@@ -146,7 +146,7 @@ t.test('an application gets, uses, refreshes and loses access through OAuth in a
   t.match(page.url(), `${server.base}/demo/login?next=`, 'the authorization starts at the sign-in page')
   await page.getByLabel('Email').fill(email)
   await page.getByLabel('Password').fill(password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click()
   await page.waitForURL(consentPage)
   t.pass('signed in, on to the consent page')
   t.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Authorize Nightly report', 'the consent page names the application')

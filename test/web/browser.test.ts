@@ -22,7 +22,7 @@ t.test('a supporter manages a token in a real browser against a real server', as
   t.match(page.url(), `${server.base}/demo/login?next=`, 'sent to sign in')
   await page.getByLabel('Email').fill(email)
   await page.getByLabel('Password').fill(password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click()
   await page.waitForURL(`${server.base}/demo/profile/api_tokens`)
   t.pass('brought back to the token page')
 

@@ -43,7 +43,7 @@ t.test('a supporter enrolls an authenticator app, signs in with it, and uses rec
     await page.goto(`${base}/demo/login`)
     await page.getByLabel('Email').fill(ann.email)
     await page.getByLabel('Password').fill(ann.password)
-    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click()
   }
   await signIn()
   await page.waitForURL(`${base}/demo/profile/api_tokens`)
@@ -72,13 +72,13 @@ t.test('a supporter enrolls an authenticator app, signs in with it, and uses rec
   t.match(await page.locator('h1').textContent(), 'Sign in: second step')
   await noViolations(t, page, 'the second step')
   await page.getByLabel('Code from the app').fill(totpCode(secret, clock()) === '123456' ? '654321' : '123456')
-  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click()
   t.match(await page.getByRole('alert').textContent(), 'That code is not right')
   await noViolations(t, page, 'the second step with its error')
   const { events } = await app.securityLog.list({ userId: ann.user.id, kinds: ['second_factor_failed'], offset: 0, limit: 5 })
   t.equal(events.length, 1, 'the wrong code is counted and logged')
   await page.getByLabel('Code from the app').fill(totpCode(secret, clock()))
-  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click()
   await page.waitForURL(`${base}/demo/profile/api_tokens`)
   t.pass('signed in with a code')
 
@@ -103,7 +103,7 @@ t.test('a supporter enrolls an authenticator app, signs in with it, and uses rec
     await page.waitForURL(`${base}/demo/login`)
     await page.getByText('Lost your phone? Use a recovery code').click()
     await page.getByLabel('Recovery code').fill(codes[0])
-    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click()
     if (expected === 'signed in') {
       await page.waitForURL(`${base}/demo/profile/api_tokens`)
       t.pass(`round ${round}: the recovery code signs in`)

@@ -214,7 +214,7 @@ t.test('a second app keeps the codes; new codes end the old ones; the second ste
   const tablet = /data-secret>([A-Z2-7]+)</.exec(started.body)![1]
   const id = /two_factor\/totp\/(\d+)\/confirm/.exec(started.body)![1]
   const added = await web.post(`/demo/profile/two_factor/totp/${id}/confirm`, { code: totpCode(tablet, clock()) })
-  t.equal(added.headers.location, 'https://help.example.test/demo/profile?factor=added')
+  t.equal(added.headers.location, 'https://help.example.test/demo/profile?factor=totp')
   t.match((await web.get(added.headers.location as string)).body, 'The authenticator app is added.')
   t.equal((await app.secondFactors.list(ann.user.id)).length, 2)
 

@@ -5,6 +5,7 @@ import { basename, dirname, join, relative, resolve } from 'node:path'
 import { build, type Plugin } from 'esbuild'
 import { inject } from 'postject'
 import { sha256, type Manifest } from './sea/cache.ts'
+import { webauthnBundle } from '../../lib/resources.ts'
 
 // `npm run build:binary`: Service Desk as one executable file, with Node's single executable
 // application support. esbuild bundles the CLI into one CommonJS script (the only kind a Node 20
@@ -29,6 +30,7 @@ function assetFiles(): Record<string, string> {
   const argon2 = createRequire(require.resolve('@node-rs/argon2'))
   const assets: Record<string, string> = {
     'README.md': join(REPO, 'README.md'),
+    'vendor/webauthn.js': webauthnBundle(require),
     // better-sqlite3 ships a Node-API build per platform; the package's exports hide the folder.
     'native/better_sqlite3.node': join(dirname(require.resolve('better-sqlite3/package.json')), 'prebuilds', 'linux-x64.node'),
     'native/argon2.node': argon2.resolve('@node-rs/argon2-linux-x64-gnu/argon2.linux-x64-gnu.node'),

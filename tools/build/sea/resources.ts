@@ -31,6 +31,7 @@ export const resources: Resources = {
   postgresMigrations: join(folder, 'postgres', 'migrations'),
   views: join(folder, 'views'),
   readme: join(folder, 'README.md'),
+  webauthnBrowser: join(folder, 'vendor', 'webauthn.js'),
   // better-sqlite3 takes the loaded addon itself as well as a path (its types only say string);
   // given a path it would call require(), which here cannot load a file.
   sqliteBinding: loadAddon('native/better_sqlite3.node') as string,
