@@ -1,9 +1,6 @@
-import { readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import type { Page } from 'playwright-core'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { buildTestApp } from '../fixtures/app.ts'
-import { launchChromium } from '../fixtures/browser.ts'
+import { launchChromium, noViolations } from '../fixtures/browser.ts'
 import { freePort } from '../fixtures/server.ts'
 import { totpCode } from '../fixtures/totp.ts'
 import { personWithPassword } from '../fixtures/web.ts'
@@ -12,22 +9,6 @@ import { personWithPassword } from '../fixtures/web.ts'
 // 6238, a sign-in with a code, a recovery code used twice, a token that asks to confirm after the
 // window, a wrong code counted; axe-core over each new page. The app runs in this process on a
 // real socket, so its clock is the test's.
-
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
-
-/** axe-core's violations on the page (its script run through the DevTools protocol, past the page's CSP). */
-async function violations(page: Page): Promise<string[]> {
-  await page.evaluate(AXE)
-  const found = await page.evaluate(async () => {
-    const result = await (globalThis as unknown as { axe: { run(): Promise<{ violations: Array<{ id: string; nodes: unknown[] }> }> } }).axe.run()
-    return result.violations.map((v) => `${v.id} (${v.nodes.length})`)
-  })
-  return found
-}
-
-async function noViolations(t: Test, page: Page, what: string) {
-  t.same(await violations(page), [], `axe: no violations on ${what}`)
-}
 
 t.test('a supporter enrolls an authenticator app, signs in with it, and uses recovery codes, in Chromium', async (t) => {
   const port = await freePort()
