@@ -36,6 +36,8 @@ export const COPIED_TABLES = [
   schema.securityEvents,
   schema.secondFactors,
   schema.recoveryCodes,
+  // Answered passkey challenges: copied too, so one answered before the move stays answered.
+  schema.usedChallenges,
 ]
 
 const ROWS_PER_INSERT = 5_000

@@ -28,7 +28,7 @@ function relyingParty(request: FastifyRequest) {
  */
 function context(request: FastifyRequest, ceremony: Ceremony): string {
   const { site, sessionId, preSession } = request.web
-  return `passkey ${ceremony}|${site.id}|${sessionId ? `s:${sessionId}` : `p:${preSession ?? ''}`}`
+  return `passkey ${ceremony}|${site.id}|${sessionId ? `s:${sessionId}` : `p:${preSession}`}`
 }
 
 const sign = (request: FastifyRequest) => (text: string) => request.server.secretBox.digest(text)
@@ -96,14 +96,15 @@ export async function registeredPasskey(request: FastifyRequest, field: unknown)
   if (!response) return undefined
   const rp = relyingParty(request)
   try {
-    const verdict = await (await webauthn()).verifyRegistrationResponse({
+    const { registrationInfo } = await (await webauthn()).verifyRegistrationResponse({
       response,
       expectedChallenge: answerable(request, 'register'),
       expectedOrigin: rp.origin,
       expectedRPID: rp.id,
       requireUserVerification: false,
     })
-    return verdict.verified ? verdict.registrationInfo.credential : undefined
+    // Unverified, there is no registrationInfo.
+    return registrationInfo?.credential
   } catch (error) {
     request.log.info({ reason: (error as Error).message }, 'a passkey registration was refused')
     return undefined
@@ -125,7 +126,7 @@ export async function passkeyAnswer(request: FastifyRequest, ceremony: Exclude<C
       expectedChallenge: answerable(request, ceremony),
       expectedOrigin: rp.origin,
       expectedRPID: rp.id,
-      credential: { id: passkey.factor.credentialId!, publicKey: passkey.publicKey, counter: passkey.factor.signCount ?? 0 },
+      credential: { id: passkey.factor.credentialId!, publicKey: passkey.publicKey, counter: passkey.factor.signCount! },
       requireUserVerification: ceremony === 'sign_in',
     })
     if (!verdict.verified) return undefined

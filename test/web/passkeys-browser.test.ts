@@ -141,10 +141,9 @@ t.test('passkeys: added on the profile, then signing in alone, as the second ste
   // Bob knows Ann's password; at her second step, his browser is made to offer any passkey, and his own answers.
   await signInWithPassword(bobPage, ann)
   await bobPage.waitForURL(`${base}/demo/login`)
-  await bobPage.evaluate(() => {
-    const button = document.querySelector<HTMLButtonElement>('button[data-ceremony="second_step"]')!
-    button.dataset.options = JSON.stringify({ ...JSON.parse(button.dataset.options!), allowCredentials: [] })
-  })
+  const offered = bobPage.locator('button[data-ceremony="second_step"]')
+  const anyPasskey = JSON.stringify({ ...JSON.parse((await offered.getAttribute('data-options'))!), allowCredentials: [] })
+  await offered.evaluate((button, value) => (button as unknown as { setAttribute(name: string, value: string): void }).setAttribute('data-options', value), anyPasskey)
   await bobPage.getByRole('button', { name: 'Use a passkey' }).click()
   await bobPage.waitForLoadState()
   t.match(await bobPage.getByRole('alert').first().textContent(), 'That passkey did not work.', "Bob's passkey is not Ann's second factor")

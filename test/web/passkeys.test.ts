@@ -1,5 +1,6 @@
 import t from 'tap'
 import { buildTestApp } from '../fixtures/app.ts'
+import { softAuthenticator } from '../fixtures/passkey.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
 // Passkeys at the door (docs/decisions.md, "Passkeys"), without a browser: what the pages offer,
@@ -104,4 +105,61 @@ t.test('adding a passkey: the page asks the browser, and an answer that is not a
   const refused = await web.post('/demo/confirm', { passkey: '{"id":"Ym9i"}', for: 'factor' })
   t.equal(refused.statusCode, 401)
   t.match(refused.body, 'That passkey did not work. Try again.')
+})
+
+/** The options a page offers, as its script reads them. */
+const optionsIn = (body: string) => JSON.parse(/data-options="([^"]+)"/.exec(body)![1].replaceAll('&quot;', '"')) as { challenge: string; excludeCredentials?: Array<{ id: string }> }
+
+t.test('without a browser, an independent authenticator: registered once, and each challenge answered once', async (t) => {
+  const { app, clock } = await buildTestApp(t)
+  const bob = await personWithPassword(app)
+  const key = softAuthenticator('https://help.example.test', 'help.example.test')
+  const web = webClient(app)
+  await web.signIn(bob.email, bob.password)
+  await web.get('/demo/profile')
+  const registered = await web.post('/demo/profile/two_factor/passkey/register', { name: 'Soft key', passkey: key.register(optionsIn((await web.post('/demo/profile/two_factor/passkey', { name: 'Soft key' })).body)) })
+  t.equal(registered.statusCode, 200, 'added, with the recovery codes')
+  t.match(registered.body, 'The passkey is added.')
+  const again = optionsIn((await web.post('/demo/profile/two_factor/passkey', { name: 'Again' })).body)
+  t.same(again.excludeCredentials?.map((c) => c.id), [key.id], 'the next registration leaves it out')
+  const twice = await web.post('/demo/profile/two_factor/passkey/register', { name: 'Again', passkey: key.register(again) })
+  t.equal(twice.statusCode, 409, 'the same credential twice is refused')
+  t.match(twice.body, 'This passkey is registered already.')
+
+  // Signed out: a forged signature uses the challenge up, so its right answer is refused after it.
+  const visitor = webClient(app)
+  const login = optionsIn((await visitor.get('/demo/login')).body)
+  const forged = await visitor.post('/demo/login/passkey', { passkey: key.answer(login, { forged: true }) })
+  t.equal(forged.statusCode, 401, 'a signature of other data')
+  await visitor.get('/demo/login')
+  t.equal((await visitor.post('/demo/login/passkey', { passkey: key.answer(login) })).statusCode, 401, 'that challenge was answered already')
+  const unverified = optionsIn((await visitor.get('/demo/login')).body)
+  t.equal((await visitor.post('/demo/login/passkey', { passkey: key.answer(unverified, { verified: false }) })).statusCode, 401, 'alone, the passkey must verify the person')
+  const fresh = optionsIn((await visitor.get('/demo/login')).body)
+  const signedIn = await visitor.post('/demo/login/passkey', { passkey: key.answer(fresh) })
+  t.equal(signedIn.statusCode, 303, 'a fresh challenge, answered right, signs in')
+  t.equal((await visitor.get('/demo/profile/api_tokens')).statusCode, 200)
+
+  // A disabled account's passkey opens nothing.
+  await app.users.setDisabled(bob.email, true)
+  const late = webClient(app)
+  const options = optionsIn((await late.get('/demo/login')).body)
+  const disabled = await late.post('/demo/login/passkey', { passkey: key.answer(options) })
+  t.equal(disabled.statusCode, 401)
+  t.match(disabled.body, 'That passkey does not sign in to an account of this site.')
+
+  // Wrong answers spend the address's budget; then even a right one waits.
+  await app.users.setDisabled(bob.email, false)
+  clock.advance(10 * 60_000)
+  const guesser = webClient(app)
+  let last = 0
+  for (let i = 0; i < 25 && last !== 429; i++) {
+    await guesser.get('/demo/login')
+    last = (await guesser.post('/demo/login/passkey', { passkey: '{"id":"bm9uZQ"}' })).statusCode
+  }
+  t.equal(last, 429, 'the address is slowed down')
+  const right = optionsIn((await guesser.get('/demo/login')).body)
+  const waits = await guesser.post('/demo/login/passkey', { passkey: key.answer(right) })
+  t.equal(waits.statusCode, 429)
+  t.ok(Number(waits.headers['retry-after']) > 0, 'with Retry-After')
 })
