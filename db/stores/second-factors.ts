@@ -35,8 +35,8 @@ function recoveryCode(): string {
   return `${text.slice(0, 5)}-${text.slice(5)}`
 }
 
-/** A StoreError unless the name is one a person can tell their factors apart by. */
-function checkName(name: string, example: string): string {
+/** The name trimmed, or a StoreError unless it is one a person can tell their factors apart by. */
+export function checkName(name: string, example: string): string {
   const trimmed = name.trim()
   if (trimmed === '' || trimmed.length > MAX_FACTOR_NAME || holdsNul(trimmed)) {
     throw new StoreError(`give the ${example} a name of 1 to ${MAX_FACTOR_NAME} characters`, 'invalid', 'name')

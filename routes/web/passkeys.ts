@@ -79,12 +79,16 @@ export async function authenticationOptions(request: FastifyRequest, ceremony: E
   })
 }
 
-/** The browser's answer from a form field, when it is a JSON object; anything else is no answer. */
+/** A credential id as browsers send it: base64url, and not longer than WebAuthn allows (1023 bytes). */
+const CREDENTIAL_ID = /^[\w-]{1,1364}$/
+
+/** The browser's answer from a form field, when it is a JSON object with a credential id; anything else is no answer. */
 function parsed<T>(field: unknown): T | undefined {
   if (typeof field !== 'string' || field === '') return undefined
   try {
     const value: unknown = JSON.parse(field)
-    return value !== null && typeof value === 'object' && typeof (value as { id?: unknown }).id === 'string' ? (value as T) : undefined
+    const id = value !== null && typeof value === 'object' ? (value as { id?: unknown }).id : undefined
+    return typeof id === 'string' && CREDENTIAL_ID.test(id) ? (value as T) : undefined
   } catch {
     return undefined
   }

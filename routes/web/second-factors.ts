@@ -4,6 +4,7 @@ import { StoreError } from '../../db/stores/errors.ts'
 import { sentence } from '../api/discussions/http-errors.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { requireConfirmed } from './confirm.ts'
+import { checkName } from '../../db/stores/second-factors.ts'
 import { registeredPasskey, registrationOptions } from './passkeys.ts'
 import { logPageEvent, pageData, requireSupporter, tellPerson } from './pages.ts'
 
@@ -79,7 +80,14 @@ const secondFactorRoutes: FastifyPluginAsync = async (fastify) => {
   // A passkey: the page asks the browser to make one (views/assets/passkeys.js), then posts its answer.
   fastify.post('/profile/two_factor/passkey', adding, async (request, reply) => {
     const user = request.web.user!
-    const data = pageData(request, reply, { title: 'Add a passkey', name: nameIn(request.body).trim() || 'Passkey' })
+    // The name is checked before the browser makes a passkey that could then not be kept.
+    let name: string
+    try {
+      name = checkName(nameIn(request.body), 'passkey')
+    } catch (error) {
+      return refused(request, reply, sentence((error as StoreError).message))
+    }
+    const data = pageData(request, reply, { title: 'Add a passkey', name })
     const options = await registrationOptions(request, await secondFactors.passkeysOf(user.id))
     return reply.page('two_factor_passkey', { ...data, passkey: JSON.stringify(options) })
   })
