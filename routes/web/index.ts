@@ -13,6 +13,7 @@ import profileRoutes from './profile.ts'
 import secondFactorRoutes from './second-factors.ts'
 import { secondFactorFirst } from './enrollment.ts'
 import { pageData } from './pages.ts'
+import queueRoutes, { addPageConstraint } from './queue.ts'
 import signInRoutes from './sign-in.ts'
 
 export interface WebOptions {
@@ -30,6 +31,8 @@ export function webPrefix(siteUrl: string): string {
 const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudoMinutes }) => {
   // Derived from the server key, so signed cookies (and sessions) survive a restart.
   const secret = createHmac('sha256', fastify.serverKey).update('service-desk web cookies').digest()
+  // The queue's pages share their addresses with the API where the site URL does (routes/web/queue.ts).
+  addPageConstraint(fastify)
   await fastify.register(
     async (web) => {
       await web.register(views)
@@ -70,6 +73,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(oauthRoutes)
       await web.register(securityLogRoutes)
       await web.register(administrationRoutes)
+      await web.register(queueRoutes)
     },
     { prefix: webPrefix(siteUrl) },
   )

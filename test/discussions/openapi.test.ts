@@ -36,6 +36,8 @@ async function documentAndRoutes(t: Test) {
   const { app } = newTestApp(t)
   const routes: Array<{ method: string; url: string }> = []
   app.addHook('onRoute', (route) => {
+    // The queue's pages share the API's addresses for browsers (routes/web/queue.ts): not API routes.
+    if ((route.constraints as { page?: string } | undefined)?.page === 'html') return
     for (const method of [route.method].flat()) routes.push({ method: method.toLowerCase(), url: route.url })
   })
   await app.ready()

@@ -1,0 +1,225 @@
+import type { IncomingMessage } from 'node:http'
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { Category } from '../../db/stores/categories.ts'
+import type { StateScope } from '../../db/stores/discussion-counts.ts'
+import type { Action } from '../../db/stores/discussion-states.ts'
+import type { DiscussionRow } from '../../db/stores/discussion-listing.ts'
+import { StoreError } from '../../db/stores/errors.ts'
+import type { DiscussionState } from '../../db/values.ts'
+import { shownMoment } from '../../lib/clock.ts'
+import { MAX_BODY } from '../api/discussions/schemas.ts'
+import { holdsNul } from '../../lib/nul.ts'
+import { pageData, requireSupporter } from './pages.ts'
+
+// The supporter's queue (docs/decisions.md, "The queue on the web"): {site_url}/discussions and
+// {site_url}/discussions/<number>, the addresses the API's html_href names. Where the site URL
+// and the API share paths (the default), one address has two representations, chosen by Accept
+// (RFC 9110, proactive negotiation): a browser asks for text/html and gets the page; an API
+// client gets the API. Every action is a form with CSRF protection calling the store the API
+// calls: one rule, two doors.
+
+/** How many discussions a page of the queue shows. */
+export const QUEUE_PAGE = 30
+
+/** Whether a request asks for a page: its Accept names text/html (a browser's always does). */
+export function wantsPage(accept: string | undefined): boolean {
+  return accept !== undefined && /(^|,)\s*text\/html\s*(;|,|$)/i.test(accept)
+}
+
+/** The router's constraint that sends a browser to the page and anyone else to the API at the same address. */
+export function addPageConstraint(fastify: FastifyInstance) {
+  if (fastify.hasConstraintStrategy('page')) return
+  fastify.addConstraintStrategy({
+    name: 'page',
+    storage() {
+      const stores = new Map<string, unknown>()
+      return { get: (value: string) => (stores.get(value) ?? null) as never, set: (value: string, store: unknown) => void stores.set(value, store) }
+    },
+    deriveConstraint: (request: IncomingMessage) => (wantsPage(request.headers.accept) ? 'html' : 'data'),
+    mustMatchWhenDerived: false,
+  })
+}
+
+/** The states the queue's tabs show, in order, by the API's names; `live` is every one but deleted. */
+const TABS: Array<{ scope: StateScope; label: string }> = [
+  { scope: 'live', label: 'Live' },
+  { scope: 'new', label: 'New' },
+  { scope: 'open', label: 'Open' },
+  { scope: 'resolved', label: 'Resolved' },
+  { scope: 'deleted', label: 'Deleted' },
+]
+
+const NUMBER = /^[1-9]\d{0,8}$/
+
+/** A whole number from 1 in a query or form field, or undefined. */
+const whole = (value: unknown) => (typeof value === 'string' && NUMBER.test(value) ? Number(value) : undefined)
+
+const PAGE = { constraints: { page: 'html' } }
+
+const queueRoutes: FastifyPluginAsync = async (fastify) => {
+  const { discussions, categories, urls } = fastify
+  const base = (request: FastifyRequest) => urls.siteWeb(request.web.site.permalink)
+  const supporters = { ...PAGE, preHandler: requireSupporter }
+  const forms = { ...PAGE, preHandler: [fastify.csrfProtection, requireSupporter] }
+
+  async function categoriesOf(siteId: number): Promise<Category[]> {
+    return (await categories.list(siteId, 0, 1000)).categories
+  }
+
+  const row = (request: FastifyRequest, d: DiscussionRow, names: Map<number, string>) => ({
+    number: d.number,
+    title: d.title,
+    state: d.state,
+    category: names.get(d.categoryId) ?? '',
+    author: d.authorName,
+    lastActivity: shownMoment(d.lastUpdatedAt),
+    comments: d.commentsCount,
+    href: `${base(request)}/discussions/${d.number}`,
+  })
+
+  fastify.get('/discussions', supporters, async (request, reply) => {
+    const query = request.query as { state?: unknown; category?: unknown; page?: unknown }
+    const { site } = request.web
+    const tab = TABS.find((t) => t.scope === query.state) ?? TABS[0]
+    const all = await categoriesOf(site.id)
+    const category = all.find((c) => c.id === whole(query.category))
+    const page = whole(query.page) ?? 1
+    const { total, discussions: rows } = await discussions.list({
+      siteId: site.id,
+      state: tab.scope,
+      categoryId: category?.id,
+      sort: 'activity',
+      offset: (page - 1) * QUEUE_PAGE,
+      limit: QUEUE_PAGE,
+    })
+    const counts = await Promise.all(TABS.map((t) => discussions.counts.total({ siteId: site.id, state: t.scope, categoryId: category?.id })))
+    const names = new Map(all.map((c) => [c.id, c.name]))
+    const filters = (changes: Record<string, string | number | undefined>) => {
+      const kept = { state: tab.scope === 'live' ? undefined : tab.scope, category: category?.id, ...changes }
+      const search = new URLSearchParams()
+      for (const [name, value] of Object.entries(kept)) if (value !== undefined) search.set(name, String(value))
+      return `${base(request)}/discussions${search.size > 0 ? `?${search}` : ''}`
+    }
+    const pages = Math.max(1, Math.ceil(total / QUEUE_PAGE))
+    return reply.page(
+      'queue',
+      pageData(request, reply, {
+        title: `${tab.label} discussions`,
+        tabs: TABS.map((t, i) => ({ ...t, count: counts[i], current: t === tab, href: filters({ state: t.scope === 'live' ? undefined : t.scope, page: undefined }) })),
+        categories: all.map((c) => ({ id: c.id, name: c.name, selected: c.id === category?.id })),
+        state: tab.scope,
+        total,
+        rows: rows.map((d) => row(request, d, names)),
+        page,
+        pages,
+        previous: page > 1 ? filters({ page: page - 1 }) : null,
+        next: page < pages ? filters({ page: page + 1 }) : null,
+      }),
+    )
+  })
+
+  /** The discussion of the address on this site, or the not-found page. */
+  async function discussionOf(request: FastifyRequest, reply: FastifyReply) {
+    const number = whole((request.params as { number: string }).number)
+    try {
+      if (number !== undefined) return await discussions.get(request.web.site.id, number)
+    } catch (error) {
+      if (!(error instanceof StoreError) || error.code !== 'not_found') throw error
+    }
+    await reply.page('not_found', pageData(request, reply, { title: 'No such discussion' }), 404)
+    return undefined
+  }
+
+  async function discussionPage(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, status = 200, error: string | null = null) {
+    const all = await categoriesOf(request.web.site.id)
+    const comments = await discussions.comments(d.id)
+    return reply.page(
+      'discussion',
+      pageData(request, reply, {
+        title: d.title,
+        discussion: {
+          number: d.number,
+          title: d.title,
+          state: d.state,
+          public: d.public,
+          category: all.find((c) => c.id === d.categoryId)?.name ?? '',
+          author: d.authorName,
+          authorEmail: d.authorEmail,
+          created: shownMoment(d.createdAt),
+          href: `${base(request)}/discussions/${d.number}`,
+        },
+        comments: comments.map((c) => ({
+          number: c.number,
+          body: c.body,
+          internal: c.internal,
+          author: c.authorName,
+          authorEmail: c.authorEmail,
+          bySupporter: c.bySupporter,
+          via: c.via,
+          when: shownMoment(c.createdAt),
+        })),
+        categories: all.map((c) => ({ id: c.id, name: c.name, selected: c.id === d.categoryId })),
+        actions: actionsFor(d.state),
+        queue: `${base(request)}/discussions`,
+        error,
+      }),
+      status,
+    )
+  }
+
+  fastify.get('/discussions/:number', supporters, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    return d && discussionPage(request, reply, d)
+  })
+
+  /** After a change: back to the discussion, where a reload shows it again without sending the form twice. */
+  const back = (request: FastifyRequest, reply: FastifyReply, number: number, anchor = '') =>
+    reply.redirect(`${base(request)}/discussions/${number}${anchor}`, 303)
+
+  fastify.post('/discussions/:number/reply', forms, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return reply
+    const body = (request.body ?? {}) as { body?: unknown; internal?: unknown }
+    const text = typeof body.body === 'string' ? body.body : ''
+    // The API's rule for a comment (routes/api/discussions/schemas.ts), said as the page says it.
+    const problem = !/\S/.test(text)
+      ? 'Write a message first.'
+      : text.length > MAX_BODY
+        ? `A message holds at most ${MAX_BODY.toLocaleString('en')} characters.`
+        : holdsNul(text)
+          ? 'The message holds the character U+0000 (NUL), which cannot be saved. Remove it and send it again.'
+          : null
+    if (problem) return discussionPage(request, reply, d, 400, problem)
+    const { comment } = await discussions.reply({ siteId: d.siteId, number: d.number, body: text, internal: body.internal === 'yes', supporterId: request.web.user!.id, via: 'web' })
+    return back(request, reply, d.number, `#comment-${comment.number}`)
+  })
+
+  fastify.post('/discussions/:number/act', forms, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return reply
+    const action = (request.body as { action?: unknown } | undefined)?.action
+    if (!actionsFor(d.state).some((a) => a.action === action)) return discussionPage(request, reply, d, 409, 'That cannot be done to the discussion as it is now. It may have changed since the page was shown.')
+    await discussions.act(d.siteId, d.number, action as Action)
+    return back(request, reply, d.number)
+  })
+
+  fastify.post('/discussions/:number/category', forms, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return reply
+    const categoryId = whole((request.body as { category?: unknown } | undefined)?.category)
+    const category = categoryId === undefined ? undefined : await categories.find(d.siteId, categoryId)
+    if (!category) return discussionPage(request, reply, d, 400, 'Choose one of the categories of this site.')
+    await discussions.update(d.siteId, d.number, { categoryId: category.id })
+    return back(request, reply, d.number)
+  })
+}
+
+/** The actions a discussion in this state offers on its page, as buttons. */
+export function actionsFor(state: DiscussionState): Array<{ action: Action; label: string; danger?: boolean }> {
+  if (state === 'deleted') return [{ action: 'restore', label: 'Restore' }]
+  const resolve = state === 'resolved' ? { action: 'unresolve' as const, label: 'Unresolve' } : { action: 'resolve' as const, label: 'Resolve' }
+  return [resolve, { action: 'delete', label: 'Delete', danger: true }]
+}
+
+
+export default queueRoutes
