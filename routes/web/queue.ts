@@ -5,7 +5,7 @@ import type { StateScope } from '../../db/stores/discussion-counts.ts'
 import type { Action } from '../../db/stores/discussion-states.ts'
 import type { DiscussionRow } from '../../db/stores/discussion-listing.ts'
 import { StoreError } from '../../db/stores/errors.ts'
-import type { DiscussionState } from '../../db/values.ts'
+import type { CommentVia, DiscussionState } from '../../db/values.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { MAX_BODY } from '../api/discussions/schemas.ts'
 import { holdsNul } from '../../lib/nul.ts'
@@ -48,6 +48,9 @@ const TABS: Array<{ scope: StateScope; label: string }> = [
   { scope: 'resolved', label: 'Resolved' },
   { scope: 'deleted', label: 'Deleted' },
 ]
+
+/** How a comment came, as its byline says it (the API's own are not remarked on). */
+const VIA: Record<CommentVia, string> = { api: '', web: ', on these pages', email: ', by mail' }
 
 const NUMBER = /^[1-9]\d{0,8}$/
 
@@ -155,7 +158,7 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
           author: c.authorName,
           authorEmail: c.authorEmail,
           bySupporter: c.bySupporter,
-          via: c.via,
+          via: VIA[c.via],
           when: shownMoment(c.createdAt),
         })),
         categories: all.map((c) => ({ id: c.id, name: c.name, selected: c.id === d.categoryId })),

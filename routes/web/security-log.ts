@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { securityKinds, type SecurityEvent, type SecurityKind } from '../../db/stores/security-log.ts'
 import { pageData, signInRedirect } from './pages.ts'
+import { shownMoment } from '../../lib/clock.ts'
 
 // {site_url}/profile/security_log: the signed-in person's own security log (issue 18;
 // docs/decisions.md, "Token lifecycle"), newest first, 50 a page, filtered by kind. Every event of
@@ -43,17 +44,19 @@ const ACTORS: Record<string, string> = {
   first_run: 'at the first start',
 }
 
-const when = (date: Date) => date.toISOString().slice(0, 19).replace('T', ' ') + ' UTC'
+/** A moment of a detail (a token's expiry, say), as every page shows moments; any other value as it is. */
+const ISO_MOMENT = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?Z$/
+const shownValue = (value: unknown) => (typeof value === 'string' && ISO_MOMENT.test(value) ? shownMoment(new Date(value)) : String(value))
 
 /** One event as a line of the page: what, when, from where, by whom, and its details as text. */
 export function describeEvent(event: SecurityEvent) {
   const details = Object.entries(event.detail)
     .filter(([, value]) => value !== null && value !== '')
-    .map(([name, value]) => `${name.replace(/_/g, ' ')}: ${String(value)}`)
+    .map(([name, value]) => `${name.replace(/_/g, ' ')}: ${shownValue(value)}`)
   return {
     what: KIND_LABELS[event.kind],
     kind: event.kind,
-    when: when(event.createdAt),
+    when: shownMoment(event.createdAt),
     from: event.address ?? '',
     by: event.actor ? (ACTORS[event.actor] ?? event.actor) : '',
     details: details.join(' · '),

@@ -50,8 +50,8 @@ t.test('user set-password: a new password, the old one gone, the sessions ended,
 
   const log = await run(['security-log', 'acme', '--user', 'ann@example.test'])
   const lines = log.stdout.split('\n').filter(Boolean)
-  t.equal(lines[0], '2026-03-01 12:00:00 UTC\tann@example.test\tSigned in\t203.0.113.9\ton the pages\t', 'newest first, in words, her email, the page\'s time')
-  t.equal(lines[1], '2026-03-01 12:00:00 UTC\tann@example.test\tPassword set\t-\tby the command line\t')
+  t.equal(lines[0], '2026-03-01 12:00 UTC\tann@example.test\tSigned in\t203.0.113.9\ton the pages\t', 'newest first, in words, her email, the page\'s time')
+  t.equal(lines[1], '2026-03-01 12:00 UTC\tann@example.test\tPassword set\t-\tby the command line\t')
   t.equal(lines.filter((line) => line.includes('\tPassword set\t')).length, 3, 'once per change')
   const json = JSON.parse((await run(['security-log', 'acme', '--user', 'ann@example.test', '--json'])).stdout) as Array<{ kind: string; user_id: number }>
   t.match(json[1], { kind: 'password_set', user_id: ann, actor: 'cli' }, '--json keeps the codes and ids')

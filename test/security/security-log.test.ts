@@ -109,7 +109,7 @@ t.test('the command line: what it does is logged, and security-log lists it', as
   t.equal(text.code, 0)
   const lines = text.stdout.trim().split('\n').map((line) => line.split('\t'))
   t.same(lines.map((fields) => fields[2]), ['Removed from the staff', 'Token revoked', 'Token created', 'Added to the staff'], "the site's events in the page's words (the account-wide ones have no site)")
-  t.ok(lines.every((fields) => fields[1] === 'ann@example.test' && /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/.test(fields[0]!)), 'each with its person by email, at a time as the page shows it')
+  t.ok(lines.every((fields) => fields[1] === 'ann@example.test' && /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/.test(fields[0]!)), 'each with its person by email, at a time as the page shows it')
   t.match(text.stdout, /\tby the command line\ttoken id: 1 · name: Deploy · access: write/)
   const json = await cli.run(['security-log', 'demo', '--user', 'ann@example.test', '--json'])
   const rows = JSON.parse(json.stdout) as Array<{ kind: string; actor: string }>
@@ -154,14 +154,14 @@ t.test('a pruning that fails is logged, and a pruning that removes says how many
 
 t.test('every kind has a label, and an event reads as a line', async (t) => {
   t.same(Object.keys(KIND_LABELS).sort(), [...securityKinds].sort())
-  t.same(describeEvent({ id: 1, userId: 1, siteId: null, kind: 'token_revoked', createdAt: new Date(0), address: null, actor: 'leak_report', detail: { url: 'https://x', source: '', none: null } }), {
+  t.same(describeEvent({ id: 1, userId: 1, siteId: null, kind: 'token_revoked', createdAt: new Date(0), address: null, actor: 'leak_report', detail: { url: 'https://x', source: '', none: null, expires_at: '2026-12-25T18:29:39.808Z' } }), {
     what: 'Token revoked',
     kind: 'token_revoked',
-    when: '1970-01-01 00:00:00 UTC',
+    when: '1970-01-01 00:00 UTC',
     from: '',
     by: 'by a leak report',
-    details: 'url: https://x',
-  })
+    details: 'url: https://x · expires at: 2026-12-25 18:29 UTC',
+  }, 'moments in the one format of every page, a detail\'s too')
   t.equal(describeEvent({ id: 1, userId: 1, siteId: null, kind: 'lockout', createdAt: new Date(0), address: null, actor: 'robot', detail: {} }).by, 'robot')
 })
 
