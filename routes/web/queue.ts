@@ -21,9 +21,16 @@ import { pageData, requireSupporter } from './pages.ts'
 /** How many discussions a page of the queue shows. */
 export const QUEUE_PAGE = 30
 
-/** Whether a request asks for a page: its Accept names text/html (a browser's always does). */
-export function wantsPage(accept: string | undefined): boolean {
-  return accept !== undefined && /(^|,)\s*text\/html\s*(;|,|$)/i.test(accept)
+// An API credential makes a request the API's, whatever it accepts: the API never reads a cookie,
+// the pages never read an API credential (docs/decisions.md, "The queue on the web").
+const API_HEADERS = ['authorization', 'x-service-auth', 'x-multipass']
+const API_QUERY = /[?&](auth|sso|access_token)=/i
+
+/** Whether a request asks for a page: its Accept names text/html (a browser's always does) and it carries no API credential. */
+export function wantsPage(request: Pick<IncomingMessage, 'headers' | 'url'>): boolean {
+  const { accept } = request.headers
+  if (accept === undefined || !/(^|,)\s*text\/html\s*(;|,|$)/i.test(accept)) return false
+  return !API_HEADERS.some((name) => name in request.headers) && !API_QUERY.test(request.url ?? '')
 }
 
 /** The router's constraint that sends a browser to the page and anyone else to the API at the same address. */
@@ -35,7 +42,7 @@ export function addPageConstraint(fastify: FastifyInstance) {
       const stores = new Map<string, unknown>()
       return { get: (value: string) => (stores.get(value) ?? null) as never, set: (value: string, store: unknown) => void stores.set(value, store) }
     },
-    deriveConstraint: (request: IncomingMessage) => (wantsPage(request.headers.accept) ? 'html' : 'data'),
+    deriveConstraint: (request: IncomingMessage) => (wantsPage(request) ? 'html' : 'data'),
     mustMatchWhenDerived: false,
   })
 }

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { rateLimitHeaders } from '../../plugins/auth/limits.ts'
 import { decodeMultipass } from '../../plugins/auth/multipass-token.ts'
 import { shownMoment } from '../../lib/clock.ts'
+import { isStaffRole } from '../../db/stores/staff.ts'
 import { logPageEvent, pageData, safeNext, safeTo, secondStepAttempt, tellPerson, tooMany } from './pages.ts'
 import { authenticationOptions, passkeyAnswer } from './passkeys.ts'
 
@@ -26,7 +27,9 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
   const { users, urls, clock, passwords, authLimits, securityLog, secondFactors } = fastify
 
   const sitePath = (request: FastifyRequest) => new URL(urls.siteWeb(request.web.site.permalink)).pathname
-  const home = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/profile/api_tokens`
+  /** Where a signed-in person goes by default: support staff to the queue, a customer to their profile. */
+  const home = async (request: FastifyRequest, userId: number) =>
+    `${urls.siteWeb(request.web.site.permalink)}${isStaffRole(await users.role(request.web.site.id, userId)) ? '/discussions' : '/profile'}`
 
   // The page offers a passkey too: one that holds the account signs in by itself (routes/web/passkeys.ts).
   async function form(request: FastifyRequest, reply: FastifyReply, status: number, extra: Record<string, unknown>) {
@@ -68,7 +71,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     const user = await users.fromSingleSignOn(site.id, claims.email, claims.name)
     if (!user) return form(request, reply, 401, { error: SSO_FAILED })
     await reply.signIn(request, user.id)
-    return reply.redirect(safeTo(claims!.to, urls.siteWeb(site.permalink)) ?? home(request), 303)
+    return reply.redirect(safeTo(claims!.to, urls.siteWeb(site.permalink)) ?? (await home(request, user.id)), 303)
   }
 
   /**
@@ -89,14 +92,14 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.get('/', { prefixTrailingSlash: 'slash', config: OPEN }, async (request, reply) => {
     const sso = (request.query as { sso?: unknown }).sso
     if (typeof sso === 'string') return singleSignOn(request, reply, sso)
-    return reply.redirect(request.web.user ? home(request) : `${urls.siteWeb(request.web.site.permalink)}/login`, 303)
+    return reply.redirect(request.web.user ? await home(request, request.web.user.id) : `${urls.siteWeb(request.web.site.permalink)}/login`, 303)
   })
 
   fastify.get('/login', { config: OPEN }, async (request, reply) => {
     const sso = (request.query as { sso?: unknown }).sso
     if (typeof sso === 'string') return singleSignOn(request, reply, sso)
     const next = safeNext((request.query as { next?: unknown }).next, sitePath(request)) ?? ''
-    if (request.web.user) return reply.redirect(next || home(request), 303)
+    if (request.web.user) return reply.redirect(next || (await home(request, request.web.user.id)), 303)
     return form(request, reply, 200, { next })
   })
 
@@ -128,7 +131,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     }
     await reply.signIn(request, user.id)
     await logPageEvent(request, 'sign_in_succeeded', undefined, user.id)
-    return reply.redirect(next || home(request), 303)
+    return reply.redirect(next || (await home(request, user.id)), 303)
   })
 
   /** The second step's page: a code of an app, a passkey, or a recovery code, as the account has them. */
@@ -176,7 +179,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
         `Someone signed in to your account ${user.email} with one of its recovery codes on ${shownMoment(new Date(clock()))}. ${left} ${left === 1 ? 'code is' : 'codes are'} left.`,
       ])
     }
-    return reply.redirect(next || home(request), 303)
+    return reply.redirect(next || (await home(request, user.id)), 303)
   })
 
   // A passkey alone: the authenticator verified the person, and the passkey says whose account it is.
@@ -196,7 +199,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     }
     await reply.signIn(request, user.id)
     await logPageEvent(request, 'sign_in_succeeded', { with: 'passkey' }, user.id)
-    return reply.redirect(next || home(request), 303)
+    return reply.redirect(next || (await home(request, user.id)), 303)
   })
 
   fastify.post('/logout', { preHandler: fastify.csrfProtection, config: OPEN }, async (request, reply) => {

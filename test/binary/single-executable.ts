@@ -127,7 +127,7 @@ t.test('first run on a fresh database, then the API, the sign-in form and an adm
   t.equal(wrong.status, 401, 'a wrong password is refused (argon2 verifies)')
   const signedIn = await signIn(password)
   t.equal(signedIn.status, 303, 'the bootstrap password signs in')
-  t.match(signedIn.headers.get('location'), '/demo/profile/api_tokens')
+  t.match(signedIn.headers.get('location'), '/demo/discussions')
 
   // An administration command on the database the server has open.
   t.same(await run(['site', 'list', '--db', db]), { code: 0, stdout: 'demo\tDemo\n', stderr: '' })

@@ -42,6 +42,19 @@ export interface Expectation {
   refused: boolean
   /** True when it carried exactly one genuine credential and nothing else that is one. */
   oneCredential?: boolean
+  /** True when the request asks for a page (see asksForPage): the queue's addresses answer it as pages. */
+  page?: boolean
+}
+
+/**
+ * Whether the router sends this request to a page where a page and the API share an address
+ * (docs/decisions.md, "The queue on the web"): its Accept names text/html and it carries no API
+ * credential, in a header or the query.
+ */
+export function asksForPage(request: { url: string; headers: Record<string, string | string[]> }): boolean {
+  const headers = Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name.toLowerCase(), [value].flat().join(',')]))
+  const html = /(^|,)\s*text\/html\s*(;|,|$)/i.test(headers.accept ?? '')
+  return html && !['authorization', 'x-service-auth', 'x-multipass'].some((name) => name in headers) && !/[?&](auth|sso|access_token)=/i.test(request.url)
 }
 
 const header = (answer: Answer, name: string) => {
@@ -134,6 +147,8 @@ export function answerProblem(method: string, url: string, answer: Answer, expec
   for (const [name, value] of Object.entries(answer.headers)) {
     if (/[\r\n\0]/.test(String(value))) return `header ${name} holds a line break`
   }
+  // The queue's pages share the API's addresses under /<site>/discussions.
+  if (expectation.page && /^\/[^/?#]+\/discussions([/?#]|$)/.test(url)) return webProblem(answer, expectation)
   switch (areaOf(url)) {
     case 'api':
       return apiProblem(method, answer, expectation)

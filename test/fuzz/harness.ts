@@ -3,7 +3,7 @@ import type { Test } from 'tap'
 import { BASE_URL, buildTestApp, databaseAddressOf, SITE_URL } from '../fixtures/app.ts'
 import pg from 'pg'
 import { parsePostgresAddress } from '../../lib/database-address.ts'
-import { answerProblem, changedTables, postgresSnapshot, snapshot, type Answer } from './answers.ts'
+import { answerProblem, asksForPage, changedTables, postgresSnapshot, snapshot, type Answer } from './answers.ts'
 import type { FuzzRequest } from './arbitraries.ts'
 import { seedFuzzData } from './seed.ts'
 
@@ -65,7 +65,7 @@ export async function keepsContract(app: App, request: FuzzRequest, refused: boo
   // light-my-request resolves the URL as a client would (dot segments removed), and so does the
   // server's view of it: classify what was actually asked for.
   const url = new URL(request.url.startsWith('//') ? `http://localhost${request.url}` : request.url, 'http://localhost')
-  const problem = answerProblem(request.method, url.pathname + url.search, answer, { baseUrl: BASE_URL, siteOrigin: SITE_ORIGIN, refused, oneCredential })
+  const problem = answerProblem(request.method, url.pathname + url.search, answer, { baseUrl: BASE_URL, siteOrigin: SITE_ORIGIN, refused, oneCredential, page: asksForPage(request) })
   if (problem) throw new Error(`${problem} (answer ${answer.status} ${JSON.stringify(answer.headers)} ${answer.body.slice(0, 300)})`)
   if (answer.status >= 400) {
     const after = await tablesOf(app)

@@ -51,7 +51,8 @@ t.test('passkeys: added on the profile, then signing in alone, as the second ste
   const page = await annContext.newPage()
   const annKeys = await virtualAuthenticator(annContext, page)
   await signInWithPassword(page, ann)
-  await page.waitForURL(`${base}/demo/profile/api_tokens`)
+  await page.waitForURL(`${base}/demo/discussions`)
+  await page.goto(`${base}/demo/profile`)
   await noViolations(t, page, 'the profile with the passkey form')
   await addPasskey(page, 'Laptop')
   await noViolations(t, page, 'the page that adds a passkey')
@@ -72,7 +73,7 @@ t.test('passkeys: added on the profile, then signing in alone, as the second ste
   const answered = page.waitForRequest((request) => request.url().endsWith('/demo/login/passkey'))
   await page.getByRole('button', { name: 'Sign in with a passkey' }).click()
   const annAnswer = new URLSearchParams((await answered).postData() ?? '').get('passkey')!
-  await page.waitForURL(`${base}/demo/profile/api_tokens`)
+  await page.waitForURL(`${base}/demo/discussions`)
   t.pass('signed in with the passkey alone')
 
   // With her password, the passkey is the second step.
@@ -83,8 +84,9 @@ t.test('passkeys: added on the profile, then signing in alone, as the second ste
   t.match(await page.locator('main').textContent(), 'Use your passkey for Site demo.')
   await noViolations(t, page, 'the second step with a passkey')
   await page.getByRole('button', { name: 'Use a passkey' }).click()
-  await page.waitForURL(`${base}/demo/profile/api_tokens`)
+  await page.waitForURL(`${base}/demo/discussions`)
   t.pass('signed in with the password and the passkey')
+  await page.goto(`${base}/demo/profile/api_tokens`)
 
   // After the sudo window, a new token asks to confirm with the passkey, then comes back.
   clock.advance(16 * 60_000)
@@ -118,7 +120,7 @@ t.test('passkeys: added on the profile, then signing in alone, as the second ste
   const bobPage = await bobContext.newPage()
   await virtualAuthenticator(bobContext, bobPage)
   await signInWithPassword(bobPage, bob)
-  await bobPage.waitForURL(`${base}/demo/profile/api_tokens`)
+  await bobPage.waitForURL(`${base}/demo/discussions`)
   await addPasskey(bobPage, 'Bob laptop')
   await bobPage.getByRole('button', { name: 'Create the passkey' }).click()
   await bobPage.waitForURL(`${base}/demo/profile/two_factor/passkey/register`)

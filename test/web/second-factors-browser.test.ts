@@ -27,7 +27,7 @@ t.test('a supporter enrolls an authenticator app, signs in with it, and uses rec
     await page.getByRole('button', { name: 'Sign in', exact: true }).click()
   }
   await signIn()
-  await page.waitForURL(`${base}/demo/profile/api_tokens`)
+  await page.waitForURL(`${base}/demo/discussions`)
 
   await page.goto(`${base}/demo/profile`)
   await noViolations(t, page, 'the profile with its two-step section')
@@ -60,8 +60,9 @@ t.test('a supporter enrolls an authenticator app, signs in with it, and uses rec
   t.equal(events.length, 1, 'the wrong code is counted and logged')
   await page.getByLabel('Code from the app').fill(totpCode(secret, clock()))
   await page.getByRole('button', { name: 'Sign in', exact: true }).click()
-  await page.waitForURL(`${base}/demo/profile/api_tokens`)
+  await page.waitForURL(`${base}/demo/discussions`)
   t.pass('signed in with a code')
+  await page.goto(`${base}/demo/profile/api_tokens`)
 
   // After the sudo window, creating a token asks to confirm with a code, then comes back.
   clock.advance(16 * 60_000)
@@ -86,7 +87,7 @@ t.test('a supporter enrolls an authenticator app, signs in with it, and uses rec
     await page.getByLabel('Recovery code').fill(codes[0])
     await page.getByRole('button', { name: 'Sign in', exact: true }).click()
     if (expected === 'signed in') {
-      await page.waitForURL(`${base}/demo/profile/api_tokens`)
+      await page.waitForURL(`${base}/demo/discussions`)
       t.pass(`round ${round}: the recovery code signs in`)
     } else {
       t.match(await page.getByRole('alert').textContent(), 'That code is not right, or was used already', `round ${round}: used up`)

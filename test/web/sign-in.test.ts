@@ -18,7 +18,7 @@ t.test('sign in, see the token page, sign out', async (t) => {
 
   const signedIn = await browser.signIn(ann.email.toUpperCase(), ann.password)
   t.equal(signedIn.statusCode, 303)
-  t.equal(signedIn.headers.location, `${SITE}/profile/api_tokens`)
+  t.equal(signedIn.headers.location, `${SITE}/discussions`, 'support staff land on the queue')
   const cookie = [signedIn.headers['set-cookie']].flat().find((c) => c!.startsWith(`${SESSION_COOKIE}=`))!
   t.match(cookie, /; Path=\/demo;/)
   t.match(cookie, /HttpOnly/)
@@ -101,7 +101,7 @@ t.test('a signed-out visitor is sent to sign in and brought back', async (t) => 
   t.match(login.body, 'name="next" value="/demo/profile/api_tokens"')
   const back = await browser.post('/demo/login', { email: ann.email, password: ann.password, next: '/demo/profile/api_tokens' })
   t.equal(back.headers.location, '/demo/profile/api_tokens')
-  t.equal((await browser.get('/demo/')).headers.location, `${SITE}/profile/api_tokens`, 'the site home sends the signed-in on')
+  t.equal((await browser.get('/demo/')).headers.location, `${SITE}/discussions`, 'the site home sends the signed-in on')
   t.equal((await browser.get('/demo/login?next=/demo/profile')).headers.location, '/demo/profile', 'signed in already: straight on')
 })
 
@@ -112,7 +112,7 @@ t.test('next never leads off the site', async (t) => {
     const browser = webClient(app)
     await browser.get('/demo/login')
     const res = await browser.post('/demo/login', { email: ann.email, password: ann.password, next })
-    t.equal(res.headers.location, `${SITE}/profile/api_tokens`, next)
+    t.equal(res.headers.location, `${SITE}/discussions`, next)
   }
   t.equal((await webClient(app).get('/demo/')).headers.location, `${SITE}/login`)
 })
@@ -225,7 +225,7 @@ t.test('signed in already, the sign-in page sends you to your tokens; a form may
   const ann = await personWithPassword(app)
   const browser = webClient(app)
   await browser.signIn(ann.email, ann.password)
-  t.equal((await browser.get('/demo/login')).headers.location, `${SITE}/profile/api_tokens`)
+  t.equal((await browser.get('/demo/login')).headers.location, `${SITE}/discussions`)
   const page = await browser.get('/demo/profile/api_tokens')
   const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)![1]
   const res = await app.inject({
