@@ -1,5 +1,5 @@
 import { and, desc, eq, getTableColumns, inArray, sql, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
-import { countScope, listingShape, totalFromCounts, type CountTotal, type ListingShape, type DiscussionListing, type DiscussionRow, type ListingQuery } from '../stores/discussion-listing.ts'
+import { countScope, listingShape, titlePattern, totalFromCounts, type CountTotal, type ListingShape, type DiscussionListing, type DiscussionRow, type ListingQuery } from '../stores/discussion-listing.ts'
 import type { Executor } from '../port.ts'
 import type { PgDb } from './client.ts'
 import { discussions, users } from '../schema/postgres.ts'
@@ -25,7 +25,7 @@ const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions
 /** A short name of the shape, for its prepared statements (unique app-wide with their prefix). */
 function shapeKey(shape: ListingShape): string {
   const flag = (b: boolean) => (b ? '1' : '0')
-  return `${shape.state}_${flag(shape.category)}${flag(shape.public)}${flag(shape.author)}_${shape.since}_${shape.sort}`
+  return `${shape.state}_${flag(shape.category)}${flag(shape.public)}${flag(shape.author)}${flag(shape.title)}_${shape.since}_${shape.sort}`
 }
 
 function conditions(shape: ListingShape): SQL {
@@ -37,6 +37,7 @@ function conditions(shape: ListingShape): SQL {
   if (shape.author) where.push(eq(discussions.authorId, big(p('authorId'))))
   if (shape.since === 'number') where.push(sql`${discussions.number} > ${big(p('since'))}`)
   if (shape.since === 'date') where.push(sql`${ORDER_COLUMN[shape.sort]} >= ${p('since')}`)
+  if (shape.title) where.push(sql`${discussions.title} ILIKE ${p('title')} ESCAPE '\\'`)
   return and(...where)!
 }
 
@@ -49,6 +50,7 @@ function parameters(query: ListingQuery): Record<string, unknown> {
     public: query.public,
     authorId: query.authorId,
     since: query.since === undefined ? undefined : query.since.kind === 'number' ? query.since.after : new Date(query.since.from),
+    title: query.title === undefined ? undefined : titlePattern(query.title),
     limit: query.limit,
     offset: query.offset,
   }

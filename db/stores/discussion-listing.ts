@@ -19,6 +19,8 @@ export interface ListingQuery {
   public?: boolean
   authorId?: number
   since?: Since
+  /** Titles holding this text, letters without regard to case (the queue's search; see titlePattern). */
+  title?: string
   sort: Sort
   offset: number
   limit: number
@@ -45,6 +47,7 @@ export interface ListingShape {
   public: boolean
   author: boolean
   since: 'none' | 'number' | 'date'
+  title: boolean
   sort: Sort
 }
 
@@ -55,6 +58,7 @@ export function listingShape(query: ListingQuery): ListingShape {
     public: query.public !== undefined,
     author: query.authorId !== undefined,
     since: query.since?.kind ?? 'none',
+    title: query.title !== undefined,
     sort: query.sort,
   }
 }
@@ -65,9 +69,18 @@ export type CountTotal = (scope: CountScope) => Promise<number>
 /** The engine's listing over the port the discussion store runs on (the database, or a transaction of it). */
 export type ListingOf = (port: StorePort, total: CountTotal) => DiscussionListing
 
-/** Whether the listing's total is a sum of the counts (no author and no `since`). */
+/** Whether the listing's total is a sum of the counts (no author, no `since`, no title search). */
 export function totalFromCounts(query: ListingQuery): boolean {
-  return query.authorId === undefined && query.since === undefined
+  return query.authorId === undefined && query.since === undefined && query.title === undefined
+}
+
+/**
+ * The LIKE pattern of a title search: the text anywhere in the title, its own `%`, `_` and `\`
+ * taken as they are (ESCAPE '\'). Letters match without regard to case: ASCII ones on SQLite
+ * (its LIKE), all on PostgreSQL (ILIKE); docs/decisions.md, "The queue on the web".
+ */
+export function titlePattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 }
 
 /** The scope of the counts a listing's total sums. */

@@ -20,6 +20,8 @@ import { pageData, requireSupporter } from './pages.ts'
 
 /** How many discussions a page of the queue shows. */
 export const QUEUE_PAGE = 30
+/** The longest search over titles, in characters. */
+const MAX_SEARCH = 100
 
 // An API credential makes a request the API's, whatever it accepts: the API never reads a cookie,
 // the pages never read an API credential (docs/decisions.md, "The queue on the web").
@@ -88,16 +90,20 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
   })
 
   fastify.get('/discussions', supporters, async (request, reply) => {
-    const query = request.query as { state?: unknown; category?: unknown; page?: unknown }
+    const query = request.query as { state?: unknown; category?: unknown; page?: unknown; q?: unknown }
     const { site } = request.web
     const tab = TABS.find((t) => t.scope === query.state) ?? TABS[0]
     const all = await categoriesOf(site.id)
     const category = all.find((c) => c.id === whole(query.category))
     const page = whole(query.page) ?? 1
+    // A search over titles: up to 100 characters; text that could not be stored could not be found.
+    const q = typeof query.q === 'string' ? query.q.trim().slice(0, MAX_SEARCH) : ''
+    const title = q === '' || holdsNul(q) ? undefined : q
     const { total, discussions: rows } = await discussions.list({
       siteId: site.id,
       state: tab.scope,
       categoryId: category?.id,
+      title,
       sort: 'activity',
       offset: (page - 1) * QUEUE_PAGE,
       limit: QUEUE_PAGE,
@@ -105,7 +111,7 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
     const counts = await Promise.all(TABS.map((t) => discussions.counts.total({ siteId: site.id, state: t.scope, categoryId: category?.id })))
     const names = new Map(all.map((c) => [c.id, c.name]))
     const filters = (changes: Record<string, string | number | undefined>) => {
-      const kept = { state: tab.scope === 'live' ? undefined : tab.scope, category: category?.id, ...changes }
+      const kept = { state: tab.scope === 'live' ? undefined : tab.scope, category: category?.id, q: title, ...changes }
       const search = new URLSearchParams()
       for (const [name, value] of Object.entries(kept)) if (value !== undefined) search.set(name, String(value))
       return `${base(request)}/discussions${search.size > 0 ? `?${search}` : ''}`
@@ -118,6 +124,7 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
         tabs: TABS.map((t, i) => ({ ...t, count: counts[i], current: t === tab, href: filters({ state: t.scope === 'live' ? undefined : t.scope, page: undefined }) })),
         categories: all.map((c) => ({ id: c.id, name: c.name, selected: c.id === category?.id })),
         state: tab.scope,
+        q: title ?? '',
         total,
         rows: rows.map((d) => row(request, d, names)),
         page,
