@@ -9,7 +9,7 @@ import { measure } from './load.ts'
 import { FULL_ROUNDS, median, record, RESULTS, summarize, table, type Round } from './results.ts'
 import { requestOf, SCENARIOS, SERVERS, TARGETS, type Engine, type ScenarioRow, type ServerPlan } from './scenarios.ts'
 import { REPO } from './service-cli.ts'
-import { probe, startServer, type Answer, type Server } from './servers.ts'
+import { probe, signIn, startServer, type Answer, type Server } from './servers.ts'
 
 // npm run bench [-- options]: what the service's layers cost next to the bare stack doing the same
 // job (tools/bench/baseline.ts, tools/bench/baseline-postgres.ts), against real server processes
@@ -59,6 +59,7 @@ const settings = {
 const POSTGRES_URL = flags.postgres ?? process.env.BENCH_POSTGRES_URL ?? DEFAULT_POSTGRES
 const MAIN_SIZE = 10_000
 const LARGE_SIZE = quick ? 10_000 : 100_000
+const HUGE_SIZE = quick ? 10_000 : 1_000_000
 // Seconds of load per server before the rounds: a fresh process needs it before its CPU per request settles (JIT, heap).
 const WARMUP = quick ? 1 : 5
 const STARTS = quick ? 1 : 3
@@ -83,7 +84,13 @@ mkdirSync(RUN, { recursive: true })
 // ---- data: the seeded SQLite databases (cached) and this run's private copies; on PostgreSQL, a copy of the main one
 const main = await seededDataset(MAIN_SIZE, log)
 const large = await seededDataset(LARGE_SIZE, log)
-const sqliteData = { main: copyDataset(main, join(RUN, 'main.db')), large: copyDataset(large, join(RUN, 'large.db')), write: copyDataset(main, join(RUN, 'write.db')) }
+const huge = await seededDataset(HUGE_SIZE, log)
+const sqliteData = {
+  main: copyDataset(main, join(RUN, 'main.db')),
+  large: copyDataset(large, join(RUN, 'large.db')),
+  huge: copyDataset(huge, join(RUN, 'huge.db')),
+  write: copyDataset(main, join(RUN, 'write.db')),
+}
 const pgMain = engines.includes('postgres') ? await postgresDataset(main, POSTGRES_URL, log) : undefined
 const dataOf = (plan: ServerPlan): Dataset => (plan.engine === 'postgres' ? pgMain! : sqliteData[plan.data])
 
@@ -114,14 +121,19 @@ log(`start-up to the first answer (median of ${STARTS}): ${Object.entries(startu
 const servers = new Map<string, Server>()
 for (let i = 0; i < plans.length; i += 3) for (const server of await Promise.all(plans.slice(i, i + 3).map((plan) => start(plan)))) servers.set(server.name, server)
 const planOf = (row: ScenarioRow) => plans.find((plan) => plan.name === row.server)!
+// The pages are asked for signed in: the dataset's supporter signs in on each server that serves one, once.
+const sessions = new Map<string, string>()
+for (const name of new Set(rows.filter((row) => row.credential === 'session').map((row) => row.server))) {
+  sessions.set(name, await signIn(servers.get(name)!.url, dataOf(plans.find((plan) => plan.name === name)!)))
+}
 // A poll sends the ETag of its first answer, asked for once here.
 const tags = new Map<string, string>()
 for (const row of rows.filter((r) => r.conditional)) {
-  const first = await probe(servers.get(row.server)!.url, requestOf(row, dataOf(planOf(row))))
+  const first = await probe(servers.get(row.server)!.url, requestOf(row, dataOf(planOf(row)), sessions.get(row.server)))
   tags.set(row.id, String(first?.headers.etag))
 }
 function requestFor(row: ScenarioRow) {
-  const request = requestOf(row, dataOf(planOf(row)))
+  const request = requestOf(row, dataOf(planOf(row)), sessions.get(row.server))
   return row.conditional ? { ...request, headers: { ...request.headers, 'if-none-match': tags.get(row.id)! } } : request
 }
 const targetOf = (row: ScenarioRow) => ({ ...requestFor(row), url: servers.get(row.server)!.url, expect: row.expect })

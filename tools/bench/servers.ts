@@ -170,3 +170,25 @@ export async function startServer({ name, kind, db, first, logDir, env }: StartO
     },
   }
 }
+
+/** Signs a supporter in on the service's pages, as a browser does: the session cookie, for the page scenarios. */
+export async function signIn(url: string, person: { site: string; email: string; password: string }): Promise<string> {
+  const jar = new Map<string, string>()
+  const keep = (res: Response) => {
+    for (const line of res.headers.getSetCookie()) {
+      const [pair] = line.split(';')
+      jar.set(pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1))
+    }
+  }
+  const cookies = () => [...jar].map(([name, value]) => `${name}=${value}`).join('; ')
+  const form = await fetch(`${url}/${person.site}/login`, { headers: { accept: 'text/html' } })
+  keep(form)
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())?.[1]
+  if (!csrf) throw new Error(`the sign-in page at ${url} has no form`)
+  const body = new URLSearchParams({ _csrf: csrf, email: person.email, password: person.password })
+  const signedIn = await fetch(`${url}/${person.site}/login`, { method: 'POST', redirect: 'manual', headers: { cookie: cookies(), 'content-type': 'application/x-www-form-urlencoded' }, body })
+  keep(signedIn)
+  const session = jar.get('service_session')
+  if (signedIn.status !== 303 || !session) throw new Error(`signing in at ${url} answered ${signedIn.status}`)
+  return `service_session=${session}`
+}
