@@ -20,6 +20,8 @@ import { pageData, requireSupporter } from './pages.ts'
 
 /** How many discussions a page of the queue shows. */
 export const QUEUE_PAGE = 30
+/** The largest reply form: MAX_BODY characters of three UTF-8 bytes, each written %XX, and the other fields. */
+const REPLY_FORM_BYTES = MAX_BODY * 9 + 4096
 /** The longest search over titles, in characters. */
 const MAX_SEARCH = 100
 
@@ -32,12 +34,11 @@ const API_QUERY = /[?&](auth|sso|access_token)=/i
 export function wantsPage(request: Pick<IncomingMessage, 'headers' | 'url'>): boolean {
   const { accept } = request.headers
   if (accept === undefined || !/(^|,)\s*text\/html\s*(;|,|$)/i.test(accept)) return false
-  return !API_HEADERS.some((name) => name in request.headers) && !API_QUERY.test(request.url ?? '')
+  return !API_HEADERS.some((name) => name in request.headers) && !API_QUERY.test(String(request.url))
 }
 
 /** The router's constraint that sends a browser to the page and anyone else to the API at the same address. */
 export function addPageConstraint(fastify: FastifyInstance) {
-  if (fastify.hasConstraintStrategy('page')) return
   fastify.addConstraintStrategy({
     name: 'page',
     storage() {
@@ -74,15 +75,16 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
   const supporters = { ...PAGE, preHandler: requireSupporter }
   const forms = { ...PAGE, preHandler: [fastify.csrfProtection, requireSupporter] }
 
+  /** Every category of the site (a negative limit: all); each discussion's is among them. */
   async function categoriesOf(siteId: number): Promise<Category[]> {
-    return (await categories.list(siteId, 0, 1000)).categories
+    return (await categories.list(siteId, 0, -1)).categories
   }
 
   const row = (request: FastifyRequest, d: DiscussionRow, names: Map<number, string>) => ({
     number: d.number,
     title: d.title,
     state: d.state,
-    category: names.get(d.categoryId) ?? '',
+    category: names.get(d.categoryId)!,
     author: d.authorName,
     lastActivity: shownMoment(d.lastUpdatedAt),
     comments: d.commentsCount,
@@ -159,7 +161,7 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
           title: d.title,
           state: d.state,
           public: d.public,
-          category: all.find((c) => c.id === d.categoryId)?.name ?? '',
+          category: all.find((c) => c.id === d.categoryId)!.name,
           author: d.authorName,
           authorEmail: d.authorEmail,
           created: shownMoment(d.createdAt),
@@ -193,10 +195,13 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
   const back = (request: FastifyRequest, reply: FastifyReply, number: number, anchor = '') =>
     reply.redirect(`${base(request)}/discussions/${number}${anchor}`, 303)
 
-  fastify.post('/discussions/:number/reply', forms, async (request, reply) => {
+  // A reply may be as long as the API takes (MAX_BODY characters), which a form encodes in up to
+  // nine bytes each: more than the pages' usual 64 KiB.
+  fastify.post('/discussions/:number/reply', { ...forms, bodyLimit: REPLY_FORM_BYTES }, async (request, reply) => {
     const d = await discussionOf(request, reply)
     if (!d) return reply
-    const body = (request.body ?? {}) as { body?: unknown; internal?: unknown }
+    // The form's fields (CSRF has checked there is a form).
+    const body = request.body as { body?: unknown; internal?: unknown }
     const text = typeof body.body === 'string' ? body.body : ''
     // The API's rule for a comment (routes/api/discussions/schemas.ts), said as the page says it.
     const problem = !/\S/.test(text)

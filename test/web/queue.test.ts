@@ -96,11 +96,31 @@ t.test('a discussion page: reply in public and as an internal note, resolve, mov
   await web.get(path)
   t.equal((await web.post(`${path}/reply`, { body: 'Check the invoice <first>.', internal: 'yes' })).statusCode, 303)
   const comments = (await app.inject({ url: `${path}/comments`, headers: { ...api.bearer, accept: V1 } })).json()
-  t.match(comments.comments.slice(1), [{ body: 'We are on it.', internal: false, via: 'web' }, { body: 'Check the invoice <first>.', internal: true, via: 'web' }])
+  t.match(comments.comments.slice(1, 3), [{ body: 'We are on it.', internal: false, via: 'web' }, { body: 'Check the invoice <first>.', internal: true, via: 'web' }])
   t.equal((await seen()).state, 'open', 'a public reply of the staff opens a new discussion')
   const shown = await web.get(path)
   t.match(shown.body, /class="comment internal"[\s\S]*Internal note: the customer does not see it[\s\S]*Check the invoice &lt;first&gt;\./, 'the note is told apart, and escaped')
 
+  for (const [form, problem] of [
+    [{ internal: 'no' }, 'Write a message first.'],
+    [{ body: 'x'.repeat(65_537) }, 'A message holds at most 65,536 characters.'],
+    [{ body: 'a\u0000b' }, 'The message holds the character U+0000 (NUL)'],
+  ] as const) {
+    await web.get(path)
+    const refused = await web.post(`${path}/reply`, form)
+    t.equal(refused.statusCode, 400, problem)
+    t.match(refused.body, problem)
+  }
+  await web.get(path)
+  const longest = await web.post(`${path}/reply`, { body: 'é'.repeat(65_536), internal: 'yes' })
+  t.equal(longest.statusCode, 303, 'the longest reply the API takes, in letters of two bytes, goes through the form too')
+  for (const action of ['reply', 'act', 'category']) {
+    await web.get(path)
+    t.equal((await web.post(`/demo/discussions/999/${action}`, { body: 'x', action: 'resolve', category: '1' })).statusCode, 404, `${action} of no discussion`)
+  }
+  await web.get(path)
+  t.equal((await web.post(`${path}/category`, { category: 'billing' })).statusCode, 400, 'a category by name')
+  await web.get(path)
   const empty = await web.post(`${path}/reply`, { body: '   ', internal: 'no' })
   t.equal(empty.statusCode, 400)
   t.match(empty.body, /role="alert">[^<]+/)
@@ -162,4 +182,18 @@ t.test('the queue keeps sites and people apart', async (t) => {
   t.equal((await shopper.get('/demo/discussions/1')).statusCode, 403)
   t.equal((await webClient(app).get('/demo/discussions')).statusCode, 303, 'signed out: sent to sign in')
   t.equal((await app.inject({ url: '/demo/discussions', headers: { accept: BROWSER_ACCEPT } })).headers.location, 'https://help.example.test/demo/login?next=%2Fdemo%2Fdiscussions')
+})
+
+t.test('a failure that is not a missing discussion is the error page, not a 404', async (t) => {
+  const { app } = await buildTestApp(t)
+  const ann = await personWithPassword(app)
+  const web = webClient(app)
+  await web.signIn(ann.email, ann.password)
+  app.discussions.get = async () => {
+    throw new Error('the disk is on fire')
+  }
+  const res = await web.get('/demo/discussions/1')
+  t.equal(res.statusCode, 500)
+  t.match(res.body, 'Something went wrong')
+  t.notMatch(res.body, 'on fire', 'nothing of it shown')
 })
