@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { and, count, desc, eq, isNotNull, isNull, lt, or } from '../drizzle.ts'
+import { and, count, desc, eq, isNotNull, isNull, lt, or, sql, type Placeholder } from '../drizzle.ts'
 import type { FactorKind } from '../values.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -87,10 +87,13 @@ export function createSecondFactorStore(port: StorePort, clock: Clock, box: Secr
     return claimed.length > 0
   }
 
-  const confirmed = (userId: number) => and(eq(secondFactors.userId, userId), isNotNull(secondFactors.confirmedAt))
+  const confirmed = (userId: number | Placeholder) => and(eq(secondFactors.userId, userId), isNotNull(secondFactors.confirmedAt))
+
+  // Asked on the API's path (Basic) and before every page of a site that requires a factor: prepared once.
+  const factorCount = db.select({ n: count() }).from(secondFactors).where(confirmed(sql.placeholder('userId'))).prepare('second_factors_count')
 
   async function has(userId: number): Promise<boolean> {
-    const [{ n }] = await db.select({ n: count() }).from(secondFactors).where(confirmed(userId))
+    const [{ n }] = await factorCount.execute({ userId })
     return n > 0
   }
 

@@ -32,8 +32,9 @@ const API_QUERY = /[?&](auth|sso|access_token)=/i
 
 /** Whether a request asks for a page: its Accept names text/html (a browser's always does) and it carries no API credential. */
 export function wantsPage(request: Pick<IncomingMessage, 'headers' | 'url'>): boolean {
-  const { accept } = request.headers
-  if (accept === undefined || !/(^|,)\s*text\/html\s*(;|,|$)/i.test(accept)) return false
+  // Derived for every request the router sees, the API's included: the plain search first.
+  const accept = request.headers.accept?.toLowerCase()
+  if (accept === undefined || !accept.includes('text/html') || !/(^|,)\s*text\/html\s*(;|,|$)/.test(accept)) return false
   return !API_HEADERS.some((name) => name in request.headers) && !API_QUERY.test(String(request.url))
 }
 

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { BROWSER_ACCEPT, personWithPassword, webClient } from '../fixtures/web.ts'
+import { wantsPage } from '../../routes/web/queue.ts'
 
 // The supporter's queue (docs/decisions.md, "The queue on the web"): the queue with its states,
 // counts, category filter and pages; a discussion's page with its conversation, replies, notes
@@ -14,6 +15,19 @@ async function opened(app: App, siteId: number, supporterId: number, title: stri
   const { discussion } = await app.discussions.create({ siteId, categoryId, title, body: `About ${title}`, public: true, supporterId, onBehalfOf: { email: 'customer@example.test' }, via: 'api' })
   return discussion
 }
+
+t.test('which requests the router sends to a page: text/html named, and no API credential', async (t) => {
+  const asked = (accept: string | undefined, headers: Record<string, string> = {}, url = '/demo/discussions') => wantsPage({ headers: { ...headers, ...(accept === undefined ? {} : { accept }) }, url })
+  t.ok(asked(BROWSER_ACCEPT), "Chromium's")
+  t.ok(asked('TEXT/HTML'), 'any case')
+  t.ok(asked('application/json, text/html;q=0.5'), 'anywhere in the list')
+  for (const accept of [undefined, V1, '*/*', 'application/json', 'text/htmlx', 'text/plain, application/text/html']) t.notOk(asked(accept), `not ${accept}`)
+  t.notOk(asked(BROWSER_ACCEPT, { authorization: 'Bearer x' }), 'with a token: the API')
+  t.notOk(asked(BROWSER_ACCEPT, { 'x-service-auth': 'k' }), 'with the legacy token')
+  t.notOk(asked(BROWSER_ACCEPT, { 'x-multipass': 'm' }), 'with multipass')
+  t.notOk(asked(BROWSER_ACCEPT, {}, '/demo/discussions?auth=k'), 'with auth= in the query')
+  t.notOk(asked(BROWSER_ACCEPT, {}, '/demo/discussions?page=2&sso=m'), 'with sso= in the query')
+})
 
 t.test('the queue: states with their counts, a category, pages; a discussion by its html_href', async (t) => {
   const { app } = await buildTestApp(t)
