@@ -4,6 +4,7 @@ import pino from 'pino'
 import { buildApp } from '../app.ts'
 import { CONFIG_VARIABLES, loadConfig, SETTINGS, type Config } from '../config.ts'
 import { V1_MEDIA_TYPE } from '../lib/accept.ts'
+import { LineBatch } from '../lib/line-batch.ts'
 import { createUrls } from '../lib/urls.ts'
 import { isPostgresAddress, redactPostgresAddress } from '../lib/database-address.ts'
 import packageJson from '../package.json' with { type: 'json' }
@@ -100,7 +101,8 @@ export const serveCommand: Command = {
     // The log is written asynchronously, in writes of about 4 KB (a dozen requests' lines, where a
     // write each cost a busy service a tenth of its throughput), and at least every second, so a
     // line is out within a second of its request. Flushed when the service stops.
-    const log = pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES })
+    const out = pino.destination({ dest: 1, sync: false })
+    const log = new LineBatch(out, LOG_BATCH_BYTES)
     const app = await startService(config, io, log)
     log.flush()
     const flushing = setInterval(() => log.flush(), LOG_FLUSH_MS).unref()
@@ -108,7 +110,8 @@ export const serveCommand: Command = {
       if (err) app.log.error({ err }, 'shutting down after an error')
       clearInterval(flushing)
       await app.close()
-      log.flushSync()
+      log.flush()
+      out.flushSync()
     })
     return undefined
   },

@@ -10,8 +10,22 @@ import { createHash } from 'node:crypto'
  * version never share a tag.
  */
 export function entityTag(version: string, representation: string): string {
-  const digest = createHash('sha256').update(representation).digest('base64url').slice(0, 16)
-  return `"${version}-${digest}"`
+  return `"${version}-${digestOf(representation)}"`
+}
+
+// A client polling asks for the same few representations again and again: their digests are
+// remembered (at most DIGESTS of them, the oldest forgotten first), a hash spared on each poll.
+const DIGESTS = 1000
+const digests = new Map<string, string>()
+
+function digestOf(representation: string): string {
+  let digest = digests.get(representation)
+  if (digest === undefined) {
+    digest = createHash('sha256').update(representation).digest('base64url').slice(0, 16)
+    digests.set(representation, digest)
+    if (digests.size > DIGESTS) digests.delete(digests.keys().next().value!)
+  }
+  return digest
 }
 
 /** The entity tags of an If-None-Match or If-Match field value; `*` as itself. */

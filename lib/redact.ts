@@ -39,8 +39,19 @@ export function redactUrl(url: string): string {
   return `${path}?${query}`
 }
 
-// The credential-bearing headers, wherever a log line might carry them (pino's redact paths).
-const SECRET_HEADERS = ['authorization', '"x-service-auth"', '"x-multipass"', 'cookie', '"set-cookie"']
-export const REDACTED_LOG_PATHS = ['req.headers', 'res.headers', 'headers', 'err.headers'].flatMap((holder) =>
-  SECRET_HEADERS.map((name) => (name.startsWith('"') ? `${holder}[${name}]` : `${holder}.${name}`)),
-)
+// The credential-bearing headers, wherever a log line might carry them.
+const SECRET_HEADERS = ['authorization', 'x-service-auth', 'x-multipass', 'cookie', 'set-cookie']
+
+/**
+ * pino's redact paths: headers logged at the top of a line or under `err`. Under `req` and `res`
+ * the log's serializers redact them (`redactHeaders`), so the line every request writes, which has
+ * no headers, is not searched for them (plugins/http/request-log.ts).
+ */
+export const REDACTED_LOG_PATHS = ['headers', 'err.headers'].flatMap((holder) => SECRET_HEADERS.map((name) => `${holder}["${name}"]`))
+
+/** Headers as they may be logged: the credential-bearing ones replaced, the rest kept. */
+export function redactHeaders(headers: Record<string, unknown>): Record<string, unknown> {
+  const copy = { ...headers }
+  for (const name of SECRET_HEADERS) if (name in copy) copy[name] = '[redacted]'
+  return copy
+}

@@ -2,7 +2,7 @@ import { resolve } from 'node:path'
 import { sql, type Column } from '../drizzle.ts'
 import { openDatabase, type Db } from './client.ts'
 import { Gate } from './gate.ts'
-import { readCache } from './read-cache.ts'
+import { closeReadCache, readCache } from './read-cache.ts'
 import { checkEvent, engineOver, type Engine, type EngineEvents } from '../engine.ts'
 import { isUnguarded, preparedOn, type Executor, type StorePort, type Tables } from '../port.ts'
 import * as tables from '../schema/sqlite.ts'
@@ -29,6 +29,7 @@ export function sqliteEngine(db: Db): Engine {
     events: events.events,
     async close() {
       events.close()
+      closeReadCache(db)
       db.$client.close()
     },
   })

@@ -1,12 +1,13 @@
+import { closeSync, openSync, readSync } from 'node:fs'
 import type { Db } from './client.ts'
 
 // The reads of the authentication path (a site by its permalink, a personal token by its
 // fingerprint) are remembered, and forgotten the moment the database may have changed: when
 // another connection committed (the CLI revoking a token, disabling a user, another service
-// process), which moves SQLite's PRAGMA data_version, or when this connection wrote, which moves
-// total_changes(). Checking both is one tiny statement, cheaper than the joined read it spares, so
-// a revoked token, a disabled owner or a supporter taken off the staff is refused on the very
-// next request, whichever process made the change.
+// process), which rewrites the header of the file's WAL index (below), or when this connection
+// wrote, which moves total_changes(). Checking both costs less than a microsecond, far less than
+// the joined read it spares, so a revoked token, a disabled owner or a supporter taken off the
+// staff is refused on the very next request, whichever process made the change.
 
 // A value read inside a transaction may never be committed: nothing is remembered or answered
 // from memory while one is open (and the transaction's own writes forget the rest when it ends).
@@ -21,6 +22,8 @@ export interface ReadCache {
    * turns, instead of for one run of code only.
    */
   arrived(): void
+  /** The connection is closing: let go of what the cache holds open. */
+  close(): void
 }
 
 const MAX_KEYS = 10_000
@@ -33,23 +36,64 @@ export function readCache(db: Db): ReadCache {
   return cache
 }
 
-function createReadCache(db: Db): ReadCache {
+/** The cache of a connection that is closing lets go of its file; a later use opens a new one. */
+export function closeReadCache(db: Db): void {
+  caches.get(db)?.close()
+  caches.delete(db)
+}
+
+/**
+ * What moves whenever any connection commits to the file: a number that changes when the header
+ * of its WAL index does. In WAL mode (db/sqlite/client.ts) every commit of every connection, in
+ * any process, ends by rewriting the first 48 bytes of the `-shm` file, the WAL-index header, with
+ * a counter of changes among them ("iChange", https://www.sqlite.org/walformat.html, section 2.2),
+ * and a reader sees the commit only once the header says so. Reading those bytes is one pread of
+ * shared memory (0.6 us), where `PRAGMA data_version` opens a read transaction to learn the same,
+ * with its locks (2 to 5 us). Without a WAL index to read (a private `:memory:` database, which
+ * no other connection can change, or a file whose index cannot be opened), data_version answers.
+ */
+function versionReader(db: Db): { read(): unknown; close(): void } {
   const dataVersion = db.$client.prepare('pragma data_version').pluck()
+  let fd: number | undefined
+  try {
+    if (!db.$client.memory) fd = openSync(`${db.$client.name}-shm`, 'r')
+  } catch {
+    // No index to read: the statement below answers instead.
+  }
+  if (fd === undefined) return { read: () => dataVersion.get(), close() {} }
+  const header = Buffer.alloc(WAL_INDEX_HEADER_BYTES)
+  const seen = Buffer.alloc(WAL_INDEX_HEADER_BYTES)
+  let changes = 0
+  return {
+    read() {
+      readSync(fd, header, 0, WAL_INDEX_HEADER_BYTES, 0)
+      if (!header.equals(seen)) {
+        header.copy(seen)
+        changes++
+      }
+      return changes
+    },
+    close: () => closeSync(fd),
+  }
+}
+const WAL_INDEX_HEADER_BYTES = 48
+
+function createReadCache(db: Db): ReadCache {
+  const version = versionReader(db)
   const totalChanges = db.$client.prepare('select total_changes()').pluck()
   const maps: Array<Map<string, Promise<unknown>>> = []
   let seenVersion: unknown
   let seenChanges: unknown
 
-  // data_version costs a read of the shared WAL index (2 to 3 us under load, total_changes()
-  // 0.2 us), so it is not read for every look-up. Without a server (a command, a test of the
-  // stores), a version read is kept for one synchronous run of code, in which nothing another
-  // process commits can be seen anyway. In a server, which tells the cache of every request's
+  // The version costs a system call (0.6 us; total_changes() 0.2 us), so it is not read for every
+  // look-up. Without a server (a command, a test of the stores), a version read is kept for one
+  // synchronous run of code, in which nothing another process commits can be seen anyway. In a server, which tells the cache of every request's
   // arrival, it is kept until the next request arrives (or the event loop turns): a version read
   // after a request arrived is as fresh as that request needs, since what committed before it
   // arrived committed before the read. So a request's site and token take one read between them
   // (docs/decisions.md, "The authentication path's reads are cached").
   let versionRead = false
-  let version: unknown
+  let lastVersion: unknown
   let told = false
   let turning: NodeJS.Immediate | undefined
   const forgetVersion = () => {
@@ -58,12 +102,12 @@ function createReadCache(db: Db): ReadCache {
   }
   function currentVersion() {
     if (!versionRead) {
-      version = dataVersion.get()
+      lastVersion = version.read()
       versionRead = true
       if (!told) queueMicrotask(forgetVersion)
       else turning ??= setImmediate(forgetVersion)
     }
-    return version
+    return lastVersion
   }
 
   function forgetIfChanged() {
@@ -81,6 +125,8 @@ function createReadCache(db: Db): ReadCache {
       told = true
       versionRead = false
     },
+
+    close: () => version.close(),
 
     memo<V>(load: (key: string) => Promise<V>) {
       // The promise is what is kept: better-sqlite3 reads synchronously, so the value it settles

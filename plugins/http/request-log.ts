@@ -1,5 +1,5 @@
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
-import { redactUrl, REDACTED_LOG_PATHS } from '../../lib/redact.ts'
+import { redactHeaders, redactUrl, REDACTED_LOG_PATHS } from '../../lib/redact.ts'
 import type { RefusalLog } from '../../lib/refusals.ts'
 
 // The service's request log: JSON lines (pino, Fastify's logger), one per request, no secret.
@@ -40,19 +40,27 @@ export function loggerOptions(stream: { write(line: string): void }, level: LogL
     level,
     stream,
     // Credential values in a query string are replaced; of the headers only the user agent is
-    // written, and any code that logs headers anyway has the credential ones redacted.
+    // written, and any code that logs headers anyway has the credential ones redacted: pino's
+    // redaction at the top of a line and under `err`, the serializers under `req` and `res` (where
+    // pino's would search every request's line for headers it never has).
     redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' },
-    // Anything else logged under `req` or `res` is left as it is, to the redaction above.
     serializers: {
       req: (value: unknown) => {
         const request = value as Partial<FastifyRequest> | undefined
-        if (typeof request?.url !== 'string') return value as Record<string, unknown>
+        if (typeof request?.url !== 'string') return withHeadersRedacted(value)
         return { method: request.method, url: redactUrl(request.url), remoteAddress: request.ip, userAgent: request.headers?.['user-agent'] }
       },
       res: (value: unknown) => {
         const reply = value as Partial<FastifyReply> | undefined
-        return typeof reply?.statusCode === 'number' ? { statusCode: reply.statusCode } : (value as Record<string, unknown>)
+        return typeof reply?.statusCode === 'number' ? { statusCode: reply.statusCode } : withHeadersRedacted(value)
       },
     },
   }
+}
+
+/** Anything else logged under `req` or `res` is left as it is, but for its headers' credentials. */
+function withHeadersRedacted(value: unknown): Record<string, unknown> {
+  const logged = value as Record<string, unknown>
+  const headers = logged?.headers
+  return headers && typeof headers === 'object' ? { ...logged, headers: redactHeaders(headers as Record<string, unknown>) } : logged
 }

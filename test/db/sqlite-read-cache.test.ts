@@ -4,7 +4,9 @@ import { join } from 'node:path'
 import t from 'tap'
 import { openDatabase } from '../../db/sqlite/client.ts'
 import { sqliteEngine } from '../../db/sqlite/engine.ts'
-import { readCache } from '../../db/sqlite/read-cache.ts'
+import Database from 'better-sqlite3'
+import type { Db } from '../../db/sqlite/client.ts'
+import { closeReadCache, readCache } from '../../db/sqlite/read-cache.ts'
 import { createSecretBox } from '../../lib/secret-box.ts'
 import { buildTestApp, sqliteOf, supporterWithToken } from '../fixtures/app.ts'
 import { SQLITE_ONLY } from '../fixtures/postgres.ts'
@@ -107,4 +109,43 @@ t.test('in a server, a version read serves until the next request arrives or the
   await new Promise((resolve) => setImmediate(resolve))
   t.equal(await memo('k'), 3, 'the loop turned: read again')
   t.equal(await memo('k'), 3, 'and nothing changed since')
+})
+
+t.test("another connection's commit is seen through the WAL index, and through data_version where there is none", { skip: SQLITE_ONLY && 'the read cache is SQLite\'s' }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'service-desk-cache-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const commitsSeen = async (mine: Db, other: Db) => {
+    const cache = readCache(mine)
+    let loads = 0
+    const memo = cache.memo(async () => ++loads)
+    const seen: number[] = []
+    for (const write of [false, true, false, true, true]) {
+      // Each write: a commit of the other connection, which this one does not count in total_changes().
+      if (write) other.$client.exec('CREATE TABLE IF NOT EXISTS t (x); INSERT INTO t VALUES (1)')
+      cache.arrived()
+      seen.push(await memo('k'))
+    }
+    return seen
+  }
+
+  // The service's own files: WAL, so the header of the -shm file tells.
+  const file = join(dir, 'wal.db')
+  const [mine, other] = [openDatabase(file), openDatabase(file)]
+  t.same(await commitsSeen(mine, other), [1, 2, 2, 3, 4], 'read again after each commit of the other connection, and only then')
+  closeReadCache(mine)
+  closeReadCache(mine)
+  t.same(await commitsSeen(mine, other), [1, 2, 2, 3, 4], 'closed and opened again: a new cache, seeing the same')
+  closeReadCache(mine)
+  mine.$client.close()
+  other.$client.close()
+
+  // A file in the rollback journal's mode has no WAL index: PRAGMA data_version answers instead.
+  const rollback = join(dir, 'rollback.db')
+  const plain = () => ({ $client: new Database(rollback) }) as unknown as Db
+  const [a, b] = [plain(), plain()]
+  t.equal(a.$client.pragma('journal_mode', { simple: true }), 'delete')
+  t.same(await commitsSeen(a, b), [1, 2, 2, 3, 4], 'the same answers without the index')
+  closeReadCache(a)
+  a.$client.close()
+  b.$client.close()
 })

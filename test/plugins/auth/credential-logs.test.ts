@@ -82,10 +82,16 @@ t.test('headers logged by any code have their credentials redacted', async (t) =
   }
   app.log.info({ headers, req: { headers }, res: { headers }, err: { headers } }, 'headers')
   app.log.info({ req: { method: 'GET', url: '/demo?auth=legacy-secret-six' } }, 'a request-like object')
-  const [entry, requestLike] = log.entries()
+  app.log.info({ req: 'a note', res: { note: 1, headers: null } }, 'other values')
+  const [entry, requestLike, other] = log.entries()
   t.notMatch(log.text(), /secret-(one|two|three|four|five|six)/, 'no credential value')
-  t.match(entry, { headers: { authorization: '[redacted]', 'x-multipass': '[redacted]', 'user-agent': 'curl/8.0' } }, 'the rest is kept')
+  const kept = { authorization: '[redacted]', 'x-service-auth': '[redacted]', 'x-multipass': '[redacted]', cookie: '[redacted]', 'set-cookie': '[redacted]', 'user-agent': 'curl/8.0' }
+  for (const holder of ['headers', 'req', 'res', 'err'] as const) {
+    const logged = holder === 'headers' ? entry.headers : (entry[holder] as { headers: unknown }).headers
+    t.same(logged, kept, `under ${holder}: the credentials redacted, the rest kept`)
+  }
   t.match(requestLike, { req: { method: 'GET', url: '/demo?auth=[redacted]' } })
+  t.same([other.req, other.res], ['a note', { note: 1, headers: null }], 'what holds no headers is logged as it is')
 })
 
 t.test('a failure after the answer was sent is one error line, with the request it belongs to', async (t) => {
