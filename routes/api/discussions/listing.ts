@@ -10,7 +10,7 @@ import type { UserStore } from '../../../db/stores/users.ts'
 import { InvalidRequestBody, SiteParams } from '../../schemas.ts'
 import { notModified, siteVersion } from '../../../plugins/http/conditional.ts'
 import type { DiscussionContext } from './context.ts'
-import { DiscussionListing, ListingQuery, PER_PAGE } from './schemas.ts'
+import { Discussion, DiscussionListing, ListingQuery, PER_PAGE } from './schemas.ts'
 import { envelope, pageLinks } from './views.ts'
 
 /** `since` as a number (discussions numbered above it) or a UTC date (at or after its midnight). */
@@ -64,8 +64,19 @@ export async function listDiscussions(
   })
   const kept = { sort: request.query.sort, public: query.public, since: query.since, user_id, user_email }
   reply.header('link', pageLinks(address, kept, page, total))
-  return { ...envelope(page, total), discussions: rows.map((row) => views.discussion(site.permalink, row)) }
+  // The route's own serializer writes the envelope around no items; each item's JSON is the views'
+  // (made once per version of the discussion), joined in place of the empty list at its end.
+  const shell = reply.getSerializationFunction('200')!({ ...envelope(page, total), discussions: [] })
+  const item = reply.compileSerializationSchema(Discussion as unknown as Record<string, unknown>)
+  const items = rows.map((row) => views.discussionJson(site.permalink, row, item))
+  return reply.type(JSON_ANSWER).send(`${shell.slice(0, -ITEMS_END.length)}${items.join(',')}${ITEMS_END}`)
 }
+
+// The listing's schema ends with its items: the serializer's text of no items ends `[]}`, and the
+// items go between the brackets.
+const ITEMS_END = ']}'
+// Fastify's type for the JSON it serializes itself; plugins/versioning.ts names the v1 type in it.
+const JSON_ANSWER = 'application/json; charset=utf-8'
 
 /** GET and HEAD {base_url}/<site>/discussions, and the same for one state: /discussions/<state>. */
 const listingRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, context) => {

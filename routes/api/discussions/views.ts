@@ -1,4 +1,5 @@
 import type { Static } from 'typebox'
+import { createKeptTexts } from '../../../lib/kept-texts.ts'
 import type { Urls } from '../../../lib/urls.ts'
 import type { Category as CategoryRow } from '../../../db/stores/categories.ts'
 import { emptyStateCounts, type StateCounts } from '../../../db/stores/discussion-counts.ts'
@@ -8,6 +9,9 @@ import { PER_PAGE } from './schemas.ts'
 
 // From stored rows to the v1 resources. Every address is built from the configured base and site
 // URLs (lib/urls.ts), never from the request.
+
+/** How many characters of listing items the views keep as JSON. */
+export const LISTING_JSON_CHARS = 4_000_000
 
 const TWO_DIGITS = Array.from({ length: 100 }, (_, n) => String(n).padStart(2, '0'))
 // 10000-01-01T00:00:00Z: past it, toISOString writes a longer year form.
@@ -51,6 +55,9 @@ export function createViews(urls: Urls) {
     }
     return found
   }
+  // A listing's items as JSON, kept per version of each discussion (docs/decisions.md, "A
+  // listing's items are serialized once per version"): about 4,000 items of a kilobyte.
+  const keptJson = createKeptTexts(LISTING_JSON_CHARS)
   const discussionHref = (permalink: string, number: number) => `${of(permalink).discussions}/${number}`
   const categoryHref = (permalink: string, id: number) => `${of(permalink).site}/categories/${id}`
 
@@ -102,6 +109,15 @@ export function createViews(urls: Urls) {
         restore_href: `${href}/restore`,
         change_category_href: `${href}/change_category`,
       }
+    },
+
+    /**
+     * The discussion as `serialize` (the route's serializer of one Discussion) writes it. Its
+     * version moves with every change to what it shows (the author's name included), and the site's
+     * permalink and the configured URLs make the rest, so the text made for a version is kept.
+     */
+    discussionJson(permalink: string, row: DiscussionRow, serialize: (discussion: Static<typeof Discussion>) => string): string {
+      return keptJson(`${permalink}/${row.id}/${row.version}`, () => serialize(this.discussion(permalink, row)))
     },
 
     category(permalink: string, row: CategoryRow, counts: StateCounts = emptyStateCounts()): Static<typeof Category> {
