@@ -87,11 +87,12 @@ function createReadCache(db: Db): ReadCache {
 
   // The version costs a system call (0.6 us; total_changes() 0.2 us), so it is not read for every
   // look-up. Without a server (a command, a test of the stores), a version read is kept for one
-  // synchronous run of code, in which nothing another process commits can be seen anyway. In a server, which tells the cache of every request's
-  // arrival, it is kept until the next request arrives (or the event loop turns): a version read
-  // after a request arrived is as fresh as that request needs, since what committed before it
-  // arrived committed before the read. So a request's site and token take one read between them
-  // (docs/decisions.md, "The authentication path's reads are cached").
+  // synchronous run of code, in which nothing another process commits can be seen anyway. In a
+  // server, which tells the cache of every request's arrival, it is kept until the next request
+  // arrives (or the event loop turns): a version read after a request arrived is as fresh as that
+  // request needs, since what committed before it arrived committed before the read. So a
+  // request's site and token take one read between them (docs/decisions.md, "The authentication
+  // path's reads are cached").
   let versionRead = false
   let lastVersion: unknown
   let told = false

@@ -49,6 +49,7 @@ export function createPasswordVerifier<U extends Account>({ findUser, emailKey, 
   // failure takes the same time and none tells which accounts exist.
   let decoy: Promise<string> | undefined
   const decoyHash = () => (decoy ??= hashPassword('a password that matches no account'))
+  const checking = new Map<string, Promise<PasswordVerdict<U>>>()
 
   return {
     /**
@@ -62,19 +63,34 @@ export function createPasswordVerifier<U extends Account>({ findUser, emailKey, 
       const user = await findUser(email)
       const account = emailKey(email)
       const hash = user && !user.disabled ? user.passwordHash : null
-      return limits.attempt<PasswordVerdict<U>>(
-        { address, account },
-        async () => {
-          if (hash && remembered.has(account, password, hash)) return { kind: 'verified', user: user! }
-          const matches = await checks.check(hash ?? (await decoyHash()), password)
-          if (matches === 'busy') return { kind: 'busy', retryAfter: 1 }
-          if (!matches || !hash) return { kind: 'invalid_password' }
-          remembered.remember(account, password, hash)
-          return { kind: 'verified', user: user! }
-        },
-        outcome,
-      )
+      // The same email and password from the same address, against the same row, while they are
+      // being checked (a script's parallel calls once the remembered success has expired) wait for
+      // that check: one comparison, one reservation of the budgets, one verdict for them all.
+      // Several reservations would refuse a right password once more of them were open than the
+      // account's budget allows. A request that read a changed password or a disabled account has
+      // another key, and its own check.
+      const key = `${address}\n${hash}\n${remembered.id(account, password)}`
+      const running = checking.get(key)
+      if (running !== undefined) return running
+      const verdict = check(user, hash, account, password, address).finally(() => checking.delete(key))
+      checking.set(key, verdict)
+      return verdict
     },
+  }
+
+  function check(user: U | undefined, hash: string | null, account: string, password: string, address: string): Promise<PasswordVerdict<U>> {
+    return limits.attempt<PasswordVerdict<U>>(
+      { address, account },
+      async () => {
+        if (hash && remembered.has(account, password, hash)) return { kind: 'verified', user: user! }
+        const matches = await checks.check(hash ?? (await decoyHash()), password)
+        if (matches === 'busy') return { kind: 'busy', retryAfter: 1 }
+        if (!matches || !hash) return { kind: 'invalid_password' }
+        remembered.remember(account, password, hash)
+        return { kind: 'verified', user: user! }
+      },
+      outcome,
+    )
   }
 }
 

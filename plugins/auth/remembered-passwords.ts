@@ -22,6 +22,9 @@ export function createRememberedPasswords({ clock, ttlMs, max = 10_000 }: Rememb
   const id = (email: string, password: string) => createHmac('sha256', key).update(JSON.stringify([email, password])).digest('base64url')
 
   return {
+    /** The keyed hash this email and password are known by: the same pair, the same text, and nothing to read a password back from. */
+    id,
+
     /** Whether this email and password matched this very hash a short while ago. */
     has(email: string, password: string, passwordHash: string): boolean {
       const entryId = id(email, password)

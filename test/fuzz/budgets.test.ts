@@ -6,9 +6,11 @@ import { runs } from './harness.ts'
 
 // Issue 13, item 2, as a property: whatever mix of attempts arrives at once (wrong and right
 // passwords for a few accounts, wrong and right tokens, from a few addresses), no budget is
-// overrun: per address at most `perAddress` failures are answered 401, per account at most
+// overrun: per address at most `perAddress` guesses are answered 401, per account at most
 // `perAccount` wrong passwords are compared (since its last right one, which clears its failures),
-// and everything else is 200 or 429.
+// and everything else is 200 or 429. The same email and password sent again from the same address
+// while they are being checked is the same guess: it waits for that check and gets its answer
+// (plugins/auth/password-verifier.ts), so it is counted once here too.
 
 const limits = { perAddress: 4, perAccount: 2, windowSeconds: 60 }
 const ACCOUNTS = ['a@example.test', 'b@example.test', 'c@example.test']
@@ -73,13 +75,16 @@ t.test('attempts sent at once never overrun a budget', async (t) => {
           return app.inject({ url: '/demo', headers, remoteAddress: address })
         }),
       )
-      const refusedPerAddress = new Map<string, number>()
+      // Per address, the guesses answered 401: each wrong token, and each account's wrong password once.
+      const refusedPerAddress = new Map<string, Set<string>>()
       answers.forEach((res, i) => {
         if (![200, 401, 429].includes(res.statusCode)) throw new Error(`answer ${res.statusCode}: ${res.body}`)
-        if (res.statusCode === 401) refusedPerAddress.set(batch[i].address, (refusedPerAddress.get(batch[i].address) ?? 0) + 1)
-        if (res.statusCode === 200 && !batch[i].credential.right) throw new Error('a wrong credential was accepted')
+        const { address, credential } = batch[i]
+        const guess = credential.kind === 'token' ? `token ${i}` : `password of ${credential.account}`
+        if (res.statusCode === 401) refusedPerAddress.set(address, (refusedPerAddress.get(address) ?? new Set()).add(guess))
+        if (res.statusCode === 200 && !credential.right) throw new Error('a wrong credential was accepted')
       })
-      for (const [address, n] of refusedPerAddress) if (n > limits.perAddress) throw new Error(`${address}: ${n} failures answered`)
+      for (const [address, guesses] of refusedPerAddress) if (guesses.size > limits.perAddress) throw new Error(`${address}: ${guesses.size} failures answered`)
       for (const email of ACCOUNTS) {
         const n = compared.filter((one) => one.email === email).length
         if (n > limits.perAccount) throw new Error(`${email}: ${n} wrong passwords compared`)

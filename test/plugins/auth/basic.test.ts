@@ -188,3 +188,55 @@ t.test('the concurrency bound: a flood of wrong passwords runs at most the bound
   t.equal(results.filter((r) => r.statusCode === 401).length, PASSWORD_CHECK_CONCURRENCY + PASSWORD_CHECK_QUEUE, 'the rest were checked')
   t.equal(app.passwordChecks.running, 0)
 })
+
+t.test("a script's parallel calls with one right password are checked once, not refused by the account's budget", async (t) => {
+  const { app, clock } = await buildTestApp(t)
+  const pat = await supporterWithPassword(app)
+  let compared = 0
+  let release!: () => void
+  let gate = new Promise<void>((resolve) => (release = resolve))
+  app.passwordChecks.verify = async (hash, password) => {
+    compared++
+    await gate
+    return verifyPassword(hash, password)
+  }
+  const send = (headers = pat.headers, remoteAddress = '192.0.2.10') => app.inject({ url: '/demo', headers, remoteAddress })
+  const until = async (done: () => boolean) => {
+    while (!done()) await new Promise((resolve) => setImmediate(resolve))
+  }
+  const parallel = 3 * DEFAULT_LIMITS.perAccount
+  clock.advance(REMEMBER_MS)
+  const calls = Array.from({ length: parallel }, () => send())
+  // From another address the same pair is its own guess, checked on its own.
+  const elsewhere = send(pat.headers, '192.0.2.11')
+  await until(() => compared === 2)
+  // The rest of the calls reach the check under way meanwhile (on PostgreSQL after their look-up).
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  release()
+  t.same(
+    (await Promise.all(calls)).map((res) => res.statusCode),
+    Array(parallel).fill(200),
+    `${parallel} calls at once, more than the account's budget of ${DEFAULT_LIMITS.perAccount}: all answered`,
+  )
+  t.equal((await elsewhere).statusCode, 200)
+  t.equal(compared, 2, 'one comparison for the parallel calls, one for the other address')
+
+  // Disabled while a check is under way: a call that starts then reads the disabled account and is
+  // refused; it does not wait for the check it would otherwise have shared.
+  clock.advance(REMEMBER_MS)
+  gate = new Promise<void>((resolve) => (release = resolve))
+  const before = send()
+  await until(() => compared === 3)
+  await app.users.setDisabled(pat.user.email, true)
+  const after = send()
+  await until(() => compared === 4)
+  release()
+  t.equal((await after).statusCode, 401, 'the call after the disabling is refused')
+  t.equal((await before).statusCode, 200, 'the one that read the account before, as it was')
+
+  // Wrong guesses sent together are one guess: one failure counted, so the right password still passes after them.
+  await app.users.setDisabled(pat.user.email, false)
+  const wrong = await Promise.all(Array.from({ length: parallel }, () => send(basic(pat.user.email, 'one wrong guess'), '192.0.2.12')))
+  t.same(new Set(wrong.map((res) => res.statusCode)), new Set([401]))
+  t.equal((await send(pat.headers, '192.0.2.12')).statusCode, 200, 'one failure counted, not fifteen')
+})
