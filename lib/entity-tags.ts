@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { createKeptTexts } from './kept-texts.ts'
 
 // Entity tags and the conditional headers that carry them (RFC 9110, sections 8.8.3 and 13.1).
 // The service's tags are strong: one names one representation, byte for byte.
@@ -10,23 +11,13 @@ import { createHash } from 'node:crypto'
  * version never share a tag.
  */
 export function entityTag(version: string, representation: string): string {
-  return `"${version}-${digestOf(representation)}"`
+  return `"${version}-${digests(representation, () => createHash('sha256').update(representation).digest('base64url').slice(0, 16))}"`
 }
 
 // A client polling asks for the same few representations again and again: their digests are
-// remembered (at most DIGESTS of them, the oldest forgotten first), a hash spared on each poll.
-const DIGESTS = 1000
-const digests = new Map<string, string>()
-
-function digestOf(representation: string): string {
-  let digest = digests.get(representation)
-  if (digest === undefined) {
-    digest = createHash('sha256').update(representation).digest('base64url').slice(0, 16)
-    digests.set(representation, digest)
-    if (digests.size > DIGESTS) digests.delete(digests.keys().next().value!)
-  }
-  return digest
-}
+// kept (a request's address is as long as a client makes it, so the bound is in characters), and
+// a hash is spared on each poll.
+const digests = createKeptTexts(200_000)
 
 /** The entity tags of an If-None-Match or If-Match field value; `*` as itself. */
 export function listedTags(field: string): string[] {

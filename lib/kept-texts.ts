@@ -1,9 +1,9 @@
 /**
  * Texts made once and kept by a key that names everything they are made from, at most `maxChars`
- * characters of keys and texts together, the oldest made going first. For the JSON of a
- * discussion in a listing (routes/api/discussions/views.ts): keyed by the discussion's version,
- * which moves with every change to what it shows, a kept text is never out of date, and a full
- * cache only makes texts again.
+ * characters of keys and texts together, the oldest made going first: a full cache only makes
+ * texts again. For the JSON of a discussion in a listing (routes/api/discussions/views.ts), keyed
+ * by the discussion's version, which moves with every change to what it shows, and the digests of
+ * entity tags (lib/entity-tags.ts), keyed by what they digest.
  */
 export function createKeptTexts(maxChars: number): (key: string, make: () => string) => string {
   const texts = new Map<string, string>()

@@ -10,11 +10,11 @@ t.test("a tag is the version and a digest of the representation, the same howeve
   t.equal(entityTag('s7', representation), tag, 'asked again: the same tag')
   t.not(entityTag('s8', representation), tag, 'another version')
   t.not(entityTag('s7', `${representation}&x`), tag, 'another representation')
-  // More representations than are remembered: the first is forgotten, and its tag made again alike.
+  // More representations than are kept: the first is forgotten, and its tag made again alike.
   const first = entityTag('s1', '/0')
-  for (let i = 1; i <= 1500; i++) entityTag('s1', `/${i}`)
+  for (let i = 1; i <= 40_000; i++) entityTag('s1', `/${i}`)
   t.equal(entityTag('s1', '/0'), first, 'forgotten and made again: the same')
-  t.equal(entityTag('s1', '/1500'), `"s1-${digest('/1500')}"`)
+  t.equal(entityTag('s1', '/40000'), `"s1-${digest('/40000')}"`)
   t.ok(noneMatchHolds(`W/${tag}, "other"`, tag), 'If-None-Match compares weakly')
   t.notOk(matchHolds(`W/${tag}`, tag), 'If-Match strongly')
 })
