@@ -2,6 +2,11 @@
 
 export const V1_MEDIA_TYPE = 'application/vnd.service-v1+json'
 export const JSON_MEDIA_TYPE = 'application/json'
+/**
+ * The type Fastify gives the JSON it serializes; a route that sends JSON it put together itself (a
+ * listing of kept items) names it too, and plugins/versioning.ts puts the v1 type in its place alike.
+ */
+export const SERIALIZED_JSON = `${JSON_MEDIA_TYPE}; charset=utf-8`
 export type ApiMediaType = typeof V1_MEDIA_TYPE | typeof JSON_MEDIA_TYPE
 
 export const SUPPORTED_MEDIA_TYPES = [V1_MEDIA_TYPE, JSON_MEDIA_TYPE] as const

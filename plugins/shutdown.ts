@@ -13,9 +13,10 @@ export default fp(
     fastify.addHook('preClose', async () => {
       closing = true
     })
-    fastify.addHook('onSend', async (_request, reply, payload) => {
+    // A hook with a callback, not async: no promise per answer.
+    fastify.addHook('onSend', (_request, reply, payload, done) => {
       if (closing) reply.header('connection', 'close')
-      return payload
+      done(null, payload)
     })
   },
   { name: 'shutdown', fastify: '5.x' },

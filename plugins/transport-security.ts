@@ -17,8 +17,10 @@ export function hstsByDefault(baseUrl: string, siteUrl: string): boolean {
 export default fp<{ enabled: boolean }>(
   async (fastify, { enabled }) => {
     if (!enabled) return
-    fastify.addHook('onRequest', async (_request, reply) => {
+    // A hook with a callback, not async: no promise per request.
+    fastify.addHook('onRequest', (_request, reply, done) => {
       reply.header('strict-transport-security', HSTS)
+      done()
     })
   },
   { name: 'transport-security', fastify: '5.x' },

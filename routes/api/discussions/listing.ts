@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Static } from 'typebox'
 import { discussionStates } from '../../../db/values.ts'
+import { SERIALIZED_JSON } from '../../../lib/accept.ts'
 import { InvalidRequest } from '../../../plugins/http/validation.ts'
 import type { Authenticated } from '../../../plugins/auth/authenticate.ts'
 import type { StateScope } from '../../../db/stores/discussion-counts.ts'
@@ -69,14 +70,12 @@ export async function listDiscussions(
   const shell = reply.getSerializationFunction('200')!({ ...envelope(page, total), discussions: [] })
   const item = reply.compileSerializationSchema(Discussion as unknown as Record<string, unknown>)
   const items = rows.map((row) => views.discussionJson(site.permalink, row, item))
-  return reply.type(JSON_ANSWER).send(`${shell.slice(0, -ITEMS_END.length)}${items.join(',')}${ITEMS_END}`)
+  return reply.type(SERIALIZED_JSON).send(`${shell.slice(0, -ITEMS_END.length)}${items.join(',')}${ITEMS_END}`)
 }
 
 // The listing's schema ends with its items: the serializer's text of no items ends `[]}`, and the
 // items go between the brackets.
 const ITEMS_END = ']}'
-// Fastify's type for the JSON it serializes itself; plugins/versioning.ts names the v1 type in it.
-const JSON_ANSWER = 'application/json; charset=utf-8'
 
 /** GET and HEAD {base_url}/<site>/discussions, and the same for one state: /discussions/<state>. */
 const listingRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, context) => {
