@@ -6,7 +6,7 @@ import { credentialKinds, filterFromParams, MAX_REASON, sortColumns, type Invent
 import { MAX_TOKEN_DAYS, policyOf, type SitePolicy } from '../../db/stores/site-policy.ts'
 import { sentence } from '../api/discussions/http-errors.ts'
 import { requireConfirmed } from './confirm.ts'
-import { pageData, requireAdministrator } from './pages.ts'
+import { pageData, queryString, requireAdministrator } from './pages.ts'
 
 // {site_url}/admin/...: the administration pages of a site (docs/decisions.md, "Site
 // administrators"): the credentials inventory, with revocation, and the token policy, with its dry
@@ -40,10 +40,7 @@ function queryOf(filter: InventoryFilter, change: Record<string, string | number
     page: filter.page,
     ...change,
   }
-  const search = new URLSearchParams()
-  for (const [name, value] of Object.entries(params)) if (value !== undefined && value !== '') search.set(name, String(value))
-  const text = search.toString()
-  return text === '' ? '' : `?${text}`
+  return queryString(params)
 }
 
 /** A form's on/off radio: true, false, or undefined for anything else. */

@@ -5,6 +5,18 @@ import { emailKey } from '../../db/stores/users.ts'
 
 // What every page template receives, and the checks pages share.
 
+/** A whole number from 1, of at most `digits` digits, from a query, form or path field; undefined for anything else. */
+export function wholeNumber(value: unknown, digits: number): number | undefined {
+  return typeof value === 'string' && value.length <= digits && /^[1-9]\d*$/.test(value) ? Number(value) : undefined
+}
+
+/** A query string of the parameters that have a value (`?a=1&b=2`), or '' when none has. */
+export function queryString(params: Record<string, string | number | undefined>): string {
+  const search = new URLSearchParams()
+  for (const [name, value] of Object.entries(params)) if (value !== undefined && value !== '') search.set(name, String(value))
+  return search.size > 0 ? `?${search}` : ''
+}
+
 export function pageData(request: FastifyRequest, reply: FastifyReply, extra: Record<string, unknown> = {}) {
   const { site, user } = request.web
   const base = request.server.urls.siteWeb(site.permalink)

@@ -9,7 +9,7 @@ import type { CommentVia, DiscussionState } from '../../db/values.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { MAX_BODY } from '../api/discussions/schemas.ts'
 import { holdsNul } from '../../lib/nul.ts'
-import { pageData, requireSupporter } from './pages.ts'
+import { pageData, queryString, requireSupporter, wholeNumber } from './pages.ts'
 
 // The supporter's queue (docs/decisions.md, "The queue on the web"): {site_url}/discussions and
 // {site_url}/discussions/<number>, the addresses the API's html_href names. Where the site URL
@@ -63,10 +63,8 @@ const TABS: Array<{ scope: StateScope; label: string }> = [
 /** How a comment came, as its byline says it (the API's own are not remarked on). */
 const VIA: Record<CommentVia, string> = { api: '', web: ', on these pages', email: ', by mail' }
 
-const NUMBER = /^[1-9]\d{0,8}$/
-
-/** A whole number from 1 in a query or form field, or undefined. */
-const whole = (value: unknown) => (typeof value === 'string' && NUMBER.test(value) ? Number(value) : undefined)
+/** A page, category or discussion number from a query, form or path field, or undefined. */
+const whole = (value: unknown) => wholeNumber(value, 9)
 
 const PAGE = { constraints: { page: 'html' } }
 
@@ -115,9 +113,7 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
     const names = new Map(all.map((c) => [c.id, c.name]))
     const filters = (changes: Record<string, string | number | undefined>) => {
       const kept = { state: tab.scope === 'live' ? undefined : tab.scope, category: category?.id, q: title, ...changes }
-      const search = new URLSearchParams()
-      for (const [name, value] of Object.entries(kept)) if (value !== undefined) search.set(name, String(value))
-      return `${base(request)}/discussions${search.size > 0 ? `?${search}` : ''}`
+      return `${base(request)}/discussions${queryString(kept)}`
     }
     const pages = Math.max(1, Math.ceil(total / QUEUE_PAGE))
     return reply.page(
@@ -243,6 +239,5 @@ export function actionsFor(state: DiscussionState): Array<{ action: Action; labe
   const resolve = state === 'resolved' ? { action: 'unresolve' as const, label: 'Unresolve' } : { action: 'resolve' as const, label: 'Resolve' }
   return [resolve, { action: 'delete', label: 'Delete', danger: true }]
 }
-
 
 export default queueRoutes

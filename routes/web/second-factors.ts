@@ -6,15 +6,13 @@ import { shownMoment } from '../../lib/clock.ts'
 import { requireConfirmed } from './confirm.ts'
 import { checkName } from '../../db/stores/second-factors.ts'
 import { registeredPasskey, registrationOptions } from './passkeys.ts'
-import { logPageEvent, pageData, requireSupporter, tellPerson } from './pages.ts'
+import { logPageEvent, pageData, requireSupporter, tellPerson, wholeNumber } from './pages.ts'
 
 // {site_url}/profile/two_factor: a supporter's second factors (docs/decisions.md, "Second
 // factors"): authenticator apps (TOTP), passkeys (routes/web/passkeys.ts) and the ten recovery
 // codes. Adding or removing one asks for a recent confirmation (routes/web/confirm.ts). The QR
 // code is drawn here as SVG markup in the page, so no image leaves the service and the content
 // security policy stays as it is.
-
-const ID = /^[1-9]\d{0,15}$/
 
 /** What each kind of factor is called on the pages, in the log and in mails. */
 export const FACTOR_NAMES: Record<FactorKind, string> = { totp: 'authenticator app', passkey: 'passkey' }
@@ -108,7 +106,8 @@ const secondFactorRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.post('/profile/two_factor/totp/:id/confirm', adding, async (request, reply) => {
     const { id } = request.params as { id: string }
     const user = request.web.user!
-    const pending = ID.test(id) ? await secondFactors.pendingTotp(user.id, Number(id), user.email, issuer(request)) : undefined
+    const factorId = wholeNumber(id, 16)
+    const pending = factorId === undefined ? undefined : await secondFactors.pendingTotp(user.id, factorId, user.email, issuer(request))
     if (!pending) return reply.page('not_found', pageData(request, reply, { title: 'No such enrollment' }), 404)
     const code = (request.body as { code?: unknown } | undefined)?.code
     if (!(await secondFactors.confirmTotp(user.id, pending.id, typeof code === 'string' ? code : ''))) {
@@ -125,7 +124,8 @@ const secondFactorRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.post('/profile/two_factor/:id/remove', change, async (request, reply) => {
     const { id } = request.params as { id: string }
-    const removed = ID.test(id) ? await secondFactors.remove(request.web.user!.id, Number(id)) : undefined
+    const factorId = wholeNumber(id, 16)
+    const removed = factorId === undefined ? undefined : await secondFactors.remove(request.web.user!.id, factorId)
     if (!removed) return reply.page('not_found', pageData(request, reply, { title: 'No such second factor' }), 404)
     await logPageEvent(request, 'factor_removed', { kind: FACTOR_NAMES[removed.kind], name: removed.name })
     await tellPerson(request, request.web.user!.email, `A second factor was removed from your ${request.web.site.name} account`, [`The ${FACTOR_NAMES[removed.kind]} "${removed.name}" was removed from your account ${request.web.user!.email} on ${shownMoment(new Date(fastify.clock()))}.`])

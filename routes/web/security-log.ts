@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { securityKinds, type SecurityEvent, type SecurityKind } from '../../db/stores/security-log.ts'
-import { pageData, signInRedirect } from './pages.ts'
+import { pageData, signInRedirect, wholeNumber } from './pages.ts'
 import { shownMoment } from '../../lib/clock.ts'
 
 // {site_url}/profile/security_log: the signed-in person's own security log (issue 18;
@@ -68,7 +68,7 @@ const securityLogRoutes: FastifyPluginAsync = async (fastify) => {
     if (!request.web.user) return signInRedirect(request, reply)
     const query = request.query as { kind?: unknown; page?: unknown }
     const kind = typeof query.kind === 'string' && (securityKinds as readonly string[]).includes(query.kind) ? (query.kind as SecurityKind) : undefined
-    const page = typeof query.page === 'string' && /^[1-9]\d{0,5}$/.test(query.page) ? Number(query.page) : 1
+    const page = wholeNumber(query.page, 6) ?? 1
     const { total, events } = await fastify.securityLog.list({
       userId: request.web.user.id,
       kinds: kind ? [kind] : undefined,
