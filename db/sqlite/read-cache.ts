@@ -53,14 +53,16 @@ export function closeReadCache(db: Db): void {
  * no other connection can change, or a file whose index cannot be opened), data_version answers.
  */
 function versionReader(db: Db): { read(): unknown; close(): void } {
-  const dataVersion = db.$client.prepare('pragma data_version').pluck()
   let fd: number | undefined
   try {
     if (!db.$client.memory) fd = openSync(`${db.$client.name}-shm`, 'r')
   } catch {
     // No index to read: the statement below answers instead.
   }
-  if (fd === undefined) return { read: () => dataVersion.get(), close() {} }
+  if (fd === undefined) {
+    const dataVersion = db.$client.prepare('pragma data_version').pluck()
+    return { read: () => dataVersion.get(), close() {} }
+  }
   const header = Buffer.alloc(WAL_INDEX_HEADER_BYTES)
   const seen = Buffer.alloc(WAL_INDEX_HEADER_BYTES)
   let changes = 0

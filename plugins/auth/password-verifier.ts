@@ -69,24 +69,26 @@ export function createPasswordVerifier<U extends Account>({ findUser, emailKey, 
       // Several reservations would refuse a right password once more of them were open than the
       // account's budget allows. A request that read a changed password or a disabled account has
       // another key, and its own check.
-      const key = `${address}\n${hash}\n${remembered.id(account, password)}`
+      const pair = remembered.id(account, password)
+      const key = `${address}\n${hash}\n${pair}`
       const running = checking.get(key)
       if (running !== undefined) return running
-      const verdict = check(user, hash, account, password, address).finally(() => checking.delete(key))
+      const verdict = check(user, hash, account, pair, password, address).finally(() => checking.delete(key))
       checking.set(key, verdict)
       return verdict
     },
   }
 
-  function check(user: U | undefined, hash: string | null, account: string, password: string, address: string): Promise<PasswordVerdict<U>> {
+  /** The check itself; `pair` is the email and password's keyed hash, under which a success is remembered. */
+  function check(user: U | undefined, hash: string | null, account: string, pair: string, password: string, address: string): Promise<PasswordVerdict<U>> {
     return limits.attempt<PasswordVerdict<U>>(
       { address, account },
       async () => {
-        if (hash && remembered.has(account, password, hash)) return { kind: 'verified', user: user! }
+        if (hash && remembered.has(pair, hash)) return { kind: 'verified', user: user! }
         const matches = await checks.check(hash ?? (await decoyHash()), password)
         if (matches === 'busy') return { kind: 'busy', retryAfter: 1 }
         if (!matches || !hash) return { kind: 'invalid_password' }
-        remembered.remember(account, password, hash)
+        remembered.remember(pair, hash)
         return { kind: 'verified', user: user! }
       },
       outcome,

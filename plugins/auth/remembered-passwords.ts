@@ -25,9 +25,8 @@ export function createRememberedPasswords({ clock, ttlMs, max = 10_000 }: Rememb
     /** The keyed hash this email and password are known by: the same pair, the same text, and nothing to read a password back from. */
     id,
 
-    /** Whether this email and password matched this very hash a short while ago. */
-    has(email: string, password: string, passwordHash: string): boolean {
-      const entryId = id(email, password)
+    /** Whether the email and password known by `entryId` (`id`) matched this very hash a short while ago. */
+    has(entryId: string, passwordHash: string): boolean {
       const entry = entries.get(entryId)
       if (!entry) return false
       if (entry.until > clock() && entry.passwordHash === passwordHash) return true
@@ -35,8 +34,7 @@ export function createRememberedPasswords({ clock, ttlMs, max = 10_000 }: Rememb
       return false
     },
 
-    remember(email: string, password: string, passwordHash: string): void {
-      const entryId = id(email, password)
+    remember(entryId: string, passwordHash: string): void {
       entries.delete(entryId)
       entries.set(entryId, { passwordHash, until: clock() + ttlMs })
       while (entries.size > max) entries.delete(entries.keys().next().value!)
