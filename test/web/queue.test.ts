@@ -16,6 +16,16 @@ async function opened(app: App, siteId: number, supporterId: number, title: stri
   return discussion
 }
 
+/** A site with a supporter signing in on the pages (Ann), one using the API, and two public categories. */
+async function queueSite(t: Parameters<typeof buildTestApp>[0]) {
+  const { app } = await buildTestApp(t)
+  const ann = await personWithPassword(app)
+  const api = await supporterWithToken(app, { email: 'api@example.test' })
+  const general = await app.categories.add(ann.site.id, 'General', true)
+  const billing = await app.categories.add(ann.site.id, 'Billing', true)
+  return { app, ann, api, general, billing }
+}
+
 t.test('which requests the router sends to a page: text/html named, and no API credential', async (t) => {
   const asked = (accept: string | undefined, headers: Record<string, string> = {}, url = '/demo/discussions') => wantsPage({ headers: { ...headers, ...(accept === undefined ? {} : { accept }) }, url })
   t.ok(asked(BROWSER_ACCEPT), "Chromium's")
@@ -30,11 +40,7 @@ t.test('which requests the router sends to a page: text/html named, and no API c
 })
 
 t.test('the queue: states with their counts, a category, pages; a discussion by its html_href', async (t) => {
-  const { app } = await buildTestApp(t)
-  const ann = await personWithPassword(app)
-  const api = await supporterWithToken(app, { email: 'api@example.test' })
-  const general = await app.categories.add(ann.site.id, 'General', true)
-  const billing = await app.categories.add(ann.site.id, 'Billing', true)
+  const { app, ann, api, general, billing } = await queueSite(t)
   for (let i = 1; i <= 33; i++) await opened(app, ann.site.id, ann.user.id, `Question ${i}`, i % 3 === 0 ? billing.id : general.id)
   const web = webClient(app)
   await web.signIn(ann.email, ann.password)
@@ -92,11 +98,7 @@ t.test('the queue: states with their counts, a category, pages; a discussion by 
 })
 
 t.test('a discussion page: reply in public and as an internal note, resolve, move, delete and restore, each seen by the API', async (t) => {
-  const { app } = await buildTestApp(t)
-  const ann = await personWithPassword(app)
-  const api = await supporterWithToken(app, { email: 'api@example.test' })
-  const general = await app.categories.add(ann.site.id, 'General', true)
-  const billing = await app.categories.add(ann.site.id, 'Billing', true)
+  const { app, ann, api, general, billing } = await queueSite(t)
   const d = await opened(app, ann.site.id, ann.user.id, 'Refund, please', general.id)
   const path = `/demo/discussions/${d.number}`
   const seen = async () => (await app.inject({ url: path, headers: { ...api.bearer, accept: V1 } })).json()
