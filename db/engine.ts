@@ -124,11 +124,11 @@ export interface Engine extends EngineStores {
   /** Messages to and from the other processes on this database; connects when first used. */
   readonly events: EngineEvents
   /**
-   * A request arrived at the server: what the engine remembers of the database is checked again
-   * before it answers that request (db/sqlite/read-cache.ts); nothing to do on PostgreSQL, which
-   * remembers nothing between requests.
+   * A request arrived at the server, which goes on with it once `admit` is called: what the engine
+   * remembers of the database is checked again before it answers that request
+   * (db/sqlite/read-cache.ts); on PostgreSQL, which remembers nothing between requests, at once.
    */
-  requestArrived(): void
+  requestArrived(admit: () => void): void
   /** Resolves when the database answers a real read; rejects otherwise. */
   ping(): Promise<void>
   close(): Promise<void>

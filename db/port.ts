@@ -65,7 +65,8 @@ export interface StorePort {
   /**
    * `load` remembered by its key until the database changes, where the engine can tell that
    * cheaply (SQLite, db/sqlite/read-cache.ts); on PostgreSQL, where another process's commit
-   * cannot be seen without asking, `load` itself.
+   * cannot be seen without asking, `load` itself. It takes a share of the connection where it
+   * must: a store method whose only read it is may be `unguarded`.
    */
   remember<V>(load: (key: string) => Promise<V>): (key: string) => Promise<V>
   /**
@@ -89,8 +90,10 @@ const UNGUARDED = Symbol('unguarded')
 
 /**
  * A store method that `guard` leaves as it is: one that waits on something that needs the
- * connection alone (an earlier flush's transaction) and takes the gate only through `atomic`.
- * Waiting inside a share, it would keep that transaction from ever starting.
+ * connection alone (an earlier flush's transaction) and takes the gate only through `atomic`
+ * (waiting inside a share, it would keep that transaction from ever starting); one whose only
+ * read is remembered (`remember` takes the gate itself where it must); or one that does not touch
+ * the connection at all during the call.
  */
 export function unguarded<F extends (...args: never[]) => unknown>(method: F): F {
   return Object.assign(method, { [UNGUARDED]: true })

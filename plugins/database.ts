@@ -19,10 +19,7 @@ export default fp<{ databaseAddress: string; busyTimeoutMs?: number; postgres?: 
     const database = await openEngine(databaseAddress, { busyTimeoutMs, postgres })
     fastify.decorate('database', database)
     // Before any hook reads the database: the read cache sees what committed before the request.
-    fastify.addHook('onRequest', (_request, _reply, done) => {
-      database.requestArrived()
-      done()
-    })
+    fastify.addHook('onRequest', (_request, _reply, done) => database.requestArrived(() => done()))
     fastify.addHook('onClose', async () => {
       await database.close()
     })

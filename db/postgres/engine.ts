@@ -19,7 +19,7 @@ export function postgresEngine(db: PgDb): Engine {
   return engineOver(port, (on, total) => createPostgresListing(db, on.db, total), {
     sqlite: undefined,
     // Nothing is remembered between requests on PostgreSQL.
-    requestArrived: () => {},
+    requestArrived: (admit) => admit(),
     ping: () => pingPostgres(db),
     events: events.events,
     async close() {

@@ -22,7 +22,7 @@ export function sqliteEngine(db: Db): Engine {
   // One connection: every port of it, a transaction's too, reads pages on it.
   return engineOver(port, (_port, total) => createSqliteListing(db, total), {
     sqlite: db,
-    requestArrived: () => readCache(db).arrived(),
+    requestArrived: (admit) => readCache(db).arrived(admit),
     async ping() {
       probe.get()
     },
@@ -93,7 +93,12 @@ export function sqlitePort(db: Db): StorePort {
     moment: (at) => at.getTime(),
     inByteOrder: (column: Column) => sql`${column}`,
     folded: (column: Column) => sql`${column} COLLATE NOCASE`,
-    remember: (load) => readCache(db).memo(load),
+    remember: (load) => {
+      const memo = readCache(db).memo(load)
+      // What is remembered is answered without a share while the gate is open (a look-up of every
+      // API request, spared the share's bookkeeping); a miss is one synchronous read, as a share's.
+      return (key) => (gate.open ? memo(key) : gate.shared(() => memo(key)))
+    },
     guard: (store) => guarded(gate, store),
   }
   return port

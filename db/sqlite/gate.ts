@@ -35,6 +35,14 @@ export class Gate {
     return this.#held()?.exclusive === true
   }
 
+  /**
+   * Whether a share asked for now would go in at once, and nothing that needs the connection alone
+   * holds it or waits for it: a single synchronous read may then run without taking a share.
+   */
+  get open(): boolean {
+    return !this.#exclusive && this.#waiting.length === 0
+  }
+
   /** Runs `work` as a share of the connection. */
   shared<T>(work: () => Promise<T>): Promise<T> {
     return this.#held() ? work() : this.#within(false, work)

@@ -16,12 +16,14 @@ export interface ReadCache {
   /** `load` memoised by its key, at most MAX_KEYS keys, all forgotten whenever the database changed. */
   memo<V>(load: (key: string) => Promise<V>): (key: string) => Promise<V>
   /**
-   * A request arrived (the server tells every one): the database's version is read again before
-   * anything is answered from memory, so whatever committed before the request is seen by it.
-   * Once told, the cache keeps a version read until the next request arrives or the event loop
+   * A request arrived (the server tells every one, and waits for `admit` before it goes on): the
+   * requests that arrived in one turn of the event loop are admitted together once the turn has
+   * read every socket, and the database's version is read again before anything is answered to
+   * them from memory, so whatever committed before any of them arrived is seen by it: one read of
+   * the version for all of them. Once told, the cache keeps a version read until the event loop
    * turns, instead of for one run of code only.
    */
-  arrived(): void
+  arrived(admit: () => void): void
   /** The connection is closing: let go of what the cache holds open. */
   close(): void
 }
@@ -87,14 +89,15 @@ function createReadCache(db: Db): ReadCache {
   let seenVersion: unknown
   let seenChanges: unknown
 
-  // The version costs a system call (0.6 us; total_changes() 0.2 us), so it is not read for every
-  // look-up. Without a server (a command, a test of the stores), a version read is kept for one
-  // synchronous run of code, in which nothing another process commits can be seen anyway. In a
-  // server, which tells the cache of every request's arrival, it is kept until the next request
-  // arrives (or the event loop turns): a version read after a request arrived is as fresh as that
-  // request needs, since what committed before it arrived committed before the read. So a
-  // request's site and token take one read between them (docs/decisions.md, "The authentication
-  // path's reads are cached").
+  // The version costs a system call (0.6 us idle, 2 us and more under load; total_changes() 0.2
+  // us), so it is not read for every look-up. Without a server (a command, a test of the stores),
+  // a version read is kept for one synchronous run of code, in which nothing another process
+  // commits can be seen anyway. In a server, which tells the cache of every request's arrival and
+  // waits for its admission, the requests that arrived in one turn of the event loop are admitted
+  // together and the version read once after them, kept until the loop turns: a version read
+  // after a request arrived is as fresh as that request needs, since what committed before it
+  // arrived committed before the read. So the requests of a busy turn, a dozen and more, take one
+  // read between them (docs/decisions.md, "The authentication path's reads are cached").
   let versionRead = false
   let lastVersion: unknown
   let told = false
@@ -102,6 +105,15 @@ function createReadCache(db: Db): ReadCache {
   const forgetVersion = () => {
     versionRead = false
     turning = undefined
+  }
+  // The requests that arrived since the last admission, admitted in the check phase of the loop,
+  // which comes after the poll phase has read every socket that had a request.
+  let arriving: Array<() => void> = []
+  const admitArrived = () => {
+    const admitted = arriving
+    arriving = []
+    forgetVersion()
+    for (const admit of admitted) admit()
   }
   function currentVersion() {
     if (!versionRead) {
@@ -124,9 +136,10 @@ function createReadCache(db: Db): ReadCache {
   }
 
   return {
-    arrived() {
+    arrived(admit) {
       told = true
-      versionRead = false
+      arriving.push(admit)
+      if (arriving.length === 1) setImmediate(admitArrived)
     },
 
     close: () => version.close(),

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { asc, eq, sql } from '../drizzle.ts'
-import type { StorePort, Tables } from '../port.ts'
+import { unguarded, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { permalinkProblem } from '../../lib/permalink.ts'
@@ -100,7 +100,7 @@ export function createSiteStore(port: StorePort, clock: Clock) {
   const find = async (permalink: string): Promise<Site | undefined> => (holdsNul(permalink) ? undefined : remembered(permalink))
 
   return {
-    find,
+    find: unguarded(find),
 
     /** The site, or a StoreError naming the permalink. */
     async get(permalink: string): Promise<Site> {

@@ -217,9 +217,7 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
     activeCount: (userId: number) => activeCount(port, userId),
 
     /** The token, its owner and the owner's role on its site; undefined for an unknown value. */
-    lookup(value: string) {
-      return lookupByFingerprint(fingerprint(value))
-    },
+    lookup: unguarded((value: string) => lookupByFingerprint(fingerprint(value))),
 
     /** Every token of a site (or of one user on it), newest first, revoked and expired included. */
     async listForSite(siteId: number, userId?: number): Promise<ListedToken[]> {
@@ -342,9 +340,10 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
     /**
      * Notes a use of the token. Written when it is news (useIsNews: at most once a minute per
      * token, or from another address), and never during the request: the write is queued (per
-     * token and address) and flushed in a batch a moment later (or at close).
+     * token and address) and flushed in a batch a moment later (or at close): the call itself
+     * does not touch the connection.
      */
-    async recordUse(token: LastUse, from: string): Promise<void> {
+    recordUse: unguarded(async (token: LastUse, from: string): Promise<void> => {
       const now = clock()
       if (!useIsNews(token, from, now) || writing.has(useKey(token.id, from))) return
       pending.add(token.id, from, now)
@@ -352,7 +351,7 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
       flushTimer ??= setTimeout(() => {
         flush().catch((error: unknown) => onFlushError?.(error))
       }, FLUSH_AFTER_MS).unref()
-    },
+    }),
 
     flush: unguarded(flush),
   }

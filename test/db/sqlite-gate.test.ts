@@ -136,3 +136,22 @@ t.test("the service's stores: a command's transaction rolled back, a request's w
   t.equal(await users.find('ann@example.test'), undefined, "the command's account is rolled back")
   t.ok(await users.find('bob@example.test'), "the request's account, which waited, is kept")
 })
+
+t.test("a remembered read asked for while another request's transaction is open waits for it, and never sees what it rolls back", async (t) => {
+  const { engine, clock, sites } = sqliteStores()
+  const site = await sites.add('acme')
+  t.equal((await sites.find('acme'))?.multipassKey, site.multipassKey, 'remembered once read')
+  const failed = engine.atomic(async (inside) => {
+    await inside.sites(clock).setMultipassKey(site.id, 'changed-then-rolled-back')
+    await tick()
+    await tick()
+    throw new Error('the command is refused')
+  })
+  await tick()
+  // Read while the transaction is open, between two of its steps: remembered, and not yet read.
+  const [remembered, unknown] = [sites.find('acme'), sites.find('nobody')]
+  await t.rejects(failed, { message: 'the command is refused' })
+  t.equal((await remembered)?.multipassKey, site.multipassKey, 'the key the transaction set and rolled back was never answered')
+  t.equal(await unknown, undefined)
+  t.equal((await sites.find('acme'))?.multipassKey, site.multipassKey)
+})

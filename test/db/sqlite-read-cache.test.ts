@@ -11,6 +11,9 @@ import { createSecretBox } from '../../lib/secret-box.ts'
 import { buildTestApp, sqliteOf, supporterWithToken } from '../fixtures/app.ts'
 import { SQLITE_ONLY } from '../fixtures/postgres.ts'
 
+/** A request arrives, as the server tells the cache; resolves once it is admitted. */
+const arrive = (cache: ReturnType<typeof readCache>) => new Promise<void>((admit) => cache.arrived(admit))
+
 // Issue 14, item 3: the token and site reads of the authentication path are cached, and the cache
 // keeps every promise: a change made by another connection to the same file (the CLI, another
 // service process) or by this one is seen on the very next request.
@@ -87,7 +90,7 @@ t.test('nothing read inside a transaction is remembered, and a failed load is no
   t.equal(await memo('k'), 4, 'the value is')
 })
 
-t.test('in a server, a version read serves until the next request arrives or the loop turns', { skip: SQLITE_ONLY && 'the read cache is SQLite\'s' }, async (t) => {
+t.test('in a server, the requests of a turn are admitted together, with one version read after the last of them arrived', { skip: SQLITE_ONLY && 'the read cache is SQLite\'s' }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-cache-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const file = join(dir, 'service.db')
@@ -99,12 +102,23 @@ t.test('in a server, a version read serves until the next request arrives or the
   const memo = cache.memo(async () => ++loads)
   const otherCommits = () => other.$client.exec('CREATE TABLE IF NOT EXISTS t (x); INSERT INTO t VALUES (1)')
 
-  cache.arrived()
+  await arrive(cache)
   t.equal(await memo('k'), 1)
   otherCommits()
   t.equal(await memo('k'), 1, 'after a commit of another connection, in the same turn with no request arrived: the version read serves')
-  cache.arrived()
-  t.equal(await memo('k'), 2, 'a request arrived: the version is read again, and the commit before it seen')
+
+  // Two requests arrive in one turn, another connection committing between them.
+  const admitted: string[] = []
+  const first = arrive(cache).then(() => admitted.push('first'))
+  otherCommits()
+  const second = arrive(cache).then(() => admitted.push('second'))
+  await Promise.resolve()
+  t.same(admitted, [], 'neither goes on before the turn has read every socket')
+  await Promise.all([first, second])
+  t.same(admitted, ['first', 'second'], 'then both, in the order they arrived')
+  t.equal(await memo('k'), 2, 'the version is read again after both: the commit before the second is seen by the first too')
+  t.equal(await memo('k'), 2, 'once for both')
+
   otherCommits()
   await new Promise((resolve) => setImmediate(resolve))
   t.equal(await memo('k'), 3, 'the loop turned: read again')
@@ -122,7 +136,7 @@ t.test("another connection's commit is seen through the WAL index, and through d
     for (const write of [false, true, false, true, true]) {
       // Each write: a commit of the other connection, which this one does not count in total_changes().
       if (write) other.$client.exec('CREATE TABLE IF NOT EXISTS t (x); INSERT INTO t VALUES (1)')
-      cache.arrived()
+      await arrive(cache)
       seen.push(await memo('k'))
     }
     return seen
