@@ -32,6 +32,9 @@ const QUALITY = /^q=(0(\.\d{0,3})?|1(\.0{0,3})?)$/i
  */
 export function negotiateMediaType(accept: string | undefined): ApiMediaType | null {
   if (accept === undefined || accept.trim() === '') return JSON_MEDIA_TYPE
+  // One range as it is, the documented clients' header: what the loop below would find.
+  const exact = RANGES.get(accept)
+  if (exact) return exact
   let best: ApiMediaType | null = null
   let bestQuality = 0
   for (const entry of accept.split(',')) {

@@ -15,4 +15,5 @@ t.test('credential query values never survive', async (t) => {
   t.equal(redactUrl('/demo?service%5Fpat%5Fabc'), '/demo?[redacted]')
   t.equal(redactUrl('/demo/discussions/service_pat_abc/x?page=1'), '/demo/discussions/[redacted]/x?page=1', 'a token in the path')
   t.equal(redactUrl('/demo/service%5Fpat%5Fabc'), '/demo/[redacted]')
+  t.equal(redactUrl('/demo/service_pat_abc'), '/demo/[redacted]', 'a token in a path without a query or anything encoded')
 })
