@@ -18,6 +18,7 @@ import configPlugin from './plugins/config.ts'
 import database from './plugins/database.ts'
 import serverKey from './plugins/server-key.ts'
 import shutdown from './plugins/shutdown.ts'
+import idleMemory, { type IdleMemoryOptions } from './plugins/idle-memory.ts'
 import transportSecurity, { hstsByDefault } from './plugins/transport-security.ts'
 import oauth from './plugins/oauth/index.ts'
 import expiryNotices from './plugins/expiry-notices.ts'
@@ -53,6 +54,8 @@ export interface AppOptions {
   logStream?: { write(line: string): void }
   /** How refusals are counted before they are summarised (lib/refusals.ts); tests shorten the window. */
   refusalLog?: RefusalLogOptions
+  /** When the listening server gives memory back while idle (plugins/idle-memory.ts); tests shorten the wait. */
+  idleMemory?: IdleMemoryOptions
 }
 
 // Request bodies larger than this are refused with 413 before they are read.
@@ -104,6 +107,7 @@ export function buildApp(options: AppOptions) {
 
   // Shared concerns, in the order they depend on each other.
   app.register(shutdown)
+  app.register(idleMemory, options.idleMemory ?? {})
   app.register(transportSecurity, { enabled: config.hsts ?? hstsByDefault(config.baseUrl, config.siteUrl) })
   app.register(configPlugin, { config, clock: options.clock ?? systemClock })
   app.register(serverKey, { databaseAddress: config.databaseAddress, secret: config.secret })
