@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { createKeptTexts } from './kept-texts.ts'
 
 // Entity tags and the conditional headers that carry them (RFC 9110, sections 8.8.3 and 13.1).
@@ -11,7 +11,7 @@ import { createKeptTexts } from './kept-texts.ts'
  * version never share a tag.
  */
 export function entityTag(version: string, representation: string): string {
-  return `"${version}-${digests(representation, () => createHash('sha256').update(representation).digest('base64url').slice(0, 16))}"`
+  return `"${version}-${digests(representation, () => hash('sha256', representation, 'base64url').slice(0, 16))}"`
 }
 
 // A client polling asks for the same few representations again and again: their digests are

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto'
+import { hash, randomBytes } from 'node:crypto'
 import { crc32 } from 'node:zlib'
 
 // Personal API tokens follow GitHub's scheme: a recognisable prefix, at least 256 bits of
@@ -69,7 +69,7 @@ export function isWellFormedPersonalToken(value: string): boolean {
 
 /** What is stored instead of the value. */
 export function fingerprint(value: string): string {
-  return createHash('sha256').update(value).digest('hex')
+  return hash('sha256', value)
 }
 
 /** The end of a token shown in lists, after the prefix and an ellipsis. */

@@ -23,6 +23,8 @@ export interface Run {
   /** Per scenario: medians over the rounds; `ratio` to its pair as median, min and max of the rounds. */
   scenarios: Array<{ id: string; label: string; rps: number; p50: number; p99: number; cpuUs: number; unexpected: number; ratio?: [number, number, number]; pair?: string }>
   startup: Record<string, number>
+  /** Idle, 5 s after start, before any request. */
+  startRssMb: Record<string, number>
   idleRssMb: Record<string, number>
   targets: Array<{ id: string; atLeast: number; ratio: number | null; met: boolean | null }>
 }
@@ -37,7 +39,7 @@ export function summarize(
   rows: ScenarioRow[],
   rounds: Round[],
   targets: Array<{ id: string; atLeast: number }>,
-  rest: Pick<Run, 'date' | 'commit' | 'node' | 'machine' | 'settings' | 'startup' | 'idleRssMb'>,
+  rest: Pick<Run, 'date' | 'commit' | 'node' | 'machine' | 'settings' | 'startup' | 'startRssMb' | 'idleRssMb'>,
 ): Run {
   const of = (id: string, pick: (m: Round[string]) => number) => median(rounds.map((round) => pick(round[id])))
   const scenarios = rows.map((row) => {
@@ -87,6 +89,7 @@ export function table(run: Run): string {
     ...run.targets.map((t) => `| ${t.id} | ${t.ratio === null ? 'not measured' : fixed(t.ratio)} | ${fixed(t.atLeast)} | ${t.met === null ? '' : t.met ? 'met' : 'MISSED'} |`),
     '',
     `Start-up to the first answer (median, ms): ${Object.entries(run.startup).map(([name, ms]) => `${name} ${fixed(ms, 0)}`).join(', ')}.`,
+    `Idle RSS 5 s after start (MB): ${Object.entries(run.startRssMb).map(([name, mb]) => `${name} ${fixed(mb, 1)}`).join(', ')}.`,
     `Idle RSS after the rounds (MB): ${Object.entries(run.idleRssMb).map(([name, mb]) => `${name} ${fixed(mb, 1)}`).join(', ')}.`,
     '',
   ]

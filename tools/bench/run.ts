@@ -122,6 +122,11 @@ log(`start-up to the first answer (median of ${STARTS}): ${Object.entries(startu
 const servers = new Map<string, Server>()
 for (let i = 0; i < plans.length; i += 3) for (const server of await Promise.all(plans.slice(i, i + 3).map((plan) => start(plan)))) servers.set(server.name, server)
 const planOf = (row: ScenarioRow) => plans.find((plan) => plan.name === row.server)!
+/** The resident memory of the servers that serve the whole mix of their engine. */
+const residentMb = () => Object.fromEntries(['service', 'baseline', 'pg-service', 'pg-baseline'].filter((name) => servers.has(name)).map((name) => [name, servers.get(name)!.rssMb()]))
+// Idle after start, before any request: what a service that was just started holds.
+await sleep(5_000)
+const startRssMb = residentMb()
 // The pages are asked for signed in: the dataset's supporter signs in on each server that serves one, once.
 const sessions = new Map<string, string>()
 for (const name of new Set(rows.filter((row) => row.credential === 'session').map((row) => row.server))) {
@@ -184,8 +189,8 @@ for (let round = 0; round < settings.rounds; round++) {
   rounds.push(results)
 }
 await sleep(5_000)
-// Idle memory of the servers that served the whole mix of their engine.
-const idleRssMb = Object.fromEntries(['service', 'baseline', 'pg-service', 'pg-baseline'].filter((name) => servers.has(name)).map((name) => [name, servers.get(name)!.rssMb()]))
+// Idle memory after the load.
+const idleRssMb = residentMb()
 await Promise.all([...servers.values()].map((server) => server.stop()))
 
 const run = summarize(rows, rounds, TARGETS, {
@@ -196,6 +201,7 @@ const run = summarize(rows, rounds, TARGETS, {
   machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GB`,
   settings: { ...settings, engines },
   startup,
+  startRssMb,
   idleRssMb,
 })
 const full = engines.length === 2 && settings.rounds >= FULL_ROUNDS && !quick

@@ -18,6 +18,14 @@ export interface PersonalTokenDeps {
  * expired, owner is staff, method allowed by the access.
  */
 export function personalTokenCheck({ lookup, recordUse, clock }: PersonalTokenDeps): CredentialCheck<{ token: string }> {
+  // A token as the look-up remembers it (db/sqlite/read-cache.ts) is one object until the
+  // database changes: its header is formatted once, not at every request.
+  const expirationHeaders = new WeakMap<object, { 'service-token-expiration': string }>()
+  const expirationHeader = (token: { expiresAt: Date }) => {
+    let headers = expirationHeaders.get(token)
+    if (!headers) expirationHeaders.set(token, (headers = { 'service-token-expiration': token.expiresAt.toUTCString() }))
+    return headers
+  }
   return async ({ token: value }, site, { method, ip }) => {
     if (!site || !isWellFormedPersonalToken(value)) return refuse('invalid_token')
     const token = await lookup(value)
@@ -25,7 +33,7 @@ export function personalTokenCheck({ lookup, recordUse, clock }: PersonalTokenDe
     if (token.expiresAt.getTime() <= clock()) return refuse('token_expired')
 
     // From here the token is genuine: every answer tells when it dies, and the use is recorded.
-    const headers = { 'service-token-expiration': token.expiresAt.toUTCString() }
+    const headers = expirationHeader(token)
     await recordUse(token, ip)
     if (!token.staff) return { refused: { kind: 'staff_only' }, headers }
     if (token.access === 'read' && !READ_METHODS.has(method)) return { refused: { kind: 'insufficient_scope' }, headers }
