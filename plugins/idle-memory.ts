@@ -5,17 +5,19 @@ import fp from 'fastify-plugin'
 // Memory given back when the server is idle (issue 32, item 4; docs/decisions.md, "Memory is
 // given back when the server is idle"). Under load V8 grows its young generation to tens of
 // megabytes and keeps it; a service that is busy for a minute and idle for an hour held it all
-// hour. Once the server has been idle for a while after it grew, one full collection that also
+// hour. Once the server has been idle for a minute after it grew, one full collection that also
 // shrinks the heap's spaces gives the pages back, as a browser does for a tab in the background.
 
 export interface IdleMemorySettings {
-  /** How long without a request counts as idle; looked at this often. */
+  /** How often the server looks whether requests arrived. */
+  lookMs: number
+  /** How long without a request after a busy spell before memory is given back. */
   idleMs: number
   /** How much the resident memory must have grown since the last reduction for another. */
   growthBytes: number
 }
 
-export const DEFAULT_IDLE_MEMORY: IdleMemorySettings = { idleMs: 2000, growthBytes: 8 * 1024 * 1024 }
+export const DEFAULT_IDLE_MEMORY: IdleMemorySettings = { lookMs: 2000, idleMs: 60_000, growthBytes: 8 * 1024 * 1024 }
 
 let collect: ((options: object) => void) | undefined
 
@@ -39,20 +41,23 @@ export interface IdleMemoryOptions extends Partial<IdleMemorySettings> {
 }
 
 /**
- * Looks every `idleMs`: when no request arrived during the last look's interval, at least one
- * did since the last reduction (or it is the first look after start), and the resident memory
- * grew by `growthBytes` since then, memory is reduced once. A server kept busy never pays for it;
- * an idle one pays once per busy spell, some tens of milliseconds.
+ * Looks every `lookMs`. The start-up's garbage is given back at the first look that finds no new
+ * request (a health check right after start included). After that, once no request has arrived
+ * for `idleMs` after a busy spell that
+ * grew the resident memory by `growthBytes` since the last reduction, memory is reduced once. The
+ * wait is long on purpose: after a reduction the young generation grows back under load, and the
+ * first seconds of the next spell pay for it (a third more CPU per request on PostgreSQL, measured
+ * with `npm run bench`), so a service busy in spells a few seconds apart keeps its heap warm.
  */
 export default fp<IdleMemoryOptions>(
   async (fastify, options) => {
-    const { idleMs, growthBytes } = { ...DEFAULT_IDLE_MEMORY, ...options }
+    const { lookMs, idleMs, growthBytes } = { ...DEFAULT_IDLE_MEMORY, ...options }
     const residentBytes = options.residentBytes ?? (() => process.memoryUsage.rss())
     const reduce = options.reduce ?? reduceMemory
     let arrived = 0
     let arrivedAtLastLook = 0
-    // The first look after start counts the start-up's garbage as a busy spell.
-    let arrivedAtReduction = -1
+    let idleFor = 0
+    let arrivedAtReduction: number | undefined
     let residentAfterReduction = 0
     let timer: NodeJS.Timeout | undefined
 
@@ -63,9 +68,16 @@ export default fp<IdleMemoryOptions>(
     })
 
     const look = () => {
-      const idle = arrived === arrivedAtLastLook
-      arrivedAtLastLook = arrived
-      if (!idle || arrived === arrivedAtReduction || residentBytes() - residentAfterReduction < growthBytes) return
+      if (arrived !== arrivedAtLastLook) {
+        arrivedAtLastLook = arrived
+        idleFor = 0
+        return
+      }
+      idleFor += lookMs
+      // The first reduction comes at the first look without a request: nothing was warm yet.
+      const first = arrivedAtReduction === undefined
+      if (!first && (arrived === arrivedAtReduction || idleFor < idleMs)) return
+      if (residentBytes() - residentAfterReduction < growthBytes) return
       reduce()
       arrivedAtReduction = arrived
       residentAfterReduction = residentBytes()
@@ -73,7 +85,7 @@ export default fp<IdleMemoryOptions>(
     }
 
     fastify.addHook('onListen', (done) => {
-      timer = setInterval(look, idleMs).unref()
+      timer = setInterval(look, lookMs).unref()
       done()
     })
     fastify.addHook('onClose', (_instance, done) => {

@@ -4,10 +4,12 @@ import t, { type Test } from 'tap'
 import idleMemory, { reduceMemory, type IdleMemoryOptions } from '../../plugins/idle-memory.ts'
 import { buildTestApp } from '../fixtures/app.ts'
 
-// Issue 32, item 4: a listening server gives memory back once it has been idle after a busy spell,
-// and never while requests keep coming.
+// Issue 32, item 4: a listening server gives the start-up's garbage back at its first pause, and
+// memory again once it has been idle for a while after a busy spell that grew it; never while
+// requests keep coming, nor after a short pause between spells.
 
-const IDLE_MS = 100
+const LOOK_MS = 100
+const IDLE_MS = 500
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** A server with the plugin alone, its reductions counted, its resident memory what the test says. */
@@ -15,6 +17,7 @@ async function server(t: Test, options: Partial<IdleMemoryOptions> = {}) {
   const app = Fastify()
   const seen = { reductions: 0, resident: 100 * 1024 * 1024 }
   await app.register(idleMemory, {
+    lookMs: LOOK_MS,
     idleMs: IDLE_MS,
     growthBytes: 1024 * 1024,
     residentBytes: () => seen.resident,
@@ -39,26 +42,44 @@ async function busy(app: { inject(path: string): Promise<unknown> }, ms: number,
   }
 }
 
-t.test('after start, once; after a busy spell that grew, once when it ends; never during it', async (t) => {
+t.test("after start, once; after a busy spell that grew, once it has been idle for idleMs; never during it or sooner", async (t) => {
   const { app, seen } = await server(t)
   await app.listen({ port: 0, host: '127.0.0.1' })
-  await sleep(IDLE_MS * 4)
-  t.equal(seen.reductions, 1, "the start-up's garbage, at the first idle look")
-  await busy(app, IDLE_MS * 6, () => (seen.resident += 1024 * 1024))
+  await sleep(LOOK_MS * 3)
+  t.equal(seen.reductions, 1, "the start-up's garbage, at the first look")
+  await busy(app, LOOK_MS * 4, () => (seen.resident += 1024 * 1024))
   t.equal(seen.reductions, 1, 'not while requests keep coming')
-  await sleep(IDLE_MS * 4)
-  t.equal(seen.reductions, 2, 'once the spell is over')
-  await sleep(IDLE_MS * 4)
+  await sleep(LOOK_MS * 2)
+  await busy(app, LOOK_MS * 2, () => {})
+  await sleep(IDLE_MS / 2)
+  t.equal(seen.reductions, 1, 'nor after a pause shorter than idleMs')
+  await sleep(IDLE_MS + LOOK_MS * 2)
+  t.equal(seen.reductions, 2, 'once idle for idleMs')
+  await sleep(IDLE_MS + LOOK_MS * 2)
   t.equal(seen.reductions, 2, 'and only once while it stays idle')
+})
+
+t.test("a server busy from its start gives the start-up's garbage back at its first pause, then waits idleMs", async (t) => {
+  const { app, seen } = await server(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  await busy(app, LOOK_MS * 3, () => (seen.resident += 1024 * 1024))
+  t.equal(seen.reductions, 0, 'not while requests keep coming')
+  await sleep(LOOK_MS * 3)
+  t.equal(seen.reductions, 1, 'at the first look without a request')
+  await busy(app, LOOK_MS * 3, () => (seen.resident += 1024 * 1024))
+  await sleep(LOOK_MS * 3)
+  t.equal(seen.reductions, 1, 'the next spell waits idleMs')
+  await sleep(IDLE_MS)
+  t.equal(seen.reductions, 2)
 })
 
 t.test('a busy spell that did not grow the memory costs no reduction', async (t) => {
   const { app, seen } = await server(t)
   await app.listen({ port: 0, host: '127.0.0.1' })
-  await sleep(IDLE_MS * 4)
+  await sleep(LOOK_MS * 3)
   t.equal(seen.reductions, 1, 'after start, the memory having grown from nothing')
-  await busy(app, IDLE_MS * 3, () => (seen.resident += 1024))
-  await sleep(IDLE_MS * 4)
+  await busy(app, LOOK_MS * 3, () => (seen.resident += 1024))
+  await sleep(IDLE_MS + LOOK_MS * 3)
   t.equal(seen.reductions, 1, 'grown by less than growthBytes since: left as it is')
 })
 
@@ -66,7 +87,7 @@ t.test('an app that never listens (tests, a command) never looks', async (t) => 
   const { app, seen } = await server(t)
   await app.ready()
   await app.inject('/')
-  await sleep(IDLE_MS * 4)
+  await sleep(LOOK_MS * 4)
   t.equal(seen.reductions, 0)
 })
 

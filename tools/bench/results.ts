@@ -3,6 +3,10 @@ import { join } from 'node:path'
 import type { Measurement } from './load.ts'
 import { REPO } from './service-cli.ts'
 import type { ScenarioRow } from './scenarios.ts'
+import { DEFAULT_IDLE_MEMORY } from '../../plugins/idle-memory.ts'
+
+/** How long the servers are left idle after the rounds before their memory is read: a little longer than the service waits, idle, before it gives memory back (plugins/idle-memory.ts). */
+export const IDLE_AFTER_ROUNDS_MS = DEFAULT_IDLE_MEMORY.idleMs + 5_000
 
 // From the rounds to the figures: each scenario's median over the rounds, and each ratio taken
 // within a round (both sides measured minutes apart at most) and reported as the median, min and
@@ -90,7 +94,7 @@ export function table(run: Run): string {
     '',
     `Start-up to the first answer (median, ms): ${Object.entries(run.startup).map(([name, ms]) => `${name} ${fixed(ms, 0)}`).join(', ')}.`,
     `Idle RSS 5 s after start (MB): ${Object.entries(run.startRssMb).map(([name, mb]) => `${name} ${fixed(mb, 1)}`).join(', ')}.`,
-    `Idle RSS after the rounds (MB): ${Object.entries(run.idleRssMb).map(([name, mb]) => `${name} ${fixed(mb, 1)}`).join(', ')}.`,
+    `Idle RSS after the rounds, idle ${IDLE_AFTER_ROUNDS_MS / 1000} s (MB): ${Object.entries(run.idleRssMb).map(([name, mb]) => `${name} ${fixed(mb, 1)}`).join(', ')}.`,
     '',
   ]
   return lines.join('\n')

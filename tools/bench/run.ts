@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util'
 import { bodyDifference } from './compare.ts'
 import { CACHE, copyDataset, postgresDataset, postgresUnavailable, seededDataset, type Dataset } from './datasets.ts'
 import { measure } from './load.ts'
-import { FULL_ROUNDS, median, record, RESULTS, summarize, table, type Round } from './results.ts'
+import { FULL_ROUNDS, IDLE_AFTER_ROUNDS_MS, median, record, RESULTS, summarize, table, type Round } from './results.ts'
 import { requestOf, SCENARIOS, SERVERS, TARGETS, type Engine, type ScenarioRow, type ServerPlan } from './scenarios.ts'
 import { REPO } from './service-cli.ts'
 import { probe, signIn, startServer, type Answer, type Server } from './servers.ts'
@@ -188,8 +188,8 @@ for (let round = 0; round < settings.rounds; round++) {
   }
   rounds.push(results)
 }
-await sleep(5_000)
 // Idle memory after the load.
+await sleep(IDLE_AFTER_ROUNDS_MS)
 const idleRssMb = residentMb()
 await Promise.all([...servers.values()].map((server) => server.stop()))
 
