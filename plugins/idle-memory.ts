@@ -43,11 +43,11 @@ export interface IdleMemoryOptions extends Partial<IdleMemorySettings> {
 /**
  * Looks every `lookMs`. The start-up's garbage is given back at the first look that finds no new
  * request (a health check right after start included). After that, once no request has arrived
- * for `idleMs` after a busy spell that
- * grew the resident memory by `growthBytes` since the last reduction, memory is reduced once. The
- * wait is long on purpose: after a reduction the young generation grows back under load, and the
- * first seconds of the next spell pay for it (a third more CPU per request on PostgreSQL, measured
- * with `npm run bench`), so a service busy in spells a few seconds apart keeps its heap warm.
+ * for `idleMs` after a busy spell that grew the resident memory by `growthBytes` since the last
+ * reduction, memory is reduced once. The wait is long on purpose: after a reduction the young
+ * generation grows back under load, and the first seconds of the next spell pay for it (twice the
+ * CPU per request on PostgreSQL when the wait was 2 s, measured with `npm run bench`), so a
+ * service busy in spells a few seconds apart keeps its heap warm.
  */
 export default fp<IdleMemoryOptions>(
   async (fastify, options) => {
