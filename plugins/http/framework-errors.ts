@@ -1,15 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { createRequire } from 'node:module'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { redactUrl } from '../../lib/redact.ts'
 import type { RefusalFields, RefusalKind, RefusalLog } from '../../lib/refusals.ts'
 import { clientErrorBody } from './validation.ts'
 
-// Required, not imported: node:http imported as an ES module evaluates each of its lazy exports,
-// and one of them loads Node's fetch (undici: 760 KB of source, 20 ms at start and megabytes of
-// heap) into a service that never fetches.
-const { STATUS_CODES } = createRequire(import.meta.url)('node:http') as typeof import('node:http')
+// Taken as Node's own module, not imported: node:http imported as an ES module evaluates each of
+// its lazy exports, and one of them loads Node's fetch (undici: 760 KB of source, 20 ms at start
+// and megabytes of heap) into a service that never fetches.
+const { STATUS_CODES } = process.getBuiltinModule('node:http')
 
 // Fastify answers two kinds of bad input itself, before any route or error handler, each in a
 // shape of its own ({"error": "Bad Request", "code": ..., "statusCode": ...}): a path it cannot
