@@ -6,13 +6,14 @@ import { defaultConnectionSettings, guardConnections, timeoutOptions, type Conne
 import { createClientErrorHandler, frameworkErrors, refuseConnect } from './plugins/http/framework-errors.ts'
 import { NUL_PROBLEM } from './lib/nul.ts'
 import { redactUrl } from './lib/redact.ts'
-import { createRefusalLog, type RefusalLogOptions } from './lib/refusals.ts'
+import { createRefusalLog, type RefusalLog, type RefusalLogOptions } from './lib/refusals.ts'
 import { loggerOptions, OneLinePerRequest } from './plugins/http/request-log.ts'
 import { answerUnavailable, refusedUnstorableText } from './plugins/http/database-refusals.ts'
 import { clientErrorBody } from './plugins/http/validation.ts'
 import authentication from './plugins/auth/authenticate.ts'
 import challenge from './plugins/auth/challenge.ts'
 import authLimits from './plugins/auth/limits.ts'
+import rateLimits, { DEFAULT_RATE_LIMITS } from './plugins/rate-limits.ts'
 import passwordVerifier from './plugins/auth/password-verifier.ts'
 import configPlugin from './plugins/config.ts'
 import database from './plugins/database.ts'
@@ -41,9 +42,16 @@ import tokenLeakRoutes from './routes/token-leaks.ts'
 import wellKnownRoutes from './routes/well-known.ts'
 import webPages from './routes/web/index.ts'
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The refusals below the routes and past the rate limits, logged and counted (lib/refusals.ts). */
+    refusals: RefusalLog
+  }
+}
+
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'databaseAddress' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'sudoMinutes'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'sudoMinutes'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -79,6 +87,7 @@ export function buildApp(options: AppOptions) {
     // The whole request, its headers, and an idle keep-alive connection each have a time limit.
     ...timeoutOptions(connections),
   })
+  app.decorate('refusals', refusals)
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     // A locked, full or unwritable database file: the request did not happen; try again later.
@@ -130,6 +139,7 @@ export function buildApp(options: AppOptions) {
   // verifier, at the root because the sign-in pages share the last two with the API.
   app.register(challenge)
   app.register(authLimits, { settings: config.limits ?? DEFAULT_LIMITS })
+  app.register(rateLimits, { settings: config.rateLimits ?? DEFAULT_RATE_LIMITS })
   app.register(passwordVerifier)
   // The OAuth authorization server for applications: /oauth/* and its metadata (plugins/oauth).
   // Before the OpenAPI plugin: its endpoints are OAuth's, described by its own metadata, not the API's.

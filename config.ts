@@ -8,6 +8,7 @@ import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from './plugins/http/req
 import { MIN_SECRET_LENGTH } from './lib/server-key.ts'
 import { databaseAddressProblem, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS, isPostgresAddress, type PostgresOptions } from './lib/database-address.ts'
 import { DEFAULT_LIMITS, type AuthLimitSettings } from './plugins/auth/limits.ts'
+import { DEFAULT_RATE_LIMITS, MAX_RATE_LIMIT, type RateLimitSettings } from './plugins/rate-limits.ts'
 import type { MailSettings } from './plugins/mail.ts'
 import { hstsByDefault } from './plugins/transport-security.ts'
 
@@ -28,6 +29,8 @@ export interface Config {
   trustProxy: false | string
   /** How failed authentication is slowed down (plugins/auth/limits.ts). */
   limits: AuthLimitSettings
+  /** SERVICE_RATE_LIMIT_*: fair use, requests per credential or address per window (plugins/rate-limits.ts). */
+  rateLimits: RateLimitSettings
   /** SERVICE_HSTS: Strict-Transport-Security on every answer; on by default when an address is https. */
   hsts: boolean
   /** SERVICE_OAUTH_REGISTRATION: RFC 7591 dynamic registration of OAuth applications (plugins/oauth); on by default. */
@@ -91,6 +94,11 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_AUTH_FAILURES_PER_ADDRESS', fallback: '`20`', about: 'failed authentications of any kind from one client address per window, then `429`' },
   { variable: 'SERVICE_AUTH_FAILURES_PER_ACCOUNT', fallback: '`5`', about: 'failed password checks of one account per window, then `429`' },
   { variable: 'SERVICE_AUTH_FAILURE_WINDOW', fallback: '`300`', about: 'that window, in seconds' },
+  { variable: 'SERVICE_RATE_LIMIT_READS', fallback: '`10000`', about: 'fair use: reads (GET, HEAD, MCP messages) per credential (a token, an OAuth grant, an account) per window, then `429` with `Retry-After`' },
+  { variable: 'SERVICE_RATE_LIMIT_WRITES', fallback: '`1000`', about: 'writes (POST, PUT, PATCH, DELETE) per credential per window' },
+  { variable: 'SERVICE_RATE_LIMIT_ANONYMOUS', fallback: '`1000`', about: 'API requests that no credential was accepted for (refusals included) per client address (an IPv6 /64) per window' },
+  { variable: 'SERVICE_RATE_LIMIT_WINDOW', fallback: '`3600`', about: 'that window, in seconds (windows start on the clock: on the hour by default)' },
+  { variable: 'SERVICE_RATE_LIMIT_SITES', fallback: 'none', about: 'sites with reads and writes of their own, space-separated: `demo:reads=20000,writes=2000 other:reads=500`' },
   { variable: 'SERVICE_HSTS', fallback: '`on` when `SERVICE_BASE_URL` or `SERVICE_SITE_URL` is https, else `off`', about: '`Strict-Transport-Security: max-age=31536000` on every answer; `off` where the TLS proxy sets it' },
   { variable: 'SERVICE_OAUTH_REGISTRATION', fallback: '`on`', about: 'RFC 7591 dynamic registration of OAuth applications at `/oauth/register`; `off` leaves registration to `service-desk oauth-client add`' },
   { variable: 'SERVICE_MCP_ALLOWED_ORIGINS', fallback: 'none', about: 'comma-separated origins (`https://assistant.example.com`) whose browser pages may call `/<site>/mcp`, besides the service\'s own base and site URLs; any other `Origin` gets 403' },
@@ -363,7 +371,39 @@ export function loadConfig(source: ConfigSource): Config {
       perAccount: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ACCOUNT', DEFAULT_LIMITS.perAccount, 1_000_000),
       windowSeconds: parseCount(source, 'SERVICE_AUTH_FAILURE_WINDOW', DEFAULT_LIMITS.windowSeconds, 86_400),
     },
+    rateLimits: parseRateLimits(source),
     connections: parseConnections(source),
     logLevel: parseLogLevel(source),
+  }
+}
+
+const SITE_LIMIT = /^(reads|writes)=(\d{1,10})$/
+
+/**
+ * SERVICE_RATE_LIMIT_READS, _WRITES, _ANONYMOUS and _WINDOW; SERVICE_RATE_LIMIT_SITES gives sites
+ * their own reads and writes: `demo:reads=20000,writes=2000 other:reads=500` (space-separated).
+ */
+function parseRateLimits(source: ConfigSource): RateLimitSettings {
+  const sites: RateLimitSettings['sites'] = {}
+  for (const entry of (source.env.SERVICE_RATE_LIMIT_SITES ?? '').split(/\s+/).filter(Boolean)) {
+    const colon = entry.lastIndexOf(':')
+    const permalink = entry.slice(0, colon)
+    const own: RateLimitSettings['sites'][string] = {}
+    for (const part of colon > 0 ? entry.slice(colon + 1).split(',') : ['']) {
+      const match = SITE_LIMIT.exec(part)
+      const limit = Number(match?.[2])
+      if (!match || limit < 1 || limit > MAX_RATE_LIMIT) {
+        throw new ConfigError(`SERVICE_RATE_LIMIT_SITES takes <permalink>:reads=<n>,writes=<n> entries (n from 1 to ${MAX_RATE_LIMIT}), separated by spaces; "${entry}" is not one`)
+      }
+      own[match[1] as 'reads' | 'writes'] = limit
+    }
+    sites[permalink] = own
+  }
+  return {
+    windowSeconds: parseCount(source, 'SERVICE_RATE_LIMIT_WINDOW', DEFAULT_RATE_LIMITS.windowSeconds, 86_400),
+    reads: parseCount(source, 'SERVICE_RATE_LIMIT_READS', DEFAULT_RATE_LIMITS.reads, MAX_RATE_LIMIT),
+    writes: parseCount(source, 'SERVICE_RATE_LIMIT_WRITES', DEFAULT_RATE_LIMITS.writes, MAX_RATE_LIMIT),
+    anonymous: parseCount(source, 'SERVICE_RATE_LIMIT_ANONYMOUS', DEFAULT_RATE_LIMITS.anonymous, MAX_RATE_LIMIT),
+    sites,
   }
 }

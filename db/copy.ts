@@ -38,6 +38,8 @@ export const COPIED_TABLES = [
   schema.recoveryCodes,
   // Answered passkey challenges: copied too, so one answered before the move stays answered.
   schema.usedChallenges,
+  // What fair use counted in the current windows: moving the database does not reset them.
+  schema.rateLimitWindows,
 ]
 
 const ROWS_PER_INSERT = 5_000

@@ -10,6 +10,7 @@ import { createCredentialInventory, type CredentialInventory } from './stores/cr
 import type { ListingOf } from './stores/discussion-listing.ts'
 import { createDiscussionStore, type DiscussionStore } from './stores/discussions.ts'
 import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
+import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.ts'
 import { createSecondFactorStore, type SecondFactorStore } from './stores/second-factors.ts'
 import { createSecurityLog, type SecurityLogStore } from './stores/security-log.ts'
 import { createSessionStore, type SessionStore } from './stores/sessions.ts'
@@ -76,6 +77,8 @@ export interface EngineStores {
   inventory(clock: Clock): CredentialInventory
   /** Second factors and recovery codes (db/stores/second-factors.ts); the box seals and digests them. */
   secondFactors(clock: Clock, box: SecretBox): SecondFactorStore
+  /** What fair use took from each key's budget, shared by the processes (db/stores/rate-limits.ts). */
+  rateLimits(): RateLimitStore
 }
 
 /** The stores over `port`, each method a share of the connection where the engine needs that (port.guard). */
@@ -92,6 +95,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     securityLog: (clock) => guard(createSecurityLog(port, clock)),
     inventory: (clock) => guard(createCredentialInventory(port, clock)),
     secondFactors: (clock, box) => guard(createSecondFactorStore(port, clock, box)),
+    rateLimits: () => guard(createRateLimitStore(port)),
   }
 }
 

@@ -14,6 +14,7 @@ export type RefusalKind =
   | 'connection_cap'
   | 'address_cap'
   | 'accept_failed'
+  | 'rate_limited'
 
 export const REFUSAL_MESSAGES: Record<RefusalKind, string> = {
   headers_timeout: 'connection closed: the request headers did not arrive in time',
@@ -26,6 +27,7 @@ export const REFUSAL_MESSAGES: Record<RefusalKind, string> = {
   connection_cap: 'connection refused: the server is at its connection limit',
   address_cap: 'connection refused: this address is at its own connection limit',
   accept_failed: 'a connection could not be accepted',
+  rate_limited: 'request refused: past its rate limit',
 }
 
 /** What a refusal line may carry: built by our code from the socket and the request line only. */
@@ -38,6 +40,8 @@ export interface RefusalFields {
   /** A constant error code (HPE_INVALID_METHOD, EMFILE), never an error's message or its bytes. */
   code?: string
   during?: 'headers' | 'body'
+  /** The name of a rate limit's policy (reads, writes, anonymous), never its key. */
+  policy?: string
 }
 
 export interface RefusalLogger {

@@ -33,7 +33,11 @@ const REFUSALS = {
   401: text('No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge.'),
   403: text("A Read only token on a write, or a credential whose owner is not on the site's support staff."),
   406: text(`The Accept header allows neither ${V1_MEDIA_TYPE} nor ${JSON_MEDIA_TYPE}.`),
-  429: text('Too many failed authentications from this address or for this account. Retry-After says when to try again.'),
+  429: {
+    description:
+      'Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again.',
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } }, 'text/plain': { schema: { type: 'string' } } },
+  },
   503: text('The database or the password checks are busy for a moment. Retry-After says when to try again.'),
 }
 
@@ -76,10 +80,27 @@ export const RESPONSE_HEADERS = {
   Deprecation: header('"true" on answers to a multipass request: multipass is deprecated for the API.'),
   Link: header('Pages of a listing (rel="first", "prev", "next", "last"), and for multipass rel="deprecation" to the migration guide.'),
   ETag: header('The entity tag of this representation (strong): send it back as If-None-Match to get 304 while nothing changed, or as If-Match on a change to a discussion.'),
+  // Fair use (plugins/rate-limits.ts): the IETF draft's fields, and GitHub's names for the policy counted.
+  'RateLimit-Policy': header(
+    'The policies the request is counted under (draft-ietf-httpapi-ratelimit-headers): `"reads";q=10000;w=3600` (q requests per w seconds); reads, writes, anonymous (per client address), and failures (failed authentications per address) before it on a refused credential.',
+  ),
+  RateLimit: header('What is left of each policy: `"reads";r=9999;t=1800` (r requests left, t seconds until the window ends). A 304 is not counted.'),
+  'X-RateLimit-Limit': header('Requests per window of the policy this request counted against (GitHub\'s name).', { type: 'integer', minimum: 1 }),
+  'X-RateLimit-Remaining': header('Requests left in the window.', { type: 'integer', minimum: 0 }),
+  'X-RateLimit-Used': header('Requests made in the window.', { type: 'integer', minimum: 0 }),
+  'X-RateLimit-Reset': header('When the window ends, in seconds since the epoch.', { type: 'integer' }),
+  'X-RateLimit-Resource': header('The policy: reads, writes, anonymous or failures.'),
 }
 
-/** Which headers a response of this status declares. */
+const RATE_LIMIT_HEADERS = ['RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Used', 'X-RateLimit-Reset', 'X-RateLimit-Resource'] as const
+
+/** Which headers a response of this status declares: its own, and the rate limit's on every answer after authentication. */
 function headersOf(status: string): Array<keyof typeof RESPONSE_HEADERS> {
+  // The 406 comes before authentication, so before anything is counted.
+  return status === '406' ? ownHeadersOf(status) : [...ownHeadersOf(status), ...RATE_LIMIT_HEADERS]
+}
+
+function ownHeadersOf(status: string): Array<keyof typeof RESPONSE_HEADERS> {
   if (status === '401') return ['WWW-Authenticate']
   // A 403 and the authentication's 400 may carry a challenge; a 403 to a genuine token also says when it expires.
   if (status === '400' || status === '403') return ['WWW-Authenticate', 'Service-Token-Expiration']

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { loadConfig } from '../config.ts'
 import { DEFAULT_LIMITS } from '../plugins/auth/limits.ts'
+import { DEFAULT_RATE_LIMITS } from '../plugins/rate-limits.ts'
 
 // 20,000 open files, as on the machine the defaults were measured on: a cap of 10,000 connections.
 const load = (env: Record<string, string> = {}, flags: Record<string, string> = {}, openFiles = 20_000) => loadConfig({ env, flags, openFiles })
@@ -16,6 +17,7 @@ t.test('defaults', async (t) => {
     siteUrl: 'http://localhost:3000/{site}',
     trustProxy: false,
     limits: { perAddress: 20, perAccount: 5, windowSeconds: 300 },
+    rateLimits: { windowSeconds: 3600, reads: 10_000, writes: 1_000, anonymous: 1_000, sites: {} },
     hsts: false,
     oauthRegistration: true,
     mcpAllowedOrigins: [],
@@ -41,6 +43,7 @@ t.test('environment, and flags over the environment', async (t) => {
     siteUrl: 'https://help.example.com/{site}',
     trustProxy: false,
     limits: DEFAULT_LIMITS,
+    rateLimits: DEFAULT_RATE_LIMITS,
     hsts: true,
     oauthRegistration: true,
     mcpAllowedOrigins: [],
@@ -180,6 +183,30 @@ t.test('the trusted proxies and the failure limits come from the environment', a
     [{ SERVICE_AUTH_FAILURES_PER_ACCOUNT: 'five' }, /^SERVICE_AUTH_FAILURES_PER_ACCOUNT must be a whole number/],
     [{ SERVICE_AUTH_FAILURE_WINDOW: '86401' }, /^SERVICE_AUTH_FAILURE_WINDOW must be a whole number from 1 to 86400/],
     [{ SERVICE_AUTH_FAILURE_WINDOW: '-5' }, /^SERVICE_AUTH_FAILURE_WINDOW must be a whole number/],
+  ]
+  for (const [env, message] of refused) t.throws(() => load(env), { name: 'ConfigError', message }, JSON.stringify(env))
+})
+
+t.test("the rate limits, and a site's own, come from the environment", async (t) => {
+  const config = load({
+    SERVICE_RATE_LIMIT_READS: '500',
+    SERVICE_RATE_LIMIT_WRITES: '50',
+    SERVICE_RATE_LIMIT_ANONYMOUS: '60',
+    SERVICE_RATE_LIMIT_WINDOW: '60',
+    SERVICE_RATE_LIMIT_SITES: ' demo:reads=20000,writes=2000   other-site:writes=5 ',
+  })
+  t.same(config.rateLimits, { windowSeconds: 60, reads: 500, writes: 50, anonymous: 60, sites: { demo: { reads: 20_000, writes: 2_000 }, 'other-site': { writes: 5 } } })
+  const sites = /^SERVICE_RATE_LIMIT_SITES takes <permalink>:reads=<n>,writes=<n> entries \(n from 1 to 100000000\), separated by spaces; /
+  const refused: [Record<string, string>, RegExp][] = [
+    [{ SERVICE_RATE_LIMIT_READS: '0' }, /^SERVICE_RATE_LIMIT_READS must be a whole number from 1 to 100000000, not "0"$/],
+    [{ SERVICE_RATE_LIMIT_WRITES: '100000001' }, /^SERVICE_RATE_LIMIT_WRITES must be a whole number from 1 to 100000000/],
+    [{ SERVICE_RATE_LIMIT_WINDOW: '86401' }, /^SERVICE_RATE_LIMIT_WINDOW must be a whole number from 1 to 86400/],
+    [{ SERVICE_RATE_LIMIT_SITES: 'demo' }, sites],
+    [{ SERVICE_RATE_LIMIT_SITES: ':reads=5' }, sites],
+    [{ SERVICE_RATE_LIMIT_SITES: 'demo:reads=0' }, sites],
+    [{ SERVICE_RATE_LIMIT_SITES: 'demo:reads=100000001' }, sites],
+    [{ SERVICE_RATE_LIMIT_SITES: 'demo:anonymous=5' }, sites],
+    [{ SERVICE_RATE_LIMIT_SITES: 'demo:reads=5,' }, sites],
   ]
   for (const [env, message] of refused) t.throws(() => load(env), { name: 'ConfigError', message }, JSON.stringify(env))
 })

@@ -77,6 +77,51 @@ export function tokenExpiration(headers: Headers): Date | undefined {
   return date && !Number.isNaN(date.getTime()) ? date : undefined
 }
 
+/** A policy's standing as the last answer told it (GitHub's X-RateLimit-* names, on every answer after authentication). */
+export interface RateLimit {
+  /** reads, writes, anonymous (requests without an accepted credential, per address) or failures (failed authentications, per address). */
+  policy: string
+  limit: number
+  remaining: number
+  used: number
+  /** When the window ends and the whole limit is back. */
+  resetAt: Date
+}
+
+/** The rate limit an answer carries, or undefined when it carries none. */
+export function rateLimitOf(headers: Headers): RateLimit | undefined {
+  const [policy, limit, remaining, used, reset] = ['resource', 'limit', 'remaining', 'used', 'reset'].map((name) => headers.get(`x-ratelimit-${name}`))
+  if (!policy || !limit || !remaining || !used || !reset) return undefined
+  return { policy, limit: Number(limit), remaining: Number(remaining), used: Number(used), resetAt: new Date(Number(reset) * 1000) }
+}
+
+/** A 429: past a rate limit, or past the failed-authentication budget of the address or account. */
+export class ServiceDeskRateLimitError extends Error {
+  override readonly name = 'ServiceDeskRateLimitError'
+  readonly status = 429
+  /** Seconds to wait before trying again (Retry-After). */
+  readonly retryAfter: number
+  /** The policy that was spent, as the answer told it. */
+  readonly rateLimit: RateLimit | undefined
+
+  constructor(fields: { retryAfter: number; rateLimit: RateLimit | undefined; message: string }) {
+    super(fields.message)
+    this.retryAfter = fields.retryAfter
+    this.rateLimit = fields.rateLimit
+  }
+}
+
+/** The typed error of a 429 answer: its Retry-After, its rate limit, and the message of its JSON or text body. */
+export function rateLimitErrorOf(headers: Headers, body: string): ServiceDeskRateLimitError {
+  let message = body.trim()
+  try {
+    message = (JSON.parse(body) as { message?: string }).message ?? message
+  } catch {
+    // A text answer (the failure budget's) is the message itself.
+  }
+  return new ServiceDeskRateLimitError({ retryAfter: Number(headers.get('retry-after')) || 1, rateLimit: rateLimitOf(headers), message: message || 'HTTP 429' })
+}
+
 export interface ServiceDeskOptions {
   /** The API's base URL, e.g. http://localhost:3000 (the first-run banner prints it). */
   baseUrl: string
@@ -89,15 +134,19 @@ export interface ServiceDeskOptions {
 export type ServiceDeskClient = Client<paths, typeof V1_MEDIA_TYPE> & {
   /** When the token expires, from the last answer that said so (every answer to a personal token does). */
   readonly tokenExpiresAt: Date | undefined
+  /** The rate limit of the last answer that told one: what is left of the policy it counted against. */
+  readonly rateLimit: RateLimit | undefined
 }
 
 /**
  * A client of the API. Requests send `Accept: application/vnd.service-v1+json` and the token;
- * a 401 or 403 (or the 400 of a credential sent wrongly) rejects with a ServiceDeskAuthError; other refusals come back as openapi-fetch's
- * `error` (the API's JSON `{ error, message, fields? }`).
+ * a 401 or 403 (or the 400 of a credential sent wrongly) rejects with a ServiceDeskAuthError, a
+ * 429 with a ServiceDeskRateLimitError; other refusals come back as openapi-fetch's `error` (the
+ * API's JSON `{ error, message, fields? }`).
  */
 export function createServiceDeskClient(options: ServiceDeskOptions): ServiceDeskClient {
   let expiresAt: Date | undefined
+  let rateLimit: RateLimit | undefined
   const client = createClient<paths, typeof V1_MEDIA_TYPE>({
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     headers: { accept: V1_MEDIA_TYPE, authorization: `Bearer ${options.token}` },
@@ -106,6 +155,8 @@ export function createServiceDeskClient(options: ServiceDeskOptions): ServiceDes
   const auth: Middleware = {
     async onResponse({ response }) {
       expiresAt = tokenExpiration(response.headers) ?? expiresAt
+      rateLimit = rateLimitOf(response.headers) ?? rateLimit
+      if (response.status === 429) throw rateLimitErrorOf(response.headers, await response.clone().text())
       const challenge = response.headers.get('www-authenticate')
       const refused = challenge !== null || response.status === 401 || response.status === 403
       const error = authErrorOf(response.status, challenge, refused ? await response.clone().text() : '')
@@ -114,5 +165,8 @@ export function createServiceDeskClient(options: ServiceDeskOptions): ServiceDes
     },
   }
   client.use(auth)
-  return Object.defineProperty(client, 'tokenExpiresAt', { get: () => expiresAt, enumerable: true }) as ServiceDeskClient
+  return Object.defineProperties(client, {
+    tokenExpiresAt: { get: () => expiresAt, enumerable: true },
+    rateLimit: { get: () => rateLimit, enumerable: true },
+  }) as ServiceDeskClient
 }

@@ -309,3 +309,13 @@ export const usedChallenges = pgTable('used_challenges', {
   challenge: pgText('challenge').primaryKey(),
   expiresAt: moment('expires_at').notNull(),
 })
+
+export const rateLimitWindows = pgTable(
+  'rate_limit_windows',
+  {
+    key: pgText('key').notNull(),
+    windowStart: moment('window_start').notNull(),
+    taken: pgInteger('taken').notNull(),
+  },
+  (t) => [pgPrimaryKey({ columns: [t.key, t.windowStart] })],
+)

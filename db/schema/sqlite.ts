@@ -375,3 +375,16 @@ export const usedChallenges = sqliteTable('used_challenges', {
   challenge: text('challenge').primaryKey(),
   expiresAt: moment('expires_at').notNull(),
 })
+
+// Fair use (plugins/rate-limits.ts): how many requests were taken from each key's budget in each
+// window of time, by every process on the database. A process takes a few at once and spends them
+// from memory; the row is what they share, and what a restart finds.
+export const rateLimitWindows = sqliteTable(
+  'rate_limit_windows',
+  {
+    key: text('key').notNull(),
+    windowStart: moment('window_start').notNull(),
+    taken: integer('taken').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.key, t.windowStart] })],
+)

@@ -111,13 +111,13 @@ export function createAttemptLimiter({ max, windowMs, clock, maxKeys = 100_000 }
       }
     },
 
-    /** The key's budget: the limit, the failures left, and whole seconds until its window ends. */
-    status(key: string): { limit: number; remaining: number; resetSeconds: number } {
+    /** The key's budget: the limit, the failures left, and when its window ends (in milliseconds, and whole seconds from now). */
+    status(key: string): { limit: number; remaining: number; resetAt: number; resetSeconds: number } {
       const now = clock()
       const window = current(key, now)
       const resetAt = window ? window.resetAt : now + windowMs
       const used = (window?.failures ?? 0) + (inFlight.get(key) ?? 0)
-      return { limit: max, remaining: Math.max(0, max - used), resetSeconds: secondsLeft({ resetAt }, now) }
+      return { limit: max, remaining: Math.max(0, max - used), resetAt, resetSeconds: secondsLeft({ resetAt }, now) }
     },
 
     /** A success told by another process clears the keys' failures; says whether any key had some. */

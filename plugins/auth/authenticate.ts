@@ -10,8 +10,10 @@ import { oauthTokenCheck } from './checks/oauth-token.ts'
 import { personalTokenCheck } from './checks/personal-token.ts'
 import { accessTokenAccess } from '../oauth/adapter.ts'
 import { OAUTH_ACCESS_TOKEN_PREFIX } from '../../lib/token-format.ts'
+import { redactUrl } from '../../lib/redact.ts'
 import { findCredential, type Credential } from './credentials.ts'
-import { rateLimitHeaders } from './limits.ts'
+import { rateLimitHeaders, type RateVerdict } from '../../lib/rate-limiter.ts'
+import { failureStanding } from './limits.ts'
 import { refuse, type Authenticated, type CheckResult, type RequestFacts } from './types.ts'
 
 export type { Authenticated } from './types.ts'
@@ -61,7 +63,7 @@ export const PRIVATE_ANSWER = {
  */
 export default fp(
   async (fastify) => {
-    const { sites, users, tokens, passwords, authLimits, clock, oauthRecords, urls, secondFactors } = fastify
+    const { sites, users, tokens, passwords, authLimits, rateLimits, clock, oauthRecords, urls, secondFactors } = fastify
     // Each check gets the few store functions it needs, called through the store at each request.
     const isStaff = (siteId: number, userId: number) => users.isStaff(siteId, userId)
     const personalToken = personalTokenCheck({
@@ -121,7 +123,29 @@ export default fp(
       return 'kind' in result ? refuse(result) : result
     }
 
-    function refuseWith(reply: FastifyReply, permalink: string, refusal: Refusal, headers?: Record<string, string>) {
+    /**
+     * Fair use (plugins/rate-limits.ts): past its policy a request gets 429, in the API's JSON
+     * shape, before any route runs. Its standing goes with every answer either way.
+     */
+    function tooManyRequests(request: FastifyRequest, reply: FastifyReply, verdict: RateVerdict, whose: string) {
+      const { policy, resetSeconds } = verdict
+      fastify.refusals.record('rate_limited', { address: request.ip, status: 429, method: request.method, url: redactUrl(request.url), policy: policy.name })
+      const what = policy.name === 'anonymous' ? 'requests without a credential' : policy.name
+      return reply
+        .code(429)
+        .header('retry-after', String(resetSeconds))
+        .send({ error: 'rate_limited', message: `Too many requests: ${whose} has used all ${policy.limit} ${what} of this window. Try again in ${resetSeconds} seconds.` })
+    }
+
+    /**
+     * A refusal, counted against the client address (no credential was accepted). A credential that
+     * failed also shows the address's failure budget, first: it is the one that ends sooner.
+     */
+    async function refuseWith(request: FastifyRequest, reply: FastifyReply, permalink: string, refusal: Refusal, headers?: Record<string, string>) {
+      const standing = await rateLimits.address(request.ip)
+      const failed = FAILED.has(refusal.kind) || refusal.kind === 'too_many_attempts'
+      reply.headers(rateLimitHeaders(failed ? [failureStanding(authLimits, request.ip), standing] : [standing]))
+      if (!standing.allowed) return tooManyRequests(request, reply, standing, 'this address')
       const { status, headers: challenge, body } = fastify.refusal(refusal, permalink)
       if (headers) reply.headers(headers)
       return reply.code(status).headers(challenge).send(body)
@@ -144,8 +168,8 @@ export default fp(
         rawHeaders: request.raw.rawHeaders,
         query: request.query as Record<string, unknown>,
       })
-      if (credential.kind === 'invalid_request') return refuseWith(reply, permalink, credential)
-      if (credential.kind === 'none') return refuseWith(reply, permalink, { kind: 'no_credential' })
+      if (credential.kind === 'invalid_request') return refuseWith(request, reply, permalink, credential)
+      if (credential.kind === 'none') return refuseWith(request, reply, permalink, { kind: 'no_credential' })
       const site = await sites.find(permalink)
       // A route that decides per message what needs write access (the MCP endpoint: a POST carries
       // a read or a write) is authenticated as a read, and checks writes itself.
@@ -154,19 +178,22 @@ export default fp(
       if ('accepted' in result) {
         // A right credential of a kind the site switched off is told so (not counted: no guess).
         const off = switchedOff(result.accepted.site, result.accepted.method)
-        if (off) return refuseWith(reply, permalink, { kind: 'switched_off', method: off })
+        if (off) return refuseWith(request, reply, permalink, { kind: 'switched_off', method: off })
         request.auth = result.accepted
         if (result.headers) reply.headers(result.headers)
+        const verdict = await rateLimits.credential(result.accepted, method !== 'GET' && method !== 'HEAD')
+        reply.headers(rateLimitHeaders([verdict]))
+        if (!verdict.allowed) return tooManyRequests(request, reply, verdict, 'this credential')
+        request.rateLimit = verdict
         return
       }
-      const { refused } = result
-      const counted = FAILED.has(refused.kind) || refused.kind === 'too_many_attempts'
-      const headers = counted ? { ...result.headers, ...rateLimitHeaders(authLimits, request.ip) } : result.headers
-      return refuseWith(reply, permalink, refused, headers)
+      return refuseWith(request, reply, permalink, result.refused, result.headers)
     })
 
     // Set at the end, so no route's own Link header can replace it.
     fastify.addHook('onSend', (request, reply, payload, done) => {
+      // A 304 costs nothing against the policy: its share is given back, and the headers say so.
+      if (request.rateLimit !== null && reply.statusCode === 304) reply.headers(rateLimitHeaders([request.rateLimit.giveBack()]))
       if (request.auth?.method === 'multipass') {
         const link = reply.getHeader('link')
         reply.header('deprecation', 'true')
@@ -178,6 +205,6 @@ export default fp(
   {
     name: 'authentication',
     fastify: '5.x',
-    dependencies: ['challenge', 'config', 'site-store', 'user-store', 'token-store', 'oauth-store', 'second-factor-store', 'password-verifier', 'auth-limits'],
+    dependencies: ['challenge', 'config', 'site-store', 'user-store', 'token-store', 'oauth-store', 'second-factor-store', 'password-verifier', 'auth-limits', 'rate-limits'],
   },
 )

@@ -2,6 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
 import { EVENT_PAYLOAD_MAX_BYTES, type EngineEvents } from '../../db/engine.ts'
 import type { Clock } from '../../lib/clock.ts'
+import { rateLimitHeaders, type Standing } from '../../lib/rate-limiter.ts'
 import { createAttemptLimiter } from './attempt-limiter.ts'
 
 // How failed authentication is slowed down. Every failed credential of any kind (a wrong, expired
@@ -117,18 +118,16 @@ export function createAuthLimits(settings: AuthLimitSettings, clock: Clock, { ac
 export type AuthLimits = ReturnType<typeof createAuthLimits>
 
 /**
- * The client address's failure budget as RateLimit headers (draft-ietf-httpapi-ratelimit-headers):
- * the limit, what is left of it, and the seconds until the window ends, with the policy.
+ * The client address's failure budget as a standing for the RateLimit headers (lib/rate-limiter.ts),
+ * under the policy name "failures": the limit, what is left of it, and when its window ends.
  */
-export function rateLimitHeaders({ settings, addresses }: AuthLimits, address: string): Record<string, string> {
-  const { limit, remaining, resetSeconds } = addresses.status(address)
-  return {
-    'ratelimit-limit': String(limit),
-    'ratelimit-remaining': String(remaining),
-    'ratelimit-reset': String(resetSeconds),
-    'ratelimit-policy': `${limit};w=${settings.windowSeconds}`,
-  }
+export function failureStanding({ settings, addresses }: AuthLimits, address: string): Standing {
+  const { limit, remaining, resetAt, resetSeconds } = addresses.status(address)
+  return { policy: { name: 'failures', limit }, windowSeconds: settings.windowSeconds, remaining, resetSeconds, resetAt }
 }
+
+/** The failure budget's headers alone, for the sign-in pages. */
+export const failureHeaders = (limits: AuthLimits, address: string) => rateLimitHeaders([failureStanding(limits, address)])
 
 /** The events channel of the budgets. */
 export const BUDGET_CHANNEL = 'auth_failures'

@@ -9,6 +9,8 @@ export interface Authenticated {
   access: Access
   /** The personal token's id, when a personal token authenticated the request. */
   tokenId?: number
+  /** The fingerprint of the OAuth grant, when an OAuth access token authenticated the request. */
+  grant?: string
 }
 
 /**

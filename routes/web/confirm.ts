@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify'
-import { rateLimitHeaders } from '../../plugins/auth/limits.ts'
+import { failureHeaders } from '../../plugins/auth/limits.ts'
 import { logPageEvent, pageData, requireSupporter, safeNext, secondStepAttempt, tooMany } from './pages.ts'
 import { authenticationOptions, passkeyAnswer } from './passkeys.ts'
 
@@ -104,11 +104,11 @@ const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastif
     }
     if (outcome.kind === 'wrong') {
       await logPageEvent(request, outcome.event, { step: 'confirm it is you' })
-      reply.headers(rateLimitHeaders(authLimits, request.ip))
+      reply.headers(failureHeaders(authLimits, request.ip))
       return form(request, reply, 401, { ...fields, error: outcome.error })
     }
     reply.header('retry-after', String(outcome.retryAfter))
-    if (outcome.kind === 'too_many_attempts') reply.headers(rateLimitHeaders(authLimits, request.ip))
+    if (outcome.kind === 'too_many_attempts') reply.headers(failureHeaders(authLimits, request.ip))
     const error = outcome.kind === 'busy' ? 'We are checking too many passwords right now. Try again in a moment.' : tooMany(outcome.retryAfter)
     return form(request, reply, outcome.kind === 'busy' ? 503 : 429, { ...fields, error })
   })

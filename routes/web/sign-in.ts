@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { rateLimitHeaders } from '../../plugins/auth/limits.ts'
+import { failureHeaders } from '../../plugins/auth/limits.ts'
 import { decodeMultipass } from '../../plugins/auth/multipass-token.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
@@ -53,12 +53,12 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
       (decoded) => (decoded ? 'neutral' : 'failed'),
     )
     if (checked && 'kind' in checked) {
-      reply.headers({ ...rateLimitHeaders(authLimits, request.ip), 'retry-after': String(checked.retryAfter) })
+      reply.headers({ ...failureHeaders(authLimits, request.ip), 'retry-after': String(checked.retryAfter) })
       return form(request, reply, 429, { error: tooMany(checked.retryAfter) })
     }
     const claims = checked
     if (!claims) {
-      reply.headers(rateLimitHeaders(authLimits, request.ip))
+      reply.headers(failureHeaders(authLimits, request.ip))
       return form(request, reply, 401, { error: SSO_FAILED })
     }
     // Single sign-on is for the site's customers (spec 5.3). Support staff sign in with their
@@ -112,7 +112,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     // The same checks, slow-down and bound as Basic on the API (fastify.passwords).
     const verdict = await passwords.verify(email, password, request.ip)
     await recordFailedSignIn(request, email, verdict.kind)
-    if (verdict.kind === 'too_many_attempts' || verdict.kind === 'invalid_password') reply.headers(rateLimitHeaders(authLimits, request.ip))
+    if (verdict.kind === 'too_many_attempts' || verdict.kind === 'invalid_password') reply.headers(failureHeaders(authLimits, request.ip))
     if (verdict.kind === 'too_many_attempts' || verdict.kind === 'busy') {
       reply.header('retry-after', String(verdict.retryAfter))
       const error =
@@ -162,7 +162,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
       return recovery !== '' && (await secondFactors.useRecoveryCode(user.id, recovery)) ? 'recovery code' : null
     })
     if (checked !== null && typeof checked === 'object') {
-      reply.headers({ ...rateLimitHeaders(authLimits, request.ip), 'retry-after': String(checked.retryAfter) })
+      reply.headers({ ...failureHeaders(authLimits, request.ip), 'retry-after': String(checked.retryAfter) })
       return secondStep(request, reply, user.id, 429, { next, error: tooMany(checked.retryAfter) })
     }
     if (checked === null) {
@@ -189,12 +189,12 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     // A wrong answer counts against the address's budget, as a wrong password does.
     const checked = await authLimits.attempt({ address: request.ip }, () => passkeyAnswer(request, 'sign_in', body.passkey), (passkey) => (passkey ? 'neutral' : 'failed'))
     if (checked && 'kind' in checked) {
-      reply.headers({ ...rateLimitHeaders(authLimits, request.ip), 'retry-after': String(checked.retryAfter) })
+      reply.headers({ ...failureHeaders(authLimits, request.ip), 'retry-after': String(checked.retryAfter) })
       return form(request, reply, 429, { next, error: tooMany(checked.retryAfter) })
     }
     const user = checked && (await users.byId(checked.factor.userId))
     if (!user || user.disabled || !(await users.role(request.web.site.id, user.id))) {
-      reply.headers(rateLimitHeaders(authLimits, request.ip))
+      reply.headers(failureHeaders(authLimits, request.ip))
       return form(request, reply, 401, { next, error: 'That passkey does not sign in to an account of this site. Sign in with your email and password.' })
     }
     await reply.signIn(request, user.id)

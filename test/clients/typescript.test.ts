@@ -1,6 +1,7 @@
 import t from 'tap'
-import { createServiceDeskClient, ServiceDeskAuthError } from '../../clients/typescript/index.ts'
-import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
+import { createServiceDeskClient, rateLimitOf, ServiceDeskAuthError, ServiceDeskRateLimitError } from '../../clients/typescript/index.ts'
+import { DEFAULT_RATE_LIMITS } from '../../plugins/rate-limits.ts'
+import { buildTestApp, START, supporterWithToken } from '../fixtures/app.ts'
 
 // Issue 19: the typed client's wrapper against the service on each engine, through a real socket.
 // The generated document and types, the example and the header readers are
@@ -70,4 +71,41 @@ t.test('the wrapper against a real socket: v1, the token, its expiry, and the ty
   clock.advanceDays(8)
   const expired = await refusal(desk.GET('/{site}', { params: { path: { site: 'demo' } } }))
   t.match(expired, { status: 401, kind: 'expired', description: 'The access token has expired', name: 'ServiceDeskAuthError' })
+})
+
+t.test('the rate limit through the typed client: what is left after each answer, then a typed 429 with Retry-After', async (t) => {
+  const { app } = await buildTestApp(t, { config: { rateLimits: { ...DEFAULT_RATE_LIMITS, reads: 2 }, limits: { perAddress: 1, perAccount: 1, windowSeconds: 60 } } })
+  const ann = await supporterWithToken(app)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const baseUrl = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  const desk = createServiceDeskClient({ baseUrl, token: ann.value })
+  const site = { params: { path: { site: 'demo' } } }
+  t.equal(desk.rateLimit, undefined, 'nothing known before the first answer')
+  await desk.GET('/{site}', site)
+  t.match(desk.rateLimit, { policy: 'reads', limit: 2, remaining: 1, used: 1 })
+  t.equal(desk.rateLimit!.resetAt.getTime(), START + 3_600_000, 'the end of the window (the test clock stands at its start)')
+  await desk.GET('/{site}', site)
+  const limited = await desk.GET('/{site}', site).then(
+    () => undefined,
+    (error: unknown) => error,
+  )
+  t.ok(limited instanceof ServiceDeskRateLimitError)
+  t.match(limited, { status: 429, rateLimit: { policy: 'reads', remaining: 0, used: 2 }, message: /^Too many requests: this credential has used all 2 reads/ })
+  t.ok((limited as ServiceDeskRateLimitError).retryAfter >= 1)
+
+  // The failed-authentication budget's 429 (plain text) is the same error, with the failures policy.
+  const wrong = createServiceDeskClient({ baseUrl, token: 'service_pat_wrong' })
+  await wrong.GET('/{site}', site).catch(() => {})
+  const spent = await wrong.GET('/{site}', site).then(
+    () => undefined,
+    (error: unknown) => error,
+  )
+  t.match(spent, { name: 'ServiceDeskRateLimitError', retryAfter: 60, rateLimit: { policy: 'failures', limit: 1, remaining: 0 }, message: 'Too many failed authentication attempts. Try again in 60 seconds.' })
+})
+
+t.test('rateLimitOf reads the five headers, or nothing when one is missing', async (t) => {
+  const headers = new Headers({ 'x-ratelimit-resource': 'writes', 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '7', 'x-ratelimit-used': '3', 'x-ratelimit-reset': '1800000000' })
+  t.same(rateLimitOf(headers), { policy: 'writes', limit: 10, remaining: 7, used: 3, resetAt: new Date(1_800_000_000_000) })
+  headers.delete('x-ratelimit-used')
+  t.equal(rateLimitOf(headers), undefined)
 })

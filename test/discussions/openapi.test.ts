@@ -143,9 +143,12 @@ t.test('for generators: operation names, named shapes, declared headers, the lic
     t.same(op.security.find((s) => 'oauth2' in s), { oauth2: [scope] }, `${method} ${path} needs ${scope}`)
   }
   const list = doc.paths['/{site}/discussions'].get.responses
-  t.same(Object.keys(list['200'].headers), ['Service-Token-Expiration', 'Deprecation', 'Link', 'ETag'])
+  // Every answer after authentication carries the rate limit's headers (plugins/rate-limits.ts); a 406 comes before it.
+  const RL = ['RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Used', 'X-RateLimit-Reset', 'X-RateLimit-Resource']
+  t.same(Object.keys(list['200'].headers), ['Service-Token-Expiration', 'Deprecation', 'Link', 'ETag', ...RL])
+  t.notOk(Object.keys(list['406'].headers).includes('RateLimit'), 'a 406 is not counted')
   // Conditional requests: every read takes If-None-Match and may answer 304; a change to a discussion takes If-Match and may answer 412.
-  t.same(Object.keys(list['304'].headers), ['ETag', 'Service-Token-Expiration'])
+  t.same(Object.keys(list['304'].headers), ['ETag', 'Service-Token-Expiration', ...RL])
   const header = (op: { parameters?: Array<{ name: string; in: string }> }, name: string) => op.parameters?.some((p) => p.in === 'header' && p.name === name)
   for (const { method, path, op } of operations) {
     const reads = method === 'get' || method === 'head'
@@ -156,14 +159,17 @@ t.test('for generators: operation names, named shapes, declared headers, the lic
     t.equal('412' in op.responses, changes)
   }
   t.same(doc.paths['/{site}/discussions/{number}'].put.responses['412'].content['application/json'].schema, { $ref: '#/components/schemas/Error' })
-  t.same(Object.keys(list['401'].headers), ['WWW-Authenticate'])
-  t.same(Object.keys(list['403'].headers), ['WWW-Authenticate', 'Service-Token-Expiration'], 'a 403 to a genuine token says when it expires')
-  t.same(Object.keys(list['429'].headers), ['Retry-After'])
-  t.same(Object.keys(list['503'].headers), ['Retry-After'])
-  t.same(Object.keys(list['400'].headers), ['WWW-Authenticate', 'Service-Token-Expiration'])
-  t.same(Object.keys(doc.paths['/{site}/discussions/{number}'].get.responses['404'].headers), ['Service-Token-Expiration'])
+  t.same(Object.keys(list['401'].headers), ['WWW-Authenticate', ...RL])
+  t.same(Object.keys(list['403'].headers), ['WWW-Authenticate', 'Service-Token-Expiration', ...RL], 'a 403 to a genuine token says when it expires')
+  t.same(Object.keys(list['429'].headers), ['Retry-After', ...RL])
+  t.same(Object.keys(list['429'].content), ['application/json', 'text/plain'], 'past a rate limit JSON, past the failure budget text')
+  t.same(list['429'].content['application/json'].schema, { $ref: '#/components/schemas/Error' })
+  t.same(Object.keys(list['503'].headers), ['Retry-After', ...RL])
+  t.same(Object.keys(list['400'].headers), ['WWW-Authenticate', 'Service-Token-Expiration', ...RL])
+  t.same(Object.keys(doc.paths['/{site}/discussions/{number}'].get.responses['404'].headers), ['Service-Token-Expiration', ...RL])
   t.same(list['401'].headers['WWW-Authenticate'], { $ref: '#/components/headers/WWW-Authenticate' })
   t.match(doc.components.headers['Retry-After'], { schema: { type: 'integer' } })
+  t.match(doc.components.headers['X-RateLimit-Reset'], { schema: { type: 'integer' } })
   t.same(doc.info.license, { name: 'MIT', identifier: 'MIT' })
   t.ok(doc.tags.some((tag: { name: string }) => tag.name === 'tokens'), 'every tag used is described')
 })

@@ -1,9 +1,15 @@
 import t from 'tap'
+import { DEFAULT_RATE_LIMITS } from '../../plugins/rate-limits.ts'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { basic, legacyTokenOf, makeMultipass, inDays, supporterWithPassword } from '../fixtures/credentials.ts'
 import { webClient } from '../fixtures/web.ts'
 
 const limits = { perAddress: 3, perAccount: 2, windowSeconds: 60 }
+/** The failure budget's item of the RateLimit header (`"failures";r=2;t=60`), or undefined. */
+function failures(res: { headers: Record<string, unknown> }) {
+  const item = /"failures";r=(\d+);t=(\d+)/.exec(String(res.headers.ratelimit ?? ''))
+  return item ? { remaining: item[1], reset: item[2] } : undefined
+}
 const WRONG_TOKEN = { authorization: 'Bearer service_pat_not-a-real-token', accept: V1 }
 
 t.test('failed tokens from one address: RateLimit headers count down, then 429 with Retry-After for all but a right bearer token', async (t) => {
@@ -15,22 +21,23 @@ t.test('failed tokens from one address: RateLimit headers count down, then 429 w
     const res = await from('203.0.113.5', WRONG_TOKEN)
     t.equal(res.statusCode, 401)
     t.match(res.headers['www-authenticate'], 'error="invalid_token"', 'the answer of the contract is unchanged')
-    t.equal(res.headers['ratelimit-limit'], String(limits.perAddress))
-    t.equal(res.headers['ratelimit-remaining'], String(limits.perAddress - i))
-    t.equal(res.headers['ratelimit-reset'], '60')
-    t.equal(res.headers['ratelimit-policy'], '3;w=60')
+    t.equal(res.headers['ratelimit-policy'], `"failures";q=3;w=60, "anonymous";q=${DEFAULT_RATE_LIMITS.anonymous};w=3600`, 'the failure budget first, then the address\'s own policy')
+    t.same(failures(res), { remaining: String(limits.perAddress - i), reset: '60' })
+    t.equal(res.headers['x-ratelimit-resource'], 'failures', "GitHub's names tell the failure budget, which ends sooner")
+    t.equal(res.headers['x-ratelimit-remaining'], String(limits.perAddress - i))
   }
   const limited = await from('203.0.113.5', WRONG_TOKEN)
   t.equal(limited.statusCode, 429)
   t.equal(limited.headers['retry-after'], '60')
-  t.equal(limited.headers['ratelimit-remaining'], '0')
+  t.equal(failures(limited)?.remaining, '0')
   t.equal(limited.body, 'Too many failed authentication attempts. Try again in 60 seconds.\n')
   t.equal((await from('203.0.113.5', { 'x-service-auth': 'f'.repeat(40) })).statusCode, 429, 'a limited address is refused a legacy token before its check')
   t.equal((await from('203.0.113.5', ann.bearer)).statusCode, 200, 'but a right bearer token, which no one can guess, is served (issue 28)')
 
   const other = await from('203.0.113.6', ann.bearer)
   t.equal(other.statusCode, 200, 'another address is not affected')
-  t.notOk(other.headers['ratelimit-limit'], 'successful traffic carries no limit headers')
+  t.equal(other.headers['x-ratelimit-resource'], 'reads', "successful traffic carries its credential's policy, not the failure budget")
+  t.notMatch(other.headers.ratelimit, 'failures')
 
   clock.advance(30_000)
   t.equal((await from('203.0.113.5', WRONG_TOKEN)).headers['retry-after'], '30', 'Retry-After counts down')
@@ -42,9 +49,9 @@ t.test('successes never count, and a right credential after failures does not re
   const { app } = await buildTestApp(t, { config: { limits } })
   const ann = await supporterWithToken(app)
   for (let i = 0; i < 50; i++) t.equal((await app.inject({ url: '/demo', headers: ann.bearer })).statusCode, 200)
-  t.equal((await app.inject({ url: '/demo', headers: WRONG_TOKEN })).headers['ratelimit-remaining'], '2', 'fifty successes spent nothing')
+  t.equal(failures(await app.inject({ url: '/demo', headers: WRONG_TOKEN }))?.remaining, '2', 'fifty successes spent nothing')
   await app.inject({ url: '/demo', headers: ann.bearer })
-  t.equal((await app.inject({ url: '/demo', headers: WRONG_TOKEN })).headers['ratelimit-remaining'], '1')
+  t.equal(failures(await app.inject({ url: '/demo', headers: WRONG_TOKEN }))?.remaining, '1')
 })
 
 t.test('what counts as a failure: every wrong credential kind; not a missing one, nor a right one refused', async (t) => {
@@ -54,7 +61,7 @@ t.test('what counts as a failure: every wrong credential kind; not a missing one
   const outsider = await supporterWithToken(app, { staff: false })
   const remaining = async (request: { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string> }) => {
     const res = await app.inject({ ...request, remoteAddress: '198.51.100.1' })
-    return { status: res.statusCode, remaining: res.headers['ratelimit-remaining'] }
+    return { status: res.statusCode, remaining: failures(res)?.remaining }
   }
   const expiredMultipass = makeMultipass({ email: pat.user.email, expires: inDays(app, -1) }, pat.site.multipassKey, 'demo')
   const legacy = (await legacyTokenOf(app, pat.user.id)).value
@@ -79,14 +86,14 @@ t.test('passwords: the per-account limit, and the address budget shared with the
   const page = webClient(app)
   const failed = await page.signIn(pat.user.email, 'wrong')
   t.equal(failed.statusCode, 401)
-  t.equal(failed.headers['ratelimit-remaining'], '2', 'the sign-in page reports the same budget')
+  t.equal(failures(failed)?.remaining, '2', 'the sign-in page reports the same budget')
   const api = await app.inject({ url: '/demo', headers: basic('someone@example.test', 'x') })
-  t.equal(api.headers['ratelimit-remaining'], '1', 'and the API spends from it')
+  t.equal(failures(api)?.remaining, '1', 'and the API spends from it')
   await app.inject({ url: '/demo', headers: WRONG_TOKEN })
   const limited = await page.signIn(pat.user.email, pat.password)
   t.equal(limited.statusCode, 429)
   t.equal(limited.headers['retry-after'], '60')
-  t.equal(limited.headers['ratelimit-remaining'], '0')
+  t.equal(failures(limited)?.remaining, '0')
   t.match(limited.body, 'Too many failed attempts. Try again in 1 minute.')
 
   // The account's own limit, from addresses that are each within theirs.
@@ -97,7 +104,7 @@ t.test('passwords: the per-account limit, and the address budget shared with the
   }
   const account = await second.inject({ url: '/demo', headers: sam.headers, remoteAddress: '192.0.2.3' })
   t.equal(account.statusCode, 429, 'the account is limited after perAccount failures')
-  t.equal(account.headers['ratelimit-remaining'], '3', "the headers tell the address's own budget")
+  t.equal(failures(account)?.remaining, '3', "the headers tell the address's own budget")
 })
 
 t.test('single sign-on on the pages spends the same address budget', async (t) => {
@@ -107,7 +114,7 @@ t.test('single sign-on on the pages spends the same address budget', async (t) =
   for (let i = 1; i <= limits.perAddress; i++) {
     const res = await page.get('/demo/login?sso=not-a-multipass')
     t.equal(res.statusCode, 401)
-    t.equal(res.headers['ratelimit-remaining'], String(limits.perAddress - i))
+    t.equal(failures(res)?.remaining, String(limits.perAddress - i))
   }
   const limited = await page.get('/demo/login?sso=not-a-multipass')
   t.equal(limited.statusCode, 429)

@@ -1,5 +1,5 @@
 import type { Clock } from '../../../lib/clock.ts'
-import { isWellFormedToken, OAUTH_ACCESS_TOKEN_PREFIX } from '../../../lib/token-format.ts'
+import { fingerprint, isWellFormedToken, OAUTH_ACCESS_TOKEN_PREFIX } from '../../../lib/token-format.ts'
 import { accept, refuse, type CredentialCheck } from '../types.ts'
 import { READ_METHODS } from './personal-token.ts'
 
@@ -44,6 +44,6 @@ export function oauthTokenCheck(deps: OAuthTokenDeps): CredentialCheck<{ token: 
     const access = token.scopes.has('write') ? 'write' : token.scopes.has('read') ? 'read' : undefined
     if (!access || (access === 'read' && !READ_METHODS.has(method))) return { refused: { kind: 'insufficient_scope' }, headers }
     const user = { id: owner.id, email: owner.email, name: owner.name }
-    return accept({ method: 'oauth_token', site, user, access }, headers)
+    return accept({ method: 'oauth_token', site, user, access, grant: fingerprint(token.grantId) }, headers)
   }
 }

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createAttemptLimiter } from '../../../plugins/auth/attempt-limiter.ts'
-import { testClock } from '../../fixtures/clock.ts'
+import { START, testClock } from '../../fixtures/clock.ts'
 
 t.test('a key is refused after max failures until its window ends', async (t) => {
   const clock = testClock()
@@ -48,7 +48,7 @@ t.test('reservations: taken before the check, at most max at once, given back wh
   const second = limiter.reserve('k')
   t.ok(first.allowed && second.allowed)
   t.same(limiter.reserve('k'), { allowed: false, retryAfter: 1 }, 'two in flight fill a budget of two, for as long as they run')
-  t.same(limiter.status('k'), { limit: 2, remaining: 0, resetSeconds: 60 })
+  t.same(limiter.status('k'), { limit: 2, remaining: 0, resetAt: START + 60_000, resetSeconds: 60 })
   if (first.allowed) {
     first.release()
     first.release()
@@ -58,7 +58,7 @@ t.test('reservations: taken before the check, at most max at once, given back wh
   t.ok(third.allowed, 'the place given back is taken again')
   if (second.allowed) second.release()
   if (third.allowed) third.release()
-  t.same(limiter.status('k'), { limit: 2, remaining: 2, resetSeconds: 60 }, 'every place given back, nothing counted')
+  t.same(limiter.status('k'), { limit: 2, remaining: 2, resetAt: START + 60_000, resetSeconds: 60 }, 'every place given back, nothing counted')
 })
 
 t.test('a failed reservation counts as a failure; a spent budget waits for its window', async (t) => {
@@ -71,7 +71,7 @@ t.test('a failed reservation counts as a failure; a spent budget waits for its w
       attempt.fail()
     }
   }
-  t.same(limiter.status('k'), { limit: 2, remaining: 0, resetSeconds: 60 }, 'each failed once, however often told')
+  t.same(limiter.status('k'), { limit: 2, remaining: 0, resetAt: START + 60_000, resetSeconds: 60 }, 'each failed once, however often told')
   t.same(limiter.reserve('k'), { allowed: false, retryAfter: 60 })
   t.equal(limiter.check(['k']).allowed, false)
 })
