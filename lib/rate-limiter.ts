@@ -63,9 +63,9 @@ export interface RateLimiterOptions {
   clock: Clock
   windowSeconds: number
   /** Hears a failure to forget old windows (the next window tries again). */
-  onPruneError?: (error: unknown) => void
+  onPruneError: (error: unknown) => void
   /** Hears the first of a run of leases the store could not take (meanwhile the process counts alone). */
-  onLeaseError?: (error: unknown) => void
+  onLeaseError: (error: unknown) => void
   /** How many keys are kept in memory at most; the oldest are forgotten first. */
   maxKeys?: number
 }
@@ -80,7 +80,7 @@ export function granted(limit: number, total: number, count: number): number {
   return Math.max(0, Math.min(count, limit - (total - count)))
 }
 
-export function createRateLimiter({ store, clock, windowSeconds, onPruneError = () => {}, onLeaseError = () => {}, maxKeys = 100_000 }: RateLimiterOptions) {
+export function createRateLimiter({ store, clock, windowSeconds, onPruneError, onLeaseError, maxKeys = 100_000 }: RateLimiterOptions) {
   const windowMs = windowSeconds * 1000
   // Map keeps insertion order: the first keys are the least recently used.
   const states = new Map<string, KeyState>()

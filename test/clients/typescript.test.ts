@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createServiceDeskClient, rateLimitOf, ServiceDeskAuthError, ServiceDeskRateLimitError } from '../../clients/typescript/index.ts'
+import { createServiceDeskClient, rateLimitErrorOf, rateLimitOf, ServiceDeskAuthError, ServiceDeskRateLimitError } from '../../clients/typescript/index.ts'
 import { DEFAULT_RATE_LIMITS } from '../../plugins/rate-limits.ts'
 import { buildTestApp, START, supporterWithToken } from '../fixtures/app.ts'
 
@@ -108,4 +108,20 @@ t.test('rateLimitOf reads the five headers, or nothing when one is missing', asy
   t.same(rateLimitOf(headers), { policy: 'writes', limit: 10, remaining: 7, used: 3, resetAt: new Date(1_800_000_000_000) })
   headers.delete('x-ratelimit-used')
   t.equal(rateLimitOf(headers), undefined)
+})
+
+t.test('a 429 as a typed error: the JSON message, else the text, else the status; Retry-After, at least 1', async (t) => {
+  const limited = new Headers({ 'retry-after': '30' })
+  t.match(rateLimitErrorOf(limited, '{"error":"rate_limited","message":"Try again in 30 seconds."}'), { retryAfter: 30, rateLimit: undefined, message: 'Try again in 30 seconds.' })
+  t.match(rateLimitErrorOf(limited, '{"error":"rate_limited"}'), { message: '{"error":"rate_limited"}' }, 'a JSON body without a message is shown whole')
+  t.match(rateLimitErrorOf(new Headers(), ''), { retryAfter: 1, message: 'HTTP 429' }, 'a bare 429')
+})
+
+t.test("the client keeps the last rate limit it was told when an answer tells none (a 406 comes before counting)", async (t) => {
+  const told = { 'x-ratelimit-resource': 'reads', 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '9', 'x-ratelimit-used': '1', 'x-ratelimit-reset': '1800000000' }
+  const answers = [new Response('{}', { headers: { 'content-type': 'application/json', ...told } }), new Response('{}', { status: 406, headers: { 'content-type': 'application/json' } })]
+  const desk = createServiceDeskClient({ baseUrl: 'http://desk.example.test', token: 'service_pat_x', fetch: async () => answers.shift()! })
+  await desk.GET('/{site}', { params: { path: { site: 'demo' } } })
+  await desk.GET('/{site}', { params: { path: { site: 'demo' } } })
+  t.match(desk.rateLimit, { policy: 'reads', remaining: 9 })
 })

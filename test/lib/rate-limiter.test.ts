@@ -26,6 +26,11 @@ function slowStore() {
 }
 
 const reads = { name: 'reads', limit: 100 }
+/** Where a test does not expect the store to fail: a failure fails the test. */
+const unexpected = (error: unknown) => {
+  throw error
+}
+const loud = { onPruneError: unexpected, onLeaseError: unexpected }
 
 t.test('a lease is a 64th of the limit, then a quarter of what is left, at least one; a grant is what was left', async (t) => {
   t.equal(leaseSize(10_000, 0), 157)
@@ -39,7 +44,7 @@ t.test('a lease is a 64th of the limit, then a quarter of what is left, at least
 
 t.test('requests that wait on one lease each get their share, and together never pass the limit', async (t) => {
   const { store, takes } = slowStore()
-  const limiter = createRateLimiter({ store, clock: testClock(), windowSeconds: 3600 })
+  const limiter = createRateLimiter({ store, clock: testClock(), windowSeconds: 3600, ...loud })
   const verdicts = await Promise.all(Array.from({ length: 130 }, () => limiter.take('k', reads)))
   t.equal(verdicts.filter((v) => v.allowed).length, 100)
   t.same(verdicts.slice(0, 100).map((v) => v.remaining), Array.from({ length: 100 }, (_, i) => 99 - i), 'counted down one by one')
@@ -52,7 +57,7 @@ t.test('requests that wait on one lease each get their share, and together never
 t.test('two limiters on one store (two processes) share the limit exactly', async (t) => {
   const { store } = slowStore()
   const clock = testClock()
-  const [one, two] = [createRateLimiter({ store, clock, windowSeconds: 60 }), createRateLimiter({ store, clock, windowSeconds: 60 })]
+  const [one, two] = [createRateLimiter({ store, clock, windowSeconds: 60, ...loud }), createRateLimiter({ store, clock, windowSeconds: 60, ...loud })]
   const policy = { name: 'reads', limit: 37 }
   const verdicts = await Promise.all(Array.from({ length: 90 }, (_, i) => (i % 3 ? one : two).take('k', policy)))
   t.equal(verdicts.filter((v) => v.allowed).length, 37)
@@ -61,7 +66,7 @@ t.test('two limiters on one store (two processes) share the limit exactly', asyn
 t.test('a new window starts afresh, forgets the old lease, and prunes the windows before it once', async (t) => {
   const { store, rows, pruned } = slowStore()
   const clock = testClock()
-  const limiter = createRateLimiter({ store, clock, windowSeconds: 60 })
+  const limiter = createRateLimiter({ store, clock, windowSeconds: 60, ...loud })
   const first = await limiter.take('k', { name: 'reads', limit: 640 })
   t.same([first.remaining, first.resetSeconds, first.resetAt], [639, 60, START + 60_000])
   clock.advance(59_500)
@@ -77,7 +82,7 @@ t.test('a new window starts afresh, forgets the old lease, and prunes the window
 t.test('a failed prune is reported and counting goes on', async (t) => {
   const { store } = slowStore()
   const failures: unknown[] = []
-  const limiter = createRateLimiter({ store: { ...store, prune: () => Promise.reject(new Error('database gone')) }, clock: testClock(), windowSeconds: 60, onPruneError: (e) => failures.push(e) })
+  const limiter = createRateLimiter({ store: { ...store, prune: () => Promise.reject(new Error('database gone')) }, clock: testClock(), windowSeconds: 60, onPruneError: (e) => failures.push(e), onLeaseError: unexpected })
   t.equal((await limiter.take('k', reads)).allowed, true)
   await new Promise((resolve) => setImmediate(resolve))
   t.match(failures, [{ message: 'database gone' }])
@@ -88,7 +93,7 @@ t.test('a lease the store cannot take is granted from the process\'s own count, 
   let down = true
   const failures: unknown[] = []
   const flaky: RateWindowStore = { ...store, take: (...args) => (down ? Promise.reject(new Error('database is locked')) : store.take(...args)) }
-  const limiter = createRateLimiter({ store: flaky, clock: testClock(), windowSeconds: 60, onLeaseError: (e) => failures.push(e) })
+  const limiter = createRateLimiter({ store: flaky, clock: testClock(), windowSeconds: 60, onLeaseError: (e) => failures.push(e), onPruneError: unexpected })
   const policy = { name: 'reads', limit: 8 }
   const verdicts = []
   for (let i = 0; i < 10; i++) verdicts.push(await limiter.take('k', policy))
@@ -105,7 +110,7 @@ t.test('a lease the store cannot take is granted from the process\'s own count, 
 t.test("a 304's share is given back into its own window only; a refusal gives nothing back", async (t) => {
   const { store } = slowStore()
   const clock = testClock()
-  const limiter = createRateLimiter({ store, clock, windowSeconds: 60 })
+  const limiter = createRateLimiter({ store, clock, windowSeconds: 60, ...loud })
   const policy = { name: 'reads', limit: 2 }
   const first = await limiter.take('k', policy)
   t.equal(first.giveBack().remaining, 2)
@@ -122,20 +127,20 @@ t.test("a 304's share is given back into its own window only; a refusal gives no
 t.test('closing gives back what the process still holds, so the next process can spend it', async (t) => {
   const { store, rows } = slowStore()
   const clock = testClock()
-  const limiter = createRateLimiter({ store, clock, windowSeconds: 60 })
+  const limiter = createRateLimiter({ store, clock, windowSeconds: 60, ...loud })
   const policy = { name: 'reads', limit: 6400 }
   await limiter.take('a', policy)
   await limiter.take('b', policy)
   t.same([...rows.values()], [100, 100])
   await limiter.release()
   t.same([...rows.values()], [1, 1], 'only what was spent stays taken')
-  const next = createRateLimiter({ store, clock, windowSeconds: 60 })
+  const next = createRateLimiter({ store, clock, windowSeconds: 60, ...loud })
   t.equal((await next.take('a', policy)).remaining, 6398)
 })
 
 t.test('at most maxKeys keys are kept; the least recently started is forgotten first', async (t) => {
   const { store, takes } = slowStore()
-  const limiter = createRateLimiter({ store, clock: testClock(), windowSeconds: 60, maxKeys: 2 })
+  const limiter = createRateLimiter({ store, clock: testClock(), windowSeconds: 60, maxKeys: 2, ...loud })
   for (const key of ['a', 'b', 'c']) await limiter.take(key, reads)
   t.equal(takes.length, 3)
   await limiter.take('c', reads)

@@ -111,12 +111,17 @@ t.test('two tokens, two budgets; one address cannot spend or borrow from another
 })
 
 t.test('the per-site override gives a site its own policies', async (t) => {
-  const { app } = await buildTestApp(t, { config: { rateLimits: limits({ reads: 100, sites: { other: { reads: 1 } } }) } })
+  const { app } = await buildTestApp(t, { config: { rateLimits: limits({ reads: 100, writes: 50, sites: { other: { reads: 1 }, third: { writes: 2 } } }) } })
   const ann = await supporterWithToken(app)
   const olga = await supporterWithToken(app, { site: 'other' })
+  const tom = await supporterWithToken(app, { site: 'third' })
   const atOther = await app.inject({ url: '/other', headers: olga.bearer })
   t.equal(atOther.headers['ratelimit-policy'], '"reads";q=1;w=3600')
   t.equal((await app.inject({ url: '/other', headers: olga.bearer })).statusCode, 429)
+  const writeAtOther = await app.inject({ method: 'POST', url: '/other/discussions/1/resolve', headers: olga.bearer })
+  t.equal(writeAtOther.headers['ratelimit-policy'], '"writes";q=50;w=3600', 'a site that sets its reads keeps the default writes')
+  t.equal((await app.inject({ url: '/third', headers: tom.bearer })).headers['ratelimit-policy'], '"reads";q=100;w=3600', 'and the other way round')
+  t.equal((await app.inject({ method: 'POST', url: '/third/discussions/1/resolve', headers: tom.bearer })).headers['ratelimit-policy'], '"writes";q=2;w=3600')
   t.equal((await app.inject({ url: '/demo', headers: ann.bearer })).headers['ratelimit-policy'], '"reads";q=100;w=3600', 'the other sites keep the default')
 })
 
