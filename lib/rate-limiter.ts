@@ -188,18 +188,33 @@ export function createRateLimiter({ store, clock, windowSeconds, onPruneError, o
 
 export type RateLimiter = ReturnType<typeof createRateLimiter>
 
+/** The parts of a policy's headers that do not change from one request to the next, made once per policy. */
+const fixedParts = new WeakMap<RatePolicy, { windowSeconds: number; policyField: string; item: string; limit: string }>()
+
+function partsOf({ policy, windowSeconds }: Standing) {
+  let parts = fixedParts.get(policy)
+  if (parts?.windowSeconds !== windowSeconds) {
+    const item = `"${policy.name}"`
+    fixedParts.set(policy, (parts = { windowSeconds, policyField: `${item};q=${policy.limit};w=${windowSeconds}`, item, limit: String(policy.limit) }))
+  }
+  return parts
+}
+
 /**
  * The headers of a request's standing: RateLimit-Policy and RateLimit of the IETF draft
  * (draft-ietf-httpapi-ratelimit-headers-11: `"reads";q=5000;w=3600` and `"reads";r=4999;t=1234`),
  * one item per policy, and GitHub's x-ratelimit-* names for the first (the one the request counted
- * against), for the clients that already read those.
+ * against), for the clients that already read those. They go with every answer of the API, so
+ * what does not change is made once per policy.
  */
 export function rateLimitHeaders(standings: readonly Standing[]): Record<string, string> {
   const [first] = standings
+  const parts = partsOf(first)
+  const item = (s: Standing) => `${partsOf(s).item};r=${s.remaining};t=${s.resetSeconds}`
   return {
-    'ratelimit-policy': standings.map((s) => `"${s.policy.name}";q=${s.policy.limit};w=${s.windowSeconds}`).join(', '),
-    ratelimit: standings.map((s) => `"${s.policy.name}";r=${s.remaining};t=${s.resetSeconds}`).join(', '),
-    'x-ratelimit-limit': String(first.policy.limit),
+    'ratelimit-policy': standings.length === 1 ? parts.policyField : standings.map((s) => partsOf(s).policyField).join(', '),
+    ratelimit: standings.length === 1 ? item(first) : standings.map(item).join(', '),
+    'x-ratelimit-limit': parts.limit,
     'x-ratelimit-remaining': String(first.remaining),
     'x-ratelimit-used': String(first.policy.limit - first.remaining),
     'x-ratelimit-reset': String(Math.ceil(first.resetAt / 1000)),

@@ -37,7 +37,6 @@ declare module 'fastify' {
 }
 
 export interface RateLimits {
-  settings: RateLimitSettings
   /** One request of an accepted credential: a write or a read. */
   credential(auth: Authenticated, write: boolean): RateVerdict | Promise<RateVerdict>
   /** One request of the API that no credential was accepted for, from `address`. */
@@ -45,16 +44,16 @@ export interface RateLimits {
 }
 
 /**
- * What a credential's requests are counted under, within its site: a personal token by its id, an
+ * What a credential's requests of a policy are counted under, within its site: a personal token by its id, an
  * OAuth access token by its grant (the tokens an application refreshes share one budget), a
  * legacy token, a multipass or a password by the account. Never the secret itself.
  */
-export function credentialKey(auth: Authenticated): string {
+export function credentialKey(auth: Authenticated, policy: RatePolicy): string {
   const site = auth.site.id
-  if (auth.method === 'personal_token') return `${site}:token:${auth.tokenId}`
-  if (auth.method === 'oauth_token') return `${site}:grant:${auth.grant}`
-  if (auth.method === 'legacy_token') return `${site}:legacy:${auth.user.id}`
-  return `${site}:account:${auth.user.id}`
+  if (auth.method === 'personal_token') return `${site}:token:${auth.tokenId}:${policy.name}`
+  if (auth.method === 'oauth_token') return `${site}:grant:${auth.grant}:${policy.name}`
+  if (auth.method === 'legacy_token') return `${site}:legacy:${auth.user.id}:${policy.name}`
+  return `${site}:account:${auth.user.id}:${policy.name}`
 }
 
 /**
@@ -93,11 +92,10 @@ export default fp<{ settings: RateLimitSettings }>(
 
     fastify.decorateRequest('rateLimit', null)
     fastify.decorate('rateLimits', {
-      settings,
       credential(auth, write) {
         const { reads, writes } = perSite.get(auth.site.permalink) ?? policies
         const policy = write ? writes : reads
-        return limiter.take(`${credentialKey(auth)}:${policy.name}`, policy)
+        return limiter.take(credentialKey(auth, policy), policy)
       },
       address: (address) => limiter.take(addressKey(address), anonymous),
     } satisfies RateLimits)

@@ -181,7 +181,9 @@ export default fp(
         if (off) return refuseWith(request, reply, permalink, { kind: 'switched_off', method: off })
         request.auth = result.accepted
         if (result.headers) reply.headers(result.headers)
-        const verdict = await rateLimits.credential(result.accepted, method !== 'GET' && method !== 'HEAD')
+        // Answered from memory while the process holds a lease: awaited only when it takes one.
+        const counted = rateLimits.credential(result.accepted, method !== 'GET' && method !== 'HEAD')
+        const verdict = counted instanceof Promise ? await counted : counted
         reply.headers(rateLimitHeaders([verdict]))
         if (!verdict.allowed) return tooManyRequests(request, reply, verdict, 'this credential')
         request.rateLimit = verdict

@@ -160,4 +160,9 @@ t.test('the headers: the draft\'s two fields with one item per standing, and Git
     'x-ratelimit-reset': String(START / 1000 + 12),
     'x-ratelimit-resource': 'failures',
   })
+  const reads = { name: 'reads', limit: 10 }
+  const at = (windowSeconds: number) => ({ policy: reads, windowSeconds, remaining: 9, resetSeconds: 5, resetAt: START })
+  t.equal(rateLimitHeaders([at(60)])['ratelimit-policy'], '"reads";q=10;w=60')
+  t.equal(rateLimitHeaders([at(60)])['ratelimit-policy'], '"reads";q=10;w=60', 'the same policy, its parts made once')
+  t.equal(rateLimitHeaders([at(3600)])['ratelimit-policy'], '"reads";q=10;w=3600', 'the same policy in another window is told so')
 })
