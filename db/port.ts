@@ -1,4 +1,4 @@
-import type { Column, SQL, SQLWrapper } from './drizzle.ts'
+import { sql, type Column, type SQL, type SQLWrapper } from './drizzle.ts'
 import type { NodePgQueryResultHKT, PgDatabase, PgTable } from './drizzle-postgres.ts'
 import type * as tables from './schema/postgres.ts'
 
@@ -76,6 +76,12 @@ export interface StorePort {
    */
   guard<S extends object>(store: S): S
 }
+
+/**
+ * A placeholder bound as it is given, not through a column's mapping (which `sql.placeholder` in
+ * `values()` and `where()` goes through): for `set()`, and for moments given through `port.moment`.
+ */
+export const given = (name: string): SQL => sql`${sql.placeholder(name)}`
 
 /** `prepared` over `db`: each statement built on it once, kept by its name in this closure. */
 export function preparedOn(db: Executor): StorePort['prepared'] {

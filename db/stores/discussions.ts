@@ -1,5 +1,5 @@
 import { and, asc, eq, getTableColumns, sql } from '../drizzle.ts'
-import { pageBounds, type StorePort, type Tables } from '../port.ts'
+import { given, pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { CommentVia, DiscussionState } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
@@ -128,8 +128,7 @@ function commentOf(port: StorePort) {
 function writes(port: StorePort) {
   const { comments, discussions } = port.tables
   const p = sql.placeholder
-  // Placeholders in set() are bound as they are given, not through the columns: moments through port.moment.
-  const given = (name: string) => sql`${p(name)}`
+  // Placeholders in set() are bound as they are given (port.ts), not through the columns: moments through port.moment.
   return {
     lastNumber: port.prepared('discussions_last_number', (db) =>
       db.select({ n: sql<number | null>`max(${discussions.number})` }).from(discussions).where(eq(discussions.siteId, p('siteId'))).prepare('discussions_last_number'),

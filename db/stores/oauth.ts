@@ -1,5 +1,5 @@
 import { and, desc, eq, isNull, lte, sql, type Column, type SQL } from '../drizzle.ts'
-import type { StorePort } from '../port.ts'
+import { given, type StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 
 // oidc-provider's records (sessions, grants, codes, tokens, registered clients...) under the OAuth
@@ -49,9 +49,7 @@ function excluded(column: Column): SQL {
   return sql.raw(`excluded."${column.name}"`)
 }
 
-/** A placeholder bound as it is given, without the column's mapping (which cannot take a null moment). */
-const raw = (name: string) => sql`${sql.placeholder(name)}`
-
+// Moments are bound as given (port.ts), without the column's mapping, which cannot take a null moment.
 /** What an upsert binds, column by column. */
 const UPSERT_VALUES = {
   model: sql.placeholder('model'),
@@ -63,8 +61,8 @@ const UPSERT_VALUES = {
   accountId: sql.placeholder('accountId'),
   clientId: sql.placeholder('clientId'),
   resource: sql.placeholder('resource'),
-  expiresAt: raw('expiresAt'),
-  createdAt: raw('createdAt'),
+  expiresAt: given('expiresAt'),
+  createdAt: given('createdAt'),
 }
 
 const REPLACED = ['payload', 'grantId', 'uid', 'userCode', 'accountId', 'clientId', 'resource', 'expiresAt'] as const
@@ -93,12 +91,12 @@ export function createOAuthStore(port: StorePort, clock: Clock) {
     .onConflictDoUpdate({ target: [records.model, records.id], set: replacedOnUpsert(records) })
     .prepare('oauth_records_upsert')
 
-  const byKey = db.select().from(records).where(and(key, live(raw('now')))).prepare('oauth_records_by_key')
+  const byKey = db.select().from(records).where(and(key, live(given('now')))).prepare('oauth_records_by_key')
   const byColumn = (column: Column, name: string) =>
     db
       .select()
       .from(records)
-      .where(and(eq(records.model, sql.placeholder('model')), eq(column, sql.placeholder('value')), live(raw('now'))))
+      .where(and(eq(records.model, sql.placeholder('model')), eq(column, sql.placeholder('value')), live(given('now'))))
       .orderBy(desc(records.createdAt))
       .limit(1)
       .prepare(name)
@@ -106,14 +104,14 @@ export function createOAuthStore(port: StorePort, clock: Clock) {
 
   const consume = db
     .update(records)
-    .set({ consumedAt: raw('now') })
+    .set({ consumedAt: given('now') })
     .where(and(key, isNull(records.consumedAt)))
     .prepare('oauth_records_consume')
   const remove = db.delete(records).where(key).prepare('oauth_records_destroy')
   const touch = db
     .update(records)
-    .set({ lastUsedAt: raw('at') })
-    .where(and(key, sql`(${records.lastUsedAt} IS NULL OR ${records.lastUsedAt} < ${raw('before')})`))
+    .set({ lastUsedAt: given('at') })
+    .where(and(key, sql`(${records.lastUsedAt} IS NULL OR ${records.lastUsedAt} < ${given('before')})`))
     .prepare('oauth_records_record_use')
 
   return {

@@ -1,12 +1,10 @@
 import { lt, sql } from '../drizzle.ts'
-import type { StorePort } from '../port.ts'
+import { given, type StorePort } from '../port.ts'
 
 // The counts that fair use shares between processes (plugins/rate-limits.ts; docs/decisions.md,
 // "Fair use"): one row per key and window, the number of requests taken from that key's budget in
 // that window by every process on the database. A process takes several at once and spends them
 // from memory, so the row is written once per lease, not once per request.
-
-const raw = (name: string) => sql`${sql.placeholder(name)}`
 
 export function createRateLimitStore(port: StorePort) {
   const { db, moment, tables: { rateLimitWindows: windows } } = port
@@ -15,11 +13,11 @@ export function createRateLimitStore(port: StorePort) {
   // before its own share (the total less its share), so what it was granted is exact.
   const take = db
     .insert(windows)
-    .values({ key: sql.placeholder('key'), windowStart: raw('windowStart'), taken: sql.placeholder('count') })
+    .values({ key: sql.placeholder('key'), windowStart: given('windowStart'), taken: sql.placeholder('count') })
     .onConflictDoUpdate({ target: [windows.key, windows.windowStart], set: { taken: sql`${windows.taken} + excluded.taken` } })
     .returning({ taken: windows.taken })
     .prepare('rate_limit_windows_take')
-  const prune = db.delete(windows).where(lt(windows.windowStart, raw('before'))).prepare('rate_limit_windows_prune')
+  const prune = db.delete(windows).where(lt(windows.windowStart, given('before'))).prepare('rate_limit_windows_prune')
 
   return {
     /** Adds `count` to what the key took in the window that starts at `windowStart`; answers the window's total, `count` included. */
