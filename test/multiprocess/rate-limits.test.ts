@@ -1,21 +1,16 @@
-import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { bannerToken, startServer, type RunningServer } from '../fixtures/server.ts'
+import { sharedDatabase } from './two-apps.ts'
 
 // Fair use across real service processes (issue 33; docs/decisions.md, "Fair use"): two
 // processes on one database, as an operator runs them behind a proxy, on the suite's engine (one
 // SQLite file, or one PostgreSQL schema), enforce one limit between them; a process started again
 // finds the window where the others left it.
 
+/** The suite's shared database (two-apps.ts), as the processes' environment. */
 function databaseEnv(t: Test): Record<string, string> {
-  if (TEST_ENGINE === 'postgres') return { SERVICE_DB: postgresTestAddress(t), SERVICE_SECRET: randomBytes(32).toString('hex') }
-  const dir = mkdtempSync(join(tmpdir(), 'service-desk-limits-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  return { SERVICE_DB: join(dir, 'service.db') }
+  const { databaseAddress, secret } = sharedDatabase(t)
+  return { SERVICE_DB: databaseAddress, ...(secret === undefined ? {} : { SERVICE_SECRET: secret }) }
 }
 
 const site = (server: RunningServer, token: string) =>

@@ -1,9 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import Database from 'better-sqlite3'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import t from 'tap'
 import { buildApp } from '../../app.ts'
 import { addressKey, DEFAULT_RATE_LIMITS, type RateLimitSettings } from '../../plugins/rate-limits.ts'
@@ -157,9 +154,7 @@ t.test('a restart does not reset the window: the count lives in the database, an
 })
 
 t.test("while another process holds SQLite's write lock, requests are served and counted by this process alone, and the log says so", { skip: SQLITE_ONLY && 'a lock of SQLite itself' }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'service-desk-limits-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const databaseAddress = join(dir, 'service.db')
+  const { databaseAddress } = sharedDatabase(t)
   const log = logCapture()
   const { app } = await buildTestApp(t, { config: { databaseAddress, rateLimits: limits({ reads: 640 }) }, busyTimeoutMs: 50, logStream: log.stream })
   const ann = await supporterWithToken(app)
