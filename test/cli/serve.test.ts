@@ -55,11 +55,11 @@ t.test('first run over a real socket: the demo site, the banner once, a working 
     `Bearer realm="Service", resource_metadata="${first.base}/.well-known/oauth-protected-resource/demo", scope="read write"`,
   )
   // The log is written in batches, and at least every second (cli/serve.ts): the line of a
-  // request is out within that, with nothing else happening.
+  // request is out within that, with nothing else happening. Without the timed flush it would wait
+  // for 4 KB of lines or the shutdown; the wait here is a few flushes, not a speed check.
   const written = Date.now()
-  while (!/"statusCode":401/.test(first.output()) && Date.now() - written < 5_000) await new Promise((resolve) => setTimeout(resolve, 50))
+  while (!/"statusCode":401/.test(first.output()) && Date.now() - written < 5 * LOG_FLUSH_MS) await new Promise((resolve) => setTimeout(resolve, 50))
   t.match(first.output(), /"statusCode":401/, "the refusal's line is written without a shutdown to flush it")
-  t.ok(Date.now() - written < 2 * LOG_FLUSH_MS + 500, `within a flush or two, on a busy machine (${Date.now() - written} ms)`)
   t.equal(await first.stop(), 0, 'SIGTERM closes gracefully')
   t.notMatch(first.output(), /"level":50/, 'no error was logged')
   t.notMatch(first.output().replace(banner, ''), token, 'the token never reached a log line')

@@ -172,10 +172,10 @@ t.test('the concurrency bound: a flood of wrong passwords runs at most the bound
   t.equal(app.passwordChecks.running, PASSWORD_CHECK_CONCURRENCY, 'the bound is reached')
   t.equal(app.passwordChecks.waiting, PASSWORD_CHECK_QUEUE, 'the queue is full')
 
-  const started = Date.now()
+  // Answered while every verification is still held (the gate opens only at release() below): a
+  // token request does not queue behind the flood, however slow the machine.
   const other = await app.inject({ url: '/demo/discussions', headers: ann.bearer })
   t.equal(other.statusCode, 200, 'a token request is answered while the flood waits')
-  t.ok(Date.now() - started < 1000, 'and promptly')
   t.equal(app.passwordChecks.running, PASSWORD_CHECK_CONCURRENCY, 'the flood was still under way')
 
   release()
