@@ -3,24 +3,30 @@
 // tools/test/plan.ts says which file runs in which pass: a file that cannot tell the engines apart
 // runs once. PostgreSQL is SERVICE_TEST_POSTGRES_URL, by default the local server; when none
 // answers the second run is skipped and the output says so, except under CI=true, where that is a
-// failure. Arguments go to tap (`npm test -- --disable-coverage`). Runs on the Node that runs this
-// script; tests load the TypeScript sources as that Node does (type stripping), see .taprc.
+// failure. Arguments go to tap (`npm test -- --disable-coverage`), but for `--record-durations`,
+// which writes how long each file took in each pass into tools/test/durations.json after a run
+// that passed: the plan starts the longest files first. Runs on the Node that runs this script;
+// tests load the TypeScript sources as that Node does (type stripping), see .taprc.
 import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { testPlan } from './plan.ts'
+import { DURATIONS, testPlan } from './plan.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const TAP = join(ROOT, 'node_modules', 'tap', 'dist', 'esm', 'run.mjs')
 const COVERAGE = join(ROOT, '.tap', 'coverage')
 const POSTGRES_URL = process.env.SERVICE_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
-const args = process.argv.slice(2)
+const RECORD = '--record-durations'
+const record = process.argv.includes(RECORD)
+const args = process.argv.slice(2).filter((arg) => arg !== RECORD)
 const coverage = !args.includes('--disable-coverage')
 const plan = testPlan(ROOT)
 
 const seconds = (since) => `${((Date.now() - since) / 1000).toFixed(0)} s`
+
+const durations = { sqlite: {}, postgres: {} }
 
 function tap(engine, files, extra) {
   console.log(`\n== the suite on ${engine} (Node ${process.version}): ${files.length} files`)
@@ -28,6 +34,12 @@ function tap(engine, files, extra) {
   const env = { ...process.env, SERVICE_TEST_ENGINE: engine }
   const run = spawnSync(process.execPath, [TAP, ...extra, ...args, ...files], { cwd: ROOT, env, stdio: 'inherit' })
   console.log(`== ${engine}: ${run.status === 0 ? 'passed' : 'FAILED'} in ${seconds(started)}`)
+  // What each file took, from the results tap keeps of this pass (its last line, `# time=…ms`).
+  for (const file of files) {
+    const result = join(ROOT, '.tap', 'test-results', `${file}.tap`)
+    const time = existsSync(result) && statSync(result).mtimeMs >= started && /# time=([\d.]+)ms\s*$/.exec(readFileSync(result, 'utf8'))
+    if (time) durations[engine][file] = Math.round(Number(time[1]) / 100) / 10
+  }
   return run.status ?? 1
 }
 
@@ -73,5 +85,13 @@ try {
   }
 } finally {
   rmSync(kept, { recursive: true, force: true })
+}
+if (record) {
+  if (failed) console.log(`== ${DURATIONS} not written: the run did not pass`)
+  else {
+    const sorted = (times) => Object.fromEntries(Object.entries(times).sort(([a], [b]) => a.localeCompare(b)))
+    writeFileSync(join(ROOT, DURATIONS), `${JSON.stringify({ sqlite: sorted(durations.sqlite), postgres: sorted(durations.postgres) }, null, 2)}\n`)
+    console.log(`== ${DURATIONS} written`)
+  }
 }
 process.exitCode = failed ? 1 : 0
