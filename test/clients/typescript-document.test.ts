@@ -32,11 +32,12 @@ t.test('the committed document and types are what the live API generates today',
   t.match(types, /Discussion: \{/, 'named schemas')
 })
 
-t.test('a change of the API that breaks the example fails the type check', async (t) => {
+t.test('a change of the API that breaks the example fails the type check, with that error alone', async (t) => {
   // `npm run check` compiles the example against the committed types, and the test above holds
   // those to the live document; here, the same compile catches a breaking change. A copy of the
   // client beside the repository's node_modules (openapi-fetch, @types/node), compiled with the
-  // repository's settings; the second compile reuses what the first parsed.
+  // repository's settings, once (a compile is most of this file's time): the live types less one
+  // field give exactly the one error that field makes, so the rest of the example compiles.
   const { types } = await live
   mkdirSync(join(REPO, 'node_modules', '.cache'), { recursive: true })
   const dir = mkdtempSync(join(REPO, 'node_modules', '.cache', 'client-'))
@@ -44,16 +45,13 @@ t.test('a change of the API that breaks the example fails the type check', async
   for (const file of ['index.ts', 'example.ts', 'package.json']) copyFileSync(join(CLIENT, file), join(dir, file))
   const { config } = ts.readConfigFile(join(REPO, 'tsconfig.json'), ts.sys.readFile)
   const { options } = ts.convertCompilerOptionsFromJson(config.compilerOptions, REPO)
-  let last: ts.Program | undefined
-  const typeErrors = (schema: string) => {
-    writeFileSync(join(dir, 'schema.d.ts'), schema)
-    last = ts.createProgram([join(dir, 'example.ts')], options, ts.createCompilerHost(options), last)
-    return ts.getPreEmitDiagnostics(last).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))
-  }
-  t.same(typeErrors(types), [], 'no type error with the live types')
   const withoutTitle = types.replace(/(\n {8}Discussion: \{\n(?: {12}.*\n)*?) {12}title: string;\n/, '$1')
   t.not(withoutTitle, types, 'a Discussion without its title')
-  t.match(typeErrors(withoutTitle), [/Property 'title' does not exist/])
+  writeFileSync(join(dir, 'schema.d.ts'), withoutTitle)
+  const program = ts.createProgram([join(dir, 'example.ts')], options, ts.createCompilerHost(options))
+  const errors = ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName.slice(dir.length + 1)}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`)
+  t.equal(errors.length, 1, errors.join('\n'))
+  t.match(errors[0], /^example\.ts: Property 'title' does not exist on type '\{ href: string;/)
 })
 
 t.test('Redocly lints the live document (recommended-strict: every rule an error) with no problem', async (t) => {
