@@ -8,6 +8,7 @@ import { NUL_PROBLEM } from './lib/nul.ts'
 import { redactUrl } from './lib/redact.ts'
 import { createRefusalLog, type RefusalLog, type RefusalLogOptions } from './lib/refusals.ts'
 import { loggerOptions, OneLinePerRequest } from './plugins/http/request-log.ts'
+import { sharedSchemaCompilers } from './plugins/http/schema-compilers.ts'
 import { answerUnavailable, refusedUnstorableText } from './plugins/http/database-refusals.ts'
 import { clientErrorBody } from './plugins/http/validation.ts'
 import authentication from './plugins/auth/authenticate.ts'
@@ -86,6 +87,8 @@ export function buildApp(options: AppOptions) {
     clientErrorHandler: createClientErrorHandler(refusals),
     // The whole request, its headers, and an idle keep-alive connection each have a time limit.
     ...timeoutOptions(connections),
+    // Each route schema compiled once per process, however many apps it builds (the suite's).
+    schemaController: sharedSchemaCompilers,
   })
   app.decorate('refusals', refusals)
 

@@ -2,6 +2,7 @@ import { SQLITE_ONLY } from './fixtures/postgres.ts'
 import t from 'tap'
 import { buildApp } from '../app.ts'
 import { systemClock } from '../lib/clock.ts'
+import { sharedSchemaCompilers } from '../plugins/http/schema-compilers.ts'
 import { BASE_URL, buildTestApp, newTestApp, sqliteOf, supporterWithToken } from './fixtures/app.ts'
 import { logCapture } from './fixtures/log.ts'
 
@@ -70,4 +71,23 @@ t.test('without a clock of its own the app keeps the system time', async (t) => 
   t.teardown(() => app.close())
   await app.ready()
   t.equal(app.clock, systemClock)
+})
+
+t.test("the apps of one process share Fastify's compiled schemas: one function per schema, shared schemas and options", async (t) => {
+  const { buildSerializer, buildValidator } = sharedSchemaCompilers!.compilersFactory!
+  const schema = { type: 'object', properties: { id: { type: 'integer' } } }
+  const route = { schema, method: 'GET', url: '/x', httpStatus: '200' }
+  const serializer = buildSerializer!({}, {})(route)
+  t.equal(buildSerializer!({}, {})(route), serializer, 'a second app gets the function the first compiled')
+  t.equal(serializer({ id: 7, token: 'never shown' }), '{"id":7}', 'and it writes what the schema says')
+  t.not(buildSerializer!({}, {})({ ...route, schema: { ...schema } }), serializer, 'another schema object is compiled on its own')
+  const shared = { Other: { $id: 'Other', type: 'string' } }
+  t.not(buildSerializer!(shared, {})(route), serializer, 'so is one among other shared schemas')
+  t.not(buildSerializer!({}, { rounding: 'ceil' })(route), serializer, 'or with other options')
+
+  const part = { schema, method: 'POST', url: '/x', httpPart: 'body' }
+  const validate = buildValidator!({}, { customOptions: {} })(part)
+  t.equal(buildValidator!({}, { customOptions: {} })(part), validate, 'a validator is compiled once too')
+  t.equal(validate({ id: 'seven' }), false)
+  t.equal(validate({ id: 7 }), true)
 })

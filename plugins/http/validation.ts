@@ -62,9 +62,13 @@ function withOwnMessages(schema: Schema, errors: FastifySchemaValidationError[])
   })
 }
 
+// Compiled once per schema and process, as Fastify's own compilers are (plugins/http/schema-compilers.ts).
+const compiled = new WeakMap<TSchema, ReturnType<typeof Compile<TSchema>>>()
+
 /** TypeBox validation for every part of a request, reporting all the problems of a part at once. */
 export const strictValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
-  const check = Compile(schema)
+  let check = compiled.get(schema)
+  if (!check) compiled.set(schema, (check = Compile(schema)))
   return (value) => {
     const converted = httpPart === 'body' ? value : convertIntegers(schema as Schema, value as object)
     if (check.Check(converted)) return { value: converted }
