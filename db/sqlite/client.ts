@@ -23,7 +23,8 @@ export function openDatabase(file: string, { busyTimeoutMs = DEFAULT_BUSY_TIMEOU
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
     if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600))
   }
-  const sqlite = new Database(file, { nativeBinding: resources.sqliteBinding })
+  const memory = file === ':memory:'
+  const sqlite = new Database(memory ? migratedImage() : file, { nativeBinding: resources.sqliteBinding })
   sqlite.pragma('journal_mode = WAL')
   // FULL: every commit is synced to the write-ahead log before the request is answered, so an
   // acknowledged write survives a killed process (NORMAL would too) and a power cut (NORMAL may
@@ -34,8 +35,25 @@ export function openDatabase(file: string, { busyTimeoutMs = DEFAULT_BUSY_TIMEOU
   const db = drizzle({ client: withStatementCache(sqlite), schema })
   // Everything else that reaches for the connection itself gets it as it is.
   Object.assign(db, { $client: sqlite })
-  migrate(db, { migrationsFolder: resources.migrations })
+  if (!memory) migrate(db, { migrationsFolder: resources.migrations })
   return db
+}
+
+let image: Buffer | undefined
+
+/**
+ * An empty database with every migration applied, made once per process: a private database opens
+ * as a copy of it. The suite opens about two thousand, and migrating each one was a tenth of the
+ * time it took to build an app.
+ */
+function migratedImage(): Buffer {
+  if (!image) {
+    const sqlite = new Database(':memory:', { nativeBinding: resources.sqliteBinding })
+    migrate(drizzle({ client: sqlite, schema }), { migrationsFolder: resources.migrations })
+    image = sqlite.serialize()
+    sqlite.close()
+  }
+  return image
 }
 
 /** How many statements drizzle's side of a connection keeps, the least recently used going first. */

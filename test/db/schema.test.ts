@@ -1,5 +1,8 @@
 import { is } from '../../db/drizzle.ts'
 import { getTableConfig, SQLiteTable } from '../../db/drizzle.ts'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t from 'tap'
 import { openDatabase } from '../../db/sqlite/client.ts'
 import * as schema from '../../db/schema/sqlite.ts'
@@ -33,6 +36,27 @@ t.test('the pragmas of decisions: WAL, foreign keys, busy timeout, every commit 
   const server = openDatabase(':memory:', { busyTimeoutMs: 1000 })
   t.teardown(() => server.$client.close())
   t.equal(server.$client.pragma('busy_timeout', { simple: true }), 1000, 'the server waits less')
+})
+
+t.test('a private database is a copy of one migrated once: the schema of a migrated file, and nothing shared with another', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'service-desk-schema-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = openDatabase(join(dir, 'service.db'))
+  const one = openDatabase(':memory:')
+  const two = openDatabase(':memory:')
+  t.teardown(() => [file, one, two].forEach((db) => db.$client.close()))
+  const shape = (db: typeof file) => db.$client.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name").all()
+  t.same(shape(one), shape(file), 'every table, index and trigger of a migrated file')
+  const applied = (db: typeof file) => db.$client.prepare('SELECT hash FROM __drizzle_migrations ORDER BY id').all()
+  t.same(applied(one), applied(file), 'and every migration recorded as applied')
+  t.ok(applied(one).length >= 10)
+
+  one.$client.prepare("INSERT INTO sites (permalink, name, multipass_key, created_at) VALUES ('mine', 'Mine', 'k', 0)").run()
+  t.same(one.$client.prepare('SELECT permalink FROM sites').all(), [{ permalink: 'mine' }])
+  t.same(two.$client.prepare('SELECT permalink FROM sites').all(), [], 'a row written in one private database is not in another')
+  const fresh = openDatabase(':memory:')
+  t.teardown(() => fresh.$client.close())
+  t.same(fresh.$client.prepare('SELECT count(*) AS n FROM sites').get(), { n: 0 }, 'nor in one opened after it')
 })
 
 t.test('the token look-up and the limit count use their indexes', async (t) => {
