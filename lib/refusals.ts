@@ -55,6 +55,22 @@ export interface RefusalLogOptions {
   linesPerWindow?: number
   /** Distinct addresses counted per window; more are counted together as "other". */
   maxAddresses?: number
+  /** The clock and the timer of the windows: the wall clock and Node's timers unless a test drives its own. */
+  timers?: RefusalTimers
+}
+
+export interface RefusalTimers {
+  now(): number
+  /** Runs `callback` after `ms`, unless the returned function is called first. */
+  start(callback: () => void, ms: number): () => void
+}
+
+const NODE_TIMERS: RefusalTimers = {
+  now: () => Date.now(),
+  start(callback, ms) {
+    const timer = setTimeout(callback, ms).unref()
+    return () => clearTimeout(timer)
+  },
 }
 
 interface KindState {
@@ -64,7 +80,8 @@ interface KindState {
   burst: boolean
   counted: number
   addresses: Map<string, number>
-  timer: NodeJS.Timeout | null
+  /** Stops the timer of the window being counted, if one runs. */
+  stopTimer: (() => void) | null
 }
 
 export interface RefusalLog {
@@ -86,6 +103,7 @@ export function createRefusalLog(log: () => RefusalLogger, options: RefusalLogOp
   const windowMs = options.windowMs ?? 1000
   const linesPerWindow = options.linesPerWindow ?? 5
   const maxAddresses = options.maxAddresses ?? 1000
+  const timers = options.timers ?? NODE_TIMERS
   const states = new Map<RefusalKind, KindState>()
 
   function summarise(kind: RefusalKind, state: KindState, now: number) {
@@ -103,26 +121,30 @@ export function createRefusalLog(log: () => RefusalLogger, options: RefusalLogOp
     state.since = now
   }
 
+  function startWindow(kind: RefusalKind, state: KindState) {
+    state.stopTimer = timers.start(() => endOfWindow(kind, state), windowMs)
+  }
+
   function endOfWindow(kind: RefusalKind, state: KindState) {
-    const now = Date.now()
+    const now = timers.now()
     if (state.counted > 0) {
       summarise(kind, state, now)
-      state.timer = setTimeout(endOfWindow, windowMs, kind, state).unref()
+      startWindow(kind, state)
       return
     }
     // A window without a refusal of this kind: back to single lines.
     state.burst = false
-    state.timer = null
+    state.stopTimer = null
     state.since = now
     state.lines = 0
   }
 
   return {
     record(kind, fields = {}) {
-      const now = Date.now()
+      const now = timers.now()
       let state = states.get(kind)
       if (!state) {
-        state = { since: now, lines: 0, burst: false, counted: 0, addresses: new Map(), timer: null }
+        state = { since: now, lines: 0, burst: false, counted: 0, addresses: new Map(), stopTimer: null }
         states.set(kind, state)
       }
       if (!state.burst) {
@@ -137,7 +159,7 @@ export function createRefusalLog(log: () => RefusalLogger, options: RefusalLogOp
         }
         state.burst = true
         state.since = now
-        state.timer = setTimeout(endOfWindow, windowMs, kind, state).unref()
+        startWindow(kind, state)
       }
       state.counted++
       const address = fields.address ?? 'unknown'
@@ -146,11 +168,11 @@ export function createRefusalLog(log: () => RefusalLogger, options: RefusalLogOp
     },
 
     flush() {
-      const now = Date.now()
+      const now = timers.now()
       for (const [kind, state] of states) {
-        if (state.timer) clearTimeout(state.timer)
+        state.stopTimer?.()
         if (state.counted > 0) summarise(kind, state, now)
-        state.timer = null
+        state.stopTimer = null
         state.burst = false
         state.lines = 0
       }

@@ -10,14 +10,36 @@ import {
   timeoutOptions,
 } from '../../lib/connections.ts'
 import { clientErrorHandler, createClientErrorHandler, refuseConnect } from '../../plugins/http/framework-errors.ts'
-import { createRefusalLog, type RefusalFields, type RefusalKind } from '../../lib/refusals.ts'
+import { createRefusalLog, type RefusalFields, type RefusalKind, type RefusalTimers } from '../../lib/refusals.ts'
 import { buildTestApp } from '../fixtures/app.ts'
 import { logCapture } from '../fixtures/log.ts'
 
 // Issue 21, item 3, in parts: the counted refusal log, the classification of what Node's parser
 // and timeouts refuse, and the sizes the connection settings take from the machine.
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+/** Timers the test moves by hand: `advance` runs what falls due, in order, at its moment. */
+function manualTimers(): RefusalTimers & { advance(ms: number): void; pending(): number } {
+  let now = 1_000_000
+  let due: { at: number; run: () => void }[] = []
+  return {
+    now: () => now,
+    start(run, ms) {
+      const entry = { at: now + ms, run }
+      due.push(entry)
+      return () => void (due = due.filter((other) => other !== entry))
+    },
+    advance(ms) {
+      const until = now + ms
+      for (let next = due.sort((a, b) => a.at - b.at)[0]; next && next.at <= until; next = due.sort((a, b) => a.at - b.at)[0]) {
+        due = due.filter((other) => other !== next)
+        now = next.at
+        next.run()
+      }
+      now = until
+    },
+    pending: () => due.length,
+  }
+}
 
 function lines() {
   const written: { fields: Record<string, unknown>; message: string }[] = []
@@ -26,36 +48,50 @@ function lines() {
 
 t.test('single lines while quiet; past a few a window, a summary per window; quiet again after a window without', async (t) => {
   const { written, logger } = lines()
-  const log = createRefusalLog(logger, { windowMs: 60, linesPerWindow: 2 })
+  const timers = manualTimers()
+  const log = createRefusalLog(logger, { windowMs: 60, linesPerWindow: 2, timers })
   log.record('headers_timeout', { address: '192.0.2.1', status: 408 })
   log.record('headers_timeout', { address: '192.0.2.1', status: 408 })
   t.same(written[0], { fields: { refusal: 'headers_timeout', address: '192.0.2.1', status: 408 }, message: 'connection closed: the request headers did not arrive in time' })
+  timers.advance(10)
   for (let i = 0; i < 1000; i++) log.record('headers_timeout', { address: i % 10 === 0 ? '192.0.2.2' : '192.0.2.1' })
   log.record('connect', { method: 'CONNECT', address: '192.0.2.3', status: 405 })
   t.equal(written.length, 3, 'two lines for the burst so far, and one of another kind, which is counted apart')
-  await pause(90)
+  timers.advance(59)
+  t.equal(written.length, 3, 'nothing more within the window')
+  timers.advance(1)
   t.equal(written.length, 4, 'the summary at the end of the window')
   t.match(written[3], {
-    fields: { refusal: 'headers_timeout', count: 1000, addresses: 2, top: [{ address: '192.0.2.1', count: 900 }, { address: '192.0.2.2', count: 100 }] },
-    message: /^1000 more in 0\.\d s: connection closed: the request headers did not arrive in time$/,
+    fields: { refusal: 'headers_timeout', count: 1000, addresses: 2, top: [{ address: '192.0.2.1', count: 900 }, { address: '192.0.2.2', count: 100 }], seconds: 0.1 },
+    message: '1000 more in 0.1 s: connection closed: the request headers did not arrive in time',
   })
+  timers.advance(30)
   log.record('headers_timeout', { address: '192.0.2.1' })
-  await pause(90)
+  timers.advance(30)
   t.match(written[4], { fields: { refusal: 'headers_timeout', count: 1 } }, 'a burst goes on in summaries while refusals keep coming')
-  await pause(90)
+  timers.advance(60)
   t.equal(written.length, 5, 'a window without any ends the burst, silently')
+  t.equal(timers.pending(), 0, 'and its timer')
   log.record('headers_timeout', { address: '192.0.2.9' })
   t.match(written[5], { fields: { refusal: 'headers_timeout', address: '192.0.2.9' } }, 'then single lines again')
 })
 
 t.test('quiet windows: the count of single lines starts again each window', async (t) => {
   const { written, logger } = lines()
-  const log = createRefusalLog(logger, { windowMs: 40, linesPerWindow: 1 })
+  const timers = manualTimers()
+  const log = createRefusalLog(logger, { windowMs: 40, linesPerWindow: 1, timers })
   log.record('not_http', { code: 'HPE_INVALID_METHOD' })
-  await pause(60)
+  timers.advance(40)
   log.record('not_http', { code: 'HPE_INVALID_METHOD' })
   t.equal(written.length, 2, 'one a window is not a burst')
   t.same(written[1]!.fields, { refusal: 'not_http', code: 'HPE_INVALID_METHOD' })
+  timers.advance(39)
+  log.record('not_http', { code: 'HPE_INVALID_METHOD' })
+  t.equal(written.length, 2, 'a second in the same window starts a burst')
+  t.equal(timers.pending(), 1)
+  log.flush()
+  t.equal(timers.pending(), 0, 'flush stops the window')
+  t.match(written[2], { fields: { refusal: 'not_http', count: 1 }, message: '1 more in 0 s: request refused: not valid HTTP/1.1' })
 })
 
 t.test('flush writes what is still being counted; addresses past the bound are counted as other', async (t) => {
@@ -84,6 +120,11 @@ t.test('flush writes what is still being counted; addresses past the bound are c
   log.record('accept_failed', { code: 'EMFILE' })
   createRefusalLog(logger).record('body_too_large')
   t.match(written[3]!.fields, { refusal: 'body_too_large' }, 'defaults: five a second one by one')
+  // With Node's timers: a burst's window, stopped by the flush before it ends.
+  const real = createRefusalLog(logger, { linesPerWindow: 0, windowMs: 60_000 })
+  real.record('connect')
+  real.flush()
+  t.match(written[4], { fields: { refusal: 'connect', count: 1 }, message: /^1 more in 0 s: CONNECT refused$/ })
 })
 
 function fakeSocket(state: { destroyed?: boolean; writable?: boolean; inFlight?: { complete: boolean; headersSent?: boolean } } = {}) {
