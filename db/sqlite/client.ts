@@ -43,8 +43,8 @@ let image: Buffer | undefined
 
 /**
  * An empty database with every migration applied, made once per process: a private database opens
- * as a copy of it. The suite opens about two thousand, and migrating each one was a tenth of the
- * time it took to build an app.
+ * as a copy of it. The suite opens one for most of its tests, and migrating each was about a tenth
+ * of the time it took to build an app.
  */
 function migratedImage(): Buffer {
   if (!image) {

@@ -35,7 +35,7 @@ function tap(engine, files, extra) {
   const run = spawnSync(process.execPath, [TAP, ...extra, ...args, ...files], { cwd: ROOT, env, stdio: 'inherit' })
   console.log(`== ${engine}: ${run.status === 0 ? 'passed' : 'FAILED'} in ${seconds(started)}`)
   // What each file took, from the results tap keeps of this pass (its last line, `# time=…ms`).
-  for (const file of files) {
+  if (record) for (const file of files) {
     const result = join(ROOT, '.tap', 'test-results', `${file}.tap`)
     const time = existsSync(result) && statSync(result).mtimeMs >= started && /# time=([\d.]+)ms\s*$/.exec(readFileSync(result, 'utf8'))
     if (time) durations[engine][file] = Math.round(Number(time[1]) / 100) / 10
