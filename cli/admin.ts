@@ -24,6 +24,7 @@ import { DEFAULT_EXPIRY_DAYS, EXPIRY_DAYS, tokenState } from '../db/stores/token
 import { MAX_TOKEN_DAYS } from '../db/stores/site-policy.ts'
 import type { TokenStore } from '../db/stores/tokens.ts'
 import { MIN_PASSWORD, type UserStore } from '../db/stores/users.ts'
+import { MAX_SECOND_STEP_FAILURES, type SecondFactorStore } from '../db/stores/second-factors.ts'
 import { DB_OPTION, UsageError, type Command, type Io, type Options, type Values } from './command.ts'
 
 /** The database of a command: its engine and, on PostgreSQL, the pool under it. */
@@ -47,6 +48,8 @@ export interface Stores extends CommandDatabase {
   /** oidc-provider's records: a person's grants end when they leave the staff or are disabled. */
   oauth: OAuthStore
   inventory: CredentialInventory
+  /** The accounts' second factors: an operator lets stopped codes work again. */
+  secondFactors: SecondFactorStore
 }
 
 /**
@@ -101,6 +104,7 @@ function storesOf(stores: EngineStores, clock: Clock, box: SecretBox) {
     securityLog: stores.securityLog(clock),
     oauth: stores.oauth(clock),
     inventory: stores.inventory(clock),
+    secondFactors: stores.secondFactors(clock, box),
   }
 }
 
@@ -245,6 +249,20 @@ export const adminCommands: Command[] = [
         const sessionsEnded = `${ended} web session${ended === 1 ? '' : 's'} ended`
         held.stdout(given ? `password of ${user.email} set; ${sessionsEnded}\n` : `password of ${user.email} set to ${password} (shown once); ${sessionsEnded}\n`)
       })
+    },
+  ),
+  admin(
+    {
+      words: ['user', 'unlock-codes'],
+      args: ['<email>'],
+      usage: 'user unlock-codes <email>',
+      summary: `Let an account's authenticator codes and recovery codes work again, stopped after ${MAX_SECOND_STEP_FAILURES} wrong ones in a row (a passkey of the account unlocks them too). Check first that it is the person who asks.`,
+    },
+    async ({ users, secondFactors, securityLog }, [email], _values, io) => {
+      const user = await users.get(email)
+      const cleared = await secondFactors.clearFailedCodes(user.id)
+      if (cleared) await securityLog.append({ userId: user.id, kind: 'codes_unlocked', actor: 'cli' })
+      io.stdout(cleared ? `the codes of ${user.email} work again\n` : `the codes of ${user.email} were not stopped; nothing to do\n`)
     },
   ),
   ...(['disable', 'enable'] as const).map((verb) =>

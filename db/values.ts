@@ -47,5 +47,6 @@ export const securityKinds = [
   'factor_removed',
   'recovery_code_used',
   'second_factor_failed',
+  'codes_unlocked',
 ] as const
 export type SecurityKind = (typeof securityKinds)[number]

@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import { addressBlock } from '../lib/address-block.ts'
 import { createRateLimiter, type RatePolicy, type RateVerdict } from '../lib/rate-limiter.ts'
 import type { Authenticated } from './auth/types.ts'
 
@@ -56,20 +57,8 @@ export function credentialKey(auth: Authenticated, policy: RatePolicy): string {
   return `${site}:account:${auth.user.id}:${policy.name}`
 }
 
-/**
- * An address as its budget is kept: IPv4 whole, IPv6 by its /64, the block one machine or one
- * home gets, so that walking the addresses of one block does not make new budgets.
- */
-export function addressKey(address: string): string {
-  if (!address.includes(':')) return `address:${address}`
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
-  if (mapped) return `address:${mapped[1]}`
-  const [head, tail = ''] = address.toLowerCase().split('::')
-  const left = head ? head.split(':') : []
-  const right = tail ? tail.split(':') : []
-  const groups = address.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left
-  return `address:${groups.slice(0, 4).map((group) => group.replace(/^0+(?=.)/, '')).join(':')}::/64`
-}
+/** An address as its fair-use budget is kept: its block (lib/address-block.ts). */
+export const addressKey = (address: string): string => `address:${addressBlock(address)}`
 
 export default fp<{ settings: RateLimitSettings }>(
   async (fastify, { settings }) => {

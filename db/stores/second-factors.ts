@@ -24,6 +24,13 @@ const otp = () => import('otplib')
 /** Codes of the step before and after the current one are accepted too: a clock 30 s off still works. */
 export const TOTP_TOLERANCE_SECONDS = 30
 export const RECOVERY_CODES = 10
+/**
+ * Wrong authenticator codes and recovery codes in a row after which both stop for the account,
+ * until a passkey proves it is them or an operator unlocks them (`service-desk user
+ * unlock-second-factor`): NIST SP 800-63B 5.2.2 allows at most 100. With six digits and three time
+ * steps accepted, 100 guesses find a code with a chance of 3 in 10,000.
+ */
+export const MAX_SECOND_STEP_FAILURES = 100
 const MAX_FACTOR_NAME = 60
 /** How a recovery code is written: 10 characters in two groups, without look-alike letters. */
 const RECOVERY_ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789'
@@ -60,7 +67,7 @@ export interface Passkey {
 const normalCode = (code: string) => code.trim().toLowerCase().replace(/[\s-]/g, '')
 
 export function createSecondFactorStore(port: StorePort, clock: Clock, box: SecretBox) {
-  const { db, tables: { recoveryCodes, secondFactors, usedChallenges } } = port
+  const { db, tables: { recoveryCodes, secondFactors, usedChallenges, users } } = port
   const epoch = () => Math.floor(clock() / 1000)
 
   /** The time step a code of this secret belongs to, when it is one not accepted before; else undefined. */
@@ -98,6 +105,31 @@ export function createSecondFactorStore(port: StorePort, clock: Clock, box: Secr
   }
 
   return {
+    /** Wrong codes in a row of the account (MAX_SECOND_STEP_FAILURES stops them). */
+    async failedCodes(userId: number): Promise<number> {
+      const [row] = await db.select({ n: users.secondStepFailures }).from(users).where(eq(users.id, userId))
+      return row?.n ?? 0
+    },
+
+    /**
+     * Counts one wrong code of the account, in one statement, so that requests in several processes
+     * each count; the count now.
+     */
+    async failCode(userId: number): Promise<number> {
+      const [row] = await db
+        .update(users)
+        .set({ secondStepFailures: sql`${users.secondStepFailures} + 1` })
+        .where(eq(users.id, userId))
+        .returning({ n: users.secondStepFailures })
+      return row?.n ?? 0
+    },
+
+    /** The account proved it is them (a right code, a passkey, an operator): its count starts again; whether there was one. */
+    async clearFailedCodes(userId: number): Promise<boolean> {
+      const cleared = await db.update(users).set({ secondStepFailures: 0 }).where(and(eq(users.id, userId), sql`${users.secondStepFailures} > 0`)).returning({ id: users.id })
+      return cleared.length > 0
+    },
+
     /** The account's confirmed factors, newest first. */
     async list(userId: number): Promise<SecondFactor[]> {
       return db.select().from(secondFactors).where(confirmed(userId)).orderBy(desc(secondFactors.createdAt), desc(secondFactors.id))

@@ -1,4 +1,4 @@
-import { and, count, desc, eq, inArray, lt, type SQL } from '../drizzle.ts'
+import { and, count, desc, eq, inArray, isNull, lt, or, type SQL } from '../drizzle.ts'
 import { securityKinds, type SecurityKind } from '../values.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -36,6 +36,8 @@ export interface SecurityEvent {
 export interface SecurityLogFilter {
   userId?: number
   siteId?: number
+  /** This site's events and those of the account everywhere (site null): what one site's pages show a person. */
+  seenFrom?: number
   kinds?: SecurityKind[]
   offset: number
   limit: number
@@ -84,6 +86,7 @@ function eventConditions(table: Tables['securityEvents'], filter: SecurityLogFil
   return and(
     filter.userId === undefined ? undefined : eq(table.userId, filter.userId),
     filter.siteId === undefined ? undefined : eq(table.siteId, filter.siteId),
+    filter.seenFrom === undefined ? undefined : or(eq(table.siteId, filter.seenFrom), isNull(table.siteId)),
     filter.kinds === undefined ? undefined : inArray(table.kind, filter.kinds),
   )
 }

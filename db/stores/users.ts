@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { and, eq, inArray, or, sql } from '../drizzle.ts'
+import { and, eq, inArray, ne, or, sql } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Role } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -160,6 +160,12 @@ export async function joinAsCustomer(port: StorePort, clock: Clock, siteId: numb
   await join.execute({ siteId, userId, at: new Date(clock()) })
 }
 
+/** Ends the user's sessions on the site: their rights there rose, and a session keeps the rights it began with. */
+async function endSessionsOn(port: StorePort, siteId: number, userId: number): Promise<void> {
+  const { webSessions } = port.tables
+  await port.db.delete(webSessions).where(and(eq(webSessions.siteId, siteId), eq(webSessions.userId, userId)))
+}
+
 /**
  * Moves on the versions of what shows a person's name (docs/decisions.md, "Conditional
  * requests"): the discussions they opened or commented, and the sites they are on. Whoever wrote
@@ -221,16 +227,22 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
 
     /**
      * The account a multipass sign-in on the web names: an unknown email becomes a new account
-     * (no password) and a customer of the site; a known one takes the name the token carries and
-     * joins the site as a customer if it is not on it yet (a supporter stays a supporter).
-     * Undefined for an address that is not one.
+     * (no password) and a customer of the site; a known one joins the site as a customer if it is
+     * not on it yet, and takes the name the token carries only while this site is the only one it
+     * is on: one site's key does not rename a person other sites know. Undefined for an address
+     * that is not one. (Who may sign in so is the caller's to decide: routes/web/sign-in.ts.)
      */
     async fromSingleSignOn(siteId: number, email: string, name?: string): Promise<User | undefined> {
       if (emailProblem(email)) return undefined
       const given = singleSignOnName(name)
       return port.atomic(async (tx) => {
         let user = await findOrMakeUser(tx, clock, box, email, () => ({ email: email.trim(), name: given ?? defaultSingleSignOnName(email) }))
-        if (given && given !== user.name) {
+        const elsewhere = await tx.db
+          .select({ siteId: memberships.siteId })
+          .from(memberships)
+          .where(and(eq(memberships.userId, user.id), ne(memberships.siteId, siteId)))
+          .limit(1)
+        if (given && given !== user.name && elsewhere.length === 0) {
           await tx.db.update(users).set({ name: given }).where(eq(users.id, user.id))
           await nameShownAnew(tx, user.id)
           user = { ...user, name: given }
@@ -267,28 +279,54 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
 
     /**
      * Gives the user the staff role on the site (a membership made or changed), and makes them its
-     * administrator when asked; an administrator added again stays one.
+     * administrator when asked; an administrator added again stays one. A session of theirs on the
+     * site made before their rights rose ends, in the same transaction: the rights of a session
+     * follow the person's role, so they sign in again (a customer's single sign-on session never
+     * becomes a supporter's).
      */
     async addStaff(siteId: number, userId: number, { administrator = false } = {}): Promise<void> {
       const set: { role: Role; administrator?: boolean } = administrator ? { role: STAFF_ROLE, administrator } : { role: STAFF_ROLE }
-      await db
-        .insert(memberships)
-        .values({ siteId, userId, role: STAFF_ROLE, administrator, createdAt: new Date(clock()) })
-        .onConflictDoUpdate({ target: [memberships.siteId, memberships.userId], set })
+      await port.atomic(async (tx) => {
+        const [before] = await tx.db.select({ role: memberships.role, administrator: memberships.administrator }).from(memberships).where(membershipOn(memberships, siteId, userId))
+        await tx.db
+          .insert(memberships)
+          .values({ siteId, userId, role: STAFF_ROLE, administrator, createdAt: new Date(clock()) })
+          .onConflictDoUpdate({ target: [memberships.siteId, memberships.userId], set })
+        const rose = !isStaffRole(before?.role) || (administrator && !before.administrator)
+        if (rose) await endSessionsOn(tx, siteId, userId)
+      })
     },
 
     /**
      * Makes a supporter of the site its administrator, or no longer one; whether anything changed.
-     * A StoreError for someone not on its staff: only supporters administer a site.
+     * A StoreError for someone not on its staff: only supporters administer a site. Made one, their
+     * sessions on the site end, as in addStaff.
      */
     async setAdministrator(siteId: number, userId: number, administrator: boolean): Promise<boolean> {
       if (!isStaffRole(await role(siteId, userId))) throw new StoreError('only support staff of the site can be its administrators; add them to the staff first', 'invalid', 'email')
-      const changed = await db
-        .update(memberships)
-        .set({ administrator })
-        .where(and(membershipOn(memberships, siteId, userId), eq(memberships.administrator, !administrator)))
-        .returning({ userId: memberships.userId })
-      return changed.length > 0
+      return port.atomic(async (tx) => {
+        const changed = await tx.db
+          .update(memberships)
+          .set({ administrator })
+          .where(and(membershipOn(memberships, siteId, userId), eq(memberships.administrator, !administrator)))
+          .returning({ userId: memberships.userId })
+        if (administrator && changed.length > 0) await endSessionsOn(tx, siteId, userId)
+        return changed.length > 0
+      })
+    },
+
+    /**
+     * The sites where the user is support staff, with whether each requires a second factor of its
+     * staff: what decides whether the account-wide legacy token may be shown (routes/web/profile.ts)
+     * and whether a single sign-on may sign the account in (routes/web/sign-in.ts).
+     */
+    async staffSites(userId: number): Promise<Array<{ siteId: number; secondFactorRequired: boolean }>> {
+      const { sites } = port.tables
+      return db
+        .select({ siteId: memberships.siteId, secondFactorRequired: sites.staffSecondFactor })
+        .from(memberships)
+        .innerJoin(sites, eq(sites.id, memberships.siteId))
+        .where(and(eq(memberships.userId, userId), eq(memberships.role, STAFF_ROLE)))
     },
 
     /** Whether the user is an administrator of the site: a supporter with the flag. */

@@ -1,7 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Site } from '../../db/stores/sites.ts'
-import { switchedOff } from '../../db/stores/site-policy.ts'
 import type { Refusal } from './challenge.ts'
 import { legacyTokenCheck } from './checks/legacy-token.ts'
 import { deprecationLink, multipassCheck } from './checks/multipass.ts'
@@ -14,6 +13,7 @@ import { redactUrl } from '../../lib/redact.ts'
 import { findCredential, type Credential } from './credentials.ts'
 import { rateLimitHeaders, type RateVerdict } from '../../lib/rate-limiter.ts'
 import { failureStanding } from './limits.ts'
+import { siteRules } from './site-rules.ts'
 import { refuse, type Authenticated, type CheckResult, type RequestFacts } from './types.ts'
 
 export type { Authenticated } from './types.ts'
@@ -86,6 +86,7 @@ export default fp(
       hasSecondFactor: (userId) => secondFactors.has(userId),
     })
     const deprecation = deprecationLink(fastify.config.baseUrl)
+    const rules = siteRules({ hasSecondFactor: (userId) => secondFactors.has(userId), isAdministrator: (siteId, userId) => users.isAdministrator(siteId, userId) })
 
     function check(credential: Presented, site: Site | undefined, request: RequestFacts): CheckResult | Promise<CheckResult> {
       switch (credential.kind) {
@@ -106,21 +107,17 @@ export default fp(
 
     /**
      * Within the address's failure budget (plugins/auth/limits.ts); a password check keeps its own,
-     * which also has the account's. A bearer token (personal or OAuth: 256 random bits and a
-     * checksum) cannot be guessed, so a spent address does not refuse a valid one: it is checked
-     * first, and only a failed one is counted, and answered 429 once the address is spent. Everyone
-     * behind one NAT or proxy keeps working when one script there sends broken tokens.
+     * which also has the account's. Every other credential cannot be guessed (a bearer token: 256
+     * random bits and a checksum; a legacy token: 160 random bits; a multipass: sealed under the
+     * site's key), so a spent address does not refuse a valid one: it is checked first, and only a
+     * failed one is counted, and answered 429 once the address is spent. Everyone behind one NAT or
+     * proxy keeps working when one script there sends broken credentials.
      */
     async function checkWithinBudget(credential: Presented, site: Site | undefined, request: RequestFacts): Promise<CheckResult> {
-      if (credential.kind === 'basic') return check(credential, site, request)
-      if (credential.kind === 'bearer') {
-        const checked = await check(credential, site, request)
-        if (outcome(checked) === 'neutral') return checked
-        const counted = await authLimits.attempt({ address: request.ip }, () => checked, outcome)
-        return 'kind' in counted ? refuse(counted) : counted
-      }
-      const result = await authLimits.attempt({ address: request.ip }, () => check(credential, site, request), outcome)
-      return 'kind' in result ? refuse(result) : result
+      const checked = await check(credential, site, request)
+      if (credential.kind === 'basic' || outcome(checked) === 'neutral') return checked
+      const counted = await authLimits.attempt({ address: request.ip }, () => checked, outcome)
+      return 'kind' in counted ? refuse(counted) : counted
     }
 
     /**
@@ -176,13 +173,14 @@ export default fp(
       const method = request.routeOptions.config.checksWriteAccess ? 'GET' : request.method
       const result = await checkWithinBudget(credential, site, { method, ip: request.ip })
       if ('accepted' in result) {
-        // A right credential of a kind the site switched off is told so (not counted: no guess).
-        const off = switchedOff(result.accepted.site, result.accepted.method)
-        if (off) return refuseWith(request, reply, permalink, { kind: 'switched_off', method: off })
-        request.auth = result.accepted
+        // What the site's policy asks of a right credential is told so (not counted: no guess).
+        const answer = rules(result.accepted, method)
+        const ruled = answer instanceof Promise ? await answer : answer
+        if ('kind' in ruled) return refuseWith(request, reply, permalink, ruled, result.headers)
+        request.auth = ruled
         if (result.headers) reply.headers(result.headers)
         // Answered from memory while the process holds a lease: awaited only when it takes one.
-        const counted = rateLimits.credential(result.accepted, method !== 'GET' && method !== 'HEAD')
+        const counted = rateLimits.credential(ruled, method !== 'GET' && method !== 'HEAD')
         const verdict = counted instanceof Promise ? await counted : counted
         reply.headers(rateLimitHeaders([verdict]))
         if (!verdict.allowed) return tooManyRequests(request, reply, verdict, 'this credential')

@@ -56,6 +56,10 @@ export type Refusal =
   | { kind: 'staff_only' }
   /** A right password of an account with a second factor: the API takes a token from it instead. */
   | { kind: 'second_factor_required' }
+  /** A person the site holds until they add the second factor it requires (plugins/auth/site-rules.ts). */
+  | { kind: 'second_factor_enrollment' }
+  /** A write with a credential that the site's write-token rule leaves to its administrators. */
+  | { kind: 'writes_for_administrators' }
   /** A right credential of a kind the site's token policy switched off (db/stores/site-policy.ts). */
   | { kind: 'switched_off'; method: SwitchableMethod }
   /** Too many failed authentications from the client address, or password checks of the account. */
@@ -131,6 +135,18 @@ export function refusalResponse(refusal: Refusal, permalink: string, urls: Urls)
         status: 401,
         headers: challenge({ error: 'invalid_token', errorDescription: 'This account has a second factor: send a personal API token, not its password' }),
         body: `This account signs in with a second factor, so the API does not take its email and password. Send a personal API token as "Authorization: Bearer <token>"; create one at ${tokensPage}\n`,
+      }
+    case 'second_factor_enrollment':
+      return {
+        status: 403,
+        headers: { 'content-type': TEXT },
+        body: `This site requires a second factor of its support staff, and this account has none yet. Sign in at ${urls.siteWeb(permalink)}/login and add one on your profile; then send a personal API token as "Authorization: Bearer <token>", made at ${tokensPage}\n`,
+      }
+    case 'writes_for_administrators':
+      return {
+        status: 403,
+        headers: challenge({ error: 'insufficient_scope', errorDescription: 'This site lets only its administrators write with this credential' }, 'write'),
+        body: `This site's token policy leaves writes through the API with this credential to its administrators: with it you may read. Ask an administrator of the site, or use the supporter pages.\n`,
       }
     case 'switched_off':
       return {

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
 import { EVENT_PAYLOAD_MAX_BYTES, type EngineEvents } from '../../db/engine.ts'
+import { addressBlock } from '../../lib/address-block.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { rateLimitHeaders, type Standing } from '../../lib/rate-limiter.ts'
 import { createAttemptLimiter } from './attempt-limiter.ts'
@@ -38,7 +39,7 @@ export interface TooManyAttempts {
 export type AttemptOutcome = 'failed' | 'succeeded' | 'neutral'
 
 export interface AttemptKeys {
-  /** The client address (request.ip). */
+  /** The client address (request.ip); its budget is its block's (lib/address-block.ts). */
   address: string
   /** The account a password is tried for (its email key), for password checks only. */
   account?: string
@@ -84,7 +85,8 @@ export function createAuthLimits(settings: AuthLimitSettings, clock: Clock, { ac
      */
     async attempt<R>(keys: AttemptKeys, check: () => R | Promise<R>, outcome: (result: R) => AttemptOutcome): Promise<R | TooManyAttempts> {
       const account = keys.account === undefined ? undefined : accountKey(keys.account)
-      const held = [addresses.reserve(keys.address), ...(account === undefined ? [] : [accounts.reserve(account)])]
+      const address = addressBlock(keys.address)
+      const held = [addresses.reserve(address), ...(account === undefined ? [] : [accounts.reserve(account)])]
       const taken = held.filter((reservation) => reservation.allowed)
       // A refused reservation waits at least a second (attempt-limiter.ts rounds up).
       if (taken.length < held.length) {
@@ -101,7 +103,7 @@ export function createAuthLimits(settings: AuthLimitSettings, clock: Clock, { ac
       const ended = outcome(result)
       if (ended === 'failed') {
         for (const reservation of taken) reservation.fail()
-        share(['a', keys.address])
+        share(['a', address])
         if (account !== undefined) share(['u', account])
         return result
       }
@@ -122,7 +124,7 @@ export type AuthLimits = ReturnType<typeof createAuthLimits>
  * under the policy name "failures": the limit, what is left of it, and when its window ends.
  */
 export function failureStanding({ settings, addresses }: AuthLimits, address: string): Standing {
-  const { limit, remaining, resetAt, resetSeconds } = addresses.status(address)
+  const { limit, remaining, resetAt, resetSeconds } = addresses.status(addressBlock(address))
   return { policy: { name: 'failures', limit }, windowSeconds: settings.windowSeconds, remaining, resetSeconds, resetAt }
 }
 

@@ -1,3 +1,4 @@
+import { addressBlock } from '../../lib/address-block.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { createAttemptLimiter } from '../auth/attempt-limiter.ts'
 
@@ -7,7 +8,7 @@ import { createAttemptLimiter } from '../auth/attempt-limiter.ts'
 // pace, a registration's metadata is small, and a self-registered application that never completed
 // an authorization is forgotten after a day (docs/decisions.md, "OAuth for applications").
 
-/** Per client address and process, like the failure budgets. */
+/** Per client address (its block, lib/address-block.ts) and process, like the failure budgets. */
 export const OAUTH_PACE = {
   registrations: { max: 20, windowMs: 60 * 60 * 1000 },
   authorizations: { max: 60, windowMs: 10 * 60 * 1000 },
@@ -29,7 +30,7 @@ export function oauthPace(clock: Clock) {
   }
   return {
     take(kind: PaceKind, address: string): number | undefined {
-      const reservation = limiters[kind].reserve(address)
+      const reservation = limiters[kind].reserve(addressBlock(address))
       if (!reservation.allowed) return reservation.retryAfter
       reservation.fail()
       return undefined

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import type Provider from 'oidc-provider'
 import type { KoaContextWithOIDC } from 'oidc-provider'
 import { repeatInBackground } from '../background.ts'
+import { SECURITY_HEADERS } from '../views.ts'
 import { clientTrusted, keepClient } from './adapter.ts'
 import { oauthPace, type PaceKind } from './anti-automation.ts'
 import { PROOF_PARAMETER, resumeAllowed } from './consent-binding.ts'
@@ -54,7 +55,8 @@ export default fp<OAuthOptions>(
     const issuer = fastify.config.baseUrl
     const renderError = (ctx: Pick<KoaContextWithOIDC, 'type' | 'body' | 'set'>, out: { error: string; error_description?: string | null }) => {
       ctx.type = 'html'
-      ctx.set('cache-control', 'no-store')
+      // The pages' own headers (a CSP with no script and forms to ourselves only), whatever the library set.
+      ctx.set(SECURITY_HEADERS)
       ctx.body = oauthErrorPage(out)
     }
     // The library (about 180 ms and 40 MB) is loaded and set up on first use: most processes serve
@@ -76,7 +78,15 @@ export default fp<OAuthOptions>(
         renderError,
       })
       // Every error the library meets is answered by it; those it did not expect are logged here.
-      provider.on('server_error', (_ctx, error) => fastify.log.error({ err: error }, 'oauth server error'))
+      // Both events come before the library's answer, so the check below knows an authorization
+      // failed whatever form its answer takes: a redirect with the error in the query or the
+      // fragment, a page that posts it by itself (form_post), or any mode added later.
+      const failures = new WeakMap<object, { error: string; error_description?: string | null }>()
+      provider.on('authorization.error', (ctx, error) => failures.set(ctx, { error: error.error, error_description: error.error_description }))
+      provider.on('server_error', (ctx, error) => {
+        failures.set(ctx, { error: 'server_error' })
+        fastify.log.error({ err: error }, 'oauth server error')
+      })
       // A path under /oauth/ that the library does not serve (or an endpoint turned off) gets the
       // service's own 404, as every other unknown path does.
       provider.use(async (ctx, next) => {
@@ -88,16 +98,14 @@ export default fp<OAuthOptions>(
         const { oidc } = ctx
         // An error of the authorization endpoint goes back to the application's redirect URI, before
         // any supporter saw a page: for an application that registered itself and never completed an
-        // authorization, that URI is anyone's, so the error is shown here instead (RFC 9700 section
-        // 4.11.2: no automatic redirect to an address the server does not trust).
-        if (oidc?.route === 'authorization' && oidc.client && ctx.status >= 300 && ctx.status < 400) {
-          const answer = new URL(ctx.response.get('location'), issuer).searchParams
-          const error = answer.get('error')
-          if (error && !(await clientTrusted(fastify.oauthRecords, oidc.client.clientId))) {
-            ctx.remove('location')
-            ctx.status = 400
-            renderError(ctx, { error, error_description: answer.get('error_description') })
-          }
+        // authorization, that URI is anyone's, so the error is shown here instead, in every response
+        // mode (RFC 9700 section 4.11.2: no automatic redirect, and no form that posts itself, to an
+        // address the server does not trust).
+        const failure = failures.get(ctx)
+        if (oidc?.route === 'authorization' && oidc.client && failure && !(await clientTrusted(fastify.oauthRecords, oidc.client.clientId))) {
+          ctx.remove('location')
+          if (ctx.status < 400) ctx.status = 400
+          renderError(ctx, failure)
         }
         // A code exchanged: the application completed an authorization and is kept (anti-automation.ts).
         if (oidc?.route === 'token' && ctx.status === 200 && oidc.params?.grant_type === 'authorization_code' && oidc.client) {
@@ -127,7 +135,7 @@ export default fp<OAuthOptions>(
       const retryAfter = pace.take(kind, request.ip)
       if (retryAfter === undefined) return handle(request, reply)
       const error = { error: 'too_many_requests', error_description: `Too many requests from this address: try again in ${retryAfter} seconds.` }
-      reply.code(429).header('retry-after', String(retryAfter)).header('cache-control', 'no-store')
+      reply.code(429).headers(SECURITY_HEADERS).header('retry-after', String(retryAfter))
       return kind === 'registrations' ? reply.send(error) : reply.type('text/html; charset=utf-8').send(oauthErrorPage(error))
     }
 
@@ -143,8 +151,8 @@ export default fp<OAuthOptions>(
       fastify.log.warn({ uid }, 'an OAuth authorization answered in another browser was refused')
       return reply
         .code(403)
+        .headers(SECURITY_HEADERS)
         .type('text/html; charset=utf-8')
-        .header('cache-control', 'no-store')
         .send(
           oauthErrorPage({
             error: 'access_denied',

@@ -115,7 +115,11 @@ export function createProvider(options: ProviderOptions): Provider {
     ttl: {
       AccessToken: ACCESS_TOKEN_TTL_S,
       AuthorizationCode: 60,
-      RefreshToken: REFRESH_TOKEN_TTL_S,
+      // Never past its grant, whose end the site's longest token lifetime sets (routes/web/oauth.ts).
+      RefreshToken: (ctx) => {
+        const ends = ctx?.oidc?.entities.Grant?.exp
+        return ends ? Math.max(1, Math.min(REFRESH_TOKEN_TTL_S, ends - Math.floor(Date.now() / 1000))) : REFRESH_TOKEN_TTL_S
+      },
       Grant: GRANT_TTL_S,
       // An authorization waits this long for its sign-in and consent; an abandoned one is swept after.
       Interaction: INTERACTION_TTL_S,

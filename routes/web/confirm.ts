@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify'
 import { failureHeaders } from '../../plugins/auth/limits.ts'
-import { logPageEvent, pageData, requireSupporter, safeNext, secondStepAttempt, tooMany } from './pages.ts'
+import { codesLockedMessage, logPageEvent, pageData, requireSupporter, safeNext, secondStepAttempt, tooMany } from './pages.ts'
 import { authenticationOptions, passkeyAnswer } from './passkeys.ts'
 
 // Sudo mode (docs/decisions.md, "Confirming it is you"): creating a personal token and what
@@ -17,6 +17,7 @@ export const PURPOSES = {
   factor: 'add or remove a second factor, or make new recovery codes',
   administration: "revoke credentials or change this site's token policy",
   oauth: 'let an application read and write on your behalf',
+  legacy: 'see or reset your legacy API token',
 } as const
 export type Purpose = keyof typeof PURPOSES
 
@@ -73,7 +74,7 @@ const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastif
     const user = request.web.user!
     if (await secondFactors.has(user.id)) {
       const code = typeof body.code === 'string' ? body.code.trim() : ''
-      const checked = await secondStepAttempt(request, user.email, async () =>
+      const checked = await secondStepAttempt(request, user, body.passkey === undefined, async () =>
         body.passkey !== undefined ? !!(await passkeyAnswer(request, 'confirm', body.passkey, user.id)) : code !== '' && (await secondFactors.checkTotp(user.id, code)),
       )
       if (typeof checked === 'object') return checked
@@ -102,6 +103,7 @@ const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastif
       const back = safeNext(body.next, sitePath(request)) ?? `${sitePath(request)}/profile/api_tokens`
       return reply.redirect(`${new URL(urls.siteWeb(request.web.site.permalink)).origin}${back}`, 303)
     }
+    if (outcome.kind === 'codes_locked') return form(request, reply, 403, { ...fields, error: codesLockedMessage() })
     if (outcome.kind === 'wrong') {
       await logPageEvent(request, outcome.event, { step: 'confirm it is you' })
       reply.headers(failureHeaders(authLimits, request.ip))

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { isStaffRole } from '../../db/stores/staff.ts'
+import { heldForSecondFactor } from '../../plugins/auth/site-rules.ts'
 
 // A site whose policy requires a second factor of its support staff (docs/decisions.md, "Second
 // factors"): until a supporter has one, signing in leads only to adding one. Every page of the
@@ -17,7 +18,8 @@ declare module 'fastify' {
 /** Whether the signed-in person is support staff of a site that requires a second factor they do not have. */
 export async function enrollmentDue(request: FastifyRequest): Promise<boolean> {
   const { site, user } = request.web
-  return !!user && site.staffSecondFactor && isStaffRole(user.role) && !(await request.server.secondFactors.has(user.id))
+  // The API asks the same rule of the password and the legacy token (plugins/auth/site-rules.ts).
+  return !!user && site.staffSecondFactor && heldForSecondFactor(site, isStaffRole(user.role), await request.server.secondFactors.has(user.id))
 }
 
 /** preHandler of every page: a supporter who must add a second factor first is sent to the profile to add one. */

@@ -4,6 +4,7 @@ import type { InteractionResults } from 'oidc-provider'
 import { bindToBrowser } from '../../plugins/oauth/consent-binding.ts'
 import { permalinkOfResource } from '../../lib/urls.ts'
 import { SECURITY_HEADERS } from '../../plugins/views.ts'
+import type { SitePolicy } from '../../db/stores/site-policy.ts'
 import { confirmedRecently, confirmFirst } from './confirm.ts'
 import { logPageEvent, pageData, requireSupporter } from './pages.ts'
 
@@ -26,6 +27,16 @@ export function accessLabel(scope: string): { label: string; scopes: string } {
 /** Whether the access asked includes writing. */
 const writes = (scope: string) => accessLabel(scope).scopes.includes('write')
 
+/**
+ * The access the signed-in supporter may give for the scope asked: under "Read and write tokens:
+ * administrators only", read for anyone else (the API holds the same rule: plugins/auth/site-rules.ts).
+ */
+export function offeredScopes(scope: string, site: SitePolicy, administrator: boolean): string {
+  return site.writeTokens === 'administrators' && !administrator ? 'read' : accessLabel(scope).scopes
+}
+
+const DAY_S = 24 * 60 * 60
+
 const expired = (request: FastifyRequest, reply: FastifyReply) =>
   reply.page(
     'error',
@@ -46,12 +57,14 @@ export async function authorizedApplications(request: FastifyRequest) {
   return Promise.all(
     grants.map(async (row) => {
       // Listed by client and resource, so both are in the grant (removing a client removes its grants).
-      const payload = JSON.parse(row.payload) as { clientId: string; resources: Record<string, string> }
+      const payload = JSON.parse(row.payload) as { clientId: string; resources: Record<string, string>; rejected?: { resources?: Record<string, string> } }
+      // What is in effect: the scopes given, less those refused under the site's write rule.
+      const refused = new Set(payload.rejected?.resources?.[resource]?.split(' '))
       const client = await (await oauth.provider()).Client.find(payload.clientId)
       return {
         grantId: row.grantId!,
         name: client?.clientName ?? payload.clientId,
-        access: accessLabel(payload.resources[resource]).label,
+        access: accessLabel(payload.resources[resource].split(' ').filter((scope) => !refused.has(scope)).join(' ')).label,
         authorized: when(row.createdAt),
         lastUsed: row.lastUsedAt ? when(row.lastUsedAt) : 'never',
       }
@@ -87,7 +100,8 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
     const found = await pending(request)
     if (!found) return expired(request, reply)
     const { client, interaction, scope } = found
-    if (writes(scope) && !confirmedRecently(request)) return confirmFirst(request, reply, 'oauth', `/oauth/authorize/${interaction.uid}`)
+    const offered = offeredScopes(scope, request.web.site, request.web.user!.administrator)
+    if (writes(offered) && !confirmedRecently(request)) return confirmFirst(request, reply, 'oauth', `/oauth/authorize/${interaction.uid}`)
     const redirectUri = String(interaction.params.redirect_uri)
     return reply.page(
       'oauth_consent',
@@ -97,7 +111,8 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
         redirectHost: new URL(redirectUri).host,
         // An administrator's registration binds the application to a site (service-desk oauth-client add).
         selfRegistered: client.metadata().service_site === undefined,
-        access: accessLabel(scope).label,
+        access: accessLabel(offered).label,
+        writeRefused: writes(scope) && !writes(offered),
         action: `${fastify.urls.siteWeb(request.web.site.permalink)}/oauth/authorize/${interaction.uid}`,
       }),
       200,
@@ -112,7 +127,9 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
     const user = request.web.user!
     const decision = (request.body as { decision?: unknown } | undefined)?.decision
     let result: InteractionResults
-    if (decision === 'allow' && writes(scope) && !confirmedRecently(request)) return confirmFirst(request, reply, 'oauth', `/oauth/authorize/${interaction.uid}`)
+    const { site } = request.web
+    const offered = offeredScopes(scope, site, user.administrator)
+    if (decision === 'allow' && writes(offered) && !confirmedRecently(request)) return confirmFirst(request, reply, 'oauth', `/oauth/authorize/${interaction.uid}`)
     if (decision === 'allow') {
       const accountId = String(user.id)
       // The grant this supporter already gave the application on this site is extended (one row on
@@ -121,12 +138,23 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
       const provider = await fastify.oauth.provider()
       const existing = given && (await provider.Grant.find(given.grantId!))
       const grant = existing || new provider.Grant({ accountId, clientId: client.clientId })
-      grant.addResourceScope(resource, accessLabel(scope).scopes)
+      // Never longer than the site's longest token lifetime, from now: the grant ends every refresh
+      // token of it (an extended grant is shortened to it too).
+      grant.exp = Math.min(grant.exp ?? Infinity, Math.floor(Date.now() / 1000) + site.tokenMaxDays * DAY_S)
+      // A write the rule keeps from this supporter is answered as refused, so the library finds
+      // nothing left to ask (and an earlier grant's write ends at its next refresh); once the rule
+      // allows it, a new consent may give it again.
+      if (writes(scope) && !writes(offered)) {
+        grant.rejectOIDCScope('write')
+        grant.rejectResourceScope(resource, 'write')
+      } else delete grant.rejected
+      grant.addResourceScope(resource, offered)
       // The same names are scopes of the server too (plugins/oauth/provider.ts): granted alike, so
-      // the library finds nothing left to consent to.
-      grant.addOIDCScope(accessLabel(scope).scopes)
+      // the library finds nothing left to consent to. offline_access stays in a request only with
+      // prompt=consent, then must be granted like them, or consent is asked again and again.
+      grant.addOIDCScope(scope.split(' ').includes('offline_access') ? `${offered} offline_access` : offered)
       result = { login: { accountId }, consent: { grantId: await grant.save() } }
-      const detail = { client_id: client.clientId, application: client.clientName ?? client.clientId, access: accessLabel(scope).label }
+      const detail = { client_id: client.clientId, application: client.clientName ?? client.clientId, access: accessLabel(offered).label }
       await logPageEvent(request, 'oauth_authorized', detail)
     } else {
       result = { error: 'access_denied', error_description: 'The supporter denied the application access.' }

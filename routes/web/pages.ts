@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { NewSecurityEvent, SecurityKind } from '../../db/stores/security-log.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
 import { emailKey } from '../../db/stores/users.ts'
+import { MAX_SECOND_STEP_FAILURES } from '../../db/stores/second-factors.ts'
 
 // What every page template receives, and the checks pages share.
 
@@ -27,7 +28,7 @@ export function pageData(request: FastifyRequest, reply: FastifyReply, extra: Re
  * Writes an event of the security log for what a person did on this site's pages: their account
  * (the signed-in user unless another is named), the site, the client address.
  */
-export function logPageEvent(request: FastifyRequest, kind: SecurityKind, detail?: NewSecurityEvent['detail'], userId = request.web.user!.id) {
+export function logPageEvent(request: FastifyRequest, kind: SecurityKind, detail?: NewSecurityEvent['detail'], userId: number | null = request.web.user!.id) {
   return request.server.securityLog.append({ userId, siteId: request.web.site.id, kind, address: request.ip, actor: 'page', detail })
 }
 
@@ -105,12 +106,28 @@ const minutes = (seconds: number) => {
 /** What a form says past a failure budget. */
 export const tooMany = (seconds: number) => `Too many failed attempts. Try again in ${minutes(seconds)}.`
 
+/** What the second step answers once the account's codes stopped (MAX_SECOND_STEP_FAILURES). */
+const CODES_LOCKED = { kind: 'codes_locked' } as const
+
+export const codesLockedMessage = () =>
+  `Codes are stopped for this account after ${MAX_SECOND_STEP_FAILURES} wrong ones in a row. Use a passkey if the account has one, or ask the people who run this help desk to unlock it.`
+
 /**
- * A check of an account's second factor (a code, a recovery code), within the address's budget and
- * a budget of the account's second step, with the account limit and window: a right password
- * clears the account's password failures, and must not clear its wrong codes too. A truthy result
- * is a success.
+ * A check of an account's second factor (a code, a recovery code, a passkey), within the address's
+ * budget and a budget of the account's second step, with the account limit and window: a right
+ * password clears the account's password failures, and must not clear its wrong codes too. A
+ * truthy result is a success. Codes can be guessed, so they also count in a row, kept in the
+ * database: past MAX_SECOND_STEP_FAILURES they stop for good (NIST SP 800-63B 5.2.2) until a
+ * passkey, or an operator, proves the person; the first stop is written to the security log.
  */
-export function secondStepAttempt<R>(request: FastifyRequest, email: string, check: () => Promise<R>) {
-  return request.server.authLimits.attempt({ address: request.ip, account: `second step ${emailKey(email)}` }, check, (used) => (used ? 'succeeded' : 'failed'))
+export async function secondStepAttempt<R>(request: FastifyRequest, user: { id: number; email: string }, code: boolean, check: () => Promise<R>) {
+  const { authLimits, secondFactors } = request.server
+  if (code && (await secondFactors.failedCodes(user.id)) >= MAX_SECOND_STEP_FAILURES) return CODES_LOCKED
+  const result = await authLimits.attempt({ address: request.ip, account: `second step ${emailKey(user.email)}` }, check, (used) => (used ? 'succeeded' : 'failed'))
+  if (result !== null && typeof result === 'object' && 'kind' in result) return result
+  if (result) await secondFactors.clearFailedCodes(user.id)
+  else if (code && (await secondFactors.failCode(user.id)) === MAX_SECOND_STEP_FAILURES) {
+    await logPageEvent(request, 'lockout', { second_factor: `codes stopped after ${MAX_SECOND_STEP_FAILURES} wrong ones in a row` }, user.id)
+  }
+  return result
 }

@@ -4,6 +4,7 @@ import { logPageEvent, pageData, signInRedirect } from './pages.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
 import { enrollmentDue } from './enrollment.ts'
 import { factorsOf } from './second-factors.ts'
+import { confirmedRecently, confirmFirst } from './confirm.ts'
 
 const day = (date: Date) => date.toISOString().slice(0, 10)
 
@@ -30,14 +31,38 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
     }
   }
 
+  /**
+   * Whether the account-wide legacy token may be shown or reset here: not while any site where the
+   * person is staff holds them for a second factor (it opens every such site: plugins/auth/site-rules.ts),
+   * and only after a recent sign-in or confirmation (routes/web/confirm.ts), as a new personal token.
+   */
+  async function legacyTokenState(request: FastifyRequest): Promise<'held' | 'confirm' | 'shown'> {
+    const user = request.web.user!
+    const required = (await users.staffSites(user.id)).some((site) => site.secondFactorRequired)
+    if (required && !(await fastify.secondFactors.has(user.id))) return 'held'
+    return confirmedRecently(request) ? 'shown' : 'confirm'
+  }
+
   async function render(request: FastifyRequest, reply: FastifyReply, notice: string | null) {
     const user = request.web.user!
     const staff = isStaffRole(user.role)
     // Until a second factor the site requires is added, the page offers only that (routes/web/enrollment.ts).
     const due = await enrollmentDue(request)
-    const legacyToken = staff && !due ? await legacy(user.id) : null
+    const state = staff && !due ? await legacyTokenState(request) : null
+    const legacyToken = state === 'shown' ? await legacy(user.id) : state === null ? null : { state }
     const twoFactor = staff ? await factorsOf(request) : null
-    return reply.page('profile', pageData(request, reply, { title: 'Your profile', legacy: legacyToken, twoFactor, notice, due }))
+    const confirm = `${urls.siteWeb(request.web.site.permalink)}/confirm?for=legacy&next=${encodeURIComponent(`${new URL(urls.siteWeb(request.web.site.permalink)).pathname}/profile`)}`
+    return reply.page('profile', pageData(request, reply, { title: 'Your profile', legacy: legacyToken, twoFactor, notice, due, confirm }))
+  }
+
+  /** preHandler of the reset: a supporter only, not held, and confirmed recently. */
+  async function mayReset(request: FastifyRequest, reply: FastifyReply) {
+    if (!request.web.user) return signInRedirect(request, reply)
+    const profile = `${urls.siteWeb(request.web.site.permalink)}/profile`
+    if (!isStaffRole(request.web.user.role)) return reply.redirect(profile, 303)
+    const state = await legacyTokenState(request)
+    if (state === 'held') return reply.redirect(profile, 303)
+    if (state === 'confirm') return confirmFirst(request, reply, 'legacy', '/profile/reset_api_token')
   }
 
   fastify.get('/profile', { config: { beforeSecondFactor: true } }, async (request, reply) => {
@@ -46,16 +71,12 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
     return render(request, reply, NOTICES[`reset=${String(query.reset)}`] ?? NOTICES[`factor=${String(query.factor)}`] ?? null)
   })
 
-  fastify.get('/profile/reset_api_token', async (request, reply) => {
-    if (!request.web.user) return signInRedirect(request, reply)
-    if (!isStaffRole(request.web.user.role)) return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile`, 303)
+  fastify.get('/profile/reset_api_token', { preHandler: mayReset }, async (request, reply) => {
     return reply.page('reset_api_token', pageData(request, reply, { title: 'Reset API Token' }))
   })
 
-  fastify.post('/profile/reset_api_token', { preHandler: fastify.csrfProtection }, async (request, reply) => {
-    if (!request.web.user) return signInRedirect(request, reply)
-    if (!isStaffRole(request.web.user.role)) return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile`, 303)
-    await users.legacyTokens.reset(request.web.user.id)
+  fastify.post('/profile/reset_api_token', { preHandler: [fastify.csrfProtection, mayReset] }, async (request, reply) => {
+    await users.legacyTokens.reset(request.web.user!.id)
     await logPageEvent(request, 'legacy_token_reset')
     // Redirected, so that a reload shows the page again instead of resetting once more.
     return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile?reset=1`, 303)

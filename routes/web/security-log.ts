@@ -32,6 +32,7 @@ export const KIND_LABELS: Record<SecurityKind, string> = {
   factor_added: 'Second factor added',
   factor_removed: 'Second factor removed',
   recovery_code_used: 'Recovery code used',
+  codes_unlocked: 'Codes unlocked by an operator',
   second_factor_failed: 'Second factor failed',
 }
 
@@ -71,6 +72,8 @@ const securityLogRoutes: FastifyPluginAsync = async (fastify) => {
     const page = wholeNumber(query.page, 6) ?? 1
     const { total, events } = await fastify.securityLog.list({
       userId: request.web.user.id,
+      // Never another site's events: a site's pages are seen by whoever that site lets in.
+      seenFrom: request.web.site.id,
       kinds: kind ? [kind] : undefined,
       offset: (page - 1) * EVENTS_PER_PAGE,
       limit: EVENTS_PER_PAGE,

@@ -3,13 +3,14 @@ import { failureHeaders } from '../../plugins/auth/limits.ts'
 import { decodeMultipass } from '../../plugins/auth/multipass-token.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
-import { logPageEvent, pageData, safeNext, safeTo, secondStepAttempt, tellPerson, tooMany } from './pages.ts'
+import { codesLockedMessage, logPageEvent, pageData, safeNext, safeTo, secondStepAttempt, tellPerson, tooMany } from './pages.ts'
 import { authenticationOptions, passkeyAnswer } from './passkeys.ts'
 
 
 export const SIGN_IN_FAILED = 'Wrong email or password.'
 export const SSO_FAILED = 'This single sign-on link is invalid or has expired. Sign in with your email and password, or ask for a new link.'
 export const SSO_STAFF = 'Support staff sign in here with their email and password, not with a single sign-on link.'
+export const SSO_OFF = 'Single sign-on links are switched off for this site. Sign in with your email and password.'
 
 
 /** Signing in and out is open before a second factor the site requires (routes/web/enrollment.ts). */
@@ -39,54 +40,55 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
 
   /**
    * Multipass single sign-on (deprecated): a valid token signs its user in, creating a customer
-   * account for an unknown email, then goes to `to` when it stays on this site.
+   * account for an unknown email, then goes to `to` when it stays on this site. Only while the
+   * site takes multipass, as on the API.
    */
   async function singleSignOn(request: FastifyRequest, reply: FastifyReply, raw: string) {
     const { site } = request.web
-    // The same per-address budget as every other credential (plugins/auth/limits.ts).
-    const checked = await authLimits.attempt(
-      { address: request.ip },
-      () => {
-        const decoded = decodeMultipass(raw, site.multipassKey, site.permalink, { fromQuery: true })
-        return decoded && decoded.expiresAt > clock() ? decoded : null
-      },
-      (decoded) => (decoded ? 'neutral' : 'failed'),
-    )
-    if (checked && 'kind' in checked) {
-      reply.headers({ ...failureHeaders(authLimits, request.ip), 'retry-after': String(checked.retryAfter) })
-      return form(request, reply, 429, { error: tooMany(checked.retryAfter) })
-    }
-    const claims = checked
+    if (!site.multipassOn) return form(request, reply, 403, { error: SSO_OFF })
+    // A valid token cannot be guessed, so it is checked first and signs in whatever other requests
+    // from the address did; a failed one counts against the address's budget, as on the API.
+    const decoded = decodeMultipass(raw, site.multipassKey, site.permalink, { fromQuery: true })
+    const claims = decoded && decoded.expiresAt > clock() ? decoded : null
     if (!claims) {
+      const counted = await authLimits.attempt({ address: request.ip }, () => null, () => 'failed')
       reply.headers(failureHeaders(authLimits, request.ip))
+      if (counted !== null) {
+        reply.header('retry-after', String(counted.retryAfter))
+        return form(request, reply, 429, { error: tooMany(counted.retryAfter) })
+      }
       return form(request, reply, 401, { error: SSO_FAILED })
     }
-    // Single sign-on is for the site's customers (spec 5.3). Support staff sign in with their
-    // password: a session of theirs shows the account-wide legacy token and makes API tokens,
-    // which whoever holds the site's multipass key must not be able to reach.
+    // Single sign-on is for the site's customers (spec 5.3). Support staff, of this site or any
+    // other, sign in with their password: a session of theirs shows the account-wide legacy token
+    // and makes API tokens, which whoever holds one site's multipass key must not be able to reach.
     const known = await users.find(claims.email)
-    if (known && (known.disabled || (await users.isStaff(site.id, known.id)))) {
+    if (known && (known.disabled || (await users.staffSites(known.id)).length > 0)) {
       return form(request, reply, 401, { error: known.disabled ? SSO_FAILED : SSO_STAFF, email: known.email })
     }
     const user = await users.fromSingleSignOn(site.id, claims.email, claims.name)
     if (!user) return form(request, reply, 401, { error: SSO_FAILED })
     await reply.signIn(request, user.id)
-    return reply.redirect(safeTo(claims!.to, urls.siteWeb(site.permalink)) ?? (await home(request, user.id)), 303)
+    return reply.redirect(safeTo(claims.to, urls.siteWeb(site.permalink)) ?? (await home(request, user.id)), 303)
   }
 
   /**
-   * The security log of a sign-in on the page that failed: a wrong password of an existing account,
-   * and a lockout once per failure window of the account (not at every refused attempt after it).
+   * The security log of a sign-in on the page that failed: a wrong password, and a lockout once per
+   * failure window of the account (not at every refused attempt after it). A wrong password for an
+   * address no account has is written too, without the address (it may be a password typed in the
+   * wrong field), for the site alone: the same reads and the same write either way, so the time of
+   * the answer does not tell which accounts exist (CWE-208).
    */
   async function recordFailedSignIn(request: FastifyRequest, email: string, verdict: string) {
     const kind = verdict === 'invalid_password' ? 'sign_in_failed' : verdict === 'too_many_attempts' ? 'lockout' : undefined
-    const user = kind && (await users.find(email))
-    if (!kind || !user) return
+    if (!kind) return
+    const user = await users.find(email)
     if (kind === 'lockout') {
+      if (!user) return
       const [last] = (await securityLog.list({ userId: user.id, kinds: ['lockout'], offset: 0, limit: 1 })).events
       if (last && last.createdAt.getTime() > clock() - authLimits.settings.windowSeconds * 1000) return
     }
-    await logPageEvent(request, kind, undefined, user.id)
+    await logPageEvent(request, kind, user ? undefined : { account: 'none with that address' }, user?.id ?? null)
   }
 
   fastify.get('/', { prefixTrailingSlash: 'slash', config: OPEN }, async (request, reply) => {
@@ -156,11 +158,12 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     if (!user || user.disabled) return form(request, reply, 401, { next, error: 'Your sign-in waited too long for its second step. Enter your password again.' })
     const code = typeof body.code === 'string' ? body.code.trim() : ''
     const recovery = typeof body.recovery_code === 'string' ? body.recovery_code.trim() : ''
-    const checked = await secondStepAttempt(request, user.email, async () => {
+    const checked = await secondStepAttempt(request, user, body.passkey === undefined, async () => {
       if (body.passkey !== undefined) return (await passkeyAnswer(request, 'second_step', body.passkey, user.id)) ? 'passkey' : null
       if (code !== '' && (await secondFactors.checkTotp(user.id, code))) return 'code'
       return recovery !== '' && (await secondFactors.useRecoveryCode(user.id, recovery)) ? 'recovery code' : null
     })
+    if (checked !== null && typeof checked === 'object' && checked.kind === 'codes_locked') return secondStep(request, reply, user.id, 403, { next, error: codesLockedMessage() })
     if (checked !== null && typeof checked === 'object') {
       reply.headers({ ...failureHeaders(authLimits, request.ip), 'retry-after': String(checked.retryAfter) })
       return secondStep(request, reply, user.id, 429, { next, error: tooMany(checked.retryAfter) })

@@ -1,0 +1,1 @@
+ALTER TABLE `users` ADD `second_step_failures` integer DEFAULT 0 NOT NULL;
