@@ -31,6 +31,8 @@ export interface Config {
   limits: AuthLimitSettings
   /** SERVICE_RATE_LIMIT_*: fair use, requests per credential or address per window (plugins/rate-limits.ts). */
   rateLimits: RateLimitSettings
+  /** SERVICE_DEMO: whether a first start on a database without a site makes the demo site (on by default). */
+  demo: boolean
   /** SERVICE_HSTS: Strict-Transport-Security on every answer; on by default when an address is https. */
   hsts: boolean
   /** SERVICE_OAUTH_REGISTRATION: RFC 7591 dynamic registration of OAuth applications (plugins/oauth); on by default. */
@@ -99,6 +101,7 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_RATE_LIMIT_ANONYMOUS', fallback: '`1000`', about: 'API requests that no credential was accepted for (refusals included) per client address (an IPv6 /64) per window' },
   { variable: 'SERVICE_RATE_LIMIT_WINDOW', fallback: '`3600`', about: 'that window, in seconds (windows start on the clock: on the hour by default)' },
   { variable: 'SERVICE_RATE_LIMIT_SITES', fallback: 'none', about: 'sites with reads and writes of their own, space-separated: `demo:reads=20000,writes=2000 other:reads=500`' },
+  { variable: 'SERVICE_DEMO', fallback: '`on`', about: '`off`: a first start on a database without any site makes no demo site (production: make your sites with `service-desk site add`)' },
   { variable: 'SERVICE_HSTS', fallback: '`on` when `SERVICE_BASE_URL` or `SERVICE_SITE_URL` is https, else `off`', about: '`Strict-Transport-Security: max-age=31536000` on every answer; `off` where the TLS proxy sets it' },
   { variable: 'SERVICE_OAUTH_REGISTRATION', fallback: '`on`', about: 'RFC 7591 dynamic registration of OAuth applications at `/oauth/register`; `off` leaves registration to `service-desk oauth-client add`' },
   { variable: 'SERVICE_MCP_ALLOWED_ORIGINS', fallback: 'none', about: 'comma-separated origins (`https://assistant.example.com`) whose browser pages may call `/<site>/mcp`, besides the service\'s own base and site URLs; any other `Origin` gets 403' },
@@ -360,6 +363,7 @@ export function loadConfig(source: ConfigSource): Config {
     trustProxy: parseTrustProxy(source.env.SERVICE_TRUST_PROXY),
     // SERVICE_HSTS: unset, on when the API or the pages are served over https.
     hsts: parseSwitch(source, 'SERVICE_HSTS', hstsByDefault(base, site)),
+    demo: parseSwitch(source, 'SERVICE_DEMO', true),
     oauthRegistration: parseSwitch(source, 'SERVICE_OAUTH_REGISTRATION', true),
     mcpAllowedOrigins: parseOrigins(source.env.SERVICE_MCP_ALLOWED_ORIGINS),
     ...parseLeakReportKey(source),

@@ -154,6 +154,9 @@ const authorizationsEnded = (n: number) => (n === 0 ? '' : `; ${n} authorized ap
 
 const day = (date: Date | null) => (date ? date.toISOString().slice(0, 10) : 'never')
 
+/** The category a new site is made with. */
+export const FIRST_CATEGORY = 'General'
+
 async function readPassword(io: Io): Promise<string> {
   // One trailing newline is what `echo` and here-strings add; it is not part of the password.
   const password = (await io.readStdin()).replace(/\r?\n$/, '')
@@ -173,8 +176,8 @@ async function newPassword(values: Values, io: Io): Promise<{ given: boolean; pa
 }
 
 function parseAccess(value: string | boolean | undefined): Access {
-  if (value === undefined || value === 'write') return 'write'
-  if (value === 'read') return 'read'
+  if (value === undefined || value === 'read') return 'read'
+  if (value === 'write') return 'write'
   throw new UsageError(`--access must be read or write, not "${value}"`)
 }
 
@@ -195,10 +198,19 @@ function parseId(value: string): number {
 
 export const adminCommands: Command[] = [
   admin(
-    { words: ['site', 'add'], args: ['<site>'], options: { name: { type: 'string', value: 'TEXT', about: 'the name shown on its pages', fallback: 'the permalink' } }, usage: 'site add <site> [--name TEXT]', summary: 'Create a site; <site> is its permalink in every path. Makes the database if there is none yet.', creates: true },
-    async ({ sites }, [permalink], values, io) => {
+    {
+      words: ['site', 'add'],
+      args: ['<site>'],
+      options: { name: { type: 'string', value: 'TEXT', about: 'the name shown on its pages', fallback: 'the permalink' } },
+      usage: 'site add <site> [--name TEXT]',
+      summary: 'Create a site, with a first category, General, ready for its first discussion; <site> is its permalink in every path. Makes the database if there is none yet.',
+      creates: true,
+    },
+    async ({ sites, categories }, [permalink], values, io) => {
       const site = await sites.add(permalink, values.name as string | undefined)
-      io.stdout(`site ${site.permalink} created ("${shown(site.name)}")\n`)
+      // A discussion lives in a category: without one, the first one the API is sent is refused.
+      const first = await categories.add(site.id, FIRST_CATEGORY, false)
+      io.stdout(`site ${site.permalink} created ("${shown(site.name)}") with the category ${first.name} (id ${first.id}); add more with: service-desk category add ${site.permalink} NAME\n`)
     },
   ),
   admin(
@@ -299,7 +311,8 @@ export const adminCommands: Command[] = [
     },
     async ({ sites, users, securityLog }, [permalink, email], values, io) => {
       const site = await sites.get(permalink)
-      const user = await users.get(email)
+      const user = await users.find(email)
+      if (!user) throw new StoreError(`there is no user "${email}"; make the account first: service-desk user add ${email}`, 'not_found', 'email')
       const administrator = values.admin === true
       await users.addStaff(site.id, user.id, { administrator })
       await securityLog.append({ userId: user.id, siteId: site.id, kind: 'staff_added', actor: 'cli' })
@@ -332,7 +345,7 @@ export const adminCommands: Command[] = [
       args: ['<site>', '<email>'],
       options: {
         name: { type: 'string', value: 'TEXT', about: 'what the token is for, as its owner will see it on the token page (required)' },
-        access: { type: 'string', value: 'read|write', about: 'read only, or read and write', fallback: 'write' },
+        access: { type: 'string', value: 'read|write', about: 'read only, or read and write', fallback: 'read' },
         expires: { type: 'string', value: 'DAYS', about: `days until it expires: ${EXPIRY_DAYS.join(', ')}`, fallback: String(DEFAULT_EXPIRY_DAYS) },
       },
       usage: 'token create <site> <email> --name TEXT [--access read|write] [--expires 7|30|90|365]',

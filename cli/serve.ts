@@ -70,12 +70,16 @@ export function servingLine(config: Config, listening: string, permalinks: strin
   )
 }
 
+/** What a start without any site says (SERVICE_DEMO=off on a new database). */
+export const NO_SITE_YET = 'No site yet: make one with `service-desk site add <site>`, then its people (docs/operations.md, "Set up your team").\n'
+
 /** Builds the app on the configured file, bootstraps a first run, listens, and says so (the banner on a first run). */
 export async function startService(config: Config, io: Pick<Io, 'stdout' | 'stderr' | 'clock'>, logStream: { write(line: string): void }) {
   const created = isNewSqliteFile(config.databaseAddress, { creates: true })
   const app = buildApp({ config, clock: io.clock, logStream })
   await app.ready()
-  const firstRun = await app.database.bootstrapFirstRun(app.clock, app.secretBox)
+  // Production says SERVICE_DEMO=off: no demo site, and no password in the log (docs/operations.md).
+  const firstRun = config.demo ? await app.database.bootstrapFirstRun(app.clock, app.secretBox) : null
   await app.listen({ port: config.port, host: config.host })
   const { requestTimeoutMs, headersTimeoutMs, keepAliveTimeoutMs, maxConnections, maxConnectionsPerAddress } = config.connections
   app.log.info(
@@ -85,6 +89,7 @@ export async function startService(config: Config, io: Pick<Io, 'stdout' | 'stde
   if (firstRun) io.stdout(firstRunBanner(config, firstRun))
   const permalinks = (await app.sites.list()).map((site) => site.permalink)
   io.stderr(servingLine(config, listeningAt(app.server.address() as AddressInfo), permalinks, created))
+  if (permalinks.length === 0) io.stderr(NO_SITE_YET)
   return app
 }
 
@@ -93,7 +98,7 @@ export const serveCommand: Command = {
   args: [],
   options: SERVE_OPTIONS,
   usage: 'serve [--port N] [--host ADDRESS] [--db ADDRESS] [more options below]',
-  summary: 'Run the API and the supporter pages. A first start on an empty database creates the demo site.',
+  summary: 'Run the API and the supporter pages. A first start on an empty database creates the demo site (unless SERVICE_DEMO=off).',
   /* c8 ignore start: this runs, and takes signals, only in a real process; test/cli/serve.test.ts
      starts one and stops it with SIGTERM, but its coverage is not collected (test/fixtures/child.ts) */
   async run(_args, values, io) {

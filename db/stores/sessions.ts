@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { and, count, eq, gt, lte, sql } from '../drizzle.ts'
+import { and, count, eq, gt, lte, ne, sql } from '../drizzle.ts'
 import type { StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { DAY_MS } from '../../lib/clock.ts'
@@ -72,6 +72,15 @@ export function createSessionStore(port: StorePort, clock: Clock) {
     /** Notes that the person of this session proved it was them just now (sudo mode). */
     async confirm(id: string): Promise<void> {
       await db.update(webSessions).set({ confirmedAt: new Date(clock()) }).where(eq(webSessions.fingerprint, fingerprint(id)))
+    },
+
+    /** Ends every session of a user but this one (they changed their password in it); how many. */
+    async destroyOthers(userId: number, keptId: string): Promise<number> {
+      const ended = await db
+        .delete(webSessions)
+        .where(and(eq(webSessions.userId, userId), ne(webSessions.fingerprint, fingerprint(keptId))))
+        .returning({ userId: webSessions.userId })
+      return ended.length
     },
 
     /** Ends every session of a user (their account was disabled); how many. */

@@ -252,6 +252,18 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
       })
     },
 
+    /** The account's name as its person chose it on their profile; a StoreError for one that will not do. */
+    async setName(userId: number, name: string): Promise<string> {
+      const trimmed = name.trim()
+      if (trimmed === '' || trimmed.length > 100) throw new StoreError('a name must be 1 to 100 characters', 'invalid', 'name')
+      if (holdsNul(trimmed)) throw new StoreError('a name must not contain the character U+0000', 'invalid', 'name')
+      await port.atomic(async (tx) => {
+        await tx.db.update(users).set({ name: trimmed }).where(eq(users.id, userId))
+        await nameShownAnew(tx, userId)
+      })
+      return trimmed
+    },
+
     /** Gives the account a new password (its hash): the old one stops working at once. */
     async setPassword(email: string, passwordHash: string): Promise<User> {
       const user = await get(email)

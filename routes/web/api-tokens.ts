@@ -10,7 +10,7 @@ import { DEFAULT_EXPIRY_DAYS, MAX_ACTIVE_TOKENS, MAX_TOKEN_NAME, tokenState, typ
 import { tokenDetail } from '../../db/stores/security-log.ts'
 import { authorizedApplications } from './oauth.ts'
 import { requireConfirmed } from './confirm.ts'
-import { logPageEvent, pageData, requireSupporter } from './pages.ts'
+import { logPageEvent, notFoundPage, pageData, requireSupporter } from './pages.ts'
 
 // Tokens expiring this soon stand out in the list.
 const SOON_DAYS = 7
@@ -242,7 +242,11 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
   const ownActiveToken = async (request: FastifyRequest) =>
     (await activeTokens(request)).find((token) => String(token.id) === (request.params as { id: string }).id)
   const noSuchToken = (request: FastifyRequest, reply: FastifyReply) =>
-    reply.page('not_found', pageData(request, reply, { title: 'No such token' }), 404)
+    notFoundPage(request, reply, {
+      title: 'No such token',
+      message: 'There is no such active token of yours on this site. It may have been revoked or have expired already.',
+      back: { path: '/profile/api_tokens', label: 'Back to your API tokens' },
+    })
 
   fastify.get('/profile/api_tokens/:id/revoke', { preHandler: requireSupporter }, async (request, reply) => {
     const token = await ownActiveToken(request)

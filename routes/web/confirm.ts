@@ -18,6 +18,7 @@ export const PURPOSES = {
   administration: "revoke credentials or change this site's token policy",
   oauth: 'let an application read and write on your behalf',
   legacy: 'see or reset your legacy API token',
+  password: 'change your password',
 } as const
 export type Purpose = keyof typeof PURPOSES
 

@@ -6,7 +6,7 @@ import { permalinkOfResource } from '../../lib/urls.ts'
 import { SECURITY_HEADERS } from '../../plugins/views.ts'
 import type { SitePolicy } from '../../db/stores/site-policy.ts'
 import { confirmedRecently, confirmFirst } from './confirm.ts'
-import { logPageEvent, pageData, requireSupporter } from './pages.ts'
+import { logPageEvent, notFoundPage, pageData, requireSupporter } from './pages.ts'
 
 // The sign-in and consent step of an OAuth authorization (docs/decisions.md, "OAuth for
 // applications"): {site_url}/oauth/authorize/<uid>, where the library's interaction URL points. The
@@ -170,7 +170,10 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
     const { grant } = request.params as { grant: string }
     const page = `${fastify.urls.siteWeb(request.web.site.permalink)}/profile/api_tokens`
     const mine = (await authorizedApplications(request)).find((app) => app.grantId === grant)
-    if (!mine) return reply.page('not_found', pageData(request, reply, { title: 'No such application' }), 404)
+    if (!mine) {
+      const message = 'There is no application you authorized on this site with this address. Its access may have been revoked already.'
+      return notFoundPage(request, reply, { title: 'No such application', message, back: { path: '/profile/api_tokens', label: 'Back to your API tokens' } })
+    }
     await fastify.oauthRecords.destroyGrant(grant)
     await logPageEvent(request, 'oauth_revoked', { application: mine.name })
     return reply.redirect(`${page}?app_revoked=1`, 303)

@@ -39,6 +39,17 @@ export function signInRedirect(request: FastifyRequest, reply: FastifyReply) {
   return reply.redirect(`${base}/login?next=${encodeURIComponent(next)}`, 303)
 }
 
+/** The 404 page of something a page names that is not there: what, why, and the way back (a path under the site's pages). */
+export function notFoundPage(request: FastifyRequest, reply: FastifyReply, words: { title: string; message: string; back: { path: string; label: string } }) {
+  const href = `${request.server.urls.siteWeb(request.web.site.permalink)}${words.back.path}`
+  return reply.page('not_found', pageData(request, reply, { ...words, back: { href, label: words.back.label } }), 404)
+}
+
+/** The 403 page of a page that is not for the signed-in person: for whom it is, and what to do. */
+export function forbiddenPage(request: FastifyRequest, reply: FastifyReply, words: { title: string; message: string; hint: string }) {
+  return reply.page('forbidden', pageData(request, reply, words), 403)
+}
+
 /**
  * preHandler of pages for the site's support staff: a signed-out visitor is sent to sign in, a
  * signed-in customer is told why not.
@@ -46,7 +57,13 @@ export function signInRedirect(request: FastifyRequest, reply: FastifyReply) {
 export async function requireSupporter(request: FastifyRequest, reply: FastifyReply) {
   const { user } = request.web
   if (!user) return signInRedirect(request, reply)
-  if (!isStaffRole(user.role)) return reply.page('forbidden', pageData(request, reply, { title: 'Support staff only' }), 403)
+  if (!isStaffRole(user.role)) {
+    return forbiddenPage(request, reply, {
+      title: 'Support staff only',
+      message: `This page is for the support staff of ${request.web.site.name}.`,
+      hint: 'If you should be, ask an administrator of this site to add you to its support staff.',
+    })
+  }
 }
 
 /**
@@ -57,7 +74,13 @@ export async function requireSupporter(request: FastifyRequest, reply: FastifyRe
 export async function requireAdministrator(request: FastifyRequest, reply: FastifyReply) {
   const { user } = request.web
   if (!user) return signInRedirect(request, reply)
-  if (!user.administrator) return reply.page('forbidden', pageData(request, reply, { title: 'Administrators only', administratorsOnly: true }), 403)
+  if (!user.administrator) {
+    return forbiddenPage(request, reply, {
+      title: 'Administrators only',
+      message: `This page is for the administrators of ${request.web.site.name}.`,
+      hint: 'The operator of this help desk makes administrators, with service-desk staff admin.',
+    })
+  }
 }
 
 /** A `next` address is followed only when it stays on this site's pages (no open redirect). */

@@ -1,10 +1,12 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { StoreError } from '../../db/stores/errors.ts'
-import { logPageEvent, pageData, signInRedirect } from './pages.ts'
+import { logPageEvent, pageData, requireSupporter, signInRedirect, tellPerson } from './pages.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
 import { enrollmentDue } from './enrollment.ts'
 import { factorsOf } from './second-factors.ts'
-import { confirmedRecently, confirmFirst } from './confirm.ts'
+import { confirmedRecently, confirmFirst, requireConfirmed } from './confirm.ts'
+import { hashPassword } from '../../lib/password.ts'
+import { MIN_PASSWORD } from '../../db/stores/users.ts'
 
 const day = (date: Date) => date.toISOString().slice(0, 10)
 
@@ -14,11 +16,24 @@ const NOTICES: Record<string, string> = {
   'factor=totp': 'The authenticator app is added. Signing in now asks for one of its codes after your password.',
   'factor=passkey': 'The passkey is added. Signing in now asks for a second factor after your password, and the passkey can sign you in by itself.',
   'factor=removed': 'The second factor is removed.',
+  'name=1': 'Your name is changed. Customers and colleagues see it from now on.',
+  'password=1': 'Your password is changed. Your other sessions were signed out; your tokens keep working.',
 }
+
+/** What the password form says of a new password that will not do; null when it will. */
+export function newPasswordProblem(password: string, repeated: string): string | null {
+  if (password.length < MIN_PASSWORD) return `A password has at least ${MIN_PASSWORD} characters.`
+  if (password.length > MAX_PASSWORD) return `A password has at most ${MAX_PASSWORD} characters.`
+  if (password !== repeated) return 'The two new passwords are not the same.'
+  return null
+}
+
+/** Longer than anyone types, short enough that hashing it costs nothing more. */
+const MAX_PASSWORD = 1024
 
 /** {site_url}/profile: who you are, and the legacy account token with its Reset API Token action. */
 const profileRoutes: FastifyPluginAsync = async (fastify) => {
-  const { users, urls, clock } = fastify
+  const { users, urls, clock, sessions } = fastify
 
   async function legacy(userId: number) {
     try {
@@ -43,7 +58,7 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
     return confirmedRecently(request) ? 'shown' : 'confirm'
   }
 
-  async function render(request: FastifyRequest, reply: FastifyReply, notice: string | null) {
+  async function render(request: FastifyRequest, reply: FastifyReply, notice: string | null, status = 200, problems: { name?: string; password?: string } = {}) {
     const user = request.web.user!
     const staff = isStaffRole(user.role)
     // Until a second factor the site requires is added, the page offers only that (routes/web/enrollment.ts).
@@ -52,7 +67,7 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
     const legacyToken = state === 'shown' ? await legacy(user.id) : state === null ? null : { state }
     const twoFactor = staff ? await factorsOf(request) : null
     const confirm = `${urls.siteWeb(request.web.site.permalink)}/confirm?for=legacy&next=${encodeURIComponent(`${new URL(urls.siteWeb(request.web.site.permalink)).pathname}/profile`)}`
-    return reply.page('profile', pageData(request, reply, { title: 'Your profile', legacy: legacyToken, twoFactor, notice, due, confirm }))
+    return reply.page('profile', pageData(request, reply, { title: 'Your profile', legacy: legacyToken, twoFactor, notice, due, confirm, problems, staff }), status)
   }
 
   /** preHandler of the reset: a supporter only, not held, and confirmed recently. */
@@ -67,8 +82,36 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.get('/profile', { config: { beforeSecondFactor: true } }, async (request, reply) => {
     if (!request.web.user) return signInRedirect(request, reply)
-    const query = request.query as { reset?: unknown; factor?: unknown }
-    return render(request, reply, NOTICES[`reset=${String(query.reset)}`] ?? NOTICES[`factor=${String(query.factor)}`] ?? null)
+    const query = request.query as { reset?: unknown; factor?: unknown; name?: unknown; password?: unknown }
+    const notice = ['reset', 'factor', 'name', 'password'].map((key) => NOTICES[`${key}=${String(query[key as keyof typeof query])}`]).find(Boolean)
+    return render(request, reply, notice ?? null)
+  })
+
+  // A supporter's own name and password (issue 46): the name at once, the password after a recent
+  // sign-in or confirmation with the password or a second factor (routes/web/confirm.ts), which
+  // signs out every other session of theirs and is logged.
+  fastify.post('/profile/name', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
+    const name = (request.body as { name?: unknown }).name
+    try {
+      await users.setName(request.web.user!.id, typeof name === 'string' ? name : '')
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error
+      return render(request, reply, null, 400, { name: `${error.message[0].toUpperCase()}${error.message.slice(1)}.` })
+    }
+    return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile?name=1`, 303)
+  })
+
+  fastify.post('/profile/password', { preHandler: [fastify.csrfProtection, requireSupporter, requireConfirmed('password', '/profile')] }, async (request, reply) => {
+    const body = request.body as { password?: unknown; repeated?: unknown }
+    const password = typeof body.password === 'string' ? body.password : ''
+    const problem = newPasswordProblem(password, typeof body.repeated === 'string' ? body.repeated : '')
+    if (problem) return render(request, reply, null, 400, { password: problem })
+    const user = request.web.user!
+    await users.setPassword(user.email, await hashPassword(password))
+    const ended = await sessions.destroyOthers(user.id, request.web.sessionId!)
+    await logPageEvent(request, 'password_set', { other_sessions_ended: ended })
+    await tellPerson(request, user.email, `Your password for ${request.web.site.name} was changed`, [`The password of your account ${user.email} was changed on the profile page; ${ended} other session${ended === 1 ? ' was' : 's were'} signed out.`])
+    return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile?password=1`, 303)
   })
 
   fastify.get('/profile/reset_api_token', { preHandler: mayReset }, async (request, reply) => {

@@ -9,7 +9,7 @@ import type { CommentVia, DiscussionState } from '../../db/values.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { MAX_BODY } from '../api/discussions/schemas.ts'
 import { holdsNul } from '../../lib/nul.ts'
-import { pageData, queryString, requireSupporter, wholeNumber } from './pages.ts'
+import { notFoundPage, pageData, queryString, requireSupporter, wholeNumber } from './pages.ts'
 
 // The supporter's queue (docs/decisions.md, "The queue on the web"): {site_url}/discussions and
 // {site_url}/discussions/<number>, the addresses the API's html_href names. Where the site URL
@@ -142,11 +142,15 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
     } catch (error) {
       if (!(error instanceof StoreError) || error.code !== 'not_found') throw error
     }
-    await reply.page('not_found', pageData(request, reply, { title: 'No such discussion' }), 404)
+    await notFoundPage(request, reply, {
+      title: 'No such discussion',
+      message: `${request.web.site.name} has no discussion with this number.`,
+      back: { path: '/discussions', label: 'Back to the discussions' },
+    })
     return undefined
   }
 
-  async function discussionPage(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, status = 200, error: string | null = null) {
+  async function discussionPage(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, status = 200, error: string | null = null, draft = '') {
     const all = await categoriesOf(request.web.site.id)
     const comments = await discussions.comments(d.id)
     return reply.page(
@@ -178,6 +182,7 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
         actions: actionsFor(d.state),
         queue: `${base(request)}/discussions`,
         error,
+        draft,
       }),
       status,
     )
@@ -187,6 +192,23 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
     const d = await discussionOf(request, reply)
     return d && discussionPage(request, reply, d)
   })
+
+  /**
+   * Runs a change of the page's discussion. A discussion changed by someone else meanwhile (deleted
+   * while a reply was being written, say) refuses the change in the store: the page is shown again
+   * as it is now, `409`, with what was typed still in the form, as the API answers 409.
+   */
+  async function change(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, work: () => Promise<unknown>, draft = '') {
+    try {
+      await work()
+      return true
+    } catch (error) {
+      if (!(error instanceof StoreError) || error.code !== 'conflict') throw error
+      // A discussion is never removed from its site (deleting it is a state), so it is read again.
+      await discussionPage(request, reply, await discussions.get(d.siteId, d.number), 409, `That was not done: ${error.message}. Someone changed the discussion since the page was shown.`, draft)
+      return false
+    }
+  }
 
   /** After a change: back to the discussion, where a reload shows it again without sending the form twice. */
   const back = (request: FastifyRequest, reply: FastifyReply, number: number, anchor = '') =>
@@ -209,8 +231,11 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
           ? 'The message holds the character U+0000 (NUL), which cannot be saved. Remove it and send it again.'
           : null
     if (problem) return discussionPage(request, reply, d, 400, problem)
-    const { comment } = await discussions.reply({ siteId: d.siteId, number: d.number, body: text, internal: body.internal === 'yes', supporterId: request.web.user!.id, via: 'web' })
-    return back(request, reply, d.number, `#comment-${comment.number}`)
+    let number = 0
+    const sent = await change(request, reply, d, async () => {
+      number = (await discussions.reply({ siteId: d.siteId, number: d.number, body: text, internal: body.internal === 'yes', supporterId: request.web.user!.id, via: 'web' })).comment.number
+    }, text)
+    return sent ? back(request, reply, d.number, `#comment-${number}`) : reply
   })
 
   fastify.post('/discussions/:number/act', forms, async (request, reply) => {
@@ -218,8 +243,7 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
     if (!d) return reply
     const action = (request.body as { action?: unknown } | undefined)?.action
     if (!actionsFor(d.state).some((a) => a.action === action)) return discussionPage(request, reply, d, 409, 'That cannot be done to the discussion as it is now. It may have changed since the page was shown.')
-    await discussions.act(d.siteId, d.number, action as Action)
-    return back(request, reply, d.number)
+    return (await change(request, reply, d, () => discussions.act(d.siteId, d.number, action as Action))) ? back(request, reply, d.number) : reply
   })
 
   fastify.post('/discussions/:number/category', forms, async (request, reply) => {
@@ -228,8 +252,7 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
     const categoryId = whole((request.body as { category?: unknown } | undefined)?.category)
     const category = categoryId === undefined ? undefined : await categories.find(d.siteId, categoryId)
     if (!category) return discussionPage(request, reply, d, 400, 'Choose one of the categories of this site.')
-    await discussions.update(d.siteId, d.number, { categoryId: category.id })
-    return back(request, reply, d.number)
+    return (await change(request, reply, d, () => discussions.update(d.siteId, d.number, { categoryId: category.id }))) ? back(request, reply, d.number) : reply
   })
 }
 

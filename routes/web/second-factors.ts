@@ -6,7 +6,9 @@ import { shownMoment } from '../../lib/clock.ts'
 import { requireConfirmed } from './confirm.ts'
 import { checkName } from '../../db/stores/second-factors.ts'
 import { registeredPasskey, registrationOptions } from './passkeys.ts'
-import { logPageEvent, pageData, requireSupporter, tellPerson, wholeNumber } from './pages.ts'
+import { logPageEvent, notFoundPage, pageData, requireSupporter, tellPerson, wholeNumber } from './pages.ts'
+
+const PROFILE = { path: '/profile', label: 'Back to your profile' }
 
 // {site_url}/profile/two_factor: a supporter's second factors (docs/decisions.md, "Second
 // factors"): authenticator apps (TOTP), passkeys (routes/web/passkeys.ts) and the ten recovery
@@ -108,7 +110,7 @@ const secondFactorRoutes: FastifyPluginAsync = async (fastify) => {
     const user = request.web.user!
     const factorId = wholeNumber(id, 16)
     const pending = factorId === undefined ? undefined : await secondFactors.pendingTotp(user.id, factorId, user.email, issuer(request))
-    if (!pending) return reply.page('not_found', pageData(request, reply, { title: 'No such enrollment' }), 404)
+    if (!pending) return notFoundPage(request, reply, { title: 'No such enrollment', message: 'There is no authenticator app of yours waiting for its first code here. Start adding it again.', back: PROFILE })
     const code = (request.body as { code?: unknown } | undefined)?.code
     if (!(await secondFactors.confirmTotp(user.id, pending.id, typeof code === 'string' ? code : ''))) {
       return enrollmentPage(request, reply, pending, 400, 'That code is not the current one of this app. Check the time of your phone, then enter the code it shows now.')
@@ -126,7 +128,7 @@ const secondFactorRoutes: FastifyPluginAsync = async (fastify) => {
     const { id } = request.params as { id: string }
     const factorId = wholeNumber(id, 16)
     const removed = factorId === undefined ? undefined : await secondFactors.remove(request.web.user!.id, factorId)
-    if (!removed) return reply.page('not_found', pageData(request, reply, { title: 'No such second factor' }), 404)
+    if (!removed) return notFoundPage(request, reply, { title: 'No such second factor', message: 'There is no such second factor of yours. It may have been removed already.', back: PROFILE })
     await logPageEvent(request, 'factor_removed', { kind: FACTOR_NAMES[removed.kind], name: removed.name })
     await tellPerson(request, request.web.user!.email, `A second factor was removed from your ${request.web.site.name} account`, [`The ${FACTOR_NAMES[removed.kind]} "${removed.name}" was removed from your account ${request.web.user!.email} on ${shownMoment(new Date(fastify.clock()))}.`])
     return reply.redirect(`${profile(request)}?factor=removed`, 303)

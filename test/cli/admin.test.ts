@@ -18,7 +18,7 @@ async function snapshot(query: ReturnType<typeof cliRunner>['query']): Promise<s
 
 t.test('sites, users, staff and tokens from the command line', async (t) => {
   const { run } = cliRunner(t)
-  t.same(await run(['site', 'add', 'acme', '--name', 'Acme Support']), { code: 0, stdout: 'site acme created ("Acme Support")\n', stderr: '' })
+  t.same(await run(['site', 'add', 'acme', '--name', 'Acme Support']), { code: 0, stdout: 'site acme created ("Acme Support") with the category General (id 1); add more with: service-desk category add acme NAME\n', stderr: '' })
   t.same((await run(['site', 'list'])).stdout, 'acme\tAcme Support\n')
 
   const added = await run(['user', 'add', 'Ann@Example.test', '--name', 'Ann'])
@@ -43,7 +43,7 @@ t.test('sites, users, staff and tokens from the command line', async (t) => {
   const lines = listed.stdout.trim().split('\n')
   t.equal(lines.length, 2)
   t.match(lines[1], new RegExp(`^1\\tAnn@Example\\.test\\tCI\\tread\\tservice_pat_\\.\\.\\.${value.slice(-4)}\\tcreated 2026-03-01\\tlast used never\\texpires 2026-03-08\\tactive$`))
-  t.match(lines[0], /^2\t.*\tdeploy\twrite\t.*expires 2026-05-30\tactive$/, 'read and write, 90 days by default')
+  t.match(lines[0], /^2\t.*\tdeploy\tread\t.*expires 2026-05-30\tactive$/, 'read only (least access), 90 days by default')
   t.notMatch(listed.stdout, value.slice(12, 50), 'never a value')
   t.equal((await run(['token', 'list', 'acme', 'bob@example.test'])).stdout, '', 'filtered by owner')
 

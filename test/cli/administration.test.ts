@@ -26,7 +26,7 @@ t.test('administrators, the inventory and the policy from the command line', asy
   t.equal((await ok(['staff', 'unadmin', 'acme', 'bob@example.test'])).stdout, 'bob@example.test is no longer an administrator of acme\n')
   t.equal((await ok(['staff', 'unadmin', 'acme', 'bob@example.test'])).stdout, 'bob@example.test is not an administrator of acme\n')
 
-  const ann = (await ok(['token', 'create', 'acme', 'ann@example.test', '--name', 'Nightly export', '--expires', '365'])).stdout.trim()
+  const ann = (await ok(['token', 'create', 'acme', 'ann@example.test', '--name', 'Nightly export', '--access', 'write', '--expires', '365'])).stdout.trim()
   await ok(['token', 'create', 'acme', 'bob@example.test', '--name', 'CI', '--access', 'read', '--expires', '7'])
   await ok(['token', 'create', 'other', 'cus@example.test', '--name', 'elsewhere'])
 
@@ -64,7 +64,7 @@ t.test('administrators, the inventory and the policy from the command line', asy
   t.equal(smtp.mails.length, 0, 'nobody mailed when tokens are left as they are')
   const refusedToken = await run(['token', 'create', 'acme', 'bob@example.test', '--name', 'long', '--access', 'read', '--expires', '365'])
   t.same(refusedToken, { code: 1, stdout: '', stderr: "service-desk: expiry must be 7, 30, 90 days (this site's token policy allows at most 90 days)\n" })
-  t.match((await run(['token', 'create', 'acme', 'bob@example.test', '--name', 'rw', '--expires', '7'])).stderr, 'only its administrators create Read and write tokens')
+  t.match((await run(['token', 'create', 'acme', 'bob@example.test', '--name', 'rw', '--access', 'write', '--expires', '7'])).stderr, 'only its administrators create Read and write tokens')
 
   const shortened = await ok(['site', 'policy', 'acme', '--max-token-days', '30', '--shorten'], { env: mail })
   t.equal(shortened.stderr, '1 token shortened to end within 30 days\n')

@@ -229,7 +229,7 @@ t.test('a real full disk and a real read-only one: a small tmpfs', { skip: sqlit
   t.match(steps[4], /^service-desk: the disk is full \((disk I\/O error|database or disk is full)\)\.\nNothing was changed\./, 'the database could not be written')
   t.equal(steps[5], String(EXIT_DISK_FULL))
   t.equal(steps[6], 'demo\tdemo\n', 'nothing was created, and the database reads once there is room')
-  t.equal(steps[8], 'site acme created ("acme")\n', 'and takes writes again: no restart, no repair')
+  t.equal(steps[8], 'site acme created ("acme") with the category General (id 2); add more with: service-desk category add acme NAME\n', 'and takes writes again: no restart, no repair')
   t.match(steps[10], /^service-desk: the database cannot be written \(unable to open database file\)\.\nNothing was changed\. Check that \S+\/service\.db is a file \(not a folder\) that this user can write, in a folder it can write \(ls -l\), on a file system not mounted read-only/)
   t.equal(steps[11], String(EXIT_READ_ONLY))
 })

@@ -114,7 +114,7 @@ t.test('only serve, migrate and site add make a database that is not there', { s
   t.same(readdirSync(dir), ['service.db'], 'neither the file nor a key file')
 
   const made = join(dir, 'new', 'desk.db')
-  t.same(await run(['site', 'add', 'acme', '--db', made]), { code: 0, stdout: 'site acme created ("acme")\n', stderr: `service-desk: made a new database at ${made}\n` })
+  t.same(await run(['site', 'add', 'acme', '--db', made]), { code: 0, stdout: 'site acme created ("acme") with the category General (id 1); add more with: service-desk category add acme NAME\n', stderr: `service-desk: made a new database at ${made}\n` })
   t.same(await run(['site', 'list', '--db', made]), { code: 0, stdout: 'acme\tacme\n', stderr: '' }, 'then it is read')
   t.equal((await run(['site', 'add', 'other', '--db', made])).stderr, '', 'said once, when made')
 
@@ -137,7 +137,7 @@ t.test('help: for every command and group, two ways; each option with its meanin
 
   const own = await run(['token', 'create', '--help'])
   t.same(await run(['help', 'token', 'create']), own, 'help <command> is <command> --help')
-  t.match(own.stdout, /\n {2}--access read\|write +read only, or read and write \(default: write\)\n/)
+  t.match(own.stdout, /\n {2}--access read\|write +read only, or read and write \(default: read\)\n/, "least access by default, as on the token page")
   t.match(own.stdout, /\n {2}--expires DAYS +days until it expires: 7, 30, 90, 365 \(default: 90\)\n/)
   t.match(own.stdout, /\n {2}--db ADDRESS +the database: a SQLite file's path, or a postgres:\/\/ address \(which needs\n +SERVICE_SECRET\) \(default: \.\/data\/service\.db; environment: SERVICE_DB\)\n/)
   t.match(own.stdout, /\n {2}-h, --help +this help\n/)
