@@ -107,7 +107,7 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_MCP_ALLOWED_ORIGINS', fallback: 'none', about: 'comma-separated origins (`https://assistant.example.com`) whose browser pages may call `/<site>/mcp`, besides the service\'s own base and site URLs; any other `Origin` gets 403' },
   { variable: 'SERVICE_LEAK_REPORT_KEY', fallback: 'none: `/token_leaks` answers 404', about: 'the HMAC key of signed leak reports, at least 32 characters' },
   { variable: 'SERVICE_SECURITY_LOG_DAYS', fallback: '`400`', about: 'how many days the security log keeps an event' },
-  { variable: 'SERVICE_SUDO_MINUTES', fallback: '`15`', about: 'how long after signing in or confirming it is them a supporter may create a token or change what administrators change, before the pages ask for the password again' },
+  { variable: 'SERVICE_SUDO_MINUTES', fallback: '`15`', about: 'how long after signing in or confirming it is them a supporter may create a token or change what administrators change, before the pages ask again for the password, or for a second factor when the person has one' },
   { variable: 'SERVICE_SMTP_URL', fallback: 'none: no mail', about: '`smtp://user:password@host:587` (STARTTLS when offered) or `smtps://...` (TLS from the start): where expiry notices and the notices of revocations by administrators are sent; never logged' },
   { variable: 'SERVICE_MAIL_FROM', fallback: '`Service Desk <service-desk@` the host of `SERVICE_BASE_URL` `>`', about: 'the From of those mails' },
   { variable: 'SERVICE_REQUEST_TIMEOUT', fallback: '`30`', about: 'seconds a client has to send a whole request, headers and body; then `408` and the connection is closed' },

@@ -25,7 +25,8 @@ export const securityLogCommands: Command[] = [
       const site = await sites.get(permalink)
       const email = values.user as string | undefined
       const user = email === undefined ? undefined : await users.get(email)
-      const { events } = await securityLog.list({ siteId: user ? undefined : site.id, userId: user?.id, offset: 0, limit: SECURITY_LOG_LIMIT })
+      // The site's own events and its people's account-wide ones (a password set at the command line).
+      const { events } = await securityLog.list({ ofSite: user ? undefined : site.id, userId: user?.id, offset: 0, limit: SECURITY_LOG_LIMIT })
       if (values.json === true) {
         const rows = events.map((e) => ({
           at: e.createdAt.toISOString(),

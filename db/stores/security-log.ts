@@ -38,6 +38,11 @@ export interface SecurityLogFilter {
   siteId?: number
   /** This site's events and those of the account everywhere (site null): what one site's pages show a person. */
   seenFrom?: number
+  /**
+   * This site's events and the account-wide ones (site null) of its people (a password set, an
+   * account disabled): the site's log as its operator reads it (`service-desk security-log <site>`).
+   */
+  ofSite?: number
   kinds?: SecurityKind[]
   offset: number
   limit: number
@@ -82,8 +87,10 @@ export function eventOf(row: Tables['securityEvents']['$inferSelect']): Security
 }
 
 /** The conditions of a listing. */
-function eventConditions(table: Tables['securityEvents'], filter: SecurityLogFilter): SQL | undefined {
+function eventConditions({ securityEvents: table, memberships }: Pick<Tables, 'securityEvents' | 'memberships'>, db: StorePort['db'], filter: SecurityLogFilter): SQL | undefined {
+  const people = (siteId: number) => db.select({ id: memberships.userId }).from(memberships).where(eq(memberships.siteId, siteId))
   return and(
+    filter.ofSite === undefined ? undefined : or(eq(table.siteId, filter.ofSite), and(isNull(table.siteId), inArray(table.userId, people(filter.ofSite)))),
     filter.userId === undefined ? undefined : eq(table.userId, filter.userId),
     filter.siteId === undefined ? undefined : eq(table.siteId, filter.siteId),
     filter.seenFrom === undefined ? undefined : or(eq(table.siteId, filter.seenFrom), isNull(table.siteId)),
@@ -92,7 +99,7 @@ function eventConditions(table: Tables['securityEvents'], filter: SecurityLogFil
 }
 
 export function createSecurityLog(port: StorePort, clock: Clock) {
-  const { db, tables: { securityEvents } } = port
+  const { db, tables: { securityEvents, memberships } } = port
   return {
     async append(event: NewSecurityEvent): Promise<void> {
       await db.insert(securityEvents).values(eventRow(event, clock()))
@@ -100,7 +107,7 @@ export function createSecurityLog(port: StorePort, clock: Clock) {
 
     /** Newest first, with the number of events the filter matches. */
     async list(filter: SecurityLogFilter): Promise<{ total: number; events: SecurityEvent[] }> {
-      const where = eventConditions(securityEvents, filter)
+      const where = eventConditions({ securityEvents, memberships }, db, filter)
       const [{ n }] = await db.select({ n: count() }).from(securityEvents).where(where)
       const rows = await db
         .select()

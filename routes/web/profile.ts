@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { StoreError } from '../../db/stores/errors.ts'
 import { logPageEvent, pageData, requireSupporter, signInRedirect, tellPerson } from './pages.ts'
+import { RECOVERY_CODES } from '../../db/stores/second-factors.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
 import { enrollmentDue } from './enrollment.ts'
 import { factorsOf } from './second-factors.ts'
@@ -84,7 +85,10 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
     if (!request.web.user) return signInRedirect(request, reply)
     const query = request.query as { reset?: unknown; factor?: unknown; name?: unknown; password?: unknown }
     const notice = ['reset', 'factor', 'name', 'password'].map((key) => NOTICES[`${key}=${String(query[key as keyof typeof query])}`]).find(Boolean)
-    return render(request, reply, notice ?? null)
+    const raw = (request.query as { recovery_left?: unknown }).recovery_left
+    const left = typeof raw === 'string' && /^\d{1,2}$/.test(raw) ? Number(raw) : undefined
+    const recovery = left === undefined ? null : `You signed in with a recovery code: ${left} of ${RECOVERY_CODES} ${left === 1 ? 'is' : 'are'} left. If you lost your authenticator app, add a new one below and make new recovery codes.`
+    return render(request, reply, notice ?? recovery)
   })
 
   // A supporter's own name and password (issue 46): the name at once, the password after a recent

@@ -181,6 +181,8 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
       await tellPerson(request, user.email, `A recovery code was used to sign in to ${request.web.site.name}`, [
         `Someone signed in to your account ${user.email} with one of its recovery codes on ${shownMoment(new Date(clock()))}. ${left} ${left === 1 ? 'code is' : 'codes are'} left.`,
       ])
+      // The profile says how many are left, and offers new ones (the app may be what was lost).
+      return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile?recovery_left=${left}`, 303)
     }
     return reply.redirect(next || (await home(request, user.id)), 303)
   })

@@ -103,17 +103,22 @@ t.test('the command line: what it does is logged, and security-log lists it', as
   await cli.run(['token', 'create', 'demo', 'ann@example.test', '--name', 'Deploy'])
   await cli.run(['token', 'revoke', 'demo', '1'])
   await cli.run(['legacy-token', 'reset', 'ann@example.test'])
+  await cli.run(['user', 'set-password', 'ann@example.test'])
   await cli.run(['staff', 'remove', 'demo', 'ann@example.test'])
   await cli.run(['user', 'disable', 'ann@example.test'])
   const text = await cli.run(['security-log', 'demo'])
   t.equal(text.code, 0)
   const lines = text.stdout.trim().split('\n').map((line) => line.split('\t'))
-  t.same(lines.map((fields) => fields[2]), ['Removed from the staff', 'Token revoked', 'Token created', 'Added to the staff'], "the site's events in the page's words (the account-wide ones have no site)")
+  t.same(
+    lines.map((fields) => fields[2]),
+    ['Account disabled', 'Removed from the staff', 'Password set', 'Legacy token reset', 'Token revoked', 'Token created', 'Added to the staff'],
+    "the site's events and its people's account-wide ones, in the page's words",
+  )
   t.ok(lines.every((fields) => fields[1] === 'ann@example.test' && /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/.test(fields[0]!)), 'each with its person by email, at a time as the page shows it')
-  t.match(text.stdout, /\tby the command line\ttoken id: 1 · name: Deploy · access: write/)
+  t.match(text.stdout, /\tby the command line\ttoken id: 1 · name: Deploy · access: read/)
   const json = await cli.run(['security-log', 'demo', '--user', 'ann@example.test', '--json'])
   const rows = JSON.parse(json.stdout) as Array<{ kind: string; actor: string }>
-  t.same(rows.map((r) => r.kind), ['account_disabled', 'staff_removed', 'legacy_token_reset', 'token_revoked', 'token_created', 'staff_added'])
+  t.same(rows.map((r) => r.kind), ['account_disabled', 'staff_removed', 'password_set', 'legacy_token_reset', 'token_revoked', 'token_created', 'staff_added'])
   t.ok(rows.every((r) => r.actor === 'cli'))
   t.equal((await cli.run(['security-log', 'nope'])).code, 1, 'an unknown site')
   t.equal((await cli.run(['security-log', 'demo', '--user', 'nobody@example.test'])).code, 1, 'an unknown user')
