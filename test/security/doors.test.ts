@@ -3,8 +3,7 @@ import { DEFAULT_SUDO_MINUTES } from '../../config.ts'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { basic, inDays, legacyTokenOf, makeMultipass } from '../fixtures/credentials.ts'
 import { addCategory } from '../fixtures/discussions.ts'
-import { totpCode } from '../fixtures/totp.ts'
-import { personWithPassword, webClient } from '../fixtures/web.ts'
+import { enrollAuthenticator, personWithPassword, webClient } from '../fixtures/web.ts'
 
 // Issue 45, findings 1, 2, 5, 6 and 7, each from the attacker's side and the person's or the
 // operator's: every door that takes a password or an account-wide secret asks the site's second
@@ -50,11 +49,7 @@ t.test('a site that requires a second factor: the password and the legacy token 
   // With a factor, dave is no longer held: the legacy token works again, and Basic is refused as for anyone with one.
   const web = webClient(app)
   await web.signIn(dave.email, dave.password)
-  await web.get('/demo/profile')
-  const started = await web.post('/demo/profile/two_factor/totp', { name: 'Phone' })
-  const secret = /data-secret>([A-Z2-7]+)</.exec(started.body)![1]
-  const id = /two_factor\/totp\/(\d+)\/confirm/.exec(started.body)![1]
-  await web.post(`/demo/profile/two_factor/totp/${id}/confirm`, { code: totpCode(secret, clock()) })
+  await enrollAuthenticator(web, clock())
   t.equal((await app.inject({ url: '/demo/discussions', headers: { 'x-service-auth': legacy, accept: V1 } })).statusCode, 200)
   const withFactor = await app.inject({ url: '/demo/discussions', headers: basic(dave.email, dave.password) })
   t.equal(withFactor.statusCode, 401)

@@ -6,7 +6,7 @@ import { BASE_URL, buildTestApp, SITE_URL } from '../fixtures/app.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { basic } from '../fixtures/credentials.ts'
 import { totpCode } from '../fixtures/totp.ts'
-import { personWithPassword, webClient } from '../fixtures/web.ts'
+import { enrollAuthenticator, personWithPassword, webClient } from '../fixtures/web.ts'
 
 // Issue 45, findings 4, 8 and 9: every budget kept per address folds IPv6 to its /64; wrong
 // authenticator and recovery codes end after MAX_SECOND_STEP_FAILURES in a row; and a failed
@@ -67,12 +67,8 @@ t.test(`authenticator codes stop after ${MAX_SECOND_STEP_FAILURES} wrong ones in
   const ann = await personWithPassword(app)
   const web = webClient(app)
   await web.signIn(ann.email, ann.password)
-  await web.get('/demo/profile')
-  const started = await web.post('/demo/profile/two_factor/totp', { name: 'Phone' })
-  const secret = /data-secret>([A-Z2-7]+)</.exec(started.body)![1]
-  const id = /two_factor\/totp\/(\d+)\/confirm/.exec(started.body)![1]
-  const done = await web.post(`/demo/profile/two_factor/totp/${id}/confirm`, { code: totpCode(secret, clock()) })
-  const recovery = /<li><code>([a-z0-9-]+)<\/code><\/li>/.exec(done.body)![1]
+  const { secret, codes } = await enrollAuthenticator(web, clock())
+  const recovery = codes[0]
 
   // The attacker has the password and guesses codes, five per window, window after window.
   const wrong = (n: number) => String((Number(totpCode(secret, clock())) + 1 + n) % 1_000_000).padStart(6, '0')

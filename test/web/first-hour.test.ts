@@ -2,7 +2,7 @@ import t from 'tap'
 import { DEFAULT_SUDO_MINUTES } from '../../config.ts'
 import { buildTestApp } from '../fixtures/app.ts'
 import { basic } from '../fixtures/credentials.ts'
-import { personWithPassword, webClient } from '../fixtures/web.ts'
+import { signedInPerson, webClient } from '../fixtures/web.ts'
 
 // Issue 46: what a new team met on the pages. A discussion deleted by one supporter while another
 // has its page open answers 409 with the page as it is now, not a 500; not-found and forbidden
@@ -12,19 +12,15 @@ const MINUTE = 60_000
 
 t.test('every action on the page of a discussion deleted meanwhile: 409 and the page as it is now, what was typed kept', async (t) => {
   const { app } = await buildTestApp(t)
-  const ann = await personWithPassword(app)
-  const bob = await personWithPassword(app)
+  const { web: annWeb, ...ann } = await signedInPerson(app)
+  const { web: bobWeb } = await signedInPerson(app)
   const general = await app.categories.add(ann.site.id, 'General', true)
   const other = await app.categories.add(ann.site.id, 'Billing', true)
   const { discussion } = await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Printer', body: 'On fire', public: true, supporterId: ann.user.id, onBehalfOf: { email: 'c@example.test' }, via: 'api' })
-  const annWeb = webClient(app)
-  await annWeb.signIn(ann.email, ann.password)
   const page = await annWeb.get(`/demo/discussions/${discussion.number}`)
   t.match(page.body, 'Reply')
 
   // Bob deletes it while Ann's page is open.
-  const bobWeb = webClient(app)
-  await bobWeb.signIn(bob.email, bob.password)
   await bobWeb.get(`/demo/discussions/${discussion.number}`)
   t.equal((await bobWeb.post(`/demo/discussions/${discussion.number}/act`, { action: 'delete' })).statusCode, 303)
 
@@ -50,18 +46,14 @@ t.test('every action on the page of a discussion deleted meanwhile: 409 and the 
 
 t.test('not-found and forbidden pages speak of what was asked', async (t) => {
   const { app } = await buildTestApp(t)
-  const ann = await personWithPassword(app)
-  const web = webClient(app)
-  await web.signIn(ann.email, ann.password)
+  const { web } = await signedInPerson(app)
   const missing = await web.get('/demo/discussions/999')
   t.equal(missing.statusCode, 404)
   t.match(missing.body, 'Site demo has no discussion with this number.')
   t.match(missing.body, 'Back to the discussions')
   t.notMatch(missing.body, 'no such active token', 'nothing of the token page')
 
-  const customer = await personWithPassword(app, { role: 'customer' })
-  const shopper = webClient(app)
-  await shopper.signIn(customer.email, customer.password)
+  const { web: shopper } = await signedInPerson(app, { role: 'customer' })
   const queue = await shopper.get('/demo/discussions')
   t.equal(queue.statusCode, 403)
   t.match(queue.body, 'This page is for the support staff of Site demo.')
@@ -73,9 +65,7 @@ t.test('not-found and forbidden pages speak of what was asked', async (t) => {
 
 t.test("a supporter changes their own name, and their password after confirming it is them; other sessions end", async (t) => {
   const { app, clock } = await buildTestApp(t)
-  const ann = await personWithPassword(app)
-  const web = webClient(app)
-  await web.signIn(ann.email, ann.password)
+  const { web, ...ann } = await signedInPerson(app)
   const elsewhere = webClient(app)
   await elsewhere.signIn(ann.email, ann.password)
 

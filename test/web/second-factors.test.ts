@@ -3,7 +3,7 @@ import { buildTestApp, V1 } from '../fixtures/app.ts'
 import { basic } from '../fixtures/credentials.ts'
 import { mailServer, readMail } from '../fixtures/mail.ts'
 import { totpCode } from '../fixtures/totp.ts'
-import { personWithPassword, webClient } from '../fixtures/web.ts'
+import { enrollAuthenticator, personWithPassword, webClient } from '../fixtures/web.ts'
 
 // Second factors (docs/decisions.md, "Second factors"): an authenticator app enrolled on the
 // profile, the sign-in's second step, recovery codes, the lockout, replays, and Basic on the API.
@@ -18,13 +18,7 @@ async function enrolled(app: App, clock: Clock) {
   const ann = await personWithPassword(app)
   const web = webClient(app)
   await web.signIn(ann.email, ann.password)
-  await web.get('/demo/profile')
-  const started = await web.post('/demo/profile/two_factor/totp', { name: 'Phone' })
-  const secret = /data-secret>([A-Z2-7]+)</.exec(started.body)![1]
-  const id = /two_factor\/totp\/(\d+)\/confirm/.exec(started.body)![1]
-  const done = await web.post(`/demo/profile/two_factor/totp/${id}/confirm`, { code: totpCode(secret, clock()) })
-  const codes = [...done.body.matchAll(/<li><code>([a-z0-9-]+)<\/code><\/li>/g)].map((m) => m[1])
-  return { ann, web, secret, codes, started, done }
+  return { ann, web, ...(await enrollAuthenticator(web, clock())) }
 }
 
 /** A new browser that passes the password step of Ann's sign-in. */
