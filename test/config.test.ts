@@ -25,7 +25,9 @@ t.test('defaults', async (t) => {
     sudoMinutes: 15,
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',
+    demo: true,
   })
+  t.equal(load({ SERVICE_DEMO: 'off' }).demo, false, 'a production start without the demo site')
   t.same(DEFAULT_LIMITS, { perAddress: 20, perAccount: 5, windowSeconds: 300 }, 'the documented defaults')
   t.equal(load({ PORT: '8080' }).baseUrl, 'http://localhost:8080', 'default addresses follow the port')
 })
@@ -51,6 +53,7 @@ t.test('environment, and flags over the environment', async (t) => {
     sudoMinutes: 15,
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',
+    demo: true,
   })
 })
 

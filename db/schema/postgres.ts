@@ -45,10 +45,10 @@ export const users = pgTable(
     legacyTokenFingerprint: pgText('legacy_token_fingerprint'),
     legacyTokenEncrypted: pgText('legacy_token_encrypted'),
     legacyTokenExpiresAt: moment('legacy_token_expires_at'),
+    createdAt: moment('created_at').notNull(),
     // Wrong authenticator codes and recovery codes in a row, since the last right one or a passkey:
     // at MAX_SECOND_STEP_FAILURES the codes stop (db/stores/second-factors.ts, NIST SP 800-63B 5.2.2).
     secondStepFailures: pgInteger('second_step_failures').notNull().default(0),
-    createdAt: moment('created_at').notNull(),
   },
   (t) => [
     pgUniqueIndex('users_email_key_unique').on(t.emailKey),

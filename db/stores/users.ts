@@ -36,14 +36,22 @@ export function emailProblem(email: string): string | null {
   return null
 }
 
+/** Why a name will not do (a clause), or null: 1 to 100 characters once trimmed, without U+0000. */
+export function nameProblem(name: string): string | null {
+  const trimmed = name.trim()
+  if (trimmed === '' || trimmed.length > 100) return 'a name must be 1 to 100 characters'
+  if (holdsNul(trimmed)) return 'a name must not contain the character U+0000'
+  return null
+}
+
 /** The email and name a new account is made with, or a StoreError; whether the address is taken is the caller's to ask. */
 export function validateNewUser(input: NewUser): { email: string; name: string } {
   const problem = emailProblem(input.email)
   if (problem) throw new StoreError(problem, 'invalid', 'email')
   const email = input.email.trim()
   const name = (input.name ?? email.split('@')[0]).trim()
-  if (name === '' || name.length > 100) throw new StoreError('a name must be 1 to 100 characters', 'invalid', 'name')
-  if (holdsNul(name)) throw new StoreError('a name must not contain the character U+0000', 'invalid', 'name')
+  const unnamed = nameProblem(name)
+  if (unnamed) throw new StoreError(unnamed, 'invalid', 'name')
   if (input.password !== undefined && input.password.length < MIN_PASSWORD) {
     throw new StoreError(`a password must be at least ${MIN_PASSWORD} characters`, 'invalid', 'password')
   }
@@ -255,8 +263,8 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
     /** The account's name as its person chose it on their profile; a StoreError for one that will not do. */
     async setName(userId: number, name: string): Promise<string> {
       const trimmed = name.trim()
-      if (trimmed === '' || trimmed.length > 100) throw new StoreError('a name must be 1 to 100 characters', 'invalid', 'name')
-      if (holdsNul(trimmed)) throw new StoreError('a name must not contain the character U+0000', 'invalid', 'name')
+      const problem = nameProblem(trimmed)
+      if (problem) throw new StoreError(problem, 'invalid', 'name')
       await port.atomic(async (tx) => {
         await tx.db.update(users).set({ name: trimmed }).where(eq(users.id, userId))
         await nameShownAnew(tx, userId)

@@ -116,10 +116,8 @@ export function createProvider(options: ProviderOptions): Provider {
       AccessToken: ACCESS_TOKEN_TTL_S,
       AuthorizationCode: 60,
       // Never past its grant, whose end the site's longest token lifetime sets (routes/web/oauth.ts).
-      RefreshToken: (ctx) => {
-        const ends = ctx?.oidc?.entities.Grant?.exp
-        return ends ? Math.max(1, Math.min(REFRESH_TOKEN_TTL_S, ends - Math.floor(Date.now() / 1000))) : REFRESH_TOKEN_TTL_S
-      },
+      // (A refresh token is issued only with its grant: the code's exchange and the refresh load it.)
+      RefreshToken: (ctx) => Math.max(1, Math.min(REFRESH_TOKEN_TTL_S, ctx.oidc.entities.Grant!.exp! - Math.floor(Date.now() / 1000))),
       Grant: GRANT_TTL_S,
       // An authorization waits this long for its sign-in and consent; an abandoned one is swept after.
       Interaction: INTERACTION_TTL_S,

@@ -7,7 +7,8 @@ import { enrollmentDue } from './enrollment.ts'
 import { factorsOf } from './second-factors.ts'
 import { confirmedRecently, confirmFirst, requireConfirmed } from './confirm.ts'
 import { hashPassword } from '../../lib/password.ts'
-import { MIN_PASSWORD } from '../../db/stores/users.ts'
+import { MIN_PASSWORD, nameProblem } from '../../db/stores/users.ts'
+import { sentence } from '../api/discussions/http-errors.ts'
 
 const day = (date: Date) => date.toISOString().slice(0, 10)
 
@@ -95,13 +96,11 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
   // sign-in or confirmation with the password or a second factor (routes/web/confirm.ts), which
   // signs out every other session of theirs and is logged.
   fastify.post('/profile/name', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
-    const name = (request.body as { name?: unknown }).name
-    try {
-      await users.setName(request.web.user!.id, typeof name === 'string' ? name : '')
-    } catch (error) {
-      if (!(error instanceof StoreError)) throw error
-      return render(request, reply, null, 400, { name: `${error.message[0].toUpperCase()}${error.message.slice(1)}.` })
-    }
+    const given = (request.body as { name?: unknown }).name
+    const name = typeof given === 'string' ? given : ''
+    const problem = nameProblem(name)
+    if (problem) return render(request, reply, null, 400, { name: sentence(problem) })
+    await users.setName(request.web.user!.id, name)
     return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile?name=1`, 303)
   })
 

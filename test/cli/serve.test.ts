@@ -10,7 +10,7 @@ import { redactPostgresAddress } from '../../lib/database-address.ts'
 import packageJson from '../../package.json' with { type: 'json' }
 import { DEFAULT_LIMITS } from '../../plugins/auth/limits.ts'
 import { main } from '../../cli/main.ts'
-import { firstRunBanner, LOG_FLUSH_MS, startService } from '../../cli/serve.ts'
+import { firstRunBanner, LOG_FLUSH_MS, NO_SITE_YET, startService } from '../../cli/serve.ts'
 import { testClock } from '../fixtures/app.ts'
 import { logCapture } from '../fixtures/log.ts'
 import { childEnv } from '../fixtures/child.ts'
@@ -183,4 +183,17 @@ t.test('in-process start: banner on the first start only, never in the log; wher
   const { port: again } = second.server.address() as { port: number }
   t.match(said, new RegExp(`^service-desk \\S+ listening on http://127\\.0\\.0\\.1:${again}: the API at .*/demo, .*; database \\S+\\n$`), 'the line again, the database not new')
   await second.close()
+})
+
+t.test('in-process start with SERVICE_DEMO=off: no demo site, no secret printed, and what to do next', async (t) => {
+  const config = loadConfig({ env: { ...tempDb(t), PORT: '0', SERVICE_DEMO: 'off' }, flags: {} })
+  const log = logCapture()
+  let printed = ''
+  let said = ''
+  const io = { stdout: (text: string) => void (printed += text), stderr: (text: string) => void (said += text), clock: testClock() }
+  const app = await startService(config, io, log.stream)
+  t.equal(printed, '', 'no banner')
+  t.match(said, NO_SITE_YET)
+  t.same(await app.sites.list(), [], 'no site')
+  await app.close()
 })

@@ -19,6 +19,9 @@ t.test('the bare address: a page for a browser, the JSON for anyone else, and th
   const go = await app.inject({ url: '/login?site=%20Demo%20' })
   t.equal(go.statusCode, 303)
   t.equal(go.headers.location, 'https://help.example.test/demo/login')
+  const empty = await app.inject({ url: '/login' })
+  t.equal(empty.statusCode, 400)
+  t.match(empty.body, 'Type the name of your site')
   for (const site of ['', '../admin', 'oauth', '<script>']) {
     const refused = await app.inject({ url: `/login?site=${encodeURIComponent(site)}` })
     t.equal(refused.statusCode, 400, JSON.stringify(site))

@@ -144,8 +144,13 @@ t.test("one site's multipass key signs in only its customers, renames nobody oth
   const samWeb = webClient(app)
   await samWeb.signIn(sam.email, sam.password)
   t.equal((await samWeb.get('/demo/discussions')).statusCode, 200)
+  await app.users.addStaff(demo.id, sam.user.id)
+  t.equal((await samWeb.get('/demo/discussions')).statusCode, 200, 'added again as what they are: the session goes on')
   await app.users.setAdministrator(demo.id, sam.user.id, true)
   t.equal((await samWeb.get('/demo/discussions')).statusCode, 303, 'a session of lesser rights ended')
+  await samWeb.signIn(sam.email, sam.password)
+  await app.users.addStaff(demo.id, sam.user.id, { administrator: true })
+  t.equal((await samWeb.get('/demo/admin/credentials')).statusCode, 200, 'an administrator added again as one: no rise, the session goes on')
 
   // Switched off, ?sso= on the pages signs nobody in, as on the API.
   await app.sites.setPolicy(demo.id, { multipassOn: false })

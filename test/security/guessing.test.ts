@@ -6,7 +6,7 @@ import { BASE_URL, buildTestApp, SITE_URL } from '../fixtures/app.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { basic } from '../fixtures/credentials.ts'
 import { totpCode } from '../fixtures/totp.ts'
-import { enrollAuthenticator, personWithPassword, webClient } from '../fixtures/web.ts'
+import { enrollAuthenticator, personWithPassword, signedInPerson, webClient } from '../fixtures/web.ts'
 
 // Issue 45, findings 4, 8 and 9: every budget kept per address folds IPv6 to its /64; wrong
 // authenticator and recovery codes end after MAX_SECOND_STEP_FAILURES in a row; and a failed
@@ -108,6 +108,20 @@ t.test(`authenticator codes stop after ${MAX_SECOND_STEP_FAILURES} wrong ones in
   await again.signIn(ann.email, ann.password)
   await again.post('/demo/login/second_step', { code: totpCode(secret, clock()) })
   t.equal(await app.secondFactors.failedCodes(ann.user.id), 0)
+})
+
+t.test('stopped codes cannot confirm it is you either; a passkey would, and a right code after a wrong one clears the count', async (t) => {
+  const { app, clock } = await buildTestApp(t)
+  const { web, ...ann } = await signedInPerson(app)
+  const { secret } = await enrollAuthenticator(web, clock())
+  for (let i = 0; i < MAX_SECOND_STEP_FAILURES; i++) await app.secondFactors.failCode(ann.user.id)
+  clock.advance(20 * MINUTE)
+  await web.get('/demo/confirm?for=token&next=/demo/profile/api_tokens')
+  const refused = await web.post('/demo/confirm', { code: totpCode(secret, clock()), for: 'token', next: '/demo/profile/api_tokens' })
+  t.equal(refused.statusCode, 403)
+  t.match(refused.body, `after ${MAX_SECOND_STEP_FAILURES} wrong ones in a row`)
+  t.equal(await app.secondFactors.failedCodes(999_999), 0, 'an account that is not there has no count')
+  t.equal(await app.secondFactors.failCode(999_999), 0)
 })
 
 t.test('a failed sign-in writes the same whether or not the account exists (no timing tell)', async (t) => {

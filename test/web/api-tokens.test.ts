@@ -164,7 +164,7 @@ t.test('a signed-in customer gets a 403 page that says why', async (t) => {
   t.equal((await browser.signIn(carol.email, carol.password)).statusCode, 303)
   for (const res of [await browser.get(TOKENS), await browser.createToken({ name: 'x', access: 'read', expires: '7' })]) {
     t.equal(res.statusCode, 403)
-    t.match(res.body, 'Personal API tokens are for the support staff of Site demo')
+    t.match(res.body, 'This page is for the support staff of Site demo.')
   }
   t.equal(await app.tokens.activeCount(carol.user.id), 0)
 })

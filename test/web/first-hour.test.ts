@@ -73,12 +73,19 @@ t.test("a supporter changes their own name, and their password after confirming 
   t.equal((await web.post('/demo/profile/name', { name: '  Ann Example  ' })).headers.location, 'https://help.example.test/demo/profile?name=1')
   t.equal((await app.users.byId(ann.user.id))!.name, 'Ann Example')
   t.match((await web.get('/demo/profile?name=1')).body, 'Your name is changed.')
-  t.equal((await web.post('/demo/profile/name', { name: ' ' })).statusCode, 400)
+  const blank = await web.post('/demo/profile/name', { name: ' ' })
+  t.equal(blank.statusCode, 400)
+  t.match(blank.body, 'A name must be 1 to 100 characters.')
+  t.equal((await web.post('/demo/profile/name')).statusCode, 400, 'a form without the field')
+  t.equal((await app.users.byId(ann.user.id))!.name, 'Ann Example', 'unchanged')
 
   const mismatch = await web.post('/demo/profile/password', { password: 'a new long password', repeated: 'another one' })
   t.equal(mismatch.statusCode, 400)
   t.match(mismatch.body, 'The two new passwords are not the same.')
   t.equal((await web.post('/demo/profile/password', { password: 'short', repeated: 'short' })).statusCode, 400)
+  const long = 'x'.repeat(1025)
+  t.match((await web.post('/demo/profile/password', { password: long, repeated: long })).body, 'A password has at most 1024 characters.')
+  t.equal((await web.post('/demo/profile/password')).statusCode, 400, 'a form without the fields')
 
   // Long after signing in, the session must confirm first: a stolen session alone changes nothing.
   clock.advance((DEFAULT_SUDO_MINUTES + 1) * MINUTE)
@@ -99,4 +106,8 @@ t.test("a supporter changes their own name, and their password after confirming 
   const { events } = await app.securityLog.list({ userId: ann.user.id, kinds: ['password_set'], offset: 0, limit: 5 })
   t.equal(events.length, 1)
   t.same(events[0].detail, { other_sessions_ended: 1 })
+  // Again at once: nothing else to sign out, and still confirmed.
+  await web.get('/demo/profile')
+  t.equal((await web.post('/demo/profile/password', { password: 'a third long password', repeated: 'a third long password' })).statusCode, 303)
+  t.same((await app.securityLog.list({ userId: ann.user.id, kinds: ['password_set'], offset: 0, limit: 5 })).events[0].detail, { other_sessions_ended: 0 })
 })

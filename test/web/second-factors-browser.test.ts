@@ -87,7 +87,8 @@ t.test('a supporter enrolls an authenticator app, signs in with it, and uses rec
     await page.getByLabel('Recovery code').fill(codes[0])
     await page.getByRole('button', { name: 'Sign in', exact: true }).click()
     if (expected === 'signed in') {
-      await page.waitForURL(`${base}/demo/discussions`)
+      await page.waitForURL(`${base}/demo/profile?recovery_left=9`)
+      t.match(await page.getByRole('status').first().textContent(), 'You signed in with a recovery code: 9 of 10 are left.')
       t.pass(`round ${round}: the recovery code signs in`)
     } else {
       t.match(await page.getByRole('alert').textContent(), 'That code is not right, or was used already', `round ${round}: used up`)
