@@ -78,15 +78,12 @@ export default fp<OAuthOptions>(
         renderError,
       })
       // Every error the library meets is answered by it; those it did not expect are logged here.
-      // Both events come before the library's answer, so the check below knows an authorization
+      provider.on('server_error', (_ctx, error) => fastify.log.error({ err: error }, 'oauth server error'))
+      // The event comes before the library's answer, so the check below knows an authorization
       // failed whatever form its answer takes: a redirect with the error in the query or the
       // fragment, a page that posts it by itself (form_post), or any mode added later.
       const failures = new WeakMap<object, { error: string; error_description?: string | null }>()
       provider.on('authorization.error', (ctx, error) => failures.set(ctx, { error: error.error, error_description: error.error_description }))
-      provider.on('server_error', (ctx, error) => {
-        failures.set(ctx, { error: 'server_error' })
-        fastify.log.error({ err: error }, 'oauth server error')
-      })
       // A path under /oauth/ that the library does not serve (or an endpoint turned off) gets the
       // service's own 404, as every other unknown path does.
       provider.use(async (ctx, next) => {

@@ -78,6 +78,7 @@ t.test("a supporter changes their own name, and their password after confirming 
   t.match(blank.body, 'A name must be 1 to 100 characters.')
   t.equal((await web.post('/demo/profile/name')).statusCode, 400, 'a form without the field')
   t.equal((await app.users.byId(ann.user.id))!.name, 'Ann Example', 'unchanged')
+  await t.rejects(app.users.setName(ann.user.id, 'x'.repeat(101)), { code: 'invalid', field: 'name' }, 'the store keeps the rule too')
 
   const mismatch = await web.post('/demo/profile/password', { password: 'a new long password', repeated: 'another one' })
   t.equal(mismatch.statusCode, 400)
