@@ -70,9 +70,13 @@ t.test(`authenticator codes stop after ${MAX_SECOND_STEP_FAILURES} wrong ones in
   const { secret, codes } = await enrollAuthenticator(web, clock())
   const recovery = codes[0]
 
-  // The attacker has the password and guesses codes, five per window, window after window.
+  // The attacker has the password and guesses codes, five per window, window after window. The
+  // windows before the last three are counted as the page counts a wrong code (the same store
+  // call), so the test does not spend half a minute on 80 page requests; the last fifteen go
+  // through the page, across window ends.
   const wrong = (n: number) => String((Number(totpCode(secret, clock())) + 1 + n) % 1_000_000).padStart(6, '0')
-  let guesses = 0
+  let guesses = MAX_SECOND_STEP_FAILURES - 15
+  for (let i = 0; i < guesses; i++) await app.secondFactors.failCode(ann.user.id)
   let answer = 0
   while (guesses < MAX_SECOND_STEP_FAILURES) {
     const thief = webClient(app)
