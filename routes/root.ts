@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { escapeHtml } from '../lib/html.ts'
 import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
 import { permalinkProblem } from '../lib/permalink.ts'
@@ -11,7 +12,6 @@ export const RootDocument = Type.Object({
   openapi_url: Type.String(),
 })
 
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
 /**
  * The page a browser gets at the bare address (issue 46): what the address is, and a way to a

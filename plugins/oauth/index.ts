@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { escapeHtml } from '../../lib/html.ts'
 import fp from 'fastify-plugin'
 import type Provider from 'oidc-provider'
 import type { KoaContextWithOIDC } from 'oidc-provider'
@@ -29,7 +30,6 @@ export const SWEEP_EVERY_MS = 60 * 60 * 1000
 // At the top level: tsc rewrites the .ts of a dynamic import here for dist/, not inside the plugin's callback.
 const loadProvider = () => import('./provider.ts')
 
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
 /**
  * The page the library shows instead of redirecting (an unknown client, a redirect URI it was not
