@@ -30,6 +30,9 @@ import securityLogPruning from './plugins/security-log-pruning.ts'
 import { discussionStores, oauthStore, secondFactorStore, securityLogStore, sessionStore, siteStore, tokenStore, userStore } from './plugins/stores.ts'
 import versioning from './plugins/versioning.ts'
 import administrationApi from './routes/api/administration.ts'
+import fileRoutes from './routes/api/files.ts'
+import fileSweep from './plugins/file-sweep.ts'
+import { DEFAULT_FILE_LIMITS } from './lib/files.ts'
 import discussionRoutes from './routes/api/discussions/index.ts'
 import mcpRoutes from './routes/api/mcp/index.ts'
 import healthRoutes from './routes/health.ts'
@@ -52,7 +55,7 @@ declare module 'fastify' {
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'databaseAddress' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'sudoMinutes'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'sudoMinutes' | 'files'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -133,6 +136,7 @@ export function buildApp(options: AppOptions) {
   app.register(securityLogStore)
   app.register(secondFactorStore)
   app.register(securityLogPruning, { days: config.securityLogDays ?? DEFAULT_SECURITY_LOG_DAYS })
+  app.register(fileSweep)
   // Mail, when SERVICE_SMTP_URL is set; then mails 7 days and 1 day before a personal token expires.
   app.register(mail, { settings: config.mail })
   app.register(expiryNotices)
@@ -167,7 +171,9 @@ export function buildApp(options: AppOptions) {
       routes.addHook('onRequest', routes.authenticate)
       routes.register(siteRoutes)
       routes.register(personalTokenRoutes)
-      routes.register(discussionRoutes)
+      routes.register(discussionRoutes, { fileLimits: config.files ?? DEFAULT_FILE_LIMITS })
+      // Uploads and the download of attachments (the discussion routes take files with a comment too).
+      routes.register(fileRoutes, { limits: config.files ?? DEFAULT_FILE_LIMITS })
       // The administrators' resources: the credentials inventory and the token policy.
       routes.register(administrationApi)
       // The MCP endpoint: its tools are requests to the routes above, with the caller's token.

@@ -3,6 +3,7 @@
 
 import { isIP } from 'node:net'
 import { ConfigError } from './lib/config-error.ts'
+import { DEFAULT_FILE_LIMITS, MESSAGE_LIMITS, MiB, type FileLimits } from './lib/files.ts'
 import { connectionsAllowed, defaultMaxConnections, DEFAULT_TIMEOUTS, processOpenFiles, type ConnectionSettings } from './lib/connections.ts'
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from './plugins/http/request-log.ts'
 import { MIN_SECRET_LENGTH } from './lib/server-key.ts'
@@ -45,6 +46,8 @@ export interface Config {
   securityLogDays: number
   /** SERVICE_SUDO_MINUTES: how long a proof that it is them lasts for the sensitive actions of the pages (15 by default). */
   sudoMinutes: number
+  /** SERVICE_FILE_MAX_MB and SERVICE_SITE_FILES_MB: the largest attachment, and the space of a site's files (db/stores/files.ts). */
+  files: FileLimits
   /** SERVICE_SMTP_URL and SERVICE_MAIL_FROM: where token expiry notices and administrators' notices are sent from; no mail without them. */
   mail?: MailSettings
   /** The timeouts and connection caps of the HTTP server (lib/connections.ts). */
@@ -108,6 +111,8 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_LEAK_REPORT_KEY', fallback: 'none: `/token_leaks` answers 404', about: 'the HMAC key of signed leak reports, at least 32 characters' },
   { variable: 'SERVICE_SECURITY_LOG_DAYS', fallback: '`400`', about: 'how many days the security log keeps an event' },
   { variable: 'SERVICE_SUDO_MINUTES', fallback: '`15`', about: 'how long after signing in or confirming it is them a supporter may create a token or change what administrators change, before the pages ask again for the password, or for a second factor when the person has one' },
+  { variable: 'SERVICE_FILE_MAX_MB', fallback: '`10`', about: 'the largest file an attachment may be, in MiB (at most 25, what one message may carry in all)' },
+  { variable: 'SERVICE_SITE_FILES_MB', fallback: '`1024`', about: "the space a site's files may take in the database, in MiB; a file it already has takes none" },
   { variable: 'SERVICE_SMTP_URL', fallback: 'none: no mail', about: '`smtp://user:password@host:587` (STARTTLS when offered) or `smtps://...` (TLS from the start): where expiry notices and the notices of revocations by administrators are sent; never logged' },
   { variable: 'SERVICE_MAIL_FROM', fallback: '`Service Desk <service-desk@` the host of `SERVICE_BASE_URL` `>`', about: 'the From of those mails' },
   { variable: 'SERVICE_REQUEST_TIMEOUT', fallback: '`30`', about: 'seconds a client has to send a whole request, headers and body; then `408` and the connection is closed' },
@@ -369,6 +374,10 @@ export function loadConfig(source: ConfigSource): Config {
     ...parseLeakReportKey(source),
     securityLogDays: parseCount(source, 'SERVICE_SECURITY_LOG_DAYS', DEFAULT_SECURITY_LOG_DAYS, 3_650),
     sudoMinutes: parseCount(source, 'SERVICE_SUDO_MINUTES', DEFAULT_SUDO_MINUTES, 1_440),
+    files: {
+      fileBytes: parseCount(source, 'SERVICE_FILE_MAX_MB', DEFAULT_FILE_LIMITS.fileBytes / MiB, MESSAGE_LIMITS.bytes / MiB) * MiB,
+      siteBytes: parseCount(source, 'SERVICE_SITE_FILES_MB', DEFAULT_FILE_LIMITS.siteBytes / MiB, 1_000_000) * MiB,
+    },
     ...parseMail(source, base),
     limits: {
       perAddress: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ADDRESS', DEFAULT_LIMITS.perAddress, 1_000_000),

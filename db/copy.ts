@@ -40,14 +40,21 @@ export const COPIED_TABLES = [
   schema.usedChallenges,
   // What fair use counted in the current windows: moving the database does not reset them.
   schema.rateLimitWindows,
+  // Attachments: the files of the sites, their bytes, and what names them.
+  schema.files,
+  schema.filePieces,
+  schema.attachments,
 ]
 
 const ROWS_PER_INSERT = 5_000
 const ROWS_PER_FETCH = 10_000
+// A table of bytes (file pieces of up to 256 KiB) goes across a few megabytes at a time instead.
+const BYTES_PER_INSERT = 16 * 1024 * 1024
+const ROWS_OF_BYTES_PER_FETCH = 32
 const COPY_STATEMENT_TIMEOUT_MS = 10 * 60_000
 
-type Kind = 'moment' | 'flag' | 'number' | 'text'
-const CAST: Record<Kind, string> = { moment: 'timestamptz', flag: 'boolean', number: 'integer', text: 'text' }
+type Kind = 'moment' | 'flag' | 'number' | 'text' | 'bytes'
+const CAST: Record<Kind, string> = { moment: 'timestamptz', flag: 'boolean', number: 'integer', text: 'text', bytes: 'bytea' }
 
 interface TableShape {
   name: string
@@ -61,6 +68,7 @@ function kindOf(columnType: string): Kind {
   if (columnType === 'PgTimestamp') return 'moment'
   if (columnType === 'PgBoolean') return 'flag'
   if (columnType === 'PgInteger') return 'number'
+  if (columnType === 'PgCustomColumn') return 'bytes'
   return 'text'
 }
 
@@ -82,6 +90,7 @@ export function normalise(kind: Kind, value: unknown): unknown {
   if (kind === 'moment') return value instanceof Date ? value.getTime() : Number(value)
   if (kind === 'flag') return value === true || value === 1
   if (kind === 'number') return Number(value)
+  if (kind === 'bytes') return (value as Buffer).toString('hex')
   return value
 }
 
@@ -128,10 +137,11 @@ async function postgresDigest(client: pg.PoolClient, shape: TableShape): Promise
   const digest = digester(shape)
   const columns = shape.columns.map((c) => quoted(c.name)).join(', ')
   await client.query(`DECLARE copied NO SCROLL CURSOR FOR SELECT ${columns} FROM ${quoted(shape.name)} ORDER BY ${orderBy(shape, 'postgres')}`)
+  const fetch = shape.columns.some((c) => c.kind === 'bytes') ? ROWS_OF_BYTES_PER_FETCH : ROWS_PER_FETCH
   for (;;) {
-    const { rows } = await client.query<unknown[]>({ text: `FETCH ${ROWS_PER_FETCH} FROM copied`, rowMode: 'array' })
+    const { rows } = await client.query<unknown[]>({ text: `FETCH ${fetch} FROM copied`, rowMode: 'array' })
     for (const row of rows) digest.add(row)
-    if (rows.length < ROWS_PER_FETCH) break
+    if (rows.length < fetch) break
   }
   await client.query('CLOSE copied')
   return digest.done()
@@ -152,16 +162,21 @@ async function copyTable(source: Database.Database, client: pg.PoolClient, shape
   const insert = `INSERT INTO ${quoted(shape.name)} (${names}) SELECT * FROM unnest(${arrays})`
   let batch: unknown[][] = shape.columns.map(() => [])
   let size = 0
+  let bytes = 0
   let total = 0
   const flush = async () => {
     await client.query(insert, batch)
     total += size
     batch = shape.columns.map(() => [])
     size = 0
+    bytes = 0
   }
   for (const row of sqliteRows(source, shape)) {
-    row.forEach((value, i) => batch[i]!.push(toPostgres(shape.columns[i]!.kind, value)))
-    if (++size === ROWS_PER_INSERT) await flush()
+    row.forEach((value, i) => {
+      batch[i]!.push(toPostgres(shape.columns[i]!.kind, value))
+      if (shape.columns[i]!.kind === 'bytes') bytes += (value as Buffer).length
+    })
+    if (++size === ROWS_PER_INSERT || bytes >= BYTES_PER_INSERT) await flush()
   }
   if (size > 0) await flush()
   return total

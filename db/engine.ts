@@ -9,6 +9,7 @@ import { createCategoryStore, type CategoryStore } from './stores/categories.ts'
 import { createCredentialInventory, type CredentialInventory } from './stores/credential-inventory.ts'
 import type { ListingOf } from './stores/discussion-listing.ts'
 import { createDiscussionStore, type DiscussionStore } from './stores/discussions.ts'
+import { createFileStore, type FileStore } from './stores/files.ts'
 import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
 import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.ts'
 import { createSecondFactorStore, type SecondFactorStore } from './stores/second-factors.ts'
@@ -69,6 +70,8 @@ export interface EngineStores {
   tokens(clock: Clock, onFlushError?: (error: unknown) => void): TokenStore
   discussions(clock: Clock, box: SecretBox): DiscussionStore
   categories(clock: Clock): CategoryStore
+  /** The files of attachments (db/stores/files.ts). */
+  files(clock: Clock): FileStore
   /** oidc-provider's records, under the OAuth adapter (db/stores/oauth.ts). */
   oauth(clock: Clock): OAuthStore
   /** The security log (db/stores/security-log.ts). */
@@ -91,6 +94,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     tokens: (clock, onFlushError) => guard(createTokenStore(port, clock, onFlushError)),
     discussions: (clock, box) => guard(createDiscussionStore(port, clock, box, listingOf)),
     categories: (clock) => guard(createCategoryStore(port, clock)),
+    files: (clock) => guard(createFileStore(port, clock)),
     oauth: (clock) => guard(createOAuthStore(port, clock)),
     securityLog: (clock) => guard(createSecurityLog(port, clock)),
     inventory: (clock) => guard(createCredentialInventory(port, clock)),

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import type { CategoryStore } from '../db/stores/categories.ts'
 import type { CredentialInventory } from '../db/stores/credential-inventory.ts'
 import type { DiscussionStore } from '../db/stores/discussions.ts'
+import type { FileStore } from '../db/stores/files.ts'
 import type { OAuthStore } from '../db/stores/oauth.ts'
 import type { SecondFactorStore } from '../db/stores/second-factors.ts'
 import type { SecurityLogStore } from '../db/stores/security-log.ts'
@@ -22,6 +23,7 @@ declare module 'fastify' {
     tokens: TokenStore
     discussions: DiscussionStore
     categories: CategoryStore
+    files: FileStore
     oauthRecords: OAuthStore
     securityLog: SecurityLogStore
     inventory: CredentialInventory
@@ -68,11 +70,12 @@ export const tokenStore = fp(
   { ...STORE, name: 'token-store' },
 )
 
-/** Discussions, their comments and the categories they are filed in. */
+/** Discussions, their comments, the files attached to them and the categories they are filed in. */
 export const discussionStores = fp(
   async (fastify) => {
     fastify.decorate('discussions', fastify.database.discussions(fastify.clock, fastify.secretBox))
     fastify.decorate('categories', fastify.database.categories(fastify.clock))
+    fastify.decorate('files', fastify.database.files(fastify.clock))
   },
   { ...STORE, name: 'discussion-stores', dependencies: [...STORE.dependencies, 'server-key'] },
 )

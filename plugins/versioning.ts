@@ -25,8 +25,9 @@ export default fp(
       const vary = reply.getHeader('vary')
       reply.header('vary', vary ? `Accept, ${String(vary)}` : 'Accept')
       const mediaType = negotiateMediaType(request.headers.accept)
-      if (!mediaType) return reply.code(406).type('text/plain; charset=utf-8').send(NOT_ACCEPTABLE)
-      request.apiMediaType = mediaType
+      // A route answering with a file takes any Accept; its refusals are still JSON.
+      if (!mediaType && !request.routeOptions.config.anyMediaType) return reply.code(406).type('text/plain; charset=utf-8').send(NOT_ACCEPTABLE)
+      request.apiMediaType = mediaType ?? JSON_MEDIA_TYPE
       done()
     })
     fastify.addHook('onSend', (request, reply, payload, done) => {

@@ -4,6 +4,7 @@ import { JSON_MEDIA_TYPE, V1_MEDIA_TYPE } from '../lib/accept.ts'
 import { PERSONAL_TOKEN_PREFIX } from '../lib/token-format.ts'
 import { OAUTH_ROUTES } from '../plugins/oauth/settings.ts'
 import {
+  AttachmentResource,
   Category,
   CategoryListing,
   Comment,
@@ -16,6 +17,7 @@ import {
   UpdateBody,
 } from './api/discussions/schemas.ts'
 import { ChoiceBody, Credential, CredentialList, Policy, PolicyAnswer, PolicyChange, Revocation, Revoked } from './api/administration.ts'
+import { PostFiles, UploadForm, UploadListing, UploadResource } from './api/files.ts'
 import { PersonalTokenSelf } from './api/personal-tokens.ts'
 import { SiteResource } from './api/site.ts'
 import { ErrorBody, InvalidRequestBody } from './schemas.ts'
@@ -66,6 +68,11 @@ export const NAMED_SCHEMAS = {
   PolicyChange,
   PolicyChanged: PolicyAnswer,
   PolicyDryRun: ChoiceBody,
+  Attachment: AttachmentResource,
+  Upload: UploadResource,
+  UploadListing,
+  UploadForm,
+  FilesOfAPost: PostFiles,
   Error: ErrorBody,
   ValidationError: InvalidRequestBody,
 }
@@ -184,6 +191,44 @@ function conditional(path: string, method: string, op: Operation): Operation {
 }
 type Document = { paths: Record<string, Record<string, Operation>>; components?: object }
 
+const plain = (schema: object) => JSON.parse(JSON.stringify(schema)) as object
+const BINARY = 'application/octet-stream'
+type Body = { required?: boolean; content: Record<string, { schema: object }> }
+
+/**
+ * What the route schemas cannot say of files (routes/api/files.ts): the file parts of a multipart
+ * body (the uploads' only content, a post's besides its fields), and that only a download's 200 is
+ * the file itself, its refusals being JSON.
+ */
+export function withFiles(document: Document): Document {
+  const paths = Object.fromEntries(
+    Object.entries(document.paths).map(([path, ops]) => [
+      path,
+      Object.fromEntries(
+        Object.entries(ops).map(([method, op]) => {
+          const given = (op as { requestBody?: Body }).requestBody
+          const form = given?.content['multipart/form-data']
+          const requestBody: Body | undefined =
+            path === '/{site}/uploads'
+              ? { required: true, content: { 'multipart/form-data': { schema: plain(UploadForm) } } }
+              : form
+                ? { ...given!, content: { ...given!.content, 'multipart/form-data': { schema: { allOf: [form.schema, plain(PostFiles)] } } } }
+                : given
+          const responses = Object.fromEntries(
+            Object.entries(op.responses).map(([status, response]) => {
+              if (status === '200' || !response.content?.[BINARY]) return [status, response]
+              const { [BINARY]: file, ...rest } = response.content
+              return [status, { ...response, content: { 'application/json': file, ...rest } }]
+            }),
+          )
+          return [method, { ...op, ...(requestBody && { requestBody }), responses }]
+        }),
+      ),
+    ]),
+  )
+  return { ...document, paths }
+}
+
 // The authentication's own 400 (a credential sent wrongly), in front of every operation like the refusals above.
 const CREDENTIAL_SENT_WRONGLY =
   'the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request"'
@@ -284,14 +329,21 @@ export function openapiOptions(baseUrl: string): FastifyDynamicSwaggerOptions {
       // Every documented route names its operation (the suite checks), so the name is always there.
       const operationId = (schema.operationId as string).replace(/-head$/, 'Head')
       return {
-        schema: { ...schema, operationId, response, produces: [V1_MEDIA_TYPE, JSON_MEDIA_TYPE], consumes: [JSON_MEDIA_TYPE, V1_MEDIA_TYPE] },
+        // JSON both ways, but where a route says otherwise: files sent as multipart, a file answered.
+        schema: {
+          ...schema,
+          operationId,
+          response,
+          produces: schema.produces ?? [V1_MEDIA_TYPE, JSON_MEDIA_TYPE],
+          consumes: schema.consumes ?? [JSON_MEDIA_TYPE, V1_MEDIA_TYPE],
+        },
         url,
       }
     },
     // This plugin only ever builds an OpenAPI (not a Swagger 2) document.
     transformObject: (document) => {
       const openapi = withoutErrorMessages((document as { openapiObject: object }).openapiObject) as Document
-      return withNamedSchemas(withOperationDetails(openapi)) as object
+      return withNamedSchemas(withOperationDetails(withFiles(openapi))) as object
     },
   }
 }

@@ -23,6 +23,7 @@ t.test('defaults', async (t) => {
     mcpAllowedOrigins: [],
     securityLogDays: 400,
     sudoMinutes: 15,
+    files: { fileBytes: 10 * 1024 * 1024, siteBytes: 1024 * 1024 * 1024 },
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',
     demo: true,
@@ -51,6 +52,7 @@ t.test('environment, and flags over the environment', async (t) => {
     mcpAllowedOrigins: [],
     securityLogDays: 400,
     sudoMinutes: 15,
+    files: { fileBytes: 10 * 1024 * 1024, siteBytes: 1024 * 1024 * 1024 },
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',
     demo: true,
@@ -141,6 +143,8 @@ t.test('leak reports and the security log: from the environment, and what is ref
   t.throws(() => load({ SERVICE_LEAK_REPORT_KEY: 'short' }), { name: 'ConfigError', message: /SERVICE_LEAK_REPORT_KEY must be at least 32 characters/ })
   t.equal(load({ SERVICE_SECURITY_LOG_DAYS: '30' }).securityLogDays, 30)
   t.equal(load({ SERVICE_SUDO_MINUTES: '5' }).sudoMinutes, 5)
+  t.same(load({ SERVICE_FILE_MAX_MB: '25', SERVICE_SITE_FILES_MB: '50' }).files, { fileBytes: 25 * 1024 * 1024, siteBytes: 50 * 1024 * 1024 })
+  t.throws(() => load({ SERVICE_FILE_MAX_MB: '26' }), { message: 'SERVICE_FILE_MAX_MB must be a whole number from 1 to 25, not "26"' }, 'no file larger than a message may carry')
   t.throws(() => load({ SERVICE_SUDO_MINUTES: '1441' }), { message: 'SERVICE_SUDO_MINUTES must be a whole number from 1 to 1440, not "1441"' })
   t.throws(() => load({ SERVICE_SECURITY_LOG_DAYS: '0' }), { name: 'ConfigError' })
 })

@@ -334,6 +334,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/{site}/uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload files for a comment to carry (multipart/form-data, one or more file parts)
+         * @description Each file is kept a day unless a comment names it in `uploads`. A file over the limit (10 MB by default), more than 10 files, or a site out of space is refused with 413 and nothing is kept.
+         */
+        post: operations["createUploads"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/{site}/attachments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an attachment: its bytes, with its detected type
+         * @description Raster images (PNG, JPEG, GIF, WebP) are `inline`; everything else is `attachment`. The ETag is the SHA-256 of the bytes. An upload no comment carries yet is its uploader's only.
+         */
+        get: operations["getAttachment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * Download an attachment: its bytes, with its detected type
+         * @description Raster images (PNG, JPEG, GIF, WebP) are `inline`; everything else is `attachment`. The ETag is the SHA-256 of the bytes. An upload no comment carries yet is its uploader's only.
+         */
+        head: operations["getAttachmentHead"];
+        patch?: never;
+        trace?: never;
+    };
     "/{site}/credentials": {
         parameters: {
             query?: never;
@@ -566,6 +610,8 @@ export interface components {
             via: "api" | "web" | "email";
             /** Format: uri */
             discussion_href: string;
+            /** @description The files it carries; an internal note's are the staff's only. */
+            attachments: components["schemas"]["Attachment"][];
         };
         CommentListing: {
             offset: number;
@@ -613,6 +659,8 @@ export interface components {
             author_email?: string;
             /** @description The name of a user created from author_email. */
             author_name?: string;
+            /** @description Uploads of yours (POST /<site>/uploads) that the post carries, at most 10 and 25 MB together. With multipart/form-data, file parts are uploaded and carried as well. */
+            uploads?: number[];
         };
         NewComment: {
             /** @description The comment. */
@@ -623,6 +671,8 @@ export interface components {
             author_email?: string;
             /** @description The name of a user created from author_email. */
             author_name?: string;
+            /** @description Uploads of yours (POST /<site>/uploads) that the post carries, at most 10 and 25 MB together. With multipart/form-data, file parts are uploaded and carried as well. */
+            uploads?: number[];
         };
         DiscussionChange: {
             /** @description The subject. */
@@ -721,6 +771,52 @@ export interface components {
                 tokens: number;
                 people: number;
             };
+        };
+        Attachment: {
+            /** @description The attachment id; for an upload, what `uploads` of a comment names. */
+            id: number;
+            /**
+             * Format: uri
+             * @description GET downloads the file.
+             */
+            href: string;
+            /** @description The name it was sent with, cleaned: no path, no control characters. */
+            name: string;
+            /** @description In bytes. */
+            size: number;
+            /** @description Detected from its bytes, never taken from its name or from the type it was sent with. */
+            content_type: string;
+        };
+        Upload: {
+            /** @description The attachment id; for an upload, what `uploads` of a comment names. */
+            id: number;
+            /**
+             * Format: uri
+             * @description GET downloads the file.
+             */
+            href: string;
+            /** @description The name it was sent with, cleaned: no path, no control characters. */
+            name: string;
+            /** @description In bytes. */
+            size: number;
+            /** @description Detected from its bytes, never taken from its name or from the type it was sent with. */
+            content_type: string;
+            /**
+             * Format: date-time
+             * @description Removed then unless a comment carries it.
+             */
+            expires_at: string;
+        };
+        UploadListing: {
+            uploads: components["schemas"]["Upload"][];
+        };
+        UploadForm: {
+            /** @description One part per file, each with its filename: at most 10 a request, and 10 MB each by default. */
+            file: string[];
+        };
+        FilesOfAPost: {
+            /** @description One part per file, each with its filename: at most 10 a request, and 10 MB each by default. */
+            file?: string[];
         };
         Error: {
             error: string;
@@ -4079,6 +4175,7 @@ export interface operations {
             content: {
                 "application/json": components["schemas"]["NewComment"];
                 "application/vnd.service-v1+json": components["schemas"]["NewComment"];
+                "multipart/form-data": components["schemas"]["NewComment"] & components["schemas"]["FilesOfAPost"];
             };
         };
         responses: {
@@ -5027,6 +5124,7 @@ export interface operations {
             content: {
                 "application/json": components["schemas"]["NewDiscussion"];
                 "application/vnd.service-v1+json": components["schemas"]["NewDiscussion"];
+                "multipart/form-data": components["schemas"]["NewDiscussion"] & components["schemas"]["FilesOfAPost"];
             };
         };
         responses: {
@@ -7157,6 +7255,520 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    createUploads: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["UploadForm"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["UploadListing"];
+                    "application/json": components["schemas"]["UploadListing"];
+                };
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    getAttachment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+                /** @description The attachment id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    getAttachmentHead: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+                /** @description The attachment id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };

@@ -1,5 +1,5 @@
 import { sql } from '../drizzle.ts'
-import { pgBoolean, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
+import { pgBoolean, pgCustomType, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
 import { accessLevels, commentVias, discussionStates, factorKinds, roles, securityKinds, writeTokenRules } from '../values.ts'
 
 // The PostgreSQL schema: the SQLite one (db/schema/sqlite.ts) table for table, column for column, with the
@@ -321,4 +321,51 @@ export const rateLimitWindows = pgTable(
     taken: pgInteger('taken').notNull(),
   },
   (t) => [pgPrimaryKey({ columns: [t.key, t.windowStart] })],
+)
+
+// PostgreSQL's binary type, which drizzle names only as a custom one: a Buffer both ways.
+const pgBytes = pgCustomType<{ data: Buffer; driverData: Buffer }>({ dataType: () => 'bytea' })
+
+export const files = pgTable(
+  'files',
+  {
+    id: id(),
+    siteId: siteReference(),
+    sha256: pgText('sha256').notNull(),
+    size: pgInteger('size').notNull(),
+    contentType: pgText('content_type').notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [pgUniqueIndex('files_site_sha256_unique').on(t.siteId, t.sha256)],
+)
+
+export const filePieces = pgTable(
+  'file_pieces',
+  {
+    fileId: pgInteger('file_id')
+      .notNull()
+      .references(() => files.id, { onDelete: 'cascade' }),
+    seq: pgInteger('seq').notNull(),
+    bytes: pgBytes('bytes').notNull(),
+  },
+  (t) => [pgPrimaryKey({ columns: [t.fileId, t.seq] })],
+)
+
+export const attachments = pgTable(
+  'attachments',
+  {
+    id: id(),
+    siteId: siteReference(),
+    fileId: pgInteger('file_id')
+      .notNull()
+      .references(() => files.id),
+    commentId: pgInteger('comment_id').references(() => comments.id, { onDelete: 'cascade' }),
+    name: pgText('name').notNull(),
+    uploaderId: pgInteger('uploader_id')
+      .notNull()
+      .references(() => users.id),
+    createdAt: moment('created_at').notNull(),
+    expiresAt: moment('expires_at'),
+  },
+  (t) => [pgIndex('attachments_comment_idx').on(t.commentId), pgIndex('attachments_file_idx').on(t.fileId), pgIndex('attachments_expires_idx').on(t.expiresAt)],
 )

@@ -1,5 +1,5 @@
 import { sql } from '../drizzle.ts'
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from '../drizzle.ts'
+import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from '../drizzle.ts'
 import { accessLevels, commentVias, discussionStates, factorKinds, roles, securityKinds, writeTokenRules } from '../values.ts'
 
 // Every moment is stored as integer milliseconds since the epoch (UTC), read back as a Date.
@@ -390,4 +390,56 @@ export const rateLimitWindows = sqliteTable(
     taken: integer('taken').notNull(),
   },
   (t) => [primaryKey({ columns: [t.key, t.windowStart] })],
+)
+
+// Attachments (docs/decisions.md, "Attachments"). A file is a content of a site, kept once however
+// many attachments name it: its SHA-256 (hex) is unique per site, and reads `pending:<random>`
+// while its pieces are being written, so a half-written file is never found by its content. Its
+// type is the one detected from its bytes (lib/files.ts), never the one declared.
+export const files = sqliteTable(
+  'files',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    sha256: text('sha256').notNull(),
+    size: integer('size').notNull(),
+    contentType: text('content_type').notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('files_site_sha256_unique').on(t.siteId, t.sha256)],
+)
+
+// A file's bytes in order, in pieces of at most FILE_PIECE_BYTES (db/stores/files.ts): a row
+// small enough to write and read without holding a whole file in memory, on either engine.
+export const filePieces = sqliteTable(
+  'file_pieces',
+  {
+    fileId: integer('file_id')
+      .notNull()
+      .references(() => files.id, { onDelete: 'cascade' }),
+    seq: integer('seq').notNull(),
+    bytes: blob('bytes', { mode: 'buffer' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.fileId, t.seq] })],
+)
+
+// A file as someone sent it: its name (cleaned, lib/files.ts) and who uploaded it. An upload is
+// on no comment yet and expires; a comment's attachment does not (expires_at null).
+export const attachments = sqliteTable(
+  'attachments',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    fileId: integer('file_id')
+      .notNull()
+      .references(() => files.id),
+    commentId: integer('comment_id').references(() => comments.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    uploaderId: integer('uploader_id')
+      .notNull()
+      .references(() => users.id),
+    createdAt: moment('created_at').notNull(),
+    expiresAt: moment('expires_at'),
+  },
+  (t) => [index('attachments_comment_idx').on(t.commentId), index('attachments_file_idx').on(t.fileId), index('attachments_expires_idx').on(t.expiresAt)],
 )

@@ -9,6 +9,7 @@ import { bumpCount, createDiscussionCounts, moveCount, type CountedRow } from '.
 import type { DiscussionRow, ListingOf } from './discussion-listing.ts'
 import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
 import { StoreError, VersionMoved } from './errors.ts'
+import { claimUploads } from './files.ts'
 import { bumpSiteVersion, lockSite } from './sites.ts'
 
 export type { DiscussionRow } from './discussion-listing.ts'
@@ -24,6 +25,8 @@ export interface NewDiscussion extends PostedBy {
   /** Defaults to the category's visibility. */
   public?: boolean
   via: CommentVia
+  /** Uploads of the supporter (db/stores/files.ts) the opening post carries. */
+  uploads?: number[]
 }
 
 export interface NewComment extends PostedBy {
@@ -32,6 +35,8 @@ export interface NewComment extends PostedBy {
   body: string
   internal: boolean
   via: CommentVia
+  /** Uploads of the supporter (db/stores/files.ts) the comment carries. */
+  uploads?: number[]
 }
 
 export interface DiscussionChanges {
@@ -243,6 +248,7 @@ export async function createDiscussionIn(
     via: input.via,
   }
   const [{ id }] = await write.comment.execute({ ...opening, at: now })
+  if (input.uploads) await claimUploads(port, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
   await bumpCount(port, counted(discussion), 1)
   await bumpSiteVersion(port, input.siteId)
   // The opening post's author is the discussion's: the row just read names them.
@@ -335,7 +341,7 @@ export function createDiscussionStore(
         const number = before.commentsCount + 1
         const state = stateAfterComment(before.state, author.bySupporter, input.internal)
         const write = writes(tx)
-        await write.comment.execute({
+        const [{ id }] = await write.comment.execute({
           discussionId: before.id,
           number,
           authorId: author.id,
@@ -345,6 +351,7 @@ export function createDiscussionStore(
           via: input.via,
           at: now,
         })
+        if (input.uploads) await claimUploads(tx, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
         await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now) })
         await moveCount(tx, counted(before), counted({ ...before, state }))
         await bumpSiteVersion(tx, input.siteId)

@@ -3,7 +3,7 @@
  * one clear sentence meant for the person at the keyboard; `field` names the form field at fault.
  */
 export class StoreError extends Error {
-  readonly code: 'not_found' | 'conflict' | 'invalid' | 'limit' | 'forbidden' | 'precondition_failed'
+  readonly code: 'not_found' | 'conflict' | 'invalid' | 'limit' | 'forbidden' | 'precondition_failed' | 'too_large'
   readonly field: string | undefined
 
   constructor(message: string, code: StoreError['code'], field?: string) {

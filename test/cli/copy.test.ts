@@ -9,6 +9,7 @@ import { cliRunner } from '../fixtures/cli.ts'
 import { supporterWithPassword } from '../fixtures/credentials.ts'
 import { POSTGRES_URL, postgresAnswers } from '../fixtures/postgres.ts'
 import { webClient } from '../fixtures/web.ts'
+import { form } from '../fixtures/files.ts'
 
 // `service-desk copy`: a SQLite database built through the service, moved to a fresh PostgreSQL
 // schema, checked table by table, then served from there with the same server key: every token,
@@ -70,6 +71,12 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   }
   t.equal((await api('POST', '/demo/discussions/2/comments', { body: 'An answer.' })).statusCode, 201)
   t.equal((await api('POST', '/demo/discussions/2/comments', { body: 'A note among us.', internal: true })).statusCode, 201)
+  // A file of three pieces on a comment: its bytes go across in the bytea of file_pieces.
+  const file = randomBytes(600 * 1024)
+  const upload = await form({ body: 'The export you asked for.', file: { name: 'export.bin', bytes: file } })
+  const carried = await app.inject({ method: 'POST', url: '/demo/discussions/2/comments', headers: { authorization: `Bearer ${bearer}`, accept: V1, 'content-type': upload.type }, payload: upload.payload })
+  t.equal(carried.statusCode, 201)
+  const attachment = carried.json().attachments[0].href.slice(BASE_URL.length)
   t.equal((await api('POST', '/demo/discussions/2/resolve', {})).statusCode, 200)
   t.equal((await api('DELETE', '/demo/discussions/5')).statusCode, 200)
   const credentials = { bearer, legacy, basic: ann.headers }
@@ -95,18 +102,18 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   t.equal(copied.code, 0, copied.stderr)
   const lines = copied.stdout.split('\n')
   t.match(lines[0], /^table\s+sqlite rows\s+postgres rows\s+sha256 \(sqlite\)\s+sha256 \(postgres\)$/)
-  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'web_sessions', 'categories', 'discussions', 'comments', 'discussion_counts', 'oauth_records', 'security_events', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows']
+  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'web_sessions', 'categories', 'discussions', 'comments', 'discussion_counts', 'oauth_records', 'security_events', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows', 'files', 'file_pieces', 'attachments']
   for (const [i, table] of tables.entries()) {
     const [name, sqliteRows, postgresRows, sqliteSum, postgresSum, verdict] = lines[i + 1]!.split(/\s+/)
     t.same([name, postgresRows, postgresSum, verdict], [table, sqliteRows, sqliteSum, 'same'], table)
   }
-  t.match(lines[17], /^Copied \d+ rows in 16 tables from \S+service\.db to postgres:\/\/\S+\?schema=t_\w+; every count and checksum is the same on both sides\.$/)
-  t.equal(lines[18], 'Server key: SERVICE_SECRET opens the copied legacy tokens; run the service on PostgreSQL with this same SERVICE_SECRET.')
+  t.match(lines[20], /^Copied \d+ rows in 19 tables from \S+service\.db to postgres:\/\/\S+\?schema=t_\w+; every count and checksum is the same on both sides\.$/)
+  t.equal(lines[21], 'Server key: SERVICE_SECRET opens the copied legacy tokens; run the service on PostgreSQL with this same SERVICE_SECRET.')
   t.match(copied.stderr, /^copied sites: 1 row in \d+ ms\ncopied users: 4 rows in \d+ ms\n/)
-  const counts = Object.fromEntries(lines.slice(1, 17).map((line) => [line.split(/\s+/)[0], Number(line.split(/\s+/)[1])]))
+  const counts = Object.fromEntries(lines.slice(1, 20).map((line) => [line.split(/\s+/)[0], Number(line.split(/\s+/)[1])]))
   t.match(
     counts,
-    { sites: 1, users: 4, memberships: 4, personal_tokens: 1, personal_token_addresses: 1, web_sessions: 1, categories: 2, discussions: 6, comments: 8, oauth_records: 2, security_events: 3 },
+    { sites: 1, users: 4, memberships: 4, personal_tokens: 1, personal_token_addresses: 1, web_sessions: 1, categories: 2, discussions: 6, comments: 9, oauth_records: 2, security_events: 3, files: 1, file_pieces: 3, attachments: 1 },
     "the page's sign-in, the token's first use from its address, and the event added above",
   )
 
@@ -121,6 +128,9 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   t.match(profile.body, legacy)
   t.strictSame(await moved.database.oauth(source.clock).find('Grant', grantId), grantBefore, "an OAuth record reads the same from PostgreSQL")
   t.equal((await moved.database.oauth(source.clock).findBy('Session', 'uid', 'session-uid'))?.id, '0'.repeat(64))
+  const downloaded = await moved.inject({ url: attachment, headers: { authorization: `Bearer ${bearer}` } })
+  t.equal(downloaded.statusCode, 200)
+  t.ok(downloaded.rawPayload.equals(file), 'the file downloads byte for byte from PostgreSQL')
 
   // New rows take the ids after the copied ones.
   const created = await moved.inject({
@@ -131,7 +141,7 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   })
   t.equal(created.statusCode, 201, created.body)
   t.match(created.json(), { number: 7 })
-  t.match(await target.query('SELECT max(id) AS id FROM comments'), [{ id: 9 }], 'the comment took id 9')
+  t.match(await target.query('SELECT max(id) AS id FROM comments'), [{ id: 10 }], 'the comment took id 10')
   const token = await target.run(['token', 'create', 'demo', 'ann@example.test', '--name', 'after'], { env: { SERVICE_SECRET: secret } })
   t.equal(token.code, 0, token.stderr)
   t.match((await target.run(['token', 'list', 'demo'], { env: { SERVICE_SECRET: secret } })).stdout, /^2\tann@example\.test\tafter\t/)

@@ -18,6 +18,7 @@ const READS = [
   '/{site}/categories/{id}/discussions',
   '/{site}/credentials',
   '/{site}/policy',
+  '/{site}/attachments/{id}',
 ]
 const WRITES = [
   'post /{site}/categories/{id}/discussions',
@@ -27,6 +28,7 @@ const WRITES = [
   ...['resolve', 'unresolve', 'toggle', 'restore', 'change_category'].map((action) => `post /{site}/discussions/{number}/${action}`),
   'post /{site}/credentials/revoke',
   'patch /{site}/policy',
+  'post /{site}/uploads',
 ]
 const EXPECTED = [...READS.flatMap((path) => [`get ${path}`, `head ${path}`]), ...WRITES]
 
@@ -66,7 +68,7 @@ t.test('every API route is in the document, and nothing else', async (t) => {
 
   // Any discussion or category route registered in the app, now or later, must be documented.
   const toPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
-  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy)/.test(r.url))
+  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments)/.test(r.url))
   t.equal(apiShaped.length, EXPECTED.length - 2, 'all but the site resource')
   for (const r of apiShaped) t.ok(documented.includes(`${r.method} ${toPath(r.url)}`), `${r.method} ${r.url} is documented`)
   t.notOk(Object.keys(doc.paths).some((p) => p.includes('*') || p.includes('openapi') || p.includes('well-known')))
@@ -111,6 +113,11 @@ t.test('security schemes of the contract, and the answers of every operation', a
   t.same(create.responses['201'].content['application/vnd.service-v1+json'].schema, { $ref: '#/components/schemas/DiscussionWithComments' }, 'the v1 media type')
   t.same(create.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/NewDiscussion' })
   t.same(doc.components.schemas.NewDiscussion.required, ['title', 'body'])
+  // A post takes its files in a form as well; the uploads take nothing else.
+  t.same(create.requestBody.content['multipart/form-data'].schema, { allOf: [{ $ref: '#/components/schemas/NewDiscussion' }, { $ref: '#/components/schemas/FilesOfAPost' }] })
+  t.same(doc.paths['/{site}/uploads'].post.requestBody.content, { 'multipart/form-data': { schema: { $ref: '#/components/schemas/UploadForm' } } })
+  t.same(doc.components.schemas.UploadForm.properties.file.items, { type: 'string', format: 'binary' })
+  t.same(doc.components.schemas.Comment.properties.attachments.items, { $ref: '#/components/schemas/Attachment' })
   const listing = doc.paths['/{site}/discussions'].get
   t.same(
     listing.parameters.filter((p: { in: string }) => p.in === 'query').map((p: { name: string }) => p.name),
@@ -137,6 +144,12 @@ t.test('for generators: operation names, named shapes, declared headers, the lic
   t.notMatch(JSON.stringify(doc.paths), '"properties"', 'no shape is written out in the paths: each is referred to by name')
   for (const { method, path, op } of operations) {
     const media = Object.values((op.responses['200'] ?? op.responses['201']).content!)
+    // A download answers with the file itself; its refusals are JSON (below).
+    if (path === '/{site}/attachments/{id}') {
+      t.same(op.responses['200'].content, { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } })
+      t.same(Object.keys(op.responses['404'].content!), ['application/json'])
+      continue
+    }
     t.equal(media.length, 2, `${method} ${path}: both media types`)
     t.equal(new Set(media.map((m) => JSON.stringify(m))).size, 1, `${method} ${path}: one schema`)
     const scope = method === 'get' || method === 'head' ? 'read' : 'write'

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { CategoryStore } from '../../../db/stores/categories.ts'
 import type { DiscussionStore, Expected } from '../../../db/stores/discussions.ts'
+import type { FileStore } from '../../../db/stores/files.ts'
 import { discussionVersion, ifMatch } from '../../../plugins/http/conditional.ts'
 import { createViews, type Views } from './views.ts'
 
@@ -8,6 +9,7 @@ import { createViews, type Views } from './views.ts'
 export interface DiscussionContext {
   discussions: DiscussionStore
   categories: CategoryStore
+  files: FileStore
   views: Views
 }
 
@@ -29,6 +31,7 @@ export function discussionContext(fastify: FastifyInstance): DiscussionContext {
   return {
     discussions: fastify.discussions,
     categories: fastify.categories,
+    files: fastify.files,
     views: createViews(fastify.urls),
   }
 }

@@ -4,7 +4,7 @@ import { InvalidRequest } from '../../../plugins/http/validation.ts'
 // The HTTP errors of the discussion routes. The app's error handler writes their body:
 // { error: <code>, message: <message> }.
 
-const STATUS = { not_found: 404, conflict: 409, forbidden: 403, limit: 429, precondition_failed: 412 } as const
+const STATUS = { not_found: 404, conflict: 409, forbidden: 403, limit: 429, precondition_failed: 412, too_large: 413 } as const
 
 type Code = keyof typeof STATUS
 

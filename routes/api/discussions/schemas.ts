@@ -76,6 +76,14 @@ const discussionFields = {
 
 export const Discussion = Type.Object(discussionFields)
 
+export const AttachmentResource = Type.Object({
+  id: Type.Integer({ description: 'The attachment id; for an upload, what `uploads` of a comment names.' }),
+  href: Type.String({ format: 'uri', description: 'GET downloads the file.' }),
+  name: Type.String({ description: 'The name it was sent with, cleaned: no path, no control characters.' }),
+  size: Type.Integer({ description: 'In bytes.' }),
+  content_type: Type.String({ description: 'Detected from its bytes, never taken from its name or from the type it was sent with.' }),
+})
+
 export const Comment = Type.Object({
   href: Href,
   number: Type.Integer({ description: 'Position in the discussion; 1 is the opening post.' }),
@@ -87,6 +95,7 @@ export const Comment = Type.Object({
   created_at: Moment,
   via: Type.Enum(commentVias),
   discussion_href: Href,
+  attachments: Type.Array(AttachmentResource, { description: "The files it carries; an internal note's are the staff's only." }),
 })
 
 export const DiscussionWithComments = Type.Object({ ...discussionFields, comments: Type.Array(Comment) })
@@ -158,17 +167,28 @@ const onBehalf = {
   author_name: Type.Optional(Text(MAX_NAME, 'The name of a user created from author_email.')),
 }
 
+const uploads = {
+  uploads: Type.Optional(
+    Type.Array(Id('An upload id (POST /<site>/uploads).', 'must be an upload id'), {
+      maxItems: 10,
+      description: 'Uploads of yours (POST /<site>/uploads) that the post carries, at most 10 and 25 MB together. With multipart/form-data, file parts are uploaded and carried as well.',
+    }),
+  ),
+}
+
 export const CreateBody = Type.Object({
   title: Text(MAX_TITLE, 'The subject.'),
   body: Text(MAX_BODY, 'The opening post.'),
   public: Type.Optional(Type.Boolean({ description: "Defaults to the category's visibility." })),
   ...onBehalf,
+  ...uploads,
 })
 
 export const ReplyBody = Type.Object({
   body: Text(MAX_BODY, 'The comment.'),
   internal: Type.Optional(Type.Boolean({ description: 'A note among the staff. Default false.' })),
   ...onBehalf,
+  ...uploads,
 })
 
 export const UpdateBody = Type.Object({

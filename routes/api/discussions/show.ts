@@ -13,10 +13,10 @@ import {
   PER_PAGE,
   ShowParams,
 } from './schemas.ts'
-import { envelope, pageLinks } from './views.ts'
+import { byComment, envelope, pageLinks } from './views.ts'
 
 /** GET and HEAD of one discussion with its comments, of its comments page by page, and of one comment. */
-const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, views }) => {
+const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, files, views }) => {
   const response = { 400: InvalidRequestBody, 404: ErrorBody }
 
   fastify.get(
@@ -27,7 +27,9 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
       const discussion = await discussions.get(id, request.params.number)
       // Its ETag is the one If-Match on a change to it compares (context.ts): made for its address.
       if (notModified(request, reply, discussionVersion(discussion.version), discussionAddress(request))) return reply
-      const comments = (await discussions.comments(discussion.id)).map((c) => views.comment(permalink, discussion.number, c))
+      const [rows, attachments] = await Promise.all([discussions.comments(discussion.id), files.ofDiscussion(discussion.id)])
+      const carried = byComment(attachments)
+      const comments = rows.map((c) => views.comment(permalink, discussion.number, c, carried.get(c.id)))
       return { ...views.discussion(permalink, discussion), comments }
     },
   )
@@ -53,8 +55,9 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
       // comments_count is kept with every comment, so it is the total without counting.
       const total = discussion.commentsCount
       const rows = offset >= total ? [] : await discussions.comments(discussion.id, offset, PER_PAGE)
+      const carried = byComment(rows.length === 0 ? [] : await files.ofDiscussion(discussion.id))
       reply.header('link', pageLinks(`${views.discussionHref(permalink, discussion.number)}/comments`, {}, page, total))
-      return { ...envelope(page, total), comments: rows.map((c) => views.comment(permalink, discussion.number, c)) }
+      return { ...envelope(page, total), comments: rows.map((c) => views.comment(permalink, discussion.number, c, carried.get(c.id))) }
     },
   )
 
@@ -67,7 +70,7 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
       if (notModified(request, reply, discussionVersion(discussion.version))) return reply
       const comment = await discussions.comment(discussion.id, request.params.comment)
       if (!comment) throw notFound(`discussion ${discussion.number} has no comment ${request.params.comment}`)
-      return views.comment(permalink, discussion.number, comment)
+      return views.comment(permalink, discussion.number, comment, await files.ofComment(comment.id))
     },
   )
 }

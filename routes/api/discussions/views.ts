@@ -4,7 +4,8 @@ import type { Urls } from '../../../lib/urls.ts'
 import type { Category as CategoryRow } from '../../../db/stores/categories.ts'
 import { emptyStateCounts, type StateCounts } from '../../../db/stores/discussion-counts.ts'
 import type { CommentRow, DiscussionRow } from '../../../db/stores/discussions.ts'
-import type { Category, Comment, Discussion } from './schemas.ts'
+import type { Attachment } from '../../../db/stores/files.ts'
+import type { AttachmentResource, Category, Comment, Discussion } from './schemas.ts'
 import { PER_PAGE } from './schemas.ts'
 
 // From stored rows to the v1 resources. Every address is built from the configured base and site
@@ -43,6 +44,18 @@ export function moment(date: Date): string {
   return `${year}-${TWO_DIGITS[month]}-${TWO_DIGITS[day]}T${TWO_DIGITS[h]}:${TWO_DIGITS[m]}:${TWO_DIGITS[s]}Z`
 }
 
+/** An attachment as the API shows it; `site` is the site's API address. */
+export function attachmentView(site: string, row: Attachment): Static<typeof AttachmentResource> {
+  return { id: row.id, href: `${site}/attachments/${row.id}`, name: row.name, size: row.size, content_type: row.contentType }
+}
+
+/** Attachments by the id of the comment that carries them. */
+export function byComment(attachments: Attachment[]): Map<number, Attachment[]> {
+  const grouped = new Map<number, Attachment[]>()
+  for (const a of attachments) grouped.set(a.commentId!, [...(grouped.get(a.commentId!) ?? []), a])
+  return grouped
+}
+
 export function createViews(urls: Urls) {
   // A site's addresses, built once per site rather than for every field of every row (a listing
   // page asks for them 240 times). Only authenticated sites reach here, so the sites bound the map.
@@ -61,8 +74,9 @@ export function createViews(urls: Urls) {
   const discussionHref = (permalink: string, number: number) => `${of(permalink).discussions}/${number}`
   const categoryHref = (permalink: string, id: number) => `${of(permalink).site}/categories/${id}`
 
-  function comment(permalink: string, discussionNumber: number, row: CommentRow): Static<typeof Comment> {
+  function comment(permalink: string, discussionNumber: number, row: CommentRow, attachments: Attachment[] = []): Static<typeof Comment> {
     const discussion = discussionHref(permalink, discussionNumber)
+    const site = of(permalink).site
     return {
       href: `${discussion}/comments/${row.number}`,
       number: row.number,
@@ -74,6 +88,7 @@ export function createViews(urls: Urls) {
       created_at: moment(row.createdAt),
       via: row.via,
       discussion_href: discussion,
+      attachments: attachments.map((a) => attachmentView(site, a)),
     }
   }
 

@@ -21,15 +21,20 @@ function onBehalfOf(body: { author_email?: string; author_name?: string }) {
 }
 
 /** Create a discussion, reply to one, change one, delete one. Each needs a Read and write credential. */
-const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, views }) => {
+const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, files, views }) => {
+  const withFiles = { takesFiles: true }
+  // JSON, or a form with the post's fields and its files (routes/api/files.ts).
+  const consumes = ['application/json', 'application/vnd.service-v1+json', 'multipart/form-data']
   fastify.post(
     '/:site/categories/:id/discussions',
     {
+      config: withFiles,
       schema: {
         tags: ['discussions'],
         operationId: 'createDiscussion',
         summary: 'Create a discussion in a category, as yourself or on behalf of a customer',
         params: CategoryParams,
+        consumes,
         body: CreateBody,
         response: { 201: DiscussionWithComments, ...writeErrorResponses },
       },
@@ -47,9 +52,10 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
         supporterId: user.id,
         onBehalfOf: onBehalfOf(request.body),
         via: 'api',
+        uploads: request.body.uploads,
       })
       const resource = views.discussion(site.permalink, discussion)
-      const comments = [views.comment(site.permalink, discussion.number, comment)]
+      const comments = [views.comment(site.permalink, discussion.number, comment, await files.ofComment(comment.id))]
       return reply.code(201).header('location', resource.href).send({ ...resource, comments })
     },
   )
@@ -57,6 +63,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
   fastify.post(
     '/:site/discussions/:number/comments',
     {
+      config: withFiles,
       schema: {
         tags: ['discussions'],
         operationId: 'createComment',
@@ -64,6 +71,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
         description:
           "A supporter's reply moves a new discussion to open (an internal note does not); a customer's reply moves a resolved one to open.",
         params: NumberParams,
+        consumes,
         body: ReplyBody,
         response: { 201: Comment, ...errorResponses },
       },
@@ -78,8 +86,9 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
         supporterId: user.id,
         onBehalfOf: onBehalfOf(request.body),
         via: 'api',
+        uploads: request.body.uploads,
       }, expectedVersion(request))
-      const resource = views.comment(site.permalink, discussion.number, comment)
+      const resource = views.comment(site.permalink, discussion.number, comment, await files.ofComment(comment.id))
       return reply.code(201).header('location', resource.href).send(resource)
     },
   )

@@ -34,7 +34,8 @@ function describe(config: TableConfig) {
     name: config.name,
     columns: config.columns.map((c) => ({
       name: c.name,
-      type: c.dataType,
+      // PostgreSQL's bytea is a custom type to drizzle; SQLite's blob is a buffer: the same bytes.
+      type: c.dataType === 'custom' && c.getSQLType() === 'bytea' ? 'buffer' : c.dataType,
       notNull: c.notNull,
       primary: c.primary,
       unique: c.isUnique,
@@ -68,7 +69,7 @@ const pgTables = new Map(Object.values(pgSchema).filter((v) => is(v, PgTable)).m
 
 t.test('the same tables on both engines', async (t) => {
   t.same([...pgTables.keys()].sort(), [...sqliteTables.keys()].sort())
-  t.same([...pgTables.keys()].sort(), ['categories', 'comments', 'discussion_counts', 'discussions', 'memberships', 'oauth_records', 'personal_token_addresses', 'personal_tokens', 'rate_limit_windows', 'recovery_codes', 'second_factors', 'security_events', 'sites', 'used_challenges', 'users', 'web_sessions'])
+  t.same([...pgTables.keys()].sort(), ['attachments', 'categories', 'comments', 'discussion_counts', 'discussions', 'file_pieces', 'files', 'memberships', 'oauth_records', 'personal_token_addresses', 'personal_tokens', 'rate_limit_windows', 'recovery_codes', 'second_factors', 'security_events', 'sites', 'used_challenges', 'users', 'web_sessions'])
 })
 
 t.test('table by table: columns, keys, indexes and foreign keys alike', async (t) => {
@@ -142,7 +143,7 @@ t.test('a freshly migrated database is the schema: columns, keys, indexes, forei
        FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid JOIN pg_class f ON f.oid = c.confrelid
        JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = $1 AND c.contype = 'f'`,
   )
-  const TYPES: Record<string, string> = { number: 'integer', string: 'text', boolean: 'boolean', date: 'timestamp with time zone' }
+  const TYPES: Record<string, string> = { number: 'integer', string: 'text', boolean: 'boolean', date: 'timestamp with time zone', buffer: 'bytea' }
   const ACTIONS: Record<string, string> = { a: 'no action', c: 'cascade', r: 'restrict', n: 'set null', d: 'set default' }
 
   for (const [name, table] of pgTables) {
