@@ -183,7 +183,7 @@ export function buildApp(options: AppOptions) {
   })
 
   // The supporter web pages, under the site URL. They never accept an API credential.
-  app.register(webPages, { siteUrl: config.siteUrl, sudoMinutes: config.sudoMinutes ?? DEFAULT_SUDO_MINUTES })
+  app.register(webPages, { siteUrl: config.siteUrl, sudoMinutes: config.sudoMinutes ?? DEFAULT_SUDO_MINUTES, fileLimits: config.files ?? DEFAULT_FILE_LIMITS })
 
   return app
 }

@@ -40,7 +40,7 @@ export function shownInline(name: string, type: string): boolean {
 
 /**
  * The name a file is kept under: the last part of any path (either slash), without control
- * characters (C0, DEL, C1), bidirectional overrides or the characters Windows refuses, white space
+ * characters (C0, DEL, C1; line breaks and tabs become spaces), bidirectional overrides or the characters Windows refuses, white space
  * folded, leading dots dropped (no hidden files), in Unicode's composed form (NFC), at most
  * MAX_FILE_NAME characters, keeping the extension. A name that is nothing after that is `file`.
  */
@@ -48,6 +48,7 @@ export function cleanFileName(raw: string): string {
   const last = raw.split(/[/\\]/).pop()!
   const cleaned = last
     .normalize('NFC')
+    .replace(/[\t\n\v\f\r]/g, ' ')
     .replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff<>:"|?*]/g, '')
     .replace(/\s+/g, ' ')
     .trim()
@@ -81,11 +82,10 @@ export function contentDisposition(name: string, type: string): string {
 /** Whether the bytes read as text: valid UTF-8 with no NUL and few other control characters. */
 function looksLikeText(sample: Buffer): boolean {
   if (sample.length === 0) return true
-  // A sample may end inside a character: decode all but the last three bytes strictly.
-  const whole = sample.length >= SNIFF_BYTES ? sample.subarray(0, sample.length - 3) : sample
+  // A full sample may end inside a character: decoded as a stream, an unfinished last one is no error.
   let text: string
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(whole)
+    text = new TextDecoder('utf-8', { fatal: true }).decode(sample, { stream: sample.length >= SNIFF_BYTES })
   } catch {
     return false
   }
@@ -121,15 +121,18 @@ export async function detectContentType(sample: Buffer): Promise<string> {
   return found?.mime ?? 'application/octet-stream'
 }
 
-/** A size as people read it: 912 bytes, 14.2 KB, 3.1 MB (units of 1,000, as file managers show). */
+/**
+ * A size as people read it, in the units the limits are set in (MiB, written MB as the settings
+ * and messages say it): 912 bytes, 14.2 KB, 10 MB.
+ */
 export function shownSize(bytes: number): string {
-  if (bytes < 1000) return `${bytes} byte${bytes === 1 ? '' : 's'}`
+  if (bytes < 1024) return `${bytes} byte${bytes === 1 ? '' : 's'}`
   const units = ['KB', 'MB', 'GB']
-  let value = bytes / 1000
+  let value = bytes / 1024
   let unit = 0
-  while (value >= 999.95 && unit < units.length - 1) {
-    value /= 1000
+  while (value >= 1023.95 && unit < units.length - 1) {
+    value /= 1024
     unit += 1
   }
-  return `${value.toFixed(1)} ${units[unit]}`
+  return `${value.toFixed(1).replace(/\.0$/, '')} ${units[unit]}`
 }

@@ -3,7 +3,7 @@ import multipart from '@fastify/multipart'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { fileBytes, saveFile, type Attachment } from '../../db/stores/files.ts'
+import { fileBytes, saveFile, type Attachment, type FileStore } from '../../db/stores/files.ts'
 import { cleanFileName, contentDisposition, MESSAGE_LIMITS, type FileLimits } from '../../lib/files.ts'
 import { noneMatchHolds } from '../../lib/entity-tags.ts'
 import { InvalidRequest, strictValidatorCompiler } from '../../plugins/http/validation.ts'
@@ -57,19 +57,26 @@ function brokenForm(error: unknown) {
   return Object.assign(new Error(`The multipart/form-data body could not be read: ${error.message}.`), { statusCode: 400, code: 'invalid_multipart' })
 }
 
+/** Whose uploads a form's files become: the signed-in person, on the site of the request. */
+export interface Owner {
+  siteId: number
+  userId: number
+}
+
 /**
  * Reads a multipart request: each file is kept as an upload of the signed-in person as it arrives
  * (streamed, db/stores/files.ts), each other part is a field; a field sent more than once keeps
  * every value. When anything fails, the uploads already made are removed before the error goes on.
  */
-export async function readMultipart(fastify: FastifyInstance, request: FastifyRequest, limits: FileLimits): Promise<{ fields: Map<string, string[]>; uploads: Attachment[] }> {
-  const { site, user } = request.auth!
+export async function readMultipart(fastify: FastifyInstance, request: FastifyRequest, limits: FileLimits, owner: Owner): Promise<{ fields: Map<string, string[]>; uploads: Attachment[] }> {
   const fields = new Map<string, string[]>()
   const uploads: Attachment[] = []
   try {
     for await (const part of request.parts({ limits: multipartLimits(limits) })) {
-      if (part.type === 'file') {
-        uploads.push(await saveFile(fastify.files, { siteId: site.id, uploaderId: user.id, name: cleanFileName(part.filename) }, part.file, limits))
+      // A form's file input left empty is a part with no filename and no bytes: no file.
+      if (part.type === 'file' && !part.filename) part.file.resume()
+      else if (part.type === 'file') {
+        uploads.push(await saveFile(fastify.files, { siteId: owner.siteId, uploaderId: owner.userId, name: cleanFileName(part.filename) }, part.file, limits))
       } else {
         fields.set(part.fieldname, [...(fields.get(part.fieldname) ?? []), String(part.value)])
       }
@@ -79,7 +86,7 @@ export async function readMultipart(fastify: FastifyInstance, request: FastifyRe
     // connection ends or goes on: left paused, it would hold the server's close forever.
     request.raw.unpipe()
     request.raw.resume()
-    await fastify.files.discard(site.id, user.id, uploads.map((u) => u.id))
+    await fastify.files.discard(owner.siteId, owner.userId, uploads.map((u) => u.id))
     throw brokenForm(error) ?? httpError(error)
   }
   return { fields, uploads }
@@ -94,8 +101,8 @@ const BOOLEAN_FIELDS = new Set(['internal', 'public'])
  * a list, which the schema then refuses), and its files, uploaded as they arrive, added to `uploads`.
  * The route's own schema then checks it as it checks JSON.
  */
-export async function multipartBody(fastify: FastifyInstance, request: FastifyRequest, limits: FileLimits): Promise<{ body: Record<string, unknown>; uploaded: number[] }> {
-  const { fields, uploads } = await readMultipart(fastify, request, limits)
+export async function multipartBody(fastify: FastifyInstance, request: FastifyRequest, limits: FileLimits, owner: Owner): Promise<{ body: Record<string, unknown>; uploaded: number[] }> {
+  const { fields, uploads } = await readMultipart(fastify, request, limits, owner)
   const body: Record<string, unknown> = {}
   for (const [name, values] of fields) {
     if (name === 'uploads') body.uploads = values.map((v) => (/^\d{1,15}$/.test(v) ? Number(v) : v))
@@ -109,6 +116,26 @@ export async function multipartBody(fastify: FastifyInstance, request: FastifyRe
 
 /** The Content-Type a file goes out with: text is said to be UTF-8, which its detection checked. */
 const typeHeader = (type: string) => (type.startsWith('text/') ? `${type}; charset=utf-8` : type)
+
+/**
+ * Answers with an attachment's bytes, streamed piece by piece, as the API and the pages send a
+ * file: its detected type, `attachment` unless an image named as what it is, nosniff, a sandbox
+ * CSP, and its SHA-256 as a strong ETag (304 to an If-None-Match naming it); nothing but the
+ * headers to HEAD.
+ */
+export function sendAttachment(files: FileStore, found: Attachment, request: FastifyRequest, reply: FastifyReply) {
+  const tag = `"${found.sha256}"`
+  reply.header('etag', tag)
+  if (noneMatchHolds(request.headers['if-none-match'], tag)) return reply.code(304).send()
+  reply
+    .header('content-type', typeHeader(found.contentType))
+    .header('content-length', found.size)
+    .header('content-disposition', contentDisposition(found.name, found.contentType))
+    .header('x-content-type-options', 'nosniff')
+    .header('content-security-policy', "sandbox; default-src 'none'")
+  // HEAD: an empty stream, which Fastify's HEAD route drains without touching Content-Length.
+  return reply.send(request.method === 'HEAD' ? Readable.from([]) : Readable.from(fileBytes(files, found.fileId)))
+}
 
 /** POST /<site>/uploads and GET (and HEAD) /<site>/attachments/<id>. */
 const fileRoutes: FastifyPluginAsyncTypebox<{ limits: FileLimits }> = async (fastify, { limits }) => {
@@ -135,10 +162,11 @@ const fileRoutes: FastifyPluginAsyncTypebox<{ limits: FileLimits }> = async (fas
       if (!request.isMultipart()) {
         return reply.code(415).send({ error: 'unsupported_media_type', message: 'Send the files as multipart/form-data.' })
       }
-      const { uploads } = await readMultipart(fastify, request, limits)
+      const { site, user } = request.auth!
+      const { uploads } = await readMultipart(fastify, request, limits, { siteId: site.id, userId: user.id })
       if (uploads.length === 0) throw new InvalidRequest([{ field: 'file', problem: 'is missing: send at least one file part (with a filename)' }])
-      const site = urls.site(request.auth!.site.permalink)
-      return reply.code(201).send({ uploads: uploads.map((u) => ({ ...attachmentView(site, u), expires_at: moment(u.expiresAt!) })) })
+      const address = urls.site(site.permalink)
+      return reply.code(201).send({ uploads: uploads.map((u) => ({ ...attachmentView(address, u), expires_at: moment(u.expiresAt!) })) })
     },
   )
 
@@ -161,17 +189,7 @@ const fileRoutes: FastifyPluginAsyncTypebox<{ limits: FileLimits }> = async (fas
       const { site, user } = request.auth!
       const found = await files.find(site.id, request.params.id)
       if (!found || (found.commentId === null && found.uploaderId !== user.id)) throw notFound(`there is no attachment ${request.params.id} on this site`)
-      const tag = `"${found.sha256}"`
-      reply.header('etag', tag)
-      if (noneMatchHolds(request.headers['if-none-match'], tag)) return (reply as FastifyReply).code(304).send()
-      reply
-        .header('content-type', typeHeader(found.contentType))
-        .header('content-length', found.size)
-        .header('content-disposition', contentDisposition(found.name, found.contentType))
-        .header('x-content-type-options', 'nosniff')
-        .header('content-security-policy', "sandbox; default-src 'none'")
-      // HEAD: an empty stream, which Fastify's HEAD route drains without touching Content-Length.
-      return reply.send(request.method === 'HEAD' ? Readable.from([]) : Readable.from(fileBytes(files, found.fileId)))
+      return sendAttachment(files, found, request, reply as FastifyReply)
     },
   )
 }

@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto'
+import type { FileLimits } from '../../lib/files.ts'
 import type { FastifyError, FastifyPluginAsync } from 'fastify'
 import { answerUnavailable, refusedUnstorableText } from '../../plugins/http/database-refusals.ts'
 import sessions from '../../plugins/sessions.ts'
@@ -20,6 +21,8 @@ export interface WebOptions {
   siteUrl: string
   /** How long signing in or confirming it is them lets a supporter do what needs it (routes/web/confirm.ts). */
   sudoMinutes: number
+  /** The largest file and a site's space for files (lib/files.ts), for the reply form's files. */
+  fileLimits: FileLimits
 }
 
 /** The path part of the site URL template, as a route prefix: `https://h/x/{site}` gives `/x/:site`. */
@@ -28,7 +31,7 @@ export function webPrefix(siteUrl: string): string {
 }
 
 /** Every supporter page, encapsulated under the site URL's path with its own error pages. */
-const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudoMinutes }) => {
+const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudoMinutes, fileLimits }) => {
   // Derived from the server key, so signed cookies (and sessions) survive a restart.
   const secret = createHmac('sha256', fastify.serverKey).update('service-desk web cookies').digest()
   // The queue's pages share their addresses with the API where the site URL does (routes/web/queue.ts).
@@ -73,7 +76,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(oauthRoutes)
       await web.register(securityLogRoutes)
       await web.register(administrationRoutes)
-      await web.register(queueRoutes)
+      await web.register(queueRoutes, { fileLimits })
     },
     { prefix: webPrefix(siteUrl) },
   )

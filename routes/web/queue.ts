@@ -1,12 +1,17 @@
 import type { IncomingMessage } from 'node:http'
+import multipart from '@fastify/multipart'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { Category } from '../../db/stores/categories.ts'
 import type { StateScope } from '../../db/stores/discussion-counts.ts'
 import type { Action } from '../../db/stores/discussion-states.ts'
 import type { DiscussionRow } from '../../db/stores/discussion-listing.ts'
 import { StoreError } from '../../db/stores/errors.ts'
+import { isStaffRole } from '../../db/stores/staff.ts'
 import type { CommentVia, DiscussionState } from '../../db/values.ts'
 import { shownMoment } from '../../lib/clock.ts'
+import { MESSAGE_LIMITS, shownInline, shownSize, type FileLimits } from '../../lib/files.ts'
+import { readMultipart, sendAttachment } from '../api/files.ts'
+import { byComment } from '../api/discussions/views.ts'
 import { MAX_BODY } from '../api/discussions/schemas.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { notFoundPage, pageData, queryString, requireSupporter, wholeNumber } from './pages.ts'
@@ -68,8 +73,10 @@ const whole = (value: unknown) => wholeNumber(value, 9)
 
 const PAGE = { constraints: { page: 'html' } }
 
-const queueRoutes: FastifyPluginAsync = async (fastify) => {
-  const { discussions, categories, urls } = fastify
+const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fastify, { fileLimits }) => {
+  const { discussions, categories, files, urls } = fastify
+  // The reply form takes files (multipart/form-data), in this scope only.
+  await fastify.register(multipart)
   const base = (request: FastifyRequest) => urls.siteWeb(request.web.site.permalink)
   const supporters = { ...PAGE, preHandler: requireSupporter }
   const forms = { ...PAGE, preHandler: [fastify.csrfProtection, requireSupporter] }
@@ -152,7 +159,8 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
 
   async function discussionPage(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, status = 200, error: string | null = null, draft = '') {
     const all = await categoriesOf(request.web.site.id)
-    const comments = await discussions.comments(d.id)
+    const [comments, attachments] = await Promise.all([discussions.comments(d.id), files.ofDiscussion(d.id)])
+    const carried = byComment(attachments)
     return reply.page(
       'discussion',
       pageData(request, reply, {
@@ -177,12 +185,19 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
           bySupporter: c.bySupporter,
           via: VIA[c.via],
           when: shownMoment(c.createdAt),
+          files: (carried.get(c.id) ?? []).map((a) => ({
+            name: a.name,
+            size: shownSize(a.size),
+            href: `${base(request)}/files/${a.id}`,
+            image: shownInline(a.name, a.contentType),
+          })),
         })),
         categories: all.map((c) => ({ id: c.id, name: c.name, selected: c.id === d.categoryId })),
         actions: actionsFor(d.state),
         queue: `${base(request)}/discussions`,
         error,
         draft,
+        fileLimits: { count: MESSAGE_LIMITS.files, size: shownSize(fileLimits.fileBytes) },
       }),
       status,
     )
@@ -214,11 +229,34 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
   const back = (request: FastifyRequest, reply: FastifyReply, number: number, anchor = '') =>
     reply.redirect(`${base(request)}/discussions/${number}${anchor}`, 303)
 
+  // A file of the site's discussions, for its support staff: as the API sends it (routes/api/files.ts).
+  fastify.get('/files/:id', { preHandler: requireSupporter }, async (request, reply) => {
+    const id = whole((request.params as { id: string }).id)
+    const found = id === undefined ? undefined : await files.find(request.web.site.id, id)
+    if (!found || found.commentId === null) {
+      return notFoundPage(request, reply, { title: 'No such file', message: `${request.web.site.name} has no file with this number.`, back: { path: '/discussions', label: 'Back to the discussions' } })
+    }
+    return sendAttachment(files, found, request, reply)
+  })
+
+  // The reply form with files: read before CSRF and the staff check run (they need its fields), by
+  // a signed-in supporter only; what it uploaded is removed again when the reply is refused.
+  const replyWithFiles = async (request: FastifyRequest) => {
+    const { user, site } = request.web
+    if (!request.isMultipart() || !user || !isStaffRole(user.role)) return
+    const { fields, uploads } = await readMultipart(fastify, request, fileLimits, { siteId: site.id, userId: user.id })
+    request.body = Object.fromEntries([...fields].map(([name, values]) => [name, values[0]]))
+    request.uploaded = uploads.map((u) => u.id)
+  }
+  const dropUploads = async (request: FastifyRequest) => {
+    if (request.uploaded?.length) await files.discard(request.web.site.id, request.web.user!.id, request.uploaded)
+  }
+
   // A reply may be as long as the API takes (MAX_BODY characters), which a form encodes in up to
   // nine bytes each: more than the pages' usual 64 KiB.
-  fastify.post('/discussions/:number/reply', { ...forms, bodyLimit: REPLY_FORM_BYTES }, async (request, reply) => {
+  fastify.post('/discussions/:number/reply', { ...forms, bodyLimit: REPLY_FORM_BYTES, preValidation: replyWithFiles, onError: dropUploads }, async (request, reply) => {
     const d = await discussionOf(request, reply)
-    if (!d) return reply
+    if (!d) return (await dropUploads(request), reply)
     // The form's fields (CSRF has checked there is a form).
     const body = request.body as { body?: unknown; internal?: unknown }
     const text = typeof body.body === 'string' ? body.body : ''
@@ -230,11 +268,15 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
         : holdsNul(text)
           ? 'The message holds the character U+0000 (NUL), which cannot be saved. Remove it and send it again.'
           : null
-    if (problem) return discussionPage(request, reply, d, 400, problem)
+    if (problem) {
+      await dropUploads(request)
+      return discussionPage(request, reply, d, 400, request.uploaded?.length ? `${problem} Choose the files again too.` : problem)
+    }
     let number = 0
     const sent = await change(request, reply, d, async () => {
-      number = (await discussions.reply({ siteId: d.siteId, number: d.number, body: text, internal: body.internal === 'yes', supporterId: request.web.user!.id, via: 'web' })).comment.number
+      number = (await discussions.reply({ siteId: d.siteId, number: d.number, body: text, internal: body.internal === 'yes', supporterId: request.web.user!.id, via: 'web', uploads: request.uploaded })).comment.number
     }, text)
+    if (!sent) await dropUploads(request)
     return sent ? back(request, reply, d.number, `#comment-${number}`) : reply
   })
 

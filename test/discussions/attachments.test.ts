@@ -162,6 +162,8 @@ t.test('a comment with its files in one multipart request', async (t) => {
   const none = await post(fixture, '/demo/uploads', { note: 'no file here' })
   t.equal(none.statusCode, 400)
   t.match(none.json().fields, [{ field: 'file' }])
+  const nameless = await post(fixture, '/demo/uploads', { file: { name: '', bytes: Buffer.from('an empty file input') } })
+  t.equal(nameless.statusCode, 400, 'a part without a filename is no file (a form sends its empty file input so)')
 })
 
 t.test('uploads are the uploader’s, used once, for a day, at most ten and 25 MB a message', async (t) => {

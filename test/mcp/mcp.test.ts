@@ -1,8 +1,9 @@
 import t, { type Test } from 'tap'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { toolResult, writeToolsCalled } from '../../routes/api/mcp/server.ts'
-import { MCP_TOOLS } from '../../routes/api/mcp/tools.ts'
+import { fileResult, toolResult, writeToolsCalled } from '../../routes/api/mcp/server.ts'
+import { MCP_TEXT_BYTES, MCP_TOOLS } from '../../routes/api/mcp/tools.ts'
+import { form, PNG } from '../fixtures/files.ts'
 import { supporterWithToken, V1 } from '../fixtures/app.ts'
 import { legacyTokenOf, supporterWithPassword } from '../fixtures/credentials.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
@@ -50,7 +51,7 @@ t.test('the SDK client connects with a personal token, lists the tools, reads an
     t.equal(tool.annotations?.destructiveHint, false)
   }
   const readOnly = tools.filter((tool) => tool.annotations?.readOnlyHint).map((tool) => tool.name)
-  t.same(readOnly, ['list_discussions', 'get_discussion', 'list_categories'], 'the tools a Read only token may call are marked')
+  t.same(readOnly, ['list_discussions', 'get_discussion', 'read_attachment', 'list_categories'], 'the tools a Read only token may call are marked')
 
   const listing = await client.callTool({ name: 'list_discussions', arguments: {} })
   const structured = listing.structuredContent as Structured
@@ -81,6 +82,35 @@ t.test('the SDK client connects with a personal token, lists the tools, reads an
   const audit = lines.filter((line) => line.includes('"mcp tool call"')).map((line) => JSON.parse(line).mcp)
   t.match(audit[0], { tool: 'list_discussions', user: ann.user.id, credential: 'personal_token' }, 'who, with what, which tool')
   t.notMatch(lines.join(''), ann.value.slice(12), 'never the token')
+})
+
+t.test('a discussion lists its attachments; read_attachment reads a text one, capped, and no other', async (t) => {
+  const { app, ann, connect } = await mcpApp(t)
+  const client = await connect(ann.bearer.authorization)
+  const upload = async (name: string, bytes: Buffer) => {
+    const body = await form({ body: `Here is ${name}.`, file: { name, bytes } })
+    const res = await app.inject({ method: 'POST', url: '/demo/discussions/1/comments', headers: { ...ann.bearer, 'content-type': body.type }, payload: body.payload })
+    return res.json().attachments[0] as { id: number }
+  }
+  const log = await upload('server.log', Buffer.from('12:00 error: disk full\n'))
+  const big = await upload('big.csv', Buffer.from(`${'é'.repeat(MCP_TEXT_BYTES / 2 - 1)}é,tail`))
+  const image = await upload('shot.png', PNG)
+
+  const read = (await client.callTool({ name: 'get_discussion', arguments: { number: 1 } })).structuredContent as { comments: Array<{ attachments: Array<{ name: string; content_type: string }> }> }
+  t.same(read.comments.flatMap((c) => c.attachments.map((a) => [a.name, a.content_type])), [['server.log', 'text/plain'], ['big.csv', 'text/plain'], ['shot.png', 'image/png']])
+
+  const text = await client.callTool({ name: 'read_attachment', arguments: { id: log.id } })
+  t.notOk(text.isError)
+  t.same(text.content, [{ type: 'text', text: '12:00 error: disk full\n' }])
+  const capped = ((await client.callTool({ name: 'read_attachment', arguments: { id: big.id } })).content as Array<{ text: string }>)[0].text
+  t.match(capped, /\n\n\[Cut: these are the first 100 KB of 102405 bytes\.\]$/)
+  t.notMatch(capped, /tail|\ufffd/, 'cut at a whole character, before the tail')
+  const binary = await client.callTool({ name: 'read_attachment', arguments: { id: image.id } })
+  t.equal(binary.isError, true)
+  t.match((binary.content as Array<{ text: string }>)[0].text, 'This attachment is image/png, not text')
+  const missing = await client.callTool({ name: 'read_attachment', arguments: { id: 9999 } })
+  t.match((missing.content as Array<{ text: string }>)[0].text, 'The help desk refused (404): There is no attachment 9999 on this site.')
+  t.same(fileResult({ status: 200, body: '', bytes: Buffer.alloc(0), type: undefined }), { isError: true, content: [{ type: 'text', text: 'This attachment is of no type, not text: it is not read here. Its href downloads it.' }] })
 })
 
 t.test('bad arguments and refusals of the API are tool errors a model can read', async (t) => {

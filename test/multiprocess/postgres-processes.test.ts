@@ -1,4 +1,6 @@
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { MAX_ACTIVE_TOKENS } from '../../db/stores/token-rules.ts'
 import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
@@ -138,4 +140,32 @@ t.test('a supporter signed in through one process uses the session and its forms
   const after = await web.get(one, TOKENS)
   t.equal(after.status, 303, 'sent to sign in')
   t.match(after.headers.get('location'), /\/demo\/login/)
+})
+
+t.test('a file uploaded through one process downloads through the other, each in a working folder of its own', POSTGRES_ONLY, async (t) => {
+  const env = { SERVICE_DB: postgresTestAddress(t), SERVICE_SECRET: randomBytes(32).toString('hex') }
+  const [here, there] = [t.testdir({ one: {} }), t.testdir({ one: {} })].map((dir) => join(dir, 'one'))
+  const one = await startServer(t, env, [], { cwd: here })
+  const token = await bannerToken(one)
+  const two = await startServer(t, env, [], { cwd: there })
+  const bytes = randomBytes(3 * 1024 * 1024 + 17)
+  const form = new FormData()
+  form.append('file', new Blob([bytes]), 'capture.bin')
+  const uploaded = await fetch(`${one.base}/demo/uploads`, { method: 'POST', headers: { ...bearer(token), accept: V1 }, body: form })
+  t.equal(uploaded.status, 201)
+  const [upload] = ((await uploaded.json()) as { uploads: Array<{ id: number }> }).uploads
+  // Carried by a comment made through the second process, then read back through it.
+  const discussions = (await fetch(`${two.base}/demo/discussions`, { headers: { ...bearer(token), accept: V1 } }).then((res) => res.json())) as { discussions: Array<{ number: number }> }
+  const number = discussions.discussions[0]!.number
+  const reply = await fetch(`${two.base}/demo/discussions/${number}/comments`, {
+    method: 'POST',
+    headers: { ...bearer(token), accept: V1, 'content-type': 'application/json' },
+    body: JSON.stringify({ body: 'The capture.', uploads: [upload!.id] }),
+  })
+  t.equal(reply.status, 201)
+  const download = await fetch(`${two.base}/demo/attachments/${upload!.id}`, { headers: bearer(token) })
+  t.equal(download.status, 200)
+  t.ok(Buffer.from(await download.arrayBuffer()).equals(bytes), 'byte for byte, through the other process')
+  t.equal(download.headers.get('etag'), `"${createHash('sha256').update(bytes).digest('hex')}"`)
+  t.same([readdirSync(here), readdirSync(there)], [[], []], 'neither process kept anything in its folder: the database holds the file')
 })

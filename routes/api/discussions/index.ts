@@ -51,7 +51,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
     if (!request.routeOptions.config.takesFiles) {
       return reply.code(415).send({ error: 'unsupported_media_type', message: 'This route takes JSON; only a post (a discussion, a comment) may be sent as multipart/form-data.' })
     }
-    const { body, uploaded } = await multipartBody(fastify, request, fileLimits)
+    const { body, uploaded } = await multipartBody(fastify, request, fileLimits, { siteId: request.auth!.site.id, userId: request.auth!.user.id })
     request.body = body
     request.uploaded = uploaded
   })

@@ -37,7 +37,7 @@ const mcpRoutes: FastifyPluginAsync<McpOptions> = async (fastify, { allowedOrigi
       remoteAddress: request.ip,
       ...(api.body ? { payload: JSON.stringify(api.body) } : {}),
     })
-    return { status: res.statusCode, body: res.body }
+    return { status: res.statusCode, body: res.body, bytes: res.rawPayload, type: res.headers['content-type'] }
   }
 
   async function handle(request: FastifyRequest, reply: FastifyReply) {

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import packageJson from '../../../package.json' with { type: 'json' }
-import { MCP_TOOLS, WRITE_TOOLS, type ApiRequest, type McpTool } from './tools.ts'
+import { MCP_TEXT_BYTES, MCP_TOOLS, WRITE_TOOLS, type ApiRequest, type McpTool } from './tools.ts'
 
 // The MCP side of {base_url}/<site>/mcp (index.ts): the SDK's server with the tools, loaded on the
 // first MCP request (the SDK and zod cost about 150 ms and 30 MB that most processes never need).
@@ -39,10 +39,27 @@ export function toolResult(status: number, body: string): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(json, null, 2) }], structuredContent: json as Record<string, unknown> }
 }
 
-/** An API answer: its status and body. */
+/** An API answer: its status, body and type. */
 export interface ApiAnswer {
   status: number
   body: string
+  /** The body's bytes, for a file. */
+  bytes: Buffer
+  type: string | undefined
+}
+
+/**
+ * A file the API answered, for the model: a text file's first MCP_TEXT_BYTES as text (a cut
+ * character dropped, the cut said), anything else a refusal naming its type; an API refusal as any.
+ */
+export function fileResult({ status, body, bytes, type }: ApiAnswer): CallToolResult {
+  if (status >= 400) return toolResult(status, body)
+  if (!type?.startsWith('text/')) {
+    return { isError: true, content: [{ type: 'text', text: `This attachment is ${type ?? 'of no type'}, not text: it is not read here. Its href downloads it.` }] }
+  }
+  const cut = bytes.length > MCP_TEXT_BYTES
+  const text = new TextDecoder('utf-8').decode(bytes.subarray(0, MCP_TEXT_BYTES), { stream: cut })
+  return { content: [{ type: 'text', text: cut ? `${text}\n\n[Cut: these are the first ${MCP_TEXT_BYTES / 1024} KB of ${bytes.length} bytes.]` : text }] }
 }
 
 /** The MCP server of one request, its tools answering through `callApi`, the API with the caller's credential. */
@@ -63,8 +80,8 @@ export function serverFor(request: FastifyRequest, callApi: (request: FastifyReq
       async (args: Record<string, unknown>) => {
         // The audit trail: who, with which kind of token, which tool (never the token itself).
         request.log.info({ mcp: { tool: tool.name, user: request.auth!.user.id, credential: request.auth!.method } }, 'mcp tool call')
-        const { status, body } = await callApi(request, tool.request(args as never))
-        return toolResult(status, body)
+        const answer = await callApi(request, tool.request(args as never))
+        return tool.answers === 'file' ? fileResult(answer) : toolResult(answer.status, answer.body)
       },
     )
   }

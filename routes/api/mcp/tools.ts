@@ -20,7 +20,12 @@ export interface McpTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
   /** Needs only read access; every other tool needs write (a `Read only` token is refused at the HTTP level). */
   readOnly: boolean
   request(args: z.infer<z.ZodObject<Shape>>): ApiRequest
+  /** `file`: the answer is a file, given to the model as its text (server.ts, fileResult); JSON otherwise. */
+  answers?: 'file'
 }
+
+/** The most of a text attachment read_attachment gives the model. */
+export const MCP_TEXT_BYTES = 100 * 1024
 
 const number = z.number().int().min(1).describe('The discussion number, as in its address: /discussions/<number>.')
 const page = z.number().int().min(1).optional().describe('The page, 30 discussions each; 1 by default.')
@@ -57,10 +62,23 @@ export const MCP_TOOLS: McpTool[] = [
   tool({
     name: 'get_discussion',
     title: 'Read a discussion',
-    description: 'Reads one discussion with all its comments, oldest first: the opening post, replies, and internal notes of the staff.',
+    description:
+      'Reads one discussion with all its comments, oldest first: the opening post, replies, and internal notes of the staff. ' +
+      'Each comment lists its attachments (id, name, size, content_type); read_attachment reads a text one.',
     input: { number },
     readOnly: true,
     request: ({ number }) => ({ method: 'GET', path: `/discussions/${number}` }),
+  }),
+  tool({
+    name: 'read_attachment',
+    title: 'Read a text attachment',
+    description:
+      'Reads a file attached to a comment when it is text (a log, a CSV, a plain-text note): its first 100 KB, said when cut. ' +
+      'Images and other binary files are not read here; their href downloads them with a token.',
+    input: { id: z.number().int().min(1).describe('The attachment id, from the attachments of a comment (get_discussion).') },
+    readOnly: true,
+    request: ({ id }) => ({ method: 'GET', path: `/attachments/${id}` }),
+    answers: 'file',
   }),
   tool({
     name: 'list_categories',

@@ -1,0 +1,100 @@
+import t, { type Test } from 'tap'
+import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
+import { form, PNG } from '../fixtures/files.ts'
+import { signedInPerson, webClient } from '../fixtures/web.ts'
+
+// The reply form takes files, and the conversation lists them (issue 47): through app.inject on
+// both engines; test/web/attachments-browser.test.ts sends one from Chromium.
+
+async function discussionWithStaff(t: Test) {
+  const { app } = await buildTestApp(t)
+  const ann = await signedInPerson(app, { email: 'ann@example.test' })
+  const api = await supporterWithToken(app, { email: 'api@example.test' })
+  const general = await app.categories.add(ann.site.id, 'General', true)
+  await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Printer on fire', body: 'Help.', supporterId: api.user.id, onBehalfOf: { email: 'carol@example.test' }, via: 'api' })
+  const path = '/demo/discussions/1'
+  await ann.web.get(path)
+  return { app, ann, api, path }
+}
+
+t.test('a supporter replies with files from the page; the page and the API list them; the page sends them back', async (t) => {
+  const { app, ann, api, path } = await discussionWithStaff(t)
+  const notes = Buffer.from('Serial number: 12345\n')
+  const sent = await ann.web.postFiles(`${path}/reply`, { body: 'Photos and the serial number.', internal: 'no', file: [{ name: 'printer.png', bytes: PNG }, { name: 'serial.txt', bytes: notes }] })
+  t.equal(sent.statusCode, 303)
+  t.equal(sent.headers.location, `https://help.example.test${path}#comment-2`)
+
+  const page = (await ann.web.get(path)).body
+  const files = [...page.matchAll(/<li>\s*(?:<a href="([^"]+)" class="thumbnail"><img src="\1" alt="([^"]+)" loading="lazy"><\/a>\s*)?<a href="([^"]+)">([^<]+)<\/a> <span class="muted">([^<]+)<\/span>/g)]
+  t.same(files.map((m) => [Boolean(m[1]), m[4], m[5]]), [[true, 'printer.png', '66 bytes'], [false, 'serial.txt', '21 bytes']], 'names, sizes, and the image shown small')
+  t.match(page, /<input type="file" id="reply-files" name="file" multiple>/)
+  t.match(page, /up to 10, 10 MB each/)
+  // A browser sends an empty file input as a part with no filename: no file.
+  const bare = await ann.web.postFiles(`${path}/reply`, { body: 'Nothing chosen.', internal: 'no', file: { name: '', bytes: Buffer.alloc(0) } })
+  t.equal(bare.statusCode, 303)
+  t.equal((await app.files.ofDiscussion((await app.discussions.get(ann.site.id, 1)).id)).length, 2, 'the empty input made no file')
+
+  const seen = await app.inject({ url: `/demo/discussions/1/comments/2`, headers: api.bearer })
+  t.same(seen.json().attachments.map((a: { name: string; size: number }) => [a.name, a.size]), [['printer.png', 66], ['serial.txt', 21]], 'the API lists them')
+
+  const [image, text] = files.map((m) => new URL(m[3]!).pathname)
+  const got = await ann.web.get(image!)
+  t.equal(got.statusCode, 200)
+  t.equal(got.headers['content-type'], 'image/png')
+  t.equal(got.headers['content-disposition'], 'inline; filename="printer.png"')
+  t.equal(got.headers['x-content-type-options'], 'nosniff')
+  t.match(got.headers['content-security-policy'], /^sandbox/)
+  const textFile = await app.inject({ url: text!, headers: { cookie: [...ann.web.jar].map(([k, v]) => `${k}=${v}`).join('; ') } })
+  t.equal(textFile.body, notes.toString(), 'byte for byte')
+  t.equal(textFile.headers['content-disposition'], 'attachment; filename="serial.txt"')
+})
+
+t.test('what the form refuses keeps no file: a blank message, a file too large, a missing or foreign CSRF token', async (t) => {
+  const { app, ann, path } = await discussionWithStaff(t)
+  const usage = () => app.files.usage(ann.site.id)
+
+  const blank = await ann.web.postFiles(`${path}/reply`, { body: '  ', internal: 'no', file: { name: 'a.txt', bytes: Buffer.from('kept?') } })
+  t.equal(blank.statusCode, 400)
+  t.match(blank.body, /Write a message first\. Choose the files again too\./)
+  t.equal(await usage(), 0)
+
+  await ann.web.get(path)
+  const csrf = /name="_csrf" value="([^"]+)"/.exec((await ann.web.get(path)).body)![1]!
+  const mallory = await signedInPerson(app, { email: 'mallory@example.test' })
+  await mallory.web.get(path)
+  // Ann's token in Mallory's session, and no token at all: both refused, nothing kept.
+  for (const token of [{ _csrf: csrf }, {}] as Array<Record<string, string>>) {
+    const res = await mallory.web.request('POST', `${path}/reply`, await form({ ...token, body: 'x', file: { name: 'b.txt', bytes: Buffer.from('forged') } }))
+    t.equal(res.statusCode, 403)
+    t.match(res.body, /This form has expired/)
+  }
+  t.equal(await usage(), 0)
+  t.equal((await app.discussions.get(ann.site.id, 1)).commentsCount, 1, 'and no reply was written')
+})
+
+t.test('customers and strangers reach no file; another site’s number is no file here', async (t) => {
+  const { app, ann, path } = await discussionWithStaff(t)
+  await ann.web.postFiles(`${path}/reply`, { body: 'A note.', internal: 'yes', file: { name: 'refund.txt', bytes: Buffer.from('approved') } })
+  const [{ id }] = await app.files.ofDiscussion((await app.discussions.get(ann.site.id, 1)).id)
+  const file = `/demo/files/${id}`
+
+  const carol = await signedInPerson(app, { email: 'carol-customer@example.test', role: 'customer' })
+  const asCustomer = await carol.web.get(file)
+  t.equal(asCustomer.statusCode, 403, "a customer does not reach an internal note's file")
+  t.notMatch(asCustomer.body, /approved/)
+  await carol.web.get('/demo/profile')
+  const posted = await carol.web.postFiles(`${path}/reply`, { body: 'me too', file: { name: 'c.txt', bytes: Buffer.from('customer') } })
+  t.equal(posted.statusCode, 403, 'nor replies from the staff page')
+  t.equal(await app.files.usage(ann.site.id), 'approved'.length, 'and the customer’s file was never read')
+
+  const stranger = webClient(app)
+  const signedOut = await stranger.get(file)
+  t.equal(signedOut.statusCode, 303)
+  t.match(signedOut.headers.location, /\/demo\/login/)
+
+  const bob = await signedInPerson(app, { site: 'other', email: 'bob@example.test' })
+  const elsewhere = await bob.web.get(`/other/files/${id}`)
+  t.equal(elsewhere.statusCode, 404)
+  t.match(elsewhere.body, /has no file with this number/)
+  t.equal((await ann.web.get('/demo/files/abc')).statusCode, 404)
+})
