@@ -11,7 +11,7 @@ import { benchEnv, REPO, SERVICE_BIN } from './service-cli.ts'
 // Linux a pipe makes a process's writes synchronous, so a slow reader would slow the server.
 
 export const HOST = '127.0.0.1'
-export type ServerKind = 'service' | 'baseline' | 'baseline-postgres'
+export type ServerKind = 'service' | 'baseline' | 'baseline-postgres' | 'baseline-files'
 
 // A run that fails half-way must not leave servers behind.
 const live = new Set<ChildProcess>()
@@ -89,7 +89,7 @@ function rssMb(pid: number): number {
  * imports): the service runs JavaScript compiled into dist/, so the baseline runs without a
  * TypeScript loader too. Written under tools/bench/.cache/, whence its packages resolve.
  */
-function baselineScript(kind: 'baseline' | 'baseline-postgres'): string {
+function baselineScript(kind: Exclude<ServerKind, 'service'>): string {
   const file = join(REPO, 'tools', 'bench', '.cache', 'baseline', `${kind}.mjs`)
   mkdirSync(join(file, '..'), { recursive: true })
   buildSync({
