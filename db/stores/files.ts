@@ -297,7 +297,7 @@ export type FileStore = ReturnType<typeof createFileStore>
  * is read; the site's space is checked once the content is known (a file the site has takes none). The type is detected from the first bytes. Runs over the
  * guarded store (each call a share of the connection), so a slow sender holds nothing between pieces.
  */
-export async function saveFile(store: FileStore, file: NewFile, stream: AsyncIterable<Buffer>, limits: FileLimits): Promise<Attachment> {
+export async function saveFile(store: FileStore, file: NewFile, stream: AsyncIterable<Buffer> | Iterable<Buffer>, limits: FileLimits): Promise<Attachment> {
   const fileId = await store.begin(file.siteId)
   try {
     const hash = createHash('sha256')

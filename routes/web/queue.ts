@@ -254,7 +254,9 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
 
   // A reply may be as long as the API takes (MAX_BODY characters), which a form encodes in up to
   // nine bytes each: more than the pages' usual 64 KiB.
-  fastify.post('/discussions/:number/reply', { ...forms, bodyLimit: REPLY_FORM_BYTES, preValidation: replyWithFiles, onError: dropUploads }, async (request, reply) => {
+  // Dropped before a refusal is sent (onError), and after any answer that did not take them (a
+  // redirect to add a second factor first, say): only uploads no comment carries are removed.
+  fastify.post('/discussions/:number/reply', { ...forms, bodyLimit: REPLY_FORM_BYTES, preValidation: replyWithFiles, onError: dropUploads, onResponse: dropUploads }, async (request, reply) => {
     const d = await discussionOf(request, reply)
     if (!d) return (await dropUploads(request), reply)
     // The form's fields (CSRF has checked there is a form).

@@ -2,8 +2,9 @@ import { createHash } from 'node:crypto'
 import { request as httpRequest } from 'node:http'
 import t from 'tap'
 import { basic, supporterWithPassword } from '../fixtures/credentials.ts'
-import { supporterWithToken } from '../fixtures/app.ts'
+import { newTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
+import fileSweep from '../../plugins/file-sweep.ts'
 import { PNG, form, type FormValue } from '../fixtures/files.ts'
 
 const MiB = 1024 * 1024
@@ -150,6 +151,10 @@ t.test('a comment with its files in one multipart request', async (t) => {
   t.equal(blank.statusCode, 400)
   t.match(blank.json().fields, [{ field: 'body' }])
   t.equal(await app.files.usage(ann.site.id), usage, 'the refused request kept no file')
+  const twice = await post(fixture, '/demo/discussions/1/comments', { body: ['one', 'two'] as unknown as string, uploads: 'first', file: { name: 'd.bin', bytes: Buffer.alloc(10, 3) } })
+  t.equal(twice.statusCode, 400)
+  t.match(twice.json().fields, [{ field: 'body', problem: 'must be a string' }, { field: 'uploads.0' }], 'a field sent twice is a list, an upload that is no number is refused')
+  t.equal(await app.files.usage(ann.site.id), usage)
   const wrongType = await post(fixture, '/demo/discussions/1/comments', { body: 'ok', internal: 'maybe', file: { name: 'c.bin', bytes: Buffer.alloc(10, 2) } })
   t.equal(wrongType.statusCode, 400)
   t.match(wrongType.json().fields, [{ field: 'internal' }])
@@ -193,6 +198,17 @@ t.test('uploads are the uploader’s, used once, for a day, at most ten and 25 M
   const eleven = await api('POST', '/demo/discussions/1/comments', { body: 'z', uploads: Array.from({ length: 11 }, (_, i) => i + 1) })
   t.equal(eleven.statusCode, 400)
   t.match(eleven.json().fields, [{ field: 'uploads' }])
+  // Named uploads and a form's files together are counted together, by the store.
+  const ten = await Promise.all(Array.from({ length: 10 }, (_, i) => upload(fixture, `${i}.txt`, Buffer.from(`small ${i}`))))
+  const overCount = await post(fixture, '/demo/discussions/1/comments', { body: 'z', uploads: ten.map((u) => String(u.id)) as unknown as string, file: { name: 'eleventh.txt', bytes: Buffer.from('one more') } })
+  t.equal(overCount.statusCode, 400)
+  t.match(overCount.json(), { message: 'Invalid request: uploads must not have more than 10 items.' })
+  // The store holds to it whoever calls (the pages, mail to come).
+  const eleventh = await upload(fixture, 'eleventh.txt', Buffer.from('one more'))
+  await t.rejects(app.discussions.reply({ siteId: ann.site.id, number: 1, body: 'z', internal: false, supporterId: ann.user.id, via: 'api', uploads: [...ten, eleventh].map((u) => u.id) }), { message: 'a message carries at most 10 files', field: 'uploads' })
+  const two = await api('POST', '/demo/discussions/1/comments', { body: 'z', uploads: [9998, 9999] })
+  t.match(two.json().fields, [{ field: 'uploads', problem: 'names 9998, 9999, which are not uploads of yours on this site waiting for a message (an upload is kept a day, and used once)' }])
+  t.equal((await api('POST', '/demo/discussions/1/comments', { body: 'no files', uploads: [] })).statusCode, 201, 'an empty list is no files')
   const tooMany = await post(fixture, '/demo/uploads', { file: Array.from({ length: 11 }, (_, i) => ({ name: `${i}.txt`, bytes: Buffer.from(`file ${i}`) })) })
   t.equal(tooMany.statusCode, 413, 'eleven files in one request')
 
@@ -200,7 +216,6 @@ t.test('uploads are the uploader’s, used once, for a day, at most ten and 25 M
   const heavy = await api('POST', '/demo/discussions/1/comments', { body: 'three big ones', uploads: big.map((b) => b.id) })
   t.equal(heavy.statusCode, 413)
   t.match(heavy.json(), { error: 'too_large', message: 'A message carries at most 25 MB of files.' })
-  void ann
 })
 
 t.test('limits: a file over the limit and a full site are refused, and nothing is kept', async (t) => {
@@ -301,4 +316,28 @@ t.test('the sweep removes expired uploads, unused files and what an interrupted 
   t.equal((await api('GET', `/demo/attachments/${kept.id}`)).statusCode, 200, 'the comment keeps its file')
   t.equal(await app.files.usage(ann.site.id), 'on a comment'.length)
   t.equal(await app.files.piece(broken, 0), undefined, "the interrupted upload's pieces went with it")
+})
+
+t.test('the sweep runs in the background: it says what it removed, and a sweep that fails is logged', async (t) => {
+  const lines: string[] = []
+  const { app, clock } = newTestApp(t, { logStream: { write: (line) => void lines.push(line) } })
+  await app.register(async (scope) => {
+    await scope.register(fileSweep, { firstAfterMs: 1, everyMs: 5 })
+  })
+  await app.ready()
+  const site = await app.sites.add('demo', 'Demo')
+  const ann = await app.users.insert({ email: 'ann@example.test' }, null)
+  const { saveFile } = await import('../../db/stores/files.ts')
+  await saveFile(app.files, { siteId: site.id, uploaderId: ann.id, name: 'left.txt' }, [Buffer.from('never used')], { fileBytes: MiB, siteBytes: MiB })
+  clock.advance(24 * 60 * 60 * 1000 + 1)
+  const logged = async (text: string) => {
+    for (let i = 0; i < 200 && !lines.some((l) => l.includes(text)); i++) await new Promise((r) => setTimeout(r, 10))
+    return lines.find((l) => l.includes(text))
+  }
+  t.match(await logged('unused uploads and files removed'), '"files":{"uploads":1,"files":1}')
+  t.equal(await app.files.usage(site.id), 0)
+  app.files.sweep = async () => {
+    throw new Error('disk on fire')
+  }
+  t.match(await logged('could not remove unused uploads and files'), 'disk on fire')
 })

@@ -54,6 +54,7 @@ t.test('the type comes from the bytes: signatures, then text told apart', async 
   t.equal(await detectContentType(Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"></svg>')), 'image/svg+xml')
   t.equal(await detectContentType(Buffer.from('<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"/>')), 'image/svg+xml')
   t.equal(await detectContentType(Buffer.from('<?xml version="1.0"?><invoice/>')), 'application/xml')
+  t.equal(await detectContentType(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('<?xml version="1.0"?><invoice/>', 'utf16le')])), 'application/xml', 'XML in UTF-16: not UTF-8 text, still XML')
   t.equal(await detectContentType(Buffer.from('just words, ünïcode too\n')), 'text/plain')
   t.equal(await detectContentType(Buffer.alloc(0)), 'text/plain', 'an empty file is empty text')
   t.equal(await detectContentType(Buffer.from([0xff, 0xfe, 0x00, 0x41])), 'application/octet-stream', 'not UTF-8')
