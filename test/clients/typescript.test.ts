@@ -125,3 +125,26 @@ t.test("the client keeps the last rate limit it was told when an answer tells no
   await desk.GET('/{site}', { params: { path: { site: 'demo' } } })
   t.match(desk.rateLimit, { policy: 'reads', remaining: 9 })
 })
+
+t.test('files through the typed client: an upload as FormData, carried by a reply, downloaded as bytes', async (t) => {
+  const { app } = await buildTestApp(t)
+  const ann = await supporterWithToken(app)
+  const category = await app.categories.add(ann.site.id, 'Questions', true)
+  await app.discussions.create({ siteId: ann.site.id, categoryId: category.id, title: 'Receipt', body: 'x', supporterId: ann.user.id, via: 'api' })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const desk = createServiceDeskClient({ baseUrl: `http://127.0.0.1:${(app.server.address() as { port: number }).port}/`, token: ann.value })
+  const site = { path: { site: 'demo' } }
+  const bytes = Buffer.from('%PDF-1.7\nthe receipt')
+  const form = new FormData()
+  form.append('file', new Blob([bytes]), 'receipt.pdf')
+  // The document says multipart/form-data: the form goes as it is, its boundary set by fetch.
+  const uploaded = await desk.POST('/{site}/uploads', { params: site, body: { file: [] }, bodySerializer: () => form })
+  t.equal(uploaded.response.status, 201)
+  const [upload] = uploaded.data!.uploads
+  t.match(upload, { name: 'receipt.pdf', size: bytes.length, content_type: 'application/pdf' })
+  const reply = await desk.POST('/{site}/discussions/{number}/comments', { params: { path: { site: 'demo', number: 1 } }, body: { body: 'Attached.', uploads: [upload!.id] } })
+  t.same(reply.data?.attachments.map((a) => a.id), [upload!.id], 'typed: attachments of a comment')
+  const file = await desk.GET('/{site}/attachments/{id}', { params: { path: { site: 'demo', id: upload!.id } }, parseAs: 'arrayBuffer' })
+  t.ok(Buffer.from(file.data as ArrayBuffer).equals(bytes), 'the bytes')
+  t.equal(file.response.headers.get('content-disposition'), 'attachment; filename="receipt.pdf"')
+})
