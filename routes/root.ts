@@ -41,11 +41,15 @@ const rootRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const page = (reply: FastifyReply, status: number, problem: string | null = null) =>
     reply.code(status).headers(SECURITY_HEADERS).type('text/html; charset=utf-8').send(rootPage(baseUrl, siteUrl, problem))
   fastify.get('/', { schema: { response: { 200: RootDocument } } }, async (request, reply) => (wantsPage(request.raw) ? page(reply, 200) : document))
-  // The form of that page: to the sign-in of the site named (a name that cannot be one is told so).
+  // The form of that page: to the sign-in of the site named (a name that cannot be one is told so,
+  // on the page to a browser, as the API's JSON error to anyone else).
   fastify.get('/login', async (request, reply) => {
     const site = String((request.query as { site?: unknown }).site ?? '').trim().toLowerCase()
     const problem = permalinkProblem(site)
-    if (problem) return page(reply, 400, `${site === '' ? 'Type the name of your site' : `"${site}" is not the name of a site`}: ${problem}.`)
+    if (problem) {
+      const message = `${site === '' ? 'Type the name of your site' : `"${site}" is not the name of a site`}: ${problem}.`
+      return wantsPage(request.raw) ? page(reply, 400, message) : reply.code(400).send({ error: 'invalid_request', message })
+    }
     return reply.redirect(`${fastify.urls.siteWeb(site)}/login`, 303)
   })
   // Browsers ask for it on every page; it is not a site.
