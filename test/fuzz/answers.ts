@@ -194,15 +194,21 @@ export async function postgresSnapshot(client: pg.Client, schema: string): Promi
 
 // The security log's records of a refusal itself (a failed sign-in or second step, a lockout) are
 // what a refusal does write: the audit trail of the attempt (docs/decisions.md, "Token lifecycle").
-// Like a token's first use from an address, they are set aside; every other row must stay as it was.
-const RECORDS_OF_ATTEMPTS = new Set(['token_new_address', 'sign_in_failed', 'lockout', 'second_factor_failed'])
+const RECORDS_OF_ATTEMPTS = new Set(['sign_in_failed', 'lockout', 'second_factor_failed'])
+
+/** A snapshot without the security log's records of attempts: what a refusal must leave as it was. */
+export function withoutAttempts(dump: string): string {
+  const tables = JSON.parse(dump) as Record<string, string[]>
+  tables.security_events = (tables.security_events ?? []).filter((row) => !RECORDS_OF_ATTEMPTS.has((JSON.parse(row) as { kind: string }).kind))
+  return JSON.stringify(tables)
+}
 
 function dumpTables(tables: Array<[string, Array<Record<string, unknown>>]>): string {
   const dump: Record<string, string[]> = {}
   for (const [table, rows] of tables) {
     if (table === 'personal_token_addresses' || table === 'rate_limit_windows') continue
     dump[table] = rows
-      .filter((row) => !(table === 'security_events' && RECORDS_OF_ATTEMPTS.has(row.kind as string)))
+      .filter((row) => !(table === 'security_events' && row.kind === 'token_new_address'))
       .map((row) => {
         if (table === 'personal_tokens') {
           delete row.last_used_at
