@@ -160,6 +160,13 @@ t.test('a comment with its files in one multipart request', async (t) => {
   t.match(wrongType.json().fields, [{ field: 'internal' }])
   t.equal(await app.files.usage(ann.site.id), usage)
 
+  // A field named to pollute the body's prototype is refused by the reader, before any file.
+  for (const name of ['__proto__', 'constructor']) {
+    const polluting = await post(fixture, '/demo/discussions/1/comments', { body: 'ok', [name]: 'x', file: { name: 'e.bin', bytes: Buffer.alloc(10, 4) } })
+    t.equal(polluting.statusCode, 400, name)
+  }
+  t.equal(await app.files.usage(ann.site.id), usage)
+
   // Multipart is for posts only.
   const put = await app.inject({ method: 'PUT', url: '/demo/discussions/1', headers: { ...ann.bearer, 'content-type': (await form({ title: 'x' })).type }, payload: (await form({ title: 'x' })).payload })
   t.equal(put.statusCode, 415)
