@@ -62,9 +62,11 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
             ? ['This form has expired', 'For your safety the form could not be accepted. Go back, reload the page and try again.']
             : unstorable
               ? ['That did not work', 'Text in the form holds the character U+0000 (NUL), which cannot be saved. Go back, remove it and try again.']
-              : status >= 500
-                ? ['Something went wrong', 'Something went wrong on our side. Please try again.']
-                : ['That did not work', 'The request could not be understood. Please go back and try again.']
+              : status === 413 && error.code === 'too_large'
+                ? ['That was too large', `${error.message} Go back and choose fewer or smaller files.`]
+                : status >= 500
+                  ? ['Something went wrong', 'Something went wrong on our side. Please try again.']
+                  : ['That did not work', 'The request could not be understood. Please go back and try again.']
         return reply.page('error', pageData(request, reply, { title, message }), status >= 500 ? 500 : status)
       })
       await web.register(signInRoutes)

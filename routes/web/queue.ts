@@ -218,9 +218,11 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
       await work()
       return true
     } catch (error) {
-      if (!(error instanceof StoreError) || error.code !== 'conflict') throw error
+      if (!(error instanceof StoreError) || (error.code !== 'conflict' && error.code !== 'too_large')) throw error
       // A discussion is never removed from its site (deleting it is a state), so it is read again.
-      await discussionPage(request, reply, await discussions.get(d.siteId, d.number), 409, `That was not done: ${error.message}. Someone changed the discussion since the page was shown.`, draft)
+      const now = await discussions.get(d.siteId, d.number)
+      if (error.code === 'too_large') await discussionPage(request, reply, now, 413, `That was not sent: ${error.message}. Choose fewer or smaller files, then send it again.`, draft)
+      else await discussionPage(request, reply, now, 409, `That was not done: ${error.message}. Someone changed the discussion since the page was shown.`, draft)
       return false
     }
   }

@@ -63,6 +63,11 @@ t.test('upload, carry on a reply, list, download byte-equal, with a tag that nev
   t.equal(head.headers['content-length'], String(log.length), 'HEAD says the size')
   t.equal(head.body, '')
 
+  // An empty file is a file: no pieces, nothing to send.
+  const empty = await upload(fixture, 'empty.txt', Buffer.alloc(0))
+  const none = await api('GET', `/demo/attachments/${empty.id}`)
+  t.same([none.statusCode, none.headers['content-length'], none.body], [200, '0', ''])
+
   // A download takes any Accept: a browser's, or a client asking for the file's own type.
   t.equal((await api('GET', `/demo/attachments/${up.id}`, undefined, { authorization: ann.bearer.authorization, accept: 'text/plain' })).statusCode, 200)
   t.equal((await api('GET', `/demo/attachments/${up.id}`, undefined, { authorization: ann.bearer.authorization })).statusCode, 200)

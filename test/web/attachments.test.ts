@@ -72,6 +72,26 @@ t.test('what the form refuses keeps no file: a blank message, a file too large, 
   t.equal((await app.discussions.get(ann.site.id, 1)).commentsCount, 1, 'and no reply was written')
 })
 
+t.test('files over the limits: the page says so, and keeps nothing', async (t) => {
+  const { app } = await buildTestApp(t, { config: { files: { fileBytes: 10 * 1024 * 1024, siteBytes: 200 * 1024 * 1024 } } })
+  const ann = await signedInPerson(app, { email: 'ann@example.test' })
+  const general = await app.categories.add(ann.site.id, 'General', true)
+  await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Printer', body: 'Help.', supporterId: ann.user.id, via: 'api' })
+  const path = '/demo/discussions/1'
+  await ann.web.get(path)
+  const big = (n: number) => ({ name: `scan-${n}.bin`, bytes: Buffer.alloc(9 * 1024 * 1024, n) })
+  const together = await ann.web.postFiles(`${path}/reply`, { body: 'Three scans.', internal: 'no', file: [big(1), big(2), big(3)] })
+  t.equal(together.statusCode, 413)
+  t.match(together.body, /That was not sent: a message carries at most 25 MB of files\. Choose fewer or smaller files/)
+  t.match(together.body, />Three scans\.<\/textarea>/, 'what was typed is kept')
+  await ann.web.get(path)
+  const one = await ann.web.postFiles(`${path}/reply`, { body: 'One too big.', internal: 'no', file: { name: 'huge.bin', bytes: Buffer.alloc(10 * 1024 * 1024 + 1, 9) } })
+  t.equal(one.statusCode, 413)
+  t.match(one.body, /That was too large.*A file may hold at most 10 MB\. Go back and choose fewer or smaller files\./s)
+  t.equal(await app.files.usage(ann.site.id), 0, 'nothing kept')
+  t.equal((await app.discussions.get(ann.site.id, 1)).commentsCount, 1)
+})
+
 t.test('customers and strangers reach no file; another site’s number is no file here', async (t) => {
   const { app, ann, path } = await discussionWithStaff(t)
   await ann.web.postFiles(`${path}/reply`, { body: 'A note.', internal: 'yes', file: { name: 'refund.txt', bytes: Buffer.from('approved') } })
