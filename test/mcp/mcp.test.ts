@@ -7,6 +7,7 @@ import { form, PNG } from '../fixtures/files.ts'
 import { supporterWithToken, V1 } from '../fixtures/app.ts'
 import { legacyTokenOf, supporterWithPassword } from '../fixtures/credentials.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
+import { oauthTokens } from '../fixtures/oauth.ts'
 
 // The MCP endpoint (routes/api/mcp) through the official SDK's own client over real HTTP, and its
 // HTTP answers through fetch. test/mcp/oauth.test.ts connects through the OAuth flow.
@@ -127,6 +128,20 @@ t.test('bad arguments and refusals of the API are tool errors a model can read',
   const missing = await client.callTool({ name: 'delete_everything', arguments: {} })
   t.equal(missing.isError, true)
   t.match((missing.content as Array<{ text: string }>)[0].text, 'delete_everything not found')
+})
+
+t.test('"Read and write tokens: administrators only" holds at the MCP door: an OAuth token of a non-administrator reads and does not write (issue 45)', async (t) => {
+  const { app, ann, post } = await mcpApp(t)
+  const { person, tokens } = await oauthTokens(app, { scope: 'read write' })
+  const bearer = { authorization: `Bearer ${tokens.access_token}` }
+  t.equal((await post(bearer, call('post_reply', { number: 1, body: 'Before the rule.' }))).status, 200, 'granted write, it writes')
+  await app.sites.setPolicy(ann.site.id, { writeTokens: 'administrators' })
+  t.equal((await post(bearer, call('list_discussions'))).status, 200, 'a read tool goes on')
+  const write = await post(bearer, call('post_reply', { number: 1, body: 'Hi' }))
+  t.equal(write.status, 403, 'a write tool of a non-administrator is refused')
+  t.match(write.headers.get('www-authenticate'), 'error="insufficient_scope"')
+  await app.users.setAdministrator(ann.site.id, person.user.id, true)
+  t.equal((await post(bearer, call('post_reply', { number: 1, body: 'Hi' }))).status, 200, "an administrator's write goes through")
 })
 
 t.test('a Read only token reads, and a write tool gets the step-up 403', async (t) => {
