@@ -32,6 +32,7 @@ import versioning from './plugins/versioning.ts'
 import administrationApi from './routes/api/administration.ts'
 import fileRoutes from './routes/api/files.ts'
 import fileSweep from './plugins/file-sweep.ts'
+import mailReceiver from './plugins/mail/receiver.ts'
 import { DEFAULT_FILE_LIMITS } from './lib/files.ts'
 import discussionRoutes from './routes/api/discussions/index.ts'
 import mcpRoutes from './routes/api/mcp/index.ts'
@@ -55,7 +56,7 @@ declare module 'fastify' {
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'databaseAddress' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'sudoMinutes' | 'files'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'sudoMinutes' | 'files' | 'mailReceiver'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -140,6 +141,8 @@ export function buildApp(options: AppOptions) {
   // Mail, when SERVICE_SMTP_URL is set; then mails 7 days and 1 day before a personal token expires.
   app.register(mail, { settings: config.mail })
   app.register(expiryNotices)
+  // Mail in, when SERVICE_MAIL_RECEIVER is set: the sites' mailbox addresses, into one pipeline.
+  app.register(mailReceiver, { settings: config.mailReceiver, limits: config.files ?? DEFAULT_FILE_LIMITS })
   // What site administrators do to credentials and policy, for their pages and the API.
   app.register(administration)
   // Authentication's shared parts: the challenge header, the failure budgets and the password

@@ -11,6 +11,7 @@ import { databaseAddressProblem, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_POOL_SIZE, 
 import { DEFAULT_LIMITS, type AuthLimitSettings } from './plugins/auth/limits.ts'
 import { DEFAULT_RATE_LIMITS, MAX_RATE_LIMIT, type RateLimitSettings } from './plugins/rate-limits.ts'
 import type { MailSettings } from './plugins/mail.ts'
+import type { ReceiverSettings } from './plugins/mail/receiver.ts'
 import { hstsByDefault } from './plugins/transport-security.ts'
 
 export interface Config {
@@ -48,6 +49,8 @@ export interface Config {
   sudoMinutes: number
   /** SERVICE_FILE_MAX_MB and SERVICE_SITE_FILES_MB: the largest attachment, and the space of a site's files (db/stores/files.ts). */
   files: FileLimits
+  /** SERVICE_MAIL_RECEIVER: where the built-in receiver of mail listens (plugins/mail/receiver.ts); none without it. */
+  mailReceiver?: ReceiverSettings
   /** SERVICE_SMTP_URL and SERVICE_MAIL_FROM: where token expiry notices and administrators' notices are sent from; no mail without them. */
   mail?: MailSettings
   /** The timeouts and connection caps of the HTTP server (lib/connections.ts). */
@@ -113,6 +116,7 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_SUDO_MINUTES', fallback: '`15`', about: 'how long after signing in or confirming it is them a supporter may create a token or change what administrators change, before the pages ask again for the password, or for a second factor when the person has one' },
   { variable: 'SERVICE_FILE_MAX_MB', fallback: '`10`', about: 'the largest file an attachment may be, in MiB (at most 25, what one message may carry in all)' },
   { variable: 'SERVICE_SITE_FILES_MB', fallback: '`1024`', about: "the space a site's files may take in the database, in MiB; a file it already has takes none" },
+  { variable: 'SERVICE_MAIL_RECEIVER', fallback: 'none: no mail is taken in', about: "`PORT` or `HOST:PORT` (`0.0.0.0:25` for an MX): the built-in receiver of the sites' mail, which takes mail for their mailbox addresses only (`service-desk mailbox add`)" },
   { variable: 'SERVICE_SMTP_URL', fallback: 'none: no mail', about: '`smtp://user:password@host:587` (STARTTLS when offered) or `smtps://...` (TLS from the start): where expiry notices and the notices of revocations by administrators are sent; never logged' },
   { variable: 'SERVICE_MAIL_FROM', fallback: '`Service Desk <service-desk@` the host of `SERVICE_BASE_URL` `>`', about: 'the From of those mails' },
   { variable: 'SERVICE_REQUEST_TIMEOUT', fallback: '`30`', about: 'seconds a client has to send a whole request, headers and body; then `408` and the connection is closed' },
@@ -171,6 +175,19 @@ function parseSiteUrl(value: string, name: string): string {
     throw new ConfigError(`${name} must have {site} in its path, such as ${example}, not "${value}"`)
   }
   return value.replace(/\/+$/, '')
+}
+
+/** SERVICE_MAIL_RECEIVER: `PORT` (on 127.0.0.1) or `HOST:PORT`; unset, no receiver. */
+function parseReceiver(source: ConfigSource): { mailReceiver?: ReceiverSettings } {
+  const value = source.env.SERVICE_MAIL_RECEIVER?.trim()
+  if (!value) return {}
+  const found = /^(?:(.+):)?(\d{1,5})$/.exec(value)
+  const port = Number(found?.[2])
+  const host = (found?.[1] ?? '127.0.0.1').replace(/^\[(.*)\]$/, '$1')
+  if (!found || port > 65_535 || (host !== 'localhost' && !isIP(host))) {
+    throw new ConfigError(`SERVICE_MAIL_RECEIVER must be a port or an address and a port (0.0.0.0:25), not "${value}"`)
+  }
+  return { mailReceiver: { host, port } }
 }
 
 function parseCount(source: ConfigSource, variable: string, fallback: number, max: number): number {
@@ -379,6 +396,7 @@ export function loadConfig(source: ConfigSource): Config {
       siteBytes: parseCount(source, 'SERVICE_SITE_FILES_MB', DEFAULT_FILE_LIMITS.siteBytes / MiB, 1_000_000) * MiB,
     },
     ...parseMail(source, base),
+    ...parseReceiver(source),
     limits: {
       perAddress: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ADDRESS', DEFAULT_LIMITS.perAddress, 1_000_000),
       perAccount: parseCount(source, 'SERVICE_AUTH_FAILURES_PER_ACCOUNT', DEFAULT_LIMITS.perAccount, 1_000_000),

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { loadConfig, type Config } from '../config.ts'
 import type { Engine, EngineStores } from '../db/engine.ts'
+import type { MailStore } from '../db/stores/mail.ts'
 import { openEngine } from '../db/open.ts'
 import type { PgDb } from '../db/postgres/client.ts'
 import type { Access } from '../db/values.ts'
@@ -50,6 +51,8 @@ export interface Stores extends CommandDatabase {
   inventory: CredentialInventory
   /** The accounts' second factors: an operator lets stopped codes work again. */
   secondFactors: SecondFactorStore
+  /** The sites' mailboxes (cli/mailboxes.ts). */
+  mailboxes: MailStore
 }
 
 /**
@@ -105,6 +108,7 @@ function storesOf(stores: EngineStores, clock: Clock, box: SecretBox) {
     oauth: stores.oauth(clock),
     inventory: stores.inventory(clock),
     secondFactors: stores.secondFactors(clock, box),
+    mailboxes: stores.mail(clock, box),
   }
 }
 

@@ -44,6 +44,9 @@ export const COPIED_TABLES = [
   schema.files,
   schema.filePieces,
   schema.attachments,
+  // Mail: the sites' addresses, and the messages taken in (so none is taken twice after the move).
+  schema.mailboxes,
+  schema.mailMessages,
 ]
 
 const ROWS_PER_INSERT = 5_000

@@ -10,6 +10,7 @@ import { createCredentialInventory, type CredentialInventory } from './stores/cr
 import type { ListingOf } from './stores/discussion-listing.ts'
 import { createDiscussionStore, type DiscussionStore } from './stores/discussions.ts'
 import { createFileStore, type FileStore } from './stores/files.ts'
+import { createMailStore, type MailStore } from './stores/mail.ts'
 import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
 import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.ts'
 import { createSecondFactorStore, type SecondFactorStore } from './stores/second-factors.ts'
@@ -72,6 +73,8 @@ export interface EngineStores {
   categories(clock: Clock): CategoryStore
   /** The files of attachments (db/stores/files.ts). */
   files(clock: Clock): FileStore
+  /** The sites' mailboxes and the messages taken in (db/stores/mail.ts); the box seals new users' legacy tokens. */
+  mail(clock: Clock, box: SecretBox): MailStore
   /** oidc-provider's records, under the OAuth adapter (db/stores/oauth.ts). */
   oauth(clock: Clock): OAuthStore
   /** The security log (db/stores/security-log.ts). */
@@ -95,6 +98,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     discussions: (clock, box) => guard(createDiscussionStore(port, clock, box, listingOf)),
     categories: (clock) => guard(createCategoryStore(port, clock)),
     files: (clock) => guard(createFileStore(port, clock)),
+    mail: (clock, box) => guard(createMailStore(port, clock, box)),
     oauth: (clock) => guard(createOAuthStore(port, clock)),
     securityLog: (clock) => guard(createSecurityLog(port, clock)),
     inventory: (clock) => guard(createCredentialInventory(port, clock)),

@@ -3,6 +3,7 @@ import type { CategoryStore } from '../db/stores/categories.ts'
 import type { CredentialInventory } from '../db/stores/credential-inventory.ts'
 import type { DiscussionStore } from '../db/stores/discussions.ts'
 import type { FileStore } from '../db/stores/files.ts'
+import type { MailStore } from '../db/stores/mail.ts'
 import type { OAuthStore } from '../db/stores/oauth.ts'
 import type { SecondFactorStore } from '../db/stores/second-factors.ts'
 import type { SecurityLogStore } from '../db/stores/security-log.ts'
@@ -24,6 +25,7 @@ declare module 'fastify' {
     discussions: DiscussionStore
     categories: CategoryStore
     files: FileStore
+    mailboxes: MailStore
     oauthRecords: OAuthStore
     securityLog: SecurityLogStore
     inventory: CredentialInventory
@@ -70,12 +72,13 @@ export const tokenStore = fp(
   { ...STORE, name: 'token-store' },
 )
 
-/** Discussions, their comments, the files attached to them and the categories they are filed in. */
+/** Discussions, their comments, the files attached to them, the categories they are filed in, and the mail that makes them. */
 export const discussionStores = fp(
   async (fastify) => {
     fastify.decorate('discussions', fastify.database.discussions(fastify.clock, fastify.secretBox))
     fastify.decorate('categories', fastify.database.categories(fastify.clock))
     fastify.decorate('files', fastify.database.files(fastify.clock))
+    fastify.decorate('mailboxes', fastify.database.mail(fastify.clock, fastify.secretBox))
   },
   { ...STORE, name: 'discussion-stores', dependencies: [...STORE.dependencies, 'server-key'] },
 )

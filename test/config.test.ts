@@ -144,6 +144,14 @@ t.test('leak reports and the security log: from the environment, and what is ref
   t.equal(load({ SERVICE_SECURITY_LOG_DAYS: '30' }).securityLogDays, 30)
   t.equal(load({ SERVICE_SUDO_MINUTES: '5' }).sudoMinutes, 5)
   t.same(load({ SERVICE_FILE_MAX_MB: '25', SERVICE_SITE_FILES_MB: '50' }).files, { fileBytes: 25 * 1024 * 1024, siteBytes: 50 * 1024 * 1024 })
+  t.same(load({ SERVICE_MAIL_RECEIVER: '2525' }).mailReceiver, { host: '127.0.0.1', port: 2525 })
+  t.same(load({ SERVICE_MAIL_RECEIVER: '0.0.0.0:25' }).mailReceiver, { host: '0.0.0.0', port: 25 })
+  t.same(load({ SERVICE_MAIL_RECEIVER: '[::]:25' }).mailReceiver, { host: '::', port: 25 })
+  t.same(load({ SERVICE_MAIL_RECEIVER: 'localhost:2525' }).mailReceiver, { host: 'localhost', port: 2525 })
+  t.equal(load({ SERVICE_MAIL_RECEIVER: ' ' }).mailReceiver, undefined, 'blank: none')
+  for (const bad of ['mail.example.com:25', '70000', 'port']) {
+    t.throws(() => load({ SERVICE_MAIL_RECEIVER: bad }), { message: `SERVICE_MAIL_RECEIVER must be a port or an address and a port (0.0.0.0:25), not "${bad}"` })
+  }
   t.throws(() => load({ SERVICE_FILE_MAX_MB: '26' }), { message: 'SERVICE_FILE_MAX_MB must be a whole number from 1 to 25, not "26"' }, 'no file larger than a message may carry')
   t.throws(() => load({ SERVICE_SUDO_MINUTES: '1441' }), { message: 'SERVICE_SUDO_MINUTES must be a whole number from 1 to 1440, not "1441"' })
   t.throws(() => load({ SERVICE_SECURITY_LOG_DAYS: '0' }), { name: 'ConfigError' })

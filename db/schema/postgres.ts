@@ -369,3 +369,34 @@ export const attachments = pgTable(
   },
   (t) => [pgIndex('attachments_comment_idx').on(t.commentId), pgIndex('attachments_file_idx').on(t.fileId), pgIndex('attachments_expires_idx').on(t.expiresAt)],
 )
+
+export const mailboxes = pgTable(
+  'mailboxes',
+  {
+    id: id(),
+    siteId: siteReference(),
+    address: pgText('address').notNull(),
+    categoryId: pgInteger('category_id'),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [pgUniqueIndex('mailboxes_address_unique').on(t.address), pgIndex('mailboxes_site_idx').on(t.siteId)],
+)
+
+export const mailMessages = pgTable(
+  'mail_messages',
+  {
+    id: id(),
+    siteId: siteReference(),
+    messageId: pgText('message_id').notNull(),
+    discussionId: pgInteger('discussion_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    commentId: pgInteger('comment_id')
+      .notNull()
+      .references(() => comments.id, { onDelete: 'cascade' }),
+    sender: pgText('sender').notNull(),
+    automatic: pgBoolean('automatic').notNull().default(false),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [pgUniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), pgIndex('mail_messages_discussion_idx').on(t.discussionId)],
+)

@@ -443,3 +443,40 @@ export const attachments = sqliteTable(
   },
   (t) => [index('attachments_comment_idx').on(t.commentId), index('attachments_file_idx').on(t.fileId), index('attachments_expires_idx').on(t.expiresAt)],
 )
+
+// Mail (docs/decisions.md, "Mail"): the addresses a site takes mail at. An address belongs to one
+// site; mail to it opens discussions in `category_id` (the site's first category when none is set).
+export const mailboxes = sqliteTable(
+  'mailboxes',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    address: text('address').notNull(),
+    categoryId: integer('category_id'),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('mailboxes_address_unique').on(t.address), index('mailboxes_site_idx').on(t.siteId)],
+)
+
+// Every message taken in, by its Message-ID, written in the same transaction as the comment it
+// became: a message is taken once per site however often it arrives, and a reply naming it in
+// In-Reply-To or References finds its discussion.
+export const mailMessages = sqliteTable(
+  'mail_messages',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    messageId: text('message_id').notNull(),
+    discussionId: integer('discussion_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    commentId: integer('comment_id')
+      .notNull()
+      .references(() => comments.id, { onDelete: 'cascade' }),
+    sender: text('sender').notNull(),
+    // An automatic message (an out-of-office, a list): kept as a note, never answered, never reopening.
+    automatic: integer('automatic', { mode: 'boolean' }).notNull().default(false),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), index('mail_messages_discussion_idx').on(t.discussionId)],
+)

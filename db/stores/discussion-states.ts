@@ -10,9 +10,13 @@ export function initialState(bySupporter: boolean): DiscussionState {
   return bySupporter ? 'open' : 'new'
 }
 
-/** docs/decisions.md: a staff reply moves new to open; a customer reply moves resolved to open. */
+/**
+ * docs/decisions.md: a staff reply moves new to open; a customer reply moves resolved to open; a
+ * note (the staff's, or an automatic mail kept as one: docs/decisions.md, "Mail") moves nothing.
+ */
 export function stateAfterComment(state: DiscussionState, bySupporter: boolean, internal: boolean): DiscussionState {
-  if (bySupporter) return state === 'new' && !internal ? 'open' : state
+  if (internal) return state
+  if (bySupporter) return state === 'new' ? 'open' : state
   return state === 'resolved' ? 'open' : state
 }
 

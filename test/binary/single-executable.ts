@@ -105,6 +105,15 @@ t.test('first run on a fresh database, then the API, the sign-in form and an adm
   t.equal(listing.headers.get('content-type'), `${ACCEPT}; charset=utf-8`)
   t.match(await listing.json(), { offset: 0, per_page: 30 })
 
+  // A file up and down: the multipart reader and the type detector (file-type, loaded on first use) travel inside.
+  const upload = new FormData()
+  upload.append('file', new Blob([Buffer.from('%PDF-1.7\nthe receipt')]), 'receipt.pdf')
+  const uploaded = await fetch(`${server.base}/demo/uploads`, { method: 'POST', headers: { accept: ACCEPT, authorization: `Bearer ${token}` }, body: upload })
+  t.equal(uploaded.status, 201)
+  const [file] = ((await uploaded.json()) as { uploads: Array<{ href: string; content_type: string }> }).uploads
+  t.equal(file!.content_type, 'application/pdf', 'the type detected from the bytes')
+  t.equal(await (await fetch(file!.href.replace(/^https?:\/\/[^/]+/, server.base), { headers: { authorization: `Bearer ${token}` } })).text(), '%PDF-1.7\nthe receipt')
+
   const form = await fetch(`${server.base}/demo/login`)
   t.equal(form.status, 200)
   const page = await form.text()

@@ -30,6 +30,7 @@ t.test('states follow docs/decisions.md', async (t) => {
     t.equal(stateAfterComment(from, true, false), next.staff, `${state}: staff reply`)
     t.equal(stateAfterComment(from, true, true), next.note, `${state}: internal note`)
     t.equal(stateAfterComment(from, false, false), next.customer, `${state}: customer reply`)
+    t.equal(stateAfterComment(from, false, true), from, `${state}: a note on a customer's behalf (an automatic mail) moves nothing`)
   }
   const afterAction = {
     resolve: { new: 'resolved', open: 'resolved', resolved: 'resolved' },

@@ -1,0 +1,77 @@
+// Pure rules of the mail a site takes in (docs/decisions.md, "Mail"): whether a message was sent
+// by a machine, what of a reply is new, and the title a subject makes.
+
+/** The longest title a subject gives (the API's own limit on a title). */
+export const MAX_TITLE_CHARS = 200
+
+/** What the headers of a message say of it, lower-cased names to their text. */
+export type HeaderLookup = (name: string) => string | undefined
+
+/**
+ * Why a message was sent by a machine, or null for a person's: RFC 3834's `Auto-Submitted` (any
+ * value but `no`), the older `X-Autoreply`/`X-Autorespond`, Microsoft's `X-Auto-Response-Suppress`,
+ * `Precedence: bulk, junk or list`, a mailing list's `List-Id`, and a delivery report (RFC 3464).
+ * Such mail is kept, never answered, and never reopens a discussion.
+ */
+export function automaticReason(header: HeaderLookup, contentType = ''): string | null {
+  const submitted = header('auto-submitted')?.trim().toLowerCase()
+  if (submitted && submitted !== 'no') return `Auto-Submitted: ${submitted}`
+  for (const name of ['x-autoreply', 'x-autorespond', 'x-auto-response-suppress']) if (header(name) !== undefined) return name
+  const precedence = header('precedence')?.trim().toLowerCase()
+  if (precedence === 'bulk' || precedence === 'junk' || precedence === 'list') return `Precedence: ${precedence}`
+  if (header('list-id') !== undefined) return 'a mailing list (List-Id)'
+  if (/^multipart\/report\b/i.test(contentType) && /report-type\s*=\s*"?delivery-status/i.test(contentType)) return 'a delivery status report'
+  return null
+}
+
+/** An address as the service compares it: trimmed and lower-cased. */
+export const normalAddress = (address: string) => address.trim().toLowerCase()
+
+/** Whether a text is a plausible mail address (one @, something each side, no spaces), as the users store checks. */
+export const isMailAddress = (address: string) => /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(address) && address.length <= 254
+
+/**
+ * A discussion's title from a subject: reply and forward prefixes (Re:, Fwd:, AW:, SV:...) and a
+ * leading `[#12]` dropped, white space folded, at most MAX_TITLE_CHARS characters; `(no subject)`
+ * when nothing is left.
+ */
+export function titleOf(subject: string | undefined): string {
+  let title = (subject ?? '').replace(/\s+/g, ' ').trim()
+  for (;;) {
+    const shorter = title.replace(/^(re|fwd?|aw|sv|vs|antw|wg|tr|rif|r)\s*(\[\d+\])?\s*:\s*/i, '').replace(/^\[#\d+\]\s*/, '')
+    if (shorter === title) break
+    title = shorter
+  }
+  const chars = [...title]
+  if (chars.length === 0) return '(no subject)'
+  return chars.length <= MAX_TITLE_CHARS ? title : `${chars.slice(0, MAX_TITLE_CHARS - 1).join('')}…`
+}
+
+// Where the quoted history of a reply begins: "On <date>, <name> wrote:" (Gmail, Apple Mail,
+// Thunderbird, and their translations' common shapes), Outlook's separator and header block.
+const HISTORY = [
+  /^\s*On\b.{0,300}\bwrote:\s*$/im,
+  /^\s*Am\b.{0,300}\bschrieb.{0,100}:\s*$/im,
+  /^\s*Le\b.{0,300}\ba écrit\s*:\s*$/im,
+  /^\s*-{2,}\s*Original Message\s*-{2,}\s*$/im,
+  /^\s*_{10,}\s*$\n^\s*From:/im,
+  /^\s*From:\s.+$\n^\s*(Sent|Date):\s.+$/im,
+]
+
+/**
+ * What is new in the text of a reply: the quoted history (from its first marker, and a block of
+ * `>` lines at the end) and a signature after `-- ` dropped, trailing white space trimmed. The whole
+ * text when that would leave nothing.
+ */
+export function newPart(text: string): string {
+  let cut = text.replace(/\r\n/g, '\n')
+  for (const marker of HISTORY) {
+    const found = marker.exec(cut)
+    if (found) cut = cut.slice(0, found.index)
+  }
+  const lines = cut.split('\n')
+  while (lines.length > 0 && (/^\s*>/.test(lines.at(-1)!) || lines.at(-1)!.trim() === '')) lines.pop()
+  const signature = lines.findIndex((line) => line === '-- ' || line === '--')
+  const kept = (signature >= 0 ? lines.slice(0, signature) : lines).join('\n').trimEnd()
+  return kept.trim() === '' ? text.trim() : kept
+}

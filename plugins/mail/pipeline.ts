@@ -1,0 +1,138 @@
+import { createHash } from 'node:crypto'
+import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser'
+import type { Engine } from '../../db/engine.ts'
+import type { DiscussionStore } from '../../db/stores/discussions.ts'
+import { StoreError } from '../../db/stores/errors.ts'
+import { saveFile, type Attachment, type FileStore } from '../../db/stores/files.ts'
+import type { Mailbox, MailStore } from '../../db/stores/mail.ts'
+import type { Clock } from '../../lib/clock.ts'
+import { cleanFileName, shownSize, type FileLimits } from '../../lib/files.ts'
+import { automaticReason, newPart, titleOf } from '../../lib/mail.ts'
+import { withoutNul } from '../../lib/nul.ts'
+import type { SecretBox } from '../../lib/secret-box.ts'
+import { MAX_BODY } from '../../routes/api/discussions/schemas.ts'
+
+// One pipeline from a raw message to a discussion (docs/decisions.md, "Mail"), for every door the
+// mail comes in by (the built-in receiver, plugins/mail/receiver.ts; IMAP to come): parsed once,
+// its sender made the site's customer, its files kept as the comment's attachments, and the
+// comment and the record of the message written in one transaction, so a message is taken once.
+
+/** The largest message taken in: what a message may carry, and room for its encoding. */
+export const MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+
+/** The original message is kept beside its comment up to this size; past it, its whole text. */
+export const ORIGINAL_KEPT_BYTES = 1024 * 1024
+
+export type Outcome =
+  | { kind: 'opened' | 'added'; number: number; automatic: string | null }
+  | { kind: 'duplicate' | 'dropped' | 'refused'; reason: string }
+
+export interface Pipeline {
+  database: Engine
+  discussions: DiscussionStore
+  files: FileStore
+  mailboxes: MailStore
+  clock: Clock
+  box: SecretBox
+  limits: FileLimits
+}
+
+const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
+
+function firstAddress(from: AddressObject | AddressObject[] | undefined): { address: string; name: string | undefined } | undefined {
+  const found = [from ?? []].flat().flatMap((list) => list.value).find((entry) => entry.address)
+  return found && { address: found.address!.toLowerCase(), name: found.name.trim() || undefined }
+}
+
+/** The Message-IDs a reply names: In-Reply-To and References. */
+function namedMessages(parsed: ParsedMail): string[] {
+  return [...new Set([parsed.inReplyTo ?? [], parsed.references ?? []].flat().filter(Boolean))]
+}
+
+/** A header's text, for the automatic-mail rules (mailparser gathers the List-* headers into one, `list`). */
+function headerOf(parsed: ParsedMail) {
+  return (name: string) => {
+    const value = name === 'list-id' ? (parsed.headers.get('list') as { id?: unknown } | undefined)?.id : parsed.headers.get(name)
+    return value === undefined ? undefined : typeof value === 'string' ? value : JSON.stringify(value)
+  }
+}
+
+/** The Content-Type with its parameters, as one text (`multipart/report; report-type=delivery-status`). */
+function contentTypeOf(parsed: ParsedMail): string {
+  const header = parsed.headers.get('content-type') as { value: string; params: Record<string, string> } | undefined
+  if (!header) return ''
+  return [header.value, ...Object.entries(header.params).map(([name, value]) => `${name}=${value}`)].join('; ')
+}
+
+/** The comment a message makes: its new text (a reply's quoted history cut), never blank, within the API's limit. */
+function commentText(parsed: ParsedMail, isReply: boolean, notes: string[]): string {
+  const text = withoutNul(parsed.text ?? '').trim()
+  const kept = isReply ? newPart(text) : text
+  const body = [kept || '(The message has no text.)', ...notes].join('\n\n')
+  return [...body].length <= MAX_BODY ? body : `${[...body].slice(0, MAX_BODY - 80).join('')}\n\n[Cut here: the whole message is kept beside it.]`
+}
+
+/**
+ * Takes one message for a mailbox: opens a discussion, or adds to the one it answers (a message
+ * it names was taken by the site), or says why not. Files that cannot be kept (too large, the
+ * site's space full) are named in the comment instead. Throws only what a later try could mend
+ * (the database unreachable): the door then asks the sender to try again.
+ */
+export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buffer): Promise<Outcome> {
+  const { database, discussions, files, mailboxes, clock, box, limits } = pipeline
+  const siteId = mailbox.siteId
+  const parsed = await simpleParser(raw, { skipImageLinks: true, skipTextLinks: true })
+  const from = firstAddress(parsed.from)
+  if (!from) return { kind: 'refused', reason: 'the message names no sender (From)' }
+  if (await mailboxes.mailbox(from.address)) return { kind: 'dropped', reason: `it is from ${from.address}, an address of the service itself` }
+  const messageId = parsed.messageId ?? `<${sha256(raw)}@no-message-id.invalid>`
+  if (await mailboxes.known(siteId, messageId)) return { kind: 'duplicate', reason: `message ${messageId} was taken already` }
+
+  const automatic = automaticReason(headerOf(parsed), contentTypeOf(parsed))
+  const thread = await mailboxes.threadOf(siteId, namedMessages(parsed))
+  const answered = thread === undefined ? undefined : await discussions.get(siteId, thread)
+  const isReply = answered !== undefined && answered.state !== 'deleted'
+  const customer = await mailboxes.customer(siteId, from.address, from.name)
+
+  // The files first (each a short write of its own), then the comment that carries them.
+  const owner = { siteId, uploaderId: customer.id }
+  const uploads: Attachment[] = []
+  const notes: string[] = []
+  const keep = async (name: string, bytes: Buffer, fileLimits = limits) => {
+    try {
+      uploads.push(await saveFile(files, { ...owner, name: cleanFileName(name) }, [bytes], fileLimits))
+    } catch (error) {
+      if (!(error instanceof StoreError) || error.code !== 'too_large') throw error
+      notes.push(`[${cleanFileName(name)} (${shownSize(bytes.length)}) was not kept: ${error.message}.]`)
+    }
+  }
+  try {
+    for (const file of parsed.attachments) await keep(file.filename ?? 'attachment', file.content)
+    // The message as it came (its quoted history and headers included), beside the comment.
+    if (raw.length <= ORIGINAL_KEPT_BYTES) await keep('original-message.eml', raw)
+    else await keep('original-message.txt', Buffer.from(withoutNul(parsed.text ?? '')))
+    const body = commentText(parsed, isReply, notes)
+    const outcome = await database.atomic(async (stores) => {
+      const inside = stores.discussions(clock, box)
+      const posted = { siteId, supporterId: customer.id, onBehalfOf: { email: customer.email }, via: 'email' as const, uploads: uploads.map((u) => u.id) }
+      const made = isReply
+        ? await inside.reply({ ...posted, number: answered!.number, body, internal: automatic !== null })
+        : await inside.create({
+            ...posted,
+            categoryId: mailbox.categoryId ?? (await stores.categories(clock).list(siteId, 0, 1)).categories[0]!.id,
+            title: titleOf(parsed.subject),
+            body,
+            // Mail is between the customer and the team: never shown to other customers.
+            public: false,
+          })
+      await stores.mail(clock, box).record({ siteId, messageId, discussionId: made.discussion.id, commentId: made.comment.id, sender: from.address, automatic: automatic !== null })
+      return { kind: isReply ? 'added' : 'opened', number: made.discussion.number, automatic } as const
+    })
+    return outcome
+  } catch (error) {
+    await files.discard(siteId, customer.id, uploads.map((u) => u.id))
+    // Another process (or an earlier try) took the same message meanwhile.
+    if (error instanceof StoreError && error.field === 'message_id') return { kind: 'duplicate', reason: error.message }
+    throw error
+  }
+}

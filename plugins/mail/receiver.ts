@@ -1,0 +1,122 @@
+import fp from 'fastify-plugin'
+import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server'
+import type { FileLimits } from '../../lib/files.ts'
+import { MAX_MESSAGE_BYTES, takeMessage, type Outcome, type Pipeline } from './pipeline.ts'
+
+// The built-in receiver (docs/decisions.md, "Mail"): an SMTP server on a port of its own, off by
+// default, for a team that points an MX record or a forward at the service. It takes mail for the
+// sites' mailbox addresses only (never a relay: any other recipient is refused in SMTP), refuses a
+// message over MAX_MESSAGE_BYTES in SMTP, and hands each message to the one pipeline
+// (plugins/mail/pipeline.ts). What the pipeline cannot do now (the database unreachable) is a
+// temporary failure, so the sending server tries again.
+
+/** SERVICE_MAIL_RECEIVER: where the receiver listens; unset, there is none. */
+export interface ReceiverSettings {
+  host: string
+  port: number
+  /** The largest message taken (MAX_MESSAGE_BYTES; smaller in tests). */
+  maxBytes?: number
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The built-in receiver's port once it listens (0 until then, and without one). */
+    mailReceiver: { port: number }
+  }
+}
+
+/** An SMTP refusal: its reply code and its words (RFC 5321; enhanced status codes of RFC 3463). */
+function refusal(code: number, text: string): Error {
+  return Object.assign(new Error(text), { responseCode: code })
+}
+
+export default fp<{ settings?: ReceiverSettings; limits: FileLimits }>(
+  async (fastify, { settings, limits }) => {
+    fastify.decorate('mailReceiver', { port: 0 })
+    if (!settings) return
+    const maxBytes = settings.maxBytes ?? MAX_MESSAGE_BYTES
+    const { mailboxes } = fastify
+    const pipeline: Pipeline = {
+      database: fastify.database,
+      discussions: fastify.discussions,
+      files: fastify.files,
+      mailboxes,
+      clock: fastify.clock,
+      box: fastify.secretBox,
+      limits,
+    }
+
+    /** Takes the message for each site it is addressed to (a site once, whatever its addresses among them). */
+    async function deliver(raw: Buffer, session: SMTPServerSession): Promise<Outcome[]> {
+      const sites = new Set<number>()
+      const outcomes: Outcome[] = []
+      for (const recipient of session.envelope.rcptTo) {
+        const mailbox = await mailboxes.mailbox(recipient.address)
+        if (!mailbox || sites.has(mailbox.siteId)) continue
+        sites.add(mailbox.siteId)
+        const outcome = await takeMessage(pipeline, mailbox, raw)
+        fastify.log.info({ mail: { door: 'receiver', site: mailbox.siteId, ...outcome } }, 'mail taken in')
+        outcomes.push(outcome)
+      }
+      return outcomes
+    }
+
+    const server = new SMTPServer({
+      name: new URL(fastify.config.baseUrl).hostname,
+      banner: 'Service Desk',
+      size: maxBytes,
+      // An MX takes mail from anyone, without authentication; no TLS without a certificate.
+      authOptional: true,
+      disabledCommands: ['AUTH', 'STARTTLS'],
+      logger: false,
+      onRcptTo(address, _session, callback) {
+        mailboxes.mailbox(address.address).then(
+          (mailbox) => callback(mailbox ? undefined : refusal(550, `5.1.1 <${address.address}>: no mailbox of this help desk`)),
+          (error: unknown) => {
+            fastify.log.warn({ err: error }, 'mail receiver: could not look up a recipient')
+            callback(refusal(451, '4.3.0 The help desk cannot take mail just now: try again later'))
+          },
+        )
+      },
+      onData(stream: SMTPServerDataStream, session, callback) {
+        const chunks: Buffer[] = []
+        let size = 0
+        stream.on('data', (chunk: Buffer) => {
+          size += chunk.length
+          if (size <= maxBytes) chunks.push(chunk)
+        })
+        stream.on('end', () => {
+          if (stream.sizeExceeded) return callback(refusal(552, `5.3.4 The message is larger than ${Math.round(maxBytes / (1024 * 1024))} MB`))
+          deliver(Buffer.concat(chunks), session).then(
+            (outcomes) => {
+              // A refusal is the message's own (no sender): the same for every site it went to.
+              const refused = outcomes.find((o) => o.kind === 'refused')
+              callback(refused ? refusal(550, `5.6.0 ${(refused as { reason: string }).reason}`) : null, 'Message taken')
+            },
+            (error: unknown) => {
+              fastify.log.error({ err: error }, 'mail receiver: a message could not be taken')
+              callback(refusal(451, '4.3.0 The help desk cannot take mail just now: try again later'))
+            },
+          )
+        })
+      },
+    })
+    server.on('error', (error: Error) => fastify.log.warn({ err: error }, 'mail receiver error'))
+
+    fastify.addHook('onReady', async () => {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject)
+        server.listen(settings.port, settings.host, () => {
+          server.off('error', reject)
+          resolve()
+        })
+      })
+      fastify.mailReceiver.port = (server.server.address() as { port: number }).port
+      fastify.log.info({ mailReceiver: { host: settings.host, port: fastify.mailReceiver.port } }, 'mail receiver listening')
+    })
+    fastify.addHook('onClose', async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    })
+  },
+  { name: 'mail-receiver', fastify: '5.x', dependencies: ['config', 'discussion-stores', 'server-key'] },
+)
