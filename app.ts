@@ -33,6 +33,7 @@ import administrationApi from './routes/api/administration.ts'
 import fileRoutes from './routes/api/files.ts'
 import fileSweep from './plugins/file-sweep.ts'
 import mailReceiver from './plugins/mail/receiver.ts'
+import mailSender from './plugins/mail/sender.ts'
 import { DEFAULT_FILE_LIMITS } from './lib/files.ts'
 import discussionRoutes from './routes/api/discussions/index.ts'
 import mcpRoutes from './routes/api/mcp/index.ts'
@@ -141,6 +142,8 @@ export function buildApp(options: AppOptions) {
   // Mail, when SERVICE_SMTP_URL is set; then mails 7 days and 1 day before a personal token expires.
   app.register(mail, { settings: config.mail })
   app.register(expiryNotices)
+  // Mail out: the outbox's sender (replies to discussions that came by mail), through that mailer.
+  app.register(mailSender)
   // Mail in, when SERVICE_MAIL_RECEIVER is set: the sites' mailbox addresses, into one pipeline.
   app.register(mailReceiver, { settings: config.mailReceiver, limits: config.files ?? DEFAULT_FILE_LIMITS })
   // What site administrators do to credentials and policy, for their pages and the API.

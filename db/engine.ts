@@ -11,6 +11,7 @@ import type { ListingOf } from './stores/discussion-listing.ts'
 import { createDiscussionStore, type DiscussionStore } from './stores/discussions.ts'
 import { createFileStore, type FileStore } from './stores/files.ts'
 import { createMailStore, type MailStore } from './stores/mail.ts'
+import { createOutboxStore, type OutboxStore } from './stores/outbox.ts'
 import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
 import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.ts'
 import { createSecondFactorStore, type SecondFactorStore } from './stores/second-factors.ts'
@@ -75,6 +76,8 @@ export interface EngineStores {
   files(clock: Clock): FileStore
   /** The sites' mailboxes and the messages taken in (db/stores/mail.ts); the box seals new users' legacy tokens. */
   mail(clock: Clock, box: SecretBox): MailStore
+  /** What leaves the process, queued with its cause (db/stores/outbox.ts). */
+  outbox(clock: Clock): OutboxStore
   /** oidc-provider's records, under the OAuth adapter (db/stores/oauth.ts). */
   oauth(clock: Clock): OAuthStore
   /** The security log (db/stores/security-log.ts). */
@@ -99,6 +102,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     categories: (clock) => guard(createCategoryStore(port, clock)),
     files: (clock) => guard(createFileStore(port, clock)),
     mail: (clock, box) => guard(createMailStore(port, clock, box)),
+    outbox: (clock) => guard(createOutboxStore(port, clock)),
     oauth: (clock) => guard(createOAuthStore(port, clock)),
     securityLog: (clock) => guard(createSecurityLog(port, clock)),
     inventory: (clock) => guard(createCredentialInventory(port, clock)),

@@ -22,6 +22,11 @@ export type DiscussionState = (typeof discussionStates)[number]
 export const commentVias = ['api', 'web', 'email'] as const
 export type CommentVia = (typeof commentVias)[number]
 
+// What leaves the process through the outbox (db/stores/outbox.ts), and where each message is.
+export const outboxKinds = ['reply_mail'] as const
+export const outboxStates = ['queued', 'sent', 'failed'] as const
+export type OutboxState = (typeof outboxStates)[number]
+
 // The security log (issue 18; docs/decisions.md, "Token lifecycle"): what happened to an account
 // and its tokens, appended and never changed, pruned after SERVICE_SECURITY_LOG_DAYS. No secret.
 export const securityKinds = [

@@ -14,6 +14,12 @@ export interface Mail {
   to: string
   subject: string
   text: string
+  /** The mailer's own From unless given (a reply goes from its site's mailbox). */
+  from?: string
+  /** Threading (RFC 5322 3.6.4): this mail's Message-ID and the ones it answers. */
+  messageId?: string
+  inReplyTo?: string
+  references?: string[]
 }
 
 export interface Mailer {

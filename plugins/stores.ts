@@ -4,6 +4,7 @@ import type { CredentialInventory } from '../db/stores/credential-inventory.ts'
 import type { DiscussionStore } from '../db/stores/discussions.ts'
 import type { FileStore } from '../db/stores/files.ts'
 import type { MailStore } from '../db/stores/mail.ts'
+import type { OutboxStore } from '../db/stores/outbox.ts'
 import type { OAuthStore } from '../db/stores/oauth.ts'
 import type { SecondFactorStore } from '../db/stores/second-factors.ts'
 import type { SecurityLogStore } from '../db/stores/security-log.ts'
@@ -26,6 +27,7 @@ declare module 'fastify' {
     categories: CategoryStore
     files: FileStore
     mailboxes: MailStore
+    outbox: OutboxStore
     oauthRecords: OAuthStore
     securityLog: SecurityLogStore
     inventory: CredentialInventory
@@ -79,6 +81,7 @@ export const discussionStores = fp(
     fastify.decorate('categories', fastify.database.categories(fastify.clock))
     fastify.decorate('files', fastify.database.files(fastify.clock))
     fastify.decorate('mailboxes', fastify.database.mail(fastify.clock, fastify.secretBox))
+    fastify.decorate('outbox', fastify.database.outbox(fastify.clock))
   },
   { ...STORE, name: 'discussion-stores', dependencies: [...STORE.dependencies, 'server-key'] },
 )

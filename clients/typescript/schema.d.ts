@@ -612,6 +612,21 @@ export interface components {
             discussion_href: string;
             /** @description The files it carries; an internal note's are the staff's only. */
             attachments: components["schemas"]["Attachment"][];
+            /** @description For a public reply of the staff to a discussion that came by mail: how its mail to the customer is doing. Null otherwise. */
+            delivery: {
+                /**
+                 * @description queued (waiting, or to be tried again), sent, or failed for good.
+                 * @enum {unknown}
+                 */
+                state: "queued" | "sent" | "failed";
+                /** @description The address it is mailed to. */
+                to: string;
+                /** @description Tries so far. */
+                attempts: number;
+                /** @description The mail server's words on the last failed try. */
+                last_error: string | null;
+                sent_at: string | null;
+            } | null;
         };
         CommentListing: {
             offset: number;

@@ -1,6 +1,6 @@
 import { sql } from '../drizzle.ts'
 import { pgBoolean, pgCustomType, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
-import { accessLevels, commentVias, discussionStates, factorKinds, roles, securityKinds, writeTokenRules } from '../values.ts'
+import { accessLevels, commentVias, discussionStates, factorKinds, outboxKinds, outboxStates, roles, securityKinds, writeTokenRules } from '../values.ts'
 
 // The PostgreSQL schema: the SQLite one (db/schema/sqlite.ts) table for table, column for column, with the
 // same names, constraints and indexes, so the stores read the same rows from either engine and
@@ -397,6 +397,29 @@ export const mailMessages = pgTable(
     sender: pgText('sender').notNull(),
     automatic: pgBoolean('automatic').notNull().default(false),
     createdAt: moment('created_at').notNull(),
+    mailboxId: pgInteger('mailbox_id').references(() => mailboxes.id, { onDelete: 'set null' }),
+    outbound: pgBoolean('outbound').notNull().default(false),
   },
   (t) => [pgUniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), pgIndex('mail_messages_discussion_idx').on(t.discussionId)],
+)
+
+export const outbox = pgTable(
+  'outbox',
+  {
+    id: id(),
+    siteId: siteReference(),
+    commentId: pgInteger('comment_id')
+      .notNull()
+      .references(() => comments.id, { onDelete: 'cascade' }),
+    kind: pgText('kind', { enum: outboxKinds }).notNull(),
+    payload: pgText('payload').notNull(),
+    state: pgText('state', { enum: outboxStates }).notNull().default('queued'),
+    attempts: pgInteger('attempts').notNull().default(0),
+    nextAttemptAt: moment('next_attempt_at').notNull(),
+    leaseUntil: moment('lease_until'),
+    lastError: pgText('last_error'),
+    sentAt: moment('sent_at'),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [pgIndex('outbox_due_idx').on(t.state, t.nextAttemptAt), pgIndex('outbox_comment_idx').on(t.commentId)],
 )

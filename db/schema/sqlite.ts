@@ -1,6 +1,6 @@
 import { sql } from '../drizzle.ts'
 import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from '../drizzle.ts'
-import { accessLevels, commentVias, discussionStates, factorKinds, roles, securityKinds, writeTokenRules } from '../values.ts'
+import { accessLevels, commentVias, discussionStates, factorKinds, outboxKinds, outboxStates, roles, securityKinds, writeTokenRules } from '../values.ts'
 
 // Every moment is stored as integer milliseconds since the epoch (UTC), read back as a Date.
 const moment = (name: string) => integer(name, { mode: 'timestamp_ms' })
@@ -477,6 +477,33 @@ export const mailMessages = sqliteTable(
     // An automatic message (an out-of-office, a list): kept as a note, never answered, never reopening.
     automatic: integer('automatic', { mode: 'boolean' }).notNull().default(false),
     createdAt: moment('created_at').notNull(),
+    // The mailbox it came to (or left from), and whether it is a reply the service sent.
+    mailboxId: integer('mailbox_id').references(() => mailboxes.id, { onDelete: 'set null' }),
+    outbound: integer('outbound', { mode: 'boolean' }).notNull().default(false),
   },
   (t) => [uniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), index('mail_messages_discussion_idx').on(t.discussionId)],
+)
+
+// What leaves the process (docs/decisions.md, "Mail"): written in the transaction of its cause (a
+// public reply to a discussion that came by mail), sent by the sender under a lease, retried with
+// backoff, each try's outcome kept. `payload` is the message as JSON (addresses, headers, text).
+export const outbox = sqliteTable(
+  'outbox',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    commentId: integer('comment_id')
+      .notNull()
+      .references(() => comments.id, { onDelete: 'cascade' }),
+    kind: text('kind', { enum: outboxKinds }).notNull(),
+    payload: text('payload').notNull(),
+    state: text('state', { enum: outboxStates }).notNull().default('queued'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: moment('next_attempt_at').notNull(),
+    leaseUntil: moment('lease_until'),
+    lastError: text('last_error'),
+    sentAt: moment('sent_at'),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [index('outbox_due_idx').on(t.state, t.nextAttemptAt), index('outbox_comment_idx').on(t.commentId)],
 )

@@ -10,6 +10,7 @@ import type { DiscussionRow, ListingOf } from './discussion-listing.ts'
 import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
 import { StoreError, VersionMoved } from './errors.ts'
 import { claimUploads } from './files.ts'
+import { queueReplyMail } from './outbox.ts'
 import { bumpSiteVersion, lockSite } from './sites.ts'
 
 export type { DiscussionRow } from './discussion-listing.ts'
@@ -352,6 +353,10 @@ export function createDiscussionStore(
           at: now,
         })
         if (input.uploads) await claimUploads(tx, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
+        // A public reply of the staff to a discussion that came by mail is mailed, queued with it.
+        if (author.bySupporter && !input.internal) {
+          await queueReplyMail(tx, clock, { siteId: input.siteId, discussionId: before.id, number: before.number, title: before.title, commentId: id, body: input.body })
+        }
         await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now) })
         await moveCount(tx, counted(before), counted({ ...before, state }))
         await bumpSiteVersion(tx, input.siteId)

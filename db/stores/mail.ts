@@ -14,6 +14,7 @@ export type Mailbox = Tables['mailboxes']['$inferSelect']
 
 export interface TakenMessage {
   siteId: number
+  mailboxId: number
   messageId: string
   discussionId: number
   commentId: number

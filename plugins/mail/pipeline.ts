@@ -125,7 +125,7 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
             // Mail is between the customer and the team: never shown to other customers.
             public: false,
           })
-      await stores.mail(clock, box).record({ siteId, messageId, discussionId: made.discussion.id, commentId: made.comment.id, sender: from.address, automatic: automatic !== null })
+      await stores.mail(clock, box).record({ siteId, mailboxId: mailbox.id, messageId, discussionId: made.discussion.id, commentId: made.comment.id, sender: from.address, automatic: automatic !== null })
       return { kind: isReply ? 'added' : 'opened', number: made.discussion.number, automatic } as const
     })
     return outcome

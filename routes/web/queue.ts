@@ -12,6 +12,7 @@ import { shownMoment } from '../../lib/clock.ts'
 import { MESSAGE_LIMITS, shownInline, shownSize, type FileLimits } from '../../lib/files.ts'
 import { readMultipart, sendAttachment } from '../api/files.ts'
 import { byComment } from '../api/discussions/views.ts'
+import type { Delivery } from '../../db/stores/outbox.ts'
 import { MAX_BODY } from '../api/discussions/schemas.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { notFoundPage, pageData, queryString, requireSupporter, wholeNumber } from './pages.ts'
@@ -161,6 +162,7 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
     const all = await categoriesOf(request.web.site.id)
     const [comments, attachments] = await Promise.all([discussions.comments(d.id), files.ofDiscussion(d.id)])
     const carried = byComment(attachments)
+    const mailed = await fastify.outbox.deliveries(comments.map((c) => c.id))
     return reply.page(
       'discussion',
       pageData(request, reply, {
@@ -191,6 +193,7 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
             href: `${base(request)}/files/${a.id}`,
             image: shownInline(a.name, a.contentType),
           })),
+          delivery: mailed.has(c.id) ? deliveryLine(mailed.get(c.id)!) : null,
         })),
         categories: all.map((c) => ({ id: c.id, name: c.name, selected: c.id === d.categoryId })),
         actions: actionsFor(d.state),
@@ -300,6 +303,12 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
     if (!category) return discussionPage(request, reply, d, 400, 'Choose one of the categories of this site.')
     return (await change(request, reply, d, () => discussions.update(d.siteId, d.number, { categoryId: category.id }))) ? back(request, reply, d.number) : reply
   })
+}
+
+/** How a reply's mail is doing, as its byline says it. */
+function deliveryLine(delivery: Delivery): string {
+  const state = delivery.state === 'failed' ? `failed (${delivery.lastError})` : delivery.state === 'queued' && delivery.lastError ? `queued, to be tried again (${delivery.lastError})` : delivery.state
+  return `Mailed to ${delivery.to}: ${state}`
 }
 
 /** The actions a discussion in this state offers on its page, as buttons. */

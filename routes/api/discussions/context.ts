@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { CategoryStore } from '../../../db/stores/categories.ts'
 import type { DiscussionStore, Expected } from '../../../db/stores/discussions.ts'
 import type { FileStore } from '../../../db/stores/files.ts'
+import type { OutboxStore } from '../../../db/stores/outbox.ts'
 import { discussionVersion, ifMatch } from '../../../plugins/http/conditional.ts'
 import { createViews, type Views } from './views.ts'
 
@@ -10,6 +11,7 @@ export interface DiscussionContext {
   discussions: DiscussionStore
   categories: CategoryStore
   files: FileStore
+  outbox: OutboxStore
   views: Views
 }
 
@@ -32,6 +34,7 @@ export function discussionContext(fastify: FastifyInstance): DiscussionContext {
     discussions: fastify.discussions,
     categories: fastify.categories,
     files: fastify.files,
+    outbox: fastify.outbox,
     views: createViews(fastify.urls),
   }
 }

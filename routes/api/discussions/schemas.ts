@@ -1,5 +1,5 @@
 import { Type, type TProperties } from 'typebox'
-import { commentVias, discussionStates } from '../../../db/values.ts'
+import { commentVias, discussionStates, outboxStates } from '../../../db/values.ts'
 import { sorts } from '../../../db/stores/discussion-listing.ts'
 import { NUL_PROBLEM } from '../../../lib/nul.ts'
 import { ErrorBody, InvalidRequestBody } from '../../schemas.ts'
@@ -84,6 +84,14 @@ export const AttachmentResource = Type.Object({
   content_type: Type.String({ description: 'Detected from its bytes, never taken from its name or from the type it was sent with.' }),
 })
 
+export const Delivery = Type.Object({
+  state: Type.Enum(outboxStates, { description: 'queued (waiting, or to be tried again), sent, or failed for good.' }),
+  to: Type.String({ description: 'The address it is mailed to.' }),
+  attempts: Type.Integer({ description: 'Tries so far.' }),
+  last_error: Type.Union([Type.String(), Type.Null()], { description: "The mail server's words on the last failed try." }),
+  sent_at: Type.Union([Moment, Type.Null()]),
+})
+
 export const Comment = Type.Object({
   href: Href,
   number: Type.Integer({ description: 'Position in the discussion; 1 is the opening post.' }),
@@ -96,6 +104,7 @@ export const Comment = Type.Object({
   via: Type.Enum(commentVias),
   discussion_href: Href,
   attachments: Type.Array(AttachmentResource, { description: "The files it carries; an internal note's are the staff's only." }),
+  delivery: Type.Union([Delivery, Type.Null()], { description: 'For a public reply of the staff to a discussion that came by mail: how its mail to the customer is doing. Null otherwise.' }),
 })
 
 export const DiscussionWithComments = Type.Object({ ...discussionFields, comments: Type.Array(Comment) })

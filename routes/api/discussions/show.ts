@@ -16,7 +16,7 @@ import {
 import { byComment, envelope, pageLinks } from './views.ts'
 
 /** GET and HEAD of one discussion with its comments, of its comments page by page, and of one comment. */
-const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, files, views }) => {
+const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, files, outbox, views }) => {
   const response = { 400: InvalidRequestBody, 404: ErrorBody }
 
   fastify.get(
@@ -29,7 +29,8 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
       if (notModified(request, reply, discussionVersion(discussion.version), discussionAddress(request))) return reply
       const [rows, attachments] = await Promise.all([discussions.comments(discussion.id), files.ofDiscussion(discussion.id)])
       const carried = byComment(attachments)
-      const comments = rows.map((c) => views.comment(permalink, discussion.number, c, carried.get(c.id)))
+      const mailed = await outbox.deliveries(rows.map((c) => c.id))
+      const comments = rows.map((c) => views.comment(permalink, discussion.number, c, carried.get(c.id), mailed.get(c.id)))
       return { ...views.discussion(permalink, discussion), comments }
     },
   )
@@ -56,8 +57,9 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
       const total = discussion.commentsCount
       const rows = offset >= total ? [] : await discussions.comments(discussion.id, offset, PER_PAGE)
       const carried = byComment(rows.length === 0 ? [] : await files.ofDiscussion(discussion.id))
+      const mailed = await outbox.deliveries(rows.map((c) => c.id))
       reply.header('link', pageLinks(`${views.discussionHref(permalink, discussion.number)}/comments`, {}, page, total))
-      return { ...envelope(page, total), comments: rows.map((c) => views.comment(permalink, discussion.number, c, carried.get(c.id))) }
+      return { ...envelope(page, total), comments: rows.map((c) => views.comment(permalink, discussion.number, c, carried.get(c.id), mailed.get(c.id))) }
     },
   )
 
@@ -70,7 +72,7 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
       if (notModified(request, reply, discussionVersion(discussion.version))) return reply
       const comment = await discussions.comment(discussion.id, request.params.comment)
       if (!comment) throw notFound(`discussion ${discussion.number} has no comment ${request.params.comment}`)
-      return views.comment(permalink, discussion.number, comment, await files.ofComment(comment.id))
+      return views.comment(permalink, discussion.number, comment, await files.ofComment(comment.id), (await outbox.deliveries([comment.id])).get(comment.id))
     },
   )
 }

@@ -5,6 +5,7 @@ import type { Category as CategoryRow } from '../../../db/stores/categories.ts'
 import { emptyStateCounts, type StateCounts } from '../../../db/stores/discussion-counts.ts'
 import type { CommentRow, DiscussionRow } from '../../../db/stores/discussions.ts'
 import type { Attachment } from '../../../db/stores/files.ts'
+import type { Delivery } from '../../../db/stores/outbox.ts'
 import type { AttachmentResource, Category, Comment, Discussion } from './schemas.ts'
 import { PER_PAGE } from './schemas.ts'
 
@@ -74,7 +75,7 @@ export function createViews(urls: Urls) {
   const discussionHref = (permalink: string, number: number) => `${of(permalink).discussions}/${number}`
   const categoryHref = (permalink: string, id: number) => `${of(permalink).site}/categories/${id}`
 
-  function comment(permalink: string, discussionNumber: number, row: CommentRow, attachments: Attachment[] = []): Static<typeof Comment> {
+  function comment(permalink: string, discussionNumber: number, row: CommentRow, attachments: Attachment[] = [], delivery?: Delivery): Static<typeof Comment> {
     const discussion = discussionHref(permalink, discussionNumber)
     const site = of(permalink).site
     return {
@@ -89,6 +90,7 @@ export function createViews(urls: Urls) {
       via: row.via,
       discussion_href: discussion,
       attachments: attachments.map((a) => attachmentView(site, a)),
+      delivery: delivery ? { state: delivery.state, to: delivery.to, attempts: delivery.attempts, last_error: delivery.lastError, sent_at: delivery.sentAt && moment(delivery.sentAt) } : null,
     }
   }
 

@@ -21,7 +21,7 @@ function onBehalfOf(body: { author_email?: string; author_name?: string }) {
 }
 
 /** Create a discussion, reply to one, change one, delete one. Each needs a Read and write credential. */
-const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, files, views }) => {
+const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, files, outbox, views }) => {
   const withFiles = { takesFiles: true }
   // JSON, or a form with the post's fields and its files (routes/api/files.ts).
   const consumes = ['application/json', 'application/vnd.service-v1+json', 'multipart/form-data']
@@ -88,7 +88,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
         via: 'api',
         uploads: request.body.uploads,
       }, expectedVersion(request))
-      const resource = views.comment(site.permalink, discussion.number, comment, await files.ofComment(comment.id))
+      const resource = views.comment(site.permalink, discussion.number, comment, await files.ofComment(comment.id), (await outbox.deliveries([comment.id])).get(comment.id))
       return reply.code(201).header('location', resource.href).send(resource)
     },
   )

@@ -1,0 +1,66 @@
+import fp from 'fastify-plugin'
+import type { ReplyMail } from '../../db/stores/outbox.ts'
+import { repeatInBackground } from '../background.ts'
+
+// The sender of the outbox (docs/decisions.md, "Mail"): every few seconds, by whichever process
+// runs, it takes the due rows one by one under a lease (so two processes never send one row at
+// once, and a process that dies mid-send lets it go when the lease ends), sends each through the
+// service's mailer (SERVICE_SMTP_URL), and records the try: sent; or tried again later, with a
+// backoff; or failed for good when the server refused it permanently (5xx) or after MAX_TRIES.
+// Without a mailer nothing is sent, and the rows wait, queued.
+
+export const SEND_EVERY_MS = 5_000
+/** How long a row is held while it is sent. */
+export const LEASE_MS = 60_000
+export const MAX_TRIES = 8
+/** The wait before try n+1: a minute, doubling, at most six hours. */
+export const backoffMs = (tries: number) => Math.min(60_000 * 2 ** (tries - 1), 6 * 60 * 60 * 1000)
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Sends what is due now (the background loop runs it; tests call it). */
+    sendOutbox(): Promise<number>
+  }
+}
+
+/** An SMTP server's own words for a refusal, and whether it is for good (a 5xx reply). */
+function failureOf(error: unknown): { words: string; permanent: boolean } {
+  const { responseCode, response, message } = error as { responseCode?: number; response?: string; message?: string }
+  return { words: response ?? message ?? String(error), permanent: typeof responseCode === 'number' && responseCode >= 500 }
+}
+
+export default fp<{ firstAfterMs?: number; everyMs?: number }>(
+  async (fastify, { firstAfterMs = SEND_EVERY_MS, everyMs = SEND_EVERY_MS }) => {
+    const { outbox, mail } = fastify
+
+    async function sendOutbox(): Promise<number> {
+      if (!mail.enabled) return 0
+      let sent = 0
+      for (const row of await outbox.due(20)) {
+        if (!(await outbox.claim(row.id, LEASE_MS))) continue
+        const message = JSON.parse(row.payload) as ReplyMail
+        try {
+          await mail.send(message)
+          await outbox.sent(row.id)
+          sent++
+        } catch (error) {
+          const { words, permanent } = failureOf(error)
+          const tries = row.attempts + 1
+          const retryAt = permanent || tries >= MAX_TRIES ? null : new Date(fastify.clock() + backoffMs(tries))
+          await outbox.tried(row.id, words, retryAt)
+          fastify.log.warn({ outbox: { id: row.id, kind: row.kind, tries, permanent, retryAt } }, 'a reply mail was not sent')
+        }
+      }
+      return sent
+    }
+    fastify.decorate('sendOutbox', sendOutbox)
+    repeatInBackground(fastify, { firstAfterMs, everyMs }, async () => {
+      try {
+        await sendOutbox()
+      } catch (error) {
+        fastify.log.warn({ err: error }, 'could not send the outbox')
+      }
+    })
+  },
+  { name: 'mail-sender', fastify: '5.x', dependencies: ['mail', 'discussion-stores'] },
+)

@@ -1,0 +1,96 @@
+import nodemailer from 'nodemailer'
+import { simpleParser } from 'mailparser'
+import t, { type Test } from 'tap'
+import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
+import { mailServer } from '../fixtures/mail.ts'
+import { webClient, personWithPassword } from '../fixtures/web.ts'
+
+// Issue 48, mail out: a public reply of the staff to a discussion that came by mail is queued in
+// the outbox with the reply (db/stores/outbox.ts) and sent by the sender (plugins/mail/sender.ts):
+// a real SMTP server catches it, and the customer's answer to it comes back through the receiver.
+
+async function desk(t: Test) {
+  const smtp = await mailServer(t)
+  const { app, clock } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0 }, mail: { smtpUrl: smtp.url, from: 'Service Desk <desk@acme.example>' } } })
+  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  await app.categories.add(ann.site.id, 'General', true)
+  await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example')
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: app.mailReceiver.port, secure: false, ignoreTLS: true })
+  t.teardown(() => transport.close())
+  const customerSends = (message: Parameters<typeof transport.sendMail>[0]) => transport.sendMail({ from: 'Carol <carol@customer.example>', to: 'support@acme.example', ...message })
+  const api = (method: 'GET' | 'POST', url: string, payload?: object) => app.inject({ method, url, headers: ann.bearer, ...(payload ? { payload } : {}) }).then((res) => res.json())
+  return { app, clock, ann, smtp, customerSends, api }
+}
+
+t.test("the supporter's reply reaches the customer, threaded; the customer's answer to it lands in the same discussion", async (t) => {
+  const { app, smtp, customerSends, api } = await desk(t)
+  await customerSends({ subject: 'Printer on fire', messageId: '<first@customer.example>', text: 'It smokes.' })
+  const reply = await api('POST', '/demo/discussions/1/comments', { body: 'Unplug it, please.' })
+  t.match(reply.delivery, { state: 'queued', to: 'carol@customer.example', attempts: 0, last_error: null, sent_at: null }, 'queued with the reply')
+  const note = await api('POST', '/demo/discussions/1/comments', { body: 'Between us.', internal: true })
+  t.equal(note.delivery, null, 'an internal note is never mailed')
+
+  t.equal(await app.sendOutbox(), 1)
+  t.equal(smtp.mails.length, 1, 'one mail')
+  const mail = await simpleParser(smtp.mails[0]!.raw)
+  t.same([smtp.mails[0]!.from, smtp.mails[0]!.to], ['support@acme.example', ['carol@customer.example']])
+  t.equal(mail.from?.text, '"Site demo" <support@acme.example>')
+  t.equal(mail.subject, 'Re: [#1] Printer on fire')
+  t.equal(mail.text?.trim(), 'Unplug it, please.')
+  t.equal(mail.inReplyTo, '<first@customer.example>')
+  t.same([mail.references].flat(), ['<first@customer.example>'])
+  t.match(mail.messageId, /^<reply-\d+\.[0-9a-f]{12}@acme\.example>$/)
+  t.equal(await app.sendOutbox(), 0, 'sent once')
+  t.match((await api('GET', '/demo/discussions/1/comments/2')).delivery, { state: 'sent', attempts: 1, sent_at: /Z$/ })
+
+  // The customer answers the reply: it names our Message-ID only.
+  await app.inject({ method: 'POST', url: '/demo/discussions/1/resolve', headers: (await supporterWithToken(app, { email: 'ann@example.test' })).bearer })
+  await customerSends({ subject: mail.subject, messageId: '<second@customer.example>', inReplyTo: mail.messageId, references: [mail.messageId!], text: `It worked.\n\nOn Fri, Site demo wrote:\n> Unplug it, please.` })
+  const thread = await api('GET', '/demo/discussions/1')
+  t.equal(thread.comments.length, 4)
+  t.match(thread.comments[3], { body: 'It worked.', via: 'email', author_email: 'carol@customer.example' })
+  t.equal(thread.state, 'open')
+  t.equal((await api('GET', '/demo/discussions')).total, 1)
+})
+
+t.test('from the page too; nothing for a discussion that did not come by mail; a refusal for good and a server away', async (t) => {
+  const { app, clock, ann, smtp, customerSends, api } = await desk(t)
+  await customerSends({ subject: 'Refund', messageId: '<refund@customer.example>', text: 'Please refund order 1042.' })
+  const person = await personWithPassword(app, { email: 'pat@example.test' })
+  const web = webClient(app)
+  await web.signIn(person.email, person.password)
+  await web.get('/demo/discussions/1')
+  t.equal((await web.post('/demo/discussions/1/reply', { body: 'Refunded.', internal: 'no' })).statusCode, 303)
+  const page = (await web.get('/demo/discussions/1')).body
+  t.match(page, /Mailed to carol@customer\.example: queued/)
+
+  // A discussion made through the API is not mailed.
+  const general = (await app.categories.list(ann.site.id, 0, 1)).categories[0]!
+  await api('POST', `/demo/categories/${general.id}/discussions`, { title: 'By API', body: 'x', author_email: 'dan@customer.example' })
+  t.equal((await api('POST', '/demo/discussions/2/comments', { body: 'Answer.' })).delivery, null)
+
+  // The server refuses for good: failed, with its words, never tried again.
+  smtp.state.refuse = true
+  t.equal(await app.sendOutbox(), 0)
+  const failed = (await api('GET', '/demo/discussions/1/comments/2')).delivery
+  t.match(failed, { state: 'failed', attempts: 1, last_error: /550 mailbox unavailable/ })
+  t.match((await web.get('/demo/discussions/1')).body, /Mailed to carol@customer\.example: failed \(550 mailbox unavailable\)/)
+
+  // A server away: tried again after a minute, then two.
+  smtp.state.refuse = false
+  await api('POST', '/demo/discussions/1/comments', { body: 'Second try.' })
+  const mailer = app.mail
+  const before = smtp.mails.length
+  const send = mailer.send
+  mailer.send = async () => {
+    throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:25'), { code: 'ECONNREFUSED' })
+  }
+  await app.sendOutbox()
+  t.match((await api('GET', '/demo/discussions/1/comments/3')).delivery, { state: 'queued', attempts: 1, last_error: /ECONNREFUSED/ })
+  await app.sendOutbox()
+  t.equal((await api('GET', '/demo/discussions/1/comments/3')).delivery.attempts, 1, 'not before its time')
+  mailer.send = send
+  clock.advance(60_001)
+  t.equal(await app.sendOutbox(), 1, 'sent once the server is back and the wait is over')
+  t.equal(smtp.mails.length, before + 1)
+})
