@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, sql } from '../drizzle.ts'
+import { and, asc, desc, eq, gte, inArray, sql } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { isMailAddress, normalAddress } from '../../lib/mail.ts'
@@ -23,7 +23,7 @@ export interface TakenMessage {
 }
 
 export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
-  const { db, tables: { categories, discussions, mailboxes, mailMessages } } = port
+  const { db, tables: { categories, discussions, mailboxes, mailMessages, outbox } } = port
   const p = sql.placeholder
   const byAddress = db.select().from(mailboxes).where(eq(mailboxes.address, p('address'))).prepare('mail_mailbox_by_address')
   const knownMessage = db
@@ -79,6 +79,29 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
         .orderBy(desc(mailMessages.id))
         .limit(1)
       return row?.number
+    },
+
+    /** How many messages the site took from `sender` since `since`: the per-sender limit's count. */
+    async takenFrom(siteId: number, sender: string, since: Date): Promise<number> {
+      const [{ n }] = await db
+        .select({ n: sql<number>`count(*)` })
+        .from(mailMessages)
+        .where(and(eq(mailMessages.siteId, siteId), eq(mailMessages.sender, sender), gte(mailMessages.createdAt, since)))
+      return Number(n)
+    },
+
+    /**
+     * A delivery report about a reply the site mailed (by its Message-ID): the reply's mail is
+     * failed, with the report's words. Whether it named such a reply.
+     */
+    async bounced(siteId: number, messageId: string, words: string): Promise<boolean> {
+      const [sent] = await db
+        .select({ commentId: mailMessages.commentId })
+        .from(mailMessages)
+        .where(and(eq(mailMessages.siteId, siteId), eq(mailMessages.messageId, messageId), eq(mailMessages.outbound, true)))
+      if (!sent) return false
+      await db.update(outbox).set({ state: 'failed', lastError: `bounced: ${words}`.slice(0, 500), leaseUntil: null }).where(eq(outbox.commentId, sent.commentId))
+      return true
     },
 
     /**

@@ -23,9 +23,12 @@ export const MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 /** The original message is kept beside its comment up to this size; past it, its whole text. */
 export const ORIGINAL_KEPT_BYTES = 1024 * 1024
 
+/** The most messages a site takes from one sender in a minute; past it, later (a flood waits, the rest goes on). */
+export const MAX_PER_SENDER_PER_MINUTE = 30
+
 export type Outcome =
   | { kind: 'opened' | 'added'; number: number; automatic: string | null }
-  | { kind: 'duplicate' | 'dropped' | 'refused'; reason: string }
+  | { kind: 'duplicate' | 'dropped' | 'refused' | 'later' | 'bounce'; reason: string }
 
 export interface Pipeline {
   database: Engine
@@ -64,6 +67,21 @@ function contentTypeOf(parsed: ParsedMail): string {
   return [header.value, ...Object.entries(header.params).map(([name, value]) => `${name}=${value}`)].join('; ')
 }
 
+/**
+ * A delivery status report (RFC 3464): the Message-ID of the message it reports on (from the
+ * returned headers) and what it says (Status, Diagnostic-Code); undefined for any other message.
+ */
+function deliveryReport(parsed: ParsedMail): { messageId: string; words: string } | undefined {
+  if (!/^multipart\/report\b.*delivery-status/i.test(contentTypeOf(parsed))) return undefined
+  const returned = parsed.attachments.find((a) => /^(text\/rfc822-headers|message\/rfc822)$/i.test(a.contentType))
+  const messageId = returned && /^Message-ID:\s*(<[^>\s]+>)/im.exec(returned.content.toString('utf8'))?.[1]
+  if (!messageId) return undefined
+  // mailparser reads the report's machine-readable part (message/delivery-status) into the text.
+  const status = parsed.text ?? ''
+  const words = [/^Status:\s*(.+)$/im, /^Diagnostic-Code:\s*(.+)$/im].map((line) => line.exec(status)?.[1]?.trim()).filter(Boolean).join(', ')
+  return { messageId, words: words || 'the mail could not be delivered' }
+}
+
 /** The comment a message makes: its new text (a reply's quoted history cut), never blank, within the API's limit. */
 function commentText(parsed: ParsedMail, isReply: boolean, notes: string[]): string {
   const text = withoutNul(parsed.text ?? '').trim()
@@ -89,6 +107,12 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
   if (await mailboxes.known(siteId, messageId)) return { kind: 'duplicate', reason: `message ${messageId} was taken already` }
 
   const automatic = automaticReason(headerOf(parsed), contentTypeOf(parsed))
+  // A delivery report about a reply the site mailed is that reply's outcome, not a message.
+  const report = deliveryReport(parsed)
+  if (report && (await mailboxes.bounced(siteId, report.messageId, report.words))) return { kind: 'bounce', reason: `the reply ${report.messageId} bounced: ${report.words}` }
+  if ((await mailboxes.takenFrom(siteId, from.address, new Date(clock() - 60_000))) >= MAX_PER_SENDER_PER_MINUTE) {
+    return { kind: 'later', reason: `more than ${MAX_PER_SENDER_PER_MINUTE} messages from ${from.address} in a minute` }
+  }
   const thread = await mailboxes.threadOf(siteId, namedMessages(parsed))
   const answered = thread === undefined ? undefined : await discussions.get(siteId, thread)
   const isReply = answered !== undefined && answered.state !== 'deleted'

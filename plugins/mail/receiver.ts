@@ -89,9 +89,11 @@ export default fp<{ settings?: ReceiverSettings; limits: FileLimits }>(
           if (stream.sizeExceeded) return callback(refusal(552, `5.3.4 The message is larger than ${Math.round(maxBytes / (1024 * 1024))} MB`))
           deliver(Buffer.concat(chunks), session).then(
             (outcomes) => {
-              // A refusal is the message's own (no sender): the same for every site it went to.
-              const refused = outcomes.find((o) => o.kind === 'refused')
-              callback(refused ? refusal(550, `5.6.0 ${(refused as { reason: string }).reason}`) : null, 'Message taken')
+              // A refusal is the message's own (no sender): the same for every site it went to. A
+              // sender past its limit is asked to send it again later.
+              const refused = outcomes.find((o) => o.kind === 'refused') as { reason: string } | undefined
+              const later = outcomes.find((o) => o.kind === 'later') as { reason: string } | undefined
+              callback(refused ? refusal(550, `5.6.0 ${refused.reason}`) : later ? refusal(451, `4.7.0 ${later.reason}: try again later`) : null, 'Message taken')
             },
             (error: unknown) => {
               fastify.log.error({ err: error }, 'mail receiver: a message could not be taken')

@@ -94,3 +94,34 @@ t.test('from the page too; nothing for a discussion that did not come by mail; a
   t.equal(await app.sendOutbox(), 1, 'sent once the server is back and the wait is over')
   t.equal(smtp.mails.length, before + 1)
 })
+
+t.test('a bounce of a reply is recorded on that reply, not posted; a flood from one sender waits past the limit, the rest goes on', async (t) => {
+  const { app, clock, smtp, customerSends, api } = await desk(t)
+  await customerSends({ subject: 'Gone soon', messageId: '<gone@customer.example>', text: 'Write back.' })
+  await api('POST', '/demo/discussions/1/comments', { body: 'Here you are.' })
+  await app.sendOutbox()
+  const sent = await simpleParser(smtp.mails[0]!.raw)
+  const report = Buffer.from(
+    'From: Mail Delivery System <MAILER-DAEMON@customer.example>\r\nTo: support@acme.example\r\nSubject: Undelivered Mail Returned to Sender\r\nMessage-ID: <bounce1@customer.example>\r\n' +
+      'MIME-Version: 1.0\r\nContent-Type: multipart/report; report-type=delivery-status; boundary="b"\r\n\r\n' +
+      '--b\r\nContent-Type: text/plain\r\n\r\nYour message could not be delivered.\r\n' +
+      '--b\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.customer.example\r\n\r\nFinal-Recipient: rfc822; carol@customer.example\r\nAction: failed\r\nStatus: 5.1.1\r\nDiagnostic-Code: smtp; 550 5.1.1 No such user\r\n' +
+      `--b\r\nContent-Type: text/rfc822-headers\r\n\r\nFrom: support@acme.example\r\nTo: carol@customer.example\r\nMessage-ID: ${sent.messageId}\r\nSubject: ${sent.subject}\r\n` +
+      '--b--\r\n',
+  )
+  await customerSends({ raw: report, envelope: { from: '', to: 'support@acme.example' } })
+  const thread = await api('GET', '/demo/discussions/1')
+  t.equal(thread.comments.length, 2, 'the bounce is not a message of the discussion')
+  t.match(thread.comments[1].delivery, { state: 'failed', last_error: 'bounced: 5.1.1, smtp; 550 5.1.1 No such user' })
+
+  // A flood: past 30 messages a minute from one address, the sender is asked to try later.
+  const results = []
+  for (let i = 0; i < 32; i++) {
+    results.push(await customerSends({ from: 'flood@spam.example', subject: `Spam ${i}`, messageId: `<spam${i}@spam.example>`, text: 'Buy.' }).then(() => 'taken', (error: { responseCode: number }) => error.responseCode))
+  }
+  t.same(results.slice(28), ['taken', 'taken', 451, 451])
+  await customerSends({ subject: 'Meanwhile', messageId: '<meanwhile@customer.example>', text: 'Others go on.' })
+  t.equal((await api('GET', '/demo/discussions')).total, 1 + 30 + 1)
+  clock.advance(61_000)
+  t.equal(await customerSends({ from: 'flood@spam.example', subject: 'Later', messageId: '<spam-later@spam.example>', text: 'Again.' }).then(() => 'taken'), 'taken', 'a minute later')
+})
