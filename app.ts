@@ -70,6 +70,8 @@ export interface AppOptions {
   refusalLog?: RefusalLogOptions
   /** When the listening server gives memory back while idle (plugins/idle-memory.ts); tests shorten the wait. */
   idleMemory?: IdleMemoryOptions
+  /** How often the outbox is sent (plugins/mail/sender.ts, SEND_EVERY_MS); tests shorten it. */
+  outboxEveryMs?: number
 }
 
 // Request bodies larger than this are refused with 413 before they are read.
@@ -143,7 +145,7 @@ export function buildApp(options: AppOptions) {
   app.register(mail, { settings: config.mail })
   app.register(expiryNotices)
   // Mail out: the outbox's sender (replies to discussions that came by mail), through that mailer.
-  app.register(mailSender)
+  app.register(mailSender, options.outboxEveryMs === undefined ? {} : { firstAfterMs: options.outboxEveryMs, everyMs: options.outboxEveryMs })
   // Mail in, when SERVICE_MAIL_RECEIVER is set: the sites' mailbox addresses, into one pipeline.
   app.register(mailReceiver, { settings: config.mailReceiver, limits: config.files ?? DEFAULT_FILE_LIMITS })
   // What site administrators do to credentials and policy, for their pages and the API.

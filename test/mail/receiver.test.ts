@@ -100,9 +100,14 @@ t.test('an automatic reply is kept as a note and reopens nothing', async (t) => 
       '--b\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; customer.example\r\n\r\nFinal-Recipient: rfc822; gone@customer.example\r\nAction: failed\r\nStatus: 5.1.1\r\n--b--\r\n',
   )
   await send({ raw: report, envelope: { from: '', to: 'support@acme.example' } })
+  // One that returns the headers of a message the desk never sent: kept as a note too.
+  const stray = Buffer.from(
+    report.toString().replace('<dsn@customer.example>', '<dsn2@customer.example>').replace('--b--\r\n', '--b\r\nContent-Type: text/rfc822-headers\r\n\r\nMessage-ID: <never@acme.example>\r\n--b--\r\n'),
+  )
+  await send({ raw: stray, envelope: { from: '', to: 'support@acme.example' } })
   const shown = await api('/demo/discussions/1')
   t.equal(shown.state, 'resolved', 'still resolved')
-  t.same(shown.comments.slice(1).map((c: { internal: boolean }) => c.internal), [true, true, true, true, true], 'kept as notes among the staff: out-of-office, bulk, autoreply, a list, a bounce')
+  t.same(shown.comments.slice(1).map((c: { internal: boolean }) => c.internal), [true, true, true, true, true, true], 'kept as notes among the staff: out-of-office, bulk, autoreply, a list, two reports')
 })
 
 t.test('odd mail: HTML only with a script, other charsets, a file too large to keep, no text, too much text', async (t) => {

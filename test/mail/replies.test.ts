@@ -125,3 +125,27 @@ t.test('a bounce of a reply is recorded on that reply, not posted; a flood from 
   clock.advance(61_000)
   t.equal(await customerSends({ from: 'flood@spam.example', subject: 'Later', messageId: '<spam-later@spam.example>', text: 'Again.' }).then(() => 'taken'), 'taken', 'a minute later')
 })
+
+t.test('the sender runs by itself in the background, and says so when it cannot', async (t) => {
+  const smtp = await mailServer(t)
+  const lines: string[] = []
+  const { app } = await buildTestApp(t, {
+    config: { mailReceiver: { host: '127.0.0.1', port: 0 }, mail: { smtpUrl: smtp.url, from: 'desk@acme.example' } },
+    logStream: { write: (line) => void lines.push(line) },
+    outboxEveryMs: 5,
+  })
+  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  await app.categories.add(ann.site.id, 'General', true)
+  await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example')
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: app.mailReceiver.port, secure: false, ignoreTLS: true })
+  t.teardown(() => transport.close())
+  await transport.sendMail({ from: 'carol@customer.example', to: 'support@acme.example', subject: 'Hi', text: 'Hello.' })
+  await app.inject({ method: 'POST', url: '/demo/discussions/1/comments', headers: ann.bearer, payload: { body: 'Hello back.' } })
+  for (let i = 0; i < 200 && smtp.mails.length === 0; i++) await new Promise((r) => setTimeout(r, 10))
+  t.equal(smtp.mails.length, 1, 'sent without being asked')
+  app.outbox.due = async () => {
+    throw new Error('the database is away')
+  }
+  for (let i = 0; i < 200 && !lines.some((l) => l.includes('could not send the outbox')); i++) await new Promise((r) => setTimeout(r, 10))
+  t.match(lines.find((l) => l.includes('could not send the outbox')), 'the database is away')
+})
