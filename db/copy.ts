@@ -47,6 +47,8 @@ export const COPIED_TABLES = [
   // Mail: the sites' addresses, and the messages taken in (so none is taken twice after the move).
   schema.mailboxes,
   schema.mailMessages,
+  // What is still to be mailed: a reply queued before the move is sent after it.
+  schema.outbox,
 ]
 
 const ROWS_PER_INSERT = 5_000
