@@ -31,6 +31,7 @@ import { discussionStores, oauthStore, secondFactorStore, securityLogStore, sess
 import versioning from './plugins/versioning.ts'
 import administrationApi from './routes/api/administration.ts'
 import fileRoutes from './routes/api/files.ts'
+import mailboxRoutes from './routes/api/mailboxes.ts'
 import fileSweep from './plugins/file-sweep.ts'
 import mailReceiver from './plugins/mail/receiver.ts'
 import mailSender from './plugins/mail/sender.ts'
@@ -184,6 +185,8 @@ export function buildApp(options: AppOptions) {
       routes.register(fileRoutes, { limits: config.files ?? DEFAULT_FILE_LIMITS })
       // The administrators' resources: the credentials inventory and the token policy.
       routes.register(administrationApi)
+      // The administrators' mailboxes: the addresses a site takes mail at.
+      routes.register(mailboxRoutes)
       // The MCP endpoint: its tools are requests to the routes above, with the caller's token.
       routes.register(mcpRoutes, { allowedOrigins: config.mcpAllowedOrigins ?? [] })
       routes.register(apiNotFound)

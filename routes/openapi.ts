@@ -18,6 +18,7 @@ import {
 } from './api/discussions/schemas.ts'
 import { ChoiceBody, Credential, CredentialList, Policy, PolicyAnswer, PolicyChange, Revocation, Revoked } from './api/administration.ts'
 import { PostFiles, UploadForm, UploadListing, UploadResource } from './api/files.ts'
+import { MailboxListing, MailboxResource, NewMailbox } from './api/mailboxes.ts'
 import { PersonalTokenSelf } from './api/personal-tokens.ts'
 import { SiteResource } from './api/site.ts'
 import { ErrorBody, InvalidRequestBody } from './schemas.ts'
@@ -73,6 +74,9 @@ export const NAMED_SCHEMAS = {
   UploadListing,
   UploadForm,
   FilesOfAPost: PostFiles,
+  Mailbox: MailboxResource,
+  MailboxListing,
+  NewMailbox,
   Error: ErrorBody,
   ValidationError: InvalidRequestBody,
 }
@@ -280,6 +284,8 @@ export function openapiOptions(baseUrl: string): FastifyDynamicSwaggerOptions {
         { name: 'categories', description: 'The categories discussions are filed in.' },
         { name: 'tokens', description: 'The personal token of the request: what it is, when it dies, where it was used from.' },
         { name: 'administration', description: "For the site's administrators: its credentials inventory, revocation, and its token policy." },
+        { name: 'attachments', description: 'Files on comments: uploads, and the download of an attachment.' },
+        { name: 'mail', description: "For the site's administrators: the addresses the site takes mail at." },
       ],
       components: {
         securitySchemes: {
