@@ -87,6 +87,7 @@ t.test('from the page too; nothing for a discussion that did not come by mail; a
   }
   await app.sendOutbox()
   t.match((await api('GET', '/demo/discussions/1/comments/3')).delivery, { state: 'queued', attempts: 1, last_error: /ECONNREFUSED/ })
+  t.match((await web.get('/demo/discussions/1')).body, /Mailed to carol@customer\.example: queued, to be tried again \(connect ECONNREFUSED 127\.0\.0\.1:25\)/)
   await app.sendOutbox()
   t.equal((await api('GET', '/demo/discussions/1/comments/3')).delivery.attempts, 1, 'not before its time')
   mailer.send = send
@@ -148,4 +149,18 @@ t.test('the sender runs by itself in the background, and says so when it cannot'
   }
   for (let i = 0; i < 200 && !lines.some((l) => l.includes('could not send the outbox')); i++) await new Promise((r) => setTimeout(r, 10))
   t.match(lines.find((l) => l.includes('could not send the outbox')), 'the database is away')
+})
+
+t.test('without a mail server the replies wait, queued', async (t) => {
+  const { app } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0 } } })
+  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  await app.categories.add(ann.site.id, 'General', true)
+  await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example')
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: app.mailReceiver.port, secure: false, ignoreTLS: true })
+  t.teardown(() => transport.close())
+  await transport.sendMail({ from: 'carol@customer.example', to: 'support@acme.example', subject: 'Hi', text: 'Hello.' })
+  const reply = (await app.inject({ method: 'POST', url: '/demo/discussions/1/comments', headers: ann.bearer, payload: { body: 'Hello back.' } })).json()
+  t.equal(await app.sendOutbox(), 0)
+  t.match(reply.delivery, { state: 'queued', attempts: 0 })
+  t.equal((await app.outbox.due(10)).length, 1, 'still due, for when SERVICE_SMTP_URL is set')
 })
