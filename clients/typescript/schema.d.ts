@@ -651,6 +651,8 @@ export interface components {
             discussion_href: string;
             /** @description The files it carries; an internal note's are the staff's only. */
             attachments: components["schemas"]["Attachment"][];
+            /** @description For a message that came by mail: true when its sender passed DMARC, false when it failed (the address may be spoofed: "sender not verified"), null when nothing could say, or not by mail. */
+            sender_verified: boolean | null;
             /** @description For a public reply of the staff to a discussion that came by mail: how its mail to the customer is doing. Null otherwise. */
             delivery: {
                 /**

@@ -399,6 +399,7 @@ export const mailMessages = pgTable(
     createdAt: moment('created_at').notNull(),
     mailboxId: pgInteger('mailbox_id').references(() => mailboxes.id, { onDelete: 'set null' }),
     outbound: pgBoolean('outbound').notNull().default(false),
+    senderVerified: pgBoolean('sender_verified'),
   },
   (t) => [pgUniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), pgIndex('mail_messages_discussion_idx').on(t.discussionId)],
 )

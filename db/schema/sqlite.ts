@@ -480,6 +480,9 @@ export const mailMessages = sqliteTable(
     // The mailbox it came to (or left from), and whether it is a reply the service sent.
     mailboxId: integer('mailbox_id').references(() => mailboxes.id, { onDelete: 'set null' }),
     outbound: integer('outbound', { mode: 'boolean' }).notNull().default(false),
+    // Whether the sender passed DMARC (mailauth, on the built-in receiver): false marks it "sender
+    // not verified"; null when nothing could say (no DMARC policy, or not checked).
+    senderVerified: integer('sender_verified', { mode: 'boolean' }),
   },
   (t) => [uniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), index('mail_messages_discussion_idx').on(t.discussionId)],
 )

@@ -20,6 +20,8 @@ export interface TakenMessage {
   commentId: number
   sender: string
   automatic: boolean
+  /** DMARC's word on the sender: true pass, false fail, null none or not checked. */
+  senderVerified: boolean | null
 }
 
 export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
@@ -79,6 +81,16 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
         .orderBy(desc(mailMessages.id))
         .limit(1)
       return row?.number
+    },
+
+    /** What DMARC said of the senders of these comments' messages, by comment (mail ones only). */
+    async senderVerdicts(commentIds: number[]): Promise<Map<number, boolean | null>> {
+      if (commentIds.length === 0) return new Map()
+      const rows = await db
+        .select({ commentId: mailMessages.commentId, verified: mailMessages.senderVerified })
+        .from(mailMessages)
+        .where(and(inArray(mailMessages.commentId, commentIds), eq(mailMessages.outbound, false)))
+      return new Map(rows.map((r) => [r.commentId, r.verified]))
     },
 
     /** How many messages the site took from `sender` since `since`: the per-sender limit's count. */

@@ -92,11 +92,12 @@ function commentText(parsed: ParsedMail, isReply: boolean, notes: string[]): str
 
 /**
  * Takes one message for a mailbox: opens a discussion, or adds to the one it answers (a message
- * it names was taken by the site), or says why not. Files that cannot be kept (too large, the
+ * it names was taken by the site), or says why not. `senderVerified` is the door's DMARC verdict,
+ * kept with the message (false: the page and the API say "sender not verified"). Files that cannot be kept (too large, the
  * site's space full) are named in the comment instead. Throws only what a later try could mend
  * (the database unreachable): the door then asks the sender to try again.
  */
-export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buffer): Promise<Outcome> {
+export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buffer, senderVerified: boolean | null = null): Promise<Outcome> {
   const { database, discussions, files, mailboxes, clock, box, limits } = pipeline
   const siteId = mailbox.siteId
   const parsed = await simpleParser(raw, { skipImageLinks: true, skipTextLinks: true })
@@ -149,7 +150,7 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
             // Mail is between the customer and the team: never shown to other customers.
             public: false,
           })
-      await stores.mail(clock, box).record({ siteId, mailboxId: mailbox.id, messageId, discussionId: made.discussion.id, commentId: made.comment.id, sender: from.address, automatic: automatic !== null })
+      await stores.mail(clock, box).record({ siteId, mailboxId: mailbox.id, messageId, discussionId: made.discussion.id, commentId: made.comment.id, sender: from.address, automatic: automatic !== null, senderVerified })
       return { kind: isReply ? 'added' : 'opened', number: made.discussion.number, automatic } as const
     })
     return outcome

@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import { authenticate, type DNSResolver } from 'mailauth'
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server'
 import type { FileLimits } from '../../lib/files.ts'
 import { MAX_MESSAGE_BYTES, takeMessage, type Outcome, type Pipeline } from './pipeline.ts'
@@ -16,6 +17,8 @@ export interface ReceiverSettings {
   port: number
   /** The largest message taken (MAX_MESSAGE_BYTES; smaller in tests). */
   maxBytes?: number
+  /** The DNS answers SPF, DKIM and DMARC are checked with (the system's resolver; a map of its own in tests). */
+  resolver?: DNSResolver
 }
 
 declare module 'fastify' {
@@ -36,6 +39,7 @@ export default fp<{ settings?: ReceiverSettings; limits: FileLimits }>(
     if (!settings) return
     const maxBytes = settings.maxBytes ?? MAX_MESSAGE_BYTES
     const { mailboxes } = fastify
+    const serverName = new URL(fastify.config.baseUrl).hostname
     const pipeline: Pipeline = {
       database: fastify.database,
       discussions: fastify.discussions,
@@ -46,15 +50,40 @@ export default fp<{ settings?: ReceiverSettings; limits: FileLimits }>(
       limits,
     }
 
+    /**
+     * DMARC's verdict on the sender (mailauth: SPF of the connecting address, DKIM, alignment with
+     * the From): true pass, false fail, null when the domain publishes no policy or DNS could not
+     * say (the message is taken either way, and a fail is shown, never hidden).
+     */
+    async function senderVerdict(raw: Buffer, session: SMTPServerSession): Promise<boolean | null> {
+      try {
+        const { dmarc } = await authenticate(raw, {
+          ip: session.remoteAddress,
+          helo: session.hostNameAppearsAs,
+          sender: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          mta: serverName,
+          resolver: settings!.resolver,
+          disableArc: true,
+          disableBimi: true,
+        })
+        const result = dmarc ? dmarc.status.result : 'none'
+        return result === 'pass' ? true : result === 'fail' ? false : null
+      } catch (error) {
+        fastify.log.warn({ err: error }, 'mail receiver: the sender could not be checked')
+        return null
+      }
+    }
+
     /** Takes the message for each site it is addressed to (a site once, whatever its addresses among them). */
     async function deliver(raw: Buffer, session: SMTPServerSession): Promise<Outcome[]> {
+      const verified = await senderVerdict(raw, session)
       const sites = new Set<number>()
       const outcomes: Outcome[] = []
       for (const recipient of session.envelope.rcptTo) {
         const mailbox = await mailboxes.mailbox(recipient.address)
         if (!mailbox || sites.has(mailbox.siteId)) continue
         sites.add(mailbox.siteId)
-        const outcome = await takeMessage(pipeline, mailbox, raw)
+        const outcome = await takeMessage(pipeline, mailbox, raw, verified)
         fastify.log.info({ mail: { door: 'receiver', site: mailbox.siteId, ...outcome } }, 'mail taken in')
         outcomes.push(outcome)
       }
@@ -62,7 +91,7 @@ export default fp<{ settings?: ReceiverSettings; limits: FileLimits }>(
     }
 
     const server = new SMTPServer({
-      name: new URL(fastify.config.baseUrl).hostname,
+      name: serverName,
       banner: 'Service Desk',
       size: maxBytes,
       // An MX takes mail from anyone, without authentication; no TLS without a certificate.

@@ -164,7 +164,7 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
     const all = await categoriesOf(request.web.site.id)
     const [comments, attachments] = await Promise.all([discussions.comments(d.id), files.ofDiscussion(d.id)])
     const carried = byComment(attachments)
-    const mailed = await fastify.outbox.deliveries(comments.map((c) => c.id))
+    const [mailed, verdicts] = await Promise.all([fastify.outbox.deliveries(comments.map((c) => c.id)), fastify.mailboxes.senderVerdicts(comments.map((c) => c.id))])
     return reply.page(
       'discussion',
       pageData(request, reply, {
@@ -196,6 +196,7 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
             image: shownInline(a.name, a.contentType),
           })),
           delivery: mailed.has(c.id) ? deliveryLine(mailed.get(c.id)!) : null,
+          notVerified: verdicts.get(c.id) === false,
         })),
         categories: all.map((c) => ({ id: c.id, name: c.name, selected: c.id === d.categoryId })),
         actions: actionsFor(d.state),

@@ -3,6 +3,8 @@ import nodemailer from 'nodemailer'
 import t, { type Test } from 'tap'
 import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { PNG } from '../fixtures/files.ts'
+import { testDns } from '../fixtures/mail.ts'
+import { personWithPassword, webClient } from '../fixtures/web.ts'
 
 // Issue 48, the built-in receiver (plugins/mail/receiver.ts) and the one pipeline behind it
 // (plugins/mail/pipeline.ts): real SMTP, sent by nodemailer as a customer's mail program would, on
@@ -11,7 +13,7 @@ import { PNG } from '../fixtures/files.ts'
 type Message = Parameters<ReturnType<typeof nodemailer.createTransport>['sendMail']>[0]
 
 async function helpDesk(t: Test) {
-  const { app, clock } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0 } } })
+  const { app, clock } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver: testDns() } } })
   const ann = await supporterWithToken(app, { email: 'ann@example.test' })
   const general = (await app.categories.list(ann.site.id, 0, 1)).categories[0] ?? (await app.categories.add(ann.site.id, 'General', true))
   await app.mailboxes.addMailbox(ann.site.id, 'Support@Acme.Example')
@@ -152,7 +154,7 @@ t.test('odd mail: HTML only with a script, other charsets, a file too large to k
   t.match(failed, { responseCode: 451 })
   t.equal((await api('/demo/discussions')).total, 5)
 
-  const big = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0 }, files: { fileBytes: 1024 * 1024, siteBytes: 10 * 1024 * 1024 } } })
+  const big = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver: testDns() }, files: { fileBytes: 1024 * 1024, siteBytes: 10 * 1024 * 1024 } } })
   const bob = await supporterWithToken(big.app, { email: 'bob@example.test' })
   await big.app.categories.add(bob.site.id, 'General', true)
   await big.app.mailboxes.addMailbox(bob.site.id, 'help@acme.example')
@@ -220,7 +222,7 @@ async function converse(port: number, lines: string[]): Promise<string> {
 
 t.test('a message over the size limit is refused in SMTP; a message to two addresses of one site is taken once; an answer to a deleted discussion opens a new one', async (t) => {
   const { app, ann, send, api } = await helpDesk(t)
-  const small = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, maxBytes: 64 * 1024 } } })
+  const small = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, maxBytes: 64 * 1024, resolver: testDns() } } })
   const site = await small.app.sites.add('demo', 'Demo')
   await small.app.categories.add(site.id, 'General', true)
   await small.app.mailboxes.addMailbox(site.id, 'support@acme.example')
@@ -259,4 +261,47 @@ t.test('a message over the size limit is refused in SMTP; a message to two addre
   app.database.atomic = atomic
   t.match(failed, { responseCode: 451 })
   t.equal((await api('/demo/discussions')).total, 2)
+})
+
+t.test('a spoofed customer address (DMARC fails) is marked, on the page and in the API; a sender that passes is not', async (t) => {
+  // customer.example allows only 192.0.2.7 to send its mail and asks receivers to reject the rest;
+  // trusted.example allows this machine.
+  const resolver = testDns({
+    'customer.example': 'v=spf1 ip4:192.0.2.7 -all',
+    '_dmarc.customer.example': 'v=DMARC1; p=reject',
+    'trusted.example': 'v=spf1 ip4:127.0.0.1 -all',
+    '_dmarc.trusted.example': 'v=DMARC1; p=reject',
+  })
+  const { app } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver } } })
+  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  await app.categories.add(ann.site.id, 'General', true)
+  await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example')
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: app.mailReceiver.port, secure: false, ignoreTLS: true, name: 'mx.sender.example' })
+  t.teardown(() => transport.close())
+  await transport.sendMail({ from: 'carol@customer.example', to: 'support@acme.example', subject: 'Send the refund to my new account', messageId: '<spoof@customer.example>', text: 'IBAN XX00 0000' })
+  await transport.sendMail({ from: 'tom@trusted.example', to: 'support@acme.example', subject: 'Hello', messageId: '<tom@trusted.example>', text: 'Hi.' })
+  await transport.sendMail({ from: 'ned@unknown.example', to: 'support@acme.example', subject: 'No policy', messageId: '<ned@unknown.example>', text: 'Hi.' })
+  const verdict = async (number: number) => (await app.inject({ url: `/demo/discussions/${number}`, headers: ann.bearer })).json().comments[0].sender_verified
+  t.same([await verdict(1), await verdict(2), await verdict(3)], [false, true, null], 'fail, pass, no policy')
+  t.equal((await app.discussions.get(ann.site.id, 1)).authorEmail, 'carol@customer.example', 'the message is kept, under the address it claims')
+
+  const web = webClient(app)
+  const person = await personWithPassword(app, { email: 'pat@example.test' })
+  await web.signIn(person.email, person.password)
+  t.match((await web.get('/demo/discussions/1')).body, /data-not-verified>Sender not verified: the mail failed its domain's DMARC check/)
+  t.notMatch((await web.get('/demo/discussions/2')).body, /data-not-verified/)
+})
+
+t.test('DNS that fails is no verdict: the mail is taken', async (t) => {
+  const resolver = async () => {
+    throw new TypeError('the resolver is broken')
+  }
+  const { app } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver } } })
+  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  await app.categories.add(ann.site.id, 'General', true)
+  await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example')
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: app.mailReceiver.port, secure: false, ignoreTLS: true })
+  t.teardown(() => transport.close())
+  await transport.sendMail({ from: 'carol@customer.example', to: 'support@acme.example', subject: 'Hi', text: 'Hello.' })
+  t.equal((await app.inject({ url: '/demo/discussions/1', headers: ann.bearer })).json().comments[0].sender_verified, null)
 })

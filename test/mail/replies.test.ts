@@ -2,7 +2,7 @@ import nodemailer from 'nodemailer'
 import { simpleParser } from 'mailparser'
 import t, { type Test } from 'tap'
 import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
-import { mailServer } from '../fixtures/mail.ts'
+import { mailServer, testDns } from '../fixtures/mail.ts'
 import { webClient, personWithPassword } from '../fixtures/web.ts'
 
 // Issue 48, mail out: a public reply of the staff to a discussion that came by mail is queued in
@@ -11,7 +11,7 @@ import { webClient, personWithPassword } from '../fixtures/web.ts'
 
 async function desk(t: Test) {
   const smtp = await mailServer(t)
-  const { app, clock } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0 }, mail: { smtpUrl: smtp.url, from: 'Service Desk <desk@acme.example>' } } })
+  const { app, clock } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver: testDns() }, mail: { smtpUrl: smtp.url, from: 'Service Desk <desk@acme.example>' } } })
   const ann = await supporterWithToken(app, { email: 'ann@example.test' })
   await app.categories.add(ann.site.id, 'General', true)
   await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example')
@@ -131,7 +131,7 @@ t.test('the sender runs by itself in the background, and says so when it cannot'
   const smtp = await mailServer(t)
   const lines: string[] = []
   const { app } = await buildTestApp(t, {
-    config: { mailReceiver: { host: '127.0.0.1', port: 0 }, mail: { smtpUrl: smtp.url, from: 'desk@acme.example' } },
+    config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver: testDns() }, mail: { smtpUrl: smtp.url, from: 'desk@acme.example' } },
     logStream: { write: (line) => void lines.push(line) },
     outboxEveryMs: 5,
   })
@@ -152,7 +152,7 @@ t.test('the sender runs by itself in the background, and says so when it cannot'
 })
 
 t.test('without a mail server the replies wait, queued', async (t) => {
-  const { app } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0 } } })
+  const { app } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver: testDns() } } })
   const ann = await supporterWithToken(app, { email: 'ann@example.test' })
   await app.categories.add(ann.site.id, 'General', true)
   await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example')

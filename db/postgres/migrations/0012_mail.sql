@@ -8,7 +8,8 @@ CREATE TABLE "mail_messages" (
 	"automatic" boolean DEFAULT false NOT NULL,
 	"created_at" timestamp (3) with time zone NOT NULL,
 	"mailbox_id" integer,
-	"outbound" boolean DEFAULT false NOT NULL
+	"outbound" boolean DEFAULT false NOT NULL,
+	"sender_verified" boolean
 );
 --> statement-breakpoint
 CREATE TABLE "mailboxes" (

@@ -9,6 +9,7 @@ CREATE TABLE `mail_messages` (
 	`created_at` integer NOT NULL,
 	`mailbox_id` integer,
 	`outbound` integer DEFAULT false NOT NULL,
+	`sender_verified` integer,
 	FOREIGN KEY (`site_id`) REFERENCES `sites`(`id`) ON UPDATE no action ON DELETE cascade,
 	FOREIGN KEY (`discussion_id`) REFERENCES `discussions`(`id`) ON UPDATE no action ON DELETE cascade,
 	FOREIGN KEY (`comment_id`) REFERENCES `comments`(`id`) ON UPDATE no action ON DELETE cascade,

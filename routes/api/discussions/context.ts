@@ -3,8 +3,10 @@ import type { CategoryStore } from '../../../db/stores/categories.ts'
 import type { DiscussionStore, Expected } from '../../../db/stores/discussions.ts'
 import type { FileStore } from '../../../db/stores/files.ts'
 import type { OutboxStore } from '../../../db/stores/outbox.ts'
+import type { MailStore } from '../../../db/stores/mail.ts'
+import type { CommentRow } from '../../../db/stores/discussions.ts'
 import { discussionVersion, ifMatch } from '../../../plugins/http/conditional.ts'
-import { createViews, type Views } from './views.ts'
+import { byComment, createViews, type CommentExtras, type Views } from './views.ts'
 
 /** What every discussion route plugin is given. */
 export interface DiscussionContext {
@@ -12,6 +14,7 @@ export interface DiscussionContext {
   categories: CategoryStore
   files: FileStore
   outbox: OutboxStore
+  mailboxes: MailStore
   views: Views
 }
 
@@ -28,6 +31,23 @@ export function expectedVersion(request: FastifyRequest): Expected | undefined {
   return ifMatch(request, discussionAddress(request), discussionVersion)
 }
 
+/**
+ * What the views show of comments beside their rows (routes/api/discussions/views.ts): their
+ * attachments, how a reply's mail is doing, and DMARC's word on a mailed-in sender. Three reads,
+ * whatever the number of comments: of the whole discussion's attachments when `discussionId` is
+ * given (a page of comments), else of these comments'.
+ */
+export async function commentExtras(context: DiscussionContext, rows: CommentRow[], discussionId?: number): Promise<(row: CommentRow) => CommentExtras> {
+  const ids = rows.map((c) => c.id)
+  const [attachments, deliveries, verdicts] = await Promise.all([
+    discussionId === undefined ? Promise.all(ids.map((id) => context.files.ofComment(id))).then((lists) => lists.flat()) : context.files.ofDiscussion(discussionId),
+    context.outbox.deliveries(ids),
+    context.mailboxes.senderVerdicts(ids),
+  ])
+  const carried = byComment(attachments)
+  return (row) => ({ attachments: carried.get(row.id), delivery: deliveries.get(row.id), senderVerified: verdicts.get(row.id) })
+}
+
 /** The stores the instance is decorated with (plugins/stores.ts) and the views over its URLs. */
 export function discussionContext(fastify: FastifyInstance): DiscussionContext {
   return {
@@ -35,6 +55,7 @@ export function discussionContext(fastify: FastifyInstance): DiscussionContext {
     categories: fastify.categories,
     files: fastify.files,
     outbox: fastify.outbox,
+    mailboxes: fastify.mailboxes,
     views: createViews(fastify.urls),
   }
 }

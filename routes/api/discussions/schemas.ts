@@ -104,6 +104,9 @@ export const Comment = Type.Object({
   via: Type.Enum(commentVias),
   discussion_href: Href,
   attachments: Type.Array(AttachmentResource, { description: "The files it carries; an internal note's are the staff's only." }),
+  sender_verified: Type.Union([Type.Boolean(), Type.Null()], {
+    description: 'For a message that came by mail: true when its sender passed DMARC, false when it failed (the address may be spoofed: "sender not verified"), null when nothing could say, or not by mail.',
+  }),
   delivery: Type.Union([Delivery, Type.Null()], { description: 'For a public reply of the staff to a discussion that came by mail: how its mail to the customer is doing. Null otherwise.' }),
 })
 

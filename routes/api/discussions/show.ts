@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ErrorBody, InvalidRequestBody } from '../../schemas.ts'
 import { discussionVersion, notModified } from '../../../plugins/http/conditional.ts'
-import { discussionAddress, type DiscussionContext } from './context.ts'
+import { commentExtras, discussionAddress, type DiscussionContext } from './context.ts'
 import { notFound } from './http-errors.ts'
 import {
   Comment,
@@ -13,10 +13,11 @@ import {
   PER_PAGE,
   ShowParams,
 } from './schemas.ts'
-import { byComment, envelope, pageLinks } from './views.ts'
+import { envelope, pageLinks } from './views.ts'
 
 /** GET and HEAD of one discussion with its comments, of its comments page by page, and of one comment. */
-const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, files, outbox, views }) => {
+const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, context) => {
+  const { discussions, views } = context
   const response = { 400: InvalidRequestBody, 404: ErrorBody }
 
   fastify.get(
@@ -27,10 +28,9 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
       const discussion = await discussions.get(id, request.params.number)
       // Its ETag is the one If-Match on a change to it compares (context.ts): made for its address.
       if (notModified(request, reply, discussionVersion(discussion.version), discussionAddress(request))) return reply
-      const [rows, attachments] = await Promise.all([discussions.comments(discussion.id), files.ofDiscussion(discussion.id)])
-      const carried = byComment(attachments)
-      const mailed = await outbox.deliveries(rows.map((c) => c.id))
-      const comments = rows.map((c) => views.comment(permalink, discussion.number, c, carried.get(c.id), mailed.get(c.id)))
+      const rows = await discussions.comments(discussion.id)
+      const extras = await commentExtras(context, rows, discussion.id)
+      const comments = rows.map((c) => views.comment(permalink, discussion.number, c, extras(c)))
       return { ...views.discussion(permalink, discussion), comments }
     },
   )
@@ -56,10 +56,9 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
       // comments_count is kept with every comment, so it is the total without counting.
       const total = discussion.commentsCount
       const rows = offset >= total ? [] : await discussions.comments(discussion.id, offset, PER_PAGE)
-      const carried = byComment(rows.length === 0 ? [] : await files.ofDiscussion(discussion.id))
-      const mailed = await outbox.deliveries(rows.map((c) => c.id))
+      const extras = await commentExtras(context, rows, discussion.id)
       reply.header('link', pageLinks(`${views.discussionHref(permalink, discussion.number)}/comments`, {}, page, total))
-      return { ...envelope(page, total), comments: rows.map((c) => views.comment(permalink, discussion.number, c, carried.get(c.id), mailed.get(c.id))) }
+      return { ...envelope(page, total), comments: rows.map((c) => views.comment(permalink, discussion.number, c, extras(c))) }
     },
   )
 
@@ -72,7 +71,7 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
       if (notModified(request, reply, discussionVersion(discussion.version))) return reply
       const comment = await discussions.comment(discussion.id, request.params.comment)
       if (!comment) throw notFound(`discussion ${discussion.number} has no comment ${request.params.comment}`)
-      return views.comment(permalink, discussion.number, comment, await files.ofComment(comment.id), (await outbox.deliveries([comment.id])).get(comment.id))
+      return views.comment(permalink, discussion.number, comment, (await commentExtras(context, [comment]))(comment))
     },
   )
 }

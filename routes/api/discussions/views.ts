@@ -57,6 +57,13 @@ export function byComment(attachments: Attachment[]): Map<number, Attachment[]> 
   return grouped
 }
 
+/** What a comment's view shows beside its row (context.ts, commentExtras). */
+export interface CommentExtras {
+  attachments?: Attachment[]
+  delivery?: Delivery
+  senderVerified?: boolean | null
+}
+
 export function createViews(urls: Urls) {
   // A site's addresses, built once per site rather than for every field of every row (a listing
   // page asks for them 240 times). Only authenticated sites reach here, so the sites bound the map.
@@ -75,7 +82,7 @@ export function createViews(urls: Urls) {
   const discussionHref = (permalink: string, number: number) => `${of(permalink).discussions}/${number}`
   const categoryHref = (permalink: string, id: number) => `${of(permalink).site}/categories/${id}`
 
-  function comment(permalink: string, discussionNumber: number, row: CommentRow, attachments: Attachment[] = [], delivery?: Delivery): Static<typeof Comment> {
+  function comment(permalink: string, discussionNumber: number, row: CommentRow, { attachments = [], delivery, senderVerified = null }: CommentExtras = {}): Static<typeof Comment> {
     const discussion = discussionHref(permalink, discussionNumber)
     const site = of(permalink).site
     return {
@@ -90,6 +97,7 @@ export function createViews(urls: Urls) {
       via: row.via,
       discussion_href: discussion,
       attachments: attachments.map((a) => attachmentView(site, a)),
+      sender_verified: senderVerified,
       delivery: delivery ? { state: delivery.state, to: delivery.to, attempts: delivery.attempts, last_error: delivery.lastError, sent_at: delivery.sentAt && moment(delivery.sentAt) } : null,
     }
   }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { InvalidRequest, WHOLE_BODY } from '../../../plugins/http/validation.ts'
-import { expectedVersion, type DiscussionContext } from './context.ts'
+import { commentExtras, expectedVersion, type DiscussionContext } from './context.ts'
 import {
   CategoryParams,
   Comment,
@@ -21,7 +21,8 @@ function onBehalfOf(body: { author_email?: string; author_name?: string }) {
 }
 
 /** Create a discussion, reply to one, change one, delete one. Each needs a Read and write credential. */
-const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, files, outbox, views }) => {
+const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, context) => {
+  const { discussions, views } = context
   const withFiles = { takesFiles: true }
   // JSON, or a form with the post's fields and its files (routes/api/files.ts).
   const consumes = ['application/json', 'application/vnd.service-v1+json', 'multipart/form-data']
@@ -55,7 +56,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
         uploads: request.body.uploads,
       })
       const resource = views.discussion(site.permalink, discussion)
-      const comments = [views.comment(site.permalink, discussion.number, comment, await files.ofComment(comment.id))]
+      const comments = [views.comment(site.permalink, discussion.number, comment, (await commentExtras(context, [comment]))(comment))]
       return reply.code(201).header('location', resource.href).send({ ...resource, comments })
     },
   )
@@ -88,7 +89,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
         via: 'api',
         uploads: request.body.uploads,
       }, expectedVersion(request))
-      const resource = views.comment(site.permalink, discussion.number, comment, await files.ofComment(comment.id), (await outbox.deliveries([comment.id])).get(comment.id))
+      const resource = views.comment(site.permalink, discussion.number, comment, (await commentExtras(context, [comment]))(comment))
       return reply.code(201).header('location', resource.href).send(resource)
     },
   )
