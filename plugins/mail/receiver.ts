@@ -1,8 +1,8 @@
 import fp from 'fastify-plugin'
-import { authenticate, type DNSResolver } from 'mailauth'
-import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server'
+import type { DNSResolver } from 'mailauth'
+import type { SMTPServerDataStream, SMTPServerSession } from 'smtp-server'
 import type { FileLimits } from '../../lib/files.ts'
-import { MAX_MESSAGE_BYTES, takeMessage, type Outcome, type Pipeline } from './pipeline.ts'
+import type { Outcome, Pipeline } from './pipeline.ts'
 
 // The built-in receiver (docs/decisions.md, "Mail"): an SMTP server on a port of its own, off by
 // default, for a team that points an MX record or a forward at the service. It takes mail for the
@@ -28,6 +28,9 @@ declare module 'fastify' {
   }
 }
 
+// A function, as the MCP server's loader is: the compiled build rewrites this import's extension.
+const loadPipeline = () => import('./pipeline.ts')
+
 /** An SMTP refusal: its reply code and its words (RFC 5321; enhanced status codes of RFC 3463). */
 function refusal(code: number, text: string): Error {
   return Object.assign(new Error(text), { responseCode: code })
@@ -37,6 +40,9 @@ export default fp<{ settings?: ReceiverSettings; limits: FileLimits }>(
   async (fastify, { settings, limits }) => {
     fastify.decorate('mailReceiver', { port: 0 })
     if (!settings) return
+    // Loaded only where mail is taken in (docs/decisions.md, "Loaded on first use"): smtp-server,
+    // mailauth and mailparser are some megabytes that most processes never need.
+    const [{ SMTPServer }, { authenticate }, { MAX_MESSAGE_BYTES, takeMessage }] = await Promise.all([import('smtp-server'), import('mailauth'), loadPipeline()])
     const maxBytes = settings.maxBytes ?? MAX_MESSAGE_BYTES
     const { mailboxes } = fastify
     const serverName = new URL(fastify.config.baseUrl).hostname
