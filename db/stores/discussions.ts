@@ -1,4 +1,4 @@
-import { and, asc, eq, getTableColumns, inArray, sql } from '../drizzle.ts'
+import { and, asc, eq, getTableColumns, sql } from '../drizzle.ts'
 import { given, pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { CommentVia, DiscussionState } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -316,22 +316,6 @@ export function createDiscussionStore(
     /** The comments of a discussion in the order they were written; all of them unless a page is asked for. */
     comments(discussionId: number, offset = 0, limit = -1): Promise<CommentRow[]> {
       return commentsOf.execute({ discussionId, ...pageBounds(offset, limit) })
-    },
-
-    /**
-     * Of these discussions, the ones waiting for the team: whose newest comment that is not a
-     * note is a customer's (a new discussion's opening post included). One read for a page.
-     */
-    async waitingForTeam(rows: Array<{ id: number }>): Promise<Set<number>> {
-      if (rows.length === 0) return new Set()
-      // Each discussion's newest comment that is not a note, through the (discussion, number) index.
-      const newestPublic = sql.raw('(select max(n.number) from comments n where n.discussion_id = comments.discussion_id and not n.internal)')
-      const last = await db
-        .select({ discussionId: comments.discussionId, bySupporter: comments.bySupporter })
-        .from(comments)
-        .where(and(inArray(comments.discussionId, rows.map((r) => r.id)), eq(comments.number, newestPublic)))
-      const newest = new Map(last.map((c) => [c.discussionId, c.bySupporter]))
-      return new Set([...newest].filter(([, bySupporter]) => !bySupporter).map(([id]) => id))
     },
 
     /** Comment `number` (1 is the opening post) of the discussion, or undefined. */

@@ -118,8 +118,6 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
       limit: QUEUE_PAGE,
     })
     const counts = await Promise.all(TABS.map((t) => discussions.counts.total({ siteId: site.id, state: t.scope, categoryId: category?.id })))
-    // New and open discussions whose last word is the customer's wait for the team.
-    const waiting = await discussions.waitingForTeam(rows.filter((d) => d.state === 'new' || d.state === 'open'))
     const names = new Map(all.map((c) => [c.id, c.name]))
     const filters = (changes: Record<string, string | number | undefined>) => {
       const kept = { state: tab.scope === 'live' ? undefined : tab.scope, category: category?.id, q: title, ...changes }
@@ -135,7 +133,7 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
         state: tab.scope,
         q: title ?? '',
         total,
-        rows: rows.map((d) => ({ ...row(request, d, names), waiting: waiting.has(d.id) })),
+        rows: rows.map((d) => row(request, d, names)),
         page,
         pages,
         previous: page > 1 ? filters({ page: page - 1 }) : null,

@@ -213,27 +213,3 @@ t.test('a failure that is not a missing discussion is the error page, not a 404'
   t.match(res.body, 'Something went wrong')
   t.notMatch(res.body, 'on fire', 'nothing of it shown')
 })
-
-t.test('the queue marks the discussions waiting for the team: the last word, notes aside, is the customer’s', async (t) => {
-  const { app, ann, api, general } = await queueSite(t)
-  const reply = (number: number, body: string, extra: Record<string, unknown> = {}) =>
-    app.inject({ method: 'POST', url: `/demo/discussions/${number}/comments`, headers: api.bearer, payload: { body, ...extra } })
-  await opened(app, ann.site.id, api.user.id, 'New one', general.id)
-  await opened(app, ann.site.id, api.user.id, 'Answered', general.id)
-  await opened(app, ann.site.id, api.user.id, 'Answered back', general.id)
-  await opened(app, ann.site.id, api.user.id, 'Only a note since', general.id)
-  await reply(2, 'We are on it.')
-  await reply(3, 'We are on it.')
-  await reply(3, 'Still broken.', { author_email: 'customer@example.test' })
-  await reply(4, 'Note to self.', { internal: true })
-  const web = webClient(app)
-  await web.signIn(ann.email, ann.password)
-  const page = (await web.get('/demo/discussions')).body
-  const marked = [...page.matchAll(/<a href="[^"]+">([^<]+)<\/a><\/td>\s*<td data-label="State">(\w+)( <span class="badge" data-waiting>)?/g)].map((m) => [m[1], m[2], Boolean(m[3])])
-  t.same(marked.sort((a, b) => String(a[0]).localeCompare(String(b[0]))), [
-    ['Answered', 'open', false],
-    ['Answered back', 'open', true],
-    ['New one', 'new', true],
-    ['Only a note since', 'new', true],
-  ])
-})
