@@ -4,24 +4,17 @@ import t, { type Test } from 'tap'
 import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { PNG } from '../fixtures/files.ts'
 import { testDns } from '../fixtures/mail.ts'
+import { mailDesk } from '../fixtures/mail-desk.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
 // Issue 48, the built-in receiver (plugins/mail/receiver.ts) and the one pipeline behind it
 // (plugins/mail/pipeline.ts): real SMTP, sent by nodemailer as a customer's mail program would, on
 // the engine the suite runs on.
 
-type Message = Parameters<ReturnType<typeof nodemailer.createTransport>['sendMail']>[0]
-
 async function helpDesk(t: Test) {
-  const { app, clock } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver: testDns() } } })
-  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
-  const general = (await app.categories.list(ann.site.id, 0, 1)).categories[0] ?? (await app.categories.add(ann.site.id, 'General', true))
-  await app.mailboxes.addMailbox(ann.site.id, 'Support@Acme.Example')
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: app.mailReceiver.port, secure: false, ignoreTLS: true })
-  t.teardown(() => transport.close())
-  const send = (message: Message) => transport.sendMail({ from: 'Carol Customer <carol@customer.example>', to: 'support@acme.example', ...message })
-  const api = (url: string) => app.inject({ url, headers: ann.bearer }).then((res) => res.json())
-  return { app, clock, ann, general, send, api }
+  const desk = await mailDesk(t)
+  const api = (url: string) => desk.app.inject({ url, headers: desk.ann.bearer }).then((res) => res.json())
+  return { ...desk, api }
 }
 
 t.test("a customer's mail opens a discussion; the answer to it lands in the same one, its quoted history cut", async (t) => {
@@ -272,15 +265,10 @@ t.test('a spoofed customer address (DMARC fails) is marked, on the page and in t
     'trusted.example': 'v=spf1 ip4:127.0.0.1 -all',
     '_dmarc.trusted.example': 'v=DMARC1; p=reject',
   })
-  const { app } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver } } })
-  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
-  await app.categories.add(ann.site.id, 'General', true)
-  await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example')
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: app.mailReceiver.port, secure: false, ignoreTLS: true, name: 'mx.sender.example' })
-  t.teardown(() => transport.close())
-  await transport.sendMail({ from: 'carol@customer.example', to: 'support@acme.example', subject: 'Send the refund to my new account', messageId: '<spoof@customer.example>', text: 'IBAN XX00 0000' })
-  await transport.sendMail({ from: 'tom@trusted.example', to: 'support@acme.example', subject: 'Hello', messageId: '<tom@trusted.example>', text: 'Hi.' })
-  await transport.sendMail({ from: 'ned@unknown.example', to: 'support@acme.example', subject: 'No policy', messageId: '<ned@unknown.example>', text: 'Hi.' })
+  const { app, ann, send } = await mailDesk(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver } } })
+  await send({ from: 'carol@customer.example', subject: 'Send the refund to my new account', messageId: '<spoof@customer.example>', text: 'IBAN XX00 0000' })
+  await send({ from: 'tom@trusted.example', subject: 'Hello', messageId: '<tom@trusted.example>', text: 'Hi.' })
+  await send({ from: 'ned@unknown.example', subject: 'No policy', messageId: '<ned@unknown.example>', text: 'Hi.' })
   const verdict = async (number: number) => (await app.inject({ url: `/demo/discussions/${number}`, headers: ann.bearer })).json().comments[0].sender_verified
   t.same([await verdict(1), await verdict(2), await verdict(3)], [false, true, null], 'fail, pass, no policy')
   t.equal((await app.discussions.get(ann.site.id, 1)).authorEmail, 'carol@customer.example', 'the message is kept, under the address it claims')
@@ -296,12 +284,7 @@ t.test('DNS that fails is no verdict: the mail is taken', async (t) => {
   const resolver = async () => {
     throw new TypeError('the resolver is broken')
   }
-  const { app } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver } } })
-  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
-  await app.categories.add(ann.site.id, 'General', true)
-  await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example')
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: app.mailReceiver.port, secure: false, ignoreTLS: true })
-  t.teardown(() => transport.close())
-  await transport.sendMail({ from: 'carol@customer.example', to: 'support@acme.example', subject: 'Hi', text: 'Hello.' })
+  const { app, ann, send } = await mailDesk(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver } } })
+  await send({ subject: 'Hi', text: 'Hello.' })
   t.equal((await app.inject({ url: '/demo/discussions/1', headers: ann.bearer })).json().comments[0].sender_verified, null)
 })

@@ -1,8 +1,8 @@
-import nodemailer from 'nodemailer'
 import { simpleParser } from 'mailparser'
 import t, { type Test } from 'tap'
-import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
-import { mailServer, testDns } from '../fixtures/mail.ts'
+import { supporterWithToken } from '../fixtures/app.ts'
+import { mailServer } from '../fixtures/mail.ts'
+import { mailDesk } from '../fixtures/mail-desk.ts'
 import { webClient, personWithPassword } from '../fixtures/web.ts'
 
 // Issue 48, mail out: a public reply of the staff to a discussion that came by mail is queued in
@@ -11,13 +11,7 @@ import { webClient, personWithPassword } from '../fixtures/web.ts'
 
 async function desk(t: Test) {
   const smtp = await mailServer(t)
-  const { app, clock } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver: testDns() }, mail: { smtpUrl: smtp.url, from: 'Service Desk <desk@acme.example>' } } })
-  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
-  await app.categories.add(ann.site.id, 'General', true)
-  await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example')
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: app.mailReceiver.port, secure: false, ignoreTLS: true })
-  t.teardown(() => transport.close())
-  const customerSends = (message: Parameters<typeof transport.sendMail>[0]) => transport.sendMail({ from: 'Carol <carol@customer.example>', to: 'support@acme.example', ...message })
+  const { app, clock, ann, send: customerSends } = await mailDesk(t, { config: { mail: { smtpUrl: smtp.url, from: 'Service Desk <desk@acme.example>' } } })
   const api = (method: 'GET' | 'POST', url: string, payload?: object) => app.inject({ method, url, headers: ann.bearer, ...(payload ? { payload } : {}) }).then((res) => res.json())
   return { app, clock, ann, smtp, customerSends, api }
 }
@@ -130,17 +124,12 @@ t.test('a bounce of a reply is recorded on that reply, not posted; a flood from 
 t.test('the sender runs by itself in the background, and says so when it cannot', async (t) => {
   const smtp = await mailServer(t)
   const lines: string[] = []
-  const { app } = await buildTestApp(t, {
-    config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver: testDns() }, mail: { smtpUrl: smtp.url, from: 'desk@acme.example' } },
+  const { app, ann, send } = await mailDesk(t, {
+    config: { mail: { smtpUrl: smtp.url, from: 'desk@acme.example' } },
     logStream: { write: (line) => void lines.push(line) },
     outboxEveryMs: 5,
   })
-  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
-  await app.categories.add(ann.site.id, 'General', true)
-  await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example')
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: app.mailReceiver.port, secure: false, ignoreTLS: true })
-  t.teardown(() => transport.close())
-  await transport.sendMail({ from: 'carol@customer.example', to: 'support@acme.example', subject: 'Hi', text: 'Hello.' })
+  await send({ subject: 'Hi', text: 'Hello.' })
   await app.inject({ method: 'POST', url: '/demo/discussions/1/comments', headers: ann.bearer, payload: { body: 'Hello back.' } })
   for (let i = 0; i < 200 && smtp.mails.length === 0; i++) await new Promise((r) => setTimeout(r, 10))
   t.equal(smtp.mails.length, 1, 'sent without being asked')
@@ -152,13 +141,8 @@ t.test('the sender runs by itself in the background, and says so when it cannot'
 })
 
 t.test('without a mail server the replies wait, queued', async (t) => {
-  const { app } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver: testDns() } } })
-  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
-  await app.categories.add(ann.site.id, 'General', true)
-  await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example')
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: app.mailReceiver.port, secure: false, ignoreTLS: true })
-  t.teardown(() => transport.close())
-  await transport.sendMail({ from: 'carol@customer.example', to: 'support@acme.example', subject: 'Hi', text: 'Hello.' })
+  const { app, ann, send } = await mailDesk(t)
+  await send({ subject: 'Hi', text: 'Hello.' })
   const reply = (await app.inject({ method: 'POST', url: '/demo/discussions/1/comments', headers: ann.bearer, payload: { body: 'Hello back.' } })).json()
   t.equal(await app.sendOutbox(), 0)
   t.match(reply.delivery, { state: 'queued', attempts: 0 })
