@@ -11,7 +11,8 @@ import type { CommentVia, DiscussionState } from '../../db/values.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { MESSAGE_LIMITS, shownInline, shownSize, type FileLimits } from '../../lib/files.ts'
 import { readMultipart, sendAttachment } from '../api/files.ts'
-import { byComment } from '../api/discussions/views.ts'
+import type { CommentExtras } from '../api/discussions/views.ts'
+import { commentExtras } from '../api/discussions/context.ts'
 import type { Delivery } from '../../db/stores/outbox.ts'
 import { MAX_BODY } from '../api/discussions/schemas.ts'
 import { holdsNul } from '../../lib/nul.ts'
@@ -160,9 +161,9 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
 
   async function discussionPage(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, status = 200, error: string | null = null, draft = '') {
     const all = await categoriesOf(request.web.site.id)
-    const [comments, attachments] = await Promise.all([discussions.comments(d.id), files.ofDiscussion(d.id)])
-    const carried = byComment(attachments)
-    const [mailed, verdicts] = await Promise.all([fastify.outbox.deliveries(comments.map((c) => c.id)), fastify.mailboxes.senderVerdicts(comments.map((c) => c.id))])
+    const comments = await discussions.comments(d.id)
+    // What the API shows beside each comment, read as the API reads it.
+    const extras = await commentExtras(fastify, comments, d.id)
     return reply.page(
       'discussion',
       pageData(request, reply, {
@@ -179,6 +180,7 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
           href: `${base(request)}/discussions/${d.number}`,
         },
         comments: comments.map((c) => ({
+          ...pageExtras(extras(c), base(request)),
           number: c.number,
           body: c.body,
           internal: c.internal,
@@ -187,14 +189,6 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
           bySupporter: c.bySupporter,
           via: VIA[c.via],
           when: shownMoment(c.createdAt),
-          files: (carried.get(c.id) ?? []).map((a) => ({
-            name: a.name,
-            size: shownSize(a.size),
-            href: `${base(request)}/files/${a.id}`,
-            image: shownInline(a.name, a.contentType),
-          })),
-          delivery: mailed.has(c.id) ? deliveryLine(mailed.get(c.id)!) : null,
-          notVerified: verdicts.get(c.id) === false,
         })),
         categories: all.map((c) => ({ id: c.id, name: c.name, selected: c.id === d.categoryId })),
         actions: actionsFor(d.state),
@@ -304,6 +298,15 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
     if (!category) return discussionPage(request, reply, d, 400, 'Choose one of the categories of this site.')
     return (await change(request, reply, d, () => discussions.update(d.siteId, d.number, { categoryId: category.id }))) ? back(request, reply, d.number) : reply
   })
+}
+
+/** A comment's files, mail and sender verdict as its page shows them. */
+function pageExtras({ attachments = [], delivery, senderVerified }: CommentExtras, base: string) {
+  return {
+    files: attachments.map((a) => ({ name: a.name, size: shownSize(a.size), href: `${base}/files/${a.id}`, image: shownInline(a.name, a.contentType) })),
+    delivery: delivery ? deliveryLine(delivery) : null,
+    notVerified: senderVerified === false,
+  }
 }
 
 /** How a reply's mail is doing, as its byline says it. */
