@@ -25,7 +25,7 @@ export interface TakenMessage {
 }
 
 export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
-  const { db, tables: { categories, discussions, mailboxes, mailMessages, outbox } } = port
+  const { db, tables: { categories, discussions, mailboxes, mailMessages } } = port
   const p = sql.placeholder
   const byAddress = db.select().from(mailboxes).where(eq(mailboxes.address, p('address'))).prepare('mail_mailbox_by_address')
   const knownMessage = db
@@ -102,18 +102,13 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
       return Number(n)
     },
 
-    /**
-     * A delivery report about a reply the site mailed (by its Message-ID): the reply's mail is
-     * failed, with the report's words. Whether it named such a reply.
-     */
-    async bounced(siteId: number, messageId: string, words: string): Promise<boolean> {
+    /** The comment whose reply mail the site sent with this Message-ID, if any (what a delivery report names). */
+    async replyOf(siteId: number, messageId: string): Promise<number | undefined> {
       const [sent] = await db
         .select({ commentId: mailMessages.commentId })
         .from(mailMessages)
         .where(and(eq(mailMessages.siteId, siteId), eq(mailMessages.messageId, messageId), eq(mailMessages.outbound, true)))
-      if (!sent) return false
-      await db.update(outbox).set({ state: 'failed', lastError: `bounced: ${words}`.slice(0, 500), leaseUntil: null }).where(eq(outbox.commentId, sent.commentId))
-      return true
+      return sent?.commentId
     },
 
     /**

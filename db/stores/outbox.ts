@@ -130,6 +130,11 @@ export function createOutboxStore(port: StorePort, clock: Clock) {
         .where(eq(outbox.id, id))
     },
 
+    /** A delivery report says the reply mail of `commentId` never arrived: failed, with its words. */
+    async bounced(commentId: number, words: string): Promise<void> {
+      await db.update(outbox).set({ state: 'failed', lastError: `bounced: ${words}`.slice(0, 500), leaseUntil: null }).where(eq(outbox.commentId, commentId))
+    },
+
     /** How the mail of these comments is doing, by comment. */
     async deliveries(commentIds: number[]): Promise<Map<number, Delivery>> {
       if (commentIds.length === 0) return new Map()

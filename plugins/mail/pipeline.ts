@@ -5,6 +5,7 @@ import type { DiscussionStore } from '../../db/stores/discussions.ts'
 import { StoreError } from '../../db/stores/errors.ts'
 import { saveFile, type Attachment, type FileStore } from '../../db/stores/files.ts'
 import type { Mailbox, MailStore } from '../../db/stores/mail.ts'
+import type { OutboxStore } from '../../db/stores/outbox.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { cleanFileName, shownSize, type FileLimits } from '../../lib/files.ts'
 import { automaticReason, newPart, titleOf } from '../../lib/mail.ts'
@@ -35,6 +36,7 @@ export interface Pipeline {
   discussions: DiscussionStore
   files: FileStore
   mailboxes: MailStore
+  outbox: OutboxStore
   clock: Clock
   box: SecretBox
   limits: FileLimits
@@ -110,7 +112,11 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
   const automatic = automaticReason(headerOf(parsed), contentTypeOf(parsed))
   // A delivery report about a reply the site mailed is that reply's outcome, not a message.
   const report = deliveryReport(parsed)
-  if (report && (await mailboxes.bounced(siteId, report.messageId, report.words))) return { kind: 'bounce', reason: `the reply ${report.messageId} bounced: ${report.words}` }
+  const bounced = report && (await mailboxes.replyOf(siteId, report.messageId))
+  if (report && bounced !== undefined) {
+    await pipeline.outbox.bounced(bounced, report.words)
+    return { kind: 'bounce', reason: `the reply ${report.messageId} bounced: ${report.words}` }
+  }
   if ((await mailboxes.takenFrom(siteId, from.address, new Date(clock() - 60_000))) >= MAX_PER_SENDER_PER_MINUTE) {
     return { kind: 'later', reason: `more than ${MAX_PER_SENDER_PER_MINUTE} messages from ${from.address} in a minute` }
   }

@@ -51,6 +51,7 @@ export default fp<{ settings?: ReceiverSettings; limits: FileLimits }>(
       discussions: fastify.discussions,
       files: fastify.files,
       mailboxes,
+      outbox: fastify.outbox,
       clock: fastify.clock,
       box: fastify.secretBox,
       limits,
