@@ -33,6 +33,7 @@ import administrationApi from './routes/api/administration.ts'
 import fileRoutes from './routes/api/files.ts'
 import mailboxRoutes from './routes/api/mailboxes.ts'
 import fileSweep from './plugins/file-sweep.ts'
+import mailFetcher from './plugins/mail/fetcher.ts'
 import mailReceiver from './plugins/mail/receiver.ts'
 import mailSender from './plugins/mail/sender.ts'
 import { DEFAULT_FILE_LIMITS } from './lib/files.ts'
@@ -58,7 +59,7 @@ declare module 'fastify' {
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'databaseAddress' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'sudoMinutes' | 'files' | 'mailReceiver'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'sudoMinutes' | 'files' | 'mailReceiver' | 'mailFetchSeconds'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -149,6 +150,8 @@ export function buildApp(options: AppOptions) {
   app.register(mailSender, options.outboxEveryMs === undefined ? {} : { firstAfterMs: options.outboxEveryMs, everyMs: options.outboxEveryMs })
   // Mail in, when SERVICE_MAIL_RECEIVER is set: the sites' mailbox addresses, into one pipeline.
   app.register(mailReceiver, { settings: config.mailReceiver, limits: config.files ?? DEFAULT_FILE_LIMITS })
+  // Mail in by IMAP: each mailbox with an IMAP address, fetched by one process at a time.
+  app.register(mailFetcher, { everyMs: (config.mailFetchSeconds ?? 60) * 1000, limits: config.files ?? DEFAULT_FILE_LIMITS })
   // What site administrators do to credentials and policy, for their pages and the API.
   app.register(administration)
   // Authentication's shared parts: the challenge header, the failure budgets and the password

@@ -51,6 +51,8 @@ export interface Config {
   files: FileLimits
   /** SERVICE_MAIL_RECEIVER: where the built-in receiver of mail listens (plugins/mail/receiver.ts); none without it. */
   mailReceiver?: ReceiverSettings
+  /** SERVICE_MAIL_FETCH_SECONDS: how often IMAP mailboxes are looked at when their servers say nothing (plugins/mail/fetcher.ts). */
+  mailFetchSeconds: number
   /** SERVICE_SMTP_URL and SERVICE_MAIL_FROM: where token expiry notices and administrators' notices are sent from; no mail without them. */
   mail?: MailSettings
   /** The timeouts and connection caps of the HTTP server (lib/connections.ts). */
@@ -117,6 +119,7 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_FILE_MAX_MB', fallback: '`10`', about: 'the largest file an attachment may be, in MiB (at most 25, what one message may carry in all)' },
   { variable: 'SERVICE_SITE_FILES_MB', fallback: '`1024`', about: "the space a site's files may take in the database, in MiB; a file it already has takes none" },
   { variable: 'SERVICE_MAIL_RECEIVER', fallback: 'none: no mail is taken in', about: "`PORT` or `HOST:PORT` (`0.0.0.0:25` for an MX): the built-in receiver of the sites' mail, which takes mail for their mailbox addresses only (`service-desk mailbox add`)" },
+  { variable: 'SERVICE_MAIL_FETCH_SECONDS', fallback: '`60`', about: "how often the sites' IMAP mailboxes are looked at for new mail when their servers do not announce it (IDLE), and how soon another process takes over a mailbox whose process died (three times this)" },
   { variable: 'SERVICE_SMTP_URL', fallback: 'none: no mail', about: '`smtp://user:password@host:587` (STARTTLS when offered) or `smtps://...` (TLS from the start): where expiry notices and the notices of revocations by administrators are sent; never logged' },
   { variable: 'SERVICE_MAIL_FROM', fallback: '`Service Desk <service-desk@` the host of `SERVICE_BASE_URL` `>`', about: 'the From of those mails' },
   { variable: 'SERVICE_REQUEST_TIMEOUT', fallback: '`30`', about: 'seconds a client has to send a whole request, headers and body; then `408` and the connection is closed' },
@@ -390,6 +393,7 @@ export function loadConfig(source: ConfigSource): Config {
     mcpAllowedOrigins: parseOrigins(source.env.SERVICE_MCP_ALLOWED_ORIGINS),
     ...parseLeakReportKey(source),
     securityLogDays: parseCount(source, 'SERVICE_SECURITY_LOG_DAYS', DEFAULT_SECURITY_LOG_DAYS, 3_650),
+    mailFetchSeconds: parseCount(source, 'SERVICE_MAIL_FETCH_SECONDS', 60, 3_600),
     sudoMinutes: parseCount(source, 'SERVICE_SUDO_MINUTES', DEFAULT_SUDO_MINUTES, 1_440),
     files: {
       fileBytes: parseCount(source, 'SERVICE_FILE_MAX_MB', DEFAULT_FILE_LIMITS.fileBytes / MiB, MESSAGE_LIMITS.bytes / MiB) * MiB,

@@ -1,25 +1,36 @@
+import { checkImap, checkSmtp, failureWords } from '../lib/imap.ts'
+import { parseImapUrl, shownImap, shownSmtp } from '../lib/mail.ts'
 import { shown } from '../lib/terminal-text.ts'
 import { admin } from './admin.ts'
 import { UsageError, type Command } from './command.ts'
 
 // The sites' mailboxes on the command line (docs/decisions.md, "Mail"): the addresses a site takes
-// mail at, through the built-in receiver (SERVICE_MAIL_RECEIVER).
+// mail at, how it arrives (an IMAP mailbox, or the built-in receiver, SERVICE_MAIL_RECEIVER) and
+// how replies leave (the mailbox's SMTP address, or the service's); `test` signs in to both.
 
 export const mailboxCommands: Command[] = [
   admin(
     {
       words: ['mailbox', 'add'],
       args: ['<site>', '<address>'],
-      options: { category: { type: 'string', value: 'ID', about: "the category its mail opens discussions in; the site's first by default" } },
-      usage: 'mailbox add <site> <address> [--category ID]',
+      options: {
+        category: { type: 'string', value: 'ID', about: "the category its mail opens discussions in; the site's first by default" },
+        imap: { type: 'string', value: 'URL', about: 'fetch its mail from this IMAP mailbox, imaps://user:password@imap.example.com/INBOX (the password is sealed, never shown again)' },
+        smtp: { type: 'string', value: 'URL', about: "send its replies through this SMTP server, smtp://user:password@smtp.example.com:587; the service's SERVICE_SMTP_URL by default" },
+        acknowledge: { type: 'boolean', about: 'answer each new discussion by mail with an automatic acknowledgement' },
+      },
+      usage: 'mailbox add <site> <address> [--category ID] [--imap URL] [--smtp URL] [--acknowledge]',
       summary: "Take the site's mail at an address: mail to it opens discussions, and answers to them join theirs.",
     },
     async ({ sites, mailboxes }, [permalink, address], values, io) => {
       const site = await sites.get(permalink)
       const category = values.category === undefined ? null : Number(values.category)
       if (category !== null && !/^[1-9]\d{0,9}$/.test(String(values.category))) throw new UsageError(`--category must be a category id, not "${values.category}"`)
-      const mailbox = await mailboxes.addMailbox(site.id, address, category)
-      io.stdout(`mailbox ${mailbox.address} added to ${site.permalink}${category === null ? '' : ` (category ${category})`}; mail reaches it through the receiver (SERVICE_MAIL_RECEIVER) once the address's mail is sent there\n`)
+      const imap = values.imap === undefined ? null : parseImapUrl(String(values.imap))
+      if (typeof imap === 'string') throw new UsageError(`--imap ${imap}`)
+      const mailbox = await mailboxes.addMailbox(site.id, address, { categoryId: category, imap, smtpUrl: values.smtp === undefined ? null : String(values.smtp), acknowledge: values.acknowledge === true })
+      const arrives = imap ? `mail is fetched from ${shownImap(imap)} by the running service` : 'mail reaches it through the receiver (SERVICE_MAIL_RECEIVER) once the address\'s mail is sent there'
+      io.stdout(`mailbox ${mailbox.address} added to ${site.permalink}${category === null ? '' : ` (category ${category})`}; ${arrives}\n`)
     },
   ),
   admin(
@@ -27,12 +38,45 @@ export const mailboxCommands: Command[] = [
       words: ['mailbox', 'list'],
       args: ['<site>'],
       usage: 'mailbox list <site>',
-      summary: 'One line per mailbox of the site: its address, and the category its mail goes to.',
+      summary: 'One line per mailbox of the site: its address, its category, how mail arrives, the last fetch and the last error.',
       atomic: false,
     },
     async ({ sites, mailboxes }, [permalink], _values, io) => {
       const site = await sites.get(permalink)
-      for (const mailbox of await mailboxes.listMailboxes(site.id)) io.stdout(`${shown(mailbox.address)}\t${mailbox.categoryId ?? 'first category'}\n`)
+      for (const mailbox of await mailboxes.listMailboxes(site.id)) {
+        const imap = await mailboxes.imapOf(mailbox)
+        const fields = [mailbox.address, mailbox.categoryId ?? 'first category', imap ? shownImap(imap) : 'receiver', mailbox.lastFetchAt?.toISOString() ?? '-', mailbox.lastError ?? '-']
+        io.stdout(`${fields.map((field) => shown(String(field))).join('\t')}\n`)
+      }
+    },
+  ),
+  admin(
+    {
+      words: ['mailbox', 'test'],
+      args: ['<site>', '<address>'],
+      usage: 'mailbox test <site> <address>',
+      summary: 'Sign in to the IMAP mailbox and the SMTP server of a mailbox and say what they answered; nothing is fetched or sent.',
+      atomic: false,
+    },
+    async ({ sites, mailboxes }, [permalink, address], _values, io) => {
+      const site = await sites.get(permalink)
+      const mailbox = (await mailboxes.listMailboxes(site.id)).find((m) => m.address === address.trim().toLowerCase())
+      if (!mailbox) throw new UsageError(`${site.permalink} has no mailbox ${address}`)
+      const imap = await mailboxes.imapOf(mailbox)
+      const smtp = await mailboxes.smtpOf(mailbox)
+      const checks: Array<[string, () => Promise<string>]> = [
+        [imap ? `IMAP ${shownImap(imap)}` : 'IMAP', async () => (imap ? checkImap(imap) : 'no IMAP mailbox: its mail reaches the built-in receiver (SERVICE_MAIL_RECEIVER)')],
+        [smtp ? `SMTP ${shownSmtp(smtp)}` : 'SMTP', async () => (smtp ? checkSmtp(smtp) : "no SMTP address of its own: its replies leave by the service's (SERVICE_SMTP_URL)")],
+      ]
+      const failed: string[] = []
+      for (const [what, check] of checks) {
+        try {
+          io.stdout(`${shown(await check())}\n`)
+        } catch (error) {
+          failed.push(`${what}: ${failureWords(error)}`)
+        }
+      }
+      if (failed.length > 0) throw new UsageError(failed.map(shown).join('; '))
     },
   ),
   admin(

@@ -23,7 +23,9 @@ export const commentVias = ['api', 'web', 'email'] as const
 export type CommentVia = (typeof commentVias)[number]
 
 // What leaves the process through the outbox (db/stores/outbox.ts), and where each message is.
-export const outboxKinds = ['reply_mail'] as const
+// reply_mail: a staff reply mailed to its customer; acknowledgement: the automatic answer to a new discussion by mail.
+export const outboxKinds = ['reply_mail', 'acknowledgement'] as const
+export type OutboxKind = (typeof outboxKinds)[number]
 export const outboxStates = ['queued', 'sent', 'failed'] as const
 export type OutboxState = (typeof outboxStates)[number]
 

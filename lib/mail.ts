@@ -1,6 +1,9 @@
 // Pure rules of the mail a site takes in (docs/decisions.md, "Mail"): whether a message was sent
 // by a machine, what of a reply is new, and the title a subject makes.
 
+/** The largest message taken in, by either door: what a message may carry, and room for its encoding. */
+export const MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+
 /** The longest title a subject gives (the API's own limit on a title). */
 export const MAX_TITLE_CHARS = 200
 
@@ -74,4 +77,55 @@ export function newPart(text: string): string {
   const signature = lines.findIndex((line) => line === '-- ' || line === '--')
   const kept = (signature >= 0 ? lines.slice(0, signature) : lines).join('\n').trimEnd()
   return kept.trim() === '' ? text.trim() : kept
+}
+
+/** An IMAP mailbox the service fetches a site's mail from (plugins/mail/fetcher.ts). */
+export interface ImapSettings {
+  host: string
+  port: number
+  /** TLS from the start (imaps://); otherwise STARTTLS when the server offers it. */
+  secure: boolean
+  user: string
+  password: string
+  folder: string
+}
+
+const IMAP_EXAMPLE = 'imaps://user:password@imap.example.com/INBOX'
+
+/**
+ * An IMAP mailbox from its address, `imaps://user:password@host[:993][/Folder]` (or `imap://`, port
+ * 143, STARTTLS when offered); user and password percent-encoded, the folder INBOX when none. A
+ * text saying what is wrong otherwise, which never repeats the address (it may hold a password).
+ */
+export function parseImapUrl(value: string): ImapSettings | string {
+  const url = URL.canParse(value) ? new URL(value) : undefined
+  if (!url || !['imap:', 'imaps:'].includes(url.protocol) || url.hostname === '') return `must be an imap:// or imaps:// address, such as ${IMAP_EXAMPLE}`
+  if (url.username === '' || url.password === '') return `must name the user and the password, such as ${IMAP_EXAMPLE}`
+  const secure = url.protocol === 'imaps:'
+  return {
+    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: url.port === '' ? (secure ? 993 : 143) : Number(url.port),
+    secure,
+    user: decodeURIComponent(url.username),
+    password: decodeURIComponent(url.password),
+    folder: decodeURIComponent(url.pathname.slice(1)) || 'INBOX',
+  }
+}
+
+/** An IMAP mailbox as it is shown: its address without the password. */
+export function shownImap(settings: ImapSettings): string {
+  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
+  return `${settings.secure ? 'imaps' : 'imap'}://${encodeURIComponent(settings.user)}@${host}:${settings.port}/${encodeURIComponent(settings.folder)}`
+}
+
+/** Whether a text is an SMTP address a mailbox's replies can leave by (smtp:// or smtps://, with a host). */
+export function isSmtpUrl(value: string): boolean {
+  return URL.canParse(value) && ['smtp:', 'smtps:'].includes(new URL(value).protocol) && new URL(value).hostname !== ''
+}
+
+/** An SMTP address as it is shown: without its password. */
+export function shownSmtp(value: string): string {
+  const url = new URL(value)
+  url.password = ''
+  return url.toString()
 }

@@ -20,6 +20,8 @@ export interface Mail {
   messageId?: string
   inReplyTo?: string
   references?: string[]
+  /** Sent by the service on its own (an acknowledgement): `Auto-Submitted: auto-replied` (RFC 3834), so no auto-responder answers it. */
+  automatic?: boolean
 }
 
 export interface Mailer {
@@ -34,8 +36,8 @@ export async function createMailer(settings: MailSettings | undefined): Promise<
   const transport = settings && (await import('nodemailer')).createTransport(settings.smtpUrl)
   return {
     enabled: transport !== undefined,
-    async send(mail: Mail) {
-      if (transport && settings) await transport.sendMail({ from: settings.from, ...mail })
+    async send({ automatic, ...mail }: Mail) {
+      if (transport && settings) await transport.sendMail({ from: settings.from, ...mail, ...(automatic && { headers: { 'Auto-Submitted': 'auto-replied' } }) })
     },
     close: () => transport?.close(),
   }

@@ -444,7 +444,7 @@ export interface paths {
         put?: never;
         /**
          * Take the mail of an address: mail to it opens discussions of the site
-         * @description The address must reach the built-in receiver (SERVICE_MAIL_RECEIVER): an MX record or a forward. An address is one site’s only: another’s is a 409.
+         * @description Its mail arrives from an IMAP mailbox (`imap`), or at the built-in receiver (SERVICE_MAIL_RECEIVER) through an MX record or a forward. An address is one site’s only: another’s is a 409.
          */
         post: operations["addMailbox"];
         delete?: never;
@@ -879,6 +879,21 @@ export interface components {
             address: string;
             /** @description The category its mail opens discussions in; null: the site's first. */
             category_id: number | null;
+            /** @description The IMAP mailbox its mail is fetched from, without its password; null: the built-in receiver takes its mail. */
+            imap: string | null;
+            /** @description The SMTP address its replies leave by, without its password; null: the service's (SERVICE_SMTP_URL). */
+            smtp: string | null;
+            /** @description Whether a new discussion by mail is answered at once by an automatic acknowledgement. */
+            acknowledge: boolean;
+            /** @description How its mail is arriving. */
+            state: {
+                /** @description When its IMAP mailbox was last read through; null: never (or no IMAP). */
+                last_fetch_at: string | null;
+                /** @description What went wrong at the last fetch, in words; null: nothing. */
+                last_error: string | null;
+                /** @description Messages taken in since midnight (UTC). */
+                taken_today: number;
+            };
             /** Format: date-time */
             created_at: string;
             /**
@@ -895,6 +910,12 @@ export interface components {
             address: string;
             /** @description A category of the site; the site's first by default. */
             category_id?: number;
+            /** @description An IMAP mailbox to fetch its mail from, `imaps://user:password@imap.example.com/INBOX` (user and password percent-encoded); without it, mail reaches the built-in receiver (SERVICE_MAIL_RECEIVER). The password is sealed and never shown again. */
+            imap?: string;
+            /** @description An SMTP address its replies leave by, `smtp://user:password@smtp.example.com:587`; without it, the service's. */
+            smtp?: string;
+            /** @description Answer each new discussion by mail with an automatic acknowledgement (off by default). */
+            acknowledge?: boolean;
         };
         Error: {
             error: string;

@@ -454,6 +454,20 @@ export const mailboxes = sqliteTable(
     address: text('address').notNull(),
     categoryId: integer('category_id'),
     createdAt: moment('created_at').notNull(),
+    // How mail arrives and leaves, sealed under the server key (lib/secret-box.ts): an IMAP mailbox
+    // to fetch (JSON: host, port, secure, user, password, folder; none: the built-in receiver
+    // takes it), and an SMTP URL for its replies (none: the service-wide SERVICE_SMTP_URL).
+    imap: text('imap'),
+    smtp: text('smtp'),
+    // The IMAP fetch's place, "<UIDVALIDITY>:<last UID taken>", moved in the transaction of each
+    // message taken; the lease of the one process that fetches the mailbox; the last fetch and error.
+    imapPosition: text('imap_position'),
+    leaseOwner: text('lease_owner'),
+    leaseUntil: moment('lease_until'),
+    lastFetchAt: moment('last_fetch_at'),
+    lastError: text('last_error'),
+    // Whether a new discussion by mail to this address is acknowledged by a mail to its sender.
+    acknowledge: integer('acknowledge', { mode: 'boolean' }).notNull().default(false),
   },
   (t) => [uniqueIndex('mailboxes_address_unique').on(t.address), index('mailboxes_site_idx').on(t.siteId)],
 )

@@ -1,7 +1,7 @@
-import { and, asc, desc, eq, gte, inArray, sql } from '../drizzle.ts'
+import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
-import { isMailAddress, normalAddress } from '../../lib/mail.ts'
+import { isMailAddress, isSmtpUrl, normalAddress, type ImapSettings } from '../../lib/mail.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { StoreError } from './errors.ts'
 import { findOrMakeUser, joinAsCustomer, roleOn, singleSignOnName, validateNewUser, defaultSingleSignOnName } from './users.ts'
@@ -11,6 +11,18 @@ import { findOrMakeUser, joinAsCustomer, roleOn, singleSignOnName, validateNewUs
 // transaction of the comment each became (plugins/mail/pipeline.ts).
 
 export type Mailbox = Tables['mailboxes']['$inferSelect']
+
+/** How a new mailbox's mail arrives and leaves, and where it goes. */
+export interface MailboxSettings {
+  /** The category its mail opens discussions in; null: the site's first. */
+  categoryId?: number | null
+  /** An IMAP mailbox to fetch; null: the built-in receiver takes its mail. */
+  imap?: ImapSettings | null
+  /** The SMTP address its replies leave by; null: the service's (SERVICE_SMTP_URL). */
+  smtpUrl?: string | null
+  /** Whether a new discussion by mail is acknowledged by a mail to its sender. */
+  acknowledge?: boolean
+}
 
 export interface TakenMessage {
   siteId: number
@@ -35,18 +47,91 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
     .prepare('mail_known_message')
 
   return {
-    /** A new address of the site; one another site (or this one) has already is a StoreError (conflict). */
-    async addMailbox(siteId: number, address: string, categoryId: number | null = null): Promise<Mailbox> {
+    /**
+     * A new address of the site, and how its mail arrives (an IMAP mailbox, or the built-in
+     * receiver without one) and leaves (an SMTP address, or the service's); the passwords sealed.
+     * One another site (or this one) has already is a StoreError (conflict).
+     */
+    async addMailbox(siteId: number, address: string, settings: MailboxSettings = {}): Promise<Mailbox> {
       const clean = normalAddress(address)
+      const { categoryId = null, imap = null, smtpUrl = null, acknowledge = false } = settings
       if (!isMailAddress(clean)) throw new StoreError(`"${address}" is not a mail address`, 'invalid', 'address')
+      if (smtpUrl !== null && !isSmtpUrl(smtpUrl)) throw new StoreError('must be an smtp:// or smtps:// address with a host, such as smtp://user:password@mail.example.com:587', 'invalid', 'smtp')
       if (categoryId !== null) {
         const [category] = await db.select({ id: categories.id }).from(categories).where(and(eq(categories.id, categoryId), eq(categories.siteId, siteId)))
         if (!category) throw new StoreError(`there is no category ${categoryId} on this site`, 'not_found', 'category')
       }
+      const sealed = { imap: imap && box.seal(JSON.stringify(imap)), smtp: smtpUrl && box.seal(smtpUrl) }
       // The unique index has the last word: of two adding one address at once, one gets it.
-      const [row] = await db.insert(mailboxes).values({ siteId, address: clean, categoryId, createdAt: new Date(clock()) }).onConflictDoNothing().returning()
+      const [row] = await db.insert(mailboxes).values({ siteId, address: clean, categoryId, ...sealed, acknowledge, createdAt: new Date(clock()) }).onConflictDoNothing().returning()
       if (!row) throw new StoreError(`${clean} is already the address of a mailbox`, 'conflict', 'address')
       return row
+    },
+
+    /** The IMAP mailbox a mailbox's mail is fetched from, opened; null for the built-in receiver's (or a seal this key cannot open). */
+    async imapOf(mailbox: Mailbox): Promise<ImapSettings | null> {
+      const plain = mailbox.imap && box.open(mailbox.imap)
+      return plain ? (JSON.parse(plain) as ImapSettings) : null
+    },
+
+    /** The SMTP address a mailbox's replies leave by, opened; null for the service's own. */
+    async smtpOf(mailbox: Mailbox): Promise<string | null> {
+      return mailbox.smtp ? box.open(mailbox.smtp) : null
+    },
+
+    /** Every mailbox fetched over IMAP, of every site. */
+    fetched(): Promise<Mailbox[]> {
+      return db.select().from(mailboxes).where(isNotNull(mailboxes.imap)).orderBy(asc(mailboxes.id))
+    },
+
+    /**
+     * Takes (or keeps) the fetch lease of a mailbox for `owner` until `ms` from now, when no other
+     * owner's live lease holds it; the mailbox as it now is, or undefined when another process
+     * fetches it (or it is gone). One process fetches a mailbox at a time.
+     */
+    async lease(id: number, owner: string, ms: number): Promise<Mailbox | undefined> {
+      const now = new Date(clock())
+      const [row] = await db
+        .update(mailboxes)
+        .set({ leaseOwner: owner, leaseUntil: new Date(now.getTime() + ms) })
+        .where(and(eq(mailboxes.id, id), isNotNull(mailboxes.imap), or(eq(mailboxes.leaseOwner, owner), isNull(mailboxes.leaseUntil), lt(mailboxes.leaseUntil, now))))
+        .returning()
+      return row
+    },
+
+    /** Lets the lease go (the process stops), so another may take the mailbox at once. */
+    async release(id: number, owner: string): Promise<void> {
+      await db.update(mailboxes).set({ leaseOwner: null, leaseUntil: null }).where(and(eq(mailboxes.id, id), eq(mailboxes.leaseOwner, owner)))
+    },
+
+    /**
+     * Moves the fetch's place from `from` to `to` ("UIDVALIDITY:UID"), in the transaction of the
+     * message taken there, when `owner` still holds the lease and the place is still `from`: else a
+     * StoreError (conflict), which rolls the message back (another process moved on meanwhile).
+     */
+    async advance(id: number, owner: string, from: string | null, to: string): Promise<void> {
+      const moved = await db
+        .update(mailboxes)
+        .set({ imapPosition: to })
+        .where(and(eq(mailboxes.id, id), eq(mailboxes.leaseOwner, owner), from === null ? isNull(mailboxes.imapPosition) : eq(mailboxes.imapPosition, from)))
+        .returning({ id: mailboxes.id })
+      if (moved.length === 0) throw new StoreError('another process fetches this mailbox now', 'conflict', 'imap_position')
+    },
+
+    /** A fetch ended: when it did, and what went wrong in words (null: nothing). */
+    async fetchEnded(id: number, error: string | null): Promise<void> {
+      await db.update(mailboxes).set(error === null ? { lastFetchAt: new Date(clock()), lastError: null } : { lastError: error.slice(0, 500) }).where(eq(mailboxes.id, id))
+    },
+
+    /** How many messages each of these mailboxes took in since `since` (the page's "today"). */
+    async takenSince(ids: number[], since: Date): Promise<Map<number, number>> {
+      if (ids.length === 0) return new Map()
+      const rows = await db
+        .select({ id: mailMessages.mailboxId, n: sql<number>`count(*)` })
+        .from(mailMessages)
+        .where(and(inArray(mailMessages.mailboxId, ids), eq(mailMessages.outbound, false), gte(mailMessages.createdAt, since)))
+        .groupBy(mailMessages.mailboxId)
+      return new Map(rows.map((r) => [r.id!, Number(r.n)]))
     },
 
     /** The site's mailboxes, in the order they were added. */
@@ -58,6 +143,11 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
     async removeMailbox(siteId: number, address: string): Promise<boolean> {
       const gone = await db.delete(mailboxes).where(and(eq(mailboxes.siteId, siteId), eq(mailboxes.address, normalAddress(address)))).returning({ id: mailboxes.id })
       return gone.length > 0
+    },
+
+    /** The mailbox of an id, whichever site has it. */
+    async byId(id: number): Promise<Mailbox | undefined> {
+      return (await db.select().from(mailboxes).where(eq(mailboxes.id, id)))[0]
     },
 
     /** The mailbox of an address, whichever site has it. */

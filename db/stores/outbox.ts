@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { and, asc, desc, eq, inArray, isNull, lt, lte, or, sql } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
-import type { OutboxState } from '../values.ts'
+import type { OutboxKind, OutboxState } from '../values.ts'
 
 // What leaves the process, one outbox for both engines (docs/decisions.md, "Mail"): a row written
 // in the transaction of its cause, so a message is queued exactly when its cause commits; the
@@ -20,6 +20,10 @@ export interface ReplyMail {
   messageId: string
   inReplyTo: string
   references: string[]
+  /** The mailbox it leaves from: its own SMTP address, when it has one, sends it. */
+  mailboxId: number
+  /** An automatic answer (the acknowledgement): marked `Auto-Submitted: auto-replied` (RFC 3834). */
+  automatic?: boolean
 }
 
 /** How a reply's mail is doing, as the API and the page show it. */
@@ -36,16 +40,17 @@ export interface Delivery {
 const MAX_REFERENCES = 20
 
 /**
- * Queues the mail of a public reply by the staff, in the transaction of `port` (the reply's own):
- * when the discussion came by mail, to the sender of its newest message taken in, from the
- * mailbox it came to, threaded (In-Reply-To and References name the messages of the discussion).
- * Its Message-ID is recorded as the discussion's, so the customer's answer finds it. Nothing when
- * the discussion did not come by mail.
+ * Queues the mail of a public reply by the staff (or of the acknowledgement of a new discussion),
+ * in the transaction of `port` (the reply's own): when the discussion came by mail, to the sender
+ * of its newest message taken in, from the mailbox it came to, threaded (In-Reply-To and
+ * References name the messages of the discussion). Its Message-ID is recorded as the
+ * discussion's, so the customer's answer finds it. Nothing when the discussion did not come by mail.
  */
 export async function queueReplyMail(
   port: StorePort,
   clock: Clock,
-  reply: { siteId: number; discussionId: number; number: number; title: string; commentId: number; body: string },
+  reply: { siteId: number; discussionId: number; number: number; title: string; commentId: number; body: string | ((siteName: string) => string) },
+  kind: OutboxKind = 'reply_mail',
 ): Promise<void> {
   const { mailboxes, mailMessages, outbox, sites } = port.tables
   const [last] = await port.db
@@ -70,13 +75,15 @@ export async function queueReplyMail(
     from: `${last.siteName.replace(/["\\\r\n]/g, '')} <${last.address}>`,
     to: last.sender,
     subject: `Re: [#${reply.number}] ${reply.title}`,
-    text: reply.body,
+    text: typeof reply.body === 'string' ? reply.body : reply.body(last.siteName),
     messageId,
     inReplyTo: last.messageId,
     references,
+    mailboxId: last.mailboxId,
+    ...(kind === 'acknowledgement' && { automatic: true }),
   }
   const now = new Date(clock())
-  await port.db.insert(outbox).values({ siteId: reply.siteId, commentId: reply.commentId, kind: 'reply_mail', payload: JSON.stringify(mail), nextAttemptAt: now, createdAt: now })
+  await port.db.insert(outbox).values({ siteId: reply.siteId, commentId: reply.commentId, kind, payload: JSON.stringify(mail), nextAttemptAt: now, createdAt: now })
   await port.db.insert(mailMessages).values({
     siteId: reply.siteId,
     messageId,
@@ -101,6 +108,19 @@ export function createOutboxStore(port: StorePort, clock: Clock) {
     .prepare('outbox_due')
 
   return {
+    /**
+     * Queues the acknowledgement of a new discussion by mail (in the transaction that opened it):
+     * an automatic answer to its sender, from the mailbox, threaded like a reply.
+     */
+    acknowledge(opened: { siteId: number; discussionId: number; number: number; title: string; commentId: number }): Promise<void> {
+      const body = (siteName: string) => [
+        `Thank you for writing to ${siteName}. Your message is #${opened.number}, "${opened.title}", and the team will answer it by mail.`,
+        'To add to it, answer this mail; please keep "[#' + opened.number + ']" in the subject.',
+        '(This answer was sent automatically.)',
+      ].join('\n\n')
+      return queueReplyMail(port, clock, { ...opened, body }, 'acknowledgement')
+    },
+
     /** Rows due now and held by no live lease, oldest first. */
     due(limit: number): Promise<OutboxRow[]> {
       return due.execute({ now: port.moment(new Date(clock())), limit })
@@ -128,6 +148,11 @@ export function createOutboxStore(port: StorePort, clock: Clock) {
         .update(outbox)
         .set({ state: retryAt ? 'queued' : 'failed', attempts: sql`${outbox.attempts} + 1`, lastError: error.slice(0, 500), nextAttemptAt: retryAt ?? new Date(clock()), leaseUntil: null })
         .where(eq(outbox.id, id))
+    },
+
+    /** The row cannot be sent now (no way out): looked at again at `at`, why kept, no try counted. */
+    async postpone(id: number, why: string, at: Date): Promise<void> {
+      await db.update(outbox).set({ lastError: why, nextAttemptAt: at }).where(and(eq(outbox.id, id), eq(outbox.state, 'queued')))
     },
 
     /** A delivery report says the reply mail of `commentId` never arrived: failed, with its words. */

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
+import type { FastifyInstance } from 'fastify'
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser'
-import type { Engine } from '../../db/engine.ts'
+import type { Engine, EngineStores } from '../../db/engine.ts'
 import type { DiscussionStore } from '../../db/stores/discussions.ts'
 import { StoreError } from '../../db/stores/errors.ts'
 import { saveFile, type Attachment, type FileStore } from '../../db/stores/files.ts'
@@ -14,12 +15,11 @@ import type { SecretBox } from '../../lib/secret-box.ts'
 import { MAX_BODY } from '../../routes/api/discussions/schemas.ts'
 
 // One pipeline from a raw message to a discussion (docs/decisions.md, "Mail"), for every door the
-// mail comes in by (the built-in receiver, plugins/mail/receiver.ts; IMAP to come): parsed once,
+// mail comes in by (the built-in receiver, plugins/mail/receiver.ts; IMAP, plugins/mail/fetcher.ts): parsed once,
 // its sender made the site's customer, its files kept as the comment's attachments, and the
 // comment and the record of the message written in one transaction, so a message is taken once.
 
-/** The largest message taken in: what a message may carry, and room for its encoding. */
-export const MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+export { MAX_MESSAGE_BYTES } from '../../lib/mail.ts'
 
 /** The original message is kept beside its comment up to this size; past it, its whole text. */
 export const ORIGINAL_KEPT_BYTES = 1024 * 1024
@@ -31,6 +31,13 @@ export type Outcome =
   | { kind: 'opened' | 'added'; number: number; automatic: string | null }
   | { kind: 'duplicate' | 'dropped' | 'refused' | 'later' | 'bounce'; reason: string }
 
+/** Where an IMAP fetch stands, moved in the transaction of the message taken (plugins/mail/fetcher.ts). */
+export interface FetchPosition {
+  owner: string
+  from: string | null
+  to: string
+}
+
 export interface Pipeline {
   database: Engine
   discussions: DiscussionStore
@@ -40,6 +47,20 @@ export interface Pipeline {
   clock: Clock
   box: SecretBox
   limits: FileLimits
+}
+
+/** The pipeline of an app: its stores, clock and key, and the files' limits. */
+export function pipelineOf(fastify: FastifyInstance, limits: FileLimits): Pipeline {
+  return {
+    database: fastify.database,
+    discussions: fastify.discussions,
+    files: fastify.files,
+    mailboxes: fastify.mailboxes,
+    outbox: fastify.outbox,
+    clock: fastify.clock,
+    box: fastify.secretBox,
+    limits,
+  }
 }
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
@@ -92,6 +113,13 @@ function commentText(parsed: ParsedMail, isReply: boolean, notes: string[]): str
   return [...body].length <= MAX_BODY ? body : `${[...body].slice(0, MAX_BODY - 80).join('')}\n\n[Cut here: the whole message is kept beside it.]`
 }
 
+/** The site's first category, where mail opens discussions by default; a site without one takes no new mail until it has one. */
+async function firstCategory(stores: EngineStores, clock: Clock, siteId: number): Promise<number> {
+  const [first] = (await stores.categories(clock).list(siteId, 0, 1)).categories
+  if (!first) throw new Error('the site has no category for new discussions: add one (service-desk category add)')
+  return first.id
+}
+
 /**
  * Takes one message for a mailbox: opens a discussion, or adds to the one it answers (a message
  * it names was taken by the site), or says why not. `senderVerified` is the door's DMARC verdict,
@@ -99,7 +127,7 @@ function commentText(parsed: ParsedMail, isReply: boolean, notes: string[]): str
  * site's space full) are named in the comment instead. Throws only what a later try could mend
  * (the database unreachable): the door then asks the sender to try again.
  */
-export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buffer, senderVerified: boolean | null = null): Promise<Outcome> {
+export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buffer, senderVerified: boolean | null = null, position?: FetchPosition): Promise<Outcome> {
   const { database, discussions, files, mailboxes, clock, box, limits } = pipeline
   const siteId = mailbox.siteId
   const parsed = await simpleParser(raw, { skipImageLinks: true, skipTextLinks: true })
@@ -150,13 +178,19 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
         ? await inside.reply({ ...posted, number: answered!.number, body, internal: automatic !== null })
         : await inside.create({
             ...posted,
-            categoryId: mailbox.categoryId ?? (await stores.categories(clock).list(siteId, 0, 1)).categories[0]!.id,
+            categoryId: mailbox.categoryId ?? (await firstCategory(stores, clock, siteId)),
             title: titleOf(parsed.subject),
             body,
             // Mail is between the customer and the team: never shown to other customers.
             public: false,
           })
-      await stores.mail(clock, box).record({ siteId, mailboxId: mailbox.id, messageId, discussionId: made.discussion.id, commentId: made.comment.id, sender: from.address, automatic: automatic !== null, senderVerified })
+      const mail = stores.mail(clock, box)
+      await mail.record({ siteId, mailboxId: mailbox.id, messageId, discussionId: made.discussion.id, commentId: made.comment.id, sender: from.address, automatic: automatic !== null, senderVerified })
+      if (position) await mail.advance(mailbox.id, position.owner, position.from, position.to)
+      // An acknowledgement answers a person's new discussion, never a machine (no loop).
+      if (!isReply && automatic === null && mailbox.acknowledge) {
+        await stores.outbox(clock).acknowledge({ siteId, discussionId: made.discussion.id, number: made.discussion.number, title: made.discussion.title, commentId: made.comment.id })
+      }
       return { kind: isReply ? 'added' : 'opened', number: made.discussion.number, automatic } as const
     })
     return outcome

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { DNSResolver } from 'mailauth'
 import type { SMTPServerDataStream, SMTPServerSession } from 'smtp-server'
 import type { FileLimits } from '../../lib/files.ts'
-import type { Outcome, Pipeline } from './pipeline.ts'
+import type { Outcome } from './pipeline.ts'
 
 // The built-in receiver (docs/decisions.md, "Mail"): an SMTP server on a port of its own, off by
 // default, for a team that points an MX record or a forward at the service. It takes mail for the
@@ -42,20 +42,11 @@ export default fp<{ settings?: ReceiverSettings; limits: FileLimits }>(
     if (!settings) return
     // Loaded only where mail is taken in (docs/decisions.md, "Loaded on first use"): smtp-server,
     // mailauth and mailparser are some megabytes that most processes never need.
-    const [{ SMTPServer }, { authenticate }, { MAX_MESSAGE_BYTES, takeMessage }] = await Promise.all([import('smtp-server'), import('mailauth'), loadPipeline()])
+    const [{ SMTPServer }, { authenticate }, { MAX_MESSAGE_BYTES, takeMessage, pipelineOf }] = await Promise.all([import('smtp-server'), import('mailauth'), loadPipeline()])
     const maxBytes = settings.maxBytes ?? MAX_MESSAGE_BYTES
     const { mailboxes } = fastify
     const serverName = new URL(fastify.config.baseUrl).hostname
-    const pipeline: Pipeline = {
-      database: fastify.database,
-      discussions: fastify.discussions,
-      files: fastify.files,
-      mailboxes,
-      outbox: fastify.outbox,
-      clock: fastify.clock,
-      box: fastify.secretBox,
-      limits,
-    }
+    const pipeline = pipelineOf(fastify, limits)
 
     /**
      * DMARC's verdict on the sender (mailauth: SPF of the connecting address, DKIM, alignment with

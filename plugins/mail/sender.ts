@@ -1,13 +1,15 @@
 import fp from 'fastify-plugin'
 import type { ReplyMail } from '../../db/stores/outbox.ts'
+import { createMailer, type Mailer } from '../../lib/mailer.ts'
 import { repeatInBackground } from '../background.ts'
 
 // The sender of the outbox (docs/decisions.md, "Mail"): every few seconds, by whichever process
 // runs, it takes the due rows one by one under a lease (so two processes never send one row at
 // once, and a process that dies mid-send lets it go when the lease ends), sends each through the
-// service's mailer (SERVICE_SMTP_URL), and records the try: sent; or tried again later, with a
-// backoff; or failed for good when the server refused it permanently (5xx) or after MAX_TRIES.
-// Without a mailer nothing is sent, and the rows wait, queued.
+// SMTP address of the mailbox it leaves from, or the service's mailer (SERVICE_SMTP_URL) when the
+// mailbox has none, and records the try: sent; or tried again later, with a backoff; or failed for
+// good when the server refused it permanently (5xx) or after MAX_TRIES. A row with no way out
+// (no SMTP address at all) waits, queued.
 
 export const SEND_EVERY_MS = 5_000
 /** How long a row is held while it is sent. */
@@ -15,6 +17,9 @@ export const LEASE_MS = 60_000
 export const MAX_TRIES = 8
 /** The wait before try n+1: a minute, doubling, at most six hours. */
 export const backoffMs = (tries: number) => Math.min(60_000 * 2 ** (tries - 1), 6 * 60 * 60 * 1000)
+
+/** What a row waits for when neither its mailbox nor the service has an SMTP address. */
+export const NO_WAY_OUT = "waiting: neither the mailbox nor the service (SERVICE_SMTP_URL) has an SMTP address to send it by"
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -31,16 +36,34 @@ function failureOf(error: unknown): { words: string; permanent: boolean } {
 
 export default fp<{ firstAfterMs?: number; everyMs?: number }>(
   async (fastify, { firstAfterMs = SEND_EVERY_MS, everyMs = SEND_EVERY_MS }) => {
-    const { outbox, mail } = fastify
+    const { outbox, mail, mailboxes } = fastify
+    // A mailer per mailbox SMTP address, made on first use and kept (by its sealed value: a
+    // mailbox added again with another address gets a new one).
+    const mailers = new Map<string, Mailer>()
+    fastify.addHook('onClose', async () => mailers.forEach((mailer) => mailer.close()))
+
+    async function mailerOf(mailboxId: number | undefined): Promise<Mailer> {
+      const mailbox = mailboxId === undefined ? undefined : await mailboxes.byId(mailboxId)
+      const smtpUrl = mailbox && (await mailboxes.smtpOf(mailbox))
+      if (!smtpUrl) return mail
+      let mailer = mailers.get(mailbox.smtp!)
+      if (!mailer) mailers.set(mailbox.smtp!, (mailer = await createMailer({ smtpUrl, from: mailbox.address })))
+      return mailer
+    }
 
     async function sendOutbox(): Promise<number> {
-      if (!mail.enabled) return 0
       let sent = 0
       for (const row of await outbox.due(20)) {
-        if (!(await outbox.claim(row.id, LEASE_MS))) continue
         const message = JSON.parse(row.payload) as ReplyMail
+        const mailer = await mailerOf(message.mailboxId)
+        if (!mailer.enabled) {
+          // Looked at again in a while, so the rows behind it are not held up.
+          await outbox.postpone(row.id, NO_WAY_OUT, new Date(fastify.clock() + backoffMs(1)))
+          continue
+        }
+        if (!(await outbox.claim(row.id, LEASE_MS))) continue
         try {
-          await mail.send(message)
+          await mailer.send(message)
           await outbox.sent(row.id)
           sent++
         } catch (error) {

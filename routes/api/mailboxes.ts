@@ -1,18 +1,34 @@
 import type { FastifyError } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type, type Static } from 'typebox'
+import { Type, type Static, type TSchema } from 'typebox'
+import { StoreError } from '../../db/stores/errors.ts'
 import type { Mailbox } from '../../db/stores/mail.ts'
+import { parseImapUrl, shownImap, shownSmtp } from '../../lib/mail.ts'
 import { strictValidatorCompiler } from '../../plugins/http/validation.ts'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
 import { httpError } from './discussions/http-errors.ts'
 import { moment } from './discussions/views.ts'
 
 // The site's mailboxes through the API (docs/decisions.md, "Mail"), for its administrators as
-// `service-desk mailbox` is for the operator: the addresses the site takes mail at.
+// `service-desk mailbox` is for the operator: the addresses the site takes mail at, how their mail
+// arrives and leaves, and how it is arriving. Passwords go in, never out.
+
+const Nullable = <T extends TSchema>(schema: T, description: string) => Type.Union([schema, Type.Null()], { description })
 
 export const MailboxResource = Type.Object({
   address: Type.String({ description: 'Mail to it opens discussions of the site; answers to them join theirs.' }),
-  category_id: Type.Union([Type.Integer(), Type.Null()], { description: "The category its mail opens discussions in; null: the site's first." }),
+  category_id: Nullable(Type.Integer(), "The category its mail opens discussions in; null: the site's first."),
+  imap: Nullable(Type.String(), 'The IMAP mailbox its mail is fetched from, without its password; null: the built-in receiver takes its mail.'),
+  smtp: Nullable(Type.String(), "The SMTP address its replies leave by, without its password; null: the service's (SERVICE_SMTP_URL)."),
+  acknowledge: Type.Boolean({ description: 'Whether a new discussion by mail is answered at once by an automatic acknowledgement.' }),
+  state: Type.Object(
+    {
+      last_fetch_at: Nullable(Type.String({ format: 'date-time' }), 'When its IMAP mailbox was last read through; null: never (or no IMAP).'),
+      last_error: Nullable(Type.String(), 'What went wrong at the last fetch, in words; null: nothing.'),
+      taken_today: Type.Integer({ description: 'Messages taken in since midnight (UTC).' }),
+    },
+    { description: 'How its mail is arriving.' },
+  ),
   created_at: Type.String({ format: 'date-time' }),
   href: Type.String({ format: 'uri', description: 'DELETE stops taking mail at the address.' }),
 })
@@ -23,10 +39,20 @@ export const NewMailbox = Type.Object(
   {
     address: Type.String({ minLength: 3, maxLength: 254, description: 'The address, as mail is sent to it.' }),
     category_id: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "A category of the site; the site's first by default.", errorMessage: { type: 'must be a category id' } })),
+    imap: Type.Optional(Type.String({ maxLength: 2000, description: 'An IMAP mailbox to fetch its mail from, `imaps://user:password@imap.example.com/INBOX` (user and password percent-encoded); without it, mail reaches the built-in receiver (SERVICE_MAIL_RECEIVER). The password is sealed and never shown again.' })),
+    smtp: Type.Optional(Type.String({ maxLength: 2000, description: "An SMTP address its replies leave by, `smtp://user:password@smtp.example.com:587`; without it, the service's." })),
+    acknowledge: Type.Optional(Type.Boolean({ description: 'Answer each new discussion by mail with an automatic acknowledgement (off by default).' })),
   },
 )
 
 const MailboxParams = Type.Object({ site: SiteParams.properties.site, address: Type.String({ maxLength: 254, description: 'The mailbox address.' }) })
+
+/** The IMAP mailbox of a request, or a 400 saying what is wrong with it (never repeating it: it holds a password). */
+function imapSettings(value: string) {
+  const settings = parseImapUrl(value)
+  if (typeof settings === 'string') throw new StoreError(settings, 'invalid', 'imap')
+  return settings
+}
 
 const mailboxRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const { mailboxes, users, urls } = fastify
@@ -41,12 +67,22 @@ const mailboxRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       throw Object.assign(new Error("Only administrators of this site can read or change its mailboxes."), { statusCode: 403, code: 'forbidden' })
     }
   })
-  const view = (permalink: string, mailbox: Mailbox): Static<typeof MailboxResource> => ({
-    address: mailbox.address,
-    category_id: mailbox.categoryId,
-    created_at: moment(mailbox.createdAt),
-    href: `${urls.site(permalink)}/mailboxes/${encodeURIComponent(mailbox.address)}`,
-  })
+  const view = async (permalink: string, mailbox: Mailbox, takenToday: Map<number, number>): Promise<Static<typeof MailboxResource>> => {
+    const imap = await mailboxes.imapOf(mailbox)
+    const smtp = await mailboxes.smtpOf(mailbox)
+    return {
+      address: mailbox.address,
+      category_id: mailbox.categoryId,
+      imap: imap && shownImap(imap),
+      smtp: smtp && shownSmtp(smtp),
+      acknowledge: mailbox.acknowledge,
+      state: { last_fetch_at: mailbox.lastFetchAt && moment(mailbox.lastFetchAt), last_error: mailbox.lastError, taken_today: takenToday.get(mailbox.id) ?? 0 },
+      created_at: moment(mailbox.createdAt),
+      href: `${urls.site(permalink)}/mailboxes/${encodeURIComponent(mailbox.address)}`,
+    }
+  }
+  /** Midnight (UTC) of the app's today. */
+  const today = () => new Date(new Date(fastify.clock()).setUTCHours(0, 0, 0, 0))
   const tags = ['mail']
 
   fastify.get(
@@ -54,7 +90,9 @@ const mailboxRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     { schema: { tags, operationId: 'listMailboxes', summary: "The site's mailboxes: the addresses it takes mail at", params: SiteParams, response: { 200: MailboxListing, 400: InvalidRequestBody } } },
     async (request) => {
       const { site } = request.auth!
-      return { mailboxes: (await mailboxes.listMailboxes(site.id)).map((m) => view(site.permalink, m)) }
+      const list = await mailboxes.listMailboxes(site.id)
+      const taken = await mailboxes.takenSince(list.map((m) => m.id), today())
+      return { mailboxes: await Promise.all(list.map((m) => view(site.permalink, m, taken))) }
     },
   )
 
@@ -65,7 +103,7 @@ const mailboxRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
         tags,
         operationId: 'addMailbox',
         summary: 'Take the mail of an address: mail to it opens discussions of the site',
-        description: 'The address must reach the built-in receiver (SERVICE_MAIL_RECEIVER): an MX record or a forward. An address is one site’s only: another’s is a 409.',
+        description: 'Its mail arrives from an IMAP mailbox (`imap`), or at the built-in receiver (SERVICE_MAIL_RECEIVER) through an MX record or a forward. An address is one site’s only: another’s is a 409.',
         params: SiteParams,
         body: NewMailbox,
         response: { 201: MailboxResource, 400: InvalidRequestBody, 404: ErrorBody, 409: ErrorBody, 415: ErrorBody },
@@ -73,8 +111,9 @@ const mailboxRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       const { site } = request.auth!
-      const mailbox = await mailboxes.addMailbox(site.id, request.body.address, request.body.category_id ?? null)
-      const resource = view(site.permalink, mailbox)
+      const { address, category_id: categoryId = null, imap, smtp: smtpUrl = null, acknowledge } = request.body
+      const mailbox = await mailboxes.addMailbox(site.id, address, { categoryId, imap: imap === undefined ? null : imapSettings(imap), smtpUrl, acknowledge })
+      const resource = await view(site.permalink, mailbox, new Map())
       return reply.code(201).header('location', resource.href).send(resource)
     },
   )

@@ -1,5 +1,7 @@
 import t from 'tap'
 import { cliRunner } from '../fixtures/cli.ts'
+import { dovecot } from '../fixtures/dovecot.ts'
+import { mailServer } from '../fixtures/mail.ts'
 
 // The sites' mailboxes on the command line (cli/mailboxes.ts), on the engine the suite runs on.
 
@@ -13,7 +15,7 @@ t.test('mailbox add, list and remove; an address belongs to one site; bad input 
   t.equal(added.code, 0, added.stderr)
   t.match(added.stdout, /^mailbox support@acme\.example added to acme; mail reaches it through the receiver/)
   t.equal((await cli.run(['mailbox', 'add', 'acme', 'billing@acme.example', '--category', category])).code, 0)
-  t.equal((await cli.run(['mailbox', 'list', 'acme'])).stdout, `support@acme.example\tfirst category\nbilling@acme.example\t${category}\n`)
+  t.equal((await cli.run(['mailbox', 'list', 'acme'])).stdout, `support@acme.example\tfirst category\treceiver\t-\t-\nbilling@acme.example\t${category}\treceiver\t-\t-\n`)
 
   const taken = await cli.run(['mailbox', 'add', 'other', 'SUPPORT@acme.example'])
   t.not(taken.code, 0)
@@ -24,6 +26,10 @@ t.test('mailbox add, list and remove; an address belongs to one site; bad input 
     [['mailbox', 'add', 'acme', 'x@acme.example', '--category', 'two'], '--category must be a category id, not "two"'],
     [['mailbox', 'add', 'nowhere', 'x@acme.example'], 'nowhere'],
     [['mailbox', 'remove', 'acme', 'nobody@acme.example'], 'acme has no mailbox nobody@acme.example'],
+    [['mailbox', 'test', 'acme', 'nobody@acme.example'], 'acme has no mailbox nobody@acme.example'],
+    [['mailbox', 'add', 'acme', 'x@acme.example', '--imap', 'https://user:secret-pw@imap.example'], '--imap must be an imap:// or imaps:// address'],
+    [['mailbox', 'add', 'acme', 'x@acme.example', '--imap', 'imaps://imap.example/INBOX'], '--imap must name the user and the password'],
+    [['mailbox', 'add', 'acme', 'x@acme.example', '--smtp', 'mail.example:25'], 'must be an smtp:// or smtps:// address'],
   ] as const) {
     const refused = await cli.run([...args])
     t.not(refused.code, 0, args.join(' '))
@@ -33,5 +39,37 @@ t.test('mailbox add, list and remove; an address belongs to one site; bad input 
 
   const removed = await cli.run(['mailbox', 'remove', 'acme', ' Billing@Acme.Example '])
   t.equal(removed.stdout, 'mailbox billing@acme.example removed from acme\n')
-  t.equal((await cli.run(['mailbox', 'list', 'acme'])).stdout, 'support@acme.example\tfirst category\n')
+  t.equal((await cli.run(['mailbox', 'list', 'acme'])).stdout, 'support@acme.example\tfirst category\treceiver\t-\t-\n')
+})
+
+t.test('mailbox add --imap --smtp seals the passwords; list shows neither; test signs in to both and says what failed', async (t) => {
+  const cli = cliRunner(t)
+  const imap = await dovecot(t)
+  const good = imap.user('support', 'p@ss/word')
+  const smtp = await mailServer(t)
+  t.equal((await cli.run(['site', 'add', 'acme'])).code, 0)
+  const added = await cli.run(['mailbox', 'add', 'acme', 'support@acme.example', '--imap', good, '--smtp', smtp.url, '--acknowledge'])
+  t.equal(added.code, 0, added.stderr)
+  t.match(added.stdout, `mail is fetched from imap://support@127.0.0.1:${imap.port}/INBOX by the running service`)
+  const listed = (await cli.run(['mailbox', 'list', 'acme'])).stdout
+  t.match(listed, `support@acme.example\tfirst category\timap://support@127.0.0.1:${imap.port}/INBOX\t-\t-`)
+  t.notMatch(listed + added.stdout, /p%40ss|p@ss|s3cret/, 'no password shown')
+
+  const tested = await cli.run(['mailbox', 'test', 'acme', 'support@acme.example'])
+  t.equal(tested.code, 0, tested.stderr)
+  t.match(tested.stdout, `IMAP imap://support@127.0.0.1:${imap.port}/INBOX: signed in; INBOX holds 0 messages, 0 unread; new mail is announced (IDLE)`)
+  t.match(tested.stdout, `SMTP smtp://mailer@127.0.0.1:`)
+  t.same(smtp.state.logins, ['mailer:s3cret-smtp'], 'it signed in to the SMTP server')
+
+  // A wrong password, and an SMTP server that is not there: both said, and the command fails.
+  t.equal((await cli.run(['mailbox', 'add', 'acme', 'bad@acme.example', '--imap', good.replace('p%40ss%2Fword', 'wrong'), '--smtp', 'smtp://127.0.0.1:1'])).code, 0)
+  const failed = await cli.run(['mailbox', 'test', 'acme', 'bad@acme.example'])
+  t.not(failed.code, 0)
+  t.match(failed.stderr, /IMAP imap:\/\/support@127\.0\.0\.1:\d+\/INBOX: .*auth/i)
+  t.match(failed.stderr, 'SMTP smtp://127.0.0.1:1: the server refused the connection')
+  t.notMatch(failed.stderr, /wrong/)
+
+  // A mailbox of the receiver, with the service's SMTP: nothing to sign in to, said so.
+  t.equal((await cli.run(['mailbox', 'add', 'acme', 'plain@acme.example'])).code, 0)
+  t.match((await cli.run(['mailbox', 'test', 'acme', 'plain@acme.example'])).stdout, "no IMAP mailbox: its mail reaches the built-in receiver (SERVICE_MAIL_RECEIVER)\nno SMTP address of its own: its replies leave by the service's (SERVICE_SMTP_URL)\n")
 })

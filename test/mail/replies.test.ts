@@ -2,6 +2,7 @@ import { simpleParser } from 'mailparser'
 import t, { type Test } from 'tap'
 import { supporterWithToken } from '../fixtures/app.ts'
 import { mailServer } from '../fixtures/mail.ts'
+import { NO_WAY_OUT } from '../../plugins/mail/sender.ts'
 import { mailDesk } from '../fixtures/mail-desk.ts'
 import { webClient, personWithPassword } from '../fixtures/web.ts'
 
@@ -140,11 +141,24 @@ t.test('the sender runs by itself in the background, and says so when it cannot'
   t.match(lines.find((l) => l.includes('could not send the outbox')), 'the database is away')
 })
 
-t.test('without a mail server the replies wait, queued', async (t) => {
-  const { app, ann, send } = await mailDesk(t)
+t.test('without a mail server the replies wait, queued, and say why; a mailbox with an SMTP address of its own sends its replies', async (t) => {
+  const { app, clock, ann, send } = await mailDesk(t)
   await send({ subject: 'Hi', text: 'Hello.' })
   const reply = (await app.inject({ method: 'POST', url: '/demo/discussions/1/comments', headers: ann.bearer, payload: { body: 'Hello back.' } })).json()
   t.equal(await app.sendOutbox(), 0)
   t.match(reply.delivery, { state: 'queued', attempts: 0 })
-  t.equal((await app.outbox.due(10)).length, 1, 'still due, for when SERVICE_SMTP_URL is set')
+  const waiting = (await app.inject({ method: 'GET', url: '/demo/discussions/1/comments/2', headers: ann.bearer })).json().delivery
+  t.match(waiting, { state: 'queued', attempts: 0, last_error: NO_WAY_OUT })
+  t.equal((await app.outbox.due(10)).length, 0, 'looked at again later, not holding up the rows behind it')
+  clock.advance(61_000)
+  t.equal((await app.outbox.due(10)).length, 1, 'due again, for when SERVICE_SMTP_URL is set')
+
+  // Another mailbox of the site with an SMTP server of its own: its replies leave by it.
+  const own = await mailServer(t)
+  await app.mailboxes.addMailbox(ann.site.id, 'billing@acme.example', { smtpUrl: own.url })
+  await send({ to: 'billing@acme.example', subject: 'Invoice', text: 'Where is it?' })
+  await app.inject({ method: 'POST', url: '/demo/discussions/2/comments', headers: ann.bearer, payload: { body: 'Attached.' } })
+  t.equal(await app.sendOutbox(), 1, "the billing reply goes; support's still has no way out")
+  t.same(own.mails.map((m) => [m.from, m.to]), [['billing@acme.example', ['carol@customer.example']]])
+  t.same(own.state.logins, ['mailer:s3cret-smtp'])
 })

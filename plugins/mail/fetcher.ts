@@ -1,0 +1,173 @@
+import { randomBytes } from 'node:crypto'
+import { hostname } from 'node:os'
+import fp from 'fastify-plugin'
+import type { ImapFlow } from 'imapflow'
+import { StoreError } from '../../db/stores/errors.ts'
+import type { Mailbox } from '../../db/stores/mail.ts'
+import type { FileLimits } from '../../lib/files.ts'
+import { failureWords, imapClient } from '../../lib/imap.ts'
+import { MAX_MESSAGE_BYTES } from '../../lib/mail.ts'
+import { repeatInBackground } from '../background.ts'
+import type { FetchPosition, Outcome, Pipeline } from './pipeline.ts'
+
+// Mail in by IMAP (docs/decisions.md, "Mail"): for each mailbox with an IMAP address, one process
+// at a time (the one holding the mailbox's lease in the database) keeps a connection open,
+// listens with IDLE where the server offers it (imapflow polls with NOOP where it does not), and
+// looks for new messages at least every `everyMs` (SERVICE_MAIL_FETCH_SECONDS). Each message is
+// handed to the one pipeline (plugins/mail/pipeline.ts), and the fetch's place (UIDVALIDITY and
+// the UID) moves in the transaction of the discussion the message becomes: a process killed at any
+// point leaves the place at the last message written, so the next fetch (by it after a restart, or
+// by another once the lease runs out) takes each message once. Taken messages are flagged \Seen.
+
+/** How often a mailbox is looked at when the server says nothing (and other processes' leases are checked). */
+export const FETCH_EVERY_MS = 60_000
+
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** This process's name in the mailboxes' leases; `scan` looks for mailboxes to fetch now (tests). */
+    mailFetcher: { owner: string; scan(): Promise<void> }
+  }
+}
+
+// A function, as the receiver's: the compiled build rewrites this import's extension.
+const loadPipeline = () => import('./pipeline.ts')
+
+
+/** Outcomes that leave the message in the mailbox unread, for a person to look at. */
+const LEFT_UNREAD = new Set<Outcome['kind']>(['refused', 'later'])
+
+export default fp<{ everyMs?: number; limits: FileLimits }>(
+  async (fastify, { everyMs = FETCH_EVERY_MS, limits }) => {
+    const { mailboxes } = fastify
+    const owner = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`
+    // A lease outlives three looks, so a live process always renews it in time.
+    const leaseMs = 3 * everyMs
+    const workers = new Map<number, Promise<void>>()
+    const clients = new Set<ImapFlow>()
+    const wakers = new Set<() => void>()
+    let closing = false
+
+    /** Starts fetching each IMAP mailbox no live process holds. */
+    async function scan(): Promise<void> {
+      for (const mailbox of await mailboxes.fetched()) {
+        if (closing || workers.has(mailbox.id)) continue
+        const leased = await mailboxes.lease(mailbox.id, owner, leaseMs)
+        if (!leased) continue
+        workers.set(mailbox.id, watch(leased).finally(() => workers.delete(mailbox.id)))
+      }
+    }
+    fastify.decorate('mailFetcher', { owner, scan })
+
+    /** Waits `ms`, or less when the server says a message came (`news.came`) or the app closes. */
+    function pause(ms: number, news: { came: boolean }): Promise<void> {
+      if (news.came || closing) return Promise.resolve()
+      return new Promise((resolve) => {
+        const wake = () => {
+          clearTimeout(timer)
+          wakers.delete(wake)
+          resolve()
+        }
+        const timer = setTimeout(wake, ms)
+        wakers.add(wake)
+      })
+    }
+
+    /** Fetches one mailbox while this process holds its lease; ends on an error (the next scan tries again) or when the lease is lost. */
+    async function watch(leased: Mailbox): Promise<void> {
+      let mailbox = leased
+      const settings = await mailboxes.imapOf(mailbox)
+      if (!settings) {
+        await mailboxes.fetchEnded(mailbox.id, 'the IMAP password cannot be opened with this server key: add the mailbox again')
+        return
+      }
+      const [client, { pipelineOf }] = await Promise.all([imapClient(settings), loadPipeline()])
+      const pipeline = pipelineOf(fastify, limits)
+      clients.add(client)
+      const news = { came: false }
+      const wakeOnNews = () => {
+        news.came = true
+        wakers.forEach((wake) => wake())
+      }
+      client.on('exists', wakeOnNews)
+      client.on('error', (error: Error) => fastify.log.warn({ mailbox: { id: mailbox.id, address: mailbox.address }, err: { message: failureWords(error) } }, 'IMAP connection error'))
+      try {
+        await client.connect()
+        const opened = await client.mailboxOpen(settings.folder)
+        const validity = String(opened.uidValidity)
+        while (!closing) {
+          news.came = false
+          if (!(await fetchNew(client, mailbox, validity, pipeline))) return
+          await mailboxes.fetchEnded(mailbox.id, null)
+          await pause(everyMs, news)
+          const renewed = !closing && (await mailboxes.lease(mailbox.id, owner, leaseMs))
+          // Gone, taken by another, or given a new IMAP address (the next scan connects to it).
+          if (!renewed || renewed.imap !== mailbox.imap) return
+          mailbox = renewed
+        }
+      } catch (error) {
+        if (closing) return
+        fastify.log.warn({ mailbox: { id: mailbox.id, address: mailbox.address }, err: { message: failureWords(error) } }, 'IMAP fetch failed')
+        await mailboxes.fetchEnded(mailbox.id, failureWords(error)).catch(() => {})
+      } finally {
+        client.off('exists', wakeOnNews)
+        clients.delete(client)
+        await client.logout().catch(() => client.close())
+      }
+    }
+
+    /** Takes the messages after the fetch's place, in UID order; false when another process holds the mailbox now. */
+    async function fetchNew(client: ImapFlow, mailbox: Mailbox, validity: string, pipeline: Pipeline): Promise<boolean> {
+      const { takeMessage } = await loadPipeline()
+      let from = mailbox.imapPosition
+      const [knownValidity, lastUid] = from?.split(':') ?? []
+      // A new mailbox, or one whose UIDs the server renumbered (UIDVALIDITY changed): from its
+      // first message; what was taken before is known by its Message-ID and not taken again.
+      const after = knownValidity === validity ? Number(lastUid) : 0
+      const found = await client.search({ uid: `${after + 1}:*` }, { uid: true })
+      const uids = (found || []).filter((uid) => uid > after).sort((a, b) => a - b)
+      for (const uid of uids) {
+        if (closing) return true
+        const position: FetchPosition = { owner, from, to: `${validity}:${uid}` }
+        const message = await client.fetchOne(String(uid), { uid: true, size: true, source: { maxLength: MAX_MESSAGE_BYTES + 1 } }, { uid: true })
+        let outcome: Outcome
+        try {
+          outcome =
+            !message || !message.source
+              ? { kind: 'refused', reason: 'the server gave no message for this UID' }
+              : (message.size ?? 0) > MAX_MESSAGE_BYTES
+                ? { kind: 'refused', reason: `the message is larger than ${MAX_MESSAGE_BYTES / (1024 * 1024)} MB` }
+                : await takeMessage(pipeline, mailbox, message.source, null, position)
+          // What wrote nothing moves the place on its own.
+          if (outcome.kind !== 'opened' && outcome.kind !== 'added') await mailboxes.advance(mailbox.id, owner, from, position.to)
+        } catch (error) {
+          if (error instanceof StoreError && error.field === 'imap_position') return false
+          throw error
+        }
+        from = position.to
+        fastify.log.info({ mail: { door: 'imap', site: mailbox.siteId, mailbox: mailbox.address, uid, ...outcome } }, 'mail taken in')
+        if (!LEFT_UNREAD.has(outcome.kind)) await client.messageFlagsAdd(String(uid), ['\\Seen'], { uid: true })
+      }
+      return true
+    }
+
+    repeatInBackground(fastify, { firstAfterMs: Math.min(everyMs, 1_000), everyMs }, async () => {
+      try {
+        await scan()
+      } catch (error) {
+        fastify.log.warn({ err: error }, 'could not look for mailboxes to fetch')
+      }
+    })
+    fastify.addHook('onClose', async () => {
+      closing = true
+      const held = [...workers.keys()]
+      wakers.forEach((wake) => wake())
+      // A connection under way (or a command waiting on a slow server) ends now.
+      clients.forEach((client) => client.close())
+      await Promise.all(workers.values())
+      // Another process may take the mailboxes at once, not when the leases run out.
+      await Promise.all(held.map((id) => mailboxes.release(id, owner)))
+    })
+  },
+  { name: 'mail-fetcher', fastify: '5.x', dependencies: ['config', 'discussion-stores', 'server-key'] },
+)

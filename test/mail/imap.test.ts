@@ -1,0 +1,156 @@
+import { simpleParser } from 'mailparser'
+import t, { type Test } from 'tap'
+import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
+import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
+import { mailServer } from '../fixtures/mail.ts'
+
+// Issue 48, mail in by IMAP (plugins/mail/fetcher.ts) against a real IMAP server (Dovecot): the
+// support mailbox fetched, the customer's own mailbox receiving the reply through a real SMTP
+// server, and the customer's answer fetched back into the same discussion; on the suite's engine.
+
+if (!haveDovecot(t)) process.exit(0)
+
+/** Waits for `check` to hold (a fetch runs in the background), failing after a while. */
+async function until<T>(what: string, check: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
+  const end = Date.now() + ms
+  for (;;) {
+    const found = await check()
+    if (found) return found
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+const message = (fields: { from?: string; to?: string; subject: string; id?: string; inReplyTo?: string; body: string; headers?: string }) =>
+  [
+    ...(fields.from === '' ? [] : [`From: ${fields.from ?? 'Carol Customer <carol@customer.example>'}`]),
+    `To: ${fields.to ?? 'support@acme.example'}`,
+    `Subject: ${fields.subject}`,
+    ...(fields.id ? [`Message-ID: ${fields.id}`] : []),
+    ...(fields.inReplyTo ? [`In-Reply-To: ${fields.inReplyTo}`, `References: ${fields.inReplyTo}`] : []),
+    'Date: Sun, 01 Mar 2026 11:00:00 +0000',
+    ...(fields.headers ? [fields.headers] : []),
+    'Content-Type: text/plain; charset=utf-8',
+    '',
+    fields.body,
+    '',
+  ].join('\r\n')
+
+async function imapDesk(t: Test, mailbox: { acknowledge?: boolean; smtp?: boolean } = {}) {
+  const imap = await dovecot(t)
+  const support = imap.user('support')
+  imap.user('carol')
+  const smtp = await mailServer(t)
+  const { app } = await buildTestApp(t, { config: { mailFetchSeconds: 1 } })
+  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  await app.users.setAdministrator(ann.site.id, ann.user.id, true)
+  await app.categories.add(ann.site.id, 'General', true)
+  const api = (method: 'GET' | 'POST', url: string, payload?: object) => app.inject({ method, url, headers: ann.bearer, ...(payload ? { payload } : {}) })
+  const added = await api('POST', '/demo/mailboxes', { address: 'support@acme.example', imap: support, ...(mailbox.smtp !== false && { smtp: smtp.url }), acknowledge: mailbox.acknowledge ?? false })
+  t.equal(added.statusCode, 201, added.body)
+  const listing = async () => (await api('GET', '/demo/discussions')).json() as { total: number; discussions: Array<{ number: number; title: string; author_email: string }> }
+  return { app, ann, imap, smtp, api, listing }
+}
+
+t.test("a customer's mail in the support mailbox becomes a discussion; the reply reaches the customer's mailbox; the answer joins it", async (t) => {
+  const { app, imap, smtp, api, listing } = await imapDesk(t)
+  const shown = (await api('GET', '/demo/mailboxes')).json().mailboxes[0]
+  t.equal(shown.imap, `imap://support@127.0.0.1:${imap.port}/INBOX`, 'the IMAP mailbox without its password')
+  t.equal(shown.smtp, smtp.url.replace(':s3cret-smtp', ''), 'the SMTP address without its password')
+  t.notMatch(JSON.stringify((await api('GET', '/demo/mailboxes')).json()), /support-password|s3cret/)
+
+  await imap.deliver('support', [message({ subject: 'Printer on fire', id: '<first@customer.example>', body: 'It smokes.' })])
+  await app.mailFetcher.scan()
+  const opened = await until('the discussion', async () => (await listing()).total === 1 && (await listing()).discussions[0])
+  t.match(opened, { number: 1, title: 'Printer on fire', author_email: 'carol@customer.example' })
+  t.match((await api('GET', '/demo/discussions/1')).json().comments[0], { body: 'It smokes.', via: 'email' })
+  await until('the \\Seen flag', async () => (await imap.messages('support'))[0]!.seen)
+  const state = await until('the fetch state', async () => {
+    const mailbox = (await api('GET', '/demo/mailboxes')).json().mailboxes[0]
+    return mailbox.state.last_fetch_at && mailbox
+  })
+  t.match(state.state, { last_error: null, taken_today: 1 })
+
+  // Mail that comes while the connection is open is announced (IDLE) and taken without a new scan.
+  await imap.deliver('support', [message({ from: 'Dave <dave@customer.example>', subject: 'Second', id: '<dave@customer.example>', body: 'Me too.' })])
+  await until('the announced message', async () => (await listing()).total === 2)
+
+  // The supporter answers; the reply leaves by the mailbox's SMTP server, which the test hands to Carol's mailbox.
+  t.equal((await api('POST', '/demo/discussions/1/comments', { body: 'Unplug it, please.' })).statusCode, 201)
+  t.equal(await app.sendOutbox(), 1)
+  t.equal(smtp.mails.length, 1)
+  t.same(smtp.mails[0]!.to, ['carol@customer.example'])
+  await imap.deliver('carol', smtp.mails.map((m) => m.raw))
+  const [received] = await imap.messages('carol')
+  const reply = await simpleParser(received!.raw)
+  t.equal(reply.subject, 'Re: [#1] Printer on fire')
+  t.equal(reply.inReplyTo, '<first@customer.example>', 'threaded under her message')
+  t.equal(reply.text?.trim(), 'Unplug it, please.')
+
+  // Carol answers from her mailbox: her answer names our reply only, and lands in discussion 1.
+  await imap.deliver('support', [message({ subject: `Re: ${reply.subject}`, id: '<third@customer.example>', inReplyTo: reply.messageId, body: 'It worked, thanks.\r\n\r\nOn Sun, Site demo wrote:\r\n> Unplug it, please.' })])
+  const answered = await until('the answer', async () => {
+    const thread = (await api('GET', '/demo/discussions/1')).json()
+    return thread.comments.length === 3 && thread
+  })
+  t.match(answered.comments[2], { body: 'It worked, thanks.', via: 'email', author_email: 'carol@customer.example' })
+  t.equal((await listing()).total, 2, 'no new discussion')
+})
+
+t.test('bad mail gets a clear outcome and never stops the mailbox; an automatic reply is never answered', async (t) => {
+  const { app, imap, smtp, listing, api } = await imapDesk(t, { acknowledge: true })
+  await imap.deliver('support', [
+    message({ from: '', subject: 'Nobody', id: '<nobody@x.example>', body: 'From nobody.' }),
+    message({ subject: 'No Message-ID', body: 'Where is my id?' }),
+    'From: carol@customer.example\r\nSubject: Broken MIME\r\nMessage-ID: <broken@customer.example>\r\nContent-Type: multipart/mixed; boundary="never-closed"\r\n\r\n--never-closed\r\nContent-Type: text/plain\r\n\r\nHalf a message',
+    Buffer.concat([Buffer.from('From: taro@customer.example\r\nSubject: =?ISO-2022-JP?B?GyRCJUYlOSVIGyhC?=\r\nMessage-ID: <jis@customer.example>\r\nContent-Type: text/plain; charset=ISO-2022-JP\r\n\r\n'), Buffer.from('1b24422433247324' + '4b2441244f1b2842', 'hex'), Buffer.from('\r\n')]),
+    Buffer.concat([Buffer.from('From: zoe@customer.example\r\nSubject: =?windows-1252?Q?Caf=E9?=\r\nMessage-ID: <cp1252@customer.example>\r\nContent-Type: text/plain; charset=windows-1252\r\n\r\n', 'latin1'), Buffer.from('Un caf\x80 \x93cr\xe8me\x94\r\n', 'latin1')]),
+    'From: mallory@customer.example\r\nSubject: Script\r\nMessage-ID: <html@customer.example>\r\nContent-Type: text/html\r\n\r\n<p>Hello <script>alert(1)</script><b>there</b></p>\r\n',
+    message({ from: 'Out of office <carol@customer.example>', subject: 'Auto: away', id: '<ooo@customer.example>', body: 'I am away.', headers: 'Auto-Submitted: auto-replied' }),
+  ])
+  await app.mailFetcher.scan()
+  const found = await until('the good messages', async () => {
+    const { total, discussions } = await listing()
+    return total === 6 && discussions
+  })
+  t.same(found.map((d) => d.title).sort(), ['Auto: away', 'Broken MIME', 'Café', 'No Message-ID', 'Script', 'テスト'].sort(), 'all but the one without a sender')
+  const bodies = async (title: string) => (await api('GET', `/demo/discussions/${found.find((d) => d.title === title)!.number}`)).json().comments[0].body as string
+  t.equal(await bodies('テスト'), 'こんにちは')
+  t.equal(await bodies('Café'), 'Un caf€ “crème”')
+  t.notMatch(await bodies('Script'), /<script|alert/, 'HTML only: its text, no script')
+  t.match(await bodies('Script'), 'Hello there')
+  const messages = await imap.messages('support')
+  t.same(messages.map((m) => m.seen), [false, true, true, true, true, true, true], 'the message without a sender is left unread for a person')
+
+  // Acknowledgements: one per new discussion of a person, marked automatic; none to the out-of-office.
+  t.equal(await app.sendOutbox(), 5)
+  const acknowledgements = await Promise.all(smtp.mails.map((m) => simpleParser(m.raw)))
+  t.same(smtp.mails.map((m) => m.to[0]).sort(), ['carol@customer.example', 'carol@customer.example', 'mallory@customer.example', 'taro@customer.example', 'zoe@customer.example'])
+  t.ok(acknowledgements.every((m) => m.headers.get('auto-submitted') === 'auto-replied'), 'Auto-Submitted: auto-replied')
+  t.match(acknowledgements.find((m) => m.subject === 'Re: [#' + found.find((d) => d.title === 'Script')!.number + '] Script')?.text, /Thank you for writing to Site demo\. Your message is #\d+, "Script"/)
+  // An auto-responder answering the acknowledgement: kept as a note, never answered again.
+  await imap.deliver('support', [message({ from: 'carol@customer.example', subject: 'Auto: Re: Broken MIME', id: '<ooo-2@customer.example>', inReplyTo: acknowledgements[0]!.messageId, body: 'Away.', headers: 'Auto-Submitted: auto-replied' })])
+  const thread = await until('the note', async () => {
+    const discussion = (await api('GET', `/demo/discussions?per_page=50`)).json().discussions.find((d: { comments_count: number }) => d.comments_count === 2)
+    return discussion
+  })
+  t.ok(thread, 'added to the discussion it answers')
+  t.equal(await app.sendOutbox(), 0, 'nothing answers an automatic reply')
+  t.equal((await listing()).total, 6)
+})
+
+t.test('a wrong password is the mailbox\'s last error, in words; the app closes while fetching', async (t) => {
+  const imap = await dovecot(t)
+  imap.user('support')
+  const { app } = await buildTestApp(t, { config: { mailFetchSeconds: 1 } })
+  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  await app.categories.add(ann.site.id, 'General', true)
+  await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example', { imap: { host: '127.0.0.1', port: imap.port, secure: false, user: 'support', password: 'wrong', folder: 'INBOX' } })
+  await app.mailFetcher.scan()
+  const [mailbox] = await until('the error', async () => {
+    const list = await app.mailboxes.listMailboxes(ann.site.id)
+    return list[0]!.lastError !== null && list
+  })
+  t.match(mailbox!.lastError, /auth/i)
+  t.notMatch(mailbox!.lastError, /wrong/)
+})
