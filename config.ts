@@ -1,6 +1,7 @@
 // Configuration comes from environment variables, each of which a command-line flag overrides.
 // A bad value stops start-up with one clear line (ConfigError's message).
 
+import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { ConfigError } from './lib/config-error.ts'
 import { DEFAULT_FILE_LIMITS, MESSAGE_LIMITS, MiB, type FileLimits } from './lib/files.ts'
@@ -119,6 +120,8 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_FILE_MAX_MB', fallback: '`10`', about: 'the largest file an attachment may be, in MiB (at most 25, what one message may carry in all)' },
   { variable: 'SERVICE_SITE_FILES_MB', fallback: '`1024`', about: "the space a site's files may take in the database, in MiB; a file it already has takes none" },
   { variable: 'SERVICE_MAIL_RECEIVER', fallback: 'none: no mail is taken in', about: "`PORT` or `HOST:PORT` (`0.0.0.0:25` for an MX): the built-in receiver of the sites' mail, which takes mail for their mailbox addresses only (`service-desk mailbox add`)" },
+  { variable: 'SERVICE_MAIL_RECEIVER_CERT', fallback: 'none: no STARTTLS', about: 'a PEM file of the certificate (with its chain) the receiver offers STARTTLS with, for the name the MX record points at' },
+  { variable: 'SERVICE_MAIL_RECEIVER_KEY', fallback: 'none', about: "the PEM file of that certificate's private key; both or neither" },
   { variable: 'SERVICE_MAIL_FETCH_SECONDS', fallback: '`60`', about: "how often the sites' IMAP mailboxes are looked at for new mail when their servers do not announce it (IDLE), and how soon another process takes over a mailbox whose process died (three times this)" },
   { variable: 'SERVICE_SMTP_URL', fallback: 'none: no mail', about: '`smtp://user:password@host:587` (STARTTLS when offered) or `smtps://...` (TLS from the start): where expiry notices and the notices of revocations by administrators are sent; never logged' },
   { variable: 'SERVICE_MAIL_FROM', fallback: '`Service Desk <service-desk@` the host of `SERVICE_BASE_URL` `>`', about: 'the From of those mails' },
@@ -180,7 +183,11 @@ function parseSiteUrl(value: string, name: string): string {
   return value.replace(/\/+$/, '')
 }
 
-/** SERVICE_MAIL_RECEIVER: `PORT` (on 127.0.0.1) or `HOST:PORT`; unset, no receiver. */
+/**
+ * SERVICE_MAIL_RECEIVER: `PORT` (on 127.0.0.1) or `HOST:PORT`; unset, no receiver. With
+ * SERVICE_MAIL_RECEIVER_CERT and SERVICE_MAIL_RECEIVER_KEY (PEM files, both or neither), it offers
+ * STARTTLS.
+ */
 function parseReceiver(source: ConfigSource): { mailReceiver?: ReceiverSettings } {
   const value = source.env.SERVICE_MAIL_RECEIVER?.trim()
   if (!value) return {}
@@ -190,7 +197,17 @@ function parseReceiver(source: ConfigSource): { mailReceiver?: ReceiverSettings 
   if (!found || port > 65_535 || (host !== 'localhost' && !isIP(host))) {
     throw new ConfigError(`SERVICE_MAIL_RECEIVER must be a port or an address and a port (0.0.0.0:25), not "${value}"`)
   }
-  return { mailReceiver: { host, port } }
+  const [cert, key] = ['SERVICE_MAIL_RECEIVER_CERT', 'SERVICE_MAIL_RECEIVER_KEY'].map((name) => {
+    const path = source.env[name]?.trim()
+    if (!path) return undefined
+    try {
+      return readFileSync(path)
+    } catch (error) {
+      throw new ConfigError(`${name} must be a readable PEM file: ${(error as NodeJS.ErrnoException).code ?? String(error)} for "${path}"`)
+    }
+  })
+  if ((cert === undefined) !== (key === undefined)) throw new ConfigError('SERVICE_MAIL_RECEIVER_CERT and SERVICE_MAIL_RECEIVER_KEY go together: set both, or neither')
+  return { mailReceiver: { host, port, ...(cert && key && { tls: { cert, key } }) } }
 }
 
 function parseCount(source: ConfigSource, variable: string, fallback: number, max: number): number {

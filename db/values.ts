@@ -19,7 +19,7 @@ export type Access = (typeof accessLevels)[number]
 export const discussionStates = ['new', 'open', 'resolved', 'deleted'] as const
 export type DiscussionState = (typeof discussionStates)[number]
 
-export const commentVias = ['api', 'web', 'email'] as const
+export const commentVias = ['api', 'web', 'email', 'mcp'] as const
 export type CommentVia = (typeof commentVias)[number]
 
 // What leaves the process through the outbox (db/stores/outbox.ts), and where each message is.

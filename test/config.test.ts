@@ -1,4 +1,5 @@
 import t from 'tap'
+import { selfSigned } from './fixtures/certificate.ts'
 import { loadConfig } from '../config.ts'
 import { DEFAULT_LIMITS } from '../plugins/auth/limits.ts'
 import { DEFAULT_RATE_LIMITS } from '../plugins/rate-limits.ts'
@@ -154,6 +155,10 @@ t.test('leak reports and the security log: from the environment, and what is ref
   for (const bad of ['mail.example.com:25', '70000', 'port']) {
     t.throws(() => load({ SERVICE_MAIL_RECEIVER: bad }), { message: `SERVICE_MAIL_RECEIVER must be a port or an address and a port (0.0.0.0:25), not "${bad}"` })
   }
+  const pem = selfSigned(t)
+  t.same(load({ SERVICE_MAIL_RECEIVER: '2525', SERVICE_MAIL_RECEIVER_CERT: pem.certPath, SERVICE_MAIL_RECEIVER_KEY: pem.keyPath }).mailReceiver, { host: '127.0.0.1', port: 2525, tls: { cert: pem.cert, key: pem.key } })
+  t.throws(() => load({ SERVICE_MAIL_RECEIVER: '2525', SERVICE_MAIL_RECEIVER_CERT: pem.certPath }), { message: 'SERVICE_MAIL_RECEIVER_CERT and SERVICE_MAIL_RECEIVER_KEY go together: set both, or neither' })
+  t.throws(() => load({ SERVICE_MAIL_RECEIVER: '2525', SERVICE_MAIL_RECEIVER_CERT: pem.certPath, SERVICE_MAIL_RECEIVER_KEY: '/nowhere/key.pem' }), { message: 'SERVICE_MAIL_RECEIVER_KEY must be a readable PEM file: ENOENT for "/nowhere/key.pem"' })
   t.throws(() => load({ SERVICE_FILE_MAX_MB: '26' }), { message: 'SERVICE_FILE_MAX_MB must be a whole number from 1 to 25, not "26"' }, 'no file larger than a message may carry')
   t.throws(() => load({ SERVICE_SUDO_MINUTES: '1441' }), { message: 'SERVICE_SUDO_MINUTES must be a whole number from 1 to 1440, not "1441"' })
   t.throws(() => load({ SERVICE_SECURITY_LOG_DAYS: '0' }), { name: 'ConfigError' })

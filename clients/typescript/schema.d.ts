@@ -646,13 +646,15 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             /** @enum {unknown} */
-            via: "api" | "web" | "email";
+            via: "api" | "web" | "email" | "mcp";
             /** Format: uri */
             discussion_href: string;
             /** @description The files it carries; an internal note's are the staff's only. */
             attachments: components["schemas"]["Attachment"][];
             /** @description For a message that came by mail: true when its sender passed DMARC, false when it failed (the address may be spoofed: "sender not verified"), null when nothing could say, or not by mail. */
             sender_verified: boolean | null;
+            /** @description For a message that came by mail: the address of the site it was sent to (null once that mailbox is removed, or not by mail). */
+            mailbox: string | null;
             /** @description For a public reply of the staff to a discussion that came by mail: how its mail to the customer is doing. Null otherwise. */
             delivery: {
                 /**

@@ -24,6 +24,12 @@ export interface MailboxSettings {
   acknowledge?: boolean
 }
 
+/** How a comment came by mail: the address it was sent to (null once that mailbox is removed) and DMARC's word on its sender. */
+export interface MailOrigin {
+  mailbox: string | null
+  verified: boolean | null
+}
+
 export interface TakenMessage {
   siteId: number
   mailboxId: number
@@ -173,14 +179,15 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
       return row?.number
     },
 
-    /** What DMARC said of the senders of these comments' messages, by comment (mail ones only). */
-    async senderVerdicts(commentIds: number[]): Promise<Map<number, boolean | null>> {
+    /** Of these comments that came by mail, by comment: the address it came to, and what DMARC said of its sender. */
+    async origins(commentIds: number[]): Promise<Map<number, MailOrigin>> {
       if (commentIds.length === 0) return new Map()
       const rows = await db
-        .select({ commentId: mailMessages.commentId, verified: mailMessages.senderVerified })
+        .select({ commentId: mailMessages.commentId, verified: mailMessages.senderVerified, mailbox: mailboxes.address })
         .from(mailMessages)
+        .leftJoin(mailboxes, eq(mailboxes.id, mailMessages.mailboxId))
         .where(and(inArray(mailMessages.commentId, commentIds), eq(mailMessages.outbound, false)))
-      return new Map(rows.map((r) => [r.commentId, r.verified]))
+      return new Map(rows.map((r) => [r.commentId, { verified: r.verified, mailbox: r.mailbox }]))
     },
 
     /** How many messages the site took from `sender` since `since`: the per-sender limit's count. */

@@ -7,7 +7,7 @@ import type { Outcome } from './pipeline.ts'
 // The built-in receiver (docs/decisions.md, "Mail"): an SMTP server on a port of its own, off by
 // default, for a team that points an MX record or a forward at the service. It takes mail for the
 // sites' mailbox addresses only (never a relay: any other recipient is refused in SMTP), refuses a
-// message over MAX_MESSAGE_BYTES in SMTP, and hands each message to the one pipeline
+// message over MAX_MESSAGE_BYTES in SMTP, offers STARTTLS where a certificate is set, and hands each message to the one pipeline
 // (plugins/mail/pipeline.ts). What the pipeline cannot do now (the database unreachable) is a
 // temporary failure, so the sending server tries again.
 
@@ -17,6 +17,8 @@ export interface ReceiverSettings {
   port: number
   /** The largest message taken (MAX_MESSAGE_BYTES; smaller in tests). */
   maxBytes?: number
+  /** A certificate and its key (PEM): STARTTLS is offered with them; without, no TLS. */
+  tls?: { cert: Buffer; key: Buffer }
   /** The DNS answers SPF, DKIM and DMARC are checked with (the system's resolver; a map of its own in tests). */
   resolver?: DNSResolver
 }
@@ -92,9 +94,10 @@ export default fp<{ settings?: ReceiverSettings; limits: FileLimits }>(
       name: serverName,
       banner: 'Service Desk',
       size: maxBytes,
-      // An MX takes mail from anyone, without authentication; no TLS without a certificate.
+      // An MX takes mail from anyone, without authentication; STARTTLS with a certificate only.
       authOptional: true,
-      disabledCommands: ['AUTH', 'STARTTLS'],
+      disabledCommands: settings.tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+      ...(settings.tls && { cert: settings.tls.cert, key: settings.tls.key }),
       logger: false,
       onRcptTo(address, _session, callback) {
         mailboxes.mailbox(address.address).then(

@@ -1,4 +1,4 @@
-import type { FastifyError } from 'fastify'
+import type { FastifyError, FastifyInstance } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type Static, type TSchema } from 'typebox'
 import { StoreError } from '../../db/stores/errors.ts'
@@ -54,8 +54,38 @@ function imapSettings(value: string) {
   return settings
 }
 
+/** A mailbox as the API shows it (and the administration page): addresses without passwords, its state. */
+async function view(fastify: FastifyInstance, permalink: string, mailbox: Mailbox, takenToday: Map<number, number>): Promise<Static<typeof MailboxResource>> {
+  const imap = await fastify.mailboxes.imapOf(mailbox)
+  const smtp = await fastify.mailboxes.smtpOf(mailbox)
+  return {
+    address: mailbox.address,
+    category_id: mailbox.categoryId,
+    imap: imap && shownImap(imap),
+    smtp: smtp && shownSmtp(smtp),
+    acknowledge: mailbox.acknowledge,
+    state: { last_fetch_at: mailbox.lastFetchAt && moment(mailbox.lastFetchAt), last_error: mailbox.lastError, taken_today: takenToday.get(mailbox.id) ?? 0 },
+    created_at: moment(mailbox.createdAt),
+    href: `${fastify.urls.site(permalink)}/mailboxes/${encodeURIComponent(mailbox.address)}`,
+  }
+}
+
+/** The site's mailboxes as the API shows them, with the messages each took in since midnight (UTC). */
+export async function describeMailboxes(fastify: FastifyInstance, site: { id: number; permalink: string }): Promise<Array<Static<typeof MailboxResource>>> {
+  const list = await fastify.mailboxes.listMailboxes(site.id)
+  const midnight = new Date(new Date(fastify.clock()).setUTCHours(0, 0, 0, 0))
+  const taken = await fastify.mailboxes.takenSince(list.map((m) => m.id), midnight)
+  return Promise.all(list.map((m) => view(fastify, site.permalink, m, taken)))
+}
+
+/** Adds a mailbox from what a request or a form says; the IMAP address checked here (its words never repeat it). */
+export function addMailboxFrom(fastify: FastifyInstance, siteId: number, body: Static<typeof NewMailbox>): Promise<Mailbox> {
+  const { address, category_id: categoryId = null, imap, smtp: smtpUrl = null, acknowledge } = body
+  return fastify.mailboxes.addMailbox(siteId, address, { categoryId, imap: imap === undefined ? null : imapSettings(imap), smtpUrl, acknowledge })
+}
+
 const mailboxRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { mailboxes, users, urls } = fastify
+  const { mailboxes, users } = fastify
   fastify.setValidatorCompiler(strictValidatorCompiler)
   fastify.setErrorHandler((error: FastifyError) => {
     throw httpError(error)
@@ -67,22 +97,6 @@ const mailboxRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       throw Object.assign(new Error("Only administrators of this site can read or change its mailboxes."), { statusCode: 403, code: 'forbidden' })
     }
   })
-  const view = async (permalink: string, mailbox: Mailbox, takenToday: Map<number, number>): Promise<Static<typeof MailboxResource>> => {
-    const imap = await mailboxes.imapOf(mailbox)
-    const smtp = await mailboxes.smtpOf(mailbox)
-    return {
-      address: mailbox.address,
-      category_id: mailbox.categoryId,
-      imap: imap && shownImap(imap),
-      smtp: smtp && shownSmtp(smtp),
-      acknowledge: mailbox.acknowledge,
-      state: { last_fetch_at: mailbox.lastFetchAt && moment(mailbox.lastFetchAt), last_error: mailbox.lastError, taken_today: takenToday.get(mailbox.id) ?? 0 },
-      created_at: moment(mailbox.createdAt),
-      href: `${urls.site(permalink)}/mailboxes/${encodeURIComponent(mailbox.address)}`,
-    }
-  }
-  /** Midnight (UTC) of the app's today. */
-  const today = () => new Date(new Date(fastify.clock()).setUTCHours(0, 0, 0, 0))
   const tags = ['mail']
 
   fastify.get(
@@ -90,9 +104,7 @@ const mailboxRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     { schema: { tags, operationId: 'listMailboxes', summary: "The site's mailboxes: the addresses it takes mail at", params: SiteParams, response: { 200: MailboxListing, 400: InvalidRequestBody } } },
     async (request) => {
       const { site } = request.auth!
-      const list = await mailboxes.listMailboxes(site.id)
-      const taken = await mailboxes.takenSince(list.map((m) => m.id), today())
-      return { mailboxes: await Promise.all(list.map((m) => view(site.permalink, m, taken))) }
+      return { mailboxes: await describeMailboxes(fastify, site) }
     },
   )
 
@@ -111,9 +123,8 @@ const mailboxRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       const { site } = request.auth!
-      const { address, category_id: categoryId = null, imap, smtp: smtpUrl = null, acknowledge } = request.body
-      const mailbox = await mailboxes.addMailbox(site.id, address, { categoryId, imap: imap === undefined ? null : imapSettings(imap), smtpUrl, acknowledge })
-      const resource = await view(site.permalink, mailbox, new Map())
+      const mailbox = await addMailboxFrom(fastify, site.id, request.body)
+      const resource = await view(fastify, site.permalink, mailbox, new Map())
       return reply.code(201).header('location', resource.href).send(resource)
     },
   )

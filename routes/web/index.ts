@@ -6,6 +6,7 @@ import sessions from '../../plugins/sessions.ts'
 import views from '../../plugins/views.ts'
 import fp from 'fastify-plugin'
 import administrationRoutes from './administration.ts'
+import adminMailRoutes from './admin-mail.ts'
 import confirmRoutes from './confirm.ts'
 import apiTokenRoutes from './api-tokens.ts'
 import oauthRoutes from './oauth.ts'
@@ -78,6 +79,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(oauthRoutes)
       await web.register(securityLogRoutes)
       await web.register(administrationRoutes)
+      await web.register(adminMailRoutes)
       await web.register(queueRoutes, { fileLimits })
     },
     { prefix: webPrefix(siteUrl) },

@@ -68,7 +68,7 @@ const TABS: Array<{ scope: StateScope; label: string }> = [
 ]
 
 /** How a comment came, as its byline says it (the API's own are not remarked on). */
-const VIA: Record<CommentVia, string> = { api: '', web: ', on these pages', email: ', by mail' }
+const VIA: Record<CommentVia, string> = { api: ', through the API', mcp: ', by an assistant (MCP)', web: ', on these pages', email: ', by mail' }
 
 /** A page, category or discussion number from a query, form or path field, or undefined. */
 const whole = (value: unknown) => wholeNumber(value, 9)
@@ -187,7 +187,7 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
           author: c.authorName,
           authorEmail: c.authorEmail,
           bySupporter: c.bySupporter,
-          via: VIA[c.via],
+          via: c.via === 'email' && extras(c).mail?.mailbox ? `, by mail to ${extras(c).mail!.mailbox}` : VIA[c.via],
           when: shownMoment(c.createdAt),
         })),
         categories: all.map((c) => ({ id: c.id, name: c.name, selected: c.id === d.categoryId })),
@@ -301,11 +301,11 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
 }
 
 /** A comment's files, mail and sender verdict as its page shows them. */
-function pageExtras({ attachments = [], delivery, senderVerified }: CommentExtras, base: string) {
+function pageExtras({ attachments = [], delivery, mail }: CommentExtras, base: string) {
   return {
     files: attachments.map((a) => ({ name: a.name, size: shownSize(a.size), href: `${base}/files/${a.id}`, image: shownInline(a.name, a.contentType) })),
     delivery: delivery ? deliveryLine(delivery) : null,
-    notVerified: senderVerified === false,
+    notVerified: mail?.verified === false,
   }
 }
 

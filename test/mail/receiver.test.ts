@@ -5,6 +5,7 @@ import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { PNG } from '../fixtures/files.ts'
 import { testDns } from '../fixtures/mail.ts'
 import { mailDesk } from '../fixtures/mail-desk.ts'
+import { selfSigned } from '../fixtures/certificate.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
 // Issue 48, the built-in receiver (plugins/mail/receiver.ts) and the one pipeline behind it
@@ -287,4 +288,21 @@ t.test('DNS that fails is no verdict: the mail is taken', async (t) => {
   const { app, ann, send } = await mailDesk(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver } } })
   await send({ subject: 'Hi', text: 'Hello.' })
   t.equal((await app.inject({ url: '/demo/discussions/1', headers: ann.bearer })).json().comments[0].sender_verified, null)
+})
+
+t.test('STARTTLS where a certificate is set: the mail goes encrypted; without one it is not offered', async (t) => {
+  const pem = selfSigned(t)
+  const { app, send } = await mailDesk(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver: testDns(), tls: { cert: pem.cert, key: pem.key } } } })
+  // requireTLS: the mail program refuses to send in the clear; the test trusts the self-signed certificate.
+  const secure = nodemailer.createTransport({ host: '127.0.0.1', port: app.mailReceiver.port, secure: false, requireTLS: true, tls: { rejectUnauthorized: false } })
+  t.teardown(() => secure.close())
+  const sent = await secure.sendMail({ from: 'carol@customer.example', to: 'support@acme.example', subject: 'Over TLS', text: 'Encrypted.' })
+  t.match(sent.response, /^250 /)
+  t.equal((await app.discussions.get((await app.sites.find('demo'))!.id, 1))?.title, 'Over TLS')
+
+  const plain = await mailDesk(t)
+  const refused = nodemailer.createTransport({ host: '127.0.0.1', port: plain.app.mailReceiver.port, secure: false, requireTLS: true })
+  t.teardown(() => refused.close())
+  await t.rejects(refused.sendMail({ from: 'carol@customer.example', to: 'support@acme.example', subject: 'x', text: 'x' }), /STARTTLS/)
+  t.match((await send({ subject: 'In the clear', text: 'Fine.' })).response, /^250 /, 'STARTTLS is offered, not required')
 })

@@ -33,20 +33,20 @@ export function expectedVersion(request: FastifyRequest): Expected | undefined {
 
 /**
  * What the views show of comments beside their rows (routes/api/discussions/views.ts): their
- * attachments, how a reply's mail is doing, and DMARC's word on a mailed-in sender. Three reads,
+ * attachments, how a reply's mail is doing, and for a message that came by mail the address it came to and DMARC's word on its sender. Three reads,
  * whatever the number of comments: of the whole discussion's attachments when `discussionId` is
  * given (a page of comments), else of these comments'. The API's views and the discussion's page
  * (routes/web/queue.ts) both show them.
  */
 export async function commentExtras(context: Pick<DiscussionContext, 'files' | 'outbox' | 'mailboxes'>, rows: CommentRow[], discussionId?: number): Promise<(row: CommentRow) => CommentExtras> {
   const ids = rows.map((c) => c.id)
-  const [attachments, deliveries, verdicts] = await Promise.all([
+  const [attachments, deliveries, origins] = await Promise.all([
     discussionId === undefined ? Promise.all(ids.map((id) => context.files.ofComment(id))).then((lists) => lists.flat()) : context.files.ofDiscussion(discussionId),
     context.outbox.deliveries(ids),
-    context.mailboxes.senderVerdicts(ids),
+    context.mailboxes.origins(ids),
   ])
   const carried = byComment(attachments)
-  return (row) => ({ attachments: carried.get(row.id), delivery: deliveries.get(row.id), senderVerified: verdicts.get(row.id) })
+  return (row) => ({ attachments: carried.get(row.id), delivery: deliveries.get(row.id), mail: origins.get(row.id) })
 }
 
 /** The stores the instance is decorated with (plugins/stores.ts) and the views over its URLs. */

@@ -6,6 +6,7 @@ import { emptyStateCounts, type StateCounts } from '../../../db/stores/discussio
 import type { CommentRow, DiscussionRow } from '../../../db/stores/discussions.ts'
 import type { Attachment } from '../../../db/stores/files.ts'
 import type { Delivery } from '../../../db/stores/outbox.ts'
+import type { MailOrigin } from '../../../db/stores/mail.ts'
 import type { AttachmentResource, Category, Comment, Discussion } from './schemas.ts'
 import { PER_PAGE } from './schemas.ts'
 
@@ -61,7 +62,7 @@ export function byComment(attachments: Attachment[]): Map<number, Attachment[]> 
 export interface CommentExtras {
   attachments?: Attachment[]
   delivery?: Delivery
-  senderVerified?: boolean | null
+  mail?: MailOrigin
 }
 
 export function createViews(urls: Urls) {
@@ -82,7 +83,7 @@ export function createViews(urls: Urls) {
   const discussionHref = (permalink: string, number: number) => `${of(permalink).discussions}/${number}`
   const categoryHref = (permalink: string, id: number) => `${of(permalink).site}/categories/${id}`
 
-  function comment(permalink: string, discussionNumber: number, row: CommentRow, { attachments = [], delivery, senderVerified = null }: CommentExtras = {}): Static<typeof Comment> {
+  function comment(permalink: string, discussionNumber: number, row: CommentRow, { attachments = [], delivery, mail }: CommentExtras = {}): Static<typeof Comment> {
     const discussion = discussionHref(permalink, discussionNumber)
     const site = of(permalink).site
     return {
@@ -97,7 +98,8 @@ export function createViews(urls: Urls) {
       via: row.via,
       discussion_href: discussion,
       attachments: attachments.map((a) => attachmentView(site, a)),
-      sender_verified: senderVerified,
+      sender_verified: mail?.verified ?? null,
+      mailbox: mail?.mailbox ?? null,
       delivery: delivery ? { state: delivery.state, to: delivery.to, attempts: delivery.attempts, last_error: delivery.lastError, sent_at: delivery.sentAt && moment(delivery.sentAt) } : null,
     }
   }

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { apiVia } from '../../../lib/via.ts'
 import { InvalidRequest, WHOLE_BODY } from '../../../plugins/http/validation.ts'
 import { commentExtras, expectedVersion, type DiscussionContext } from './context.ts'
 import {
@@ -52,7 +53,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
         public: request.body.public,
         supporterId: user.id,
         onBehalfOf: onBehalfOf(request.body),
-        via: 'api',
+        via: apiVia(request.headers),
         uploads: request.body.uploads,
       })
       const resource = views.discussion(site.permalink, discussion)
@@ -86,7 +87,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
         internal: request.body.internal ?? false,
         supporterId: user.id,
         onBehalfOf: onBehalfOf(request.body),
-        via: 'api',
+        via: apiVia(request.headers),
         uploads: request.body.uploads,
       }, expectedVersion(request))
       const resource = views.comment(site.permalink, discussion.number, comment, (await commentExtras(context, [comment]))(comment))

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { MCP_MARK, MCP_MARK_HEADER } from '../../../lib/via.ts'
 import { V1_MEDIA_TYPE } from '../../../lib/accept.ts'
 import { mcpRequestGuard, mcpRequestProblem } from './request-guard.ts'
 import type { ApiRequest } from './tools.ts'
@@ -31,6 +32,7 @@ const mcpRoutes: FastifyPluginAsync<McpOptions> = async (fastify, { allowedOrigi
       headers: {
         authorization: request.headers.authorization!,
         accept: V1_MEDIA_TYPE,
+        [MCP_MARK_HEADER]: MCP_MARK,
         ...(api.body ? { 'content-type': 'application/json' } : {}),
         ...(request.headers['user-agent'] ? { 'user-agent': request.headers['user-agent'] } : {}),
       },
