@@ -279,6 +279,16 @@ t.test('a spoofed customer address (DMARC fails) is marked, on the page and in t
   await web.signIn(person.email, person.password)
   t.match((await web.get('/demo/discussions/1')).body, /data-not-verified>Sender not verified: the mail failed its domain's DMARC check/)
   t.notMatch((await web.get('/demo/discussions/2')).body, /data-not-verified/)
+
+  // How each message came: by mail, to which address; through the API; on the page.
+  t.equal((await app.inject({ url: '/demo/discussions/2', headers: ann.bearer })).json().comments[0].mailbox, 'support@acme.example')
+  await app.inject({ method: 'POST', url: '/demo/discussions/2/comments', headers: ann.bearer, payload: { body: 'By script.' } })
+  const page = (await web.get('/demo/discussions/2')).body
+  t.match(page, /customer, [^<]*, by mail to support@acme\.example/)
+  t.match(page, /support staff, [^<]*, through the API/)
+  await app.mailboxes.removeMailbox(ann.site.id, 'support@acme.example')
+  t.equal((await app.inject({ url: '/demo/discussions/2', headers: ann.bearer })).json().comments[0].mailbox, null, 'its mailbox removed: no address, the message stays')
+  t.match((await web.get('/demo/discussions/2')).body, /customer, [^<]*, by mail\s/)
 })
 
 t.test('DNS that fails is no verdict: the mail is taken', async (t) => {

@@ -68,6 +68,10 @@ t.test('the SDK client connects with a personal token, lists the tools, reads an
   t.notOk(reply.isError)
   const read = await client.callTool({ name: 'get_discussion', arguments: { number: 1 } })
   t.same((read.structuredContent as Structured).comments!.map((c) => c.body), ['It smokes.', 'We are on our way.'])
+  // It says it came through an assistant; a client cannot claim that for its own writes.
+  t.same(((read.structuredContent as Structured).comments as unknown as Array<{ via: string }>).map((c) => c.via), ['api', 'mcp'])
+  const claimed = await made.app.inject({ method: 'POST', url: '/demo/discussions/1/comments', headers: { ...ann.bearer, 'x-service-desk-mcp-call': 'guess' }, payload: { body: 'Me, an assistant?' } })
+  t.equal(claimed.json().via, 'api', 'a guessed mark is not the mark')
 
   t.match((await client.callTool({ name: 'resolve_discussion', arguments: { number: 1 } })).structuredContent, { state: 'resolved' })
   t.match((await client.callTool({ name: 'unresolve_discussion', arguments: { number: 1 } })).structuredContent, { state: 'open' })
