@@ -58,6 +58,8 @@ export interface StorePort {
    * column's own mapping): milliseconds on SQLite, a Date on PostgreSQL.
    */
   moment(at: Date): unknown
+  /** A flag bound the same way: 1 or 0 on SQLite, a boolean on PostgreSQL. */
+  flag(value: boolean): unknown
   /** A text column in the order of its bytes: SQLite's own order, PostgreSQL's under COLLATE "C". */
   inByteOrder(column: Column): SQL
   /** The text column folded as SQLite's COLLATE NOCASE folds it (ASCII letters only), for ordering. */

@@ -41,6 +41,7 @@ export function postgresPort(q: Executor): StorePort {
     prepared: preparedOn(q),
     wide: (value) => sql`${value}::bigint`,
     moment: (at) => at,
+    flag: (value) => value,
     inByteOrder: (column: Column) => sql`${column} COLLATE "C"`,
     // lower() under the "C" collation folds the ASCII letters only, as COLLATE NOCASE does.
     folded: (column: Column) => sql`lower(${column} COLLATE "C")`,

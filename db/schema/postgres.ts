@@ -163,6 +163,7 @@ export const discussions = pgTable(
     lastUpdatedAt: moment('last_updated_at').notNull(),
     commentsCount: pgInteger('comments_count').notNull(),
     version: pgInteger('version').notNull().default(0),
+    awaitingTeam: pgBoolean('awaiting_team').notNull().default(false),
   },
   (t) => [
     pgUniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),

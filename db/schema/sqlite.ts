@@ -193,6 +193,9 @@ export const discussions = sqliteTable(
     // Moves on with every change to the discussion or its comments: the validator of the discussion
     // and of its comments, and what If-Match compares.
     version: integer('version').notNull().default(0),
+    // Whether its newest public comment is the customer's: the team owes an answer (the queue's
+    // mark). Moved with every comment in its transaction; an internal note moves nothing.
+    awaitingTeam: integer('awaiting_team', { mode: 'boolean' }).notNull().default(false),
   },
   (t) => [
     uniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),

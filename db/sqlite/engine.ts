@@ -91,6 +91,7 @@ export function sqlitePort(db: Db): StorePort {
     prepared: preparedOn(db as unknown as Executor),
     wide: (value) => sql`${value}`,
     moment: (at) => at.getTime(),
+    flag: (value) => (value ? 1 : 0),
     inByteOrder: (column: Column) => sql`${column}`,
     folded: (column: Column) => sql`${column} COLLATE NOCASE`,
     remember: (load) => {

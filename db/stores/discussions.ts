@@ -155,6 +155,7 @@ function writes(port: StorePort) {
           updatedAt: p('at'),
           lastUpdatedAt: p('at'),
           commentsCount: 1,
+          awaitingTeam: p('awaitingTeam'),
         })
         .prepare('discussions_insert'),
     ),
@@ -177,7 +178,7 @@ function writes(port: StorePort) {
     afterComment: port.prepared('discussions_after_comment', (db) =>
       db
         .update(discussions)
-        .set({ state: given('state'), commentsCount: given('count'), updatedAt: given('at'), lastUpdatedAt: given('at'), version: sql`${discussions.version} + 1` })
+        .set({ state: given('state'), commentsCount: given('count'), updatedAt: given('at'), lastUpdatedAt: given('at'), awaitingTeam: given('awaitingTeam'), version: sql`${discussions.version} + 1` })
         .where(eq(discussions.id, p('id')))
         .prepare('discussions_after_comment'),
     ),
@@ -237,6 +238,7 @@ export async function createDiscussionIn(
     authorId: author.id,
     categoryId: input.categoryId,
     at: now,
+    awaitingTeam: !author.bySupporter,
   })
   const discussion = await getIn(port, input.siteId, number)
   const opening = {
@@ -357,7 +359,9 @@ export function createDiscussionStore(
         if (author.bySupporter && !input.internal) {
           await queueReplyMail(tx, clock, { siteId: input.siteId, discussionId: before.id, number: before.number, title: before.title, commentId: id, body: input.body })
         }
-        await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now) })
+        // The team owes an answer after a customer's public comment, not after its own; a note moves nothing.
+        const awaitingTeam = input.internal ? before.awaitingTeam : !author.bySupporter
+        await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now), awaitingTeam: tx.flag(awaitingTeam) })
         await moveCount(tx, counted(before), counted({ ...before, state }))
         await bumpSiteVersion(tx, input.siteId)
         const discussion = await getIn(tx, input.siteId, input.number)

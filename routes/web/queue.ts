@@ -96,6 +96,8 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
     author: d.authorName,
     lastActivity: shownMoment(d.lastUpdatedAt),
     comments: d.commentsCount,
+    // The customer spoke last and the discussion is still to be worked: the team owes an answer.
+    waiting: d.awaitingTeam && (d.state === 'new' || d.state === 'open'),
     href: `${base(request)}/discussions/${d.number}`,
   })
 

@@ -213,3 +213,28 @@ t.test('a failure that is not a missing discussion is the error page, not a 404'
   t.match(res.body, 'Something went wrong')
   t.notMatch(res.body, 'on fire', 'nothing of it shown')
 })
+
+t.test('the queue marks the discussions waiting for the team: a customer spoke last; a note moves nothing; a resolved one is not marked', async (t) => {
+  const { app, ann, api, general } = await queueSite(t)
+  const web = webClient(app)
+  await web.signIn(ann.email, ann.password)
+  const waiting = async () => [...(await web.get('/demo/discussions?state=all')).body.matchAll(/data-discussion="(\d+)"[^]*?<\/tr>/g)].filter((m) => m[0].includes('data-waiting')).map((m) => Number(m[1])).sort()
+  const reply = (number: number, body: object, headers: Record<string, string> = api.bearer) => app.inject({ method: 'POST', url: `/demo/discussions/${number}/comments`, headers, payload: body })
+
+  await opened(app, ann.site.id, ann.user.id, 'From a customer', general.id)
+  await app.inject({ method: 'POST', url: `/demo/categories/${general.id}/discussions`, headers: api.bearer, payload: { title: 'From the team', body: 'A note to ourselves.' } })
+  t.same(await waiting(), [1], "the customer's, not the team's own")
+  t.match((await web.get('/demo/discussions')).body, 'Waiting for the team</span>')
+
+  await reply(1, { body: 'Between us.', internal: true })
+  t.same(await waiting(), [1], 'an internal note is no answer')
+  await reply(1, { body: 'We are on it.' })
+  t.same(await waiting(), [], 'answered')
+  // A script posts the customer's answer on their behalf (as the mail does).
+  t.equal((await reply(1, { body: 'Still broken.', author_email: 'customer@example.test' })).statusCode, 201)
+  t.same(await waiting(), [1], 'the customer spoke again')
+  await app.inject({ method: 'POST', url: '/demo/discussions/1/resolve', headers: api.bearer })
+  t.same(await waiting(), [], 'resolved: nothing is owed')
+  await reply(2, { body: 'A customer joins in.', author_email: 'other@example.test' })
+  t.same(await waiting(), [2], "a customer's comment on the team's own discussion is owed an answer too")
+})
