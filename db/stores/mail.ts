@@ -112,13 +112,14 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
 
     /**
      * Moves the fetch's place from `from` to `to` ("UIDVALIDITY:UID"), in the transaction of the
-     * message taken there, when `owner` still holds the lease and the place is still `from`: else a
-     * StoreError (conflict), which rolls the message back (another process moved on meanwhile).
+     * message taken there, when `owner` still holds the lease and the place is still `from`, and
+     * renews the lease for `leaseMs`: else a StoreError (conflict), which rolls the message back
+     * (another process took the mailbox, or moved on, meanwhile).
      */
-    async advance(id: number, owner: string, from: string | null, to: string): Promise<void> {
+    async advance(id: number, { owner, from, to, leaseMs }: { owner: string; from: string | null; to: string; leaseMs: number }): Promise<void> {
       const moved = await db
         .update(mailboxes)
-        .set({ imapPosition: to })
+        .set({ imapPosition: to, leaseUntil: new Date(clock() + leaseMs) })
         .where(and(eq(mailboxes.id, id), eq(mailboxes.leaseOwner, owner), from === null ? isNull(mailboxes.imapPosition) : eq(mailboxes.imapPosition, from)))
         .returning({ id: mailboxes.id })
       if (moved.length === 0) throw new StoreError('another process fetches this mailbox now', 'conflict', 'imap_position')

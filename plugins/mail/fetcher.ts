@@ -128,18 +128,21 @@ export default fp<{ everyMs?: number; limits: FileLimits }>(
       const uids = (found || []).filter((uid) => uid > after).sort((a, b) => a - b)
       for (const uid of uids) {
         if (closing) return true
-        const position: FetchPosition = { owner, from, to: `${validity}:${uid}` }
-        const message = await client.fetchOne(String(uid), { uid: true, size: true, source: { maxLength: MAX_MESSAGE_BYTES + 1 } }, { uid: true })
+        // Each message moves the place and renews the lease, so a long fetch (a backlog) keeps it.
+        const position: FetchPosition = { owner, from, to: `${validity}:${uid}`, leaseMs }
+        // Its size first: a message too large is passed over without being downloaded.
+        const { size = 0 } = (await client.fetchOne(String(uid), { uid: true, size: true }, { uid: true })) || {}
+        const message = size <= MAX_MESSAGE_BYTES ? await client.fetchOne(String(uid), { uid: true, source: true }, { uid: true }) : undefined
         let outcome: Outcome
         try {
           outcome =
-            !message || !message.source
-              ? { kind: 'refused', reason: 'the server gave no message for this UID' }
-              : (message.size ?? 0) > MAX_MESSAGE_BYTES
-                ? { kind: 'refused', reason: `the message is larger than ${MAX_MESSAGE_BYTES / (1024 * 1024)} MB` }
+            size > MAX_MESSAGE_BYTES
+              ? { kind: 'refused', reason: `the message is larger than ${MAX_MESSAGE_BYTES / (1024 * 1024)} MB` }
+              : !message || !message.source
+                ? { kind: 'refused', reason: 'the server gave no message for this UID' }
                 : await takeMessage(pipeline, mailbox, message.source, null, position)
           // What wrote nothing moves the place on its own.
-          if (outcome.kind !== 'opened' && outcome.kind !== 'added') await mailboxes.advance(mailbox.id, owner, from, position.to)
+          if (outcome.kind !== 'opened' && outcome.kind !== 'added') await mailboxes.advance(mailbox.id, position)
         } catch (error) {
           if (error instanceof StoreError && error.field === 'imap_position') return false
           throw error

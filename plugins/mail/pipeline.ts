@@ -33,7 +33,9 @@ export type Outcome =
 
 /** Where an IMAP fetch stands, moved in the transaction of the message taken (plugins/mail/fetcher.ts). */
 export interface FetchPosition {
+  /** The process holding the mailbox's lease, renewed for `leaseMs` with the move. */
   owner: string
+  leaseMs: number
   from: string | null
   to: string
 }
@@ -186,7 +188,7 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
           })
       const mail = stores.mail(clock, box)
       await mail.record({ siteId, mailboxId: mailbox.id, messageId, discussionId: made.discussion.id, commentId: made.comment.id, sender: from.address, automatic: automatic !== null, senderVerified })
-      if (position) await mail.advance(mailbox.id, position.owner, position.from, position.to)
+      if (position) await mail.advance(mailbox.id, position)
       // An acknowledgement answers a person's new discussion, never a machine (no loop).
       if (!isReply && automatic === null && mailbox.acknowledge) {
         await stores.outbox(clock).acknowledge({ siteId, discussionId: made.discussion.id, number: made.discussion.number, title: made.discussion.title, commentId: made.comment.id })

@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import type { ReplyMail } from '../../db/stores/outbox.ts'
+import { failureWords } from '../../lib/imap.ts'
 import { createMailer, type Mailer } from '../../lib/mailer.ts'
 import { repeatInBackground } from '../background.ts'
 
@@ -28,10 +29,10 @@ declare module 'fastify' {
   }
 }
 
-/** An SMTP server's own words for a refusal, and whether it is for good (a 5xx reply). */
+/** An SMTP server's own words for a refusal (lib/imap.ts), and whether it is for good (a 5xx reply). */
 function failureOf(error: unknown): { words: string; permanent: boolean } {
-  const { responseCode, response, message } = error as { responseCode?: number; response?: string; message?: string }
-  return { words: response ?? message ?? String(error), permanent: typeof responseCode === 'number' && responseCode >= 500 }
+  const { responseCode } = error as { responseCode?: number }
+  return { words: failureWords(error), permanent: typeof responseCode === 'number' && responseCode >= 500 }
 }
 
 export default fp<{ firstAfterMs?: number; everyMs?: number }>(

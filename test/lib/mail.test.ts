@@ -1,5 +1,6 @@
 import t from 'tap'
-import { automaticReason, isMailAddress, newPart, normalAddress, titleOf } from '../../lib/mail.ts'
+import { automaticReason, isMailAddress, isSmtpUrl, newPart, normalAddress, parseImapUrl, shownImap, shownSmtp, titleOf } from '../../lib/mail.ts'
+import { failureWords } from '../../lib/imap.ts'
 
 const headers = (fields: Record<string, string>) => (name: string) => fields[name]
 
@@ -45,4 +46,32 @@ t.test("what is new in a reply: the quoted history and the signature cut", async
   t.equal(newPart('Regards.\n-- \nCarol\nCustomer Inc.'), 'Regards.', 'the signature')
   t.equal(newPart('> only quoted\n> text'), '> only quoted\n> text', 'nothing new: the whole text')
   t.equal(newPart('Line one.\n> a quote in the middle\nLine two.'), 'Line one.\n> a quote in the middle\nLine two.', 'interleaved answers stay')
+})
+
+t.test('an IMAP mailbox from its address, shown without its password; SMTP addresses', async (t) => {
+  t.same(parseImapUrl('imaps://support%40acme.example:p%40ss%2Fword@imap.gmail.com/INBOX'), { host: 'imap.gmail.com', port: 993, secure: true, user: 'support@acme.example', password: 'p@ss/word', folder: 'INBOX' })
+  t.same(parseImapUrl('imap://u:p@mail.example'), { host: 'mail.example', port: 143, secure: false, user: 'u', password: 'p', folder: 'INBOX' }, 'STARTTLS port, INBOX by default')
+  t.same(parseImapUrl('imaps://u:p@[2001:db8::1]:1993/Support%20Mail'), { host: '2001:db8::1', port: 1993, secure: true, user: 'u', password: 'p', folder: 'Support Mail' })
+  for (const bad of ['not a url', 'https://u:p@mail.example', 'imap://', 'imap://u:p@']) t.match(parseImapUrl(bad), /^must be an imap:\/\/ or imaps:\/\/ address/, bad)
+  for (const bad of ['imaps://mail.example/INBOX', 'imaps://u@mail.example', 'imaps://:p@mail.example']) t.match(parseImapUrl(bad), /^must name the user and the password/, bad)
+  t.notMatch(String(parseImapUrl('https://u:hunter2@mail.example')), 'hunter2', 'a refusal never repeats the address')
+
+  t.equal(shownImap({ host: 'imap.gmail.com', port: 993, secure: true, user: 'support@acme.example', password: 'x', folder: 'INBOX' }), 'imaps://support%40acme.example@imap.gmail.com:993/INBOX')
+  t.equal(shownImap({ host: '2001:db8::1', port: 143, secure: false, user: 'u', password: 'x', folder: 'Support Mail' }), 'imap://u@[2001:db8::1]:143/Support%20Mail')
+  t.ok(isSmtpUrl('smtp://u:p@smtp.example:587'))
+  t.ok(isSmtpUrl('smtps://smtp.example'))
+  for (const bad of ['smtp.example:25', 'http://smtp.example', 'smtp://']) t.notOk(isSmtpUrl(bad), bad)
+  t.equal(shownSmtp('smtp://mailer:s3cret@smtp.example:587'), 'smtp://mailer@smtp.example:587')
+})
+
+t.test('what a mail server failure says, in words', async (t) => {
+  t.equal(failureWords(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ESOCKET' })), 'the server refused the connection', "nodemailer's")
+  t.equal(failureWords({ code: 'ECONNREFUSED' }), 'the server refused the connection')
+  t.equal(failureWords({ code: 'ENOTFOUND' }), 'the server name was not found')
+  t.equal(failureWords({ code: 'EAI_AGAIN' }), 'the server name was not found')
+  for (const code of ['ETIMEDOUT', 'CONNECT_TIMEOUT', 'GREETING_TIMEOUT']) t.equal(failureWords({ code }), 'the server did not answer in time', code)
+  t.equal(failureWords({ responseText: 'Authentication failed.', message: 'Command failed' }), 'Authentication failed.', "the IMAP server's own words first")
+  t.equal(failureWords({ response: '535 5.7.8 Bad credentials', message: 'Invalid login' }), '535 5.7.8 Bad credentials', "the SMTP server's")
+  t.equal(failureWords(new Error('something else')), 'something else')
+  t.equal(failureWords('a string'), 'a string')
 })

@@ -1,6 +1,7 @@
 import { simpleParser } from 'mailparser'
 import t, { type Test } from 'tap'
-import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
+import { buildTestApp, rawStatement, supporterWithToken } from '../fixtures/app.ts'
+import { createSecretBox } from '../../lib/secret-box.ts'
 import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
 import { mailServer } from '../fixtures/mail.ts'
 
@@ -107,6 +108,8 @@ t.test('bad mail gets a clear outcome and never stops the mailbox; an automatic 
     Buffer.concat([Buffer.from('From: zoe@customer.example\r\nSubject: =?windows-1252?Q?Caf=E9?=\r\nMessage-ID: <cp1252@customer.example>\r\nContent-Type: text/plain; charset=windows-1252\r\n\r\n', 'latin1'), Buffer.from('Un caf\x80 \x93cr\xe8me\x94\r\n', 'latin1')]),
     'From: mallory@customer.example\r\nSubject: Script\r\nMessage-ID: <html@customer.example>\r\nContent-Type: text/html\r\n\r\n<p>Hello <script>alert(1)</script><b>there</b></p>\r\n',
     message({ from: 'Out of office <carol@customer.example>', subject: 'Auto: away', id: '<ooo@customer.example>', body: 'I am away.', headers: 'Auto-Submitted: auto-replied' }),
+    // 40 MB: passed over by its size, never downloaded.
+    message({ subject: 'Huge', id: '<huge@customer.example>', body: `${'A'.repeat(76)}\r\n`.repeat(40 * 1024 * 1024 / 78) }),
   ])
   await app.mailFetcher.scan()
   const found = await until('the good messages', async () => {
@@ -120,7 +123,8 @@ t.test('bad mail gets a clear outcome and never stops the mailbox; an automatic 
   t.notMatch(await bodies('Script'), /<script|alert/, 'HTML only: its text, no script')
   t.match(await bodies('Script'), 'Hello there')
   const messages = await imap.messages('support')
-  t.same(messages.map((m) => m.seen), [false, true, true, true, true, true, true], 'the message without a sender is left unread for a person')
+  t.same(messages.map((m) => m.seen), [false, true, true, true, true, true, true, false], 'the message without a sender, and the one too large, are left unread for a person')
+  t.notOk(found.some((d) => d.title === 'Huge'), 'the 40 MB message was not taken')
 
   // Acknowledgements: one per new discussion of a person, marked automatic; none to the out-of-office.
   t.equal(await app.sendOutbox(), 5)
@@ -153,4 +157,58 @@ t.test('a wrong password is the mailbox\'s last error, in words; the app closes 
   })
   t.match(mailbox!.lastError, /auth/i)
   t.notMatch(mailbox!.lastError, /wrong/)
+})
+
+t.test('a mailbox whose password this server key cannot open, a lease another process holds, a place another moved', async (t) => {
+  const imap = await dovecot(t)
+  imap.user('support')
+  const { app } = await buildTestApp(t, { config: { mailFetchSeconds: 1 } })
+  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  await app.categories.add(ann.site.id, 'General', true)
+  const settings = { host: '127.0.0.1', port: imap.port, secure: false, user: 'support', password: 'support-password', folder: 'INBOX' }
+  const sealedElsewhere = await app.mailboxes.addMailbox(ann.site.id, 'old@acme.example', { imap: settings })
+  // As a copy of the database under another server key would have it.
+  await rawStatement(app, 'UPDATE mailboxes SET imap = ? WHERE id = ?', [createSecretBox('another server key, of at least 32 characters').seal(JSON.stringify(settings)), sealedElsewhere.id])
+  await app.mailFetcher.scan()
+  const [broken] = await until('the error', async () => {
+    const list = await app.mailboxes.listMailboxes(ann.site.id)
+    return list[0]!.lastError !== null && list
+  })
+  t.equal(broken!.lastError, 'the IMAP password cannot be opened with this server key: add the mailbox again')
+  t.equal(await app.mailboxes.imapOf(broken!), null)
+
+  // Another process holds the lease of this one: this process leaves it alone.
+  const held = await app.mailboxes.addMailbox(ann.site.id, 'held@acme.example', { imap: settings })
+  t.ok(await app.mailboxes.lease(held.id, 'another-process', 60_000))
+  t.notOk(await app.mailboxes.lease(held.id, app.mailFetcher.owner, 60_000), 'not while its lease lasts')
+  await imap.deliver('support', [message({ subject: 'Held', id: '<held@customer.example>', body: 'Mine?' })])
+  await app.mailFetcher.scan()
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal((await app.mailboxes.listMailboxes(ann.site.id))[1]!.imapPosition, null, 'nothing fetched by this process')
+  // Its place moved by the other process: a write from a stale place is refused.
+  const move = (owner: string, from: string | null, to: string) => app.mailboxes.advance(held.id, { owner, from, to, leaseMs: 60_000 })
+  await t.rejects(move(app.mailFetcher.owner, null, '1:1'), { code: 'conflict', field: 'imap_position' }, 'not the lease holder')
+  await move('another-process', null, '1:1')
+  await t.rejects(move('another-process', null, '1:2'), { code: 'conflict' }, 'the place is no longer what was read')
+  await app.mailboxes.release(held.id, 'another-process')
+  t.ok(await app.mailboxes.lease(held.id, app.mailFetcher.owner, 60_000), 'released: taken at once')
+})
+
+t.test('a process whose mailbox another took while it waited stops, and fetches nothing more', async (t) => {
+  const imap = await dovecot(t)
+  imap.user('support')
+  const { app } = await buildTestApp(t, { config: { mailFetchSeconds: 1 } })
+  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  await app.categories.add(ann.site.id, 'General', true)
+  const mailbox = await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example', { imap: { host: '127.0.0.1', port: imap.port, secure: false, user: 'support', password: 'support-password', folder: 'INBOX' } })
+  await app.mailFetcher.scan()
+  await until('the first look', async () => (await app.mailboxes.byId(mailbox.id))!.lastFetchAt !== null)
+  // Another process takes the mailbox (its lease in the database), then mail comes.
+  await rawStatement(app, 'UPDATE mailboxes SET lease_owner = ?, lease_until = ? WHERE id = ?', ['another-process', new Date(Date.UTC(2100, 0, 1)), mailbox.id])
+  await imap.deliver('support', [message({ subject: 'For the other', id: '<other@customer.example>', body: 'Hi.' })])
+  await new Promise((resolve) => setTimeout(resolve, 1_500))
+  t.equal((await app.mailboxes.byId(mailbox.id))!.imapPosition, null, 'nothing taken by this process')
+  t.equal((await imap.messages('support'))[0]!.seen, false)
+  await app.mailFetcher.scan()
+  t.equal((await app.mailboxes.byId(mailbox.id))!.leaseOwner, 'another-process', 'and it does not take it back while that lease lasts')
 })

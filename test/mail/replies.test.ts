@@ -25,7 +25,8 @@ t.test("the supporter's reply reaches the customer, threaded; the customer's ans
   const note = await api('POST', '/demo/discussions/1/comments', { body: 'Between us.', internal: true })
   t.equal(note.delivery, null, 'an internal note is never mailed')
 
-  t.equal(await app.sendOutbox(), 1)
+  // Two senders at once (two processes' loops): one takes the row, the other passes it by.
+  t.same((await Promise.all([app.sendOutbox(), app.sendOutbox()])).sort(), [0, 1])
   t.equal(smtp.mails.length, 1, 'one mail')
   const mail = await simpleParser(smtp.mails[0]!.raw)
   t.same([smtp.mails[0]!.from, smtp.mails[0]!.to], ['support@acme.example', ['carol@customer.example']])
@@ -81,8 +82,8 @@ t.test('from the page too; nothing for a discussion that did not come by mail; a
     throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:25'), { code: 'ECONNREFUSED' })
   }
   await app.sendOutbox()
-  t.match((await api('GET', '/demo/discussions/1/comments/3')).delivery, { state: 'queued', attempts: 1, last_error: /ECONNREFUSED/ })
-  t.match((await web.get('/demo/discussions/1')).body, /Mailed to carol@customer\.example: queued, to be tried again \(connect ECONNREFUSED 127\.0\.0\.1:25\)/)
+  t.match((await api('GET', '/demo/discussions/1/comments/3')).delivery, { state: 'queued', attempts: 1, last_error: 'the server refused the connection' })
+  t.match((await web.get('/demo/discussions/1')).body, /Mailed to carol@customer\.example: queued, to be tried again \(the server refused the connection\)/)
   await app.sendOutbox()
   t.equal((await api('GET', '/demo/discussions/1/comments/3')).delivery.attempts, 1, 'not before its time')
   mailer.send = send
