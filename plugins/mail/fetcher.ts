@@ -22,7 +22,6 @@ import type { FetchPosition, Outcome, Pipeline } from './pipeline.ts'
 /** How often a mailbox is looked at when the server says nothing (and other processes' leases are checked). */
 export const FETCH_EVERY_MS = 60_000
 
-
 declare module 'fastify' {
   interface FastifyInstance {
     /** This process's name in the mailboxes' leases; `scan` looks for mailboxes to fetch now (tests). */
@@ -32,7 +31,6 @@ declare module 'fastify' {
 
 // A function, as the receiver's: the compiled build rewrites this import's extension.
 const loadPipeline = () => import('./pipeline.ts')
-
 
 /** Outcomes that leave the message in the mailbox unread, for a person to look at. */
 const LEFT_UNREAD = new Set<Outcome['kind']>(['refused', 'later'])

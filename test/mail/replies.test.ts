@@ -2,7 +2,7 @@ import { simpleParser } from 'mailparser'
 import t, { type Test } from 'tap'
 import { supporterWithToken } from '../fixtures/app.ts'
 import { mailServer } from '../fixtures/mail.ts'
-import { NO_WAY_OUT } from '../../plugins/mail/sender.ts'
+import { LEASE_MS, NO_WAY_OUT } from '../../plugins/mail/sender.ts'
 import { mailDesk } from '../fixtures/mail-desk.ts'
 import { webClient, personWithPassword } from '../fixtures/web.ts'
 
@@ -162,4 +162,20 @@ t.test('without a mail server the replies wait, queued, and say why; a mailbox w
   t.equal(await app.sendOutbox(), 1, "the billing reply goes; support's still has no way out")
   t.same(own.mails.map((m) => [m.from, m.to]), [['billing@acme.example', ['carol@customer.example']]])
   t.same(own.state.logins, ['mailer:s3cret-smtp'])
+})
+
+t.test('a reply whose sending process died mid-send is sent once, by another, when its lease ends', async (t) => {
+  const { app, clock, smtp, customerSends, api } = await desk(t)
+  await customerSends({ subject: 'Printer', text: 'Smoke.' })
+  await api('POST', '/demo/discussions/1/comments', { body: 'On our way.' })
+  // A process took the row and died before saying how the send went: its lease holds the row.
+  const [row] = await app.outbox.due(10)
+  t.ok(await app.outbox.claim(row!.id, LEASE_MS))
+  t.equal(await app.sendOutbox(), 0, 'held by the dead process, for now')
+  clock.advance(LEASE_MS + 1)
+  t.equal(await app.sendOutbox(), 1, 'its lease over: sent')
+  t.equal(await app.sendOutbox(), 0)
+  clock.advance(LEASE_MS + 1)
+  t.equal(await app.sendOutbox(), 0, 'and never again')
+  t.equal(smtp.mails.length, 1)
 })
