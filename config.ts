@@ -203,7 +203,7 @@ function parseReceiver(source: ConfigSource): { mailReceiver?: ReceiverSettings 
     try {
       return readFileSync(path)
     } catch (error) {
-      throw new ConfigError(`${name} must be a readable PEM file: ${(error as NodeJS.ErrnoException).code ?? String(error)} for "${path}"`)
+      throw new ConfigError(`${name} must be a readable PEM file: ${(error as NodeJS.ErrnoException).code} for "${path}"`)
     }
   })
   if ((cert === undefined) !== (key === undefined)) throw new ConfigError('SERVICE_MAIL_RECEIVER_CERT and SERVICE_MAIL_RECEIVER_KEY go together: set both, or neither')

@@ -20,11 +20,12 @@ export async function imapClient(settings: ImapSettings): Promise<ImapFlow> {
 
 /** What an IMAP or SMTP failure says, in words for a person (never a password: the libraries' errors hold none). */
 export function failureWords(error: unknown): string {
-  const { responseText, response, message, code } = error as { responseText?: string; response?: string; message?: string; code?: string }
+  const { responseText, response, message, code } = error as { responseText?: string; response?: unknown; message?: string; code?: string }
   if (code === 'ECONNREFUSED' || /\bECONNREFUSED\b/.test(message ?? '')) return 'the server refused the connection'
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'the server name was not found'
   if (code === 'ETIMEDOUT' || code === 'CONNECT_TIMEOUT' || code === 'GREETING_TIMEOUT') return 'the server did not answer in time'
-  return responseText ?? response ?? message ?? String(error)
+  // An SMTP server's reply is nodemailer's `response`; imapflow puts the failed command there.
+  return responseText ?? (typeof response === 'string' ? response : (message ?? String(error)))
 }
 
 /** Signs in to the mailbox and reads its folder: what it holds, or throws. */

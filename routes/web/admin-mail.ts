@@ -61,7 +61,7 @@ const adminMailRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.post('/admin/mail/remove', action, async (request, reply) => {
     const address = typeof (request.body as { address?: unknown })?.address === 'string' ? (request.body as { address: string }).address : ''
-    if (!(await mailboxes.removeMailbox(request.web.site.id, address))) return mailPage(request, reply, 404, { error: `This site has no mailbox ${address}.` })
+    if (!(await mailboxes.removeMailbox(request.web.site.id, address))) return mailPage(request, reply, 404, { error: address ? `This site has no mailbox ${address}.` : 'Name the address to remove.' })
     return reply.redirect(`${base(request)}?removed=${encodeURIComponent(address.trim().toLowerCase())}`, 303)
   })
 }

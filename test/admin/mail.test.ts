@@ -81,6 +81,9 @@ t.test('removing: an administrator of this site only; another site cannot reach 
   t.equal((await app.mailboxes.listMailboxes(admin.site.id)).length, 1)
 
   t.match((await admin.web.get('/demo/admin/mail')).body, 'data-mailbox="support@acme.example"')
+  const nothing = await admin.web.post('/demo/admin/mail/remove', {})
+  t.equal(nothing.statusCode, 404, 'no address named')
+  t.match(nothing.body, 'Name the address to remove.')
   const removed = await admin.web.post('/demo/admin/mail/remove', { address: 'support@acme.example' })
   t.equal(removed.statusCode, 303)
   t.match((await admin.web.get(removed.headers.location!.replace('https://help.example.test', ''))).body, 'support@acme.example is removed; the discussions its mail made stay.')

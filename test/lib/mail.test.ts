@@ -73,5 +73,6 @@ t.test('what a mail server failure says, in words', async (t) => {
   t.equal(failureWords({ responseText: 'Authentication failed.', message: 'Command failed' }), 'Authentication failed.', "the IMAP server's own words first")
   t.equal(failureWords({ response: '535 5.7.8 Bad credentials', message: 'Invalid login' }), '535 5.7.8 Bad credentials', "the SMTP server's")
   t.equal(failureWords(new Error('something else')), 'something else')
+  t.equal(failureWords(Object.assign(new Error("Mailbox doesn't exist: Nope"), { response: new Error('Command failed') })), "Mailbox doesn't exist: Nope", "imapflow's failed command is not the words")
   t.equal(failureWords('a string'), 'a string')
 })

@@ -1,7 +1,8 @@
 import { simpleParser } from 'mailparser'
 import t, { type Test } from 'tap'
-import { supporterWithToken } from '../fixtures/app.ts'
-import { mailServer } from '../fixtures/mail.ts'
+import nodemailer from 'nodemailer'
+import { buildTestApp, rawStatement, supporterWithToken } from '../fixtures/app.ts'
+import { mailServer, testDns } from '../fixtures/mail.ts'
 import { LEASE_MS, NO_WAY_OUT } from '../../plugins/mail/sender.ts'
 import { mailDesk } from '../fixtures/mail-desk.ts'
 import { webClient, personWithPassword } from '../fixtures/web.ts'
@@ -178,4 +179,39 @@ t.test('a reply whose sending process died mid-send is sent once, by another, wh
   clock.advance(LEASE_MS + 1)
   t.equal(await app.sendOutbox(), 0, 'and never again')
   t.equal(smtp.mails.length, 1)
+})
+
+t.test('a long thread names its first message and its newest in References; a row queued before replies named their mailbox goes by the service', async (t) => {
+  const { app, smtp, customerSends, api } = await desk(t)
+  let last = '<m0@customer.example>'
+  await customerSends({ subject: 'Long', messageId: last, text: 'Start.' })
+  for (let i = 1; i <= 21; i++) {
+    const id = `<m${i}@customer.example>`
+    await customerSends({ subject: 'Re: Long', messageId: id, inReplyTo: last, references: [last], text: `More ${i}.` })
+    last = id
+  }
+  t.equal((await api('GET', '/demo/discussions/1')).comments.length, 22, 'one thread')
+  await api('POST', '/demo/discussions/1/comments', { body: 'Enough.' })
+  // As the outbox held it before replies named their mailbox (the first version of the row).
+  const [row] = await app.outbox.due(10)
+  const { mailboxId: _dropped, ...older } = JSON.parse(row!.payload) as Record<string, unknown>
+  await rawStatement(app, 'UPDATE outbox SET payload = ? WHERE id = ?', [JSON.stringify(older), row!.id])
+  t.equal(await app.sendOutbox(), 1, "sent through the service's mailer")
+  const mail = await simpleParser(smtp.mails[0]!.raw)
+  const references = [mail.references].flat()
+  t.equal(references.length, 20, 'at most 20')
+  t.equal(references[0], '<m0@customer.example>', 'the first')
+  t.equal(references.at(-1), '<m21@customer.example>', 'and the newest')
+  t.notOk(references.includes('<m1@customer.example>'), 'the middle left out')
+})
+
+t.test('mail to a site that has no category yet is not lost: the sender is asked to try again', async (t) => {
+  const { app } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver: testDns() } } })
+  const site = await app.sites.add('bare', 'Bare')
+  await app.mailboxes.addMailbox(site.id, 'help@bare.example')
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: app.mailReceiver.port, secure: false, ignoreTLS: true })
+  t.teardown(() => transport.close())
+  await t.rejects(transport.sendMail({ from: 'carol@customer.example', to: 'help@bare.example', subject: 'Hi', text: 'Hello.' }), { responseCode: 451 })
+  await app.categories.add(site.id, 'General', true)
+  t.match((await transport.sendMail({ from: 'carol@customer.example', to: 'help@bare.example', subject: 'Hi', text: 'Hello.' })).response, /^250 /, 'taken once it has one')
 })
