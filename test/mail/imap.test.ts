@@ -157,6 +157,18 @@ t.test('a wrong password is the mailbox\'s last error, in words; the app closes 
   })
   t.match(mailbox!.lastError, /auth/i)
   t.notMatch(mailbox!.lastError, /wrong/)
+
+  // A site without a category yet: its mail waits in the mailbox, and the mailbox says why.
+  const bare = await app.sites.add('bare', 'Bare')
+  await app.mailboxes.addMailbox(bare.id, 'help@bare.example', { imap: { host: '127.0.0.1', port: imap.port, secure: false, user: 'support', password: 'support-password', folder: 'INBOX' } })
+  await imap.deliver('support', [message({ to: 'help@bare.example', subject: 'Anyone?', id: '<bare@customer.example>', body: 'Hello?' })])
+  await app.mailFetcher.scan()
+  const [waiting] = await until('the reason', async () => {
+    const list = await app.mailboxes.listMailboxes(bare.id)
+    return list[0]!.lastError !== null && list
+  })
+  t.equal(waiting!.lastError, 'the site has no category for new discussions: add one (service-desk category add)')
+  t.equal(waiting!.imapPosition, null, 'the message is still to be taken')
 })
 
 t.test('a mailbox whose password this server key cannot open, a lease another process holds, a place another moved', async (t) => {
@@ -211,4 +223,20 @@ t.test('a process whose mailbox another took while it waited stops, and fetches 
   t.equal((await imap.messages('support'))[0]!.seen, false)
   await app.mailFetcher.scan()
   t.equal((await app.mailboxes.byId(mailbox.id))!.leaseOwner, 'another-process', 'and it does not take it back while that lease lasts')
+})
+
+t.test('1,000 messages from one sender in a minute: 30 are taken, the rest left unread, and the others in the mailbox go on', async (t) => {
+  const { app, imap, api, listing } = await imapDesk(t)
+  const flood = Array.from({ length: 1_000 }, (_, i) => message({ from: 'flood@spam.example', subject: `Buy ${i}`, id: `<buy${i}@spam.example>`, body: 'Buy now.' }))
+  const others = Array.from({ length: 5 }, (_, i) => message({ from: `person${i}@customer.example`, subject: `Question ${i}`, id: `<q${i}@customer.example>`, body: 'A real question.' }))
+  await imap.deliver('support', [...flood.slice(0, 500), ...others.slice(0, 2), ...flood.slice(500), ...others.slice(2)])
+  await app.mailFetcher.scan()
+  const site = (await app.sites.find('demo'))!
+  await until('the whole mailbox looked at', async () => (await app.mailboxes.listMailboxes(site.id))[0]!.imapPosition?.endsWith(':1005'), 60_000)
+  t.equal((await listing()).total, 35, '30 of the flood and the 5 others')
+  const titles: string[] = []
+  for (let page = 1; page <= 2; page++) titles.push(...((await api('GET', `/demo/discussions?page=${page}`)).json().discussions as Array<{ title: string }>).map((d) => d.title))
+  t.same(titles.filter((title) => title.startsWith('Question')).sort(), ['Question 0', 'Question 1', 'Question 2', 'Question 3', 'Question 4'], 'every other sender taken, before and after the flood')
+  const seen = (await imap.messages('support')).filter((m) => m.seen).length
+  t.equal(seen, 35, 'the flood past the limit left unread, for a person')
 })

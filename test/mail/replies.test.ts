@@ -112,6 +112,23 @@ t.test('a bounce of a reply is recorded on that reply, not posted; a flood from 
   t.equal(thread.comments.length, 2, 'the bounce is not a message of the discussion')
   t.match(thread.comments[1].delivery, { state: 'failed', last_error: 'bounced: 5.1.1, smtp; 550 5.1.1 No such user' })
 
+  // A terser report (no Status, no Diagnostic-Code) still marks its reply; one that returns no
+  // headers names no reply: kept as an automatic note, as any other report.
+  await api('POST', '/demo/discussions/1/comments', { body: 'Trying again.' })
+  await app.sendOutbox()
+  const again = await simpleParser(smtp.mails[1]!.raw)
+  const terse = (returned: string) =>
+    Buffer.from(
+      `From: MAILER-DAEMON@customer.example\r\nTo: support@acme.example\r\nSubject: Failure\r\nMessage-ID: <terse${returned.length}@customer.example>\r\nMIME-Version: 1.0\r\n` +
+        'Content-Type: multipart/report; report-type=delivery-status; boundary="b"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nNo luck.\r\n' +
+        (returned ? `--b\r\nContent-Type: text/rfc822-headers\r\n\r\n${returned}\r\n` : '') +
+        '--b--\r\n',
+    )
+  await customerSends({ raw: terse(`Message-ID: ${again.messageId}`), envelope: { from: '', to: 'support@acme.example' } })
+  t.match((await api('GET', '/demo/discussions/1')).comments[2].delivery, { state: 'failed', last_error: 'bounced: the mail could not be delivered' })
+  await customerSends({ raw: terse(''), envelope: { from: '', to: 'support@acme.example' } })
+  t.equal((await api('GET', '/demo/discussions')).total, 2, 'a report naming no reply of ours is kept, as a discussion of its own')
+
   // A flood: past 30 messages a minute from one address, the sender is asked to try later.
   const results = []
   for (let i = 0; i < 32; i++) {
@@ -119,7 +136,7 @@ t.test('a bounce of a reply is recorded on that reply, not posted; a flood from 
   }
   t.same(results.slice(28), ['taken', 'taken', 451, 451])
   await customerSends({ subject: 'Meanwhile', messageId: '<meanwhile@customer.example>', text: 'Others go on.' })
-  t.equal((await api('GET', '/demo/discussions')).total, 1 + 30 + 1)
+  t.equal((await api('GET', '/demo/discussions')).total, 2 + 30 + 1)
   clock.advance(61_000)
   t.equal(await customerSends({ from: 'flood@spam.example', subject: 'Later', messageId: '<spam-later@spam.example>', text: 'Again.' }).then(() => 'taken'), 'taken', 'a minute later')
 })
