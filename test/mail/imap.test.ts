@@ -1,6 +1,7 @@
 import { simpleParser } from 'mailparser'
 import t, { type Test } from 'tap'
 import { buildTestApp, rawStatement, supporterWithToken } from '../fixtures/app.ts'
+import { checkImap } from '../../lib/imap.ts'
 import { createSecretBox } from '../../lib/secret-box.ts'
 import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
 import { mailServer } from '../fixtures/mail.ts'
@@ -239,4 +240,20 @@ t.test('1,000 messages from one sender in a minute: 30 are taken, the rest left 
   t.same(titles.filter((title) => title.startsWith('Question')).sort(), ['Question 0', 'Question 1', 'Question 2', 'Question 3', 'Question 4'], 'every other sender taken, before and after the flood')
   const seen = (await imap.messages('support')).filter((m) => m.seen).length
   t.equal(seen, 35, 'the flood past the limit left unread, for a person')
+})
+
+t.test('a server without IDLE: its new mail is taken at the next look, and the check says so', async (t) => {
+  const imap = await dovecot(t, { idle: false })
+  imap.user('support')
+  const { app } = await buildTestApp(t, { config: { mailFetchSeconds: 1 } })
+  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  await app.categories.add(ann.site.id, 'General', true)
+  const settings = { host: '127.0.0.1', port: imap.port, secure: false, user: 'support', password: 'support-password', folder: 'INBOX' }
+  t.match(await checkImap(settings), 'no IDLE: looked at every SERVICE_MAIL_FETCH_SECONDS')
+  await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example', { imap: settings })
+  await app.mailFetcher.scan()
+  await until('the first look', async () => (await app.mailboxes.listMailboxes(ann.site.id))[0]!.lastFetchAt !== null)
+  await imap.deliver('support', [message({ subject: 'Polled', id: '<polled@customer.example>', body: 'Found at the next look.' })])
+  await until('the next look', async () => (await app.discussions.get(ann.site.id, 1).catch(() => undefined))?.title === 'Polled')
+  t.pass('taken without IDLE')
 })

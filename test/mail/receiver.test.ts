@@ -158,6 +158,10 @@ t.test('odd mail: HTML only with a script, other charsets, a file too large to k
   const scan = (await big.app.inject({ url: '/demo/discussions/1', headers: bob.bearer })).json()
   t.match(scan.comments[0].body, /The scan\.\n\n\[scan\.bin \(2 MB\) was not kept: a file may hold at most 1 MB\.\]/)
   t.same(scan.comments[0].attachments.map((a: { name: string }) => a.name), ['original-message.txt'], 'the message, too large to keep whole, kept as its text')
+  // A file only, no text at all, too large to keep whole: its file, and an empty text beside it.
+  await transport.sendMail({ from: 'carol@customer.example', to: 'help@acme.example', subject: 'Just a file', attachments: [{ filename: 'photo.bin', content: Buffer.alloc(1024 * 1024 - 100, 9) }] })
+  const photo = (await big.app.inject({ url: '/demo/discussions/2', headers: bob.bearer })).json()
+  t.same(photo.comments[0].attachments.map((a: { name: string; size: number }) => [a.name, a.size]), [['photo.bin', 1024 * 1024 - 100], ['original-message.txt', 0]])
 })
 
 t.test('what cannot be done now is a temporary failure, so the sender tries again; a race for one message takes it once', async (t) => {

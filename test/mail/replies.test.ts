@@ -120,7 +120,7 @@ t.test('a bounce of a reply is recorded on that reply, not posted; a flood from 
   const terse = (returned: string) =>
     Buffer.from(
       `From: MAILER-DAEMON@customer.example\r\nTo: support@acme.example\r\nSubject: Failure\r\nMessage-ID: <terse${returned.length}@customer.example>\r\nMIME-Version: 1.0\r\n` +
-        'Content-Type: multipart/report; report-type=delivery-status; boundary="b"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nNo luck.\r\n' +
+        'Content-Type: multipart/report; report-type=delivery-status; boundary="b"\r\n\r\n' +
         (returned ? `--b\r\nContent-Type: text/rfc822-headers\r\n\r\n${returned}\r\n` : '') +
         '--b--\r\n',
     )
