@@ -98,9 +98,9 @@ export default fp<{ everyMs?: number; limits: FileLimits }>(
           if (!(await fetchNew(client, mailbox, validity, pipeline))) return
           await mailboxes.fetchEnded(mailbox.id, null)
           await pause(everyMs, news)
+          // Gone (removed: a mailbox is never changed in place, only removed and added) or taken by another.
           const renewed = !closing && (await mailboxes.lease(mailbox.id, owner, leaseMs))
-          // Gone, taken by another, or given a new IMAP address (the next scan connects to it).
-          if (!renewed || renewed.imap !== mailbox.imap) return
+          if (!renewed) return
           mailbox = renewed
         }
       } catch (error) {
@@ -122,14 +122,16 @@ export default fp<{ everyMs?: number; limits: FileLimits }>(
       // A new mailbox, or one whose UIDs the server renumbered (UIDVALIDITY changed): from its
       // first message; what was taken before is known by its Message-ID and not taken again.
       const after = knownValidity === validity ? Number(lastUid) : 0
-      const found = await client.search({ uid: `${after + 1}:*` }, { uid: true })
-      const uids = (found || []).filter((uid) => uid > after).sort((a, b) => a - b)
+      // The new messages and their sizes, in one command ("*" is the last message, even when old).
+      const sizes = new Map<number, number>()
+      for await (const { uid, size = 0 } of client.fetch(`${after + 1}:*`, { uid: true, size: true }, { uid: true })) if (uid > after) sizes.set(uid, size)
+      const uids = [...sizes.keys()].sort((a, b) => a - b)
       for (const uid of uids) {
         if (closing) return true
         // Each message moves the place and renews the lease, so a long fetch (a backlog) keeps it.
         const position: FetchPosition = { owner, from, to: `${validity}:${uid}`, leaseMs }
-        // Its size first: a message too large is passed over without being downloaded.
-        const { size = 0 } = (await client.fetchOne(String(uid), { uid: true, size: true }, { uid: true })) || {}
+        // A message too large is passed over without being downloaded.
+        const size = sizes.get(uid)!
         const message = size <= MAX_MESSAGE_BYTES ? await client.fetchOne(String(uid), { uid: true, source: true }, { uid: true }) : undefined
         let outcome: Outcome
         try {

@@ -15,9 +15,9 @@ import type { SecretBox } from '../../lib/secret-box.ts'
 import { MAX_BODY } from '../../routes/api/discussions/schemas.ts'
 
 // One pipeline from a raw message to a discussion (docs/decisions.md, "Mail"), for every door the
-// mail comes in by (the built-in receiver, plugins/mail/receiver.ts; IMAP, plugins/mail/fetcher.ts): parsed once,
-// its sender made the site's customer, its files kept as the comment's attachments, and the
-// comment and the record of the message written in one transaction, so a message is taken once.
+// mail comes in by (the built-in receiver, plugins/mail/receiver.ts; IMAP, plugins/mail/fetcher.ts):
+// parsed once, its sender made the site's customer, its files kept as the comment's attachments,
+// and the comment and the record of the message written in one transaction, so it is taken once.
 
 export { MAX_MESSAGE_BYTES } from '../../lib/mail.ts'
 
