@@ -1,19 +1,14 @@
 import t from 'tap'
 import { buildTestApp } from '../fixtures/app.ts'
 import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
-import { personWithPassword, webClient } from '../fixtures/web.ts'
+import { personWithPassword, webClient, signedInPerson } from '../fixtures/web.ts'
 
 // Issue 48: the site's mailboxes on the administration page (routes/web/admin-mail.ts): each
 // mailbox's state (last fetch, last error in words, today's messages), adding and removing,
 // passwords never shown, administrators of this site only.
 
-async function administrator(app: Awaited<ReturnType<typeof buildTestApp>>['app'], site = 'demo') {
-  const person = await personWithPassword(app, { site })
-  await app.users.setAdministrator(person.site.id, person.user.id, true)
-  const web = webClient(app, site)
-  await web.signIn(person.email, person.password)
-  return { ...person, web }
-}
+/** An administrator of the site, signed in on its pages. */
+const administrator = (app: Awaited<ReturnType<typeof buildTestApp>>['app'], site = 'demo') => signedInPerson(app, { site, administrator: true })
 
 t.test('an administrator adds an IMAP mailbox and sees its state; passwords are never shown; a mistake keeps the form but them', async (t) => {
   if (!haveDovecot(t)) return

@@ -1,17 +1,12 @@
 import t from 'tap'
 import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
-import { personWithPassword, webClient } from '../fixtures/web.ts'
+import { personWithPassword, webClient, signedInPerson } from '../fixtures/web.ts'
 
 // Issue 34: the administration pages of a site (docs/decisions.md, "Site administrators"), through
 // app.inject: who may see them, the inventory's filters and revocation, the policy and its dry run.
 
-async function administrator(app: Awaited<ReturnType<typeof buildTestApp>>['app'], site = 'demo') {
-  const person = await personWithPassword(app, { site })
-  await app.users.setAdministrator(person.site.id, person.user.id, true)
-  const web = webClient(app, site)
-  await web.signIn(person.email, person.password)
-  return { ...person, web }
-}
+/** An administrator of the site, signed in on its pages. */
+const administrator = (app: Awaited<ReturnType<typeof buildTestApp>>['app'], site = 'demo') => signedInPerson(app, { site, administrator: true })
 
 const PAGES = ['/demo/admin', '/demo/admin/credentials', '/demo/admin/policy']
 

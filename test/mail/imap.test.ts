@@ -54,6 +54,28 @@ async function imapDesk(t: Test, mailbox: { acknowledge?: boolean; smtp?: boolea
   return { app, ann, imap, smtp, api, listing }
 }
 
+/**
+ * Dovecot with the mailbox `support`, and the app (a look every second) with site demo, Ann, the
+ * category General, and `settings`: the IMAP address of that mailbox, for a test that adds it itself.
+ */
+async function fetchingApp(t: Test, server: { idle?: boolean } = {}) {
+  const imap = await dovecot(t, server)
+  imap.user('support')
+  const { app } = await buildTestApp(t, { config: { mailFetchSeconds: 1 } })
+  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  await app.categories.add(ann.site.id, 'General', true)
+  const settings = { host: '127.0.0.1', port: imap.port, secure: false, user: 'support', password: 'support-password', folder: 'INBOX' }
+  return { imap, app, ann, settings }
+}
+
+/** The site's mailbox (the first, unless told) once a fetch has said what went wrong with it. */
+async function failedMailbox(app: Awaited<ReturnType<typeof buildTestApp>>['app'], siteId: number, index = 0) {
+  return until('the last error', async () => {
+    const mailbox = (await app.mailboxes.listMailboxes(siteId))[index]!
+    return mailbox.lastError !== null && mailbox
+  })
+}
+
 t.test("a customer's mail in the support mailbox becomes a discussion; the reply reaches the customer's mailbox; the answer joins it", async (t) => {
   const { app, imap, smtp, api, listing } = await imapDesk(t)
   const shown = (await api('GET', '/demo/mailboxes')).json().mailboxes[0]
@@ -145,39 +167,23 @@ t.test('bad mail gets a clear outcome and never stops the mailbox; an automatic 
 })
 
 t.test('a wrong password is the mailbox\'s last error, in words; the app closes while fetching', async (t) => {
-  const imap = await dovecot(t)
-  imap.user('support')
-  const { app } = await buildTestApp(t, { config: { mailFetchSeconds: 1 } })
-  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
-  await app.categories.add(ann.site.id, 'General', true)
-  await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example', { imap: { host: '127.0.0.1', port: imap.port, secure: false, user: 'support', password: 'wrong', folder: 'INBOX' } })
+  const { app, ann, settings } = await fetchingApp(t)
+  await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example', { imap: { ...settings, password: 'wrong' } })
   await app.mailFetcher.scan()
-  const [mailbox] = await until('the error', async () => {
-    const list = await app.mailboxes.listMailboxes(ann.site.id)
-    return list[0]!.lastError !== null && list
-  })
-  t.match(mailbox!.lastError, /auth/i)
-  t.notMatch(mailbox!.lastError, /wrong/)
-
+  const mailbox = await failedMailbox(app, ann.site.id)
+  t.match(mailbox.lastError, /auth/i)
+  t.notMatch(mailbox.lastError, /wrong/)
 })
 
 t.test('a mailbox whose password this server key cannot open, a lease another process holds, a place another moved', async (t) => {
-  const imap = await dovecot(t)
-  imap.user('support')
-  const { app } = await buildTestApp(t, { config: { mailFetchSeconds: 1 } })
-  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
-  await app.categories.add(ann.site.id, 'General', true)
-  const settings = { host: '127.0.0.1', port: imap.port, secure: false, user: 'support', password: 'support-password', folder: 'INBOX' }
+  const { imap, app, ann, settings } = await fetchingApp(t)
   const sealedElsewhere = await app.mailboxes.addMailbox(ann.site.id, 'old@acme.example', { imap: settings })
   // As a copy of the database under another server key would have it.
   await rawStatement(app, 'UPDATE mailboxes SET imap = ? WHERE id = ?', [createSecretBox('another server key, of at least 32 characters').seal(JSON.stringify(settings)), sealedElsewhere.id])
   await app.mailFetcher.scan()
-  const [broken] = await until('the error', async () => {
-    const list = await app.mailboxes.listMailboxes(ann.site.id)
-    return list[0]!.lastError !== null && list
-  })
-  t.equal(broken!.lastError, 'the IMAP password cannot be opened with this server key: add the mailbox again')
-  t.equal(await app.mailboxes.imapOf(broken!), null)
+  const broken = await failedMailbox(app, ann.site.id)
+  t.equal(broken.lastError, 'the IMAP password cannot be opened with this server key: add the mailbox again')
+  t.equal(await app.mailboxes.imapOf(broken), null)
 
   // Another process holds the lease of this one: this process leaves it alone.
   const held = await app.mailboxes.addMailbox(ann.site.id, 'held@acme.example', { imap: settings })
@@ -197,12 +203,8 @@ t.test('a mailbox whose password this server key cannot open, a lease another pr
 })
 
 t.test('a process whose mailbox another took while it waited stops, and fetches nothing more', async (t) => {
-  const imap = await dovecot(t)
-  imap.user('support')
-  const { app } = await buildTestApp(t, { config: { mailFetchSeconds: 1 } })
-  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
-  await app.categories.add(ann.site.id, 'General', true)
-  const mailbox = await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example', { imap: { host: '127.0.0.1', port: imap.port, secure: false, user: 'support', password: 'support-password', folder: 'INBOX' } })
+  const { imap, app, ann, settings } = await fetchingApp(t)
+  const mailbox = await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example', { imap: settings })
   await app.mailFetcher.scan()
   await until('the first look', async () => (await app.mailboxes.byId(mailbox.id))!.lastFetchAt !== null)
   // Another process takes the mailbox (its lease in the database), then mail comes.
@@ -232,12 +234,7 @@ t.test('1,000 messages from one sender in a minute: 30 are taken, the rest left 
 })
 
 t.test('a server without IDLE: its new mail is taken at the next look, and the check says so', async (t) => {
-  const imap = await dovecot(t, { idle: false })
-  imap.user('support')
-  const { app } = await buildTestApp(t, { config: { mailFetchSeconds: 1 } })
-  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
-  await app.categories.add(ann.site.id, 'General', true)
-  const settings = { host: '127.0.0.1', port: imap.port, secure: false, user: 'support', password: 'support-password', folder: 'INBOX' }
+  const { imap, app, ann, settings } = await fetchingApp(t, { idle: false })
   t.match(await checkImap(settings), 'no IDLE: looked at every SERVICE_MAIL_FETCH_SECONDS')
   await app.mailboxes.addMailbox(ann.site.id, 'support@acme.example', { imap: settings })
   await app.mailFetcher.scan()
@@ -249,17 +246,12 @@ t.test('a server without IDLE: its new mail is taken at the next look, and the c
 
 t.test("mail to a site without a category waits in the mailbox, and the mailbox says why", async (t) => {
   // A Dovecot of its own: after a wrong password from this address, Dovecot slows the next sign-ins down.
-  const imap = await dovecot(t)
-  imap.user('support')
-  const { app } = await buildTestApp(t, { config: { mailFetchSeconds: 1 } })
+  const { imap, app, settings } = await fetchingApp(t)
   const bare = await app.sites.add('bare', 'Bare')
-  await app.mailboxes.addMailbox(bare.id, 'help@bare.example', { imap: { host: '127.0.0.1', port: imap.port, secure: false, user: 'support', password: 'support-password', folder: 'INBOX' } })
+  await app.mailboxes.addMailbox(bare.id, 'help@bare.example', { imap: settings })
   await imap.deliver('support', [message({ to: 'help@bare.example', subject: 'Anyone?', id: '<bare@customer.example>', body: 'Hello?' })])
   await app.mailFetcher.scan()
-  const [waiting] = await until('the reason', async () => {
-    const list = await app.mailboxes.listMailboxes(bare.id)
-    return list[0]!.lastError !== null && list
-  })
-  t.equal(waiting!.lastError, 'the site has no category for new discussions: add one (service-desk category add)')
-  t.equal(waiting!.imapPosition, null, 'the message is still to be taken')
+  const waiting = await failedMailbox(app, bare.id)
+  t.equal(waiting.lastError, 'the site has no category for new discussions: add one (service-desk category add)')
+  t.equal(waiting.imapPosition, null, 'the message is still to be taken')
 })
