@@ -1,5 +1,5 @@
 import { checkImap, checkSmtp, failureWords } from '../lib/imap.ts'
-import { parseImapUrl, shownImap, shownSmtp } from '../lib/mail.ts'
+import { normalAddress, parseImapUrl, shownImap, shownSmtp } from '../lib/mail.ts'
 import { shown } from '../lib/terminal-text.ts'
 import { admin } from './admin.ts'
 import { UsageError, type Command } from './command.ts'
@@ -60,8 +60,8 @@ export const mailboxCommands: Command[] = [
     },
     async ({ sites, mailboxes }, [permalink, address], _values, io) => {
       const site = await sites.get(permalink)
-      const mailbox = (await mailboxes.listMailboxes(site.id)).find((m) => m.address === address.trim().toLowerCase())
-      if (!mailbox) throw new UsageError(`${site.permalink} has no mailbox ${address}`)
+      const mailbox = await mailboxes.mailbox(address)
+      if (mailbox?.siteId !== site.id) throw new UsageError(`${site.permalink} has no mailbox ${address}`)
       const imap = await mailboxes.imapOf(mailbox)
       const smtp = await mailboxes.smtpOf(mailbox)
       const checks: Array<[string, () => Promise<string>]> = [
@@ -89,7 +89,7 @@ export const mailboxCommands: Command[] = [
     async ({ sites, mailboxes }, [permalink, address], _values, io) => {
       const site = await sites.get(permalink)
       if (!(await mailboxes.removeMailbox(site.id, address))) throw new UsageError(`${site.permalink} has no mailbox ${address}`)
-      io.stdout(`mailbox ${address.trim().toLowerCase()} removed from ${site.permalink}\n`)
+      io.stdout(`mailbox ${normalAddress(address)} removed from ${site.permalink}\n`)
     },
   ),
 ]

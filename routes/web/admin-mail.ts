@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { StoreError } from '../../db/stores/errors.ts'
 import { shownMoment } from '../../lib/clock.ts'
+import { normalAddress } from '../../lib/mail.ts'
 import { addMailboxFrom, describeMailboxes } from '../api/mailboxes.ts'
 import { sentence } from '../api/discussions/http-errors.ts'
 import { requireConfirmed } from './confirm.ts'
@@ -62,7 +63,7 @@ const adminMailRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.post('/admin/mail/remove', action, async (request, reply) => {
     const address = typeof (request.body as { address?: unknown })?.address === 'string' ? (request.body as { address: string }).address : ''
     if (!(await mailboxes.removeMailbox(request.web.site.id, address))) return mailPage(request, reply, 404, { error: address ? `This site has no mailbox ${address}.` : 'Name the address to remove.' })
-    return reply.redirect(`${base(request)}?removed=${encodeURIComponent(address.trim().toLowerCase())}`, 303)
+    return reply.redirect(`${base(request)}?removed=${encodeURIComponent(normalAddress(address))}`, 303)
   })
 }
 
