@@ -63,6 +63,8 @@ export function policyChanges(values: Values): Partial<SitePolicy> {
     multipassOn: onOff('multipass', values.multipass),
     passwordOn: onOff('password', values.password),
     staffSecondFactor: onOff('staff-second-factor', values['staff-second-factor']),
+    visitorDiscussions: onOff('visitor-discussions', values['visitor-discussions']),
+    publicDiscussions: onOff('public-discussions', values['public-discussions']),
   }
 }
 
@@ -159,10 +161,12 @@ export const administrationCommands: Command[] = [
         multipass: { ...ON_OFF, about: 'whether the API accepts multipass' },
         password: { ...ON_OFF, about: 'whether the API accepts email and password (Basic)' },
         'staff-second-factor': { ...ON_OFF, about: 'whether the support staff must have a second factor (until they add one, signing in leads only to adding one)' },
+        'visitor-discussions': { ...ON_OFF, about: "whether a visitor who is not signed in may start a discussion on the customer's pages (posted once the mailed link is followed)" },
+        'public-discussions': { ...ON_OFF, about: "whether the customer's pages show the site's public discussions" },
         shorten: { type: 'boolean', about: 'shorten the active tokens over a shorter lifetime to end within it (owners mailed)' },
         leave: { type: 'boolean', about: 'leave the active tokens over a shorter lifetime as they are' },
       },
-      usage: 'site policy <site> [--max-token-days N [--shorten | --leave]] [--write-tokens everyone|administrators] [--legacy-token on|off] [--multipass on|off] [--password on|off] [--staff-second-factor on|off]',
+      usage: 'site policy <site> [--max-token-days N [--shorten | --leave]] [--write-tokens everyone|administrators] [--legacy-token on|off] [--multipass on|off] [--password on|off] [--staff-second-factor on|off] [--visitor-discussions on|off] [--public-discussions on|off]',
       summary:
         "Print the site's token policy; the options change it. A shorter lifetime that leaves active tokens over it is refused with their count until --shorten or --leave says what happens to them.",
       atomic: false,

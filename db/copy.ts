@@ -49,6 +49,8 @@ export const COPIED_TABLES = [
   schema.mailMessages,
   // What is still to be mailed: a reply queued before the move is sent after it.
   schema.outbox,
+  // The customers' links: one mailed before the move still works, once, after it.
+  schema.customerLinks,
 ]
 
 const ROWS_PER_INSERT = 5_000

@@ -12,6 +12,7 @@ import { createDiscussionStore, type DiscussionStore } from './stores/discussion
 import { createFileStore, type FileStore } from './stores/files.ts'
 import { createMailStore, type MailStore } from './stores/mail.ts'
 import { createOutboxStore, type OutboxStore } from './stores/outbox.ts'
+import { createCustomerLinkStore, type CustomerLinkStore } from './stores/customer-links.ts'
 import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
 import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.ts'
 import { createSecondFactorStore, type SecondFactorStore } from './stores/second-factors.ts'
@@ -78,6 +79,8 @@ export interface EngineStores {
   mail(clock: Clock, box: SecretBox): MailStore
   /** What leaves the process, queued with its cause (db/stores/outbox.ts). */
   outbox(clock: Clock): OutboxStore
+  /** The links mailed to customers to sign in or to post (db/stores/customer-links.ts); the box digests and seals them. */
+  customerLinks(clock: Clock, box: SecretBox): CustomerLinkStore
   /** oidc-provider's records, under the OAuth adapter (db/stores/oauth.ts). */
   oauth(clock: Clock): OAuthStore
   /** The security log (db/stores/security-log.ts). */
@@ -103,6 +106,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     files: (clock) => guard(createFileStore(port, clock)),
     mail: (clock, box) => guard(createMailStore(port, clock, box)),
     outbox: (clock) => guard(createOutboxStore(port, clock)),
+    customerLinks: (clock, box) => guard(createCustomerLinkStore(port, clock, box)),
     oauth: (clock) => guard(createOAuthStore(port, clock)),
     securityLog: (clock) => guard(createSecurityLog(port, clock)),
     inventory: (clock) => guard(createCredentialInventory(port, clock)),

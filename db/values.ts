@@ -23,9 +23,13 @@ export const commentVias = ['api', 'web', 'email', 'mcp'] as const
 export type CommentVia = (typeof commentVias)[number]
 
 // What leaves the process through the outbox (db/stores/outbox.ts), and where each message is.
-// reply_mail: a staff reply mailed to its customer; acknowledgement: the automatic answer to a new discussion by mail.
-export const outboxKinds = ['reply_mail', 'acknowledgement'] as const
+// reply_mail: a staff reply mailed to its customer; acknowledgement: the automatic answer to a new discussion by mail;
+// sign_in_link and confirmation: a customer's link to sign in, or to post what they wrote as a visitor (db/stores/customer-links.ts).
+export const outboxKinds = ['reply_mail', 'acknowledgement', 'sign_in_link', 'confirmation'] as const
 export type OutboxKind = (typeof outboxKinds)[number]
+// What a link mailed to a customer does when followed (db/stores/customer-links.ts).
+export const linkPurposes = ['sign_in', 'discussion'] as const
+export type LinkPurpose = (typeof linkPurposes)[number]
 export const outboxStates = ['queued', 'sent', 'failed'] as const
 export type OutboxState = (typeof outboxStates)[number]
 

@@ -9,8 +9,11 @@ export const PERSONAL_TOKEN_PREFIX = 'service_pat_'
 // so scanners, the logs' redaction and the cheap checksum check treat them alike.
 export const OAUTH_ACCESS_TOKEN_PREFIX = 'service_oat_'
 export const OAUTH_REFRESH_TOKEN_PREFIX = 'service_ort_'
-/** Every prefix of a bearer value the service issues. */
-export const TOKEN_PREFIXES = [PERSONAL_TOKEN_PREFIX, OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX] as const
+// A link mailed to a customer (db/stores/customer-links.ts) holds a value of the same shape, so the
+// logs' redaction hides it in the path of the page it opens.
+export const CUSTOMER_LINK_PREFIX = 'service_cln_'
+/** Every prefix of a secret value the service issues. */
+export const TOKEN_PREFIXES = [PERSONAL_TOKEN_PREFIX, OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX, CUSTOMER_LINK_PREFIX] as const
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 const RANDOM_BYTES = 32
@@ -19,7 +22,7 @@ const RANDOM_LENGTH = 43
 // 62^6 > 2^32, so 6 digits hold any CRC32.
 const CHECKSUM_LENGTH = 6
 export const PERSONAL_TOKEN_LENGTH = PERSONAL_TOKEN_PREFIX.length + RANDOM_LENGTH + CHECKSUM_LENGTH
-const SHAPE = /^service_(pat|oat|ort)_[0-9A-Za-z]{49}$/
+const SHAPE = /^service_(pat|oat|ort|cln)_[0-9A-Za-z]{49}$/
 
 export function base62(value: bigint, length: number): string {
   let digits = ''

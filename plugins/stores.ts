@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { CategoryStore } from '../db/stores/categories.ts'
 import type { CredentialInventory } from '../db/stores/credential-inventory.ts'
+import type { CustomerLinkStore } from '../db/stores/customer-links.ts'
 import type { DiscussionStore } from '../db/stores/discussions.ts'
 import type { FileStore } from '../db/stores/files.ts'
 import type { MailStore } from '../db/stores/mail.ts'
@@ -28,6 +29,7 @@ declare module 'fastify' {
     files: FileStore
     mailboxes: MailStore
     outbox: OutboxStore
+    customerLinks: CustomerLinkStore
     oauthRecords: OAuthStore
     securityLog: SecurityLogStore
     inventory: CredentialInventory
@@ -82,6 +84,7 @@ export const discussionStores = fp(
     fastify.decorate('files', fastify.database.files(fastify.clock))
     fastify.decorate('mailboxes', fastify.database.mail(fastify.clock, fastify.secretBox))
     fastify.decorate('outbox', fastify.database.outbox(fastify.clock))
+    fastify.decorate('customerLinks', fastify.database.customerLinks(fastify.clock, fastify.secretBox))
   },
   { ...STORE, name: 'discussion-stores', dependencies: [...STORE.dependencies, 'server-key'] },
 )

@@ -791,6 +791,10 @@ export interface components {
             password: boolean;
             /** @description Whether the support staff must have a second factor: until they add one, their sign-in on the pages leads only to adding one. */
             staff_second_factor: boolean;
+            /** @description Whether a visitor who is not signed in may start a discussion on the customer's pages; it is posted once the link mailed to them is followed. */
+            visitor_discussions: boolean;
+            /** @description Whether the customer's pages show the site's public discussions beside a customer's own. */
+            public_discussions: boolean;
         };
         PolicyChange: {
             /** @description The longest lifetime of a new personal token. */
@@ -808,6 +812,10 @@ export interface components {
             password?: boolean;
             /** @description Whether the support staff must have a second factor: until they add one, their sign-in on the pages leads only to adding one. */
             staff_second_factor?: boolean;
+            /** @description Whether a visitor who is not signed in may start a discussion on the customer's pages; it is posted once the link mailed to them is followed. */
+            visitor_discussions?: boolean;
+            /** @description Whether the customer's pages show the site's public discussions beside a customer's own. */
+            public_discussions?: boolean;
             /**
              * @description Required when a shorter max_token_days leaves active tokens over it: shorten them to end within it (owners mailed), or leave them.
              * @enum {unknown}

@@ -1,6 +1,6 @@
 import { sql } from '../drizzle.ts'
 import { pgBoolean, pgCustomType, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
-import { accessLevels, commentVias, discussionStates, factorKinds, outboxKinds, outboxStates, roles, securityKinds, writeTokenRules } from '../values.ts'
+import { accessLevels, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, roles, securityKinds, writeTokenRules } from '../values.ts'
 
 // The PostgreSQL schema: the SQLite one (db/schema/sqlite.ts) table for table, column for column, with the
 // same names, constraints and indexes, so the stores read the same rows from either engine and
@@ -25,6 +25,11 @@ export const sites = pgTable('sites', {
   multipassOn: pgBoolean('multipass_on').notNull().default(true),
   passwordOn: pgBoolean('password_on').notNull().default(true),
   staffSecondFactor: pgBoolean('staff_second_factor').notNull().default(false),
+  // The customer's side (docs/decisions.md, "The customer's side"): whether a visitor who is not
+  // signed in may start a discussion (posted once the link mailed to them is followed), and whether
+  // customers see the site's public discussions beside their own.
+  visitorDiscussions: pgBoolean('visitor_discussions').notNull().default(true),
+  publicDiscussions: pgBoolean('public_discussions').notNull().default(true),
 })
 
 const siteReference = () =>
@@ -418,9 +423,8 @@ export const outbox = pgTable(
   {
     id: id(),
     siteId: siteReference(),
-    commentId: pgInteger('comment_id')
-      .notNull()
-      .references(() => comments.id, { onDelete: 'cascade' }),
+    // The comment it tells of; none for a customer's link (sign_in_link, confirmation).
+    commentId: pgInteger('comment_id').references(() => comments.id, { onDelete: 'cascade' }),
     kind: pgText('kind', { enum: outboxKinds }).notNull(),
     payload: pgText('payload').notNull(),
     state: pgText('state', { enum: outboxStates }).notNull().default('queued'),
@@ -432,4 +436,30 @@ export const outbox = pgTable(
     createdAt: moment('created_at').notNull(),
   },
   (t) => [pgIndex('outbox_due_idx').on(t.state, t.nextAttemptAt), pgIndex('outbox_comment_idx').on(t.commentId)],
+)
+
+// A link mailed to a customer (db/stores/customer-links.ts): to sign in, or to post the discussion a
+// visitor wrote, which waits here sealed (payload) until the link is followed. Kept as its keyed
+// digest, once: `used_at` is set by the first follow, and `discussion_id` names what it posted, so
+// following it again finds the same discussion. `address` and `email` bound how many are asked.
+export const customerLinks = pgTable(
+  'customer_links',
+  {
+    id: id(),
+    siteId: siteReference(),
+    purpose: pgText('purpose', { enum: linkPurposes }).notNull(),
+    email: pgText('email').notNull(),
+    digest: pgText('digest').notNull(),
+    payload: pgText('payload'),
+    address: pgText('address').notNull(),
+    expiresAt: moment('expires_at').notNull(),
+    usedAt: moment('used_at'),
+    discussionId: pgInteger('discussion_id').references(() => discussions.id, { onDelete: 'set null' }),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [
+    pgUniqueIndex('customer_links_digest_unique').on(t.digest),
+    pgIndex('customer_links_email_idx').on(t.siteId, t.email, t.createdAt),
+    pgIndex('customer_links_address_idx').on(t.address, t.createdAt),
+  ],
 )

@@ -1,6 +1,6 @@
 import { sql } from '../drizzle.ts'
 import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from '../drizzle.ts'
-import { accessLevels, commentVias, discussionStates, factorKinds, outboxKinds, outboxStates, roles, securityKinds, writeTokenRules } from '../values.ts'
+import { accessLevels, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, roles, securityKinds, writeTokenRules } from '../values.ts'
 
 // Every moment is stored as integer milliseconds since the epoch (UTC), read back as a Date.
 const moment = (name: string) => integer(name, { mode: 'timestamp_ms' })
@@ -27,6 +27,11 @@ export const sites = sqliteTable('sites', {
   // Whether its support staff must have a second factor: until they add one, their sign-in leads
   // only to adding one (docs/decisions.md, "Second factors").
   staffSecondFactor: integer('staff_second_factor', { mode: 'boolean' }).notNull().default(false),
+  // The customer's side (docs/decisions.md, "The customer's side"): whether a visitor who is not
+  // signed in may start a discussion (posted once the link mailed to them is followed), and whether
+  // customers see the site's public discussions beside their own.
+  visitorDiscussions: integer('visitor_discussions', { mode: 'boolean' }).notNull().default(true),
+  publicDiscussions: integer('public_discussions', { mode: 'boolean' }).notNull().default(true),
 })
 
 /** The site a row belongs to; the row goes with it. */
@@ -512,9 +517,8 @@ export const outbox = sqliteTable(
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
     siteId: siteReference(),
-    commentId: integer('comment_id')
-      .notNull()
-      .references(() => comments.id, { onDelete: 'cascade' }),
+    // The comment it tells of; none for a customer's link (sign_in_link, confirmation).
+    commentId: integer('comment_id').references(() => comments.id, { onDelete: 'cascade' }),
     kind: text('kind', { enum: outboxKinds }).notNull(),
     payload: text('payload').notNull(),
     state: text('state', { enum: outboxStates }).notNull().default('queued'),
@@ -526,4 +530,30 @@ export const outbox = sqliteTable(
     createdAt: moment('created_at').notNull(),
   },
   (t) => [index('outbox_due_idx').on(t.state, t.nextAttemptAt), index('outbox_comment_idx').on(t.commentId)],
+)
+
+// A link mailed to a customer (db/stores/customer-links.ts): to sign in, or to post the discussion a
+// visitor wrote, which waits here sealed (payload) until the link is followed. Kept as its keyed
+// digest, once: `used_at` is set by the first follow, and `discussion_id` names what it posted, so
+// following it again finds the same discussion. `address` and `email` bound how many are asked.
+export const customerLinks = sqliteTable(
+  'customer_links',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    purpose: text('purpose', { enum: linkPurposes }).notNull(),
+    email: text('email').notNull(),
+    digest: text('digest').notNull(),
+    payload: text('payload'),
+    address: text('address').notNull(),
+    expiresAt: moment('expires_at').notNull(),
+    usedAt: moment('used_at'),
+    discussionId: integer('discussion_id').references(() => discussions.id, { onDelete: 'set null' }),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [
+    uniqueIndex('customer_links_digest_unique').on(t.digest),
+    index('customer_links_email_idx').on(t.siteId, t.email, t.createdAt),
+    index('customer_links_address_idx').on(t.address, t.createdAt),
+  ],
 )

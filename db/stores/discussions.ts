@@ -1,4 +1,4 @@
-import { and, asc, eq, getTableColumns, sql } from '../drizzle.ts'
+import { and, asc, count, eq, getTableColumns, gt, inArray, sql } from '../drizzle.ts'
 import { given, pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { CommentVia, DiscussionState } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -269,7 +269,7 @@ export function createDiscussionStore(
   box: SecretBox,
   listingOf: ListingOf,
 ) {
-  const { db, tables: { comments, users } } = port
+  const { db, tables: { comments, discussions, users } } = port
   const counts = createDiscussionCounts(port)
   const listing = listingOf(port, counts.total)
   const authorOf = createAuthors(clock, box)
@@ -318,6 +318,25 @@ export function createDiscussionStore(
     /** The comments of a discussion in the order they were written; all of them unless a page is asked for. */
     comments(discussionId: number, offset = 0, limit = -1): Promise<CommentRow[]> {
       return commentsOf.execute({ discussionId, ...pageBounds(offset, limit) })
+    },
+
+    /** How many discussions the author started on the site since `since` (the customer's pages bound it). */
+    async startedSince(siteId: number, authorId: number, since: Date): Promise<number> {
+      const [{ n }] = await db
+        .select({ n: count() })
+        .from(discussions)
+        .where(and(eq(discussions.siteId, siteId), eq(discussions.authorId, authorId), gt(discussions.createdAt, since)))
+      return Number(n)
+    },
+
+    /** Of these discussions, the ones a customer started on the customer's pages (the queue marks them). */
+    async startedOnTheWeb(discussionIds: number[]): Promise<Set<number>> {
+      if (discussionIds.length === 0) return new Set()
+      const rows = await db
+        .select({ id: comments.discussionId })
+        .from(comments)
+        .where(and(inArray(comments.discussionId, discussionIds), eq(comments.number, 1), eq(comments.via, 'web'), eq(comments.bySupporter, false)))
+      return new Set(rows.map((r) => r.id))
     },
 
     /** Comment `number` (1 is the opening post) of the discussion, or undefined. */

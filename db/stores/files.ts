@@ -46,6 +46,8 @@ export interface Attachment {
 /** An attachment found for a download, with whether its comment is an internal note. */
 export interface FoundAttachment extends Attachment {
   internal: boolean
+  /** The number of the discussion whose comment carries it; null while it is an upload no comment carries. */
+  discussionNumber: number | null
 }
 
 export interface NewFile {
@@ -133,7 +135,7 @@ async function usageIn(port: StorePort, siteId: number): Promise<number> {
 }
 
 export function createFileStore(port: StorePort, clock: Clock) {
-  const { db, tables: { attachments, comments, filePieces, files } } = port
+  const { db, tables: { attachments, comments, discussions, filePieces, files } } = port
   const p = sql.placeholder
   const view = columns(port)
 
@@ -159,10 +161,11 @@ export function createFileStore(port: StorePort, clock: Clock) {
     .orderBy(asc(attachments.id))
     .prepare('files_of_comment')
   const found = db
-    .select({ ...view, internal: sql<boolean | number | null>`${comments.internal}` })
+    .select({ ...view, internal: sql<boolean | number | null>`${comments.internal}`, discussionNumber: discussions.number })
     .from(attachments)
     .innerJoin(files, eq(files.id, attachments.fileId))
     .leftJoin(comments, eq(comments.id, attachments.commentId))
+    .leftJoin(discussions, eq(discussions.id, comments.discussionId))
     .where(and(eq(attachments.id, port.wide(p('id'))), eq(attachments.siteId, p('siteId'))))
     .prepare('files_find')
 
@@ -171,10 +174,11 @@ export function createFileStore(port: StorePort, clock: Clock) {
   /** The attachment `id` of `siteId` as just written or read, by id. */
   async function attachment(tx: StorePort, siteId: number, id: number): Promise<FoundAttachment | undefined> {
     const [row] = await tx.db
-      .select({ ...columns(tx), internal: sql<boolean | number | null>`${tx.tables.comments.internal}` })
+      .select({ ...columns(tx), internal: sql<boolean | number | null>`${tx.tables.comments.internal}`, discussionNumber: tx.tables.discussions.number })
       .from(tx.tables.attachments)
       .innerJoin(tx.tables.files, eq(tx.tables.files.id, tx.tables.attachments.fileId))
       .leftJoin(tx.tables.comments, eq(tx.tables.comments.id, tx.tables.attachments.commentId))
+      .leftJoin(tx.tables.discussions, eq(tx.tables.discussions.id, tx.tables.comments.discussionId))
       .where(and(eq(tx.tables.attachments.id, id), eq(tx.tables.attachments.siteId, siteId)))
     return row && { ...row, internal: Boolean(row.internal) }
   }

@@ -2,28 +2,33 @@ import { randomBytes } from 'node:crypto'
 import { and, asc, desc, eq, inArray, isNull, lt, lte, or, sql } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
+import type { SecretBox } from '../../lib/secret-box.ts'
 import type { OutboxKind, OutboxState } from '../values.ts'
 
 // What leaves the process, one outbox for both engines (docs/decisions.md, "Mail"): a row written
 // in the transaction of its cause, so a message is queued exactly when its cause commits; the
 // sender (plugins/mail/sender.ts) takes due rows under a lease, so two processes never send one
-// row at once, and records each try. Reply mail is its first kind.
+// row at once, and records each try. Reply mail is its first kind; a customer's links the second,
+// sealed under the server key while they wait (mailOf).
 
 export type OutboxRow = Tables['outbox']['$inferSelect']
 
-/** A reply mailed to a customer: what nodemailer sends. */
-export interface ReplyMail {
-  from: string
+/** A mail of the outbox: what nodemailer sends. */
+export interface OutboxMail {
+  /** The site's mailbox as `Name <address>`; the service's own From (SERVICE_MAIL_FROM) when the site has no mailbox. */
+  from?: string
   to: string
   subject: string
   text: string
-  messageId: string
-  inReplyTo: string
-  references: string[]
+  messageId?: string
+  inReplyTo?: string
+  references?: string[]
   /** The mailbox it leaves from: its own SMTP address, when it has one, sends it. */
-  mailboxId: number
+  mailboxId?: number
   /** An automatic answer (the acknowledgement): marked `Auto-Submitted: auto-replied` (RFC 3834). */
   automatic?: boolean
+  /** The discussion's page on the customer's side, which the sender names below the text (plugins/mail/sender.ts). */
+  page?: { site: string; number: number }
 }
 
 /** How a reply's mail is doing, as the API and the page show it. */
@@ -39,12 +44,50 @@ export interface Delivery {
 /** The most Message-IDs a reply's References names: the thread's first and its newest. */
 const MAX_REFERENCES = 20
 
+/** The kinds whose mail holds a link that signs in or posts: kept sealed under the server key until sent. */
+const SEALED: ReadonlySet<OutboxKind> = new Set(['sign_in_link', 'confirmation'])
+
+/** The mail of an outbox row, opened when its kind is kept sealed; null when it cannot be opened (another server key). */
+export function mailOf(row: Pick<OutboxRow, 'kind' | 'payload'>, box: SecretBox): OutboxMail | null {
+  const text = SEALED.has(row.kind) ? box.open(row.payload) : row.payload
+  return text === null ? null : (JSON.parse(text) as OutboxMail)
+}
+
+/** The site's first mailbox, which mail about a discussion not started by mail leaves from; none when the site has none. */
+async function siteMailbox(port: StorePort, siteId: number) {
+  const { mailboxes, sites } = port.tables
+  const [site] = await port.db.select({ name: sites.name, permalink: sites.permalink }).from(sites).where(eq(sites.id, siteId))
+  const [mailbox] = await port.db.select({ id: mailboxes.id, address: mailboxes.address }).from(mailboxes).where(eq(mailboxes.siteId, siteId)).orderBy(asc(mailboxes.id)).limit(1)
+  return { site: site!, mailbox }
+}
+
+/** `Site name <address>`, the From of the site's mail. */
+const fromOf = (siteName: string, address: string) => `${siteName.replace(/["\\\r\n]/g, '')} <${address}>`
+
+/** A Message-ID of the service's, at the mailbox's domain (or the service's own, without one). */
+const newMessageId = (what: string, address: string | undefined) => `<${what}.${randomBytes(6).toString('hex')}@${address ? address.slice(address.indexOf('@') + 1) : 'service-desk.invalid'}>`
+
+/**
+ * Queues a mail to a customer in the transaction of `port` (a link to sign in, or to post what a
+ * visitor wrote): from the site's first mailbox, or the service's From without one; its payload
+ * sealed when it holds a link (SEALED).
+ */
+export async function queueCustomerMail(port: StorePort, clock: Clock, box: SecretBox, input: { siteId: number; kind: OutboxKind; mail: (siteName: string) => Pick<OutboxMail, 'to' | 'subject' | 'text'> }): Promise<void> {
+  const { site, mailbox } = await siteMailbox(port, input.siteId)
+  const mail: OutboxMail = { ...input.mail(site.name), ...(mailbox && { from: fromOf(site.name, mailbox.address), mailboxId: mailbox.id }), automatic: true }
+  const json = JSON.stringify(mail)
+  const now = new Date(clock())
+  await port.db.insert(port.tables.outbox).values({ siteId: input.siteId, kind: input.kind, payload: SEALED.has(input.kind) ? box.seal(json) : json, nextAttemptAt: now, createdAt: now })
+}
+
 /**
  * Queues the mail of a public reply by the staff (or of the acknowledgement of a new discussion),
  * in the transaction of `port` (the reply's own): when the discussion came by mail, to the sender
  * of its newest message taken in, from the mailbox it came to, threaded (In-Reply-To and
- * References name the messages of the discussion). Its Message-ID is recorded as the
- * discussion's, so the customer's answer finds it. Nothing when the discussion did not come by mail.
+ * References name the messages of the discussion); when a customer started it on the customer's
+ * pages, to them, from the site's first mailbox or the service's From. Its Message-ID is recorded
+ * as the discussion's when it leaves from a mailbox, so the customer's answer by mail finds it.
+ * Nothing for a discussion that came neither way.
  */
 export async function queueReplyMail(
   port: StorePort,
@@ -54,14 +97,15 @@ export async function queueReplyMail(
 ): Promise<void> {
   const { mailboxes, mailMessages, outbox, sites } = port.tables
   const [last] = await port.db
-    .select({ messageId: mailMessages.messageId, sender: mailMessages.sender, mailboxId: mailboxes.id, address: mailboxes.address, siteName: sites.name })
+    .select({ messageId: mailMessages.messageId, sender: mailMessages.sender, mailboxId: mailboxes.id, address: mailboxes.address, siteName: sites.name, permalink: sites.permalink })
     .from(mailMessages)
     .innerJoin(mailboxes, eq(mailboxes.id, mailMessages.mailboxId))
     .innerJoin(sites, eq(sites.id, mailboxes.siteId))
     .where(and(eq(mailMessages.discussionId, reply.discussionId), eq(mailMessages.outbound, false), eq(mailMessages.automatic, false)))
     .orderBy(desc(mailMessages.id))
     .limit(1)
-  if (!last) return
+  const from = last ? { mailbox: { id: last.mailboxId, address: last.address }, site: { name: last.siteName, permalink: last.permalink }, to: last.sender } : await startedOnTheWeb(port, reply)
+  if (!from) return
   const thread = await port.db
     .select({ messageId: mailMessages.messageId })
     .from(mailMessages)
@@ -69,31 +113,43 @@ export async function queueReplyMail(
     .orderBy(asc(mailMessages.id))
   const ids = thread.map((m) => m.messageId)
   const references = ids.length <= MAX_REFERENCES ? ids : [ids[0]!, ...ids.slice(-(MAX_REFERENCES - 1))]
-  const domain = last.address.slice(last.address.indexOf('@') + 1)
-  const messageId = `<reply-${reply.commentId}.${randomBytes(6).toString('hex')}@${domain}>`
-  const mail: ReplyMail = {
-    from: `${last.siteName.replace(/["\\\r\n]/g, '')} <${last.address}>`,
-    to: last.sender,
+  const messageId = newMessageId(`reply-${reply.commentId}`, from.mailbox?.address)
+  const mail: OutboxMail = {
+    ...(from.mailbox && { from: fromOf(from.site.name, from.mailbox.address), mailboxId: from.mailbox.id }),
+    to: from.to,
     subject: `Re: [#${reply.number}] ${reply.title}`,
-    text: typeof reply.body === 'string' ? reply.body : reply.body(last.siteName),
+    text: typeof reply.body === 'string' ? reply.body : reply.body(from.site.name),
     messageId,
-    inReplyTo: last.messageId,
-    references,
-    mailboxId: last.mailboxId,
+    // The customer's newest message by mail, or, on a discussion of the pages, the last reply mailed.
+    ...(ids.length > 0 && { inReplyTo: last?.messageId ?? ids[ids.length - 1], references }),
+    page: { site: from.site.permalink, number: reply.number },
     ...(kind === 'acknowledgement' && { automatic: true }),
   }
   const now = new Date(clock())
   await port.db.insert(outbox).values({ siteId: reply.siteId, commentId: reply.commentId, kind, payload: JSON.stringify(mail), nextAttemptAt: now, createdAt: now })
+  if (!from.mailbox) return
   await port.db.insert(mailMessages).values({
     siteId: reply.siteId,
     messageId,
     discussionId: reply.discussionId,
     commentId: reply.commentId,
-    sender: last.address,
-    mailboxId: last.mailboxId,
+    sender: from.mailbox.address,
+    mailboxId: from.mailbox.id,
     outbound: true,
     createdAt: now,
   })
+}
+
+/** Where the reply to a discussion a customer started on the customer's pages goes: to them, from the site's mailbox if any. */
+async function startedOnTheWeb(port: StorePort, reply: { siteId: number; discussionId: number }) {
+  const { comments, users } = port.tables
+  const [opening] = await port.db
+    .select({ email: users.email })
+    .from(comments)
+    .innerJoin(users, eq(users.id, comments.authorId))
+    .where(and(eq(comments.discussionId, reply.discussionId), eq(comments.number, 1), eq(comments.via, 'web'), eq(comments.bySupporter, false)))
+  if (!opening) return undefined
+  return { ...(await siteMailbox(port, reply.siteId)), to: opening.email }
 }
 
 export function createOutboxStore(port: StorePort, clock: Clock) {
@@ -166,8 +222,8 @@ export function createOutboxStore(port: StorePort, clock: Clock) {
       const rows = await db.select().from(outbox).where(and(inArray(outbox.commentId, commentIds), eq(outbox.kind, 'reply_mail')))
       return new Map(
         rows.map((row) => [
-          row.commentId,
-          { commentId: row.commentId, state: row.state, to: (JSON.parse(row.payload) as ReplyMail).to, attempts: row.attempts, lastError: row.lastError, sentAt: row.sentAt },
+          row.commentId!,
+          { commentId: row.commentId!, state: row.state, to: (JSON.parse(row.payload) as OutboxMail).to, attempts: row.attempts, lastError: row.lastError, sentAt: row.sentAt },
         ]),
       )
     },

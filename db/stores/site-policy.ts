@@ -22,14 +22,18 @@ export interface SitePolicy {
   passwordOn: boolean
   /** Whether the site's support staff must have a second factor to work on its pages. */
   staffSecondFactor: boolean
+  /** Whether a visitor who is not signed in may start a discussion on the customer's pages (routes/web/customers.ts). */
+  visitorDiscussions: boolean
+  /** Whether the customer's pages show the site's public discussions beside a customer's own. */
+  publicDiscussions: boolean
 }
 
-export const DEFAULT_POLICY: SitePolicy = { tokenMaxDays: MAX_TOKEN_DAYS, writeTokens: 'everyone', legacyTokenOn: true, multipassOn: true, passwordOn: true, staffSecondFactor: false }
+export const DEFAULT_POLICY: SitePolicy = { tokenMaxDays: MAX_TOKEN_DAYS, writeTokens: 'everyone', legacyTokenOn: true, multipassOn: true, passwordOn: true, staffSecondFactor: false, visitorDiscussions: true, publicDiscussions: true }
 
 /** The policy columns of a site row. */
 export function policyOf(site: SitePolicy): SitePolicy {
-  const { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor } = site
-  return { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor }
+  const { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor, visitorDiscussions, publicDiscussions } = site
+  return { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor, visitorDiscussions, publicDiscussions }
 }
 
 /** The lifetimes the token page offers under a longest one: the usual ones up to it, and the limit itself. */
@@ -94,6 +98,8 @@ export const POLICY_NAMES: Record<keyof SitePolicy, string> = {
   multipassOn: 'multipass',
   passwordOn: 'password',
   staffSecondFactor: 'staff_second_factor',
+  visitorDiscussions: 'visitor_discussions',
+  publicDiscussions: 'public_discussions',
 }
 
 /** The credentials a site may switch off, by the authentication method they are. */

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import type { ReplyMail } from '../../db/stores/outbox.ts'
+import { mailOf, type OutboxMail } from '../../db/stores/outbox.ts'
 import { failureWords } from '../../lib/imap.ts'
 import { createMailer, type Mailer } from '../../lib/mailer.ts'
 import { repeatInBackground } from '../background.ts'
@@ -37,7 +37,7 @@ function failureOf(error: unknown): { words: string; permanent: boolean } {
 
 export default fp<{ firstAfterMs?: number; everyMs?: number }>(
   async (fastify, { firstAfterMs = SEND_EVERY_MS, everyMs = SEND_EVERY_MS }) => {
-    const { outbox, mail, mailboxes } = fastify
+    const { outbox, mail, mailboxes, secretBox, urls } = fastify
     // A mailer per mailbox SMTP address, made on first use and kept (by its sealed value: a
     // mailbox added again with another address gets a new one).
     const mailers = new Map<string, Mailer>()
@@ -52,10 +52,19 @@ export default fp<{ firstAfterMs?: number; everyMs?: number }>(
       return mailer
     }
 
+    /** The text with the discussion's page on the customer's side below it, when it names one. */
+    const withPage = ({ page, mailboxId: _mailbox, ...message }: OutboxMail) =>
+      page ? { ...message, text: `${message.text}\n\n-- \nRead and answer it on the web: ${urls.siteWeb(page.site)}/help/${page.number}` } : message
+
     async function sendOutbox(): Promise<number> {
       let sent = 0
       for (const row of await outbox.due(20)) {
-        const message = JSON.parse(row.payload) as ReplyMail
+        const message = mailOf(row, secretBox)
+        if (!message) {
+          // Sealed under another server key (the key was changed since): it can never be read.
+          await outbox.tried(row.id, 'sealed under another server key: it cannot be read', null)
+          continue
+        }
         const mailer = await mailerOf(message.mailboxId)
         if (!mailer.enabled) {
           // Looked at again in a while, so the rows behind it are not held up.
@@ -64,7 +73,7 @@ export default fp<{ firstAfterMs?: number; everyMs?: number }>(
         }
         if (!(await outbox.claim(row.id, LEASE_MS))) continue
         try {
-          await mailer.send(message)
+          await mailer.send(withPage(message))
           await outbox.sent(row.id)
           sent++
         } catch (error) {

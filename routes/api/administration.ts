@@ -66,6 +66,8 @@ export const Policy = Type.Object({
   multipass: Type.Boolean({ description: 'Whether the API accepts multipass.' }),
   password: Type.Boolean({ description: 'Whether the API accepts email and password (Basic).' }),
   staff_second_factor: Type.Boolean({ description: 'Whether the support staff must have a second factor: until they add one, their sign-in on the pages leads only to adding one.' }),
+  visitor_discussions: Type.Boolean({ description: "Whether a visitor who is not signed in may start a discussion on the customer's pages; it is posted once the link mailed to them is followed." }),
+  public_discussions: Type.Boolean({ description: "Whether the customer's pages show the site's public discussions beside a customer's own." }),
 })
 
 export const PolicyChange = Type.Object(
@@ -117,6 +119,8 @@ const policyView = (policy: SitePolicy): Static<typeof Policy> => ({
   multipass: policy.multipassOn,
   password: policy.passwordOn,
   staff_second_factor: policy.staffSecondFactor,
+  visitor_discussions: policy.visitorDiscussions,
+  public_discussions: policy.publicDiscussions,
 })
 
 const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -180,8 +184,8 @@ const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     { schema: { tags, operationId: 'getPolicy', summary: "The site's token policy", params: SiteParams, response: { 200: Policy, 403: ErrorBody } } },
     async (request, reply) => {
       const policy = policyOf(request.auth!.site)
-      // The policy's six values are its version.
-      const version = `p${policy.tokenMaxDays}${policy.writeTokens[0]}${Number(policy.legacyTokenOn)}${Number(policy.multipassOn)}${Number(policy.passwordOn)}${Number(policy.staffSecondFactor)}`
+      // The policy's values are its version.
+      const version = `p${policy.tokenMaxDays}${policy.writeTokens[0]}${[policy.legacyTokenOn, policy.multipassOn, policy.passwordOn, policy.staffSecondFactor, policy.visitorDiscussions, policy.publicDiscussions].map(Number).join('')}`
       if (notModified(request, reply, version)) return reply
       return policyView(policy)
     },
@@ -208,6 +212,8 @@ const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
         multipassOn: fields.multipass,
         passwordOn: fields.password,
         staffSecondFactor: fields.staff_second_factor,
+        visitorDiscussions: fields.visitor_discussions,
+        publicDiscussions: fields.public_discussions,
       }
       try {
         const { after, shortened, leftOver } = await administration.setPolicy(request.auth!.site, changes, existing, actor(request))

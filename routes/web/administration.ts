@@ -3,7 +3,7 @@ import { shownMoment } from '../../lib/clock.ts'
 import { ChoiceNeeded, type Actor, type ExistingTokens } from '../../plugins/administration.ts'
 import { StoreError } from '../../db/stores/errors.ts'
 import { credentialKinds, filterFromParams, MAX_REASON, sortColumns, type InventoryEntry, type InventoryFilter } from '../../db/stores/inventory-rules.ts'
-import { MAX_TOKEN_DAYS, policyOf, type SitePolicy } from '../../db/stores/site-policy.ts'
+import { MAX_TOKEN_DAYS, POLICY_NAMES, policyOf, type SitePolicy } from '../../db/stores/site-policy.ts'
 import { sentence } from '../api/discussions/http-errors.ts'
 import { requireConfirmed } from './confirm.ts'
 import { pageData, queryString, requireAdministrator } from './pages.ts'
@@ -60,7 +60,10 @@ export function policyFromForm(body: Record<string, unknown>): { changes: Partia
   const required = body.staff_second_factor
   const staffSecondFactor = required === 'required' ? true : required === 'optional' ? false : undefined
   if (required !== undefined && staffSecondFactor === undefined) problems.staffSecondFactor = 'Choose whether a second factor is required.'
-  return { changes: { tokenMaxDays: days, writeTokens, ...switches, staffSecondFactor }, problems }
+  // The customer's pages, left out likewise by an older form.
+  const customers = { visitorDiscussions: onOff(body.visitor_discussions), publicDiscussions: onOff(body.public_discussions) }
+  for (const [field, value] of Object.entries(customers)) if (value === undefined && body[POLICY_NAMES[field as keyof SitePolicy]] !== undefined) problems[field] = 'Choose on or off.'
+  return { changes: { tokenMaxDays: days, writeTokens, ...switches, staffSecondFactor, ...customers }, problems }
 }
 
 const administrationRoutes: FastifyPluginAsync = async (fastify) => {
@@ -157,6 +160,8 @@ const administrationRoutes: FastifyPluginAsync = async (fastify) => {
           multipass: policy.multipassOn ? 'on' : 'off',
           password: policy.passwordOn ? 'on' : 'off',
           staff_second_factor: policy.staffSecondFactor ? 'required' : 'optional',
+          visitor_discussions: policy.visitorDiscussions ? 'on' : 'off',
+          public_discussions: policy.publicDiscussions ? 'on' : 'off',
         },
         problems: {},
         dryRun: null,
@@ -176,7 +181,7 @@ const administrationRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.post('/admin/policy', action('/admin/policy'), async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, unknown>
-    const values = Object.fromEntries(['max_token_days', 'write_tokens', 'legacy_token', 'multipass', 'password', 'staff_second_factor'].map((name) => [name, typeof body[name] === 'string' ? body[name] : '']))
+    const values = Object.fromEntries(['max_token_days', 'write_tokens', 'legacy_token', 'multipass', 'password', 'staff_second_factor', 'visitor_discussions', 'public_discussions'].map((name) => [name, typeof body[name] === 'string' ? body[name] : '']))
     const { changes, problems } = policyFromForm(body)
     if (Object.keys(problems).length > 0) return policyPage(request, reply, 400, { values, problems })
     const existing: ExistingTokens | undefined = body.existing === 'shorten' || body.existing === 'leave' ? body.existing : undefined

@@ -8,6 +8,7 @@ import fp from 'fastify-plugin'
 import administrationRoutes from './administration.ts'
 import adminMailRoutes from './admin-mail.ts'
 import confirmRoutes from './confirm.ts'
+import customerRoutes from './customers.ts'
 import apiTokenRoutes from './api-tokens.ts'
 import oauthRoutes from './oauth.ts'
 import securityLogRoutes from './security-log.ts'
@@ -31,7 +32,7 @@ export function webPrefix(siteUrl: string): string {
   return new URL(siteUrl.replace('{site}', 'SITE')).pathname.replace('SITE', ':site')
 }
 
-/** Every supporter page, encapsulated under the site URL's path with its own error pages. */
+/** Every page (the supporters', and the customers' under /help), encapsulated under the site URL's path with its own error pages. */
 const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudoMinutes, fileLimits }) => {
   // Derived from the server key, so signed cookies (and sessions) survive a restart.
   const secret = createHmac('sha256', fastify.serverKey).update('service-desk web cookies').digest()
@@ -81,6 +82,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(administrationRoutes)
       await web.register(adminMailRoutes)
       await web.register(queueRoutes, { fileLimits })
+      await web.register(customerRoutes, { fileLimits })
     },
     { prefix: webPrefix(siteUrl) },
   )

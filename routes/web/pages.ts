@@ -3,12 +3,22 @@ import type { NewSecurityEvent, SecurityKind } from '../../db/stores/security-lo
 import { isStaffRole } from '../../db/stores/staff.ts'
 import { emailKey } from '../../db/stores/users.ts'
 import { MAX_SECOND_STEP_FAILURES } from '../../db/stores/second-factors.ts'
+import { holdsNul } from '../../lib/nul.ts'
+import { MAX_BODY } from '../api/discussions/schemas.ts'
 
 // What every page template receives, and the checks pages share.
 
 /** A whole number from 1, of at most `digits` digits, from a query, form or path field; undefined for anything else. */
 export function wholeNumber(value: unknown, digits: number): number | undefined {
   return typeof value === 'string' && value.length <= digits && /^[1-9]\d*$/.test(value) ? Number(value) : undefined
+}
+
+/** What is wrong with the text of a message from a form, as the page says it (the API's rule, routes/api/discussions/schemas.ts), or null. */
+export function messageProblem(text: string): string | null {
+  if (!/\S/.test(text)) return 'Write a message first.'
+  if (text.length > MAX_BODY) return `A message holds at most ${MAX_BODY.toLocaleString('en')} characters.`
+  if (holdsNul(text)) return 'The message holds the character U+0000 (NUL), which cannot be saved. Remove it and send it again.'
+  return null
 }
 
 /** A query string of the parameters that have a value (`?a=1&b=2`), or '' when none has. */

@@ -16,7 +16,7 @@ import { commentExtras } from '../api/discussions/context.ts'
 import type { Delivery } from '../../db/stores/outbox.ts'
 import { MAX_BODY } from '../api/discussions/schemas.ts'
 import { holdsNul } from '../../lib/nul.ts'
-import { notFoundPage, pageData, queryString, requireSupporter, wholeNumber } from './pages.ts'
+import { messageProblem, notFoundPage, pageData, queryString, requireSupporter, wholeNumber } from './pages.ts'
 
 // The supporter's queue (docs/decisions.md, "The queue on the web"): {site_url}/discussions and
 // {site_url}/discussions/<number>, the addresses the API's html_href names. Where the site URL
@@ -28,7 +28,7 @@ import { notFoundPage, pageData, queryString, requireSupporter, wholeNumber } fr
 /** How many discussions a page of the queue shows. */
 export const QUEUE_PAGE = 30
 /** The largest reply form: MAX_BODY characters of three UTF-8 bytes, each written %XX, and the other fields. */
-const REPLY_FORM_BYTES = MAX_BODY * 9 + 4096
+export const REPLY_FORM_BYTES = MAX_BODY * 9 + 4096
 /** The longest search over titles, in characters. */
 const MAX_SEARCH = 100
 
@@ -68,7 +68,7 @@ const TABS: Array<{ scope: StateScope; label: string }> = [
 ]
 
 /** How a comment came, as its byline says it (the API's own are not remarked on). */
-const VIA: Record<CommentVia, string> = { api: ', through the API', mcp: ', by an assistant (MCP)', web: ', on these pages', email: ', by mail' }
+const VIA: Record<CommentVia, string> = { api: ', through the API', mcp: ', by an assistant (MCP)', web: ', on the web', email: ', by mail' }
 
 /** A page, category or discussion number from a query, form or path field, or undefined. */
 const whole = (value: unknown) => wholeNumber(value, 9)
@@ -88,7 +88,7 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
     return (await categories.list(siteId, 0, -1)).categories
   }
 
-  const row = (request: FastifyRequest, d: DiscussionRow, names: Map<number, string>) => ({
+  const row = (request: FastifyRequest, d: DiscussionRow, names: Map<number, string>, web: Set<number>) => ({
     number: d.number,
     title: d.title,
     state: d.state,
@@ -98,6 +98,8 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
     comments: d.commentsCount,
     // The customer spoke last and the discussion is still to be worked: the team owes an answer.
     waiting: d.awaitingTeam && (d.state === 'new' || d.state === 'open'),
+    // Started by a customer on the customer's pages (routes/web/customers.ts).
+    fromWeb: web.has(d.id),
     href: `${base(request)}/discussions/${d.number}`,
   })
 
@@ -122,6 +124,7 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
     })
     const counts = await Promise.all(TABS.map((t) => discussions.counts.total({ siteId: site.id, state: t.scope, categoryId: category?.id })))
     const names = new Map(all.map((c) => [c.id, c.name]))
+    const web = await discussions.startedOnTheWeb(rows.map((d) => d.id))
     const filters = (changes: Record<string, string | number | undefined>) => {
       const kept = { state: tab.scope === 'live' ? undefined : tab.scope, category: category?.id, q: title, ...changes }
       return `${base(request)}/discussions${queryString(kept)}`
@@ -136,7 +139,7 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
         state: tab.scope,
         q: title ?? '',
         total,
-        rows: rows.map((d) => row(request, d, names)),
+        rows: rows.map((d) => row(request, d, names, web)),
         page,
         pages,
         previous: page > 1 ? filters({ page: page - 1 }) : null,
@@ -264,14 +267,7 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
     // The form's fields (CSRF has checked there is a form).
     const body = request.body as { body?: unknown; internal?: unknown }
     const text = typeof body.body === 'string' ? body.body : ''
-    // The API's rule for a comment (routes/api/discussions/schemas.ts), said as the page says it.
-    const problem = !/\S/.test(text)
-      ? 'Write a message first.'
-      : text.length > MAX_BODY
-        ? `A message holds at most ${MAX_BODY.toLocaleString('en')} characters.`
-        : holdsNul(text)
-          ? 'The message holds the character U+0000 (NUL), which cannot be saved. Remove it and send it again.'
-          : null
+    const problem = messageProblem(text)
     if (problem) {
       await dropUploads(request)
       return discussionPage(request, reply, d, 400, request.uploaded?.length ? `${problem} Choose the files again too.` : problem)

@@ -23,14 +23,14 @@ interface SignInBody {
 }
 
 
-/** {site_url}/login, POST {site_url}/logout, and {site_url}/ which sends people where they belong. */
+/** {site_url}/login, POST {site_url}/logout, and {site_url}/ which sends people where they belong: staff to the queue, anyone else to the support site. */
 const signInRoutes: FastifyPluginAsync = async (fastify) => {
   const { users, urls, clock, passwords, authLimits, securityLog, secondFactors } = fastify
 
   const sitePath = (request: FastifyRequest) => new URL(urls.siteWeb(request.web.site.permalink)).pathname
-  /** Where a signed-in person goes by default: support staff to the queue, a customer to their profile. */
+  /** Where a signed-in person goes by default: support staff to the queue, a customer to their discussions (routes/web/customers.ts). */
   const home = async (request: FastifyRequest, userId: number) =>
-    `${urls.siteWeb(request.web.site.permalink)}${isStaffRole(await users.role(request.web.site.id, userId)) ? '/discussions' : '/profile'}`
+    `${urls.siteWeb(request.web.site.permalink)}${isStaffRole(await users.role(request.web.site.id, userId)) ? '/discussions' : '/help'}`
 
   // The page offers a passkey too: one that holds the account signs in by itself (routes/web/passkeys.ts).
   async function form(request: FastifyRequest, reply: FastifyReply, status: number, extra: Record<string, unknown>) {
@@ -94,7 +94,8 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.get('/', { prefixTrailingSlash: 'slash', config: OPEN }, async (request, reply) => {
     const sso = (request.query as { sso?: unknown }).sso
     if (typeof sso === 'string') return singleSignOn(request, reply, sso)
-    return reply.redirect(request.web.user ? await home(request, request.web.user.id) : `${urls.siteWeb(request.web.site.permalink)}/login`, 303)
+    // A visitor who is not signed in comes to the support site, which links the staff's sign-in.
+    return reply.redirect(request.web.user ? await home(request, request.web.user.id) : `${urls.siteWeb(request.web.site.permalink)}/help`, 303)
   })
 
   fastify.get('/login', { config: OPEN }, async (request, reply) => {

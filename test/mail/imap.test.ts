@@ -109,7 +109,7 @@ t.test("a customer's mail in the support mailbox becomes a discussion; the reply
   const reply = await simpleParser(received!.raw)
   t.equal(reply.subject, 'Re: [#1] Printer on fire')
   t.equal(reply.inReplyTo, '<first@customer.example>', 'threaded under her message')
-  t.equal(reply.text?.trim(), 'Unplug it, please.')
+  t.equal(reply.text?.split('\n\n-- ')[0], 'Unplug it, please.')
 
   // Carol answers from her mailbox: her answer names our reply only, and lands in discussion 1.
   await imap.deliver('support', [message({ subject: `Re: ${reply.subject}`, id: '<third@customer.example>', inReplyTo: reply.messageId, body: 'It worked, thanks.\r\n\r\nOn Sun, Site demo wrote:\r\n> Unplug it, please.' })])

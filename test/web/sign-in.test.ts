@@ -114,7 +114,7 @@ t.test('next never leads off the site', async (t) => {
     const res = await browser.post('/demo/login', { email: ann.email, password: ann.password, next })
     t.equal(res.headers.location, `${SITE}/discussions`, next)
   }
-  t.equal((await webClient(app).get('/demo/')).headers.location, `${SITE}/login`)
+  t.equal((await webClient(app).get('/demo/')).headers.location, `${SITE}/help`, "a visitor goes to the support site, which links the staff's sign-in")
 })
 
 t.test('repeated failures are slowed down: 429 with Retry-After', async (t) => {

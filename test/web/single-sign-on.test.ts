@@ -19,7 +19,7 @@ t.test('{site_url}/?sso= signs an unknown email in as a new customer', async (t)
   const browser = webClient(app)
   const res = await browser.get(`/demo/?sso=${token({ email: 'new@example.test', name: 'New Person', expires: inDays(app, 1) })}`)
   t.equal(res.statusCode, 303)
-  t.equal(res.headers.location, `${SITE}/profile`, 'a customer lands on their profile')
+  t.equal(res.headers.location, `${SITE}/help`, 'a customer lands on their discussions')
   t.ok(browser.jar.get(SESSION_COOKIE), 'signed in')
   const user = await app.users.get('new@example.test')
   t.equal(user.name, 'New Person')
@@ -40,7 +40,7 @@ t.test('/login?sso= signs a known customer in, updates the name, and follows `to
   t.equal((await app.users.get(ann.email)).name, 'Ann Renamed')
   t.equal(await app.users.role((await app.sites.get('demo')).id, ann.user.id), 'customer', 'a customer stays a customer')
   for (const evil of ['https://evil.example/demo/profile', '//evil.example/demo/', '/other/profile', 'javascript:alert(1)', 'https://help.example.test/other', `${SITE}/../other`, 'http://[::1', 42, '']) {
-    t.equal(await go(evil), `${SITE}/profile`, `refused: ${evil}`)
+    t.equal(await go(evil), `${SITE}/help`, `refused: ${evil}`)
   }
 })
 

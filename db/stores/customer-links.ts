@@ -1,0 +1,171 @@
+import { and, count, eq, gt, isNull } from '../drizzle.ts'
+import type { StorePort } from '../port.ts'
+import type { Clock } from '../../lib/clock.ts'
+import type { SecretBox } from '../../lib/secret-box.ts'
+import { CUSTOMER_LINK_PREFIX, generateToken } from '../../lib/token-format.ts'
+import type { LinkPurpose } from '../values.ts'
+import { createAuthors } from './discussion-authors.ts'
+import { createDiscussionIn } from './discussions.ts'
+import { queueCustomerMail, type OutboxMail } from './outbox.ts'
+import { isStaffRole } from './staff.ts'
+import { findUserByEmail, roleOn } from './users.ts'
+
+// The links mailed to a customer (docs/decisions.md, "The customer's side"): one that signs a
+// customer in, and one that posts the discussion a visitor wrote. Each is asked for and queued in
+// one transaction (the link's row and its mail in the outbox), valid LINK_MINUTES, followed once,
+// for its site only, and kept as a keyed digest: a copy of the database cannot follow one.
+
+/** How long a mailed link can be followed. */
+export const LINK_MINUTES = 15
+/** How many links one address (email) may be sent, and one client address may ask for, in LIMIT_WINDOW_MINUTES. */
+export const LINKS_PER_EMAIL = 5
+export const LINKS_PER_ADDRESS = 20
+export const LIMIT_WINDOW_MINUTES = 60
+
+/** What a visitor wrote, kept sealed until their link is followed. */
+export interface PendingDiscussion {
+  name: string
+  title: string
+  body: string
+  categoryId: number
+  public: boolean
+}
+
+export type LinkAsked = { kind: 'queued' } | { kind: 'limited'; retryAfter: number }
+
+export type LinkFollowed =
+  | { kind: 'invalid' }
+  | { kind: 'expired' }
+  | { kind: 'used' }
+  | { kind: 'signed_in'; userId: number }
+  /** The discussion the link posted (now or at an earlier follow), and who to sign in: its author, when a customer. */
+  | { kind: 'posted'; number: number; userId: number | null; again: boolean }
+
+export function createCustomerLinkStore(port: StorePort, clock: Clock, box: SecretBox) {
+  const { db, tables: { customerLinks, discussions } } = port
+  const authorOf = createAuthors(clock, box)
+
+  /** Seconds until the oldest of the links counted against a limit leaves the window. */
+  async function limited(siteId: number, email: string, address: string): Promise<number | null> {
+    const since = new Date(clock() - LIMIT_WINDOW_MINUTES * 60_000)
+    const [byEmail] = await db.select({ n: count() }).from(customerLinks).where(and(eq(customerLinks.siteId, siteId), eq(customerLinks.email, email), gt(customerLinks.createdAt, since)))
+    const [byAddress] = await db.select({ n: count() }).from(customerLinks).where(and(eq(customerLinks.address, address), gt(customerLinks.createdAt, since)))
+    if (Number(byEmail!.n) < LINKS_PER_EMAIL && Number(byAddress!.n) < LINKS_PER_ADDRESS) return null
+    return LIMIT_WINDOW_MINUTES * 60
+  }
+
+  /** The customer of the site with this address, who may sign in by a link: not its staff, not disabled. */
+  async function customerOf(tx: StorePort, siteId: number, email: string) {
+    const user = await findUserByEmail(tx, email)
+    if (!user || user.disabled) return undefined
+    const role = await roleOn(tx, siteId, user.id)
+    return role && !isStaffRole(role) ? user : undefined
+  }
+
+  return {
+    /**
+     * A new link for `email` on the site, and its mail queued with it: `mail` writes the mail
+     * around the link's value. A sign-in link for an address that is no customer of the site is
+     * written all the same (so the answer and its time do not tell which addresses are known, and
+     * it counts against the limits) but no mail goes. Past a limit, nothing is written.
+     */
+    ask(input: {
+      siteId: number
+      purpose: LinkPurpose
+      email: string
+      address: string
+      pending?: PendingDiscussion
+      mail: (value: string, siteName: string) => Pick<OutboxMail, 'subject' | 'text'>
+    }): Promise<LinkAsked> {
+      const email = input.email.trim()
+      return port.atomic(async (tx) => {
+        const retryAfter = await limited(input.siteId, email, input.address)
+        if (retryAfter !== null) return { kind: 'limited', retryAfter }
+        const value = generateToken(CUSTOMER_LINK_PREFIX)
+        const now = new Date(clock())
+        await tx.db.insert(customerLinks).values({
+          siteId: input.siteId,
+          purpose: input.purpose,
+          email,
+          digest: box.digest(value),
+          payload: input.pending ? box.seal(JSON.stringify(input.pending)) : null,
+          address: input.address,
+          expiresAt: new Date(now.getTime() + LINK_MINUTES * 60_000),
+          createdAt: now,
+        })
+        const mailed = input.purpose === 'discussion' || (await customerOf(tx, input.siteId, email)) !== undefined
+        if (mailed) {
+          await queueCustomerMail(tx, clock, box, {
+            siteId: input.siteId,
+            kind: input.purpose === 'sign_in' ? 'sign_in_link' : 'confirmation',
+            mail: (siteName) => ({ to: email, ...input.mail(value, siteName) }),
+          })
+        }
+        return { kind: 'queued' }
+      })
+    },
+
+    /**
+     * Follows a link of the site, once: a sign-in link names the customer to sign in; a discussion's
+     * link posts it (by its address's account, made a customer of the site when new) and names it
+     * again at a later follow, so following it twice makes one discussion. Another site's link, a
+     * changed one, or one past LINK_MINUTES is refused.
+     */
+    follow(siteId: number, purpose: LinkPurpose, value: string): Promise<LinkFollowed> {
+      return port.atomic(async (tx): Promise<LinkFollowed> => {
+        const [link] = await tx.db
+          .select()
+          .from(customerLinks)
+          .where(and(eq(customerLinks.digest, box.digest(value)), eq(customerLinks.siteId, siteId), eq(customerLinks.purpose, purpose)))
+        if (!link) return { kind: 'invalid' }
+        const now = new Date(clock())
+        // Marked used first, under the row's lock: of two follows at once, the second waits here and then finds it used.
+        const taken = await tx.db
+          .update(customerLinks)
+          .set({ usedAt: now })
+          .where(and(eq(customerLinks.id, link.id), isNull(customerLinks.usedAt), gt(customerLinks.expiresAt, now)))
+          .returning({ id: customerLinks.id })
+        if (taken.length === 0) return again(tx, link.id)
+        if (purpose === 'sign_in') {
+          const user = await customerOf(tx, siteId, link.email)
+          return user ? { kind: 'signed_in', userId: user.id } : { kind: 'invalid' }
+        }
+        const known = await findUserByEmail(tx, link.email)
+        if (known?.disabled) return { kind: 'invalid' }
+        const pending = JSON.parse(box.open(link.payload!) ?? 'null') as PendingDiscussion | null
+        if (!pending) return { kind: 'invalid' }
+        const { discussion } = await createDiscussionIn(tx, clock, authorOf, {
+          siteId,
+          categoryId: pending.categoryId,
+          title: pending.title,
+          body: pending.body,
+          public: pending.public,
+          via: 'web',
+          supporterId: 0,
+          onBehalfOf: { email: link.email, name: pending.name },
+        })
+        await tx.db.update(customerLinks).set({ discussionId: discussion.id, payload: null }).where(eq(customerLinks.id, link.id))
+        return { kind: 'posted', number: discussion.number, userId: await signInAs(tx, siteId, discussion.authorId), again: false }
+      })
+    },
+  }
+
+  /** A link that could not be taken: used already (a posted discussion is named again), or past its time. */
+  async function again(tx: StorePort, id: number): Promise<LinkFollowed> {
+    const [link] = await tx.db
+      .select({ usedAt: customerLinks.usedAt, number: discussions.number })
+      .from(customerLinks)
+      .leftJoin(discussions, eq(discussions.id, customerLinks.discussionId))
+      .where(eq(customerLinks.id, id))
+    if (link!.number !== null) return { kind: 'posted', number: link!.number, userId: null, again: true }
+    return link!.usedAt !== null ? { kind: 'used' } : { kind: 'expired' }
+  }
+
+  /** Who a followed link signs in: the author, when a customer of the site (staff sign in with their password). */
+  async function signInAs(tx: StorePort, siteId: number, userId: number): Promise<number | null> {
+    const role = await roleOn(tx, siteId, userId)
+    return role && !isStaffRole(role) ? userId : null
+  }
+}
+
+export type CustomerLinkStore = ReturnType<typeof createCustomerLinkStore>
