@@ -370,3 +370,28 @@ t.test("the customer's answer by mail lands in the discussion they started on th
   await api('POST', '/demo/discussions/3/comments', { body: 'Hello.' })
   t.same(await mails(), [])
 })
+
+t.test('one link followed twice at once posts one discussion; a disabled account signs in by no link', async (t) => {
+  const { app, ann, mails, linkIn, write } = await desk(t)
+  await write(webClient(app), { name: 'Carol', email: 'carol@customer.example' })
+  const link = linkIn((await mails())[0]!.text)!
+  const [one, two] = [webClient(app), webClient(app)]
+  await Promise.all([one.get(link), two.get(link)])
+  const answers = await Promise.all([one.post(link), two.post(link)])
+  t.same(answers.map((a) => a.headers.location), ['https://help.example.test/demo/help/1', 'https://help.example.test/demo/help/1'], 'both see the one discussion')
+  t.equal(await discussionCount(app, ann.site.id), 1, 'one discussion')
+  t.equal([(await one.get('/demo/help/1')).statusCode, (await two.get('/demo/help/1')).statusCode].sort().join(), '200,404', 'one of the two is signed in')
+
+  // Carol's account is disabled: her next links neither sign her in nor post.
+  await app.users.setDisabled('carol@customer.example', true)
+  const signIn = webClient(app)
+  await signIn.get('/demo/help/sign_in')
+  await signIn.post('/demo/help/sign_in', { email: 'carol@customer.example' })
+  await write(webClient(app), { name: 'Carol', email: 'carol@customer.example' })
+  const sent = await mails()
+  t.same(sent.map((m) => m.subject), ['Confirm your message to Site demo: Printer on fire'], 'no sign-in link for a disabled account')
+  const refused = webClient(app)
+  await refused.get(linkIn(sent[0]!.text)!)
+  t.equal((await refused.post(linkIn(sent[0]!.text)!)).statusCode, 410)
+  t.equal(await discussionCount(app, ann.site.id), 1, 'nothing posted for a disabled account')
+})
