@@ -133,8 +133,7 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
   /** The page of a limit reached: what, and when to try again. */
   function limitPage(request: FastifyRequest, reply: FastifyReply, retryAfter: number, what: string) {
     reply.header('retry-after', String(retryAfter))
-    const minutes = Math.ceil(retryAfter / 60)
-    return notice(request, reply, 429, 'Please wait a while', `${what} Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`)
+    return notice(request, reply, 429, 'Please wait a while', `${what} Try again in ${Math.ceil(retryAfter / 60)} minutes.`)
   }
 
   /** A visitor who may not write here: asked to sign in first. */
@@ -162,7 +161,8 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
 
   fastify.post('/help/new', { ...form, ...withUploads }, async (request, reply) => {
     const { site, user } = request.web
-    const body = (request.body ?? {}) as Record<string, unknown>
+    // The form's fields (CSRF has checked there is a form).
+    const body = request.body as Record<string, unknown>
     if (user === null && !site.visitorDiscussions) return visitorsClosed(request, reply)
     const values = { title: field(body, 'title'), body: typeof body.body === 'string' ? body.body : '', category: field(body, 'category'), public: body.public === 'yes' ? 'yes' : '', name: field(body, 'name'), email: field(body, 'email') }
     const problems: Record<string, string> = {}
@@ -174,9 +174,8 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
     if (!category) problems.category = 'Choose what your discussion is about.'
     if (user === null) {
       const emailWrong = emailProblem(values.email)
-      if (emailWrong) problems.email = `Give the address we should answer: it ${emailWrong}.`
-      const nameWrong = values.name === '' ? 'Give your name.' : nameProblem(values.name)
-      if (nameWrong) problems.name = nameWrong === 'Give your name.' ? nameWrong : `Your name ${nameWrong}.`
+      if (emailWrong) problems.email = `Give the address we should answer: ${emailWrong}.`
+      if (nameProblem(values.name)) problems.name = 'Give your name: 1 to 100 characters, without U+0000 (NUL).'
     }
     if (Object.keys(problems).length > 0) {
       await dropUploads(request)
@@ -238,10 +237,10 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
   })
 
   fastify.post('/help/sign_in', form, async (request, reply) => {
-    const body = (request.body ?? {}) as Record<string, unknown>
+    const body = request.body as Record<string, unknown>
     const email = field(body, 'email')
     const wrong = emailProblem(email)
-    if (wrong) return reply.page('help_sign_in', pageData(request, reply, { title: 'Sign in by mail', email, error: `That address ${wrong}.`, minutes: LINK_MINUTES, help: base(request) }), 400)
+    if (wrong) return reply.page('help_sign_in', pageData(request, reply, { title: 'Sign in by mail', email, error: `Give the address you wrote to us from: ${wrong}.`, minutes: LINK_MINUTES, help: base(request) }), 400)
     if (field(body, 'website') !== '') return checkYourMail(request, reply, email)
     const asked = await customerLinks.ask({
       siteId: request.web.site.id,
@@ -345,16 +344,18 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
     return d
   }
 
-  /** A change refused by the store (the discussion was deleted meanwhile, say): the page again, as it is now. */
+  /**
+   * A change the store refused: the discussion was deleted meanwhile (conflict), so it is no
+   * longer the customer's to see; or the files are more than one message carries, said on the page.
+   */
   async function change(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, work: () => Promise<unknown>, draft = '') {
     try {
       await work()
       return true
     } catch (error) {
       if (!(error instanceof StoreError) || (error.code !== 'conflict' && error.code !== 'too_large')) throw error
-      const now = await discussions.get(d.siteId, d.number)
-      if (!readable(request, now)) await discussionOf(request, reply)
-      else await discussionPage(request, reply, now, error.code === 'too_large' ? 413 : 409, `That was not sent: ${error.message}.`, draft)
+      if (error.code === 'conflict') await discussionOf(request, reply)
+      else await discussionPage(request, reply, d, 413, `That was not sent: ${error.message}. Choose fewer or smaller files, then send it again.`, draft)
       return false
     }
   }
@@ -362,7 +363,8 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
   fastify.post('/help/:number/reply', { ...form, ...withUploads }, async (request, reply) => {
     const d = await ownDiscussion(request, reply)
     if (!d) return (await dropUploads(request), reply)
-    const text = typeof (request.body as { body?: unknown }).body === 'string' ? (request.body as { body: string }).body : ''
+    const { body } = request.body as { body?: unknown }
+    const text = typeof body === 'string' ? body : ''
     const problem = messageProblem(text)
     if (problem) {
       await dropUploads(request)

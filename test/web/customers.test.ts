@@ -1,6 +1,6 @@
 import { simpleParser } from 'mailparser'
 import t, { type Test } from 'tap'
-import { supporterWithToken } from '../fixtures/app.ts'
+import { rawStatement, supporterWithToken } from '../fixtures/app.ts'
 import { form as filesForm } from '../fixtures/files.ts'
 import { mailServer } from '../fixtures/mail.ts'
 import { mailDesk } from '../fixtures/mail-desk.ts'
@@ -310,11 +310,18 @@ t.test("the site's switches: visitors may write, public discussions are shown", 
   await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Shared answer', body: 'For all.', public: true, supporterId: ann.user.id, via: 'api' })
 
   await app.users.setAdministrator(ann.site.id, ann.user.id, true)
+  // A visitor opened the form before the switch.
+  const early = webClient(app)
+  await early.get('/demo/help/new')
   const policy = await api('PATCH', '/demo/policy', { visitor_discussions: false, public_discussions: false })
   t.match(policy.json(), { policy: { visitor_discussions: false, public_discussions: false } })
   const visitor = webClient(app)
-  t.equal((await visitor.get('/demo/help/new')).statusCode, 403)
-  t.equal((await write(visitor, { name: 'Eve', email: 'eve@customer.example' })).statusCode, 403, 'a visitor may not write')
+  const closed = await visitor.get('/demo/help/new')
+  t.equal(closed.statusCode, 403)
+  t.match(closed.body, 'Sign in to write to us')
+  const sent = await early.post('/demo/help/new', { category: String(general.id), title: 'Hello', body: 'Hi', name: 'Eve', email: 'eve@customer.example' })
+  t.equal(sent.statusCode, 403, 'a visitor may not write')
+  t.match(sent.body, 'takes new discussions from signed-in customers only')
   const web = await customer('dave@customer.example')
   t.notMatch((await web.get('/demo/help')).body, 'Shared answer', 'public discussions not listed')
   t.equal((await web.get('/demo/help/1')).statusCode, 404, 'nor shown')
@@ -394,4 +401,115 @@ t.test('one link followed twice at once posts one discussion; a disabled account
   await refused.get(linkIn(sent[0]!.text)!)
   t.equal((await refused.post(linkIn(sent[0]!.text)!)).statusCode, 410)
   t.equal(await discussionCount(app, ann.site.id), 1, 'nothing posted for a disabled account')
+})
+
+t.test('edges: a staff address posts without signing in, a customer made staff meanwhile, a mail sealed under another key, a reply to a discussion deleted meanwhile', async (t) => {
+  const { app, ann, general, mails, linkIn, write, follow, customer } = await desk(t)
+  // A visitor's form with a staff member's address: posted as theirs, and no one is signed in by it.
+  await write(webClient(app), { name: 'Ann', email: 'ann@example.test' })
+  const visitor = webClient(app)
+  t.equal((await follow(visitor, linkIn((await mails())[0]!.text)!)).headers.location, 'https://help.example.test/demo/help/1')
+  t.equal((await visitor.get('/demo/help/1')).statusCode, 404, 'not signed in: staff sign in with their password')
+  t.match(await app.discussions.get(ann.site.id, 1), { authorEmail: 'ann@example.test' })
+
+  // Carol asks for a link, then becomes support staff before she follows it.
+  const carol = await app.users.insert({ email: 'carol@customer.example', name: 'Carol' }, null)
+  await app.users.addStaff(ann.site.id, carol.id)
+  await app.users.removeStaff(ann.site.id, carol.id)
+  const web = webClient(app)
+  await web.get('/demo/help/sign_in')
+  await web.post('/demo/help/sign_in', { email: 'carol@customer.example' })
+  const link = linkIn((await mails())[0]!.text)!
+  await app.users.addStaff(ann.site.id, carol.id)
+  t.equal((await follow(web, link)).statusCode, 410, 'a sign-in link signs in customers only')
+  await app.users.removeStaff(ann.site.id, carol.id)
+
+  // A queued link mail that cannot be opened (the server key changed since): failed, never sent.
+  await web.get('/demo/help/sign_in')
+  await web.post('/demo/help/sign_in', { email: 'carol@customer.example' })
+  await rawStatement(app, "UPDATE outbox SET payload = 'v1.AAAA' WHERE kind = 'sign_in_link' AND state = 'queued'", [])
+  t.same(await mails(), [], 'not sent')
+  const [failed] = (await app.outbox.due(10)).filter((row) => row.kind === 'sign_in_link')
+  t.equal(failed, undefined, 'and no longer due')
+
+  // Carol writes an answer while the team deletes her discussion: the page says it is gone.
+  const signedIn = await customer('carol@customer.example')
+  await signedIn.get('/demo/help/new')
+  await signedIn.post('/demo/help/new', { category: String(general.id), title: 'Mine', body: 'Hello' })
+  const page = await signedIn.get('/demo/help/2')
+  t.equal(page.statusCode, 200)
+  const empty = await signedIn.post('/demo/help/2/reply', { body: '  ' })
+  t.equal(empty.statusCode, 400)
+  t.match(empty.body, 'Write a message first.')
+  const reply = app.discussions.reply
+  app.discussions.reply = async (...args) => {
+    await app.discussions.act(ann.site.id, 2, 'delete')
+    return reply(...args)
+  }
+  t.teardown(() => void (app.discussions.reply = reply))
+  const gone = await signedIn.post('/demo/help/2/reply', { body: 'Still there?' })
+  t.equal(gone.statusCode, 404, 'deleted meanwhile: no longer hers to see')
+  t.equal((await app.discussions.get(ann.site.id, 2)).commentsCount, 1, 'nothing added')
+  // The same for "this is solved".
+  await app.discussions.act(ann.site.id, 2, 'restore')
+  const act = app.discussions.act
+  app.discussions.act = async (siteId, number, action, expected) => {
+    await act(siteId, number, 'delete')
+    return act(siteId, number, action, expected)
+  }
+  t.teardown(() => void (app.discussions.act = act))
+  await signedIn.get('/demo/help/2')
+  t.equal((await signedIn.post('/demo/help/2/solved')).statusCode, 404)
+  app.discussions.act = act
+  t.equal((await app.discussions.get(ann.site.id, 2)).state, 'deleted', 'not resolved')
+})
+
+t.test('odd input on the forms is said plainly; the public list pages; a signed-in customer is not asked to sign in', async (t) => {
+  const { app, ann, general, customer } = await desk(t)
+  const visitor = webClient(app)
+  await visitor.get('/demo/help/new')
+  const bad = await visitor.post('/demo/help/new', { category: 'x', title: 'A'.repeat(201), body: 'Hi\u0000', name: 'N'.repeat(101), email: 'not an address' })
+  t.equal(bad.statusCode, 400)
+  for (const words of ['A title holds at most 200 characters', 'U+0000 (NUL), which cannot be saved', 'Give your name: 1 to 100 characters', 'Give the address we should answer: &quot;not an address&quot; is not an email address.', 'Choose what your discussion is about.']) t.match(bad.body, words)
+  t.match(bad.body, 'value="not an address"', 'what was typed is kept')
+  await visitor.get('/demo/help/new')
+  t.match((await visitor.post('/demo/help/new', { category: String(general.id), title: 'Nul\u0000', body: 'Hi', name: 'Eve', email: 'eve@customer.example' })).body, 'A title holds at most')
+  await visitor.get('/demo/help/sign_in')
+  const noAddress = await visitor.post('/demo/help/sign_in', { email: 'carol at home' })
+  t.equal(noAddress.statusCode, 400)
+  t.match(noAddress.body, 'Give the address you wrote to us from: &quot;carol at home&quot; is not an email address.')
+  t.equal((await visitor.get('/demo/help/abc')).statusCode, 404)
+  t.equal((await visitor.get('/demo/help/99999999999')).statusCode, 404)
+  await visitor.get('/demo/help/new')
+  const answer = await visitor.post('/demo/help/1/reply', { body: 'Hi' })
+  t.equal(answer.statusCode, 403)
+  t.match(answer.body, 'Sign in to answer')
+
+  // 21 public discussions: two pages of them.
+  for (let i = 1; i <= 21; i++) await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: `Public ${i}`, body: 'For all.', public: true, supporterId: ann.user.id, via: 'api' })
+  const first = (await visitor.get('/demo/help')).body
+  t.match(first, 'Page 1 of 2')
+  t.match(first, 'href="https://help.example.test/demo/help?page=2" rel="next"')
+  const second = (await visitor.get('/demo/help?page=2')).body
+  t.match(second, 'href="https://help.example.test/demo/help" rel="prev"')
+  t.equal(second.match(/data-discussion=/g)?.length, 1)
+
+  const carol = await app.users.insert({ email: 'carol@customer.example', name: 'Carol' }, null)
+  await app.users.addStaff(ann.site.id, carol.id)
+  await app.users.removeStaff(ann.site.id, carol.id)
+  const web = await customer('carol@customer.example')
+  t.equal((await web.get('/demo/help/sign_in')).headers.location, 'https://help.example.test/demo/help')
+  // Fields left out altogether, and an empty answer with a file: said, and the file not kept.
+  await web.get('/demo/help/new')
+  const bare = await web.request('POST', '/demo/help/new', `_csrf=${encodeURIComponent(web.field('_csrf'))}&category=${general.id}&title=Hi`)
+  t.equal(bare.statusCode, 400)
+  t.match(bare.body, 'Write a message first.')
+  await web.post('/demo/help/new', { category: String(general.id), title: 'Mine', body: 'Hello' })
+  await web.get('/demo/help/22')
+  const fileOnly = await web.postFiles('/demo/help/22/reply', { body: '', file: { name: 'a.txt', bytes: Buffer.from('a') } })
+  t.equal(fileOnly.statusCode, 400)
+  t.match(fileOnly.body, 'Write a message first. Choose the files again too.')
+  const noField = await web.request('POST', '/demo/help/22/reply', `_csrf=${encodeURIComponent(web.field('_csrf'))}`)
+  t.equal(noField.statusCode, 400)
+  t.equal((await web.get('/demo/help/files/abc')).statusCode, 404)
 })
