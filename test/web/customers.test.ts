@@ -303,7 +303,7 @@ t.test('a signed-in customer starts at most so many discussions an hour; bad fie
 })
 
 t.test("the site's switches: visitors may write, public discussions are shown", async (t) => {
-  const { app, ann, general, api, write, customer } = await desk(t)
+  const { app, ann, general, api, customer } = await desk(t)
   const dave = await app.users.insert({ email: 'dave@customer.example', name: 'Dave' }, null)
   await app.users.addStaff(ann.site.id, dave.id)
   await app.users.removeStaff(ann.site.id, dave.id)
