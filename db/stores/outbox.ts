@@ -68,16 +68,15 @@ const fromOf = (siteName: string, address: string) => `${siteName.replace(/["\\\
 const newMessageId = (what: string, address: string | undefined) => `<${what}.${randomBytes(6).toString('hex')}@${address ? address.slice(address.indexOf('@') + 1) : 'service-desk.invalid'}>`
 
 /**
- * Queues a mail to a customer in the transaction of `port` (a link to sign in, or to post what a
- * visitor wrote): from the site's first mailbox, or the service's From without one; its payload
- * sealed when it holds a link (SEALED).
+ * Queues a mail holding a customer's link in the transaction of `port` (to sign in, or to post what
+ * a visitor wrote): from the site's first mailbox, or the service's From without one; its payload
+ * sealed (SEALED).
  */
-export async function queueCustomerMail(port: StorePort, clock: Clock, box: SecretBox, input: { siteId: number; kind: OutboxKind; mail: (siteName: string) => Pick<OutboxMail, 'to' | 'subject' | 'text'> }): Promise<void> {
+export async function queueCustomerMail(port: StorePort, clock: Clock, box: SecretBox, input: { siteId: number; kind: 'sign_in_link' | 'confirmation'; mail: (siteName: string) => Pick<OutboxMail, 'to' | 'subject' | 'text'> }): Promise<void> {
   const { site, mailbox } = await siteMailbox(port, input.siteId)
   const mail: OutboxMail = { ...input.mail(site.name), ...(mailbox && { from: fromOf(site.name, mailbox.address), mailboxId: mailbox.id }), automatic: true }
-  const json = JSON.stringify(mail)
   const now = new Date(clock())
-  await port.db.insert(port.tables.outbox).values({ siteId: input.siteId, kind: input.kind, payload: SEALED.has(input.kind) ? box.seal(json) : json, nextAttemptAt: now, createdAt: now })
+  await port.db.insert(port.tables.outbox).values({ siteId: input.siteId, kind: input.kind, payload: box.seal(JSON.stringify(mail)), nextAttemptAt: now, createdAt: now })
 }
 
 /**

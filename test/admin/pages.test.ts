@@ -140,6 +140,17 @@ t.test('a shorter lifetime shows its dry run, then shortens or leaves; the token
   t.equal((await web.createToken({ name: 'ok', access: 'read', expires: '30' })).statusCode, 201)
   // The administrator may still make one.
   t.equal((await admin.web.createToken({ name: 'admin', access: 'write', expires: '30' })).statusCode, 201)
+
+  // The customer's pages (issue 49): switched on the same form; a value that is neither on nor off is said.
+  const kept = { ...policy, max_token_days: '30' }
+  await admin.web.get('/demo/admin/policy')
+  const odd = await admin.web.post('/demo/admin/policy', { ...kept, visitor_discussions: 'maybe', public_discussions: 'off' })
+  t.equal(odd.statusCode, 400)
+  t.match(odd.body, 'Choose on or off.')
+  t.equal((await app.sites.get('demo')).publicDiscussions, true, 'nothing saved')
+  t.equal((await admin.web.post('/demo/admin/policy', { ...kept, visitor_discussions: 'off', public_discussions: 'off' })).statusCode, 303)
+  t.match(await app.sites.get('demo'), { visitorDiscussions: false, publicDiscussions: false })
+  t.match((await admin.web.get('/demo/admin/policy')).body, 'name="visitor_discussions" value="off" checked')
 })
 
 t.test('the pages in their other states: a notice for one, a conflict, a form at fault, no match, many pages', async (t) => {

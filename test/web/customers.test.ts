@@ -185,6 +185,10 @@ t.test('Carol reads the answer and not the note; Dave cannot reach her private d
   t.match(reply!.text, 'It is attached to your account page.')
   t.match(reply!.text, 'https://help.example.test/demo/help/1')
 
+  // A second answer is threaded under the first one mailed.
+  await api('POST', '/demo/discussions/1/comments', { body: 'Anything else?' })
+  const [second] = await mails()
+  t.equal(second!.inReplyTo, reply!.messageId, 'threaded under the first reply mailed')
   const page = main((await carol.get('/demo/help/1')).body)
   t.match(page, 'It is attached to your account page.', 'Carol reads the answer')
   t.notMatch(page, 'old plan', 'and not the note')
@@ -196,7 +200,7 @@ t.test('Carol reads the answer and not the note; Dave cannot reach her private d
   // Carol answers; the discussion waits for the team again.
   await carol.get('/demo/help/1')
   t.equal((await carol.post('/demo/help/1/reply', { body: 'Found it, thanks.' })).statusCode, 303)
-  t.match((await api('GET', '/demo/discussions/1')).json(), { comments: [{}, {}, {}, { body: 'Found it, thanks.', author_email: 'carol@customer.example', via: 'web' }] })
+  t.match((await api('GET', '/demo/discussions/1')).json(), { comments: [{}, {}, {}, {}, { body: 'Found it, thanks.', author_email: 'carol@customer.example', via: 'web' }] })
 
   // Dave: not by its address (404, as for none), not listed, not its file.
   const missing = await dave.get('/demo/help/1')
@@ -372,6 +376,12 @@ t.test("the customer's answer by mail lands in the discussion they started on th
   t.equal(second!.from?.text, '"Service Desk" <desk@service.example>')
   t.equal(second!.subject, 'Re: [#2] Second question')
   t.match(second!.text, 'https://help.example.test/demo/help/2')
+  // The link mails leave from the service too.
+  await web.request('POST', '/demo/logout', `_csrf=${encodeURIComponent(web.field('_csrf'))}`)
+  await web.get('/demo/help/sign_in')
+  await web.post('/demo/help/sign_in', { email: 'carol@customer.example' })
+  const [link] = await mails()
+  t.match(link, { subject: 'Sign in to Site demo', from: { text: '"Service Desk" <desk@service.example>' } })
   // A discussion the staff started through the API is not one a customer started here: no mail.
   await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Staff only', body: 'Notes.', supporterId: ann.user.id, onBehalfOf: { email: 'carol@customer.example' }, via: 'api' })
   await api('POST', '/demo/discussions/3/comments', { body: 'Hello.' })
