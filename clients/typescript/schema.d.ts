@@ -655,7 +655,7 @@ export interface components {
             sender_verified: boolean | null;
             /** @description For a message that came by mail: the address of the site it was sent to (null once that mailbox is removed, or not by mail). */
             mailbox: string | null;
-            /** @description For a public reply of the staff to a discussion that came by mail: how its mail to the customer is doing. Null otherwise. */
+            /** @description For a public reply of the staff to a discussion that came by mail or that a customer started on the customer's pages: how its mail to the customer is doing. Null otherwise. */
             delivery: {
                 /**
                  * @description queued (waiting, or to be tried again), sent, or failed for good.

@@ -64,8 +64,8 @@ async function siteMailbox(port: StorePort, siteId: number) {
 /** `Site name <address>`, the From of the site's mail. */
 const fromOf = (siteName: string, address: string) => `${siteName.replace(/["\\\r\n]/g, '')} <${address}>`
 
-/** A Message-ID of the service's, at the mailbox's domain (or the service's own, without one). */
-const newMessageId = (what: string, address: string | undefined) => `<${what}.${randomBytes(6).toString('hex')}@${address ? address.slice(address.indexOf('@') + 1) : 'service-desk.invalid'}>`
+/** A Message-ID of the service's, at the mailbox's domain. */
+const newMessageId = (what: string, address: string) => `<${what}.${randomBytes(6).toString('hex')}@${address.slice(address.indexOf('@') + 1)}>`
 
 /**
  * Queues a mail holding a customer's link in the transaction of `port` (to sign in, or to post what
@@ -112,13 +112,14 @@ export async function queueReplyMail(
     .orderBy(asc(mailMessages.id))
   const ids = thread.map((m) => m.messageId)
   const references = ids.length <= MAX_REFERENCES ? ids : [ids[0]!, ...ids.slice(-(MAX_REFERENCES - 1))]
-  const messageId = newMessageId(`reply-${reply.commentId}`, from.mailbox?.address)
+  const messageId = from.mailbox && newMessageId(`reply-${reply.commentId}`, from.mailbox.address)
   const mail: OutboxMail = {
     ...(from.mailbox && { from: fromOf(from.site.name, from.mailbox.address), mailboxId: from.mailbox.id }),
     to: from.to,
     subject: `Re: [#${reply.number}] ${reply.title}`,
     text: typeof reply.body === 'string' ? reply.body : reply.body(from.site.name),
-    messageId,
+    // Without a mailbox no answer by mail comes back to the site: nodemailer's own Message-ID, at the service's domain, does.
+    ...(from.mailbox && { messageId }),
     // The customer's newest message by mail, or, on a discussion of the pages, the last reply mailed.
     ...(ids.length > 0 && { inReplyTo: last?.messageId ?? ids[ids.length - 1], references }),
     page: { site: from.site.permalink, number: reply.number },
@@ -129,7 +130,7 @@ export async function queueReplyMail(
   if (!from.mailbox) return
   await port.db.insert(mailMessages).values({
     siteId: reply.siteId,
-    messageId,
+    messageId: messageId!,
     discussionId: reply.discussionId,
     commentId: reply.commentId,
     sender: from.mailbox.address,
