@@ -12,7 +12,7 @@ import { holdsNul } from '../../lib/nul.ts'
 import { readMultipart, sendAttachment } from '../api/files.ts'
 import { commentExtras } from '../api/discussions/context.ts'
 import { MAX_TITLE } from '../api/discussions/schemas.ts'
-import { messageProblem, notFoundPage, pageData, queryString, wholeNumber } from './pages.ts'
+import { messageProblem, notFoundPage, pageData, queryString, refusalOf, wholeNumber } from './pages.ts'
 import { REPLY_FORM_BYTES } from './queue.ts'
 
 // The customer's side (docs/decisions.md, "The customer's side"): {site_url}/help and the pages
@@ -349,15 +349,11 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
    * longer the customer's to see; or the files are more than one message carries, said on the page.
    */
   async function change(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, work: () => Promise<unknown>, draft = '') {
-    try {
-      await work()
-      return true
-    } catch (error) {
-      if (!(error instanceof StoreError) || (error.code !== 'conflict' && error.code !== 'too_large')) throw error
-      if (error.code === 'conflict') await discussionOf(request, reply)
-      else await discussionPage(request, reply, d, 413, `That was not sent: ${error.message}. Choose fewer or smaller files, then send it again.`, draft)
-      return false
-    }
+    const error = await refusalOf(work)
+    if (!error) return true
+    if (error.code === 'conflict') await discussionOf(request, reply)
+    else await discussionPage(request, reply, d, 413, `That was not sent: ${error.message}. Choose fewer or smaller files, then send it again.`, draft)
+    return false
   }
 
   fastify.post('/help/:number/reply', { ...form, ...withUploads }, async (request, reply) => {

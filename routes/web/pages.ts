@@ -3,6 +3,7 @@ import type { NewSecurityEvent, SecurityKind } from '../../db/stores/security-lo
 import { isStaffRole } from '../../db/stores/staff.ts'
 import { emailKey } from '../../db/stores/users.ts'
 import { MAX_SECOND_STEP_FAILURES } from '../../db/stores/second-factors.ts'
+import { StoreError } from '../../db/stores/errors.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { MAX_BODY } from '../api/discussions/schemas.ts'
 
@@ -19,6 +20,20 @@ export function messageProblem(text: string): string | null {
   if (text.length > MAX_BODY) return `A message holds at most ${MAX_BODY.toLocaleString('en')} characters.`
   if (holdsNul(text)) return 'The message holds the character U+0000 (NUL), which cannot be saved. Remove it and send it again.'
   return null
+}
+
+/**
+ * Runs a page's change of a discussion: null when it was made, or the store's refusal that a page
+ * answers (the discussion changed meanwhile: conflict; more files than a message carries: too_large).
+ */
+export async function refusalOf(work: () => Promise<unknown>): Promise<StoreError | null> {
+  try {
+    await work()
+    return null
+  } catch (error) {
+    if (!(error instanceof StoreError) || (error.code !== 'conflict' && error.code !== 'too_large')) throw error
+    return error
+  }
 }
 
 /** A query string of the parameters that have a value (`?a=1&b=2`), or '' when none has. */

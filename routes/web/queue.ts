@@ -16,7 +16,7 @@ import { commentExtras } from '../api/discussions/context.ts'
 import type { Delivery } from '../../db/stores/outbox.ts'
 import { MAX_BODY } from '../api/discussions/schemas.ts'
 import { holdsNul } from '../../lib/nul.ts'
-import { messageProblem, notFoundPage, pageData, queryString, requireSupporter, wholeNumber } from './pages.ts'
+import { messageProblem, notFoundPage, refusalOf, pageData, queryString, requireSupporter, wholeNumber } from './pages.ts'
 
 // The supporter's queue (docs/decisions.md, "The queue on the web"): {site_url}/discussions and
 // {site_url}/discussions/<number>, the addresses the API's html_href names. Where the site URL
@@ -217,17 +217,13 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
    * as it is now, `409`, with what was typed still in the form, as the API answers 409.
    */
   async function change(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, work: () => Promise<unknown>, draft = '') {
-    try {
-      await work()
-      return true
-    } catch (error) {
-      if (!(error instanceof StoreError) || (error.code !== 'conflict' && error.code !== 'too_large')) throw error
-      // A discussion is never removed from its site (deleting it is a state), so it is read again.
-      const now = await discussions.get(d.siteId, d.number)
-      if (error.code === 'too_large') await discussionPage(request, reply, now, 413, `That was not sent: ${error.message}. Choose fewer or smaller files, then send it again.`, draft)
-      else await discussionPage(request, reply, now, 409, `That was not done: ${error.message}. Someone changed the discussion since the page was shown.`, draft)
-      return false
-    }
+    const error = await refusalOf(work)
+    if (!error) return true
+    // A discussion is never removed from its site (deleting it is a state), so it is read again.
+    const now = await discussions.get(d.siteId, d.number)
+    if (error.code === 'too_large') await discussionPage(request, reply, now, 413, `That was not sent: ${error.message}. Choose fewer or smaller files, then send it again.`, draft)
+    else await discussionPage(request, reply, now, 409, `That was not done: ${error.message}. Someone changed the discussion since the page was shown.`, draft)
+    return false
   }
 
   /** After a change: back to the discussion, where a reload shows it again without sending the form twice. */

@@ -2,7 +2,7 @@ import { simpleParser } from 'mailparser'
 import type { Page } from 'playwright-core'
 import t, { type Test } from 'tap'
 import { buildTestApp } from '../fixtures/app.ts'
-import { launchChromium, noViolations } from '../fixtures/browser.ts'
+import { launchChromium, noViolations, signInOnPage } from '../fixtures/browser.ts'
 import { mailServer } from '../fixtures/mail.ts'
 import { freePort } from '../fixtures/server.ts'
 import { personWithPassword } from '../fixtures/web.ts'
@@ -87,11 +87,7 @@ t.test('Carol starts and follows a discussion, Dave cannot reach it, the support
 
   // The supporter, at a desk: the queue marks it as from the web; a public answer and a note.
   const desk = await (await browser.newContext({ viewport: { width: 1000, height: 900 } })).newPage()
-  await desk.goto(`${base}/demo/login`)
-  await desk.getByLabel('Email').fill(ann.email)
-  await desk.getByLabel('Password').fill(ann.password)
-  await desk.getByRole('button', { name: 'Sign in', exact: true }).click()
-  await desk.waitForURL(`${base}/demo/discussions`)
+  await signInOnPage(desk, base, ann)
   t.equal(await desk.locator('[data-discussion="1"] [data-from-web]').count(), 1, 'marked as from the web')
   await desk.getByRole('link', { name: 'Invoice 1042 is wrong' }).click()
   await desk.getByLabel('Message').fill('Refunded the second charge.')

@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import t from 'tap'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
-import { launchChromium, noViolations } from '../fixtures/browser.ts'
+import { launchChromium, noViolations, signInOnPage } from '../fixtures/browser.ts'
 import { freePort } from '../fixtures/server.ts'
 import QRCode from 'qrcode'
 import { personWithPassword } from '../fixtures/web.ts'
@@ -28,11 +28,7 @@ t.test('a supporter works a discussion from the queue in Chromium, and the API s
 
   const browser = await launchChromium(t)
   const page = await (await browser.newContext({ viewport: { width: 1000, height: 900 } })).newPage()
-  await page.goto(`${base}/demo/login`)
-  await page.getByLabel('Email').fill(ann.email)
-  await page.getByLabel('Password').fill(ann.password)
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click()
-  await page.waitForURL(`${base}/demo/discussions`)
+  await signInOnPage(page, base, ann)
   t.ok(await page.getByRole('link', { name: 'Discussions' }).isVisible(), 'signed in, the queue, with Discussions first in the navigation')
   t.equal(await page.locator('[data-queue] tbody tr').count(), 2)
   await noViolations(t, page, 'the queue')
