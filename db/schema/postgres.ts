@@ -169,6 +169,7 @@ export const discussions = pgTable(
     commentsCount: pgInteger('comments_count').notNull(),
     version: pgInteger('version').notNull().default(0),
     awaitingTeam: pgBoolean('awaiting_team').notNull().default(false),
+    startedOnTheWeb: pgBoolean('started_on_the_web').notNull().default(false),
   },
   (t) => [
     pgUniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),

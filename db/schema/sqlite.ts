@@ -201,6 +201,9 @@ export const discussions = sqliteTable(
     // Whether its newest public comment is the customer's: the team owes an answer (the queue's
     // mark). Moved with every comment in its transaction; an internal note moves nothing.
     awaitingTeam: integer('awaiting_team', { mode: 'boolean' }).notNull().default(false),
+    // Started by a customer on the customer's pages (routes/web/customers.ts): the queue marks it,
+    // and the staff's public replies are mailed to its customer. Set once, when it is created.
+    startedOnTheWeb: integer('started_on_the_web', { mode: 'boolean' }).notNull().default(false),
   },
   (t) => [
     uniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),

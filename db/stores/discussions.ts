@@ -1,4 +1,4 @@
-import { and, asc, count, eq, getTableColumns, gt, inArray, sql } from '../drizzle.ts'
+import { and, asc, count, eq, getTableColumns, gt, sql } from '../drizzle.ts'
 import { given, pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { CommentVia, DiscussionState } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -156,6 +156,7 @@ function writes(port: StorePort) {
           lastUpdatedAt: p('at'),
           commentsCount: 1,
           awaitingTeam: p('awaitingTeam'),
+          startedOnTheWeb: p('startedOnTheWeb'),
         })
         .prepare('discussions_insert'),
     ),
@@ -239,6 +240,7 @@ export async function createDiscussionIn(
     categoryId: input.categoryId,
     at: now,
     awaitingTeam: !author.bySupporter,
+    startedOnTheWeb: input.via === 'web' && !author.bySupporter,
   })
   const discussion = await getIn(port, input.siteId, number)
   const opening = {
@@ -327,16 +329,6 @@ export function createDiscussionStore(
         .from(discussions)
         .where(and(eq(discussions.siteId, siteId), eq(discussions.authorId, authorId), gt(discussions.createdAt, since)))
       return Number(n)
-    },
-
-    /** Of these discussions, the ones a customer started on the customer's pages (the queue marks them). */
-    async startedOnTheWeb(discussionIds: number[]): Promise<Set<number>> {
-      if (discussionIds.length === 0) return new Set()
-      const rows = await db
-        .select({ id: comments.discussionId })
-        .from(comments)
-        .where(and(inArray(comments.discussionId, discussionIds), eq(comments.number, 1), eq(comments.via, 'web'), eq(comments.bySupporter, false)))
-      return new Set(rows.map((r) => r.id))
     },
 
     /** Comment `number` (1 is the opening post) of the discussion, or undefined. */

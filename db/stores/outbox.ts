@@ -142,14 +142,14 @@ export async function queueReplyMail(
 
 /** Where the reply to a discussion a customer started on the customer's pages goes: to them, from the site's mailbox if any. */
 async function startedOnTheWeb(port: StorePort, reply: { siteId: number; discussionId: number }) {
-  const { comments, users } = port.tables
-  const [opening] = await port.db
+  const { discussions, users } = port.tables
+  const [author] = await port.db
     .select({ email: users.email })
-    .from(comments)
-    .innerJoin(users, eq(users.id, comments.authorId))
-    .where(and(eq(comments.discussionId, reply.discussionId), eq(comments.number, 1), eq(comments.via, 'web'), eq(comments.bySupporter, false)))
-  if (!opening) return undefined
-  return { ...(await siteMailbox(port, reply.siteId)), to: opening.email }
+    .from(discussions)
+    .innerJoin(users, eq(users.id, discussions.authorId))
+    .where(and(eq(discussions.id, reply.discussionId), eq(discussions.startedOnTheWeb, true)))
+  if (!author) return undefined
+  return { ...(await siteMailbox(port, reply.siteId)), to: author.email }
 }
 
 export function createOutboxStore(port: StorePort, clock: Clock) {

@@ -88,7 +88,7 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
     return (await categories.list(siteId, 0, -1)).categories
   }
 
-  const row = (request: FastifyRequest, d: DiscussionRow, names: Map<number, string>, web: Set<number>) => ({
+  const row = (request: FastifyRequest, d: DiscussionRow, names: Map<number, string>) => ({
     number: d.number,
     title: d.title,
     state: d.state,
@@ -99,7 +99,7 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
     // The customer spoke last and the discussion is still to be worked: the team owes an answer.
     waiting: d.awaitingTeam && (d.state === 'new' || d.state === 'open'),
     // Started by a customer on the customer's pages (routes/web/customers.ts).
-    fromWeb: web.has(d.id),
+    fromWeb: d.startedOnTheWeb,
     href: `${base(request)}/discussions/${d.number}`,
   })
 
@@ -124,7 +124,6 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
     })
     const counts = await Promise.all(TABS.map((t) => discussions.counts.total({ siteId: site.id, state: t.scope, categoryId: category?.id })))
     const names = new Map(all.map((c) => [c.id, c.name]))
-    const web = await discussions.startedOnTheWeb(rows.map((d) => d.id))
     const filters = (changes: Record<string, string | number | undefined>) => {
       const kept = { state: tab.scope === 'live' ? undefined : tab.scope, category: category?.id, q: title, ...changes }
       return `${base(request)}/discussions${queryString(kept)}`
@@ -139,7 +138,7 @@ const queueRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fasti
         state: tab.scope,
         q: title ?? '',
         total,
-        rows: rows.map((d) => row(request, d, names, web)),
+        rows: rows.map((d) => row(request, d, names)),
         page,
         pages,
         previous: page > 1 ? filters({ page: page - 1 }) : null,

@@ -13,6 +13,7 @@ CREATE TABLE "customer_links" (
 );
 --> statement-breakpoint
 ALTER TABLE "outbox" ALTER COLUMN "comment_id" DROP NOT NULL;--> statement-breakpoint
+ALTER TABLE "discussions" ADD COLUMN "started_on_the_web" boolean DEFAULT false NOT NULL;--> statement-breakpoint
 ALTER TABLE "sites" ADD COLUMN "visitor_discussions" boolean DEFAULT true NOT NULL;--> statement-breakpoint
 ALTER TABLE "sites" ADD COLUMN "public_discussions" boolean DEFAULT true NOT NULL;--> statement-breakpoint
 ALTER TABLE "customer_links" ADD CONSTRAINT "customer_links_site_id_sites_id_fk" FOREIGN KEY ("site_id") REFERENCES "sites"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint

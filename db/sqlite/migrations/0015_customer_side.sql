@@ -41,5 +41,6 @@ ALTER TABLE `__new_outbox` RENAME TO `outbox`;--> statement-breakpoint
 PRAGMA foreign_keys=ON;--> statement-breakpoint
 CREATE INDEX `outbox_due_idx` ON `outbox` (`state`,`next_attempt_at`);--> statement-breakpoint
 CREATE INDEX `outbox_comment_idx` ON `outbox` (`comment_id`);--> statement-breakpoint
+ALTER TABLE `discussions` ADD `started_on_the_web` integer DEFAULT false NOT NULL;--> statement-breakpoint
 ALTER TABLE `sites` ADD `visitor_discussions` integer DEFAULT true NOT NULL;--> statement-breakpoint
 ALTER TABLE `sites` ADD `public_discussions` integer DEFAULT true NOT NULL;
