@@ -118,7 +118,7 @@ export async function queueReplyMail(
     to: from.to,
     subject: `Re: [#${reply.number}] ${reply.title}`,
     text: typeof reply.body === 'string' ? reply.body : reply.body(from.site.name),
-    // Without a mailbox no answer by mail comes back to the site: nodemailer's own Message-ID, at the service's domain, does.
+    // Without a mailbox no answer by mail can come back to the site: nodemailer makes the Message-ID, at the domain of the service's From.
     ...(from.mailbox && { messageId }),
     // The customer's newest message by mail, or, on a discussion of the pages, the last reply mailed.
     ...(ids.length > 0 && { inReplyTo: last?.messageId ?? ids[ids.length - 1], references }),
