@@ -101,7 +101,8 @@ t.test("a customer's mail in the support mailbox becomes a discussion; the reply
 
   // The supporter answers; the reply leaves by the mailbox's SMTP server, which the test hands to Carol's mailbox.
   t.equal((await api('POST', '/demo/discussions/1/comments', { body: 'Unplug it, please.' })).statusCode, 201)
-  t.equal(await app.sendOutbox(), 1)
+  await app.sendOutbox()
+  await until('the reply mailed', async () => smtp.mails.length >= 1)
   t.equal(smtp.mails.length, 1)
   t.same(smtp.mails[0]!.to, ['carol@customer.example'])
   await imap.deliver('carol', smtp.mails.map((m) => m.raw))
@@ -150,7 +151,10 @@ t.test('bad mail gets a clear outcome and never stops the mailbox; an automatic 
   t.notOk(found.some((d) => d.title === 'Huge'), 'the 40 MB message was not taken')
 
   // Acknowledgements: one per new discussion of a person, marked automatic; none to the out-of-office.
-  t.equal(await app.sendOutbox(), 5)
+  // Sent here or by the app's own sender loop, which may run meanwhile on a loaded machine.
+  await app.sendOutbox()
+  await until('five acknowledgements', async () => smtp.mails.length >= 5)
+  t.equal(smtp.mails.length, 5, 'five acknowledgements, each once')
   const acknowledgements = await Promise.all(smtp.mails.map((m) => simpleParser(m.raw)))
   t.same(smtp.mails.map((m) => m.to[0]).sort(), ['carol@customer.example', 'carol@customer.example', 'mallory@customer.example', 'taro@customer.example', 'zoe@customer.example'])
   t.ok(acknowledgements.every((m) => m.headers.get('auto-submitted') === 'auto-replied'), 'Auto-Submitted: auto-replied')
@@ -162,7 +166,8 @@ t.test('bad mail gets a clear outcome and never stops the mailbox; an automatic 
     return discussion
   })
   t.ok(thread, 'added to the discussion it answers')
-  t.equal(await app.sendOutbox(), 0, 'nothing answers an automatic reply')
+  await app.sendOutbox()
+  t.equal(smtp.mails.length, 5, 'nothing answers an automatic reply')
   t.equal((await listing()).total, 6)
 })
 
