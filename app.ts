@@ -27,7 +27,10 @@ import expiryNotices from './plugins/expiry-notices.ts'
 import mail from './plugins/mail.ts'
 import administration from './plugins/administration.ts'
 import securityLogPruning from './plugins/security-log-pruning.ts'
-import { discussionStores, oauthStore, secondFactorStore, securityLogStore, sessionStore, siteStore, tokenStore, userStore } from './plugins/stores.ts'
+import { discussionStores, oauthStore, secondFactorStore, securityLogStore, sessionStore, siteStore, tokenStore, userStore, webhookStore } from './plugins/stores.ts'
+import webhookDelivery, { type DeliverySettings } from './plugins/webhooks/delivery.ts'
+import webhookRoutes from './routes/api/webhooks.ts'
+import { eventRender } from './routes/api/webhook-events.ts'
 import versioning from './plugins/versioning.ts'
 import administrationApi from './routes/api/administration.ts'
 import fileRoutes from './routes/api/files.ts'
@@ -59,7 +62,7 @@ declare module 'fastify' {
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'databaseAddress' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'sudoMinutes' | 'files' | 'mailReceiver' | 'mailFetchSeconds'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'sudoMinutes' | 'files' | 'mailReceiver' | 'mailFetchSeconds' | 'webhooks'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -74,6 +77,8 @@ export interface AppOptions {
   idleMemory?: IdleMemoryOptions
   /** How often the outbox is sent (plugins/mail/sender.ts, SEND_EVERY_MS); tests shorten it. */
   outboxEveryMs?: number
+  /** How webhooks' names are looked up and their retries jittered (plugins/webhooks/delivery.ts); tests give their own. */
+  webhookDelivery?: Pick<DeliverySettings, 'resolve' | 'random'>
 }
 
 // Request bodies larger than this are refused with 413 before they are read.
@@ -136,6 +141,9 @@ export function buildApp(options: AppOptions) {
   app.register(siteStore)
   app.register(userStore)
   app.register(sessionStore)
+  // The sites' webhooks, and the sink of events the stores after it are given: what they tell of
+  // goes out as the API's v1 JSON, made by its views (routes/api/webhook-events.ts).
+  app.register(webhookStore, { render: eventRender })
   app.register(tokenStore)
   app.register(discussionStores)
   app.register(oauthStore)
@@ -146,7 +154,9 @@ export function buildApp(options: AppOptions) {
   // Mail, when SERVICE_SMTP_URL is set; then mails 7 days and 1 day before a personal token expires.
   app.register(mail, { settings: config.mail })
   app.register(expiryNotices)
-  // Mail out: the outbox's sender (replies to discussions that came by mail), through that mailer.
+  // Webhooks out: a row of the outbox posted to its endpoint, signed, under its lease.
+  app.register(webhookDelivery, { ...config.webhooks, ...options.webhookDelivery })
+  // The outbox's sender: mail (replies to discussions that came by mail) through that mailer, and webhooks.
   app.register(mailSender, options.outboxEveryMs === undefined ? {} : { firstAfterMs: options.outboxEveryMs, everyMs: options.outboxEveryMs })
   // Mail in, when SERVICE_MAIL_RECEIVER is set: the sites' mailbox addresses, into one pipeline.
   app.register(mailReceiver, { settings: config.mailReceiver, limits: config.files ?? DEFAULT_FILE_LIMITS })
@@ -190,6 +200,8 @@ export function buildApp(options: AppOptions) {
       routes.register(administrationApi)
       // The administrators' mailboxes: the addresses a site takes mail at.
       routes.register(mailboxRoutes)
+      // The administrators' webhooks: where the site's events are posted, and how that went.
+      routes.register(webhookRoutes)
       // The MCP endpoint: its tools are requests to the routes above, with the caller's token.
       routes.register(mcpRoutes, { allowedOrigins: config.mcpAllowedOrigins ?? [] })
       routes.register(apiNotFound)

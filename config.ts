@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { ConfigError } from './lib/config-error.ts'
+import { parseAllowedRanges, type AllowedRange } from './lib/webhook-address.ts'
 import { DEFAULT_FILE_LIMITS, MESSAGE_LIMITS, MiB, type FileLimits } from './lib/files.ts'
 import { connectionsAllowed, defaultMaxConnections, DEFAULT_TIMEOUTS, processOpenFiles, type ConnectionSettings } from './lib/connections.ts'
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from './plugins/http/request-log.ts'
@@ -54,6 +55,8 @@ export interface Config {
   mailReceiver?: ReceiverSettings
   /** SERVICE_MAIL_FETCH_SECONDS: how often IMAP mailboxes are looked at when their servers say nothing (plugins/mail/fetcher.ts). */
   mailFetchSeconds: number
+  /** Where webhooks may be posted and how long a try may take (plugins/webhooks/delivery.ts). */
+  webhooks: WebhookSettings
   /** SERVICE_SMTP_URL and SERVICE_MAIL_FROM: where token expiry notices and administrators' notices are sent from; no mail without them. */
   mail?: MailSettings
   /** The timeouts and connection caps of the HTTP server (lib/connections.ts). */
@@ -123,6 +126,8 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_MAIL_RECEIVER_CERT', fallback: 'none: no STARTTLS', about: 'a PEM file of the certificate (with its chain) the receiver offers STARTTLS with, for the name the MX record points at' },
   { variable: 'SERVICE_MAIL_RECEIVER_KEY', fallback: 'none', about: "the PEM file of that certificate's private key; both or neither" },
   { variable: 'SERVICE_MAIL_FETCH_SECONDS', fallback: '`60`', about: "how often the sites' IMAP mailboxes are looked at for new mail when their servers do not announce it (IDLE), and how soon another process takes over a mailbox whose process died (three times this)" },
+  { variable: 'SERVICE_WEBHOOK_ALLOW', fallback: 'none: only public addresses', about: "private ranges webhooks may be posted to though they are private (internal integrations), CIDR ranges or addresses, comma-separated: `10.20.0.0/16,fd12::/64`; loopback, private, link-local and the like are refused otherwise" },
+  { variable: 'SERVICE_WEBHOOK_TIMEOUT', fallback: '`10`', about: 'seconds a webhook endpoint has to answer a delivery; past it the try failed and is made again later' },
   { variable: 'SERVICE_SMTP_URL', fallback: 'none: no mail', about: '`smtp://user:password@host:587` (STARTTLS when offered) or `smtps://...` (TLS from the start): where expiry notices and the notices of revocations by administrators are sent; never logged' },
   { variable: 'SERVICE_MAIL_FROM', fallback: '`Service Desk <service-desk@` the host of `SERVICE_BASE_URL` `>`', about: 'the From of those mails' },
   { variable: 'SERVICE_REQUEST_TIMEOUT', fallback: '`30`', about: 'seconds a client has to send a whole request, headers and body; then `408` and the connection is closed' },
@@ -254,6 +259,17 @@ function parseOrigins(value: string | undefined): string[] {
     if (url.pathname !== '/') throw new ConfigError(`SERVICE_MCP_ALLOWED_ORIGINS must list origins without a path, such as https://assistant.example.com, not "${part.trim()}"`)
     return url.origin
   })
+}
+
+export interface WebhookSettings {
+  allowed: AllowedRange[]
+  timeoutMs: number
+}
+
+function parseWebhooks(source: ConfigSource): WebhookSettings {
+  const allowed = parseAllowedRanges(source.env.SERVICE_WEBHOOK_ALLOW)
+  if (typeof allowed === 'string') throw new ConfigError(`SERVICE_WEBHOOK_ALLOW: ${allowed}`)
+  return { allowed, timeoutMs: parseCount(source, 'SERVICE_WEBHOOK_TIMEOUT', 10, 300) * 1000 }
 }
 
 export const DEFAULT_SECURITY_LOG_DAYS = 400
@@ -411,6 +427,7 @@ export function loadConfig(source: ConfigSource): Config {
     ...parseLeakReportKey(source),
     securityLogDays: parseCount(source, 'SERVICE_SECURITY_LOG_DAYS', DEFAULT_SECURITY_LOG_DAYS, 3_650),
     mailFetchSeconds: parseCount(source, 'SERVICE_MAIL_FETCH_SECONDS', 60, 3_600),
+    webhooks: parseWebhooks(source),
     sudoMinutes: parseCount(source, 'SERVICE_SUDO_MINUTES', DEFAULT_SUDO_MINUTES, 1_440),
     files: {
       fileBytes: parseCount(source, 'SERVICE_FILE_MAX_MB', DEFAULT_FILE_LIMITS.fileBytes / MiB, MESSAGE_LIMITS.bytes / MiB) * MiB,

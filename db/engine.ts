@@ -12,6 +12,7 @@ import { createDiscussionStore, type DiscussionStore } from './stores/discussion
 import { createFileStore, type FileStore } from './stores/files.ts'
 import { createMailStore, type MailStore } from './stores/mail.ts'
 import { createOutboxStore, type OutboxStore } from './stores/outbox.ts'
+import { createWebhookStore, type EventSink, type WebhookStore } from './stores/webhooks.ts'
 import { createCustomerLinkStore, type CustomerLinkStore } from './stores/customer-links.ts'
 import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
 import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.ts'
@@ -70,8 +71,9 @@ export interface EngineStores {
   users(clock: Clock, box: SecretBox): UserStore
   sessions(clock: Clock): SessionStore
   /** `onFlushError` hears of a batch of last-used times that could not be written. */
-  tokens(clock: Clock, onFlushError?: (error: unknown) => void): TokenStore
-  discussions(clock: Clock, box: SecretBox): DiscussionStore
+  tokens(clock: Clock, onFlushError?: (error: unknown) => void, events?: EventSink): TokenStore
+  /** `events` hears of each change, in its transaction (db/stores/webhooks.ts). */
+  discussions(clock: Clock, box: SecretBox, events?: EventSink): DiscussionStore
   categories(clock: Clock): CategoryStore
   /** The files of attachments (db/stores/files.ts). */
   files(clock: Clock): FileStore
@@ -80,7 +82,9 @@ export interface EngineStores {
   /** What leaves the process, queued with its cause (db/stores/outbox.ts). */
   outbox(clock: Clock): OutboxStore
   /** The links mailed to customers to sign in or to post (db/stores/customer-links.ts); the box digests and seals them. */
-  customerLinks(clock: Clock, box: SecretBox): CustomerLinkStore
+  customerLinks(clock: Clock, box: SecretBox, events?: EventSink): CustomerLinkStore
+  /** The sites' webhook endpoints and the log of their deliveries (db/stores/webhooks.ts); the box seals their secrets. */
+  webhooks(clock: Clock, box: SecretBox): WebhookStore
   /** oidc-provider's records, under the OAuth adapter (db/stores/oauth.ts). */
   oauth(clock: Clock): OAuthStore
   /** The security log (db/stores/security-log.ts). */
@@ -100,13 +104,14 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     sites: (clock) => guard(createSiteStore(port, clock)),
     users: (clock, box) => guard(createUserStore(port, clock, box)),
     sessions: (clock) => guard(createSessionStore(port, clock)),
-    tokens: (clock, onFlushError) => guard(createTokenStore(port, clock, onFlushError)),
-    discussions: (clock, box) => guard(createDiscussionStore(port, clock, box, listingOf)),
+    tokens: (clock, onFlushError, events) => guard(createTokenStore(port, clock, onFlushError, events)),
+    discussions: (clock, box, events) => guard(createDiscussionStore(port, clock, box, listingOf, events)),
     categories: (clock) => guard(createCategoryStore(port, clock)),
     files: (clock) => guard(createFileStore(port, clock)),
     mail: (clock, box) => guard(createMailStore(port, clock, box)),
     outbox: (clock) => guard(createOutboxStore(port, clock)),
-    customerLinks: (clock, box) => guard(createCustomerLinkStore(port, clock, box)),
+    customerLinks: (clock, box, events) => guard(createCustomerLinkStore(port, clock, box, events)),
+    webhooks: (clock, box) => guard(createWebhookStore(port, clock, box)),
     oauth: (clock) => guard(createOAuthStore(port, clock)),
     securityLog: (clock) => guard(createSecurityLog(port, clock)),
     inventory: (clock) => guard(createCredentialInventory(port, clock)),

@@ -24,12 +24,26 @@ export type CommentVia = (typeof commentVias)[number]
 
 // What leaves the process through the outbox (db/stores/outbox.ts), and where each message is.
 // reply_mail: a staff reply mailed to its customer; acknowledgement: the automatic answer to a new discussion by mail;
-// sign_in_link and confirmation: a customer's link to sign in, or to post what they wrote as a visitor (db/stores/customer-links.ts).
-export const outboxKinds = ['reply_mail', 'acknowledgement', 'sign_in_link', 'confirmation'] as const
+// sign_in_link and confirmation: a customer's link to sign in, or to post what they wrote as a visitor (db/stores/customer-links.ts);
+// webhook: an event posted to one of the site's webhook endpoints; webhook_disabled: the mail telling an administrator that one was switched off (db/stores/webhooks.ts).
+export const outboxKinds = ['reply_mail', 'acknowledgement', 'sign_in_link', 'confirmation', 'webhook', 'webhook_disabled'] as const
 export type OutboxKind = (typeof outboxKinds)[number]
 // What a link mailed to a customer does when followed (db/stores/customer-links.ts).
 export const linkPurposes = ['sign_in', 'discussion'] as const
 export type LinkPurpose = (typeof linkPurposes)[number]
+// The events a webhook endpoint can ask for (docs/decisions.md, "Webhooks"): each posts the v1 JSON of its resource.
+export const webhookEvents = [
+  'discussion.created',
+  'discussion.updated',
+  'discussion.deleted',
+  'discussion.restored',
+  'comment.created',
+  'token.created',
+  'token.revoked',
+  'token.leaked',
+  'application.authorized',
+] as const
+export type WebhookEvent = (typeof webhookEvents)[number]
 export const outboxStates = ['queued', 'sent', 'failed'] as const
 export type OutboxState = (typeof outboxStates)[number]
 

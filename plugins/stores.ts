@@ -13,6 +13,8 @@ import type { SessionStore } from '../db/stores/sessions.ts'
 import type { SiteStore } from '../db/stores/sites.ts'
 import type { TokenStore } from '../db/stores/tokens.ts'
 import type { UserStore } from '../db/stores/users.ts'
+import { createEventSink, type EventRender, type EventSink, type StoreEvent, type WebhookStore } from '../db/stores/webhooks.ts'
+import type { Urls } from '../lib/urls.ts'
 
 // Every store is built by the database's engine (db/engine.ts), which knows nothing of Fastify
 // (the CLI builds the same stores); each plugin here builds one over the app's database and decorates the instance
@@ -34,6 +36,11 @@ declare module 'fastify' {
     securityLog: SecurityLogStore
     inventory: CredentialInventory
     secondFactors: SecondFactorStore
+    webhooks: WebhookStore
+    /** Tells the site's webhooks of a change, in the change's transaction (db/stores/webhooks.ts); the stores are given it. */
+    events: EventSink
+    /** Tells of an event whose cause another library wrote (an application authorized): in a transaction of its own, right after. */
+    tellAfter(event: StoreEvent): Promise<void>
   }
 }
 
@@ -61,32 +68,47 @@ export const sessionStore = fp(
   { ...STORE, name: 'session-store' },
 )
 
+/**
+ * The sites' webhook endpoints, and the sink of events the other stores are given: `render` makes
+ * an event's resource its v1 JSON (app.ts passes the routes' views, which the stores cannot see).
+ */
+export const webhookStore = fp<{ render: (urls: Urls) => EventRender }>(
+  async (fastify, { render }) => {
+    const events = createEventSink(fastify.clock, render(fastify.urls))
+    const webhooks = fastify.database.webhooks(fastify.clock, fastify.secretBox)
+    fastify.decorate('webhooks', webhooks)
+    fastify.decorate('events', events)
+    fastify.decorate('tellAfter', (event: StoreEvent) => webhooks.tell(events, event))
+  },
+  { ...STORE, name: 'webhook-store', dependencies: [...STORE.dependencies, 'server-key'] },
+)
+
 /** Personal API tokens: create, list, revoke, look up, and the batched last-used writes. */
 export const tokenStore = fp(
   async (fastify) => {
     const tokens = fastify.database.tokens(fastify.clock, (error) => {
       fastify.log.warn({ err: error }, 'could not record when personal tokens were last used')
-    })
+    }, fastify.events)
     fastify.decorate('tokens', tokens)
     // Registered after the database plugin, so this runs before the file is closed.
     fastify.addHook('onClose', async () => {
       await tokens.flush()
     })
   },
-  { ...STORE, name: 'token-store' },
+  { ...STORE, name: 'token-store', dependencies: [...STORE.dependencies, 'webhook-store'] },
 )
 
 /** Discussions, their comments, the files attached to them, the categories they are filed in, and the mail that makes them. */
 export const discussionStores = fp(
   async (fastify) => {
-    fastify.decorate('discussions', fastify.database.discussions(fastify.clock, fastify.secretBox))
+    fastify.decorate('discussions', fastify.database.discussions(fastify.clock, fastify.secretBox, fastify.events))
     fastify.decorate('categories', fastify.database.categories(fastify.clock))
     fastify.decorate('files', fastify.database.files(fastify.clock))
     fastify.decorate('mailboxes', fastify.database.mail(fastify.clock, fastify.secretBox))
     fastify.decorate('outbox', fastify.database.outbox(fastify.clock))
-    fastify.decorate('customerLinks', fastify.database.customerLinks(fastify.clock, fastify.secretBox))
+    fastify.decorate('customerLinks', fastify.database.customerLinks(fastify.clock, fastify.secretBox, fastify.events))
   },
-  { ...STORE, name: 'discussion-stores', dependencies: [...STORE.dependencies, 'server-key'] },
+  { ...STORE, name: 'discussion-stores', dependencies: [...STORE.dependencies, 'server-key', 'webhook-store'] },
 )
 
 /** oidc-provider's records (sessions, grants, codes, tokens, clients), which the OAuth adapter keeps here. */

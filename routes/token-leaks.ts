@@ -56,7 +56,7 @@ const tokenLeakRoutes: FastifyPluginAsyncTypebox<{ key: string | undefined }> = 
     if (token.revokedAt || token.expiresAt.getTime() <= clock()) return 'already_inactive'
     let revoked: Awaited<ReturnType<typeof tokens.revoke>>
     try {
-      revoked = await tokens.revoke(token.siteId, token.id)
+      revoked = await tokens.revoke(token.siteId, token.id, undefined, true)
     } catch (error) {
       // Revoked meanwhile (by the page, the CLI, or a report naming it twice).
       if (error instanceof StoreError) return 'already_inactive'

@@ -419,6 +419,34 @@ export const mailMessages = pgTable(
   (t) => [pgUniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), pgIndex('mail_messages_discussion_idx').on(t.discussionId)],
 )
 
+// A site's webhook endpoint (db/stores/webhooks.ts; docs/decisions.md, "Webhooks"): where its events
+// are posted, which ones, and the secret that signs them, sealed under the server key. After a
+// rotation the secret it replaced signs beside the new one until `previous_until`.
+export const webhooks = pgTable(
+  'webhooks',
+  {
+    id: id(),
+    siteId: siteReference(),
+    url: pgText('url').notNull(),
+    description: pgText('description').notNull().default(''),
+    // The events it asks for: names of db/values.ts's webhookEvents, separated by spaces.
+    events: pgText('events').notNull(),
+    // Whether comment.created tells it of internal notes too.
+    internalComments: pgBoolean('internal_comments').notNull().default(false),
+    enabled: pgBoolean('enabled').notNull().default(true),
+    secret: pgText('secret').notNull(),
+    previousSecret: pgText('previous_secret'),
+    previousUntil: moment('previous_until'),
+    // Since when every delivery to it has failed; null after one succeeds. Switched off when it has
+    // failed for days, with the reason here.
+    failingSince: moment('failing_since'),
+    disabledReason: pgText('disabled_reason'),
+    createdAt: moment('created_at').notNull(),
+    updatedAt: moment('updated_at').notNull(),
+  },
+  (t) => [pgIndex('webhooks_site_idx').on(t.siteId)],
+)
+
 export const outbox = pgTable(
   'outbox',
   {
@@ -426,6 +454,9 @@ export const outbox = pgTable(
     siteId: siteReference(),
     // The comment it tells of; none for a customer's link (sign_in_link, confirmation).
     commentId: pgInteger('comment_id').references(() => comments.id, { onDelete: 'cascade' }),
+    // The endpoint a webhook row is posted to, and its event's id (the webhook-id of every try).
+    webhookId: pgInteger('webhook_id').references(() => webhooks.id, { onDelete: 'cascade' }),
+    eventId: pgText('event_id'),
     kind: pgText('kind', { enum: outboxKinds }).notNull(),
     payload: pgText('payload').notNull(),
     state: pgText('state', { enum: outboxStates }).notNull().default('queued'),
@@ -436,7 +467,28 @@ export const outbox = pgTable(
     sentAt: moment('sent_at'),
     createdAt: moment('created_at').notNull(),
   },
-  (t) => [pgIndex('outbox_due_idx').on(t.state, t.nextAttemptAt), pgIndex('outbox_comment_idx').on(t.commentId)],
+  (t) => [pgIndex('outbox_due_idx').on(t.state, t.nextAttemptAt), pgIndex('outbox_comment_idx').on(t.commentId), pgIndex('outbox_webhook_idx').on(t.webhookId)],
+)
+
+// Each try to post an event to a webhook endpoint, kept three days (db/stores/webhooks.ts): its
+// answer's status (null when none came), how long it took, and the first bytes of what it said.
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: id(),
+    webhookId: pgInteger('webhook_id')
+      .notNull()
+      .references(() => webhooks.id, { onDelete: 'cascade' }),
+    outboxId: pgInteger('outbox_id').references(() => outbox.id, { onDelete: 'set null' }),
+    eventId: pgText('event_id').notNull(),
+    eventType: pgText('event_type').notNull(),
+    attemptedAt: moment('attempted_at').notNull(),
+    status: pgInteger('status'),
+    durationMs: pgInteger('duration_ms').notNull(),
+    answer: pgText('answer').notNull().default(''),
+    error: pgText('error'),
+  },
+  (t) => [pgIndex('webhook_deliveries_webhook_idx').on(t.webhookId, t.attemptedAt)],
 )
 
 // A link mailed to a customer (db/stores/customer-links.ts): to sign in, or to post the discussion a

@@ -515,6 +515,34 @@ export const mailMessages = sqliteTable(
 // What leaves the process (docs/decisions.md, "Mail"): written in the transaction of its cause (a
 // public reply to a discussion that came by mail), sent by the sender under a lease, retried with
 // backoff, each try's outcome kept. `payload` is the message as JSON (addresses, headers, text).
+// A site's webhook endpoint (db/stores/webhooks.ts; docs/decisions.md, "Webhooks"): where its events
+// are posted, which ones, and the secret that signs them, sealed under the server key. After a
+// rotation the secret it replaced signs beside the new one until `previous_until`.
+export const webhooks = sqliteTable(
+  'webhooks',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    url: text('url').notNull(),
+    description: text('description').notNull().default(''),
+    // The events it asks for: names of db/values.ts's webhookEvents, separated by spaces.
+    events: text('events').notNull(),
+    // Whether comment.created tells it of internal notes too.
+    internalComments: integer('internal_comments', { mode: 'boolean' }).notNull().default(false),
+    enabled: integer('enabled', { mode: 'boolean' }).notNull().default(true),
+    secret: text('secret').notNull(),
+    previousSecret: text('previous_secret'),
+    previousUntil: moment('previous_until'),
+    // Since when every delivery to it has failed; null after one succeeds. Switched off when it has
+    // failed for days, with the reason here.
+    failingSince: moment('failing_since'),
+    disabledReason: text('disabled_reason'),
+    createdAt: moment('created_at').notNull(),
+    updatedAt: moment('updated_at').notNull(),
+  },
+  (t) => [index('webhooks_site_idx').on(t.siteId)],
+)
+
 export const outbox = sqliteTable(
   'outbox',
   {
@@ -522,6 +550,9 @@ export const outbox = sqliteTable(
     siteId: siteReference(),
     // The comment it tells of; none for a customer's link (sign_in_link, confirmation).
     commentId: integer('comment_id').references(() => comments.id, { onDelete: 'cascade' }),
+    // The endpoint a webhook row is posted to, and its event's id (the webhook-id of every try).
+    webhookId: integer('webhook_id').references(() => webhooks.id, { onDelete: 'cascade' }),
+    eventId: text('event_id'),
     kind: text('kind', { enum: outboxKinds }).notNull(),
     payload: text('payload').notNull(),
     state: text('state', { enum: outboxStates }).notNull().default('queued'),
@@ -532,7 +563,28 @@ export const outbox = sqliteTable(
     sentAt: moment('sent_at'),
     createdAt: moment('created_at').notNull(),
   },
-  (t) => [index('outbox_due_idx').on(t.state, t.nextAttemptAt), index('outbox_comment_idx').on(t.commentId)],
+  (t) => [index('outbox_due_idx').on(t.state, t.nextAttemptAt), index('outbox_comment_idx').on(t.commentId), index('outbox_webhook_idx').on(t.webhookId)],
+)
+
+// Each try to post an event to a webhook endpoint, kept three days (db/stores/webhooks.ts): its
+// answer's status (null when none came), how long it took, and the first bytes of what it said.
+export const webhookDeliveries = sqliteTable(
+  'webhook_deliveries',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    webhookId: integer('webhook_id')
+      .notNull()
+      .references(() => webhooks.id, { onDelete: 'cascade' }),
+    outboxId: integer('outbox_id').references(() => outbox.id, { onDelete: 'set null' }),
+    eventId: text('event_id').notNull(),
+    eventType: text('event_type').notNull(),
+    attemptedAt: moment('attempted_at').notNull(),
+    status: integer('status'),
+    durationMs: integer('duration_ms').notNull(),
+    answer: text('answer').notNull().default(''),
+    error: text('error'),
+  },
+  (t) => [index('webhook_deliveries_webhook_idx').on(t.webhookId, t.attemptedAt)],
 )
 
 // A link mailed to a customer (db/stores/customer-links.ts): to sign in, or to post the discussion a

@@ -6,6 +6,7 @@ import { CUSTOMER_LINK_PREFIX, generateToken } from '../../lib/token-format.ts'
 import type { LinkPurpose } from '../values.ts'
 import { createAuthors } from './discussion-authors.ts'
 import { createDiscussionIn } from './discussions.ts'
+import { noEvents, type EventSink } from './webhooks.ts'
 import { queueCustomerMail, type OutboxMail } from './outbox.ts'
 import { isStaffRole } from './staff.ts'
 import { findUserByEmail, roleOn } from './users.ts'
@@ -41,7 +42,7 @@ export type LinkFollowed =
   /** The discussion the link posted (now or at an earlier follow), and who to sign in: its author, when a customer. */
   | { kind: 'posted'; number: number; userId: number | null; again: boolean }
 
-export function createCustomerLinkStore(port: StorePort, clock: Clock, box: SecretBox) {
+export function createCustomerLinkStore(port: StorePort, clock: Clock, box: SecretBox, events: EventSink = noEvents) {
   const { db, tables: { customerLinks, discussions } } = port
   const authorOf = createAuthors(clock, box)
 
@@ -143,7 +144,7 @@ export function createCustomerLinkStore(port: StorePort, clock: Clock, box: Secr
           via: 'web',
           supporterId: 0,
           onBehalfOf: { email: link.email, name: pending.name },
-        })
+        }, events)
         await tx.db.update(customerLinks).set({ discussionId: discussion.id, payload: null }).where(eq(customerLinks.id, link.id))
         return { kind: 'posted', number: discussion.number, userId: await signInAs(tx, siteId, discussion.authorId), again: false }
       })

@@ -12,6 +12,7 @@ import { StoreError, VersionMoved } from './errors.ts'
 import { claimUploads } from './files.ts'
 import { queueReplyMail } from './outbox.ts'
 import { bumpSiteVersion, lockSite } from './sites.ts'
+import { noEvents, type EventSink } from './webhooks.ts'
 
 export type { DiscussionRow } from './discussion-listing.ts'
 export type { Action } from './discussion-states.ts'
@@ -211,13 +212,14 @@ async function checkCategory(port: StorePort, siteId: number, id: number, field:
 
 /**
  * Creates a discussion with its opening post (comment 1) in the transaction of `port` and returns
- * both, as written. A category that is not the site's is a StoreError (not_found).
+ * both, as written, telling `events` of it. A category that is not the site's is a StoreError (not_found).
  */
 export async function createDiscussionIn(
   port: StorePort,
   clock: Clock,
   authorOf: Authors,
   input: NewDiscussion,
+  events: EventSink = noEvents,
 ): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
   const write = writes(port)
   // Held until commit: the next create on this site reads the highest number after this one's.
@@ -258,6 +260,7 @@ export async function createDiscussionIn(
   await bumpSiteVersion(port, input.siteId)
   // The opening post's author is the discussion's: the row just read names them.
   const comment: CommentRow = { id, ...opening, createdAt: now, authorEmail: discussion.authorEmail, authorName: discussion.authorName }
+  await events(port, { type: 'discussion.created', siteId: input.siteId, discussion, comment })
   return { discussion, comment }
 }
 
@@ -270,6 +273,7 @@ export function createDiscussionStore(
   clock: Clock,
   box: SecretBox,
   listingOf: ListingOf,
+  events: EventSink = noEvents,
 ) {
   const { db, tables: { comments, discussions, users } } = port
   const counts = createDiscussionCounts(port)
@@ -289,12 +293,13 @@ export function createDiscussionStore(
     .offset(p('offset'))
     .prepare('discussions_comments')
 
-  /** Reads the discussion under its row lock, asks `decide` what changes, writes that and moves the counts. */
+  /** Reads the discussion under its row lock, asks `decide` what changes, writes that, moves the counts and tells `events` (as `event`). */
   function change(
     siteId: number,
     number: number,
     decide: (tx: StorePort, d: DiscussionRow) => Promise<Partial<Discussion> | null>,
     expected?: Expected,
+    event: (after: DiscussionRow) => 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' = () => 'discussion.updated',
   ): Promise<DiscussionRow> {
     return port.atomic(async (tx) => {
       const before = await getIn(tx, siteId, number, true)
@@ -305,6 +310,7 @@ export function createDiscussionStore(
       await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt) })
       await moveCount(tx, counted(before), counted(after))
       await bumpSiteVersion(tx, siteId)
+      await events(tx, { type: event(after), siteId, discussion: after })
       return after
     })
   }
@@ -341,7 +347,7 @@ export function createDiscussionStore(
      * need to read them back. A category that is not the site's is a StoreError (not_found).
      */
     create(input: NewDiscussion): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
-      return port.atomic((tx) => createDiscussionIn(tx, clock, authorOf, input))
+      return port.atomic((tx) => createDiscussionIn(tx, clock, authorOf, input, events))
     },
 
     /** Adds a comment and moves the discussion's state as a reply does. */
@@ -377,6 +383,7 @@ export function createDiscussionStore(
         await bumpSiteVersion(tx, input.siteId)
         const discussion = await getIn(tx, input.siteId, input.number)
         const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
+        await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment })
         return { discussion, comment }
       })
     },
@@ -402,7 +409,7 @@ export function createDiscussionStore(
         const state = stateAfterAction(d.state, action, d.stateBeforeDelete)
         if (state === d.state) return null
         return { state, stateBeforeDelete: state === 'deleted' ? d.state : null }
-      }, expected)
+      }, expected, (after) => (after.state === 'deleted' ? 'discussion.deleted' : action === 'restore' ? 'discussion.restored' : 'discussion.updated'))
     },
   }
 }

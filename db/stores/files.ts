@@ -134,6 +134,12 @@ async function usageIn(port: StorePort, siteId: number): Promise<number> {
   return Number(bytes ?? 0)
 }
 
+/** The attachments a comment carries, oldest first, read on `port` (in a transaction, those it just claimed). */
+export function attachmentsOf(port: StorePort, commentId: number): Promise<Attachment[]> {
+  const { attachments, files } = port.tables
+  return port.db.select(columns(port)).from(attachments).innerJoin(files, eq(files.id, attachments.fileId)).where(eq(attachments.commentId, commentId)).orderBy(asc(attachments.id))
+}
+
 export function createFileStore(port: StorePort, clock: Clock) {
   const { db, tables: { attachments, comments, discussions, filePieces, files } } = port
   const p = sql.placeholder

@@ -3,6 +3,7 @@ import { unguarded, type StorePort } from '../port.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
 import { fingerprint, generatePersonalToken } from '../../lib/token-format.ts'
 import { eventRow } from './security-log.ts'
+import { noEvents, type EventSink, type EventToken } from './webhooks.ts'
 import { checkTokenPolicy, policyOf } from './site-policy.ts'
 import { membershipOn, staffColumn } from './staff.ts'
 import {
@@ -43,7 +44,14 @@ export interface ShortenedToken {
   owner: { id: number; email: string; name: string }
 }
 
-export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (error: unknown) => void) {
+/** A token as its events tell of it (db/stores/webhooks.ts), with its owner read in the transaction `tx`. */
+async function eventToken(tx: StorePort, token: PersonalToken): Promise<EventToken> {
+  const { users } = tx.tables
+  const [owner] = await tx.db.select({ email: users.email, name: users.name }).from(users).where(eq(users.id, token.userId))
+  return { id: token.id, name: token.name, access: token.access, createdAt: token.createdAt, lastUsedAt: token.lastUsedAt, expiresAt: token.expiresAt, revokedAt: token.revokedAt, owner: owner! }
+}
+
+export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (error: unknown) => void, events: EventSink = noEvents) {
   const { db, tables: { memberships, personalTokenAddresses, personalTokens, securityEvents, sites, users } } = port
   const ownerSelection = { email: users.email, disabled: users.disabled, staff: staffColumn(memberships) }
   const ownerMembership = membershipOn(memberships, personalTokens.siteId, personalTokens.userId)
@@ -210,6 +218,7 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
         checkTokenPolicy(policyOf((await policy.execute({ siteId }))[0]), checked, found.administrator === true)
         checkActiveTokens(await activeCount(tx, userId))
         const [token] = await tx.db.insert(personalTokens).values(newTokenRow(checked, value, clock())).returning()
+        await events(tx, { type: 'token.created', siteId, token: await eventToken(tx, token!) })
         return { value, token }
       })
     },
@@ -273,20 +282,27 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
       })
     },
 
-    /** Marks the token revoked; it is refused from the next request on. */
-    async revoke(siteId: number, id: number, userId?: number): Promise<PersonalToken> {
+    /** Marks the token revoked; it is refused from the next request on. `leaked`: because it was found in public (told as token.leaked too). */
+    async revoke(siteId: number, id: number, userId?: number, leaked = false): Promise<PersonalToken> {
       const which = and(eq(personalTokens.id, id), eq(personalTokens.siteId, siteId))
       const where = userId === undefined ? which : and(which, eq(personalTokens.userId, userId))
-      // One statement, so of two concurrent revocations exactly one succeeds.
-      const [revoked] = await db
-        .update(personalTokens)
-        .set({ revokedAt: new Date(clock()) })
-        .where(and(where, isNull(personalTokens.revokedAt)))
-        .returning()
-      if (revoked) return revoked
-      const [token] = await db.select({ id: personalTokens.id }).from(personalTokens).where(where)
-      if (!token) throw noSuchToken(id)
-      throw tokenAlreadyRevoked(id)
+      return port.atomic(async (tx) => {
+        // One statement, so of two concurrent revocations exactly one succeeds.
+        const [revoked] = await tx.db
+          .update(personalTokens)
+          .set({ revokedAt: new Date(clock()) })
+          .where(and(where, isNull(personalTokens.revokedAt)))
+          .returning()
+        if (revoked) {
+          const token = await eventToken(tx, revoked)
+          await events(tx, { type: 'token.revoked', siteId, token })
+          if (leaked) await events(tx, { type: 'token.leaked', siteId, token })
+          return revoked
+        }
+        const [token] = await tx.db.select({ id: personalTokens.id }).from(personalTokens).where(where)
+        if (!token) throw noSuchToken(id)
+        throw tokenAlreadyRevoked(id)
+      })
     },
 
     /** A token of a site by id, with the addresses it was last used from; undefined if none. */

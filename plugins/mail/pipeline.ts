@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser'
 import type { Engine, EngineStores } from '../../db/engine.ts'
+import type { EventSink } from '../../db/stores/webhooks.ts'
 import type { DiscussionStore } from '../../db/stores/discussions.ts'
 import { StoreError } from '../../db/stores/errors.ts'
 import { saveFile, type Attachment, type FileStore } from '../../db/stores/files.ts'
@@ -49,6 +50,8 @@ export interface Pipeline {
   clock: Clock
   box: SecretBox
   limits: FileLimits
+  /** What the discussions made by mail tell the site's webhooks (db/stores/webhooks.ts). */
+  events: EventSink
 }
 
 /** The pipeline of an app: its stores, clock and key, and the files' limits. */
@@ -62,6 +65,7 @@ export function pipelineOf(fastify: FastifyInstance, limits: FileLimits): Pipeli
     clock: fastify.clock,
     box: fastify.secretBox,
     limits,
+    events: fastify.events,
   }
 }
 
@@ -130,7 +134,7 @@ async function firstCategory(stores: EngineStores, clock: Clock, siteId: number)
  * (the database unreachable): the door then asks the sender to try again.
  */
 export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buffer, senderVerified: boolean | null = null, position?: FetchPosition): Promise<Outcome> {
-  const { database, discussions, files, mailboxes, clock, box, limits } = pipeline
+  const { database, discussions, files, mailboxes, clock, box, limits, events } = pipeline
   const siteId = mailbox.siteId
   const parsed = await simpleParser(raw, { skipImageLinks: true, skipTextLinks: true })
   const from = firstAddress(parsed.from)
@@ -174,7 +178,7 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
     else await keep('original-message.txt', Buffer.from(withoutNul(parsed.text ?? '')))
     const body = commentText(parsed, isReply, notes)
     const outcome = await database.atomic(async (stores) => {
-      const inside = stores.discussions(clock, box)
+      const inside = stores.discussions(clock, box, events)
       const posted = { siteId, supporterId: customer.id, onBehalfOf: { email: customer.email }, via: 'email' as const, uploads: uploads.map((u) => u.id) }
       const made = isReply
         ? await inside.reply({ ...posted, number: answered!.number, body, internal: automatic !== null })

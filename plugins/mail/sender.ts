@@ -1,11 +1,12 @@
 import fp from 'fastify-plugin'
-import { mailOf, type OutboxMail } from '../../db/stores/outbox.ts'
+import { mailOf, type OutboxMail, type OutboxRow } from '../../db/stores/outbox.ts'
 import { failureWords } from '../../lib/imap.ts'
 import { createMailer, type Mailer } from '../../lib/mailer.ts'
 import { repeatInBackground } from '../background.ts'
 
 // The sender of the outbox (docs/decisions.md, "Mail"): every few seconds, by whichever process
-// runs, it takes the due rows one by one under a lease (so two processes never send one row at
+// runs, it takes the due rows under a lease; a webhook's goes to plugins/webhooks/delivery.ts, a
+// mail it sends itself. Each mail row is taken under a lease (so two processes never send one row at
 // once, and a process that dies mid-send lets it go when the lease ends), sends each through the
 // SMTP address of the mailbox it leaves from, or the service's mailer (SERVICE_SMTP_URL) when the
 // mailbox has none, and records the try: sent; or tried again later, with a backoff; or failed for
@@ -16,6 +17,10 @@ export const SEND_EVERY_MS = 5_000
 /** How long a row is held while it is sent. */
 export const LEASE_MS = 60_000
 export const MAX_TRIES = 8
+/** How many due rows are read at a time, how many webhooks are posted at once, and how many batches one run sends at most. */
+const BATCH = 20
+const PARALLEL = 8
+const MAX_BATCHES = 10
 /** The wait before try n+1: a minute, doubling, at most six hours. */
 export const backoffMs = (tries: number) => Math.min(60_000 * 2 ** (tries - 1), 6 * 60 * 60 * 1000)
 
@@ -56,36 +61,55 @@ export default fp<{ firstAfterMs?: number; everyMs?: number }>(
     const withPage = ({ page, mailboxId: _mailbox, ...message }: OutboxMail) =>
       page ? { ...message, text: `${message.text}\n\n-- \nRead and answer it on the web: ${urls.siteWeb(page.site)}/help/${page.number}` } : message
 
+    /** Sends one mail row of the outbox under its lease; whether it was sent. */
+    async function sendMail(row: OutboxRow): Promise<boolean> {
+      const message = mailOf(row, secretBox)
+      if (!message) {
+        // Sealed under another server key (the key was changed since): it can never be read.
+        await outbox.tried(row.id, 'sealed under another server key: it cannot be read', null)
+        return false
+      }
+      const mailer = await mailerOf(message.mailboxId)
+      if (!mailer.enabled) {
+        // Looked at again in a while, so the rows behind it are not held up.
+        await outbox.postpone(row.id, NO_WAY_OUT, new Date(fastify.clock() + backoffMs(1)))
+        return false
+      }
+      if (!(await outbox.claim(row.id, LEASE_MS))) return false
+      try {
+        await mailer.send(withPage(message))
+        await outbox.sent(row.id)
+        return true
+      } catch (error) {
+        const { words, permanent } = failureOf(error)
+        const tries = row.attempts + 1
+        const retryAt = permanent || tries >= MAX_TRIES ? null : new Date(fastify.clock() + backoffMs(tries))
+        await outbox.tried(row.id, words, retryAt)
+        fastify.log.warn({ outbox: { id: row.id, kind: row.kind, tries, permanent, retryAt } }, 'a mail of the outbox was not sent')
+        return false
+      }
+    }
+
+    /**
+     * Sends what is due, BATCH rows at a time, until a batch comes back short or after
+     * MAX_BATCHES; how many went. Mail leaves one row after another, in the order it was queued;
+     * webhooks PARALLEL at once, so a slow endpoint holds up only its own rows.
+     */
     async function sendOutbox(): Promise<number> {
       let sent = 0
-      for (const row of await outbox.due(20)) {
-        const message = mailOf(row, secretBox)
-        if (!message) {
-          // Sealed under another server key (the key was changed since): it can never be read.
-          await outbox.tried(row.id, 'sealed under another server key: it cannot be read', null)
-          continue
-        }
-        const mailer = await mailerOf(message.mailboxId)
-        if (!mailer.enabled) {
-          // Looked at again in a while, so the rows behind it are not held up.
-          await outbox.postpone(row.id, NO_WAY_OUT, new Date(fastify.clock() + backoffMs(1)))
-          continue
-        }
-        if (!(await outbox.claim(row.id, LEASE_MS))) continue
-        try {
-          await mailer.send(withPage(message))
-          await outbox.sent(row.id)
-          sent++
-        } catch (error) {
-          const { words, permanent } = failureOf(error)
-          const tries = row.attempts + 1
-          const retryAt = permanent || tries >= MAX_TRIES ? null : new Date(fastify.clock() + backoffMs(tries))
-          await outbox.tried(row.id, words, retryAt)
-          fastify.log.warn({ outbox: { id: row.id, kind: row.kind, tries, permanent, retryAt } }, 'a reply mail was not sent')
-        }
+      const drain = async (queue: OutboxRow[], send: (row: OutboxRow) => Promise<boolean>) => {
+        for (let row = queue.shift(); row; row = queue.shift()) if (await send(row)) sent++
+      }
+      for (let batch = 0; batch < MAX_BATCHES; batch++) {
+        const rows = await outbox.due(BATCH)
+        const hooks = rows.filter((row) => row.kind === 'webhook')
+        const mails = rows.filter((row) => row.kind !== 'webhook')
+        await Promise.all([drain(mails, sendMail), ...Array.from({ length: PARALLEL }, () => drain(hooks, fastify.deliverWebhook))])
+        if (rows.length < BATCH) break
       }
       return sent
     }
+
     fastify.decorate('sendOutbox', sendOutbox)
     repeatInBackground(fastify, { firstAfterMs, everyMs }, async () => {
       try {
@@ -95,5 +119,5 @@ export default fp<{ firstAfterMs?: number; everyMs?: number }>(
       }
     })
   },
-  { name: 'mail-sender', fastify: '5.x', dependencies: ['mail', 'discussion-stores'] },
+  { name: 'mail-sender', fastify: '5.x', dependencies: ['mail', 'discussion-stores', 'webhook-delivery'] },
 )

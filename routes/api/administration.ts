@@ -94,7 +94,7 @@ export const ChoiceBody = Type.Object({
   dry_run: Type.Object({ max_token_days: Type.Integer(), tokens: Type.Integer(), people: Type.Integer() }),
 })
 
-function credentialView(entry: InventoryEntry): Static<typeof Credential> {
+export function credentialView(entry: InventoryEntry): Static<typeof Credential> {
   const at = (date: Date | null) => (date ? moment(date) : null)
   return {
     id: entry.id,

@@ -153,9 +153,16 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
       // the library finds nothing left to consent to. offline_access stays in a request only with
       // prompt=consent, then must be granted like them, or consent is asked again and again.
       grant.addOIDCScope(scope.split(' ').includes('offline_access') ? `${offered} offline_access` : offered)
-      result = { login: { accountId }, consent: { grantId: await grant.save() } }
+      const grantId = await grant.save()
+      result = { login: { accountId }, consent: { grantId } }
       const detail = { client_id: client.clientId, application: client.clientName ?? client.clientId, access: accessLabel(offered).label }
       await logPageEvent(request, 'oauth_authorized', detail)
+      // oidc-provider saved the grant through its adapter: its event follows in a transaction of its own.
+      await fastify.tellAfter({
+        type: 'application.authorized',
+        siteId: site.id,
+        application: { grantId, clientId: client.clientId, name: detail.application, access: writes(offered) ? 'write' : 'read', owner: { email: user.email, name: user.name }, createdAt: new Date(fastify.clock()) },
+      })
     } else {
       result = { error: 'access_denied', error_description: 'The supporter denied the application access.' }
     }

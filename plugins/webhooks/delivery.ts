@@ -1,0 +1,156 @@
+import { performance } from 'node:perf_hooks'
+import fp from 'fastify-plugin'
+import { Webhook as Signer } from 'standardwebhooks'
+import type { OutboxRow } from '../../db/stores/outbox.ts'
+import { TEST_EVENT, type Webhook } from '../../db/stores/webhooks.ts'
+import { DAY_MS } from '../../lib/clock.ts'
+import { parseWebhookUrl, type AllowedRange } from '../../lib/webhook-address.ts'
+import { StoreError } from '../../db/stores/errors.ts'
+import { repeatInBackground } from '../background.ts'
+import { post, target, type Answer, type Resolve } from './post.ts'
+
+// The delivery of a webhook row of the outbox (docs/decisions.md, "Webhooks"), which the outbox's
+// sender (plugins/mail/sender.ts) hands here: under the row's lease, signed as Standard Webhooks
+// asks (webhook-id, the event's, the same on every try; webhook-timestamp; webhook-signature, by
+// each secret that signs now), posted once (plugins/webhooks/post.ts), each try in the log. A 2xx
+// delivers it. A 5xx, 408, 429, a timeout or a refused connection is tried again on
+// RETRY_SCHEDULE_MS, with jitter, for about a day; any other answer (a redirect, which is not
+// followed, or a 4xx) and an address refused end it. An endpoint that has failed every try for
+// FAILING_DAYS is switched off, and its site's administrators are mailed.
+
+/** The wait before each try again, after the first: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (27.6 hours in all). */
+export const RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]
+/** The jitter of each wait: up to a tenth either way. */
+export const JITTER = 0.1
+/** How long an endpoint fails every try before it is switched off. */
+export const FAILING_DAYS = 5
+/** How long a try may take, by default. */
+export const DEFAULT_TIMEOUT_MS = 10_000
+/** The lease on a row while it is posted: past any try's deadline. */
+const LEASE_MS = 60_000
+
+export interface DeliverySettings {
+  /** The ranges the operator allows though they are private (SERVICE_WEBHOOK_ALLOW). */
+  allowed?: readonly AllowedRange[]
+  timeoutMs?: number
+  /** A number in [0, 1) for the jitter; Math.random by default. */
+  random?: () => number
+  /** How names are looked up; the system's by default. */
+  resolve?: Resolve
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Posts a webhook row of the outbox once, under its lease; whether it was delivered. */
+    deliverWebhook(row: OutboxRow): Promise<boolean>
+    /** The webhook address as kept, checked against the ranges this service refuses (a StoreError on `url` otherwise). */
+    webhookUrl(value: string): string
+  }
+}
+
+/** How often the log of tries older than three days is pruned. */
+const PRUNE_EVERY_MS = 60 * 60 * 1000
+
+/** The wait before try `tries + 1` (after `tries` failed), with its jitter; null when the schedule is done. */
+export function retryDelay(tries: number, random: () => number): number | null {
+  const wait = RETRY_SCHEDULE_MS[tries - 1]
+  return wait === undefined ? null : Math.round(wait * (1 + JITTER * (2 * random() - 1)))
+}
+
+/** What an answer comes to: delivered, or the words of the failure and whether it is tried again. */
+export function judge(answer: Answer): { delivered: true } | { delivered: false; words: string; again: boolean } {
+  const { status } = answer
+  if (status >= 200 && status < 300) return { delivered: true }
+  if (status >= 300 && status < 400) return { delivered: false, words: `answered ${status}, a redirect${answer.location ? ` to ${answer.location}` : ''}, which is not followed`, again: false }
+  return { delivered: false, words: `answered ${status}`, again: status >= 500 || status === 408 || status === 429 }
+}
+
+/** The Standard Webhooks headers of a try: signed by each secret given, at `at`. */
+export function signedHeaders(eventId: string, at: Date, payload: string, secrets: string[]): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'Service-Desk-Webhooks/1',
+    'webhook-id': eventId,
+    'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+    'webhook-signature': secrets.map((secret) => new Signer(secret).sign(eventId, at, payload)).join(' '),
+  }
+}
+
+export default fp<DeliverySettings>(
+  async (fastify, settings) => {
+    const { outbox, webhooks, clock, urls } = fastify
+    const allowed = settings.allowed ?? []
+    const timeoutMs = settings.timeoutMs ?? DEFAULT_TIMEOUT_MS
+    const random = settings.random ?? Math.random
+
+    /** The mail telling an administrator that the endpoint was switched off. */
+    const switchedOffMail = (webhook: Webhook & { permalink: string }, reason: string) => (to: string) => ({
+      to,
+      subject: `A webhook of your site was switched off: ${webhook.url}`,
+      text: [
+        `The webhook ${webhook.url}${webhook.description ? ` (${webhook.description})` : ''} was switched off: ${reason}.`,
+        'Its events are no longer posted. When the endpoint answers again, switch it back on:',
+        `${urls.siteWeb(webhook.permalink)}/admin/webhooks`,
+      ].join('\n\n'),
+    })
+
+    async function tryOnce(webhook: Webhook, row: OutboxRow): Promise<{ delivered: true; status: number; answer: string } | { delivered: false; words: string; again: boolean; status: number | null; answer: string }> {
+      const url = new URL(webhook.url)
+      const to = await target(url, allowed, settings.resolve)
+      if ('refused' in to) return { delivered: false, words: `refused: ${to.refused}`, again: false, status: null, answer: '' }
+      const headers = signedHeaders(row.eventId!, new Date(clock()), row.payload, await webhooks.secrets(webhook))
+      try {
+        const answer = await post(url, to, headers, row.payload, timeoutMs)
+        return { ...judge(answer), status: answer.status, answer: answer.answer }
+      } catch (error) {
+        return { delivered: false, words: (error as Error).message, again: true, status: null, answer: '' }
+      }
+    }
+
+    fastify.decorate('webhookUrl', (value: string) => {
+      const url = parseWebhookUrl(value, allowed)
+      if (typeof url === 'string') throw new StoreError(url, 'invalid', 'url')
+      return url.href
+    })
+
+    repeatInBackground(fastify, { firstAfterMs: PRUNE_EVERY_MS, everyMs: PRUNE_EVERY_MS }, async () => {
+      try {
+        await webhooks.prune()
+      } catch (error) {
+        fastify.log.warn({ err: error }, 'could not prune the log of webhook deliveries')
+      }
+    })
+
+    fastify.decorate('deliverWebhook', async (row: OutboxRow): Promise<boolean> => {
+      if (!(await outbox.claim(row.id, LEASE_MS))) return false
+      const webhook = row.webhookId === null ? undefined : await webhooks.byId(row.webhookId)
+      const type = (JSON.parse(row.payload) as { type: string }).type
+      if (!webhook || (!webhook.enabled && type !== TEST_EVENT)) {
+        await outbox.tried(row.id, 'the webhook is switched off', null)
+        return false
+      }
+      const started = performance.now()
+      const outcome = await tryOnce(webhook, row)
+      const durationMs = Math.round(performance.now() - started)
+      await webhooks.record({ webhookId: webhook.id, outboxId: row.id, eventId: row.eventId!, eventType: type, status: outcome.status, durationMs, answer: outcome.answer, error: outcome.delivered ? null : outcome.words })
+      if (outcome.delivered) {
+        await outbox.sent(row.id)
+        await webhooks.succeeded(webhook.id)
+        return true
+      }
+      const tries = row.attempts + 1
+      const wait = outcome.again ? retryDelay(tries, random) : null
+      await outbox.tried(row.id, outcome.words, wait === null ? null : new Date(clock() + wait))
+      fastify.log.warn({ webhook: { id: webhook.id, event: row.eventId, type, tries, status: outcome.status, again: wait !== null } }, 'a webhook was not delivered')
+      const failingSince = await webhooks.failed(webhook.id)
+      if (clock() - failingSince.getTime() >= FAILING_DAYS * DAY_MS) {
+        const reason = `every delivery since ${failingSince.toISOString()} failed, the last one: ${outcome.words}`
+        if (await webhooks.switchOff(webhook.id, reason, switchedOffMail(webhook, reason))) {
+          fastify.log.warn({ webhook: { id: webhook.id } }, 'a webhook failing for days was switched off')
+        }
+      }
+      return false
+    })
+  },
+  { name: 'webhook-delivery', fastify: '5.x', dependencies: ['discussion-stores', 'webhook-store'] },
+)

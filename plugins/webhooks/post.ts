@@ -1,0 +1,82 @@
+import { lookup as dnsLookup } from 'node:dns/promises'
+import http from 'node:http'
+import https from 'node:https'
+import type { LookupFunction } from 'node:net'
+import { literalAddress, refusedAddress, type AllowedRange } from '../../lib/webhook-address.ts'
+
+// One try of a webhook delivery (docs/decisions.md, "Webhooks"): the host's addresses looked up
+// once and each checked (lib/webhook-address.ts), the connection made to the address checked (the
+// request's own look-up answers with it: no second look-up for a name to change its answer in
+// between), a POST with a deadline over the whole exchange, no redirect followed, and the first
+// bytes of the answer kept for the log. Written on Node's http rather than a client library: the
+// one thing asked of a client here, connecting to an address we chose for a name we keep, is
+// Node's own `lookup` option.
+
+/** How many characters of an answer the log keeps. */
+export const ANSWER_KEPT = 500
+
+export type Resolve = (hostname: string) => Promise<Array<{ address: string; family: number }>>
+
+const systemResolve: Resolve = (hostname) => dnsLookup(hostname, { all: true, verbatim: true })
+
+/** The address to connect to for `url`, or why none may be. */
+export async function target(url: URL, allowed: readonly AllowedRange[], resolve: Resolve = systemResolve): Promise<{ address: string; family: number } | { refused: string }> {
+  const literal = literalAddress(url.hostname)
+  if (literal) {
+    const refused = refusedAddress(literal, allowed)
+    return refused ? { refused } : { address: literal, family: literal.includes(':') ? 6 : 4 }
+  }
+  let found: Array<{ address: string; family: number }>
+  try {
+    found = await resolve(url.hostname)
+  } catch (error) {
+    return { refused: `${url.hostname} could not be looked up (${(error as NodeJS.ErrnoException).code ?? 'no answer'})` }
+  }
+  // Every address the name has is checked: a name with one public and one private address is refused.
+  for (const { address } of found) {
+    const refused = refusedAddress(address, allowed)
+    if (refused) return { refused: `${url.hostname} is ${refused.replace(/^[^ ]+ is /, '')} (${address})` }
+  }
+  if (found.length === 0) return { refused: `${url.hostname} has no address` }
+  return found[0]!
+}
+
+export interface Answer {
+  status: number
+  /** The first ANSWER_KEPT characters of the body. */
+  answer: string
+  location: string | undefined
+}
+
+/** POSTs `body` to `url`, connecting to `to`; rejects with words when no answer came in `timeoutMs`. */
+export function post(url: URL, to: { address: string; family: number }, headers: Record<string, string>, body: string, timeoutMs: number): Promise<Answer> {
+  const lookup: LookupFunction = (_hostname, options, callback) => {
+    if (options.all) (callback as (error: null, addresses: Array<{ address: string; family: number }>) => void)(null, [to])
+    else callback(null, to.address, to.family)
+  }
+  const client = url.protocol === 'https:' ? https : http
+  return new Promise((resolve, reject) => {
+    const request = client.request(url, { method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(body) }, lookup, agent: false })
+    const deadline = setTimeout(() => request.destroy(Object.assign(new Error(`no answer within ${timeoutMs / 1000} s`), { code: 'TIMEOUT' })), timeoutMs)
+    request.on('error', (error: NodeJS.ErrnoException) => {
+      clearTimeout(deadline)
+      reject(new Error(error.code === 'TIMEOUT' ? error.message : `${error.code ?? 'error'}: ${error.message}`))
+    })
+    request.on('response', (response) => {
+      let answer = ''
+      const done = () => {
+        clearTimeout(deadline)
+        response.destroy()
+        resolve({ status: response.statusCode!, answer: answer.slice(0, ANSWER_KEPT), location: response.headers.location })
+      }
+      response.setEncoding('utf8')
+      response.on('data', (chunk: string) => {
+        answer += chunk
+        if (answer.length >= ANSWER_KEPT) done()
+      })
+      response.on('end', done)
+      response.on('error', done)
+    })
+    request.end(body)
+  })
+}

@@ -1,0 +1,69 @@
+import type { Static } from 'typebox'
+import type { InventoryEntry } from '../../db/stores/inventory-rules.ts'
+import type { EventApplication, EventRender, EventToken } from '../../db/stores/webhooks.ts'
+import type { Urls } from '../../lib/urls.ts'
+import { credentialView, type Credential } from './administration.ts'
+import { createViews } from './discussions/views.ts'
+
+// What a webhook's event carries as `data` (docs/decisions.md, "Webhooks"): the v1 JSON the API
+// returns for its resource, made by the same views. A discussion created carries its opening post
+// (as the API's answer to the create does); a token, or an application authorized, is shown as
+// the credentials inventory shows it (routes/api/administration.ts). Given to the stores' event
+// sink by app.ts (plugins/stores.ts, webhookStore).
+
+function tokenEntry(token: EventToken): InventoryEntry {
+  return {
+    id: `pat-${token.id}`,
+    kind: 'personal_token',
+    ownerId: 0,
+    owner: token.owner.email,
+    ownerName: token.owner.name,
+    name: token.name,
+    access: token.access,
+    createdAt: token.createdAt,
+    lastUsedAt: token.lastUsedAt,
+    lastUsedFrom: null,
+    expiresAt: token.expiresAt,
+    state: token.revokedAt ? 'revoked' : 'active',
+    revocable: true,
+  }
+}
+
+function applicationEntry(application: EventApplication): InventoryEntry {
+  return {
+    id: `oauth-${application.grantId}`,
+    kind: 'oauth',
+    ownerId: 0,
+    owner: application.owner.email,
+    ownerName: application.owner.name,
+    name: application.name,
+    access: application.access,
+    createdAt: application.createdAt,
+    lastUsedAt: null,
+    lastUsedFrom: null,
+    expiresAt: null,
+    state: 'active',
+    revocable: true,
+  }
+}
+
+/** The renderer of events over the service's addresses. */
+export function eventRender(urls: Urls): EventRender {
+  const views = createViews(urls)
+  return (permalink, event): unknown => {
+    switch (event.type) {
+      case 'discussion.created':
+        return { ...views.discussion(permalink, event.discussion), comments: [views.comment(permalink, event.discussion.number, event.comment, { attachments: event.attachments })] }
+      case 'comment.created':
+        return views.comment(permalink, event.discussion.number, event.comment, { attachments: event.attachments })
+      case 'token.created':
+      case 'token.revoked':
+      case 'token.leaked':
+        return credentialView(tokenEntry(event.token)) satisfies Static<typeof Credential>
+      case 'application.authorized':
+        return credentialView(applicationEntry(event.application))
+      default:
+        return views.discussion(permalink, event.discussion)
+    }
+  }
+}
