@@ -1,0 +1,245 @@
+import t, { type Test } from 'tap'
+import { RETRY_SCHEDULE_MS } from '../../plugins/webhooks/delivery.ts'
+import { DAY_MS } from '../../lib/clock.ts'
+import { supporterWithToken, testClock } from '../fixtures/app.ts'
+import { discussionApp } from '../fixtures/discussions.ts'
+import { mailServer, readMail } from '../fixtures/mail.ts'
+import { LOOPBACK, receiver } from '../fixtures/webhooks.ts'
+
+// How deliveries behave under faults (plugins/webhooks/delivery.ts): the retries on their schedule
+// (the clock injected, the jitter fixed at none), the same webhook-id on every try, the log, "send
+// again", what ends a delivery at once, and an endpoint switched off after failing for days, its
+// site's administrators mailed. And the refusals that keep a webhook from reaching this machine's
+// own network (lib/webhook-address.ts), with the operator's allowance off.
+
+type Options = { allowed?: typeof LOOPBACK; resolve?: (name: string) => Promise<Array<{ address: string; family: number }>> }
+
+async function webhookApp(t: Test, { allowed = LOOPBACK, resolve }: Options = {}) {
+  const smtp = await mailServer(t)
+  const made = await discussionApp(t, {
+    clock: testClock(Date.now()),
+    config: { webhooks: { allowed, timeoutMs: 300 }, mail: { smtpUrl: smtp.url, from: 'Desk <desk@example.test>' } },
+    webhookDelivery: { random: () => 0.5, ...(resolve && { resolve }) },
+  })
+  const boss = await supporterWithToken(made.app, { email: 'boss@example.test' })
+  await made.app.users.setAdministrator(made.ann.site.id, boss.user.id, true)
+  const admin = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) => made.api(method, url, payload, boss.bearer)
+  return { ...made, boss, admin, smtp }
+}
+
+t.test('a receiver that fails, hangs, then refuses connections gets the retries on schedule, with one webhook-id', async (t) => {
+  const { app, clock, admin, create } = await webhookApp(t)
+  let mode: 'fail' | 'hang' | 'ok' = 'fail'
+  const hook = await receiver(t, (response) => {
+    if (mode === 'fail') response.writeHead(500).end('upstream down')
+    else if (mode === 'ok') response.end('ok')
+    // 'hang': no answer at all; the try's deadline ends it.
+  })
+  const { id } = (await admin('POST', '/demo/webhooks', { url: hook.url, events: ['discussion.created'] })).json()
+  await create()
+  const row = async () => (await app.outbox.due(10).then(() => app.webhooks.deliveries(id)))[0]!
+
+  t.equal(await app.sendOutbox(), 0)
+  t.match(await row(), { status: 500, answer: 'upstream down', error: 'answered 500', eventType: 'discussion.created' })
+  t.equal(await app.sendOutbox(), 0, 'not due again before its wait')
+  t.equal(hook.received.length, 1)
+
+  // The waits of the schedule, exactly (the jitter is fixed at none): 5 s, then 5 minutes...
+  clock.advance(RETRY_SCHEDULE_MS[0]! - 1)
+  t.equal(await app.sendOutbox(), 0)
+  t.equal(hook.received.length, 1, 'a millisecond early: not yet')
+  clock.advance(1)
+  mode = 'hang'
+  await app.sendOutbox()
+  t.equal(hook.received.length, 2)
+  t.match(await row(), { status: null, error: 'no answer within 0.3 s' })
+
+  clock.advance(RETRY_SCHEDULE_MS[1]!)
+  await new Promise<void>((resolve) => hook.server.close(() => resolve()))
+  hook.server.closeAllConnections()
+  await app.sendOutbox()
+  t.match(await row(), { status: null, error: /^ECONNREFUSED/ }, 'a refused connection is tried again too')
+
+  clock.advance(RETRY_SCHEDULE_MS[2]!)
+  mode = 'ok'
+  await new Promise<void>((resolve) => hook.server.listen(hook.port, '127.0.0.1', resolve))
+  t.equal(await app.sendOutbox(), 1)
+  t.equal(hook.received.length, 3)
+  t.equal(new Set(hook.received.map((r) => r.headers['webhook-id'])).size, 1, 'every try carries the same webhook-id')
+  t.not(hook.received[0]!.headers['webhook-signature'], hook.received[2]!.headers['webhook-signature'], 'each signed at its own time')
+
+  const log = (await admin('GET', `/demo/webhooks/${id}/deliveries`)).json().deliveries
+  t.same(log.map((d: { status: number | null }) => d.status), [200, null, null, 500], 'the log, newest first')
+  t.equal((await admin('GET', `/demo/webhooks/${id}`)).json().failing_since, null, 'a success ends the failing')
+
+  // Send again: the same event, the same id, once more.
+  const again = await admin('POST', `/demo/webhooks/${id}/deliveries/${log[0].id}/redeliver`)
+  t.equal(again.statusCode, 202)
+  t.equal(again.json().event_id, hook.received[0]!.headers['webhook-id'])
+  await app.sendOutbox()
+  t.equal(hook.received.length, 4)
+  t.equal(hook.received[3]!.body, hook.received[2]!.body)
+  t.equal((await admin('POST', `/demo/webhooks/${id}/deliveries/99999/redeliver`)).statusCode, 404)
+
+  // The log keeps three days.
+  clock.advance(3 * DAY_MS + 1)
+  await app.webhooks.prune()
+  t.same((await admin('GET', `/demo/webhooks/${id}/deliveries`)).json().deliveries, [])
+})
+
+t.test('the schedule ends after about a day; a 4xx or a redirect ends it at once', async (t) => {
+  const { app, clock, admin, create } = await webhookApp(t)
+  const statuses: number[] = [400, 301, 429, 408]
+  const hook = await receiver(t, (response) => {
+    const status = statuses.shift() ?? 503
+    if (status === 301) response.writeHead(301, { location: 'http://127.0.0.1:1/elsewhere' }).end()
+    else response.writeHead(status).end()
+  })
+  const { id } = (await admin('POST', '/demo/webhooks', { url: hook.url, events: ['discussion.created'] })).json()
+  await create()
+  await app.sendOutbox()
+  t.match((await app.webhooks.deliveries(id))[0], { status: 400, error: 'answered 400' })
+  clock.advance(RETRY_SCHEDULE_MS[0]!)
+  t.equal(await app.sendOutbox(), 0)
+  t.equal(hook.received.length, 1, 'a 400 is not tried again')
+
+  await create()
+  await app.sendOutbox()
+  t.match((await app.webhooks.deliveries(id))[0], { status: 301, error: 'answered 301, a redirect to http://127.0.0.1:1/elsewhere, which is not followed' })
+  clock.advance(RETRY_SCHEDULE_MS[0]!)
+  await app.sendOutbox()
+  t.equal(hook.received.length, 2, 'nor a redirect')
+
+  // 429 and 408 are tried again, then 503 every time: eight tries in all, over about a day.
+  await create()
+  let waited = 0
+  await app.sendOutbox()
+  for (const wait of RETRY_SCHEDULE_MS) {
+    clock.advance(wait)
+    waited += wait
+    await app.sendOutbox()
+  }
+  t.equal(hook.received.length, 2 + 1 + RETRY_SCHEDULE_MS.length)
+  t.ok(waited > 0.9 * DAY_MS && waited < 1.5 * DAY_MS, `${waited / 3_600_000} hours`)
+  clock.advance(DAY_MS)
+  await app.sendOutbox()
+  t.equal(hook.received.length, 2 + 1 + RETRY_SCHEDULE_MS.length, 'and then no more')
+  t.ok((await admin('GET', `/demo/webhooks/${id}`)).json().failing_since, 'the endpoint is failing')
+})
+
+t.test('an endpoint failing for days is switched off, and the administrators are mailed', async (t) => {
+  const { app, clock, admin, create, smtp } = await webhookApp(t)
+  const hook = await receiver(t, (response) => response.writeHead(502).end())
+  const { id } = (await admin('POST', '/demo/webhooks', { url: hook.url, events: ['discussion.created'], description: 'Chat' })).json()
+  for (let day = 0; day < 6; day++) {
+    await create()
+    await app.sendOutbox()
+    clock.advanceDays(1)
+  }
+  const shown = (await admin('GET', `/demo/webhooks/${id}`)).json()
+  t.equal(shown.enabled, false)
+  t.match(shown.disabled_reason, /^every delivery since .* failed, the last one: answered 502$/)
+  await app.sendOutbox()
+  const sent = smtp.mails.filter((m) => readMail(m).subject.startsWith('A webhook of your site was switched off'))
+  t.same(sent.map((m) => m.to), [['boss@example.test']], 'to the administrator, not to the other supporter')
+  t.match(readMail(sent[0]!).text, 'https://help.example.test/demo/admin/webhooks')
+  const before = hook.received.length
+  await create()
+  await app.sendOutbox()
+  t.equal(hook.received.length, before, 'nothing is posted to it any more')
+  // Switched back on, it is told again, and forgets why it was off.
+  t.match((await admin('PATCH', `/demo/webhooks/${id}`, { enabled: true })).json(), { enabled: true, disabled_reason: null, failing_since: null })
+  await create()
+  await app.sendOutbox()
+  t.equal(hook.received.length, before + 1)
+})
+
+t.test('the test event, rotation with both secrets signing for a day, changes and removal', async (t) => {
+  const { app, clock, admin } = await webhookApp(t)
+  const hook = await receiver(t)
+  const { id, secret: first } = (await admin('POST', '/demo/webhooks', { url: hook.url, events: ['comment.created'], enabled: false })).json()
+  const test = await admin('POST', `/demo/webhooks/${id}/test`)
+  t.equal(test.statusCode, 202)
+  await app.sendOutbox()
+  t.equal(hook.received.length, 1, 'the test event reaches even a switched-off endpoint')
+  t.match(JSON.parse(hook.received[0]!.body), { type: 'webhook.test', data: { webhook: { id, events: ['comment.created'] } } })
+
+  const rotated = await admin('POST', `/demo/webhooks/${id}/rotate`)
+  t.equal(rotated.statusCode, 200)
+  const { secret: second, previous_secret_until: until } = rotated.json()
+  t.not(second, first)
+  t.equal(Date.parse(until), Math.floor((clock() + DAY_MS) / 1000) * 1000)
+  await admin('POST', `/demo/webhooks/${id}/test`)
+  await app.sendOutbox()
+  const { Webhook } = await import('standardwebhooks')
+  const signed = hook.received[1]!
+  t.equal(signed.headers['webhook-signature']!.split(' ').length, 2, 'signed by both')
+  t.ok(new Webhook(first).verify(signed.body, signed.headers as Record<string, string>), 'the old secret still verifies it')
+  t.ok(new Webhook(second).verify(signed.body, signed.headers as Record<string, string>), 'the new one too')
+
+  const changed = await admin('PATCH', `/demo/webhooks/${id}`, { events: ['discussion.created', 'comment.created'], description: ' Chat room ', internal_comments: true })
+  t.match(changed.json(), { events: ['discussion.created', 'comment.created'], description: 'Chat room', internal_comments: true })
+  for (const [body, field] of [[{}, '(body)'], [{ events: [] }, 'events'], [{ events: ['discussion.eaten'] }, 'events'], [{ url: 'ftp://example.com/' }, 'url'], [{ enabled: 'yes' }, 'enabled']] as const) {
+    const bad = await admin('PATCH', `/demo/webhooks/${id}`, body)
+    t.equal(bad.statusCode, 400, JSON.stringify(body))
+  }
+  t.equal((await admin('PATCH', '/demo/webhooks/99999', { enabled: true })).statusCode, 404)
+  t.equal((await admin('DELETE', `/demo/webhooks/${id}`)).statusCode, 204)
+  t.equal((await admin('DELETE', `/demo/webhooks/${id}`)).statusCode, 404)
+  t.same((await admin('GET', '/demo/webhooks')).json(), { webhooks: [] })
+})
+
+t.test('only administrators manage webhooks; a supporter is refused', async (t) => {
+  const { admin, api } = await webhookApp(t)
+  const hook = await receiver(t)
+  t.equal((await admin('POST', '/demo/webhooks', { url: hook.url, events: ['comment.created'] })).statusCode, 201)
+  const refused = await api('GET', '/demo/webhooks')
+  t.equal(refused.statusCode, 403)
+  t.match(refused.json().message, 'Only administrators of this site')
+  t.equal((await api('POST', '/demo/webhooks', { url: hook.url, events: ['comment.created'] })).statusCode, 403)
+  t.equal((await api('POST', '/demo/webhooks/1/rotate')).statusCode, 403)
+})
+
+t.test('no request forgery: addresses of this machine and its networks are refused, each with its reason', async (t) => {
+  const names: Record<string, string> = { 'loopback.example.test': '127.0.0.1', 'public.example.test': '93.184.215.14' }
+  const { app, admin, create } = await webhookApp(t, {
+    allowed: [],
+    resolve: async (name) => (names[name] ? [{ address: names[name]!, family: 4 }] : Promise.reject(Object.assign(new Error('not found'), { code: 'ENOTFOUND' }))),
+  })
+  const refused = {
+    'http://127.0.0.1/hook': '127.0.0.1 is a loopback address',
+    'http://[::1]/hook': '::1 is a loopback address',
+    'http://[::ffff:127.0.0.1]/hook': '127.0.0.1 is a loopback address',
+    'http://0.0.0.0/hook': '0.0.0.0 is the unspecified address',
+    'http://169.254.169.254/latest/meta-data': '169.254.169.254 is a link-local address',
+    'http://10.1.2.3/hook': '10.1.2.3 is a private address',
+    'http://0x7f000001/hook': '127.0.0.1 is a loopback address',
+    'http://2130706433/hook': '127.0.0.1 is a loopback address',
+    'http://[fd00:ec2::254]/hook': 'fd00:ec2::254 is a unique-local address',
+  }
+  for (const [url, reason] of Object.entries(refused)) {
+    const res = await admin('POST', '/demo/webhooks', { url, events: ['discussion.created'] })
+    t.equal(res.statusCode, 400, url)
+    t.match(res.json().fields, [{ field: 'url', problem: `is refused: ${reason}` }], url)
+  }
+  // A name is judged by what it resolves to when each delivery is made.
+  const { id } = (await admin('POST', '/demo/webhooks', { url: 'http://loopback.example.test/hook', events: ['discussion.created'] })).json()
+  const nowhere = (await admin('POST', '/demo/webhooks', { url: 'https://nowhere.example.test/hook', events: ['discussion.created'] })).json().id
+  await create()
+  await app.sendOutbox()
+  t.match((await app.webhooks.deliveries(id))[0], { status: null, error: 'refused: loopback.example.test is a loopback address (127.0.0.1)' })
+  t.match((await app.webhooks.deliveries(nowhere))[0], { status: null, error: 'refused: nowhere.example.test could not be looked up (ENOTFOUND)' })
+  t.equal(await app.sendOutbox(), 0)
+})
+
+t.test('a redirect to loopback is never followed', async (t) => {
+  const { app, admin, create } = await webhookApp(t)
+  const inside = await receiver(t)
+  const outside = await receiver(t, (response) => response.writeHead(307, { location: inside.url }).end())
+  const { id } = (await admin('POST', '/demo/webhooks', { url: outside.url, events: ['discussion.created'] })).json()
+  await create()
+  await app.sendOutbox()
+  t.equal(outside.received.length, 1)
+  t.equal(inside.received.length, 0, 'the address redirected to never hears of it')
+  t.match((await app.webhooks.deliveries(id))[0], { status: 307, error: `answered 307, a redirect to ${inside.url}, which is not followed` })
+})
