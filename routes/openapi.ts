@@ -19,6 +19,9 @@ import {
 import { ChoiceBody, Credential, CredentialList, Policy, PolicyAnswer, PolicyChange, Revocation, Revoked } from './api/administration.ts'
 import { PostFiles, UploadForm, UploadListing, UploadResource } from './api/files.ts'
 import { MailboxListing, MailboxResource, NewMailbox } from './api/mailboxes.ts'
+import { DeliveryResource, NewWebhook, WebhookChange, WebhookResource, WebhookWithSecret } from './api/webhooks.ts'
+import { TEST_EVENT } from '../db/stores/webhooks.ts'
+import type { WebhookEvent } from '../db/values.ts'
 import { PersonalTokenSelf } from './api/personal-tokens.ts'
 import { SiteResource } from './api/site.ts'
 import { ErrorBody, InvalidRequestBody } from './schemas.ts'
@@ -77,6 +80,11 @@ export const NAMED_SCHEMAS = {
   Mailbox: MailboxResource,
   MailboxListing,
   NewMailbox,
+  Webhook: WebhookResource,
+  WebhookWithSecret,
+  NewWebhook,
+  WebhookChange,
+  WebhookDelivery: DeliveryResource,
   Error: ErrorBody,
   ValidationError: InvalidRequestBody,
 }
@@ -264,6 +272,60 @@ export function withOperationDetails(document: Document): Document {
   return { ...document, paths }
 }
 
+/** What each event's `data` is: the v1 resource the API returns (routes/api/webhook-events.ts). */
+const EVENT_DATA: Record<WebhookEvent | typeof TEST_EVENT, { schema: object; what: string }> = {
+  'discussion.created': { schema: { $ref: '#/components/schemas/DiscussionWithComments' }, what: 'A discussion was created (by the API, on the pages, by mail): the discussion with its opening post.' },
+  'discussion.updated': { schema: { $ref: '#/components/schemas/Discussion' }, what: 'A discussion changed: its state (resolved, reopened), category, visibility or title.' },
+  'discussion.deleted': { schema: { $ref: '#/components/schemas/Discussion' }, what: 'A discussion was deleted (it can be restored).' },
+  'discussion.restored': { schema: { $ref: '#/components/schemas/Discussion' }, what: 'A deleted discussion was restored.' },
+  'comment.created': { schema: { $ref: '#/components/schemas/Comment' }, what: 'A comment was added: public ones; internal notes only to endpoints that ask for them (internal_comments).' },
+  'token.created': { schema: { $ref: '#/components/schemas/Credential' }, what: 'A personal token was made on the site.' },
+  'token.revoked': { schema: { $ref: '#/components/schemas/Credential' }, what: 'A personal token of the site was revoked, by its owner, an administrator or a leak report.' },
+  'token.leaked': { schema: { $ref: '#/components/schemas/Credential' }, what: 'A personal token of the site was reported found in public, and revoked (token.revoked is sent too).' },
+  'application.authorized': { schema: { $ref: '#/components/schemas/Credential' }, what: 'A person authorized an OAuth application on the site.' },
+  [TEST_EVENT]: { schema: { type: 'object', required: ['webhook'], properties: { webhook: { $ref: '#/components/schemas/Webhook' } } }, what: 'Sent when an administrator asks for a test: the endpoint itself.' },
+}
+
+const signatureHeader = (name: string, description: string) => ({ name, in: 'header', required: true, description, schema: { type: 'string' } })
+
+/**
+ * The webhooks of the document (OpenAPI 3.1 `webhooks`): one POST per event, in the Standard
+ * Webhooks envelope and signature (docs/decisions.md, "Webhooks").
+ */
+export function webhookOperations() {
+  return Object.fromEntries(
+    Object.entries(EVENT_DATA).map(([type, { schema, what }]) => [
+      type,
+      {
+        post: {
+          operationId: `${type.replace(/\.(\w)/g, (_, c: string) => c.toUpperCase())}Event`,
+          summary: what,
+          description: 'Verify the signature before trusting the body: the typed client exports verifyWebhook, and any Standard Webhooks library does it. A 2xx answer within 10 s delivers it; anything else is tried again (5xx, 408, 429, timeouts, refused connections) for about a day, or ends it (other 4xx, redirects).',
+          tags: ['webhooks'],
+          parameters: [
+            signatureHeader('webhook-id', 'The event id, msg_...: the same on every try of one event; deduplicate by it.'),
+            signatureHeader('webhook-timestamp', 'When this try was signed, in seconds since the epoch; refuse one far from now.'),
+            signatureHeader('webhook-signature', 'v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>" under the secret>; during a rotation two, separated by a space.'),
+          ],
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['type', 'timestamp', 'data'],
+                  properties: { type: { type: 'string', const: type }, timestamp: { type: 'string', format: 'date-time', description: 'When it happened, to the millisecond.' }, data: schema },
+                },
+              },
+            },
+          },
+          responses: { 200: { description: 'Any 2xx: delivered.' } },
+        },
+      },
+    ]),
+  )
+}
+
 export function openapiOptions(baseUrl: string): FastifyDynamicSwaggerOptions {
   return {
     openapi: {
@@ -286,6 +348,7 @@ export function openapiOptions(baseUrl: string): FastifyDynamicSwaggerOptions {
         { name: 'administration', description: "For the site's administrators: its credentials inventory, revocation, and its token policy." },
         { name: 'attachments', description: 'Files on comments: uploads, and the download of an attachment.' },
         { name: 'mail', description: "For the site's administrators: the addresses the site takes mail at." },
+        { name: 'webhooks', description: "For the site's administrators: where the site's events are posted, signed (Standard Webhooks), and how that went." },
       ],
       components: {
         securitySchemes: {
@@ -349,7 +412,7 @@ export function openapiOptions(baseUrl: string): FastifyDynamicSwaggerOptions {
     // This plugin only ever builds an OpenAPI (not a Swagger 2) document.
     transformObject: (document) => {
       const openapi = withoutErrorMessages((document as { openapiObject: object }).openapiObject) as Document
-      return withNamedSchemas(withOperationDetails(withFiles(openapi))) as object
+      return { ...withNamedSchemas(withOperationDetails(withFiles(openapi))), webhooks: webhookOperations() } as object
     },
   }
 }

@@ -1,5 +1,6 @@
 import createClient, { type Client, type Middleware } from 'openapi-fetch'
-import type { components, paths } from './schema.d.ts'
+import { Webhook } from 'standardwebhooks'
+import type { components, operations, paths, webhooks } from './schema.d.ts'
 
 // The Service Desk API client: openapi-fetch over the types generated from the OpenAPI document
 // (schema.d.ts, `npm run client:generate`), with what every call needs: the v1 media type, the
@@ -7,7 +8,7 @@ import type { components, paths } from './schema.d.ts'
 // turned into a typed error. Everything else is openapi-fetch's: `client.GET('/{site}/discussions',
 // { params: { path: { site } } })` answers `{ data, error, response }`, typed by the document.
 
-export type { components, operations, paths } from './schema.d.ts'
+export type { components, operations, paths, webhooks } from './schema.d.ts'
 export type Schemas = components['schemas']
 export type Site = Schemas['Site']
 export type Discussion = Schemas['Discussion']
@@ -169,4 +170,22 @@ export function createServiceDeskClient(options: ServiceDeskOptions): ServiceDes
     tokenExpiresAt: { get: () => expiresAt, enumerable: true },
     rateLimit: { get: () => rateLimit, enumerable: true },
   }) as ServiceDeskClient
+}
+
+/** A webhook's event as the service posts it: `{ type, timestamp, data }`, `data` typed by `type`. */
+export type WebhookEvent = {
+  [Type in keyof webhooks]: operations[`${Type extends `${infer A}.${infer B}` ? `${A}${Capitalize<B>}` : never}Event`]['requestBody']['content']['application/json']
+}[keyof webhooks]
+
+/**
+ * The event of a webhook delivery, once its Standard Webhooks signature (webhook-id,
+ * webhook-timestamp, webhook-signature) checks out under `secret` (whsec_..., shown when the
+ * webhook was made or its secret rotated) and its timestamp is within five minutes of now. Give it
+ * the body exactly as received (not parsed and written again). Throws otherwise.
+ */
+export function verifyWebhook(secret: string, body: string, headers: Headers | Record<string, string | string[] | undefined>): WebhookEvent {
+  const plain: Record<string, string> = {}
+  if (headers instanceof Headers) headers.forEach((value, name) => (plain[name] = value))
+  else for (const [name, value] of Object.entries(headers)) if (value !== undefined) plain[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value
+  return new Webhook(secret).verify(body, plain) as WebhookEvent
 }

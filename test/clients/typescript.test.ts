@@ -1,7 +1,8 @@
 import t from 'tap'
-import { createServiceDeskClient, rateLimitErrorOf, rateLimitOf, ServiceDeskAuthError, ServiceDeskRateLimitError } from '../../clients/typescript/index.ts'
+import { createServiceDeskClient, rateLimitErrorOf, rateLimitOf, ServiceDeskAuthError, ServiceDeskRateLimitError, verifyWebhook } from '../../clients/typescript/index.ts'
 import { DEFAULT_RATE_LIMITS } from '../../plugins/rate-limits.ts'
-import { buildTestApp, START, supporterWithToken } from '../fixtures/app.ts'
+import { buildTestApp, START, supporterWithToken, testClock } from '../fixtures/app.ts'
+import { LOOPBACK, receiver } from '../fixtures/webhooks.ts'
 
 // Issue 19: the typed client's wrapper against the service on each engine, through a real socket.
 // The generated document and types, the example and the header readers are
@@ -147,4 +148,26 @@ t.test('files through the typed client: an upload as FormData, carried by a repl
   const file = await desk.GET('/{site}/attachments/{id}', { params: { path: { site: 'demo', id: upload!.id } }, parseAs: 'arrayBuffer' })
   t.ok(Buffer.from(file.data as ArrayBuffer).equals(bytes), 'the bytes')
   t.equal(file.response.headers.get('content-disposition'), 'attachment; filename="receipt.pdf"')
+})
+
+t.test('webhooks through the typed client: an administrator adds one, and verifyWebhook checks what it posts', async (t) => {
+  const { app } = await buildTestApp(t, { clock: testClock(Date.now()), config: { webhooks: { allowed: LOOPBACK, timeoutMs: 2_000 } } })
+  const boss = await supporterWithToken(app)
+  await app.users.setAdministrator(boss.site.id, boss.user.id, true)
+  const category = await app.categories.add(boss.site.id, 'Questions', true)
+  const hook = await receiver(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const desk = createServiceDeskClient({ baseUrl: `http://127.0.0.1:${(app.server.address() as { port: number }).port}`, token: boss.value })
+  const { data: made } = await desk.POST('/{site}/webhooks', { params: { path: { site: 'demo' } }, body: { url: hook.url, events: ['discussion.created'] } })
+  t.match(made, { url: hook.url, events: ['discussion.created'], enabled: true, secret: /^whsec_/ })
+  await desk.POST('/{site}/categories/{id}/discussions', { params: { path: { site: 'demo', id: category.id } }, body: { title: 'Hello', body: 'Words.' } })
+  await app.sendOutbox()
+  const [delivery] = hook.received
+  const event = verifyWebhook(made!.secret, delivery!.body, delivery!.headers)
+  t.equal(event.type, 'discussion.created')
+  if (event.type === 'discussion.created') t.equal(event.data.comments[0]!.body, 'Words.', 'data typed by the event type')
+  t.equal(verifyWebhook(made!.secret, delivery!.body, new Headers(delivery!.headers as Record<string, string>)).type, 'discussion.created', 'Headers too')
+  t.throws(() => verifyWebhook(made!.secret, delivery!.body.replace('Hello', 'Hullo'), delivery!.headers), /No matching signature/, 'a changed body is refused')
+  t.throws(() => verifyWebhook(`whsec_${Buffer.from('another secret of 24 b').toString('base64')}`, delivery!.body, delivery!.headers), /No matching signature/, 'so is another secret')
+  t.throws(() => verifyWebhook(made!.secret, delivery!.body, { ...delivery!.headers, 'webhook-timestamp': String(Math.floor(Date.now() / 1000) - 3600) }), /too old/, 'and an old delivery played again')
 })
