@@ -3,6 +3,9 @@ import { resolve } from 'node:path'
 import { loadConfig, type Config } from '../config.ts'
 import type { Engine, EngineStores } from '../db/engine.ts'
 import type { MailStore } from '../db/stores/mail.ts'
+import { createEventSink, type EventSink, type WebhookStore } from '../db/stores/webhooks.ts'
+import { createUrls } from '../lib/urls.ts'
+import { eventRender } from '../routes/api/webhook-events.ts'
 import { openEngine } from '../db/open.ts'
 import type { PgDb } from '../db/postgres/client.ts'
 import type { Access } from '../db/values.ts'
@@ -53,6 +56,10 @@ export interface Stores extends CommandDatabase {
   secondFactors: SecondFactorStore
   /** The sites' mailboxes (cli/mailboxes.ts). */
   mailboxes: MailStore
+  /** The sites' webhooks (cli/webhooks.ts). */
+  webhooks: WebhookStore
+  /** What the stores tell the sites' webhooks of, as the server does (a token revoked here is told too). */
+  events: EventSink
 }
 
 /**
@@ -93,15 +100,16 @@ async function openStores(values: Values, io: Io, creates: boolean): Promise<Sto
   // The same server key as the server's, so legacy tokens made here can be shown there and back.
   const box = createSecretBox(serverSecret({ secret: config.secret, databaseAddress: config.databaseAddress }))
   const { engine, postgres } = await openCommandDatabase(config)
-  return { engine, postgres, box, ...storesOf(engine, io.clock, box) }
+  const events = createEventSink(io.clock, eventRender(createUrls(config.baseUrl, config.siteUrl)))
+  return { engine, postgres, box, events, ...storesOf(engine, io.clock, box, events) }
 }
 
 /** The stores a command works with, from the engine or from one of its transactions. */
-function storesOf(stores: EngineStores, clock: Clock, box: SecretBox) {
+function storesOf(stores: EngineStores, clock: Clock, box: SecretBox, events: EventSink) {
   return {
     sites: stores.sites(clock),
     users: stores.users(clock, box),
-    tokens: stores.tokens(clock),
+    tokens: stores.tokens(clock, undefined, events),
     sessions: stores.sessions(clock),
     categories: stores.categories(clock),
     securityLog: stores.securityLog(clock),
@@ -109,6 +117,7 @@ function storesOf(stores: EngineStores, clock: Clock, box: SecretBox) {
     inventory: stores.inventory(clock),
     secondFactors: stores.secondFactors(clock, box),
     mailboxes: stores.mail(clock, box),
+    webhooks: stores.webhooks(clock, box),
   }
 }
 
@@ -123,7 +132,7 @@ async function atomically(stores: Stores, io: Io, run: (stores: Stores, io: Io) 
   let out = ''
   let err = ''
   const held: Io = { ...io, stdout: (text) => void (out += text), stderr: (text) => void (err += text) }
-  await stores.engine.atomic(async (inside) => run({ ...stores, ...storesOf(inside, io.clock, stores.box) }, held))
+  await stores.engine.atomic(async (inside) => run({ ...stores, ...storesOf(inside, io.clock, stores.box, stores.events) }, held))
   io.stdout(out)
   if (err) io.stderr(err)
 }
