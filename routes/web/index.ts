@@ -7,6 +7,7 @@ import views from '../../plugins/views.ts'
 import fp from 'fastify-plugin'
 import administrationRoutes from './administration.ts'
 import adminMailRoutes from './admin-mail.ts'
+import adminWebhookRoutes from './admin-webhooks.ts'
 import confirmRoutes from './confirm.ts'
 import customerRoutes from './customers.ts'
 import apiTokenRoutes from './api-tokens.ts'
@@ -81,6 +82,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(securityLogRoutes)
       await web.register(administrationRoutes)
       await web.register(adminMailRoutes)
+      await web.register(adminWebhookRoutes)
       await web.register(queueRoutes, { fileLimits })
       await web.register(customerRoutes, { fileLimits })
     },

@@ -1,0 +1,90 @@
+import t from 'tap'
+import { buildTestApp, testClock } from '../fixtures/app.ts'
+import { personWithPassword, signedInPerson, webClient } from '../fixtures/web.ts'
+import { LOOPBACK, receiver } from '../fixtures/webhooks.ts'
+
+// The site's webhooks on the administration page (routes/web/admin-webhooks.ts): adding one (a
+// refused address said so on the form, the secret shown once on the answer, never in an address),
+// the test event and its try in the log, "Send again", switching off and on, a new secret,
+// removing; administrators of this site only.
+
+const csrfOf = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)![1]!
+
+t.test('an administrator adds a webhook, tests it, reads its log, sends again, switches it, rotates and removes it', async (t) => {
+  const { app } = await buildTestApp(t, { clock: testClock(Date.now()), config: { webhooks: { allowed: LOOPBACK, timeoutMs: 2_000 } } })
+  const admin = await signedInPerson(app, { administrator: true })
+  const hook = await receiver(t)
+
+  const empty = await admin.web.get('/demo/admin/webhooks')
+  t.equal(empty.statusCode, 200)
+  t.match(empty.body, 'None yet: nothing outside the service hears of this site')
+  t.match(empty.body, 'aria-current="page">Webhooks</a>')
+
+  // Several events are several fields of one name, as a browser sends checked boxes.
+  const form = (url: string) => `_csrf=${encodeURIComponent(csrfOf(empty.body))}&url=${encodeURIComponent(url)}&description=Chat&events=discussion.created&events=comment.created`
+  const refused = await admin.web.request('POST', '/demo/admin/webhooks', form('http://169.254.169.254/latest'))
+  t.equal(refused.statusCode, 400)
+  t.match(refused.body, 'The address is refused: 169.254.169.254 is a link-local address (cloud metadata services live there).')
+  t.match(refused.body, 'value="http://169.254.169.254/latest"', 'the form keeps what was typed')
+
+  const added = await admin.web.request('POST', '/demo/admin/webhooks', form(hook.url))
+  t.equal(added.statusCode, 200, added.body)
+  const secret = /data-secret>(whsec_[^<]+)</.exec(added.body)![1]!
+  t.match(added.body, `${hook.url} is told of discussion.created, comment.created.`)
+  const [{ id }] = await app.webhooks.list(admin.site.id)
+  t.notMatch((await admin.web.get(`/demo/admin/webhooks/${id}`)).body, secret, 'the secret is shown once')
+  t.match((await admin.web.get('/demo/admin/webhooks')).body, `data-webhook="${id}"`)
+
+  const tested = await admin.web.post(`/demo/admin/webhooks/${id}/test`)
+  t.equal(tested.statusCode, 303)
+  t.equal(tested.headers.location, `https://help.example.test/demo/admin/webhooks/${id}?done=test`)
+  await app.sendOutbox()
+  t.equal(hook.received.length, 1)
+  const page = await admin.web.get(`/demo/admin/webhooks/${id}?done=test`)
+  t.match(page.body, 'The test event is queued')
+  t.match(page.body, /<code>webhook\.test<\/code>/)
+  const delivery = /data-delivery="(\d+)"/.exec(page.body)![1]!
+
+  t.equal((await admin.web.post(`/demo/admin/webhooks/${id}/redeliver`, { delivery })).statusCode, 303)
+  await app.sendOutbox()
+  t.equal(hook.received.length, 2)
+  t.equal(hook.received[1]!.headers['webhook-id'], hook.received[0]!.headers['webhook-id'], 'sent again with its id')
+  t.match((await admin.web.post(`/demo/admin/webhooks/${id}/redeliver`, { delivery: '99999' })).body, 'has no delivery 99999')
+
+  t.equal((await admin.web.post(`/demo/admin/webhooks/${id}/switch`, { to: 'off' })).statusCode, 303)
+  t.match((await admin.web.get(`/demo/admin/webhooks/${id}?done=off`)).body, /data-state><span class="field-error">Off\./)
+  t.equal((await admin.web.post(`/demo/admin/webhooks/${id}/switch`, { to: 'on' })).statusCode, 303)
+  t.match((await app.webhooks.get(admin.site.id, id)).enabled, true)
+
+  const rotated = await admin.web.post(`/demo/admin/webhooks/${id}/rotate`)
+  const second = /data-secret>(whsec_[^<]+)</.exec(rotated.body)![1]!
+  t.not(second, secret)
+  t.match(rotated.body, 'the old one signs beside it for a day')
+
+  const removed = await admin.web.post(`/demo/admin/webhooks/${id}/remove`)
+  t.match(removed.body, `The webhook to ${hook.url} is removed`)
+  t.equal((await admin.web.get(`/demo/admin/webhooks/${id}`)).statusCode, 404)
+  t.equal((await admin.web.get('/demo/admin/webhooks/abc')).statusCode, 404)
+})
+
+t.test('a supporter is refused; another site’s administrator cannot reach this site’s webhooks', async (t) => {
+  const { app } = await buildTestApp(t)
+  const admin = await signedInPerson(app, { administrator: true })
+  const { webhook } = await app.webhooks.add(admin.site.id, { url: 'https://hooks.example.com/desk', events: ['comment.created'] })
+  const supporter = await personWithPassword(app)
+  const web = webClient(app)
+  await web.signIn(supporter.email, supporter.password)
+  t.equal((await web.get('/demo/admin/webhooks')).statusCode, 403)
+  t.equal((await web.post(`/demo/admin/webhooks/${webhook.id}/remove`)).statusCode, 403)
+  t.equal((await web.post(`/demo/admin/webhooks/${webhook.id}/rotate`)).statusCode, 403)
+  const other = await signedInPerson(app, { site: 'other', administrator: true })
+  t.match((await other.web.get('/other/admin/webhooks')).body, 'None yet')
+  for (const path of ['remove', 'rotate', 'test', 'switch']) {
+    const crossing = await other.web.post(`/other/admin/webhooks/${webhook.id}/${path}`, { to: 'off' })
+    t.equal(crossing.statusCode, 404, path)
+    t.match(crossing.body, `This site has no webhook ${webhook.id}.`)
+  }
+  t.equal((await other.web.get(`/other/admin/webhooks/${webhook.id}`)).statusCode, 404)
+  t.match(await app.webhooks.get(admin.site.id, webhook.id), { enabled: true, url: 'https://hooks.example.com/desk' }, 'untouched')
+  t.equal((await admin.web.request('POST', '/demo/admin/webhooks', `_csrf=${encodeURIComponent(csrfOf((await admin.web.get('/demo/admin/webhooks')).body))}&url=https%3A%2F%2Fx.example.com%2F`)).statusCode, 400, 'no event chosen')
+})
