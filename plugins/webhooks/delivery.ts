@@ -26,8 +26,8 @@ export const JITTER = 0.1
 export const FAILING_DAYS = 5
 /** How long a try may take, by default. */
 export const DEFAULT_TIMEOUT_MS = 10_000
-/** The lease on a row while it is posted: past any try's deadline. */
-const LEASE_MS = 60_000
+/** The lease on a row while it is posted: twice a try's deadline and more, so it outlives any try; a process killed mid-try lets the row go when it ends. */
+export const leaseMs = (timeoutMs: number) => 2 * timeoutMs + 5_000
 
 export interface DeliverySettings {
   /** The ranges the operator allows though they are private (SERVICE_WEBHOOK_ALLOW). */
@@ -122,7 +122,7 @@ export default fp<DeliverySettings>(
     })
 
     fastify.decorate('deliverWebhook', async (row: OutboxRow): Promise<boolean> => {
-      if (!(await outbox.claim(row.id, LEASE_MS))) return false
+      if (!(await outbox.claim(row.id, leaseMs(timeoutMs)))) return false
       const webhook = row.webhookId === null ? undefined : await webhooks.byId(row.webhookId)
       const type = (JSON.parse(row.payload) as { type: string }).type
       if (!webhook || (!webhook.enabled && type !== TEST_EVENT)) {
