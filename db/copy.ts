@@ -47,8 +47,12 @@ export const COPIED_TABLES = [
   // Mail: the sites' addresses, and the messages taken in (so none is taken twice after the move).
   schema.mailboxes,
   schema.mailMessages,
-  // What is still to be mailed: a reply queued before the move is sent after it.
+  // The sites' webhooks (before the outbox, whose rows name them).
+  schema.webhooks,
+  // What is still to be mailed or posted: a reply or an event queued before the move is sent after it.
   schema.outbox,
+  // The log of the webhooks' tries: three days of it move too.
+  schema.webhookDeliveries,
   // The customers' links: one mailed before the move still works, once, after it.
   schema.customerLinks,
 ]

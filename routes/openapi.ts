@@ -19,7 +19,7 @@ import {
 import { ChoiceBody, Credential, CredentialList, Policy, PolicyAnswer, PolicyChange, Revocation, Revoked } from './api/administration.ts'
 import { PostFiles, UploadForm, UploadListing, UploadResource } from './api/files.ts'
 import { MailboxListing, MailboxResource, NewMailbox } from './api/mailboxes.ts'
-import { DeliveryResource, NewWebhook, WebhookChange, WebhookResource, WebhookWithSecret } from './api/webhooks.ts'
+import { DeliveryListing, DeliveryResource, NewWebhook, Queued, WebhookChange, WebhookListing, WebhookResource, WebhookWithSecret } from './api/webhooks.ts'
 import { TEST_EVENT } from '../db/stores/webhooks.ts'
 import type { WebhookEvent } from '../db/values.ts'
 import { PersonalTokenSelf } from './api/personal-tokens.ts'
@@ -84,7 +84,10 @@ export const NAMED_SCHEMAS = {
   WebhookWithSecret,
   NewWebhook,
   WebhookChange,
+  WebhookListing,
   WebhookDelivery: DeliveryResource,
+  WebhookDeliveryListing: DeliveryListing,
+  QueuedEvent: Queued,
   Error: ErrorBody,
   ValidationError: InvalidRequestBody,
 }

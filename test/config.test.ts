@@ -24,6 +24,7 @@ t.test('defaults', async (t) => {
     mcpAllowedOrigins: [],
     securityLogDays: 400,
     mailFetchSeconds: 60,
+    webhooks: { allowed: [], timeoutMs: 10_000 },
     sudoMinutes: 15,
     files: { fileBytes: 10 * 1024 * 1024, siteBytes: 1024 * 1024 * 1024 },
     connections: DEFAULT_CONNECTIONS,
@@ -54,6 +55,7 @@ t.test('environment, and flags over the environment', async (t) => {
     mcpAllowedOrigins: [],
     securityLogDays: 400,
     mailFetchSeconds: 60,
+    webhooks: { allowed: [], timeoutMs: 10_000 },
     sudoMinutes: 15,
     files: { fileBytes: 10 * 1024 * 1024, siteBytes: 1024 * 1024 * 1024 },
     connections: DEFAULT_CONNECTIONS,
@@ -130,6 +132,15 @@ t.test('SERVICE_OAUTH_REGISTRATION: on by default, a switch', async (t) => {
   t.equal(load({ SERVICE_OAUTH_REGISTRATION: 'off' }).oauthRegistration, false)
   t.equal(load({ SERVICE_OAUTH_REGISTRATION: 'ON' }).oauthRegistration, true)
   t.throws(() => load({ SERVICE_OAUTH_REGISTRATION: '0' }), { name: 'ConfigError', message: 'SERVICE_OAUTH_REGISTRATION must be on or off, not "0"' })
+})
+
+t.test('webhooks: SERVICE_WEBHOOK_ALLOW names the private ranges allowed, SERVICE_WEBHOOK_TIMEOUT the deadline of a try', async (t) => {
+  const { webhooks } = load({ SERVICE_WEBHOOK_ALLOW: '10.20.0.0/16, fd12::/64 192.168.1.7', SERVICE_WEBHOOK_TIMEOUT: '3' })
+  t.same(webhooks.allowed.map(([address, bits]) => `${address.toString()}/${bits}`), ['10.20.0.0/16', 'fd12::/64', '192.168.1.7/32'])
+  t.equal(webhooks.timeoutMs, 3_000)
+  t.throws(() => load({ SERVICE_WEBHOOK_ALLOW: '10.0.0.0/8,intranet' }), { message: 'SERVICE_WEBHOOK_ALLOW: "intranet" is not an address or a CIDR range such as 10.0.0.0/8' })
+  t.throws(() => load({ SERVICE_WEBHOOK_ALLOW: '10.0.0.0/99' }), { message: /SERVICE_WEBHOOK_ALLOW: "10.0.0.0\/99"/ })
+  t.throws(() => load({ SERVICE_WEBHOOK_TIMEOUT: '0' }), { message: /SERVICE_WEBHOOK_TIMEOUT/ })
 })
 
 t.test('SERVICE_MCP_ALLOWED_ORIGINS: none by default, a list of origins', async (t) => {

@@ -1296,6 +1296,9 @@ export interface components {
             /** @description true switches it back on, forgetting why it was switched off. */
             enabled?: boolean;
         };
+        WebhookListing: {
+            webhooks: components["schemas"]["Webhook"][];
+        };
         WebhookDelivery: {
             id: number;
             /** @description The webhook-id header of the try: the same on every try of one event. */
@@ -1316,6 +1319,13 @@ export interface components {
              * @description POST sends the event again, with its id.
              */
             redeliver_href: string;
+        };
+        WebhookDeliveryListing: {
+            deliveries: components["schemas"]["WebhookDelivery"][];
+        };
+        QueuedEvent: {
+            /** @description The webhook-id of the event queued. */
+            event_id: string;
         };
         Error: {
             error: string;
@@ -9959,12 +9969,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        webhooks: components["schemas"]["Webhook"][];
-                    };
-                    "application/json": {
-                        webhooks: components["schemas"]["Webhook"][];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["WebhookListing"];
+                    "application/json": components["schemas"]["WebhookListing"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -10291,12 +10297,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        webhooks: components["schemas"]["Webhook"][];
-                    };
-                    "application/json": {
-                        webhooks: components["schemas"]["Webhook"][];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["WebhookListing"];
+                    "application/json": components["schemas"]["WebhookListing"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -11275,14 +11277,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        /** @description The webhook-id of the event queued. */
-                        event_id: string;
-                    };
-                    "application/json": {
-                        /** @description The webhook-id of the event queued. */
-                        event_id: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["QueuedEvent"];
+                    "application/json": components["schemas"]["QueuedEvent"];
                 };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
@@ -11438,12 +11434,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        deliveries: components["schemas"]["WebhookDelivery"][];
-                    };
-                    "application/json": {
-                        deliveries: components["schemas"]["WebhookDelivery"][];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["WebhookDeliveryListing"];
+                    "application/json": components["schemas"]["WebhookDeliveryListing"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -11615,12 +11607,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        deliveries: components["schemas"]["WebhookDelivery"][];
-                    };
-                    "application/json": {
-                        deliveries: components["schemas"]["WebhookDelivery"][];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["WebhookDeliveryListing"];
+                    "application/json": components["schemas"]["WebhookDeliveryListing"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -11791,14 +11779,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        /** @description The webhook-id of the event queued. */
-                        event_id: string;
-                    };
-                    "application/json": {
-                        /** @description The webhook-id of the event queued. */
-                        event_id: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["QueuedEvent"];
+                    "application/json": components["schemas"]["QueuedEvent"];
                 };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */

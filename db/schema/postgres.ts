@@ -454,9 +454,6 @@ export const outbox = pgTable(
     siteId: siteReference(),
     // The comment it tells of; none for a customer's link (sign_in_link, confirmation).
     commentId: pgInteger('comment_id').references(() => comments.id, { onDelete: 'cascade' }),
-    // The endpoint a webhook row is posted to, and its event's id (the webhook-id of every try).
-    webhookId: pgInteger('webhook_id').references(() => webhooks.id, { onDelete: 'cascade' }),
-    eventId: pgText('event_id'),
     kind: pgText('kind', { enum: outboxKinds }).notNull(),
     payload: pgText('payload').notNull(),
     state: pgText('state', { enum: outboxStates }).notNull().default('queued'),
@@ -466,6 +463,9 @@ export const outbox = pgTable(
     lastError: pgText('last_error'),
     sentAt: moment('sent_at'),
     createdAt: moment('created_at').notNull(),
+    // The endpoint a webhook row is posted to, and its event's id (the webhook-id of every try).
+    webhookId: pgInteger('webhook_id').references(() => webhooks.id, { onDelete: 'cascade' }),
+    eventId: pgText('event_id'),
   },
   (t) => [pgIndex('outbox_due_idx').on(t.state, t.nextAttemptAt), pgIndex('outbox_comment_idx').on(t.commentId), pgIndex('outbox_webhook_idx').on(t.webhookId)],
 )

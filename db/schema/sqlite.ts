@@ -550,9 +550,6 @@ export const outbox = sqliteTable(
     siteId: siteReference(),
     // The comment it tells of; none for a customer's link (sign_in_link, confirmation).
     commentId: integer('comment_id').references(() => comments.id, { onDelete: 'cascade' }),
-    // The endpoint a webhook row is posted to, and its event's id (the webhook-id of every try).
-    webhookId: integer('webhook_id').references(() => webhooks.id, { onDelete: 'cascade' }),
-    eventId: text('event_id'),
     kind: text('kind', { enum: outboxKinds }).notNull(),
     payload: text('payload').notNull(),
     state: text('state', { enum: outboxStates }).notNull().default('queued'),
@@ -562,6 +559,9 @@ export const outbox = sqliteTable(
     lastError: text('last_error'),
     sentAt: moment('sent_at'),
     createdAt: moment('created_at').notNull(),
+    // The endpoint a webhook row is posted to, and its event's id (the webhook-id of every try).
+    webhookId: integer('webhook_id').references(() => webhooks.id, { onDelete: 'cascade' }),
+    eventId: text('event_id'),
   },
   (t) => [index('outbox_due_idx').on(t.state, t.nextAttemptAt), index('outbox_comment_idx').on(t.commentId), index('outbox_webhook_idx').on(t.webhookId)],
 )

@@ -28,6 +28,8 @@ export interface ListingQuery {
 
 /** A discussion with its author's address and name, as every read returns it. */
 export type DiscussionRow = Tables['discussions']['$inferSelect'] & { authorEmail: string; authorName: string }
+/** A comment with its author's email and name. */
+export type CommentRow = Tables['comments']['$inferSelect'] & { authorEmail: string; authorName: string }
 
 export interface DiscussionListing {
   /**

@@ -6,7 +6,7 @@ import type { SecretBox } from '../../lib/secret-box.ts'
 import { slugify } from './categories.ts'
 import { createAuthors, type Authors, type PostedBy } from './discussion-authors.ts'
 import { bumpCount, createDiscussionCounts, moveCount, type CountedRow } from './discussion-counts.ts'
-import type { DiscussionRow, ListingOf } from './discussion-listing.ts'
+import type { CommentRow, DiscussionRow, ListingOf } from './discussion-listing.ts'
 import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
 import { StoreError, VersionMoved } from './errors.ts'
 import { claimUploads } from './files.ts'
@@ -14,10 +14,9 @@ import { queueReplyMail } from './outbox.ts'
 import { bumpSiteVersion, lockSite } from './sites.ts'
 import { noEvents, type EventSink } from './webhooks.ts'
 
-export type { DiscussionRow } from './discussion-listing.ts'
+export type { CommentRow, DiscussionRow } from './discussion-listing.ts'
 export type { Action } from './discussion-states.ts'
 export type Discussion = Tables['discussions']['$inferSelect']
-export type CommentRow = Tables['comments']['$inferSelect'] & { authorEmail: string; authorName: string }
 
 export interface NewDiscussion extends PostedBy {
   siteId: number

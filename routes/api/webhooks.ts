@@ -75,7 +75,9 @@ export const DeliveryResource = Type.Object({
   redeliver_href: Type.String({ format: 'uri', description: 'POST sends the event again, with its id.' }),
 })
 
-const Queued = Type.Object({ event_id: Type.String({ description: 'The webhook-id of the event queued.' }) })
+export const Queued = Type.Object({ event_id: Type.String({ description: 'The webhook-id of the event queued.' }) })
+export const WebhookListing = Type.Object({ webhooks: Type.Array(WebhookResource) })
+export const DeliveryListing = Type.Object({ deliveries: Type.Array(DeliveryResource) })
 const WebhookParams = Type.Object({ site: SiteParams.properties.site, id: Type.Integer({ minimum: 1, description: 'The webhook id.' }) })
 const DeliveryParams = Type.Object({ ...WebhookParams.properties, delivery: Type.Integer({ minimum: 1, description: 'The delivery id.' }) })
 
@@ -146,7 +148,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get(
     '/:site/webhooks',
-    { schema: { tags, operationId: 'listWebhooks', summary: "The site's webhooks: where its events are posted", params: SiteParams, response: { 200: Type.Object({ webhooks: Type.Array(WebhookResource) }), ...errors } } },
+    { schema: { tags, operationId: 'listWebhooks', summary: "The site's webhooks: where its events are posted", params: SiteParams, response: { 200: WebhookListing, ...errors } } },
     async (request) => {
       const { site } = request.auth!
       return { webhooks: (await webhooks.list(site.id)).map((webhook) => webhookView(fastify, site.permalink, webhook)) }
@@ -231,7 +233,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get(
     '/:site/webhooks/:id/deliveries',
-    { schema: { tags, operationId: 'listWebhookDeliveries', summary: 'The tries of the last three days, newest first (at most 100)', params: WebhookParams, response: { 200: Type.Object({ deliveries: Type.Array(DeliveryResource) }), ...errors } } },
+    { schema: { tags, operationId: 'listWebhookDeliveries', summary: 'The tries of the last three days, newest first (at most 100)', params: WebhookParams, response: { 200: DeliveryListing, ...errors } } },
     async (request) => {
       const { site } = request.auth!
       const webhook = await webhooks.get(site.id, request.params.id)

@@ -1,5 +1,6 @@
 import { Validator } from '@seriousme/openapi-schema-validator'
 import t, { type Test } from 'tap'
+import { webhookEvents } from '../../db/values.ts'
 import { withOperationDetails } from '../../routes/openapi.ts'
 import { BASE_URL, newTestApp, supporterWithToken } from '../fixtures/app.ts'
 
@@ -20,6 +21,9 @@ const READS = [
   '/{site}/policy',
   '/{site}/attachments/{id}',
   '/{site}/mailboxes',
+  '/{site}/webhooks',
+  '/{site}/webhooks/{id}',
+  '/{site}/webhooks/{id}/deliveries',
 ]
 const WRITES = [
   'post /{site}/categories/{id}/discussions',
@@ -32,6 +36,12 @@ const WRITES = [
   'post /{site}/uploads',
   'post /{site}/mailboxes',
   'delete /{site}/mailboxes/{address}',
+  'post /{site}/webhooks',
+  'patch /{site}/webhooks/{id}',
+  'delete /{site}/webhooks/{id}',
+  'post /{site}/webhooks/{id}/rotate',
+  'post /{site}/webhooks/{id}/test',
+  'post /{site}/webhooks/{id}/deliveries/{delivery}/redeliver',
 ]
 const EXPECTED = [...READS.flatMap((path) => [`get ${path}`, `head ${path}`]), ...WRITES]
 
@@ -71,7 +81,7 @@ t.test('every API route is in the document, and nothing else', async (t) => {
 
   // Any discussion or category route registered in the app, now or later, must be documented.
   const toPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
-  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes)/.test(r.url))
+  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|webhooks)/.test(r.url))
   t.equal(apiShaped.length, EXPECTED.length - 2, 'all but the site resource')
   for (const r of apiShaped) t.ok(documented.includes(`${r.method} ${toPath(r.url)}`), `${r.method} ${r.url} is documented`)
   t.notOk(Object.keys(doc.paths).some((p) => p.includes('*') || p.includes('openapi') || p.includes('well-known')))
@@ -145,8 +155,16 @@ t.test('for generators: operation names, named shapes, declared headers, the lic
   for (const name of ['Site', 'Discussion', 'DiscussionListing', 'Comment', 'Category', 'Error', 'ValidationError', 'PersonalToken']) t.ok(doc.components.schemas[name], `${name} is named`)
   t.same(doc.components.schemas.DiscussionListing.properties.discussions.items, { $ref: '#/components/schemas/Discussion' }, 'named shapes refer to each other')
   t.notMatch(JSON.stringify(doc.paths), '"properties"', 'no shape is written out in the paths: each is referred to by name')
+  // The webhooks (OpenAPI 3.1): one POST per event, its data the resource the API returns.
+  t.same(Object.keys(doc.webhooks).sort(), [...webhookEvents, 'webhook.test'].sort())
+  t.match(doc.webhooks['comment.created'].post, {
+    operationId: 'commentCreatedEvent',
+    parameters: [{ name: 'webhook-id', in: 'header', required: true }, { name: 'webhook-timestamp' }, { name: 'webhook-signature' }],
+    requestBody: { content: { 'application/json': { schema: { required: ['type', 'timestamp', 'data'], properties: { type: { const: 'comment.created' }, data: { $ref: '#/components/schemas/Comment' } } } } } },
+  })
+  t.same(doc.webhooks['discussion.created'].post.requestBody.content['application/json'].schema.properties.data, { $ref: '#/components/schemas/DiscussionWithComments' })
   for (const { method, path, op } of operations) {
-    const answer = op.responses['200'] ?? op.responses['201']
+    const answer = op.responses['200'] ?? op.responses['201'] ?? op.responses['202']
     // A download answers with the file itself; its refusals are JSON (below).
     if (path === '/{site}/attachments/{id}') {
       t.same(op.responses['200'].content, { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } })
