@@ -20,7 +20,7 @@ export const MAX_TRIES = 8
 /** How many due rows are read at a time, how many webhooks are posted at once, and how many batches one run sends at most. */
 const BATCH = 20
 const PARALLEL = 8
-const MAX_BATCHES = 10
+const MAX_BATCHES = 50
 /** The wait before try n+1: a minute, doubling, at most six hours. */
 export const backoffMs = (tries: number) => Math.min(60_000 * 2 ** (tries - 1), 6 * 60 * 60 * 1000)
 

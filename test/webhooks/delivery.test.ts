@@ -245,3 +245,17 @@ t.test('a redirect to loopback is never followed', async (t) => {
   t.equal(inside.received.length, 0, 'the address redirected to never hears of it')
   t.match((await app.webhooks.deliveries(id))[0], { status: 307, error: `answered 307, a redirect to ${inside.url}, which is not followed` })
 })
+
+t.test('a name is connected to at the address it was checked at: no second look-up', async (t) => {
+  const hook = await receiver(t)
+  // No DNS answers for this name on this machine: only the look-up the check made can reach the receiver.
+  const looked: string[] = []
+  const { app, admin, create } = await webhookApp(t, { resolve: async (name) => (looked.push(name), [{ address: '127.0.0.1', family: 4 }]) })
+  const url = hook.url.replace('127.0.0.1', 'hooks.example.test')
+  const { id } = (await admin('POST', '/demo/webhooks', { url, events: ['discussion.created'] })).json()
+  await create()
+  t.equal(await app.sendOutbox(), 1)
+  t.same(looked, ['hooks.example.test'], 'looked up once')
+  t.equal(hook.received[0]!.headers.host, `hooks.example.test:${hook.port}`, 'the Host is the name')
+  t.match((await app.webhooks.deliveries(id))[0], { status: 200 })
+})

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process'
+import http from 'node:http'
 import { mkdirSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
@@ -8,7 +9,7 @@ import { CACHE, copyDataset, postgresDataset, postgresUnavailable, seededDataset
 import { measure } from './load.ts'
 import { FULL_ROUNDS, IDLE_AFTER_ROUNDS_MS, median, record, RESULTS, summarize, table, type Round } from './results.ts'
 import { requestOf, SCENARIOS, SERVERS, TARGETS, type Engine, type ScenarioRow, type ServerPlan } from './scenarios.ts'
-import { REPO } from './service-cli.ts'
+import { REPO, serviceDesk } from './service-cli.ts'
 import { probe, signIn, startServer, type Answer, type Server } from './servers.ts'
 
 // npm run bench [-- options]: what the service's layers cost next to the bare stack doing the same
@@ -85,12 +86,18 @@ mkdirSync(RUN, { recursive: true })
 const main = await seededDataset(MAIN_SIZE, log)
 const large = await seededDataset(LARGE_SIZE, log)
 const huge = await seededDataset(HUGE_SIZE, log)
+// The webhook receiver of the write-hook server: answers every delivery 204 at once.
+const receiver = http.createServer((request, response) => request.resume().on('end', () => response.writeHead(204).end()))
+await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+receiver.unref()
 const sqliteData = {
   main: copyDataset(main, join(RUN, 'main.db')),
   large: copyDataset(large, join(RUN, 'large.db')),
   huge: copyDataset(huge, join(RUN, 'huge.db')),
   write: copyDataset(main, join(RUN, 'write.db')),
+  'write-hook': copyDataset(main, join(RUN, 'write-hook.db')),
 }
+await serviceDesk(['webhook', 'add', main.site, `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, '--events', 'discussion.created'], sqliteData['write-hook'].db)
 const pgMain = engines.includes('postgres') ? await postgresDataset(main, POSTGRES_URL, log) : undefined
 const dataOf = (plan: ServerPlan): Dataset => (plan.engine === 'postgres' ? pgMain! : sqliteData[plan.data])
 

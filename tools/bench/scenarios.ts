@@ -13,14 +13,15 @@ export interface ServerPlan {
   name: string
   kind: ServerKind
   engine: Engine
-  /** Which dataset it serves: the main one (10,000 discussions), the large one, the huge one (the queue's), or a private copy it may write to. */
-  data: 'main' | 'large' | 'huge' | 'write'
+  /** Which dataset it serves: the main one (10,000 discussions), the large one, the huge one (the queue's), or a private copy it may write to (`write-hook`: with a webhook endpoint that asks for discussion.created). */
+  data: 'main' | 'large' | 'huge' | 'write' | 'write-hook'
 }
 
 export const SERVERS: ServerPlan[] = [
   { name: 'service', kind: 'service', engine: 'sqlite', data: 'main' },
   { name: 'baseline', kind: 'baseline', engine: 'sqlite', data: 'main' },
   { name: 'service-write', kind: 'service', engine: 'sqlite', data: 'write' },
+  { name: 'service-write-hook', kind: 'service', engine: 'sqlite', data: 'write-hook' },
   { name: 'service-large', kind: 'service', engine: 'sqlite', data: 'large' },
   { name: 'baseline-large', kind: 'baseline', engine: 'sqlite', data: 'large' },
   { name: 'service-huge', kind: 'service', engine: 'sqlite', data: 'huge' },
@@ -68,6 +69,9 @@ export const SCENARIOS: ScenarioRow[] = [
   { id: 'large.token', label: 'listing of the large site, personal token', server: 'service-large', path: '{list}', credential: 'token', expect: 200, pair: 'large.baseline', sameAs: 'large.baseline' },
   // The baseline answers no writes: a creation is reported alone, as context.
   { id: 'create.token', label: 'POST a discussion, personal token', server: 'service-write', path: '{create}', credential: 'token', expect: 201, post: true },
+  // The same write with one webhook endpoint told of it (issue 50): its event queued in the write's
+  // transaction, and posted by the same process meanwhile to a receiver of the bench's own.
+  { id: 'create.hook', label: 'POST a discussion, one webhook told', server: 'service-write-hook', path: '{create}', credential: 'token', expect: 201, post: true, pair: 'create.token' },
   // The supporter's queue (issue 36): the page a browser gets at the listing's address, signed in,
   // on the main dataset and on the huge one; the page must not slow down with the site's size.
   { id: 'queue.main', label: 'the queue page, 10,000 discussions, signed in', server: 'service', path: '{list}', credential: 'session', expect: 200 },
@@ -89,6 +93,8 @@ export const TARGETS: Array<{ id: string; atLeast: number }> = [
   { id: 'site.none', atLeast: 0.6 },
   { id: 'pg.list.token', atLeast: 0.8 },
   { id: 'poll.token', atLeast: 0.8 },
+  // A write with one webhook endpoint: within 10% of the same write without one.
+  { id: 'create.hook', atLeast: 0.9 },
   // Within 1.5x of its time at 10,000 discussions: at least two thirds of its throughput there.
   { id: 'queue.huge', atLeast: 2 / 3 },
 ]

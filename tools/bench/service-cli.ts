@@ -17,6 +17,8 @@ export function benchEnv(): NodeJS.ProcessEnv {
   // limits are counted as always (their cost is part of every figure) but set where the load does
   // not meet them (plugins/rate-limits.ts).
   for (const name of ['SERVICE_RATE_LIMIT_READS', 'SERVICE_RATE_LIMIT_WRITES', 'SERVICE_RATE_LIMIT_ANONYMOUS']) env[name] = String(MAX_RATE_LIMIT)
+  // The webhook endpoint of the write-hook server is the bench's own receiver, on loopback.
+  env.SERVICE_WEBHOOK_ALLOW = '127.0.0.0/8'
   // A run must not pick up an operator's database, address or port from the environment.
   for (const name of ['SERVICE_DB', 'SERVICE_BASE_URL', 'SERVICE_SITE_URL', 'PORT', 'HOST']) delete env[name]
   return env
