@@ -10,6 +10,7 @@ import { accessLevels, writeTokenRules } from '../../db/values.ts'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
 import { httpError, sentence } from './discussions/http-errors.ts'
 import { moment } from './discussions/views.ts'
+import { administratorsOnly } from './administrators-only.ts'
 
 // The administrators' resources of the v1 API (docs/decisions.md, "Site administrators"): the
 // site's credentials inventory, revocation, and its token policy. An administrator of the site
@@ -124,15 +125,8 @@ const policyView = (policy: SitePolicy): Static<typeof Policy> => ({
 })
 
 const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { administration, users } = fastify
-
-  // Every resource here: an administrator of the site, whatever credential they sent.
-  fastify.addHook('preHandler', async (request) => {
-    const { site, user } = request.auth!
-    if (!(await users.isAdministrator(site.id, user.id))) {
-      throw Object.assign(new Error('Only administrators of this site can read or change its credentials and token policy.'), { statusCode: 403, code: 'forbidden' })
-    }
-  })
+  const { administration } = fastify
+  administratorsOnly(fastify, 'its credentials and token policy')
   const actor = (request: FastifyRequest): Actor => ({ userId: request.auth!.user.id, name: request.auth!.user.email, via: 'api', address: request.ip })
   const tags = ['administration']
 

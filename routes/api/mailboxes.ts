@@ -1,13 +1,12 @@
-import type { FastifyError, FastifyInstance } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type Static, type TSchema } from 'typebox'
 import { StoreError } from '../../db/stores/errors.ts'
 import type { Mailbox } from '../../db/stores/mail.ts'
 import { parseImapUrl, shownImap, shownSmtp } from '../../lib/mail.ts'
-import { strictValidatorCompiler } from '../../plugins/http/validation.ts'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
-import { httpError } from './discussions/http-errors.ts'
 import { moment } from './discussions/views.ts'
+import { administratorsOnly } from './administrators-only.ts'
 
 // The site's mailboxes through the API (docs/decisions.md, "Mail"), for its administrators as
 // `service-desk mailbox` is for the operator: the addresses the site takes mail at, how their mail
@@ -85,18 +84,8 @@ export function addMailboxFrom(fastify: FastifyInstance, siteId: number, body: S
 }
 
 const mailboxRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { mailboxes, users } = fastify
-  fastify.setValidatorCompiler(strictValidatorCompiler)
-  fastify.setErrorHandler((error: FastifyError) => {
-    throw httpError(error)
-  })
-  // Every route here: an administrator of the site, whatever credential they sent.
-  fastify.addHook('preHandler', async (request) => {
-    const { site, user } = request.auth!
-    if (!(await users.isAdministrator(site.id, user.id))) {
-      throw Object.assign(new Error("Only administrators of this site can read or change its mailboxes."), { statusCode: 403, code: 'forbidden' })
-    }
-  })
+  const { mailboxes } = fastify
+  administratorsOnly(fastify, 'its mailboxes', { strict: true })
   const tags = ['mail']
 
   fastify.get(

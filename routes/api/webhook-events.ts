@@ -11,41 +11,16 @@ import { createViews } from './discussions/views.ts'
 // the credentials inventory shows it (routes/api/administration.ts). Given to the stores' event
 // sink by app.ts (plugins/stores.ts, webhookStore).
 
-function tokenEntry(token: EventToken): InventoryEntry {
-  return {
-    id: `pat-${token.id}`,
-    kind: 'personal_token',
-    ownerId: 0,
-    owner: token.owner.email,
-    ownerName: token.owner.name,
-    name: token.name,
-    access: token.access,
-    createdAt: token.createdAt,
-    lastUsedAt: token.lastUsedAt,
-    lastUsedFrom: null,
-    expiresAt: token.expiresAt,
-    state: token.revokedAt ? 'revoked' : 'active',
-    revocable: true,
-  }
+/** An inventory entry of an event: never the inventory's own read, so no owner id and no address of last use. */
+function entry(owner: { email: string; name: string }, fields: Pick<InventoryEntry, 'id' | 'kind' | 'name' | 'access' | 'createdAt' | 'lastUsedAt' | 'expiresAt' | 'state'>): InventoryEntry {
+  return { ...fields, ownerId: 0, owner: owner.email, ownerName: owner.name, lastUsedFrom: null, revocable: true }
 }
 
-function applicationEntry(application: EventApplication): InventoryEntry {
-  return {
-    id: `oauth-${application.grantId}`,
-    kind: 'oauth',
-    ownerId: 0,
-    owner: application.owner.email,
-    ownerName: application.owner.name,
-    name: application.name,
-    access: application.access,
-    createdAt: application.createdAt,
-    lastUsedAt: null,
-    lastUsedFrom: null,
-    expiresAt: null,
-    state: 'active',
-    revocable: true,
-  }
-}
+const tokenEntry = (token: EventToken) =>
+  entry(token.owner, { id: `pat-${token.id}`, kind: 'personal_token', name: token.name, access: token.access, createdAt: token.createdAt, lastUsedAt: token.lastUsedAt, expiresAt: token.expiresAt, state: token.revokedAt ? 'revoked' : 'active' })
+
+const applicationEntry = (application: EventApplication) =>
+  entry(application.owner, { id: `oauth-${application.grantId}`, kind: 'oauth', name: application.name, access: application.access, createdAt: application.createdAt, lastUsedAt: null, expiresAt: null, state: 'active' })
 
 /** The renderer of events over the service's addresses. */
 export function eventRender(urls: Urls): EventRender {

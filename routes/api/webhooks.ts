@@ -1,13 +1,12 @@
-import type { FastifyError, FastifyInstance } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type Static, type TSchema } from 'typebox'
 import { webhookEvents } from '../../db/values.ts'
 import type { Webhook, WebhookDelivery, WebhookSettings } from '../../db/stores/webhooks.ts'
 import { eventsOf, TEST_EVENT } from '../../db/stores/webhooks.ts'
-import { strictValidatorCompiler } from '../../plugins/http/validation.ts'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
-import { httpError } from './discussions/http-errors.ts'
 import { moment } from './discussions/views.ts'
+import { administratorsOnly } from './administrators-only.ts'
 
 // The site's webhooks through the API (docs/decisions.md, "Webhooks"), for its administrators as
 // the administration page and `service-desk webhook` are: where its events are posted, which ones,
@@ -131,18 +130,8 @@ export function webhookSettings(fastify: FastifyInstance, body: Partial<Static<t
 export const testData = (fastify: FastifyInstance, permalink: string, webhook: Webhook) => ({ webhook: webhookView(fastify, permalink, webhook) })
 
 const webhookRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { webhooks, users } = fastify
-  fastify.setValidatorCompiler(strictValidatorCompiler)
-  fastify.setErrorHandler((error: FastifyError) => {
-    throw httpError(error)
-  })
-  // Every route here: an administrator of the site, whatever credential they sent.
-  fastify.addHook('preHandler', async (request) => {
-    const { site, user } = request.auth!
-    if (!(await users.isAdministrator(site.id, user.id))) {
-      throw Object.assign(new Error('Only administrators of this site can read or change its webhooks.'), { statusCode: 403, code: 'forbidden' })
-    }
-  })
+  const { webhooks } = fastify
+  administratorsOnly(fastify, 'its webhooks', { strict: true })
   const tags = ['webhooks']
   const errors = { 400: InvalidRequestBody, 404: ErrorBody }
 
