@@ -3,6 +3,8 @@ import { eventsOf, type Webhook } from '../db/stores/webhooks.ts'
 import { loadConfig } from '../config.ts'
 import { shown } from '../lib/terminal-text.ts'
 import { parseWebhookUrl } from '../lib/webhook-address.ts'
+import { createUrls } from '../lib/urls.ts'
+import { testData } from '../routes/api/webhooks.ts'
 import { admin } from './admin.ts'
 import { UsageError, type Command, type Io, type Values } from './command.ts'
 
@@ -107,9 +109,10 @@ export const webhookCommands: Command[] = [
       usage: 'webhook test <site> <id>',
       summary: 'Queue the test event (webhook.test) for the webhook; the running service posts it, and `webhook list` or the page shows how it went.',
     },
-    async (stores, [permalink, id], _values, io) => {
+    async (stores, [permalink, id], values, io) => {
       const { site, webhook } = await webhookOf(stores, permalink!, id!)
-      const eventId = await stores.webhooks.queueTest(site.id, webhook.id, { webhook: { id: webhook.id, url: webhook.url, events: eventsOf(webhook) } })
+      const { baseUrl, siteUrl } = loadConfig({ env: io.env, flags: { db: values.db as string | undefined } })
+      const eventId = await stores.webhooks.queueTest(site.id, webhook.id, testData({ urls: createUrls(baseUrl, siteUrl), clock: io.clock }, site.permalink, webhook))
       io.stdout(`test event ${eventId} queued for ${webhook.url}\n`)
     },
   ),

@@ -81,7 +81,7 @@ const WebhookParams = Type.Object({ site: SiteParams.properties.site, id: Type.I
 const DeliveryParams = Type.Object({ ...WebhookParams.properties, delivery: Type.Integer({ minimum: 1, description: 'The delivery id.' }) })
 
 /** An endpoint as the API and the page show it (never its secret). */
-export function webhookView(fastify: FastifyInstance, permalink: string, webhook: Webhook): Static<typeof WebhookResource> {
+export function webhookView(fastify: Pick<FastifyInstance, 'urls' | 'clock'>, permalink: string, webhook: Webhook): Static<typeof WebhookResource> {
   const href = `${fastify.urls.site(permalink)}/webhooks/${webhook.id}`
   const at = (date: Date | null) => date && moment(date)
   return {
@@ -126,8 +126,8 @@ export function webhookSettings(fastify: FastifyInstance, body: Partial<Static<t
   }
 }
 
-/** What the test event carries: the endpoint as the API shows it. */
-export const testData = (fastify: FastifyInstance, permalink: string, webhook: Webhook) => ({ webhook: webhookView(fastify, permalink, webhook) })
+/** What the test event carries: the endpoint as the API shows it (the command line gives its own URLs and clock). */
+export const testData = (fastify: Pick<FastifyInstance, 'urls' | 'clock'>, permalink: string, webhook: Webhook) => ({ webhook: webhookView(fastify, permalink, webhook) })
 
 const webhookRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const { webhooks } = fastify

@@ -27,7 +27,7 @@ t.test('webhook add, list, switch, rotate, test and remove; bad input is refused
   t.not(/whsec_\S+/.exec(rotated.stdout)![0], /whsec_\S+/.exec(added.stdout)![0])
   t.match((await cli.run(['webhook', 'test', 'acme', '1'])).stdout, /^test event msg_[\w-]{22} queued for https:\/\/hooks\.example\.com\/desk\n$/)
   const [queued] = await cli.query<{ kind: string; payload: string }>("SELECT kind, payload FROM outbox WHERE kind = 'webhook'")
-  t.match(JSON.parse(queued!.payload), { type: 'webhook.test', data: { webhook: { id: 1, url: 'https://hooks.example.com/desk' } } })
+  t.match(JSON.parse(queued!.payload), { type: 'webhook.test', data: { webhook: { id: 1, url: 'https://hooks.example.com/desk', enabled: true, href: 'http://localhost:3000/acme/webhooks/1' } } }, 'the endpoint as the API shows it')
 
   for (const [args, words] of [
     [['webhook', 'add', 'acme', 'https://x.example.com/'], '--events is needed'],
