@@ -14,7 +14,7 @@ const sqliteCore: typeof import('drizzle-orm/sqlite-core') = require('drizzle-or
 const driver: typeof import('drizzle-orm/better-sqlite3') = require('drizzle-orm/better-sqlite3')
 const migrator: typeof import('drizzle-orm/better-sqlite3/migrator') = require('drizzle-orm/better-sqlite3/migrator')
 
-export const { and, asc, count, countDistinct, desc, eq, getTableColumns, gt, gte, inArray, is, isNotNull, isNull, like, lt, lte, ne, notInArray, notLike, or, sql } = orm
+export const { and, asc, count, countDistinct, desc, eq, getTableColumns, gt, gte, inArray, is, isNotNull, isNull, like, lt, lte, ne, notExists, notInArray, notLike, or, sql } = orm
 export type { Column, Placeholder, SQL, SQLWrapper, Table } from 'drizzle-orm'
 export const { blob, getTableConfig, index, integer, primaryKey, SQLiteTable, sqliteTable, text, uniqueIndex } = sqliteCore
 export const { drizzle } = driver

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { and, asc, desc, eq, inArray, isNull, lt, lte, or, sql } from '../drizzle.ts'
+import { and, asc, desc, eq, inArray, isNull, lt, lte, ne, notInArray, or, sql } from '../drizzle.ts'
+import { withoutNul } from '../../lib/nul.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
@@ -155,13 +156,13 @@ async function startedOnTheWeb(port: StorePort, reply: { siteId: number; discuss
 export function createOutboxStore(port: StorePort, clock: Clock) {
   const { db, tables: { outbox } } = port
   const p = sql.placeholder
-  const due = db
-    .select()
-    .from(outbox)
-    .where(and(eq(outbox.state, 'queued'), lte(outbox.nextAttemptAt, p('now')), or(isNull(outbox.leaseUntil), lt(outbox.leaseUntil, p('now')))))
-    .orderBy(asc(outbox.id))
-    .limit(p('limit'))
-    .prepare('outbox_due')
+  // Due: queued, its time come, and held by no live lease. Mail and webhooks are read apart: mail
+  // leaves in order, one row after another; webhooks several at once (plugins/mail/sender.ts).
+  const dueWhere = and(eq(outbox.state, 'queued'), lte(outbox.nextAttemptAt, p('now')), or(isNull(outbox.leaseUntil), lt(outbox.leaseUntil, p('now'))))
+  const dueMail = db.select().from(outbox).where(and(dueWhere, ne(outbox.kind, 'webhook'))).orderBy(asc(outbox.id)).limit(p('limit')).prepare('outbox_due_mail')
+
+  /** The row, while the lease a claim took is still its own (a lease ended and taken by another process is not). */
+  const held = (id: number, lease: Date | null | undefined) => (lease ? and(eq(outbox.id, id), eq(outbox.leaseUntil, lease)) : eq(outbox.id, id))
 
   return {
     /**
@@ -177,33 +178,43 @@ export function createOutboxStore(port: StorePort, clock: Clock) {
       return queueReplyMail(port, clock, { ...opened, body }, 'acknowledgement')
     },
 
-    /** Rows due now and held by no live lease, oldest first. */
-    due(limit: number): Promise<OutboxRow[]> {
-      return due.execute({ now: port.moment(new Date(clock())), limit })
+    /** Mail rows due now and held by no live lease, oldest first. */
+    dueMail(limit: number): Promise<OutboxRow[]> {
+      return dueMail.execute({ now: port.moment(new Date(clock())), limit })
     },
 
-    /** Takes the row's lease until `ms` from now, when no other live lease holds it; whether it was taken. */
-    async claim(id: number, ms: number): Promise<boolean> {
+    /** Webhook rows due now and held by no live lease, oldest first, but for those of the endpoints in `busy`. */
+    dueWebhooks(limit: number, busy: number[] = []): Promise<OutboxRow[]> {
       const now = new Date(clock())
-      const taken = await db
+      const due = and(eq(outbox.state, 'queued'), eq(outbox.kind, 'webhook'), lte(outbox.nextAttemptAt, now), or(isNull(outbox.leaseUntil), lt(outbox.leaseUntil, now)))
+      return db.select().from(outbox).where(busy.length === 0 ? due : and(due, notInArray(outbox.webhookId, busy))).orderBy(asc(outbox.id)).limit(limit)
+    },
+
+    /**
+     * Takes the row's lease until `ms` from now, when it is still queued, due, and held by no other
+     * live lease: the row as it is now (its tries counted by whoever tried it last), or undefined.
+     */
+    async claim(id: number, ms: number): Promise<OutboxRow | undefined> {
+      const now = new Date(clock())
+      const [taken] = await db
         .update(outbox)
         .set({ leaseUntil: new Date(now.getTime() + ms) })
-        .where(and(eq(outbox.id, id), eq(outbox.state, 'queued'), or(isNull(outbox.leaseUntil), lt(outbox.leaseUntil, now))))
-        .returning({ id: outbox.id })
-      return taken.length > 0
+        .where(and(eq(outbox.id, id), eq(outbox.state, 'queued'), lte(outbox.nextAttemptAt, now), or(isNull(outbox.leaseUntil), lt(outbox.leaseUntil, now))))
+        .returning()
+      return taken
     },
 
-    /** The try succeeded: sent, and never tried again. */
-    async sent(id: number): Promise<void> {
-      await db.update(outbox).set({ state: 'sent', sentAt: new Date(clock()), attempts: sql`${outbox.attempts} + 1`, leaseUntil: null, lastError: null }).where(eq(outbox.id, id))
+    /** The try succeeded: sent, and never tried again. `lease`: only while the claim that made the try still holds it. */
+    async sent(id: number, lease?: Date | null): Promise<void> {
+      await db.update(outbox).set({ state: 'sent', sentAt: new Date(clock()), attempts: sql`${outbox.attempts} + 1`, leaseUntil: null, lastError: null }).where(held(id, lease))
     },
 
-    /** The try failed with `error`: tried again at `retryAt`, or never (failed) when there is none. */
-    async tried(id: number, error: string, retryAt: Date | null): Promise<void> {
+    /** The try failed with `error`: tried again at `retryAt`, or never (failed) when there is none. `lease`: as for sent. */
+    async tried(id: number, error: string, retryAt: Date | null, lease?: Date | null): Promise<void> {
       await db
         .update(outbox)
-        .set({ state: retryAt ? 'queued' : 'failed', attempts: sql`${outbox.attempts} + 1`, lastError: error.slice(0, 500), nextAttemptAt: retryAt ?? new Date(clock()), leaseUntil: null })
-        .where(eq(outbox.id, id))
+        .set({ state: retryAt ? 'queued' : 'failed', attempts: sql`${outbox.attempts} + 1`, lastError: withoutNul(error).slice(0, 500), nextAttemptAt: retryAt ?? new Date(clock()), leaseUntil: null })
+        .where(held(id, lease))
     },
 
     /** The row cannot be sent now (no way out): looked at again at `at`, why kept, no try counted. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { and, asc, desc, eq, gte, inArray, lt, sql } from '../drizzle.ts'
+import { and, asc, desc, eq, gte, inArray, lt, notExists, sql } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import { webhookEvents, type WebhookEvent } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -8,6 +8,7 @@ import type { CommentRow, DiscussionRow } from './discussion-listing.ts'
 import { StoreError } from './errors.ts'
 import { attachmentsOf, type Attachment } from './files.ts'
 import type { OutboxMail } from './outbox.ts'
+import { lockSite } from './sites.ts'
 import { STAFF_ROLE } from './staff.ts'
 
 // The sites' webhooks, one store for both engines (docs/decisions.md, "Webhooks"): the endpoints
@@ -173,6 +174,8 @@ export function createWebhookStore(port: StorePort, clock: Clock, box: SecretBox
       const secret = newSecret()
       const at = now()
       const webhook = await port.atomic(async (tx) => {
+        // Two adds at once take turns, so the limit holds.
+        await lockSite(tx, siteId)
         const [{ n }] = await tx.db.select({ n: sql<number>`count(*)` }).from(webhooks).where(eq(webhooks.siteId, siteId))
         if (Number(n) >= MAX_WEBHOOKS) throw new StoreError(`a site has at most ${MAX_WEBHOOKS} webhooks: remove one first`, 'limit', 'url')
         const [row] = await tx.db
@@ -209,10 +212,12 @@ export function createWebhookStore(port: StorePort, clock: Clock, box: SecretBox
       return { webhook: webhook!, secret }
     },
 
-    /** The secrets that sign its deliveries now: the current one, and the one it replaced while it still signs. */
-    async secrets(webhook: Webhook): Promise<string[]> {
+    /** The secrets that sign its deliveries now: the current one, and the one it replaced while it still signs; null when the current one cannot be opened (another server key). */
+    async secrets(webhook: Webhook): Promise<string[] | null> {
+      const current = box.open(webhook.secret)
+      if (current === null) return null
       const previous = webhook.previousSecret && webhook.previousUntil && webhook.previousUntil.getTime() > clock() ? box.open(webhook.previousSecret) : null
-      return [box.open(webhook.secret), previous].filter((secret): secret is string => secret !== null)
+      return previous === null ? [current] : [current, previous]
     },
 
     /** Tells `events` of `event` in a transaction of its own: for a change another library wrote. */
@@ -310,7 +315,10 @@ export function createWebhookStore(port: StorePort, clock: Clock, box: SecretBox
     async prune(): Promise<void> {
       const before = new Date(clock() - DELIVERY_LOG_MS)
       await db.delete(webhookDeliveries).where(lt(webhookDeliveries.attemptedAt, before))
-      await db.delete(outbox).where(and(eq(outbox.kind, 'webhook'), inArray(outbox.state, ['sent', 'failed']), lt(outbox.createdAt, before)))
+      // An ended row goes with the last line of the log that names it ("send again" reads it).
+      await db
+        .delete(outbox)
+        .where(and(eq(outbox.kind, 'webhook'), inArray(outbox.state, ['sent', 'failed']), lt(outbox.createdAt, before), notExists(db.select({ id: webhookDeliveries.id }).from(webhookDeliveries).where(eq(webhookDeliveries.outboxId, outbox.id)))))
     },
   }
 }

@@ -17,10 +17,11 @@ export const SEND_EVERY_MS = 5_000
 /** How long a row is held while it is sent. */
 export const LEASE_MS = 60_000
 export const MAX_TRIES = 8
-/** How many due rows are read at a time, how many webhooks are posted at once, and how many batches one run sends at most. */
+/** How many due rows are read at a time, how many webhooks are posted at once (and to one endpoint), and how many rows of each kind one run takes at most. */
 const BATCH = 20
 const PARALLEL = 8
-const MAX_BATCHES = 50
+const PER_ENDPOINT = 2
+const MAX_ROWS = 1_000
 /** The wait before try n+1: a minute, doubling, at most six hours. */
 export const backoffMs = (tries: number) => Math.min(60_000 * 2 ** (tries - 1), 6 * 60 * 60 * 1000)
 
@@ -90,24 +91,70 @@ export default fp<{ firstAfterMs?: number; everyMs?: number }>(
       }
     }
 
-    /**
-     * Sends what is due, BATCH rows at a time, until a batch comes back short or after
-     * MAX_BATCHES; how many went. Mail leaves one row after another, in the order it was queued;
-     * webhooks PARALLEL at once, so a slow endpoint holds up only its own rows.
-     */
-    async function sendOutbox(): Promise<number> {
+    let closed = false
+    fastify.addHook('onClose', async () => {
+      closed = true
+    })
+
+    /** Sends the due mail, one row after another in the order queued, BATCH rows a read, at most MAX_ROWS a run. */
+    async function sendMails(): Promise<number> {
       let sent = 0
-      const drain = async (queue: OutboxRow[], send: (row: OutboxRow) => Promise<boolean>) => {
-        for (let row = queue.shift(); row; row = queue.shift()) if (await send(row)) sent++
-      }
-      for (let batch = 0; batch < MAX_BATCHES; batch++) {
-        const rows = await outbox.due(BATCH)
-        const hooks = rows.filter((row) => row.kind === 'webhook')
-        const mails = rows.filter((row) => row.kind !== 'webhook')
-        await Promise.all([drain(mails, sendMail), ...Array.from({ length: PARALLEL }, () => drain(hooks, fastify.deliverWebhook))])
+      for (let read = 0; read < MAX_ROWS / BATCH && !closed; read++) {
+        const rows = await outbox.dueMail(BATCH)
+        for (const row of rows) if (await sendMail(row)) sent++
         if (rows.length < BATCH) break
       }
       return sent
+    }
+
+    /**
+     * Posts the due webhooks, PARALLEL at once and PER_ENDPOINT at most to one endpoint, reading
+     * more as tries end, at most MAX_ROWS a run: an endpoint that is slow holds up only its own rows.
+     */
+    async function deliverWebhooks(): Promise<number> {
+      let sent = 0
+      let taken = 0
+      const busy = new Map<number, number>()
+      const seen = new Set<number>()
+      const inFlight = new Set<Promise<void>>()
+      const full = (webhookId: number) => (busy.get(webhookId) ?? 0) >= PER_ENDPOINT
+      const start = (row: OutboxRow) => {
+        const id = row.webhookId!
+        busy.set(id, (busy.get(id) ?? 0) + 1)
+        const run: Promise<void> = fastify
+          .deliverWebhook(row)
+          .then((delivered) => void (delivered && sent++))
+          .finally(() => {
+            busy.set(id, busy.get(id)! - 1)
+            inFlight.delete(run)
+          })
+        inFlight.add(run)
+      }
+      while (!closed && taken < MAX_ROWS) {
+        const rows = (await outbox.dueWebhooks(BATCH, [...busy.keys()].filter(full))).filter((row) => !seen.has(row.id))
+        const startable = rows.filter((row) => !full(row.webhookId!))
+        if (startable.length === 0) {
+          if (inFlight.size === 0) break
+          await Promise.race(inFlight)
+          continue
+        }
+        for (const row of startable) {
+          // Rows of an endpoint that filled up meanwhile come back with the next read.
+          if (full(row.webhookId!) || closed) continue
+          while (inFlight.size >= PARALLEL) await Promise.race(inFlight)
+          seen.add(row.id)
+          taken++
+          start(row)
+        }
+      }
+      await Promise.all(inFlight)
+      return sent
+    }
+
+    /** Sends what is due: the mail and the webhooks side by side; how many went. */
+    async function sendOutbox(): Promise<number> {
+      const [mails, hooks] = await Promise.all([sendMails(), deliverWebhooks()])
+      return mails + hooks
     }
 
     fastify.decorate('sendOutbox', sendOutbox)

@@ -4,6 +4,7 @@ import { Webhook as Signer } from 'standardwebhooks'
 import type { OutboxRow } from '../../db/stores/outbox.ts'
 import { TEST_EVENT, type Webhook } from '../../db/stores/webhooks.ts'
 import { DAY_MS } from '../../lib/clock.ts'
+import { withoutNul } from '../../lib/nul.ts'
 import { parseWebhookUrl, type AllowedRange } from '../../lib/webhook-address.ts'
 import { StoreError } from '../../db/stores/errors.ts'
 import { repeatInBackground } from '../background.ts'
@@ -94,16 +95,28 @@ export default fp<DeliverySettings>(
       ].join('\n\n'),
     })
 
-    async function tryOnce(webhook: Webhook, row: OutboxRow): Promise<{ delivered: true; status: number; answer: string } | { delivered: false; words: string; again: boolean; status: number | null; answer: string }> {
+    type Outcome = { delivered: true; status: number; answer: string } | { delivered: false; words: string; again: boolean; status: number | null; answer: string }
+
+    /** One try, the look-up of its name included, within timeoutMs in all. */
+    async function tryOnce(webhook: Webhook, row: OutboxRow, secrets: string[]): Promise<Outcome> {
       const url = new URL(webhook.url)
-      const to = await target(url, allowed, settings.resolve)
-      if ('refused' in to) return { delivered: false, words: `refused: ${to.refused}`, again: false, status: null, answer: '' }
-      const headers = signedHeaders(row.eventId!, new Date(clock()), row.payload, await webhooks.secrets(webhook))
+      const deadline = performance.now() + timeoutMs
+      let timer: NodeJS.Timeout | undefined
+      const late = new Promise<{ late: true }>((resolve) => (timer = setTimeout(() => resolve({ late: true }), timeoutMs)))
       try {
-        const answer = await post(url, to, headers, row.payload, timeoutMs)
-        return { ...judge(answer), status: answer.status, answer: answer.answer }
+        // A look-up that hangs (a name server that does not answer) is left behind at the deadline.
+        const to = await Promise.race([target(url, allowed, settings.resolve), late])
+        if ('late' in to) return { delivered: false, words: `no answer within ${timeoutMs / 1000} s (looking up ${url.hostname})`, again: true, status: null, answer: '' }
+        if ('unknown' in to) return { delivered: false, words: to.unknown, again: true, status: null, answer: '' }
+        if ('refused' in to) return { delivered: false, words: `refused: ${to.refused}`, again: false, status: null, answer: '' }
+        const answer = await post(url, to, signedHeaders(row.eventId!, new Date(clock()), row.payload, secrets), row.payload, Math.max(1, deadline - performance.now()))
+        return { ...judge(answer), status: answer.status, answer: withoutNul(answer.answer) }
       } catch (error) {
-        return { delivered: false, words: (error as Error).message, again: true, status: null, answer: '' }
+        // The deadline is the try's, look-up included: said in its own words.
+        const words = (error as NodeJS.ErrnoException).code === 'TIMEOUT' ? `no answer within ${timeoutMs / 1000} s` : withoutNul((error as Error).message)
+        return { delivered: false, words, again: true, status: null, answer: '' }
+      } finally {
+        clearTimeout(timer)
       }
     }
 
@@ -121,26 +134,11 @@ export default fp<DeliverySettings>(
       }
     })
 
-    fastify.decorate('deliverWebhook', async (row: OutboxRow): Promise<boolean> => {
-      if (!(await outbox.claim(row.id, leaseMs(timeoutMs)))) return false
-      const webhook = row.webhookId === null ? undefined : await webhooks.byId(row.webhookId)
-      const type = (JSON.parse(row.payload) as { type: string }).type
-      if (!webhook || (!webhook.enabled && type !== TEST_EVENT)) {
-        await outbox.tried(row.id, 'the webhook is switched off', null)
-        return false
-      }
-      const started = performance.now()
-      const outcome = await tryOnce(webhook, row)
-      const durationMs = Math.round(performance.now() - started)
-      await webhooks.record({ webhookId: webhook.id, outboxId: row.id, eventId: row.eventId!, eventType: type, status: outcome.status, durationMs, answer: outcome.answer, error: outcome.delivered ? null : outcome.words })
-      if (outcome.delivered) {
-        await outbox.sent(row.id)
-        await webhooks.succeeded(webhook.id)
-        return true
-      }
+    /** What happens after a failed try: tried again on the schedule, or not; the endpoint switched off when it has failed for days. */
+    async function failed(webhook: Webhook & { permalink: string }, row: OutboxRow, lease: Date | null, outcome: { words: string; again: boolean; status: number | null }, type: string) {
       const tries = row.attempts + 1
       const wait = outcome.again ? retryDelay(tries, random) : null
-      await outbox.tried(row.id, outcome.words, wait === null ? null : new Date(clock() + wait))
+      await outbox.tried(row.id, outcome.words, wait === null ? null : new Date(clock() + wait), lease)
       fastify.log.warn({ webhook: { id: webhook.id, event: row.eventId, type, tries, status: outcome.status, again: wait !== null } }, 'a webhook was not delivered')
       const failingSince = await webhooks.failed(webhook.id)
       if (clock() - failingSince.getTime() >= FAILING_DAYS * DAY_MS) {
@@ -149,7 +147,47 @@ export default fp<DeliverySettings>(
           fastify.log.warn({ webhook: { id: webhook.id } }, 'a webhook failing for days was switched off')
         }
       }
-      return false
+    }
+
+    /** Posts the row under its lease, records the try, and moves the row on. */
+    async function deliver(row: OutboxRow): Promise<boolean> {
+      const webhook = row.webhookId === null ? undefined : await webhooks.byId(row.webhookId)
+      const type = (JSON.parse(row.payload) as { type: string }).type
+      if (!webhook || (!webhook.enabled && type !== TEST_EVENT)) {
+        await outbox.tried(row.id, 'the webhook is switched off', null, row.leaseUntil)
+        return false
+      }
+      const secrets = await webhooks.secrets(webhook)
+      if (!secrets) {
+        // Sealed under another server key (the key was changed since): nothing unsigned is ever posted.
+        await failed(webhook, row, row.leaseUntil, { words: 'its secret was sealed under another server key: give it a new secret', again: false, status: null }, type)
+        return false
+      }
+      const started = performance.now()
+      const outcome = await tryOnce(webhook, row, secrets)
+      const durationMs = Math.round(performance.now() - started)
+      await webhooks.record({ webhookId: webhook.id, outboxId: row.id, eventId: row.eventId!, eventType: type, status: outcome.status, durationMs, answer: outcome.answer, error: outcome.delivered ? null : outcome.words })
+      if (!outcome.delivered) {
+        await failed(webhook, row, row.leaseUntil, outcome, type)
+        return false
+      }
+      await outbox.sent(row.id, row.leaseUntil)
+      await webhooks.succeeded(webhook.id)
+      return true
+    }
+
+    fastify.decorate('deliverWebhook', async (due: OutboxRow): Promise<boolean> => {
+      // The row as the claim left it: its tries counted by whichever process tried it last.
+      const row = await outbox.claim(due.id, leaseMs(timeoutMs))
+      if (!row) return false
+      try {
+        return await deliver(row)
+      } catch (error) {
+        // A fault of ours (the database away): the row is tried again in a while, its lease let go.
+        fastify.log.warn({ err: error, webhook: { id: row.webhookId, event: row.eventId } }, 'a webhook could not be delivered')
+        await outbox.tried(row.id, 'the service could not deliver it; it is tried again', new Date(clock() + RETRY_SCHEDULE_MS[0]!), row.leaseUntil).catch(() => {})
+        return false
+      }
     })
   },
   { name: 'webhook-delivery', fastify: '5.x', dependencies: ['discussion-stores', 'webhook-store'] },

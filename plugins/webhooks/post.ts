@@ -19,8 +19,8 @@ export type Resolve = (hostname: string) => Promise<Array<{ address: string; fam
 
 const systemResolve: Resolve = (hostname) => dnsLookup(hostname, { all: true, verbatim: true })
 
-/** The address to connect to for `url`, or why none may be. */
-export async function target(url: URL, allowed: readonly AllowedRange[], resolve: Resolve = systemResolve): Promise<{ address: string; family: number } | { refused: string }> {
+/** The address to connect to for `url`; or why none may be (`refused`); or why none was found now (`unknown`: tried again later). */
+export async function target(url: URL, allowed: readonly AllowedRange[], resolve: Resolve = systemResolve): Promise<{ address: string; family: number } | { refused: string } | { unknown: string }> {
   const literal = literalAddress(url.hostname)
   if (literal) {
     const refused = refusedAddress(literal, allowed)
@@ -30,14 +30,14 @@ export async function target(url: URL, allowed: readonly AllowedRange[], resolve
   try {
     found = await resolve(url.hostname)
   } catch (error) {
-    return { refused: `${url.hostname} could not be looked up (${(error as NodeJS.ErrnoException).code ?? 'no answer'})` }
+    return { unknown: `${url.hostname} could not be looked up (${(error as NodeJS.ErrnoException).code ?? 'no answer'})` }
   }
   // Every address the name has is checked: a name with one public and one private address is refused.
   for (const { address } of found) {
     const refused = refusedAddress(address, allowed)
     if (refused) return { refused: `${url.hostname} is ${refused.replace(/^[^ ]+ is /, '')} (${address})` }
   }
-  if (found.length === 0) return { refused: `${url.hostname} has no address` }
+  if (found.length === 0) return { unknown: `${url.hostname} has no address` }
   return found[0]!
 }
 
@@ -60,7 +60,7 @@ export function post(url: URL, to: { address: string; family: number }, headers:
     const deadline = setTimeout(() => request.destroy(Object.assign(new Error(`no answer within ${timeoutMs / 1000} s`), { code: 'TIMEOUT' })), timeoutMs)
     request.on('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(deadline)
-      reject(new Error(error.code === 'TIMEOUT' ? error.message : `${error.code ?? 'error'}: ${error.message}`))
+      reject(Object.assign(new Error(error.code === 'TIMEOUT' ? error.message : `${error.code ?? 'error'}: ${error.message}`), { code: error.code }))
     })
     request.on('response', (response) => {
       let answer = ''

@@ -105,8 +105,10 @@ const adminWebhookRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.post('/admin/webhooks/:id/redeliver', action, async (request, reply) => {
     const webhook = await found(request, reply)
     if (!webhook) return reply
+    const delivery = text(request.body, 'delivery')
     try {
-      await webhooks.redeliver(request.web.site.id, webhook.id, Number(text(request.body, 'delivery')))
+      if (!/^[1-9]\d{0,9}$/.test(delivery)) throw new StoreError('name a delivery of the log to send again', 'invalid')
+      await webhooks.redeliver(request.web.site.id, webhook.id, Number(delivery))
     } catch (error) {
       if (!(error instanceof StoreError)) throw error
       return webhookPage(request, reply, webhook.id, { notice: sentence(error.message) })

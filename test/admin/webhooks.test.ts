@@ -50,6 +50,7 @@ t.test('an administrator adds a webhook, tests it, reads its log, sends again, s
   t.equal(hook.received.length, 2)
   t.equal(hook.received[1]!.headers['webhook-id'], hook.received[0]!.headers['webhook-id'], 'sent again with its id')
   t.match((await admin.web.post(`/demo/admin/webhooks/${id}/redeliver`, { delivery: '99999' })).body, 'has no delivery 99999')
+  t.match((await admin.web.post(`/demo/admin/webhooks/${id}/redeliver`, { delivery: 'abc' })).body, 'Name a delivery of the log to send again.')
 
   t.equal((await admin.web.post(`/demo/admin/webhooks/${id}/switch`, { to: 'off' })).statusCode, 303)
   t.match((await admin.web.get(`/demo/admin/webhooks/${id}?done=off`)).body, /data-state><span class="field-error">Off\./)

@@ -154,7 +154,7 @@ t.test('the sender runs by itself in the background, and says so when it cannot'
   await app.inject({ method: 'POST', url: '/demo/discussions/1/comments', headers: ann.bearer, payload: { body: 'Hello back.' } })
   for (let i = 0; i < 200 && smtp.mails.length === 0; i++) await new Promise((r) => setTimeout(r, 10))
   t.equal(smtp.mails.length, 1, 'sent without being asked')
-  app.outbox.due = async () => {
+  app.outbox.dueMail = async () => {
     throw new Error('the database is away')
   }
   for (let i = 0; i < 200 && !lines.some((l) => l.includes('could not send the outbox')); i++) await new Promise((r) => setTimeout(r, 10))
@@ -169,9 +169,9 @@ t.test('without a mail server the replies wait, queued, and say why; a mailbox w
   t.match(reply.delivery, { state: 'queued', attempts: 0 })
   const waiting = (await app.inject({ method: 'GET', url: '/demo/discussions/1/comments/2', headers: ann.bearer })).json().delivery
   t.match(waiting, { state: 'queued', attempts: 0, last_error: NO_WAY_OUT })
-  t.equal((await app.outbox.due(10)).length, 0, 'looked at again later, not holding up the rows behind it')
+  t.equal((await app.outbox.dueMail(10)).length, 0, 'looked at again later, not holding up the rows behind it')
   clock.advance(61_000)
-  t.equal((await app.outbox.due(10)).length, 1, 'due again, for when SERVICE_SMTP_URL is set')
+  t.equal((await app.outbox.dueMail(10)).length, 1, 'due again, for when SERVICE_SMTP_URL is set')
 
   // Another mailbox of the site with an SMTP server of its own: its replies leave by it.
   const own = await mailServer(t)
@@ -188,7 +188,7 @@ t.test('a reply whose sending process died mid-send is sent once, by another, wh
   await customerSends({ subject: 'Printer', text: 'Smoke.' })
   await api('POST', '/demo/discussions/1/comments', { body: 'On our way.' })
   // A process took the row and died before saying how the send went: its lease holds the row.
-  const [row] = await app.outbox.due(10)
+  const [row] = await app.outbox.dueMail(10)
   t.ok(await app.outbox.claim(row!.id, LEASE_MS))
   t.equal(await app.sendOutbox(), 0, 'held by the dead process, for now')
   clock.advance(LEASE_MS + 1)
@@ -211,7 +211,7 @@ t.test('a long thread names its first message and its newest in References; a ro
   t.equal((await api('GET', '/demo/discussions/1')).comments.length, 22, 'one thread')
   await api('POST', '/demo/discussions/1/comments', { body: 'Enough.' })
   // As the outbox held it before replies named their mailbox (the first version of the row).
-  const [row] = await app.outbox.due(10)
+  const [row] = await app.outbox.dueMail(10)
   const { mailboxId: _dropped, ...older } = JSON.parse(row!.payload) as Record<string, unknown>
   await rawStatement(app, 'UPDATE outbox SET payload = ? WHERE id = ?', [JSON.stringify(older), row!.id])
   t.equal(await app.sendOutbox(), 1, "sent through the service's mailer")

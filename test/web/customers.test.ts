@@ -66,7 +66,7 @@ t.test("a visitor's discussion exists only once its link is followed, and once h
   t.match(sent.body, 'Check your mail')
   t.equal(await discussionCount(app, ann.site.id), 0, 'nothing posted before the link is followed')
   // Waiting in the outbox, the mail is sealed: the database holds neither the link nor the text around it.
-  const [queued] = await app.outbox.due(10)
+  const [queued] = await app.outbox.dueMail(10)
   t.equal(queued!.kind, 'confirmation')
   t.notMatch(queued!.payload, /service_cln_|Printer|carol/, 'the queued mail is sealed')
 
@@ -439,7 +439,7 @@ t.test('edges: a staff address posts without signing in, a customer made staff m
   await web.post('/demo/help/sign_in', { email: 'carol@customer.example' })
   await rawStatement(app, "UPDATE outbox SET payload = 'v1.AAAA' WHERE kind = 'sign_in_link' AND state = 'queued'", [])
   t.same(await mails(), [], 'not sent')
-  const [failed] = (await app.outbox.due(10)).filter((row) => row.kind === 'sign_in_link')
+  const [failed] = (await app.outbox.dueMail(10)).filter((row) => row.kind === 'sign_in_link')
   t.equal(failed, undefined, 'and no longer due')
 
   // Carol writes an answer while the team deletes her discussion: the page says it is gone.

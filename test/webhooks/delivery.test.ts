@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { RETRY_SCHEDULE_MS } from '../../plugins/webhooks/delivery.ts'
 import { DAY_MS } from '../../lib/clock.ts'
-import { supporterWithToken, testClock } from '../fixtures/app.ts'
+import { rawStatement, supporterWithToken, testClock } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import { mailServer, readMail } from '../fixtures/mail.ts'
 import { LOOPBACK, receiver } from '../fixtures/webhooks.ts'
@@ -12,13 +12,13 @@ import { LOOPBACK, receiver } from '../fixtures/webhooks.ts'
 // site's administrators mailed. And the refusals that keep a webhook from reaching this machine's
 // own network (lib/webhook-address.ts), with the operator's allowance off.
 
-type Options = { allowed?: typeof LOOPBACK; resolve?: (name: string) => Promise<Array<{ address: string; family: number }>> }
+type Options = { allowed?: typeof LOOPBACK; resolve?: (name: string) => Promise<Array<{ address: string; family: number }>>; timeoutMs?: number }
 
-async function webhookApp(t: Test, { allowed = LOOPBACK, resolve }: Options = {}) {
+async function webhookApp(t: Test, { allowed = LOOPBACK, resolve, timeoutMs = 300 }: Options = {}) {
   const smtp = await mailServer(t)
   const made = await discussionApp(t, {
     clock: testClock(Date.now()),
-    config: { webhooks: { allowed, timeoutMs: 300 }, mail: { smtpUrl: smtp.url, from: 'Desk <desk@example.test>' } },
+    config: { webhooks: { allowed, timeoutMs }, mail: { smtpUrl: smtp.url, from: 'Desk <desk@example.test>' } },
     webhookDelivery: { random: () => 0.5, ...(resolve && { resolve }) },
   })
   const boss = await supporterWithToken(made.app, { email: 'boss@example.test' })
@@ -37,7 +37,7 @@ t.test('a receiver that fails, hangs, then refuses connections gets the retries 
   })
   const { id } = (await admin('POST', '/demo/webhooks', { url: hook.url, events: ['discussion.created'] })).json()
   await create()
-  const row = async () => (await app.outbox.due(10).then(() => app.webhooks.deliveries(id)))[0]!
+  const row = async () => (await app.webhooks.deliveries(id))[0]!
 
   t.equal(await app.sendOutbox(), 0)
   t.match(await row(), { status: 500, answer: 'upstream down', error: 'answered 500', eventType: 'discussion.created' })
@@ -204,7 +204,7 @@ t.test('only administrators manage webhooks; a supporter is refused', async (t) 
 
 t.test('no request forgery: addresses of this machine and its networks are refused, each with its reason', async (t) => {
   const names: Record<string, string> = { 'loopback.example.test': '127.0.0.1', 'public.example.test': '93.184.215.14' }
-  const { app, admin, create } = await webhookApp(t, {
+  const { app, admin, create, clock } = await webhookApp(t, {
     allowed: [],
     resolve: async (name) => (names[name] ? [{ address: names[name]!, family: 4 }] : Promise.reject(Object.assign(new Error('not found'), { code: 'ENOTFOUND' }))),
   })
@@ -230,8 +230,13 @@ t.test('no request forgery: addresses of this machine and its networks are refus
   await create()
   await app.sendOutbox()
   t.match((await app.webhooks.deliveries(id))[0], { status: null, error: 'refused: loopback.example.test is a loopback address (127.0.0.1)' })
-  t.match((await app.webhooks.deliveries(nowhere))[0], { status: null, error: 'refused: nowhere.example.test could not be looked up (ENOTFOUND)' })
+  t.match((await app.webhooks.deliveries(nowhere))[0], { status: null, error: 'nowhere.example.test could not be looked up (ENOTFOUND)' })
   t.equal(await app.sendOutbox(), 0)
+  // A name that cannot be looked up now is tried again (a name server may be away); an address refused is not.
+  clock.advance(RETRY_SCHEDULE_MS[0]!)
+  await app.sendOutbox()
+  t.equal((await app.webhooks.deliveries(nowhere)).length, 2, 'the name that was not found: tried again')
+  t.equal((await app.webhooks.deliveries(id)).length, 1, 'the refused one: not')
 })
 
 t.test('a redirect to loopback is never followed', async (t) => {
@@ -258,4 +263,45 @@ t.test('a name is connected to at the address it was checked at: no second look-
   t.same(looked, ['hooks.example.test'], 'looked up once')
   t.equal(hook.received[0]!.headers.host, `hooks.example.test:${hook.port}`, 'the Host is the name')
   t.match((await app.webhooks.deliveries(id))[0], { status: 200 })
+})
+
+t.test('a slow endpoint holds up only its own events, two at a time', async (t) => {
+  const { app, admin, create } = await webhookApp(t, { timeoutMs: 10_000 })
+  const held: Array<() => void> = []
+  let fastDone: () => void
+  const fastAll = new Promise<void>((resolve) => (fastDone = resolve))
+  const slow = await receiver(t, (response) => held.push(() => response.end('late')))
+  const fast = await receiver(t, (response, got) => {
+    response.end('ok')
+    if (JSON.parse(got.body).type === 'discussion.created' && fast.received.length === 6) fastDone()
+  })
+  await admin('POST', '/demo/webhooks', { url: slow.url, events: ['discussion.created'] })
+  await admin('POST', '/demo/webhooks', { url: fast.url, events: ['discussion.created'] })
+  for (let i = 0; i < 6; i++) await create({ title: `Number ${i}` })
+  const sending = app.sendOutbox()
+  await fastAll
+  t.equal(fast.received.length, 6, 'the fast endpoint got every event')
+  t.equal(slow.received.length, 2, 'while the slow one has two, unanswered: no more at once')
+  // Released, the slow one gets the rest in the same run.
+  const release = setInterval(() => held.splice(0).forEach((answer) => answer()), 10)
+  t.equal(await sending, 12)
+  clearInterval(release)
+  t.equal(slow.received.length, 6)
+})
+
+t.test('an answer with a NUL byte is kept without it; a secret that cannot be opened posts nothing', async (t) => {
+  const { app, admin, create } = await webhookApp(t)
+  const hook = await receiver(t, (response) => response.end('ok\u0000done'))
+  const { id } = (await admin('POST', '/demo/webhooks', { url: hook.url, events: ['discussion.created'] })).json()
+  await create()
+  t.equal(await app.sendOutbox(), 1)
+  t.match((await app.webhooks.deliveries(id))[0], { status: 200, answer: 'okdone' })
+
+  // The server key changed since the secret was sealed: nothing unsigned is ever posted.
+  await rawStatement(app, 'UPDATE webhooks SET secret = ? WHERE id = ?', ['v1.not-under-this-key', id])
+  await create()
+  t.equal(await app.sendOutbox(), 0)
+  t.equal(hook.received.length, 1, 'not posted')
+  const shown = (await admin('GET', `/demo/webhooks/${id}`)).json()
+  t.ok(shown.failing_since, 'the endpoint is failing')
 })
