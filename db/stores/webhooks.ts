@@ -177,7 +177,7 @@ export function createWebhookStore(port: StorePort, clock: Clock, box: SecretBox
         // Two adds at once take turns, so the limit holds.
         await lockSite(tx, siteId)
         const [{ n }] = await tx.db.select({ n: sql<number>`count(*)` }).from(webhooks).where(eq(webhooks.siteId, siteId))
-        if (Number(n) >= MAX_WEBHOOKS) throw new StoreError(`a site has at most ${MAX_WEBHOOKS} webhooks: remove one first`, 'limit', 'url')
+        if (Number(n) >= MAX_WEBHOOKS) throw new StoreError(`a site has at most ${MAX_WEBHOOKS} webhooks: remove one first`, 'limit')
         const [row] = await tx.db
           .insert(webhooks)
           .values({ siteId, description: '', ...settingsOf(settings), url: settings.url, events: checkEvents(settings.events).join(' '), enabled: settings.enabled ?? true, secret: box.seal(secret), createdAt: at, updatedAt: at })
@@ -274,14 +274,14 @@ export function createWebhookStore(port: StorePort, clock: Clock, box: SecretBox
       await db.update(webhooks).set({ failingSince: null }).where(and(eq(webhooks.id, webhookId), sql`${webhooks.failingSince} is not null`))
     },
 
-    /** A try failed: since when the endpoint has been failing (now, when it was not). */
-    async failed(webhookId: number): Promise<Date> {
+    /** A try failed: since when the endpoint has been failing (now, when it was not); null when it was removed meanwhile. */
+    async failed(webhookId: number): Promise<Date | null> {
       const [row] = await db
         .update(webhooks)
         .set({ failingSince: sql`coalesce(${webhooks.failingSince}, ${port.moment(now())})` })
         .where(eq(webhooks.id, webhookId))
         .returning({ failingSince: webhooks.failingSince })
-      return row?.failingSince ?? now()
+      return row ? row.failingSince : null
     },
 
     /**

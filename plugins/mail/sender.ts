@@ -154,6 +154,7 @@ export default fp<{ firstAfterMs?: number; everyMs?: number }>(
     /** Sends what is due: the mail and the webhooks side by side; how many went. */
     async function sendOutbox(): Promise<number> {
       const [mails, hooks] = await Promise.all([sendMails(), deliverWebhooks()])
+      await fastify.pruneWebhooks()
       return mails + hooks
     }
 

@@ -7,7 +7,6 @@ import { DAY_MS } from '../../lib/clock.ts'
 import { withoutNul } from '../../lib/nul.ts'
 import { parseWebhookUrl, type AllowedRange } from '../../lib/webhook-address.ts'
 import { StoreError } from '../../db/stores/errors.ts'
-import { repeatInBackground } from '../background.ts'
 import { post, target, type Answer, type Resolve } from './post.ts'
 
 // The delivery of a webhook row of the outbox (docs/decisions.md, "Webhooks"), which the outbox's
@@ -46,6 +45,8 @@ declare module 'fastify' {
     deliverWebhook(row: OutboxRow): Promise<boolean>
     /** The webhook address as kept, checked against the ranges this service refuses (a StoreError on `url` otherwise). */
     webhookUrl(value: string): string
+    /** Prunes the log of tries older than three days, and the rows it named, when an hour has passed since the last time. */
+    pruneWebhooks(): Promise<void>
   }
 }
 
@@ -126,12 +127,12 @@ export default fp<DeliverySettings>(
       return url.href
     })
 
-    repeatInBackground(fastify, { firstAfterMs: PRUNE_EVERY_MS, everyMs: PRUNE_EVERY_MS }, async () => {
-      try {
-        await webhooks.prune()
-      } catch (error) {
-        fastify.log.warn({ err: error }, 'could not prune the log of webhook deliveries')
-      }
+    // The log of tries and the ended rows, pruned once an hour by the run of the sender that finds it due.
+    let prunedAt = -Infinity
+    fastify.decorate('pruneWebhooks', async () => {
+      if (clock() - prunedAt < PRUNE_EVERY_MS) return
+      prunedAt = clock()
+      await webhooks.prune()
     })
 
     /** What happens after a failed try: tried again on the schedule, or not; the endpoint switched off when it has failed for days. */
@@ -141,7 +142,8 @@ export default fp<DeliverySettings>(
       await outbox.tried(row.id, outcome.words, wait === null ? null : new Date(clock() + wait), lease)
       fastify.log.warn({ webhook: { id: webhook.id, event: row.eventId, type, tries, status: outcome.status, again: wait !== null } }, 'a webhook was not delivered')
       const failingSince = await webhooks.failed(webhook.id)
-      if (clock() - failingSince.getTime() >= FAILING_DAYS * DAY_MS) {
+      // Removed while it was tried: nothing more to do.
+      if (failingSince && clock() - failingSince.getTime() >= FAILING_DAYS * DAY_MS) {
         const reason = `every delivery since ${failingSince.toISOString()} failed, the last one: ${outcome.words}`
         if (await webhooks.switchOff(webhook.id, reason, switchedOffMail(webhook, reason))) {
           fastify.log.warn({ webhook: { id: webhook.id } }, 'a webhook failing for days was switched off')

@@ -50,13 +50,11 @@ export interface Answer {
 
 /** POSTs `body` to `url`, connecting to `to`; rejects with words when no answer came in `timeoutMs`. */
 export function post(url: URL, to: { address: string; family: number }, headers: Record<string, string>, body: string, timeoutMs: number): Promise<Answer> {
-  const lookup: LookupFunction = (_hostname, options, callback) => {
-    if (options.all) (callback as (error: null, addresses: Array<{ address: string; family: number }>) => void)(null, [to])
-    else callback(null, to.address, to.family)
-  }
+  // The request's own look-up answers with the address checked: one address of the family given below, so Node asks for one.
+  const lookup: LookupFunction = (_hostname, _options, callback) => callback(null, to.address, to.family)
   const client = url.protocol === 'https:' ? https : http
   return new Promise((resolve, reject) => {
-    const request = client.request(url, { method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(body) }, lookup, agent: false })
+    const request = client.request(url, { method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(body) }, lookup, family: to.family, agent: false })
     const deadline = setTimeout(() => request.destroy(Object.assign(new Error(`no answer within ${timeoutMs / 1000} s`), { code: 'TIMEOUT' })), timeoutMs)
     request.on('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(deadline)

@@ -66,7 +66,9 @@ const adminWebhookRoutes: FastifyPluginAsync = async (fastify) => {
       return await webhookPage(request, reply, webhook.id, { secret, notice: `The webhook is added: ${webhook.url} is told of ${webhook.events.split(' ').join(', ')}.` })
     } catch (error) {
       if (!(error instanceof StoreError)) throw error
-      return listPage(request, reply, error.code === 'limit' ? 409 : 400, { values, error: `The ${error.field === 'events' ? 'events' : 'address'} ${error.message}.` })
+      // A field's words complete its name; the limit's are a sentence of their own.
+      const words = error.field ? `The ${error.field === 'events' ? 'events' : 'address'} ${error.message}.` : sentence(error.message)
+      return listPage(request, reply, error.code === 'limit' ? 409 : 400, { values, error: words })
     }
   })
 

@@ -87,5 +87,17 @@ t.test('a supporter is refused; another site’s administrator cannot reach this
   }
   t.equal((await other.web.get(`/other/admin/webhooks/${webhook.id}`)).statusCode, 404)
   t.match(await app.webhooks.get(admin.site.id, webhook.id), { enabled: true, url: 'https://hooks.example.com/desk' }, 'untouched')
-  t.equal((await admin.web.request('POST', '/demo/admin/webhooks', `_csrf=${encodeURIComponent(csrfOf((await admin.web.get('/demo/admin/webhooks')).body))}&url=https%3A%2F%2Fx.example.com%2F`)).statusCode, 400, 'no event chosen')
+  const noEvent = await admin.web.request('POST', '/demo/admin/webhooks', `_csrf=${encodeURIComponent(csrfOf((await admin.web.get('/demo/admin/webhooks')).body))}&url=https%3A%2F%2Fx.example.com%2F`)
+  t.equal(noEvent.statusCode, 400, 'no event chosen')
+  t.match(noEvent.body, 'The events names no event: ask for at least one.')
+  const nothing = await admin.web.post('/demo/admin/webhooks')
+  t.equal(nothing.statusCode, 400, 'a form without its fields')
+  t.match(nothing.body, 'The address is not an address such as https://example.com/hooks/service-desk.')
+  t.notMatch((await admin.web.get(`/demo/admin/webhooks/${webhook.id}?done=whatever`)).body, 'class="notice"', 'an unknown notice says nothing')
+  t.equal((await admin.web.post('/demo/admin/webhooks/99999/redeliver', { delivery: '1' })).statusCode, 404)
+  // The twentieth is the last.
+  for (let n = 1; n < 20; n++) await app.webhooks.add(admin.site.id, { url: `https://hooks${n}.example.com/`, events: ['comment.created'] })
+  const over = await admin.web.post('/demo/admin/webhooks', { url: 'https://one-more.example.com/', events: 'comment.created' })
+  t.equal(over.statusCode, 409)
+  t.match(over.body, 'A site has at most 20 webhooks: remove one first.')
 })

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { cliRunner } from '../fixtures/cli.ts'
 
+
 // The sites' webhooks on the command line (cli/webhooks.ts), on the engine the suite runs on. That
 // what it queues is posted is the running service's part (test/webhooks/*).
 
@@ -32,6 +33,7 @@ t.test('webhook add, list, switch, rotate, test and remove; bad input is refused
   for (const [args, words] of [
     [['webhook', 'add', 'acme', 'https://x.example.com/'], '--events is needed'],
     [['webhook', 'add', 'acme', 'https://x.example.com/', '--events', 'discussion.eaten'], 'names "discussion.eaten", which is not an event'],
+    [['webhook', 'add', 'acme', 'https://x.example.com/', '--events', 'discussion.eaten,comment.lost'], 'names "discussion.eaten", "comment.lost", which are not events'],
     [['webhook', 'add', 'acme', 'http://127.0.0.1:8080/', '--events', 'all'], 'the address is refused: 127.0.0.1 is a loopback address'],
     [['webhook', 'add', 'acme', 'http://169.254.169.254/', '--events', 'all'], 'the address is refused: 169.254.169.254 is a link-local address'],
     [['webhook', 'add', 'acme', 'ftp://x.example.com/', '--events', 'all'], 'must start with https://'],
@@ -48,6 +50,9 @@ t.test('webhook add, list, switch, rotate, test and remove; bad input is refused
   t.equal((await cli.run(['webhook', 'add', 'acme', 'http://10.1.2.3/hook', '--events', 'all'], { env: { SERVICE_WEBHOOK_ALLOW: '10.0.0.0/8' } })).code, 0)
   t.equal((await cli.query('SELECT id FROM webhooks')).length, 3, 'nothing written by the refusals')
 
+  // Switched off by the service after failing for days: the list says why.
+  await cli.write("UPDATE webhooks SET enabled = false, disabled_reason = 'every delivery since 2026-03-01T12:00:00.000Z failed' WHERE id = 2")
+  t.match((await cli.run(['webhook', 'list', 'acme'])).stdout, /\n2\thttps:\/\/all\.example\.com\/\t.*\toff \(every delivery since 2026-03-01T12:00:00\.000Z failed\)\t/)
   t.equal((await cli.run(['webhook', 'remove', 'acme', '1'])).stdout, 'webhook 1 removed from acme\n')
   t.equal((await cli.query("SELECT id FROM outbox WHERE kind = 'webhook'")).length, 0, 'its queued events went with it')
 })

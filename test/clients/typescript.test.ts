@@ -167,6 +167,7 @@ t.test('webhooks through the typed client: an administrator adds one, and verify
   t.equal(event.type, 'discussion.created')
   if (event.type === 'discussion.created') t.equal(event.data.comments[0]!.body, 'Words.', 'data typed by the event type')
   t.equal(verifyWebhook(made!.secret, delivery!.body, new Headers(delivery!.headers as Record<string, string>)).type, 'discussion.created', 'Headers too')
+  t.equal(verifyWebhook(made!.secret, delivery!.body, { ...delivery!.headers, 'X-Forwarded-For': ['192.0.2.1', '198.51.100.2'], 'x-absent': undefined }).type, 'discussion.created', "Node's headers as they come: repeated ones, absent ones, any case")
   t.throws(() => verifyWebhook(made!.secret, delivery!.body.replace('Hello', 'Hullo'), delivery!.headers), /No matching signature/, 'a changed body is refused')
   t.throws(() => verifyWebhook(`whsec_${Buffer.from('another secret of 24 b').toString('base64')}`, delivery!.body, delivery!.headers), /No matching signature/, 'so is another secret')
   t.throws(() => verifyWebhook(made!.secret, delivery!.body, { ...delivery!.headers, 'webhook-timestamp': String(Math.floor(Date.now() / 1000) - 3600) }), /too old/, 'and an old delivery played again')

@@ -1,18 +1,10 @@
 import t from 'tap'
-import Database from 'better-sqlite3'
 import { cliRunner } from '../fixtures/cli.ts'
 import { dovecot } from '../fixtures/dovecot.ts'
 import { mailServer } from '../fixtures/mail.ts'
 
 // The sites' mailboxes on the command line (cli/mailboxes.ts), on the engine the suite runs on.
 
-/** A statement on the runner's database behind the commands' back (what the running service writes). */
-async function write(cli: ReturnType<typeof cliRunner>, text: string) {
-  if (cli.engine === 'postgres') return void (await cli.query(text))
-  const db = new Database(cli.db)
-  db.exec(text)
-  db.close()
-}
 
 t.test('mailbox add, list and remove; an address belongs to one site; bad input is refused with nothing written', async (t) => {
   const cli = cliRunner(t)
@@ -84,7 +76,7 @@ t.test('mailbox add --imap --smtp seals the passwords; list shows neither; test 
 
   // What the running service wrote of its fetches, in the list.
   const at = cli.engine === 'sqlite' ? '1772366400000' : "'2026-03-01T12:00:00Z'"
-  await write(cli, `UPDATE mailboxes SET last_fetch_at = ${at}, last_error = 'Authentication failed.' WHERE address = 'bad@acme.example'`)
+  await cli.write(`UPDATE mailboxes SET last_fetch_at = ${at}, last_error = 'Authentication failed.' WHERE address = 'bad@acme.example'`)
   t.match((await cli.run(['mailbox', 'list', 'acme'])).stdout, /bad@acme\.example\tfirst category\timap:\/\/support@127\.0\.0\.1:\d+\/INBOX\t2026-03-01T12:00:00\.000Z\tAuthentication failed\.\n/)
 
   // A mailbox of the receiver, with the service's SMTP: nothing to sign in to, said so.

@@ -81,9 +81,9 @@ t.test('a receiver that fails, hangs, then refuses connections gets the retries 
   t.equal(hook.received[3]!.body, hook.received[2]!.body)
   t.equal((await admin('POST', `/demo/webhooks/${id}/deliveries/99999/redeliver`)).statusCode, 404)
 
-  // The log keeps three days.
+  // The log keeps three days: the sender prunes it, once an hour.
   clock.advance(3 * DAY_MS + 1)
-  await app.webhooks.prune()
+  await app.sendOutbox()
   t.same((await admin('GET', `/demo/webhooks/${id}/deliveries`)).json().deliveries, [])
 })
 
@@ -304,4 +304,52 @@ t.test('an answer with a NUL byte is kept without it; a secret that cannot be op
   t.equal(hook.received.length, 1, 'not posted')
   const shown = (await admin('GET', `/demo/webhooks/${id}`)).json()
   t.ok(shown.failing_since, 'the endpoint is failing')
+})
+
+t.test('a name the system looks up; a fault of ours mid-try lets the row go; a webhook removed mid-try is let be', async (t) => {
+  const { app, clock, admin, create } = await webhookApp(t, { timeoutMs: 5_000 })
+  const hook = await receiver(t)
+  // localhost, looked up by the system (loopback allowed, as the operator's setting allows it).
+  const { id } = (await admin('POST', '/demo/webhooks', { url: hook.url.replace('127.0.0.1', 'localhost'), events: ['discussion.created'] })).json()
+  await create()
+  t.equal(await app.sendOutbox(), 1)
+  t.equal(hook.received[0]!.headers.host, `localhost:${hook.port}`)
+
+  // The database refuses the log's line: the row is not lost, and is tried again in 5 s.
+  const record = app.webhooks.record
+  app.webhooks.record = async () => {
+    throw new Error('the database is away')
+  }
+  await create()
+  t.equal(await app.sendOutbox(), 0)
+  app.webhooks.record = record
+  t.equal(hook.received.length, 2, 'it was posted')
+  t.equal(await app.sendOutbox(), 0, 'not again at once')
+  clock.advance(RETRY_SCHEDULE_MS[0]!)
+  t.equal(await app.sendOutbox(), 1, 'tried again')
+  t.equal(hook.received.length, 3)
+
+  // Removed while a try waits for its answer: the try ends and nothing more happens.
+  let answer: (() => void) | undefined
+  const slow = await receiver(t, (response) => (answer = () => response.writeHead(500).end()))
+  const gone = (await admin('POST', '/demo/webhooks', { url: slow.url, events: ['discussion.created'] })).json().id
+  await admin('PATCH', `/demo/webhooks/${id}`, { enabled: false })
+  await create()
+  const sending = app.sendOutbox()
+  for (let i = 0; i < 200 && !answer; i++) await new Promise((r) => setTimeout(r, 10))
+  t.equal((await admin('DELETE', `/demo/webhooks/${gone}`)).statusCode, 204)
+  answer!()
+  t.equal(await sending, 0)
+  t.same((await admin('GET', '/demo/webhooks')).json().webhooks.map((w: { id: number }) => w.id), [id])
+})
+
+t.test('a site has at most 20 webhooks; two added at once do not pass it', async (t) => {
+  const { admin } = await webhookApp(t)
+  const add = (n: number) => admin('POST', '/demo/webhooks', { url: `https://hooks${n}.example.com/`, events: ['comment.created'] })
+  const answers = await Promise.all(Array.from({ length: 22 }, (_, n) => add(n)))
+  t.equal(answers.filter((answer) => answer.statusCode === 201).length, 20)
+  const refused = answers.find((answer) => answer.statusCode !== 201)!
+  t.equal(refused.statusCode, 429)
+  t.equal(refused.json().message, 'A site has at most 20 webhooks: remove one first.')
+  t.equal((await admin('GET', '/demo/webhooks')).json().webhooks.length, 20)
 })
