@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { RETRY_SCHEDULE_MS } from '../../plugins/webhooks/delivery.ts'
+import { judge, retryDelay, RETRY_SCHEDULE_MS } from '../../plugins/webhooks/delivery.ts'
 import { DAY_MS } from '../../lib/clock.ts'
 import { rawStatement, supporterWithToken, testClock } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
@@ -352,4 +352,23 @@ t.test('a site has at most 20 webhooks; two added at once do not pass it', async
   t.equal(refused.statusCode, 429)
   t.equal(refused.json().message, 'A site has at most 20 webhooks: remove one first.')
   t.equal((await admin('GET', '/demo/webhooks')).json().webhooks.length, 20)
+})
+
+t.test('what an answer comes to, and the jitter of a wait', async (t) => {
+  const answer = (status: number, location?: string) => judge({ status, answer: '', location })
+  t.same(answer(204), { delivered: true })
+  t.same(answer(302), { delivered: false, words: 'answered 302, a redirect, which is not followed', again: false })
+  t.same(answer(410), { delivered: false, words: 'answered 410', again: false })
+  for (const status of [408, 429, 500, 503]) t.equal((answer(status) as { again: boolean }).again, true, String(status))
+  t.equal(retryDelay(1, () => 0), 4_500, 'a tenth shorter at the least')
+  t.equal(retryDelay(1, () => 0.9999999), 5_500, 'a tenth longer at the most')
+  t.equal(retryDelay(RETRY_SCHEDULE_MS.length + 1, Math.random), null, 'then no more')
+})
+
+t.test('a name server that does not answer: the try ends at its deadline, and is made again later', async (t) => {
+  const { app, admin, create } = await webhookApp(t, { resolve: () => new Promise(() => {}), timeoutMs: 200 })
+  const { id } = (await admin('POST', '/demo/webhooks', { url: 'https://silent.example.test/hook', events: ['discussion.created'] })).json()
+  await create()
+  t.equal(await app.sendOutbox(), 0)
+  t.match((await app.webhooks.deliveries(id))[0], { status: null, error: 'no answer within 0.2 s (looking up silent.example.test)' })
 })
