@@ -90,7 +90,7 @@ export default fp<DeliverySettings>(
       to,
       subject: `A webhook of your site was switched off: ${webhook.url}`,
       text: [
-        `The webhook ${webhook.url}${webhook.description ? ` (${webhook.description})` : ''} was switched off: ${reason}.`,
+        `The webhook ${webhook.url} was switched off: ${reason}.`,
         'Its events are no longer posted. When the endpoint answers again, switch it back on:',
         `${urls.siteWeb(webhook.permalink)}/admin/webhooks`,
       ].join('\n\n'),
@@ -153,7 +153,8 @@ export default fp<DeliverySettings>(
 
     /** Posts the row under its lease, records the try, and moves the row on. */
     async function deliver(row: OutboxRow): Promise<boolean> {
-      const webhook = row.webhookId === null ? undefined : await webhooks.byId(row.webhookId)
+      // Every webhook row names its endpoint (db/stores/webhooks.ts writes none without).
+      const webhook = await webhooks.byId(row.webhookId!)
       const type = (JSON.parse(row.payload) as { type: string }).type
       if (!webhook || (!webhook.enabled && type !== TEST_EVENT)) {
         await outbox.tried(row.id, 'the webhook is switched off', null, row.leaseUntil)

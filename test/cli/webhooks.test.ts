@@ -51,8 +51,9 @@ t.test('webhook add, list, switch, rotate, test and remove; bad input is refused
   t.equal((await cli.query('SELECT id FROM webhooks')).length, 3, 'nothing written by the refusals')
 
   // Switched off by the service after failing for days: the list says why.
-  await cli.write("UPDATE webhooks SET enabled = false, disabled_reason = 'every delivery since 2026-03-01T12:00:00.000Z failed' WHERE id = 2")
-  t.match((await cli.run(['webhook', 'list', 'acme'])).stdout, /\n2\thttps:\/\/all\.example\.com\/\t.*\toff \(every delivery since 2026-03-01T12:00:00\.000Z failed\)\t/)
+  const since = cli.engine === 'postgres' ? "'2026-03-01T12:00:00Z'" : String(Date.parse('2026-03-01T12:00:00Z'))
+  await cli.write(`UPDATE webhooks SET enabled = false, disabled_reason = 'every delivery since 2026-03-01T12:00:00.000Z failed', failing_since = ${since} WHERE id = 2`)
+  t.match((await cli.run(['webhook', 'list', 'acme'])).stdout, /\n2\thttps:\/\/all\.example\.com\/\t.*\toff \(every delivery since 2026-03-01T12:00:00\.000Z failed\)\tfailing since 2026-03-01T12:00:00\.000Z\t/)
   t.equal((await cli.run(['webhook', 'remove', 'acme', '1'])).stdout, 'webhook 1 removed from acme\n')
   t.equal((await cli.query("SELECT id FROM outbox WHERE kind = 'webhook'")).length, 0, 'its queued events went with it')
 })

@@ -204,9 +204,14 @@ t.test('only administrators manage webhooks; a supporter is refused', async (t) 
 
 t.test('no request forgery: addresses of this machine and its networks are refused, each with its reason', async (t) => {
   const names: Record<string, string> = { 'loopback.example.test': '127.0.0.1', 'public.example.test': '93.184.215.14' }
+  const odd: Record<string, () => Promise<Array<{ address: string; family: number }>>> = {
+    'empty.example.test': async () => [],
+    'broken.example.test': async () => Promise.reject(new Error('the resolver broke')),
+    'mixed.example.test': async () => [{ address: '93.184.215.14', family: 4 }, { address: '10.0.0.7', family: 4 }],
+  }
   const { app, admin, create, clock } = await webhookApp(t, {
     allowed: [],
-    resolve: async (name) => (names[name] ? [{ address: names[name]!, family: 4 }] : Promise.reject(Object.assign(new Error('not found'), { code: 'ENOTFOUND' }))),
+    resolve: async (name) => (odd[name] ? odd[name]!() : names[name] ? [{ address: names[name]!, family: 4 }] : Promise.reject(Object.assign(new Error('not found'), { code: 'ENOTFOUND' }))),
   })
   const refused = {
     'http://127.0.0.1/hook': '127.0.0.1 is a loopback address',
@@ -227,8 +232,13 @@ t.test('no request forgery: addresses of this machine and its networks are refus
   // A name is judged by what it resolves to when each delivery is made.
   const { id } = (await admin('POST', '/demo/webhooks', { url: 'http://loopback.example.test/hook', events: ['discussion.created'] })).json()
   const nowhere = (await admin('POST', '/demo/webhooks', { url: 'https://nowhere.example.test/hook', events: ['discussion.created'] })).json().id
+  const others = await Promise.all(Object.keys(odd).map(async (name) => (await admin('POST', '/demo/webhooks', { url: `https://${name}/hook`, events: ['discussion.created'] })).json().id as number))
   await create()
   await app.sendOutbox()
+  const [empty, broken, mixed] = await Promise.all(others.map(async (other) => (await app.webhooks.deliveries(other))[0]!.error))
+  t.equal(empty, 'empty.example.test has no address')
+  t.equal(broken, 'broken.example.test could not be looked up (no answer)')
+  t.equal(mixed, 'refused: mixed.example.test is a private address (10.0.0.7)', 'one private address among public ones is enough to refuse')
   t.match((await app.webhooks.deliveries(id))[0], { status: null, error: 'refused: loopback.example.test is a loopback address (127.0.0.1)' })
   t.match((await app.webhooks.deliveries(nowhere))[0], { status: null, error: 'nowhere.example.test could not be looked up (ENOTFOUND)' })
   t.equal(await app.sendOutbox(), 0)
@@ -371,4 +381,17 @@ t.test('a name server that does not answer: the try ends at its deadline, and is
   await create()
   t.equal(await app.sendOutbox(), 0)
   t.match((await app.webhooks.deliveries(id))[0], { status: null, error: 'no answer within 0.2 s (looking up silent.example.test)' })
+})
+
+t.test('https to a server that does not speak it fails and is tried again; a long answer is kept to its first 500 characters', async (t) => {
+  const { app, admin, create } = await webhookApp(t)
+  const hook = await receiver(t, (response) => response.end('x'.repeat(2_000)))
+  const tls = (await admin('POST', '/demo/webhooks', { url: hook.url.replace('http:', 'https:'), events: ['discussion.created'] })).json().id
+  const plain = (await admin('POST', '/demo/webhooks', { url: hook.url, events: ['discussion.created'] })).json().id
+  await create()
+  t.equal(await app.sendOutbox(), 1)
+  t.match((await app.webhooks.deliveries(tls))[0], { status: null, error: /^EPROTO|^ERR_SSL|SSL/ })
+  const kept = (await app.webhooks.deliveries(plain))[0]!
+  t.equal(kept.status, 200)
+  t.equal(kept.answer, 'x'.repeat(500))
 })
