@@ -7,7 +7,7 @@ import { DAY_MS } from '../../lib/clock.ts'
 import { withoutNul } from '../../lib/nul.ts'
 import { parseWebhookUrl, type AllowedRange } from '../../lib/webhook-address.ts'
 import { StoreError } from '../../db/stores/errors.ts'
-import { post, target, type Answer, type Resolve } from './post.ts'
+import { createConnections, post, target, type Answer, type Resolve } from './post.ts'
 
 // The delivery of a webhook row of the outbox (docs/decisions.md, "Webhooks"), which the outbox's
 // sender (plugins/mail/sender.ts) hands here: under the row's lease, signed as Standard Webhooks
@@ -84,6 +84,9 @@ export default fp<DeliverySettings>(
     const allowed = settings.allowed ?? []
     const timeoutMs = settings.timeoutMs ?? DEFAULT_TIMEOUT_MS
     const random = settings.random ?? Math.random
+    // Connections kept alive between deliveries to one endpoint, closed with the app.
+    const connections = createConnections()
+    fastify.addHook('onClose', async () => connections.close())
 
     /** The mail telling an administrator that the endpoint was switched off. */
     const switchedOffMail = (webhook: Webhook & { permalink: string }, reason: string) => (to: string) => ({
@@ -110,7 +113,7 @@ export default fp<DeliverySettings>(
         if ('late' in to) return { delivered: false, words: `no answer within ${timeoutMs / 1000} s (looking up ${url.hostname})`, again: true, status: null, answer: '' }
         if ('unknown' in to) return { delivered: false, words: to.unknown, again: true, status: null, answer: '' }
         if ('refused' in to) return { delivered: false, words: `refused: ${to.refused}`, again: false, status: null, answer: '' }
-        const answer = await post(url, to, signedHeaders(row.eventId!, new Date(clock()), row.payload, secrets), row.payload, Math.max(1, deadline - performance.now()))
+        const answer = await post(url, connections.agentFor(url, to), signedHeaders(row.eventId!, new Date(clock()), row.payload, secrets), row.payload, Math.max(1, deadline - performance.now()))
         return { ...judge(answer), status: answer.status, answer: withoutNul(answer.answer) }
       } catch (error) {
         // The deadline is the try's, look-up included: said in its own words.
@@ -175,7 +178,8 @@ export default fp<DeliverySettings>(
         return false
       }
       await outbox.sent(row.id, row.leaseUntil)
-      await webhooks.succeeded(webhook.id)
+      // A failing endpoint answered: it is failing no longer.
+      if (webhook.failingSince) await webhooks.succeeded(webhook.id)
       return true
     }
 

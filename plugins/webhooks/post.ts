@@ -48,13 +48,51 @@ export interface Answer {
   location: string | undefined
 }
 
-/** POSTs `body` to `url`, connecting to `to`; rejects with words when no answer came in `timeoutMs`. */
-export function post(url: URL, to: { address: string; family: number }, headers: Record<string, string>, body: string, timeoutMs: number): Promise<Answer> {
-  // The request's own look-up answers with the address checked: one address of the family given below, so Node asks for one.
-  const lookup: LookupFunction = (_hostname, _options, callback) => callback(null, to.address, to.family)
+/** How many connections' pools are kept (an endpoint at an address), and how long an idle connection stays open: under the 5 s a Node server keeps one. */
+const AGENTS_KEPT = 100
+const IDLE_MS = 4_000
+/** An answer longer than this is not read to its end: its connection is closed instead of kept. */
+const ANSWER_READ = 64 * 1024
+
+/**
+ * Keep-alive connections, one pool per endpoint and checked address: a connection is only ever to
+ * the address its pool's look-up answers with, so a kept one is as checked as a new one. The
+ * oldest pool goes when there are AGENTS_KEPT.
+ */
+export function createConnections(kept = AGENTS_KEPT) {
+  const agents = new Map<string, http.Agent>()
+  return {
+    agentFor(url: URL, to: { address: string; family: number }): http.Agent {
+      const key = `${url.protocol}//${url.host} ${to.address}`
+      let agent = agents.get(key)
+      if (!agent) {
+        // The request's own look-up answers with the address checked: one address of the family given, so Node asks for one.
+        const lookup: LookupFunction = (_hostname, _options, callback) => callback(null, to.address, to.family)
+        const options = { keepAlive: true, maxSockets: 4, timeout: IDLE_MS, lookup, family: to.family }
+        agent = url.protocol === 'https:' ? new https.Agent(options) : new http.Agent(options)
+        agents.set(key, agent)
+        if (agents.size > kept) {
+          const [oldest, pool] = agents.entries().next().value!
+          agents.delete(oldest)
+          pool.destroy()
+        }
+      }
+      return agent
+    },
+    close(): void {
+      for (const agent of agents.values()) agent.destroy()
+      agents.clear()
+    },
+  }
+}
+
+export type Connections = ReturnType<typeof createConnections>
+
+/** POSTs `body` to `url` through `agent` (connecting to the address checked); rejects with words when no answer came in `timeoutMs`. */
+export function post(url: URL, agent: http.Agent, headers: Record<string, string>, body: string, timeoutMs: number): Promise<Answer> {
   const client = url.protocol === 'https:' ? https : http
   return new Promise((resolve, reject) => {
-    const request = client.request(url, { method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(body) }, lookup, family: to.family, agent: false })
+    const request = client.request(url, { method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(body) }, agent })
     const deadline = setTimeout(() => request.destroy(Object.assign(new Error(`no answer within ${timeoutMs / 1000} s`), { code: 'TIMEOUT' })), timeoutMs)
     request.on('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(deadline)
@@ -62,15 +100,20 @@ export function post(url: URL, to: { address: string; family: number }, headers:
     })
     request.on('response', (response) => {
       let answer = ''
+      let read = 0
       const done = () => {
         clearTimeout(deadline)
-        response.destroy()
         resolve({ status: response.statusCode!, answer: answer.slice(0, ANSWER_KEPT), location: response.headers.location })
       }
       response.setEncoding('utf8')
       response.on('data', (chunk: string) => {
-        answer += chunk
-        if (answer.length >= ANSWER_KEPT) done()
+        if (answer.length < ANSWER_KEPT) answer += chunk
+        read += chunk.length
+        // Read to its end, the connection is kept for the next delivery; a long answer closes it.
+        if (read > ANSWER_READ) {
+          response.destroy()
+          done()
+        }
       })
       response.on('end', done)
       response.on('error', done)

@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap'
 import { judge, retryDelay, RETRY_SCHEDULE_MS } from '../../plugins/webhooks/delivery.ts'
+import { createConnections } from '../../plugins/webhooks/post.ts'
 import { DAY_MS } from '../../lib/clock.ts'
 import { rawStatement, supporterWithToken, testClock } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
@@ -385,7 +386,7 @@ t.test('a name server that does not answer: the try ends at its deadline, and is
 
 t.test('https to a server that does not speak it fails and is tried again; a long answer is kept to its first 500 characters', async (t) => {
   const { app, admin, create } = await webhookApp(t)
-  const hook = await receiver(t, (response) => response.end('x'.repeat(2_000)))
+  const hook = await receiver(t, (response) => response.end('x'.repeat(100_000)))
   const tls = (await admin('POST', '/demo/webhooks', { url: hook.url.replace('http:', 'https:'), events: ['discussion.created'] })).json().id
   const plain = (await admin('POST', '/demo/webhooks', { url: hook.url, events: ['discussion.created'] })).json().id
   await create()
@@ -394,4 +395,24 @@ t.test('https to a server that does not speak it fails and is tried again; a lon
   const kept = (await app.webhooks.deliveries(plain))[0]!
   t.equal(kept.status, 200)
   t.equal(kept.answer, 'x'.repeat(500))
+})
+
+t.test('deliveries to one endpoint share a kept connection; the pools kept are bounded', async (t) => {
+  const { app, admin, create } = await webhookApp(t)
+  const hook = await receiver(t)
+  await admin('POST', '/demo/webhooks', { url: hook.url, events: ['discussion.created'] })
+  await create()
+  t.equal(await app.sendOutbox(), 1)
+  await create()
+  t.equal(await app.sendOutbox(), 1)
+  t.equal(hook.received[0]!.from, hook.received[1]!.from, 'the second came over the first one’s connection')
+
+  const connections = createConnections(2)
+  t.teardown(() => connections.close())
+  const to = { address: '127.0.0.1', family: 4 }
+  const [a, b] = ['http://a.example.test/', 'http://b.example.test/'].map((url) => connections.agentFor(new URL(url), to))
+  t.equal(connections.agentFor(new URL('http://a.example.test/'), to), a, 'one pool per endpoint and address')
+  connections.agentFor(new URL('http://c.example.test/'), to)
+  t.equal(connections.agentFor(new URL('http://b.example.test/'), to), b, 'a third came: the second is kept')
+  t.not(connections.agentFor(new URL('http://a.example.test/'), to), a, 'the oldest went')
 })
