@@ -62,7 +62,7 @@ declare module 'fastify' {
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'databaseAddress' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'sudoMinutes' | 'files' | 'mailReceiver' | 'mailFetchSeconds' | 'webhooks'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'sudoMinutes' | 'files' | 'mailReceiver' | 'mailFetchSeconds' | 'webhooks' | 'outboxSend'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -157,7 +157,7 @@ export function buildApp(options: AppOptions) {
   // Webhooks out: a row of the outbox posted to its endpoint, signed, under its lease.
   app.register(webhookDelivery, { ...config.webhooks, ...options.webhookDelivery })
   // The outbox's sender: mail (replies to discussions that came by mail) through that mailer, and webhooks.
-  app.register(mailSender, options.outboxEveryMs === undefined ? {} : { firstAfterMs: options.outboxEveryMs, everyMs: options.outboxEveryMs })
+  app.register(mailSender, { send: config.outboxSend ?? true, ...(options.outboxEveryMs !== undefined && { firstAfterMs: options.outboxEveryMs, everyMs: options.outboxEveryMs }) })
   // Mail in, when SERVICE_MAIL_RECEIVER is set: the sites' mailbox addresses, into one pipeline.
   app.register(mailReceiver, { settings: config.mailReceiver, limits: config.files ?? DEFAULT_FILE_LIMITS })
   // Mail in by IMAP: each mailbox with an IMAP address, fetched by one process at a time.

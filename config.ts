@@ -37,6 +37,8 @@ export interface Config {
   rateLimits: RateLimitSettings
   /** SERVICE_DEMO: whether a first start on a database without a site makes the demo site (on by default). */
   demo: boolean
+  /** SERVICE_OUTBOX_SEND: whether this process sends the outbox (mail and webhooks); another process on the database does when it does not. */
+  outboxSend: boolean
   /** SERVICE_HSTS: Strict-Transport-Security on every answer; on by default when an address is https. */
   hsts: boolean
   /** SERVICE_OAUTH_REGISTRATION: RFC 7591 dynamic registration of OAuth applications (plugins/oauth); on by default. */
@@ -126,6 +128,7 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_MAIL_RECEIVER_CERT', fallback: 'none: no STARTTLS', about: 'a PEM file of the certificate (with its chain) the receiver offers STARTTLS with, for the name the MX record points at' },
   { variable: 'SERVICE_MAIL_RECEIVER_KEY', fallback: 'none', about: "the PEM file of that certificate's private key; both or neither" },
   { variable: 'SERVICE_MAIL_FETCH_SECONDS', fallback: '`60`', about: "how often the sites' IMAP mailboxes are looked at for new mail when their servers do not announce it (IDLE), and how soon another process takes over a mailbox whose process died (three times this)" },
+  { variable: 'SERVICE_OUTBOX_SEND', fallback: '`on`', about: "`off`: this process sends no mail and posts no webhooks (what it writes is queued as ever): for several processes on one PostgreSQL database where the others send; with none sending, nothing leaves" },
   { variable: 'SERVICE_WEBHOOK_ALLOW', fallback: 'none: only public addresses', about: "private ranges webhooks may be posted to though they are private (internal integrations), CIDR ranges or addresses, comma-separated: `10.20.0.0/16,fd12::/64`; loopback, private, link-local and the like are refused otherwise" },
   { variable: 'SERVICE_WEBHOOK_TIMEOUT', fallback: '`10`', about: 'seconds a webhook endpoint has to answer a delivery; past it the try failed and is made again later' },
   { variable: 'SERVICE_SMTP_URL', fallback: 'none: no mail', about: '`smtp://user:password@host:587` (STARTTLS when offered) or `smtps://...` (TLS from the start): where expiry notices and the notices of revocations by administrators are sent; never logged' },
@@ -422,6 +425,7 @@ export function loadConfig(source: ConfigSource): Config {
     // SERVICE_HSTS: unset, on when the API or the pages are served over https.
     hsts: parseSwitch(source, 'SERVICE_HSTS', hstsByDefault(base, site)),
     demo: parseSwitch(source, 'SERVICE_DEMO', true),
+    outboxSend: parseSwitch(source, 'SERVICE_OUTBOX_SEND', true),
     oauthRegistration: parseSwitch(source, 'SERVICE_OAUTH_REGISTRATION', true),
     mcpAllowedOrigins: parseOrigins(source.env.SERVICE_MCP_ALLOWED_ORIGINS),
     ...parseLeakReportKey(source),

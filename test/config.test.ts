@@ -30,6 +30,7 @@ t.test('defaults', async (t) => {
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',
     demo: true,
+    outboxSend: true,
   })
   t.equal(load({ SERVICE_DEMO: 'off' }).demo, false, 'a production start without the demo site')
   t.same(DEFAULT_LIMITS, { perAddress: 20, perAccount: 5, windowSeconds: 300 }, 'the documented defaults')
@@ -61,6 +62,7 @@ t.test('environment, and flags over the environment', async (t) => {
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',
     demo: true,
+    outboxSend: true,
   })
 })
 
@@ -132,6 +134,12 @@ t.test('SERVICE_OAUTH_REGISTRATION: on by default, a switch', async (t) => {
   t.equal(load({ SERVICE_OAUTH_REGISTRATION: 'off' }).oauthRegistration, false)
   t.equal(load({ SERVICE_OAUTH_REGISTRATION: 'ON' }).oauthRegistration, true)
   t.throws(() => load({ SERVICE_OAUTH_REGISTRATION: '0' }), { name: 'ConfigError', message: 'SERVICE_OAUTH_REGISTRATION must be on or off, not "0"' })
+})
+
+t.test('SERVICE_OUTBOX_SEND: on by default; off leaves the sending to another process', async (t) => {
+  t.equal(load({ SERVICE_OUTBOX_SEND: 'off' }).outboxSend, false)
+  t.equal(load({ SERVICE_OUTBOX_SEND: 'on' }).outboxSend, true)
+  t.throws(() => load({ SERVICE_OUTBOX_SEND: 'maybe' }), { message: /SERVICE_OUTBOX_SEND/ })
 })
 
 t.test('webhooks: SERVICE_WEBHOOK_ALLOW names the private ranges allowed, SERVICE_WEBHOOK_TIMEOUT the deadline of a try', async (t) => {

@@ -41,8 +41,8 @@ function failureOf(error: unknown): { words: string; permanent: boolean } {
   return { words: failureWords(error), permanent: typeof responseCode === 'number' && responseCode >= 500 }
 }
 
-export default fp<{ firstAfterMs?: number; everyMs?: number }>(
-  async (fastify, { firstAfterMs = SEND_EVERY_MS, everyMs = SEND_EVERY_MS }) => {
+export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean }>(
+  async (fastify, { firstAfterMs = SEND_EVERY_MS, everyMs = SEND_EVERY_MS, send = true }) => {
     const { outbox, mail, mailboxes, secretBox, urls } = fastify
     // A mailer per mailbox SMTP address, made on first use and kept (by its sealed value: a
     // mailbox added again with another address gets a new one).
@@ -159,6 +159,8 @@ export default fp<{ firstAfterMs?: number; everyMs?: number }>(
     }
 
     fastify.decorate('sendOutbox', sendOutbox)
+    // SERVICE_OUTBOX_SEND=off: another process sends; this one only queues.
+    if (!send) return
     repeatInBackground(fastify, { firstAfterMs, everyMs }, async () => {
       try {
         await sendOutbox()

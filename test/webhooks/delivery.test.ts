@@ -2,7 +2,9 @@ import t, { type Test } from 'tap'
 import { judge, retryDelay, RETRY_SCHEDULE_MS } from '../../plugins/webhooks/delivery.ts'
 import { createConnections } from '../../plugins/webhooks/post.ts'
 import { DAY_MS } from '../../lib/clock.ts'
-import { rawStatement, supporterWithToken, testClock } from '../fixtures/app.ts'
+import { buildApp } from '../../app.ts'
+import { BASE_URL, rawStatement, SITE_URL, supporterWithToken, testClock } from '../fixtures/app.ts'
+import { sharedDatabase } from '../multiprocess/two-apps.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import { mailServer, readMail } from '../fixtures/mail.ts'
 import { LOOPBACK, receiver } from '../fixtures/webhooks.ts'
@@ -417,4 +419,25 @@ t.test('deliveries to one endpoint share a kept connection; the pools kept are b
   connections.agentFor(new URL('http://c.example.test/'), to)
   t.equal(connections.agentFor(new URL('http://b.example.test/'), to), b, 'a third came: the second is kept')
   t.not(connections.agentFor(new URL('http://a.example.test/'), to), a, 'the oldest went')
+})
+
+t.test('a process with SERVICE_OUTBOX_SEND=off queues and sends nothing; one that sends, on the same database, delivers', async (t) => {
+  const hook = await receiver(t)
+  const database = sharedDatabase(t)
+  const config = { baseUrl: BASE_URL, siteUrl: SITE_URL, ...database, webhooks: { allowed: LOOPBACK, timeoutMs: 2_000 } }
+  const quiet = buildApp({ config: { ...config, outboxSend: false }, clock: testClock(Date.now()), outboxEveryMs: 5 })
+  t.teardown(() => quiet.close())
+  await quiet.ready()
+  const ann = await supporterWithToken(quiet)
+  await quiet.users.setAdministrator(ann.site.id, ann.user.id, true)
+  const category = await quiet.categories.add(ann.site.id, 'Questions', true)
+  t.equal((await quiet.inject({ method: 'POST', url: '/demo/webhooks', headers: ann.bearer, payload: { url: hook.url, events: ['discussion.created'] } })).statusCode, 201)
+  t.equal((await quiet.inject({ method: 'POST', url: `/demo/categories/${category.id}/discussions`, headers: ann.bearer, payload: { title: 'Queued', body: 'Only.' } })).statusCode, 201)
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  t.equal(hook.received.length, 0, 'its own loop does not run')
+  const sender = buildApp({ config, clock: testClock(Date.now()), outboxEveryMs: 5 })
+  t.teardown(() => sender.close())
+  await sender.ready()
+  for (let i = 0; i < 200 && hook.received.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.equal(hook.received.length, 1, 'the other process posted it')
 })

@@ -96,8 +96,11 @@ const sqliteData = {
   huge: copyDataset(huge, join(RUN, 'huge.db')),
   write: copyDataset(main, join(RUN, 'write.db')),
   'write-hook': copyDataset(main, join(RUN, 'write-hook.db')),
+  'write-hook-sent': copyDataset(main, join(RUN, 'write-hook-sent.db')),
 }
-await serviceDesk(['webhook', 'add', main.site, `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, '--events', 'discussion.created'], sqliteData['write-hook'].db)
+for (const data of [sqliteData['write-hook'], sqliteData['write-hook-sent']]) {
+  await serviceDesk(['webhook', 'add', main.site, `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, '--events', 'discussion.created'], data.db)
+}
 const pgMain = engines.includes('postgres') ? await postgresDataset(main, POSTGRES_URL, log) : undefined
 const dataOf = (plan: ServerPlan): Dataset => (plan.engine === 'postgres' ? pgMain! : sqliteData[plan.data])
 
@@ -109,7 +112,7 @@ const rows = SCENARIOS.filter((row) => plans.some((plan) => plan.name === row.se
 // A server has started when it answers the listing (the service to a token): the start-up measured.
 const firstOf = (plan: ServerPlan) =>
   requestOf({ id: 'first', label: 'first', server: plan.name, path: '{list}', credential: plan.kind === 'service' ? 'token' : 'none', expect: 200 }, dataOf(plan))
-const start = (plan: ServerPlan, name = plan.name) => startServer({ name, kind: plan.kind, db: dataOf(plan).db, first: firstOf(plan), logDir: join(RUN, 'logs') })
+const start = (plan: ServerPlan, name = plan.name) => startServer({ name, kind: plan.kind, db: dataOf(plan).db, first: firstOf(plan), logDir: join(RUN, 'logs'), env: plan.env })
 
 // ---- start-up: the service and its baseline alone, from spawn to the first answer, several times;
 // and the service on the huge dataset (issue 32: under a second at 1,000,000 discussions)

@@ -14,14 +14,18 @@ export interface ServerPlan {
   kind: ServerKind
   engine: Engine
   /** Which dataset it serves: the main one (10,000 discussions), the large one, the huge one (the queue's), or a private copy it may write to (`write-hook`: with a webhook endpoint that asks for discussion.created). */
-  data: 'main' | 'large' | 'huge' | 'write' | 'write-hook'
+  data: 'main' | 'large' | 'huge' | 'write' | 'write-hook' | 'write-hook-sent'
+  /** Settings of its own, beside the bench's (service-cli.ts). */
+  env?: Record<string, string>
 }
 
 export const SERVERS: ServerPlan[] = [
   { name: 'service', kind: 'service', engine: 'sqlite', data: 'main' },
   { name: 'baseline', kind: 'baseline', engine: 'sqlite', data: 'main' },
   { name: 'service-write', kind: 'service', engine: 'sqlite', data: 'write' },
-  { name: 'service-write-hook', kind: 'service', engine: 'sqlite', data: 'write-hook' },
+  // With a webhook: queuing only (another process would post), and queuing and posting in one process.
+  { name: 'service-write-hook', kind: 'service', engine: 'sqlite', data: 'write-hook', env: { SERVICE_OUTBOX_SEND: 'off' } },
+  { name: 'service-write-hook-sent', kind: 'service', engine: 'sqlite', data: 'write-hook-sent' },
   { name: 'service-large', kind: 'service', engine: 'sqlite', data: 'large' },
   { name: 'baseline-large', kind: 'baseline', engine: 'sqlite', data: 'large' },
   { name: 'service-huge', kind: 'service', engine: 'sqlite', data: 'huge' },
@@ -69,9 +73,12 @@ export const SCENARIOS: ScenarioRow[] = [
   { id: 'large.token', label: 'listing of the large site, personal token', server: 'service-large', path: '{list}', credential: 'token', expect: 200, pair: 'large.baseline', sameAs: 'large.baseline' },
   // The baseline answers no writes: a creation is reported alone, as context.
   { id: 'create.token', label: 'POST a discussion, personal token', server: 'service-write', path: '{create}', credential: 'token', expect: 201, post: true },
-  // The same write with one webhook endpoint told of it (issue 50): its event queued in the write's
-  // transaction, and posted by the same process meanwhile to a receiver of the bench's own.
-  { id: 'create.hook', label: 'POST a discussion, one webhook told', server: 'service-write-hook', path: '{create}', credential: 'token', expect: 201, post: true, pair: 'create.token' },
+  // The same write with one webhook endpoint told of it (issue 50): the write path, its event queued
+  // in the write's transaction (posted by another process: SERVICE_OUTBOX_SEND=off here); and, as
+  // context, the write with its delivery made by the same process meanwhile, to a receiver of the
+  // bench's own.
+  { id: 'create.hook', label: 'POST a discussion, one webhook told (queued)', server: 'service-write-hook', path: '{create}', credential: 'token', expect: 201, post: true, pair: 'create.token' },
+  { id: 'create.hook.sent', label: 'POST a discussion, one webhook told and posted by the same process', server: 'service-write-hook-sent', path: '{create}', credential: 'token', expect: 201, post: true, pair: 'create.token' },
   // The supporter's queue (issue 36): the page a browser gets at the listing's address, signed in,
   // on the main dataset and on the huge one; the page must not slow down with the site's size.
   { id: 'queue.main', label: 'the queue page, 10,000 discussions, signed in', server: 'service', path: '{list}', credential: 'session', expect: 200 },
