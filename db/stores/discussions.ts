@@ -259,7 +259,7 @@ export async function createDiscussionIn(
   await bumpSiteVersion(port, input.siteId)
   // The opening post's author is the discussion's: the row just read names them.
   const comment: CommentRow = { id, ...opening, createdAt: now, authorEmail: discussion.authorEmail, authorName: discussion.authorName }
-  await events(port, { type: 'discussion.created', siteId: input.siteId, discussion, comment })
+  await events(port, { type: 'discussion.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })
   return { discussion, comment }
 }
 
@@ -382,7 +382,7 @@ export function createDiscussionStore(
         await bumpSiteVersion(tx, input.siteId)
         const discussion = await getIn(tx, input.siteId, input.number)
         const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
-        await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment })
+        await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })
         return { discussion, comment }
       })
     },

@@ -137,7 +137,10 @@ async function usageIn(port: StorePort, siteId: number): Promise<number> {
 /** The attachments a comment carries, oldest first, read on `port` (in a transaction, those it just claimed). */
 export function attachmentsOf(port: StorePort, commentId: number): Promise<Attachment[]> {
   const { attachments, files } = port.tables
-  return port.db.select(columns(port)).from(attachments).innerJoin(files, eq(files.id, attachments.fileId)).where(eq(attachments.commentId, commentId)).orderBy(asc(attachments.id))
+  const read = port.prepared('files_of_comment_on_port', (db) =>
+    db.select(columns(port)).from(attachments).innerJoin(files, eq(files.id, attachments.fileId)).where(eq(attachments.commentId, sql.placeholder('commentId'))).orderBy(asc(attachments.id)).prepare('files_of_comment_on_port'),
+  )
+  return read.execute({ commentId })
 }
 
 export function createFileStore(port: StorePort, clock: Clock) {

@@ -23,7 +23,7 @@ export type WebhookDelivery = Tables['webhookDeliveries']['$inferSelect']
 /** What the stores tell of, in the transaction of the change: the rows as written. */
 export type StoreEvent =
   | { type: 'discussion.updated' | 'discussion.deleted' | 'discussion.restored'; siteId: number; discussion: DiscussionRow }
-  | { type: 'discussion.created' | 'comment.created'; siteId: number; discussion: DiscussionRow; comment: CommentRow }
+  | { type: 'discussion.created' | 'comment.created'; siteId: number; discussion: DiscussionRow; comment: CommentRow; /** Whether the comment carries files (read only then). */ files: boolean }
   | { type: 'token.created' | 'token.revoked' | 'token.leaked'; siteId: number; token: EventToken }
   | { type: 'application.authorized'; siteId: number; application: EventApplication }
 
@@ -122,10 +122,14 @@ export function createEventSink(clock: Clock, render: EventRender): EventSink {
     const targets = endpoints.filter((endpoint) => eventsOf(endpoint).includes(event.type) && (!internal || endpoint.internalComments))
     if (targets.length === 0) return
     const now = new Date(clock())
-    const attachments = 'comment' in event ? await attachmentsOf(tx, event.comment.id) : []
+    const attachments = 'comment' in event && event.files ? await attachmentsOf(tx, event.comment.id) : []
     const payload = envelope(event.type, now, render(targets[0]!.permalink, { ...event, attachments }))
     const eventId = newEventId()
-    await tx.db.insert(outbox).values(targets.map((target) => ({ siteId: event.siteId, kind: 'webhook' as const, webhookId: target.id, eventId, payload, nextAttemptAt: now, createdAt: now })))
+    const p = sql.placeholder
+    const queue = tx.prepared('webhooks_queue', (db) =>
+      db.insert(outbox).values({ siteId: p('siteId'), kind: 'webhook', webhookId: p('webhookId'), eventId: p('eventId'), payload: p('payload'), nextAttemptAt: p('at'), createdAt: p('at') }).prepare('webhooks_queue'),
+    )
+    for (const target of targets) await queue.execute({ siteId: event.siteId, webhookId: target.id, eventId, payload, at: now })
   }
 }
 

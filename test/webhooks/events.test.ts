@@ -3,6 +3,7 @@ import { Webhook } from 'standardwebhooks'
 import { leakSignature, SIGNATURE_HEADER, TIMESTAMP_HEADER } from '../../routes/token-leaks.ts'
 import { supporterWithToken, testClock } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
+import { form } from '../fixtures/files.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { LOOPBACK, receiver, type Received } from '../fixtures/webhooks.ts'
 
@@ -89,7 +90,7 @@ t.test('each event reaches the endpoint, signed, with the v1 JSON of its resourc
 })
 
 t.test('an endpoint gets only the events it asks for; internal notes only when it asks for them; another site’s never', async (t) => {
-  const { app, admin, api, create } = await webhookApp(t)
+  const { app, admin, api, create, ann } = await webhookApp(t)
   const notes = await receiver(t)
   const states = await receiver(t)
   const off = await receiver(t)
@@ -104,9 +105,14 @@ t.test('an endpoint gets only the events it asks for; internal notes only when i
 
   const d = await create()
   await api('POST', `/demo/discussions/${d.number}/comments`, { body: 'Internal', internal: true })
+  // A reply with a file: its event carries the attachment.
+  const withFile = await form({ body: 'The log.', file: { name: 'server.log', bytes: Buffer.from('line one\n'), type: 'text/plain' } })
+  t.equal((await app.inject({ method: 'POST', url: `/demo/discussions/${d.number}/comments`, headers: { ...ann.bearer, 'content-type': withFile.type }, payload: withFile.payload })).statusCode, 201)
   await api('POST', `/demo/discussions/${d.number}/resolve`)
   await app.sendOutbox()
-  t.same(verified(t, notes.received, secret).map((e) => [e.type, e.data.internal]), [['comment.created', true]])
+  const told = verified(t, notes.received, secret)
+  t.same(told.map((e) => [e.type, e.data.internal]).sort(), [['comment.created', false], ['comment.created', true]])
+  t.match(told.find((e) => !e.data.internal)!.data, { body: 'The log.', attachments: [{ name: 'server.log', size: 9, content_type: 'text/plain', href: /^https:\/\/api\.example\.test\/demo\/attachments\/\d+$/ }] })
   t.same(states.received.map((r) => JSON.parse(r.body).type), ['discussion.updated'])
   t.equal(off.received.length, 0, 'a switched-off endpoint gets nothing')
   t.equal(theirs.received.length, 0, "another site's endpoint hears nothing of this site")
