@@ -47,16 +47,23 @@ export function parseAllowedRanges(value: string | undefined): AllowedRange[] | 
   return ranges
 }
 
-/** Why an address (as a look-up or a URL gives it) may not be posted to; null when it may. */
-export function refusedAddress(address: string, allowed: readonly AllowedRange[] = []): string | null {
-  if (!ipaddr.isValid(address)) return `"${address}" is not an address`
+/** The class of an address that may not be posted to (`address` as judged: a mapped one as its IPv4), in words; null when it may. */
+export function refusedClass(address: string, allowed: readonly AllowedRange[] = []): { address: string; words: string } | null {
+  if (!ipaddr.isValid(address)) return { address, words: 'not an address' }
   const parsed = ipaddr.parse(address)
   // ::ffff:127.0.0.1 is 127.0.0.1: judged as the IPv4 address it carries, allowed ranges too.
   const plain = parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress() ? (parsed as ipaddr.IPv6).toIPv4Address() : parsed
   if (allowed.some(([range, bits]) => range.kind() === plain.kind() && plain.match(range, bits))) return null
   const range = plain.range()
   if (PUBLIC.has(range)) return null
-  return `${plain.toString()} is ${RANGE_WORDS[range] ?? `a reserved address (${range})`}`
+  return { address: plain.toString(), words: RANGE_WORDS[range] ?? `a reserved address (${range})` }
+}
+
+/** Why an address (as a look-up or a URL gives it) may not be posted to; null when it may. */
+export function refusedAddress(address: string, allowed: readonly AllowedRange[] = []): string | null {
+  const refused = refusedClass(address, allowed)
+  if (!refused) return null
+  return refused.words === 'not an address' ? `"${address}" is not an address` : `${refused.address} is ${refused.words}`
 }
 
 /** The host of a URL as an address, when it is written as one (brackets taken off); null for a name. */

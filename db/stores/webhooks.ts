@@ -177,6 +177,8 @@ export function createWebhookStore(port: StorePort, clock: Clock, box: SecretBox
     async add(siteId: number, settings: WebhookSettings): Promise<{ webhook: Webhook; secret: string }> {
       const secret = newSecret()
       const at = now()
+      // Checked before the site's lock is taken: a refusal waits for no one.
+      const values = settingsOf(settings)
       const webhook = await port.atomic(async (tx) => {
         // Two adds at once take turns, so the limit holds.
         await lockSite(tx, siteId)
@@ -184,7 +186,7 @@ export function createWebhookStore(port: StorePort, clock: Clock, box: SecretBox
         if (Number(n) >= MAX_WEBHOOKS) throw new StoreError(`a site has at most ${MAX_WEBHOOKS} webhooks: remove one first`, 'limit')
         const [row] = await tx.db
           .insert(webhooks)
-          .values({ siteId, description: '', ...settingsOf(settings), url: settings.url, events: checkEvents(settings.events).join(' '), enabled: settings.enabled ?? true, secret: box.seal(secret), createdAt: at, updatedAt: at })
+          .values({ siteId, description: '', ...values, url: settings.url, events: values.events!, enabled: settings.enabled ?? true, secret: box.seal(secret), createdAt: at, updatedAt: at })
           .returning()
         return row!
       })

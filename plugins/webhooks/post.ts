@@ -2,7 +2,7 @@ import { lookup as dnsLookup } from 'node:dns/promises'
 import http from 'node:http'
 import https from 'node:https'
 import type { LookupFunction } from 'node:net'
-import { literalAddress, refusedAddress, type AllowedRange } from '../../lib/webhook-address.ts'
+import { literalAddress, refusedAddress, refusedClass, type AllowedRange } from '../../lib/webhook-address.ts'
 
 // One try of a webhook delivery (docs/decisions.md, "Webhooks"): the host's addresses looked up
 // once and each checked (lib/webhook-address.ts), the connection made to the address checked (the
@@ -34,8 +34,8 @@ export async function target(url: URL, allowed: readonly AllowedRange[], resolve
   }
   // Every address the name has is checked: a name with one public and one private address is refused.
   for (const { address } of found) {
-    const refused = refusedAddress(address, allowed)
-    if (refused) return { refused: `${url.hostname} is ${refused.replace(/^[^ ]+ is /, '')} (${address})` }
+    const refused = refusedClass(address, allowed)
+    if (refused) return { refused: `${url.hostname} is ${refused.words} (${address})` }
   }
   if (found.length === 0) return { unknown: `${url.hostname} has no address` }
   return found[0]!

@@ -4,7 +4,7 @@ import { webhookEvents } from '../../db/values.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { sentence } from '../api/discussions/http-errors.ts'
 import { deliveryView, testData, webhookSettings, webhookView } from '../api/webhooks.ts'
-import type { WebhookSettings } from '../../db/stores/webhooks.ts'
+import { eventsOf, type WebhookSettings } from '../../db/stores/webhooks.ts'
 import { requireConfirmed } from './confirm.ts'
 import { pageData, requireAdministrator } from './pages.ts'
 
@@ -63,7 +63,7 @@ const adminWebhookRoutes: FastifyPluginAsync = async (fastify) => {
     try {
       const settings = webhookSettings(fastify, { url: values.url, events: values.events as Array<(typeof webhookEvents)[number]>, description: values.description, internal_comments: values.internal })
       const { webhook, secret } = await webhooks.add(request.web.site.id, settings as WebhookSettings)
-      return await webhookPage(request, reply, webhook.id, { secret, notice: `The webhook is added: ${webhook.url} is told of ${webhook.events.split(' ').join(', ')}.` })
+      return await webhookPage(request, reply, webhook.id, { secret, notice: `The webhook is added: ${webhook.url} is told of ${eventsOf(webhook).join(', ')}.` })
     } catch (error) {
       if (!(error instanceof StoreError)) throw error
       // A field's words complete its name; the limit's are a sentence of their own.
