@@ -16,6 +16,7 @@ import { createWebhookStore, type EventSink, type WebhookStore } from './stores/
 import { createCustomerLinkStore, type CustomerLinkStore } from './stores/customer-links.ts'
 import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
 import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.ts'
+import { createSavedReplyStore, type SavedReplyStore } from './stores/saved-replies.ts'
 import { createSecondFactorStore, type SecondFactorStore } from './stores/second-factors.ts'
 import { createSecurityLog, type SecurityLogStore } from './stores/security-log.ts'
 import { createSessionStore, type SessionStore } from './stores/sessions.ts'
@@ -75,6 +76,8 @@ export interface EngineStores {
   /** `events` hears of each change, in its transaction (db/stores/webhooks.ts). */
   discussions(clock: Clock, box: SecretBox, events?: EventSink): DiscussionStore
   categories(clock: Clock): CategoryStore
+  /** A site's saved replies (db/stores/saved-replies.ts). */
+  savedReplies(clock: Clock): SavedReplyStore
   /** The files of attachments (db/stores/files.ts). */
   files(clock: Clock): FileStore
   /** The sites' mailboxes and the messages taken in (db/stores/mail.ts); the box seals new users' legacy tokens. */
@@ -107,6 +110,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     tokens: (clock, onFlushError, events) => guard(createTokenStore(port, clock, onFlushError, events)),
     discussions: (clock, box, events) => guard(createDiscussionStore(port, clock, box, listingOf, events)),
     categories: (clock) => guard(createCategoryStore(port, clock)),
+    savedReplies: (clock) => guard(createSavedReplyStore(port, clock)),
     files: (clock) => guard(createFileStore(port, clock)),
     mail: (clock, box) => guard(createMailStore(port, clock, box)),
     outbox: (clock) => guard(createOutboxStore(port, clock)),

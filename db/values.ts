@@ -26,7 +26,8 @@ export type CommentVia = (typeof commentVias)[number]
 // reply_mail: a staff reply mailed to its customer; acknowledgement: the automatic answer to a new discussion by mail;
 // sign_in_link and confirmation: a customer's link to sign in, or to post what they wrote as a visitor (db/stores/customer-links.ts);
 // webhook: an event posted to one of the site's webhook endpoints; webhook_disabled: the mail telling an administrator that one was switched off (db/stores/webhooks.ts).
-export const outboxKinds = ['reply_mail', 'acknowledgement', 'sign_in_link', 'confirmation', 'webhook', 'webhook_disabled'] as const
+// notification: a supporter's mail about the queue (db/stores/notifications.ts).
+export const outboxKinds = ['reply_mail', 'acknowledgement', 'sign_in_link', 'confirmation', 'webhook', 'webhook_disabled', 'notification'] as const
 export type OutboxKind = (typeof outboxKinds)[number]
 // What a link mailed to a customer does when followed (db/stores/customer-links.ts).
 export const linkPurposes = ['sign_in', 'discussion'] as const

@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import type { CategoryStore } from '../db/stores/categories.ts'
+import type { SavedReplyStore } from '../db/stores/saved-replies.ts'
 import type { CredentialInventory } from '../db/stores/credential-inventory.ts'
 import type { CustomerLinkStore } from '../db/stores/customer-links.ts'
 import type { DiscussionStore } from '../db/stores/discussions.ts'
@@ -28,6 +29,7 @@ declare module 'fastify' {
     tokens: TokenStore
     discussions: DiscussionStore
     categories: CategoryStore
+    savedReplies: SavedReplyStore
     files: FileStore
     mailboxes: MailStore
     outbox: OutboxStore
@@ -103,6 +105,7 @@ export const discussionStores = fp(
   async (fastify) => {
     fastify.decorate('discussions', fastify.database.discussions(fastify.clock, fastify.secretBox, fastify.events))
     fastify.decorate('categories', fastify.database.categories(fastify.clock))
+    fastify.decorate('savedReplies', fastify.database.savedReplies(fastify.clock))
     fastify.decorate('files', fastify.database.files(fastify.clock))
     fastify.decorate('mailboxes', fastify.database.mail(fastify.clock, fastify.secretBox))
     fastify.decorate('outbox', fastify.database.outbox(fastify.clock))

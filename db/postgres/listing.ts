@@ -1,8 +1,8 @@
 import { and, desc, eq, getTableColumns, inArray, sql, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
-import { countScope, listingShape, titlePattern, totalFromCounts, type CountTotal, type ListingShape, type DiscussionListing, type DiscussionRow, type ListingQuery } from '../stores/discussion-listing.ts'
+import { assigneeNameOf, countScope, listingShape, titlePattern, totalFromCounts, type CountTotal, type ListingShape, type DiscussionListing, type DiscussionRow, type ListingQuery } from '../stores/discussion-listing.ts'
 import type { Executor } from '../port.ts'
 import type { PgDb } from './client.ts'
-import { discussions, users } from '../schema/postgres.ts'
+import { discussions, discussionTags, users } from '../schema/postgres.ts'
 
 /** An id compared as bigint (db/port.ts, `wide`). */
 const big = (value: SQLWrapper) => sql`${value}::bigint`
@@ -18,6 +18,7 @@ const discussionView = {
   ...getTableColumns(discussions),
   authorEmail: users.email,
   authorName: users.name,
+  assigneeName: assigneeNameOf(discussions, users),
 }
 
 const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt }
@@ -25,13 +26,20 @@ const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions
 /** A short name of the shape, for its prepared statements (unique app-wide with their prefix). */
 function shapeKey(shape: ListingShape): string {
   const flag = (b: boolean) => (b ? '1' : '0')
-  return `${shape.state}_${flag(shape.category)}${flag(shape.public)}${flag(shape.author)}${flag(shape.title)}_${shape.since}_${shape.sort}`
+  return `${shape.state}_${flag(shape.category)}${flag(shape.public)}${flag(shape.author)}${flag(shape.title)}${flag(shape.tag)}_${shape.assignee}_${shape.since}_${shape.sort}`
 }
 
 function conditions(shape: ListingShape): SQL {
   const p = sql.placeholder
   const where: SQL[] = [eq(discussions.siteId, p('siteId'))]
-  where.push(shape.state === 'live' ? sql`${discussions.state} <> 'deleted'` : eq(discussions.state, p('state')))
+  // Written as the partial indexes' WHERE is, so that a generic plan may use them.
+  if (shape.state === 'todo') where.push(sql`${discussions.state} in ('new', 'open')`)
+  else where.push(shape.state === 'live' ? sql`${discussions.state} <> 'deleted'` : eq(discussions.state, p('state')))
+  if (shape.assignee === 'one') where.push(eq(discussions.assigneeId, big(p('assignee'))))
+  if (shape.assignee === 'none') where.push(sql`${discussions.assigneeId} is null`)
+  if (shape.tag) {
+    where.push(sql`${discussions.id} in (select ${discussionTags.discussionId} from ${discussionTags} where ${discussionTags.siteId} = ${p('siteId')} and ${discussionTags.tag} = ${p('tag')})`)
+  }
   if (shape.category) where.push(eq(discussions.categoryId, big(p('categoryId'))))
   if (shape.public) where.push(eq(discussions.public, p('public')))
   if (shape.author) where.push(eq(discussions.authorId, big(p('authorId'))))
@@ -49,6 +57,8 @@ function parameters(query: ListingQuery): Record<string, unknown> {
     categoryId: query.categoryId,
     public: query.public,
     authorId: query.authorId,
+    assignee: query.assignee,
+    tag: query.tag,
     since: query.since === undefined ? undefined : query.since.kind === 'number' ? query.since.after : new Date(query.since.from),
     title: query.title === undefined ? undefined : titlePattern(query.title),
     limit: query.limit,

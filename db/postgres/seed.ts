@@ -3,7 +3,7 @@ import type { Executor } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { slugify } from '../stores/categories.ts'
-import { bumpCount, type CountedRow } from '../stores/discussion-counts.ts'
+import { bumpCount, NO_ASSIGNEE, type CountedRow } from '../stores/discussion-counts.ts'
 import { issueLegacyToken } from '../stores/legacy-tokens.ts'
 import { BATCH, countKey, discussionDraws, peopleFor, seedCategories, seedCustomer, seedSupporter, type Seeded } from '../stores/seed.ts'
 import { bumpSiteVersion, type Site } from '../stores/sites.ts'
@@ -131,7 +131,7 @@ export async function seedPostgresDiscussions(
           said.via.push(c.via)
           said.at.push(iso(c.at))
         })
-        const row = { siteId: site.id, categoryId: category.id, state, public: isPublic }
+        const row = { siteId: site.id, categoryId: category.id, state, public: isPublic, assigneeId: NO_ASSIGNEE }
         const key = countKey(row)
         moved.set(key, { row, n: (moved.get(key)?.n ?? 0) + 1 })
       }

@@ -74,6 +74,8 @@ export const memberships = pgTable(
     role: pgText('role', { enum: roles }).notNull(),
     createdAt: moment('created_at').notNull(),
     administrator: pgBoolean('administrator').notNull().default(false),
+    notifyNew: pgBoolean('notify_new').notNull().default(false),
+    notifyOwned: pgBoolean('notify_owned').notNull().default(true),
   },
   (t) => [pgPrimaryKey({ columns: [t.siteId, t.userId] }), pgIndex('memberships_user_idx').on(t.userId)],
 )
@@ -142,6 +144,8 @@ export const categories = pgTable(
     permalink: pgText('permalink').notNull(),
     public: pgBoolean('public').notNull().default(false),
     createdAt: moment('created_at').notNull(),
+    roundRobin: pgBoolean('round_robin').notNull().default(false),
+    lastAssigneeId: pgInteger('last_assignee_id'),
   },
   (t) => [pgUniqueIndex('categories_site_permalink_unique').on(t.siteId, t.permalink)],
 )
@@ -170,6 +174,8 @@ export const discussions = pgTable(
     version: pgInteger('version').notNull().default(0),
     awaitingTeam: pgBoolean('awaiting_team').notNull().default(false),
     startedOnTheWeb: pgBoolean('started_on_the_web').notNull().default(false),
+    assigneeId: pgInteger('assignee_id').references(() => users.id, { onDelete: 'set null' }),
+    tags: pgText('tags').notNull().default(''),
   },
   (t) => [
     pgUniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
@@ -191,7 +197,38 @@ export const discussions = pgTable(
       .on(t.siteId, t.categoryId, t.lastUpdatedAt, t.id)
       .where(sql`${t.state} <> 'deleted'`),
     pgIndex('discussions_author_activity_idx').on(t.siteId, t.authorId, t.lastUpdatedAt, t.id),
+    pgIndex('discussions_todo_activity_idx')
+      .on(t.siteId, t.lastUpdatedAt, t.id)
+      .where(sql`${t.state} in ('new', 'open')`),
+    pgIndex('discussions_assignee_activity_idx')
+      .on(t.siteId, t.assigneeId, t.lastUpdatedAt, t.id)
+      .where(sql`${t.state} <> 'deleted'`),
   ],
+)
+
+export const discussionTags = pgTable(
+  'discussion_tags',
+  {
+    discussionId: pgInteger('discussion_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    siteId: siteReference(),
+    tag: pgText('tag').notNull(),
+  },
+  (t) => [pgPrimaryKey({ columns: [t.discussionId, t.tag] }), pgIndex('discussion_tags_site_tag_idx').on(t.siteId, t.tag, t.discussionId)],
+)
+
+export const savedReplies = pgTable(
+  'saved_replies',
+  {
+    id: id(),
+    siteId: siteReference(),
+    title: pgText('title').notNull(),
+    body: pgText('body').notNull(),
+    createdAt: moment('created_at').notNull(),
+    updatedAt: moment('updated_at').notNull(),
+  },
+  (t) => [pgUniqueIndex('saved_replies_site_title_unique').on(t.siteId, t.title)],
 )
 
 export const comments = pgTable(
@@ -224,8 +261,9 @@ export const discussionCounts = pgTable(
     state: pgText('state', { enum: discussionStates }).notNull(),
     public: pgBoolean('public').notNull(),
     count: pgInteger('count').notNull(),
+    assigneeId: pgInteger('assignee_id').notNull().default(0),
   },
-  (t) => [pgPrimaryKey({ columns: [t.siteId, t.categoryId, t.state, t.public] })],
+  (t) => [pgPrimaryKey({ columns: [t.siteId, t.categoryId, t.state, t.public, t.assigneeId] })],
 )
 
 export const oauthRecords = pgTable(

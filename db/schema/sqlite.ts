@@ -85,6 +85,10 @@ export const memberships = sqliteTable(
     createdAt: moment('created_at').notNull(),
     // A supporter who administers the site: its credentials inventory and its token policy.
     administrator: integer('administrator', { mode: 'boolean' }).notNull().default(false),
+    // What a supporter of the site is mailed about (docs/decisions.md, "The team's queue"): every
+    // new discussion of the site, and what others write on the discussions they own.
+    notifyNew: integer('notify_new', { mode: 'boolean' }).notNull().default(false),
+    notifyOwned: integer('notify_owned', { mode: 'boolean' }).notNull().default(true),
   },
   (t) => [primaryKey({ columns: [t.siteId, t.userId] }), index('memberships_user_idx').on(t.userId)],
 )
@@ -166,6 +170,10 @@ export const categories = sqliteTable(
     // New discussions in a public category are public unless the request says otherwise.
     public: integer('public', { mode: 'boolean' }).notNull().default(false),
     createdAt: moment('created_at').notNull(),
+    // New discussions of the category are given to the site's supporters in turn; the last one given
+    // one is remembered (a user id, not a reference: the turn goes on past an account removed).
+    roundRobin: integer('round_robin', { mode: 'boolean' }).notNull().default(false),
+    lastAssigneeId: integer('last_assignee_id'),
   },
   (t) => [uniqueIndex('categories_site_permalink_unique').on(t.siteId, t.permalink)],
 )
@@ -204,6 +212,11 @@ export const discussions = sqliteTable(
     // Started by a customer on the customer's pages (routes/web/customers.ts): the queue marks it,
     // and the staff's public replies are mailed to its customer. Set once, when it is created.
     startedOnTheWeb: integer('started_on_the_web', { mode: 'boolean' }).notNull().default(false),
+    // The supporter of the site who owns it, if any (db/stores/assignment.ts).
+    assigneeId: integer('assignee_id').references(() => users.id, { onDelete: 'set null' }),
+    // Its tags, sorted and separated by spaces (a tag has none), as the API shows them; found
+    // through discussion_tags.
+    tags: text('tags').notNull().default(''),
   },
   (t) => [
     uniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
@@ -227,7 +240,42 @@ export const discussions = sqliteTable(
       .on(t.siteId, t.categoryId, t.lastUpdatedAt)
       .where(sql`${t.state} <> 'deleted'`),
     index('discussions_author_activity_idx').on(t.siteId, t.authorId, t.lastUpdatedAt),
+    // The queue's default tab (new and open: what needs an answer) and its owners' tabs.
+    index('discussions_todo_activity_idx')
+      .on(t.siteId, t.lastUpdatedAt)
+      .where(sql`${t.state} in ('new', 'open')`),
+    index('discussions_assignee_activity_idx')
+      .on(t.siteId, t.assigneeId, t.lastUpdatedAt)
+      .where(sql`${t.state} <> 'deleted'`),
   ],
+)
+
+// One row per tag of a discussion: what `?tag=` finds discussions by.
+export const discussionTags = sqliteTable(
+  'discussion_tags',
+  {
+    discussionId: integer('discussion_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    siteId: siteReference(),
+    tag: text('tag').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.discussionId, t.tag] }), index('discussion_tags_site_tag_idx').on(t.siteId, t.tag, t.discussionId)],
+)
+
+// A site's saved replies: written by its administrators, chosen by every supporter in the reply
+// form, the API and MCP, with the customer's name filled in (db/stores/saved-replies.ts).
+export const savedReplies = sqliteTable(
+  'saved_replies',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    title: text('title').notNull(),
+    body: text('body').notNull(),
+    createdAt: moment('created_at').notNull(),
+    updatedAt: moment('updated_at').notNull(),
+  },
+  (t) => [uniqueIndex('saved_replies_site_title_unique').on(t.siteId, t.title)],
 )
 
 export const comments = sqliteTable(
@@ -267,8 +315,10 @@ export const discussionCounts = sqliteTable(
     state: text('state', { enum: discussionStates }).notNull(),
     public: integer('public', { mode: 'boolean' }).notNull(),
     count: integer('count').notNull(),
+    // The owner's user id; 0 for the discussions nobody owns (a key column cannot be null).
+    assigneeId: integer('assignee_id').notNull().default(0),
   },
-  (t) => [primaryKey({ columns: [t.siteId, t.categoryId, t.state, t.public] })],
+  (t) => [primaryKey({ columns: [t.siteId, t.categoryId, t.state, t.public, t.assigneeId] })],
 )
 
 // oidc-provider's records (db/stores/oauth.ts): sessions, grants, codes, tokens, registered clients

@@ -1,7 +1,8 @@
 import { and, desc, eq, getTableColumns, inArray, sql, type Column, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
 import type { Db } from './client.ts'
-import { discussions, users } from '../schema/sqlite.ts'
+import { discussions, discussionTags, users } from '../schema/sqlite.ts'
 import {
+  assigneeNameOf,
   countScope,
   listingShape,
   titlePattern,
@@ -24,6 +25,7 @@ const discussionView = {
   ...getTableColumns(discussions),
   authorEmail: users.email,
   authorName: users.name,
+  assigneeName: assigneeNameOf(discussions, users),
 }
 
 // Column types whose values come from SQLite as they are stored: no decoder to run.
@@ -31,12 +33,12 @@ const IDENTITY = new Set(['SQLiteInteger', 'SQLiteText'])
 
 const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt }
 
-// Past this many matches, `since=<number>` reads the page in listing order instead of through the
-// number index (which would sort every match first).
+// Past this many matches, `since=<number>` (or a tag) reads the page in listing order instead of
+// through the number index (or the tag's), which would sort every match first.
 export const NARROW_SINCE = 5_000
 
-/** The index that reads a page: the listing order's, an author's, the number's or a category's. */
-type Driver = 'order' | 'author' | 'number' | 'category'
+/** The index that reads a page: the listing order's, an author's, the number's, a category's, an owner's, the tag's or the queue's first tab's. */
+type Driver = 'order' | 'author' | 'number' | 'category' | 'assignee' | 'tag' | 'todo'
 
 type Shape = ListingShape & { driver: Driver }
 
@@ -48,7 +50,11 @@ function shapeOf(query: ListingQuery, driver: Driver): Shape {
 function firstDriver(query: ListingQuery): Driver {
   if (query.authorId !== undefined) return 'author'
   if (query.since?.kind === 'number') return 'number'
+  if (query.tag !== undefined) return 'tag'
+  // The owner's index holds the live discussions only.
+  if (query.assignee !== undefined && (query.state === 'live' || query.state === 'todo')) return 'assignee'
   if (query.categoryId !== undefined && query.sort === 'activity') return 'category'
+  if (query.state === 'todo' && query.sort === 'activity') return 'todo'
   return 'order'
 }
 
@@ -58,14 +64,20 @@ function conditions(shape: Shape): { where: SQL; orderUsable: boolean } {
   const column = (c: SQLWrapper, usable: boolean) => (usable ? sql`${c}` : sql`+${c}`)
   // Which columns the driving index may use; every other term is a plain filter.
   const orderUsable =
-    driver === 'order' || (shape.sort === 'activity' && (driver === 'author' || driver === 'category'))
+    driver === 'order' || (shape.sort === 'activity' && (driver === 'author' || driver === 'category' || driver === 'assignee' || driver === 'todo'))
   // Every index starts with the site.
   const where: SQL[] = [eq(discussions.siteId, sql.placeholder('siteId'))]
-  where.push(
-    shape.state === 'live'
-      ? sql`${discussions.state} <> 'deleted'`
-      : sql`${column(discussions.state, driver === 'order')} = ${sql.placeholder('state')}`,
-  )
+  // The partial indexes are used only where the query's terms are written as their WHERE is.
+  if (shape.state === 'todo' && driver === 'todo') where.push(sql`${discussions.state} in ('new', 'open')`)
+  else if (shape.state === 'todo') where.push(sql`${discussions.state} <> 'deleted'`, sql`+${discussions.state} in ('new', 'open')`)
+  else if (shape.state === 'live') where.push(sql`${discussions.state} <> 'deleted'`)
+  else where.push(sql`${column(discussions.state, driver === 'order')} = ${sql.placeholder('state')}`)
+  if (shape.assignee === 'one') where.push(sql`${column(discussions.assigneeId, driver === 'assignee')} = ${sql.placeholder('assignee')}`)
+  if (shape.assignee === 'none') where.push(sql`${column(discussions.assigneeId, driver === 'assignee')} is null`)
+  if (shape.tag) {
+    const tagged = sql`select ${discussionTags.discussionId} from ${discussionTags} where ${discussionTags.siteId} = ${sql.placeholder('siteId')} and ${discussionTags.tag} = ${sql.placeholder('tag')}`
+    where.push(sql`${column(discussions.id, driver === 'tag')} in (${tagged})`)
+  }
   if (shape.category) where.push(sql`${column(discussions.categoryId, driver === 'category')} = ${sql.placeholder('categoryId')}`)
   if (shape.public) where.push(sql`+${discussions.public} = ${sql.placeholder('public')}`)
   if (shape.author) where.push(eq(discussions.authorId, sql.placeholder('authorId')))
@@ -104,7 +116,8 @@ export function createSqliteListing(db: Db, countTotal: CountTotal): DiscussionL
   // are decoded here, field by field with each column's own decoder: the listing is the hot read,
   // and drizzle's generic row mapping cost about a tenth of its CPU (tools/bench/README.md).
   const fields = Object.entries(discussionView) as Array<[string, Column]>
-  const decoders = fields.map(([, column]) => (IDENTITY.has(column.columnType) ? null : column))
+  // The owner's name is a subquery (no column): text, as it is stored.
+  const decoders = fields.map(([, column]) => (IDENTITY.has(column.columnType) || !('mapFromDriverValue' in column) ? null : column))
   function decode(values: unknown[]): DiscussionRow {
     const row: Record<string, unknown> = {}
     for (let i = 0; i < fields.length; i++) {
@@ -159,6 +172,8 @@ export function createSqliteListing(db: Db, countTotal: CountTotal): DiscussionL
       categoryId: query.categoryId,
       public: query.public === undefined ? undefined : query.public ? 1 : 0,
       authorId: query.authorId,
+      assignee: query.assignee,
+      tag: query.tag,
       since: query.since?.kind === 'number' ? query.since.after : query.since?.from,
       title: query.title === undefined ? undefined : titlePattern(query.title),
       limit: query.limit,
@@ -169,8 +184,8 @@ export function createSqliteListing(db: Db, countTotal: CountTotal): DiscussionL
   /** The driver of the page, once the number of matches is known. */
   function pageDriver(query: ListingQuery, total: number): Driver {
     const driver = firstDriver(query)
-    if (driver !== 'number' || total <= NARROW_SINCE) return driver
-    return query.categoryId !== undefined && query.sort === 'activity' ? 'category' : 'order'
+    if ((driver !== 'number' && driver !== 'tag') || total <= NARROW_SINCE) return driver
+    return firstDriver({ ...query, since: undefined, tag: undefined })
   }
 
   return {

@@ -4,7 +4,7 @@ import { comments, discussionCounts, discussions, memberships, sites, users } fr
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { slugify } from '../stores/categories.ts'
-import type { CountedRow } from '../stores/discussion-counts.ts'
+import { NO_ASSIGNEE, type CountedRow } from '../stores/discussion-counts.ts'
 import { issueLegacyToken } from '../stores/legacy-tokens.ts'
 import { BATCH, countKey, discussionDraws, peopleFor, seedCategories, seedCustomer, seedSupporter, type Seeded } from '../stores/seed.ts'
 import type { Site } from '../stores/sites.ts'
@@ -93,7 +93,7 @@ export async function seedSqliteDiscussions(
     .insert(discussionCounts)
     .values({ siteId: p('siteId'), categoryId: p('categoryId'), state: p('state'), public: p('public'), count: p('n') })
     .onConflictDoUpdate({
-      target: [discussionCounts.siteId, discussionCounts.categoryId, discussionCounts.state, discussionCounts.public],
+      target: [discussionCounts.siteId, discussionCounts.categoryId, discussionCounts.state, discussionCounts.public, discussionCounts.assigneeId],
       set: { count: sql`${discussionCounts.count} + excluded.count` },
     })
     .prepare()
@@ -143,7 +143,7 @@ export async function seedSqliteDiscussions(
             }),
           )
           commentsWritten += thread.length
-          const row = { siteId: site.id, categoryId: category.id, state, public: isPublic }
+          const row = { siteId: site.id, categoryId: category.id, state, public: isPublic, assigneeId: NO_ASSIGNEE }
           const key = countKey(row)
           moved.set(key, { row, n: (moved.get(key)?.n ?? 0) + 1 })
         }

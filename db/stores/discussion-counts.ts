@@ -1,20 +1,28 @@
-import { and, eq, ne, sql, type SQL } from '../drizzle.ts'
+import { and, eq, inArray, ne, sql, type SQL } from '../drizzle.ts'
 import type { StorePort } from '../port.ts'
 import type { DiscussionState } from '../values.ts'
 
-// How many discussions a site has per category, state and visibility. Every write that creates a
+// How many discussions a site has per category, state, visibility and owner. Every write that creates a
 // discussion or changes one of those three moves the counts inside its own transaction, with one
 // atomic upsert per count row, so the counts are exactly as current as the rows they count whatever
 // other processes do meanwhile.
 
-/** `live` is every state but deleted: what the plain listing shows. */
-export type StateScope = DiscussionState | 'live'
+/** `live` is every state but deleted: what the plain listing shows; `todo` is new and open, what needs an answer (the queue's first tab). */
+export type StateScope = DiscussionState | 'live' | 'todo'
+
+/** The states of a scope that is not one state. */
+export const SCOPE_STATES = { live: ['new', 'open', 'resolved'], todo: ['new', 'open'] } as const satisfies Record<string, DiscussionState[]>
+
+/** How the counts name a discussion nobody owns. */
+export const NO_ASSIGNEE = 0
 
 export interface CountScope {
   siteId: number
   state: StateScope
   categoryId?: number
   public?: boolean
+  /** The owner's user id, or NO_ASSIGNEE for the discussions nobody owns. */
+  assignee?: number
 }
 
 export interface CountedRow {
@@ -22,6 +30,8 @@ export interface CountedRow {
   categoryId: number
   state: DiscussionState
   public: boolean
+  /** NO_ASSIGNEE when nobody owns it. */
+  assigneeId: number
 }
 
 export type StateCounts = Record<DiscussionState, number>
@@ -32,7 +42,7 @@ export function emptyStateCounts(): StateCounts {
 
 /** Where a count row sorts: a transaction takes its count rows' locks in this order, so two never wait on each other. */
 function rowKey(row: CountedRow): string {
-  return `${row.categoryId}|${row.state}|${row.public ? 1 : 0}`
+  return `${row.categoryId}|${row.state}|${row.public ? 1 : 0}|${row.assigneeId}`
 }
 
 /** Adds delta to the count of discussions like `row`, in one atomic upsert. Call inside the write's transaction. */
@@ -42,9 +52,9 @@ export async function bumpCount(port: StorePort, row: CountedRow, delta: number)
   const bump = port.prepared('discussion_counts_bump', (db) =>
     db
       .insert(discussionCounts)
-      .values({ siteId: p('siteId'), categoryId: p('categoryId'), state: p('state'), public: p('public'), count: p('delta') })
+      .values({ siteId: p('siteId'), categoryId: p('categoryId'), state: p('state'), public: p('public'), assigneeId: p('assigneeId'), count: p('delta') })
       .onConflictDoUpdate({
-        target: [discussionCounts.siteId, discussionCounts.categoryId, discussionCounts.state, discussionCounts.public],
+        target: [discussionCounts.siteId, discussionCounts.categoryId, discussionCounts.state, discussionCounts.public, discussionCounts.assigneeId],
         set: { count: sql`${discussionCounts.count} + excluded.count` },
       })
       .prepare('discussion_counts_bump'),
@@ -54,13 +64,26 @@ export async function bumpCount(port: StorePort, row: CountedRow, delta: number)
 
 /** Moves one discussion from the count of `before` to that of `after`, when they differ. Call inside the write's transaction. */
 export async function moveCount(port: StorePort, before: CountedRow, after: CountedRow): Promise<void> {
-  if (before.categoryId === after.categoryId && before.state === after.state && before.public === after.public) return
+  if (rowKey(before) === rowKey(after)) return
   const moves: Array<[CountedRow, number]> = [
     [before, -1],
     [after, 1],
   ]
   moves.sort(([a], [b]) => (rowKey(a) < rowKey(b) ? -1 : 1))
   for (const [row, delta] of moves) await bumpCount(port, row, delta)
+}
+
+/**
+ * The discussions `userId` owns on `siteId` (every site of theirs without one) counted as nobody's,
+ * in the transaction that unassigns them: a handful of count rows, in their lock order.
+ */
+export async function countAsUnassigned(port: StorePort, userId: number, siteId?: number): Promise<void> {
+  const { discussionCounts } = port.tables
+  const mine = and(eq(discussionCounts.assigneeId, userId), siteId === undefined ? undefined : eq(discussionCounts.siteId, siteId))
+  const rows = await port.locked(port.db.select().from(discussionCounts).where(mine))
+  rows.sort((a, b) => a.siteId - b.siteId || (rowKey({ ...a, assigneeId: NO_ASSIGNEE }) < rowKey({ ...b, assigneeId: NO_ASSIGNEE }) ? -1 : 1))
+  for (const row of rows) await bumpCount(port, { ...row, assigneeId: NO_ASSIGNEE }, row.count)
+  await port.db.delete(discussionCounts).where(mine)
 }
 
 /** The sums of the counts, one store for both engines (db/port.ts). */
@@ -72,13 +95,15 @@ export function createDiscussionCounts(port: StorePort) {
   type Sum = { execute(values: Record<string, unknown>): Promise<Array<{ n: number }>> }
   const sums = new Map<string, Sum>()
   function sumFor(scope: CountScope): Sum {
-    const key = `${scope.state === 'live' ? 'live' : 'state'}${scope.categoryId !== undefined ? 1 : 0}${scope.public !== undefined ? 1 : 0}`
+    const states = scope.state === 'live' || scope.state === 'todo' ? scope.state : 'state'
+    const key = `${states}${scope.categoryId !== undefined ? 1 : 0}${scope.public !== undefined ? 1 : 0}${scope.assignee !== undefined ? 1 : 0}`
     let statement = sums.get(key)
     if (!statement) {
       const where: SQL[] = [eq(discussionCounts.siteId, p('siteId'))]
-      where.push(scope.state === 'live' ? ne(discussionCounts.state, 'deleted') : eq(discussionCounts.state, p('state')))
+      where.push(states === 'live' ? ne(discussionCounts.state, 'deleted') : states === 'todo' ? inArray(discussionCounts.state, [...SCOPE_STATES.todo]) : eq(discussionCounts.state, p('state')))
       if (scope.categoryId !== undefined) where.push(eq(discussionCounts.categoryId, port.wide(p('categoryId'))))
       if (scope.public !== undefined) where.push(eq(discussionCounts.public, p('public')))
+      if (scope.assignee !== undefined) where.push(eq(discussionCounts.assigneeId, port.wide(p('assignee'))))
       statement = db
         .select({ n: sql<number>`CAST(coalesce(sum(${discussionCounts.count}), 0) AS integer)` })
         .from(discussionCounts)
@@ -110,6 +135,7 @@ export function createDiscussionCounts(port: StorePort) {
         state: scope.state,
         categoryId: scope.categoryId,
         public: scope.public === undefined ? undefined : scope.public ? 1 : 0,
+        assignee: scope.assignee,
       })
       return row.n
     },

@@ -1,3 +1,4 @@
+import { sql, type Column } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { CountScope, StateScope } from './discussion-counts.ts'
 
@@ -18,6 +19,10 @@ export interface ListingQuery {
   categoryId?: number
   public?: boolean
   authorId?: number
+  /** The owner's user id, or NO_ASSIGNEE (db/stores/discussion-counts.ts) for the discussions nobody owns. */
+  assignee?: number
+  /** Discussions carrying this tag (as kept: lib/team-queue.ts, tagOf). */
+  tag?: string
   since?: Since
   /** Titles holding this text, letters without regard to case (the queue's search; see titlePattern). */
   title?: string
@@ -26,8 +31,17 @@ export interface ListingQuery {
   limit: number
 }
 
-/** A discussion with its author's address and name, as every read returns it. */
-export type DiscussionRow = Tables['discussions']['$inferSelect'] & { authorEmail: string; authorName: string }
+/** A discussion with its author's address and name and its owner's name, as every read returns it. */
+export type DiscussionRow = Tables['discussions']['$inferSelect'] & { authorEmail: string; authorName: string; assigneeName: string | null }
+
+/**
+ * The owner's name, read beside a discussion row (a lookup of the users' primary key, none when
+ * nobody owns it). The users table is the one the read joins for the author: the subquery's own
+ * `users` hides it.
+ */
+export function assigneeNameOf(columns: { assigneeId: Column }, users: { id: Column; name: Column }) {
+  return sql<string | null>`(select ${users.name} from ${users} where ${users.id} = ${columns.assigneeId})`
+}
 /** A comment with its author's email and name. */
 export type CommentRow = Tables['comments']['$inferSelect'] & { authorEmail: string; authorName: string }
 
@@ -44,10 +58,12 @@ export interface DiscussionListing {
 
 /** Which filters a listing has, not their values: one query (prepared once) per shape. */
 export interface ListingShape {
-  state: 'live' | 'one'
+  state: 'live' | 'todo' | 'one'
   category: boolean
   public: boolean
   author: boolean
+  assignee: 'any' | 'none' | 'one'
+  tag: boolean
   since: 'none' | 'number' | 'date'
   title: boolean
   sort: Sort
@@ -55,10 +71,12 @@ export interface ListingShape {
 
 export function listingShape(query: ListingQuery): ListingShape {
   return {
-    state: query.state === 'live' ? 'live' : 'one',
+    state: query.state === 'live' || query.state === 'todo' ? query.state : 'one',
     category: query.categoryId !== undefined,
     public: query.public !== undefined,
     author: query.authorId !== undefined,
+    assignee: query.assignee === undefined ? 'any' : query.assignee === 0 ? 'none' : 'one',
+    tag: query.tag !== undefined,
     since: query.since?.kind ?? 'none',
     title: query.title !== undefined,
     sort: query.sort,
@@ -71,9 +89,9 @@ export type CountTotal = (scope: CountScope) => Promise<number>
 /** The engine's listing over the port the discussion store runs on (the database, or a transaction of it). */
 export type ListingOf = (port: StorePort, total: CountTotal) => DiscussionListing
 
-/** Whether the listing's total is a sum of the counts (no author, no `since`, no title search). */
+/** Whether the listing's total is a sum of the counts (no author, no `since`, no title search, no tag). */
 export function totalFromCounts(query: ListingQuery): boolean {
-  return query.authorId === undefined && query.since === undefined && query.title === undefined
+  return query.authorId === undefined && query.since === undefined && query.title === undefined && query.tag === undefined
 }
 
 /**
@@ -87,5 +105,5 @@ export function titlePattern(text: string): string {
 
 /** The scope of the counts a listing's total sums. */
 export function countScope(query: ListingQuery): CountScope {
-  return { siteId: query.siteId, state: query.state, categoryId: query.categoryId, public: query.public }
+  return { siteId: query.siteId, state: query.state, categoryId: query.categoryId, public: query.public, assignee: query.assignee }
 }

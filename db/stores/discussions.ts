@@ -3,13 +3,16 @@ import { given, pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { CommentVia, DiscussionState } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
+import { tagList, tagsOf } from '../../lib/team-queue.ts'
+import { checkAssignee, nextInTurn } from './assignment.ts'
 import { slugify } from './categories.ts'
 import { createAuthors, type Authors, type PostedBy } from './discussion-authors.ts'
-import { bumpCount, createDiscussionCounts, moveCount, type CountedRow } from './discussion-counts.ts'
-import type { CommentRow, DiscussionRow, ListingOf } from './discussion-listing.ts'
+import { bumpCount, createDiscussionCounts, moveCount, NO_ASSIGNEE, type CountedRow } from './discussion-counts.ts'
+import { assigneeNameOf, type CommentRow, type DiscussionRow, type ListingOf } from './discussion-listing.ts'
 import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
 import { StoreError, VersionMoved } from './errors.ts'
 import { claimUploads } from './files.ts'
+import { notifyAssigned, notifyNewDiscussion, notifyOwnerOfComment } from './notifications.ts'
 import { queueReplyMail } from './outbox.ts'
 import { bumpSiteVersion, lockSite } from './sites.ts'
 import { noEvents, type EventSink } from './webhooks.ts'
@@ -38,19 +41,28 @@ export interface NewComment extends PostedBy {
   via: CommentVia
   /** Uploads of the supporter (db/stores/files.ts) the comment carries. */
   uploads?: number[]
+  /** Resolve the discussion with the reply, in its transaction ("Send and resolve"). */
+  resolve?: boolean
 }
 
 export interface DiscussionChanges {
   title?: string
   public?: boolean
   categoryId?: number
+  /** The supporter of the site who owns it (db/stores/assignment.ts), or null for nobody. */
+  assigneeId?: number | null
+  /** Its tags, all of them (lib/team-queue.ts, tagsOf). */
+  tags?: string[]
+  /** Who makes the change (the owner is told of a discussion given them by someone else). */
+  actor?: { id: number; name: string }
 }
 
-const counted = (d: { siteId: number; categoryId: number; state: DiscussionState; public: boolean }): CountedRow => ({
+const counted = (d: { siteId: number; categoryId: number; state: DiscussionState; public: boolean; assigneeId: number | null }): CountedRow => ({
   siteId: d.siteId,
   categoryId: d.categoryId,
   state: d.state,
   public: d.public,
+  assigneeId: d.assigneeId ?? NO_ASSIGNEE,
 })
 
 // The discussions, one store for both engines (db/port.ts). Every write is one transaction that
@@ -61,7 +73,7 @@ const counted = (d: { siteId: number; categoryId: number; state: DiscussionState
 
 function views({ tables: { comments, discussions, users } }: StorePort) {
   return {
-    discussion: { ...getTableColumns(discussions), authorEmail: users.email, authorName: users.name },
+    discussion: { ...getTableColumns(discussions), authorEmail: users.email, authorName: users.name, assigneeName: assigneeNameOf(discussions, users) },
     comment: { ...getTableColumns(comments), authorEmail: users.email, authorName: users.name },
   }
 }
@@ -108,7 +120,7 @@ async function categoryOfSite(port: StorePort, siteId: number, id: number) {
   const p = sql.placeholder
   const read = port.prepared('discussions_category_of_site', (db) =>
     db
-      .select({ id: categories.id, public: categories.public })
+      .select({ id: categories.id, public: categories.public, roundRobin: categories.roundRobin, lastAssigneeId: categories.lastAssigneeId })
       .from(categories)
       .where(and(eq(categories.id, port.wide(p('id'))), eq(categories.siteId, p('siteId'))))
       .prepare('discussions_category_of_site'),
@@ -157,6 +169,7 @@ function writes(port: StorePort) {
           commentsCount: 1,
           awaitingTeam: p('awaitingTeam'),
           startedOnTheWeb: p('startedOnTheWeb'),
+          assigneeId: p('assigneeId'),
         })
         .prepare('discussions_insert'),
     ),
@@ -193,6 +206,8 @@ function writes(port: StorePort) {
           stateBeforeDelete: given('stateBeforeDelete'),
           public: given('public'),
           categoryId: given('categoryId'),
+          assigneeId: given('assigneeId'),
+          tags: given('tags'),
           updatedAt: given('at'),
           version: sql`${discussions.version} + 1`,
         })
@@ -200,6 +215,21 @@ function writes(port: StorePort) {
         .prepare('discussions_save'),
     ),
   }
+}
+
+/** The tags as a discussion row keeps them; a StoreError (invalid `tags`) naming the first that cannot be one. */
+function keptTags(texts: string[]): string {
+  const found = tagsOf(texts)
+  if ('problem' in found) throw new StoreError(found.problem, 'invalid', 'tags')
+  return found.tags.join(' ')
+}
+
+/** The rows `?tag=` finds the discussion by, made again for its tags (in the change's transaction). */
+async function retag(port: StorePort, d: DiscussionRow): Promise<void> {
+  const { discussionTags } = port.tables
+  await port.db.delete(discussionTags).where(eq(discussionTags.discussionId, d.id))
+  const tags = tagList(d.tags)
+  if (tags.length > 0) await port.db.insert(discussionTags).values(tags.map((tag) => ({ discussionId: d.id, siteId: d.siteId, tag })))
 }
 
 /** The category a discussion is moved to; another site's or an unknown one is an invalid `field`. */
@@ -230,6 +260,8 @@ export async function createDiscussionIn(
   const number = (n ?? 0) + 1
   const title = input.title.trim()
   const now = new Date(clock())
+  // A customer's new discussion in a round-robin category goes to the next supporter in turn.
+  const assigneeId = !author.bySupporter && category.roundRobin ? await nextInTurn(port, input.siteId, { id: input.categoryId, lastAssigneeId: category.lastAssigneeId }) : undefined
   await write.insert.execute({
     siteId: input.siteId,
     number,
@@ -242,6 +274,7 @@ export async function createDiscussionIn(
     at: now,
     awaitingTeam: !author.bySupporter,
     startedOnTheWeb: input.via === 'web' && !author.bySupporter,
+    assigneeId: assigneeId ?? null,
   })
   const discussion = await getIn(port, input.siteId, number)
   const opening = {
@@ -260,6 +293,9 @@ export async function createDiscussionIn(
   // The opening post's author is the discussion's: the row just read names them.
   const comment: CommentRow = { id, ...opening, createdAt: now, authorEmail: discussion.authorEmail, authorName: discussion.authorName }
   await events(port, { type: 'discussion.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })
+  const about = { siteId: input.siteId, number, title }
+  await notifyNewDiscussion(port, clock, { ...about, authorId: author.id, authorName: discussion.authorName, body: input.body })
+  if (assigneeId !== undefined) await notifyAssigned(port, clock, { ...about, ownerId: assigneeId, actorId: null, actorName: null })
   return { discussion, comment }
 }
 
@@ -296,7 +332,7 @@ export function createDiscussionStore(
   function change(
     siteId: number,
     number: number,
-    decide: (tx: StorePort, d: DiscussionRow) => Promise<Partial<Discussion> | null>,
+    decide: (tx: StorePort, d: DiscussionRow) => Promise<Partial<DiscussionRow> | null>,
     expected?: Expected,
     event: (after: DiscussionRow) => 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' = () => 'discussion.updated',
   ): Promise<DiscussionRow> {
@@ -307,6 +343,7 @@ export function createDiscussionStore(
       if (!changes) return before
       const after: DiscussionRow = { ...before, ...changes, updatedAt: new Date(clock()), version: before.version + 1 }
       await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt) })
+      if (after.tags !== before.tags) await retag(tx, after)
       await moveCount(tx, counted(before), counted(after))
       await bumpSiteVersion(tx, siteId)
       await events(tx, { type: event(after), siteId, discussion: after })
@@ -358,7 +395,7 @@ export function createDiscussionStore(
         const author = await authorOf(tx, input.siteId, input)
         const now = new Date(clock())
         const number = before.commentsCount + 1
-        const state = stateAfterComment(before.state, author.bySupporter, input.internal)
+        const state = input.resolve ? 'resolved' : stateAfterComment(before.state, author.bySupporter, input.internal)
         const write = writes(tx)
         const [{ id }] = await write.comment.execute({
           discussionId: before.id,
@@ -383,20 +420,32 @@ export function createDiscussionStore(
         const discussion = await getIn(tx, input.siteId, input.number)
         const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
         await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })
+        if (before.assigneeId !== null) {
+          await notifyOwnerOfComment(tx, clock, { siteId: input.siteId, number: before.number, title: before.title, ownerId: before.assigneeId, authorId: author.id, authorName: comment.authorName, body: input.body, internal: input.internal })
+        }
         return { discussion, comment }
       })
     },
 
-    /** Title, visibility and category; a deleted discussion must be restored first. */
+    /** Title, visibility, category, owner and tags; a deleted discussion must be restored first. */
     update(siteId: number, number: number, changes: DiscussionChanges, categoryField = 'category', expected?: Expected): Promise<DiscussionRow> {
       return change(siteId, number, async (tx, d) => {
         refuseDeleted(d)
         if (changes.categoryId !== undefined) await checkCategory(tx, siteId, changes.categoryId, categoryField)
         const title = changes.title?.trim()
-        const next: Partial<Discussion> = {}
+        const next: Partial<DiscussionRow> = {}
         if (title !== undefined && title !== d.title) Object.assign(next, { title, permalink: slugify(title, 'discussion') })
         if (changes.public !== undefined && changes.public !== d.public) next.public = changes.public
         if (changes.categoryId !== undefined && changes.categoryId !== d.categoryId) next.categoryId = changes.categoryId
+        if (changes.assigneeId !== undefined && changes.assigneeId !== d.assigneeId) {
+          const owner = changes.assigneeId === null ? null : await checkAssignee(tx, siteId, changes.assigneeId)
+          Object.assign(next, { assigneeId: owner?.id ?? null, assigneeName: owner?.name ?? null })
+          if (owner) await notifyAssigned(tx, clock, { siteId, number, title: d.title, ownerId: owner.id, actorId: changes.actor?.id ?? null, actorName: changes.actor?.name ?? null })
+        }
+        if (changes.tags !== undefined) {
+          const kept = keptTags(changes.tags)
+          if (kept !== d.tags) next.tags = kept
+        }
         return Object.keys(next).length === 0 ? null : next
       }, expected)
     },

@@ -28,8 +28,8 @@ export interface OutboxMail {
   mailboxId?: number
   /** An automatic answer (the acknowledgement): marked `Auto-Submitted: auto-replied` (RFC 3834). */
   automatic?: boolean
-  /** The discussion's page on the customer's side, which the sender names below the text (plugins/mail/sender.ts). */
-  page?: { site: string; number: number }
+  /** The discussion's page on the customer's side (on the staff's, for a notification), which the sender names below the text (plugins/mail/sender.ts). */
+  page?: { site: string; number: number; staff?: boolean }
 }
 
 /** How a reply's mail is doing, as the API and the page show it. */

@@ -7,6 +7,8 @@ import { holdsNul, withoutNul } from '../../lib/nul.ts'
 import { isUniqueViolation } from '../../lib/database-errors.ts'
 import { hashPassword } from '../../lib/password.ts'
 import { createSecretBox, type SecretBox } from '../../lib/secret-box.ts'
+import { unassignEverything } from './assignment.ts'
+import type { NotificationChoice } from './notifications.ts'
 import { StoreError } from './errors.ts'
 import { createLegacyTokenStore, issueLegacyToken } from './legacy-tokens.ts'
 import { isStaffRole, membershipOn, STAFF_ROLE } from './staff.ts'
@@ -187,7 +189,7 @@ async function nameShownAnew(port: StorePort, userId: number): Promise<void> {
   await port.db
     .update(discussions)
     .set({ version: sql`${discussions.version} + 1` })
-    .where(or(eq(discussions.authorId, userId), inArray(discussions.id, commented)))
+    .where(or(eq(discussions.authorId, userId), eq(discussions.assigneeId, userId), inArray(discussions.id, commented)))
   const theirSites = port.db.select({ id: memberships.siteId }).from(memberships).where(eq(memberships.userId, userId))
   await port.db.update(sites).set({ version: sql`${sites.version} + 1` }).where(inArray(sites.id, theirSites))
 }
@@ -279,10 +281,30 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
       return { ...user, passwordHash }
     },
 
+    /** An account switched off owns no discussion any more (db/stores/assignment.ts). */
     async setDisabled(email: string, disabled: boolean): Promise<User> {
       const user = await get(email)
-      await db.update(users).set({ disabled }).where(eq(users.id, user.id))
+      await port.atomic(async (tx) => {
+        await tx.db.update(users).set({ disabled }).where(eq(users.id, user.id))
+        if (disabled) await unassignEverything(tx, user.id)
+      })
       return { ...user, disabled }
+    },
+
+    /** What the supporter is mailed about on the site (db/stores/notifications.ts); undefined when they are not on its staff. */
+    async notifications(siteId: number, userId: number): Promise<NotificationChoice | undefined> {
+      const [found] = await db
+        .select({ newDiscussions: memberships.notifyNew, owned: memberships.notifyOwned })
+        .from(memberships)
+        .where(and(membershipOn(memberships, siteId, userId), eq(memberships.role, STAFF_ROLE)))
+      return found
+    },
+
+    async setNotifications(siteId: number, userId: number, choice: NotificationChoice): Promise<void> {
+      await db
+        .update(memberships)
+        .set({ notifyNew: choice.newDiscussions, notifyOwned: choice.owned })
+        .where(membershipOn(memberships, siteId, userId))
     },
 
     /** The account with this id, or undefined (an OAuth grant names its account by id). */
@@ -362,14 +384,30 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
       return membership !== undefined && isStaffRole(membership.role) && membership.administrator
     },
 
-    /** The user stays on the site as a customer, so what they wrote there keeps its author; an administrator no longer. */
+    /**
+     * The user stays on the site as a customer, so what they wrote there keeps its author; an
+     * administrator no longer, and the owner of nothing (db/stores/assignment.ts).
+     */
     async removeStaff(siteId: number, userId: number): Promise<boolean> {
-      const changed = await db
-        .update(memberships)
-        .set({ role: 'customer', administrator: false })
-        .where(and(membershipOn(memberships, siteId, userId), eq(memberships.role, STAFF_ROLE)))
-        .returning({ userId: memberships.userId })
-      return changed.length > 0
+      return port.atomic(async (tx) => {
+        const changed = await tx.db
+          .update(memberships)
+          .set({ role: 'customer', administrator: false })
+          .where(and(membershipOn(memberships, siteId, userId), eq(memberships.role, STAFF_ROLE)))
+          .returning({ userId: memberships.userId })
+        if (changed.length > 0) await unassignEverything(tx, userId, siteId)
+        return changed.length > 0
+      })
+    },
+
+    /** The site's support staff whose accounts are on, by name: who may own a discussion. */
+    async staffOf(siteId: number): Promise<Array<{ id: number; name: string; email: string }>> {
+      return db
+        .select({ id: users.id, name: users.name, email: users.email })
+        .from(memberships)
+        .innerJoin(users, eq(users.id, memberships.userId))
+        .where(and(eq(memberships.siteId, siteId), eq(memberships.role, STAFF_ROLE), eq(users.disabled, false)))
+        .orderBy(port.folded(users.name), users.id)
     },
   }
 }

@@ -60,7 +60,11 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean }>(
 
     /** The text with the discussion's page on the customer's side below it, when it names one. */
     const withPage = ({ page, mailboxId: _mailbox, ...message }: OutboxMail) =>
-      page ? { ...message, text: `${message.text}\n\n-- \nRead and answer it on the web: ${urls.siteWeb(page.site)}/help/${page.number}` } : message
+      !page
+        ? message
+        : page.staff
+          ? { ...message, text: `${message.text}\n\n-- \nOpen it: ${urls.siteWeb(page.site)}/discussions/${page.number}\nWhat you are mailed about is chosen on your profile: ${urls.siteWeb(page.site)}/profile` }
+          : { ...message, text: `${message.text}\n\n-- \nRead and answer it on the web: ${urls.siteWeb(page.site)}/help/${page.number}` }
 
     /** Sends one mail row of the outbox under its lease; whether it was sent. */
     async function sendMail(row: OutboxRow): Promise<boolean> {

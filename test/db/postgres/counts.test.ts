@@ -35,7 +35,7 @@ async function postgres(t: Test, address?: string): Promise<Engine> {
 async function siteOf(engine: Engine) {
   const site = await engine.sites(clock).add('demo')
   const [general, billing] = [await engine.categories(clock).add(site.id, 'General', true), await engine.categories(clock).add(site.id, 'Billing', false)]
-  const row = (categoryId: number, state: CountedRow['state'], isPublic: boolean): CountedRow => ({ siteId: site.id, categoryId, state, public: isPublic })
+  const row = (categoryId: number, state: CountedRow['state'], isPublic: boolean): CountedRow => ({ siteId: site.id, categoryId, state, public: isPublic, assigneeId: 0 })
   return { site, general, billing, row }
 }
 

@@ -1,0 +1,71 @@
+import { and, asc, eq, gt, inArray, sql } from '../drizzle.ts'
+import type { StorePort } from '../port.ts'
+import { countAsUnassigned } from './discussion-counts.ts'
+import { StoreError } from './errors.ts'
+import { STAFF_ROLE } from './staff.ts'
+
+// Who owns a discussion (docs/decisions.md, "The team's queue"): at most one supporter of its site,
+// one who can still sign in. Someone who leaves the staff (or whose account is switched off) owns
+// nothing any more: their discussions are unassigned in the same transaction.
+
+/** The owner named by a change, checked in its transaction: a supporter of the site whose account is on. */
+export async function checkAssignee(port: StorePort, siteId: number, userId: number): Promise<{ id: number; name: string }> {
+  const { memberships, users } = port.tables
+  const p = sql.placeholder
+  const read = port.prepared('assignment_staff_member', (db) =>
+    db
+      .select({ id: users.id, name: users.name })
+      .from(memberships)
+      .innerJoin(users, eq(users.id, memberships.userId))
+      .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.userId, port.wide(p('userId'))), eq(memberships.role, STAFF_ROLE), eq(users.disabled, false)))
+      .prepare('assignment_staff_member'),
+  )
+  const [member] = await read.execute({ siteId, userId })
+  if (!member) throw new StoreError(`is ${userId}, who is not support staff of this site`, 'invalid', 'assignee')
+  return member
+}
+
+/**
+ * The supporter whose turn it is to own a new discussion of a round-robin category: the next in
+ * the order of their ids after the last one given one, from the first again at the end; the
+ * category remembers them. Undefined when the site has no supporter who can sign in. Called under
+ * the site's lock (a create's), so two creates never take the same turn.
+ */
+export async function nextInTurn(port: StorePort, siteId: number, category: { id: number; lastAssigneeId: number | null }): Promise<number | undefined> {
+  const { categories, memberships, users } = port.tables
+  const p = sql.placeholder
+  const read = port.prepared('assignment_next_in_turn', (db) =>
+    db
+      .select({ id: users.id })
+      .from(memberships)
+      .innerJoin(users, eq(users.id, memberships.userId))
+      .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.role, STAFF_ROLE), eq(users.disabled, false), gt(users.id, p('after'))))
+      .orderBy(asc(users.id))
+      .limit(1)
+      .prepare('assignment_next_in_turn'),
+  )
+  let [next] = await read.execute({ siteId, after: category.lastAssigneeId ?? 0 })
+  if (!next && category.lastAssigneeId !== null) [next] = await read.execute({ siteId, after: 0 })
+  if (!next) return undefined
+  await port.db.update(categories).set({ lastAssigneeId: next.id }).where(eq(categories.id, category.id))
+  return next.id
+}
+
+/**
+ * The discussions `userId` owns on `siteId` (on every site without one) no longer owned, moving
+ * their counts, in the transaction of `port`; each one's version moves, so its kept views go.
+ */
+export async function unassignEverything(port: StorePort, userId: number, siteId?: number): Promise<number> {
+  const { discussions, sites } = port.tables
+  const theirs = and(eq(discussions.assigneeId, userId), siteId === undefined ? undefined : eq(discussions.siteId, siteId))
+  const changed = await port.db
+    .update(discussions)
+    .set({ assigneeId: null, version: sql`${discussions.version} + 1` })
+    .where(theirs)
+    .returning({ siteId: discussions.siteId })
+  if (changed.length === 0) return 0
+  await countAsUnassigned(port, userId, siteId)
+  const touched = [...new Set(changed.map((d) => d.siteId))]
+  await port.db.update(sites).set({ version: sql`${sites.version} + 1` }).where(inArray(sites.id, touched))
+  return changed.length
+}

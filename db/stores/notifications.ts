@@ -1,0 +1,108 @@
+import { and, eq, ne, sql } from '../drizzle.ts'
+import type { StorePort } from '../port.ts'
+import type { Clock } from '../../lib/clock.ts'
+import type { OutboxMail } from './outbox.ts'
+import { STAFF_ROLE } from './staff.ts'
+
+// What the staff is mailed about the queue (docs/decisions.md, "The team's queue"), each supporter
+// choosing on their profile: every new discussion of the site, and what others write on the
+// discussions they own (and a discussion given to them by someone else). Queued in the outbox in
+// the transaction of the change, so a notification leaves exactly when its cause commits.
+
+/** What a supporter of a site is mailed about. */
+export interface NotificationChoice {
+  /** Every new discussion of the site, but their own. */
+  newDiscussions: boolean
+  /** Comments of others on the discussions they own, and a discussion given to them by someone else. */
+  owned: boolean
+}
+
+/** The most characters of a comment a notification quotes. */
+export const QUOTED_CHARS = 2_000
+
+interface About {
+  siteId: number
+  number: number
+  title: string
+}
+
+const quoted = (text: string) => (text.length <= QUOTED_CHARS ? text : `${text.slice(0, QUOTED_CHARS)}…`)
+
+async function siteName(port: StorePort, siteId: number) {
+  const { sites } = port.tables
+  const read = port.prepared('notifications_site', (db) => db.select({ name: sites.name, permalink: sites.permalink }).from(sites).where(eq(sites.id, sql.placeholder('siteId'))).prepare('notifications_site'))
+  return (await read.execute({ siteId }))[0]!
+}
+
+async function queue(port: StorePort, clock: Clock, about: About, recipients: Array<{ email: string }>, mail: (site: string) => Pick<OutboxMail, 'subject' | 'text'>) {
+  if (recipients.length === 0) return
+  const site = await siteName(port, about.siteId)
+  const at = new Date(clock())
+  const page = { site: site.permalink, number: about.number, staff: true }
+  const rows = recipients.map(({ email }) => ({
+    siteId: about.siteId,
+    kind: 'notification' as const,
+    payload: JSON.stringify({ to: email, ...mail(site.name), page, automatic: true } satisfies OutboxMail),
+    nextAttemptAt: at,
+    createdAt: at,
+  }))
+  await port.db.insert(port.tables.outbox).values(rows)
+}
+
+/** A new discussion, to the site's supporters who asked for every one (its author aside). */
+export async function notifyNewDiscussion(port: StorePort, clock: Clock, about: About & { authorId: number; authorName: string; body: string }): Promise<void> {
+  const { memberships, users } = port.tables
+  const p = sql.placeholder
+  const read = port.prepared('notifications_new', (db) =>
+    db
+      .select({ email: users.email })
+      .from(memberships)
+      .innerJoin(users, eq(users.id, memberships.userId))
+      .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.role, STAFF_ROLE), eq(memberships.notifyNew, true), eq(users.disabled, false), ne(users.id, p('authorId'))))
+      .prepare('notifications_new'),
+  )
+  const recipients = await read.execute({ siteId: about.siteId, authorId: about.authorId })
+  await queue(port, clock, about, recipients, (site) => ({
+    subject: `[${site}] New discussion #${about.number}: ${about.title}`,
+    text: `${about.authorName} started a discussion on ${site}:\n\n${quoted(about.body)}`,
+  }))
+}
+
+/** The owner of the discussion, when they are staff of its site and asked to hear of it; never the person acting. */
+async function ownerToTell(port: StorePort, siteId: number, ownerId: number, actorId: number): Promise<Array<{ email: string }>> {
+  if (ownerId === actorId) return []
+  const { memberships, users } = port.tables
+  const p = sql.placeholder
+  const read = port.prepared('notifications_owner', (db) =>
+    db
+      .select({ email: users.email })
+      .from(memberships)
+      .innerJoin(users, eq(users.id, memberships.userId))
+      .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.userId, port.wide(p('ownerId'))), eq(memberships.role, STAFF_ROLE), eq(memberships.notifyOwned, true), eq(users.disabled, false)))
+      .prepare('notifications_owner'),
+  )
+  return read.execute({ siteId, ownerId })
+}
+
+/** A comment on a discussion someone owns, to its owner (unless they wrote it). */
+export async function notifyOwnerOfComment(
+  port: StorePort,
+  clock: Clock,
+  about: About & { ownerId: number; authorId: number; authorName: string; body: string; internal: boolean },
+): Promise<void> {
+  const recipients = await ownerToTell(port, about.siteId, about.ownerId, about.authorId)
+  const what = about.internal ? 'added an internal note to' : 'replied on'
+  await queue(port, clock, about, recipients, (site) => ({
+    subject: `[${site}] ${about.internal ? 'Note' : 'Reply'} on #${about.number}: ${about.title}`,
+    text: `${about.authorName} ${what} a discussion you own:\n\n${quoted(about.body)}`,
+  }))
+}
+
+/** A discussion given to someone by someone else (or by the site's turn: actorId null). */
+export async function notifyAssigned(port: StorePort, clock: Clock, about: About & { ownerId: number; actorId: number | null; actorName: string | null }): Promise<void> {
+  const recipients = await ownerToTell(port, about.siteId, about.ownerId, about.actorId ?? 0)
+  await queue(port, clock, about, recipients, (site) => ({
+    subject: `[${site}] #${about.number} is yours: ${about.title}`,
+    text: about.actorName === null ? `Discussion #${about.number} of ${site} was given to you in turn.` : `${about.actorName} gave you discussion #${about.number} of ${site}.`,
+  }))
+}
