@@ -30,6 +30,7 @@ import securityLogPruning from './plugins/security-log-pruning.ts'
 import { discussionStores, oauthStore, secondFactorStore, securityLogStore, sessionStore, siteStore, tokenStore, userStore, webhookStore } from './plugins/stores.ts'
 import webhookDelivery, { type DeliverySettings } from './plugins/webhooks/delivery.ts'
 import webhookRoutes from './routes/api/webhooks.ts'
+import savedReplyRoutes from './routes/api/saved-replies.ts'
 import { eventRender } from './routes/api/webhook-events.ts'
 import versioning from './plugins/versioning.ts'
 import administrationApi from './routes/api/administration.ts'
@@ -202,6 +203,8 @@ export function buildApp(options: AppOptions) {
       routes.register(mailboxRoutes)
       // The administrators' webhooks: where the site's events are posted, and how that went.
       routes.register(webhookRoutes)
+      // The site's saved replies: read by its staff, filled in for a discussion; written by its administrators.
+      routes.register(savedReplyRoutes)
       // The MCP endpoint: its tools are requests to the routes above, with the caller's token.
       routes.register(mcpRoutes, { allowedOrigins: config.mcpAllowedOrigins ?? [] })
       routes.register(apiNotFound)

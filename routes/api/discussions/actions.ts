@@ -1,7 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Action } from '../../../db/stores/discussions.ts'
 import { expectedVersion, type DiscussionContext } from './context.ts'
-import { ChangeCategoryQuery, Discussion, errorResponses, NumberParams } from './schemas.ts'
+import { AssignQuery, ChangeCategoryQuery, Discussion, errorResponses, NumberParams } from './schemas.ts'
+
+/** A supporter named by `me`, `none` or a user id: the user id, null for nobody. */
+export function assigneeOf(named: string, me: number): number | null {
+  return named === 'me' ? me : named === 'none' ? null : Number(named)
+}
 
 const SUMMARIES: Record<Exclude<Action, 'delete'>, string> = {
   resolve: 'Resolve a discussion',
@@ -41,6 +46,25 @@ const actionRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastif
       const { site } = request.auth!
       const changed = await discussions.update(site.id, request.params.number, { categoryId: request.query.to }, 'to', expectedVersion(request))
       return views.discussion(site.permalink, changed)
+    },
+  )
+
+  fastify.post(
+    '/:site/discussions/:number/assign',
+    {
+      schema: {
+        tags: ['discussions'],
+        operationId: 'assignDiscussion',
+        summary: 'Give a discussion to a supporter of the site (its owner), or to nobody',
+        params: NumberParams,
+        querystring: AssignQuery,
+        response,
+      },
+    },
+    async (request) => {
+      const { site, user } = request.auth!
+      const changes = { assigneeId: assigneeOf(request.query.to, user.id), actor: user }
+      return views.discussion(site.permalink, await discussions.update(site.id, request.params.number, changes, 'to', expectedVersion(request)))
     },
   )
 }

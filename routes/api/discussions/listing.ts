@@ -5,7 +5,9 @@ import { discussionStates } from '../../../db/values.ts'
 import { SERIALIZED_JSON } from '../../../lib/accept.ts'
 import { InvalidRequest } from '../../../plugins/http/validation.ts'
 import type { Authenticated } from '../../../plugins/auth/authenticate.ts'
-import type { StateScope } from '../../../db/stores/discussion-counts.ts'
+import { NO_ASSIGNEE, type StateScope } from '../../../db/stores/discussion-counts.ts'
+import { tagOf } from '../../../lib/team-queue.ts'
+import { assigneeOf } from './actions.ts'
 import type { Since } from '../../../db/stores/discussion-listing.ts'
 import type { UserStore } from '../../../db/stores/users.ts'
 import { InvalidRequestBody, SiteParams } from '../../schemas.ts'
@@ -24,6 +26,13 @@ export function parseSince(since: string | undefined): Since | undefined {
     throw new InvalidRequest([{ field: 'since', problem: 'is not a date of the calendar' }])
   }
   return { kind: 'date', from }
+}
+
+/** A tag asked for, as tags are kept; one that cannot be a tag is refused (400) with the reason. */
+function keptTag(text: string): string {
+  const found = tagOf(text)
+  if ('problem' in found) throw new InvalidRequest([{ field: 'tag', problem: found.problem }])
+  return found.tag
 }
 
 export interface ListingRequest {
@@ -46,7 +55,7 @@ export async function listDiscussions(
   const site = request.auth!.site
   // Before anything is read: a poll of an unchanged listing costs the authentication alone.
   if (notModified(request as FastifyRequest, reply, siteVersion(site.version))) return reply
-  const { page = 1, sort = 'activity', user_id, user_email, ...query } = request.query
+  const { page = 1, sort = 'activity', user_id, user_email, assignee, tag, ...query } = request.query
   const since = parseSince(query.since)
   if (user_id !== undefined && user_email !== undefined) {
     throw new InvalidRequest([{ field: 'user_email', problem: 'cannot be combined with user_id: send one of them' }])
@@ -58,12 +67,15 @@ export async function listDiscussions(
     ...scope,
     public: query.public === undefined ? undefined : query.public === '1' || query.public === 'true',
     authorId,
+    // Nobody's (0) for none; a tag that cannot be one is carried by no discussion (the empty page).
+    assignee: assignee === undefined ? undefined : (assigneeOf(assignee, request.auth!.user.id) ?? NO_ASSIGNEE),
+    tag: tag === undefined ? undefined : keptTag(tag),
     since,
     sort,
     offset: (page - 1) * PER_PAGE,
     limit: PER_PAGE,
   })
-  const kept = { sort: request.query.sort, public: query.public, since: query.since, user_id, user_email }
+  const kept = { sort: request.query.sort, public: query.public, since: query.since, user_id, user_email, assignee, tag }
   reply.header('link', pageLinks(address, kept, page, total))
   // The route's own serializer writes the envelope around no items; each item's JSON is the views'
   // (made once per version of the discussion), joined in place of the empty list at its end.

@@ -2,6 +2,7 @@ import { Type, type TProperties } from 'typebox'
 import { commentVias, discussionStates, outboxStates } from '../../../db/values.ts'
 import { sorts } from '../../../db/stores/discussion-listing.ts'
 import { NUL_PROBLEM } from '../../../lib/nul.ts'
+import { MAX_TAG_LENGTH, MAX_TAGS } from '../../../lib/team-queue.ts'
 import { ErrorBody, InvalidRequestBody } from '../../schemas.ts'
 
 // The v1 shapes of docs/decisions.md ("Discussions (v1 shape)"): what the routes accept and answer.
@@ -48,6 +49,14 @@ const Email = (description: string) =>
 const Id = (description: string, errorMessage?: string) =>
   Type.Integer({ minimum: 1, maximum: MAX_ID, description, ...(errorMessage && { errorMessage: { type: errorMessage } }) })
 
+/** A supporter named in a query: a user id, `me`, or `none`. */
+const Assignee = (description: string) => Type.String({ pattern: '^(me|none|[1-9]\\d{0,15})$', description, errorMessage: 'must be a user id, me or none' })
+
+const Tags = Type.Array(Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH * 4, ...NO_NUL, errorMessage: { not: NUL_PROBLEM } }), {
+  maxItems: MAX_TAGS,
+  description: `All its tags (at most ${MAX_TAGS}, each at most ${MAX_TAG_LENGTH} characters): kept in lower case, spaces as -; letters, digits and - . / : only.`,
+})
+
 // ---- resources
 
 const discussionFields = {
@@ -72,6 +81,11 @@ const discussionFields = {
   toggle_href: Href,
   restore_href: Href,
   change_category_href: Type.String({ format: 'uri', description: 'POST with ?to=<category id>.' }),
+  assignee: Type.Union([Type.Object({ id: Type.Integer({ description: 'The user id: what ?assignee= and assign?to= take.' }), name: Type.String() }), Type.Null()], {
+    description: 'The supporter of the site who owns it; null when nobody does.',
+  }),
+  assign_href: Type.String({ format: 'uri', description: 'POST with ?to=<user id>, me or none.' }),
+  tags: Type.Array(Type.String(), { description: 'Its tags: lower case, sorted.' }),
 } satisfies TProperties
 
 export const Discussion = Type.Object(discussionFields)
@@ -167,7 +181,11 @@ export const ListingQuery = Type.Object({
   ),
   user_id: Type.Optional(Id("Only this user's discussions.", 'must be a user id')),
   user_email: Type.Optional(Email("Only the discussions of the user with this address.")),
+  assignee: Type.Optional(Assignee('Only the discussions this supporter owns: a user id, me, or none for those nobody owns.')),
+  tag: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH * 4, ...NO_NUL, description: 'Only the discussions carrying this tag.', errorMessage: { not: NUL_PROBLEM } })),
 })
+
+export const AssignQuery = Type.Object({ to: Assignee('Give it to this supporter of the site (a user id, or me), or to nobody (none).') })
 
 export const ChangeCategoryQuery = Type.Object({ to: Id('The id of the category to move to.', 'must be a category id') })
 
@@ -208,6 +226,8 @@ export const UpdateBody = Type.Object({
   title: Type.Optional(Text(MAX_TITLE, 'The subject.')),
   public: Type.Optional(Type.Boolean()),
   category: Type.Optional(Id('Move to the category with this id.', 'must be a category id')),
+  assignee: Type.Optional(Type.Union([Id('Give it to this supporter of the site.', 'must be a user id or null'), Type.Null()], { description: 'The supporter who owns it, or null for nobody.' })),
+  tags: Type.Optional(Tags),
 })
 
 // ---- answers that are not the resource

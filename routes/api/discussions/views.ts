@@ -4,6 +4,7 @@ import type { Urls } from '../../../lib/urls.ts'
 import type { Category as CategoryRow } from '../../../db/stores/categories.ts'
 import { emptyStateCounts, type StateCounts } from '../../../db/stores/discussion-counts.ts'
 import type { CommentRow, DiscussionRow } from '../../../db/stores/discussions.ts'
+import { tagList } from '../../../lib/team-queue.ts'
 import type { Attachment } from '../../../db/stores/files.ts'
 import type { Delivery } from '../../../db/stores/outbox.ts'
 import type { MailOrigin } from '../../../db/stores/mail.ts'
@@ -135,6 +136,9 @@ export function createViews(urls: Urls) {
         toggle_href: `${href}/toggle`,
         restore_href: `${href}/restore`,
         change_category_href: `${href}/change_category`,
+        assignee: row.assigneeId === null ? null : { id: row.assigneeId, name: row.assigneeName ?? '' },
+        assign_href: `${href}/assign`,
+        tags: tagList(row.tags),
       }
     },
 

@@ -101,19 +101,20 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
       schema: {
         tags: ['discussions'],
         operationId: 'updateDiscussion',
-        summary: 'Change the title, visibility or category of a discussion',
+        summary: 'Change the title, visibility, category, owner or tags of a discussion',
         params: NumberParams,
         body: UpdateBody,
         response: { 200: Discussion, ...errorResponses },
       },
     },
     async (request) => {
-      const { site } = request.auth!
-      const { title, public: isPublic, category } = request.body
-      if (title === undefined && isPublic === undefined && category === undefined) {
-        throw new InvalidRequest([{ field: WHOLE_BODY, problem: 'names nothing to change: send title, public or category' }])
+      const { site, user } = request.auth!
+      const { title, public: isPublic, category, assignee, tags } = request.body
+      if (title === undefined && isPublic === undefined && category === undefined && assignee === undefined && tags === undefined) {
+        throw new InvalidRequest([{ field: WHOLE_BODY, problem: 'names nothing to change: send title, public, category, assignee or tags' }])
       }
-      const changed = await discussions.update(site.id, request.params.number, { title, public: isPublic, categoryId: category }, 'category', expectedVersion(request))
+      const changes = { title, public: isPublic, categoryId: category, assigneeId: assignee, tags, actor: user }
+      const changed = await discussions.update(site.id, request.params.number, changes, 'category', expectedVersion(request))
       return views.discussion(site.permalink, changed)
     },
   )

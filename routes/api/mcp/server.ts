@@ -66,7 +66,7 @@ export function fileResult({ status, body, bytes, type }: ApiAnswer): CallToolRe
 export function serverFor(request: FastifyRequest, callApi: (request: FastifyRequest, api: ApiRequest) => Promise<ApiAnswer>) {
   const server = new McpServer(
     { name: 'service-desk', title: `${request.auth!.site.name} (Service Desk)`, version: packageJson.version },
-    { instructions: 'Tools to work the support queue of one help desk site: list and read discussions, reply, resolve, move between categories.' },
+    { instructions: 'Tools to work the support queue of one help desk site: list and read discussions, reply (with a saved reply where one fits), resolve, move between categories, give a discussion to a supporter, tag it.' },
   )
   for (const tool of MCP_TOOLS as McpTool[]) {
     server.registerTool(

@@ -6,7 +6,7 @@ import { z } from 'zod'
 // could not do with curl. This table is pure: a tool's arguments give the request to make.
 
 export interface ApiRequest {
-  method: 'GET' | 'POST'
+  method: 'GET' | 'POST' | 'PUT'
   /** Under the site: `/discussions`, `/categories/3/discussions`... */
   path: string
   body?: Record<string, unknown>
@@ -31,6 +31,8 @@ const number = z.number().int().min(1).describe('The discussion number, as in it
 const page = z.number().int().min(1).optional().describe('The page, 30 discussions each; 1 by default.')
 const states = ['new', 'open', 'resolved', 'deleted'] as const
 
+const assignee = z.string().regex(/^(me|none|[1-9]\d{0,15})$/, 'me, none or a user id')
+
 const tool = <Shape extends z.ZodRawShape>(definition: McpTool<Shape>) => definition as unknown as McpTool
 
 const query = (params: Record<string, string | number | undefined>) => {
@@ -51,12 +53,14 @@ export const MCP_TOOLS: McpTool[] = [
     input: {
       state: z.enum(states).optional().describe('Only discussions in this state.'),
       category_id: z.number().int().min(1).optional().describe('Only discussions of this category (see list_categories).'),
+      assignee: assignee.optional().describe('Only the discussions this supporter owns: me, none (nobody owns them) or a user id.'),
+      tag: z.string().optional().describe('Only the discussions carrying this tag.'),
       page,
     },
     readOnly: true,
-    request: ({ state, category_id, page }) => ({
+    request: ({ state, category_id, assignee, tag, page }) => ({
       method: 'GET',
-      path: category_id !== undefined ? `/categories/${category_id}/discussions${query({ page })}` : `/discussions${state ? `/${state}` : ''}${query({ page })}`,
+      path: category_id !== undefined ? `/categories/${category_id}/discussions${query({ assignee, tag, page })}` : `/discussions${state ? `/${state}` : ''}${query({ assignee, tag, page })}`,
     }),
   }),
   tool({
@@ -144,6 +148,32 @@ export const MCP_TOOLS: McpTool[] = [
     input: { number, category_id: z.number().int().min(1).describe('The category to move it to.') },
     readOnly: false,
     request: ({ number, category_id }) => ({ method: 'POST', path: `/discussions/${number}/change_category?to=${category_id}` }),
+  }),
+  tool({
+    name: 'assign_discussion',
+    title: 'Give a discussion to a supporter',
+    description: 'Makes a supporter of the help desk the owner of a discussion: me (yourself), a user id (see the assignee of discussions), or none to leave it to nobody.',
+    input: { number, to: assignee.describe('me, none or a user id.') },
+    readOnly: false,
+    request: ({ number, to }) => ({ method: 'POST', path: `/discussions/${number}/assign?to=${to}` }),
+  }),
+  tool({
+    name: 'tag_discussion',
+    title: 'Set the tags of a discussion',
+    description: 'Sets all the tags of a discussion (an empty list removes them): short labels such as billing or vip, kept in lower case.',
+    input: { number, tags: z.array(z.string()).max(20).describe('Every tag it should carry.') },
+    readOnly: false,
+    request: ({ number, tags }) => ({ method: 'PUT', path: `/discussions/${number}`, body: { tags } }),
+  }),
+  tool({
+    name: 'list_saved_replies',
+    title: 'List saved replies',
+    description:
+      "Lists the help desk's saved replies (answers its team wrote once for questions that come often). With a discussion number, " +
+      "each one's `filled` text has the customer's name and the rest filled in, ready to send with post_reply.",
+    input: { number: number.optional() },
+    readOnly: true,
+    request: ({ number }) => ({ method: 'GET', path: `/saved_replies${query({ discussion: number })}` }),
   }),
 ]
 

@@ -1,0 +1,111 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type, type Static } from 'typebox'
+import type { SavedReply } from '../../db/stores/saved-replies.ts'
+import { MAX_SAVED_BODY, MAX_SAVED_TITLE } from '../../db/stores/saved-replies.ts'
+import { fillSavedReply } from '../../lib/team-queue.ts'
+import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
+import { moment } from './discussions/views.ts'
+import { httpError, notFound } from './discussions/http-errors.ts'
+import { administratorsOnly } from './administrators-only.ts'
+import { strictValidatorCompiler } from '../../plugins/http/validation.ts'
+
+// A site's saved replies through the API (docs/decisions.md, "The team's queue"): read by its
+// support staff, each with its text filled in for a discussion when one is named (`?discussion=`),
+// what a client then posts as the reply; written by its administrators.
+
+export const SavedReplyResource = Type.Object({
+  id: Type.Integer(),
+  title: Type.String(),
+  body: Type.String({ description: 'The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included.' }),
+  filled: Type.Union([Type.String(), Type.Null()], { description: 'With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise.' }),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+  href: Type.String({ format: 'uri' }),
+})
+
+const Title = Type.String({ minLength: 1, maxLength: MAX_SAVED_TITLE, pattern: '\\S', errorMessage: { pattern: 'must not be blank' } })
+const Body = Type.String({ minLength: 1, maxLength: MAX_SAVED_BODY, pattern: '\\S', errorMessage: { pattern: 'must not be blank' } })
+const NewSavedReply = Type.Object({ title: Title, body: Body })
+const SavedReplyChange = Type.Object({ title: Type.Optional(Title), body: Type.Optional(Body) }, { minProperties: 1 })
+const ForDiscussion = Type.Object({ discussion: Type.Optional(Type.Integer({ minimum: 1, description: 'Fill the placeholders in for this discussion.' })) })
+const SavedReplyParams = Type.Object({ site: SiteParams.properties.site, id: Type.Integer({ minimum: 1, description: 'The saved reply id.' }) })
+const tags = ['saved replies']
+const errors = { 400: InvalidRequestBody, 404: ErrorBody }
+
+/** The saved reply as the API shows it, filled in for `discussion` when one is named. */
+async function view(fastify: FastifyInstance, request: FastifyRequest, reply: SavedReply, discussion?: number): Promise<Static<typeof SavedReplyResource>> {
+  const { site, user } = request.auth!
+  return {
+    id: reply.id,
+    title: reply.title,
+    body: reply.body,
+    filled: discussion === undefined ? null : await filledFor(fastify, site, user, discussion, reply.body),
+    created_at: moment(reply.createdAt),
+    updated_at: moment(reply.updatedAt),
+    href: `${fastify.urls.site(site.permalink)}/saved_replies/${reply.id}`,
+  }
+}
+
+/** The text filled in for discussion `number` of the site, by `supporter` (the customer is its author). */
+export async function filledFor(fastify: FastifyInstance, site: { id: number; name: string }, supporter: { name: string }, number: number, body: string): Promise<string> {
+  const d = await fastify.discussions.get(site.id, number)
+  return fillSavedReply(body, { customerName: d.authorName, supporterName: supporter.name, siteName: site.name, number })
+}
+
+const readRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.setErrorHandler((error) => {
+    throw httpError(error)
+  })
+  fastify.get(
+    '/:site/saved_replies',
+    { schema: { tags, operationId: 'listSavedReplies', summary: "The site's saved replies, by title", params: SiteParams, querystring: ForDiscussion, response: { 200: Type.Object({ saved_replies: Type.Array(SavedReplyResource) }), ...errors } } },
+    async (request) => {
+      const replies = await fastify.savedReplies.list(request.auth!.site.id)
+      return { saved_replies: await Promise.all(replies.map((r) => view(fastify, request, r, request.query.discussion))) }
+    },
+  )
+  fastify.get(
+    '/:site/saved_replies/:id',
+    { schema: { tags, operationId: 'getSavedReply', summary: 'A saved reply', params: SavedReplyParams, querystring: ForDiscussion, response: { 200: SavedReplyResource, ...errors } } },
+    async (request) => {
+      const found = await fastify.savedReplies.find(request.auth!.site.id, request.params.id)
+      if (!found) throw notFound(`there is no saved reply ${request.params.id} on this site`)
+      return view(fastify, request, found, request.query.discussion)
+    },
+  )
+}
+
+const writeRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  administratorsOnly(fastify, 'its saved replies', { strict: true })
+  fastify.post(
+    '/:site/saved_replies',
+    { schema: { tags, operationId: 'addSavedReply', summary: 'A new saved reply (administrators)', params: SiteParams, body: NewSavedReply, response: { 201: SavedReplyResource, ...errors, 409: ErrorBody, 429: ErrorBody } } },
+    async (request, reply) => {
+      const resource = await view(fastify, request, await fastify.savedReplies.add(request.auth!.site.id, request.body))
+      return reply.code(201).header('location', resource.href).send(resource)
+    },
+  )
+  fastify.patch(
+    '/:site/saved_replies/:id',
+    { schema: { tags, operationId: 'changeSavedReply', summary: 'Change its title or text (administrators)', params: SavedReplyParams, body: SavedReplyChange, response: { 200: SavedReplyResource, ...errors, 409: ErrorBody } } },
+    async (request) => view(fastify, request, await fastify.savedReplies.update(request.auth!.site.id, request.params.id, request.body)),
+  )
+  fastify.delete(
+    '/:site/saved_replies/:id',
+    { schema: { tags, operationId: 'removeSavedReply', summary: 'Remove a saved reply (administrators)', params: SavedReplyParams, response: { 204: Type.Null(), ...errors } } },
+    async (request, reply) => {
+      await fastify.savedReplies.remove(request.auth!.site.id, request.params.id)
+      return reply.code(204).send(null)
+    },
+  )
+}
+
+/** GET for the support staff; POST, PATCH and DELETE for the administrators. */
+const savedReplyRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.setValidatorCompiler(strictValidatorCompiler)
+  await fastify.register(readRoutes)
+  await fastify.register(writeRoutes)
+}
+
+export default savedReplyRoutes
