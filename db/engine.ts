@@ -55,6 +55,43 @@ export interface EngineEvents {
   subscribe(channel: string, handler: (payload: string) => void): Promise<void>
 }
 
+/**
+ * Changes to what a site shows (its version moved: a discussion, a comment, an owner, a tag), seen
+ * by every process on the database, whichever made them, the command line's included: the one
+ * notice channel of the live pages (docs/decisions.md, "The team's queue"). PostgreSQL tells them
+ * by NOTIFY from a trigger on the site's version, at commit; SQLite by the change counter of the
+ * file that the read cache watches (db/sqlite/site-changes.ts). Several changes close together may
+ * be heard as one.
+ */
+export interface SiteChanges {
+  /** `handler` hears of the changes to the site committed from now on, until the function returned is called. */
+  watch(siteId: number, handler: () => void): () => void
+}
+
+/** Who watches which site, for either engine's SiteChanges. */
+export function siteWatchers() {
+  const watching = new Map<number, Set<() => void>>()
+  return {
+    /** Adds a watcher; the function returned takes it off. */
+    add(siteId: number, handler: () => void): () => void {
+      const handlers = watching.get(siteId) ?? new Set()
+      watching.set(siteId, handlers.add(handler))
+      return () => {
+        handlers.delete(handler)
+        if (handlers.size === 0 && watching.get(siteId) === handlers) watching.delete(siteId)
+      }
+    },
+    sites: () => [...watching.keys()],
+    get size() {
+      return watching.size
+    },
+    /** Tells every watcher of the site, each on its own (one that throws does not stop the others). */
+    fire(siteId: number): void {
+      for (const handler of watching.get(siteId) ?? []) queueMicrotask(handler)
+    },
+  }
+}
+
 /** Refuses a channel name or a payload that some engine could not carry. */
 export function checkEvent(channel: string, payload?: string): void {
   if (!EVENT_CHANNEL.test(channel)) throw new Error(`an event channel is lower-case letters, digits and _, not "${channel}"`)
@@ -128,7 +165,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
 export function engineOver(
   port: StorePort,
   listingOf: ListingOf,
-  own: Pick<Engine, 'sqlite' | 'events' | 'ping' | 'close' | 'requestArrived'>,
+  own: Pick<Engine, 'sqlite' | 'events' | 'siteChanges' | 'ping' | 'close' | 'requestArrived'>,
 ): Engine {
   return {
     kind: port.kind,
@@ -152,6 +189,8 @@ export interface Engine extends EngineStores {
   bootstrapFirstRun(clock: Clock, box: SecretBox): Promise<FirstRun | null>
   /** Messages to and from the other processes on this database; connects when first used. */
   readonly events: EngineEvents
+  /** The changes to each site's discussions, made by any process on the database. */
+  readonly siteChanges: SiteChanges
   /**
    * A request arrived at the server, which goes on with it once `admit` is called: what the engine
    * remembers of the database is checked again before it answers that request

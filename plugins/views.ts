@@ -17,7 +17,7 @@ export const VIEWS = resources.views
 // Only the project's own assets, no inline script or style, no framing, forms only to ourselves.
 export const SECURITY_HEADERS = {
   'content-security-policy':
-    "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'referrer-policy': 'same-origin',
@@ -29,6 +29,7 @@ const ASSETS: Record<string, { type: string; body: Buffer }> = {
   'app.css': { type: 'text/css; charset=utf-8', body: readFileSync(join(VIEWS, 'assets', 'app.css')) },
   'copy.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(join(VIEWS, 'assets', 'copy.js')) },
   'passkeys.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(join(VIEWS, 'assets', 'passkeys.js')) },
+  'live.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(join(VIEWS, 'assets', 'live.js')) },
   // @simplewebauthn/browser, served from here: no page loads a script from another host.
   'webauthn.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(resources.webauthnBrowser) },
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { sql, type Column } from '../drizzle.ts'
-import { checkEvent, engineOver, type Engine, type EngineEvents } from '../engine.ts'
+import { checkEvent, engineOver, siteWatchers, type Engine, type EngineEvents, type SiteChanges } from '../engine.ts'
 import { preparedOn, type Executor, type StorePort } from '../port.ts'
 import * as tables from '../schema/postgres.ts'
 import type { PostgresOptions } from '../../lib/database-address.ts'
@@ -22,6 +22,7 @@ export function postgresEngine(db: PgDb): Engine {
     requestArrived: (admit) => admit(),
     ping: () => pingPostgres(db),
     events: events.events,
+    siteChanges: postgresSiteChanges(events.events),
     async close() {
       await events.close()
       await db.$client.end()
@@ -49,6 +50,27 @@ export function postgresPort(q: Executor): StorePort {
     guard: (store) => store,
   }
   return port
+}
+
+/**
+ * The sites' changes on PostgreSQL: the trigger of migration 0016 (sites_version_changed) NOTIFYs
+ * the site's id on the channel `site_changes` at each commit that moved its version, whichever
+ * process or command made it; this process listens on its events connection once anything watches.
+ */
+function postgresSiteChanges(events: EngineEvents): SiteChanges {
+  const watchers = siteWatchers()
+  let listening = false
+  return {
+    watch(siteId, handler) {
+      const stop = watchers.add(siteId, handler)
+      if (!listening) {
+        listening = true
+        // When the database cannot be reached now, the events connection keeps trying and listens once it can.
+        events.subscribe('site_changes', (payload) => watchers.fire(Number(payload))).catch(() => {})
+      }
+      return stop
+    },
+  }
 }
 
 type Handler = (payload: string) => void

@@ -7,6 +7,7 @@ import { checkEvent, engineOver, type Engine, type EngineEvents } from '../engin
 import { isUnguarded, preparedOn, type Executor, type StorePort, type Tables } from '../port.ts'
 import * as tables from '../schema/sqlite.ts'
 import { createSqliteListing } from './listing.ts'
+import { sqliteSiteChanges } from './site-changes.ts'
 
 /** The engine over one SQLite file (created and migrated when needed); `:memory:` is a private one. */
 export function openSqliteEngine(file: string, options: { busyTimeoutMs?: number } = {}): Engine {
@@ -19,6 +20,7 @@ export function sqliteEngine(db: Db): Engine {
   const probe = db.$client.prepare('SELECT count(*) FROM sqlite_schema').pluck()
   const port = sqlitePort(db)
   const events = sqliteEvents(db.$client.memory ? `:memory: ${++memories}` : resolve(db.$client.name))
+  const siteChanges = sqliteSiteChanges(db)
   // One connection: every port of it, a transaction's too, reads pages on it.
   return engineOver(port, (_port, total) => createSqliteListing(db, total), {
     sqlite: db,
@@ -27,7 +29,9 @@ export function sqliteEngine(db: Db): Engine {
       probe.get()
     },
     events: events.events,
+    siteChanges,
     async close() {
+      siteChanges.close()
       events.close()
       closeReadCache(db)
       db.$client.close()

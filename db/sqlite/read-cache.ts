@@ -26,6 +26,8 @@ export interface ReadCache {
   arrived(admit: () => void): void
   /** The connection is closing: let go of what the cache holds open. */
   close(): void
+  /** A value that moves whenever the database may have changed: another connection committed, or this one wrote. */
+  stamp(): string
 }
 
 const MAX_KEYS = 10_000
@@ -143,6 +145,8 @@ function createReadCache(db: Db): ReadCache {
     },
 
     close: () => version.close(),
+
+    stamp: () => `${version.read()}:${totalChanges.get()}`,
 
     memo<V>(load: (key: string) => Promise<V>) {
       // The promise is what is kept: better-sqlite3 reads synchronously, so the value it settles

@@ -98,6 +98,22 @@ export function createCategoryStore(port: StorePort, clock: Clock) {
       return port.atomic((tx) => addCategory(tx, clock, siteId, name, isPublic))
     },
 
+    /**
+     * Whether the category's new discussions (those customers start) are given to the site's
+     * supporters in turn (db/stores/assignment.ts); the category, or undefined when the site has none with this id.
+     */
+    setRoundRobin(siteId: number, id: number, on: boolean): Promise<Category | undefined> {
+      return port.atomic(async (tx) => {
+        const [changed] = await tx.db
+          .update(categories)
+          .set({ roundRobin: on })
+          .where(and(eq(categories.siteId, siteId), eq(categories.id, port.wide(id))))
+          .returning()
+        if (changed) await bumpSiteVersion(tx, siteId)
+        return changed
+      })
+    },
+
     /** A page of the site's categories (all of them for a negative limit) and how many there are. */
     async list(siteId: number, offset: number, limit: number): Promise<{ total: number; categories: Category[] }> {
       const [counted] = await total.execute({ siteId })

@@ -8,6 +8,8 @@ import fp from 'fastify-plugin'
 import administrationRoutes from './administration.ts'
 import adminMailRoutes from './admin-mail.ts'
 import adminWebhookRoutes from './admin-webhooks.ts'
+import liveRoutes from './live.ts'
+import discussionRoutes from './discussion.ts'
 import confirmRoutes from './confirm.ts'
 import customerRoutes from './customers.ts'
 import apiTokenRoutes from './api-tokens.ts'
@@ -83,7 +85,9 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(administrationRoutes)
       await web.register(adminMailRoutes)
       await web.register(adminWebhookRoutes)
-      await web.register(queueRoutes, { fileLimits })
+      await web.register(queueRoutes)
+      await web.register(discussionRoutes, { fileLimits })
+      await web.register(liveRoutes)
       await web.register(customerRoutes, { fileLimits })
     },
     { prefix: webPrefix(siteUrl) },

@@ -24,14 +24,15 @@ export function messageProblem(text: string): string | null {
 
 /**
  * Runs a page's change of a discussion: null when it was made, or the store's refusal that a page
- * answers (the discussion changed meanwhile: conflict; more files than a message carries: too_large).
+ * answers (the discussion changed meanwhile: conflict; more files than a message carries:
+ * too_large; and the `also` codes the page answers too).
  */
-export async function refusalOf(work: () => Promise<unknown>): Promise<StoreError | null> {
+export async function refusalOf(work: () => Promise<unknown>, also: Array<StoreError['code']> = []): Promise<StoreError | null> {
   try {
     await work()
     return null
   } catch (error) {
-    if (!(error instanceof StoreError) || (error.code !== 'conflict' && error.code !== 'too_large')) throw error
+    if (!(error instanceof StoreError) || (error.code !== 'conflict' && error.code !== 'too_large' && !also.includes(error.code))) throw error
     return error
   }
 }

@@ -160,7 +160,7 @@ t.test('every page carries the security headers', async (t) => {
   const res = await webClient(app).get('/demo/login')
   t.equal(
     res.headers['content-security-policy'],
-    "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   )
   t.equal(res.headers['x-content-type-options'], 'nosniff')
   t.equal(res.headers['x-frame-options'], 'DENY')

@@ -4,7 +4,7 @@ import { notModified, siteVersion } from '../../../plugins/http/conditional.ts'
 import type { DiscussionContext } from './context.ts'
 import { notFound } from './http-errors.ts'
 import { listDiscussions } from './listing.ts'
-import { Category, CategoryListing, CategoryParams, DiscussionListing, ListingQuery, PageQuery, PER_PAGE } from './schemas.ts'
+import { Category, CategoryChange, CategoryListing, CategoryParams, DiscussionListing, ListingQuery, PageQuery, PER_PAGE } from './schemas.ts'
 import { envelope, pageLinks } from './views.ts'
 
 /** GET and HEAD of the categories of a site, one category, and the discussions in one. */
@@ -52,6 +52,23 @@ const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fast
       const site = request.auth!.site
       if (notModified(request, reply, siteVersion(site.version))) return reply
       const category = await find(site.id, request.params.id)
+      return views.category(site.permalink, category, (await discussions.counts.byCategory(site.id)).get(category.id))
+    },
+  )
+
+  fastify.patch(
+    '/:site/categories/:id',
+    {
+      schema: { tags: ['categories'], operationId: 'changeCategory', summary: 'Give its new discussions to the supporters in turn, or not (administrators)', params: CategoryParams, body: CategoryChange, response: { 200: Category, 403: ErrorBody, ...response } },
+      preHandler: async (request) => {
+        const { site, user } = request.auth!
+        if (!(await users.isAdministrator(site.id, user.id))) throw Object.assign(new Error('Only administrators of this site can change its categories.'), { statusCode: 403, code: 'forbidden' })
+      },
+    },
+    async (request) => {
+      const site = request.auth!.site
+      const category = await categories.setRoundRobin(site.id, request.params.id, request.body.round_robin)
+      if (!category) throw notFound(`there is no category ${request.params.id} on this site`)
       return views.category(site.permalink, category, (await discussions.counts.byCategory(site.id)).get(category.id))
     },
   )

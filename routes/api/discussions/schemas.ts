@@ -143,8 +143,11 @@ export const Category = Type.Object({
   public: Type.Boolean({ description: 'New discussions here are public unless created with public: false.' }),
   created_at: Moment,
   discussions_href: Type.String({ format: 'uri', description: 'GET lists them; POST creates one.' }),
+  round_robin: Type.Boolean({ description: "Whether the discussions customers start here are given to the site's supporters in turn." }),
   ...countFields,
 })
+
+export const CategoryChange = Type.Object({ round_robin: Type.Boolean({ description: "Give the discussions customers start here to the site's supporters in turn." }) })
 
 const page = { offset: Type.Integer(), total: Type.Integer(), per_page: Type.Integer() }
 export const DiscussionListing = Type.Object({ ...page, discussions: Type.Array(Discussion) })

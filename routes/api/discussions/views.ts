@@ -160,6 +160,7 @@ export function createViews(urls: Urls) {
         public: row.public,
         created_at: moment(row.createdAt),
         discussions_href: `${categoryHref(permalink, row.id)}/discussions`,
+        round_robin: row.roundRobin,
         discussions_count: counts.new + counts.open + counts.resolved,
         new_discussions_count: counts.new,
         open_discussions_count: counts.open,

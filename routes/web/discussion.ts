@@ -1,0 +1,294 @@
+import multipart from '@fastify/multipart'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { Action } from '../../db/stores/discussion-states.ts'
+import type { DiscussionRow } from '../../db/stores/discussion-listing.ts'
+import { StoreError } from '../../db/stores/errors.ts'
+import type { Delivery } from '../../db/stores/outbox.ts'
+import { isStaffRole } from '../../db/stores/staff.ts'
+import type { CommentVia, DiscussionState } from '../../db/values.ts'
+import { shownMoment } from '../../lib/clock.ts'
+import { MESSAGE_LIMITS, shownInline, shownSize, type FileLimits } from '../../lib/files.ts'
+import { fillSavedReply, splitTags, tagList } from '../../lib/team-queue.ts'
+import { readMultipart, sendAttachment } from '../api/files.ts'
+import type { CommentExtras } from '../api/discussions/views.ts'
+import { commentExtras } from '../api/discussions/context.ts'
+import { messageProblem, notFoundPage, refusalOf, pageData, requireSupporter } from './pages.ts'
+import { PAGE, REPLY_FORM_BYTES, TABS, whole } from './queue.ts'
+
+// A discussion's page in the queue (docs/decisions.md, "The queue on the web" and "The team's
+// queue"): {site_url}/discussions/<number>, its conversation, the reply form (public or internal,
+// a saved reply inserted without JavaScript, Send and resolve), its owner, tags and actions. Every
+// action is a form with CSRF protection calling the store the API calls, then back to the page
+// with a message (`?done=`): one rule, two doors.
+
+/** How a comment came, as its byline says it. */
+const VIA: Record<CommentVia, string> = { api: ', through the API', mcp: ', by an assistant (MCP)', web: ', on the web', email: ', by mail' }
+
+/** The message shown after an action, by the `done` it came back with. */
+const DONE: Record<string, string> = {
+  sent: 'Your reply was sent.',
+  noted: 'Your internal note was added.',
+  'sent-resolved': 'Your reply was sent and the discussion resolved.',
+  resolve: 'The discussion is resolved.',
+  unresolve: 'The discussion is open again.',
+  delete: 'The discussion is deleted. Restore brings it back.',
+  restore: 'The discussion is restored.',
+  moved: 'The discussion moved to its new category.',
+  assigned: 'Its owner is changed.',
+  tagged: 'Its tags are saved.',
+}
+
+/** What the page shows on top of the discussion: a refusal, the words of a confirmation, a kept draft. */
+interface Shown {
+  status?: number
+  error?: string | null
+  draft?: string
+  internal?: boolean
+  /** The comments the sender had seen: a reply is sent only when nobody else wrote since (or on a second click). */
+  seen?: number
+}
+
+const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fastify, { fileLimits }) => {
+  const { discussions, categories, files, savedReplies, urls, users } = fastify
+  // The reply form takes files (multipart/form-data), in this scope only.
+  await fastify.register(multipart)
+  const base = (request: FastifyRequest) => urls.siteWeb(request.web.site.permalink)
+  const supporters = { ...PAGE, preHandler: requireSupporter }
+  const forms = { ...PAGE, preHandler: [fastify.csrfProtection, requireSupporter] }
+
+  /** The discussion of the address on this site, or the not-found page. */
+  async function discussionOf(request: FastifyRequest, reply: FastifyReply) {
+    const number = whole((request.params as { number: string }).number)
+    try {
+      if (number !== undefined) return await discussions.get(request.web.site.id, number)
+    } catch (error) {
+      if (!(error instanceof StoreError) || error.code !== 'not_found') throw error
+    }
+    await notFoundPage(request, reply, {
+      title: 'No such discussion',
+      message: `${request.web.site.name} has no discussion with this number.`,
+      back: { path: '/discussions', label: 'Back to the discussions' },
+    })
+    return undefined
+  }
+
+  /** The next discussion of the queue's first tab (what needs an answer), after this one was resolved. */
+  async function nextToDo(request: FastifyRequest, d: DiscussionRow) {
+    const { discussions: rows } = await discussions.list({ siteId: d.siteId, state: TABS[0].scope, sort: 'activity', offset: 0, limit: 2 })
+    const next = rows.find((r) => r.number !== d.number)
+    return next ? { number: next.number, title: next.title, href: `${base(request)}/discussions/${next.number}` } : null
+  }
+
+  async function discussionPage(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, shown: Shown = {}) {
+    const { site, user } = request.web
+    const query = request.query as { done?: unknown; saved_reply?: unknown }
+    const [all, comments, staff, saved] = await Promise.all([categories.list(site.id, 0, -1), discussions.comments(d.id), users.staffOf(site.id), savedReplies.list(site.id)])
+    // What the API shows beside each comment, read as the API reads it.
+    const extras = await commentExtras(fastify, comments, d.id)
+    // A saved reply chosen (a GET, so it works without JavaScript): its text, filled in, is the draft.
+    const chosen = saved.find((r) => r.id === whole(query.saved_reply))
+    const draft = shown.draft ?? (chosen ? fillSavedReply(chosen.body, { customerName: d.authorName, supporterName: user!.name, siteName: site.name, number: d.number }) : '')
+    const done = typeof query.done === 'string' ? DONE[query.done] : undefined
+    return reply.page(
+      'discussion',
+      pageData(request, reply, {
+        title: d.title,
+        discussion: {
+          number: d.number,
+          title: d.title,
+          state: d.state,
+          public: d.public,
+          category: all.categories.find((c) => c.id === d.categoryId)!.name,
+          author: d.authorName,
+          authorEmail: d.authorEmail,
+          created: shownMoment(d.createdAt),
+          owner: d.assigneeName,
+          mine: d.assigneeId === user!.id,
+          tags: tagList(d.tags).map((tag) => ({ tag, href: `${base(request)}/discussions?tag=${encodeURIComponent(tag)}` })),
+          href: `${base(request)}/discussions/${d.number}`,
+        },
+        comments: comments.map((c) => ({
+          ...pageExtras(extras(c), base(request)),
+          number: c.number,
+          body: c.body,
+          internal: c.internal,
+          authorId: c.authorId,
+          author: c.authorName,
+          authorEmail: c.authorEmail,
+          bySupporter: c.bySupporter,
+          via: c.via === 'email' && extras(c).mail?.mailbox ? `, by mail to ${extras(c).mail!.mailbox}` : VIA[c.via],
+          when: shownMoment(c.createdAt),
+        })),
+        categories: all.categories.map((c) => ({ id: c.id, name: c.name, selected: c.id === d.categoryId })),
+        staff: staff.map((s) => ({ id: s.id, name: s.name, selected: s.id === d.assigneeId })),
+        savedReplies: saved.map((r) => ({ id: r.id, title: r.title, selected: r === chosen })),
+        actions: actionsFor(d.state),
+        queue: `${base(request)}/discussions`,
+        error: shown.error ?? null,
+        done: done ?? null,
+        next: query.done === 'resolve' || query.done === 'sent-resolved' ? await nextToDo(request, d) : null,
+        draft,
+        internal: shown.internal ?? false,
+        seen: shown.seen ?? d.commentsCount,
+        fileLimits: { count: MESSAGE_LIMITS.files, size: shownSize(fileLimits.fileBytes) },
+        live: `${base(request)}/live`,
+      }),
+      shown.status ?? 200,
+    )
+  }
+
+  fastify.get('/discussions/:number', supporters, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    return d && discussionPage(request, reply, d)
+  })
+
+  /**
+   * Runs a change of the page's discussion. A discussion changed by someone else meanwhile (deleted
+   * while a reply was being written, say) refuses the change in the store: the page is shown again
+   * as it is now, `409`, with what was typed still in the form, as the API answers 409.
+   */
+  async function change(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, work: () => Promise<unknown>, kept: Shown = {}) {
+    const error = await refusalOf(work, ['invalid'])
+    if (!error) return true
+    // A discussion is never removed from its site (deleting it is a state), so it is read again.
+    const now = await discussions.get(d.siteId, d.number)
+    if (error.code === 'invalid') await discussionPage(request, reply, now, { ...kept, status: 400, error: `That was not done: ${error.field === 'assignee' ? 'the owner ' : ''}${error.message}.` })
+    else if (error.code === 'too_large') await discussionPage(request, reply, now, { ...kept, status: 413, error: `That was not sent: ${error.message}. Choose fewer or smaller files, then send it again.` })
+    else await discussionPage(request, reply, now, { ...kept, status: 409, error: `That was not done: ${error.message}. Someone changed the discussion since the page was shown.` })
+    return false
+  }
+
+  /** After a change: back to the discussion with its message, where a reload shows it again without sending the form twice. */
+  const back = (request: FastifyRequest, reply: FastifyReply, number: number, done: string, anchor = '') =>
+    reply.redirect(`${base(request)}/discussions/${number}?done=${done}${anchor}`, 303)
+
+  // A file of the site's discussions, for its support staff: as the API sends it (routes/api/files.ts).
+  fastify.get('/files/:id', { preHandler: requireSupporter }, async (request, reply) => {
+    const id = whole((request.params as { id: string }).id)
+    const found = id === undefined ? undefined : await files.find(request.web.site.id, id)
+    if (!found || found.commentId === null) {
+      return notFoundPage(request, reply, { title: 'No such file', message: `${request.web.site.name} has no file with this number.`, back: { path: '/discussions', label: 'Back to the discussions' } })
+    }
+    return sendAttachment(files, found, request, reply)
+  })
+
+  // The reply form with files: read before CSRF and the staff check run (they need its fields), by
+  // a signed-in supporter only; what it uploaded is removed again when the reply is refused.
+  const replyWithFiles = async (request: FastifyRequest) => {
+    const { user, site } = request.web
+    if (!request.isMultipart() || !user || !isStaffRole(user.role)) return
+    const { fields, uploads } = await readMultipart(fastify, request, fileLimits, { siteId: site.id, userId: user.id })
+    request.body = Object.fromEntries([...fields].map(([name, values]) => [name, values[0]]))
+    request.uploaded = uploads.map((u) => u.id)
+  }
+  const dropUploads = async (request: FastifyRequest) => {
+    if (request.uploaded?.length) await files.discard(request.web.site.id, request.web.user!.id, request.uploaded)
+  }
+
+  /** Who wrote on the discussion after comment `seen`, other than the sender: their names, or none. */
+  async function othersSince(d: DiscussionRow, seen: number, me: number): Promise<string[]> {
+    if (seen >= d.commentsCount) return []
+    const newer = await discussions.comments(d.id, seen, d.commentsCount - seen)
+    return [...new Set(newer.filter((c) => c.authorId !== me).map((c) => c.authorName))]
+  }
+
+  // A reply may be as long as the API takes (MAX_BODY characters), which a form encodes in up to
+  // nine bytes each: more than the pages' usual 64 KiB.
+  // Dropped before a refusal is sent (onError), and after any answer that did not take them (a
+  // redirect to add a second factor first, say): only uploads no comment carries are removed.
+  fastify.post('/discussions/:number/reply', { ...forms, bodyLimit: REPLY_FORM_BYTES, preValidation: replyWithFiles, onError: dropUploads, onResponse: dropUploads }, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return (await dropUploads(request), reply)
+    // The form's fields (CSRF has checked there is a form).
+    const body = request.body as { body?: unknown; internal?: unknown; then?: unknown; seen?: unknown }
+    const text = typeof body.body === 'string' ? body.body : ''
+    const internal = body.internal === 'yes'
+    const problem = messageProblem(text)
+    if (problem) {
+      await dropUploads(request)
+      return discussionPage(request, reply, d, { status: 400, error: request.uploaded?.length ? `${problem} Choose the files again too.` : problem, internal })
+    }
+    // Someone else wrote since the page was loaded: the reply waits for a second click, the page
+    // now showing what they wrote (and `seen` moved on, so the next click sends).
+    const others = await othersSince(d, Number(whole(body.seen) ?? d.commentsCount), request.web.user!.id)
+    if (others.length > 0) {
+      await dropUploads(request)
+      const files = request.uploaded?.length ? ' Choose the files again too.' : ''
+      return discussionPage(request, reply, d, { status: 409, error: `${others.join(', ')} wrote since you opened this page: read it above. Your reply was not sent yet: send it again to send it as it is.${files}`, draft: text, internal })
+    }
+    const resolve = body.then === 'resolve' && !internal
+    let number = 0
+    const sent = await change(request, reply, d, async () => {
+      const input = { siteId: d.siteId, number: d.number, body: text, internal, resolve, supporterId: request.web.user!.id, via: 'web' as const, uploads: request.uploaded }
+      number = (await discussions.reply(input)).comment.number
+    }, { draft: text, internal })
+    if (!sent) await dropUploads(request)
+    return sent ? back(request, reply, d.number, resolve ? 'sent-resolved' : internal ? 'noted' : 'sent', `#comment-${number}`) : reply
+  })
+
+  fastify.post('/discussions/:number/act', forms, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return reply
+    const { action, confirmed } = (request.body ?? {}) as { action?: unknown; confirmed?: unknown }
+    if (!actionsFor(d.state).some((a) => a.action === action)) {
+      return discussionPage(request, reply, d, { status: 409, error: 'That cannot be done to the discussion as it is now. It may have changed since the page was shown.' })
+    }
+    // Deleting asks first: the page that asks posts the same form, confirmed.
+    if (action === 'delete' && confirmed !== 'yes') {
+      return reply.page('confirm_delete', pageData(request, reply, { title: `Delete “${d.title}”?`, discussion: { number: d.number, title: d.title, href: `${base(request)}/discussions/${d.number}` } }))
+    }
+    return (await change(request, reply, d, () => discussions.act(d.siteId, d.number, action as Action))) ? back(request, reply, d.number, action as string) : reply
+  })
+
+  fastify.post('/discussions/:number/category', forms, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return reply
+    const categoryId = whole((request.body as { category?: unknown } | undefined)?.category)
+    const category = categoryId === undefined ? undefined : await categories.find(d.siteId, categoryId)
+    if (!category) return discussionPage(request, reply, d, { status: 400, error: 'Choose one of the categories of this site.' })
+    return (await change(request, reply, d, () => discussions.update(d.siteId, d.number, { categoryId: category.id }))) ? back(request, reply, d.number, 'moved') : reply
+  })
+
+  // The owner: one of the site's supporters (`me` for the one signed in), or nobody (`none`).
+  fastify.post('/discussions/:number/assign', forms, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return reply
+    const to = (request.body as { to?: unknown } | undefined)?.to
+    const me = request.web.user!
+    const assigneeId = to === 'me' ? me.id : to === 'none' ? null : whole(to)
+    if (assigneeId === undefined) return discussionPage(request, reply, d, { status: 400, error: 'Choose a supporter of this site, or nobody.' })
+    return (await change(request, reply, d, () => discussions.update(d.siteId, d.number, { assigneeId, actor: me }))) ? back(request, reply, d.number, 'assigned') : reply
+  })
+
+  fastify.post('/discussions/:number/tags', forms, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return reply
+    const text = (request.body as { tags?: unknown } | undefined)?.tags
+    const tags = typeof text === 'string' ? splitTags(text) : []
+    return (await change(request, reply, d, () => discussions.update(d.siteId, d.number, { tags }))) ? back(request, reply, d.number, 'tagged') : reply
+  })
+}
+
+/** A comment's files, mail and sender verdict as its page shows them. */
+function pageExtras({ attachments = [], delivery, mail }: CommentExtras, base: string) {
+  return {
+    files: attachments.map((a) => ({ name: a.name, size: shownSize(a.size), href: `${base}/files/${a.id}`, image: shownInline(a.name, a.contentType) })),
+    delivery: delivery ? deliveryLine(delivery) : null,
+    notVerified: mail?.verified === false,
+  }
+}
+
+/** How a reply's mail is doing, as its byline says it. */
+function deliveryLine(delivery: Delivery): string {
+  const state = delivery.state === 'failed' ? `failed (${delivery.lastError})` : delivery.state === 'queued' && delivery.lastError ? `queued, to be tried again (${delivery.lastError})` : delivery.state
+  return `Mailed to ${delivery.to}: ${state}`
+}
+
+/** The actions a discussion in this state offers on its page, as buttons. */
+export function actionsFor(state: DiscussionState): Array<{ action: Action; label: string; danger?: boolean }> {
+  if (state === 'deleted') return [{ action: 'restore', label: 'Restore' }]
+  const resolve = state === 'resolved' ? { action: 'unresolve' as const, label: 'Unresolve' } : { action: 'resolve' as const, label: 'Resolve' }
+  return [resolve, { action: 'delete', label: 'Delete…', danger: true }]
+}
+
+export default discussionRoutes
