@@ -9,6 +9,7 @@ import administrationRoutes from './administration.ts'
 import adminMailRoutes from './admin-mail.ts'
 import adminWebhookRoutes from './admin-webhooks.ts'
 import liveRoutes from './live.ts'
+import adminQueueRoutes from './admin-queue.ts'
 import discussionRoutes from './discussion.ts'
 import confirmRoutes from './confirm.ts'
 import customerRoutes from './customers.ts'
@@ -85,6 +86,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(administrationRoutes)
       await web.register(adminMailRoutes)
       await web.register(adminWebhookRoutes)
+      await web.register(adminQueueRoutes)
       await web.register(queueRoutes)
       await web.register(discussionRoutes, { fileLimits })
       await web.register(liveRoutes)

@@ -20,6 +20,7 @@ const NOTICES: Record<string, string> = {
   'factor=removed': 'The second factor is removed.',
   'name=1': 'Your name is changed. Customers and colleagues see it from now on.',
   'password=1': 'Your password is changed. Your other sessions were signed out; your tokens keep working.',
+  'notifications=1': 'What you are mailed about is saved.',
 }
 
 /** What the password form says of a new password that will not do; null when it will. */
@@ -68,8 +69,9 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
     const state = staff && !due ? await legacyTokenState(request) : null
     const legacyToken = state === 'shown' ? await legacy(user.id) : state === null ? null : { state }
     const twoFactor = staff ? await factorsOf(request) : null
+    const notifications = staff ? await users.notifications(request.web.site.id, user.id) : undefined
     const confirm = `${urls.siteWeb(request.web.site.permalink)}/confirm?for=legacy&next=${encodeURIComponent(`${new URL(urls.siteWeb(request.web.site.permalink)).pathname}/profile`)}`
-    return reply.page('profile', pageData(request, reply, { title: 'Your profile', legacy: legacyToken, twoFactor, notice, due, confirm, problems, staff }), status)
+    return reply.page('profile', pageData(request, reply, { title: 'Your profile', legacy: legacyToken, twoFactor, notice, due, confirm, problems, staff, notifications }), status)
   }
 
   /** preHandler of the reset: a supporter only, not held, and confirmed recently. */
@@ -84,8 +86,8 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.get('/profile', { config: { beforeSecondFactor: true } }, async (request, reply) => {
     if (!request.web.user) return signInRedirect(request, reply)
-    const query = request.query as { reset?: unknown; factor?: unknown; name?: unknown; password?: unknown }
-    const notice = ['reset', 'factor', 'name', 'password'].map((key) => NOTICES[`${key}=${String(query[key as keyof typeof query])}`]).find(Boolean)
+    const query = request.query as { reset?: unknown; factor?: unknown; name?: unknown; password?: unknown; notifications?: unknown }
+    const notice = ['reset', 'factor', 'name', 'password', 'notifications'].map((key) => NOTICES[`${key}=${String(query[key as keyof typeof query])}`]).find(Boolean)
     const raw = (request.query as { recovery_left?: unknown }).recovery_left
     const left = typeof raw === 'string' && /^\d{1,2}$/.test(raw) ? Number(raw) : undefined
     const recovery = left === undefined ? null : `You signed in with a recovery code: ${left} of ${RECOVERY_CODES} ${left === 1 ? 'is' : 'are'} left. If you lost your authenticator app, add a new one below and make new recovery codes.`
@@ -102,6 +104,13 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
     if (problem) return render(request, reply, null, 400, { name: sentence(problem) })
     await users.setName(request.web.user!.id, name)
     return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile?name=1`, 303)
+  })
+
+  // What the supporter is mailed about on this site (db/stores/notifications.ts): checkboxes, so an unticked one is absent.
+  fastify.post('/profile/notifications', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
+    const body = request.body as { new_discussions?: unknown; owned?: unknown }
+    await users.setNotifications(request.web.site.id, request.web.user!.id, { newDiscussions: body.new_discussions === 'yes', owned: body.owned === 'yes' })
+    return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile?notifications=1#notifications-title`, 303)
   })
 
   fastify.post('/profile/password', { preHandler: [fastify.csrfProtection, requireSupporter, requireConfirmed('password', '/profile')] }, async (request, reply) => {

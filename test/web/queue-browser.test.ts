@@ -38,7 +38,7 @@ t.test('a supporter works a discussion from the queue in Chromium, and the API s
 
   await page.getByLabel('Category').selectOption({ label: 'Billing' })
   await page.getByRole('button', { name: 'Show' }).click()
-  await page.waitForURL(new RegExp(`/demo/discussions\\?category=${billing.id}(&q=)?$`))
+  await page.waitForURL(new RegExp(`/demo/discussions\\?category=${billing.id}(&q=)?(&tag=)?$`))
   t.same(await page.locator('[data-queue] tbody td[data-label="Title"] a').allTextContents(), ['Refund for order 1042'], 'filtered by category')
   t.equal(await page.locator('[data-queue] tbody td[data-label="Title"] [data-waiting]').count(), 1, "marked: the customer's, waiting for the team")
 
@@ -51,16 +51,16 @@ t.test('a supporter works a discussion from the queue in Chromium, and the API s
 
   // A reply with nothing in it: the error, then a public reply and an internal note.
   await page.getByLabel('Message').fill('   ')
-  await page.getByRole('button', { name: 'Send' }).click()
+  await page.getByRole('button', { name: 'Send', exact: true }).click()
   t.match(await page.getByRole('alert').textContent(), 'Write a message first.')
   await noViolations(t, page, 'the reply form with its error')
   await page.getByLabel('Message').fill('The refund is on its way.')
-  await page.getByRole('button', { name: 'Send' }).click()
-  await page.waitForURL(`${htmlHref}#comment-2`)
+  await page.getByRole('button', { name: 'Send', exact: true }).click()
+  await page.waitForURL(`${htmlHref}?done=sent#comment-2`)
   await page.getByLabel('Message').fill('Refunded through the bank, not the card.')
   await page.getByLabel('An internal note: support staff only').check()
-  await page.getByRole('button', { name: 'Send' }).click()
-  await page.waitForURL(`${htmlHref}#comment-3`)
+  await page.getByRole('button', { name: 'Send', exact: true }).click()
+  await page.waitForURL(`${htmlHref}?done=noted#comment-3`)
   t.match(await page.locator('.comment.internal').textContent(), 'Internal note: the customer does not see it')
 
   // A reply with files (issue 47): chosen in the form, shown on the page, listed by the API. The
@@ -71,8 +71,8 @@ t.test('a supporter works a discussion from the queue in Chromium, and the API s
     { name: 'receipt.png', mimeType: 'image/png', buffer: receipt },
     { name: 'bank note.txt', mimeType: 'text/plain', buffer: Buffer.from('Refund 1042 sent.') },
   ])
-  await page.getByRole('button', { name: 'Send' }).click()
-  await page.waitForURL(`${htmlHref}#comment-4`)
+  await page.getByRole('button', { name: 'Send', exact: true }).click()
+  await page.waitForURL(`${htmlHref}?done=sent#comment-4`)
   const files = page.locator('#comment-4 .files')
   t.same(await files.getByRole('link').allTextContents(), ['', 'receipt.png', 'bank note.txt'], 'the preview, then each name')
   t.equal(await files.locator('img').evaluate((img) => (img as unknown as { complete: boolean; naturalWidth: number }).naturalWidth), 160, 'the image is shown')
@@ -84,8 +84,8 @@ t.test('a supporter works a discussion from the queue in Chromium, and the API s
   t.match(comments.slice(1), [{ body: 'The refund is on its way.', internal: false }, { body: 'Refunded through the bank, not the card.', internal: true }], 'the API has both')
   t.equal((await asApi()).state, 'open', 'the public reply opened it')
 
-  await page.getByRole('button', { name: 'Resolve' }).click()
-  await page.waitForURL(htmlHref)
+  await page.getByRole('button', { name: 'Resolve', exact: true }).click()
+  await page.waitForURL(`${htmlHref}?done=resolve`)
   t.equal(await page.locator('[data-state]').textContent(), 'resolved')
   t.equal((await asApi()).state, 'resolved', 'the API sees it resolved')
 

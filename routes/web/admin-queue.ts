@@ -1,0 +1,88 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { StoreError } from '../../db/stores/errors.ts'
+import { MAX_SAVED_BODY, MAX_SAVED_TITLE } from '../../db/stores/saved-replies.ts'
+import { placeholderNames } from '../../lib/team-queue.ts'
+import { sentence } from '../api/discussions/http-errors.ts'
+import { pageData, requireAdministrator, wholeNumber } from './pages.ts'
+
+// {site_url}/admin/queue: how the site's queue is worked, for its administrators (docs/decisions.md,
+// "The team's queue"): the saved replies every supporter chooses from, and the categories whose new
+// discussions are given to the supporters in turn. The API's /<site>/saved_replies and PATCH
+// /<site>/categories/<id> do the same.
+
+const NOTICES: Record<string, string> = {
+  added: 'The saved reply is added: it is offered in every reply form.',
+  changed: 'The saved reply is changed.',
+  removed: 'The saved reply is removed.',
+  turns: 'The categories given in turn are saved.',
+}
+
+const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
+  const { urls, savedReplies, categories } = fastify
+  const base = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/admin/queue`
+  const action = { preHandler: [fastify.csrfProtection, requireAdministrator] }
+  const field = (body: unknown, name: string) => {
+    const value = (body as Record<string, unknown> | undefined)?.[name]
+    return typeof value === 'string' ? value : ''
+  }
+
+  async function queuePage(request: FastifyRequest, reply: FastifyReply, status = 200, extra: Record<string, unknown> = {}) {
+    const site = request.web.site
+    const [replies, { categories: all }] = await Promise.all([savedReplies.list(site.id), categories.list(site.id, 0, -1)])
+    const done = (request.query as { done?: unknown }).done
+    return reply.page(
+      'admin_queue',
+      pageData(request, reply, {
+        title: 'Queue',
+        replies,
+        categories: all,
+        placeholders: placeholderNames,
+        limits: { title: MAX_SAVED_TITLE, body: MAX_SAVED_BODY },
+        values: { title: '', body: '' },
+        notice: typeof done === 'string' ? (NOTICES[done] ?? null) : null,
+        error: null,
+        ...extra,
+      }),
+      status,
+    )
+  }
+
+  /** Runs a change of a saved reply; a refusal of the store is the page again with it, and what was typed. */
+  async function saved(request: FastifyRequest, reply: FastifyReply, done: string, work: () => Promise<unknown>) {
+    try {
+      await work()
+      return reply.redirect(`${base(request)}?done=${done}`, 303)
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error
+      const status = error.code === 'conflict' ? 409 : error.code === 'not_found' ? 404 : error.code === 'limit' ? 429 : 400
+      const words = error.field === 'title' || error.field === 'body' ? `The ${error.field === 'title' ? 'title' : 'text'} ${error.message}` : error.message
+      return queuePage(request, reply, status, { error: sentence(words), values: { title: field(request.body, 'title'), body: field(request.body, 'body') } })
+    }
+  }
+
+  fastify.get('/admin/queue', { preHandler: requireAdministrator }, (request, reply) => queuePage(request, reply))
+
+  fastify.post('/admin/queue/replies', action, (request, reply) =>
+    saved(request, reply, 'added', () => savedReplies.add(request.web.site.id, { title: field(request.body, 'title'), body: field(request.body, 'body') })),
+  )
+
+  fastify.post('/admin/queue/replies/:id', action, (request, reply) => {
+    const id = wholeNumber((request.params as { id: string }).id, 12) ?? 0
+    const siteId = request.web.site.id
+    if (field(request.body, 'remove') === 'yes') return saved(request, reply, 'removed', () => savedReplies.remove(siteId, id))
+    return saved(request, reply, 'changed', () => savedReplies.update(siteId, id, { title: field(request.body, 'title'), body: field(request.body, 'body') }))
+  })
+
+  // One checkbox per category: those ticked are given in turn, the others not.
+  fastify.post('/admin/queue/turns', action, async (request, reply) => {
+    const ticked = new Set(Object.entries((request.body ?? {}) as Record<string, unknown>).filter(([name, value]) => name.startsWith('turn-') && value === 'yes').map(([name]) => name.slice(5)))
+    const site = request.web.site
+    for (const category of (await categories.list(site.id, 0, -1)).categories) {
+      const on = ticked.has(String(category.id))
+      if (on !== category.roundRobin) await categories.setRoundRobin(site.id, category.id, on)
+    }
+    return reply.redirect(`${base(request)}?done=turns`, 303)
+  })
+}
+
+export default adminQueueRoutes
