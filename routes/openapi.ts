@@ -15,10 +15,12 @@ import {
   DiscussionWithComments,
   ReplyBody,
   UpdateBody,
+  CategoryChange,
 } from './api/discussions/schemas.ts'
 import { ChoiceBody, Credential, CredentialList, Policy, PolicyAnswer, PolicyChange, Revocation, Revoked } from './api/administration.ts'
 import { PostFiles, UploadForm, UploadListing, UploadResource } from './api/files.ts'
 import { MailboxListing, MailboxResource, NewMailbox } from './api/mailboxes.ts'
+import { NewSavedReply, SavedReplyChange, SavedReplyListing, SavedReplyResource } from './api/saved-replies.ts'
 import { DeliveryListing, DeliveryResource, NewWebhook, Queued, WebhookChange, WebhookListing, WebhookResource, WebhookWithSecret } from './api/webhooks.ts'
 import { TEST_EVENT } from '../db/stores/webhooks.ts'
 import type { WebhookEvent } from '../db/values.ts'
@@ -88,6 +90,11 @@ export const NAMED_SCHEMAS = {
   WebhookDelivery: DeliveryResource,
   WebhookDeliveryListing: DeliveryListing,
   QueuedEvent: Queued,
+  SavedReply: SavedReplyResource,
+  SavedReplyListing,
+  NewSavedReply,
+  SavedReplyChange,
+  CategoryChange,
   Error: ErrorBody,
   ValidationError: InvalidRequestBody,
 }

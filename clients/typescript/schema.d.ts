@@ -348,7 +348,8 @@ export interface paths {
         options?: never;
         /** Show a category */
         head: operations["getCategoryHead"];
-        patch?: never;
+        /** Give its new discussions to the supporters in turn, or not (administrators) */
+        patch: operations["changeCategory"];
         trace?: never;
     };
     "/{site}/uploads": {
@@ -1084,6 +1085,8 @@ export interface components {
              * @description GET lists them; POST creates one.
              */
             discussions_href: string;
+            /** @description Whether the discussions customers start here are given to the site's supporters in turn. */
+            round_robin: boolean;
             /** @description Discussions in every state but deleted. */
             discussions_count: number;
             new_discussions_count: number;
@@ -1412,6 +1415,35 @@ export interface components {
         QueuedEvent: {
             /** @description The webhook-id of the event queued. */
             event_id: string;
+        };
+        SavedReply: {
+            id: number;
+            title: string;
+            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+            body: string;
+            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+            filled: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: uri */
+            href: string;
+        };
+        SavedReplyListing: {
+            saved_replies: components["schemas"]["SavedReply"][];
+        };
+        NewSavedReply: {
+            title: string;
+            body: string;
+        };
+        SavedReplyChange: {
+            title?: string;
+            body?: string;
+        };
+        CategoryChange: {
+            /** @description Give the discussions customers start here to the site's supporters in turn. */
+            round_robin: boolean;
         };
         Error: {
             error: string;
@@ -8181,6 +8213,166 @@ export interface operations {
             };
         };
     };
+    changeCategory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The site permalink. */
+                site: string;
+                /** @description The category id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CategoryChange"];
+                "application/vnd.service-v1+json": components["schemas"]["CategoryChange"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Category"];
+                    "application/json": components["schemas"]["Category"];
+                };
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
     createUploads: {
         parameters: {
             query?: never;
@@ -12304,38 +12496,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        saved_replies: {
-                            id: number;
-                            title: string;
-                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                            body: string;
-                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                            filled: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            /** Format: uri */
-                            href: string;
-                        }[];
-                    };
-                    "application/json": {
-                        saved_replies: {
-                            id: number;
-                            title: string;
-                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                            body: string;
-                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                            filled: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            /** Format: uri */
-                            href: string;
-                        }[];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReplyListing"];
+                    "application/json": components["schemas"]["SavedReplyListing"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -12485,14 +12647,8 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    title: string;
-                    body: string;
-                };
-                "application/vnd.service-v1+json": {
-                    title: string;
-                    body: string;
-                };
+                "application/json": components["schemas"]["NewSavedReply"];
+                "application/vnd.service-v1+json": components["schemas"]["NewSavedReply"];
             };
         };
         responses: {
@@ -12513,34 +12669,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** Format: uri */
-                        href: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** Format: uri */
-                        href: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
+                    "application/json": components["schemas"]["SavedReply"];
                 };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
@@ -12715,38 +12845,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        saved_replies: {
-                            id: number;
-                            title: string;
-                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                            body: string;
-                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                            filled: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            /** Format: uri */
-                            href: string;
-                        }[];
-                    };
-                    "application/json": {
-                        saved_replies: {
-                            id: number;
-                            title: string;
-                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                            body: string;
-                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                            filled: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            /** Format: uri */
-                            href: string;
-                        }[];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReplyListing"];
+                    "application/json": components["schemas"]["SavedReplyListing"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -12921,34 +13021,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** Format: uri */
-                        href: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** Format: uri */
-                        href: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
+                    "application/json": components["schemas"]["SavedReply"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -13274,34 +13348,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** Format: uri */
-                        href: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** Format: uri */
-                        href: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
+                    "application/json": components["schemas"]["SavedReply"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -13453,14 +13501,8 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    title?: string;
-                    body?: string;
-                };
-                "application/vnd.service-v1+json": {
-                    title?: string;
-                    body?: string;
-                };
+                "application/json": components["schemas"]["SavedReplyChange"];
+                "application/vnd.service-v1+json": components["schemas"]["SavedReplyChange"];
             };
         };
         responses: {
@@ -13481,34 +13523,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** Format: uri */
-                        href: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** Format: uri */
-                        href: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
+                    "application/json": components["schemas"]["SavedReply"];
                 };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */

@@ -26,8 +26,9 @@ export const SavedReplyResource = Type.Object({
 
 const Title = Type.String({ minLength: 1, maxLength: MAX_SAVED_TITLE, pattern: '\\S', errorMessage: { pattern: 'must not be blank' } })
 const Body = Type.String({ minLength: 1, maxLength: MAX_SAVED_BODY, pattern: '\\S', errorMessage: { pattern: 'must not be blank' } })
-const NewSavedReply = Type.Object({ title: Title, body: Body })
-const SavedReplyChange = Type.Object({ title: Type.Optional(Title), body: Type.Optional(Body) }, { minProperties: 1 })
+export const NewSavedReply = Type.Object({ title: Title, body: Body })
+export const SavedReplyChange = Type.Object({ title: Type.Optional(Title), body: Type.Optional(Body) }, { minProperties: 1 })
+export const SavedReplyListing = Type.Object({ saved_replies: Type.Array(SavedReplyResource) })
 const ForDiscussion = Type.Object({ discussion: Type.Optional(Type.Integer({ minimum: 1, description: 'Fill the placeholders in for this discussion.' })) })
 const SavedReplyParams = Type.Object({ site: SiteParams.properties.site, id: Type.Integer({ minimum: 1, description: 'The saved reply id.' }) })
 const tags = ['saved replies']
@@ -59,7 +60,7 @@ const readRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   })
   fastify.get(
     '/:site/saved_replies',
-    { schema: { tags, operationId: 'listSavedReplies', summary: "The site's saved replies, by title", params: SiteParams, querystring: ForDiscussion, response: { 200: Type.Object({ saved_replies: Type.Array(SavedReplyResource) }), ...errors } } },
+    { schema: { tags, operationId: 'listSavedReplies', summary: "The site's saved replies, by title", params: SiteParams, querystring: ForDiscussion, response: { 200: SavedReplyListing, ...errors } } },
     async (request) => {
       const replies = await fastify.savedReplies.list(request.auth!.site.id)
       return { saved_replies: await Promise.all(replies.map((r) => view(fastify, request, r, request.query.discussion))) }

@@ -53,7 +53,7 @@ t.test("the queue's owners' tabs, their kept counts, tags as chips and as a filt
 })
 
 t.test('a discussion page: owner, tags, a saved reply inserted, the second click, Send and resolve, the next one', async (t) => {
-  const { app, ann, bob, open, annWeb, bobWeb, siteId } = await team(t)
+  const { app, bob, open, annWeb, bobWeb, siteId } = await team(t)
   const d = await open('Printer on fire')
   await open('Second question')
   const path = `/demo/discussions/${d.number}`
