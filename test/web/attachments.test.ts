@@ -22,7 +22,7 @@ t.test('a supporter replies with files from the page; the page and the API list 
   const notes = Buffer.from('Serial number: 12345\n')
   const sent = await ann.web.postFiles(`${path}/reply`, { body: 'Photos and the serial number.', internal: 'no', file: [{ name: 'printer.png', bytes: PNG }, { name: 'serial.txt', bytes: notes }] })
   t.equal(sent.statusCode, 303)
-  t.equal(sent.headers.location, `https://help.example.test${path}#comment-2`)
+  t.equal(sent.headers.location, `https://help.example.test${path}?done=sent#comment-2`)
 
   const page = (await ann.web.get(path)).body
   const files = [...page.matchAll(/<li>\s*(?:<a href="([^"]+)" class="thumbnail"><img src="\1" alt="([^"]+)" loading="lazy"><\/a>\s*)?<a href="([^"]+)">([^<]+)<\/a> <span class="muted">([^<]+)<\/span>/g)]

@@ -91,11 +91,11 @@ t.test('Carol starts and follows a discussion, Dave cannot reach it, the support
   t.equal(await desk.locator('[data-discussion="1"] [data-from-web]').count(), 1, 'marked as from the web')
   await desk.getByRole('link', { name: 'Invoice 1042 is wrong' }).click()
   await desk.getByLabel('Message').fill('Refunded the second charge.')
-  await desk.getByRole('button', { name: 'Send' }).click()
+  await desk.getByRole('button', { name: 'Send', exact: true }).click()
   await desk.waitForURL(/#comment-2$/)
   await desk.getByLabel('Message').fill('Card processor glitch, ticket 77.')
   await desk.getByLabel('An internal note: support staff only').check()
-  await desk.getByRole('button', { name: 'Send' }).click()
+  await desk.getByRole('button', { name: 'Send', exact: true }).click()
   await desk.waitForURL(/#comment-3$/)
 
   // Carol reads the answer, not the note, and answers; the mail of the answer names her page.

@@ -22,7 +22,7 @@ t.test('every action on the page of a discussion deleted meanwhile: 409 and the 
 
   // Bob deletes it while Ann's page is open.
   await bobWeb.get(`/demo/discussions/${discussion.number}`)
-  t.equal((await bobWeb.post(`/demo/discussions/${discussion.number}/act`, { action: 'delete' })).statusCode, 303)
+  t.equal((await bobWeb.post(`/demo/discussions/${discussion.number}/act`, { action: 'delete', confirmed: 'yes' })).statusCode, 303)
 
   const replied = await annWeb.post(`/demo/discussions/${discussion.number}/reply`, { body: 'We are on it & more', internal: 'no' })
   t.equal(replied.statusCode, 409, 'Reply')
