@@ -1,0 +1,159 @@
+import { randomBytes } from 'node:crypto'
+import t, { type Test } from 'tap'
+import { buildTestApp, V1 } from '../fixtures/app.ts'
+import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
+import { bannerToken, freePort, startServer, type RunningServer } from '../fixtures/server.ts'
+import { BROWSER_ACCEPT, personWithPassword, webClient } from '../fixtures/web.ts'
+import { twoApps } from '../multiprocess/two-apps.ts'
+
+// The live pages' stream (routes/web/live.ts) over a real socket: a change to the site's
+// discussions is told to its signed-in staff, whichever app or process on the database made it
+// (db/engine.ts, SiteChanges: the WAL index's counter on SQLite, NOTIFY from a trigger on
+// PostgreSQL); another site's changes are not; nobody else may listen; closing the server ends it.
+
+/** The stream at `url` with the cookie, and the events it told so far. */
+async function listen(t: Test, url: string, cookie: string) {
+  const controller = new AbortController()
+  const res = await fetch(url, { headers: { cookie, accept: 'text/event-stream' }, signal: controller.signal, redirect: 'manual' })
+  const events: string[] = []
+  let ended = false
+  if (res.status === 200) {
+    const reader = res.body!.getReader()
+    const decoder = new TextDecoder()
+    let text = ''
+    void (async () => {
+      try {
+        for (;;) {
+          const { done, value } = await reader.read()
+          if (done) break
+          text += decoder.decode(value, { stream: true })
+          for (let end = text.indexOf('\n\n'); end >= 0; end = text.indexOf('\n\n')) {
+            const block = text.slice(0, end)
+            text = text.slice(end + 2)
+            const event = /^event: (.+)$/m.exec(block)
+            if (event) events.push(event[1]!)
+          }
+        }
+      } catch {
+        // Aborted by the test.
+      }
+      ended = true
+    })()
+  }
+  t.teardown(() => controller.abort())
+  return { res, events, ended: () => ended }
+}
+
+const cookieOf = (web: ReturnType<typeof webClient>) => [...web.jar].map(([k, v]) => `${k}=${v}`).join('; ')
+const until = async (answer: () => boolean, ms: number) => {
+  for (const end = Date.now() + ms; Date.now() < end; ) {
+    if (answer()) return true
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  return answer()
+}
+
+t.test('the stream tells the site staff of each change, and no one else of anything', async (t) => {
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const { app } = await buildTestApp(t, { config: { baseUrl: base, siteUrl: `${base}/{site}` } })
+  await app.listen({ port, host: '127.0.0.1' })
+  const ann = await personWithPassword(app, { email: 'ann@example.test' })
+  const general = await app.categories.add(ann.site.id, 'General', true)
+  const web = webClient(app, 'demo', base)
+  await web.signIn(ann.email, ann.password)
+  const stream = await listen(t, `${base}/demo/live`, cookieOf(web))
+  t.equal(stream.res.status, 200)
+  t.match(stream.res.headers.get('content-type'), 'text/event-stream')
+  t.equal(stream.res.headers.get('cache-control'), 'no-store')
+
+  const started = Date.now()
+  await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Live', body: 'x', supporterId: ann.user.id, via: 'api' })
+  t.ok(await until(() => stream.events.length === 1, 2000), 'told within two seconds')
+  t.same(stream.events, ['change'])
+  t.ok(Date.now() - started < 2000)
+
+  // Another site's change is not this site's.
+  const other = await app.sites.add('other', 'Other')
+  const elsewhere = await app.categories.add(other.id, 'General', true)
+  await app.discussions.create({ siteId: other.id, categoryId: elsewhere.id, title: 'Theirs', body: 'x', supporterId: ann.user.id, via: 'api' })
+  await new Promise((resolve) => setTimeout(resolve, 600))
+  t.same(stream.events, ['change'], "nothing of the other site's")
+
+  // Changes close together are told as one; a later one again.
+  for (let i = 0; i < 3; i++) await app.discussions.reply({ siteId: ann.site.id, number: 1, body: `r${i}`, internal: false, supporterId: ann.user.id, via: 'api' })
+  t.ok(await until(() => stream.events.length >= 2, 2000))
+  await new Promise((resolve) => setTimeout(resolve, 400))
+  t.ok(stream.events.length <= 3, `three changes at once told as few (${stream.events.length - 1})`)
+
+  // Nobody else may listen: signed out, a customer, another site's pages.
+  t.equal((await listen(t, `${base}/demo/live`, '')).res.status, 303, 'signed out: sent to sign in')
+  const customer = await personWithPassword(app, { role: 'customer' })
+  const shopper = webClient(app, 'demo', base)
+  await shopper.signIn(customer.email, customer.password)
+  t.equal((await listen(t, `${base}/demo/live`, cookieOf(shopper))).res.status, 403, 'a customer')
+  t.equal((await listen(t, `${base}/other/live`, cookieOf(web))).res.status, 303, "Ann's session is not Other's")
+
+  // Closing the server ends the stream instead of waiting for it.
+  await app.close()
+  t.ok(await until(stream.ended, 2000), 'ended by the close')
+})
+
+t.test('a change made by another app on the same database is told (the file or the database, not the process, tells)', async (t) => {
+  const { one, two } = await twoApps(t)
+  await two.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(two.server.address() as { port: number }).port}`
+  const ann = await personWithPassword(two, { email: 'ann@example.test' })
+  const general = await two.categories.add(ann.site.id, 'General', true)
+  const web = webClient(two, 'demo', base)
+  await web.signIn(ann.email, ann.password)
+  const stream = await listen(t, `${base}/demo/live`, cookieOf(web))
+  t.equal(stream.res.status, 200)
+  const started = Date.now()
+  await one.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'From the other app', body: 'x', supporterId: ann.user.id, via: 'api' })
+  t.ok(await until(() => stream.events.length === 1, 2000), `told within two seconds (${Date.now() - started} ms)`)
+})
+
+// The issue's own test: two service processes on one PostgreSQL database; a change through one is
+// on a page the other serves within two seconds, told by the other's stream.
+t.test('two processes on PostgreSQL: a change through one reaches a page of the other within two seconds', { skip: TEST_ENGINE !== 'postgres' && 'two processes on one PostgreSQL database: runs in the PostgreSQL run of the suite' }, async (t) => {
+  const env = { SERVICE_DB: postgresTestAddress(t), SERVICE_SECRET: randomBytes(32).toString('hex') }
+  const one = await startServer(t, env)
+  const token = await bannerToken(one)
+  const two = await startServer(t, env)
+  const [, email, password] = /Sign in\s+(\S+)\s+Password\s+(\S+)/.exec(one.output())!
+  const cookie = await signInOver(two, email!, password!)
+  const stream = await listen(t, `http://127.0.0.1:${two.port}/demo/live`, cookie)
+  t.equal(stream.res.status, 200)
+  const api = (path: string, body?: object) =>
+    fetch(`http://127.0.0.1:${one.port}${path}`, { method: body ? 'POST' : 'GET', headers: { accept: V1, authorization: `Bearer ${token}`, ...(body && { 'content-type': 'application/json' }) }, ...(body && { body: JSON.stringify(body) }) })
+  const { discussions } = (await (await api('/demo/discussions')).json()) as { discussions: Array<{ number: number }> }
+  const number = discussions[0]!.number
+  const started = Date.now()
+  t.equal((await api(`/demo/discussions/${number}/comments`, { body: 'Written through process one.' })).status, 201)
+  t.ok(await until(() => stream.events.length >= 1, 2000), 'process two told its page')
+  const page = await (await fetch(`http://127.0.0.1:${two.port}/demo/discussions/${number}`, { headers: { cookie, accept: BROWSER_ACCEPT } })).text()
+  const took = Date.now() - started
+  t.match(page, 'Written through process one.', 'the page process two serves has it')
+  t.ok(took < 2000, `within two seconds (${took} ms)`)
+})
+
+/** Signs in on a running server's pages as a browser does; the session's cookie. */
+async function signInOver(server: RunningServer, email: string, password: string): Promise<string> {
+  const base = `http://127.0.0.1:${server.port}`
+  const form = await fetch(`${base}/demo/login`, { headers: { accept: BROWSER_ACCEPT } })
+  const jar = new Map(form.headers.getSetCookie().map((c) => c.split(';')[0]!.split('=') as [string, string]))
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!
+  const cookie = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ')
+  const signed = await fetch(`${base}/demo/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { accept: BROWSER_ACCEPT, cookie: cookie(), 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ _csrf: csrf, email, password }).toString(),
+  })
+  for (const line of signed.headers.getSetCookie()) {
+    const [name, value] = line.split(';')[0]!.split('=') as [string, string]
+    jar.set(name, value)
+  }
+  return cookie()
+}
