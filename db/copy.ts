@@ -32,6 +32,9 @@ export const COPIED_TABLES = [
   schema.discussions,
   schema.comments,
   schema.discussionCounts,
+  // The team's queue: each discussion's tag rows, and the sites' saved replies.
+  schema.discussionTags,
+  schema.savedReplies,
   schema.oauthRecords,
   schema.securityEvents,
   schema.secondFactors,

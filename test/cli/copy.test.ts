@@ -59,7 +59,7 @@ async function answers(app: App, credentials: { bearer: string; legacy: string; 
 t.test('a database built through the service moves to PostgreSQL whole, and the same tokens get the same answers there', options, async (t) => {
   const secret = randomBytes(32).toString('hex')
   const { source, app, ann, bearer, legacy, browser } = await buildSource(t, secret)
-  const api = (method: 'POST' | 'DELETE', url: string, payload?: object) =>
+  const api = (method: 'POST' | 'PUT' | 'DELETE', url: string, payload?: object) =>
     app.inject({ method, url, headers: { authorization: `Bearer ${bearer}`, accept: V1 }, payload })
   const questions = await app.categories.add(ann.site.id, 'Questions', true)
   const problems = await app.categories.add(ann.site.id, 'Problems', false)
@@ -79,6 +79,9 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   const attachment = carried.json().attachments[0].href.slice(BASE_URL.length)
   t.equal((await api('POST', '/demo/discussions/2/resolve', {})).statusCode, 200)
   t.equal((await api('DELETE', '/demo/discussions/5')).statusCode, 200)
+  // The team's queue: an owner (in the counts too), tags and their rows, a saved reply.
+  t.equal((await api('PUT', '/demo/discussions/3', { assignee: ann.user.id, tags: ['VAT', 'billing'] })).statusCode, 200)
+  await app.savedReplies.add(ann.site.id, { title: 'Thanks', body: 'Thanks, {{customer.name}}.' })
   const credentials = { bearer, legacy, basic: ann.headers }
   const before = await answers(app, credentials)
   t.same(before.map((answer) => answer.status), [200, 200, 200, 200, 200, 200, 200, 200], 'every credential works on SQLite')
@@ -102,13 +105,13 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   t.equal(copied.code, 0, copied.stderr)
   const lines = copied.stdout.split('\n')
   t.match(lines[0], /^table\s+sqlite rows\s+postgres rows\s+sha256 \(sqlite\)\s+sha256 \(postgres\)$/)
-  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'web_sessions', 'categories', 'discussions', 'comments', 'discussion_counts', 'oauth_records', 'security_events', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows', 'files', 'file_pieces', 'attachments', 'mailboxes', 'mail_messages', 'webhooks', 'outbox', 'webhook_deliveries', 'customer_links']
+  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'web_sessions', 'categories', 'discussions', 'comments', 'discussion_counts', 'discussion_tags', 'saved_replies', 'oauth_records', 'security_events', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows', 'files', 'file_pieces', 'attachments', 'mailboxes', 'mail_messages', 'webhooks', 'outbox', 'webhook_deliveries', 'customer_links']
   for (const [i, table] of tables.entries()) {
     const [name, sqliteRows, postgresRows, sqliteSum, postgresSum, verdict] = lines[i + 1]!.split(/\s+/)
     t.same([name, postgresRows, postgresSum, verdict], [table, sqliteRows, sqliteSum, 'same'], table)
   }
-  t.match(lines[26], /^Copied \d+ rows in 25 tables from \S+service\.db to postgres:\/\/\S+\?schema=t_\w+; every count and checksum is the same on both sides\.$/)
-  t.equal(lines[27], 'Server key: SERVICE_SECRET opens the copied legacy tokens; run the service on PostgreSQL with this same SERVICE_SECRET.')
+  t.match(lines[28], /^Copied \d+ rows in 27 tables from \S+service\.db to postgres:\/\/\S+\?schema=t_\w+; every count and checksum is the same on both sides\.$/)
+  t.equal(lines[29], 'Server key: SERVICE_SECRET opens the copied legacy tokens; run the service on PostgreSQL with this same SERVICE_SECRET.')
   t.match(copied.stderr, /^copied sites: 1 row in \d+ ms\ncopied users: 4 rows in \d+ ms\n/)
   const counts = Object.fromEntries(lines.slice(1, 26).map((line) => [line.split(/\s+/)[0], Number(line.split(/\s+/)[1])]))
   t.match(
