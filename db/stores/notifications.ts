@@ -1,4 +1,4 @@
-import { and, eq, ne, sql } from '../drizzle.ts'
+import { and, eq, sql } from '../drizzle.ts'
 import type { StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { OutboxMail } from './outbox.ts'
@@ -49,20 +49,28 @@ async function queue(port: StorePort, clock: Clock, about: About, recipients: Ar
   await port.db.insert(port.tables.outbox).values(rows)
 }
 
-/** A new discussion, to the site's supporters who asked for every one (its author aside). */
-export async function notifyNewDiscussion(port: StorePort, clock: Clock, about: About & { authorId: number; authorName: string; body: string }): Promise<void> {
+/**
+ * The addresses of the site's supporters whose accounts are on and who chose `choice`, by one
+ * statement prepared once per port: every one of them, or the one `userId` names.
+ */
+function recipients(port: StorePort, choice: 'notifyNew' | 'notifyOwned', one: boolean) {
   const { memberships, users } = port.tables
   const p = sql.placeholder
-  const read = port.prepared('notifications_new', (db) =>
+  const name = `notifications_${choice}_${one ? 'one' : 'all'}`
+  return port.prepared(name, (db) =>
     db
-      .select({ email: users.email })
+      .select({ email: users.email, id: users.id })
       .from(memberships)
       .innerJoin(users, eq(users.id, memberships.userId))
-      .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.role, STAFF_ROLE), eq(memberships.notifyNew, true), eq(users.disabled, false), ne(users.id, p('authorId'))))
-      .prepare('notifications_new'),
+      .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.role, STAFF_ROLE), eq(memberships[choice], true), eq(users.disabled, false), one ? eq(memberships.userId, port.wide(p('userId'))) : undefined))
+      .prepare(name),
   )
-  const recipients = await read.execute({ siteId: about.siteId, authorId: about.authorId })
-  await queue(port, clock, about, recipients, (site) => ({
+}
+
+/** A new discussion, to the site's supporters who asked for every one (its author aside). */
+export async function notifyNewDiscussion(port: StorePort, clock: Clock, about: About & { authorId: number; authorName: string; body: string }): Promise<void> {
+  const told = (await recipients(port, 'notifyNew', false).execute({ siteId: about.siteId })).filter((r) => r.id !== about.authorId)
+  await queue(port, clock, about, told, (site) => ({
     subject: `[${site}] New discussion #${about.number}: ${about.title}`,
     text: `${about.authorName} started a discussion on ${site}:\n\n${quoted(about.body)}`,
   }))
@@ -71,17 +79,7 @@ export async function notifyNewDiscussion(port: StorePort, clock: Clock, about: 
 /** The owner of the discussion, when they are staff of its site and asked to hear of it; never the person acting. */
 async function ownerToTell(port: StorePort, siteId: number, ownerId: number, actorId: number): Promise<Array<{ email: string }>> {
   if (ownerId === actorId) return []
-  const { memberships, users } = port.tables
-  const p = sql.placeholder
-  const read = port.prepared('notifications_owner', (db) =>
-    db
-      .select({ email: users.email })
-      .from(memberships)
-      .innerJoin(users, eq(users.id, memberships.userId))
-      .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.userId, port.wide(p('ownerId'))), eq(memberships.role, STAFF_ROLE), eq(memberships.notifyOwned, true), eq(users.disabled, false)))
-      .prepare('notifications_owner'),
-  )
-  return read.execute({ siteId, ownerId })
+  return recipients(port, 'notifyOwned', true).execute({ siteId, userId: ownerId })
 }
 
 /** A comment on a discussion someone owns, to its owner (unless they wrote it). */

@@ -44,6 +44,8 @@ async function listen(t: Test, url: string, cookie: string) {
   return { res, events, ended: () => ended }
 }
 
+type App = Awaited<ReturnType<typeof buildTestApp>>['app']
+
 const cookieOf = (web: ReturnType<typeof webClient>) => [...web.jar].map(([k, v]) => `${k}=${v}`).join('; ')
 const until = async (answer: () => boolean, ms: number) => {
   for (const end = Date.now() + ms; Date.now() < end; ) {
@@ -53,17 +55,23 @@ const until = async (answer: () => boolean, ms: number) => {
   return answer()
 }
 
-t.test('the stream tells the site staff of each change, and no one else of anything', async (t) => {
-  const port = await freePort()
-  const base = `http://127.0.0.1:${port}`
-  const { app } = await buildTestApp(t, { config: { baseUrl: base, siteUrl: `${base}/{site}` } })
-  await app.listen({ port, host: '127.0.0.1' })
+/** Ann, signed in on the pages of the listening `app` at `base`, listening to her site's stream. */
+async function annListening(t: Test, app: App, base: string) {
   const ann = await personWithPassword(app, { email: 'ann@example.test' })
   const general = await app.categories.add(ann.site.id, 'General', true)
   const web = webClient(app, 'demo', base)
   await web.signIn(ann.email, ann.password)
   const stream = await listen(t, `${base}/demo/live`, cookieOf(web))
   t.equal(stream.res.status, 200)
+  return { ann, general, web, stream }
+}
+
+t.test('the stream tells the site staff of each change, and no one else of anything', async (t) => {
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const { app } = await buildTestApp(t, { config: { baseUrl: base, siteUrl: `${base}/{site}` } })
+  await app.listen({ port, host: '127.0.0.1' })
+  const { ann, general, web, stream } = await annListening(t, app, base)
   t.match(stream.res.headers.get('content-type'), 'text/event-stream')
   t.equal(stream.res.headers.get('cache-control'), 'no-store')
 
@@ -103,12 +111,7 @@ t.test('a change made by another app on the same database is told (the file or t
   const { one, two } = await twoApps(t)
   await two.listen({ port: 0, host: '127.0.0.1' })
   const base = `http://127.0.0.1:${(two.server.address() as { port: number }).port}`
-  const ann = await personWithPassword(two, { email: 'ann@example.test' })
-  const general = await two.categories.add(ann.site.id, 'General', true)
-  const web = webClient(two, 'demo', base)
-  await web.signIn(ann.email, ann.password)
-  const stream = await listen(t, `${base}/demo/live`, cookieOf(web))
-  t.equal(stream.res.status, 200)
+  const { ann, general, stream } = await annListening(t, two, base)
   const started = Date.now()
   await one.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'From the other app', body: 'x', supporterId: ann.user.id, via: 'api' })
   t.ok(await until(() => stream.events.length === 1, 2000), `told within two seconds (${Date.now() - started} ms)`)
