@@ -1,8 +1,7 @@
 import t from 'tap'
-import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
-import { launchChromium, noViolations, signInOnPage } from '../fixtures/browser.ts'
-import { mailServer, readMail } from '../fixtures/mail.ts'
-import { freePort } from '../fixtures/server.ts'
+import { supporterWithToken, V1 } from '../fixtures/app.ts'
+import { launchChromium, listeningDesk, noViolations, signInOnPage } from '../fixtures/browser.ts'
+import { readMail } from '../fixtures/mail.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
 // Issue 51 in Chromium, two supporters in two browsers: Ann gives a discussion to Bob, Bob's Mine
@@ -11,12 +10,7 @@ import { personWithPassword } from '../fixtures/web.ts'
 // to Bob through a real SMTP server; axe-core over every page the issue changed.
 
 t.test('Ann and Bob work the queue together, live', async (t) => {
-  const port = await freePort()
-  const base = `http://localhost:${port}`
-  const smtp = await mailServer(t)
-  const { app } = await buildTestApp(t, { config: { baseUrl: base, siteUrl: `${base}/{site}`, mail: { smtpUrl: smtp.url, from: 'Service Desk <desk@service.example>' } } })
-  await app.listen({ port, host: '127.0.0.1' })
-  const ann = await personWithPassword(app, { email: 'ann@example.test' })
+  const { app, base, smtp, ann } = await listeningDesk(t)
   const bob = await personWithPassword(app, { email: 'bob@example.test' })
   await app.users.setAdministrator(ann.site.id, ann.user.id, true)
   const api = await supporterWithToken(app, { email: 'api@example.test' })

@@ -1,11 +1,7 @@
 import { simpleParser } from 'mailparser'
 import type { Page } from 'playwright-core'
 import t, { type Test } from 'tap'
-import { buildTestApp } from '../fixtures/app.ts'
-import { launchChromium, noViolations, signInOnPage } from '../fixtures/browser.ts'
-import { mailServer } from '../fixtures/mail.ts'
-import { freePort } from '../fixtures/server.ts'
-import { personWithPassword } from '../fixtures/web.ts'
+import { launchChromium, listeningDesk, noViolations, signInOnPage } from '../fixtures/browser.ts'
 
 // Issue 49 in Chromium, on a phone's screen (360 px): Carol, a visitor, starts a discussion and
 // posts it by the link mailed to her; the supporter answers in public and adds an internal note;
@@ -22,12 +18,7 @@ async function checked(t: Test, page: Page, what: string) {
 }
 
 t.test('Carol starts and follows a discussion, Dave cannot reach it, the supporter answers; in Chromium at 360 px', async (t) => {
-  const port = await freePort()
-  const base = `http://localhost:${port}`
-  const smtp = await mailServer(t)
-  const { app } = await buildTestApp(t, { config: { baseUrl: base, siteUrl: `${base}/{site}`, mail: { smtpUrl: smtp.url, from: 'Service Desk <desk@service.example>' } } })
-  await app.listen({ port, host: '127.0.0.1' })
-  const ann = await personWithPassword(app, { email: 'ann@example.test' })
+  const { app, base, smtp, ann } = await listeningDesk(t)
   await app.categories.add(ann.site.id, 'Billing', true)
   await app.categories.add(ann.site.id, 'Team only', false)
   const dave = await app.users.insert({ email: 'dave@customer.example', name: 'Dave' }, null)
