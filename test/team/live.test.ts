@@ -69,7 +69,8 @@ async function annListening(t: Test, app: App, base: string) {
 t.test('the stream tells the site staff of each change, and no one else of anything', async (t) => {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
-  const { app } = await buildTestApp(t, { config: { baseUrl: base, siteUrl: `${base}/{site}` } })
+  // Short timeouts: a stream outlives the request's timeout, which is for receiving the request only.
+  const { app } = await buildTestApp(t, { config: { baseUrl: base, siteUrl: `${base}/{site}`, connections: { requestTimeoutMs: 400, headersTimeoutMs: 300 } } })
   await app.listen({ port, host: '127.0.0.1' })
   const { ann, general, web, stream } = await annListening(t, app, base)
   t.match(stream.res.headers.get('content-type'), 'text/event-stream')
@@ -93,6 +94,10 @@ t.test('the stream tells the site staff of each change, and no one else of anyth
   t.ok(await until(() => stream.events.length >= 2, 2000))
   await new Promise((resolve) => setTimeout(resolve, 400))
   t.ok(stream.events.length <= 3, `three changes at once told as few (${stream.events.length - 1})`)
+  t.notOk(stream.ended(), 'open past the request timeout')
+  const told = stream.events.length
+  await app.discussions.act(ann.site.id, 1, 'resolve')
+  t.ok(await until(() => stream.events.length === told + 1, 2000), 'and still telling')
 
   // Nobody else may listen: signed out, a customer, another site's pages.
   t.equal((await listen(t, `${base}/demo/live`, '')).res.status, 303, 'signed out: sent to sign in')
