@@ -64,7 +64,7 @@ export interface EngineEvents {
  * be heard as one.
  */
 export interface SiteChanges {
-  /** `handler` hears of the changes to the site committed from now on, until the function returned is called. */
+  /** `handler` hears of the changes to the site committed from now on (it must not throw), until the function returned is called. */
   watch(siteId: number, handler: () => void): () => void
 }
 
@@ -85,7 +85,7 @@ export function siteWatchers() {
     get size() {
       return watching.size
     },
-    /** Tells every watcher of the site, each on its own (one that throws does not stop the others). */
+    /** Tells every watcher of the site, each later and on its own (a watcher must not throw, as an event handler must not). */
     fire(siteId: number): void {
       for (const handler of watching.get(siteId) ?? []) queueMicrotask(handler)
     },

@@ -26,15 +26,17 @@ const liveRoutes: FastifyPluginAsync = async (fastify) => {
     const stream = reply.raw
     stream.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', 'x-content-type-options': 'nosniff' })
     stream.write('retry: 2000\n\n')
+    // Nothing is written once the stream is ended (by the server's close): a write after the end would be an error.
+    const send = (text: string) => void (stream.writableEnded || stream.write(text))
     let pending: NodeJS.Timeout | undefined
     const tell = () => {
       pending ??= setTimeout(() => {
         pending = undefined
-        stream.write('event: change\ndata: {}\n\n')
+        send('event: change\ndata: {}\n\n')
       }, LIVE_COALESCE_MS)
     }
     const stop = fastify.database.siteChanges.watch(site.id, tell)
-    const heartbeat = setInterval(() => stream.write(': still here\n\n'), LIVE_HEARTBEAT_MS)
+    const heartbeat = setInterval(() => send(': still here\n\n'), LIVE_HEARTBEAT_MS)
     streams.add(stream)
     stream.on('close', () => {
       stop()

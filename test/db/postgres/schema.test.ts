@@ -69,7 +69,7 @@ const pgTables = new Map(Object.values(pgSchema).filter((v) => is(v, PgTable)).m
 
 t.test('the same tables on both engines', async (t) => {
   t.same([...pgTables.keys()].sort(), [...sqliteTables.keys()].sort())
-  t.same([...pgTables.keys()].sort(), ['attachments', 'categories', 'comments', 'customer_links', 'discussion_counts', 'discussions', 'file_pieces', 'files', 'mail_messages', 'mailboxes', 'memberships', 'oauth_records', 'outbox', 'personal_token_addresses', 'personal_tokens', 'rate_limit_windows', 'recovery_codes', 'second_factors', 'security_events', 'sites', 'used_challenges', 'users', 'web_sessions', 'webhook_deliveries', 'webhooks'])
+  t.same([...pgTables.keys()].sort(), ['attachments', 'categories', 'comments', 'customer_links', 'discussion_counts', 'discussion_tags', 'discussions', 'file_pieces', 'files', 'mail_messages', 'mailboxes', 'memberships', 'oauth_records', 'outbox', 'personal_token_addresses', 'personal_tokens', 'rate_limit_windows', 'recovery_codes', 'saved_replies', 'second_factors', 'security_events', 'sites', 'used_challenges', 'users', 'web_sessions', 'webhook_deliveries', 'webhooks'])
 })
 
 t.test('table by table: columns, keys, indexes and foreign keys alike', async (t) => {
@@ -98,8 +98,9 @@ t.test('the comparison itself sees a difference', async (t) => {
   const sqlite = sqliteTables.get('discussions')!
   const postgres = pgTables.get('discussions')!
   t.not(JSON.stringify(postgres.indexes), JSON.stringify(sqlite.indexes), 'the trailing id is seen')
-  t.equal(postgres.indexes.filter((i) => i.columns.at(-1) === 'id').length, 8, 'eight listing indexes end with the id')
+  t.equal(postgres.indexes.filter((i) => i.columns.at(-1) === 'id').length, 10, 'ten listing indexes end with the id')
   t.same(postgres.foreignKeys.map((k) => [k.columns[0], k.table, k.onDelete]), [
+    ['assignee_id', 'users', 'set null'],
     ['author_id', 'users', 'no action'],
     ['category_id', 'categories', 'no action'],
     ['site_id', 'sites', 'cascade'],
