@@ -35,8 +35,9 @@ export function sqliteSiteChanges(db: Db, everyMs = SITE_CHANGES_EVERY_MS): Site
 
   return {
     watch(siteId, handler) {
-      // The version the watcher starts from; read in a transaction, the one before it.
-      if (!watchers.sites().includes(siteId)) seen.set(siteId, db.$client.inTransaction ? undefined : versionOf.get(siteId))
+      // The version the watcher starts from; in a transaction (or on a closed connection) none, so
+      // the first check tells it once.
+      if (!watchers.sites().includes(siteId)) seen.set(siteId, db.$client.inTransaction || !db.$client.open ? undefined : versionOf.get(siteId))
       const stop = watchers.add(siteId, handler)
       timer ??= setInterval(check, everyMs).unref()
       return () => {

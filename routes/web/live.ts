@@ -36,7 +36,7 @@ const liveRoutes: FastifyPluginAsync = async (fastify) => {
       }, LIVE_COALESCE_MS)
     }
     const stop = fastify.database.siteChanges.watch(site.id, tell)
-    const heartbeat = setInterval(() => send(': still here\n\n'), LIVE_HEARTBEAT_MS)
+    const heartbeat = setInterval(send, LIVE_HEARTBEAT_MS, ': still here\n\n')
     streams.add(stream)
     stream.on('close', () => {
       stop()

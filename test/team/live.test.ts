@@ -110,6 +110,10 @@ t.test('the stream tells the site staff of each change, and no one else of anyth
   // Closing the server ends the stream instead of waiting for it.
   await app.close()
   t.ok(await until(stream.ended, 2000), 'ended by the close')
+  // Watching a closed database is quiet: nothing to tell, nothing thrown, nothing left running.
+  const stop = app.database.siteChanges.watch(ann.site.id, () => t.fail('a closed database tells nothing'))
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  stop()
 })
 
 t.test('a change made by another app on the same database is told (the file or the database, not the process, tells)', async (t) => {
