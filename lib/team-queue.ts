@@ -46,7 +46,8 @@ export interface ReplyContext {
 
 const PLACEHOLDERS: Record<string, (c: ReplyContext) => string> = {
   'customer.name': (c) => c.customerName,
-  'customer.first_name': (c) => c.customerName.trim().split(/\s+/u)[0] ?? '',
+  // split always gives one part at least: '' for a customer without a name.
+  'customer.first_name': (c) => c.customerName.trim().split(/\s+/u)[0]!,
   'supporter.name': (c) => c.supporterName,
   'site.name': (c) => c.siteName,
   'discussion.number': (c) => String(c.number),

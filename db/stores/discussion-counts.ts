@@ -42,7 +42,12 @@ export function emptyStateCounts(): StateCounts {
 
 /** Where a count row sorts: a transaction takes its count rows' locks in this order, so two never wait on each other. */
 function rowKey(row: CountedRow): string {
-  return `${row.categoryId}|${row.state}|${row.public ? 1 : 0}|${row.assigneeId}`
+  return `${row.siteId}|${row.categoryId}|${row.state}|${row.public ? 1 : 0}|${row.assigneeId}`
+}
+
+/** The rows in their lock order (rowKey). */
+function inLockOrder<T>(rows: T[], row: (item: T) => CountedRow): T[] {
+  return rows.sort((a, b) => (rowKey(row(a)) < rowKey(row(b)) ? -1 : 1))
 }
 
 /** Adds delta to the count of discussions like `row`, in one atomic upsert. Call inside the write's transaction. */
@@ -69,8 +74,7 @@ export async function moveCount(port: StorePort, before: CountedRow, after: Coun
     [before, -1],
     [after, 1],
   ]
-  moves.sort(([a], [b]) => (rowKey(a) < rowKey(b) ? -1 : 1))
-  for (const [row, delta] of moves) await bumpCount(port, row, delta)
+  for (const [row, delta] of inLockOrder(moves, ([row]) => row)) await bumpCount(port, row, delta)
 }
 
 /**
@@ -80,9 +84,8 @@ export async function moveCount(port: StorePort, before: CountedRow, after: Coun
 export async function countAsUnassigned(port: StorePort, userId: number, siteId?: number): Promise<void> {
   const { discussionCounts } = port.tables
   const mine = and(eq(discussionCounts.assigneeId, userId), siteId === undefined ? undefined : eq(discussionCounts.siteId, siteId))
-  const rows = await port.locked(port.db.select().from(discussionCounts).where(mine))
-  rows.sort((a, b) => a.siteId - b.siteId || (rowKey({ ...a, assigneeId: NO_ASSIGNEE }) < rowKey({ ...b, assigneeId: NO_ASSIGNEE }) ? -1 : 1))
-  for (const row of rows) await bumpCount(port, { ...row, assigneeId: NO_ASSIGNEE }, row.count)
+  const rows = (await port.locked(port.db.select().from(discussionCounts).where(mine))).map((row) => ({ ...row, assigneeId: NO_ASSIGNEE }))
+  for (const row of inLockOrder(rows, (r) => r)) await bumpCount(port, row, row.count)
   await port.db.delete(discussionCounts).where(mine)
 }
 

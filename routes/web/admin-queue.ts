@@ -1,9 +1,9 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { StoreError } from '../../db/stores/errors.ts'
+import type { StoreError } from '../../db/stores/errors.ts'
 import { MAX_SAVED_BODY, MAX_SAVED_TITLE } from '../../db/stores/saved-replies.ts'
 import { placeholderNames } from '../../lib/team-queue.ts'
 import { sentence } from '../api/discussions/http-errors.ts'
-import { pageData, requireAdministrator, wholeNumber } from './pages.ts'
+import { pageData, refusalOf, requireAdministrator, wholeNumber } from './pages.ts'
 
 // {site_url}/admin/queue: how the site's queue is worked, for its administrators (docs/decisions.md,
 // "The team's queue"): the saved replies every supporter chooses from, and the categories whose new
@@ -16,6 +16,10 @@ const NOTICES: Record<string, string> = {
   removed: 'The saved reply is removed.',
   turns: 'The categories given in turn are saved.',
 }
+
+/** A refusal's status, and how its field is named on the page. */
+const STATUS: Partial<Record<StoreError['code'], number>> = { conflict: 409, not_found: 404, limit: 429, invalid: 400, too_large: 413 }
+const FIELDS: Record<string, string> = { title: 'The title', body: 'The text' }
 
 const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
   const { urls, savedReplies, categories } = fastify
@@ -39,7 +43,7 @@ const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
         placeholders: placeholderNames,
         limits: { title: MAX_SAVED_TITLE, body: MAX_SAVED_BODY },
         values: { title: '', body: '' },
-        notice: typeof done === 'string' ? (NOTICES[done] ?? null) : null,
+        notice: NOTICES[String(done)] ?? null,
         error: null,
         ...extra,
       }),
@@ -49,15 +53,10 @@ const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
 
   /** Runs a change of a saved reply; a refusal of the store is the page again with it, and what was typed. */
   async function saved(request: FastifyRequest, reply: FastifyReply, done: string, work: () => Promise<unknown>) {
-    try {
-      await work()
-      return reply.redirect(`${base(request)}?done=${done}`, 303)
-    } catch (error) {
-      if (!(error instanceof StoreError)) throw error
-      const status = error.code === 'conflict' ? 409 : error.code === 'not_found' ? 404 : error.code === 'limit' ? 429 : 400
-      const words = error.field === 'title' || error.field === 'body' ? `The ${error.field === 'title' ? 'title' : 'text'} ${error.message}` : error.message
-      return queuePage(request, reply, status, { error: sentence(words), values: { title: field(request.body, 'title'), body: field(request.body, 'body') } })
-    }
+    const error = await refusalOf(work, ['invalid', 'not_found', 'limit'])
+    if (!error) return reply.redirect(`${base(request)}?done=${done}`, 303)
+    const words = [FIELDS[String(error.field)], error.message].filter(Boolean).join(' ')
+    return queuePage(request, reply, STATUS[error.code], { error: sentence(words), values: { title: field(request.body, 'title'), body: field(request.body, 'body') } })
   }
 
   fastify.get('/admin/queue', { preHandler: requireAdministrator }, (request, reply) => queuePage(request, reply))
@@ -67,6 +66,7 @@ const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
   )
 
   fastify.post('/admin/queue/replies/:id', action, (request, reply) => {
+    // Not a number: no saved reply has it (0).
     const id = wholeNumber((request.params as { id: string }).id, 12) ?? 0
     const siteId = request.web.site.id
     if (field(request.body, 'remove') === 'yes') return saved(request, reply, 'removed', () => savedReplies.remove(siteId, id))
@@ -75,7 +75,7 @@ const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
 
   // One checkbox per category: those ticked are given in turn, the others not.
   fastify.post('/admin/queue/turns', action, async (request, reply) => {
-    const ticked = new Set(Object.entries((request.body ?? {}) as Record<string, unknown>).filter(([name, value]) => name.startsWith('turn-') && value === 'yes').map(([name]) => name.slice(5)))
+    const ticked = new Set(Object.entries(request.body as Record<string, unknown>).filter(([name, value]) => name.startsWith('turn-') && value === 'yes').map(([name]) => name.slice(5)))
     const site = request.web.site
     for (const category of (await categories.list(site.id, 0, -1)).categories) {
       const on = ticked.has(String(category.id))

@@ -162,6 +162,11 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
   const back = (request: FastifyRequest, reply: FastifyReply, number: number, done: string, anchor = '') =>
     reply.redirect(`${base(request)}/discussions/${number}?done=${done}${anchor}`, 303)
 
+  /** Runs a change of the page's discussion (`change`), then back to it with the message `done`. */
+  async function changed(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, work: () => Promise<unknown>, done: string) {
+    return (await change(request, reply, d, work)) ? back(request, reply, d.number, done) : reply
+  }
+
   // A file of the site's discussions, for its support staff: as the API sends it (routes/api/files.ts).
   fastify.get('/files/:id', { preHandler: requireSupporter }, async (request, reply) => {
     const id = whole((request.params as { id: string }).id)
@@ -213,8 +218,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
     const others = await othersSince(d, Number(whole(body.seen) ?? d.commentsCount), request.web.user!.id)
     if (others.length > 0) {
       await dropUploads(request)
-      const files = request.uploaded?.length ? ' Choose the files again too.' : ''
-      return discussionPage(request, reply, d, { status: 409, error: `${others.join(', ')} wrote since you opened this page: read it above. Your reply was not sent yet: send it again to send it as it is.${files}`, draft: text, internal })
+      return discussionPage(request, reply, d, { status: 409, error: `${others.join(', ')} wrote since you opened this page: read it above. Your reply was not sent yet: send it again to send it as it is (its files, if it had any, chosen again).`, draft: text, internal })
     }
     const resolve = body.then === 'resolve' && !internal
     let number = 0
@@ -229,7 +233,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
   fastify.post('/discussions/:number/act', forms, async (request, reply) => {
     const d = await discussionOf(request, reply)
     if (!d) return reply
-    const { action, confirmed } = (request.body ?? {}) as { action?: unknown; confirmed?: unknown }
+    const { action, confirmed } = request.body as { action?: unknown; confirmed?: unknown }
     if (!actionsFor(d.state).some((a) => a.action === action)) {
       return discussionPage(request, reply, d, { status: 409, error: 'That cannot be done to the discussion as it is now. It may have changed since the page was shown.' })
     }
@@ -237,7 +241,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
     if (action === 'delete' && confirmed !== 'yes') {
       return reply.page('confirm_delete', pageData(request, reply, { title: `Delete “${d.title}”?`, discussion: { number: d.number, title: d.title, href: `${base(request)}/discussions/${d.number}` } }))
     }
-    return (await change(request, reply, d, () => discussions.act(d.siteId, d.number, action as Action))) ? back(request, reply, d.number, action as string) : reply
+    return changed(request, reply, d, () => discussions.act(d.siteId, d.number, action as Action), action as string)
   })
 
   fastify.post('/discussions/:number/category', forms, async (request, reply) => {
@@ -246,7 +250,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
     const categoryId = whole((request.body as { category?: unknown } | undefined)?.category)
     const category = categoryId === undefined ? undefined : await categories.find(d.siteId, categoryId)
     if (!category) return discussionPage(request, reply, d, { status: 400, error: 'Choose one of the categories of this site.' })
-    return (await change(request, reply, d, () => discussions.update(d.siteId, d.number, { categoryId: category.id }))) ? back(request, reply, d.number, 'moved') : reply
+    return changed(request, reply, d, () => discussions.update(d.siteId, d.number, { categoryId: category.id }), 'moved')
   })
 
   // The owner: one of the site's supporters (`me` for the one signed in), or nobody (`none`).
@@ -257,15 +261,15 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
     const me = request.web.user!
     const assigneeId = to === 'me' ? me.id : to === 'none' ? null : whole(to)
     if (assigneeId === undefined) return discussionPage(request, reply, d, { status: 400, error: 'Choose a supporter of this site, or nobody.' })
-    return (await change(request, reply, d, () => discussions.update(d.siteId, d.number, { assigneeId, actor: me }))) ? back(request, reply, d.number, 'assigned') : reply
+    return changed(request, reply, d, () => discussions.update(d.siteId, d.number, { assigneeId, actor: me }), 'assigned')
   })
 
   fastify.post('/discussions/:number/tags', forms, async (request, reply) => {
     const d = await discussionOf(request, reply)
     if (!d) return reply
-    const text = (request.body as { tags?: unknown } | undefined)?.tags
-    const tags = typeof text === 'string' ? splitTags(text) : []
-    return (await change(request, reply, d, () => discussions.update(d.siteId, d.number, { tags }))) ? back(request, reply, d.number, 'tagged') : reply
+    // No field (or not text) is no tags.
+    const tags = splitTags(String((request.body as { tags?: unknown }).tags ?? ''))
+    return changed(request, reply, d, () => discussions.update(d.siteId, d.number, { tags }), 'tagged')
   })
 }
 

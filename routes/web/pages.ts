@@ -27,12 +27,14 @@ export function messageProblem(text: string): string | null {
  * answers (the discussion changed meanwhile: conflict; more files than a message carries:
  * too_large; and the `also` codes the page answers too).
  */
+const ANSWERED: Array<StoreError['code']> = ['conflict', 'too_large']
+
 export async function refusalOf(work: () => Promise<unknown>, also: Array<StoreError['code']> = []): Promise<StoreError | null> {
   try {
     await work()
     return null
   } catch (error) {
-    if (!(error instanceof StoreError) || (error.code !== 'conflict' && error.code !== 'too_large' && !also.includes(error.code))) throw error
+    if (!(error instanceof StoreError) || ![...ANSWERED, ...also].includes(error.code)) throw error
     return error
   }
 }

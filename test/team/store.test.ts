@@ -181,6 +181,8 @@ t.test('notifications are queued with their cause, to those who chose them, neve
   t.equal((await queued()).length, before, 'his own note is not mailed to him')
   await app.discussions.reply({ siteId, number: d.number, body: 'It is still burning.', internal: false, supporterId: ann.user.id, onBehalfOf: { email: 'carol@customer.example' }, via: 'api' })
   t.match((await queued()).at(-1), { to: 'bob@example.test', subject: '[Site demo] Reply on #1: Printer on fire', text: /Carol Customer replied on a discussion you own:[\s\S]*still burning/ })
+  await open('é'.repeat(3000))
+  t.match((await queued()).at(-1)!.text, /^Carol Customer started a discussion on Site demo:\n\nAbout é{1994}…$/, 'a long text quoted in part')
   await app.users.setNotifications(siteId, bob.user.id, { newDiscussions: false, owned: false })
   const quiet = (await queued()).length
   await app.discussions.reply({ siteId, number: d.number, body: 'Still?', internal: false, supporterId: ann.user.id, onBehalfOf: { email: 'carol@customer.example' }, via: 'api' })
@@ -190,6 +192,15 @@ t.test('notifications are queued with their cause, to those who chose them, neve
   await app.users.setDisabled(bob.user.email, true)
   await open('Third')
   t.equal((await queued()).length, quiet, 'nothing to a switched-off account')
+})
+
+t.test('saved replies: at most 200 a site, a change to none is refused', async (t) => {
+  const { app, siteId } = await team(t)
+  for (let i = 0; i < 200; i++) await app.savedReplies.add(siteId, { title: `Reply ${i}`, body: 'x' })
+  await t.rejects(app.savedReplies.add(siteId, { title: 'One more', body: 'x' }), { code: 'limit' })
+  await t.rejects(app.savedReplies.update(siteId, 999_999, { body: 'y' }), { code: 'not_found' })
+  await t.rejects(app.savedReplies.remove(siteId, 999_999), { code: 'not_found' })
+  t.equal((await app.savedReplies.list(siteId)).length, 200)
 })
 
 t.test('Send and resolve: the reply and the state in one transaction', async (t) => {
