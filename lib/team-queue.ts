@@ -61,5 +61,6 @@ export const placeholderNames = Object.keys(PLACEHOLDERS).map((name) => `{{${nam
  * know is left as it is written, so a typo shows in the reply form instead of vanishing.
  */
 export function fillSavedReply(body: string, context: ReplyContext): string {
-  return body.replace(/\{\{\s*([a-z_.]+)\s*\}\}/g, (whole, name: string) => PLACEHOLDERS[name]?.(context) ?? whole)
+  // Its own names only: `{{__proto__}}` or `{{constructor}}` are left as written too.
+  return body.replace(/\{\{\s*([a-z_.]+)\s*\}\}/g, (whole, name: string) => (Object.hasOwn(PLACEHOLDERS, name) ? PLACEHOLDERS[name]!(context) : whole))
 }

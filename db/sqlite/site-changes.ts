@@ -24,12 +24,17 @@ export function sqliteSiteChanges(db: Db, everyMs = SITE_CHANGES_EVERY_MS): Site
     if (db.$client.inTransaction || !db.$client.open) return
     const now = readCache(db).stamp()
     if (now === stamp) return
-    stamp = now
-    for (const siteId of watchers.sites()) {
-      const version = versionOf.get(siteId)
-      if (version === seen.get(siteId)) continue
-      seen.set(siteId, version)
-      watchers.fire(siteId)
+    try {
+      for (const siteId of watchers.sites()) {
+        const version = versionOf.get(siteId)
+        if (version === seen.get(siteId)) continue
+        seen.set(siteId, version)
+        watchers.fire(siteId)
+      }
+      stamp = now
+    } catch {
+      // A read refused for a moment (the file busy past the timeout, an I/O error): the next turn
+      // reads again; a live page meanwhile shows what it showed, as a page without the stream does.
     }
   }
 

@@ -1,23 +1,29 @@
 import { and, asc, eq, gt, inArray, sql } from '../drizzle.ts'
 import type { StorePort } from '../port.ts'
-import { countAsUnassigned } from './discussion-counts.ts'
+import { moveCounts, NO_ASSIGNEE } from './discussion-counts.ts'
 import { StoreError } from './errors.ts'
 import { STAFF_ROLE } from './staff.ts'
 
 // Who owns a discussion (docs/decisions.md, "The team's queue"): at most one supporter of its site,
 // one who can still sign in. Someone who leaves the staff (or whose account is switched off) owns
-// nothing any more: their discussions are unassigned in the same transaction.
+// nothing any more: their discussions are unassigned in the same transaction. The owner's
+// membership and account are read under a row lock (on PostgreSQL), so a supporter being taken off
+// the staff meanwhile either waits for the assignment to commit (and then lets go of it too) or
+// commits first (and the assignment, reading them again, is refused).
 
 /** The owner named by a change, checked in its transaction: a supporter of the site whose account is on. */
 export async function checkAssignee(port: StorePort, siteId: number, userId: number): Promise<{ id: number; name: string }> {
   const { memberships, users } = port.tables
   const p = sql.placeholder
   const read = port.prepared('assignment_staff_member', (db) =>
-    db
-      .select({ id: users.id, name: users.name })
-      .from(memberships)
-      .innerJoin(users, eq(users.id, memberships.userId))
-      .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.userId, port.wide(p('userId'))), eq(memberships.role, STAFF_ROLE), eq(users.disabled, false)))
+    port
+      .locked(
+        db
+          .select({ id: users.id, name: users.name })
+          .from(memberships)
+          .innerJoin(users, eq(users.id, memberships.userId))
+          .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.userId, port.wide(p('userId'))), eq(memberships.role, STAFF_ROLE), eq(users.disabled, false))),
+      )
       .prepare('assignment_staff_member'),
   )
   const [member] = await read.execute({ siteId, userId })
@@ -35,13 +41,16 @@ export async function nextInTurn(port: StorePort, siteId: number, category: { id
   const { categories, memberships, users } = port.tables
   const p = sql.placeholder
   const read = port.prepared('assignment_next_in_turn', (db) =>
-    db
-      .select({ id: users.id })
-      .from(memberships)
-      .innerJoin(users, eq(users.id, memberships.userId))
-      .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.role, STAFF_ROLE), eq(users.disabled, false), gt(users.id, p('after'))))
-      .orderBy(asc(users.id))
-      .limit(1)
+    port
+      .locked(
+        db
+          .select({ id: users.id })
+          .from(memberships)
+          .innerJoin(users, eq(users.id, memberships.userId))
+          .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.role, STAFF_ROLE), eq(users.disabled, false), gt(users.id, p('after'))))
+          .orderBy(asc(users.id))
+          .limit(1),
+      )
       .prepare('assignment_next_in_turn'),
   )
   let [next] = await read.execute({ siteId, after: category.lastAssigneeId ?? 0 })
@@ -62,9 +71,11 @@ export async function unassignEverything(port: StorePort, userId: number, siteId
     .update(discussions)
     .set({ assigneeId: null, version: sql`${discussions.version} + 1` })
     .where(theirs)
-    .returning({ siteId: discussions.siteId })
+    .returning({ siteId: discussions.siteId, categoryId: discussions.categoryId, state: discussions.state, public: discussions.public })
   if (changed.length === 0) return 0
-  await countAsUnassigned(port, userId, siteId)
+  // The counts of exactly the rows this statement changed (a discussion given to them meanwhile
+  // committed before it, or waits on their membership's lock and is then refused).
+  await moveCounts(port, changed.map((d) => ({ before: { ...d, assigneeId: userId }, after: { ...d, assigneeId: NO_ASSIGNEE } })))
   const touched = [...new Set(changed.map((d) => d.siteId))]
   await port.db.update(sites).set({ version: sql`${sites.version} + 1` }).where(inArray(sites.id, touched))
   return changed.length

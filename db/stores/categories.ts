@@ -104,6 +104,8 @@ export function createCategoryStore(port: StorePort, clock: Clock) {
      */
     setRoundRobin(siteId: number, id: number, on: boolean): Promise<Category | undefined> {
       return port.atomic(async (tx) => {
+        // The site first, as a create takes it before it moves the category's turn: one lock order.
+        await lockSite(tx, siteId)
         const [changed] = await tx.db
           .update(categories)
           .set({ roundRobin: on })

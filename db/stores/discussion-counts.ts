@@ -78,15 +78,21 @@ export async function moveCount(port: StorePort, before: CountedRow, after: Coun
 }
 
 /**
- * The discussions `userId` owns on `siteId` (every site of theirs without one) counted as nobody's,
- * in the transaction that unassigns them: a handful of count rows, in their lock order.
+ * Discussions that were `before` and are now `after` (the same site and state, another owner),
+ * counted again in the transaction that changed them: each kind of them moved once, by how many
+ * there are, every count row bumped in the lock order (rowKey) the other writes take.
  */
-export async function countAsUnassigned(port: StorePort, userId: number, siteId?: number): Promise<void> {
-  const { discussionCounts } = port.tables
-  const mine = and(eq(discussionCounts.assigneeId, userId), siteId === undefined ? undefined : eq(discussionCounts.siteId, siteId))
-  const rows = (await port.locked(port.db.select().from(discussionCounts).where(mine))).map((row) => ({ ...row, assigneeId: NO_ASSIGNEE }))
-  for (const row of inLockOrder(rows, (r) => r)) await bumpCount(port, row, row.count)
-  await port.db.delete(discussionCounts).where(mine)
+export async function moveCounts(port: StorePort, moved: Array<{ before: CountedRow; after: CountedRow }>): Promise<void> {
+  const deltas = new Map<string, { row: CountedRow; delta: number }>()
+  const add = (row: CountedRow, delta: number) => {
+    const key = rowKey(row)
+    deltas.set(key, { row, delta: (deltas.get(key)?.delta ?? 0) + delta })
+  }
+  for (const { before, after } of moved) {
+    add(before, -1)
+    add(after, 1)
+  }
+  for (const { row, delta } of inLockOrder([...deltas.values()], (d) => d.row)) await bumpCount(port, row, delta)
 }
 
 /** The sums of the counts, one store for both engines (db/port.ts). */

@@ -22,10 +22,7 @@ const liveRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.get('/live', { preHandler: requireSupporter }, async (request, reply) => {
     const { site } = request.web
-    reply.hijack()
     const stream = reply.raw
-    stream.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', 'x-content-type-options': 'nosniff' })
-    stream.write('retry: 2000\n\n')
     // Nothing is written once the stream is ended (by the server's close): a write after the end would be an error.
     const send = (text: string) => void (stream.writableEnded || stream.write(text))
     let pending: NodeJS.Timeout | undefined
@@ -35,7 +32,11 @@ const liveRoutes: FastifyPluginAsync = async (fastify) => {
         send('event: change\ndata: {}\n\n')
       }, LIVE_COALESCE_MS)
     }
+    // Watching first: should it fail, the answer is still Fastify's to give (a 500), not a stream left open.
     const stop = fastify.database.siteChanges.watch(site.id, tell)
+    reply.hijack()
+    stream.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', 'x-content-type-options': 'nosniff' })
+    stream.write('retry: 2000\n\n')
     const heartbeat = setInterval(send, LIVE_HEARTBEAT_MS, ': still here\n\n')
     streams.add(stream)
     stream.on('close', () => {

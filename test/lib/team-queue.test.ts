@@ -42,6 +42,7 @@ t.test('a saved reply filled in: every placeholder, spaces inside the braces, th
   const context = { customerName: 'Carol  Ann Customer', supporterName: 'Bob', siteName: 'Acme', number: 42 }
   t.equal(fillSavedReply('Hi {{customer.first_name}} ({{ customer.name }}), {{supporter.name}} of {{site.name}} on #{{discussion.number}}.', context), 'Hi Carol (Carol  Ann Customer), Bob of Acme on #42.')
   t.equal(fillSavedReply('{{customer.email}} {{nope}} {{customer.name', context), '{{customer.email}} {{nope}} {{customer.name', 'what it does not know stays, to be seen before sending')
+  t.equal(fillSavedReply('{{__proto__}} {{constructor}} {{tostring}} {{hasownproperty}}', context), '{{__proto__}} {{constructor}} {{tostring}} {{hasownproperty}}', "an object's own names are no placeholders")
   t.equal(fillSavedReply('{{customer.name}}', { ...context, customerName: '{{supporter.name}}' }), '{{supporter.name}}', 'a name that looks like a placeholder is not filled again')
   t.equal(fillSavedReply('Hi {{customer.first_name}}', { ...context, customerName: '' }), 'Hi ', 'a customer without a name')
   t.same(placeholderNames, ['{{customer.name}}', '{{customer.first_name}}', '{{supporter.name}}', '{{site.name}}', '{{discussion.number}}'])

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
-import { buildTestApp, V1 } from '../fixtures/app.ts'
+import { buildTestApp, sqliteOf, V1 } from '../fixtures/app.ts'
 import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { bannerToken, freePort, startServer, type RunningServer } from '../fixtures/server.ts'
 import { BROWSER_ACCEPT, personWithPassword, webClient } from '../fixtures/web.ts'
@@ -124,6 +124,21 @@ t.test('a change made by another app on the same database is told (the file or t
   const started = Date.now()
   await one.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'From the other app', body: 'x', supporterId: ann.user.id, via: 'api' })
   t.ok(await until(() => stream.events.length === 1, 2000), `told within two seconds (${Date.now() - started} ms)`)
+})
+
+t.test('SQLite: a read of the versions refused for a moment is tried again, never thrown', { skip: TEST_ENGINE !== 'sqlite' && 'the SQLite poller' }, async (t) => {
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const { app } = await buildTestApp(t, { config: { baseUrl: base, siteUrl: `${base}/{site}` } })
+  await app.listen({ port, host: '127.0.0.1' })
+  const { ann, general, stream } = await annListening(t, app, base)
+  // The sites' table gone for a while: every read of a version fails meanwhile.
+  const client = sqliteOf(app).$client
+  client.exec('ALTER TABLE sites RENAME TO sites_away')
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  client.exec('ALTER TABLE sites_away RENAME TO sites')
+  await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'After', body: 'x', supporterId: ann.user.id, via: 'api' })
+  t.ok(await until(() => stream.events.length === 1, 2000), 'the next change is told')
 })
 
 // The issue's own test: two service processes on one PostgreSQL database; a change through one is
