@@ -22,6 +22,9 @@ export interface PageRow {
   comments_count: number
   author_email: string
   author_name: string
+  assignee_id: number | null
+  assignee_name: string | null
+  tags: string
 }
 
 /** A moment in ISO 8601, UTC, to the second: 2026-03-01T12:00:00Z. */
@@ -67,6 +70,9 @@ const discussionSchema = object({
   toggle_href: str,
   restore_href: str,
   change_category_href: str,
+  assignee: { anyOf: [object({ id: int, name: str }), { type: 'null' }] },
+  assign_href: str,
+  tags: { type: 'array', items: str },
 })
 export const listingSchema = object({ offset: int, total: int, per_page: int, discussions: { type: 'array', items: discussionSchema } })
 export const siteSchema = object({
@@ -138,6 +144,9 @@ export function discussionJson(row: PageRow, a: Addresses) {
     toggle_href: `${href}/toggle`,
     restore_href: `${href}/restore`,
     change_category_href: `${href}/change_category`,
+    assignee: row.assignee_id === null ? null : { id: row.assignee_id, name: row.assignee_name ?? '' },
+    assign_href: `${href}/assign`,
+    tags: row.tags === '' ? [] : row.tags.split(' '),
   }
 }
 

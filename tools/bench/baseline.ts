@@ -48,7 +48,8 @@ const liveTotal = db.prepare<[number], { n: number }>("SELECT coalesce(sum(count
 const livePage = db.prepare<[number, number, number], PageRow>(`
   SELECT d.number, d.title, d.permalink, d.state, d.public, d.author_id, d.category_id,
          d.created_at, d.updated_at, d.last_updated_at, d.comments_count,
-         u.email AS author_email, u.name AS author_name
+         u.email AS author_email, u.name AS author_name,
+         d.assignee_id, (SELECT name FROM users a WHERE a.id = d.assignee_id) AS assignee_name, d.tags
   FROM discussions d JOIN users u ON u.id = d.author_id
   WHERE d.id IN (
     SELECT id FROM discussions
