@@ -16,6 +16,18 @@ export const SCOPE_STATES = { live: ['new', 'open', 'resolved'], todo: ['new', '
 /** How the counts name a discussion nobody owns. */
 export const NO_ASSIGNEE = 0
 
+/** Whether a discussion in `state` is in the scope. */
+export function inStateScope(scope: StateScope, state: DiscussionState): boolean {
+  return scope === 'live' || scope === 'todo' ? (SCOPE_STATES[scope] as readonly DiscussionState[]).includes(state) : state === scope
+}
+
+/** How many discussions a site has in one state with one owner (NO_ASSIGNEE: nobody). */
+export interface OwnedCount {
+  state: DiscussionState
+  assigneeId: number
+  n: number
+}
+
 export interface CountScope {
   siteId: number
   state: StateScope
@@ -123,6 +135,17 @@ export function createDiscussionCounts(port: StorePort) {
     return statement
   }
 
+  // The queue's tabs: every state and owner of the site (or of one category), in one read of a few
+  // rows (4 states x the owners), summed in memory for each tab.
+  const byOwner = (category: boolean) =>
+    db
+      .select({ state: discussionCounts.state, assigneeId: discussionCounts.assigneeId, n: sql<number>`CAST(sum(${discussionCounts.count}) AS integer)` })
+      .from(discussionCounts)
+      .where(and(eq(discussionCounts.siteId, p('siteId')), category ? eq(discussionCounts.categoryId, port.wide(p('categoryId'))) : undefined))
+      .groupBy(discussionCounts.state, discussionCounts.assigneeId)
+      .prepare(`discussion_counts_by_owner_${category ? 1 : 0}`)
+  const byOwnerStatements = [byOwner(false), byOwner(true)]
+
   const byCategoryStatement = db
     .select({ categoryId: discussionCounts.categoryId, state: discussionCounts.state, n: sql<number>`CAST(sum(${discussionCounts.count}) AS integer)` })
     .from(discussionCounts)
@@ -147,6 +170,11 @@ export function createDiscussionCounts(port: StorePort) {
         assignee: scope.assignee,
       })
       return row.n
+    },
+
+    /** How many discussions the site (or one category of it) has in each state, by owner. */
+    byStateAndOwner(siteId: number, categoryId?: number): Promise<OwnedCount[]> {
+      return byOwnerStatements[categoryId === undefined ? 0 : 1]!.execute({ siteId, categoryId })
     },
 
     /** For each category of the site that has discussions, how many it has in each state. */

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { Category } from '../../db/stores/categories.ts'
-import { NO_ASSIGNEE, type StateScope } from '../../db/stores/discussion-counts.ts'
+import { inStateScope, NO_ASSIGNEE, type StateScope } from '../../db/stores/discussion-counts.ts'
 import type { DiscussionRow } from '../../db/stores/discussion-listing.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
@@ -126,12 +126,15 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
       offset: (page - 1) * QUEUE_PAGE,
       limit: QUEUE_PAGE,
     })
-    // The tabs' counts are kept, not counted (db/stores/discussion-counts.ts): the states' for the
-    // owner shown, the owners' for the state shown.
-    const [stateCounts, ownerCounts] = await Promise.all([
-      Promise.all(TABS.map((t) => discussions.counts.total({ ...scope, state: t.scope, assignee: assigneeOf(owner.owner, user!.id) }))),
-      Promise.all(OWNERS.map((o) => discussions.counts.total({ ...scope, state: tab.scope, assignee: assigneeOf(o.owner, user!.id) }))),
-    ])
+    // The tabs' counts are kept, not counted (db/stores/discussion-counts.ts), read in one go: the
+    // states' for the owner shown, the owners' for the state shown.
+    const owned = await discussions.counts.byStateAndOwner(site.id, category?.id)
+    const sum = (scope: StateScope, o: Owner) => {
+      const assignee = assigneeOf(o, user!.id)
+      return owned.reduce((n, c) => (inStateScope(scope, c.state) && (assignee === undefined || c.assigneeId === assignee) ? n + c.n : n), 0)
+    }
+    const stateCounts = TABS.map((t) => sum(t.scope, owner.owner))
+    const ownerCounts = OWNERS.map((o) => sum(tab.scope, o.owner))
     const names = new Map(all.map((c) => [c.id, c.name]))
     const kept = { state: tab === TABS[0] ? undefined : tab.scope, owner: owner === OWNERS[2] ? undefined : owner.owner, category: category?.id, q: title, tag }
     const filters = (changes: Record<string, string | number | undefined>) => `${base(request)}/discussions${queryString({ ...kept, ...changes })}`
