@@ -77,7 +77,7 @@ export const memberships = pgTable(
     notifyNew: pgBoolean('notify_new').notNull().default(false),
     notifyOwned: pgBoolean('notify_owned').notNull().default(true),
   },
-  (t) => [pgPrimaryKey({ columns: [t.siteId, t.userId] }), pgIndex('memberships_user_idx').on(t.userId)],
+  (t) => [pgPrimaryKey({ columns: [t.siteId, t.userId] }), pgIndex('memberships_user_idx').on(t.userId), pgIndex('memberships_site_role_idx').on(t.siteId, t.role, t.userId)],
 )
 
 export const personalTokens = pgTable(

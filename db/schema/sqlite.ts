@@ -90,7 +90,13 @@ export const memberships = sqliteTable(
     notifyNew: integer('notify_new', { mode: 'boolean' }).notNull().default(false),
     notifyOwned: integer('notify_owned', { mode: 'boolean' }).notNull().default(true),
   },
-  (t) => [primaryKey({ columns: [t.siteId, t.userId] }), index('memberships_user_idx').on(t.userId)],
+  (t) => [
+    primaryKey({ columns: [t.siteId, t.userId] }),
+    index('memberships_user_idx').on(t.userId),
+    // A site's staff among its members (thousands of customers each): who is told of a new
+    // discussion, whose turn it is, who may own one.
+    index('memberships_site_role_idx').on(t.siteId, t.role, t.userId),
+  ],
 )
 
 export const personalTokens = sqliteTable(

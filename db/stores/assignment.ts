@@ -47,8 +47,9 @@ export async function nextInTurn(port: StorePort, siteId: number, category: { id
           .select({ id: users.id })
           .from(memberships)
           .innerJoin(users, eq(users.id, memberships.userId))
-          .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.role, STAFF_ROLE), eq(users.disabled, false), gt(users.id, p('after'))))
-          .orderBy(asc(users.id))
+          // By the membership's user id: the staff index (site, role, user) reads them in order.
+          .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.role, STAFF_ROLE), eq(users.disabled, false), gt(memberships.userId, p('after'))))
+          .orderBy(asc(memberships.userId))
           .limit(1),
       )
       .prepare('assignment_next_in_turn'),

@@ -1,0 +1,1 @@
+CREATE INDEX "memberships_site_role_idx" ON "memberships" USING btree ("site_id","role","user_id");
