@@ -1,0 +1,59 @@
+import t from 'tap'
+import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
+import { basic, inDays, legacyTokenOf, makeMultipass } from '../fixtures/credentials.ts'
+import { oauthTokens } from '../fixtures/oauth.ts'
+import { personWithPassword } from '../fixtures/web.ts'
+
+// Who writes a site's saved replies and sets its categories' turns: its administrators, through
+// every door of the API, and no one else through any (routes/api/saved-replies.ts,
+// routes/api/discussions/categories.ts). The pages' door is test/team/pages.test.ts
+// (Administration → Queue refuses a supporter, 403); MCP offers only the reading of saved replies
+// (list_saved_replies, test/team/api.test.ts), and an assistant's OAuth token is the OAuth door
+// below; the command line has no command for either.
+
+const json = (headers: Record<string, string>) => ({ ...headers, accept: V1, 'content-type': 'application/json' })
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
+t.test('every door of the API asks the administrator rule of the queue: a supporter refused through each, an administrator let through', async (t) => {
+  const { app } = await buildTestApp(t)
+  const { person: oauthPerson, tokens } = await oauthTokens(app)
+  const site = oauthPerson.site
+  const general = await app.categories.add(site.id, 'General', true)
+  const sam = await personWithPassword(app)
+  const ada = await personWithPassword(app)
+  await app.users.setAdministrator(site.id, ada.user.id, true)
+  const doors = async (person: { email: string; password: string; user: { id: number } }) => ({
+    'personal token': bearer((await supporterWithToken(app, { email: person.email })).value),
+    'legacy token': { 'x-service-auth': (await legacyTokenOf(app, person.user.id)).value },
+    Basic: basic(person.email, person.password),
+    multipass: { 'x-multipass': makeMultipass({ email: person.email, expires: inDays(app, 1) }, site.multipassKey, 'demo') },
+  })
+  let n = 0
+  const ask = (headers: Record<string, string>) => ({
+    read: () => app.inject({ url: '/demo/saved_replies', headers: { ...headers, accept: V1 } }),
+    add: () => app.inject({ method: 'POST', url: '/demo/saved_replies', headers: json(headers), payload: { title: `Reply ${++n}`, body: 'Hello {{customer.name}}.' } }),
+    turns: () => app.inject({ method: 'PATCH', url: `/demo/categories/${general.id}`, headers: json(headers), payload: { round_robin: true } }),
+  })
+
+  // The supporter, through each door: reads (they choose from them), writes nothing.
+  const samDoors: Record<string, Record<string, string>> = { ...(await doors(sam)), 'OAuth (an application)': bearer(tokens.access_token) }
+  for (const [door, headers] of Object.entries(samDoors)) {
+    t.equal((await ask(headers).read()).statusCode, 200, `a supporter, ${door}: reads them`)
+    t.equal((await ask(headers).add()).statusCode, 403, `a supporter, ${door}: adds none`)
+    t.equal((await ask(headers).turns()).statusCode, 403, `a supporter, ${door}: sets no turns`)
+  }
+  t.same(await app.savedReplies.list(site.id), [])
+  t.equal((await app.categories.find(site.id, general.id))!.roundRobin, false)
+
+  // The administrator, through each door: writes.
+  const adaDoors = await doors(ada)
+  for (const [door, headers] of Object.entries(adaDoors)) {
+    t.equal((await ask(headers).add()).statusCode, 201, `an administrator, ${door}: adds one`)
+    t.equal((await ask(headers).turns()).statusCode, 200, `an administrator, ${door}: sets the turns`)
+  }
+  await app.users.setAdministrator(site.id, oauthPerson.user.id, true)
+  t.equal((await ask(bearer(tokens.access_token)).add()).statusCode, 201, "an administrator's application adds one")
+  const readOnly = await supporterWithToken(app, { email: ada.email, access: 'read' })
+  t.equal((await ask(bearer(readOnly.value)).add()).statusCode, 403, 'nor a Read only token of an administrator')
+  t.equal((await app.savedReplies.list(site.id)).length, 5)
+})
