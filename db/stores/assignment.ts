@@ -11,8 +11,8 @@ import { STAFF_ROLE } from './staff.ts'
 // the staff meanwhile either waits for the assignment to commit (and then lets go of it too) or
 // commits first (and the assignment, reading them again, is refused).
 
-/** The owner named by a change, checked in its transaction: a supporter of the site whose account is on. */
-export async function checkAssignee(port: StorePort, siteId: number, userId: number): Promise<{ id: number; name: string }> {
+/** The owner named by a change (in the request's `field`), checked in its transaction: a supporter of the site whose account is on. */
+export async function checkAssignee(port: StorePort, siteId: number, userId: number, field: string): Promise<{ id: number; name: string }> {
   const { memberships, users } = port.tables
   const p = sql.placeholder
   const read = port.prepared('assignment_staff_member', (db) =>
@@ -27,7 +27,7 @@ export async function checkAssignee(port: StorePort, siteId: number, userId: num
       .prepare('assignment_staff_member'),
   )
   const [member] = await read.execute({ siteId, userId })
-  if (!member) throw new StoreError(`is ${userId}, who is not support staff of this site`, 'invalid', 'assignee')
+  if (!member) throw new StoreError(`is ${userId}, who is not support staff of this site`, 'invalid', field)
   return member
 }
 

@@ -427,18 +427,22 @@ export function createDiscussionStore(
       })
     },
 
-    /** Title, visibility, category, owner and tags; a deleted discussion must be restored first. */
-    update(siteId: number, number: number, changes: DiscussionChanges, categoryField = 'category', expected?: Expected): Promise<DiscussionRow> {
+    /**
+     * Title, visibility, category, owner and tags; a deleted discussion must be restored first. A
+     * category or owner that cannot be is refused (invalid) naming the field as the request named
+     * it (`fields`; `category` and `assignee` by default).
+     */
+    update(siteId: number, number: number, changes: DiscussionChanges, fields: { category?: string; assignee?: string } = {}, expected?: Expected): Promise<DiscussionRow> {
       return change(siteId, number, async (tx, d) => {
         refuseDeleted(d)
-        if (changes.categoryId !== undefined) await checkCategory(tx, siteId, changes.categoryId, categoryField)
+        if (changes.categoryId !== undefined) await checkCategory(tx, siteId, changes.categoryId, fields.category ?? 'category')
         const title = changes.title?.trim()
         const next: Partial<DiscussionRow> = {}
         if (title !== undefined && title !== d.title) Object.assign(next, { title, permalink: slugify(title, 'discussion') })
         if (changes.public !== undefined && changes.public !== d.public) next.public = changes.public
         if (changes.categoryId !== undefined && changes.categoryId !== d.categoryId) next.categoryId = changes.categoryId
         if (changes.assigneeId !== undefined && changes.assigneeId !== d.assigneeId) {
-          const owner = changes.assigneeId === null ? null : await checkAssignee(tx, siteId, changes.assigneeId)
+          const owner = changes.assigneeId === null ? null : await checkAssignee(tx, siteId, changes.assigneeId, fields.assignee ?? 'assignee')
           Object.assign(next, { assigneeId: owner?.id ?? null, assigneeName: owner?.name ?? null })
           if (owner) await notifyAssigned(tx, clock, { siteId, number, title: d.title, ownerId: owner.id, actorId: changes.actor?.id ?? null, actorName: changes.actor?.name ?? null })
         }

@@ -6,9 +6,8 @@ import { MAX_SAVED_BODY, MAX_SAVED_TITLE } from '../../db/stores/saved-replies.t
 import { fillSavedReply } from '../../lib/team-queue.ts'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
 import { moment } from './discussions/views.ts'
-import { httpError, notFound } from './discussions/http-errors.ts'
-import { administratorsOnly } from './administrators-only.ts'
-import { strictValidatorCompiler } from '../../plugins/http/validation.ts'
+import { notFound } from './discussions/http-errors.ts'
+import { administratorsOnly, answeredAsDiscussions } from './administrators-only.ts'
 
 // A site's saved replies through the API (docs/decisions.md, "The team's queue"): read by its
 // support staff, each with its text filled in for a discussion when one is named (`?discussion=`),
@@ -55,9 +54,6 @@ export async function filledFor(fastify: FastifyInstance, site: { id: number; na
 }
 
 const readRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
-  fastify.setErrorHandler((error) => {
-    throw httpError(error)
-  })
   fastify.get(
     '/:site/saved_replies',
     { schema: { tags, operationId: 'listSavedReplies', summary: "The site's saved replies, by title", params: SiteParams, querystring: ForDiscussion, response: { 200: SavedReplyListing, ...errors } } },
@@ -78,7 +74,7 @@ const readRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
 }
 
 const writeRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
-  administratorsOnly(fastify, 'its saved replies', { strict: true })
+  administratorsOnly(fastify, 'its saved replies')
   fastify.post(
     '/:site/saved_replies',
     { schema: { tags, operationId: 'addSavedReply', summary: 'A new saved reply (administrators)', params: SiteParams, body: NewSavedReply, response: { 201: SavedReplyResource, ...errors, 409: ErrorBody, 429: ErrorBody } } },
@@ -104,7 +100,7 @@ const writeRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
 
 /** GET for the support staff; POST, PATCH and DELETE for the administrators. */
 const savedReplyRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
-  fastify.setValidatorCompiler(strictValidatorCompiler)
+  answeredAsDiscussions(fastify)
   await fastify.register(readRoutes)
   await fastify.register(writeRoutes)
 }

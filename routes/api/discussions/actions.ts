@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Action } from '../../../db/stores/discussions.ts'
-import { StoreError } from '../../../db/stores/errors.ts'
 import { expectedVersion, type DiscussionContext } from './context.ts'
 import { AssignQuery, ChangeCategoryQuery, Discussion, errorResponses, NumberParams } from './schemas.ts'
 
@@ -45,7 +44,7 @@ const actionRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastif
     },
     async (request) => {
       const { site } = request.auth!
-      const changed = await discussions.update(site.id, request.params.number, { categoryId: request.query.to }, 'to', expectedVersion(request))
+      const changed = await discussions.update(site.id, request.params.number, { categoryId: request.query.to }, { category: 'to' }, expectedVersion(request))
       return views.discussion(site.permalink, changed)
     },
   )
@@ -65,13 +64,7 @@ const actionRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastif
     async (request) => {
       const { site, user } = request.auth!
       const changes = { assigneeId: assigneeOf(request.query.to, user.id), actor: user }
-      try {
-        return views.discussion(site.permalink, await discussions.update(site.id, request.params.number, changes, 'to', expectedVersion(request)))
-      } catch (error) {
-        // The owner is named by `to` here.
-        if (error instanceof StoreError && error.field === 'assignee') throw new StoreError(error.message, error.code, 'to')
-        throw error
-      }
+      return views.discussion(site.permalink, await discussions.update(site.id, request.params.number, changes, { assignee: 'to' }, expectedVersion(request)))
     },
   )
 }

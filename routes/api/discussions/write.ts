@@ -114,7 +114,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
         throw new InvalidRequest([{ field: WHOLE_BODY, problem: 'names nothing to change: send title, public, category, assignee or tags' }])
       }
       const changes = { title, public: isPublic, categoryId: category, assigneeId: assignee, tags, actor: user }
-      const changed = await discussions.update(site.id, request.params.number, changes, 'category', expectedVersion(request))
+      const changed = await discussions.update(site.id, request.params.number, changes, {}, expectedVersion(request))
       return views.discussion(site.permalink, changed)
     },
   )

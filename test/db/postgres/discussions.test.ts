@@ -169,7 +169,7 @@ async function script(engine: Engine): Promise<Log> {
   // Changes.
   const update = (label: string, number: number, changes: Parameters<typeof discussions.update>[2], field?: string) => {
     tick()
-    return note(log, `update ${label}`, () => discussions.update(site.id, number, changes, field))
+    return note(log, `update ${label}`, () => discussions.update(site.id, number, changes, { category: field }))
   }
   await update('title', 1, { title: '  A new title  ' })
   await update('same title', 1, { title: 'A new title' })
