@@ -1,6 +1,6 @@
 import t from 'tap'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
-import { basic, inDays, legacyTokenOf, makeMultipass } from '../fixtures/credentials.ts'
+import { apiDoors } from '../fixtures/doors.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
@@ -22,12 +22,7 @@ t.test('every door of the API asks the administrator rule of the queue: a suppor
   const sam = await personWithPassword(app)
   const ada = await personWithPassword(app)
   await app.users.setAdministrator(site.id, ada.user.id, true)
-  const doors = async (person: { email: string; password: string; user: { id: number } }) => ({
-    'personal token': bearer((await supporterWithToken(app, { email: person.email })).value),
-    'legacy token': { 'x-service-auth': (await legacyTokenOf(app, person.user.id)).value },
-    Basic: basic(person.email, person.password),
-    multipass: { 'x-multipass': makeMultipass({ email: person.email, expires: inDays(app, 1) }, site.multipassKey, 'demo') },
-  })
+  const doors = (person: { email: string; password: string; user: { id: number } }) => apiDoors(app, site, person)
   let n = 0
   const ask = (headers: Record<string, string>) => ({
     read: () => app.inject({ url: '/demo/saved_replies', headers: { ...headers, accept: V1 } }),
