@@ -28,12 +28,32 @@ const seconds = (since) => `${((Date.now() - since) / 1000).toFixed(0)} s`
 
 const durations = { sqlite: {}, postgres: {} }
 
+// What failed, said again at the very end of the output: a CI log kept only by its tail (the
+// tracker's) shows the coverage table and these, not the failing line thousands of lines up.
+const failures = []
+
+/** The failed assertions of this pass's files, each with its file and the lines of its report after it (its diagnostics). */
+function failuresOf(engine, files, started) {
+  const found = []
+  for (const file of files) {
+    const result = join(ROOT, '.tap', 'test-results', `${file}.tap`)
+    if (!existsSync(result) || statSync(result).mtimeMs < started) continue
+    const lines = readFileSync(result, 'utf8').split('\n')
+    lines.forEach((line, i) => {
+      if (!/^\s*not ok /.test(line) || /# (TODO|SKIP)/.test(line)) return
+      found.push(`[${engine}] ${file}: ${line.trim()}\n${lines.slice(i + 1, i + 21).filter((l) => /^\s+\S/.test(l) && !/^\s*(ok|not ok) /.test(l)).join('\n')}`)
+    })
+  }
+  return found
+}
+
 function tap(engine, files, extra) {
   console.log(`\n== the suite on ${engine} (Node ${process.version}): ${files.length} files`)
   const started = Date.now()
   const env = { ...process.env, SERVICE_TEST_ENGINE: engine }
   const run = spawnSync(process.execPath, [TAP, ...extra, ...args, ...files], { cwd: ROOT, env, stdio: 'inherit' })
   console.log(`== ${engine}: ${run.status === 0 ? 'passed' : 'FAILED'} in ${seconds(started)}`)
+  if (run.status !== 0) failures.push(...failuresOf(engine, files, started))
   // What each file took, from the results tap keeps of this pass (its last line, `# time=…ms`).
   if (record) for (const file of files) {
     const result = join(ROOT, '.tap', 'test-results', `${file}.tap`)
@@ -94,4 +114,5 @@ if (record) {
     console.log(`== ${DURATIONS} written`)
   }
 }
+if (failures.length > 0) console.log(`\n== failed (${failures.length}), as their files report them\n${failures.join('\n')}`)
 process.exitCode = failed ? 1 : 0
