@@ -313,6 +313,9 @@ async function copyInTransaction(source: Database.Database, client: pg.PoolClien
         [shape.name],
       )
     }
+    // The search index is not copied: the target's service makes it from the rows, in batches
+    // (db/stores/search.ts, backfill), or `service-desk search index` does at once.
+    await client.query('UPDATE search_backfill SET below = coalesce((SELECT max(id) FROM discussions), 0) + 1')
   }
   const sample = source
     .prepare('SELECT legacy_token_fingerprint AS fingerprint, legacy_token_encrypted AS sealed FROM users WHERE legacy_token_encrypted IS NOT NULL ORDER BY id LIMIT 1')

@@ -17,6 +17,7 @@ import { createCustomerLinkStore, type CustomerLinkStore } from './stores/custom
 import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
 import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.ts'
 import { createSavedReplyStore, type SavedReplyStore } from './stores/saved-replies.ts'
+import { createSearchStore, type SearchStore } from './stores/search.ts'
 import { createSecondFactorStore, type SecondFactorStore } from './stores/second-factors.ts'
 import { createSecurityLog, type SecurityLogStore } from './stores/security-log.ts'
 import { createSessionStore, type SessionStore } from './stores/sessions.ts'
@@ -115,6 +116,8 @@ export interface EngineStores {
   categories(clock: Clock): CategoryStore
   /** A site's saved replies (db/stores/saved-replies.ts). */
   savedReplies(clock: Clock): SavedReplyStore
+  /** Full-text search over the discussions, and the backfill of its index (db/stores/search.ts). */
+  search(): SearchStore
   /** The files of attachments (db/stores/files.ts). */
   files(clock: Clock): FileStore
   /** The sites' mailboxes and the messages taken in (db/stores/mail.ts); the box seals new users' legacy tokens. */
@@ -148,6 +151,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     discussions: (clock, box, events) => guard(createDiscussionStore(port, clock, box, listingOf, events)),
     categories: (clock) => guard(createCategoryStore(port, clock)),
     savedReplies: (clock) => guard(createSavedReplyStore(port, clock)),
+    search: () => guard(createSearchStore(port)),
     files: (clock) => guard(createFileStore(port, clock)),
     mail: (clock, box) => guard(createMailStore(port, clock, box)),
     outbox: (clock) => guard(createOutboxStore(port, clock)),

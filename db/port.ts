@@ -1,6 +1,7 @@
 import { sql, type Column, type SQL, type SQLWrapper } from './drizzle.ts'
 import type { NodePgQueryResultHKT, PgDatabase, PgTable } from './drizzle-postgres.ts'
 import type * as tables from './schema/postgres.ts'
+import type { SearchDocument, SearchQuery, Section } from '../lib/search-text.ts'
 
 // What a store written once for both engines runs on (docs/decisions.md, "One store, two
 // engines"): the engine's drizzle database (the pool or connection, or a transaction of it) and its
@@ -77,6 +78,30 @@ export interface StorePort {
    * connections of their own.
    */
   guard<S extends object>(store: S): S
+  /** The full-text index, which each engine keeps its own way (db/sqlite/search.ts, db/postgres/search.ts). */
+  readonly search: SearchIndex
+}
+
+/** What a search asks of the index: the newest discussions that match, among those `where` keeps. */
+export interface SearchWindow {
+  query: SearchQuery
+  /** The sections the words are looked for in (a customer's: the title and the text); all when undefined. */
+  sections?: readonly Section[]
+  /** The scope and the filters, over the discussions table. */
+  where: SQL
+  /** How many at most: the newest by id. */
+  limit: number
+}
+
+/**
+ * The full-text index of the discussions (docs/decisions.md, "Search"): one document per
+ * discussion, written in the transaction of the change that made it (db/stores/search.ts).
+ */
+export interface SearchIndex {
+  /** Writes the discussion's document in place of the one it had; with `keep`, only where it has none (a batch of the backfill). */
+  write(discussionId: number, document: SearchDocument, keep?: boolean): Promise<void>
+  /** The newest discussions that match, each with how well (higher is better), newest first. */
+  window(request: SearchWindow): Promise<Array<{ id: number; score: number }>>
 }
 
 /**

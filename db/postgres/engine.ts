@@ -7,6 +7,7 @@ import * as tables from '../schema/postgres.ts'
 import type { PostgresOptions } from '../../lib/database-address.ts'
 import { openPostgres, pingPostgres, type PgDb } from './client.ts'
 import { createPostgresListing } from './listing.ts'
+import { postgresSearch } from './search.ts'
 
 /** The engine over a PostgreSQL database (`postgres://...`), its schema migrated when needed. */
 export async function openPostgresEngine(address: string, options: PostgresOptions = {}): Promise<Engine> {
@@ -48,6 +49,7 @@ export function postgresPort(q: Executor): StorePort {
     folded: (column: Column) => sql`lower(${column} COLLATE "C")`,
     remember: (load) => load,
     guard: (store) => store,
+    search: postgresSearch(q),
   }
   return port
 }

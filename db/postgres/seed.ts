@@ -10,6 +10,7 @@ import { bumpSiteVersion, type Site } from '../stores/sites.ts'
 import { STAFF_ROLE } from '../stores/staff.ts'
 import { emailKey } from '../stores/users.ts'
 import type { PgDb } from './client.ts'
+import { searchDocument, tsvectorOf } from '../../lib/search-text.ts'
 import { postgresPort } from './engine.ts'
 import { discussions, sites } from '../schema/postgres.ts'
 
@@ -109,8 +110,10 @@ export async function seedPostgresDiscussions(
       const more = { public: [] as boolean[], author: [] as number[], category: [] as number[], created: [] as string[], updated: [] as string[], comments: [] as number[] }
       const said = { number: [] as number[], position: [] as number[], author: [] as number[], bySupporter: [] as boolean[], body: [] as string[], via: [] as string[], at: [] as string[] }
       const moved = new Map<string, { row: CountedRow; n: number }>()
+      const documents: string[] = []
       for (let i = 0; i < size; i++) {
         const { createdAt, category, customer, thread, last, state, before, isPublic, title } = draw(written + i)
+        documents.push(tsvectorOf(searchDocument(title, thread.map((c) => ({ body: c.body, internal: false })))))
         rows.number.push(first + i)
         rows.title.push(title)
         rows.permalink.push(slugify(title, 'discussion'))
@@ -153,6 +156,12 @@ export async function seedPostgresDiscussions(
           WITH ORDINALITY AS c(number, position, author, by_supporter, body, via, at, n)
         JOIN discussions d ON d.site_id = ${site.id} AND d.number = c.number
         ORDER BY c.n`)
+      // Indexed in the batch's transaction, as every write indexes what it writes (db/stores/search.ts).
+      await tx.execute(sql`
+        INSERT INTO discussion_search (discussion_id, document)
+        SELECT d.id, v.document::tsvector
+        FROM unnest(${array(rows.number)}::integer[], ${array(documents)}::text[]) AS v(number, document)
+        JOIN discussions d ON d.site_id = ${site.id} AND d.number = v.number`)
       for (const key of [...moved.keys()].sort()) await bumpCount(postgresPort(tx), moved.get(key)!.row, moved.get(key)!.n)
       await bumpSiteVersion(postgresPort(tx), site.id)
       return said.number.length

@@ -554,3 +554,13 @@ export const customerLinks = pgTable(
     pgIndex('customer_links_address_idx').on(t.address, t.createdAt),
   ],
 )
+
+// Full-text search (db/stores/search.ts, docs/decisions.md "Search"): the index itself is the table
+// `discussion_search` (discussion_id, document tsvector, under a GIN index), made by migration 0018
+// by hand, as SQLite's FTS5 table is. This row says how far the index of the discussions that were
+// there before it is built: every discussion whose id is `below` or higher is in it.
+export const searchBackfill = pgTable('search_backfill', {
+  // The one row's key: 1.
+  key: pgInteger('key').primaryKey(),
+  below: pgInteger('below').notNull(),
+})

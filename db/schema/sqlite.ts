@@ -668,3 +668,14 @@ export const customerLinks = sqliteTable(
     index('customer_links_address_idx').on(t.address, t.createdAt),
   ],
 )
+
+// Full-text search (db/stores/search.ts, docs/decisions.md "Search"): the index itself is the FTS5
+// table `discussion_search` (rowid: the discussion's id; columns title, text, notes), made by
+// migration 0019 by hand, since drizzle has no virtual tables. This row says how far the index of
+// the discussions that were there before it is built: every discussion whose id is `below` or
+// higher is in it; the ones under it are added newest first, in batches (db/stores/search.ts).
+export const searchBackfill = sqliteTable('search_backfill', {
+  // The one row's key: 1.
+  key: integer('key').primaryKey(),
+  below: integer('below').notNull(),
+})

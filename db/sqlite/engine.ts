@@ -7,6 +7,7 @@ import { checkEvent, engineOver, type Engine, type EngineEvents } from '../engin
 import { isUnguarded, preparedOn, type Executor, type StorePort, type Tables } from '../port.ts'
 import * as tables from '../schema/sqlite.ts'
 import { createSqliteListing } from './listing.ts'
+import { sqliteSearch } from './search.ts'
 import { sqliteSiteChanges } from './site-changes.ts'
 
 /** The engine over one SQLite file (created and migrated when needed); `:memory:` is a private one. */
@@ -105,6 +106,7 @@ export function sqlitePort(db: Db): StorePort {
       return (key) => (gate.open ? memo(key) : gate.shared(() => memo(key)))
     },
     guard: (store) => guarded(gate, store),
+    search: sqliteSearch(db),
   }
   return port
 }

@@ -11,6 +11,8 @@ import type { Site } from '../stores/sites.ts'
 import { STAFF_ROLE } from '../stores/staff.ts'
 import { emailKey } from '../stores/users.ts'
 import { sqlitePort } from './engine.ts'
+import { documentWriter } from './search.ts'
+import { searchDocument } from '../../lib/search-text.ts'
 
 // `service-desk seed` on SQLite: the draws of db/stores/seed.ts, written through statements
 // prepared once and run synchronously, in one IMMEDIATE transaction per BATCH discussions that
@@ -108,6 +110,8 @@ export async function seedSqliteDiscussions(
     .where(eq(discussions.siteId, site.id))
     .prepare()
 
+  const writeDocument = documentWriter(db)
+
   let written = 0
   let commentsWritten = 0
   while (written < count) {
@@ -143,6 +147,8 @@ export async function seedSqliteDiscussions(
             }),
           )
           commentsWritten += thread.length
+          // Indexed in the batch's transaction, as every write indexes what it writes (db/stores/search.ts).
+          writeDocument(Number(lastInsertRowid), searchDocument(title, thread.map((c) => ({ body: c.body, internal: false }))))
           const row = { siteId: site.id, categoryId: category.id, state, public: isPublic, assigneeId: NO_ASSIGNEE }
           const key = countKey(row)
           moved.set(key, { row, n: (moved.get(key)?.n ?? 0) + 1 })

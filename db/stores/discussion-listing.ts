@@ -1,4 +1,4 @@
-import { sql, type Column } from '../drizzle.ts'
+import { getTableColumns, sql, type Column } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { CountScope, StateScope } from './discussion-counts.ts'
 
@@ -42,6 +42,14 @@ export type DiscussionRow = Tables['discussions']['$inferSelect'] & { authorEmai
 export function assigneeNameOf(columns: { assigneeId: Column }, users: { id: Column; name: Column }) {
   return sql<string | null>`(select ${users.name} from ${users} where ${users.id} = ${columns.assigneeId})`
 }
+/** The columns of a read of discussions (joined to their authors) and of comments (likewise), on the port's tables. */
+export function discussionViews({ tables: { comments, discussions, users } }: StorePort) {
+  return {
+    discussion: { ...getTableColumns(discussions), authorEmail: users.email, authorName: users.name, assigneeName: assigneeNameOf(discussions, users) },
+    comment: { ...getTableColumns(comments), authorEmail: users.email, authorName: users.name },
+  }
+}
+
 /** A comment with its author's email and name. */
 export type CommentRow = Tables['comments']['$inferSelect'] & { authorEmail: string; authorName: string }
 

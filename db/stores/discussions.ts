@@ -1,4 +1,4 @@
-import { and, asc, count, eq, getTableColumns, gt, sql } from '../drizzle.ts'
+import { and, asc, count, eq, gt, sql } from '../drizzle.ts'
 import { given, pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { CommentVia, DiscussionState } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -8,12 +8,13 @@ import { checkAssignee, nextInTurn } from './assignment.ts'
 import { slugify } from './categories.ts'
 import { createAuthors, type Authors, type PostedBy } from './discussion-authors.ts'
 import { bumpCount, createDiscussionCounts, moveCount, NO_ASSIGNEE, type CountedRow } from './discussion-counts.ts'
-import { assigneeNameOf, type CommentRow, type DiscussionRow, type ListingOf } from './discussion-listing.ts'
+import { discussionViews, type CommentRow, type DiscussionRow, type ListingOf } from './discussion-listing.ts'
 import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
 import { StoreError, VersionMoved } from './errors.ts'
 import { claimUploads } from './files.ts'
 import { notifyAssigned, notifyNewDiscussion, notifyOwnerOfComment } from './notifications.ts'
 import { queueReplyMail } from './outbox.ts'
+import { indexDiscussion } from './search.ts'
 import { bumpSiteVersion, lockSite } from './sites.ts'
 import { noEvents, type EventSink } from './webhooks.ts'
 
@@ -71,13 +72,6 @@ const counted = (d: { siteId: number; categoryId: number; state: DiscussionState
 // row for a reply or a change), and moves the counts in the same transaction, so they commit with
 // the rows. Numbers and ids a request names are compared through port.wide.
 
-function views({ tables: { comments, discussions, users } }: StorePort) {
-  return {
-    discussion: { ...getTableColumns(discussions), authorEmail: users.email, authorName: users.name, assigneeName: assigneeNameOf(discussions, users) },
-    comment: { ...getTableColumns(comments), authorEmail: users.email, authorName: users.name },
-  }
-}
-
 function notFound(number: number): StoreError {
   return new StoreError(`there is no discussion ${number} on this site`, 'not_found', 'number')
 }
@@ -104,7 +98,7 @@ async function getIn(port: StorePort, siteId: number, number: number, lock = fal
   const p = sql.placeholder
   const read = port.prepared(lock ? 'discussions_get_locked' : 'discussions_get', (db) => {
     const query = db
-      .select(views(port).discussion)
+      .select(discussionViews(port).discussion)
       .from(discussions)
       .innerJoin(users, eq(users.id, discussions.authorId))
       .where(and(eq(discussions.siteId, p('siteId')), eq(discussions.number, port.wide(p('number')))))
@@ -134,7 +128,7 @@ function commentOf(port: StorePort) {
   const p = sql.placeholder
   return port.prepared('discussions_comment', (db) =>
     db
-      .select(views(port).comment)
+      .select(discussionViews(port).comment)
       .from(comments)
       .innerJoin(users, eq(users.id, comments.authorId))
       .where(and(eq(comments.discussionId, port.wide(p('discussionId'))), eq(comments.number, port.wide(p('number')))))
@@ -287,6 +281,7 @@ export async function createDiscussionIn(
     via: input.via,
   }
   const [{ id }] = await write.comment.execute({ ...opening, at: now })
+  await indexDiscussion(port, discussion, [{ body: input.body, internal: false }])
   if (input.uploads) await claimUploads(port, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
   await bumpCount(port, counted(discussion), 1)
   await bumpSiteVersion(port, input.siteId)
@@ -314,7 +309,7 @@ export function createDiscussionStore(
   const counts = createDiscussionCounts(port)
   const listing = listingOf(port, counts.total)
   const authorOf = createAuthors(clock, box)
-  const view = views(port)
+  const view = discussionViews(port)
   const p = sql.placeholder
 
   // The reads outside a write, prepared once.
@@ -344,6 +339,7 @@ export function createDiscussionStore(
       const after: DiscussionRow = { ...before, ...changes, updatedAt: new Date(clock()), version: before.version + 1 }
       await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt) })
       if (after.tags !== before.tags) await retag(tx, after)
+      if (after.title !== before.title) await indexDiscussion(tx, after)
       await moveCount(tx, counted(before), counted(after))
       await bumpSiteVersion(tx, siteId)
       await events(tx, { type: event(after), siteId, discussion: after })
@@ -415,6 +411,7 @@ export function createDiscussionStore(
         // The team owes an answer after a customer's public comment, not after its own; a note moves nothing.
         const awaitingTeam = input.internal ? before.awaitingTeam : !author.bySupporter
         await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now), awaitingTeam: tx.flag(awaitingTeam) })
+        await indexDiscussion(tx, before)
         await moveCount(tx, counted(before), counted({ ...before, state }))
         await bumpSiteVersion(tx, input.siteId)
         const discussion = await getIn(tx, input.siteId, input.number)

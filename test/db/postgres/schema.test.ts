@@ -69,7 +69,7 @@ const pgTables = new Map(Object.values(pgSchema).filter((v) => is(v, PgTable)).m
 
 t.test('the same tables on both engines', async (t) => {
   t.same([...pgTables.keys()].sort(), [...sqliteTables.keys()].sort())
-  t.same([...pgTables.keys()].sort(), ['attachments', 'categories', 'comments', 'customer_links', 'discussion_counts', 'discussion_tags', 'discussions', 'file_pieces', 'files', 'mail_messages', 'mailboxes', 'memberships', 'oauth_records', 'outbox', 'personal_token_addresses', 'personal_tokens', 'rate_limit_windows', 'recovery_codes', 'saved_replies', 'second_factors', 'security_events', 'sites', 'used_challenges', 'users', 'web_sessions', 'webhook_deliveries', 'webhooks'])
+  t.same([...pgTables.keys()].sort(), ['attachments', 'categories', 'comments', 'customer_links', 'discussion_counts', 'discussion_tags', 'discussions', 'file_pieces', 'files', 'mail_messages', 'mailboxes', 'memberships', 'oauth_records', 'outbox', 'personal_token_addresses', 'personal_tokens', 'rate_limit_windows', 'recovery_codes', 'saved_replies', 'search_backfill', 'second_factors', 'security_events', 'sites', 'used_challenges', 'users', 'web_sessions', 'webhook_deliveries', 'webhooks'])
 })
 
 t.test('table by table: columns, keys, indexes and foreign keys alike', async (t) => {
@@ -90,7 +90,7 @@ t.test('table by table: columns, keys, indexes and foreign keys alike', async (t
   }
   // sites, used_challenges and rate_limit_windows have their primary key only (compared above).
   const keyed = [...pgTables.values()].filter((table) => table.foreignKeys.length + table.indexes.length > 0).map((table) => table.name)
-  t.same([...pgTables.keys()].filter((name) => !keyed.includes(name)).sort(), ['rate_limit_windows', 'sites', 'used_challenges'], 'every other table has a key or an index to compare')
+  t.same([...pgTables.keys()].filter((name) => !keyed.includes(name)).sort(), ['rate_limit_windows', 'search_backfill', 'sites', 'used_challenges'], 'every other table has a key or an index to compare')
 })
 
 t.test('the comparison itself sees a difference', async (t) => {
@@ -121,7 +121,7 @@ t.test('a freshly migrated database is the schema: columns, keys, indexes, forei
   const rows = async <R extends pg.QueryResultRow>(text: string) => (await client.query<R>(text, [schema])).rows
 
   const tables = await rows<{ name: string }>("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1 AND table_name <> '__drizzle_migrations' ORDER BY 1")
-  t.same(tables.map((r) => r.name), [...pgTables.keys()].sort(), 'the tables')
+  t.same(tables.map((r) => r.name), [...pgTables.keys(), 'discussion_search'].sort(), 'the tables, and the search index that migration 0018 makes by hand')
 
   const columns = await rows<{ table: string; name: string; nullable: string; type: string; precision: number | null; identity: string; default: string | null }>(
     `SELECT table_name AS table, column_name AS name, is_nullable AS nullable, data_type AS type, datetime_precision AS precision,
@@ -143,6 +143,11 @@ t.test('a freshly migrated database is the schema: columns, keys, indexes, forei
                   JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.attnum ORDER BY k.n) AS "targetColumns"
        FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid JOIN pg_class f ON f.oid = c.confrelid
        JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = $1 AND c.contype = 'f'`,
+  )
+  t.same(
+    indexes.filter((i) => i.table === 'discussion_search').map((i) => [i.name, i.columns]),
+    [['discussion_search_document_idx', ['document']], ['discussion_search_pkey', ['discussion_id']]],
+    'the search index: its GIN index and its key',
   )
   const TYPES: Record<string, string> = { number: 'integer', string: 'text', boolean: 'boolean', date: 'timestamp with time zone', buffer: 'bytea' }
   const ACTIONS: Record<string, string> = { a: 'no action', c: 'cascade', r: 'restrict', n: 'set null', d: 'set default' }

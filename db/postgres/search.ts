@@ -1,0 +1,35 @@
+import { sql } from '../drizzle.ts'
+import type { Executor, SearchIndex } from '../port.ts'
+import { discussions } from '../schema/postgres.ts'
+import { tsqueryOf, tsvectorOf } from '../../lib/search-text.ts'
+
+// The full-text index on PostgreSQL (docs/decisions.md, "Search"): the table `discussion_search`
+// of migration 0018, one row per discussion, its tsvector written out by lib/search-text.ts (each
+// word with its positions, weighted by section), under a GIN index. No text search configuration
+// is applied, so the words are SQLite's.
+
+export function postgresSearch(q: Executor): SearchIndex {
+  return {
+    async write(discussionId, document, keep = false) {
+      const vector = tsvectorOf(document)
+      // The backfill's batch keeps a document a write made since it read the comments; a write,
+      // which reads them under the discussion's lock, replaces it.
+      await q.execute(sql`
+        insert into discussion_search (discussion_id, document) values (${discussionId}, cast(${vector} as tsvector))
+        on conflict (discussion_id) do ${keep ? sql`nothing` : sql`update set document = excluded.document`}`)
+    },
+
+    async window({ query, sections, where, limit }) {
+      // Newest first, so the planner may walk the index's ids backwards and test each document
+      // when a word is common, or take the GIN index's matches when it is rare.
+      const match = sql`cast(${tsqueryOf(query, sections)} as tsquery)`
+      const { rows } = await q.execute<{ id: number; score: number }>(sql`
+        select ${discussions.id} as id, ts_rank(s.document, ${match}) as score
+        from discussion_search s join ${discussions} on ${discussions.id} = s.discussion_id
+        where s.document @@ ${match} and ${where}
+        order by s.discussion_id desc
+        limit ${limit}`)
+      return rows
+    },
+  }
+}

@@ -1,0 +1,240 @@
+import { and, asc, desc, eq, gte, inArray, isNull, lt, ne, or, sql, type SQL } from '../drizzle.ts'
+import type { StorePort } from '../port.ts'
+import { discussionStates } from '../values.ts'
+import { parseQuery, QueryProblem, searchDocument, snippetOf, type SearchQuery, type Snippet } from '../../lib/search-text.ts'
+import { tagOf } from '../../lib/team-queue.ts'
+import { holdsNul } from '../../lib/nul.ts'
+import { NO_ASSIGNEE, SCOPE_STATES, type StateScope } from './discussion-counts.ts'
+import { discussionViews, type DiscussionRow } from './discussion-listing.ts'
+import { StoreError } from './errors.ts'
+import { findUserByEmail } from './users.ts'
+
+// Full-text search over the discussions of a site (docs/decisions.md, "Search"): the words of
+// titles and comments (lib/search-text.ts) in each engine's index (port.search), written in the
+// transaction of every change to them, and read here for the API, MCP, the queue and the
+// customer's pages. A search considers the WINDOW newest discussions that match, ranks them by
+// how well they match, and pages through them.
+
+/** How many of the newest matching discussions a search ranks: past it, `capped` says to narrow the query. */
+export const WINDOW = 1_000
+/** How many discussions a batch of the backfill indexes, in one transaction. */
+export const BACKFILL_BATCH = 500
+
+/** Who searches: the staff see every discussion and the team's notes; a customer their own discussions and the public ones, without notes. */
+export type Searcher = { staff: true; userId: number } | { staff: false; userId: number }
+
+export interface SearchRequest {
+  siteId: number
+  searcher: Searcher
+  /** The query as written (lib/search-text.ts, parseQuery). */
+  q: string
+  offset: number
+  limit: number
+}
+
+export interface SearchResult {
+  discussion: DiscussionRow
+  /** Where the words are: in a comment (its number) or in the title (null); null when the query had only filters. */
+  snippet: (Snippet & { comment: number | null }) | null
+}
+
+export interface SearchAnswer {
+  /** How many discussions match, counted up to WINDOW. */
+  total: number
+  /** Whether more than WINDOW discussions match: only the newest WINDOW are ranked and paged. */
+  capped: boolean
+  results: SearchResult[]
+}
+
+/** The comments' texts of one discussion, in order, read on `port` (for its document). */
+function textsOf(port: StorePort) {
+  const { comments } = port.tables
+  return port.prepared('search_texts', (db) =>
+    db
+      .select({ body: comments.body, internal: comments.internal })
+      .from(comments)
+      .where(eq(comments.discussionId, sql.placeholder('discussionId')))
+      .orderBy(asc(comments.number))
+      .prepare('search_texts'),
+  )
+}
+
+/**
+ * Writes the discussion's document as it is now (its title and every comment), in the transaction
+ * of `port`: called by every write that changes them, after the write.
+ */
+export async function indexDiscussion(port: StorePort, discussion: { id: number; title: string }, texts?: Array<{ body: string; internal: boolean }>): Promise<void> {
+  const comments = texts ?? (await textsOf(port).execute({ discussionId: discussion.id }))
+  await port.search.write(discussion.id, searchDocument(discussion.title, comments))
+}
+
+/** The filters of a query, as the discussions table holds them. */
+interface Filters {
+  state: StateScope
+  categoryId?: number
+  authorId?: number
+  /** An owner's id, or null for the discussions nobody owns. */
+  assignee?: number | null
+  tag?: string
+  from?: Date
+  before?: Date
+}
+
+const STATE_FILTERS: readonly string[] = [...discussionStates, 'todo']
+
+/** A date of a filter (YYYY-MM-DD, UTC), at its midnight. */
+function dayOf(name: string, value: string): Date {
+  const at = /^\d{4}-\d{2}-\d{2}$/.test(value) ? Date.parse(`${value}T00:00:00Z`) : Number.NaN
+  // Date.parse rolls 2026-02-30 over to March; a date that does not read back the same is not one.
+  if (Number.isNaN(at) || new Date(at).toISOString().slice(0, 10) !== value) throw new QueryProblem(`gives ${name}:${value}, which is not a date written YYYY-MM-DD`)
+  return new Date(at)
+}
+
+export function createSearchStore(port: StorePort) {
+  const { db, tables } = port
+  const { discussions, categories, comments, discussionTags, users, searchBackfill } = tables
+  const view = discussionViews(port)
+
+  /** The query's filters, looked up on the site; a customer may filter by state, category and dates only. */
+  async function filtersOf(siteId: number, searcher: Searcher, query: SearchQuery): Promise<Filters> {
+    const given = query.filters
+    const filters: Filters = { state: 'live' }
+    if (!searcher.staff) {
+      const teamOnly = (['from', 'assignee', 'tag'] as const).find((name) => given[name] !== undefined)
+      if (teamOnly) throw new QueryProblem(`gives ${teamOnly}:, which only the team may search by`)
+    }
+    for (const value of Object.values(given)) if (holdsNul(value)) throw new QueryProblem('holds the character U+0000')
+    if (given.state !== undefined) {
+      const state = given.state.toLowerCase()
+      if (!STATE_FILTERS.includes(state)) throw new QueryProblem(`gives state:${given.state}; a state is one of ${STATE_FILTERS.join(', ')}`)
+      filters.state = state as StateScope
+    }
+    if (given.category !== undefined) {
+      const name = given.category.toLowerCase()
+      const all = await db.select({ id: categories.id, name: categories.name }).from(categories).where(eq(categories.siteId, siteId))
+      const category = all.find((c) => String(c.id) === name || c.name.toLowerCase() === name)
+      if (!category) throw new QueryProblem(`gives category:${given.category}, and there is no such category on this site`)
+      filters.categoryId = category.id
+    }
+    // An address nobody has, or no supporter's, matches no discussion: 0 is no user's id.
+    if (given.from !== undefined) filters.authorId = (await findUserByEmail(port, given.from))?.id ?? 0
+    if (given.assignee !== undefined) {
+      const who = given.assignee.toLowerCase()
+      filters.assignee = who === 'me' ? searcher.userId : who === 'none' ? null : ((await findUserByEmail(port, given.assignee))?.id ?? NO_ASSIGNEE)
+    }
+    if (given.tag !== undefined) {
+      const tag = tagOf(given.tag)
+      if ('problem' in tag) throw new QueryProblem(`gives tag:${given.tag}, which ${tag.problem}`)
+      filters.tag = tag.tag
+    }
+    if (given.after !== undefined) filters.from = dayOf('after', given.after)
+    if (given.before !== undefined) filters.before = dayOf('before', given.before)
+    return filters
+  }
+
+  /** The discussions a search may return, as a condition over the discussions table. */
+  function scopeOf(siteId: number, searcher: Searcher, filters: Filters): SQL {
+    const where: Array<SQL | undefined> = [eq(discussions.siteId, siteId)]
+    const { state } = filters
+    where.push(state === 'live' ? ne(discussions.state, 'deleted') : state === 'todo' ? inArray(discussions.state, [...SCOPE_STATES.todo]) : eq(discussions.state, state))
+    if (!searcher.staff) where.push(ne(discussions.state, 'deleted'), or(eq(discussions.public, true), eq(discussions.authorId, searcher.userId)))
+    if (filters.categoryId !== undefined) where.push(eq(discussions.categoryId, filters.categoryId))
+    if (filters.authorId !== undefined) where.push(eq(discussions.authorId, filters.authorId))
+    if (filters.assignee !== undefined) where.push(filters.assignee === null ? isNull(discussions.assigneeId) : eq(discussions.assigneeId, filters.assignee))
+    if (filters.tag !== undefined) {
+      where.push(inArray(discussions.id, db.select({ id: discussionTags.discussionId }).from(discussionTags).where(and(eq(discussionTags.siteId, siteId), eq(discussionTags.tag, filters.tag)))))
+    }
+    if (filters.from !== undefined) where.push(gte(discussions.createdAt, filters.from))
+    if (filters.before !== undefined) where.push(lt(discussions.createdAt, filters.before))
+    return and(...where)!
+  }
+
+  /** The snippet of each discussion on the page: in its first comment the searcher may read that holds a word searched for, else in its title. */
+  async function snippetsOf(ids: number[], query: SearchQuery, searcher: Searcher): Promise<Map<number, SearchResult['snippet']>> {
+    const snippets = new Map<number, SearchResult['snippet']>()
+    if (query.find.length === 0 || ids.length === 0) return snippets
+    const rows = await db
+      .select({ discussionId: comments.discussionId, number: comments.number, body: comments.body })
+      .from(comments)
+      .where(and(inArray(comments.discussionId, ids), searcher.staff ? undefined : eq(comments.internal, false)))
+      .orderBy(asc(comments.discussionId), asc(comments.number))
+    for (const row of rows) {
+      if (snippets.has(row.discussionId)) continue
+      const snippet = snippetOf(row.body, query)
+      if (snippet) snippets.set(row.discussionId, { comment: row.number, ...snippet })
+    }
+    return snippets
+  }
+
+  return {
+    /**
+     * The discussions of the site that match the query, best first, one page of them. A query
+     * that cannot be read, or a filter naming what is not there (a category, a state), is a
+     * StoreError (invalid, field `q`) saying why.
+     */
+    async find(request: SearchRequest): Promise<SearchAnswer> {
+      const { siteId, searcher } = request
+      let query: SearchQuery
+      let filters: Filters
+      try {
+        query = parseQuery(request.q)
+        filters = await filtersOf(siteId, searcher, query)
+      } catch (error) {
+        if (error instanceof QueryProblem) throw new StoreError(error.message, 'invalid', 'q')
+        throw error
+      }
+      const where = scopeOf(siteId, searcher, filters)
+      // Words: the index finds them. Filters alone: the newest discussions they keep.
+      const window =
+        query.find.length > 0
+          ? await port.search.window({ query, sections: searcher.staff ? undefined : ['title', 'text'], where, limit: WINDOW + 1 })
+          : (await db.select({ id: discussions.id }).from(discussions).where(where).orderBy(desc(discussions.id)).limit(WINDOW + 1)).map(({ id }) => ({ id, score: 0 }))
+      const capped = window.length > WINDOW
+      const ranked = window.slice(0, WINDOW).sort((a, b) => b.score - a.score || b.id - a.id)
+      const page = ranked.slice(request.offset, request.offset + request.limit).map(({ id }) => id)
+      if (page.length === 0) return { total: ranked.length, capped, results: [] }
+      const rows = await db.select(view.discussion).from(discussions).innerJoin(users, eq(users.id, discussions.authorId)).where(inArray(discussions.id, page))
+      const byId = new Map(rows.map((row) => [row.id, row as DiscussionRow]))
+      const snippets = await snippetsOf(page, query, searcher)
+      const results = page.map((id) => {
+        const discussion = byId.get(id)!
+        const inTitle = snippetOf(discussion.title, query)
+        return { discussion, snippet: snippets.get(id) ?? (inTitle && { comment: null, ...inTitle }) }
+      })
+      return { total: ranked.length, capped, results }
+    },
+
+    /**
+     * Indexes the next batch of the discussions that were there before the index (the newest
+     * first), in one transaction; whether any are left. Every process may run it: the row that
+     * says how far it went is held by the batch, so batches take turns.
+     */
+    async backfill(batch = BACKFILL_BATCH): Promise<{ indexed: number; done: boolean }> {
+      return port.atomic(async (tx) => {
+        const [progress] = await tx.locked(tx.db.select({ below: searchBackfill.below }).from(searchBackfill).where(eq(searchBackfill.key, 1)))
+        if (!progress || progress.below <= 1) return { indexed: 0, done: true }
+        const { discussions: d, comments: c } = tx.tables
+        const rows = await tx.db.select({ id: d.id, title: d.title }).from(d).where(lt(d.id, progress.below)).orderBy(desc(d.id)).limit(batch)
+        const lowest = rows.length === 0 ? 1 : rows[rows.length - 1].id
+        const texts = await tx.db
+          .select({ discussionId: c.discussionId, body: c.body, internal: c.internal })
+          .from(c)
+          .where(and(gte(c.discussionId, lowest), lt(c.discussionId, progress.below)))
+          .orderBy(asc(c.discussionId), asc(c.number))
+        const byDiscussion = Map.groupBy(texts, (t) => t.discussionId)
+        for (const row of rows) await tx.search.write(row.id, searchDocument(row.title, byDiscussion.get(row.id) ?? []), true)
+        await tx.db.update(searchBackfill).set({ below: lowest }).where(eq(searchBackfill.key, 1))
+        return { indexed: rows.length, done: lowest <= 1 }
+      })
+    },
+
+    /** Starts the index again for every discussion there is (after rows came in by another way than the stores: a copy, a seed). */
+    async reindexAll(): Promise<void> {
+      const [{ top }] = await db.select({ top: sql<number | null>`max(${discussions.id})` }).from(discussions)
+      const below = Number(top ?? 0) + 1
+      await db.insert(searchBackfill).values({ key: 1, below }).onConflictDoUpdate({ target: searchBackfill.key, set: { below } })
+    },
+  }
+}
+
+export type SearchStore = ReturnType<typeof createSearchStore>
