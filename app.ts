@@ -37,6 +37,7 @@ import administrationApi from './routes/api/administration.ts'
 import fileRoutes from './routes/api/files.ts'
 import mailboxRoutes from './routes/api/mailboxes.ts'
 import fileSweep from './plugins/file-sweep.ts'
+import searchBackfill from './plugins/search-backfill.ts'
 import mailFetcher from './plugins/mail/fetcher.ts'
 import mailReceiver from './plugins/mail/receiver.ts'
 import mailSender from './plugins/mail/sender.ts'
@@ -152,6 +153,8 @@ export function buildApp(options: AppOptions) {
   app.register(secondFactorStore)
   app.register(securityLogPruning, { days: config.securityLogDays ?? DEFAULT_SECURITY_LOG_DAYS })
   app.register(fileSweep)
+  // The search index of the discussions from before it, in batches (plugins/search-backfill.ts).
+  app.register(searchBackfill)
   // Mail, when SERVICE_SMTP_URL is set; then mails 7 days and 1 day before a personal token expires.
   app.register(mail, { settings: config.mail })
   app.register(expiryNotices)

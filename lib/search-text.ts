@@ -215,3 +215,16 @@ export function snippetOf(text: string, query: SearchQuery): Snippet | null {
 
 // A word as written: letters, digits and the marks on them.
 const SPAN = /[\p{L}\p{N}\p{M}]+/gu
+
+/** The snippet's text in pieces, each matched or not, for a page to mark the matches (escaping each piece as it writes it). */
+export function snippetParts(snippet: Snippet): Array<{ text: string; match: boolean }> {
+  const parts: Array<{ text: string; match: boolean }> = []
+  let at = 0
+  for (const [start, end] of snippet.matches) {
+    if (start > at) parts.push({ text: snippet.text.slice(at, start), match: false })
+    parts.push({ text: snippet.text.slice(start, end), match: true })
+    at = end
+  }
+  if (at < snippet.text.length) parts.push({ text: snippet.text.slice(at), match: false })
+  return parts
+}

@@ -4,6 +4,7 @@ import type { SavedReplyStore } from '../db/stores/saved-replies.ts'
 import type { CredentialInventory } from '../db/stores/credential-inventory.ts'
 import type { CustomerLinkStore } from '../db/stores/customer-links.ts'
 import type { DiscussionStore } from '../db/stores/discussions.ts'
+import type { SearchStore } from '../db/stores/search.ts'
 import type { FileStore } from '../db/stores/files.ts'
 import type { MailStore } from '../db/stores/mail.ts'
 import type { OutboxStore } from '../db/stores/outbox.ts'
@@ -30,6 +31,7 @@ declare module 'fastify' {
     discussions: DiscussionStore
     categories: CategoryStore
     savedReplies: SavedReplyStore
+    discussionSearch: SearchStore
     files: FileStore
     mailboxes: MailStore
     outbox: OutboxStore
@@ -106,6 +108,7 @@ export const discussionStores = fp(
     fastify.decorate('discussions', fastify.database.discussions(fastify.clock, fastify.secretBox, fastify.events))
     fastify.decorate('categories', fastify.database.categories(fastify.clock))
     fastify.decorate('savedReplies', fastify.database.savedReplies(fastify.clock))
+    fastify.decorate('discussionSearch', fastify.database.search())
     fastify.decorate('files', fastify.database.files(fastify.clock))
     fastify.decorate('mailboxes', fastify.database.mail(fastify.clock, fastify.secretBox))
     fastify.decorate('outbox', fastify.database.outbox(fastify.clock))

@@ -1,5 +1,5 @@
 import { and, desc, eq, getTableColumns, inArray, sql, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
-import { assigneeNameOf, countScope, listingShape, titlePattern, totalFromCounts, type CountTotal, type ListingShape, type DiscussionListing, type DiscussionRow, type ListingQuery } from '../stores/discussion-listing.ts'
+import { assigneeNameOf, countScope, listingShape, totalFromCounts, type CountTotal, type ListingShape, type DiscussionListing, type DiscussionRow, type ListingQuery } from '../stores/discussion-listing.ts'
 import type { Executor } from '../port.ts'
 import type { PgDb } from './client.ts'
 import { discussions, discussionTags, users } from '../schema/postgres.ts'
@@ -26,7 +26,7 @@ const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions
 /** A short name of the shape, for its prepared statements (unique app-wide with their prefix). */
 function shapeKey(shape: ListingShape): string {
   const flag = (b: boolean) => (b ? '1' : '0')
-  return `${shape.state}_${flag(shape.category)}${flag(shape.public)}${flag(shape.author)}${flag(shape.title)}${flag(shape.tag)}_${shape.assignee}_${shape.since}_${shape.sort}`
+  return `${shape.state}_${flag(shape.category)}${flag(shape.public)}${flag(shape.author)}${flag(shape.tag)}_${shape.assignee}_${shape.since}_${shape.sort}`
 }
 
 function conditions(shape: ListingShape): SQL {
@@ -45,7 +45,6 @@ function conditions(shape: ListingShape): SQL {
   if (shape.author) where.push(eq(discussions.authorId, big(p('authorId'))))
   if (shape.since === 'number') where.push(sql`${discussions.number} > ${big(p('since'))}`)
   if (shape.since === 'date') where.push(sql`${ORDER_COLUMN[shape.sort]} >= ${p('since')}`)
-  if (shape.title) where.push(sql`${discussions.title} ILIKE ${p('title')} ESCAPE '\\'`)
   return and(...where)!
 }
 
@@ -60,7 +59,6 @@ function parameters(query: ListingQuery): Record<string, unknown> {
     assignee: query.assignee,
     tag: query.tag,
     since: query.since === undefined ? undefined : query.since.kind === 'number' ? query.since.after : new Date(query.since.from),
-    title: query.title === undefined ? undefined : titlePattern(query.title),
     limit: query.limit,
     offset: query.offset,
   }

@@ -5,7 +5,6 @@ import {
   assigneeNameOf,
   countScope,
   listingShape,
-  titlePattern,
   totalFromCounts,
   type CountTotal,
   type DiscussionListing,
@@ -85,8 +84,6 @@ function conditions(shape: Shape): { where: SQL; orderUsable: boolean } {
     where.push(sql`${column(discussions.number, driver === 'number')} > ${sql.placeholder('since')}`)
   }
   if (shape.since === 'date') where.push(sql`${column(order, orderUsable)} >= ${sql.placeholder('since')}`)
-  // A plain filter on the rows the driving index reads (no index holds words of titles).
-  if (shape.title) where.push(sql`+${discussions.title} LIKE ${sql.placeholder('title')} ESCAPE '\\'`)
   return { where: and(...where)!, orderUsable }
 }
 
@@ -175,7 +172,6 @@ export function createSqliteListing(db: Db, countTotal: CountTotal): DiscussionL
       assignee: query.assignee,
       tag: query.tag,
       since: query.since?.kind === 'number' ? query.since.after : query.since?.from,
-      title: query.title === undefined ? undefined : titlePattern(query.title),
       limit: query.limit,
       offset: query.offset,
     }

@@ -24,8 +24,6 @@ export interface ListingQuery {
   /** Discussions carrying this tag (as kept: lib/team-queue.ts, tagOf). */
   tag?: string
   since?: Since
-  /** Titles holding this text, letters without regard to case (the queue's search; see titlePattern). */
-  title?: string
   sort: Sort
   offset: number
   limit: number
@@ -73,7 +71,6 @@ export interface ListingShape {
   assignee: 'any' | 'none' | 'one'
   tag: boolean
   since: 'none' | 'number' | 'date'
-  title: boolean
   sort: Sort
 }
 
@@ -86,7 +83,6 @@ export function listingShape(query: ListingQuery): ListingShape {
     assignee: query.assignee === undefined ? 'any' : query.assignee === 0 ? 'none' : 'one',
     tag: query.tag !== undefined,
     since: query.since?.kind ?? 'none',
-    title: query.title !== undefined,
     sort: query.sort,
   }
 }
@@ -97,18 +93,9 @@ export type CountTotal = (scope: CountScope) => Promise<number>
 /** The engine's listing over the port the discussion store runs on (the database, or a transaction of it). */
 export type ListingOf = (port: StorePort, total: CountTotal) => DiscussionListing
 
-/** Whether the listing's total is a sum of the counts (no author, no `since`, no title search, no tag). */
+/** Whether the listing's total is a sum of the counts (no author, no `since`, no tag). */
 export function totalFromCounts(query: ListingQuery): boolean {
-  return query.authorId === undefined && query.since === undefined && query.title === undefined && query.tag === undefined
-}
-
-/**
- * The LIKE pattern of a title search: the text anywhere in the title, its own `%`, `_` and `\`
- * taken as they are (ESCAPE '\'). Letters match without regard to case: ASCII ones on SQLite
- * (its LIKE), all on PostgreSQL (ILIKE); docs/decisions.md, "The queue on the web".
- */
-export function titlePattern(text: string): string {
-  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+  return query.authorId === undefined && query.since === undefined && query.tag === undefined
 }
 
 /** The scope of the counts a listing's total sums. */

@@ -1,5 +1,5 @@
-import { and, asc, desc, eq, gte, inArray, isNull, lt, ne, or, sql, type SQL } from '../drizzle.ts'
-import type { StorePort } from '../port.ts'
+import { and, asc, count, desc, eq, gte, inArray, isNull, lt, ne, or, sql, type SQL } from '../drizzle.ts'
+import { unguarded, type StorePort } from '../port.ts'
 import { discussionStates } from '../values.ts'
 import { parseQuery, QueryProblem, searchDocument, snippetOf, type SearchQuery, type Snippet } from '../../lib/search-text.ts'
 import { tagOf } from '../../lib/team-queue.ts'
@@ -20,8 +20,11 @@ export const WINDOW = 1_000
 /** How many discussions a batch of the backfill indexes, in one transaction. */
 export const BACKFILL_BATCH = 500
 
-/** Who searches: the staff see every discussion and the team's notes; a customer their own discussions and the public ones, without notes. */
-export type Searcher = { staff: true; userId: number } | { staff: false; userId: number }
+/**
+ * Who searches: the staff see every discussion and the team's notes; a customer (or a visitor:
+ * no user) their own discussions and, where the site shows them, the public ones, without notes.
+ */
+export type Searcher = { staff: true; userId: number } | { staff: false; userId: number | null; publicToo: boolean }
 
 export interface SearchRequest {
   siteId: number
@@ -120,7 +123,7 @@ export function createSearchStore(port: StorePort) {
     if (given.from !== undefined) filters.authorId = (await findUserByEmail(port, given.from))?.id ?? 0
     if (given.assignee !== undefined) {
       const who = given.assignee.toLowerCase()
-      filters.assignee = who === 'me' ? searcher.userId : who === 'none' ? null : ((await findUserByEmail(port, given.assignee))?.id ?? NO_ASSIGNEE)
+      filters.assignee = who === 'me' ? searcher.userId! : who === 'none' ? null : ((await findUserByEmail(port, given.assignee))?.id ?? NO_ASSIGNEE)
     }
     if (given.tag !== undefined) {
       const tag = tagOf(given.tag)
@@ -137,7 +140,11 @@ export function createSearchStore(port: StorePort) {
     const where: Array<SQL | undefined> = [eq(discussions.siteId, siteId)]
     const { state } = filters
     where.push(state === 'live' ? ne(discussions.state, 'deleted') : state === 'todo' ? inArray(discussions.state, [...SCOPE_STATES.todo]) : eq(discussions.state, state))
-    if (!searcher.staff) where.push(ne(discussions.state, 'deleted'), or(eq(discussions.public, true), eq(discussions.authorId, searcher.userId)))
+    if (!searcher.staff) {
+      const theirs = searcher.userId === null ? undefined : eq(discussions.authorId, searcher.userId)
+      const shown = searcher.publicToo ? eq(discussions.public, true) : undefined
+      where.push(ne(discussions.state, 'deleted'), or(theirs, shown) ?? sql`1 = 0`)
+    }
     if (filters.categoryId !== undefined) where.push(eq(discussions.categoryId, filters.categoryId))
     if (filters.authorId !== undefined) where.push(eq(discussions.authorId, filters.authorId))
     if (filters.assignee !== undefined) where.push(filters.assignee === null ? isNull(discussions.assigneeId) : eq(discussions.assigneeId, filters.assignee))
@@ -164,6 +171,30 @@ export function createSearchStore(port: StorePort) {
       if (snippet) snippets.set(row.discussionId, { comment: row.number, ...snippet })
     }
     return snippets
+  }
+
+  /**
+   * Indexes the next batch of the discussions that were there before the index (the newest
+   * first), in one transaction; whether any are left. Every process may run it: the row that
+   * says how far it went is held by the batch, so batches take turns.
+   */
+  async function backfill(batch = BACKFILL_BATCH): Promise<{ indexed: number; done: boolean }> {
+    return port.atomic(async (tx) => {
+      const [progress] = await tx.locked(tx.db.select({ below: searchBackfill.below }).from(searchBackfill).where(eq(searchBackfill.key, 1)))
+      if (!progress || progress.below <= 1) return { indexed: 0, done: true }
+      const { discussions: d, comments: c } = tx.tables
+      const rows = await tx.db.select({ id: d.id, title: d.title }).from(d).where(lt(d.id, progress.below)).orderBy(desc(d.id)).limit(batch)
+      const lowest = rows.length === 0 ? 1 : rows[rows.length - 1].id
+      const texts = await tx.db
+        .select({ discussionId: c.discussionId, body: c.body, internal: c.internal })
+        .from(c)
+        .where(and(gte(c.discussionId, lowest), lt(c.discussionId, progress.below)))
+        .orderBy(asc(c.discussionId), asc(c.number))
+      const byDiscussion = Map.groupBy(texts, (t) => t.discussionId)
+      for (const row of rows) await tx.search.write(row.id, searchDocument(row.title, byDiscussion.get(row.id) ?? []), true)
+      await tx.db.update(searchBackfill).set({ below: lowest }).where(eq(searchBackfill.key, 1))
+      return { indexed: rows.length, done: lowest <= 1 }
+    })
   }
 
   return {
@@ -204,28 +235,31 @@ export function createSearchStore(port: StorePort) {
       return { total: ranked.length, capped, results }
     },
 
+    backfill,
+
     /**
-     * Indexes the next batch of the discussions that were there before the index (the newest
-     * first), in one transaction; whether any are left. Every process may run it: the row that
-     * says how far it went is held by the batch, so batches take turns.
+     * Runs batches of the backfill until none is left or `closing` aborts, letting everything else
+     * run between two (a batch holds SQLite's connection for tens of milliseconds); how many it
+     * indexed. Not a share of the connection: each batch is a transaction of its own.
      */
-    async backfill(batch = BACKFILL_BATCH): Promise<{ indexed: number; done: boolean }> {
-      return port.atomic(async (tx) => {
-        const [progress] = await tx.locked(tx.db.select({ below: searchBackfill.below }).from(searchBackfill).where(eq(searchBackfill.key, 1)))
-        if (!progress || progress.below <= 1) return { indexed: 0, done: true }
-        const { discussions: d, comments: c } = tx.tables
-        const rows = await tx.db.select({ id: d.id, title: d.title }).from(d).where(lt(d.id, progress.below)).orderBy(desc(d.id)).limit(batch)
-        const lowest = rows.length === 0 ? 1 : rows[rows.length - 1].id
-        const texts = await tx.db
-          .select({ discussionId: c.discussionId, body: c.body, internal: c.internal })
-          .from(c)
-          .where(and(gte(c.discussionId, lowest), lt(c.discussionId, progress.below)))
-          .orderBy(asc(c.discussionId), asc(c.number))
-        const byDiscussion = Map.groupBy(texts, (t) => t.discussionId)
-        for (const row of rows) await tx.search.write(row.id, searchDocument(row.title, byDiscussion.get(row.id) ?? []), true)
-        await tx.db.update(searchBackfill).set({ below: lowest }).where(eq(searchBackfill.key, 1))
-        return { indexed: rows.length, done: lowest <= 1 }
-      })
+    backfillAll: unguarded(async ({ closing, onBatch }: { closing?: AbortSignal; onBatch?: (indexed: number) => void } = {}): Promise<number> => {
+      let indexed = 0
+      while (!closing?.aborted) {
+        const step = await backfill()
+        indexed += step.indexed
+        if (step.indexed > 0) onBatch?.(indexed)
+        if (step.done) break
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+      return indexed
+    }),
+
+    /** How many discussions the backfill has still to index. */
+    async waiting(): Promise<number> {
+      const [progress] = await db.select({ below: searchBackfill.below }).from(searchBackfill).where(eq(searchBackfill.key, 1))
+      if (!progress || progress.below <= 1) return 0
+      const [{ n }] = await db.select({ n: count() }).from(discussions).where(lt(discussions.id, progress.below))
+      return Number(n)
     },
 
     /** Starts the index again for every discussion there is (after rows came in by another way than the stores: a copy, a seed). */

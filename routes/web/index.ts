@@ -21,6 +21,7 @@ import secondFactorRoutes from './second-factors.ts'
 import { secondFactorFirst } from './enrollment.ts'
 import { pageData } from './pages.ts'
 import queueRoutes, { addPageConstraint } from './queue.ts'
+import searchRoutes from './search.ts'
 import signInRoutes from './sign-in.ts'
 
 export interface WebOptions {
@@ -88,6 +89,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(adminWebhookRoutes)
       await web.register(adminQueueRoutes)
       await web.register(queueRoutes)
+      await web.register(searchRoutes)
       await web.register(discussionRoutes, { fileLimits })
       await web.register(liveRoutes)
       await web.register(customerRoutes, { fileLimits })

@@ -4,7 +4,6 @@ import type { Category } from '../../db/stores/categories.ts'
 import { inStateScope, NO_ASSIGNEE, type StateScope } from '../../db/stores/discussion-counts.ts'
 import type { DiscussionRow } from '../../db/stores/discussion-listing.ts'
 import { shownMoment } from '../../lib/clock.ts'
-import { holdsNul } from '../../lib/nul.ts'
 import { tagList, tagOf } from '../../lib/team-queue.ts'
 import { MAX_BODY } from '../api/discussions/schemas.ts'
 import { pageData, queryString, requireSupporter, wholeNumber } from './pages.ts'
@@ -20,8 +19,6 @@ import { pageData, queryString, requireSupporter, wholeNumber } from './pages.ts
 export const QUEUE_PAGE = 30
 /** The largest reply form: MAX_BODY characters of three UTF-8 bytes, each written %XX, and the other fields. */
 export const REPLY_FORM_BYTES = MAX_BODY * 9 + 4096
-/** The longest search over titles, in characters. */
-const MAX_SEARCH = 100
 
 // An API credential makes a request the API's, whatever it accepts: the API never reads a cookie,
 // the pages never read an API credential (docs/decisions.md, "The queue on the web").
@@ -104,15 +101,14 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.get('/discussions', { ...PAGE, preHandler: requireSupporter }, async (request, reply) => {
     const query = request.query as { state?: unknown; category?: unknown; page?: unknown; q?: unknown; owner?: unknown; tag?: unknown }
+    // The queue's search of earlier versions (titles only) is the full search now: its addresses lead there.
+    if (typeof query.q === 'string' && query.q.trim() !== '') return reply.redirect(`${base(request)}/search${queryString({ q: query.q.trim() })}`, 303)
     const { site, user } = request.web
     const tab = TABS.find((t) => t.scope === query.state) ?? TABS[0]
     const owner = OWNERS.find((o) => o.owner === query.owner) ?? OWNERS[2]
     const all = await categoriesOf(site.id)
     const category = all.find((c) => c.id === whole(query.category))
     const page = whole(query.page) ?? 1
-    // A search over titles: up to 100 characters; text that could not be stored could not be found.
-    const q = typeof query.q === 'string' ? query.q.trim().slice(0, MAX_SEARCH) : ''
-    const title = q === '' || holdsNul(q) ? undefined : q
     const asked = typeof query.tag === 'string' ? tagOf(query.tag) : undefined
     const tag = asked && 'tag' in asked ? asked.tag : undefined
     const scope = { siteId: site.id, categoryId: category?.id }
@@ -120,7 +116,6 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
       ...scope,
       state: tab.scope,
       assignee: assigneeOf(owner.owner, user!.id),
-      title,
       tag,
       sort: 'activity',
       offset: (page - 1) * QUEUE_PAGE,
@@ -136,7 +131,7 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
     const stateCounts = TABS.map((t) => sum(t.scope, owner.owner))
     const ownerCounts = OWNERS.map((o) => sum(tab.scope, o.owner))
     const names = new Map(all.map((c) => [c.id, c.name]))
-    const kept = { state: tab === TABS[0] ? undefined : tab.scope, owner: owner === OWNERS[2] ? undefined : owner.owner, category: category?.id, q: title, tag }
+    const kept = { state: tab === TABS[0] ? undefined : tab.scope, owner: owner === OWNERS[2] ? undefined : owner.owner, category: category?.id, tag }
     const filters = (changes: Record<string, string | number | undefined>) => `${base(request)}/discussions${queryString({ ...kept, ...changes })}`
     const pages = Math.max(1, Math.ceil(total / QUEUE_PAGE))
     return reply.page(
@@ -147,7 +142,6 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
         owners: OWNERS.map((o, i) => ({ ...o, count: ownerCounts[i], current: o === owner, href: filters({ owner: o === OWNERS[2] ? undefined : o.owner, page: undefined }) })),
         categories: all.map((c) => ({ id: c.id, name: c.name, selected: c.id === category?.id })),
         kept,
-        q: title ?? '',
         tag: tag ?? null,
         untagged: filters({ tag: undefined, page: undefined }),
         // A tag asked for that cannot be one: said, and nothing is filtered by it.

@@ -10,6 +10,7 @@ import { VersionMoved } from '../../../db/stores/errors.ts'
 import { discussionVersion, tagOf } from '../../../plugins/http/conditional.ts'
 import { httpError } from './http-errors.ts'
 import listingRoutes from './listing.ts'
+import searchRoutes from './search.ts'
 import { DISCUSSION_BODY_LIMIT } from './schemas.ts'
 import showRoutes from './show.ts'
 import writeRoutes from './write.ts'
@@ -68,6 +69,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
 
   const context = discussionContext(fastify)
   await fastify.register(listingRoutes, context)
+  await fastify.register(searchRoutes, context)
   await fastify.register(showRoutes, context)
   await fastify.register(writeRoutes, context)
   await fastify.register(actionRoutes, context)

@@ -1,6 +1,8 @@
 import { Type, type TProperties } from 'typebox'
 import { commentVias, discussionStates, outboxStates } from '../../../db/values.ts'
 import { sorts } from '../../../db/stores/discussion-listing.ts'
+import { WINDOW } from '../../../db/stores/search.ts'
+import { MAX_QUERY } from '../../../lib/search-text.ts'
 import { NUL_PROBLEM } from '../../../lib/nul.ts'
 import { MAX_TAG_LENGTH, MAX_TAGS } from '../../../lib/team-queue.ts'
 import { ErrorBody, InvalidRequestBody } from '../../schemas.ts'
@@ -151,6 +153,26 @@ export const CategoryChange = Type.Object({ round_robin: Type.Boolean({ descript
 
 const page = { offset: Type.Integer(), total: Type.Integer(), per_page: Type.Integer() }
 export const DiscussionListing = Type.Object({ ...page, discussions: Type.Array(Discussion) })
+
+export const SearchSnippet = Type.Object(
+  {
+    comment: Type.Union([Type.Integer(), Type.Null()], { description: 'The number of the comment it is taken from; null for the title.' }),
+    text: Type.String({ description: 'About two dozen words around the first match, as written; … where the text goes on.' }),
+    matches: Type.Array(Type.Array(Type.Integer(), { minItems: 2, maxItems: 2 }), {
+      description: 'Where the words searched for are in text: [start, end) pairs, counted in UTF-16 code units (as JavaScript strings are).',
+    }),
+  },
+  { description: 'Where the discussion matches.' },
+)
+export const SearchResult = Type.Object({
+  discussion: Discussion,
+  snippet: Type.Union([SearchSnippet, Type.Null()], { description: 'Null when the query had filters only.' }),
+})
+export const SearchListing = Type.Object({
+  ...page,
+  capped: Type.Boolean({ description: `More than ${WINDOW.toLocaleString('en')} discussions match: the newest ${WINDOW.toLocaleString('en')} are ranked and paged; narrow the query to reach older ones.` }),
+  results: Type.Array(SearchResult, { description: 'Best match first.' }),
+})
 export const CommentListing = Type.Object({ ...page, comments: Type.Array(Comment) })
 export const CategoryListing = Type.Object({ ...page, categories: Type.Array(Category) })
 
@@ -186,6 +208,16 @@ export const ListingQuery = Type.Object({
   user_email: Type.Optional(Email("Only the discussions of the user with this address.")),
   assignee: Type.Optional(Assignee('Only the discussions this supporter owns: a user id, me, or none for those nobody owns.')),
   tag: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH * 4, ...NO_NUL, description: 'Only the discussions carrying this tag.', errorMessage: { not: NUL_PROBLEM } })),
+})
+
+export const SearchQuery = Type.Object({
+  q: Type.String({
+    minLength: 1,
+    maxLength: MAX_QUERY,
+    description:
+      'Words (every one must be there; accents and case do not matter), "a phrase", -excluded words or phrases, and filters: state:new|open|resolved|deleted|todo (without one: every state but deleted), category:<name or id>, from:<email>, assignee:me|none|<email>, tag:<tag>, after:YYYY-MM-DD, before:YYYY-MM-DD.',
+  }),
+  page: Type.Optional(Page),
 })
 
 export const AssignQuery = Type.Object({ to: Assignee('Give it to this supporter of the site (a user id, or me), or to nobody (none).') })

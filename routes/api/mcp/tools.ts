@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { MAX_QUERY } from '../../../lib/search-text.ts'
 
 // The tools of the MCP endpoint (routes/api/mcp/index.ts; docs/decisions.md, "MCP"): each is one
 // request to the API of the token's site, described for a model. The API answers it exactly as
@@ -62,6 +63,23 @@ export const MCP_TOOLS: McpTool[] = [
       method: 'GET',
       path: category_id !== undefined ? `/categories/${category_id}/discussions${query({ assignee, tag, page })}` : `/discussions${state ? `/${state}` : ''}${query({ assignee, tag, page })}`,
     }),
+  }),
+  tool({
+    name: 'search_discussions',
+    title: 'Search discussions',
+    description:
+      'Searches the titles, replies and internal notes of every discussion, best match first, 30 per page, each with a snippet of ' +
+      'where it matches. The query: words (all must be there; case and accents do not matter), "exact phrases", -excluded words, ' +
+      'and filters: state:new|open|resolved|deleted|todo, category:<name>, from:<customer email>, assignee:me|none|<email>, tag:<tag>, ' +
+      'after:YYYY-MM-DD, before:YYYY-MM-DD (created on or after, before). Example: printer -toner from:carol@example.com. ' +
+      'Without state: every discussion but deleted ones. The answer gives `total` and `per_page` for paging; `capped` means more ' +
+      'than 1,000 match and only the newest 1,000 were ranked.',
+    input: {
+      q: z.string().min(1).max(MAX_QUERY).describe('The query.'),
+      page,
+    },
+    readOnly: true,
+    request: ({ q, page }) => ({ method: 'GET', path: `/search${query({ q, page })}` }),
   }),
   tool({
     name: 'get_discussion',

@@ -114,7 +114,7 @@ const QUERIES: Array<[string, 'staff' | 'carol', number[]]> = [
 
 async function answers(c: Corpus) {
   const search = c.engine.search()
-  const searchers: Record<'staff' | 'carol', Searcher> = { staff: { staff: true, userId: c.ann.id }, carol: { staff: false, userId: c.carolId } }
+  const searchers: Record<'staff' | 'carol', Searcher> = { staff: { staff: true, userId: c.ann.id }, carol: { staff: false, userId: c.carolId, publicToo: true } }
   const found: number[][] = []
   for (const [q, who] of QUERIES) {
     const { results } = await search.find({ siteId: c.site.id, searcher: searchers[who], q, offset: 0, limit: 50 })
