@@ -35,6 +35,27 @@ export function progressBar(io: Io, started: number) {
 export const discussionCommands: Command[] = [
   admin(
     {
+      words: ['search', 'index'],
+      args: [],
+      options: { again: { type: 'boolean', about: 'index every discussion again, not only those not yet in the index' } },
+      usage: 'search index [--again]',
+      summary: 'Build the search index of the discussions not yet in it (older than the index), now; the service does it in the background by itself.',
+      // Transactions of a batch each, so the service can write between them and the progress shows.
+      atomic: false,
+      faultScope: () => ({ outcome: 'The batches finished before it stay indexed; the service (or this command again) goes on from there.' }),
+    },
+    async ({ engine }, _args, values, io) => {
+      const search = engine.search()
+      if (values.again === true) await search.reindexAll()
+      const waiting = await search.waiting()
+      const started = io.clock()
+      const bar = progressBar(io, started)
+      const indexed = waiting === 0 ? 0 : await search.backfillAll({ onBatch: (done) => bar(Math.min(done, waiting), waiting) })
+      io.stdout(`${indexed} discussions indexed for search in ${((io.clock() - started) / 1000).toFixed(1)} s\n`)
+    },
+  ),
+  admin(
+    {
       words: ['category', 'add'],
       args: ['<site>', '<name>'],
       options: { public: { type: 'boolean', about: 'its discussions are public (customers see each other\'s); private by default' } },

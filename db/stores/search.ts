@@ -127,7 +127,7 @@ export function createSearchStore(port: StorePort) {
     }
     if (given.tag !== undefined) {
       const tag = tagOf(given.tag)
-      if ('problem' in tag) throw new QueryProblem(`gives tag:${given.tag}, which ${tag.problem}`)
+      if ('problem' in tag) throw new QueryProblem(`gives tag:${given.tag}, which cannot be a tag (it ${tag.problem})`)
       filters.tag = tag.tag
     }
     if (given.after !== undefined) filters.from = dayOf('after', given.after)

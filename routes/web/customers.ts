@@ -14,6 +14,7 @@ import { commentExtras } from '../api/discussions/context.ts'
 import { MAX_TITLE } from '../api/discussions/schemas.ts'
 import { messageProblem, notFoundPage, pageData, queryString, refusalOf, wholeNumber } from './pages.ts'
 import { REPLY_FORM_BYTES } from './queue.ts'
+import { searchForPage, shownResult } from './search.ts'
 
 // The customer's side (docs/decisions.md, "The customer's side"): {site_url}/help and the pages
 // under it, where a customer starts, reads and answers their discussions, and reads the site's
@@ -103,6 +104,25 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
         mayWrite: userId !== null || site.visitorDiscussions,
         help: base(request),
       }),
+    )
+  })
+
+  // Search over what the viewer may read (routes/web/search.ts): their own discussions, and the
+  // public ones where the site shows them; never a deleted one or an internal note.
+  fastify.get('/help/search', page, async (request, reply) => {
+    const { site } = request.web
+    const searcher = { staff: false as const, userId: viewer(request).userId, publicToo: site.publicDiscussions }
+    const found = await searchForPage(fastify.discussionSearch, request, site.id, searcher, `${base(request)}/search`)
+    return reply.page(
+      'help_search',
+      pageData(request, reply, {
+        title: found.q === '' ? 'Search' : `Search: ${found.q}`,
+        ...found,
+        results: found.results.map((r) => ({ ...shownResult(r, `${base(request)}/${r.discussion.number}`), state: listed(request, r.discussion).state })),
+        action: `${base(request)}/search`,
+        help: base(request),
+      }),
+      found.problem ? 400 : 200,
     )
   })
 
