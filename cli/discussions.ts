@@ -50,7 +50,7 @@ export const discussionCommands: Command[] = [
       const waiting = await search.waiting()
       const started = io.clock()
       const bar = progressBar(io, started)
-      const indexed = waiting === 0 ? 0 : await search.backfillAll({ onBatch: (done) => bar(Math.min(done, waiting), waiting) })
+      const indexed = waiting === 0 ? 0 : await search.backfillAll({ batch: 2_000, onBatch: (done) => bar(Math.min(done, waiting), waiting) })
       io.stdout(`${indexed} discussions indexed for search in ${((io.clock() - started) / 1000).toFixed(1)} s\n`)
     },
   ),

@@ -98,8 +98,13 @@ export interface SearchWindow {
  * discussion, written in the transaction of the change that made it (db/stores/search.ts).
  */
 export interface SearchIndex {
-  /** Writes the discussion's document in place of the one it had; with `keep`, only where it has none (a batch of the backfill). */
-  write(discussionId: number, document: SearchDocument, keep?: boolean): Promise<void>
+  /** Writes the discussion's document in place of the one it had. */
+  write(discussionId: number, document: SearchDocument): Promise<void>
+  /**
+   * Writes a batch of the backfill: each document only where its discussion has none yet, for a
+   * write since the batch read its comments has written a fresher one.
+   */
+  writeBatch(documents: Array<{ discussionId: number; document: SearchDocument }>): Promise<void>
   /** The newest discussions that match, each with how well (higher is better), newest first. */
   window(request: SearchWindow): Promise<Array<{ id: number; score: number }>>
 }

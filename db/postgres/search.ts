@@ -10,13 +10,22 @@ import { tsqueryOf, tsvectorOf } from '../../lib/search-text.ts'
 
 export function postgresSearch(q: Executor): SearchIndex {
   return {
-    async write(discussionId, document, keep = false) {
-      const vector = tsvectorOf(document)
-      // The backfill's batch keeps a document a write made since it read the comments; a write,
-      // which reads them under the discussion's lock, replaces it.
+    async write(discussionId, document) {
       await q.execute(sql`
-        insert into discussion_search (discussion_id, document) values (${discussionId}, cast(${vector} as tsvector))
-        on conflict (discussion_id) do ${keep ? sql`nothing` : sql`update set document = excluded.document`}`)
+        insert into discussion_search (discussion_id, document) values (${discussionId}, cast(${tsvectorOf(document)} as tsvector))
+        on conflict (discussion_id) do update set document = excluded.document`)
+    },
+
+    // One statement a batch. A write since the batch read the comments wrote a fresher document
+    // (it reads them under the discussion's lock): that one is kept.
+    async writeBatch(documents) {
+      if (documents.length === 0) return
+      const ids = sql.param(documents.map((d) => d.discussionId))
+      const vectors = sql.param(documents.map((d) => tsvectorOf(d.document)))
+      await q.execute(sql`
+        insert into discussion_search (discussion_id, document)
+        select v.id, v.document::tsvector from unnest(${ids}::integer[], ${vectors}::text[]) as v(id, document)
+        on conflict (discussion_id) do nothing`)
     },
 
     async window({ query, sections, where, limit }) {

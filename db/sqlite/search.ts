@@ -31,10 +31,14 @@ export function documentWriter(db: Db): (discussionId: number, document: SearchD
 export function sqliteSearch(db: Db): SearchIndex {
   const writeDocument = documentWriter(db)
   return {
-    // A batch of the backfill runs in a transaction of its own, which no other write can enter on
-    // SQLite: what it read is what is there, and replacing is keeping.
     async write(discussionId, document) {
       writeDocument(discussionId, document)
+    },
+
+    // A batch of the backfill runs in a transaction of its own, which no other write can enter on
+    // SQLite: what it read is what is there, and replacing is keeping.
+    async writeBatch(documents) {
+      for (const { discussionId, document } of documents) writeDocument(discussionId, document)
     },
 
     async window({ query, sections, where, limit }) {

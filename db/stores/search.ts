@@ -191,7 +191,7 @@ export function createSearchStore(port: StorePort) {
         .where(and(gte(c.discussionId, lowest), lt(c.discussionId, progress.below)))
         .orderBy(asc(c.discussionId), asc(c.number))
       const byDiscussion = Map.groupBy(texts, (t) => t.discussionId)
-      for (const row of rows) await tx.search.write(row.id, searchDocument(row.title, byDiscussion.get(row.id) ?? []), true)
+      await tx.search.writeBatch(rows.map((row) => ({ discussionId: row.id, document: searchDocument(row.title, byDiscussion.get(row.id) ?? []) })))
       await tx.db.update(searchBackfill).set({ below: lowest }).where(eq(searchBackfill.key, 1))
       return { indexed: rows.length, done: lowest <= 1 }
     })
@@ -242,10 +242,10 @@ export function createSearchStore(port: StorePort) {
      * run between two (a batch holds SQLite's connection for tens of milliseconds); how many it
      * indexed. Not a share of the connection: each batch is a transaction of its own.
      */
-    backfillAll: unguarded(async ({ closing, onBatch }: { closing?: AbortSignal; onBatch?: (indexed: number) => void } = {}): Promise<number> => {
+    backfillAll: unguarded(async ({ closing, onBatch, batch }: { closing?: AbortSignal; onBatch?: (indexed: number) => void; batch?: number } = {}): Promise<number> => {
       let indexed = 0
       while (!closing?.aborted) {
-        const step = await backfill()
+        const step = await backfill(batch)
         indexed += step.indexed
         if (step.indexed > 0) onBatch?.(indexed)
         if (step.done) break

@@ -116,15 +116,17 @@ export interface StartOptions {
   first: Request
   logDir: string
   env?: Record<string, string>
+  /** The service's command to run, when not this checkout's (a build of another commit). */
+  bin?: string
 }
 
 // Links in answers are built from these; nothing ever connects to them.
 const LINKS = ['--base-url', 'http://bench.example', '--site-url', 'http://bench.example/{site}']
 
-export async function startServer({ name, kind, db, first, logDir, env }: StartOptions): Promise<Server> {
+export async function startServer({ name, kind, db, first, logDir, env, bin }: StartOptions): Promise<Server> {
   const port = await freePort()
   const url = `http://${HOST}:${port}`
-  const script = kind === 'service' ? SERVICE_BIN : (scripts.get(kind) ?? scripts.set(kind, baselineScript(kind)).get(kind)!)
+  const script = kind === 'service' ? (bin ?? SERVICE_BIN) : (scripts.get(kind) ?? scripts.set(kind, baselineScript(kind)).get(kind)!)
   const args = [script, ...(kind === 'service' ? ['serve', '--host', HOST] : []), '--db', db, '--port', String(port), ...LINKS]
   mkdirSync(logDir, { recursive: true })
   const logFile = join(logDir, `${name}.log`)
