@@ -1,7 +1,7 @@
 import { and, asc, count, desc, eq, gte, inArray, isNull, lt, ne, or, sql, type SQL } from '../drizzle.ts'
 import { unguarded, type StorePort } from '../port.ts'
 import { discussionStates } from '../values.ts'
-import { parseQuery, QueryProblem, searchDocument, snippetOf, type SearchQuery, type Snippet } from '../../lib/search-text.ts'
+import { parseQuery, searchDocument, snippetOf, type SearchQuery, type Snippet } from '../../lib/search-text.ts'
 import { tagOf } from '../../lib/team-queue.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { NO_ASSIGNEE, SCOPE_STATES, type StateScope } from './discussion-counts.ts'
@@ -85,11 +85,24 @@ interface Filters {
 
 const STATE_FILTERS: readonly string[] = [...discussionStates, 'todo']
 
+/** The refusal of a query that cannot be read: a 400 naming `q` on the API, the page's message. */
+const unreadable = (problem: string) => new StoreError(problem, 'invalid', 'q')
+
+/** The query read (lib/search-text.ts), or the refusal saying why it cannot be. */
+function readQuery(q: string): SearchQuery {
+  try {
+    return parseQuery(q)
+  } catch (error) {
+    // parseQuery throws QueryProblem only: a sentence about the query.
+    throw unreadable((error as Error).message)
+  }
+}
+
 /** A date of a filter (YYYY-MM-DD, UTC), at its midnight. */
 function dayOf(name: string, value: string): Date {
-  const at = /^\d{4}-\d{2}-\d{2}$/.test(value) ? Date.parse(`${value}T00:00:00Z`) : Number.NaN
-  // Date.parse rolls 2026-02-30 over to March; a date that does not read back the same is not one.
-  if (Number.isNaN(at) || new Date(at).toISOString().slice(0, 10) !== value) throw new QueryProblem(`gives ${name}:${value}, which is not a date written YYYY-MM-DD`)
+  const at = Date.parse(`${value}T00:00:00Z`)
+  // Date.parse rolls 2026-02-30 over to March, and reads more than dates: what does not read back the same is not one.
+  if (Number.isNaN(at) || new Date(at).toISOString().slice(0, 10) !== value) throw unreadable(`gives ${name}:${value}, which is not a date written YYYY-MM-DD`)
   return new Date(at)
 }
 
@@ -104,19 +117,19 @@ export function createSearchStore(port: StorePort) {
     const filters: Filters = { state: 'live' }
     if (!searcher.staff) {
       const teamOnly = (['from', 'assignee', 'tag'] as const).find((name) => given[name] !== undefined)
-      if (teamOnly) throw new QueryProblem(`gives ${teamOnly}:, which only the team may search by`)
+      if (teamOnly) throw unreadable(`gives ${teamOnly}:, which only the team may search by`)
     }
-    for (const value of Object.values(given)) if (holdsNul(value)) throw new QueryProblem('holds the character U+0000')
+    for (const value of Object.values(given)) if (holdsNul(value)) throw unreadable('holds the character U+0000')
     if (given.state !== undefined) {
       const state = given.state.toLowerCase()
-      if (!STATE_FILTERS.includes(state)) throw new QueryProblem(`gives state:${given.state}; a state is one of ${STATE_FILTERS.join(', ')}`)
+      if (!STATE_FILTERS.includes(state)) throw unreadable(`gives state:${given.state}; a state is one of ${STATE_FILTERS.join(', ')}`)
       filters.state = state as StateScope
     }
     if (given.category !== undefined) {
       const name = given.category.toLowerCase()
       const all = await db.select({ id: categories.id, name: categories.name }).from(categories).where(eq(categories.siteId, siteId))
       const category = all.find((c) => String(c.id) === name || c.name.toLowerCase() === name)
-      if (!category) throw new QueryProblem(`gives category:${given.category}, and there is no such category on this site`)
+      if (!category) throw unreadable(`gives category:${given.category}, and there is no such category on this site`)
       filters.categoryId = category.id
     }
     // An address nobody has, or no supporter's, matches no discussion: 0 is no user's id.
@@ -127,7 +140,7 @@ export function createSearchStore(port: StorePort) {
     }
     if (given.tag !== undefined) {
       const tag = tagOf(given.tag)
-      if ('problem' in tag) throw new QueryProblem(`gives tag:${given.tag}, which cannot be a tag (it ${tag.problem})`)
+      if ('problem' in tag) throw unreadable(`gives tag:${given.tag}, which cannot be a tag (it ${tag.problem})`)
       filters.tag = tag.tag
     }
     if (given.after !== undefined) filters.from = dayOf('after', given.after)
@@ -191,7 +204,8 @@ export function createSearchStore(port: StorePort) {
         .where(and(gte(c.discussionId, lowest), lt(c.discussionId, progress.below)))
         .orderBy(asc(c.discussionId), asc(c.number))
       const byDiscussion = Map.groupBy(texts, (t) => t.discussionId)
-      await tx.search.writeBatch(rows.map((row) => ({ discussionId: row.id, document: searchDocument(row.title, byDiscussion.get(row.id) ?? []) })))
+      // Each has its opening post: its comments are there.
+      await tx.search.writeBatch(rows.map((row) => ({ discussionId: row.id, document: searchDocument(row.title, byDiscussion.get(row.id)!) })))
       await tx.db.update(searchBackfill).set({ below: lowest }).where(eq(searchBackfill.key, 1))
       return { indexed: rows.length, done: lowest <= 1 }
     })
@@ -205,15 +219,8 @@ export function createSearchStore(port: StorePort) {
      */
     async find(request: SearchRequest): Promise<SearchAnswer> {
       const { siteId, searcher } = request
-      let query: SearchQuery
-      let filters: Filters
-      try {
-        query = parseQuery(request.q)
-        filters = await filtersOf(siteId, searcher, query)
-      } catch (error) {
-        if (error instanceof QueryProblem) throw new StoreError(error.message, 'invalid', 'q')
-        throw error
-      }
+      const query = readQuery(request.q)
+      const filters = await filtersOf(siteId, searcher, query)
       const where = scopeOf(siteId, searcher, filters)
       // Words: the index finds them. Filters alone: the newest discussions they keep.
       const window =
@@ -227,6 +234,7 @@ export function createSearchStore(port: StorePort) {
       const rows = await db.select(view.discussion).from(discussions).innerJoin(users, eq(users.id, discussions.authorId)).where(inArray(discussions.id, page))
       const byId = new Map(rows.map((row) => [row.id, row as DiscussionRow]))
       const snippets = await snippetsOf(page, query, searcher)
+      // Every one is there still: a discussion is never removed, only marked deleted.
       const results = page.map((id) => {
         const discussion = byId.get(id)!
         const inTitle = snippetOf(discussion.title, query)
@@ -264,8 +272,8 @@ export function createSearchStore(port: StorePort) {
 
     /** Starts the index again for every discussion there is (after rows came in by another way than the stores: a copy, a seed). */
     async reindexAll(): Promise<void> {
-      const [{ top }] = await db.select({ top: sql<number | null>`max(${discussions.id})` }).from(discussions)
-      const below = Number(top ?? 0) + 1
+      const [{ top }] = await db.select({ top: sql<number>`coalesce(max(${discussions.id}), 0)` }).from(discussions)
+      const below = Number(top) + 1
       await db.insert(searchBackfill).values({ key: 1, below }).onConflictDoUpdate({ target: searchBackfill.key, set: { below } })
     },
   }

@@ -1,9 +1,8 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
-import { StoreError } from '../../db/stores/errors.ts'
-import type { SearchResult, SearchStore, Searcher } from '../../db/stores/search.ts'
+import type { SearchAnswer, SearchResult, SearchStore, Searcher } from '../../db/stores/search.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { MAX_QUERY, snippetParts } from '../../lib/search-text.ts'
-import { pageData, queryString, requireSupporter } from './pages.ts'
+import { pageData, queryString, refusalOf, requireSupporter } from './pages.ts'
 import { PAGE, whole } from './queue.ts'
 
 // Search on the pages (docs/decisions.md, "Search"): the staff's at {site_url}/search, over every
@@ -35,15 +34,15 @@ export async function searchForPage(search: SearchStore, request: FastifyRequest
   const page = whole(asked.page) ?? 1
   const none = { q, problem: null, total: 0, capped: false, results: [], page, pages: 1, previous: null, next: null }
   if (q === '') return none
-  try {
-    const found = await search.find({ siteId, searcher, q, offset: (page - 1) * SEARCH_PAGE, limit: SEARCH_PAGE })
-    const pages = Math.max(1, Math.ceil(found.total / SEARCH_PAGE))
-    const at = (n: number) => `${address}${queryString({ q, page: n === 1 ? undefined : n })}`
-    return { ...none, ...found, pages, previous: page > 1 ? at(page - 1) : null, next: page < pages ? at(page + 1) : null }
-  } catch (error) {
-    if (error instanceof StoreError && error.code === 'invalid') return { ...none, problem: `The search ${error.message}.` }
-    throw error
-  }
+  let found: SearchAnswer | undefined
+  // A query that cannot be read is said on the page (refusalOf: the store's `invalid`).
+  const refused = await refusalOf(async () => {
+    found = await search.find({ siteId, searcher, q, offset: (page - 1) * SEARCH_PAGE, limit: SEARCH_PAGE })
+  }, ['invalid'])
+  if (refused) return { ...none, problem: `The search ${refused.message}.` }
+  const pages = Math.max(1, Math.ceil(found!.total / SEARCH_PAGE))
+  const at = (n: number) => `${address}${queryString({ q, page: n === 1 ? undefined : n })}`
+  return { ...none, ...found!, pages, previous: page > 1 ? at(page - 1) : null, next: page < pages ? at(page + 1) : null }
 }
 
 /** A result as a page lists it: the discussion's facts and its snippet in pieces (each a match or not). */

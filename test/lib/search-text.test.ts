@@ -74,6 +74,7 @@ t.test('the query language: words, phrases, exclusions, filters; what cannot be 
     filters: { state: 'open', category: 'Feature requests', from: 'carol@example.com', assignee: 'me', tag: 'vip', after: '2026-01-01', before: '2026-02-01' },
   })
   t.same(parseQuery('state:resolved').filters, { state: 'resolved' }, 'filters alone')
+  t.same(parseQuery('say:"hello world" printer').find, [['say'], ['hello', 'world'], ['printer']], 'a quoted value of no filter: a word and a phrase')
   t.same(parseQuery('https://example.com/a error: nope:x').find, [['https', 'example', 'com', 'a'], ['error'], ['nope', 'x']], 'what names no filter is words')
   t.same(parseQuery('printer * NEAR( \'); DROP').find, [['printer'], ['near'], ['drop']], "FTS5's and SQL's syntax is words")
   t.same(parseQuery('-state:open printer').exclude, [['state', 'open']], 'an excluded filter is excluded words')

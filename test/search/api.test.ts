@@ -105,6 +105,7 @@ t.test('refusals say why; hostile queries answer 400 or a result, never 500', as
     t.equal(answer.status, 400, JSON.stringify(q))
     t.match(answer.body, { error: 'invalid_request', fields: [{ field: 'q', problem: why }] })
   }
+  t.equal((await call(ann, '/demo/search?q=printer+after:yesterday')).body.fields[0].problem, 'gives after:yesterday, which is not a date written YYYY-MM-DD')
   t.equal((await call(ann, '/demo/search')).status, 400, 'no q')
   t.equal((await call(ann, '/demo/search?q=')).status, 400, 'an empty q')
   t.equal((await call(ann, `/demo/search?q=${'x'.repeat(10_000)}`)).status, 400, '10,000 characters')
@@ -126,6 +127,11 @@ t.test("another site's discussions are never found, nor its people by from:", as
   t.same(await numbers('printer'), [1], 'ours only')
   t.same(await numbers('secret'), [])
   t.same(await numbers('from:zed@customer.example'), [], 'their customer wrote nothing here')
+  t.same(await numbers('printer from:nobody@example.test'), [], 'nor does nobody')
+  t.same(await numbers('printer assignee:nobody@example.test'), [], 'nobody owns nothing')
+  await app.discussions.update(ann.site.id, 1, { assigneeId: ann.user.id })
+  t.same(await numbers('printer assignee:me'), [1], "me: the caller's")
+  t.same(await numbers('printer assignee:ann@example.test'), [1])
   const [found] = (await app.inject({ url: '/other/search?q=printer', headers: otto.bearer })).json().results
   t.equal(found.discussion.title, 'Printer there', 'and theirs only for them')
   t.equal((await app.inject({ url: '/other/search?q=ours', headers: otto.bearer })).json().total, 0)

@@ -31,11 +31,11 @@ async function desk(t: Test) {
     await web.signIn(person.email, person.password)
     return web
   }
-  return { app, ann, carol, dave, carols, daves, shared, gone, signedIn }
+  return { app, ann, carol, dave, general, carols, daves, shared, gone, signedIn }
 }
 
 t.test("the staff's page: every discussion and the notes, the matches marked, everything escaped", async (t) => {
-  const { ann, carols, daves, shared, gone, signedIn } = await desk(t)
+  const { app, ann, general, carols, daves, shared, gone, signedIn } = await desk(t)
   const web = await signedIn(ann)
   const empty = await web.get('/demo/search')
   t.equal(empty.statusCode, 200)
@@ -52,6 +52,14 @@ t.test("the staff's page: every discussion and the notes, the matches marked, ev
   t.equal(refused.statusCode, 400)
   t.match(refused.body, /<p class="alert" role="alert" data-search-problem>The search has a quote that is not closed\.<\/p>/)
   t.match(refused.body, 'value="&quot;printer"', 'the query kept in the box')
+  // Pages of 20, the search kept from one to the next.
+  for (let i = 0; i < 21; i++) await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: `Toner ${i}`, body: 'More toner.', supporterId: ann.user.id, via: 'api' })
+  const first = await web.get('/demo/search?q=toner')
+  t.equal(found(first.body).length, 20)
+  t.match(first.body, 'href="https://help.example.test/demo/search?q=toner&amp;page=2" rel="next"')
+  const second = await web.get('/demo/search?q=toner&page=2')
+  t.equal(found(second.body).length, 1)
+  t.match(second.body, 'href="https://help.example.test/demo/search?q=toner" rel="prev"')
   const odd = await web.get(`/demo/search?q=${encodeURIComponent('<img src=x onerror=alert(1)>')}`)
   t.equal(odd.statusCode, 200)
   t.match(odd.body, 'match "&lt;img src=x onerror=alert(1)&gt;"', 'the query shown escaped')
