@@ -271,6 +271,9 @@ export async function copyDatabase(
         await client.query('BEGIN')
         report = await copyInTransaction(source, client, to, options.onTable)
         await client.query(report.verified ? 'COMMIT' : 'ROLLBACK')
+        // Rows loaded in bulk: the planner learns of them now rather than at autovacuum's next turn
+        // (until then it plans for empty tables: a search of a million took 1.4 s instead of 18 ms).
+        if (report.verified) await client.query(`ANALYZE ${COPIED_TABLES.map((table) => quoted(getPgTableConfig(table).name)).join(', ')}`)
       } catch (error) {
         failed = error as Error
         throw error

@@ -98,13 +98,18 @@ export interface SearchWindow {
  * discussion, written in the transaction of the change that made it (db/stores/search.ts).
  */
 export interface SearchIndex {
-  /** Writes the discussion's document in place of the one it had. */
-  write(discussionId: number, document: SearchDocument): Promise<void>
+  /** Writes the discussion's document in place of the one it had; `fresh`: the discussion is new, it had none. */
+  write(discussionId: number, document: SearchDocument, fresh?: boolean): Promise<void>
   /**
    * Writes a batch of the backfill: each document only where its discussion has none yet, for a
    * write since the batch read its comments has written a fresher one.
    */
   writeBatch(documents: Array<{ discussionId: number; document: SearchDocument }>): Promise<void>
+  /**
+   * After a backfill wrote many documents: PostgreSQL's planner is told what the index now holds
+   * (ANALYZE), so that it reads a common word's matches newest first; SQLite's FTS5 needs nothing.
+   */
+  settle(): Promise<void>
   /** The newest discussions that match, each with how well (higher is better), newest first. */
   window(request: SearchWindow): Promise<Array<{ id: number; score: number }>>
 }

@@ -10,6 +10,7 @@ import { tsqueryOf, tsvectorOf } from '../../lib/search-text.ts'
 
 export function postgresSearch(q: Executor): SearchIndex {
   return {
+    // `fresh` changes nothing here: one statement either way.
     async write(discussionId, document) {
       await q.execute(sql`
         insert into discussion_search (discussion_id, document) values (${discussionId}, cast(${tsvectorOf(document)} as tsvector))
@@ -26,6 +27,10 @@ export function postgresSearch(q: Executor): SearchIndex {
         insert into discussion_search (discussion_id, document)
         select v.id, v.document::tsvector from unnest(${ids}::integer[], ${vectors}::text[]) as v(id, document)
         on conflict (discussion_id) do nothing`)
+    },
+
+    async settle() {
+      await q.execute(sql`analyze discussion_search`)
     },
 
     async window({ query, sections, where, limit }) {

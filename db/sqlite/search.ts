@@ -16,14 +16,15 @@ const WEIGHTS = '4.0, 1.0, 1.0'
  * Writes a discussion's document in place of the one it had, synchronously (the seed's batches
  * run so). Prepared on first use: a port is made before the migrations have run on a new file.
  */
-export function documentWriter(db: Db): (discussionId: number, document: SearchDocument) => void {
+export function documentWriter(db: Db): (discussionId: number, document: SearchDocument, fresh?: boolean) => void {
   let statements: { remove: Statement; insert: Statement } | undefined
-  return (discussionId, document) => {
+  return (discussionId, document, fresh = false) => {
     statements ??= {
       remove: db.$client.prepare('delete from discussion_search where rowid = ?'),
       insert: db.$client.prepare('insert into discussion_search (rowid, title, text, notes) values (?, ?, ?, ?)'),
     }
-    statements.remove.run(discussionId)
+    // A new discussion's has nothing to replace: the delete (a look-up in every segment) is spared.
+    if (!fresh) statements.remove.run(discussionId)
     statements.insert.run(discussionId, ...SECTIONS.map((section) => document.words[section].join(' ')))
   }
 }
@@ -31,8 +32,8 @@ export function documentWriter(db: Db): (discussionId: number, document: SearchD
 export function sqliteSearch(db: Db): SearchIndex {
   const writeDocument = documentWriter(db)
   return {
-    async write(discussionId, document) {
-      writeDocument(discussionId, document)
+    async write(discussionId, document, fresh) {
+      writeDocument(discussionId, document, fresh)
     },
 
     // A batch of the backfill runs in a transaction of its own, which no other write can enter on
@@ -40,6 +41,8 @@ export function sqliteSearch(db: Db): SearchIndex {
     async writeBatch(documents) {
       for (const { discussionId, document } of documents) writeDocument(discussionId, document)
     },
+
+    async settle() {},
 
     async window({ query, sections, where, limit }) {
       // The index drives (CROSS JOIN keeps SQLite from starting at the discussions), newest first,

@@ -148,7 +148,7 @@ export async function seedSqliteDiscussions(
           )
           commentsWritten += thread.length
           // Indexed in the batch's transaction, as every write indexes what it writes (db/stores/search.ts).
-          writeDocument(Number(lastInsertRowid), searchDocument(title, thread.map((c) => ({ body: c.body, internal: false }))))
+          writeDocument(Number(lastInsertRowid), searchDocument(title, thread.map((c) => ({ body: c.body, internal: false }))), true)
           const row = { siteId: site.id, categoryId: category.id, state, public: isPublic, assigneeId: NO_ASSIGNEE }
           const key = countKey(row)
           moved.set(key, { row, n: (moved.get(key)?.n ?? 0) + 1 })

@@ -281,7 +281,7 @@ export async function createDiscussionIn(
     via: input.via,
   }
   const [{ id }] = await write.comment.execute({ ...opening, at: now })
-  await indexDiscussion(port, discussion, [{ body: input.body, internal: false }])
+  await indexDiscussion(port, discussion, { body: input.body })
   if (input.uploads) await claimUploads(port, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
   await bumpCount(port, counted(discussion), 1)
   await bumpSiteVersion(port, input.siteId)

@@ -66,9 +66,10 @@ function textsOf(port: StorePort) {
  * Writes the discussion's document as it is now (its title and every comment), in the transaction
  * of `port`: called by every write that changes them, after the write.
  */
-export async function indexDiscussion(port: StorePort, discussion: { id: number; title: string }, texts?: Array<{ body: string; internal: boolean }>): Promise<void> {
-  const comments = texts ?? (await textsOf(port).execute({ discussionId: discussion.id }))
-  await port.search.write(discussion.id, searchDocument(discussion.title, comments))
+export async function indexDiscussion(port: StorePort, discussion: { id: number; title: string }, created?: { body: string }): Promise<void> {
+  // A discussion just created holds its opening post alone, which the caller has: nothing to read, nothing to replace.
+  const comments = created ? [{ body: created.body, internal: false }] : await textsOf(port).execute({ discussionId: discussion.id })
+  await port.search.write(discussion.id, searchDocument(discussion.title, comments), created !== undefined)
 }
 
 /** The filters of a query, as the discussions table holds them. */
@@ -256,7 +257,10 @@ export function createSearchStore(port: StorePort) {
         const step = await backfill(batch)
         indexed += step.indexed
         if (step.indexed > 0) onBatch?.(indexed)
-        if (step.done) break
+        if (step.done) {
+          if (indexed > 0) await port.search.settle()
+          break
+        }
         await new Promise((resolve) => setImmediate(resolve))
       }
       return indexed

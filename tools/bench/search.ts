@@ -129,6 +129,10 @@ async function writes(engine: string, main: Dataset) {
     with: await startServer({ name: `with-${engine}`, kind: 'service', db: copies.with.db, first: first(copies.with), logDir: join(RUN, 'logs') }),
     without: await startServer({ name: `without-${engine}`, kind: 'service', db: copies.without.db, first: first(copies.without), logDir: join(RUN, 'logs'), bin: beforeSearch() }),
   }
+  // Read from a copy: the cached file stays as the command line closed it.
+  const reader = new Database(copyDataset(main, join(RUN, 'numbers.db')).db, { readonly: true })
+  const open = (reader.prepare("SELECT number FROM discussions WHERE state <> 'deleted' ORDER BY number").all() as Array<{ number: number }>).map((row) => row.number)
+  reader.close()
   const results = { create: { with: [] as number[], without: [] as number[] }, reply: { with: [] as number[], without: [] as number[] } }
   const body = JSON.stringify({ title: 'Printer on the third floor is out of toner', body: 'Created by npm run bench:search; the toner cartridge is empty again.' })
   try {
@@ -145,8 +149,8 @@ async function writes(engine: string, main: Dataset) {
             path: `/${data.site}/discussions/1/comments`,
             headers,
             body: JSON.stringify({ body: 'A reply from npm run bench:search: we sent a technician with a new cartridge.' }),
-            // Spread over the dataset's discussions, as replies are.
-            setupRequest: (request) => ({ ...request, path: `/${data.site}/discussions/${1 + ((n++ * 7919) % main.discussions)}/comments` }),
+            // Spread over the dataset's discussions, as replies are (a deleted one refuses a reply).
+            setupRequest: (request) => ({ ...request, path: `/${data.site}/discussions/${open[(n++ * 7919) % open.length]}/comments` }),
             expect: 201,
           },
           { duration: 5, connections: 16 },
