@@ -111,6 +111,15 @@ t.test('seed and backup say what they kept and where the room is missing', { ski
   t.equal(seeded.code, EXIT_DISK_FULL)
   t.match(seeded.stderr, /\nThe discussions of the batches finished before it were kept, each batch whole; nothing is half-written\. Free some space/)
 
+  // The search index's batches likewise: what was indexed stays, the rest is done again later.
+  await run(['seed', 'demo', '--discussions', '10'])
+  const full = failStatements(t, 'SQLITE_FULL', 'database or disk is full', /^insert into discussion_search/i)
+  const indexed = await run(['search', 'index', '--again'])
+  full()
+  t.equal(indexed.code, EXIT_DISK_FULL)
+  t.match(indexed.stderr, /\nThe batches finished before it stay indexed; the service \(or this command again\) goes on from there\. Free some space/)
+  t.match((await run(['search', 'index'])).stdout, /^10 discussions indexed for search/, 'and then it goes on')
+
   const backup = Database.prototype.backup
   Database.prototype.backup = async function () {
     throw new Database.SqliteError('database or disk is full', 'SQLITE_FULL')
