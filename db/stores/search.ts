@@ -4,6 +4,7 @@ import { discussionStates } from '../values.ts'
 import { parseQuery, searchDocument, snippetOf, type SearchQuery, type Snippet } from '../../lib/search-text.ts'
 import { tagOf } from '../../lib/team-queue.ts'
 import { holdsNul } from '../../lib/nul.ts'
+import { dayStart } from '../../lib/clock.ts'
 import { NO_ASSIGNEE, SCOPE_STATES, type StateScope } from './discussion-counts.ts'
 import { discussionViews, type DiscussionRow } from './discussion-listing.ts'
 import { StoreError } from './errors.ts'
@@ -99,11 +100,16 @@ function readQuery(q: string): SearchQuery {
   }
 }
 
+/** The snippet of a title, read only where no comment held a word searched for. */
+function titleSnippet(title: string, query: SearchQuery): SearchResult['snippet'] {
+  const found = snippetOf(title, query)
+  return found && { comment: null, ...found }
+}
+
 /** A date of a filter (YYYY-MM-DD, UTC), at its midnight. */
 function dayOf(name: string, value: string): Date {
-  const at = Date.parse(`${value}T00:00:00Z`)
-  // Date.parse rolls 2026-02-30 over to March, and reads more than dates: what does not read back the same is not one.
-  if (Number.isNaN(at) || new Date(at).toISOString().slice(0, 10) !== value) throw unreadable(`gives ${name}:${value}, which is not a date written YYYY-MM-DD`)
+  const at = dayStart(value)
+  if (at === undefined) throw unreadable(`gives ${name}:${value}, which is not a date written YYYY-MM-DD`)
   return new Date(at)
 }
 
@@ -238,8 +244,7 @@ export function createSearchStore(port: StorePort) {
       // Every one is there still: a discussion is never removed, only marked deleted.
       const results = page.map((id) => {
         const discussion = byId.get(id)!
-        const inTitle = snippetOf(discussion.title, query)
-        return { discussion, snippet: snippets.get(id) ?? (inTitle && { comment: null, ...inTitle }) }
+        return { discussion, snippet: snippets.get(id) ?? titleSnippet(discussion.title, query) }
       })
       return { total: ranked.length, capped, results }
     },

@@ -15,10 +15,7 @@ import { LOOPBACK, receiver, type Received } from '../fixtures/webhooks.ts'
 const LEAK_KEY = 'k'.repeat(40)
 
 async function webhookApp(t: Test) {
-  // The test sends the outbox itself (app.sendOutbox): no loop of the app's own sends meanwhile,
-  // which on a loaded machine took a row the test's send then found leased, and posted it after
-  // the test had counted what arrived.
-  const made = await discussionApp(t, { clock: testClock(Date.now()), config: { webhooks: { allowed: LOOPBACK, timeoutMs: 2_000 }, leakReportKey: LEAK_KEY, outboxSend: false } })
+  const made = await discussionApp(t, { clock: testClock(Date.now()), config: { webhooks: { allowed: LOOPBACK, timeoutMs: 2_000 }, leakReportKey: LEAK_KEY } })
   const boss = await supporterWithToken(made.app, { email: 'boss@example.test' })
   await made.app.users.setAdministrator(made.ann.site.id, boss.user.id, true)
   const admin = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) => made.api(method, url, payload, boss.bearer)

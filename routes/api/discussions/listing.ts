@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Static } from 'typebox'
 import { discussionStates } from '../../../db/values.ts'
 import { SERIALIZED_JSON } from '../../../lib/accept.ts'
+import { dayStart } from '../../../lib/clock.ts'
 import { InvalidRequest } from '../../../plugins/http/validation.ts'
 import type { Authenticated } from '../../../plugins/auth/authenticate.ts'
 import { NO_ASSIGNEE, type StateScope } from '../../../db/stores/discussion-counts.ts'
@@ -20,11 +21,8 @@ import { envelope, pageLinks } from './views.ts'
 export function parseSince(since: string | undefined): Since | undefined {
   if (since === undefined) return undefined
   if (/^\d+$/.test(since)) return { kind: 'number', after: Number(since) }
-  const from = Date.parse(`${since}T00:00:00Z`)
-  // Date.parse rolls 2026-02-30 over to March; a date that does not read back the same is not one.
-  if (Number.isNaN(from) || new Date(from).toISOString().slice(0, 10) !== since) {
-    throw new InvalidRequest([{ field: 'since', problem: 'is not a date of the calendar' }])
-  }
+  const from = dayStart(since)
+  if (from === undefined) throw new InvalidRequest([{ field: 'since', problem: 'is not a date of the calendar' }])
   return { kind: 'date', from }
 }
 
