@@ -54,6 +54,7 @@ import rootRoutes from './routes/root.ts'
 import tokenLeakRoutes from './routes/token-leaks.ts'
 import wellKnownRoutes from './routes/well-known.ts'
 import webPages from './routes/web/index.ts'
+import idempotency from './plugins/http/idempotency.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -81,6 +82,8 @@ export interface AppOptions {
   outboxEveryMs?: number
   /** How webhooks' names are looked up and their retries jittered (plugins/webhooks/delivery.ts); tests give their own. */
   webhookDelivery?: Pick<DeliverySettings, 'resolve' | 'random'>
+  /** How long a repeat waits for the first request with its Idempotency-Key (plugins/http/idempotency.ts); tests shorten it. */
+  idempotency?: { waitMs?: number }
 }
 
 // Request bodies larger than this are refused with 413 before they are read.
@@ -195,6 +198,8 @@ export function buildApp(options: AppOptions) {
     api.register(versioning)
     api.register(async function authenticated(routes) {
       routes.addHook('onRequest', routes.authenticate)
+      // Idempotency-Key on every POST of the routes below (plugins/http/idempotency.ts).
+      routes.register(idempotency, options.idempotency ?? {})
       routes.register(siteRoutes)
       routes.register(personalTokenRoutes)
       routes.register(discussionRoutes, { fileLimits: config.files ?? DEFAULT_FILE_LIMITS })

@@ -58,6 +58,10 @@ export const COPIED_TABLES = [
   schema.webhookDeliveries,
   // The customers' links: one mailed before the move still works, once, after it.
   schema.customerLinks,
+  // The change feed: a client reading it goes on from its cursor after the move.
+  schema.discussionChanges,
+  // The Idempotency-Keys of the last 24 hours: a retry after the move still gets the first answer.
+  schema.idempotencyKeys,
 ]
 
 const ROWS_PER_INSERT = 5_000

@@ -18,6 +18,8 @@ import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
 import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.ts'
 import { createSavedReplyStore, type SavedReplyStore } from './stores/saved-replies.ts'
 import { createSearchStore, type SearchStore } from './stores/search.ts'
+import { createChangeStore, type ChangeStore } from './stores/changes.ts'
+import { createIdempotencyStore, type IdempotencyStore } from './stores/idempotency.ts'
 import { createSecondFactorStore, type SecondFactorStore } from './stores/second-factors.ts'
 import { createSecurityLog, type SecurityLogStore } from './stores/security-log.ts'
 import { createSessionStore, type SessionStore } from './stores/sessions.ts'
@@ -118,6 +120,10 @@ export interface EngineStores {
   savedReplies(clock: Clock): SavedReplyStore
   /** Full-text search over the discussions, and the backfill of its index (db/stores/search.ts). */
   search(): SearchStore
+  /** The change feed's reads (db/stores/changes.ts); the discussion store writes it. */
+  changes(): ChangeStore
+  /** The Idempotency-Keys the API's clients sent (db/stores/idempotency.ts); the box seals the answers kept. */
+  idempotency(clock: Clock, box: SecretBox): IdempotencyStore
   /** The files of attachments (db/stores/files.ts). */
   files(clock: Clock): FileStore
   /** The sites' mailboxes and the messages taken in (db/stores/mail.ts); the box seals new users' legacy tokens. */
@@ -152,6 +158,8 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     categories: (clock) => guard(createCategoryStore(port, clock)),
     savedReplies: (clock) => guard(createSavedReplyStore(port, clock)),
     search: () => guard(createSearchStore(port)),
+    changes: () => guard(createChangeStore(port)),
+    idempotency: (clock, box) => guard(createIdempotencyStore(port, clock, box)),
     files: (clock) => guard(createFileStore(port, clock)),
     mail: (clock, box) => guard(createMailStore(port, clock, box)),
     outbox: (clock) => guard(createOutboxStore(port, clock)),

@@ -45,6 +45,10 @@ export const webhookEvents = [
   'application.authorized',
 ] as const
 export type WebhookEvent = (typeof webhookEvents)[number]
+// What the change feed tells of (db/stores/changes.ts; docs/decisions.md, "Safe retries, cursors and the change feed"):
+// the discussion events of the webhooks, one row each, in commit order.
+export const changeKinds = ['discussion.created', 'discussion.updated', 'discussion.deleted', 'discussion.restored', 'comment.created'] as const
+export type ChangeKind = (typeof changeKinds)[number]
 export const outboxStates = ['queued', 'sent', 'failed'] as const
 export type OutboxState = (typeof outboxStates)[number]
 

@@ -5,6 +5,8 @@ import type { CredentialInventory } from '../db/stores/credential-inventory.ts'
 import type { CustomerLinkStore } from '../db/stores/customer-links.ts'
 import type { DiscussionStore } from '../db/stores/discussions.ts'
 import type { SearchStore } from '../db/stores/search.ts'
+import type { ChangeStore } from '../db/stores/changes.ts'
+import type { IdempotencyStore } from '../db/stores/idempotency.ts'
 import type { FileStore } from '../db/stores/files.ts'
 import type { MailStore } from '../db/stores/mail.ts'
 import type { OutboxStore } from '../db/stores/outbox.ts'
@@ -32,6 +34,8 @@ declare module 'fastify' {
     categories: CategoryStore
     savedReplies: SavedReplyStore
     discussionSearch: SearchStore
+    changes: ChangeStore
+    idempotencyKeys: IdempotencyStore
     files: FileStore
     mailboxes: MailStore
     outbox: OutboxStore
@@ -109,6 +113,8 @@ export const discussionStores = fp(
     fastify.decorate('categories', fastify.database.categories(fastify.clock))
     fastify.decorate('savedReplies', fastify.database.savedReplies(fastify.clock))
     fastify.decorate('discussionSearch', fastify.database.search())
+    fastify.decorate('changes', fastify.database.changes())
+    fastify.decorate('idempotencyKeys', fastify.database.idempotency(fastify.clock, fastify.secretBox))
     fastify.decorate('files', fastify.database.files(fastify.clock))
     fastify.decorate('mailboxes', fastify.database.mail(fastify.clock, fastify.secretBox))
     fastify.decorate('outbox', fastify.database.outbox(fastify.clock))

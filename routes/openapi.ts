@@ -7,6 +7,8 @@ import {
   AttachmentResource,
   Category,
   CategoryListing,
+  Change,
+  ChangeFeed,
   Comment,
   CommentListing,
   CreateBody,
@@ -67,6 +69,8 @@ export const NAMED_SCHEMAS = {
   SearchSnippet,
   Comment,
   CommentListing,
+  ChangeFeed,
+  Change,
   Category,
   CategoryListing,
   NewDiscussion: CreateBody,
@@ -113,7 +117,10 @@ export const RESPONSE_HEADERS = {
   'WWW-Authenticate': header('The challenge: Bearer realm, error (invalid_token, insufficient_scope), error_description, scope, resource_metadata.'),
   'Retry-After': header('Seconds to wait before trying again.', { type: 'integer', minimum: 0 }),
   Deprecation: header('"true" on answers to a multipass request: multipass is deprecated for the API.'),
-  Link: header('Pages of a listing (rel="first", "prev", "next", "last"), and for multipass rel="deprecation" to the migration guide.'),
+  Link: header(
+    'Pages of a listing (rel="first", "prev", "next", "last"; a walk by cursor: "first" and "next"), the change feed\'s next page (rel="next"), and for multipass rel="deprecation" to the migration guide.',
+  ),
+  'Idempotent-Replayed': header('"true" on the answer to a repeat of a POST with an Idempotency-Key: the first request\'s answer, sent again; nothing was done again.'),
   ETag: header('The entity tag of this representation (strong): send it back as If-None-Match to get 304 while nothing changed, or as If-Match on a change to a discussion.'),
   // Fair use (plugins/rate-limits.ts): the IETF draft's fields, and GitHub's names for the policy counted.
   'RateLimit-Policy': header(
@@ -130,9 +137,12 @@ export const RESPONSE_HEADERS = {
 const RATE_LIMIT_HEADERS = ['RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Used', 'X-RateLimit-Reset', 'X-RateLimit-Resource'] as const
 
 /** Which headers a response of this status declares: its own, and the rate limit's on every answer after authentication. */
-function headersOf(status: string): Array<keyof typeof RESPONSE_HEADERS> {
+function headersOf(status: string, keyed: boolean): Array<keyof typeof RESPONSE_HEADERS> {
   // The 406 comes before authentication, so before anything is counted.
-  return status === '406' ? ownHeadersOf(status) : [...ownHeadersOf(status), ...RATE_LIMIT_HEADERS]
+  if (status === '406') return ownHeadersOf(status)
+  // A repeat of a POST with its Idempotency-Key says so.
+  const replayed = keyed && status.startsWith('2') ? (['Idempotent-Replayed'] as const) : []
+  return [...ownHeadersOf(status), ...replayed, ...RATE_LIMIT_HEADERS]
 }
 
 function ownHeadersOf(status: string): Array<keyof typeof RESPONSE_HEADERS> {
@@ -143,6 +153,7 @@ function ownHeadersOf(status: string): Array<keyof typeof RESPONSE_HEADERS> {
   if (status === '304') return ['ETag', 'Service-Token-Expiration']
   if (status === '412') return ['ETag', 'Service-Token-Expiration']
   if (status.startsWith('2')) return ['Service-Token-Expiration', 'Deprecation', 'Link', 'ETag']
+  if (status === '409') return ['Retry-After', 'Service-Token-Expiration']
   return ['Service-Token-Expiration']
 }
 
@@ -209,6 +220,30 @@ const PRECONDITION_FAILED: OperationResponse = {
 }
 const changesADiscussion = (path: string, method: string) => method !== 'get' && method !== 'head' && /^\/\{site\}\/discussions\/\{number\}(\/|$)/.test(path)
 
+// Idempotency-Key (plugins/http/idempotency.ts): every POST but an upload's and MCP's takes one.
+const IDEMPOTENCY_KEY = {
+  ...requestHeader(
+    'Idempotency-Key',
+    'A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again.',
+  ),
+  schema: { type: 'string', maxLength: 257 },
+}
+const KEY_REUSED: OperationResponse = {
+  description: 'Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}.',
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+}
+const KEY_IN_USE: OperationResponse = {
+  description: 'Conflict: the first request with this Idempotency-Key is still being answered (JSON {error: "idempotency_key_in_use", message}); repeat it after Retry-After. Other routes answer 409 for their own conflicts too.',
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+}
+const takesKey = (path: string, method: string) => method === 'post' && path !== '/{site}/uploads' && path !== '/{site}/mcp'
+
+/** The Idempotency-Key header of a POST, and its answers (a 409 the route already has keeps its description). */
+function idempotent(path: string, method: string, op: Operation): Operation {
+  if (!takesKey(path, method)) return op
+  return { ...op, parameters: [...(op.parameters ?? []), IDEMPOTENCY_KEY], responses: { 409: KEY_IN_USE, ...op.responses, 422: KEY_REUSED } }
+}
+
 /** The conditional headers and answers of one operation. */
 function conditional(path: string, method: string, op: Operation): Operation {
   if (method === 'get' || method === 'head') {
@@ -272,18 +307,18 @@ function withAuthenticationRefusal(response: OperationResponse | undefined): Ope
 
 /** Per operation: the OAuth scope its method needs, the authentication's 400, and the headers of each of its responses. */
 export function withOperationDetails(document: Document): Document {
-  const operation = (method: string, op: Operation) => ({
+  const operation = (path: string, method: string, op: Operation) => ({
     ...op,
     security: securityFor(method === 'get' || method === 'head' ? 'read' : 'write'),
     responses: Object.fromEntries(
       Object.entries({ ...op.responses, 400: withAuthenticationRefusal(op.responses['400']) }).map(([status, response]) => [
         status,
-        { ...response, headers: Object.fromEntries(headersOf(status).map((name) => [name, { $ref: `#/components/headers/${name}` }])) },
+        { ...response, headers: Object.fromEntries(headersOf(status, takesKey(path, method)).map((name) => [name, { $ref: `#/components/headers/${name}` }])) },
       ]),
     ),
   })
   const paths = Object.fromEntries(
-    Object.entries(document.paths).map(([path, ops]) => [path, Object.fromEntries(Object.entries(ops).map(([method, op]) => [method, operation(method, conditional(path, method, op))]))]),
+    Object.entries(document.paths).map(([path, ops]) => [path, Object.fromEntries(Object.entries(ops).map(([method, op]) => [method, operation(path, method, idempotent(path, method, conditional(path, method, op)))]))]),
   )
   return { ...document, paths }
 }

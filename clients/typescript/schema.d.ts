@@ -370,6 +370,24 @@ export interface paths {
         patch: operations["changeCategory"];
         trace?: never;
     };
+    "/{site}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What changed in the site's discussions since a cursor, in commit order */
+        get: operations["listChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /** What changed in the site's discussions since a cursor, in commit order */
+        head: operations["listChangesHead"];
+        patch?: never;
+        trace?: never;
+    };
     "/{site}/uploads": {
         parameters: {
             query?: never;
@@ -1037,9 +1055,12 @@ export interface components {
             comments: components["schemas"]["Comment"][];
         };
         DiscussionListing: {
-            offset: number;
+            /** @description How many come before this page; absent on a page walked by cursor. */
+            offset?: number;
             total: number;
             per_page: number;
+            /** @description On a page walked by cursor: the cursor of the next page (as in the Link header), null on the last page. */
+            next_cursor?: string | null;
             discussions: components["schemas"]["Discussion"][];
         };
         SearchListing: {
@@ -1105,10 +1126,36 @@ export interface components {
             } | null;
         };
         CommentListing: {
-            offset: number;
+            /** @description How many come before this page; absent on a page walked by cursor. */
+            offset?: number;
             total: number;
             per_page: number;
+            /** @description On a page walked by cursor: the cursor of the next page (as in the Link header), null on the last page. */
+            next_cursor?: string | null;
             comments: components["schemas"]["Comment"][];
+        };
+        /** @description Each change shows its discussion as it is now, not as it was then: a mirror that writes each in place of its copy is up to date once it reaches the end of the stream. */
+        ChangeFeed: {
+            /** @description In the order they were committed, oldest first. */
+            changes: components["schemas"]["Change"][];
+            /** @description Where to go on from (after=): the last change of this page, or the after= sent when there was none. */
+            next_cursor: string;
+            /** @description Nothing more had been committed when this page was read: ask again later, or with wait=. */
+            end_of_stream: boolean;
+        };
+        Change: {
+            /** @description The feed read with after= this cursor goes on after this change. */
+            cursor: string;
+            /**
+             * @description What happened; the same names as the webhook events.
+             * @enum {unknown}
+             */
+            type: "discussion.created" | "discussion.updated" | "discussion.deleted" | "discussion.restored" | "comment.created";
+            /** Format: date-time */
+            at: string;
+            discussion: components["schemas"]["Discussion"];
+            /** @description The comment written (comment.created, and the opening post of discussion.created); null otherwise. */
+            comment: components["schemas"]["Comment"] | null;
         };
         Category: {
             /** @description What change_category?to= and category (PUT) take. */
@@ -1511,8 +1558,10 @@ export interface components {
         "Retry-After": number;
         /** @description "true" on answers to a multipass request: multipass is deprecated for the API. */
         Deprecation: string;
-        /** @description Pages of a listing (rel="first", "prev", "next", "last"), and for multipass rel="deprecation" to the migration guide. */
+        /** @description Pages of a listing (rel="first", "prev", "next", "last"; a walk by cursor: "first" and "next"), the change feed's next page (rel="next"), and for multipass rel="deprecation" to the migration guide. */
         Link: string;
+        /** @description "true" on the answer to a repeat of a POST with an Idempotency-Key: the first request's answer, sent again; nothing was done again. */
+        "Idempotent-Replayed": string;
         /** @description The entity tag of this representation (strong): send it back as If-None-Match to get 304 while nothing changed, or as If-Match on a change to a discussion. */
         ETag: string;
         /** @description The policies the request is counted under (draft-ietf-httpapi-ratelimit-headers): `"reads";q=10000;w=3600` (q requests per w seconds); reads, writes, anonymous (per client address), and failures (failed authentications per address) before it on a refused credential. */
@@ -2179,6 +2228,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
                 /** @description Newest first by: last activity (the default), creation or last change. */
                 sort?: "activity" | "created" | "updated";
                 /** @description 1: public discussions only; 0: private only. */
@@ -2349,6 +2400,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
                 /** @description Newest first by: last activity (the default), creation or last change. */
                 sort?: "activity" | "created" | "updated";
                 /** @description 1: public discussions only; 0: private only. */
@@ -2519,6 +2572,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
                 /** @description Newest first by: last activity (the default), creation or last change. */
                 sort?: "activity" | "created" | "updated";
                 /** @description 1: public discussions only; 0: private only. */
@@ -2689,6 +2744,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
                 /** @description Newest first by: last activity (the default), creation or last change. */
                 sort?: "activity" | "created" | "updated";
                 /** @description 1: public discussions only; 0: private only. */
@@ -2859,6 +2916,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
                 /** @description Newest first by: last activity (the default), creation or last change. */
                 sort?: "activity" | "created" | "updated";
                 /** @description 1: public discussions only; 0: private only. */
@@ -3029,6 +3088,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
                 /** @description Newest first by: last activity (the default), creation or last change. */
                 sort?: "activity" | "created" | "updated";
                 /** @description 1: public discussions only; 0: private only. */
@@ -3199,6 +3260,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
                 /** @description Newest first by: last activity (the default), creation or last change. */
                 sort?: "activity" | "created" | "updated";
                 /** @description 1: public discussions only; 0: private only. */
@@ -3369,6 +3432,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
                 /** @description Newest first by: last activity (the default), creation or last change. */
                 sort?: "activity" | "created" | "updated";
                 /** @description 1: public discussions only; 0: private only. */
@@ -3539,6 +3604,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
                 /** @description Newest first by: last activity (the default), creation or last change. */
                 sort?: "activity" | "created" | "updated";
                 /** @description 1: public discussions only; 0: private only. */
@@ -3709,6 +3776,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
                 /** @description Newest first by: last activity (the default), creation or last change. */
                 sort?: "activity" | "created" | "updated";
                 /** @description 1: public discussions only; 0: private only. */
@@ -4493,6 +4562,7 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -4723,6 +4793,7 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -5008,6 +5079,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -5186,6 +5259,8 @@ export interface operations {
             header?: {
                 /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
                 "If-Match"?: string;
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
             };
             path: {
                 /** @description The site permalink. */
@@ -5210,6 +5285,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5310,6 +5386,7 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -5379,6 +5456,23 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
             429: {
                 headers: {
@@ -5421,6 +5515,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -5950,6 +6046,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
                 /** @description Newest first by: last activity (the default), creation or last change. */
                 sort?: "activity" | "created" | "updated";
                 /** @description 1: public discussions only; 0: private only. */
@@ -6139,7 +6237,10 @@ export interface operations {
     createDiscussion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description The site permalink. */
                 site: string;
@@ -6163,6 +6264,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6260,6 +6362,24 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description Conflict: the first request with this Idempotency-Key is still being answered (JSON {error: "idempotency_key_in_use", message}); repeat it after Retry-After. Other routes answer 409 for their own conflicts too. */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Default Response */
             413: {
                 headers: {
@@ -6293,6 +6413,23 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -6338,6 +6475,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
                 /** @description Newest first by: last activity (the default), creation or last change. */
                 sort?: "activity" | "created" | "updated";
                 /** @description 1: public discussions only; 0: private only. */
@@ -6530,6 +6669,8 @@ export interface operations {
             header?: {
                 /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
                 "If-Match"?: string;
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
             };
             path: {
                 /** @description The site permalink. */
@@ -6548,6 +6689,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6648,6 +6790,7 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -6714,6 +6857,23 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -6760,6 +6920,8 @@ export interface operations {
             header?: {
                 /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
                 "If-Match"?: string;
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
             };
             path: {
                 /** @description The site permalink. */
@@ -6778,6 +6940,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6878,6 +7041,7 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -6944,6 +7108,23 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -6990,6 +7171,8 @@ export interface operations {
             header?: {
                 /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
                 "If-Match"?: string;
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
             };
             path: {
                 /** @description The site permalink. */
@@ -7008,6 +7191,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7108,6 +7292,7 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -7174,6 +7359,23 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7220,6 +7422,8 @@ export interface operations {
             header?: {
                 /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
                 "If-Match"?: string;
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
             };
             path: {
                 /** @description The site permalink. */
@@ -7238,6 +7442,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7338,6 +7543,7 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -7404,6 +7610,23 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7453,6 +7676,8 @@ export interface operations {
             header?: {
                 /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
                 "If-Match"?: string;
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
             };
             path: {
                 /** @description The site permalink. */
@@ -7471,6 +7696,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7571,6 +7797,7 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -7637,6 +7864,23 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7686,6 +7930,8 @@ export interface operations {
             header?: {
                 /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
                 "If-Match"?: string;
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
             };
             path: {
                 /** @description The site permalink. */
@@ -7704,6 +7950,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7804,6 +8051,7 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -7873,6 +8121,23 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
             429: {
                 headers: {
@@ -7915,6 +8180,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -8071,6 +8338,8 @@ export interface operations {
             query?: {
                 /** @description 1-based page of 30. */
                 page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -8681,6 +8950,322 @@ export interface operations {
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    listChanges: {
+        parameters: {
+            query?: {
+                /** @description The cursor to go on after (next_cursor or a change's cursor); from the first change without one. */
+                after?: string;
+                /** @description Seconds to wait for a change when there is none yet (long polling); 0 by default. */
+                wait?: number;
+            };
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Each change shows its discussion as it is now, not as it was then: a mirror that writes each in place of its copy is up to date once it reaches the end of the stream. */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ChangeFeed"];
+                    "application/json": components["schemas"]["ChangeFeed"];
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    listChangesHead: {
+        parameters: {
+            query?: {
+                /** @description The cursor to go on after (next_cursor or a change's cursor); from the first change without one. */
+                after?: string;
+                /** @description Seconds to wait for a change when there is none yet (long polling); 0 by default. */
+                wait?: number;
+            };
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Each change shows its discussion as it is now, not as it was then: a mirror that writes each in place of its copy is up to date once it reaches the end of the stream. */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ChangeFeed"];
+                    "application/json": components["schemas"]["ChangeFeed"];
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
                 };
             };
             /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
@@ -9573,7 +10158,10 @@ export interface operations {
     revokeCredentials: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 site: string;
             };
@@ -9593,6 +10181,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9693,6 +10282,7 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -9705,6 +10295,23 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10152,6 +10759,7 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -10360,7 +10968,10 @@ export interface operations {
     addMailbox: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 site: string;
             };
@@ -10380,6 +10991,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -10480,6 +11092,7 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -10510,6 +11123,23 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -11028,7 +11658,10 @@ export interface operations {
     addWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 site: string;
             };
@@ -11048,6 +11681,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -11143,6 +11777,41 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description Conflict: the first request with this Idempotency-Key is still being answered (JSON {error: "idempotency_key_in_use", message}); repeat it after Retry-After. Other routes answer 409 for their own conflicts too. */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
@@ -12012,7 +12681,10 @@ export interface operations {
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 site: string;
                 /** @description The webhook id. */
@@ -12029,6 +12701,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -12126,6 +12799,41 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description Conflict: the first request with this Idempotency-Key is still being answered (JSON {error: "idempotency_key_in_use", message}); repeat it after Retry-After. Other routes answer 409 for their own conflicts too. */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
             429: {
                 headers: {
@@ -12166,7 +12874,10 @@ export interface operations {
     testWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 site: string;
                 /** @description The webhook id. */
@@ -12183,6 +12894,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -12278,6 +12990,41 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description Conflict: the first request with this Idempotency-Key is still being answered (JSON {error: "idempotency_key_in_use", message}); repeat it after Retry-After. Other routes answer 409 for their own conflicts too. */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
@@ -12666,7 +13413,10 @@ export interface operations {
     redeliverWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 site: string;
                 /** @description The webhook id. */
@@ -12685,6 +13435,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -12780,6 +13531,41 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description Conflict: the first request with this Idempotency-Key is still being answered (JSON {error: "idempotency_key_in_use", message}); repeat it after Retry-After. Other routes answer 409 for their own conflicts too. */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
@@ -12996,7 +13782,10 @@ export interface operations {
     addSavedReply: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 site: string;
             };
@@ -13016,6 +13805,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Link: components["headers"]["Link"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13116,6 +13906,7 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -13128,6 +13919,23 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -13970,6 +14778,7 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];

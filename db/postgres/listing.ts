@@ -21,12 +21,12 @@ const discussionView = {
   assigneeName: assigneeNameOf(discussions, users),
 }
 
-const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt }
+const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt, number: discussions.number }
 
 /** A short name of the shape, for its prepared statements (unique app-wide with their prefix). */
 function shapeKey(shape: ListingShape): string {
   const flag = (b: boolean) => (b ? '1' : '0')
-  return `${shape.state}_${flag(shape.category)}${flag(shape.public)}${flag(shape.author)}${flag(shape.tag)}_${shape.assignee}_${shape.since}_${shape.sort}`
+  return `${shape.state}_${flag(shape.category)}${flag(shape.public)}${flag(shape.author)}${flag(shape.tag)}_${shape.assignee}_${shape.since}_${flag(shape.before)}_${shape.sort}`
 }
 
 function conditions(shape: ListingShape): SQL {
@@ -44,7 +44,9 @@ function conditions(shape: ListingShape): SQL {
   if (shape.public) where.push(eq(discussions.public, p('public')))
   if (shape.author) where.push(eq(discussions.authorId, big(p('authorId'))))
   if (shape.since === 'number') where.push(sql`${discussions.number} > ${big(p('since'))}`)
-  if (shape.since === 'date') where.push(sql`${ORDER_COLUMN[shape.sort]} >= ${p('since')}`)
+  // A walk by cursor (in the order of the numbers) takes a date as the listing by creation does.
+  if (shape.since === 'date') where.push(sql`${shape.sort === 'number' ? discussions.createdAt : ORDER_COLUMN[shape.sort]} >= ${p('since')}`)
+  if (shape.before) where.push(sql`${discussions.number} < ${big(p('before'))}`)
   return and(...where)!
 }
 
@@ -59,6 +61,7 @@ function parameters(query: ListingQuery): Record<string, unknown> {
     assignee: query.assignee,
     tag: query.tag,
     since: query.since === undefined ? undefined : query.since.kind === 'number' ? query.since.after : new Date(query.since.from),
+    before: query.before,
     limit: query.limit,
     offset: query.offset,
   }
@@ -118,7 +121,8 @@ export function createPostgresListing(pool: PgDb, db: Executor, countTotal: Coun
     async list(query) {
       const values = parameters(query)
       const shape = listingShape(query)
-      const total = totalFromCounts(query) ? await countTotal(countScope(query)) : (await countStatement(shape).execute(values))[0].n
+      // The whole listing's, a walk by cursor's too.
+      const total = totalFromCounts(query) ? await countTotal(countScope(query)) : (await countStatement({ ...shape, before: false }).execute(values))[0].n
       if (query.offset >= total) return { total, discussions: [] }
       return { total, discussions: await pageStatement(shape).execute(values) }
     },

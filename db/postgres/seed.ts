@@ -12,7 +12,8 @@ import { emailKey } from '../stores/users.ts'
 import type { PgDb } from './client.ts'
 import { searchDocument, tsvectorOf } from '../../lib/search-text.ts'
 import { postgresPort } from './engine.ts'
-import { discussions, sites } from '../schema/postgres.ts'
+import { discussionChanges, discussions, sites } from '../schema/postgres.ts'
+import { seededChanges } from '../stores/changes.ts'
 
 // `service-desk seed` on PostgreSQL: the draws of db/stores/seed.ts (the same seed gives the same
 // discussions, comments, customers and counts on both engines; test/cli/seed.test.ts seeds one of
@@ -162,6 +163,8 @@ export async function seedPostgresDiscussions(
         SELECT d.id, v.document::tsvector
         FROM unnest(${array(rows.number)}::integer[], ${array(documents)}::text[]) AS v(number, document)
         JOIN discussions d ON d.site_id = ${site.id} AND d.number = v.number`)
+      // The feed tells of them (db/stores/changes.ts), as of every discussion made.
+      await tx.execute(seededChanges({ discussionChanges, discussions }, site.id, first))
       for (const key of [...moved.keys()].sort()) await bumpCount(postgresPort(tx), moved.get(key)!.row, moved.get(key)!.n)
       await bumpSiteVersion(postgresPort(tx), site.id)
       return said.number.length

@@ -1,6 +1,6 @@
 import { sql } from '../drizzle.ts'
 import { pgBoolean, pgCustomType, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
-import { accessLevels, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, roles, securityKinds, writeTokenRules } from '../values.ts'
+import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, roles, securityKinds, writeTokenRules } from '../values.ts'
 
 // The PostgreSQL schema: the SQLite one (db/schema/sqlite.ts) table for table, column for column, with the
 // same names, constraints and indexes, so the stores read the same rows from either engine and
@@ -564,3 +564,34 @@ export const searchBackfill = pgTable('search_backfill', {
   key: pgInteger('key').primaryKey(),
   below: pgInteger('below').notNull(),
 })
+
+// The change feed, as on SQLite (db/schema/sqlite.ts).
+export const discussionChanges = pgTable(
+  'discussion_changes',
+  {
+    siteId: siteReference(),
+    seq: pgInteger('seq').notNull(),
+    kind: pgText('kind', { enum: changeKinds }).notNull(),
+    discussionId: pgInteger('discussion_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    commentId: pgInteger('comment_id').references(() => comments.id, { onDelete: 'cascade' }),
+    at: moment('at').notNull(),
+  },
+  (t) => [pgPrimaryKey({ columns: [t.siteId, t.seq] }), pgIndex('discussion_changes_discussion_idx').on(t.discussionId)],
+)
+
+// Idempotency-Key, as on SQLite (db/schema/sqlite.ts).
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    siteId: siteReference(),
+    credential: pgText('credential').notNull(),
+    key: pgText('key').notNull(),
+    fingerprint: pgText('fingerprint').notNull(),
+    createdAt: moment('created_at').notNull(),
+    status: pgInteger('status'),
+    answer: pgText('answer'),
+  },
+  (t) => [pgPrimaryKey({ columns: [t.siteId, t.credential, t.key] }), pgIndex('idempotency_keys_created_idx').on(t.createdAt)],
+)

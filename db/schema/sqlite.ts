@@ -1,6 +1,6 @@
 import { sql } from '../drizzle.ts'
 import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from '../drizzle.ts'
-import { accessLevels, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, roles, securityKinds, writeTokenRules } from '../values.ts'
+import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, roles, securityKinds, writeTokenRules } from '../values.ts'
 
 // Every moment is stored as integer milliseconds since the epoch (UTC), read back as a Date.
 const moment = (name: string) => integer(name, { mode: 'timestamp_ms' })
@@ -679,3 +679,39 @@ export const searchBackfill = sqliteTable('search_backfill', {
   key: integer('key').primaryKey(),
   below: integer('below').notNull(),
 })
+
+// The change feed (db/stores/changes.ts, docs/decisions.md "Safe retries, cursors and the change
+// feed"): one row per change to a discussion, numbered per site in commit order (`seq`, written
+// under the site's row lock in the change's transaction). The migration gave every discussion
+// already there a `discussion.created` row, so a feed read from the start finds them all.
+export const discussionChanges = sqliteTable(
+  'discussion_changes',
+  {
+    siteId: siteReference(),
+    seq: integer('seq').notNull(),
+    kind: text('kind', { enum: changeKinds }).notNull(),
+    discussionId: integer('discussion_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    commentId: integer('comment_id').references(() => comments.id, { onDelete: 'cascade' }),
+    at: moment('at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.siteId, t.seq] }), index('discussion_changes_discussion_idx').on(t.discussionId)],
+)
+
+// Idempotency-Key (plugins/http/idempotency.ts): a key a credential sent with a POST, the digest of
+// what was sent with it, and once it succeeded its answer (sealed with the server key), kept 24 hours.
+export const idempotencyKeys = sqliteTable(
+  'idempotency_keys',
+  {
+    siteId: siteReference(),
+    credential: text('credential').notNull(),
+    key: text('key').notNull(),
+    fingerprint: text('fingerprint').notNull(),
+    createdAt: moment('created_at').notNull(),
+    // Null while the first request is in flight.
+    status: integer('status'),
+    answer: text('answer'),
+  },
+  (t) => [primaryKey({ columns: [t.siteId, t.credential, t.key] }), index('idempotency_keys_created_idx').on(t.createdAt)],
+)

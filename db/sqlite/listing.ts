@@ -30,7 +30,7 @@ const discussionView = {
 // Column types whose values come from SQLite as they are stored: no decoder to run.
 const IDENTITY = new Set(['SQLiteInteger', 'SQLiteText'])
 
-const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt }
+const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt, number: discussions.number }
 
 // Past this many matches, `since=<number>` (or a tag) reads the page in listing order instead of
 // through the number index (or the tag's), which would sort every match first.
@@ -48,7 +48,7 @@ function shapeOf(query: ListingQuery, driver: Driver): Shape {
 /** The driver before the number of matches is known (and for counting). */
 function firstDriver(query: ListingQuery): Driver {
   if (query.authorId !== undefined) return 'author'
-  if (query.since?.kind === 'number') return 'number'
+  if (query.since?.kind === 'number' || query.sort === 'number') return 'number'
   if (query.tag !== undefined) return 'tag'
   // The owner's index holds the live discussions only.
   if (query.assignee !== undefined && (query.state === 'live' || query.state === 'todo')) return 'assignee'
@@ -63,7 +63,9 @@ function conditions(shape: Shape): { where: SQL; orderUsable: boolean } {
   const column = (c: SQLWrapper, usable: boolean) => (usable ? sql`${c}` : sql`+${c}`)
   // Which columns the driving index may use; every other term is a plain filter.
   const orderUsable =
-    driver === 'order' || (shape.sort === 'activity' && (driver === 'author' || driver === 'category' || driver === 'assignee' || driver === 'todo'))
+    driver === 'order' ||
+    (shape.sort === 'number' && driver === 'number') ||
+    (shape.sort === 'activity' && (driver === 'author' || driver === 'category' || driver === 'assignee' || driver === 'todo'))
   // Every index starts with the site.
   const where: SQL[] = [eq(discussions.siteId, sql.placeholder('siteId'))]
   // The partial indexes are used only where the query's terms are written as their WHERE is.
@@ -83,7 +85,10 @@ function conditions(shape: Shape): { where: SQL; orderUsable: boolean } {
   if (shape.since === 'number') {
     where.push(sql`${column(discussions.number, driver === 'number')} > ${sql.placeholder('since')}`)
   }
-  if (shape.since === 'date') where.push(sql`${column(order, orderUsable)} >= ${sql.placeholder('since')}`)
+  // A walk by cursor (in the order of the numbers) takes a date as the listing by creation does.
+  if (shape.since === 'date' && shape.sort === 'number') where.push(sql`+${discussions.createdAt} >= ${sql.placeholder('since')}`)
+  else if (shape.since === 'date') where.push(sql`${column(order, orderUsable)} >= ${sql.placeholder('since')}`)
+  if (shape.before) where.push(sql`${column(discussions.number, driver === 'number')} < ${sql.placeholder('before')}`)
   return { where: and(...where)!, orderUsable }
 }
 
@@ -172,6 +177,7 @@ export function createSqliteListing(db: Db, countTotal: CountTotal): DiscussionL
       assignee: query.assignee,
       tag: query.tag,
       since: query.since?.kind === 'number' ? query.since.after : query.since?.from,
+      before: query.before,
       limit: query.limit,
       offset: query.offset,
     }
@@ -188,9 +194,11 @@ export function createSqliteListing(db: Db, countTotal: CountTotal): DiscussionL
     // With an author or a `since`, the total is counted through the same index the page is read from.
     async list(query) {
       const values = parameters(query)
+      // The whole listing's, a walk by cursor's too.
+      const whole = { ...query, before: undefined }
       const total = totalFromCounts(query)
         ? await countTotal(countScope(query))
-        : countStatement(shapeOf(query, firstDriver(query))).get(values)!.n
+        : countStatement(shapeOf(whole, firstDriver(whole))).get(values)!.n
       if (query.offset >= total) return { total, discussions: [] }
       return { total, discussions: pageStatement(shapeOf(query, pageDriver(query, total))).all(values) }
     },

@@ -1,6 +1,7 @@
 import { and, eq, sql } from '../drizzle.ts'
 import type { Db } from './client.ts'
-import { comments, discussionCounts, discussions, memberships, sites, users } from '../schema/sqlite.ts'
+import { comments, discussionChanges, discussionCounts, discussions, memberships, sites, users } from '../schema/sqlite.ts'
+import { seededChanges } from '../stores/changes.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { slugify } from '../stores/categories.ts'
@@ -153,6 +154,8 @@ export async function seedSqliteDiscussions(
           const key = countKey(row)
           moved.set(key, { row, n: (moved.get(key)?.n ?? 0) + 1 })
         }
+        // The feed tells of them (db/stores/changes.ts), as of every discussion made.
+        db.run(seededChanges({ discussionChanges, discussions } as never, site.id, first))
         for (const key of [...moved.keys()].sort()) {
           const { row, n } = moved.get(key)!
           bump.run({ ...row, public: row.public ? 1 : 0, n })

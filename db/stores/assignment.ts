@@ -1,4 +1,5 @@
 import { and, asc, eq, gt, inArray, sql } from '../drizzle.ts'
+import { recordChanges } from './changes.ts'
 import type { StorePort } from '../port.ts'
 import { moveCounts, NO_ASSIGNEE } from './discussion-counts.ts'
 import { StoreError } from './errors.ts'
@@ -63,21 +64,26 @@ export async function nextInTurn(port: StorePort, siteId: number, category: { id
 
 /**
  * The discussions `userId` owns on `siteId` (on every site without one) no longer owned, moving
- * their counts, in the transaction of `port`; each one's version moves, so its kept views go.
+ * their counts, in the transaction of `port`; each one's version moves, so its kept views go, and
+ * each is a change of the feed (db/stores/changes.ts) at `at`.
  */
-export async function unassignEverything(port: StorePort, userId: number, siteId?: number): Promise<number> {
+export async function unassignEverything(port: StorePort, at: Date, userId: number, siteId?: number): Promise<number> {
   const { discussions, sites } = port.tables
   const theirs = and(eq(discussions.assigneeId, userId), siteId === undefined ? undefined : eq(discussions.siteId, siteId))
   const changed = await port.db
     .update(discussions)
     .set({ assigneeId: null, version: sql`${discussions.version} + 1` })
     .where(theirs)
-    .returning({ siteId: discussions.siteId, categoryId: discussions.categoryId, state: discussions.state, public: discussions.public })
+    .returning({ id: discussions.id, siteId: discussions.siteId, categoryId: discussions.categoryId, state: discussions.state, public: discussions.public })
   if (changed.length === 0) return 0
   // The counts of exactly the rows this statement changed (a discussion given to them meanwhile
   // committed before it, or waits on their membership's lock and is then refused).
   await moveCounts(port, changed.map((d) => ({ before: { ...d, assigneeId: userId }, after: { ...d, assigneeId: NO_ASSIGNEE } })))
   const touched = [...new Set(changed.map((d) => d.siteId))]
   await port.db.update(sites).set({ version: sql`${sites.version} + 1` }).where(inArray(sites.id, touched))
+  // Each a change of its site's feed, under the site's row lock the version's bump took.
+  for (const siteId of touched) {
+    await recordChanges(port, siteId, changed.filter((d) => d.siteId === siteId).map((d) => ({ kind: 'discussion.updated' as const, discussionId: d.id, at })))
+  }
   return changed.length
 }

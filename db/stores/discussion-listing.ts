@@ -9,7 +9,8 @@ import type { CountScope, StateScope } from './discussion-counts.ts'
 // engines").
 
 export const sorts = ['activity', 'created', 'updated'] as const
-export type Sort = (typeof sorts)[number]
+/** The orders a client asks for, and the number's: the order of a walk by cursor (`before`), newest first. */
+export type Sort = (typeof sorts)[number] | 'number'
 
 export type Since = { kind: 'number'; after: number } | { kind: 'date'; from: number }
 
@@ -24,6 +25,8 @@ export interface ListingQuery {
   /** Discussions carrying this tag (as kept: lib/team-queue.ts, tagOf). */
   tag?: string
   since?: Since
+  /** A walk by cursor: only the discussions numbered below this (sort: 'number'). */
+  before?: number
   sort: Sort
   offset: number
   limit: number
@@ -71,6 +74,7 @@ export interface ListingShape {
   assignee: 'any' | 'none' | 'one'
   tag: boolean
   since: 'none' | 'number' | 'date'
+  before: boolean
   sort: Sort
 }
 
@@ -83,6 +87,7 @@ export function listingShape(query: ListingQuery): ListingShape {
     assignee: query.assignee === undefined ? 'any' : query.assignee === 0 ? 'none' : 'one',
     tag: query.tag !== undefined,
     since: query.since?.kind ?? 'none',
+    before: query.before !== undefined,
     sort: query.sort,
   }
 }

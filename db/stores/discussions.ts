@@ -15,7 +15,8 @@ import { claimUploads } from './files.ts'
 import { notifyAssigned, notifyNewDiscussion, notifyOwnerOfComment } from './notifications.ts'
 import { queueReplyMail } from './outbox.ts'
 import { indexDiscussion } from './search.ts'
-import { bumpSiteVersion, lockSite } from './sites.ts'
+import { siteChanged } from './changes.ts'
+import { lockSite } from './sites.ts'
 import { noEvents, type EventSink } from './webhooks.ts'
 
 export type { CommentRow, DiscussionRow } from './discussion-listing.ts'
@@ -284,7 +285,7 @@ export async function createDiscussionIn(
   await indexDiscussion(port, discussion, { body: input.body })
   if (input.uploads) await claimUploads(port, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
   await bumpCount(port, counted(discussion), 1)
-  await bumpSiteVersion(port, input.siteId)
+  await siteChanged(port, { siteId: input.siteId, kind: 'discussion.created', discussionId: discussion.id, commentId: id, at: now })
   // The opening post's author is the discussion's: the row just read names them.
   const comment: CommentRow = { id, ...opening, createdAt: now, authorEmail: discussion.authorEmail, authorName: discussion.authorName }
   await events(port, { type: 'discussion.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })
@@ -341,8 +342,9 @@ export function createDiscussionStore(
       if (after.tags !== before.tags) await retag(tx, after)
       if (after.title !== before.title) await indexDiscussion(tx, after)
       await moveCount(tx, counted(before), counted(after))
-      await bumpSiteVersion(tx, siteId)
-      await events(tx, { type: event(after), siteId, discussion: after })
+      const type = event(after)
+      await siteChanged(tx, { siteId, kind: type, discussionId: before.id, at: after.updatedAt })
+      await events(tx, { type, siteId, discussion: after })
       return after
     })
   }
@@ -413,7 +415,7 @@ export function createDiscussionStore(
         await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now), awaitingTeam: tx.flag(awaitingTeam) })
         await indexDiscussion(tx, before)
         await moveCount(tx, counted(before), counted({ ...before, state }))
-        await bumpSiteVersion(tx, input.siteId)
+        await siteChanged(tx, { siteId: input.siteId, kind: 'comment.created', discussionId: before.id, commentId: id, at: now })
         const discussion = await getIn(tx, input.siteId, input.number)
         const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
         await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })

@@ -286,7 +286,7 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
       const user = await get(email)
       await port.atomic(async (tx) => {
         await tx.db.update(users).set({ disabled }).where(eq(users.id, user.id))
-        if (disabled) await unassignEverything(tx, user.id)
+        if (disabled) await unassignEverything(tx, new Date(clock()), user.id)
       })
       return { ...user, disabled }
     },
@@ -395,7 +395,7 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
           .set({ role: 'customer', administrator: false })
           .where(and(membershipOn(memberships, siteId, userId), eq(memberships.role, STAFF_ROLE)))
           .returning({ userId: memberships.userId })
-        if (changed.length > 0) await unassignEverything(tx, userId, siteId)
+        if (changed.length > 0) await unassignEverything(tx, new Date(clock()), userId, siteId)
         return changed.length > 0
       })
     },

@@ -101,7 +101,12 @@ const BOOLEAN_FIELDS = new Set(['internal', 'public'])
  * a list, which the schema then refuses), and its files, uploaded as they arrive, added to `uploads`.
  * The route's own schema then checks it as it checks JSON.
  */
-export async function multipartBody(fastify: FastifyInstance, request: FastifyRequest, limits: FileLimits, owner: Owner): Promise<{ body: Record<string, unknown>; uploaded: number[] }> {
+export async function multipartBody(
+  fastify: FastifyInstance,
+  request: FastifyRequest,
+  limits: FileLimits,
+  owner: Owner,
+): Promise<{ body: Record<string, unknown>; uploaded: number[]; digests: string[] }> {
   const { fields, uploads } = await readMultipart(fastify, request, limits, owner)
   const body: Record<string, unknown> = {}
   for (const [name, values] of fields) {
@@ -111,7 +116,8 @@ export async function multipartBody(fastify: FastifyInstance, request: FastifyRe
   }
   const uploaded = uploads.map((u) => u.id)
   if (uploaded.length > 0) body.uploads = [...((body.uploads as unknown[] | undefined) ?? []), ...uploaded]
-  return { body, uploaded }
+  // What a repeat with the same Idempotency-Key must match (plugins/http/idempotency.ts): the files' bytes, not their new ids.
+  return { body, uploaded, digests: uploads.map((u) => u.sha256) }
 }
 
 /** The Content-Type a file goes out with: text is said to be UTF-8, which its detection checked. */

@@ -27,6 +27,7 @@ const READS = [
   '/{site}/saved_replies',
   '/{site}/saved_replies/{id}',
   '/{site}/search',
+  '/{site}/changes',
 ]
 const WRITES = [
   'post /{site}/categories/{id}/discussions',
@@ -88,7 +89,7 @@ t.test('every API route is in the document, and nothing else', async (t) => {
 
   // Any discussion or category route registered in the app, now or later, must be documented.
   const toPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
-  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|webhooks|saved_replies|search)/.test(r.url))
+  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|webhooks|saved_replies|search|changes)/.test(r.url))
   t.equal(apiShaped.length, EXPECTED.length - 2, 'all but the site resource')
   for (const r of apiShaped) t.ok(documented.includes(`${r.method} ${toPath(r.url)}`), `${r.method} ${r.url} is documented`)
   t.notOk(Object.keys(doc.paths).some((p) => p.includes('*') || p.includes('openapi') || p.includes('well-known')))
@@ -128,7 +129,7 @@ t.test('security schemes of the contract, and the answers of every operation', a
   t.same(Object.keys(doc.paths['/{site}'].get.responses['400'].content), ['text/plain'])
   t.match(doc.paths['/{site}'].get.responses['400'].description, /^Refused before the route: .*invalid_request/)
   const create = doc.paths['/{site}/categories/{id}/discussions'].post
-  t.same(Object.keys(create.responses).sort(), ['201', '400', '401', '403', '404', '406', '413', '415', '429', '503'])
+  t.same(Object.keys(create.responses).sort(), ['201', '400', '401', '403', '404', '406', '409', '413', '415', '422', '429', '503'])
   t.ok(doc.paths['/{site}/discussions/{number}'].put.responses['409'], 'a change can meet a deleted discussion')
   t.same(create.responses['201'].content['application/vnd.service-v1+json'].schema, { $ref: '#/components/schemas/DiscussionWithComments' }, 'the v1 media type')
   t.same(create.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/NewDiscussion' })
@@ -141,7 +142,7 @@ t.test('security schemes of the contract, and the answers of every operation', a
   const listing = doc.paths['/{site}/discussions'].get
   t.same(
     listing.parameters.filter((p: { in: string }) => p.in === 'query').map((p: { name: string }) => p.name),
-    ['page', 'sort', 'public', 'since', 'user_id', 'user_email', 'assignee', 'tag'],
+    ['page', 'cursor', 'sort', 'public', 'since', 'user_id', 'user_email', 'assignee', 'tag'],
   )
 })
 
@@ -251,5 +252,20 @@ t.test('the conditional headers are added to an operation that has no parameters
     },
   })
   t.same(doc.paths['/ping'].get.parameters!.map((p) => (p as { name: string }).name), ['If-None-Match'])
-  t.same(doc.paths['/{site}/discussions/{number}/resolve'].post.parameters!.map((p) => (p as { name: string }).name), ['If-Match'])
+  t.same(doc.paths['/{site}/discussions/{number}/resolve'].post.parameters!.map((p) => (p as { name: string }).name), ['If-Match', 'Idempotency-Key'])
+})
+
+t.test('every POST but an upload takes an Idempotency-Key, with its 409 and 422; nothing else does', async (t) => {
+  const { res } = await documentAndRoutes(t)
+  const doc = res.json()
+  for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, Operation>>)) {
+    for (const [method, op] of Object.entries(ops)) {
+      const takes = (op.parameters ?? []).some((p) => p.in === 'header' && p.name === 'Idempotency-Key')
+      const expected = method === 'post' && path !== '/{site}/uploads'
+      t.equal(takes, expected, `${method} ${path}`)
+      if (expected) t.ok(op.responses['422'] && op.responses['409'], `${method} ${path}: its 409 and 422`)
+    }
+  }
+  t.same(doc.components.schemas.ChangeFeed.properties.changes.items, { $ref: '#/components/schemas/Change' })
+  t.same(doc.components.schemas.Change.properties.discussion, { $ref: '#/components/schemas/Discussion' })
 })

@@ -5,6 +5,7 @@ import { multipartBody } from '../files.ts'
 import { strictValidatorCompiler } from '../../../plugins/http/validation.ts'
 import actionRoutes from './actions.ts'
 import categoryRoutes from './categories.ts'
+import changeRoutes from './changes.ts'
 import { discussionAddress, discussionContext } from './context.ts'
 import { VersionMoved } from '../../../db/stores/errors.ts'
 import { discussionVersion, tagOf } from '../../../plugins/http/conditional.ts'
@@ -27,6 +28,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The uploads a multipart request made, removed again when it fails. */
     uploaded?: number[]
+    /** The SHA-256 of each file a multipart request carried, in order (plugins/http/idempotency.ts). */
+    uploadedDigests?: string[]
   }
 }
 
@@ -52,9 +55,10 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
     if (!request.routeOptions.config.takesFiles) {
       return reply.code(415).send({ error: 'unsupported_media_type', message: 'This route takes JSON; only a post (a discussion, a comment) may be sent as multipart/form-data.' })
     }
-    const { body, uploaded } = await multipartBody(fastify, request, fileLimits, { siteId: request.auth!.site.id, userId: request.auth!.user.id })
+    const { body, uploaded, digests } = await multipartBody(fastify, request, fileLimits, { siteId: request.auth!.site.id, userId: request.auth!.user.id })
     request.body = body
     request.uploaded = uploaded
+    request.uploadedDigests = digests
   })
   // Before the refusal is sent, so a client that reads it finds nothing of the request kept.
   fastify.addHook('onError', async (request) => {
@@ -74,6 +78,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
   await fastify.register(writeRoutes, context)
   await fastify.register(actionRoutes, context)
   await fastify.register(categoryRoutes, context)
+  await fastify.register(changeRoutes, context)
 }
 
 export default discussionRoutes

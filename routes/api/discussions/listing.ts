@@ -15,7 +15,8 @@ import { InvalidRequestBody, SiteParams } from '../../schemas.ts'
 import { notModified, siteVersion } from '../../../plugins/http/conditional.ts'
 import type { DiscussionContext } from './context.ts'
 import { Discussion, DiscussionListing, ListingQuery, PER_PAGE } from './schemas.ts'
-import { envelope, pageLinks } from './views.ts'
+import { cursorLinks, envelope, pageLinks, walkedPage } from './views.ts'
+import { cursorOf, positionOf } from '../../../lib/cursors.ts'
 
 /** `since` as a number (discussions numbered above it) or a UTC date (at or after its midnight). */
 export function parseSince(since: string | undefined): Since | undefined {
@@ -31,6 +32,21 @@ function keptTag(text: string): string {
   const found = tagOf(text)
   if ('problem' in found) throw new InvalidRequest([{ field: 'tag', problem: found.problem }])
   return found.tag
+}
+
+/**
+ * Where a walk by cursor starts: below the number the cursor names, or at the top for the empty
+ * one. Refused (400) with `page`, with an order other than creation's, or for a cursor this API
+ * did not give for a listing.
+ */
+function walkStart(query: Static<typeof ListingQuery>): number {
+  if (query.page !== undefined) throw new InvalidRequest([{ field: 'page', problem: 'cannot be combined with cursor: a walk by cursor follows the Link header instead' }])
+  if (query.sort !== undefined && query.sort !== 'created') {
+    throw new InvalidRequest([{ field: 'sort', problem: 'must be created (or left out) with cursor: a walk by cursor goes in the order of creation, which no change reorders' }])
+  }
+  const before = positionOf('discussions', query.cursor!, Number.MAX_SAFE_INTEGER)
+  if (before === undefined) throw new InvalidRequest([{ field: 'cursor', problem: 'is not a cursor of a listing of discussions' }])
+  return before
 }
 
 export interface ListingRequest {
@@ -53,8 +69,10 @@ export async function listDiscussions(
   const site = request.auth!.site
   // Before anything is read: a poll of an unchanged listing costs the authentication alone.
   if (notModified(request as FastifyRequest, reply, siteVersion(site.version))) return reply
-  const { page = 1, sort = 'activity', user_id, user_email, assignee, tag, ...query } = request.query
+  const { page = 1, sort = 'activity', user_id, user_email, assignee, tag, cursor, ...query } = request.query
   const since = parseSince(query.since)
+  // A walk by cursor goes in the order of creation (the numbers), which no change reorders.
+  const before = cursor === undefined ? undefined : walkStart(request.query)
   if (user_id !== undefined && user_email !== undefined) {
     throw new InvalidRequest([{ field: 'user_email', problem: 'cannot be combined with user_id: send one of them' }])
   }
@@ -69,23 +87,32 @@ export async function listDiscussions(
     assignee: assignee === undefined ? undefined : (assigneeOf(assignee, request.auth!.user.id) ?? NO_ASSIGNEE),
     tag: tag === undefined ? undefined : keptTag(tag),
     since,
-    sort,
-    offset: (page - 1) * PER_PAGE,
-    limit: PER_PAGE,
+    ...(before === undefined ? { sort, offset: (page - 1) * PER_PAGE, limit: PER_PAGE } : { sort: 'number', before, offset: 0, limit: PER_PAGE + 1 }),
   })
   const kept = { sort: request.query.sort, public: query.public, since: query.since, user_id, user_email, assignee, tag }
-  reply.header('link', pageLinks(address, kept, page, total))
+  let shown = rows
+  let around: Record<string, unknown>
+  if (before === undefined) {
+    reply.header('link', pageLinks(address, kept, page, total))
+    around = envelope(page, total)
+  } else {
+    const walked = walkedPage(rows, (last) => cursorOf('discussions', last.number))
+    shown = walked.rows
+    reply.header('link', cursorLinks(address, kept, walked.next))
+    around = { total, per_page: PER_PAGE, next_cursor: walked.next }
+  }
   // The route's own serializer writes the envelope around no items; each item's JSON is the views'
-  // (made once per version of the discussion), joined in place of the empty list at its end.
-  const shell = reply.getSerializationFunction('200')!({ ...envelope(page, total), discussions: [] })
+  // (made once per version of the discussion), joined in place of the empty list.
+  const shell = reply.getSerializationFunction('200')!({ ...around, discussions: [] })
   const item = reply.compileSerializationSchema(Discussion as unknown as Record<string, unknown>)
-  const items = rows.map((row) => views.discussionJson(site.permalink, row, item))
-  return reply.type(SERIALIZED_JSON).send(`${shell.slice(0, -ITEMS_END.length)}${items.join(',')}${ITEMS_END}`)
+  const items = shown.map((row) => views.discussionJson(site.permalink, row, item))
+  const at = shell.lastIndexOf(NO_ITEMS) + NO_ITEMS.length - 1
+  return reply.type(SERIALIZED_JSON).send(`${shell.slice(0, at)}${items.join(',')}${shell.slice(at)}`)
 }
 
-// The listing's schema ends with its items: the serializer's text of no items ends `[]}`, and the
-// items go between the brackets.
-const ITEMS_END = ']}'
+// The serializer's text of the envelope around no items holds this once (no other field is a list
+// of discussions); the items go between its brackets.
+const NO_ITEMS = '"discussions":[]'
 
 /** GET and HEAD {base_url}/<site>/discussions, and the same for one state: /discussions/<state>. */
 const listingRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, context) => {

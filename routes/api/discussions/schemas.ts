@@ -1,5 +1,5 @@
 import { Type, type TProperties } from 'typebox'
-import { commentVias, discussionStates, outboxStates } from '../../../db/values.ts'
+import { changeKinds, commentVias, discussionStates, outboxStates } from '../../../db/values.ts'
 import { sorts } from '../../../db/stores/discussion-listing.ts'
 import { WINDOW } from '../../../db/stores/search.ts'
 import { MAX_QUERY } from '../../../lib/search-text.ts'
@@ -152,7 +152,16 @@ export const Category = Type.Object({
 export const CategoryChange = Type.Object({ round_robin: Type.Boolean({ description: "Give the discussions customers start here to the site's supporters in turn." }) })
 
 const page = { offset: Type.Integer(), total: Type.Integer(), per_page: Type.Integer() }
-export const DiscussionListing = Type.Object({ ...page, discussions: Type.Array(Discussion) })
+// A listing walked by cursor (?cursor=) says where the next page starts instead of where this one is.
+const walked = {
+  offset: Type.Optional(Type.Integer({ description: 'How many come before this page; absent on a page walked by cursor.' })),
+  total: Type.Integer(),
+  per_page: Type.Integer(),
+  next_cursor: Type.Optional(
+    Type.Union([Type.String(), Type.Null()], { description: 'On a page walked by cursor: the cursor of the next page (as in the Link header), null on the last page.' }),
+  ),
+}
+export const DiscussionListing = Type.Object({ ...walked, discussions: Type.Array(Discussion) })
 
 export const SearchSnippet = Type.Object(
   {
@@ -173,7 +182,26 @@ export const SearchListing = Type.Object({
   capped: Type.Boolean({ description: `More than ${WINDOW.toLocaleString('en')} discussions match: the newest ${WINDOW.toLocaleString('en')} are ranked and paged; narrow the query to reach older ones.` }),
   results: Type.Array(SearchResult, { description: 'Best match first.' }),
 })
-export const CommentListing = Type.Object({ ...page, comments: Type.Array(Comment) })
+export const CommentListing = Type.Object({ ...walked, comments: Type.Array(Comment) })
+
+export const Change = Type.Object({
+  cursor: Type.String({ description: 'The feed read with after= this cursor goes on after this change.' }),
+  type: Type.Enum(changeKinds, { description: 'What happened; the same names as the webhook events.' }),
+  at: Moment,
+  discussion: Discussion,
+  comment: Type.Union([Comment, Type.Null()], { description: 'The comment written (comment.created, and the opening post of discussion.created); null otherwise.' }),
+})
+export const ChangeFeed = Type.Object(
+  {
+  changes: Type.Array(Change, { description: 'In the order they were committed, oldest first.' }),
+  next_cursor: Type.String({ description: 'Where to go on from (after=): the last change of this page, or the after= sent when there was none.' }),
+  end_of_stream: Type.Boolean({ description: 'Nothing more had been committed when this page was read: ask again later, or with wait=.' }),
+  },
+  {
+    description:
+      'Each change shows its discussion as it is now, not as it was then: a mirror that writes each in place of its copy is up to date once it reaches the end of the stream.',
+  },
+)
 export const CategoryListing = Type.Object({ ...page, categories: Type.Array(Category) })
 
 // ---- path and query
@@ -191,10 +219,29 @@ export const CommentParams = Type.Object({ site, number, comment: Id('The commen
 export const CategoryParams = Type.Object({ site, id: Id('The category id.', 'must be a category id') })
 
 const Page = Type.Integer({ minimum: 1, maximum: 1_000_000_000, description: '1-based page of 30.' })
-export const PageQuery = Type.Object({ page: Type.Optional(Page) })
+const Cursor = Type.String({
+  maxLength: 64,
+  pattern: '^[A-Za-z0-9_-]*$',
+  description: 'Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page.',
+  errorMessage: 'must be a cursor this API gave (empty to start)',
+})
+export const PageQuery = Type.Object({ page: Type.Optional(Page), cursor: Type.Optional(Cursor) })
+
+export const ChangesQuery = Type.Object({
+  after: Type.Optional(
+    Type.String({
+      maxLength: 64,
+      pattern: '^[A-Za-z0-9_-]*$',
+      description: 'The cursor to go on after (next_cursor or a change\'s cursor); from the first change without one.',
+      errorMessage: 'must be a cursor of the change feed',
+    }),
+  ),
+  wait: Type.Optional(Type.Integer({ minimum: 0, maximum: 60, description: 'Seconds to wait for a change when there is none yet (long polling); 0 by default.' })),
+})
 
 export const ListingQuery = Type.Object({
   page: Type.Optional(Page),
+  cursor: Type.Optional(Cursor),
   sort: Type.Optional(Type.Enum(sorts, { description: 'Newest first by: last activity (the default), creation or last change.' })),
   public: Type.Optional(Type.Enum(['1', '0', 'true', 'false'], { description: '1: public discussions only; 0: private only.' })),
   since: Type.Optional(

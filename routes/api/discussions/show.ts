@@ -13,7 +13,10 @@ import {
   PER_PAGE,
   ShowParams,
 } from './schemas.ts'
-import { envelope, pageLinks } from './views.ts'
+import { cursorLinks, envelope, pageLinks, walkedPage } from './views.ts'
+import { cursorOf, positionOf } from '../../../lib/cursors.ts'
+import { InvalidRequest } from '../../../plugins/http/validation.ts'
+import type { CommentRow } from '../../../db/stores/discussions.ts'
 
 /** GET and HEAD of one discussion with its comments, of its comments page by page, and of one comment. */
 const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, context) => {
@@ -51,14 +54,26 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
       const { permalink, id } = request.auth!.site
       const discussion = await discussions.get(id, request.params.number)
       if (notModified(request, reply, discussionVersion(discussion.version))) return reply
-      const page = request.query.page ?? 1
-      const offset = (page - 1) * PER_PAGE
+      const { page = 1, cursor } = request.query
       // comments_count is kept with every comment, so it is the total without counting.
       const total = discussion.commentsCount
-      const rows = offset >= total ? [] : await discussions.comments(discussion.id, offset, PER_PAGE)
-      const extras = await commentExtras(context, rows, discussion.id)
-      reply.header('link', pageLinks(`${views.discussionHref(permalink, discussion.number)}/comments`, {}, page, total))
-      return { ...envelope(page, total), comments: rows.map((c) => views.comment(permalink, discussion.number, c, extras(c))) }
+      const address = `${views.discussionHref(permalink, discussion.number)}/comments`
+      const show = async (rows: CommentRow[]) => {
+        const extras = await commentExtras(context, rows, discussion.id)
+        return rows.map((c) => views.comment(permalink, discussion.number, c, extras(c)))
+      }
+      if (cursor !== undefined) {
+        // Comments are numbered 1, 2, 3... and never removed: the ones after number n are those past the first n.
+        if (request.query.page !== undefined) throw new InvalidRequest([{ field: 'page', problem: 'cannot be combined with cursor: a walk by cursor follows the Link header instead' }])
+        const after = positionOf('comments', cursor, 0)
+        if (after === undefined) throw new InvalidRequest([{ field: 'cursor', problem: "is not a cursor of a discussion's comments" }])
+        const walked = walkedPage(after >= total ? [] : await discussions.comments(discussion.id, after, PER_PAGE + 1), (last) => cursorOf('comments', last.number))
+        reply.header('link', cursorLinks(address, {}, walked.next))
+        return { total, per_page: PER_PAGE, next_cursor: walked.next, comments: await show(walked.rows) }
+      }
+      const offset = (page - 1) * PER_PAGE
+      reply.header('link', pageLinks(address, {}, page, total))
+      return { ...envelope(page, total), comments: await show(offset >= total ? [] : await discussions.comments(discussion.id, offset, PER_PAGE)) }
     },
   )
 

@@ -193,6 +193,27 @@ export function pageLinks(address: string, query: Record<string, string | number
   return links.join(', ')
 }
 
+/**
+ * The RFC 8288 links of a page walked by cursor: the first page (the empty cursor) and, unless
+ * this is the last, the next one; `query` is kept in each.
+ */
+export function cursorLinks(address: string, query: Record<string, string | number | undefined>, next: string | null): string {
+  const to = (cursor: string) => {
+    const params = new URLSearchParams()
+    for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value))
+    params.set('cursor', cursor)
+    return `<${address}?${params}>`
+  }
+  return next === null ? `${to('')}; rel="first"` : `${to('')}; rel="first", ${to(next)}; rel="next"`
+}
+
+/** A page walked by cursor: at most PER_PAGE of the rows read (PER_PAGE + 1 asked), and the cursor after them when there are more. */
+export function walkedPage<R>(rows: R[], cursorAfter: (last: R) => string): { rows: R[]; next: string | null } {
+  if (rows.length <= PER_PAGE) return { rows, next: null }
+  const shown = rows.slice(0, PER_PAGE)
+  return { rows: shown, next: cursorAfter(shown[PER_PAGE - 1]) }
+}
+
 /** The listing envelope of docs/decisions.md around one page of items. */
 export function envelope(page: number, total: number) {
   return { offset: (page - 1) * PER_PAGE, total, per_page: PER_PAGE }
