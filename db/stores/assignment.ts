@@ -76,14 +76,15 @@ export async function unassignEverything(port: StorePort, at: Date, userId: numb
     .where(theirs)
     .returning({ id: discussions.id, siteId: discussions.siteId, categoryId: discussions.categoryId, state: discussions.state, public: discussions.public })
   if (changed.length === 0) return 0
-  // The counts of exactly the rows this statement changed (a discussion given to them meanwhile
-  // committed before it, or waits on their membership's lock and is then refused).
-  await moveCounts(port, changed.map((d) => ({ before: { ...d, assigneeId: userId }, after: { ...d, assigneeId: NO_ASSIGNEE } })))
+  // The sites' rows before the counts' rows, as in every write (db/stores/discussions.ts).
   const touched = [...new Set(changed.map((d) => d.siteId))]
   await port.db.update(sites).set({ version: sql`${sites.version} + 1` }).where(inArray(sites.id, touched))
   // Each a change of its site's feed, under the site's row lock the version's bump took.
   for (const siteId of touched) {
     await recordChanges(port, siteId, changed.filter((d) => d.siteId === siteId).map((d) => ({ kind: 'discussion.updated' as const, discussionId: d.id, at })))
   }
+  // The counts of exactly the rows this statement changed (a discussion given to them meanwhile
+  // committed before it, or waits on their membership's lock and is then refused).
+  await moveCounts(port, changed.map((d) => ({ before: { ...d, assigneeId: userId }, after: { ...d, assigneeId: NO_ASSIGNEE } })))
   return changed.length
 }

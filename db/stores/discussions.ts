@@ -341,9 +341,11 @@ export function createDiscussionStore(
       await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt) })
       if (after.tags !== before.tags) await retag(tx, after)
       if (after.title !== before.title) await indexDiscussion(tx, after)
-      await moveCount(tx, counted(before), counted(after))
       const type = event(after)
+      // The site's row before the counts' rows, in every write (a create takes it first of all):
+      // two writes that took them in the other order each would wait for the other (PostgreSQL's deadlock).
       await siteChanged(tx, { siteId, kind: type, discussionId: before.id, at: after.updatedAt })
+      await moveCount(tx, counted(before), counted(after))
       await events(tx, { type, siteId, discussion: after })
       return after
     })
@@ -414,8 +416,9 @@ export function createDiscussionStore(
         const awaitingTeam = input.internal ? before.awaitingTeam : !author.bySupporter
         await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now), awaitingTeam: tx.flag(awaitingTeam) })
         await indexDiscussion(tx, before)
-        await moveCount(tx, counted(before), counted({ ...before, state }))
+        // The site's row before the counts' rows, as in every write (`change` above).
         await siteChanged(tx, { siteId: input.siteId, kind: 'comment.created', discussionId: before.id, commentId: id, at: now })
+        await moveCount(tx, counted(before), counted({ ...before, state }))
         const discussion = await getIn(tx, input.siteId, input.number)
         const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
         await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })

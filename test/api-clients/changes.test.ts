@@ -15,7 +15,7 @@ type Feed = {
 }
 
 t.test('every create, change, comment, delete and restore, in order, each with its discussion as it is now', async (t) => {
-  const { app, clock, ann, questions, api, create } = await discussionApp(t)
+  const { clock, questions, api, create } = await discussionApp(t)
   const feed = async (after?: string) => {
     const answer = await api('GET', `/demo/changes${after === undefined ? '' : `?after=${after}`}`)
     t.equal(answer.statusCode, 200)
