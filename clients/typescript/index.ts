@@ -17,6 +17,7 @@ export type DiscussionListing = Schemas['DiscussionListing']
 export type Comment = Schemas['Comment']
 export type Category = Schemas['Category']
 export type PersonalToken = Schemas['PersonalToken']
+export type Change = Schemas['Change']
 export type ApiError = Schemas['Error']
 export type ValidationError = Schemas['ValidationError']
 
@@ -130,6 +131,54 @@ export interface ServiceDeskOptions {
   token: string
   /** Another fetch (tests, proxies); the global one by default. */
   fetch?: typeof fetch
+  /**
+   * How many times a request is tried again after a lost answer (a network error) or a 502, 503
+   * or 504, and a POST after the 409 of its key in use: 2 by default, 0 for none. Only requests
+   * that are safe to repeat: GET, HEAD, PUT, DELETE, and a POST, which always carries an
+   * Idempotency-Key (one of its own unless the call gave one), the same on every try.
+   */
+  retries?: number
+  /** How the client waits between tries (tests pass their own); setTimeout by default. */
+  sleep?: (ms: number) => Promise<void>
+}
+
+const RETRIED_STATUSES = new Set([502, 503, 504])
+const SAFE_TO_REPEAT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'POST'])
+
+/** How long before try `attempt` + 1: what Retry-After says, else 0.25 s, 0.5 s, 1 s... at most 10 s. */
+function pause(response: Response | undefined, attempt: number): number {
+  const said = Number(response?.headers.get('retry-after'))
+  return Math.min(10_000, Number.isFinite(said) && said > 0 ? said * 1000 : 250 * 2 ** attempt)
+}
+
+/**
+ * `fetchImpl` with safe retries (ServiceDeskOptions.retries): every POST gets an Idempotency-Key
+ * (a random UUID, quoted as the draft has it) unless it has one, so a retry after a lost answer
+ * gets the first answer instead of doing the write twice.
+ */
+export function retryingFetch(fetchImpl: typeof fetch, retries: number, sleep: (ms: number) => Promise<void>): (input: Request) => Promise<Response> {
+  return async (input: Request) => {
+    let request = input
+    if (request.method === 'POST' && !request.headers.has('idempotency-key')) {
+      const headers = new Headers(request.headers)
+      headers.set('idempotency-key', `"${crypto.randomUUID()}"`)
+      request = new Request(request, { headers })
+    }
+    const repeatable = SAFE_TO_REPEAT.has(request.method)
+    for (let attempt = 0; ; attempt++) {
+      let response: Response
+      try {
+        response = await fetchImpl(request.clone())
+      } catch (error) {
+        if (!repeatable || attempt >= retries) throw error
+        await sleep(pause(undefined, attempt))
+        continue
+      }
+      const again = RETRIED_STATUSES.has(response.status) || (response.status === 409 && request.method === 'POST' && (await response.clone().text()).includes('"idempotency_key_in_use"'))
+      if (!repeatable || !again || attempt >= retries) return response
+      await sleep(pause(response, attempt))
+    }
+  }
 }
 
 export type ServiceDeskClient = Client<paths, typeof V1_MEDIA_TYPE> & {
@@ -140,7 +189,8 @@ export type ServiceDeskClient = Client<paths, typeof V1_MEDIA_TYPE> & {
 }
 
 /**
- * A client of the API. Requests send `Accept: application/vnd.service-v1+json` and the token;
+ * A client of the API. Requests send `Accept: application/vnd.service-v1+json` and the token, and
+ * are tried again where that is safe (ServiceDeskOptions.retries: every POST carries an Idempotency-Key);
  * a 401 or 403 (or the 400 of a credential sent wrongly) rejects with a ServiceDeskAuthError, a
  * 429 with a ServiceDeskRateLimitError; other refusals come back as openapi-fetch's `error` (the
  * API's JSON `{ error, message, fields? }`).
@@ -151,7 +201,7 @@ export function createServiceDeskClient(options: ServiceDeskOptions): ServiceDes
   const client = createClient<paths, typeof V1_MEDIA_TYPE>({
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     headers: { accept: V1_MEDIA_TYPE, authorization: `Bearer ${options.token}` },
-    ...(options.fetch ? { fetch: options.fetch } : {}),
+    fetch: retryingFetch(options.fetch ?? globalThis.fetch, options.retries ?? 2, options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)))),
   })
   const auth: Middleware = {
     async onResponse({ response }) {
@@ -170,6 +220,61 @@ export function createServiceDeskClient(options: ServiceDeskOptions): ServiceDes
     tokenExpiresAt: { get: () => expiresAt, enumerable: true },
     rateLimit: { get: () => rateLimit, enumerable: true },
   }) as ServiceDeskClient
+}
+
+type ListingQuery = NonNullable<operations['listDiscussions']['parameters']['query']>
+
+/**
+ * Every discussion of the site's listing (every state but deleted; `query` filters it as the
+ * listing's parameters do, but for page and sort), newest first, page after page by cursor: each
+ * discussion once, however the discussions change meanwhile.
+ */
+export async function* allDiscussions(client: ServiceDeskClient, site: string, query: Omit<ListingQuery, 'page' | 'sort' | 'cursor'> = {}): AsyncGenerator<Discussion> {
+  let cursor: string | null = ''
+  while (cursor !== null) {
+    const page: { data?: DiscussionListing; error?: unknown } = await client.GET('/{site}/discussions', { params: { path: { site }, query: { ...query, cursor } } })
+    if (!page.data) throw new Error(`listing ${site}: ${JSON.stringify(page.error)}`)
+    yield* page.data.discussions
+    cursor = page.data.next_cursor ?? null
+  }
+}
+
+/** Every comment of a discussion, oldest first, page after page by cursor. */
+export async function* allComments(client: ServiceDeskClient, site: string, number: number): AsyncGenerator<Comment> {
+  let cursor: string | null = ''
+  while (cursor !== null) {
+    const page: { data?: Schemas['CommentListing']; error?: unknown } = await client.GET('/{site}/discussions/{number}/comments', { params: { path: { site, number }, query: { cursor } } })
+    if (!page.data) throw new Error(`comments of ${site} ${number}: ${JSON.stringify(page.error)}`)
+    yield* page.data.comments
+    cursor = page.data.next_cursor ?? null
+  }
+}
+
+export interface ChangesOptions {
+  /** The cursor to go on after (a change's `cursor`, kept by the caller); from the first change without one. */
+  after?: string
+  /** Keep waiting for new changes (long polling, `wait` seconds a request) instead of ending at the end of the stream; stop with `signal`. */
+  follow?: boolean
+  wait?: number
+  signal?: AbortSignal
+}
+
+/**
+ * The site's changes in the order they were committed, each with its discussion as it is now:
+ * keep the last one's `cursor` to go on from there next time. Ends at the end of the stream unless
+ * `follow`, which waits for more until `signal` aborts.
+ */
+export async function* changesOf(client: ServiceDeskClient, site: string, options: ChangesOptions = {}): AsyncGenerator<Change> {
+  let after = options.after
+  for (;;) {
+    if (options.signal?.aborted) return
+    const wait = options.follow ? (options.wait ?? 30) : 0
+    const { data, error } = await client.GET('/{site}/changes', { params: { path: { site }, query: { ...(after !== undefined && { after }), wait } }, signal: options.signal })
+    if (!data) throw new Error(`changes of ${site}: ${JSON.stringify(error)}`)
+    yield* data.changes
+    after = data.next_cursor
+    if (data.end_of_stream && !options.follow) return
+  }
 }
 
 /** A webhook's event as the service posts it: `{ type, timestamp, data }`, `data` typed by `type`. */

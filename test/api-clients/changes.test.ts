@@ -1,4 +1,6 @@
 import t from 'tap'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { cursorOf } from '../../lib/cursors.ts'
 import { rawRows, supporterWithToken } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
@@ -147,4 +149,22 @@ t.test('the seed and a database from before the feed: every discussion starts it
   await app.discussions.create({ siteId: ann.site.id, categoryId: questions.id, title: 'New', body: 'x', supporterId: ann.user.id, via: 'api' })
   const next = (await api('GET', `/demo/changes?after=${feed.next_cursor}`)).json() as Feed
   t.same(next.changes.map((c) => c.discussion.title), ['New'], 'numbered on after them')
+})
+
+t.test('MCP: list_changes, through the SDK client: what changed since the cursor it gave last time', async (t) => {
+  const { app, ann, create } = await discussionApp(t)
+  await create({ title: 'Before' })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const client = new Client({ name: 'changes-test', version: '1.0.0' })
+  const url = new URL(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/demo/mcp`)
+  await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: ann.bearer.authorization } } }))
+  t.teardown(() => client.close())
+  const first = (await client.callTool({ name: 'list_changes', arguments: {} })).structuredContent as Feed
+  t.same(first.changes.map((c) => [c.type, c.discussion.title]), [['discussion.created', 'Before']])
+  await create({ title: 'After' })
+  const since = (await client.callTool({ name: 'list_changes', arguments: { after: first.next_cursor } })).structuredContent as Feed
+  t.same(since.changes.map((c) => c.discussion.title), ['After'], 'only what is new')
+  const refused = await client.callTool({ name: 'list_changes', arguments: { after: cursorOf('discussions', 1) } })
+  t.equal(refused.isError, true, 'a cursor of another walk: a tool error with the reason')
+  t.match(JSON.stringify(refused.content), 'not a cursor of this change feed')
 })

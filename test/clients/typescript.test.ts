@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createServiceDeskClient, rateLimitErrorOf, rateLimitOf, ServiceDeskAuthError, ServiceDeskRateLimitError, verifyWebhook } from '../../clients/typescript/index.ts'
+import { allComments, allDiscussions, changesOf, createServiceDeskClient, rateLimitErrorOf, rateLimitOf, ServiceDeskAuthError, ServiceDeskRateLimitError, verifyWebhook } from '../../clients/typescript/index.ts'
 import { DEFAULT_RATE_LIMITS } from '../../plugins/rate-limits.ts'
 import { buildTestApp, START, supporterWithToken, testClock } from '../fixtures/app.ts'
 import { LOOPBACK, receiver } from '../fixtures/webhooks.ts'
@@ -171,4 +171,82 @@ t.test('webhooks through the typed client: an administrator adds one, and verify
   t.throws(() => verifyWebhook(made!.secret, delivery!.body.replace('Hello', 'Hullo'), delivery!.headers), /No matching signature/, 'a changed body is refused')
   t.throws(() => verifyWebhook(`whsec_${Buffer.from('another secret of 24 b').toString('base64')}`, delivery!.body, delivery!.headers), /No matching signature/, 'so is another secret')
   t.throws(() => verifyWebhook(made!.secret, delivery!.body, { ...delivery!.headers, 'webhook-timestamp': String(Math.floor(Date.now() / 1000) - 3600) }), /too old/, 'and an old delivery played again')
+})
+
+t.test('safe retries: a POST whose answer was lost is tried again with the same Idempotency-Key, and writes once', async (t) => {
+  const { app } = await buildTestApp(t)
+  const ann = await supporterWithToken(app)
+  const category = await app.categories.add(ann.site.id, 'Questions', true)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const baseUrl = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  const keys: string[] = []
+  const waits: number[] = []
+  let drop = 1
+  let busy = 1
+  // The network loses the first answer after the service did the work; then the service is busy once (503).
+  const flaky = async (input: string | URL | Request) => {
+    const request = input as Request
+    if (request.method === 'POST') keys.push(request.headers.get('idempotency-key')!)
+    const response = await fetch(request)
+    if (drop-- > 0) throw new TypeError('fetch failed: the connection was reset')
+    if (request.method === 'GET' && busy-- > 0) return new Response('{"error":"unavailable","message":"busy"}', { status: 503, headers: { 'retry-after': '2' } })
+    return response
+  }
+  const client = createServiceDeskClient({ baseUrl, token: ann.value, fetch: flaky as typeof fetch, sleep: async (ms) => void waits.push(ms) })
+  const created = await client.POST('/{site}/categories/{id}/discussions', { params: { path: { site: 'demo', id: category.id } }, body: { title: 'Lost answer', body: 'Once only.' } })
+  t.equal(created.response.status, 201)
+  t.equal(created.response.headers.get('idempotent-replayed'), 'true', 'the second try got the first answer')
+  t.equal(keys.length, 2)
+  t.match(keys[0], /^"[0-9a-f-]{36}"$/, 'a quoted UUID')
+  t.equal(keys[1], keys[0], 'the same key on the retry')
+  t.equal((await app.discussions.list({ siteId: ann.site.id, state: 'live', sort: 'activity', offset: 0, limit: 10 })).total, 1, 'one discussion')
+  const listed = await client.GET('/{site}/discussions', { params: { path: { site: 'demo' } } })
+  t.equal(listed.data?.total, 1, 'a GET answered 503 is tried again')
+  t.same(waits, [250, 2000], 'after 0.25 s, then what Retry-After said')
+
+  // A key of the caller's own is kept; no retries when asked for none; PATCH is never repeated.
+  keys.length = 0
+  drop = 1
+  const once = createServiceDeskClient({ baseUrl, token: ann.value, fetch: flaky as typeof fetch, retries: 0 })
+  await t.rejects(once.POST('/{site}/discussions/{number}/comments', { params: { path: { site: 'demo', number: 1 } }, body: { body: 'Mine' }, headers: { 'idempotency-key': 'my-own-key' } }), /connection was reset/)
+  t.same(keys, ['my-own-key'])
+  drop = 1
+  const patches: string[] = []
+  const counting = async (input: string | URL | Request) => (patches.push((input as Request).method), flaky(input))
+  const patcher = createServiceDeskClient({ baseUrl, token: ann.value, fetch: counting as typeof fetch, sleep: async () => {} })
+  await t.rejects(patcher.PATCH('/{site}/categories/{id}', { params: { path: { site: 'demo', id: category.id } }, body: { round_robin: true } }))
+  t.same(patches, ['PATCH'], 'a PATCH is tried once')
+})
+
+t.test('iterators: every discussion and comment by cursor, and the change feed to its end or followed', async (t) => {
+  const { app } = await buildTestApp(t)
+  const ann = await supporterWithToken(app)
+  const category = await app.categories.add(ann.site.id, 'Questions', true)
+  for (let i = 1; i <= 65; i++) await app.discussions.create({ siteId: ann.site.id, categoryId: category.id, title: `D${i}`, body: 'x', supporterId: ann.user.id, via: 'api' })
+  for (let i = 2; i <= 35; i++) await app.discussions.reply({ siteId: ann.site.id, number: 7, body: `C${i}`, internal: false, supporterId: ann.user.id, via: 'api' })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const client = createServiceDeskClient({ baseUrl: `http://127.0.0.1:${(app.server.address() as { port: number }).port}`, token: ann.value })
+  const numbers: number[] = []
+  for await (const d of allDiscussions(client, 'demo')) numbers.push(d.number)
+  t.same(numbers, Array.from({ length: 65 }, (_, i) => 65 - i), 'every discussion once, newest first')
+  const bodies: string[] = []
+  for await (const c of allComments(client, 'demo', 7)) bodies.push(c.body)
+  t.same(bodies, ['x', ...Array.from({ length: 34 }, (_, i) => `C${i + 2}`)])
+
+  const changes = []
+  for await (const change of changesOf(client, 'demo')) changes.push(change)
+  t.equal(changes.length, 65 + 34, 'the feed to its end')
+  const last = changes.at(-1)!.cursor
+  const stop = new AbortController()
+  const followed: string[] = []
+  const following = (async () => {
+    for await (const change of changesOf(client, 'demo', { after: last, follow: true, wait: 5, signal: stop.signal })) {
+      followed.push(change.discussion.title)
+      stop.abort()
+    }
+  })()
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  await app.discussions.create({ siteId: ann.site.id, categoryId: category.id, title: 'Followed', body: 'x', supporterId: ann.user.id, via: 'api' })
+  await following
+  t.same(followed, ['Followed'], 'followed: the new change, then stopped')
 })

@@ -52,7 +52,7 @@ t.test('the SDK client connects with a personal token, lists the tools, reads an
     t.equal(tool.annotations?.destructiveHint, false)
   }
   const readOnly = tools.filter((tool) => tool.annotations?.readOnlyHint).map((tool) => tool.name)
-  t.same(readOnly, ['list_discussions', 'search_discussions', 'get_discussion', 'read_attachment', 'list_categories', 'list_saved_replies'], 'the tools a Read only token may call are marked')
+  t.same(readOnly, ['list_discussions', 'search_discussions', 'list_changes', 'get_discussion', 'read_attachment', 'list_categories', 'list_saved_replies'], 'the tools a Read only token may call are marked')
 
   const listing = await client.callTool({ name: 'list_discussions', arguments: {} })
   const structured = listing.structuredContent as Structured

@@ -82,6 +82,21 @@ export const MCP_TOOLS: McpTool[] = [
     request: ({ q, page }) => ({ method: 'GET', path: `/search${query({ q, page })}` }),
   }),
   tool({
+    name: 'list_changes',
+    title: 'What changed since',
+    description:
+      'Lists what happened in the help desk since a cursor, oldest first, up to 100 at a time: discussion.created, ' +
+      'discussion.updated (state, title, owner, tags, category), discussion.deleted, discussion.restored and comment.created ' +
+      '(replies and internal notes), each with the discussion as it is now and, for a comment, the comment. Without `after`: ' +
+      'from the very first change. Keep `next_cursor` and pass it as `after` next time to hear only what is new; ' +
+      '`end_of_stream` says nothing more has happened yet.',
+    input: {
+      after: z.string().max(64).regex(/^[A-Za-z0-9_-]*$/, 'a cursor the last answer gave').optional().describe('The next_cursor of the last answer.'),
+    },
+    readOnly: true,
+    request: ({ after }) => ({ method: 'GET', path: `/changes${query({ after })}` }),
+  }),
+  tool({
     name: 'get_discussion',
     title: 'Read a discussion',
     description:
