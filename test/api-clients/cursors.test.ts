@@ -1,6 +1,7 @@
 import t from 'tap'
 import { cursorOf } from '../../lib/cursors.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
+import { TEST_ENGINE } from '../fixtures/postgres.ts'
 import { seededRandom } from '../../db/stores/seed.ts'
 
 // Walks by cursor (docs/decisions.md, "Safe retries, cursors and the change feed"), on the
@@ -144,7 +145,7 @@ t.test("a discussion's comments walked by cursor, new ones arriving during the w
   t.same(past, { total: 44, per_page: 30, next_cursor: null, comments: [] }, 'past the end: nothing, and no next')
 })
 
-t.test('a walk by cursor reads its page from the index, at any depth (SQLite plan)', { skip: process.env.SERVICE_TEST_ENGINE === 'postgres' && "SQLite's plan; PostgreSQL's planner decides its own" }, async (t) => {
+t.test('a walk by cursor reads its page from the index, at any depth (SQLite plan)', { skip: TEST_ENGINE === 'postgres' && "SQLite's plan; PostgreSQL's planner decides its own" }, async (t) => {
   const { app, ann } = await discussionApp(t)
   const query = { siteId: ann.site.id, state: 'live' as const, sort: 'number' as const, before: 500, offset: 0, limit: 31 }
   const plan = (await app.discussions.explain(query, 1_000_000)).join('\n')
