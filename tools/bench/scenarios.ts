@@ -51,6 +51,8 @@ export interface ScenarioRow {
 
 /** The middle of the listing at 10,000 discussions. */
 const DEEP = '{list}?page=166'
+// The cursor the API gives for "below discussion 31" (lib/cursors.ts): opaque to clients, written out here.
+const LAST_PAGE_CURSOR = Buffer.from('v1.d.31').toString('base64url')
 
 // A refusal builds no page: it is paired with the bare JSON route, as GET /<site> (authentication
 // and a small resource) is.
@@ -83,6 +85,11 @@ export const SCENARIOS: ScenarioRow[] = [
   // on the main dataset and on the huge one; the page must not slow down with the site's size.
   { id: 'queue.main', label: 'the queue page, 10,000 discussions, signed in', server: 'service', path: '{list}', credential: 'session', expect: 200 },
   { id: 'queue.huge', label: 'the queue page, 1,000,000 discussions, signed in', server: 'service-huge', path: '{list}', credential: 'session', expect: 200, pair: 'queue.main' },
+  // Walks by cursor at 1,000,000 discussions (issue 53): the last page (numbers under 31) against
+  // the first; the last page by page= (offset 999,960) beside them, as context.
+  { id: 'cursor.first', label: 'first page by cursor, 1,000,000 discussions, personal token', server: 'service-huge', path: '{list}?cursor=', credential: 'token', expect: 200 },
+  { id: 'cursor.last', label: 'last page by cursor, 1,000,000 discussions, personal token', server: 'service-huge', path: `{list}?cursor=${LAST_PAGE_CURSOR}`, credential: 'token', expect: 200, pair: 'cursor.first' },
+  { id: 'offset.last', label: 'last page by page=, 1,000,000 discussions, personal token', server: 'service-huge', path: '{list}?page=33333', credential: 'token', expect: 200, pair: 'cursor.first' },
   { id: 'pg.site.bare', label: 'PostgreSQL: bare JSON route (baseline)', server: 'pg-baseline', path: '/bare', credential: 'none', expect: 200 },
   { id: 'pg.site.baseline', label: 'PostgreSQL: GET /<site>, baseline', server: 'pg-baseline', path: '{site}', credential: 'none', expect: 200, pair: 'pg.site.bare', sameAs: 'site.baseline' },
   { id: 'pg.site.token', label: 'PostgreSQL: GET /<site>, personal token', server: 'pg-service', path: '{site}', credential: 'token', expect: 200, pair: 'pg.site.bare', sameAs: 'pg.site.baseline' },
@@ -104,6 +111,8 @@ export const TARGETS: Array<{ id: string; atLeast: number }> = [
   { id: 'create.hook', atLeast: 0.9 },
   // Within 1.5x of its time at 10,000 discussions: at least two thirds of its throughput there.
   { id: 'queue.huge', atLeast: 2 / 3 },
+  // The last page of a million by cursor within 1.2x of the first's time.
+  { id: 'cursor.last', atLeast: 1 / 1.2 },
 ]
 
 // Every request asks for v1 the way the documented clients do; the baselines ignore it. A page is
