@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import t, { type Test } from 'tap'
-import { bannerToken, startServer, type RunningServer } from '../fixtures/server.ts'
+import { apiCall, bannerToken, startServer, type RunningServer } from '../fixtures/server.ts'
 import { sharedDatabase } from './two-apps.ts'
 
 // The change feed's promise (docs/decisions.md, "Safe retries, cursors and the change feed"),
@@ -11,7 +11,6 @@ import { sharedDatabase } from './two-apps.ts'
 // field, and holds every comment each one has. A change the feed skipped, or told out of commit
 // order (an older state read after a newer one), would leave the mirror behind.
 
-const V1 = 'application/vnd.service-v1+json'
 type Discussion = Record<string, unknown> & { number: number; comments_count: number }
 type Feed = { changes: Array<{ discussion: Discussion; comment: { number: number } | null }>; next_cursor: string; end_of_stream: boolean }
 
@@ -29,14 +28,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom('delete' as const, 'restore' as const, 'resolve' as const), target }) },
 )
 
-async function call(server: RunningServer, token: string, method: string, path: string, body?: object) {
-  const res = await fetch(`http://127.0.0.1:${server.port}${path}`, {
-    method,
-    headers: { accept: V1, authorization: `Bearer ${token}`, ...(body && { 'content-type': 'application/json' }) },
-    ...(body && { body: JSON.stringify(body) }),
-  })
-  return { status: res.status, json: (await res.json()) as Record<string, unknown> }
-}
+const call = apiCall
 
 /** Every discussion the API lists, in every state, by number: the live ones and the deleted ones, each walked by cursor. */
 async function listed(server: RunningServer, token: string): Promise<Map<number, Discussion>> {

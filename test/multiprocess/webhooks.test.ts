@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
-import { bannerToken, startServer, type RunningServer } from '../fixtures/server.ts'
+import { apiCall, bannerToken, startServer } from '../fixtures/server.ts'
 import { receiver } from '../fixtures/webhooks.ts'
 import { eventually, sharedDatabase } from './two-apps.ts'
 import { randomBytes } from 'node:crypto'
@@ -10,7 +10,6 @@ import { randomBytes } from 'node:crypto'
 // and the process started again delivers it with the same webhook-id; two processes on one
 // PostgreSQL database deliver a thousand events between them, none lost, none posted by both.
 
-const V1 = 'application/vnd.service-v1+json'
 /** Loopback allowed for the test's receiver, and a short deadline (so a short lease) for each try. */
 const WEBHOOKS = { SERVICE_WEBHOOK_ALLOW: '127.0.0.0/8', SERVICE_WEBHOOK_TIMEOUT: '1' }
 
@@ -19,14 +18,7 @@ function databaseEnv(t: Test): Record<string, string> {
   return { SERVICE_DB: databaseAddress, ...(secret === undefined ? {} : { SERVICE_SECRET: secret }), ...WEBHOOKS }
 }
 
-async function call(server: RunningServer, token: string, method: string, path: string, body?: object) {
-  const res = await fetch(`http://127.0.0.1:${server.port}${path}`, {
-    method,
-    headers: { accept: V1, authorization: `Bearer ${token}`, ...(body && { 'content-type': 'application/json' }) },
-    ...(body && { body: JSON.stringify(body) }),
-  })
-  return { status: res.status, json: (await res.json()) as Record<string, unknown> }
-}
+const call = apiCall
 
 t.test('a process killed mid-delivery: the process started again delivers the event, with the same webhook-id', async (t) => {
   const env = databaseEnv(t)

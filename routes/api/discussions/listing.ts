@@ -14,7 +14,7 @@ import type { UserStore } from '../../../db/stores/users.ts'
 import { InvalidRequestBody, SiteParams } from '../../schemas.ts'
 import { notModified, siteVersion } from '../../../plugins/http/conditional.ts'
 import type { DiscussionContext } from './context.ts'
-import { Discussion, DiscussionListing, ListingQuery, PER_PAGE } from './schemas.ts'
+import { Discussion, DiscussionListing, ListingQuery, PagedForm, PER_PAGE, WalkedForm } from './schemas.ts'
 import { cursorLinks, envelope, pageLinks, walkedPage } from './views.ts'
 import { cursorOf, positionOf } from '../../../lib/cursors.ts'
 
@@ -101,9 +101,9 @@ export async function listDiscussions(
     reply.header('link', cursorLinks(address, kept, walked.next))
     around = { total, per_page: PER_PAGE, next_cursor: walked.next }
   }
-  // The route's own serializer writes the envelope around no items; each item's JSON is the views'
+  // The form's serializer writes the envelope around no items; each item's JSON is the views'
   // (made once per version of the discussion), joined in place of the empty list.
-  const shell = reply.getSerializationFunction('200')!({ ...around, discussions: [] })
+  const shell = reply.compileSerializationSchema((before === undefined ? PagedForm : WalkedForm).discussions as unknown as Record<string, unknown>)({ ...around, discussions: [] })
   const item = reply.compileSerializationSchema(Discussion as unknown as Record<string, unknown>)
   const items = shown.map((row) => views.discussionJson(site.permalink, row, item))
   const at = shell.lastIndexOf(NO_ITEMS) + NO_ITEMS.length - 1

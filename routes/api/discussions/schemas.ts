@@ -162,6 +162,11 @@ const walked = {
   ),
 }
 export const DiscussionListing = Type.Object({ ...walked, discussions: Type.Array(Discussion) })
+// The two forms that listing is written in, each its fields in this order: a serializer puts the
+// required fields before the optional ones, which would move `offset` behind the items.
+const walkedFields = { total: Type.Integer(), per_page: Type.Integer(), next_cursor: Type.Union([Type.String(), Type.Null()]) }
+export const PagedForm = { discussions: Type.Object({ ...page, discussions: Type.Array(Discussion) }), comments: Type.Object({ ...page, comments: Type.Array(Comment) }) }
+export const WalkedForm = { discussions: Type.Object({ ...walkedFields, discussions: Type.Array(Discussion) }), comments: Type.Object({ ...walkedFields, comments: Type.Array(Comment) }) }
 
 export const SearchSnippet = Type.Object(
   {

@@ -1,3 +1,6 @@
+import type { FastifyReply } from 'fastify'
+import type { TSchema } from 'typebox'
+import { SERIALIZED_JSON } from '../../../lib/accept.ts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ErrorBody, InvalidRequestBody } from '../../schemas.ts'
 import { discussionVersion, notModified } from '../../../plugins/http/conditional.ts'
@@ -10,6 +13,8 @@ import {
   DiscussionWithComments,
   NumberParams,
   PageQuery,
+  PagedForm,
+  WalkedForm,
   PER_PAGE,
   ShowParams,
 } from './schemas.ts'
@@ -17,6 +22,11 @@ import { cursorLinks, envelope, pageLinks, walkedPage } from './views.ts'
 import { cursorOf, positionOf } from '../../../lib/cursors.ts'
 import { InvalidRequest } from '../../../plugins/http/validation.ts'
 import type { CommentRow } from '../../../db/stores/discussions.ts'
+
+/** The answer written by the serializer of its form (schemas.ts, PagedForm and WalkedForm): its fields in their order. */
+function inForm(reply: FastifyReply, form: TSchema, answer: Record<string, unknown>) {
+  return reply.type(SERIALIZED_JSON).send(reply.compileSerializationSchema(form as unknown as Record<string, unknown>)(answer))
+}
 
 /** GET and HEAD of one discussion with its comments, of its comments page by page, and of one comment. */
 const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, context) => {
@@ -69,11 +79,11 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
         if (after === undefined) throw new InvalidRequest([{ field: 'cursor', problem: "is not a cursor of a discussion's comments" }])
         const walked = walkedPage(after >= total ? [] : await discussions.comments(discussion.id, after, PER_PAGE + 1), (last) => cursorOf('comments', last.number))
         reply.header('link', cursorLinks(address, {}, walked.next))
-        return { total, per_page: PER_PAGE, next_cursor: walked.next, comments: await show(walked.rows) }
+        return inForm(reply, WalkedForm.comments, { total, per_page: PER_PAGE, next_cursor: walked.next, comments: await show(walked.rows) })
       }
       const offset = (page - 1) * PER_PAGE
       reply.header('link', pageLinks(address, {}, page, total))
-      return { ...envelope(page, total), comments: await show(offset >= total ? [] : await discussions.comments(discussion.id, offset, PER_PAGE)) }
+      return inForm(reply, PagedForm.comments, { ...envelope(page, total), comments: await show(offset >= total ? [] : await discussions.comments(discussion.id, offset, PER_PAGE)) })
     },
   )
 
