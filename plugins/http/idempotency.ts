@@ -119,6 +119,7 @@ export default fp<{ waitMs?: number; pollMs?: number; pruneEveryMs?: number }>(
       if (!held) return payload
       request.idempotency = undefined
       const { owner, key, at } = held
+      // Every POST of the API answers JSON text (none answers 204 or a stream).
       if (reply.statusCode >= 200 && reply.statusCode < 300 && typeof payload === 'string') {
         const headers: Record<string, string> = {}
         for (const name of KEPT_HEADERS) {

@@ -15,7 +15,7 @@ import { InvalidRequestBody, SiteParams } from '../../schemas.ts'
 import { notModified, siteVersion } from '../../../plugins/http/conditional.ts'
 import type { DiscussionContext } from './context.ts'
 import { Discussion, DiscussionListing, ListingQuery, PagedForm, PER_PAGE, WalkedForm } from './schemas.ts'
-import { cursorLinks, envelope, pageLinks, walkedPage } from './views.ts'
+import { cursorLinks, envelope, PAGE_WITH_CURSOR, pageLinks, walkedPage } from './views.ts'
 import { cursorOf, positionOf } from '../../../lib/cursors.ts'
 
 /** `since` as a number (discussions numbered above it) or a UTC date (at or after its midnight). */
@@ -40,7 +40,7 @@ function keptTag(text: string): string {
  * did not give for a listing.
  */
 function walkStart(query: Static<typeof ListingQuery>): number {
-  if (query.page !== undefined) throw new InvalidRequest([{ field: 'page', problem: 'cannot be combined with cursor: a walk by cursor follows the Link header instead' }])
+  if (query.page !== undefined) throw new InvalidRequest([PAGE_WITH_CURSOR])
   if (query.sort !== undefined && query.sort !== 'created') {
     throw new InvalidRequest([{ field: 'sort', problem: 'must be created (or left out) with cursor: a walk by cursor goes in the order of creation, which no change reorders' }])
   }

@@ -18,7 +18,7 @@ import {
   PER_PAGE,
   ShowParams,
 } from './schemas.ts'
-import { cursorLinks, envelope, pageLinks, walkedPage } from './views.ts'
+import { cursorLinks, envelope, PAGE_WITH_CURSOR, pageLinks, walkedPage } from './views.ts'
 import { cursorOf, positionOf } from '../../../lib/cursors.ts'
 import { InvalidRequest } from '../../../plugins/http/validation.ts'
 import type { CommentRow } from '../../../db/stores/discussions.ts'
@@ -74,7 +74,7 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
       }
       if (cursor !== undefined) {
         // Comments are numbered 1, 2, 3... and never removed: the ones after number n are those past the first n.
-        if (request.query.page !== undefined) throw new InvalidRequest([{ field: 'page', problem: 'cannot be combined with cursor: a walk by cursor follows the Link header instead' }])
+        if (request.query.page !== undefined) throw new InvalidRequest([PAGE_WITH_CURSOR])
         const after = positionOf('comments', cursor, 0)
         if (after === undefined) throw new InvalidRequest([{ field: 'cursor', problem: "is not a cursor of a discussion's comments" }])
         const walked = walkedPage(after >= total ? [] : await discussions.comments(discussion.id, after, PER_PAGE + 1), (last) => cursorOf('comments', last.number))

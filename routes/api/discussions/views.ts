@@ -207,6 +207,9 @@ export function cursorLinks(address: string, query: Record<string, string | numb
   return next === null ? `${to('')}; rel="first"` : `${to('')}; rel="first", ${to(next)}; rel="next"`
 }
 
+/** The refusal of `page` sent with `cursor` (a listing's, a discussion's comments'). */
+export const PAGE_WITH_CURSOR = { field: 'page', problem: 'cannot be combined with cursor: a walk by cursor follows the Link header instead' }
+
 /** A page walked by cursor: at most PER_PAGE of the rows read (PER_PAGE + 1 asked), and the cursor after them when there are more. */
 export function walkedPage<R>(rows: R[], cursorAfter: (last: R) => string): { rows: R[]; next: string | null } {
   if (rows.length <= PER_PAGE) return { rows, next: null }
