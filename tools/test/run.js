@@ -77,6 +77,26 @@ async function postgresAnswers() {
   }
 }
 
+/**
+ * The suite's database commits without waiting for its write-ahead log to reach the disk
+ * (synchronous_commit off, for the connections made from now on): every test migrates a schema of
+ * its own (about twenty commits) and writes much, and a commit that waits for the disk cost most
+ * of that on a slow one. What the tests see is the same: only a crash of the server itself, which
+ * no test causes, could lose the last commits (docs/development.md).
+ */
+async function commitWithoutWaiting() {
+  const client = new pg.Client({ connectionString: POSTGRES_URL })
+  try {
+    await client.connect()
+    const { rows } = await client.query('SELECT current_database() AS name')
+    await client.query(`ALTER DATABASE "${rows[0].name.replaceAll('"', '""')}" SET synchronous_commit = off`)
+  } catch (error) {
+    console.log(`== PostgreSQL: commits wait for the disk (${error.message})`)
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+
 // tap's test class is built for .taprc's plugins (no ts-node loader): `npm ci` installs one built
 // with it, and the run that notices the difference would still load every test through ts-node,
 // whose coverage does not merge with Node's own (docs/development.md).
@@ -90,6 +110,7 @@ const kept = mkdtempSync(join(tmpdir(), 'service-desk-coverage-'))
 try {
   if (coverage && existsSync(COVERAGE)) cpSync(COVERAGE, kept, { recursive: true })
   if (await postgresAnswers()) {
+    await commitWithoutWaiting()
     failed = tap('postgres', plan.postgres, partial) !== 0 || failed
   } else if (process.env.CI === 'true') {
     console.log('== PostgreSQL: no server answers, and under CI=true that is a failure')
