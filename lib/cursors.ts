@@ -18,7 +18,6 @@ export function cursorOf(kind: CursorKind, position: number): string {
  */
 export function positionOf(kind: CursorKind, text: string, start: number): number | undefined {
   if (text === '') return start
-  if (!/^[A-Za-z0-9_-]{1,40}$/.test(text)) return undefined
   const match = /^v1\.([dcf])\.(\d{1,15})$/.exec(Buffer.from(text, 'base64url').toString('latin1'))
   if (!match || match[1] !== PREFIX[kind]) return undefined
   return Number(match[2])

@@ -266,12 +266,16 @@ export interface ChangesOptions {
  */
 export async function* changesOf(client: ServiceDeskClient, site: string, options: ChangesOptions = {}): AsyncGenerator<Change> {
   let after = options.after
+  const wait = options.follow ? (options.wait ?? 30) : 0
   for (;;) {
     if (options.signal?.aborted) return
-    const wait = options.follow ? (options.wait ?? 30) : 0
     const { data, error } = await client.GET('/{site}/changes', { params: { path: { site }, query: { ...(after !== undefined && { after }), wait } }, signal: options.signal })
     if (!data) throw new Error(`changes of ${site}: ${JSON.stringify(error)}`)
-    yield* data.changes
+    for (const change of data.changes) {
+      // Aborted: not one change more.
+      if (options.signal?.aborted) return
+      yield change
+    }
     after = data.next_cursor
     if (data.end_of_stream && !options.follow) return
   }

@@ -97,6 +97,12 @@ t.test('a walk by cursor: its links, the last page, filters kept, a new discussi
   const live = (await api('GET', `/demo/discussions?cursor=${cursorOf('discussions', 12)}`)).json() as Listing
   t.same(live.discussions.map((d) => d.number), [11, 9, 8, 7, 6, 5, 4, 3, 2, 1], 'the deleted one not in the live walk')
 
+  // A date: created on or after it, walked by cursor like any filter.
+  const dated = (await api('GET', '/demo/discussions?cursor=&since=2026-03-01')).json() as Listing
+  t.equal(dated.total, 65)
+  t.same(dated.discussions.slice(0, 2).map((d) => d.number), [66, 65])
+  t.same(((await api('GET', '/demo/discussions?cursor=&since=2026-03-02')).json() as Listing).discussions, [], 'none created since')
+
   // Refusals, each naming its field.
   const refused = async (query: string, field: string) => {
     const answer = await api('GET', `/demo/discussions?${query}`)

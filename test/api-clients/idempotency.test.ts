@@ -225,3 +225,23 @@ t.test('the answer kept is sealed: a copy of the database does not show it', asy
   t.match(String(row.answer), /^v1\./)
   t.notMatch(String(row.answer), /ACME|Secret/)
 })
+
+t.test('a kept answer the server key cannot open is as good as none: 409 until the key expires; a key let go is claimed again', async (t) => {
+  const { app, ann, questions, api } = await discussionApp(t, { idempotency: { waitMs: 50 } })
+  const url = `/demo/categories/${questions.id}/discussions`
+  const body = { title: 'Sealed before', body: 'Under another key.' }
+  t.equal((await api('POST', url, body, withKey(ann.bearer, 'rekeyed'))).statusCode, 201)
+  // As after a new SERVICE_SECRET: the row is there, its answer sealed by a key this server does not hold.
+  await rawRows(app, "UPDATE idempotency_keys SET answer = 'v1.AAAA' WHERE key = 'rekeyed'", [])
+  const repeat = await api('POST', url, body, withKey(ann.bearer, 'rekeyed'))
+  t.equal(repeat.statusCode, 409, 'not run again: whether it succeeded is known, its answer is not')
+  t.equal(await count(app, ann.site.id), 1)
+
+  // The store's look at a key whose first request was refused meanwhile (its row gone): the looker claims it.
+  const owner = { siteId: ann.site.id, credential: credentialOf({ method: 'personal_token', tokenId: ann.token.id, site: ann.site, user: ann.user, access: 'write' }) }
+  const first = await app.idempotencyKeys.claim(owner, 'let-go', 'fingerprint-1')
+  if (!first.claimed) throw new Error('the first claim takes it')
+  t.match(await app.idempotencyKeys.look(owner, 'let-go', 'fingerprint-1'), { claimed: false, mismatch: false, answer: undefined }, 'in flight')
+  await app.idempotencyKeys.release(owner, 'let-go', first.at)
+  t.match(await app.idempotencyKeys.look(owner, 'let-go', 'fingerprint-1'), { claimed: true }, 'gone: claimed by the one that looked')
+})

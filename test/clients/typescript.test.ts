@@ -250,3 +250,53 @@ t.test('iterators: every discussion and comment by cursor, and the change feed t
   await following
   t.same(followed, ['Followed'], 'followed: the new change, then stopped')
 })
+
+t.test('retries: the 409 of a key in use is waited out, another 409 is an answer; the iterators throw what they were refused', async (t) => {
+  const { app } = await buildTestApp(t)
+  const ann = await supporterWithToken(app)
+  const category = await app.categories.add(ann.site.id, 'Questions', true)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const baseUrl = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  let inUse = 1
+  const tries: number[] = []
+  // The first try meets another request with its key still in flight (as a proxy that retried on its own would make).
+  const busy = async (input: string | URL | Request) => {
+    const request = input as Request
+    if (request.method === 'POST' && inUse-- > 0) {
+      tries.push(409)
+      return new Response('{"error":"idempotency_key_in_use","message":"still being answered"}', { status: 409, headers: { 'retry-after': '1', 'content-type': 'application/json' } })
+    }
+    const response = await fetch(request)
+    tries.push(response.status)
+    return response
+  }
+  const client = createServiceDeskClient({ baseUrl, token: ann.value, fetch: busy as typeof fetch, sleep: async () => {} })
+  const made = await client.POST('/{site}/categories/{id}/discussions', { params: { path: { site: 'demo', id: category.id } }, body: { title: 'Waited', body: 'x' } })
+  t.equal(made.response.status, 201)
+  t.same(tries, [409, 201], 'tried again after the 409 of its key in use')
+  await app.discussions.act(ann.site.id, made.data!.number, 'delete')
+  tries.length = 0
+  const conflict = await client.POST('/{site}/discussions/{number}/comments', { params: { path: { site: 'demo', number: made.data!.number } }, body: { body: 'To a deleted one' } })
+  t.equal(conflict.response.status, 409)
+  t.same(tries, [409], "a 409 of the route's own (a deleted discussion) is its answer, not tried again")
+  t.match(conflict.error, { error: 'conflict' })
+
+  const plain = createServiceDeskClient({ baseUrl, token: ann.value })
+  const drain = async (items: AsyncGenerator<unknown>) => {
+    for await (const item of items) void item
+  }
+  await t.rejects(drain(allDiscussions(plain, 'demo', { user_email: 'not an address' })), /listing demo: .*user_email/, 'a refused listing')
+  await t.rejects(drain(allComments(plain, 'demo', 999)), /comments of demo 999: .*not_found/)
+  await t.rejects(drain(changesOf(plain, 'demo', { after: 'not-a-cursor' })), /changes of demo: .*after/)
+  // Followed with the default wait (30 s a request): the change ends the wait at once.
+  const stop = new AbortController()
+  const heard: number[] = []
+  const following = (async () => {
+    for await (const change of changesOf(plain, 'demo', { follow: true, signal: stop.signal })) {
+      heard.push(change.discussion.number)
+      stop.abort()
+    }
+  })()
+  await following
+  t.same(heard, [made.data!.number], 'the first change there, then stopped')
+})

@@ -249,8 +249,10 @@ t.test('the conditional headers are added to an operation that has no parameters
     paths: {
       '/ping': { get: { responses: { 200: { description: 'ok' } } } },
       '/{site}/discussions/{number}/resolve': { post: { responses: { 200: { description: 'ok' } } } },
+      '/{site}/webhooks': { post: { responses: { 201: { description: 'made' } } } },
     },
   })
+  t.same(doc.paths['/{site}/webhooks'].post.parameters!.map((p) => (p as { name: string }).name), ['Idempotency-Key'], 'a POST that changes no discussion: the key alone')
   t.same(doc.paths['/ping'].get.parameters!.map((p) => (p as { name: string }).name), ['If-None-Match'])
   t.same(doc.paths['/{site}/discussions/{number}/resolve'].post.parameters!.map((p) => (p as { name: string }).name), ['If-Match', 'Idempotency-Key'])
 })

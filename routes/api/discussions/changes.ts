@@ -13,19 +13,17 @@ export const CHANGES_PER_PAGE = 100
 /**
  * Watches the site (in any process: db/engine.ts, SiteChanges) for at most `ms`: `changed`
  * resolves true at its first change, false when the time is up, the client goes away or the
- * server closes; `cancel` stops watching (resolving false).
+ * server closes; `cancel` stops watching (resolving false if nothing was heard).
  */
 function watchFor(watch: (handler: () => void) => () => void, request: FastifyRequest, ms: number, closing: Set<() => void>) {
-  let done: (changed: boolean) => void = () => {}
-  const changed = new Promise<boolean>((resolve) => {
-    done = (value) => {
-      clearTimeout(timer)
-      stop()
-      request.raw.off('close', gone)
-      closing.delete(gone)
-      resolve(value)
-    }
-  })
+  const { promise: changed, resolve } = Promise.withResolvers<boolean>()
+  const done = (value: boolean) => {
+    clearTimeout(timer)
+    stop()
+    request.raw.off('close', gone)
+    closing.delete(gone)
+    resolve(value)
+  }
   const gone = () => done(false)
   const timer = setTimeout(gone, ms)
   const stop = watch(() => done(true))
@@ -65,15 +63,16 @@ const changeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastif
       const after = positionOf('changes', request.query.after ?? '', 0)
       if (after === undefined) throw new InvalidRequest([{ field: 'after', problem: 'is not a cursor of this change feed' }])
       const read = () => changes.after(site.id, after, CHANGES_PER_PAGE + 1)
-      let page: ChangeRow[] = await read()
-      const deadline = Date.now() + (request.query.wait ?? 0) * 1000
-      // Long polling: watching first, then reading again, so a change committed in between is not missed.
-      while (page.length === 0 && Date.now() < deadline) {
-        const watching = watchFor((handler) => database.siteChanges.watch(site.id, handler), request, deadline - Date.now(), closing)
+      const wait = request.query.wait ?? 0
+      const deadline = Date.now() + wait * 1000
+      let page: ChangeRow[]
+      for (;;) {
+        // Long polling: watching before each read, so a change committed meanwhile is not missed.
+        const watching = wait > 0 ? watchFor((handler) => database.siteChanges.watch(site.id, handler), request, Math.max(0, deadline - Date.now()), closing) : undefined
         page = await read()
-        if (page.length > 0) watching.cancel()
-        else if (await watching.changed) page = await read()
-        else break
+        const again = page.length === 0 && watching !== undefined && (await watching.changed)
+        watching?.cancel()
+        if (!again) break
       }
       const more = page.length > CHANGES_PER_PAGE
       if (more) page = page.slice(0, CHANGES_PER_PAGE)
@@ -82,20 +81,17 @@ const changeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastif
       const next = cursorOf('changes', page.at(-1)?.seq ?? after)
       reply.header('link', `<${urls.site(site.permalink)}/changes?after=${next}>; rel="next"`)
       return {
-        changes: page.flatMap((change) => {
-          const discussion = discussions.get(change.discussionId)
-          // Gone with its site's data (a cascade removes its changes too, in that transaction): nothing to show.
-          if (!discussion) return []
-          const comment = change.commentId === null ? undefined : comments.get(change.commentId)
-          return [
-            {
-              cursor: cursorOf('changes', change.seq),
-              type: change.kind,
-              at: change.at.toISOString(),
-              discussion: views.discussion(site.permalink, discussion),
-              comment: comment ? views.comment(site.permalink, discussion.number, comment, extras(comment)) : null,
-            },
-          ]
+        changes: page.map((change) => {
+          // A discussion is never removed (a delete is a state), nor a comment: each change's are there.
+          const discussion = discussions.get(change.discussionId)!
+          const comment = change.commentId === null ? undefined : comments.get(change.commentId)!
+          return {
+            cursor: cursorOf('changes', change.seq),
+            type: change.kind,
+            at: change.at.toISOString(),
+            discussion: views.discussion(site.permalink, discussion),
+            comment: comment ? views.comment(site.permalink, discussion.number, comment, extras(comment)) : null,
+          }
         }),
         next_cursor: next,
         end_of_stream: !more,
