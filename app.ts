@@ -82,8 +82,8 @@ export interface AppOptions {
   outboxEveryMs?: number
   /** How webhooks' names are looked up and their retries jittered (plugins/webhooks/delivery.ts); tests give their own. */
   webhookDelivery?: Pick<DeliverySettings, 'resolve' | 'random'>
-  /** How long a repeat waits for the first request with its Idempotency-Key (plugins/http/idempotency.ts); tests shorten it. */
-  idempotency?: { waitMs?: number }
+  /** How long a repeat waits for the first request with its Idempotency-Key, and how often old keys are removed (plugins/http/idempotency.ts); tests shorten them. */
+  idempotency?: { waitMs?: number; pruneEveryMs?: number }
 }
 
 // Request bodies larger than this are refused with 413 before they are read.

@@ -1,5 +1,7 @@
 import t from 'tap'
 import { rawRows, supporterWithToken, V1 } from '../fixtures/app.ts'
+import { logCapture } from '../fixtures/log.ts'
+import { eventually } from '../multiprocess/two-apps.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import { form } from '../fixtures/files.ts'
 import { credentialOf, keyOf } from '../../plugins/http/idempotency.ts'
@@ -244,4 +246,18 @@ t.test('a kept answer the server key cannot open is as good as none: 409 until t
   t.match(await app.idempotencyKeys.look(owner, 'let-go', 'fingerprint-1'), { claimed: false, mismatch: false, answer: undefined }, 'in flight')
   await app.idempotencyKeys.release(owner, 'let-go', first.at)
   t.match(await app.idempotencyKeys.look(owner, 'let-go', 'fingerprint-1'), { claimed: true }, 'gone: claimed by the one that looked')
+})
+
+t.test('each process removes the keys older than a day in the background, and says so; a failure to is a warning', async (t) => {
+  const log = logCapture()
+  const { app, clock, ann, questions, api } = await discussionApp(t, { idempotency: { pruneEveryMs: 50 }, logStream: log.stream })
+  await api('POST', `/demo/categories/${questions.id}/discussions`, { title: 'Old', body: 'x' }, withKey(ann.bearer, 'old-key'))
+  clock.advance(24 * 60 * 60 * 1000 + 1)
+  await api('POST', `/demo/categories/${questions.id}/discussions`, { title: 'New', body: 'x' }, withKey(ann.bearer, 'new-key'))
+  t.ok(await eventually(() => log.entries().some((e) => (e.idempotencyKeys as { removed?: number } | undefined)?.removed === 1)), 'the log says one was removed')
+  t.same((await rawRows(app, 'SELECT key FROM idempotency_keys', [])).map((r) => r.key), ['new-key'])
+  // The table gone from under it (a damaged database): the next run warns, and the service goes on.
+  await rawRows(app, 'DROP TABLE idempotency_keys', [])
+  t.ok(await eventually(() => log.entries().some((e) => e.level === 40 && e.msg === 'could not remove old Idempotency-Keys')), 'a warning')
+  t.equal((await api('GET', '/demo/discussions')).statusCode, 200)
 })
