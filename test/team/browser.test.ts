@@ -52,9 +52,11 @@ t.test('Ann and Bob work the queue together, live', async (t) => {
   await annPage.waitForURL(/done=tagged$/)
   await noViolations(t, annPage, 'a discussion with its owner and tags')
 
-  // Bob's Mine tab shows it without a reload (Server-Sent Events), its count too.
+  // Bob's Mine tab shows it without a reload (Server-Sent Events), its count too. The tags came in
+  // a second change: the page may show the first before it reads itself again for the second.
   await bobPage.locator('[data-queue] [data-discussion="1"]').waitFor({ timeout: 5000 })
   t.match(await bobPage.locator('[data-owner="mine"]').textContent(), 'Mine (1)', 'the live count')
+  await bobPage.locator('[data-discussion="1"] [data-tag]').nth(1).waitFor({ timeout: 5000 })
   t.same(await bobPage.locator('[data-discussion="1"] [data-tag]').allTextContents(), ['printer', 'urgent'])
 
   // Tags filter the queue: a chip is a link to its filter.
