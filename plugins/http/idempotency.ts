@@ -119,16 +119,22 @@ export default fp<{ waitMs?: number; pollMs?: number; pruneEveryMs?: number }>(
       if (!held) return payload
       request.idempotency = undefined
       const { owner, key, at } = held
-      // Every POST of the API answers JSON text (none answers 204 or a stream).
-      if (reply.statusCode >= 200 && reply.statusCode < 300 && typeof payload === 'string') {
-        const headers: Record<string, string> = {}
-        for (const name of KEPT_HEADERS) {
-          const value = reply.getHeader(name)
-          if (value !== undefined) headers[name] = String(value)
+      try {
+        // Every POST of the API answers JSON text (none answers 204 or a stream).
+        if (reply.statusCode >= 200 && reply.statusCode < 300 && typeof payload === 'string') {
+          const headers: Record<string, string> = {}
+          for (const name of KEPT_HEADERS) {
+            const value = reply.getHeader(name)
+            if (value !== undefined) headers[name] = String(value)
+          }
+          await store.answered(owner, key, at, { status: reply.statusCode, headers, body: payload })
+        } else {
+          await store.release(owner, key, at)
         }
-        await store.answered(owner, key, at, { status: reply.statusCode, headers, body: payload })
-      } else {
-        await store.release(owner, key, at)
+      } catch (error) {
+        // The request's own answer stands (its change is made, or refused): the key stays claimed,
+        // so a repeat is told 409 rather than run again, until it expires.
+        request.log.warn({ err: error }, 'could not keep the answer of an Idempotency-Key')
       }
       return payload
     })

@@ -261,3 +261,23 @@ t.test('each process removes the keys older than a day in the background, and sa
   t.ok(await eventually(() => log.entries().some((e) => e.level === 40 && e.msg === 'could not remove old Idempotency-Keys')), 'a warning')
   t.equal((await api('GET', '/demo/discussions')).statusCode, 200)
 })
+
+t.test('an answer that cannot be kept (the database fails at that moment) is still sent, and the key stays claimed', async (t) => {
+  const log = logCapture()
+  const { app, ann, questions, api } = await discussionApp(t, { logStream: log.stream, idempotency: { waitMs: 50 } })
+  // The database refuses to write an answer (a trigger standing for a full disk); the claim itself goes in.
+  if (app.database.kind === 'sqlite') {
+    await rawRows(app, "CREATE TRIGGER refuse_answers BEFORE UPDATE ON idempotency_keys BEGIN SELECT RAISE(ABORT, 'the disk is full'); END", [])
+  } else {
+    await rawRows(app, "CREATE FUNCTION refuse_answers() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'the disk is full'; END $$ LANGUAGE plpgsql", [])
+    await rawRows(app, 'CREATE TRIGGER refuse_answers BEFORE UPDATE ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION refuse_answers()', [])
+  }
+  const url = `/demo/categories/${questions.id}/discussions`
+  const made = await api('POST', url, { title: 'Made', body: 'x' }, withKey(ann.bearer, 'unkept'))
+  t.equal(made.statusCode, 201, "the request's answer stands")
+  t.ok(log.entries().some((e) => e.level === 40 && e.msg === 'could not keep the answer of an Idempotency-Key'), 'a warning')
+  await rawRows(app, 'DROP TRIGGER refuse_answers' + (app.database.kind === 'sqlite' ? '' : ' ON idempotency_keys'), [])
+  const repeat = await api('POST', url, { title: 'Made', body: 'x' }, withKey(ann.bearer, 'unkept'))
+  t.equal(repeat.statusCode, 409, 'a repeat is not run again')
+  t.equal(await count(app, ann.site.id), 1)
+})
