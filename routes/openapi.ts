@@ -1,6 +1,7 @@
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fp from 'fastify-plugin'
 import { JSON_MEDIA_TYPE, V1_MEDIA_TYPE } from '../lib/accept.ts'
+import { canonicalJson } from '../lib/canonical-json.ts'
 import { PERSONAL_TOKEN_PREFIX } from '../lib/token-format.ts'
 import { OAUTH_ROUTES } from '../plugins/oauth/settings.ts'
 import {
@@ -163,13 +164,6 @@ const securityFor = (scope: 'read' | 'write') => [{ personalToken: [] }, { oauth
 
 type Json = unknown
 
-/** A JSON text of a value with its keys sorted: equal shapes give equal texts. */
-function canonical(value: Json): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
-  if (typeof value !== 'object' || value === null) return JSON.stringify(value)
-  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : 1)) // an object's keys are distinct
-  return `{${entries.map(([key, inner]) => `${JSON.stringify(key)}:${canonical(inner)}`).join(',')}}`
-}
 
 const mapValues = (value: object, f: (inner: Json) => Json) => Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, f(inner)]))
 
@@ -180,11 +174,11 @@ const mapValues = (value: object, f: (inner: Json) => Json) => Object.fromEntrie
  */
 export function withNamedSchemas(document: Document) {
   const named = Object.entries(NAMED_SCHEMAS).map(([name, schema]) => [name, withoutErrorMessages(JSON.parse(JSON.stringify(schema)))] as const)
-  const byShape = new Map(named.map(([name, schema]) => [canonical(schema), name]))
+  const byShape = new Map(named.map(([name, schema]) => [canonicalJson(schema), name]))
   const refer = (node: Json): Json => {
     if (Array.isArray(node)) return node.map(refer)
     if (typeof node !== 'object' || node === null) return node
-    const name = byShape.get(canonical(node))
+    const name = byShape.get(canonicalJson(node))
     return name ? { $ref: `#/components/schemas/${name}` } : mapValues(node, refer)
   }
   const schemas = Object.fromEntries(named.map(([name, schema]) => [name, mapValues(schema as object, refer)]))

@@ -6,6 +6,7 @@ import type { Authenticated } from '../auth/types.ts'
 import { repeatInBackground } from '../background.ts'
 import type { Claim, KeptAnswer, KeyOwner } from '../../db/stores/idempotency.ts'
 import { InvalidRequest } from './validation.ts'
+import { canonicalJson } from '../../lib/canonical-json.ts'
 
 // Idempotency-Key on the API's POSTs (docs/decisions.md, "Safe retries, cursors and the change
 // feed"; draft-ietf-httpapi-idempotency-key-header). The first request with a key claims it (a
@@ -54,23 +55,15 @@ export function credentialOf(auth: Authenticated): string {
   return `${auth.method}:${auth.user.id}`
 }
 
-/** The JSON of a value with every object's keys in order: the same body sent with its fields in another order digests alike. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
-  if (value !== null && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .map((name) => `${JSON.stringify(name)}:${canonical((value as Record<string, unknown>)[name])}`)
-      .join(',')}}`
-  }
-  return JSON.stringify(value) ?? 'null'
-}
 
 /** What a repeat must match: the method, the address as sent, and the body as read (a multipart post's files by their digests). */
 function fingerprintOf(request: FastifyRequest): string {
   const body = request.uploadedDigests === undefined ? request.body : { ...(request.body as object), uploads: request.uploadedDigests }
-  return createHash('sha256').update(`${request.method} ${request.url}\n${canonical(body ?? null)}`).digest('base64url')
+  return createHash('sha256').update(`${request.method} ${request.url}\n${canonicalJson(body ?? null)}`).digest('base64url')
 }
+
+/** A route's hooks of one kind as a list (Fastify takes one, a list, or none). */
+const hooksOf = <H>(hooks: H | H[] | undefined): H[] => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks])
 
 export default fp<{ waitMs?: number; pollMs?: number; pruneEveryMs?: number }>(
   async (fastify, { waitMs = 10_000, pollMs = 25, pruneEveryMs = 60 * 60 * 1000 }) => {
@@ -83,9 +76,10 @@ export default fp<{ waitMs?: number; pollMs?: number; pruneEveryMs?: number }>(
       return reply.code(answer.status).header('idempotent-replayed', 'true').send(answer.body)
     }
 
-    fastify.addHook('preHandler', async (request, reply) => {
+    /** Claims the request's key before its handler runs; a repeat is answered here, without it. */
+    async function claimKey(request: FastifyRequest, reply: FastifyReply) {
       const header = request.headers['idempotency-key']
-      if (request.method !== 'POST' || header === undefined || WITHOUT_KEYS.has(request.routeOptions.url ?? '')) return
+      if (header === undefined) return
       // Sent twice, it names no one key.
       const key = typeof header === 'string' ? keyOf(header) : undefined
       if (key === undefined) {
@@ -112,9 +106,10 @@ export default fp<{ waitMs?: number; pollMs?: number; pruneEveryMs?: number }>(
         .code(409)
         .header('retry-after', '1')
         .send({ error: 'idempotency_key_in_use', message: 'The first request with this Idempotency-Key is still being answered; repeat it in a moment to get its answer.' })
-    })
+    }
 
-    fastify.addHook('onSend', async (request, reply, payload) => {
+    /** Keeps the claimed request's answer when it succeeded, else lets its key go. */
+    async function keepAnswer(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
       const held = request.idempotency
       if (!held) return payload
       request.idempotency = undefined
@@ -137,6 +132,15 @@ export default fp<{ waitMs?: number; pollMs?: number; pruneEveryMs?: number }>(
         request.log.warn({ err: error }, 'could not keep the answer of an Idempotency-Key')
       }
       return payload
+    }
+
+    // On the POST routes only, as each is added (the routes register after this plugin, in its
+    // scope): a GET pays nothing for it, not even a hook's promise.
+    fastify.addHook('onRoute', (route) => {
+      const methods = Array.isArray(route.method) ? route.method : [route.method]
+      if (!methods.includes('POST') || WITHOUT_KEYS.has(route.url)) return
+      route.preHandler = [...hooksOf(route.preHandler), claimKey]
+      route.onSend = [...hooksOf(route.onSend), keepAnswer]
     })
 
     repeatInBackground(fastify, { firstAfterMs: pruneEveryMs, everyMs: pruneEveryMs }, async () => {
