@@ -48,6 +48,9 @@ export function createIdempotencyStore(port: StorePort, clock: Clock, box: Secre
     .prepare('idempotency_take_over')
   const read = port.db.select({ fingerprint: keys.fingerprint, status: keys.status, answer: keys.answer }).from(keys).where(ofKey).prepare('idempotency_read')
 
+  /** The key's row as the claim at `claimedAt` made it (not a claim made since, once it expired). */
+  const heldSince = (owner: KeyOwner, key: string, claimedAt: Date) =>
+    and(eq(keys.siteId, owner.siteId), eq(keys.credential, owner.credential), eq(keys.key, key), eq(keys.createdAt, claimedAt))
   const sealed = (answer: KeptAnswer) => box.seal(JSON.stringify(answer))
   // An answer the server key can no longer open (a new SERVICE_SECRET) is as good as none: the key
   // answers as though its first request were still in flight, until it expires.
@@ -89,14 +92,14 @@ export function createIdempotencyStore(port: StorePort, clock: Clock, box: Secre
       await port.db
         .update(keys)
         .set({ status: answer.status, answer: sealed(answer) })
-        .where(and(eq(keys.siteId, owner.siteId), eq(keys.credential, owner.credential), eq(keys.key, key), eq(keys.createdAt, claimedAt)))
+        .where(heldSince(owner, key, claimedAt))
     },
 
     /** The claimed request was refused, which wrote nothing: the key is free for a repeat to try again. */
     async release(owner: KeyOwner, key: string, claimedAt: Date): Promise<void> {
       await port.db
         .delete(keys)
-        .where(and(eq(keys.siteId, owner.siteId), eq(keys.credential, owner.credential), eq(keys.key, key), eq(keys.createdAt, claimedAt)))
+        .where(heldSince(owner, key, claimedAt))
     },
 
     /** Removes the keys older than a day; how many. */
