@@ -73,6 +73,15 @@ export interface StorePort {
    */
   remember<V>(load: (key: string) => Promise<V>): (key: string) => Promise<V>
   /**
+   * `load` for the reads a request makes as it arrives, before anything else (its authentication):
+   * on SQLite, `remember`; on PostgreSQL, one read of a key shared by the requests admitted together
+   * (Engine.requestArrived) that ask for it, started once they had all arrived, so it sees whatever
+   * committed before any of them arrived (docs/decisions.md, "One round trip to authenticate").
+   * Called from anywhere but the start of an admitted request, it may share a read that started
+   * before the caller's own last write: only authentication calls it.
+   */
+  onArrival<V>(load: (key: string) => Promise<V>): (key: string) => Promise<V>
+  /**
    * The store with each method (and each nested store's) taken as a share of the connection
    * (db/sqlite/gate.ts) on SQLite; the store itself on PostgreSQL, whose transactions have
    * connections of their own.

@@ -6,6 +6,7 @@ import { preparedOn, type Executor, type StorePort } from '../port.ts'
 import * as tables from '../schema/postgres.ts'
 import type { PostgresOptions } from '../../lib/database-address.ts'
 import { openPostgres, pingPostgres, type PgDb } from './client.ts'
+import { arrivals, type Arrivals } from './arrivals.ts'
 import { createPostgresListing } from './listing.ts'
 import { postgresSearch } from './search.ts'
 
@@ -16,11 +17,11 @@ export async function openPostgresEngine(address: string, options: PostgresOptio
 
 export function postgresEngine(db: PgDb): Engine {
   const events = postgresEvents(db.$client)
-  const port = postgresPort(db)
+  const admission = arrivals()
+  const port = postgresPort(db, admission)
   return engineOver(port, (on, total) => createPostgresListing(db, on.db, total), {
     sqlite: undefined,
-    // Nothing is remembered between requests on PostgreSQL.
-    requestArrived: (admit) => admit(),
+    requestArrived: (admit) => admission.arrived(admit),
     ping: () => pingPostgres(db),
     events: events.events,
     siteChanges: postgresSiteChanges(events.events),
@@ -31,8 +32,8 @@ export function postgresEngine(db: PgDb): Engine {
   })
 }
 
-/** The port of the shared stores (db/port.ts) on the pool, or on a transaction of it. */
-export function postgresPort(q: Executor): StorePort {
+/** The port of the shared stores (db/port.ts) on the pool (which admits the requests that arrive), or on a transaction of it. */
+export function postgresPort(q: Executor, admission?: Arrivals): StorePort {
   const port: StorePort = {
     kind: 'postgres',
     db: q,
@@ -48,6 +49,8 @@ export function postgresPort(q: Executor): StorePort {
     // lower() under the "C" collation folds the ASCII letters only, as COLLATE NOCASE does.
     folded: (column: Column) => sql`lower(${column} COLLATE "C")`,
     remember: (load) => load,
+    // In a transaction, or on a pool no server admits requests to: each call reads.
+    onArrival: (load) => (admission ? admission.shared(load) : load),
     guard: (store) => store,
     search: postgresSearch(q),
   }

@@ -105,6 +105,8 @@ export function sqlitePort(db: Db): StorePort {
       // API request, spared the share's bookkeeping); a miss is one synchronous read, as a share's.
       return (key) => (gate.open ? memo(key) : gate.shared(() => memo(key)))
     },
+    // A request's own reads as it arrives are remembered, as the others are: the read cache sees every commit.
+    onArrival: (load) => port.remember(load),
     guard: (store) => guarded(gate, store),
     search: sqliteSearch(db),
   }

@@ -68,6 +68,28 @@ export async function bumpSiteVersion(port: StorePort, siteId: number): Promise<
 }
 
 /**
+ * A site's row by its id, kept for as long as its version is the one asked for: every change to a
+ * site's row moves its version (a trigger of the migration hot_path sees to it, whoever writes), so
+ * a caller that read the version in the same statement as what it decides on (the authentication
+ * path's one read, db/stores/tokens.ts) gets the row as it is, with one read of it after each change.
+ * Undefined when the site is gone.
+ */
+export function keptSites(port: StorePort): (siteId: number, version: number) => Promise<Site | undefined> {
+  const { sites } = port.tables
+  const kept = new Map<number, Site>()
+  const byId = port.db.select().from(sites).where(eq(sites.id, sql.placeholder('siteId'))).prepare('sites_by_id')
+  return async (siteId, version) => {
+    const known = kept.get(siteId)
+    if (known?.version === version) return known
+    const [site] = await byId.execute({ siteId })
+    // A later version than the one asked for is kept too: the next request reads it.
+    if (site) kept.set(siteId, site)
+    else kept.delete(siteId)
+    return site
+  }
+}
+
+/**
  * Adds a site already validated (validateNewSite); undefined, and nothing written, when its
  * permalink is taken, by this process or another: the unique constraint has the last word.
  */

@@ -2,10 +2,12 @@ import { and, count, countDistinct, desc, eq, gt, inArray, isNull, notInArray, s
 import { unguarded, type StorePort } from '../port.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
 import { fingerprint, generatePersonalToken } from '../../lib/token-format.ts'
+import { holdsNul } from '../../lib/nul.ts'
 import { eventRow } from './security-log.ts'
 import { noEvents, type EventSink, type EventToken } from './webhooks.ts'
 import { checkTokenPolicy, policyOf } from './site-policy.ts'
 import { membershipOn, staffColumn } from './staff.ts'
+import { keptSites } from './sites.ts'
 import {
   ADDRESSES_KEPT,
   addressesByToken,
@@ -56,29 +58,57 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
   const ownerSelection = { email: users.email, disabled: users.disabled, staff: staffColumn(memberships) }
   const ownerMembership = membershipOn(memberships, personalTokens.siteId, personalTokens.userId)
 
-  // The one read of the authentication path: the token, its owner and the owner's role on the
-  // token's site, through the unique fingerprint index; remembered until the database changes
-  // (port.remember), so a revocation, a disabled owner or a change of staff, by this process or
-  // another, is seen on the very next request.
+  /** A token as the authentication path reads it: with its owner's name, address, state and role on the token's site. */
+  const tokenSelection = {
+    id: personalTokens.id,
+    siteId: personalTokens.siteId,
+    userId: personalTokens.userId,
+    access: personalTokens.access,
+    expiresAt: personalTokens.expiresAt,
+    revokedAt: personalTokens.revokedAt,
+    lastUsedAt: personalTokens.lastUsedAt,
+    lastUsedFrom: personalTokens.lastUsedFrom,
+    name: users.name,
+    ...ownerSelection,
+  }
+
+  // The token, its owner and the owner's role on the token's site, through the unique fingerprint
+  // index (a leaked token's report); remembered until the database changes (port.remember), as the
+  // authentication path's read below, so a revocation, a disabled owner or a change of staff, by
+  // this process or another, is seen on the very next request.
   const byFingerprint = db
-    .select({
-      id: personalTokens.id,
-      siteId: personalTokens.siteId,
-      userId: personalTokens.userId,
-      access: personalTokens.access,
-      expiresAt: personalTokens.expiresAt,
-      revokedAt: personalTokens.revokedAt,
-      lastUsedAt: personalTokens.lastUsedAt,
-      lastUsedFrom: personalTokens.lastUsedFrom,
-      name: users.name,
-      ...ownerSelection,
-    })
+    .select(tokenSelection)
     .from(personalTokens)
     .innerJoin(users, eq(users.id, personalTokens.userId))
     .leftJoin(memberships, ownerMembership)
     .where(eq(personalTokens.fingerprint, sql.placeholder('fingerprint')))
     .prepare('tokens_by_fingerprint')
   const lookupByFingerprint = port.remember(async (key) => (await byFingerprint.execute({ fingerprint: key }))[0])
+  type AuthToken = NonNullable<Awaited<ReturnType<typeof lookupByFingerprint>>>
+
+  // The authentication path's one read (docs/decisions.md, "One round trip to authenticate"): the
+  // site's id and version by its permalink and, made for that site, the token by its fingerprint
+  // with its owner and the owner's role there. One statement a request on PostgreSQL, where nothing
+  // is remembered between requests; the rest of the site's row is kept by its version (keptSites).
+  const onSiteByFingerprint = db
+    .select({ site: sites.id, siteVersion: sites.version, ...tokenSelection })
+    .from(sites)
+    .leftJoin(personalTokens, and(eq(personalTokens.fingerprint, sql.placeholder('fingerprint')), eq(personalTokens.siteId, sites.id)))
+    .leftJoin(users, eq(users.id, personalTokens.userId))
+    .leftJoin(memberships, ownerMembership)
+    .where(eq(sites.permalink, sql.placeholder('permalink')))
+    .prepare('tokens_on_site_by_fingerprint')
+  const siteAt = keptSites(port)
+  // Remembered until the database changes on SQLite; on PostgreSQL one read for the requests
+  // admitted together that carry the same token to the same site (port.onArrival).
+  const lookupOnSite = port.onArrival(async (key) => {
+    const at = key.indexOf(' ')
+    const [row] = await onSiteByFingerprint.execute({ fingerprint: key.slice(0, at), permalink: key.slice(at + 1) })
+    if (row === undefined) return { site: undefined, token: undefined }
+    const site = await siteAt(row.site, row.siteVersion)
+    // No token: its columns are null; a token's are all there (its owner and role are read through it).
+    return { site, token: row.id === null ? undefined : (row as AuthToken) }
+  })
 
   /** The live tokens of the site that end more than `days` from now. */
   const overLimit = (siteId: number, days: number) =>
@@ -227,6 +257,13 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
 
     /** The token, its owner and the owner's role on its site; undefined for an unknown value. */
     lookup: unguarded((value: string) => lookupByFingerprint(fingerprint(value))),
+
+    /**
+     * The site of the permalink, and the token of that value when it was made for that site (with
+     * its owner and the owner's role there): one read. A permalink holding U+0000 names no site
+     * (lib/nul.ts), found without a query.
+     */
+    lookupOnSite: unguarded(async (permalink: string, value: string) => (holdsNul(permalink) ? { site: undefined, token: undefined } : lookupOnSite(`${fingerprint(value)} ${permalink}`))),
 
     /** Every token of a site (or of one user on it), newest first, revoked and expired included. */
     async listForSite(siteId: number, userId?: number): Promise<ListedToken[]> {

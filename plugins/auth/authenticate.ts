@@ -1,6 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Site } from '../../db/stores/sites.ts'
 import type { Refusal } from './challenge.ts'
 import { legacyTokenCheck } from './checks/legacy-token.ts'
 import { deprecationLink, multipassCheck } from './checks/multipass.ts'
@@ -67,7 +66,7 @@ export default fp(
     // Each check gets the few store functions it needs, called through the store at each request.
     const isStaff = (siteId: number, userId: number) => users.isStaff(siteId, userId)
     const personalToken = personalTokenCheck({
-      lookup: (value) => tokens.lookup(value),
+      lookupOnSite: (permalink, value) => tokens.lookupOnSite(permalink, value),
       recordUse: (token, from) => tokens.recordUse(token, from),
       clock,
     })
@@ -88,18 +87,20 @@ export default fp(
     const deprecation = deprecationLink(fastify.config.baseUrl)
     const rules = siteRules({ hasSecondFactor: (userId) => secondFactors.has(userId), isAdministrator: (siteId, userId) => users.isAdministrator(siteId, userId) })
 
-    function check(credential: Presented, site: Site | undefined, request: RequestFacts): CheckResult | Promise<CheckResult> {
+    /** The check of the credential's kind, given the site of the permalink: read here, or with the credential by the check itself. */
+    async function check(credential: Presented, permalink: string, request: RequestFacts): Promise<CheckResult> {
+      if (credential.kind === 'malformed') return refuse('invalid_token')
+      if (credential.kind === 'bearer' && !credential.token.startsWith(OAUTH_ACCESS_TOKEN_PREFIX)) return personalToken(credential, permalink, request)
+      const site = await sites.find(permalink)
       switch (credential.kind) {
         case 'bearer':
-          return credential.token.startsWith(OAUTH_ACCESS_TOKEN_PREFIX) ? oauthToken(credential, site, request) : personalToken(credential, site, request)
+          return oauthToken(credential, site, request)
         case 'legacy':
           return legacyToken(credential, site, request)
         case 'multipass':
           return multipass(credential, site, request)
         case 'basic':
           return password(credential, site, request)
-        case 'malformed':
-          return refuse('invalid_token')
       }
     }
 
@@ -113,8 +114,8 @@ export default fp(
      * failed one is counted, and answered 429 once the address is spent. Everyone behind one NAT or
      * proxy keeps working when one script there sends broken credentials.
      */
-    async function checkWithinBudget(credential: Presented, site: Site | undefined, request: RequestFacts): Promise<CheckResult> {
-      const checked = await check(credential, site, request)
+    async function checkWithinBudget(credential: Presented, permalink: string, request: RequestFacts): Promise<CheckResult> {
+      const checked = await check(credential, permalink, request)
       if (credential.kind === 'basic' || outcome(checked) === 'neutral') return checked
       const counted = await authLimits.attempt({ address: request.ip }, () => checked, outcome)
       return 'kind' in counted ? refuse(counted) : counted
@@ -167,11 +168,10 @@ export default fp(
       })
       if (credential.kind === 'invalid_request') return refuseWith(request, reply, permalink, credential)
       if (credential.kind === 'none') return refuseWith(request, reply, permalink, { kind: 'no_credential' })
-      const site = await sites.find(permalink)
       // A route that decides per message what needs write access (the MCP endpoint: a POST carries
       // a read or a write) is authenticated as a read, and checks writes itself.
       const method = request.routeOptions.config.checksWriteAccess ? 'GET' : request.method
-      const result = await checkWithinBudget(credential, site, { method, ip: request.ip })
+      const result = await checkWithinBudget(credential, permalink, { method, ip: request.ip })
       if ('accepted' in result) {
         // What the site's policy asks of a right credential is told so (not counted: no guess).
         const answer = rules(result.accepted, method)

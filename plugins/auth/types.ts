@@ -31,9 +31,10 @@ export interface RequestFacts {
 
 /**
  * Checks one kind of credential. `site` is undefined for an unknown permalink, which every check
- * answers exactly like a wrong credential of its kind, so no answer reveals whether a site exists.
+ * answers exactly like a wrong credential of its kind, so no answer reveals whether a site exists;
+ * a check that reads the site itself, with its credential, is given the permalink (S = string).
  */
-export type CredentialCheck<C> = (credential: C, site: Site | undefined, request: RequestFacts) => CheckResult | Promise<CheckResult>
+export type CredentialCheck<C, S = Site | undefined> = (credential: C, site: S, request: RequestFacts) => CheckResult | Promise<CheckResult>
 
 export const refuse = (refusal: Refusal['kind'] | Refusal): CheckResult => ({
   refused: typeof refusal === 'string' ? ({ kind: refusal } as Refusal) : refusal,

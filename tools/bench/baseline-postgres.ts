@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import Fastify from 'fastify'
 import pg from 'pg'
-import { addresses, bareSchema, discussionJson, HEADERS, listingSchema, NOT_FOUND, notFoundSchema, pageLinks, pageOf, PER_PAGE, siteJson, siteSchema, type PageRow } from './baseline-shape.ts'
+import pino from 'pino'
+import { addresses, bareSchema, bearerOf, discussionJson, HEADERS, listingSchema, logLine, NOT_FOUND, notFoundSchema, pageLinks, pageOf, PER_PAGE, siteJson, siteSchema, tokenStatus, type PageRow, type TokenRow } from './baseline-shape.ts'
 
 // The baseline on PostgreSQL: tools/bench/baseline.ts with `pg` in place of better-sqlite3, the
 // limit of bare Fastify and the same driver, with the same pool size as the service
@@ -12,9 +14,10 @@ import { addresses, bareSchema, discussionJson, HEADERS, listingSchema, NOT_FOUN
 // each (the site, the live total from discussion_counts, the page's rows), the reads the service
 // makes for the same page besides its authentication.
 //
-// It answers GET /:site/discussions[?page=N], GET /:site and GET /bare, as tools/bench/baseline.ts
-// does, with no authentication, no logging, no media-type negotiation and no validation beyond
-// reading `page`.
+// It answers GET /:site/discussions[?page=N], GET /:site, GET /bare and GET /job/:site (the site to
+// a personal token: the token's digest and the site in one round trip, one log line), as
+// tools/bench/baseline.ts does; elsewhere with no authentication, no logging, no media-type
+// negotiation and no validation beyond reading `page`.
 //
 // node --import tsx tools/bench/baseline-postgres.ts --db postgres://...?schema=NAME --pool N --port N --base-url URL --site-url URL
 
@@ -59,6 +62,20 @@ const PAGE = {
   ORDER BY d.last_updated_at DESC, d.id DESC`,
 }
 
+// The site with the token made for it, its owner's state and role there: one round trip.
+const SITE_WITH_TOKEN = {
+  name: 'site_with_token',
+  text: `
+  SELECT s.id, s.name, s.permalink, t.expires_at, t.revoked_at, t.access, u.disabled, m.role
+  FROM sites s
+  LEFT JOIN personal_tokens t ON t.fingerprint = $1 AND t.site_id = s.id
+  LEFT JOIN users u ON u.id = t.user_id
+  LEFT JOIN memberships m ON m.site_id = s.id AND m.user_id = t.user_id
+  WHERE s.permalink = $2`,
+}
+// One line a request, written as the service writes its own: buffered, to standard output.
+const log = pino.destination({ dest: 1, sync: false })
+
 async function siteByPermalink(permalink: string) {
   const { rows } = await pool.query<{ id: number; name: string; permalink: string }>({ ...SITE, values: [permalink] })
   return rows[0]
@@ -73,6 +90,17 @@ app.get('/:site', { schema: { response: { 200: siteSchema, 404: notFoundSchema }
   if (!site) return reply.code(404).send(NOT_FOUND)
   reply.headers(HEADERS)
   return siteJson(baseUrl, site, addresses(baseUrl, siteUrl, site.permalink))
+})
+
+app.get('/job/:site', { schema: { response: { 200: siteSchema, 401: notFoundSchema, 403: notFoundSchema } } }, async (request, reply) => {
+  const token = bearerOf(request.headers.authorization)
+  const values = token === undefined ? undefined : [createHash('sha256').update(token).digest('hex'), (request.params as { site: string }).site]
+  const row = values === undefined ? undefined : (await pool.query<{ id: number; name: string; permalink: string } & TokenRow>({ ...SITE_WITH_TOKEN, values })).rows[0]
+  const status = row === undefined ? 401 : tokenStatus(row, Date.now())
+  log.write(logLine(request.method, request.url, request.ip, status, reply.elapsedTime))
+  if (status !== 200) return reply.code(status).send({ error: status === 401 ? 'invalid_token' : 'staff_only' })
+  reply.headers(HEADERS)
+  return siteJson(baseUrl, row!, addresses(baseUrl, siteUrl, row!.permalink))
 })
 
 app.get('/:site/discussions', { schema: { response: { 200: listingSchema, 404: notFoundSchema } } }, async (request, reply) => {

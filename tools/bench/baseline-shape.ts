@@ -160,3 +160,33 @@ export function pageLinks(a: Addresses, page: number, total: number): string {
   link += `, ${to(last)}; rel="last"`
   return link
 }
+
+// ---- The same job as the service's `GET /<site>` with a personal token (issue 54): the token's
+// digest and the site read together, the token checked as the service checks it, and one log line
+// a request. The baselines answer it at /job/<site> (GET /job{site} in scenarios.ts).
+
+/** The token of `Authorization: Bearer <token>`, or undefined. */
+export function bearerOf(header: string | undefined): string | undefined {
+  return header?.startsWith('Bearer ') ? header.slice(7) : undefined
+}
+
+/** The token's row as the baselines read it with its site: absent fields when no such token was made for the site. */
+export interface TokenRow {
+  expires_at: number | Date | null
+  revoked_at: number | Date | null
+  access: string | null
+  disabled: 0 | 1 | boolean | null
+  role: string | null
+}
+
+/** The status the service answers for such a token on a GET: 200, 401 (unknown, revoked, disabled owner, expired), 403 (not staff). */
+export function tokenStatus(row: TokenRow, now: number): 200 | 401 | 403 {
+  if (row.expires_at === null || row.revoked_at !== null || row.disabled === true || row.disabled === 1) return 401
+  if ((typeof row.expires_at === 'number' ? row.expires_at : row.expires_at.getTime()) <= now) return 401
+  return row.role === 'supporter' ? 200 : 403
+}
+
+/** What the service writes of a request to its log, one JSON line (pino's shape). */
+export function logLine(method: string, url: string, address: string, statusCode: number, responseTime: number): string {
+  return `${JSON.stringify({ level: 30, time: Date.now(), req: { method, url, remoteAddress: address }, res: { statusCode }, responseTime, msg: 'request completed' })}\n`
+}

@@ -1,13 +1,15 @@
+import { createHash } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import Database from 'better-sqlite3'
 import Fastify from 'fastify'
-import { addresses, bareSchema, discussionJson, HEADERS, listingSchema, NOT_FOUND, notFoundSchema, pageLinks, pageOf, PER_PAGE, siteJson, siteSchema, type PageRow } from './baseline-shape.ts'
+import pino from 'pino'
+import { addresses, bareSchema, bearerOf, discussionJson, HEADERS, listingSchema, logLine, NOT_FOUND, notFoundSchema, pageLinks, pageOf, PER_PAGE, siteJson, siteSchema, tokenStatus, type PageRow, type TokenRow } from './baseline-shape.ts'
 
 // The baseline: the limit of this stack for the same pages. The house rule: a benchmark's
 // baseline never imports the project's own modules; it is the bare stack doing the same job, so
 // the ratio shows what the project's layers cost. So this file imports fastify, better-sqlite3,
 // node and tools/bench/baseline-shape.ts (the v1 shapes both baselines answer, itself importing
-// nothing) alone: its SQL and its mapping from rows to JSON are written here by hand, from the
+// nothing) alone (and pino, Fastify's own logger, for the same job's log line): its SQL and its mapping from rows to JSON are written here by hand, from the
 // schema (db/schema/sqlite.ts) and the documented v1 shapes, and the run (tools/bench/run.ts) checks
 // before measuring anything that it answers the same bytes as the service for the same rows.
 // tools/bench/baseline-postgres.ts is the same on PostgreSQL.
@@ -17,8 +19,11 @@ import { addresses, bareSchema, discussionJson, HEADERS, listingSchema, NOT_FOUN
 //                                    deleted) by last activity, 30 a page, in the v1 envelope;
 //   GET /:site                       the site resource;
 //   GET /bare                        a small constant JSON object: the limit of the stack itself,
-//                                    for the pairs that build no page (authentication alone, the 401).
-// No authentication, no logging, no media-type negotiation, no validation beyond reading `page`.
+//                                    for the pairs that build no page (authentication alone, the 401);
+//   GET /job/:site                   the site resource as the service's job is to answer it to a
+//                                    personal token: the token's digest and the site read in one
+//                                    statement, the token checked (401, 403), one log line written.
+// Elsewhere no authentication, no logging, no media-type negotiation, no validation beyond reading `page`.
 // Links are built from --base-url and --site-url ({site} is the site's permalink), as the service
 // builds them from its configuration.
 //
@@ -58,6 +63,17 @@ const livePage = db.prepare<[number, number, number], PageRow>(`
     LIMIT ? OFFSET ?)
   ORDER BY +d.last_updated_at DESC, d.id DESC`)
 
+// The site with the token made for it, its owner's state and role there: one statement.
+const siteWithToken = db.prepare<[string, string], { id: number; name: string; permalink: string } & TokenRow>(`
+  SELECT s.id, s.name, s.permalink, t.expires_at, t.revoked_at, t.access, u.disabled, m.role
+  FROM sites s
+  LEFT JOIN personal_tokens t ON t.fingerprint = ? AND t.site_id = s.id
+  LEFT JOIN users u ON u.id = t.user_id
+  LEFT JOIN memberships m ON m.site_id = s.id AND m.user_id = t.user_id
+  WHERE s.permalink = ?`)
+// One line a request, written as the service writes its own: buffered, to standard output.
+const log = pino.destination({ dest: 1, sync: false })
+
 const app = Fastify({ logger: false })
 
 app.get('/bare', { schema: { response: { 200: bareSchema } } }, async () => ({ ok: true }))
@@ -67,6 +83,16 @@ app.get('/:site', { schema: { response: { 200: siteSchema, 404: notFoundSchema }
   if (!site) return reply.code(404).send(NOT_FOUND)
   reply.headers(HEADERS)
   return siteJson(baseUrl, site, addresses(baseUrl, siteUrl, site.permalink))
+})
+
+app.get('/job/:site', { schema: { response: { 200: siteSchema, 401: notFoundSchema, 403: notFoundSchema } } }, async (request, reply) => {
+  const token = bearerOf(request.headers.authorization)
+  const row = token === undefined ? undefined : siteWithToken.get(createHash('sha256').update(token).digest('hex'), (request.params as { site: string }).site)
+  const status = row === undefined ? 401 : tokenStatus(row, Date.now())
+  log.write(logLine(request.method, request.url, request.ip, status, reply.elapsedTime))
+  if (status !== 200) return reply.code(status).send({ error: status === 401 ? 'invalid_token' : 'staff_only' })
+  reply.headers(HEADERS)
+  return siteJson(baseUrl, row!, addresses(baseUrl, siteUrl, row!.permalink))
 })
 
 app.get('/:site/discussions', { schema: { response: { 200: listingSchema, 404: notFoundSchema } } }, async (request, reply) => {

@@ -59,7 +59,10 @@ const LAST_PAGE_CURSOR = Buffer.from('v1.d.31').toString('base64url')
 export const SCENARIOS: ScenarioRow[] = [
   { id: 'site.bare', label: 'bare JSON route (baseline)', server: 'baseline', path: '/bare', credential: 'none', expect: 200 },
   { id: 'site.baseline', label: 'GET /<site>, baseline', server: 'baseline', path: '{site}', credential: 'none', expect: 200, pair: 'site.bare' },
+  // The same job done plainly (issue 54): the token's digest and the site read together, the token checked, one log line.
+  { id: 'site.job', label: 'GET /<site>, personal token, same job done plainly', server: 'baseline', path: '/job{site}', credential: 'token', expect: 200, sameAs: 'site.baseline' },
   { id: 'site.token', label: 'GET /<site>, personal token', server: 'service', path: '{site}', credential: 'token', expect: 200, pair: 'site.bare', sameAs: 'site.baseline' },
+  { id: 'site.token.job', label: 'GET /<site>, personal token, against the same job done plainly', server: 'service', path: '{site}', credential: 'token', expect: 200, pair: 'site.job' },
   { id: 'site.legacy', label: 'GET /<site>, legacy token', server: 'service', path: '{site}', credential: 'legacy', expect: 200, pair: 'site.bare', sameAs: 'site.baseline' },
   { id: 'site.basic', label: 'GET /<site>, Basic, remembered', server: 'service', path: '{site}', credential: 'basic', expect: 200, pair: 'site.bare', sameAs: 'site.baseline' },
   { id: 'site.none', label: 'GET /<site>, no credential (401)', server: 'service', path: '{site}', credential: 'none', expect: 401, pair: 'site.bare' },
@@ -93,7 +96,8 @@ export const SCENARIOS: ScenarioRow[] = [
   { id: 'offset.last', label: 'last page by page=, 1,000,000 discussions, personal token', server: 'service-huge', path: '{list}?page=32337', credential: 'token', expect: 200, pair: 'cursor.first' },
   { id: 'pg.site.bare', label: 'PostgreSQL: bare JSON route (baseline)', server: 'pg-baseline', path: '/bare', credential: 'none', expect: 200 },
   { id: 'pg.site.baseline', label: 'PostgreSQL: GET /<site>, baseline', server: 'pg-baseline', path: '{site}', credential: 'none', expect: 200, pair: 'pg.site.bare', sameAs: 'site.baseline' },
-  { id: 'pg.site.token', label: 'PostgreSQL: GET /<site>, personal token', server: 'pg-service', path: '{site}', credential: 'token', expect: 200, pair: 'pg.site.bare', sameAs: 'pg.site.baseline' },
+  { id: 'pg.site.job', label: 'PostgreSQL: GET /<site>, personal token, same job done plainly', server: 'pg-baseline', path: '/job{site}', credential: 'token', expect: 200, sameAs: 'site.baseline' },
+  { id: 'pg.site.token', label: 'PostgreSQL: GET /<site>, personal token', server: 'pg-service', path: '{site}', credential: 'token', expect: 200, pair: 'pg.site.job', sameAs: 'pg.site.baseline' },
   { id: 'pg.list.baseline', label: 'PostgreSQL: listing, baseline', server: 'pg-baseline', path: '{list}', credential: 'none', expect: 200, sameAs: 'list.baseline' },
   { id: 'pg.list.token', label: 'PostgreSQL: listing, personal token', server: 'pg-service', path: '{list}', credential: 'token', expect: 200, pair: 'pg.list.baseline', sameAs: 'pg.list.baseline' },
   { id: 'pg.deep.baseline', label: 'PostgreSQL: deep page, baseline', server: 'pg-baseline', path: DEEP, credential: 'none', expect: 200, sameAs: 'deep.baseline' },
@@ -102,11 +106,17 @@ export const SCENARIOS: ScenarioRow[] = [
 
 /** The targets the figures are held to: the ratio of a scenario's throughput to its pair's, per round, by the median. */
 export const TARGETS: Array<{ id: string; atLeast: number }> = [
-  { id: 'list.token', atLeast: 0.9 },
-  { id: 'deep.token', atLeast: 0.9 },
+  // At or above the baselines' since issue 54 (0.90 before): SQLite's figures no worse than they were.
+  { id: 'list.token', atLeast: 1 },
+  { id: 'deep.token', atLeast: 1 },
   { id: 'site.token', atLeast: 0.6 },
   { id: 'site.none', atLeast: 0.6 },
-  { id: 'pg.list.token', atLeast: 0.8 },
+  { id: 'pg.list.token', atLeast: 0.9 },
+  // Issue 54: PostgreSQL's hot path as light as SQLite's, each against the same job done plainly,
+  // and SQLite's no worse than it was (at or above its same-job baseline and the listings' baselines).
+  { id: 'pg.site.token', atLeast: 0.8 },
+  { id: 'pg.deep.token', atLeast: 0.9 },
+  { id: 'site.token.job', atLeast: 1 },
   { id: 'poll.token', atLeast: 0.8 },
   // A write with one webhook endpoint: within 10% of the same write without one.
   { id: 'create.hook', atLeast: 0.9 },

@@ -7,7 +7,7 @@ import { accept, refuse, type CredentialCheck } from '../types.ts'
 export const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD'])
 
 export interface PersonalTokenDeps {
-  lookup: TokenStore['lookup']
+  lookupOnSite: TokenStore['lookupOnSite']
   recordUse: TokenStore['recordUse']
   clock: Clock
 }
@@ -15,25 +15,31 @@ export interface PersonalTokenDeps {
 /**
  * `Authorization: Bearer service_pat_...`, in the check order of docs/decisions.md: format and
  * checksum (no database read for a typo), known, revoked, made for this site, owner disabled,
- * expired, owner is staff, method allowed by the access.
+ * expired, owner is staff, method allowed by the access. It reads the site with the token, in one
+ * read (TokenStore.lookupOnSite), so it is given the permalink rather than the site.
  */
-export function personalTokenCheck({ lookup, recordUse, clock }: PersonalTokenDeps): CredentialCheck<{ token: string }> {
-  // A token as the look-up remembers it (db/sqlite/read-cache.ts) is one object until the
-  // database changes: its header is formatted once, not at every request.
-  const expirationHeaders = new WeakMap<object, { 'service-token-expiration': string }>()
-  const expirationHeader = (token: { expiresAt: Date }) => {
-    let headers = expirationHeaders.get(token)
-    if (!headers) expirationHeaders.set(token, (headers = { 'service-token-expiration': token.expiresAt.toUTCString() }))
+export function personalTokenCheck({ lookupOnSite, recordUse, clock }: PersonalTokenDeps): CredentialCheck<{ token: string }, string> {
+  // Many requests carry one token: its header is formatted once per expiry, not at every request
+  // (on PostgreSQL each read gives a new object, so the expiry itself is the key).
+  const expirationHeaders = new Map<number, { 'service-token-expiration': string }>()
+  const expirationHeader = (expiresAt: Date) => {
+    const at = expiresAt.getTime()
+    let headers = expirationHeaders.get(at)
+    if (!headers) {
+      if (expirationHeaders.size >= EXPIRIES_KEPT) expirationHeaders.clear()
+      expirationHeaders.set(at, (headers = { 'service-token-expiration': expiresAt.toUTCString() }))
+    }
     return headers
   }
-  return async ({ token: value }, site, { method, ip }) => {
-    if (!site || !isWellFormedPersonalToken(value)) return refuse('invalid_token')
-    const token = await lookup(value)
-    if (!token || token.revokedAt || token.siteId !== site.id || token.disabled) return refuse('invalid_token')
+  return async ({ token: value }, permalink, { method, ip }) => {
+    if (!isWellFormedPersonalToken(value)) return refuse('invalid_token')
+    const { site, token } = await lookupOnSite(permalink, value)
+    // A token of another site is not found with this one.
+    if (!site || !token || token.revokedAt || token.disabled) return refuse('invalid_token')
     if (token.expiresAt.getTime() <= clock()) return refuse('token_expired')
 
     // From here the token is genuine: every answer tells when it dies, and the use is recorded.
-    const headers = expirationHeader(token)
+    const headers = expirationHeader(token.expiresAt)
     await recordUse(token, ip)
     if (!token.staff) return { refused: { kind: 'staff_only' }, headers }
     if (token.access === 'read' && !READ_METHODS.has(method)) return { refused: { kind: 'insufficient_scope' }, headers }
@@ -41,3 +47,6 @@ export function personalTokenCheck({ lookup, recordUse, clock }: PersonalTokenDe
     return accept({ method: 'personal_token', site, user, access: token.access, tokenId: token.id }, headers)
   }
 }
+
+/** The expiry headers kept at most; past it they are all let go (a process sees a few tokens). */
+const EXPIRIES_KEPT = 1_000

@@ -1,4 +1,6 @@
+import pg from 'pg'
 import t from 'tap'
+import { TEST_ENGINE } from '../../fixtures/postgres.ts'
 import { BASE_URL, buildTestApp, SITE_URL, supporterWithToken, V1 } from '../../fixtures/app.ts'
 
 const metadata = (site: string) => `${BASE_URL}/.well-known/oauth-protected-resource/${site}`
@@ -59,10 +61,10 @@ t.test('a broken checksum is refused without a database read', async (t) => {
   const { app } = await buildTestApp(t)
   const ann = await supporterWithToken(app)
   let lookups = 0
-  const lookup = app.tokens.lookup
-  app.tokens.lookup = (value) => {
+  const lookup = app.tokens.lookupOnSite
+  app.tokens.lookupOnSite = (permalink, value) => {
     lookups++
-    return lookup(value)
+    return lookup(permalink, value)
   }
   const typo = ann.value.slice(0, 20) + (ann.value[20] === 'Q' ? 'R' : 'Q') + ann.value.slice(21)
   const res = await app.inject({ url: '/demo', headers: { authorization: `Bearer ${typo}` } })
@@ -70,6 +72,42 @@ t.test('a broken checksum is refused without a database read', async (t) => {
   t.equal(lookups, 0, 'no look-up for a token whose checksum fails')
   await app.inject({ url: '/demo', headers: ann.bearer })
   t.equal(lookups, 1, 'a well-formed token is looked up')
+})
+
+t.test('a personal token and its site are one read: one statement a request on PostgreSQL', async (t) => {
+  const { app } = await buildTestApp(t)
+  const ann = await supporterWithToken(app)
+  const other = await supporterWithToken(app, { site: 'other' })
+  const reads: string[] = []
+  const { sites, tokens } = app
+  const find = sites.find
+  const lookupOnSite = tokens.lookupOnSite
+  sites.find = (permalink) => (reads.push(`site ${permalink}`), find(permalink))
+  tokens.lookupOnSite = (permalink, value) => (reads.push(`site and token ${permalink}`), lookupOnSite(permalink, value))
+  const get = async (site: string, headers: Record<string, string>) => (await app.inject({ url: `/${site}`, headers: { accept: V1, ...headers } })).statusCode
+
+  t.equal(await get('demo', ann.bearer), 200)
+  t.same(reads, ['site and token demo'], 'the site is read with the token, not before it')
+  // The other site's token, here and on an unknown site, is the same read, refused.
+  reads.length = 0
+  t.same([await get('demo', other.bearer), await get('nosuchsite', ann.bearer)], [401, 401])
+  t.same(reads, ['site and token demo', 'site and token nosuchsite'])
+
+  // What reaches PostgreSQL: one statement (a request after the first, whose rate-limit lease is
+  // taken). SQLite remembers the read until the file changes (test/db/sqlite-read-cache.test.ts).
+  if (TEST_ENGINE !== 'postgres') return
+  const statements: string[] = []
+  const query = pg.Client.prototype.query
+  pg.Client.prototype.query = function (this: pg.Client, ...args: Parameters<typeof query>) {
+    const [config] = args as unknown as [string | { name?: string; text: string }]
+    statements.push(typeof config === 'string' ? config : (config.name ?? config.text))
+    return query.apply(this, args)
+  } as typeof query
+  t.teardown(() => void (pg.Client.prototype.query = query))
+  await get('demo', ann.bearer)
+  statements.length = 0
+  t.equal(await get('demo', ann.bearer), 200)
+  t.same(statements, ['tokens_on_site_by_fingerprint'], 'the statements of one request')
 })
 
 t.test('spec table 3 and 7: an expired token, through the injected clock', async (t) => {
