@@ -73,14 +73,24 @@ export interface StorePort {
    */
   remember<V>(load: (key: string) => Promise<V>): (key: string) => Promise<V>
   /**
-   * `load` for the reads a request makes as it arrives, before anything else (its authentication):
-   * on SQLite, `remember`; on PostgreSQL, one read of a key shared by the requests admitted together
-   * (Engine.requestArrived) that ask for it, started once they had all arrived, so it sees whatever
-   * committed before any of them arrived (docs/decisions.md, "One round trip to authenticate").
-   * Called from anywhere but the start of an admitted request, it may share a read that started
-   * before the caller's own last write: only authentication calls it.
+   * A read by key for what a request reads as it arrives, before anything else (its
+   * authentication), given as `loadMany`, which reads several keys at once (its values in the
+   * order of its keys): on SQLite, `remember` of one key at a time; on PostgreSQL, the keys asked
+   * for by the requests admitted together (Engine.requestArrived) read in one statement, started
+   * once they had all arrived, so it sees whatever committed before any of them arrived
+   * (docs/decisions.md, "One round trip to authenticate"). Called from anywhere but the start of an
+   * admitted request, it may share a read that started before the caller's own last write: only
+   * authentication calls it.
    */
-  onArrival<V>(load: (key: string) => Promise<V>): (key: string) => Promise<V>
+  onArrival<V>(loadMany: (keys: string[]) => Promise<V[]>): (key: string) => Promise<V>
+  /**
+   * The condition that `column` is one of a list bound as the placeholder `name`: `= any(...)` of
+   * an array on PostgreSQL, `in` the values of a JSON array on SQLite; the list is bound as
+   * `list(values)` makes it.
+   */
+  anyOf(column: Column, name: string): SQL
+  /** A list of texts as `anyOf` takes it bound: an array on PostgreSQL, its JSON on SQLite. */
+  list(values: string[]): unknown
   /**
    * The store with each method (and each nested store's) taken as a share of the connection
    * (db/sqlite/gate.ts) on SQLite; the store itself on PostgreSQL, whose transactions have

@@ -22,22 +22,42 @@ export function arrivals() {
       arriving.push(admit)
       if (arriving.length === 1) setImmediate(admitArrived)
     },
-    shared<V>(load: (key: string) => Promise<V>): (key: string) => Promise<V> {
+    /**
+     * Reads by key, through `loadMany`: the keys asked for in one generation before its statement
+     * starts (the requests of a generation reach their authentication in the same run of code, or
+     * the microtasks after it) are read by one call; a key asked for again in the same generation
+     * shares its read, until that read settles.
+     */
+    batched<V>(loadMany: (keys: string[]) => Promise<V[]>): (key: string) => Promise<V> {
       const reading = new Map<string, Promise<V>>()
       let readingOf = generation
+      let gathering: Map<string, { resolve(value: V): void; reject(error: unknown): void }> | undefined
+      const start = (batch: NonNullable<typeof gathering>) => {
+        if (gathering === batch) gathering = undefined
+        const keys = [...batch.keys()]
+        loadMany(keys).then(
+          (values) => keys.forEach((key, i) => batch.get(key)!.resolve(values[i]!)),
+          (error: unknown) => batch.forEach((waiting) => waiting.reject(error)),
+        )
+      }
       return (key) => {
         if (readingOf !== generation) {
           reading.clear()
+          gathering = undefined
           readingOf = generation
         }
         let read = reading.get(key)
-        if (read === undefined) {
-          const started = (read = load(key))
-          reading.set(key, started)
-          // Settled, it is let go: a later call reads again.
-          const forget = () => void (reading.get(key) === started && reading.delete(key))
-          started.then(forget, forget)
+        if (read !== undefined) return read
+        if (gathering === undefined) {
+          const batch = (gathering = new Map())
+          queueMicrotask(() => start(batch))
         }
+        const batch = gathering
+        const started = (read = new Promise<V>((resolve, reject) => batch.set(key, { resolve, reject })))
+        reading.set(key, started)
+        // Settled, it is let go: a later call reads again.
+        const forget = () => void (reading.get(key) === started && reading.delete(key))
+        started.then(forget, forget)
         return read
       }
     },

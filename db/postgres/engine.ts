@@ -49,8 +49,10 @@ export function postgresPort(q: Executor, admission?: Arrivals): StorePort {
     // lower() under the "C" collation folds the ASCII letters only, as COLLATE NOCASE does.
     folded: (column: Column) => sql`lower(${column} COLLATE "C")`,
     remember: (load) => load,
-    // In a transaction, or on a pool no server admits requests to: each call reads.
-    onArrival: (load) => (admission ? admission.shared(load) : load),
+    // In a transaction, or on a pool no server admits requests to: each call reads its own key.
+    onArrival: (loadMany) => (admission ? admission.batched(loadMany) : async (key) => (await loadMany([key]))[0]!),
+    anyOf: (column: Column, name: string) => sql`${column} = any(${sql.placeholder(name)})`,
+    list: (values) => values,
     guard: (store) => store,
     search: postgresSearch(q),
   }

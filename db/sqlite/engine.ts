@@ -105,8 +105,10 @@ export function sqlitePort(db: Db): StorePort {
       // API request, spared the share's bookkeeping); a miss is one synchronous read, as a share's.
       return (key) => (gate.open ? memo(key) : gate.shared(() => memo(key)))
     },
-    // A request's own reads as it arrives are remembered, as the others are: the read cache sees every commit.
-    onArrival: (load) => port.remember(load),
+    // A request's own reads as it arrives are remembered, one key at a time, as the others are: the read cache sees every commit.
+    onArrival: (loadMany) => port.remember(async (key) => (await loadMany([key]))[0]!),
+    anyOf: (column: Column, name: string) => sql`${column} in (select value from json_each(${sql.placeholder(name)}))`,
+    list: (values) => JSON.stringify(values),
     guard: (store) => guarded(gate, store),
     search: sqliteSearch(db),
   }

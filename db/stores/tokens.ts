@@ -87,27 +87,38 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
   type AuthToken = NonNullable<Awaited<ReturnType<typeof lookupByFingerprint>>>
 
   // The authentication path's one read (docs/decisions.md, "One round trip to authenticate"): the
-  // site's id and version by its permalink and, made for that site, the token by its fingerprint
-  // with its owner and the owner's role there. One statement a request on PostgreSQL, where nothing
-  // is remembered between requests; the rest of the site's row is kept by its version (keptSites).
-  const onSiteByFingerprint = db
-    .select({ site: sites.id, siteVersion: sites.version, ...tokenSelection })
+  // sites' ids and versions by their permalinks and, made for each, the tokens by their
+  // fingerprints with their owners and the owners' roles there, for several requests at once. One
+  // statement for the requests admitted together on PostgreSQL, where nothing is remembered
+  // between requests (port.onArrival); one request's, remembered, on SQLite. The rest of a site's
+  // row is kept by its version (keptSites).
+  const onSitesByFingerprints = db
+    .select({ permalink: sites.permalink, site: sites.id, siteVersion: sites.version, fingerprint: personalTokens.fingerprint, ...tokenSelection })
     .from(sites)
-    .leftJoin(personalTokens, and(eq(personalTokens.fingerprint, sql.placeholder('fingerprint')), eq(personalTokens.siteId, sites.id)))
+    .leftJoin(personalTokens, and(port.anyOf(personalTokens.fingerprint, 'fingerprints'), eq(personalTokens.siteId, sites.id)))
     .leftJoin(users, eq(users.id, personalTokens.userId))
     .leftJoin(memberships, ownerMembership)
-    .where(eq(sites.permalink, sql.placeholder('permalink')))
-    .prepare('tokens_on_site_by_fingerprint')
+    .where(port.anyOf(sites.permalink, 'permalinks'))
+    .prepare('tokens_on_sites_by_fingerprints')
   const siteAt = keptSites(port)
-  // Remembered until the database changes on SQLite; on PostgreSQL one read for the requests
-  // admitted together that carry the same token to the same site (port.onArrival).
-  const lookupOnSite = port.onArrival(async (key) => {
-    const at = key.indexOf(' ')
-    const [row] = await onSiteByFingerprint.execute({ fingerprint: key.slice(0, at), permalink: key.slice(at + 1) })
-    if (row === undefined) return { site: undefined, token: undefined }
-    const site = await siteAt(row.site, row.siteVersion)
-    // No token: its columns are null; a token's are all there (its owner and role are read through it).
-    return { site, token: row.id === null ? undefined : (row as AuthToken) }
+  // A key is the token's fingerprint, a space, and the permalink.
+  const lookupOnSite = port.onArrival(async (keys) => {
+    const asked = keys.map((key) => [key.slice(0, key.indexOf(' ')), key.slice(key.indexOf(' ') + 1)] as const)
+    const rows = await onSitesByFingerprints.execute({
+      fingerprints: port.list([...new Set(asked.map(([fingerprint]) => fingerprint))]),
+      permalinks: port.list([...new Set(asked.map(([, permalink]) => permalink))]),
+    })
+    return Promise.all(
+      asked.map(async ([fingerprint, permalink]) => {
+        const ofSite = rows.filter((row) => row.permalink === permalink)
+        if (ofSite.length === 0) return { site: undefined, token: undefined }
+        const site = await siteAt(ofSite[0]!.site, ofSite[0]!.siteVersion)
+        // No token of the site among those asked for: one row whose token columns are null. A
+        // token's are all there (its owner and role are read through it).
+        const token = ofSite.find((row) => row.fingerprint === fingerprint)
+        return { site, token: token as AuthToken | undefined }
+      }),
+    )
   })
 
   /** The live tokens of the site that end more than `days` from now. */

@@ -1,43 +1,47 @@
 import t from 'tap'
 import { arrivals } from '../../db/postgres/arrivals.ts'
 
-// The PostgreSQL engine's admission of requests and the read it shares among them
-// (db/postgres/arrivals.ts): a read is shared only by requests that had arrived before it started.
+// The PostgreSQL engine's admission of requests and the reads it makes for them together
+// (db/postgres/arrivals.ts): a read serves only requests that had arrived before it started.
 
-/** A load whose reads the test settles, each with the number of the read. */
+/** A loadMany whose reads the test settles, each read's values naming the read. */
 function reads() {
-  const started: Array<{ key: string; settle: () => void }> = []
-  const load = (key: string) =>
-    new Promise<string>((resolve) => {
+  const started: Array<{ keys: string[]; settle: () => void; fail: (error: Error) => void }> = []
+  const loadMany = (keys: string[]) =>
+    new Promise<string[]>((resolve, reject) => {
       const n = started.length + 1
-      started.push({ key, settle: () => resolve(`${key} read ${n}`) })
+      started.push({ keys, settle: () => resolve(keys.map((key) => `${key} read ${n}`)), fail: reject })
     })
-  return { started, load }
+  return { started, loadMany }
 }
 
 /** Admits one request and resolves once it is let go on. */
 const admitted = (a: ReturnType<typeof arrivals>) => new Promise<void>((resolve) => a.arrived(resolve))
+const turn = () => new Promise((resolve) => setImmediate(resolve))
 
-t.test('requests that arrived together share one read of a key; another key is read apart', async (t) => {
+t.test('the keys the requests admitted together ask for are one read; a key asked twice is read once', async (t) => {
   const a = arrivals()
-  const { started, load } = reads()
-  const read = a.shared(load)
+  const { started, loadMany } = reads()
+  const read = a.batched(loadMany)
   await Promise.all([admitted(a), admitted(a), admitted(a)])
   const answers = [read('ann'), read('ann'), read('bob')]
-  t.same(started.map((s) => s.key), ['ann', 'bob'], 'one read a key')
-  for (const s of started) s.settle()
-  t.same(await Promise.all(answers), ['ann read 1', 'ann read 1', 'bob read 2'])
+  await turn()
+  t.same(started.map((s) => s.keys), [['ann', 'bob']], 'one read of both keys')
+  started[0]!.settle()
+  t.same(await Promise.all(answers), ['ann read 1', 'ann read 1', 'bob read 1'])
 })
 
 t.test('a request that arrives while a read is under way never gets that read: it makes its own', async (t) => {
   const a = arrivals()
-  const { started, load } = reads()
-  const read = a.shared(load)
+  const { started, loadMany } = reads()
+  const read = a.batched(loadMany)
   await admitted(a)
   const first = read('ann')
+  await turn()
   // A revocation commits, then a request arrives: the read under way may have missed the commit.
   await admitted(a)
   const second = read('ann')
+  await turn()
   t.equal(started.length, 2, 'a second read, started after the second request arrived')
   started[1]!.settle()
   t.equal(await second, 'ann read 2')
@@ -47,29 +51,33 @@ t.test('a request that arrives while a read is under way never gets that read: i
 
 t.test('a read that has settled is not kept: the next call of the same requests reads again', async (t) => {
   const a = arrivals()
-  const { started, load } = reads()
-  const read = a.shared(load)
+  const { started, loadMany } = reads()
+  const read = a.batched(loadMany)
   await admitted(a)
   const first = read('ann')
+  await turn()
   started[0]!.settle()
   await first
   const again = read('ann')
+  await turn()
   t.equal(started.length, 2)
   started[1]!.settle()
   t.equal(await again, 'ann read 2')
 })
 
-t.test('a failed read is not shared once it has failed', async (t) => {
+t.test('a failed read fails every request of it, and is not shared once it has failed', async (t) => {
   const a = arrivals()
-  let n = 0
-  const read = a.shared(async () => {
-    n++
-    if (n === 1) throw new Error('the database went away')
-    return 'read'
-  })
+  const { started, loadMany } = reads()
+  const read = a.batched(loadMany)
   await admitted(a)
-  await t.rejects(read('ann'), /went away/)
-  t.equal(await read('ann'), 'read')
+  const failing = [read('ann'), read('bob')]
+  await turn()
+  started[0]!.fail(new Error('the database went away'))
+  for (const answer of failing) await t.rejects(answer, /went away/)
+  const again = read('ann')
+  await turn()
+  started[1]!.settle()
+  t.equal(await again, 'ann read 2')
 })
 
 t.test('requests arriving in one turn of the event loop are let go on together, after it', async (t) => {
@@ -78,6 +86,6 @@ t.test('requests arriving in one turn of the event loop are let go on together, 
   a.arrived(() => order.push('one'))
   a.arrived(() => order.push('two'))
   order.push('still arriving')
-  await new Promise((resolve) => setImmediate(resolve))
+  await turn()
   t.same(order, ['still arriving', 'one', 'two'])
 })

@@ -22,16 +22,21 @@ export interface Dataset {
   email: string
   password: string
   token: string
+  /** More tokens of the same supporter (read access), for the requests that each carry another. */
+  tokens: string[]
   legacyToken: string
   categoryId: number
 }
 
-/** What a seeded database depends on: the migrations and the seed (its draws and its SQLite bulk path). */
+/** The tokens besides the first, each request of a `tokens` scenario carrying the next (scenarios.ts). */
+const MORE_TOKENS = 16
+
+/** What a seeded database depends on: the migrations, the seed (its draws and its SQLite bulk path) and what is built here. */
 function dependencyHash(): string {
   const hash = createHash('sha256')
   const files = (dir: string): string[] =>
     readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? files(join(dir, entry.name)) : [join(dir, entry.name)]))
-  const inputs = [...files(join(REPO, 'db', 'sqlite', 'migrations')), join(REPO, 'db', 'stores', 'seed.ts'), join(REPO, 'db', 'sqlite', 'seed.ts')].filter((file) => existsSync(file)).sort()
+  const inputs = [...files(join(REPO, 'db', 'sqlite', 'migrations')), join(REPO, 'db', 'stores', 'seed.ts'), join(REPO, 'db', 'sqlite', 'seed.ts'), join(REPO, 'tools', 'bench', 'datasets.ts')].filter((file) => existsSync(file)).sort()
   for (const file of inputs) hash.update(relative(REPO, file)).update('\0').update(readFileSync(file)).update('\0')
   return hash.digest('hex').slice(0, 12)
 }
@@ -64,9 +69,11 @@ export async function seededDataset(discussions: number, log: (line: string) => 
     site: SITE,
     ...SUPPORTER,
     token: await run(['token', 'create', SITE, SUPPORTER.email, '--name', 'bench', '--access', 'write', '--expires', '365']),
+    tokens: [],
     legacyToken: await run(['legacy-token', 'show', SUPPORTER.email]),
     categoryId: Number((await run(['category', 'list', SITE])).split('\t')[0]),
   }
+  for (let i = 1; i <= MORE_TOKENS; i++) dataset.tokens.push(await run(['token', 'create', SITE, SUPPORTER.email, '--name', `bench ${i}`, '--access', 'read', '--expires', '365']))
   renameSync(building, dataset.db)
   writeFileSync(`${name}.json`, `${JSON.stringify(dataset, null, 2)}\n`, { mode: 0o600 })
   log(`  built in ${((performance.now() - started) / 1000).toFixed(1)} s`)

@@ -7,7 +7,7 @@ import type { Request, ServerKind } from './servers.ts'
 // same bytes (`sameAs`), checked before anything is measured.
 
 export type Engine = 'sqlite' | 'postgres'
-type Credential = 'token' | 'legacy' | 'basic' | 'none' | 'session'
+type Credential = 'token' | 'tokens' | 'legacy' | 'basic' | 'none' | 'session'
 
 export interface ServerPlan {
   name: string
@@ -98,6 +98,10 @@ export const SCENARIOS: ScenarioRow[] = [
   { id: 'pg.site.baseline', label: 'PostgreSQL: GET /<site>, baseline', server: 'pg-baseline', path: '{site}', credential: 'none', expect: 200, pair: 'pg.site.bare', sameAs: 'site.baseline' },
   { id: 'pg.site.job', label: 'PostgreSQL: GET /<site>, personal token, same job done plainly', server: 'pg-baseline', path: '/job{site}', credential: 'token', expect: 200, sameAs: 'site.baseline' },
   { id: 'pg.site.token', label: 'PostgreSQL: GET /<site>, personal token', server: 'pg-service', path: '{site}', credential: 'token', expect: 200, pair: 'pg.site.job', sameAs: 'pg.site.baseline' },
+  // The same with 17 tokens, each request carrying the next: the requests arriving together carry
+  // different tokens, so each is a read of its own (db/postgres/arrivals.ts shares one key's read).
+  { id: 'pg.site.job.tokens', label: 'PostgreSQL: GET /<site>, 17 tokens in turn, same job done plainly', server: 'pg-baseline', path: '/job{site}', credential: 'tokens', expect: 200 },
+  { id: 'pg.site.tokens', label: 'PostgreSQL: GET /<site>, 17 tokens in turn', server: 'pg-service', path: '{site}', credential: 'tokens', expect: 200, pair: 'pg.site.job.tokens', sameAs: 'pg.site.baseline' },
   { id: 'pg.list.baseline', label: 'PostgreSQL: listing, baseline', server: 'pg-baseline', path: '{list}', credential: 'none', expect: 200, sameAs: 'list.baseline' },
   { id: 'pg.list.token', label: 'PostgreSQL: listing, personal token', server: 'pg-service', path: '{list}', credential: 'token', expect: 200, pair: 'pg.list.baseline', sameAs: 'pg.list.baseline' },
   { id: 'pg.deep.baseline', label: 'PostgreSQL: deep page, baseline', server: 'pg-baseline', path: DEEP, credential: 'none', expect: 200, sameAs: 'deep.baseline' },
@@ -140,6 +144,7 @@ export function requestOf(row: ScenarioRow, data: Dataset, session = ''): Reques
     .replace('{create}', `/${data.site}/categories/${data.categoryId}/discussions`)
   const credential: Record<string, string> = {
     token: { authorization: `Bearer ${data.token}` },
+    tokens: { authorization: `Bearer ${data.token}` },
     legacy: { 'x-service-auth': data.legacyToken },
     basic: { authorization: `Basic ${Buffer.from(`${data.email}:${data.password}`).toString('base64')}` },
     none: {},
@@ -147,6 +152,11 @@ export function requestOf(row: ScenarioRow, data: Dataset, session = ''): Reques
   }[row.credential]
   const accept = row.credential === 'session' ? PAGE_ACCEPT : ACCEPT
   const headers: Record<string, string> = { accept, ...credential, ...(row.post ? { 'content-type': 'application/json' } : {}) }
+  if (row.credential === 'tokens') {
+    const all = [data.token, ...data.tokens]
+    let next = 0
+    return { path, headers, setupRequest: (request) => ({ ...request, headers: { ...request.headers, authorization: `Bearer ${all[next++ % all.length]}` } }) }
+  }
   if (!row.post) return { path, headers }
   return { method: 'POST', path, headers, body: JSON.stringify({ title: 'Printer on the third floor is out of toner', body: 'Created by npm run bench.' }) }
 }

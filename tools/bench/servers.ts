@@ -1,6 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync } from 'node:fs'
 import http from 'node:http'
+import type { RequestData } from 'autocannon'
 import net from 'node:net'
 import { join } from 'node:path'
 import { buildSync } from 'esbuild'
@@ -24,6 +25,8 @@ export interface Request {
   path: string
   headers?: Record<string, string>
   body?: string
+  /** Under load, called for every request to change what is sent (load.ts); a probe sends `headers`. */
+  setupRequest?: (request: RequestData) => RequestData
 }
 
 export interface Answer {

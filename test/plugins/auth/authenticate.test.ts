@@ -107,7 +107,15 @@ t.test('a personal token and its site are one read: one statement a request on P
   await get('demo', ann.bearer)
   statements.length = 0
   t.equal(await get('demo', ann.bearer), 200)
-  t.same(statements, ['tokens_on_site_by_fingerprint'], 'the statements of one request')
+  t.same(statements, ['tokens_on_sites_by_fingerprints'], 'the statements of one request')
+  // Requests that arrive together are read together, whatever their tokens and sites.
+  // (The first time, the sites' rows are read and each token's rate-limit lease taken.)
+  const bob = await supporterWithToken(app)
+  const together = () => Promise.all([get('demo', ann.bearer), get('demo', bob.bearer), get('other', other.bearer), get('other', ann.bearer)])
+  t.same(await together(), [200, 200, 200, 401])
+  statements.length = 0
+  t.same(await together(), [200, 200, 200, 401])
+  t.same(statements, ['tokens_on_sites_by_fingerprints'], 'one statement for four requests')
 })
 
 t.test('spec table 3 and 7: an expired token, through the injected clock', async (t) => {
