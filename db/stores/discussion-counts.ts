@@ -35,7 +35,15 @@ export interface CountScope {
   public?: boolean
   /** The owner's user id, or NO_ASSIGNEE for the discussions nobody owns. */
   assignee?: number
+  /**
+   * The site's version as the caller read it (a request's, with its authentication): a total is
+   * kept by it, since the counts only move in a transaction that moves the version too.
+   */
+  siteVersion?: number
 }
+
+/** The totals kept, at most (one a site, state, category, visibility and owner asked for). */
+const TOTALS_KEPT = 1_000
 
 export interface CountedRow {
   siteId: number
@@ -153,6 +161,9 @@ export function createDiscussionCounts(port: StorePort) {
     .groupBy(discussionCounts.categoryId, discussionCounts.state)
     .prepare('discussion_counts_by_category')
 
+  // The totals asked for with a site's version, by scope (docs/decisions.md, "One round trip to authenticate").
+  const totals = new Map<string, { version: number; n: number }>()
+
   return {
     /** Adds delta to the count of discussions like `row`. */
     bump: (row: CountedRow, delta: number) => bumpCount(port, row, delta),
@@ -161,6 +172,9 @@ export function createDiscussionCounts(port: StorePort) {
     move: (before: CountedRow, after: CountedRow) => port.atomic((tx) => moveCount(tx, before, after)),
 
     async total(scope: CountScope): Promise<number> {
+      const key = `${scope.siteId} ${scope.state} ${scope.categoryId} ${scope.public} ${scope.assignee}`
+      const known = scope.siteVersion === undefined ? undefined : totals.get(key)
+      if (known !== undefined && known.version === scope.siteVersion) return known.n
       // A placeholder is bound as it is given: the flag as 1 or 0, which both engines read as a boolean.
       const [row] = await sumFor(scope).execute({
         siteId: scope.siteId,
@@ -169,6 +183,12 @@ export function createDiscussionCounts(port: StorePort) {
         public: scope.public === undefined ? undefined : scope.public ? 1 : 0,
         assignee: scope.assignee,
       })
+      // Kept by the version read before it (a later version's total under an earlier version is
+      // only ever newer than asked); the oldest let go past the most.
+      if (scope.siteVersion !== undefined) {
+        if (totals.size >= TOTALS_KEPT) totals.delete(totals.keys().next().value!)
+        totals.set(key, { version: scope.siteVersion, n: row.n })
+      }
       return row.n
     },
 

@@ -27,6 +27,8 @@ export interface ListingQuery {
   since?: Since
   /** A walk by cursor: only the discussions numbered below this (sort: 'number'). */
   before?: number
+  /** The site's version the caller read (a request's, with its authentication): the total may be kept by it (CountScope). */
+  siteVersion?: number
   sort: Sort
   offset: number
   limit: number
@@ -105,5 +107,5 @@ export function totalFromCounts(query: ListingQuery): boolean {
 
 /** The scope of the counts a listing's total sums. */
 export function countScope(query: ListingQuery): CountScope {
-  return { siteId: query.siteId, state: query.state, categoryId: query.categoryId, public: query.public, assignee: query.assignee }
+  return { siteId: query.siteId, state: query.state, categoryId: query.categoryId, public: query.public, assignee: query.assignee, siteVersion: query.siteVersion }
 }

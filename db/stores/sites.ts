@@ -76,15 +76,15 @@ export async function bumpSiteVersion(port: StorePort, siteId: number): Promise<
  */
 export function keptSites(port: StorePort): (siteId: number, version: number) => Promise<Site | undefined> {
   const { sites } = port.tables
-  const kept = new Map<number, Site>()
+  const kept = new Map<number, Site | undefined>()
   const byId = port.db.select().from(sites).where(eq(sites.id, sql.placeholder('siteId'))).prepare('sites_by_id')
   return async (siteId, version) => {
     const known = kept.get(siteId)
     if (known?.version === version) return known
+    // A later version than the one asked for is kept too (the next request reads it again); a site
+    // deleted since the caller's read, as undefined, which no version matches.
     const [site] = await byId.execute({ siteId })
-    // A later version than the one asked for is kept too: the next request reads it.
-    if (site) kept.set(siteId, site)
-    else kept.delete(siteId)
+    kept.set(siteId, site)
     return site
   }
 }

@@ -4,8 +4,10 @@ import { join } from 'node:path'
 import t from 'tap'
 import { openSqliteEngine } from '../../db/sqlite/engine.ts'
 import { createSecretBox } from '../../lib/secret-box.ts'
-import { discussionApp } from '../fixtures/discussions.ts'
+import { addCategory, discussionApp } from '../fixtures/discussions.ts'
 import { SQLITE_ONLY } from '../fixtures/postgres.ts'
+import { supporterWithToken } from '../fixtures/app.ts'
+import { twoApps } from '../multiprocess/two-apps.ts'
 
 // A listing's items are serialized once per version of each discussion and kept
 // (routes/api/discussions/views.ts): the page is read every time, and a kept item is never
@@ -59,4 +61,19 @@ t.test("another process's change is answered on the next listing", { skip: SQLIT
   t.teardown(() => other.close())
   await other.discussions(() => Date.now(), createSecretBox('k'.repeat(64))).act(ann.site.id, 1, 'resolve')
   t.equal(items((await api('GET', '/demo/discussions')).body)[0].state, 'resolved')
+})
+
+t.test("a listing's total is kept by the site's version: another process's create or delete is counted by the next listing", async (t) => {
+  const { one, two } = await twoApps(t)
+  const ann = await supporterWithToken(one, { email: 'ann@example.test' })
+  const general = await addCategory(one, ann.site.id, 'General')
+  const list = async (app: typeof one, url = '/demo/discussions') => (await app.inject({ url, headers: ann.bearer })).json() as { total: number }
+  const make = async (app: typeof one) => (await app.inject({ method: 'POST', url: `/demo/categories/${general.id}/discussions`, headers: ann.bearer, payload: { title: 'Counted', body: 'Words.' } })).json() as { number: number }
+  await make(one)
+  t.equal((await list(one)).total, 1)
+  t.equal((await list(one)).total, 1, 'kept, and still right')
+  const made = await make(two)
+  t.equal((await list(one)).total, 2, 'a create through the other process')
+  t.equal((await two.inject({ method: 'DELETE', url: `/demo/discussions/${made.number}`, headers: ann.bearer })).statusCode, 200)
+  t.same([(await list(one)).total, (await list(one, '/demo/discussions/deleted')).total], [1, 1], 'a delete through the other process')
 })

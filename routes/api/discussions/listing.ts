@@ -80,6 +80,7 @@ export async function listDiscussions(
   const authorId = user_email === undefined ? user_id : ((await users.find(user_email))?.id ?? 0)
   const { total, discussions: rows } = await discussions.list({
     siteId: site.id,
+    siteVersion: site.version,
     ...scope,
     public: query.public === undefined ? undefined : query.public === '1' || query.public === 'true',
     authorId,

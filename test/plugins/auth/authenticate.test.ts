@@ -1,7 +1,7 @@
 import pg from 'pg'
 import t from 'tap'
 import { TEST_ENGINE } from '../../fixtures/postgres.ts'
-import { BASE_URL, buildTestApp, SITE_URL, supporterWithToken, V1 } from '../../fixtures/app.ts'
+import { BASE_URL, buildTestApp, rawStatement, SITE_URL, supporterWithToken, V1 } from '../../fixtures/app.ts'
 
 const metadata = (site: string) => `${BASE_URL}/.well-known/oauth-protected-resource/${site}`
 const tokensPage = (site: string) => `${SITE_URL.replace('{site}', site)}/profile/api_tokens`
@@ -116,6 +116,29 @@ t.test('a personal token and its site are one read: one statement a request on P
   statements.length = 0
   t.same(await together(), [200, 200, 200, 401])
   t.same(statements, ['tokens_on_sites_by_fingerprints'], 'one statement for four requests')
+})
+
+t.test("a site's row is kept by its version: any change to it, by the stores or another writer, is read by the next request", async (t) => {
+  const { app } = await buildTestApp(t)
+  const ann = await supporterWithToken(app)
+  const site = async () => (await app.tokens.lookupOnSite('demo', ann.value)).site!
+  const first = await site()
+  t.equal(await site(), first, 'the same row while nothing changed')
+
+  // A policy change moves the version (the migration hot_path's trigger: the store does not).
+  await app.sites.setPolicy(first.id, { legacyTokenOn: false })
+  const after = await site()
+  t.ok(after.version > first.version, 'the version moved')
+  t.equal(after.legacyTokenOn, false)
+  // So does a change made behind the stores' back, as another program would.
+  await rawStatement(app, 'UPDATE sites SET name = ? WHERE id = ?', ['Renamed', first.id])
+  const renamed = await app.inject({ url: '/demo', headers: ann.bearer })
+  t.equal(renamed.json().name, 'Renamed')
+  t.ok((await site()).version > after.version)
+  // An update that sets the version itself moves it once, as it says.
+  await rawStatement(app, 'UPDATE sites SET version = version + 1, name = ? WHERE id = ?', ['Once', first.id])
+  t.equal((await site()).version, (await app.sites.find('demo'))!.version)
+  t.equal((await site()).name, 'Once')
 })
 
 t.test('spec table 3 and 7: an expired token, through the injected clock', async (t) => {
