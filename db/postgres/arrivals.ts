@@ -33,7 +33,8 @@ export function arrivals() {
       let readingOf = generation
       let gathering: Map<string, { resolve(value: V): void; reject(error: unknown): void }> | undefined
       const start = (batch: NonNullable<typeof gathering>) => {
-        if (gathering === batch) gathering = undefined
+        // The next key asked for starts another read (a microtask runs before the next admission).
+        gathering = undefined
         const keys = [...batch.keys()]
         loadMany(keys).then(
           (values) => keys.forEach((key, i) => batch.get(key)!.resolve(values[i]!)),

@@ -49,8 +49,9 @@ export function postgresPort(q: Executor, admission?: Arrivals): StorePort {
     // lower() under the "C" collation folds the ASCII letters only, as COLLATE NOCASE does.
     folded: (column: Column) => sql`lower(${column} COLLATE "C")`,
     remember: (load) => load,
-    // In a transaction, or on a pool no server admits requests to: each call reads its own key.
-    onArrival: (loadMany) => (admission ? admission.batched(loadMany) : async (key) => (await loadMany([key]))[0]!),
+    // In a transaction, or on a pool no server admits requests to, all calls are one generation: a
+    // read is shared only while it is under way (the command line, which calls none).
+    onArrival: (loadMany) => (admission ?? arrivals()).batched(loadMany),
     anyOf: (column: Column, name: string) => sql`${column} = any(${sql.placeholder(name)})`,
     list: (values) => values,
     guard: (store) => store,

@@ -42,9 +42,6 @@ export interface CountScope {
   siteVersion?: number
 }
 
-/** The totals kept, at most (one a site, state, category, visibility and owner asked for). */
-const TOTALS_KEPT = 1_000
-
 export interface CountedRow {
   siteId: number
   categoryId: number
@@ -161,8 +158,14 @@ export function createDiscussionCounts(port: StorePort) {
     .groupBy(discussionCounts.categoryId, discussionCounts.state)
     .prepare('discussion_counts_by_category')
 
-  // The totals asked for with a site's version, by scope (docs/decisions.md, "One round trip to authenticate").
-  const totals = new Map<string, { version: number; n: number }>()
+  // The totals asked for with a site's version, by scope, for the last version of each site asked
+  // for: another version lets them all go (docs/decisions.md, "One round trip to authenticate").
+  const totals = new Map<number, { version: number; byScope: Map<string, number> }>()
+  function keptTotals(siteId: number, version: number): Map<string, number> {
+    let site = totals.get(siteId)
+    if (site?.version !== version) totals.set(siteId, (site = { version, byScope: new Map() }))
+    return site.byScope
+  }
 
   return {
     /** Adds delta to the count of discussions like `row`. */
@@ -172,9 +175,10 @@ export function createDiscussionCounts(port: StorePort) {
     move: (before: CountedRow, after: CountedRow) => port.atomic((tx) => moveCount(tx, before, after)),
 
     async total(scope: CountScope): Promise<number> {
-      const key = `${scope.siteId} ${scope.state} ${scope.categoryId} ${scope.public} ${scope.assignee}`
-      const known = scope.siteVersion === undefined ? undefined : totals.get(key)
-      if (known !== undefined && known.version === scope.siteVersion) return known.n
+      const kept = scope.siteVersion === undefined ? undefined : keptTotals(scope.siteId, scope.siteVersion)
+      const key = `${scope.state} ${scope.categoryId} ${scope.public} ${scope.assignee}`
+      const known = kept?.get(key)
+      if (known !== undefined) return known
       // A placeholder is bound as it is given: the flag as 1 or 0, which both engines read as a boolean.
       const [row] = await sumFor(scope).execute({
         siteId: scope.siteId,
@@ -184,11 +188,8 @@ export function createDiscussionCounts(port: StorePort) {
         assignee: scope.assignee,
       })
       // Kept by the version read before it (a later version's total under an earlier version is
-      // only ever newer than asked); the oldest let go past the most.
-      if (scope.siteVersion !== undefined) {
-        if (totals.size >= TOTALS_KEPT) totals.delete(totals.keys().next().value!)
-        totals.set(key, { version: scope.siteVersion, n: row.n })
-      }
+      // only ever newer than asked).
+      kept?.set(key, row.n)
       return row.n
     },
 

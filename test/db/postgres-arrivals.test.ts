@@ -19,6 +19,26 @@ function reads() {
 const admitted = (a: ReturnType<typeof arrivals>) => new Promise<void>((resolve) => a.arrived(resolve))
 const turn = () => new Promise((resolve) => setImmediate(resolve))
 
+/** One request admitted, and its read of 'ann' started. */
+async function firstRead() {
+  const a = arrivals()
+  const { started, loadMany } = reads()
+  const read = a.batched(loadMany)
+  await admitted(a)
+  const first = read('ann')
+  await turn()
+  return { a, started, read, first }
+}
+
+/** Asks for 'ann' again once the first read is over: a second read starts, and is answered. */
+async function secondRead(read: (key: string) => Promise<string>, started: ReturnType<typeof reads>['started']) {
+  const again = read('ann')
+  await turn()
+  if (started.length !== 2) throw new Error(`${started.length} reads, not a second one`)
+  started[1]!.settle()
+  return again
+}
+
 t.test('the keys the requests admitted together ask for are one read; a key asked twice is read once', async (t) => {
   const a = arrivals()
   const { started, loadMany } = reads()
@@ -32,12 +52,7 @@ t.test('the keys the requests admitted together ask for are one read; a key aske
 })
 
 t.test('a request that arrives while a read is under way never gets that read: it makes its own', async (t) => {
-  const a = arrivals()
-  const { started, loadMany } = reads()
-  const read = a.batched(loadMany)
-  await admitted(a)
-  const first = read('ann')
-  await turn()
+  const { a, started, read, first } = await firstRead()
   // A revocation commits, then a request arrives: the read under way may have missed the commit.
   await admitted(a)
   const second = read('ann')
@@ -50,19 +65,10 @@ t.test('a request that arrives while a read is under way never gets that read: i
 })
 
 t.test('a read that has settled is not kept: the next call of the same requests reads again', async (t) => {
-  const a = arrivals()
-  const { started, loadMany } = reads()
-  const read = a.batched(loadMany)
-  await admitted(a)
-  const first = read('ann')
-  await turn()
+  const { started, read, first } = await firstRead()
   started[0]!.settle()
   await first
-  const again = read('ann')
-  await turn()
-  t.equal(started.length, 2)
-  started[1]!.settle()
-  t.equal(await again, 'ann read 2')
+  t.equal(await secondRead(read, started), 'ann read 2')
 })
 
 t.test('a failed read fails every request of it, and is not shared once it has failed', async (t) => {
@@ -74,10 +80,7 @@ t.test('a failed read fails every request of it, and is not shared once it has f
   await turn()
   started[0]!.fail(new Error('the database went away'))
   for (const answer of failing) await t.rejects(answer, /went away/)
-  const again = read('ann')
-  await turn()
-  started[1]!.settle()
-  t.equal(await again, 'ann read 2')
+  t.equal(await secondRead(read, started), 'ann read 2')
 })
 
 t.test('requests arriving in one turn of the event loop are let go on together, after it', async (t) => {

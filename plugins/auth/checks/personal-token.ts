@@ -19,17 +19,13 @@ export interface PersonalTokenDeps {
  * read (TokenStore.lookupOnSite), so it is given the permalink rather than the site.
  */
 export function personalTokenCheck({ lookupOnSite, recordUse, clock }: PersonalTokenDeps): CredentialCheck<{ token: string }, string> {
-  // Many requests carry one token: its header is formatted once per expiry, not at every request
-  // (on PostgreSQL each read gives a new object, so the expiry itself is the key).
-  const expirationHeaders = new Map<number, { 'service-token-expiration': string }>()
+  // Requests in a row mostly carry one token: its header is formatted again only when the expiry
+  // differs from the last one's (on PostgreSQL each read gives a new object, so the expiry is the key).
+  let last = { at: Number.NaN, headers: { 'service-token-expiration': '' } }
   const expirationHeader = (expiresAt: Date) => {
     const at = expiresAt.getTime()
-    let headers = expirationHeaders.get(at)
-    if (!headers) {
-      if (expirationHeaders.size >= EXPIRIES_KEPT) expirationHeaders.clear()
-      expirationHeaders.set(at, (headers = { 'service-token-expiration': expiresAt.toUTCString() }))
-    }
-    return headers
+    if (at !== last.at) last = { at, headers: { 'service-token-expiration': expiresAt.toUTCString() } }
+    return last.headers
   }
   return async ({ token: value }, permalink, { method, ip }) => {
     if (!isWellFormedPersonalToken(value)) return refuse('invalid_token')
@@ -47,6 +43,3 @@ export function personalTokenCheck({ lookupOnSite, recordUse, clock }: PersonalT
     return accept({ method: 'personal_token', site, user, access: token.access, tokenId: token.id }, headers)
   }
 }
-
-/** The expiry headers kept at most; past it they are all let go (a process sees a few tokens). */
-const EXPIRIES_KEPT = 1_000
