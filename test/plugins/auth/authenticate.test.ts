@@ -1,6 +1,7 @@
 import pg from 'pg'
 import t from 'tap'
 import { TEST_ENGINE } from '../../fixtures/postgres.ts'
+import { twoApps } from '../../multiprocess/two-apps.ts'
 import { BASE_URL, buildTestApp, rawStatement, SITE_URL, supporterWithToken, V1 } from '../../fixtures/app.ts'
 
 const metadata = (site: string) => `${BASE_URL}/.well-known/oauth-protected-resource/${site}`
@@ -165,6 +166,22 @@ t.test('a disabled owner: 401 invalid_token while disabled, working again when e
   t.equal(res.headers['www-authenticate'], challenge('demo', INVALID))
   await app.users.setDisabled(ann.user.email, false)
   t.equal((await app.inject({ url: '/demo', headers: ann.bearer })).statusCode, 200)
+})
+
+t.test("a personal token's owner disabled, or taken off the staff, through one process: the other's next request is refused", async (t) => {
+  const { one, two } = await twoApps(t)
+  const ann = await supporterWithToken(one)
+  const status = async () => (await two.inject({ url: '/demo', headers: ann.bearer })).statusCode
+  // The other process has read the token and kept the site's row.
+  t.same([await status(), await status()], [200, 200])
+  await one.users.setDisabled(ann.user.email, true)
+  t.equal(await status(), 401, 'disabled')
+  await one.users.setDisabled(ann.user.email, false)
+  t.equal(await status(), 200, 'enabled again')
+  await one.users.removeStaff(ann.site.id, ann.user.id)
+  t.equal(await status(), 403, 'off the staff')
+  await one.users.addStaff(ann.site.id, ann.user.id)
+  t.equal(await status(), 200, 'staff again')
 })
 
 t.test('a disabled owner is refused before expiry is told', async (t) => {
