@@ -164,7 +164,6 @@ const securityFor = (scope: 'read' | 'write') => [{ personalToken: [] }, { oauth
 
 type Json = unknown
 
-
 const mapValues = (value: object, f: (inner: Json) => Json) => Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, f(inner)]))
 
 /**

@@ -53,6 +53,9 @@ async function eventToken(tx: StorePort, token: PersonalToken): Promise<EventTok
   return { id: token.id, name: token.name, access: token.access, createdAt: token.createdAt, lastUsedAt: token.lastUsedAt, expiresAt: token.expiresAt, revokedAt: token.revokedAt, owner: owner! }
 }
 
+/** The authentication read's answer for a permalink that names no site. */
+const NO_SITE = { site: undefined, token: undefined } as const
+
 export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (error: unknown) => void, events: EventSink = noEvents) {
   const { db, tables: { memberships, personalTokenAddresses, personalTokens, securityEvents, sites, users } } = port
   const ownerSelection = { email: users.email, disabled: users.disabled, staff: staffColumn(memberships) }
@@ -103,7 +106,10 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
   const siteAt = keptSites(port)
   // A key is the token's fingerprint, a space, and the permalink.
   const lookupOnSite = port.onArrival(async (keys) => {
-    const asked = keys.map((key) => [key.slice(0, key.indexOf(' ')), key.slice(key.indexOf(' ') + 1)] as const)
+    const asked = keys.map((key) => {
+      const space = key.indexOf(' ')
+      return [key.slice(0, space), key.slice(space + 1)] as const
+    })
     const rows = await onSitesByFingerprints.execute({
       fingerprints: port.list([...new Set(asked.map(([fingerprint]) => fingerprint))]),
       permalinks: port.list([...new Set(asked.map(([, permalink]) => permalink))]),
@@ -111,7 +117,7 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
     return Promise.all(
       asked.map(async ([fingerprint, permalink]) => {
         const ofSite = rows.filter((row) => row.permalink === permalink)
-        if (ofSite.length === 0) return { site: undefined, token: undefined }
+        if (ofSite.length === 0) return NO_SITE
         const site = await siteAt(ofSite[0]!.site, ofSite[0]!.siteVersion)
         // No token of the site among those asked for: one row whose token columns are null. A
         // token's are all there (its owner and role are read through it).
@@ -274,7 +280,7 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
      * its owner and the owner's role there): one read. A permalink holding U+0000 names no site
      * (lib/nul.ts), found without a query.
      */
-    lookupOnSite: unguarded(async (permalink: string, value: string) => (holdsNul(permalink) ? { site: undefined, token: undefined } : lookupOnSite(`${fingerprint(value)} ${permalink}`))),
+    lookupOnSite: unguarded(async (permalink: string, value: string) => (holdsNul(permalink) ? NO_SITE : lookupOnSite(`${fingerprint(value)} ${permalink}`))),
 
     /** Every token of a site (or of one user on it), newest first, revoked and expired included. */
     async listForSite(siteId: number, userId?: number): Promise<ListedToken[]> {

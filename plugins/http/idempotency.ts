@@ -55,7 +55,6 @@ export function credentialOf(auth: Authenticated): string {
   return `${auth.method}:${auth.user.id}`
 }
 
-
 /** What a repeat must match: the method, the address as sent, and the body as read (a multipart post's files by their digests). */
 function fingerprintOf(request: FastifyRequest): string {
   const body = request.uploadedDigests === undefined ? request.body : { ...(request.body as object), uploads: request.uploadedDigests }
