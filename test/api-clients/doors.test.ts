@@ -1,6 +1,6 @@
 import t from 'tap'
 import { buildTestApp, rawRows, V1 } from '../fixtures/app.ts'
-import { apiDoors } from '../fixtures/doors.ts'
+import { apiDoors, refusedOffTheStaff } from '../fixtures/doors.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
@@ -30,18 +30,7 @@ t.test("the change feed at every door: the staff reads the team's note through e
     t.match(answer.body, /Warranty expired/, `a supporter, ${door}: the note in it`)
   }
 
-  const carol = await personWithPassword(app, { email: 'carol@staff.example' })
-  const carolDoors = await apiDoors(app, site, carol)
-  await app.users.removeStaff(site.id, carol.user.id)
-  for (const [door, headers] of Object.entries(carolDoors)) {
-    const answer = await feed(headers)
-    t.equal(answer.statusCode, 403, `off the staff, ${door}`)
-    t.notMatch(answer.body, /Warranty|changes/, `off the staff, ${door}: nothing of it`)
-  }
-  await app.users.removeStaff(site.id, oauthPerson.user.id)
-  const refused = await feed({ authorization: `Bearer ${tokens.access_token}` })
-  t.equal(refused.statusCode, 403, 'off the staff, OAuth')
-  t.notMatch(refused.body, /Warranty|changes/)
+  await refusedOffTheStaff(t, app, site, { person: oauthPerson, token: tokens.access_token }, feed, /Warranty|changes/)
 })
 
 t.test('an Idempotency-Key at every door: each credential its own, the repeat through the same door the first answer', async (t) => {

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { buildTestApp, V1 } from '../fixtures/app.ts'
-import { apiDoors } from '../fixtures/doors.ts'
+import { apiDoors, refusedOffTheStaff } from '../fixtures/doors.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
@@ -29,16 +29,5 @@ t.test("every door of the API asks the staff rule of search: a supporter finds t
   }
 
   // Carol was on the staff when her credentials were made; taken off it (a customer of the site now), each is refused.
-  const carol = await personWithPassword(app, { email: 'carol@staff.example' })
-  const carolDoors = await apiDoors(app, site, carol)
-  await app.users.removeStaff(site.id, carol.user.id)
-  for (const [door, headers] of Object.entries(carolDoors)) {
-    const answer = await search(headers)
-    t.equal(answer.statusCode, 403, `off the staff, ${door}`)
-    t.notMatch(answer.body, /Warranty|results/, `off the staff, ${door}: nothing of it`)
-  }
-  await app.users.removeStaff(site.id, oauthPerson.user.id)
-  const refused = await search({ authorization: `Bearer ${tokens.access_token}` })
-  t.equal(refused.statusCode, 403, 'off the staff, OAuth')
-  t.notMatch(refused.body, /Warranty|results/)
+  await refusedOffTheStaff(t, app, site, { person: oauthPerson, token: tokens.access_token }, search, /Warranty|results/)
 })
