@@ -1105,7 +1105,7 @@ export interface components {
             discussion_href: string;
             /** @description The files it carries; an internal note's are the staff's only. */
             attachments: components["schemas"]["Attachment"][];
-            /** @description For a message that came by mail: true when its sender passed DMARC, false when it failed (the address may be spoofed: "sender not verified"), null when nothing could say, or not by mail. */
+            /** @description For a message that came by mail: true when its sender passed DMARC, false when it failed or when it names the address of a member of the team, which a mail cannot prove (the address may be spoofed: "sender not verified"), null when nothing could say, or not by mail. */
             sender_verified: boolean | null;
             /** @description For a message that came by mail: the address of the site it was sent to (null once that mailbox is removed, or not by mail). */
             mailbox: string | null;
@@ -1387,6 +1387,8 @@ export interface components {
                 last_fetch_at: string | null;
                 /** @description What went wrong at the last fetch, in words; null: nothing. */
                 last_error: string | null;
+                /** @description The last message passed over and left unread in the IMAP mailbox (it cannot be read, names no sender, or is too large): when, its UID and why; null: none. */
+                passed_over: string | null;
                 /** @description Messages taken in since midnight (UTC). */
                 taken_today: number;
             };

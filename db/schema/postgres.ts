@@ -411,6 +411,7 @@ export const attachments = pgTable(
       .references(() => users.id),
     createdAt: moment('created_at').notNull(),
     expiresAt: moment('expires_at'),
+    originalMessage: pgBoolean('original_message').notNull().default(false),
   },
   (t) => [pgIndex('attachments_comment_idx').on(t.commentId), pgIndex('attachments_file_idx').on(t.fileId), pgIndex('attachments_expires_idx').on(t.expiresAt)],
 )
@@ -431,6 +432,8 @@ export const mailboxes = pgTable(
     lastFetchAt: moment('last_fetch_at'),
     lastError: pgText('last_error'),
     acknowledge: pgBoolean('acknowledge').notNull().default(false),
+    imapDeferred: pgText('imap_deferred'),
+    passedOver: pgText('passed_over'),
   },
   (t) => [pgUniqueIndex('mailboxes_address_unique').on(t.address), pgIndex('mailboxes_site_idx').on(t.siteId)],
 )

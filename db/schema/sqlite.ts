@@ -507,6 +507,10 @@ export const attachments = sqliteTable(
       .references(() => users.id),
     createdAt: moment('created_at').notNull(),
     expiresAt: moment('expires_at'),
+    // The message a mail came as, kept beside its comment (plugins/mail/pipeline.ts): its headers
+    // and addresses are for the staff and the comment's own author only, whatever the discussion's
+    // visibility (docs/decisions.md, "Mail").
+    originalMessage: integer('original_message', { mode: 'boolean' }).notNull().default(false),
   },
   (t) => [index('attachments_comment_idx').on(t.commentId), index('attachments_file_idx').on(t.fileId), index('attachments_expires_idx').on(t.expiresAt)],
 )
@@ -535,6 +539,12 @@ export const mailboxes = sqliteTable(
     lastError: text('last_error'),
     // Whether a new discussion by mail to this address is acknowledged by a mail to its sender.
     acknowledge: integer('acknowledge', { mode: 'boolean' }).notNull().default(false),
+    // IMAP messages put off for later (a sender past its limit), JSON [[uid, sender], ...] under the
+    // UIDVALIDITY of imap_position: looked at again by each fetch until taken, never passed over.
+    imapDeferred: text('imap_deferred'),
+    // The last message passed over and left unread (it cannot be parsed, has no sender, is too
+    // large), and why, for the mailbox's page.
+    passedOver: text('passed_over'),
   },
   (t) => [uniqueIndex('mailboxes_address_unique').on(t.address), index('mailboxes_site_idx').on(t.siteId)],
 )

@@ -7,7 +7,11 @@ import { findOrMakeUser, joinAsCustomer, roleOn, validateNewUser } from './users
 /** Who a post is by: another user named by email (created as a customer when unknown), or else the supporter. */
 export interface PostedBy {
   supporterId: number
-  onBehalfOf?: { email: string; name?: string }
+  /**
+   * `unproven`: the address is only claimed (a mail's From), so the post is never the staff's even
+   * when the address is a supporter's (docs/decisions.md, "Mail never speaks for the team").
+   */
+  onBehalfOf?: { email: string; name?: string; unproven?: boolean }
 }
 
 /** Resolves the author of a post and whether they write as support staff of the site, in the transaction of `port`. */
@@ -22,10 +26,10 @@ export type Authors = (port: StorePort, siteId: number, posted: PostedBy) => Pro
 export function createAuthors(clock: Clock, box: SecretBox): Authors {
   return async function authorOf(port, siteId, posted) {
     if (!posted.onBehalfOf) return { id: posted.supporterId, bySupporter: true }
-    const { email, name } = posted.onBehalfOf
+    const { email, name, unproven = false } = posted.onBehalfOf
     const user = await findOrMakeUser(port, clock, box, email, () => validateNewUser({ email, name }))
     const role = await roleOn(port, siteId, user.id)
     if (!role) await joinAsCustomer(port, clock, siteId, user.id)
-    return { id: user.id, bySupporter: isStaffRole(role) }
+    return { id: user.id, bySupporter: isStaffRole(role) && !unproven }
   }
 }

@@ -37,6 +37,8 @@ export interface Attachment {
   uploaderId: number
   createdAt: Date
   expiresAt: Date | null
+  /** The message a mail came as (plugins/mail/pipeline.ts): for the staff and its uploader only. */
+  originalMessage: boolean
   fileId: number
   size: number
   contentType: string
@@ -55,6 +57,8 @@ export interface NewFile {
   uploaderId: number
   /** Already cleaned (lib/files.ts, cleanFileName). */
   name: string
+  /** The message a mail came as, kept beside its comment: for the staff and its uploader only. */
+  originalMessage?: boolean
 }
 
 function tooLarge(limit: number): StoreError {
@@ -75,6 +79,7 @@ function columns(port: StorePort) {
     uploaderId: attachments.uploaderId,
     createdAt: attachments.createdAt,
     expiresAt: attachments.expiresAt,
+    originalMessage: attachments.originalMessage,
     fileId: attachments.fileId,
     size: files.size,
     contentType: files.contentType,
@@ -230,7 +235,7 @@ export function createFileStore(port: StorePort, clock: Clock) {
         const now = clock()
         const [{ id }] = await tx.db
           .insert(a)
-          .values({ siteId: input.siteId, fileId: kept, name: input.name, uploaderId: input.uploaderId, createdAt: new Date(now), expiresAt: new Date(now + UPLOAD_KEEP_MS) })
+          .values({ siteId: input.siteId, fileId: kept, name: input.name, uploaderId: input.uploaderId, originalMessage: input.originalMessage ?? false, createdAt: new Date(now), expiresAt: new Date(now + UPLOAD_KEEP_MS) })
           .returning({ id: a.id })
         return (await attachment(tx, input.siteId, id))!
       })

@@ -4,6 +4,7 @@ import type { Clock } from '../../lib/clock.ts'
 import { isMailAddress, isSmtpUrl, normalAddress, type ImapSettings } from '../../lib/mail.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { StoreError } from './errors.ts'
+import { isStaffRole } from './staff.ts'
 import { findOrMakeUser, joinAsCustomer, roleOn, singleSignOnName, validateNewUser, defaultSingleSignOnName } from './users.ts'
 
 // The mail of the sites, one store for both engines (docs/decisions.md, "Mail"): the addresses a
@@ -41,6 +42,9 @@ export interface TakenMessage {
   /** DMARC's word on the sender: true pass, false fail, null none or not checked. */
   senderVerified: boolean | null
 }
+
+/** An IMAP message put off for later: its UID and its sender, whose limit says when to look again. */
+export type Deferred = [uid: number, sender: string]
 
 export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
   const { db, tables: { categories, discussions, mailboxes, mailMessages } } = port
@@ -210,15 +214,46 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
     },
 
     /**
-     * The person a message is from, as the site knows them: an unknown address becomes a user
-     * without a password and the site's customer, as a post on someone's behalf makes one.
+     * The person a message is from, as the site knows them, and whether the address is one of its
+     * support staff: an unknown address becomes a user without a password and the site's customer,
+     * as a post on someone's behalf makes one.
      */
-    customer(siteId: number, email: string, name: string | undefined): Promise<{ id: number; email: string }> {
+    customer(siteId: number, email: string, name: string | undefined): Promise<{ id: number; email: string; staff: boolean }> {
       return port.atomic(async (tx) => {
         const user = await findOrMakeUser(tx, clock, box, email, () => validateNewUser({ email, name: singleSignOnName(name) ?? defaultSingleSignOnName(email) }))
-        if (!(await roleOn(tx, siteId, user.id))) await joinAsCustomer(tx, clock, siteId, user.id)
-        return { id: user.id, email: user.email }
+        const role = await roleOn(tx, siteId, user.id)
+        if (!role) await joinAsCustomer(tx, clock, siteId, user.id)
+        return { id: user.id, email: user.email, staff: isStaffRole(role) }
       })
+    },
+
+    /**
+     * The IMAP messages of a mailbox put off for later (a sender past its limit), oldest first, under
+     * the UIDVALIDITY `validity`: none when the server renumbered since (their UIDs mean nothing now).
+     */
+    async deferred(mailbox: Mailbox, validity: string): Promise<Deferred[]> {
+      if (!mailbox.imapDeferred) return []
+      const kept = JSON.parse(mailbox.imapDeferred) as { validity: string; messages: Deferred[] }
+      return kept.validity === validity ? kept.messages : []
+    },
+
+    /**
+     * Writes the messages put off for later, while `owner` holds the mailbox's lease (else a
+     * StoreError, conflict, as `advance`): written before the place moves past a message put off, so
+     * a process stopped between the two finds it here (taken twice, it is known by its Message-ID).
+     */
+    async defer(id: number, owner: string, validity: string, messages: Deferred[]): Promise<void> {
+      const moved = await db
+        .update(mailboxes)
+        .set({ imapDeferred: messages.length === 0 ? null : JSON.stringify({ validity, messages }) })
+        .where(and(eq(mailboxes.id, id), eq(mailboxes.leaseOwner, owner)))
+        .returning({ id: mailboxes.id })
+      if (moved.length === 0) throw new StoreError('another process fetches this mailbox now', 'conflict', 'imap_position')
+    },
+
+    /** A message passed over and left unread, and why, for the mailbox's page (the newest only). */
+    async passedOver(id: number, what: string): Promise<void> {
+      await db.update(mailboxes).set({ passedOver: `${new Date(clock()).toISOString()} ${what}`.slice(0, 500) }).where(eq(mailboxes.id, id))
     },
 
     /**

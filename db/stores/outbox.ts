@@ -82,8 +82,8 @@ export async function queueCustomerMail(port: StorePort, clock: Clock, box: Secr
 
 /**
  * Queues the mail of a public reply by the staff (or of the acknowledgement of a new discussion),
- * in the transaction of `port` (the reply's own): when the discussion came by mail, to the sender
- * of its newest message taken in, from the mailbox it came to, threaded (In-Reply-To and
+ * in the transaction of `port` (the reply's own): when the discussion came by mail, to its
+ * customer, from their newest message taken in, from the mailbox it came to, threaded (In-Reply-To and
  * References name the messages of the discussion); when a customer started it on the customer's
  * pages, to them, from the site's first mailbox or the service's From. Its Message-ID is recorded
  * as the discussion's when it leaves from a mailbox, so the customer's answer by mail finds it.
@@ -95,13 +95,17 @@ export async function queueReplyMail(
   reply: { siteId: number; discussionId: number; number: number; title: string; commentId: number; body: string | ((siteName: string) => string) },
   kind: OutboxKind = 'reply_mail',
 ): Promise<void> {
-  const { mailboxes, mailMessages, outbox, sites } = port.tables
+  const { discussions, mailboxes, mailMessages, outbox, sites, users } = port.tables
+  // The discussion's customer's newest message: a thread is theirs, and no one else who wrote into
+  // it (naming its Message-ID) becomes where the team's replies go.
   const [last] = await port.db
     .select({ messageId: mailMessages.messageId, sender: mailMessages.sender, mailboxId: mailboxes.id, address: mailboxes.address, siteName: sites.name, permalink: sites.permalink })
     .from(mailMessages)
     .innerJoin(mailboxes, eq(mailboxes.id, mailMessages.mailboxId))
     .innerJoin(sites, eq(sites.id, mailboxes.siteId))
-    .where(and(eq(mailMessages.discussionId, reply.discussionId), eq(mailMessages.outbound, false), eq(mailMessages.automatic, false)))
+    .innerJoin(discussions, eq(discussions.id, mailMessages.discussionId))
+    .innerJoin(users, eq(users.id, discussions.authorId))
+    .where(and(eq(mailMessages.discussionId, reply.discussionId), eq(mailMessages.outbound, false), eq(mailMessages.automatic, false), eq(mailMessages.sender, users.email)))
     .orderBy(desc(mailMessages.id))
     .limit(1)
   const from = last ? { mailbox: { id: last.mailboxId, address: last.address }, site: { name: last.siteName, permalink: last.permalink }, to: last.sender } : await startedOnTheWeb(port, reply)

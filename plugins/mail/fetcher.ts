@@ -3,12 +3,12 @@ import { hostname } from 'node:os'
 import fp from 'fastify-plugin'
 import type { ImapFlow } from 'imapflow'
 import { StoreError } from '../../db/stores/errors.ts'
-import type { Mailbox } from '../../db/stores/mail.ts'
+import type { Deferred, Mailbox } from '../../db/stores/mail.ts'
 import type { FileLimits } from '../../lib/files.ts'
 import { failureWords, imapClient } from '../../lib/imap.ts'
 import { MAX_MESSAGE_BYTES } from '../../lib/mail.ts'
 import { repeatInBackground } from '../background.ts'
-import type { FetchPosition, Outcome, Pipeline } from './pipeline.ts'
+import { UNCHECKED, type FetchPosition, type Outcome, type Pipeline } from './pipeline.ts'
 
 // Mail in by IMAP (docs/decisions.md, "Mail"): for each mailbox with an IMAP address, one process
 // at a time (the one holding the mailbox's lease in the database) keeps a connection open,
@@ -114,7 +114,10 @@ export default fp<{ everyMs?: number; limits: FileLimits }>(
       }
     }
 
-    /** Takes the messages after the fetch's place, in UID order; false when another process holds the mailbox now. */
+    /**
+     * Takes the messages put off for later whose sender's minute allows them now, then those after
+     * the fetch's place, in UID order; false when another process holds the mailbox now.
+     */
     async function fetchNew(client: ImapFlow, mailbox: Mailbox, validity: string, pipeline: Pipeline): Promise<boolean> {
       const { takeMessage } = await loadPipeline()
       let from = mailbox.imapPosition
@@ -126,30 +129,56 @@ export default fp<{ everyMs?: number; limits: FileLimits }>(
       const sizes = new Map<number, number>()
       for await (const { uid, size = 0 } of client.fetch(`${after + 1}:*`, { uid: true, size: true }, { uid: true })) if (uid > after) sizes.set(uid, size)
       const uids = [...sizes.keys()].sort((a, b) => a - b)
-      for (const uid of uids) {
-        if (closing) return true
-        // Each message moves the place and renews the lease, so a long fetch (a backlog) keeps it.
-        const position: FetchPosition = { owner, from, to: `${validity}:${uid}`, leaseMs }
-        // A message too large is passed over without being downloaded.
-        const size = sizes.get(uid)!
-        const message = size <= MAX_MESSAGE_BYTES ? await client.fetchOne(String(uid), { uid: true, source: true }, { uid: true }) : undefined
-        let outcome: Outcome
-        try {
-          outcome =
-            size > MAX_MESSAGE_BYTES
-              ? { kind: 'refused', reason: `the message is larger than ${MAX_MESSAGE_BYTES / (1024 * 1024)} MB` }
-              : !message || !message.source
-                ? { kind: 'refused', reason: 'the server gave no message for this UID' }
-                : await takeMessage(pipeline, mailbox, message.source, null, position)
+      let deferred = await mailboxes.deferred(mailbox, validity)
+      const defer = async (next: Deferred[]) => {
+        deferred = next
+        await mailboxes.defer(mailbox.id, owner, validity, deferred)
+      }
+
+      /** One message by its UID through the pipeline (`position`: the place moves past it with it); a message too large is passed over without being downloaded. */
+      async function take(uid: number, size: number | undefined, position?: FetchPosition): Promise<Outcome> {
+        if (size !== undefined && size > MAX_MESSAGE_BYTES) return { kind: 'refused', reason: `the message is larger than ${MAX_MESSAGE_BYTES / (1024 * 1024)} MB` }
+        const message = await client.fetchOne(String(uid), { uid: true, source: true }, { uid: true })
+        if (!message || !message.source) return { kind: 'refused', reason: 'the server gave no message for this UID' }
+        return takeMessage(pipeline, mailbox, message.source, UNCHECKED, position)
+      }
+      /** What follows an outcome: the log, the reason of a message passed over on the mailbox's page, \Seen on what was taken. */
+      async function handled(uid: number, outcome: Outcome) {
+        fastify.log.info({ mail: { door: 'imap', site: mailbox.siteId, mailbox: mailbox.address, uid, ...outcome } }, 'mail taken in')
+        if (outcome.kind === 'refused') await mailboxes.passedOver(mailbox.id, `UID ${uid}: ${outcome.reason}`)
+        if (!LEFT_UNREAD.has(outcome.kind)) await client.messageFlagsAdd(String(uid), ['\\Seen'], { uid: true })
+      }
+
+      try {
+        // A message put off for later is never passed over: looked at again once its sender's minute allows.
+        const stillFull = new Set<string>()
+        for (const [uid, sender] of deferred) {
+          if (closing) return true
+          // One look a round per sender still past its limit: the rest of theirs wait without being downloaded.
+          if (stillFull.has(sender)) continue
+          const outcome = await take(uid, undefined)
+          if (outcome.kind === 'later') {
+            stillFull.add(sender)
+            continue
+          }
+          await defer(deferred.filter(([other]) => other !== uid))
+          await handled(uid, outcome)
+        }
+        for (const uid of uids) {
+          if (closing) return true
+          // Each message moves the place and renews the lease, so a long fetch (a backlog) keeps it.
+          const position: FetchPosition = { owner, from, to: `${validity}:${uid}`, leaseMs }
+          const outcome = await take(uid, sizes.get(uid), position)
+          // Written down before the place moves past it: a process stopped between the two takes it from the list.
+          if (outcome.kind === 'later') await defer([...deferred, [uid, outcome.sender]])
           // What wrote nothing moves the place on its own.
           if (outcome.kind !== 'opened' && outcome.kind !== 'added') await mailboxes.advance(mailbox.id, position)
-        } catch (error) {
-          if (error instanceof StoreError && error.field === 'imap_position') return false
-          throw error
+          from = position.to
+          await handled(uid, outcome)
         }
-        from = position.to
-        fastify.log.info({ mail: { door: 'imap', site: mailbox.siteId, mailbox: mailbox.address, uid, ...outcome } }, 'mail taken in')
-        if (!LEFT_UNREAD.has(outcome.kind)) await client.messageFlagsAdd(String(uid), ['\\Seen'], { uid: true })
+      } catch (error) {
+        if (error instanceof StoreError && error.field === 'imap_position') return false
+        throw error
       }
       return true
     }

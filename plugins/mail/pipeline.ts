@@ -30,7 +30,8 @@ export const MAX_PER_SENDER_PER_MINUTE = 30
 
 export type Outcome =
   | { kind: 'opened' | 'added'; number: number; automatic: string | null }
-  | { kind: 'duplicate' | 'dropped' | 'refused' | 'later' | 'bounce'; reason: string }
+  | { kind: 'duplicate' | 'dropped' | 'refused' | 'bounce'; reason: string }
+  | { kind: 'later'; reason: string; sender: string }
 
 /** Where an IMAP fetch stands, moved in the transaction of the message taken (plugins/mail/fetcher.ts). */
 export interface FetchPosition {
@@ -126,17 +127,45 @@ async function firstCategory(stores: EngineStores, clock: Clock, siteId: number)
   return first.id
 }
 
+/** What the door that took a message knows of its sender. */
+export interface SenderCheck {
+  /** DMARC's verdict (the built-in receiver): true pass, false fail, null none or not checked. */
+  verified: boolean | null
+  /** Whether an acknowledgement may go to the From: never to an address the door could not tie to the message. */
+  acknowledge: boolean
+}
+
+/** IMAP's word on a sender: no check of its own (the provider filtered the mail), acknowledgements as the mailbox says. */
+export const UNCHECKED: SenderCheck = { verified: null, acknowledge: true }
+
+/** The longest reason a message's refusal gives (a parser's words about hostile input are not repeated whole). */
+const MAX_REASON_CHARS = 200
+
+/** Parses a message; a message the parser refuses (too many parts, a header block too large, broken MIME) is undefined and why. */
+async function parse(raw: Buffer): Promise<ParsedMail | { unreadable: string }> {
+  try {
+    return await simpleParser(raw, { skipImageLinks: true, skipTextLinks: true })
+  } catch (error) {
+    return { unreadable: `the message cannot be read: ${withoutNul(String((error as Error).message ?? error)).slice(0, MAX_REASON_CHARS)}` }
+  }
+}
+
 /**
  * Takes one message for a mailbox: opens a discussion, or adds to the one it answers (a message
- * it names was taken by the site), or says why not. `senderVerified` is the door's DMARC verdict,
- * kept with the message (false: the page and the API say "sender not verified"). Files that cannot be kept (too large, the
- * site's space full) are named in the comment instead. Throws only what a later try could mend
- * (the database unreachable): the door then asks the sender to try again.
+ * it names was taken by the site), or says why not. Mail never speaks for the team: its From is
+ * only claimed, so a message is posted on the customer's side whoever it names, a staff address
+ * marks it "sender not verified", and a message in a thread from anyone but its customer (a staff
+ * address, a stranger naming the thread's Message-ID) is an internal note that moves nothing and is
+ * mailed to no one (docs/decisions.md, "Mail never speaks for the team"). `check` is what the door
+ * knows of the sender, kept with the message. Files that cannot be kept (too large, the site's
+ * space full) are named in the comment instead. Throws only what a later try could mend (the
+ * database unreachable): the door then asks the sender to try again.
  */
-export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buffer, senderVerified: boolean | null = null, position?: FetchPosition): Promise<Outcome> {
+export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buffer, check: SenderCheck = UNCHECKED, position?: FetchPosition): Promise<Outcome> {
   const { database, discussions, files, mailboxes, clock, box, limits, events } = pipeline
   const siteId = mailbox.siteId
-  const parsed = await simpleParser(raw, { skipImageLinks: true, skipTextLinks: true })
+  const parsed = await parse(raw)
+  if ('unreadable' in parsed) return { kind: 'refused', reason: parsed.unreadable }
   const from = firstAddress(parsed.from)
   if (!from) return { kind: 'refused', reason: 'the message names no sender (From)' }
   if (await mailboxes.mailbox(from.address)) return { kind: 'dropped', reason: `it is from ${from.address}, an address of the service itself` }
@@ -152,20 +181,26 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
     return { kind: 'bounce', reason: `the reply ${report.messageId} bounced: ${report.words}` }
   }
   if ((await mailboxes.takenFrom(siteId, from.address, new Date(clock() - 60_000))) >= MAX_PER_SENDER_PER_MINUTE) {
-    return { kind: 'later', reason: `more than ${MAX_PER_SENDER_PER_MINUTE} messages from ${from.address} in a minute` }
+    return { kind: 'later', reason: `more than ${MAX_PER_SENDER_PER_MINUTE} messages from ${from.address} in a minute`, sender: from.address }
   }
   const thread = await mailboxes.threadOf(siteId, namedMessages(parsed))
   const answered = thread === undefined ? undefined : await discussions.get(siteId, thread)
   const isReply = answered !== undefined && answered.state !== 'deleted'
   const customer = await mailboxes.customer(siteId, from.address, from.name)
+  // A thread is its customer's: anyone else who names its messages writes a note for the team.
+  const stranger = isReply && answered!.authorEmail.toLowerCase() !== from.address
+  const internal = automatic !== null || (isReply && (stranger || customer.staff))
+  const verified = customer.staff ? false : check.verified
+  const notes: string[] = []
+  if (customer.staff) notes.push(`[Sent from the address of a member of the team, which a mail cannot prove: kept as ${isReply ? 'an internal note' : "the customer's side"}, mailed to no one. The team answers on the discussion's page.]`)
+  else if (stranger) notes.push(`[From ${from.address}, who is not this discussion's customer: kept as an internal note, mailed to no one. The team decides what to do with it.]`)
 
   // The files first (each a short write of its own), then the comment that carries them.
   const owner = { siteId, uploaderId: customer.id }
   const uploads: Attachment[] = []
-  const notes: string[] = []
-  const keep = async (name: string, bytes: Buffer, fileLimits = limits) => {
+  const keep = async (name: string, bytes: Buffer, originalMessage = false) => {
     try {
-      uploads.push(await saveFile(files, { ...owner, name: cleanFileName(name) }, [bytes], fileLimits))
+      uploads.push(await saveFile(files, { ...owner, name: cleanFileName(name), originalMessage }, [bytes], limits))
     } catch (error) {
       if (!(error instanceof StoreError) || error.code !== 'too_large') throw error
       notes.push(`[${cleanFileName(name)} (${shownSize(bytes.length)}) was not kept: ${error.message}.]`)
@@ -173,15 +208,16 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
   }
   try {
     for (const file of parsed.attachments) await keep(file.filename ?? 'attachment', file.content)
-    // The message as it came (its quoted history and headers included), beside the comment.
-    if (raw.length <= ORIGINAL_KEPT_BYTES) await keep('original-message.eml', raw)
-    else await keep('original-message.txt', Buffer.from(withoutNul(parsed.text ?? '')))
+    // The message as it came (its quoted history and headers included), beside the comment: for
+    // the staff and this sender only, whatever the discussion's visibility.
+    if (raw.length <= ORIGINAL_KEPT_BYTES) await keep('original-message.eml', raw, true)
+    else await keep('original-message.txt', Buffer.from(withoutNul(parsed.text ?? '')), true)
     const body = commentText(parsed, isReply, notes)
     const outcome = await database.atomic(async (stores) => {
       const inside = stores.discussions(clock, box, events)
-      const posted = { siteId, supporterId: customer.id, onBehalfOf: { email: customer.email }, via: 'email' as const, uploads: uploads.map((u) => u.id) }
+      const posted = { siteId, supporterId: customer.id, onBehalfOf: { email: customer.email, unproven: true }, via: 'email' as const, uploads: uploads.map((u) => u.id) }
       const made = isReply
-        ? await inside.reply({ ...posted, number: answered!.number, body, internal: automatic !== null })
+        ? await inside.reply({ ...posted, number: answered!.number, body, internal })
         : await inside.create({
             ...posted,
             categoryId: mailbox.categoryId ?? (await firstCategory(stores, clock, siteId)),
@@ -191,10 +227,11 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
             public: false,
           })
       const mail = stores.mail(clock, box)
-      await mail.record({ siteId, mailboxId: mailbox.id, messageId, discussionId: made.discussion.id, commentId: made.comment.id, sender: from.address, automatic: automatic !== null, senderVerified })
+      await mail.record({ siteId, mailboxId: mailbox.id, messageId, discussionId: made.discussion.id, commentId: made.comment.id, sender: from.address, automatic: automatic !== null, senderVerified: verified })
       if (position) await mail.advance(mailbox.id, position)
-      // An acknowledgement answers a person's new discussion, never a machine (no loop).
-      if (!isReply && automatic === null && mailbox.acknowledge) {
+      // An acknowledgement answers a person's new discussion, never a machine (no loop), nor an
+      // address the door could not tie to the message (a forger's victims are not mailed).
+      if (!isReply && automatic === null && mailbox.acknowledge && check.acknowledge && verified !== false) {
         await stores.outbox(clock).acknowledge({ siteId, discussionId: made.discussion.id, number: made.discussion.number, title: made.discussion.title, commentId: made.comment.id })
       }
       return { kind: isReply ? 'added' : 'opened', number: made.discussion.number, automatic } as const

@@ -131,7 +131,9 @@ const typeHeader = (type: string) => (type.startsWith('text/') ? `${type}; chars
  */
 export function sendAttachment(files: FileStore, found: Attachment, request: FastifyRequest, reply: FastifyReply) {
   const tag = `"${found.sha256}"`
-  reply.header('etag', tag)
+  // A file is its discussion's, read by whom its discussion is: never kept by a shared cache, nor by
+  // the browser past the session that read it (the pages that link it say no-store too).
+  reply.header('etag', tag).header('cache-control', 'private, no-store')
   if (noneMatchHolds(request.headers['if-none-match'], tag)) return reply.code(304).send()
   reply
     .header('content-type', typeHeader(found.contentType))

@@ -24,6 +24,7 @@ export const MailboxResource = Type.Object({
     {
       last_fetch_at: Nullable(Type.String({ format: 'date-time' }), 'When its IMAP mailbox was last read through; null: never (or no IMAP).'),
       last_error: Nullable(Type.String(), 'What went wrong at the last fetch, in words; null: nothing.'),
+      passed_over: Nullable(Type.String(), 'The last message passed over and left unread in the IMAP mailbox (it cannot be read, names no sender, or is too large): when, its UID and why; null: none.'),
       taken_today: Type.Integer({ description: 'Messages taken in since midnight (UTC).' }),
     },
     { description: 'How its mail is arriving.' },
@@ -63,7 +64,7 @@ async function view(fastify: FastifyInstance, permalink: string, mailbox: Mailbo
     imap: imap && shownImap(imap),
     smtp: smtp && shownSmtp(smtp),
     acknowledge: mailbox.acknowledge,
-    state: { last_fetch_at: mailbox.lastFetchAt && moment(mailbox.lastFetchAt), last_error: mailbox.lastError, taken_today: takenToday.get(mailbox.id) ?? 0 },
+    state: { last_fetch_at: mailbox.lastFetchAt && moment(mailbox.lastFetchAt), last_error: mailbox.lastError, passed_over: mailbox.passedOver, taken_today: takenToday.get(mailbox.id) ?? 0 },
     created_at: moment(mailbox.createdAt),
     href: `${fastify.urls.site(permalink)}/mailboxes/${encodeURIComponent(mailbox.address)}`,
   }

@@ -4,6 +4,7 @@ import type { Category } from '../../db/stores/categories.ts'
 import { LINK_MINUTES, type PendingDiscussion } from '../../db/stores/customer-links.ts'
 import type { DiscussionRow } from '../../db/stores/discussion-listing.ts'
 import { StoreError } from '../../db/stores/errors.ts'
+import type { Attachment } from '../../db/stores/files.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
 import { emailProblem, nameProblem } from '../../db/stores/users.ts'
 import { shownMoment } from '../../lib/clock.ts'
@@ -68,6 +69,9 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
   /** Whether the viewer may read the discussion: their own, or a public one where the site shows them; never a deleted one. */
   const readable = (request: FastifyRequest, d: DiscussionRow) =>
     d.state !== 'deleted' && (d.authorId === viewer(request).userId || (d.public && request.web.site.publicDiscussions))
+
+  /** Whether the viewer may have a file of a comment they can read: the message a mail came as is its sender's alone (docs/decisions.md, "Mail"). */
+  const ownable = (request: FastifyRequest, a: Pick<Attachment, 'originalMessage' | 'uploaderId'>) => !a.originalMessage || a.uploaderId === viewer(request).userId
 
   const listed = (request: FastifyRequest, d: DiscussionRow) => ({
     number: d.number,
@@ -334,7 +338,7 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
           author: c.authorName,
           bySupporter: c.bySupporter,
           when: shownMoment(c.createdAt),
-          files: (extras(c).attachments ?? []).map((a) => ({ name: a.name, size: shownSize(a.size), href: `${base(request)}/files/${a.id}`, image: shownInline(a.name, a.contentType) })),
+          files: (extras(c).attachments ?? []).filter((a) => ownable(request, a)).map((a) => ({ name: a.name, size: shownSize(a.size), href: `${base(request)}/files/${a.id}`, image: shownInline(a.name, a.contentType) })),
         })),
         error,
         draft,
@@ -401,11 +405,12 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
     return (await change(request, reply, d, () => discussions.act(d.siteId, d.number, 'resolve'))) ? reply.redirect(`${base(request)}/${d.number}`, 303) : reply
   })
 
-  // A file of a comment the viewer may read: of a discussion they may read, not of an internal note.
+  // A file of a comment the viewer may read: of a discussion they may read, not of an internal note,
+  // and not the message a mail came as, unless the viewer sent it.
   fastify.get('/help/files/:id', page, async (request, reply) => {
     const id = whole((request.params as { id: string }).id)
     const found = id === undefined ? undefined : await files.find(request.web.site.id, id)
-    const d = found && !found.internal && found.discussionNumber !== null ? await discussions.get(request.web.site.id, found.discussionNumber) : undefined
+    const d = found && !found.internal && ownable(request, found) && found.discussionNumber !== null ? await discussions.get(request.web.site.id, found.discussionNumber) : undefined
     if (!found || !d || !readable(request, d)) {
       return notFoundPage(request, reply, { title: 'No such file', message: 'There is no file with this number that you can see.', back: { path: '/help', label: 'Back to support' } })
     }

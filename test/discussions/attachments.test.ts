@@ -51,7 +51,7 @@ t.test('upload, carry on a reply, list, download byte-equal, with a tag that nev
   t.equal(got.headers['content-disposition'], 'attachment; filename="server.log"')
   t.equal(got.headers['x-content-type-options'], 'nosniff')
   t.equal(got.headers['content-security-policy'], "sandbox; default-src 'none'")
-  t.equal(got.headers['cache-control'], 'no-store', 'private, as every answer of the API')
+  t.equal(got.headers['cache-control'], 'private, no-store', 'private, as every answer of the API, and never kept by a shared cache')
   t.equal(got.headers.etag, `"${sha256(log)}"`, 'the tag is the digest of the bytes')
 
   const again = await api('GET', `/demo/attachments/${up.id}`, undefined, { ...ann.bearer, 'if-none-match': got.headers.etag as string })

@@ -5,6 +5,7 @@ import { checkImap } from '../../lib/imap.ts'
 import { createSecretBox } from '../../lib/secret-box.ts'
 import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
 import { mailServer } from '../fixtures/mail.ts'
+import { personWithPassword, webClient } from '../fixtures/web.ts'
 
 // Issue 48, mail in by IMAP (plugins/mail/fetcher.ts) against a real IMAP server (Dovecot): the
 // support mailbox fetched, the customer's own mailbox receiving the reply through a real SMTP
@@ -43,7 +44,7 @@ async function imapDesk(t: Test, mailbox: { acknowledge?: boolean; smtp?: boolea
   const support = imap.user('support')
   imap.user('carol')
   const smtp = await mailServer(t)
-  const { app } = await buildTestApp(t, { config: { mailFetchSeconds: 1 } })
+  const { app, clock } = await buildTestApp(t, { config: { mailFetchSeconds: 1 } })
   const ann = await supporterWithToken(app, { email: 'ann@example.test' })
   await app.users.setAdministrator(ann.site.id, ann.user.id, true)
   await app.categories.add(ann.site.id, 'General', true)
@@ -51,7 +52,7 @@ async function imapDesk(t: Test, mailbox: { acknowledge?: boolean; smtp?: boolea
   const added = await api('POST', '/demo/mailboxes', { address: 'support@acme.example', imap: support, ...(mailbox.smtp !== false && { smtp: smtp.url }), acknowledge: mailbox.acknowledge ?? false })
   t.equal(added.statusCode, 201, added.body)
   const listing = async () => (await api('GET', '/demo/discussions')).json() as { total: number; discussions: Array<{ number: number; title: string; author_email: string }> }
-  return { app, ann, imap, smtp, api, listing }
+  return { app, clock, ann, imap, smtp, api, listing }
 }
 
 /**
@@ -222,7 +223,7 @@ t.test('a process whose mailbox another took while it waited stops, and fetches 
   t.equal((await app.mailboxes.byId(mailbox.id))!.leaseOwner, 'another-process', 'and it does not take it back while that lease lasts')
 })
 
-t.test('1,000 messages from one sender in a minute: 30 are taken, the rest left unread, and the others in the mailbox go on', async (t) => {
+t.test('1,000 messages from one sender in a minute: 30 are taken, the rest wait unread, kept for later, and the others in the mailbox go on', async (t) => {
   const { app, imap, api, listing } = await imapDesk(t)
   const flood = Array.from({ length: 1_000 }, (_, i) => message({ from: 'flood@spam.example', subject: `Buy ${i}`, id: `<buy${i}@spam.example>`, body: 'Buy now.' }))
   const others = Array.from({ length: 5 }, (_, i) => message({ from: `person${i}@customer.example`, subject: `Question ${i}`, id: `<q${i}@customer.example>`, body: 'A real question.' }))
@@ -235,7 +236,46 @@ t.test('1,000 messages from one sender in a minute: 30 are taken, the rest left 
   for (let page = 1; page <= 2; page++) titles.push(...((await api('GET', `/demo/discussions?page=${page}`)).json().discussions as Array<{ title: string }>).map((d) => d.title))
   t.same(titles.filter((title) => title.startsWith('Question')).sort(), ['Question 0', 'Question 1', 'Question 2', 'Question 3', 'Question 4'], 'every other sender taken, before and after the flood')
   const seen = (await imap.messages('support')).filter((m) => m.seen).length
-  t.equal(seen, 35, 'the flood past the limit left unread, for a person')
+  t.equal(seen, 35, 'the flood past the limit left unread, for now')
+  t.equal(JSON.parse((await app.mailboxes.listMailboxes(site.id))[0]!.imapDeferred!).messages.length, 970, 'each kept for later, none passed over')
+})
+
+t.test("30 forged messages in a customer's name do not make the fetch pass over the customer's own: it is taken when the minute allows", async (t) => {
+  const { app, imap, api, listing, clock } = await imapDesk(t)
+  const forged = Array.from({ length: 30 }, (_, i) => message({ subject: `Forged ${i}`, id: `<forged${i}@evil.example>`, body: 'Not Carol.' }))
+  await imap.deliver('support', [...forged, message({ subject: 'My real question', id: '<real@customer.example>', body: 'From Carol, truly.' }), message({ from: 'dan@customer.example', subject: 'Dan', id: '<dan@customer.example>', body: 'Hi.' })])
+  await app.mailFetcher.scan()
+  const site = (await app.sites.find('demo'))!
+  await until('the whole mailbox looked at', async () => (await app.mailboxes.listMailboxes(site.id))[0]!.imapPosition?.endsWith(':32'))
+  t.equal((await listing()).total, 31, "the forged 30 and Dan's; Carol's own waits")
+  t.notOk((await imap.messages('support'))[30]!.seen, 'left unread meanwhile')
+  clock.advance(61_000)
+  await until("the customer's own message", async () => (await listing()).discussions.some((d) => d.title === 'My real question'))
+  t.equal((await listing()).total, 32)
+  await until('the \\Seen flag', async () => (await imap.messages('support'))[30]!.seen)
+  await until('the list emptied', async () => (await app.mailboxes.listMailboxes(site.id))[0]!.imapDeferred === null)
+  t.equal((await api('GET', '/demo/discussions/32')).json().comments[0].body, 'From Carol, truly.')
+})
+
+t.test('a message the parser cannot read (1,001 parts, a header over 1 MiB) is passed over, left unread and said on the mailbox page; the mail after it is taken', async (t) => {
+  const { app, imap, api, listing } = await imapDesk(t)
+  const parts = Array.from({ length: 1_001 }, (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\n${i}\r\n`).join('')
+  await imap.deliver('support', [
+    `From: carol@customer.example\r\nSubject: Parts\r\nMessage-ID: <parts@customer.example>\r\nContent-Type: multipart/mixed; boundary="b"\r\n\r\n${parts}--b--\r\n`,
+    `From: carol@customer.example\r\nSubject: Big header\r\nMessage-ID: <header@customer.example>\r\nX-Filler: ${'a'.repeat(1024 * 1024 + 10)}\r\n\r\nHi.\r\n`,
+    message({ from: 'dan@customer.example', subject: 'After them', id: '<after@customer.example>', body: 'Still heard.' }),
+  ])
+  await app.mailFetcher.scan()
+  await until('the message after them', async () => (await listing()).total === 1)
+  t.equal((await listing()).discussions[0]!.title, 'After them')
+  t.same((await imap.messages('support')).map((m) => m.seen), [false, false, true], 'the two left unread for a person')
+  const state = (await api('GET', '/demo/mailboxes')).json().mailboxes[0].state
+  t.match(state, { last_error: null, passed_over: /UID 2: the message cannot be read: Max header size/ })
+  const admin = await personWithPassword(app, { email: 'adele@example.test' })
+  await app.users.setAdministrator(admin.site.id, admin.user.id, true)
+  const web = webClient(app)
+  await web.signIn(admin.email, admin.password)
+  t.match((await web.get('/demo/admin/mail')).body, /data-passed-over>Passed over, left unread: [^<]*UID 2: the message cannot be read/)
 })
 
 t.test('a server without IDLE: its new mail is taken at the next look, and the check says so', async (t) => {

@@ -261,22 +261,30 @@ t.test('a message over the size limit is refused in SMTP; a message to two addre
   t.equal((await api('/demo/discussions')).total, 2)
 })
 
-t.test('a spoofed customer address (DMARC fails) is marked, on the page and in the API; a sender that passes is not', async (t) => {
+t.test('a spoofed address whose domain asks for it is refused; one under p=none is kept and marked; a sender that passes is not', async (t) => {
   // customer.example allows only 192.0.2.7 to send its mail and asks receivers to reject the rest;
-  // trusted.example allows this machine.
+  // watching.example asks for nothing (p=none); trusted.example allows this machine.
   const resolver = testDns({
     'customer.example': 'v=spf1 ip4:192.0.2.7 -all',
     '_dmarc.customer.example': 'v=DMARC1; p=reject',
+    'watching.example': 'v=spf1 ip4:192.0.2.7 -all',
+    '_dmarc.watching.example': 'v=DMARC1; p=none',
     'trusted.example': 'v=spf1 ip4:127.0.0.1 -all',
     '_dmarc.trusted.example': 'v=DMARC1; p=reject',
   })
   const { app, ann, send } = await mailDesk(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver } } })
-  await send({ from: 'carol@customer.example', subject: 'Send the refund to my new account', messageId: '<spoof@customer.example>', text: 'IBAN XX00 0000' })
+  const spoofed = await send({ from: 'carol@customer.example', subject: 'Send the refund to my new account', messageId: '<spoof@customer.example>', text: 'IBAN XX00 0000' }).then(
+    () => undefined,
+    (error: { responseCode: number; response: string }) => error,
+  )
+  t.match(spoofed, { responseCode: 550, response: /5\.7\.1 .*customer\.example.*DMARC/ }, 'refused in SMTP: the forger hears of it, nothing is kept')
+  t.equal(await app.users.find('carol@customer.example'), undefined, 'not even the address')
+  await send({ from: 'wes@watching.example', subject: 'Send the refund to my new account', messageId: '<spoof@watching.example>', text: 'IBAN XX00 0000' })
   await send({ from: 'tom@trusted.example', subject: 'Hello', messageId: '<tom@trusted.example>', text: 'Hi.' })
   await send({ from: 'ned@unknown.example', subject: 'No policy', messageId: '<ned@unknown.example>', text: 'Hi.' })
   const verdict = async (number: number) => (await app.inject({ url: `/demo/discussions/${number}`, headers: ann.bearer })).json().comments[0].sender_verified
-  t.same([await verdict(1), await verdict(2), await verdict(3)], [false, true, null], 'fail, pass, no policy')
-  t.equal((await app.discussions.get(ann.site.id, 1)).authorEmail, 'carol@customer.example', 'the message is kept, under the address it claims')
+  t.same([await verdict(1), await verdict(2), await verdict(3)], [false, true, null], 'fail under p=none, pass, no policy')
+  t.equal((await app.discussions.get(ann.site.id, 1)).authorEmail, 'wes@watching.example', 'the message is kept, under the address it claims')
 
   const web = webClient(app)
   const person = await personWithPassword(app, { email: 'pat@example.test' })

@@ -121,7 +121,7 @@ export const Comment = Type.Object({
   discussion_href: Href,
   attachments: Type.Array(AttachmentResource, { description: "The files it carries; an internal note's are the staff's only." }),
   sender_verified: Type.Union([Type.Boolean(), Type.Null()], {
-    description: 'For a message that came by mail: true when its sender passed DMARC, false when it failed (the address may be spoofed: "sender not verified"), null when nothing could say, or not by mail.',
+    description: 'For a message that came by mail: true when its sender passed DMARC, false when it failed or when it names the address of a member of the team, which a mail cannot prove (the address may be spoofed: "sender not verified"), null when nothing could say, or not by mail.',
   }),
   mailbox: Type.Union([Type.String(), Type.Null()], { description: 'For a message that came by mail: the address of the site it was sent to (null once that mailbox is removed, or not by mail).' }),
   delivery: Type.Union([Delivery, Type.Null()], { description: "For a public reply of the staff to a discussion that came by mail or that a customer started on the customer's pages: how its mail to the customer is doing. Null otherwise." }),
