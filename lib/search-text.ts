@@ -99,8 +99,15 @@ export type FilterName = (typeof FILTERS)[number]
 
 /** The longest query, in characters. */
 export const MAX_QUERY = 1_000
-/** The most words and phrases a query may hold, excluded ones included. */
+/** The most words a query may hold, those of its phrases and excluded ones included. */
 export const MAX_TERMS = 32
+/**
+ * The most words one phrase may hold, and all of a query's phrases together: both engines match a
+ * phrase position by position, a pass over each word's postings, so a long phrase of a common word
+ * cost seconds of the only thread (issue 62). Plain words joined by AND stay cheap.
+ */
+export const MAX_PHRASE_WORDS = 8
+export const MAX_PHRASED_WORDS = 16
 
 /** A query read: phrases to find (each its words; a plain word is a phrase of one), phrases to leave out, and filters. */
 export interface SearchQuery {
@@ -143,9 +150,14 @@ export function parseQuery(text: string): SearchQuery {
     const words = wordsOf(quoted ?? plain!)
     // Nothing to look for in it (punctuation alone: `*`, `'); --`).
     if (words.length === 0) continue
-    ;(minus === '-' ? query.exclude : query.find).push(words)
+    if (words.length > MAX_PHRASE_WORDS) throw new QueryProblem(`holds a phrase of more than ${MAX_PHRASE_WORDS} words`)
+    const side = minus === '-' ? query.exclude : query.find
+    // A word or phrase said twice finds what it finds once: looked for once.
+    if (!side.some((kept) => kept.join(' ') === words.join(' '))) side.push(words)
   }
-  if (query.find.length + query.exclude.length > MAX_TERMS) throw new QueryProblem(`holds more than ${MAX_TERMS} words and phrases`)
+  const terms = [...query.find, ...query.exclude]
+  if (terms.flat().length > MAX_TERMS) throw new QueryProblem(`holds more than ${MAX_TERMS} words`)
+  if (terms.filter((words) => words.length > 1).flat().length > MAX_PHRASED_WORDS) throw new QueryProblem(`holds more than ${MAX_PHRASED_WORDS} words in phrases`)
   if (query.find.length === 0 && query.exclude.length > 0) throw new QueryProblem('says only what to leave out: add a word to look for')
   if (query.find.length === 0 && Object.keys(query.filters).length === 0) throw new QueryProblem('has nothing to look for: give a word, a "phrase" or a filter')
   return query

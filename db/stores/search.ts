@@ -134,7 +134,12 @@ export function createSearchStore(port: StorePort) {
     }
     if (given.category !== undefined) {
       const name = given.category.toLowerCase()
-      const all = await db.select({ id: categories.id, name: categories.name }).from(categories).where(eq(categories.siteId, siteId))
+      // A customer's or a visitor's search knows the public categories only: a private one's name
+      // or number is answered as one that does not exist, so the search tells nothing of it.
+      const all = await db
+        .select({ id: categories.id, name: categories.name })
+        .from(categories)
+        .where(and(eq(categories.siteId, siteId), searcher.staff ? undefined : eq(categories.public, true)))
       const category = all.find((c) => String(c.id) === name || c.name.toLowerCase() === name)
       if (!category) throw unreadable(`gives category:${given.category}, and there is no such category on this site`)
       filters.categoryId = category.id

@@ -7,9 +7,11 @@ import { StoreError } from '../../db/stores/errors.ts'
 import type { Attachment } from '../../db/stores/files.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
 import { emailProblem, nameProblem } from '../../db/stores/users.ts'
+import { addressBlock } from '../../lib/address-block.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { MESSAGE_LIMITS, shownInline, shownSize, type FileLimits } from '../../lib/files.ts'
 import { holdsNul } from '../../lib/nul.ts'
+import { createAttemptLimiter } from '../../plugins/auth/attempt-limiter.ts'
 import { readMultipart, sendAttachment } from '../api/files.ts'
 import { commentExtras } from '../api/discussions/context.ts'
 import { MAX_TITLE } from '../api/discussions/schemas.ts'
@@ -30,6 +32,8 @@ export const PUBLIC_PAGE = 20
 export const OWN_LIMIT = 100
 /** How many discussions a customer may start in an hour on these pages. */
 export const STARTED_PER_HOUR = 10
+/** Searches a minute from one client address (its block) on the support site, past which a 429 page. */
+export const SEARCHES_PER_MINUTE = 30
 
 /** A discussion number or a page from the path or the query. */
 const whole = (value: unknown) => wholeNumber(value, 9)
@@ -60,6 +64,7 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
   const page = { preHandler: customersOnly }
   const form = { preHandler: [fastify.csrfProtection, customersOnly] }
   const viewer = (request: FastifyRequest): Viewer => ({ userId: request.web.user?.id ?? null })
+  const searchPace = createAttemptLimiter({ max: SEARCHES_PER_MINUTE, windowMs: 60_000, clock: fastify.clock })
 
   /** The categories a customer files a discussion in: the site's public ones. */
   async function publicCategories(siteId: number): Promise<Category[]> {
@@ -115,6 +120,14 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
   // public ones where the site shows them; never a deleted one or an internal note.
   fastify.get('/help/search', page, async (request, reply) => {
     const { site } = request.web
+    // Paced per client address, as the site's other forms are: no account is needed to search.
+    const { q } = request.query as { q?: unknown }
+    if (typeof q === 'string' && q.trim() !== '') {
+      const client = [addressBlock(request.ip)]
+      const pace = searchPace.check(client)
+      if (!pace.allowed) return limitPage(request, reply, pace.retryAfter, 'Too many searches from this address.')
+      searchPace.fail(client)
+    }
     const searcher = { staff: false as const, userId: viewer(request).userId, publicToo: site.publicDiscussions }
     const found = await searchForPage(fastify.discussionSearch, request, site.id, searcher, `${base(request)}/search`)
     return reply.page(
@@ -157,7 +170,8 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
   /** The page of a limit reached: what, and when to try again. */
   function limitPage(request: FastifyRequest, reply: FastifyReply, retryAfter: number, what: string) {
     reply.header('retry-after', String(retryAfter))
-    return notice(request, reply, 429, 'Please wait a while', `${what} Try again in ${Math.ceil(retryAfter / 60)} minutes.`)
+    const minutes = Math.ceil(retryAfter / 60)
+    return notice(request, reply, 429, 'Please wait a while', `${what} Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`)
   }
 
   /** A visitor who may not write here: asked to sign in first. */

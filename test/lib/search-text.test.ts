@@ -88,9 +88,16 @@ t.test('the query language: words, phrases, exclusions, filters; what cannot be 
     ['state:open state:new', /gives state: twice/],
     ['category:""', /without a value/],
     ['x'.repeat(MAX_QUERY + 1), /longer than/],
-    [Array.from({ length: MAX_TERMS + 1 }, (_, i) => `w${i}`).join(' '), /more than 32/],
+    [Array.from({ length: MAX_TERMS + 1 }, (_, i) => `w${i}`).join(' '), /more than 32 words$/],
+    // Issue 62: the words of phrases count, one phrase and all of them are bounded.
+    [Array.from({ length: 17 }, (_, i) => `"a${i} b${i}"`).join(' '), /more than 32 words$/],
+    [`"${'the '.repeat(249)}"`, /a phrase of more than 8 words/],
+    ['the.the.the.the.the.the.the.the.the', /a phrase of more than 8 words/],
+    ['"a b c d e f g h" "i j k l m n o p" "q r"', /more than 16 words in phrases/],
   ]
   for (const [query, problem] of problems) t.throws(() => parseQuery(query), { constructor: QueryProblem, message: problem }, JSON.stringify(query.slice(0, 40)))
+  t.same(parseQuery(`${'printer '.repeat(120)}"on fire" "on fire" -toner -toner`), { find: [['printer'], ['on', 'fire']], exclude: [['toner']], filters: {} }, 'a word or phrase said again is looked for once')
+  t.same(parseQuery('"a b c d e f g h" "i j k l m n o p" q').find.length, 3, 'at the bounds: taken')
 })
 
 t.test('a query as FTS5 and PostgreSQL take it', async (t) => {

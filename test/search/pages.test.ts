@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
+import { SEARCHES_PER_MINUTE } from '../../routes/web/customers.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
 // Search on the pages (routes/web/search.ts, docs/decisions.md "Search"): the staff's page finds
@@ -12,7 +13,7 @@ const main = (body: string) => /<main>([\s\S]*)<\/main>/.exec(body)![1]!
 const found = (body: string) => [...main(body).matchAll(/<li data-discussion="(\d+)">/g)].map((m) => Number(m[1])).sort((a, b) => a - b)
 
 async function desk(t: Test) {
-  const { app } = await buildTestApp(t)
+  const { app, clock } = await buildTestApp(t)
   const ann = await personWithPassword(app, { email: 'ann@example.test' })
   await app.users.setAdministrator(ann.site.id, ann.user.id, true)
   const carol = await personWithPassword(app, { role: 'customer', email: 'carol@customer.example' })
@@ -31,7 +32,7 @@ async function desk(t: Test) {
     await web.signIn(person.email, person.password)
     return web
   }
-  return { app, ann, carol, dave, general, carols, daves, shared, gone, signedIn }
+  return { app, clock, ann, carol, dave, general, carols, daves, shared, gone, signedIn }
 }
 
 t.test("the staff's page: every discussion and the notes, the matches marked, everything escaped", async (t) => {
@@ -105,4 +106,37 @@ t.test("a customer's search: their own discussions and the public ones, never an
   t.equal((await app.inject({ method: 'PATCH', url: '/demo/policy', headers: { ...admin.bearer, accept: V1 }, payload: { public_discussions: false } })).statusCode, 200)
   t.same(found((await carolWeb.get('/demo/help/search?q=printer')).body), [carols])
   t.same(found((await visitor.get('/demo/help/search?q=printer')).body), [], 'a visitor: nothing')
+})
+
+t.test("the support site's search: paced per client address, bounded in cost, and a private category is as unknown as one that does not exist", async (t) => {
+  const { app, clock, ann, shared, signedIn } = await desk(t)
+  await app.categories.add(ann.site.id, 'Team only', false)
+  const from = (remoteAddress: string, q: string) => app.inject({ url: `/demo/help/search?q=${encodeURIComponent(q)}`, remoteAddress })
+  const unknown = await from('198.51.100.9', 'printer category:Nowhere')
+  const hidden = await from('198.51.100.9', 'printer category:"Team only"')
+  t.equal(unknown.statusCode, 400)
+  t.equal(hidden.statusCode, 400, 'a private category is refused as an unknown one')
+  const problem = (body: string) => /<p class="alert"[^>]*>([^<]*)</.exec(main(body))?.[1]?.replace(/Nowhere|Team only/, 'X')
+  t.equal(problem(hidden.body), problem(unknown.body), 'in the same words')
+  const byNumber = await from('198.51.100.9', `printer category:${(await app.categories.list(ann.site.id, 0, -1)).categories.find((c) => c.name === 'Team only')!.id}`)
+  t.equal(byNumber.statusCode, 400, 'by its number too')
+  const staff = await (await signedIn(ann)).get(`/demo/search?q=${encodeURIComponent('printer category:"Team only"')}`)
+  t.equal(staff.statusCode, 200, "the staff's search knows it")
+
+  const long = await from('198.51.100.9', `"${'the '.repeat(249)}"`)
+  t.equal(long.statusCode, 400, 'a 1,000-character phrase is refused before the index')
+  t.match(main(long.body), 'a phrase of more than 8 words')
+
+  // 30 searches a minute from one address (4 above): the 31st waits; another address does not.
+  for (let i = 4; i < SEARCHES_PER_MINUTE; i++) t.equal((await from('198.51.100.9', 'printer')).statusCode, 200)
+  const paced = await from('198.51.100.9', 'printer')
+  t.equal(paced.statusCode, 429)
+  t.equal(paced.headers['retry-after'], '60')
+  t.match(main(paced.body), 'Too many searches from this address. Try again in 1 minute.')
+  t.equal((await from('198.51.100.9', '')).statusCode, 200, 'the empty form is not a search')
+  const other = await from('203.0.113.4', 'printer')
+  t.equal(other.statusCode, 200, 'another address searches')
+  t.same(found(other.body), [shared])
+  clock.advance(60_000)
+  t.equal((await from('198.51.100.9', 'printer')).statusCode, 200, 'a minute later')
 })
