@@ -31,6 +31,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** onRequest hook of the API: resolves the one credential and sets request.auth, or refuses. */
     authenticate(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined>
+    /** Whether an authenticated request's credential still holds: the refusal to answer with, or null. */
+    reauthenticate(request: FastifyRequest): Promise<Refusal | null>
   }
   interface FastifyRequest {
     auth: Authenticated | null
@@ -42,6 +44,9 @@ declare module 'fastify' {
 }
 
 type Presented = Exclude<Credential, { kind: 'none' | 'invalid_request' }>
+
+/** The one credential a request carries (plugins/auth/credentials.ts). */
+const credentialOf = (request: FastifyRequest) => findCredential({ method: request.method, rawHeaders: request.raw.rawHeaders, query: request.query as Record<string, unknown> })
 
 /**
  * Every answer of the API is private, to any credential or to none: no shared cache may keep it
@@ -84,13 +89,23 @@ export default fp(
       isStaff,
       hasSecondFactor: (userId) => secondFactors.has(userId),
     })
+    // For a request that holds on (the change feed's wait): its token read afresh, with nothing
+    // shared with a read that began before, and no use recorded again.
+    const personalTokenAgain = personalTokenCheck({
+      lookupOnSite: async (permalink, value) => {
+        const [site, token] = await Promise.all([sites.find(permalink), tokens.lookup(value)])
+        return { site, token: site && token?.siteId === site.id ? token : undefined }
+      },
+      recordUse: async () => {},
+      clock,
+    })
     const deprecation = deprecationLink(fastify.config.baseUrl)
     const rules = siteRules({ hasSecondFactor: (userId) => secondFactors.has(userId), isAdministrator: (siteId, userId) => users.isAdministrator(siteId, userId) })
 
     /** The check of the credential's kind, given the site of the permalink: read here, or with the credential by the check itself. */
-    async function check(credential: Presented, permalink: string, request: RequestFacts): Promise<CheckResult> {
+    async function check(credential: Presented, permalink: string, request: RequestFacts, personal = personalToken): Promise<CheckResult> {
       if (credential.kind === 'malformed') return refuse('invalid_token')
-      if (credential.kind === 'bearer' && !credential.token.startsWith(OAUTH_ACCESS_TOKEN_PREFIX)) return personalToken(credential, permalink, request)
+      if (credential.kind === 'bearer' && !credential.token.startsWith(OAUTH_ACCESS_TOKEN_PREFIX)) return personal(credential, permalink, request)
       const site = await sites.find(permalink)
       switch (credential.kind) {
         case 'bearer':
@@ -161,11 +176,7 @@ export default fp(
     fastify.decorate('authenticate', async function (request: FastifyRequest, reply: FastifyReply) {
       // Every route of the API scope has the :site parameter.
       const permalink = (request.params as { site: string }).site
-      const credential = findCredential({
-        method: request.method,
-        rawHeaders: request.raw.rawHeaders,
-        query: request.query as Record<string, unknown>,
-      })
+      const credential = credentialOf(request)
       if (credential.kind === 'invalid_request') return refuseWith(request, reply, permalink, credential)
       if (credential.kind === 'none') return refuseWith(request, reply, permalink, { kind: 'no_credential' })
       // A route that decides per message what needs write access (the MCP endpoint: a POST carries
@@ -188,6 +199,23 @@ export default fp(
         return
       }
       return refuseWith(request, reply, permalink, result.refused, result.headers)
+    })
+
+    /**
+     * Asks again whether the request's credential holds, as its authentication did (revoked,
+     * expired, its owner disabled or taken off the staff, the site's rules), without counting it
+     * against any budget: for a request that held on while others wrote (the change feed's wait),
+     * before it answers with what they wrote. The refusal to answer with, or null while it holds.
+     */
+    fastify.decorate('reauthenticate', async function (request: FastifyRequest): Promise<Refusal | null> {
+      const permalink = (request.params as { site: string }).site
+      // It was accepted once, so it is one presented.
+      const credential = credentialOf(request) as Presented
+      const result = await check(credential, permalink, { method: request.method, ip: request.ip }, personalTokenAgain)
+      if ('refused' in result) return result.refused
+      const answer = rules(result.accepted, request.method)
+      const ruled = answer instanceof Promise ? await answer : answer
+      return 'kind' in ruled ? ruled : null
     })
 
     // Set at the end, so no route's own Link header can replace it.

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import type { FastifyPluginAsync } from 'fastify'
+import { isStaffRole } from '../../db/stores/staff.ts'
 import { requireSupporter } from './pages.ts'
 
 // The live pages (docs/decisions.md, "The team's queue"): {site_url}/live is a stream of
@@ -21,15 +22,25 @@ const liveRoutes: FastifyPluginAsync = async (fastify) => {
   })
 
   fastify.get('/live', { preHandler: requireSupporter }, async (request, reply) => {
-    const { site } = request.web
+    const { site, sessionId } = request.web
     const stream = reply.raw
     // Nothing is written once the stream is ended (by the server's close): a write after the end would be an error.
-    const send = (text: string) => void (stream.writableEnded || stream.write(text))
+    const write = (text: string) => void (stream.writableEnded || stream.write(text))
+    // Each word is told only while the session is still a supporter's: signed out, disabled or taken
+    // off the staff (in any process), the stream ends instead, before it tells of another change.
+    const send = (text: string) =>
+      fastify.sessions.find(sessionId!, site.id).then(
+        (session) => (session && isStaffRole(session.role) ? write(text) : stream.end()),
+        (error: unknown) => {
+          request.log.warn({ err: error }, 'the live stream could not check its session; it ends')
+          stream.end()
+        },
+      )
     let pending: NodeJS.Timeout | undefined
     const tell = () => {
       pending ??= setTimeout(() => {
         pending = undefined
-        send('event: change\ndata: {}\n\n')
+        void send('event: change\ndata: {}\n\n')
       }, LIVE_COALESCE_MS)
     }
     // Watching first: should it fail, the answer is still Fastify's to give (a 500), not a stream left open.
@@ -37,7 +48,7 @@ const liveRoutes: FastifyPluginAsync = async (fastify) => {
     reply.hijack()
     stream.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', 'x-content-type-options': 'nosniff' })
     stream.write('retry: 2000\n\n')
-    const heartbeat = setInterval(send, LIVE_HEARTBEAT_MS, ': still here\n\n')
+    const heartbeat = setInterval(() => void send(': still here\n\n'), LIVE_HEARTBEAT_MS)
     streams.add(stream)
     stream.on('close', () => {
       stop()

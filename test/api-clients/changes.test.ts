@@ -4,6 +4,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { cursorOf } from '../../lib/cursors.ts'
 import { rawRows, supporterWithToken } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
+import { twoApps } from '../multiprocess/two-apps.ts'
 
 // The change feed (docs/decisions.md, "Safe retries, cursors and the change feed"), on the suite's
 // engine: every kind of change in commit order, each with its discussion as it is now; the cursor
@@ -167,4 +168,32 @@ t.test('MCP: list_changes, through the SDK client: what changed since the cursor
   const refused = await client.callTool({ name: 'list_changes', arguments: { after: cursorOf('discussions', 1) } })
   t.equal(refused.isError, true, 'a cursor of another walk: a tool error with the reason')
   t.match(JSON.stringify(refused.content), 'not a cursor of this change feed')
+})
+
+t.test("a wait whose token is revoked, or whose owner is disabled or taken off the staff, through another app answers no row written after: the refusal instead", async (t) => {
+  const { one, two } = await twoApps(t)
+  const ann = await supporterWithToken(one, { email: 'ann@example.test' })
+  const questions = await one.categories.add(ann.site.id, 'Questions', true)
+  await one.discussions.create({ siteId: ann.site.id, categoryId: questions.id, title: 'Printer', body: 'x', supporterId: ann.user.id, onBehalfOf: { email: 'carol@customer.example' }, via: 'api' })
+  const note = (body: string) => one.discussions.reply({ siteId: ann.site.id, number: 1, body, internal: true, supporterId: ann.user.id, via: 'api' })
+  const cases: Array<[string, (who: Awaited<ReturnType<typeof supporterWithToken>>) => Promise<unknown>, number]> = [
+    ['revoked', (who) => one.tokens.revoke(who.site.id, who.token.id), 401],
+    ['its owner disabled', (who) => one.users.setDisabled(who.user.email, true), 401],
+    ['its owner taken off the staff', (who) => one.users.removeStaff(who.site.id, who.user.id), 403],
+  ]
+  for (const [what, end, status] of cases) {
+    const bob = await supporterWithToken(one, { email: `bob-${status}-${what.length}@example.test` })
+    const start = (await two.inject({ url: '/demo/changes?wait=1', headers: bob.bearer })).json() as Feed
+    // Bob's wait, on the other app; a colleague's beside it.
+    const waiting = two.inject({ url: `/demo/changes?after=${start.next_cursor}&wait=60`, headers: bob.bearer })
+    const colleagues = two.inject({ url: `/demo/changes?after=${start.next_cursor}&wait=60`, headers: ann.bearer })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await end(bob)
+    await note(`Secret after Bob's token was ${what}`)
+    const answer = await waiting
+    t.equal(answer.statusCode, status, `${what}: refused`)
+    t.notMatch(answer.body, /Secret/, `${what}: nothing written after`)
+    const shown = (await colleagues).json() as Feed
+    t.match(shown.changes.at(-1)!.comment!.body, /^Secret after/, `${what}: a colleague's wait still answers with it`)
+  }
 })

@@ -126,6 +126,27 @@ t.test('a change made by another app on the same database is told (the file or t
   t.ok(await until(() => stream.events.length === 1, 2000), `told within two seconds (${Date.now() - started} ms)`)
 })
 
+t.test("taken off the staff through another app, a supporter's stream ends at the next change instead of telling it; a colleague's goes on", async (t) => {
+  const { one, two } = await twoApps(t)
+  await two.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(two.server.address() as { port: number }).port}`
+  const { ann, general, stream } = await annListening(t, two, base)
+  const bea = await personWithPassword(two, { email: 'bea@example.test' })
+  const beas = webClient(two, 'demo', base)
+  await beas.signIn(bea.email, bea.password)
+  const colleague = await listen(t, `${base}/demo/live`, cookieOf(beas))
+  await one.users.removeStaff(bea.site.id, bea.user.id)
+  await one.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Bea must not hear of this', body: 'x', supporterId: ann.user.id, via: 'api' })
+  t.ok(await until(() => stream.events.length >= 1, 2000), 'Ann, still on the staff, is told')
+  t.ok(await until(() => colleague.ended(), 2000), "Bea's stream ended instead of telling")
+  t.same(colleague.events, [], 'Bea is told nothing')
+  t.notOk(stream.ended(), "Ann's stream goes on")
+  // Signed out: the next word ends the stream as well.
+  await one.users.setDisabled(ann.email, true)
+  await one.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'After', body: 'x', supporterId: bea.user.id, onBehalfOf: { email: 'carol@customer.example' }, via: 'api' })
+  t.ok(await until(() => stream.ended(), 2000), 'a disabled account: ended too')
+})
+
 t.test('SQLite: a read of the versions refused for a moment is tried again, never thrown', { skip: TEST_ENGINE !== 'sqlite' && 'the SQLite poller' }, async (t) => {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`

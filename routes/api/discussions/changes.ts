@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Change as ChangeRow } from '../../../db/stores/changes.ts'
 import { cursorOf, positionOf } from '../../../lib/cursors.ts'
 import { InvalidRequest } from '../../../plugins/http/validation.ts'
@@ -73,6 +73,13 @@ const changeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastif
         const again = page.length === 0 && watching !== undefined && (await watching.changed)
         watching?.cancel()
         if (!again) break
+        // Others wrote while it waited: what they wrote is answered only while the credential
+        // still holds (not revoked, its owner neither disabled nor taken off the staff), in any process.
+        const refusal = await fastify.reauthenticate(request)
+        if (refusal) {
+          const { status, headers, body } = fastify.refusal(refusal, site.permalink)
+          return (reply as FastifyReply).code(status).headers(headers).send(body)
+        }
       }
       const more = page.length > CHANGES_PER_PAGE
       if (more) page = page.slice(0, CHANGES_PER_PAGE)
