@@ -3,8 +3,8 @@ import ipaddr from 'ipaddr.js'
 // Where a webhook may be posted (docs/decisions.md, "Webhooks": no server-side request forgery).
 // Only http and https, without a user or password; the host's addresses are each checked, and one
 // that is loopback, private, link-local, unique-local, multicast, unspecified, reserved, shared
-// (carrier-grade NAT), or an IPv6 form that carries an IPv4 address (mapped, NAT64, 6to4, Teredo)
-// is refused, unless the operator allowed its range (SERVICE_WEBHOOK_ALLOW). The sender connects
+// (carrier-grade NAT), an IPv6 form that carries an IPv4 address (mapped, compatible, NAT64, 6to4,
+// Teredo) or any other IPv6 address outside 2000::/3 is refused, unless the operator allowed its range (SERVICE_WEBHOOK_ALLOW). The sender connects
 // to the address that was checked, never looking the name up a second time
 // (plugins/webhooks/delivery.ts). Pure functions: the look-up is the caller's.
 
@@ -32,6 +32,8 @@ const RANGE_WORDS: Record<string, string> = {
   rfc6145: 'an IPv4-translated address',
   '6to4': 'a 6to4 address',
   teredo: 'a Teredo address',
+  ipv4Compatible: 'an IPv4-compatible IPv6 address',
+  outsideGlobalUnicast: 'an IPv6 address outside the global unicast range (2000::/3)',
 }
 
 /** Parses SERVICE_WEBHOOK_ALLOW: CIDR ranges or single addresses, separated by commas or spaces; the words of the first mistake otherwise. */
@@ -54,9 +56,22 @@ export function refusedClass(address: string, allowed: readonly AllowedRange[] =
   // ::ffff:127.0.0.1 is 127.0.0.1: judged as the IPv4 address it carries, allowed ranges too.
   const plain = parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress() ? (parsed as ipaddr.IPv6).toIPv4Address() : parsed
   if (allowed.some(([range, bits]) => range.kind() === plain.kind() && plain.match(range, bits))) return null
-  const range = plain.range()
+  const range = ipv6Outside(plain) ?? plain.range()
   if (PUBLIC.has(range)) return null
   return { address: plain.toString(), words: RANGE_WORDS[range] ?? `a reserved address (${range})` }
+}
+
+const GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3')
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96')
+
+/**
+ * The class of an IPv6 address ipaddr.js calls unicast that is not on the public internet: the
+ * IPv4-compatible form (`[::127.0.0.1]`, which URLs write `[::7f00:1]`), and anything else outside
+ * the global unicast range 2000::/3, which is all the IPv6 internet there is. Undefined otherwise.
+ */
+function ipv6Outside(address: ipaddr.IPv4 | ipaddr.IPv6): string | undefined {
+  if (address.kind() !== 'ipv6' || address.range() !== 'unicast' || address.match(GLOBAL_UNICAST)) return undefined
+  return address.match(IPV4_COMPATIBLE) ? 'ipv4Compatible' : 'outsideGlobalUnicast'
 }
 
 /** Why an address (as a look-up or a URL gives it) may not be posted to; null when it may. */

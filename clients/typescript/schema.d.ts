@@ -590,7 +590,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send the test event (webhook.test) now, switched on or off */
+        /** Send the test event (webhook.test) now, switched on or off (at most 10 sends by hand a minute) */
         post: operations["testWebhook"];
         delete?: never;
         options?: never;
@@ -625,7 +625,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send the event of a try again, now, with the same webhook-id */
+        /** Send the event of a try again, now, with the same webhook-id (at most 10 sends by hand a minute) */
         post: operations["redeliverWebhook"];
         delete?: never;
         options?: never;

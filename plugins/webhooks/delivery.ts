@@ -7,6 +7,7 @@ import { DAY_MS } from '../../lib/clock.ts'
 import { withoutNul } from '../../lib/nul.ts'
 import { parseWebhookUrl, type AllowedRange } from '../../lib/webhook-address.ts'
 import { StoreError } from '../../db/stores/errors.ts'
+import { createAttemptLimiter, type AttemptVerdict } from '../auth/attempt-limiter.ts'
 import { createConnections, post, target, type Answer, type Resolve } from './post.ts'
 
 // The delivery of a webhook row of the outbox (docs/decisions.md, "Webhooks"), which the outbox's
@@ -47,8 +48,13 @@ declare module 'fastify' {
     webhookUrl(value: string): string
     /** Prunes the log of tries older than three days, and the rows it named, when an hour has passed since the last time. */
     pruneWebhooks(): Promise<void>
+    /** Takes one send by hand (the test event, "Send again") of an endpoint from its minute's budget; whether it may go, and when to try again. */
+    webhookSendByHand(webhookId: number): AttemptVerdict
   }
 }
+
+/** Sends by hand (the test event, "Send again") a minute per endpoint, the pages and the API together. */
+export const SENDS_BY_HAND_PER_MINUTE = 10
 
 /** How often the log of tries older than three days is pruned. */
 const PRUNE_EVERY_MS = 60 * 60 * 1000
@@ -123,6 +129,16 @@ export default fp<DeliverySettings>(
         clearTimeout(timer)
       }
     }
+
+    // Each such send is a request to the endpoint's server: paced, so the service is no one's
+    // instrument to flood an address with (kept in this process's memory, as the attempt limits are).
+    const byHand = createAttemptLimiter({ max: SENDS_BY_HAND_PER_MINUTE, windowMs: 60_000, clock: fastify.clock })
+    fastify.decorate('webhookSendByHand', (webhookId: number) => {
+      const key = [String(webhookId)]
+      const verdict = byHand.check(key)
+      if (verdict.allowed) byHand.fail(key)
+      return verdict
+    })
 
     fastify.decorate('webhookUrl', (value: string) => {
       const url = parseWebhookUrl(value, allowed)

@@ -1,9 +1,10 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type Static, type TSchema } from 'typebox'
 import { webhookEvents } from '../../db/values.ts'
 import type { Webhook, WebhookDelivery, WebhookSettings } from '../../db/stores/webhooks.ts'
 import { eventsOf, TEST_EVENT } from '../../db/stores/webhooks.ts'
+import { SENDS_BY_HAND_PER_MINUTE } from '../../plugins/webhooks/delivery.ts'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
 import { moment } from './discussions/views.ts'
 import { administratorsOnly } from './administrators-only.ts'
@@ -210,13 +211,25 @@ const webhookRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     },
   )
 
+  /** A send by hand, queued while the endpoint's minute allows it (202), else 429 with when to try again. */
+  async function byHand(reply: FastifyReply, webhookId: number, queue: () => Promise<string>) {
+    const paced = fastify.webhookSendByHand(webhookId)
+    if (!paced.allowed) {
+      return reply
+        .code(429)
+        .header('retry-after', String(paced.retryAfter))
+        .send({ error: 'rate_limited', message: `This webhook was sent ${SENDS_BY_HAND_PER_MINUTE} times by hand this minute. Try again in ${paced.retryAfter} seconds.` })
+    }
+    return reply.code(202).send({ event_id: await queue() })
+  }
+
   fastify.post(
     '/:site/webhooks/:id/test',
-    { schema: { tags, operationId: 'testWebhook', summary: `Send the test event (${TEST_EVENT}) now, switched on or off`, params: WebhookParams, response: { 202: Queued, ...errors } } },
+    { schema: { tags, operationId: 'testWebhook', summary: `Send the test event (${TEST_EVENT}) now, switched on or off (at most ${SENDS_BY_HAND_PER_MINUTE} sends by hand a minute)`, params: WebhookParams, response: { 202: Queued, ...errors, 429: ErrorBody } } },
     async (request, reply) => {
       const { site } = request.auth!
       const webhook = await webhooks.get(site.id, request.params.id)
-      return reply.code(202).send({ event_id: await webhooks.queueTest(site.id, webhook.id, testData(fastify, site.permalink, webhook)) })
+      return byHand(reply as FastifyReply, webhook.id, () => webhooks.queueTest(site.id, webhook.id, testData(fastify, site.permalink, webhook)))
     },
   )
 
@@ -233,10 +246,11 @@ const webhookRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.post(
     '/:site/webhooks/:id/deliveries/:delivery/redeliver',
-    { schema: { tags, operationId: 'redeliverWebhook', summary: 'Send the event of a try again, now, with the same webhook-id', params: DeliveryParams, response: { 202: Queued, ...errors } } },
+    { schema: { tags, operationId: 'redeliverWebhook', summary: `Send the event of a try again, now, with the same webhook-id (at most ${SENDS_BY_HAND_PER_MINUTE} sends by hand a minute)`, params: DeliveryParams, response: { 202: Queued, ...errors, 429: ErrorBody } } },
     async (request, reply) => {
       const { site } = request.auth!
-      return reply.code(202).send({ event_id: await webhooks.redeliver(site.id, request.params.id, request.params.delivery) })
+      const webhook = await webhooks.get(site.id, request.params.id)
+      return byHand(reply as FastifyReply, webhook.id, () => webhooks.redeliver(site.id, webhook.id, request.params.delivery))
     },
   )
 }

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { StoreError } from '../../db/stores/errors.ts'
+import { SENDS_BY_HAND_PER_MINUTE } from '../../plugins/webhooks/delivery.ts'
 import { webhookEvents } from '../../db/values.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { sentence } from '../api/discussions/http-errors.ts'
@@ -49,11 +50,11 @@ const adminWebhookRoutes: FastifyPluginAsync = async (fastify) => {
     }
   }
 
-  async function webhookPage(request: FastifyRequest, reply: FastifyReply, id: number, extra: Record<string, unknown> = {}) {
+  async function webhookPage(request: FastifyRequest, reply: FastifyReply, id: number, extra: Record<string, unknown> = {}, status = 200) {
     const site = request.web.site
     const webhook = webhookView(fastify, site.permalink, await webhooks.get(site.id, id))
     const deliveries = (await webhooks.deliveries(id)).map((d) => ({ ...deliveryView(webhook.href, d), at: shownMoment(d.attemptedAt) }))
-    return reply.page('admin_webhook', pageData(request, reply, { title: 'Webhooks', webhook, deliveries, notice: null, secret: null, ...extra }))
+    return reply.page('admin_webhook', pageData(request, reply, { title: 'Webhooks', webhook, deliveries, notice: null, secret: null, ...extra }), status)
   }
 
   fastify.get('/admin/webhooks', { preHandler: requireAdministrator }, (request, reply) => listPage(request, reply))
@@ -80,11 +81,20 @@ const adminWebhookRoutes: FastifyPluginAsync = async (fastify) => {
     return webhookPage(request, reply, webhook.id, { notice: typeof done === 'string' ? (notices[done] ?? null) : null })
   })
 
+  /** Whether a send by hand may go now (the endpoint's minute, shared with the API); when not, the answer says when to try again. */
+  const paced = (reply: FastifyReply, id: number) => {
+    const verdict = fastify.webhookSendByHand(id)
+    if (!verdict.allowed) reply.header('retry-after', String(verdict.retryAfter))
+    return verdict.allowed
+  }
+  const tooOften = `This webhook was sent ${SENDS_BY_HAND_PER_MINUTE} times by hand this minute: wait a minute, then try again.`
+
   const back = (request: FastifyRequest, reply: FastifyReply, id: number, done: string) => reply.redirect(`${base(request)}/${id}?done=${done}`, 303)
 
   fastify.post('/admin/webhooks/:id/test', action, async (request, reply) => {
     const webhook = await found(request, reply)
     if (!webhook) return reply
+    if (!paced(reply, webhook.id)) return webhookPage(request, reply, webhook.id, { notice: tooOften }, 429)
     await webhooks.queueTest(request.web.site.id, webhook.id, testData(fastify, request.web.site.permalink, webhook))
     return back(request, reply, webhook.id, 'test')
   })
@@ -110,6 +120,7 @@ const adminWebhookRoutes: FastifyPluginAsync = async (fastify) => {
     const delivery = text(request.body, 'delivery')
     try {
       if (!/^[1-9]\d{0,9}$/.test(delivery)) throw new StoreError('name a delivery of the log to send again', 'invalid')
+      if (!paced(reply, webhook.id)) return webhookPage(request, reply, webhook.id, { notice: tooOften }, 429)
       await webhooks.redeliver(request.web.site.id, webhook.id, Number(delivery))
     } catch (error) {
       if (!(error instanceof StoreError)) throw error

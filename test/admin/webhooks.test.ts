@@ -1,5 +1,6 @@
 import t from 'tap'
-import { buildTestApp, testClock } from '../fixtures/app.ts'
+import { buildTestApp, supporterWithToken, testClock } from '../fixtures/app.ts'
+import { SENDS_BY_HAND_PER_MINUTE } from '../../plugins/webhooks/delivery.ts'
 import { personWithPassword, signedInPerson, webClient } from '../fixtures/web.ts'
 import { LOOPBACK, receiver } from '../fixtures/webhooks.ts'
 
@@ -100,4 +101,35 @@ t.test('a supporter is refused; another site’s administrator cannot reach this
   const over = await admin.web.post('/demo/admin/webhooks', { url: 'https://one-more.example.com/', events: 'comment.created' })
   t.equal(over.statusCode, 409)
   t.match(over.body, 'A site has at most 20 webhooks: remove one first.')
+})
+
+t.test('sends by hand (the test event, "Send again") are paced per endpoint, the pages and the API together; another endpoint is not held back', async (t) => {
+  const clock = testClock(Date.now())
+  const { app } = await buildTestApp(t, { clock, config: { webhooks: { allowed: LOOPBACK, timeoutMs: 2_000 } } })
+  const admin = await signedInPerson(app, { administrator: true })
+  const boss = await supporterWithToken(app, { email: 'boss@example.test' })
+  await app.users.setAdministrator(boss.site.id, boss.user.id, true)
+  const hook = await receiver(t)
+  const api = (url: string) => app.inject({ method: 'POST', url, headers: boss.bearer })
+  const add = async () => (await app.inject({ method: 'POST', url: '/demo/webhooks', headers: boss.bearer, payload: { url: hook.url, events: ['discussion.created'] } })).json().id as number
+  const [one, other] = [await add(), await add()]
+  for (let i = 0; i < SENDS_BY_HAND_PER_MINUTE - 1; i++) t.equal((await api(`/demo/webhooks/${one}/test`)).statusCode, 202)
+  await app.sendOutbox()
+  const delivery = (await app.webhooks.deliveries(one))[0]!.id
+  await admin.web.get(`/demo/admin/webhooks/${one}`)
+  t.equal((await admin.web.post(`/demo/admin/webhooks/${one}/redeliver`, { delivery: String(delivery) })).statusCode, 303, 'the tenth, from the page')
+  const api429 = await api(`/demo/webhooks/${one}/test`)
+  t.equal(api429.statusCode, 429)
+  t.match(api429.json(), { error: 'rate_limited', message: /sent 10 times by hand this minute/ })
+  t.equal(api429.headers['retry-after'], '60')
+  t.equal((await api(`/demo/webhooks/${one}/deliveries/${delivery}/redeliver`)).statusCode, 429, '"Send again" too')
+  const page = await admin.web.post(`/demo/admin/webhooks/${one}/test`)
+  t.equal(page.statusCode, 429)
+  t.match(page.body, 'sent 10 times by hand this minute')
+  t.equal((await admin.web.post(`/demo/admin/webhooks/${one}/redeliver`, { delivery: String(delivery) })).statusCode, 429)
+  t.equal((await api(`/demo/webhooks/${other}/test`)).statusCode, 202, 'another endpoint')
+  await app.sendOutbox()
+  t.equal(hook.received.length, 11, 'ten to the first endpoint, one to the other: nothing past the pace left')
+  clock.advance(60_000)
+  t.equal((await api(`/demo/webhooks/${one}/test`)).statusCode, 202, 'a minute later')
 })

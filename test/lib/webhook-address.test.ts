@@ -25,6 +25,11 @@ t.test('every class of address that is not the public internet is refused, with 
     '2002:7f00:1::1': 'a 6to4 address',
     '2001:0:4136:e378:8000:63bf:3fff:fdd2': 'a Teredo address',
     '240.0.0.1': 'a reserved address (reserved)',
+    // Issue 62: what ipaddr.js calls unicast is the internet only inside 2000::/3.
+    '::7f00:1': 'an IPv4-compatible IPv6 address',
+    '::a00:1': 'an IPv4-compatible IPv6 address',
+    '::1:0:0:1': 'an IPv6 address outside the global unicast range (2000::/3)',
+    'c000::1': 'an IPv6 address outside the global unicast range (2000::/3)',
   }
   for (const [address, words] of Object.entries(refused)) t.match(refusedAddress(address), `is ${words}`, address)
   t.equal(refusedAddress('::ffff:127.0.0.1'), '127.0.0.1 is a loopback address', 'a mapped address is the IPv4 address it carries')
@@ -55,6 +60,8 @@ t.test('the address as kept: http or https, no user, odd forms of an address wri
   t.equal(parseWebhookUrl('http://017700000001/'), 'is refused: 127.0.0.1 is a loopback address')
   t.equal(parseWebhookUrl('http://127.1/'), 'is refused: 127.0.0.1 is a loopback address')
   t.equal(parseWebhookUrl('http://[::ffff:7f00:1]/'), 'is refused: 127.0.0.1 is a loopback address')
+  t.equal(parseWebhookUrl('http://[::127.0.0.1]/'), 'is refused: ::7f00:1 is an IPv4-compatible IPv6 address', 'the form a URL writes as [::7f00:1]')
+  t.equal(parseWebhookUrl('http://[::7f00:1]:8080/'), 'is refused: ::7f00:1 is an IPv4-compatible IPv6 address')
   t.equal((parseWebhookUrl('http://127.0.0.1:9000/', parseAllowedRanges('127.0.0.0/8') as AllowedRange[]) as URL).port, '9000', 'allowed by the operator')
   t.equal(parseWebhookUrl('ftp://example.com/'), 'must start with https:// (or http://)')
   t.equal(parseWebhookUrl('https://me:pw@example.com/'), 'must not hold a user name or password: put a secret in the path, or check the signature')
