@@ -80,6 +80,8 @@ export interface AppOptions {
   idleMemory?: IdleMemoryOptions
   /** How often the outbox is sent (plugins/mail/sender.ts, SEND_EVERY_MS); tests shorten it. */
   outboxEveryMs?: number
+  /** How long a mail of the outbox is held at a time while it is sent (plugins/mail/sender.ts, LEASE_MS); tests shorten it. */
+  outboxLeaseMs?: number
   /** How webhooks' names are looked up and their retries jittered (plugins/webhooks/delivery.ts); tests give their own. */
   webhookDelivery?: Pick<DeliverySettings, 'resolve' | 'random'>
   /** How long a repeat waits for the first request with its Idempotency-Key, and how often old keys are removed (plugins/http/idempotency.ts); tests shorten them. */
@@ -164,7 +166,11 @@ export function buildApp(options: AppOptions) {
   // Webhooks out: a row of the outbox posted to its endpoint, signed, under its lease.
   app.register(webhookDelivery, { ...config.webhooks, ...options.webhookDelivery })
   // The outbox's sender: mail (replies to discussions that came by mail) through that mailer, and webhooks.
-  app.register(mailSender, { send: config.outboxSend ?? true, ...(options.outboxEveryMs !== undefined && { firstAfterMs: options.outboxEveryMs, everyMs: options.outboxEveryMs }) })
+  app.register(mailSender, {
+    send: config.outboxSend ?? true,
+    ...(options.outboxEveryMs !== undefined && { firstAfterMs: options.outboxEveryMs, everyMs: options.outboxEveryMs }),
+    ...(options.outboxLeaseMs !== undefined && { leaseMs: options.outboxLeaseMs }),
+  })
   // Mail in, when SERVICE_MAIL_RECEIVER is set: the sites' mailbox addresses, into one pipeline.
   app.register(mailReceiver, { settings: config.mailReceiver, limits: config.files ?? DEFAULT_FILE_LIMITS })
   // Mail in by IMAP: each mailbox with an IMAP address, fetched by one process at a time.

@@ -10,6 +10,8 @@ export interface PostgresOptions {
   statementTimeoutMs?: number
   /** How long a request waits for a free connection before it is answered 503. */
   connectTimeoutMs?: number
+  /** Told of a connection that broke (the process logs it; it never ends the process). */
+  onConnectionError?: (error: Error) => void
 }
 
 export const DEFAULT_POOL_SIZE = 10

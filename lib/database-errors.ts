@@ -39,7 +39,7 @@ const POSTGRES: Record<string, { retryAfter: number; message: string }> = {
 // its own request is an ECONNRESET too, and no outage.
 const SOCKET: Record<string, { retryAfter: number; message: string }> = { ECONNRESET: POSTGRES_DOWN, ETIMEDOUT: POSTGRES_DOWN, EPIPE: POSTGRES_DOWN }
 // What node-postgres throws without a code: the pool's wait for a connection, a connection ended.
-const POSTGRES_MESSAGES = [/^timeout exceeded when trying to connect/i, /^Connection terminated/i, /^Client has encountered a connection error/i]
+const POSTGRES_MESSAGES = [/^timeout exceeded when trying to connect/i, /^Connection terminated/i, /^Client has encountered a connection error/i, /^Query read timeout$/]
 
 function postgresUnavailable(error: unknown): Unavailable | null {
   for (let e = error, depth = 0; e && depth < 3; e = (e as { cause?: unknown }).cause, depth++) {

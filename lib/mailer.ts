@@ -31,9 +31,16 @@ export interface Mailer {
   close(): void
 }
 
+/**
+ * How long the mailer waits on an SMTP server: to connect, for its greeting, and for any answer
+ * (nodemailer's own defaults are two, half and ten minutes). A send that stops here is tried
+ * again; the outbox keeps its lease while a send is under way (plugins/mail/sender.ts).
+ */
+export const SMTP_DEADLINES = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 }
+
 /** A mailer over SMTP, or one that sends nothing without settings. nodemailer is loaded only with settings. */
 export async function createMailer(settings: MailSettings | undefined): Promise<Mailer> {
-  const transport = settings && (await import('nodemailer')).createTransport(settings.smtpUrl)
+  const transport = settings && (await import('nodemailer')).createTransport({ url: settings.smtpUrl, ...SMTP_DEADLINES })
   return {
     enabled: transport !== undefined,
     async send({ automatic, ...mail }: Mail) {

@@ -16,7 +16,9 @@ export const SERVER_BUSY_TIMEOUT_MS = 1000
 /** Opens the database (migrating it) and closes it with the app; the stores are plugins/stores.ts. */
 export default fp<{ databaseAddress: string; busyTimeoutMs?: number; postgres?: PostgresOptions }>(
   async (fastify, { databaseAddress, busyTimeoutMs = SERVER_BUSY_TIMEOUT_MS, postgres }) => {
-    const database = await openEngine(databaseAddress, { busyTimeoutMs, postgres })
+    // A broken connection is said in the log, by its words only (they hold no address or password).
+    const onConnectionError = (error: Error) => fastify.log.warn({ err: { message: error.message } }, 'database connection error')
+    const database = await openEngine(databaseAddress, { busyTimeoutMs, postgres: { ...postgres, onConnectionError } })
     fastify.decorate('database', database)
     // Before any hook reads the database: the read cache sees what committed before the request.
     fastify.addHook('onRequest', (_request, _reply, done) => database.requestArrived(() => done()))

@@ -7,6 +7,53 @@ import * as schema from '../schema/postgres.ts'
 
 export type PgDb = NodePgDatabase<typeof schema> & { $client: pg.Pool }
 
+/** How long past the statement timeout the client waits for an answer before it gives the connection up: the server's cancel comes first when it got the statement. */
+export const QUERY_DEADLINE_MARGIN_MS = 1_000
+/** The first TCP keep-alive probe of an idle connection, so a peer gone without a word is noticed. */
+const KEEP_ALIVE_MS = 10_000
+
+/** Node-postgres's words when a query's client-side deadline passed (query_timeout). */
+const READ_TIMEOUT = 'Query read timeout'
+
+/**
+ * The settings every connection of the service is opened with (the pool's and the events
+ * connection's, db/postgres/engine.ts): the statement timeout (the server cancels a statement
+ * past it), a client-side deadline above it (a server paused or silent never answers at all), TCP
+ * keep-alive, and idle_in_transaction_session_timeout (the server rolls back a transaction whose
+ * client went silent, and lets its locks go) (docs/decisions.md, "The database's bad moments").
+ */
+export function connectionSettings(options: PostgresOptions = {}) {
+  const statementTimeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS
+  return {
+    statement_timeout: statementTimeoutMs,
+    query_timeout: statementTimeoutMs + QUERY_DEADLINE_MARGIN_MS,
+    idle_in_transaction_session_timeout: 2 * statementTimeoutMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEP_ALIVE_MS,
+  }
+}
+
+/**
+ * Every connection gets, at its birth (the pool's 'connect'), what keeps its end from ending the process: an error
+ * listener of its own (pg-pool takes its idle listener off a connection while it is lent, so a
+ * connection that breaks under a request would throw an uncaught error), and a connection whose
+ * query passed its client-side deadline is destroyed, so the pool drops it rather than lending a
+ * silent connection again.
+ */
+export function guardConnection(client: pg.Client, onError: (error: Error) => void) {
+  client.on('error', onError)
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown
+  ;(client as { query: unknown }).query = (...args: unknown[]) => {
+    const result = query(...args)
+    if (result instanceof Promise) {
+      result.catch((error: unknown) => {
+        if ((error as Error | undefined)?.message === READ_TIMEOUT) (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy()
+      })
+    }
+    return result
+  }
+}
+
 // Every process migrates at start; a lock per schema makes the others on that schema wait for the
 // first one, while processes on other schemas (tests, several services on one database) go on.
 const migrationLock = (schema: string) => `service-desk migrate ${schema}`
@@ -14,17 +61,19 @@ const migrationLock = (schema: string) => `service-desk migrate ${schema}`
 /** A pool on the database, its schema brought up to date (under a lock, so processes take turns). */
 export async function openPostgres(address: string, options: PostgresOptions = {}): Promise<PgDb> {
   const { connectionString, schema: schemaName } = parsePostgresAddress(address)
+  const onError = (error: Error) => options.onConnectionError?.(error)
   const pool = new pg.Pool({
     connectionString,
     max: options.poolSize ?? DEFAULT_POOL_SIZE,
     connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-    statement_timeout: options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
+    ...connectionSettings(options),
     application_name: 'service-desk',
     options: `-c search_path=${schemaName}`,
   })
-  // An idle connection that breaks (the server restarted) is dropped by the pool; without a
-  // listener its error would end the process.
-  pool.on('error', () => {})
+  // An idle connection that breaks (the server restarted) is dropped by the pool; a lent one by
+  // the request that holds it, which gets its error (a 503); neither ends the process.
+  pool.on('error', onError)
+  pool.on('connect', (client) => guardConnection(client, onError))
   const db = drizzlePostgres({ client: pool, schema }) as PgDb
   try {
     const client = await pool.connect()

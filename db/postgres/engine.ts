@@ -5,7 +5,7 @@ import { checkEvent, engineOver, siteWatchers, type Engine, type EngineEvents, t
 import { preparedOn, type Executor, type StorePort } from '../port.ts'
 import * as tables from '../schema/postgres.ts'
 import type { PostgresOptions } from '../../lib/database-address.ts'
-import { openPostgres, pingPostgres, type PgDb } from './client.ts'
+import { guardConnection, openPostgres, pingPostgres, type PgDb } from './client.ts'
 import { arrivals, type Arrivals } from './arrivals.ts'
 import { createPostgresListing } from './listing.ts'
 import { postgresSearch } from './search.ts'
@@ -128,7 +128,8 @@ function postgresEvents(pool: pg.Pool): { events: EngineEvents; close(): Promise
   async function open(): Promise<pg.Client> {
     const next = new pg.Client({ ...pool.options, password: pool.options.password, application_name: 'service-desk events', keepAlive: true })
     next.on('notification', (message) => deliver(message.channel, message.payload as string))
-    next.on('error', () => lost(next))
+    // Broken, or silent past a statement's deadline (destroyed then): opened again.
+    guardConnection(next, () => lost(next))
     next.on('end', () => lost(next))
     try {
       await next.connect()

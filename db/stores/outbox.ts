@@ -208,6 +208,12 @@ export function createOutboxStore(port: StorePort, clock: Clock) {
       return taken
     },
 
+    /** Holds the claim's lease `ms` longer while its try is under way: the new lease, or undefined when it is no longer the claim's (lost). */
+    async renew(id: number, lease: Date, ms: number): Promise<Date | undefined> {
+      const [kept] = await db.update(outbox).set({ leaseUntil: new Date(clock() + ms) }).where(and(held(id, lease), eq(outbox.state, 'queued'))).returning({ leaseUntil: outbox.leaseUntil })
+      return kept?.leaseUntil ?? undefined
+    },
+
     /** The try succeeded: sent, and never tried again. `lease`: only while the claim that made the try still holds it. */
     async sent(id: number, lease?: Date | null): Promise<void> {
       await db.update(outbox).set({ state: 'sent', sentAt: new Date(clock()), attempts: sql`${outbox.attempts} + 1`, leaseUntil: null, lastError: null }).where(held(id, lease))

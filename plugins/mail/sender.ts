@@ -14,7 +14,7 @@ import { repeatInBackground } from '../background.ts'
 // (no SMTP address at all) waits, queued.
 
 export const SEND_EVERY_MS = 5_000
-/** How long a row is held while it is sent. */
+/** How long a row is held at a time while it is sent: renewed every third of it while the send is under way. */
 export const LEASE_MS = 60_000
 export const MAX_TRIES = 8
 /** How many due rows are read at a time, how many webhooks are posted at once (and to one endpoint), and how many rows of each kind one run takes at most. */
@@ -41,8 +41,8 @@ function failureOf(error: unknown): { words: string; permanent: boolean } {
   return { words: failureWords(error), permanent: typeof responseCode === 'number' && responseCode >= 500 }
 }
 
-export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean }>(
-  async (fastify, { firstAfterMs = SEND_EVERY_MS, everyMs = SEND_EVERY_MS, send = true }) => {
+export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; leaseMs?: number }>(
+  async (fastify, { firstAfterMs = SEND_EVERY_MS, everyMs = SEND_EVERY_MS, send = true, leaseMs = LEASE_MS }) => {
     const { outbox, mail, mailboxes, secretBox, urls } = fastify
     // A mailer per mailbox SMTP address, made on first use and kept (by its sealed value: a
     // mailbox added again with another address gets a new one).
@@ -80,18 +80,46 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean }>(
         await outbox.postpone(row.id, NO_WAY_OUT, new Date(fastify.clock() + backoffMs(1)))
         return false
       }
-      if (!(await outbox.claim(row.id, LEASE_MS))) return false
+      const claimed = await outbox.claim(row.id, leaseMs)
+      if (!claimed) return false
+      // Sent once: the lease is held while the SMTP server takes its time (a slow server is no
+      // reason for another process to send the same row), and the outcome is written only while
+      // the lease is still this claim's.
+      const held = holdLease(row.id, claimed.leaseUntil!)
       try {
         await mailer.send(withPage(message))
-        await outbox.sent(row.id)
-        return true
+        const lease = await held.stop()
+        if (lease) await outbox.sent(row.id, lease)
+        return lease !== undefined
       } catch (error) {
+        const lease = await held.stop()
         const { words, permanent } = failureOf(error)
         const tries = row.attempts + 1
         const retryAt = permanent || tries >= MAX_TRIES ? null : new Date(fastify.clock() + backoffMs(tries))
-        await outbox.tried(row.id, words, retryAt)
+        if (lease) await outbox.tried(row.id, words, retryAt, lease)
         fastify.log.warn({ outbox: { id: row.id, kind: row.kind, tries, permanent, retryAt } }, 'a mail of the outbox was not sent')
         return false
+      }
+    }
+
+    /** Renews a claim's lease every third of it until stopped: the lease then held, or undefined when it was lost meanwhile. */
+    function holdLease(id: number, first: Date) {
+      let lease: Date | undefined = first
+      let renewing: Promise<unknown> = Promise.resolve()
+      const renew = async () => {
+        try {
+          if (lease) lease = await outbox.renew(id, lease, leaseMs)
+        } catch {
+          // The database did not answer: the lease is kept as it was, and tried again at the next turn.
+        }
+      }
+      const timer = setInterval(() => (renewing = renewing.then(renew)), leaseMs / 3)
+      return {
+        async stop() {
+          clearInterval(timer)
+          await renewing
+          return lease
+        },
       }
     }
 

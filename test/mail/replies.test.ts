@@ -224,7 +224,7 @@ t.test('a long thread names its first message and its newest in References; a ro
 })
 
 t.test('mail to a site that has no category yet is not lost: the sender is asked to try again', async (t) => {
-  const { app } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver: testDns() } } })
+  const { app } = await buildTestApp(t, { config: { mailReceiver: { host: '127.0.0.1', port: 0, resolver: testDns(), limits: { perClientPerMinute: 1_000 } } } })
   const site = await app.sites.add('bare', 'Bare')
   await app.mailboxes.addMailbox(site.id, 'help@bare.example')
   const transport = nodemailer.createTransport({ host: '127.0.0.1', port: app.mailReceiver.port, secure: false, ignoreTLS: true })
