@@ -6,6 +6,7 @@ import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { buildTestApp, sqliteOf } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
+import { HEALTH_DEADLINE_MS } from '../../routes/health.ts'
 import { webClient, personWithPassword } from '../fixtures/web.ts'
 
 function tempFile(t: Test) {
@@ -39,6 +40,22 @@ t.test('GET /healthz: 200 while the database answers, 503 when it does not', { s
   t.equal(down.statusCode, 503)
   t.same(down.json(), { status: 'unavailable', database: 'unavailable' })
   t.equal(down.headers['retry-after'], '5')
+})
+
+t.test('GET /healthz: a database that never answers (paused, silent) is answered 503 within the check\'s own deadline, not waited on', async (t) => {
+  const { app } = await buildTestApp(t)
+  const ping = app.database.ping
+  // A read that never ends, as a paused server's.
+  app.database.ping = () => new Promise<void>(() => {})
+  t.teardown(() => void (app.database.ping = ping))
+  const started = Date.now()
+  const paused = await app.inject({ url: '/healthz' })
+  const took = Date.now() - started
+  t.equal(paused.statusCode, 503)
+  t.same(paused.json(), { status: 'unavailable', database: 'unavailable' })
+  t.ok(took >= HEALTH_DEADLINE_MS - 50 && took < HEALTH_DEADLINE_MS + 1_500, `answered after ${took} ms`)
+  app.database.ping = ping
+  t.equal((await app.inject({ url: '/healthz' })).statusCode, 200, 'and 200 once it answers')
 })
 
 t.test("a write meeting another process's lock: 503 with Retry-After after the short wait, nothing half-written", { skip: SQLITE_ONLY && 'SQLite faults, made in SQLite itself' }, async (t) => {

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { buildTestApp } from '../fixtures/app.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { dovecot } from '../fixtures/dovecot.ts'
 import { mailServer } from '../fixtures/mail.ts'
@@ -82,4 +83,19 @@ t.test('mailbox add --imap --smtp seals the passwords; list shows neither; test 
   // A mailbox of the receiver, with the service's SMTP: nothing to sign in to, said so.
   t.equal((await cli.run(['mailbox', 'add', 'acme', 'plain@acme.example'])).code, 0)
   t.match((await cli.run(['mailbox', 'test', 'acme', 'plain@acme.example'])).stdout, "no IMAP mailbox: its mail reaches the built-in receiver (SERVICE_MAIL_RECEIVER)\nno SMTP address of its own: its replies leave by the service's (SERVICE_SMTP_URL)\n")
+})
+
+t.test("the IMAP messages put off for later: another UIDVALIDITY's mean nothing; only the lease's holder writes them", async (t) => {
+  const { app } = await buildTestApp(t)
+  const site = await app.sites.add('demo', 'Site demo')
+  const mailbox = await app.mailboxes.addMailbox(site.id, 'support@acme.example', { imap: { host: '127.0.0.1', port: 1, secure: false, user: 'u', password: 'p', folder: 'INBOX' } })
+  const leased = (await app.mailboxes.lease(mailbox.id, 'me', 60_000))!
+  await app.mailboxes.defer(mailbox.id, 'me', '7', [[12, 'carol@customer.example']])
+  const kept = (await app.mailboxes.byId(mailbox.id))!
+  t.same(await app.mailboxes.deferred(kept, '7'), [[12, 'carol@customer.example']])
+  t.same(await app.mailboxes.deferred(kept, '8'), [], 'the server renumbered: its old UIDs name nothing now')
+  t.same(await app.mailboxes.deferred(leased, '7'), [], 'none before')
+  await t.rejects(app.mailboxes.defer(mailbox.id, 'another process', '7', []), { code: 'conflict', field: 'imap_position' }, 'a process without the lease writes nothing')
+  await app.mailboxes.defer(mailbox.id, 'me', '7', [])
+  t.equal((await app.mailboxes.byId(mailbox.id))!.imapDeferred, null, 'an empty list is none')
 })

@@ -147,6 +147,22 @@ t.test("taken off the staff through another app, a supporter's stream ends at th
   t.ok(await until(() => stream.ended(), 2000), 'a disabled account: ended too')
 })
 
+t.test('a stream that cannot check its session (the database failing) ends rather than tell', async (t) => {
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const { app } = await buildTestApp(t, { config: { baseUrl: base, siteUrl: `${base}/{site}` } })
+  await app.listen({ port, host: '127.0.0.1' })
+  const { ann, general, stream } = await annListening(t, app, base)
+  const find = app.sessions.find
+  app.sessions.find = async () => {
+    throw new Error('the database is gone')
+  }
+  t.teardown(() => void (app.sessions.find = find))
+  await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Unheard', body: 'x', supporterId: ann.user.id, via: 'api' })
+  t.ok(await until(() => stream.ended(), 2000), 'ended')
+  t.same(stream.events, [], 'told nothing')
+})
+
 t.test('SQLite: a read of the versions refused for a moment is tried again, never thrown', { skip: TEST_ENGINE !== 'sqlite' && 'the SQLite poller' }, async (t) => {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
