@@ -5,6 +5,7 @@ import { cursorOf } from '../../lib/cursors.ts'
 import { rawRows, supporterWithToken } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import { twoApps } from '../multiprocess/two-apps.ts'
+import { personWithPassword } from '../fixtures/web.ts'
 
 // The change feed (docs/decisions.md, "Safe retries, cursors and the change feed"), on the suite's
 // engine: every kind of change in commit order, each with its discussion as it is now; the cursor
@@ -196,4 +197,21 @@ t.test("a wait whose token is revoked, or whose owner is disabled or taken off t
     const shown = (await colleagues).json() as Feed
     t.match(shown.changes.at(-1)!.comment!.body, /^Secret after/, `${what}: a colleague's wait still answers with it`)
   }
+})
+
+t.test('a wait by password whose kind of credential the site switches off meanwhile answers the refusal, not the rows', async (t) => {
+  const { app, ann, questions } = await discussionApp(t)
+  const pat = await personWithPassword(app, { email: 'pat@example.test' })
+  const basic = { accept: 'application/vnd.service-v1+json', authorization: `Basic ${Buffer.from(`${pat.email}:${pat.password}`).toString('base64')}` }
+  const start = (await app.inject({ url: '/demo/changes?wait=1', headers: basic })).json() as Feed
+  const waiting = app.inject({ url: `/demo/changes?after=${start.next_cursor}&wait=60`, headers: basic })
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  await app.sites.setPolicy(ann.site.id, { passwordOn: false })
+  await app.discussions.create({ siteId: ann.site.id, categoryId: questions.id, title: 'Written after the switch', body: 'x', supporterId: ann.user.id, via: 'api' })
+  const answer = await waiting
+  const anew = await app.inject({ url: '/demo/changes', headers: basic })
+  t.equal(anew.statusCode, 401, 'a new request with it is refused')
+  t.equal(answer.statusCode, anew.statusCode, 'and so is the wait, as a new request would be')
+  t.equal(answer.body, anew.body, 'in the same words')
+  t.notMatch(answer.body, /Written after the switch/)
 })

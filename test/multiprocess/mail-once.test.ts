@@ -36,3 +36,29 @@ t.test('an SMTP server slower than the lease, two processes sending: the custome
   const reply = (await one!.inject({ url: `/demo/discussions/${discussion.number}/comments/2`, headers: ann.bearer })).json()
   t.match(reply.delivery, { state: 'sent', attempts: 1, to: 'carol@customer.example' })
 })
+
+t.test("a send whose lease another took meanwhile writes no outcome; a renewal the database refuses keeps the lease it had", async (t) => {
+  const smtp = await mailServer(t, { answerAfterMs: 4 * LEASE_MS })
+  const config = { baseUrl: BASE_URL, siteUrl: SITE_URL, ...sharedDatabase(t), mail: { smtpUrl: smtp.url, from: 'Desk <desk@acme.example>' }, outboxSend: false }
+  const app = buildApp({ config, clock: Date.now, outboxLeaseMs: LEASE_MS })
+  t.teardown(() => app.close())
+  await app.ready()
+  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  const general = await app.categories.add(ann.site.id, 'General', true)
+  const { discussion } = await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Printer', body: 'It smokes.', supporterId: ann.user.id, onBehalfOf: { email: 'carol@customer.example' }, via: 'web' })
+  await app.discussions.reply({ siteId: ann.site.id, number: discussion.number, body: 'Unplug it.', internal: false, supporterId: ann.user.id, via: 'api' })
+  // The first renewal meets a database away (the lease it had is kept); the second finds the row claimed by another.
+  const renew = app.outbox.renew
+  const asked: string[] = []
+  app.outbox.renew = async () => {
+    asked.push(asked.length === 0 ? 'refused' : 'lost')
+    if (asked.length === 1) throw new Error('the database cannot be reached')
+    return undefined
+  }
+  t.teardown(() => void (app.outbox.renew = renew))
+  t.equal(await app.sendOutbox(), 0, 'not counted as sent by this claim')
+  t.same(asked.slice(0, 2), ['refused', 'lost'])
+  t.equal(smtp.mails.length, 1, 'the server took it')
+  const reply = (await app.inject({ url: `/demo/discussions/${discussion.number}/comments/2`, headers: ann.bearer })).json()
+  t.match(reply.delivery, { state: 'queued', attempts: 0 }, 'its outcome is the new claim\'s to write, not this one\'s')
+})
