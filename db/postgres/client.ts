@@ -42,9 +42,11 @@ export function connectionSettings(options: PostgresOptions = {}) {
  */
 export function guardConnection(client: pg.Client, onError: (error: Error) => void) {
   client.on('error', onError)
-  const query = client.query.bind(client) as (...args: unknown[]) => unknown
+  // The class's query, looked up at each call (not kept from the connection's birth), so that
+  // whatever wraps pg.Client.prototype.query later (a test counting statements) still sees it.
+  const classQuery = () => Object.getPrototypeOf(client).query as (...args: unknown[]) => unknown
   ;(client as { query: unknown }).query = (...args: unknown[]) => {
-    const result = query(...args)
+    const result = classQuery().apply(client, args)
     if (result instanceof Promise) {
       result.catch((error: unknown) => {
         if ((error as Error | undefined)?.message === READ_TIMEOUT) (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy()
