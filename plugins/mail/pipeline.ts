@@ -141,7 +141,7 @@ export const UNCHECKED: SenderCheck = { verified: null, acknowledge: true }
 /** The longest reason a message's refusal gives (a parser's words about hostile input are not repeated whole). */
 const MAX_REASON_CHARS = 200
 
-/** Parses a message; a message the parser refuses (too many parts, a header block too large, broken MIME) is undefined and why. */
+/** Parses a message; a message the parser refuses (too many parts, a header block too large, broken MIME) is its reason instead. */
 async function parse(raw: Buffer): Promise<ParsedMail | { unreadable: string }> {
   try {
     return await simpleParser(raw, { skipImageLinks: true, skipTextLinks: true })
