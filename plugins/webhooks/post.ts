@@ -88,15 +88,30 @@ export function createConnections(kept = AGENTS_KEPT) {
 
 export type Connections = ReturnType<typeof createConnections>
 
-/** POSTs `body` to `url` through `agent` (connecting to the address checked); rejects with words when no answer came in `timeoutMs`. */
+/**
+ * POSTs `body` to `url` through `agent` (connecting to the address checked); rejects with words when
+ * no answer came in `timeoutMs`. A kept connection the endpoint closed as it was reused (its idle
+ * time ran out as the request left: the request fails before any answer, ECONNRESET or EPIPE) is
+ * tried once more on a new connection within the same deadline, as Node's documentation of
+ * `request.reusedSocket` advises: an event may arrive twice, as it may after any retry, and the
+ * receiver tells by its id (docs/decisions.md, "Webhooks").
+ */
 export function post(url: URL, agent: http.Agent, headers: Record<string, string>, body: string, timeoutMs: number): Promise<Answer> {
+  const deadline = performance.now() + timeoutMs
+  return postOnce(url, agent, headers, body, timeoutMs).catch((error: NodeJS.ErrnoException & { reused?: boolean }) => {
+    if (!error.reused || (error.code !== 'ECONNRESET' && error.code !== 'EPIPE')) throw error
+    return postOnce(url, agent, headers, body, Math.max(1, deadline - performance.now()))
+  })
+}
+
+function postOnce(url: URL, agent: http.Agent, headers: Record<string, string>, body: string, timeoutMs: number): Promise<Answer> {
   const client = url.protocol === 'https:' ? https : http
   return new Promise((resolve, reject) => {
     const request = client.request(url, { method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(body) }, agent })
     const deadline = setTimeout(() => request.destroy(Object.assign(new Error(`no answer within ${timeoutMs / 1000} s`), { code: 'TIMEOUT' })), timeoutMs)
     request.on('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(deadline)
-      reject(Object.assign(new Error(error.code === 'TIMEOUT' ? error.message : `${error.code ?? 'error'}: ${error.message}`), { code: error.code }))
+      reject(Object.assign(new Error(error.code === 'TIMEOUT' ? error.message : `${error.code ?? 'error'}: ${error.message}`), { code: error.code, reused: request.reusedSocket }))
     })
     request.on('response', (response) => {
       let answer = ''

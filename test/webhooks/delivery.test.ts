@@ -421,6 +421,38 @@ t.test('deliveries to one endpoint share a kept connection; the pools kept are b
   t.not(connections.agentFor(new URL('http://a.example.test/'), to), a, 'the oldest went')
 })
 
+t.test('a kept connection the endpoint resets as it is reused is tried once more on a new one; a reset on a new connection is a failed try', async (t) => {
+  const { app, admin, create } = await webhookApp(t, { timeoutMs: 10_000 })
+  // An endpoint that closes each kept connection as its second request arrives (a reset, no answer),
+  // as one whose idle time ran out just then does; and one that resets every request.
+  const served = new WeakMap<object, number>()
+  let resets = 0
+  const closing = await receiver(t, (response) => {
+    const socket = response.req.socket
+    served.set(socket, (served.get(socket) ?? 0) + 1)
+    if (served.get(socket) === 1) return void response.end('thanks')
+    resets++
+    socket.resetAndDestroy()
+  })
+  const resetting = await receiver(t, (response) => void response.req.socket.resetAndDestroy())
+  const kept = (await admin('POST', '/demo/webhooks', { url: closing.url, events: ['discussion.created'] })).json().id
+  await create()
+  t.equal(await app.sendOutbox(), 1)
+  await create()
+  t.equal(await app.sendOutbox(), 1, 'the second delivered, though its kept connection was reset')
+  t.equal(resets, 1, 'the kept connection was reused, and reset')
+  t.equal(closing.received.length, 3, 'the event sent again, once')
+  t.not(closing.received[2]!.from, closing.received[1]!.from, 'over a new connection')
+  t.equal(closing.received[2]!.headers['webhook-id'], closing.received[1]!.headers['webhook-id'], 'the same event')
+  t.same((await app.webhooks.deliveries(kept)).map((d) => d.status), [200, 200], 'one try each in the log')
+
+  const refusing = (await admin('POST', '/demo/webhooks', { url: resetting.url, events: ['discussion.created'] })).json().id
+  await create()
+  await app.sendOutbox()
+  t.equal(resetting.received.length, 1, 'a reset on a new connection is not sent again at once')
+  t.match((await app.webhooks.deliveries(refusing))[0], { status: null, error: /^ECONNRESET/ })
+})
+
 t.test('a process with SERVICE_OUTBOX_SEND=off queues and sends nothing; one that sends, on the same database, delivers', async (t) => {
   const hook = await receiver(t)
   const database = sharedDatabase(t)
