@@ -6,6 +6,8 @@ import { sharedSchemaCompilers } from '../plugins/http/schema-compilers.ts'
 import { BASE_URL, buildTestApp, newTestApp, sqliteOf, supporterWithToken } from './fixtures/app.ts'
 import { logCapture } from './fixtures/log.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 t.test('no credential reaches a log line', async (t) => {
   const log = logCapture()
   const { app } = await buildTestApp(t, { logStream: log.stream })
@@ -28,7 +30,7 @@ t.test('no credential reaches a log line', async (t) => {
 
 t.test('an unexpected failure is a generic 500; the details go to the log only', async (t) => {
   const log = logCapture()
-  const { app } = newTestApp(t, { logStream: log.stream })
+  const { app } = await newTestApp(t, { logStream: log.stream })
   app.get('/explode', async () => {
     throw new Error('SQLITE_CORRUPT: secret internals at /srv/data')
   })

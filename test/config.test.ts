@@ -4,6 +4,7 @@ import { loadConfig } from '../config.ts'
 import { DEFAULT_LIMITS } from '../plugins/auth/limits.ts'
 import { DEFAULT_RATE_LIMITS } from '../plugins/rate-limits.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // 20,000 open files, as on the machine the defaults were measured on: a cap of 10,000 connections.
 const load = (env: Record<string, string> = {}, flags: Record<string, string> = {}, openFiles = 20_000) => loadConfig({ env, flags, openFiles })
 

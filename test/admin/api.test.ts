@@ -5,6 +5,7 @@ import { mailServer } from '../fixtures/mail.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 34: the administrators' resources of the v1 API (docs/decisions.md, "Site
 // administrators"): only an administrator of the site reads or changes them, with any credential;
 // changes need write access; a revocation is all or nothing; a tightening needs a choice.

@@ -8,6 +8,7 @@ import { systemClock } from '../../lib/clock.ts'
 import { mailServer, readMail } from '../fixtures/mail.ts'
 import { startServer } from '../fixtures/server.ts'
 
+// Engines: one: Chromium cannot tell the engines apart; what the pages store runs on both in their app.inject tests.
 // Issue 34, done when: an administrator works the inventory and the token policy in Chromium
 // against a real server, with a real SMTP server receiving the owners' mails; the people the
 // operator adds at the command line (the same database file) are the other side.

@@ -3,6 +3,7 @@ import { buildTestApp } from '../fixtures/app.ts'
 import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
 import { personWithPassword, webClient, signedInPerson } from '../fixtures/web.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 48: the site's mailboxes on the administration page (routes/web/admin-mail.ts): each
 // mailbox's state (last fetch, last error in words, today's messages), adding and removing,
 // passwords never shown, administrators of this site only.

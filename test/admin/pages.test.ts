@@ -2,6 +2,7 @@ import t from 'tap'
 import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { personWithPassword, webClient, signedInPerson } from '../fixtures/web.ts'
 
+// Engines: one: the pages' words and forms; the stores behind them run on both in the API and store tests.
 // Issue 34: the administration pages of a site (docs/decisions.md, "Site administrators"), through
 // app.inject: who may see them, the inventory's filters and revocation, the policy and its dry run.
 

@@ -3,6 +3,7 @@ import { StoreError } from '../../db/stores/errors.ts'
 import { checkReason, filterFromParams, INVENTORY_PAGE_SIZE, inventoryPage, MAX_REASON, MAX_REVOKED_AT_ONCE, revocationTargets, sortColumns, type InventoryEntry } from '../../db/stores/inventory-rules.ts'
 import { changedPolicy, checkTokenMaxDays, checkTokenPolicy, DEFAULT_POLICY, defaultExpiry, expiryChoices, policyDifference, switchedOff } from '../../db/stores/site-policy.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // Issue 34: the pure rules of the token policy and of the credentials inventory.
 
 const DAY = 86_400_000

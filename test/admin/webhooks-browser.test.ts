@@ -7,6 +7,7 @@ import { launchChromium, noViolations, signInOnPage } from '../fixtures/browser.
 import { startServer } from '../fixtures/server.ts'
 import { receiver } from '../fixtures/webhooks.ts'
 
+// Engines: one: Chromium cannot tell the engines apart; what the pages store runs on both in their app.inject tests.
 // Issue 50 on the administration page, in Chromium at a phone's width against a real server: an
 // administrator is refused a private address with its reason, adds a webhook (the secret shown
 // once), sends the test event, which a real receiver verifies with the secret, and sees its try in

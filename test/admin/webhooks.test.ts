@@ -4,6 +4,7 @@ import { SENDS_BY_HAND_PER_MINUTE } from '../../plugins/webhooks/delivery.ts'
 import { personWithPassword, signedInPerson, webClient } from '../fixtures/web.ts'
 import { LOOPBACK, receiver } from '../fixtures/webhooks.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The site's webhooks on the administration page (routes/web/admin-webhooks.ts): adding one (a
 // refused address said so on the form, the secret shown once on the answer, never in an address),
 // the test event and its try in the log, "Send again", switching off and on, a new secret,

@@ -7,6 +7,7 @@ import { discussionApp } from '../fixtures/discussions.ts'
 import { twoApps } from '../multiprocess/two-apps.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The change feed (docs/decisions.md, "Safe retries, cursors and the change feed"), on the suite's
 // engine: every kind of change in commit order, each with its discussion as it is now; the cursor
 // and the end of the stream; long polling that answers at the change; nothing of a refused write;

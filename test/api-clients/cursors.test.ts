@@ -4,6 +4,7 @@ import { discussionApp } from '../fixtures/discussions.ts'
 import { TEST_ENGINE } from '../fixtures/postgres.ts'
 import { seededRandom } from '../../db/stores/seed.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Walks by cursor (docs/decisions.md, "Safe retries, cursors and the change feed"), on the
 // suite's engine: every discussion exactly once while replies reshuffle the listing's usual
 // order (and the page= walk of the same listing, under the same reshuffle, shown to skip and

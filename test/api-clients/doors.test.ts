@@ -4,6 +4,7 @@ import { apiDoors, refusedOffTheStaff } from '../fixtures/doors.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
+// Engines: one: which door lets whom in, a rule over the stores; the stores themselves run on both elsewhere.
 // The rules of issue 53 at every door of the API (docs/decisions.md, "Safe retries, cursors and
 // the change feed"): the change feed is the staff's, internal notes included, through the personal
 // token, the legacy token, Basic, multipass and an OAuth application's token, and someone taken off

@@ -6,6 +6,7 @@ import { discussionApp } from '../fixtures/discussions.ts'
 import { form } from '../fixtures/files.ts'
 import { credentialOf, keyOf } from '../../plugins/http/idempotency.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Idempotency-Key on the API's POSTs (docs/decisions.md, "Safe retries, cursors and the change
 // feed"), on the suite's engine: one key, one change, whatever the number of repeats and however
 // they overlap; the same key with another request refused; a refused request lets its key go;

@@ -5,11 +5,12 @@ import { isWellFormedPersonalToken } from '../../lib/token-format.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { SQLITE_ONLY, TEST_ENGINE } from '../fixtures/postgres.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The administration commands, on the engine the suite runs on (test/fixtures/cli.ts): the same
 // test code on a SQLite file and on a PostgreSQL schema.
 
 /** A stable picture of everything in the database, to prove a refused command changed nothing. */
-async function snapshot(query: ReturnType<typeof cliRunner>['query']): Promise<string> {
+async function snapshot(query: Awaited<ReturnType<typeof cliRunner>>['query']): Promise<string> {
   const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'web_sessions']
   const pictures = []
   for (const table of tables) pictures.push(await query(`SELECT * FROM ${table} ORDER BY 1, 2`))
@@ -17,7 +18,7 @@ async function snapshot(query: ReturnType<typeof cliRunner>['query']): Promise<s
 }
 
 t.test('sites, users, staff and tokens from the command line', async (t) => {
-  const { run } = cliRunner(t)
+  const { run } = await cliRunner(t)
   t.same(await run(['site', 'add', 'acme', '--name', 'Acme Support']), { code: 0, stdout: 'site acme created ("Acme Support") with the category General (id 1); add more with: service-desk category add acme NAME\n', stderr: '' })
   t.same((await run(['site', 'list'])).stdout, 'acme\tAcme Support\n')
 
@@ -58,7 +59,7 @@ t.test('sites, users, staff and tokens from the command line', async (t) => {
 })
 
 t.test('wrong input exits non-zero with one clear line and changes nothing', async (t) => {
-  const { run, query } = cliRunner(t)
+  const { run, query } = await cliRunner(t)
   await run(['site', 'add', 'acme'])
   await run(['user', 'add', 'ann@example.test'])
   await run(['user', 'add', 'cust@example.test'])
@@ -104,7 +105,7 @@ t.test('wrong input exits non-zero with one clear line and changes nothing', asy
 })
 
 t.test('--help on every command, and the overview', async (t) => {
-  const { run } = cliRunner(t)
+  const { run } = await cliRunner(t)
   const overview = await run(['--help'])
   t.equal(overview.code, 0)
   const commands = ['serve', 'migrate', 'site add', 'site list', 'user add', 'user disable', 'user enable', 'staff add', 'staff remove', 'token create', 'token list', 'token revoke']
@@ -120,7 +121,7 @@ t.test('--help on every command, and the overview', async (t) => {
 })
 
 t.test('a database that cannot be opened says so, and what to check, with exit 5 (test/cli/faults.test.ts)', { skip: SQLITE_ONLY && 'a file that cannot be opened: SQLite only' }, async (t) => {
-  const { run, dir } = cliRunner(t)
+  const { run, dir } = await cliRunner(t)
   const result = await run(['site', 'list', '--db', dir])
   t.equal(result.code, 5)
   t.equal(
@@ -132,14 +133,14 @@ t.test('a database that cannot be opened says so, and what to check, with exit 5
 })
 
 t.test('the database file is created where --db says, folders included', { skip: SQLITE_ONLY && 'a SQLite file' }, async (t) => {
-  const { run, dir } = cliRunner(t)
+  const { run, dir } = await cliRunner(t)
   const file = `${dir}/nested/deeper/s.db`
   t.equal((await run(['site', 'add', 'x', '--db', file])).code, 0)
   t.ok(readFileSync(file).length > 0)
 })
 
 t.test('a PostgreSQL database that cannot be reached: one line, without the password, exit 1', async (t) => {
-  const { run } = cliRunner(t)
+  const { run } = await cliRunner(t)
   const secret = { SERVICE_SECRET: 'k'.repeat(40) }
   const address = 'postgres://service:hunter2-secret@127.0.0.1:1/nowhere?schema=x'
   for (const argv of [['site', 'list'], ['migrate']]) {
@@ -157,7 +158,7 @@ t.test('a PostgreSQL database that cannot be reached: one line, without the pass
 })
 
 t.test('on PostgreSQL a command of several writes is one transaction: user disable', { skip: TEST_ENGINE !== 'postgres' && 'the PostgreSQL transaction; SQLite\'s is test/cli/faults.test.ts' }, async (t) => {
-  const { run, query } = cliRunner(t)
+  const { run, query } = await cliRunner(t)
   await run(['site', 'add', 'demo'])
   await run(['user', 'add', 'ann@example.test'])
   // The second write of the command fails, as a lost connection or a full disk would fail it.
@@ -174,7 +175,7 @@ t.test('on PostgreSQL a command of several writes is one transaction: user disab
 })
 
 t.test('migrate: which engine, which migrations ran, or that the schema was current', async (t) => {
-  const { run, engine } = cliRunner(t)
+  const { run, engine } = await cliRunner(t)
   const name = engine === 'postgres' ? /^PostgreSQL database postgres:\/\/\S+\?schema=t_\w+/ : /^SQLite database \S+service\.db/
   const first = await run(['migrate'])
   t.equal(first.code, 0)
@@ -188,7 +189,7 @@ t.test('migrate: which engine, which migrations ran, or that the schema was curr
 })
 
 t.test('migrate on a PostgreSQL schema whose migration table is not drizzle\'s: it says what failed', { skip: TEST_ENGINE !== 'postgres' && 'a PostgreSQL schema' }, async (t) => {
-  const { run, db, query } = cliRunner(t)
+  const { run, db, query } = await cliRunner(t)
   const schema = new URL(db).searchParams.get('schema')!
   await query(`CREATE SCHEMA ${schema}`)
   await query(`CREATE TABLE ${schema}.__drizzle_migrations (id integer)`)
@@ -198,7 +199,7 @@ t.test('migrate on a PostgreSQL schema whose migration table is not drizzle\'s: 
 })
 
 t.test('migrate on a SQLite file that was never migrated', { skip: SQLITE_ONLY && 'a SQLite file' }, async (t) => {
-  const { run, dir } = cliRunner(t)
+  const { run, dir } = await cliRunner(t)
   const empty = `${dir}/empty.db`
   const { default: Database } = await import('better-sqlite3')
   new Database(empty).close()

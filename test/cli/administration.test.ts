@@ -2,11 +2,12 @@ import t from 'tap'
 import { cliRunner } from '../fixtures/cli.ts'
 import { mailServer, readMail } from '../fixtures/mail.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 34: the operator's side of site administration (cli/administration.ts), on the suite's
 // engine: administrators, the credentials inventory, the token policy with its dry run and mails.
 
 t.test('administrators, the inventory and the policy from the command line', async (t) => {
-  const { run, clock } = cliRunner(t)
+  const { run, clock } = await cliRunner(t)
   const smtp = await mailServer(t)
   const mail = { SERVICE_SMTP_URL: smtp.url }
   const ok = async (argv: string[], options: { env?: Record<string, string> } = {}) => {
@@ -87,7 +88,7 @@ t.test('administrators, the inventory and the policy from the command line', asy
 })
 
 t.test('a mail the server refuses is told on standard error; the change stands', async (t) => {
-  const { run } = cliRunner(t)
+  const { run } = await cliRunner(t)
   const smtp = await mailServer(t)
   smtp.state.refuse = true
   for (const argv of [['site', 'add', 'acme'], ['user', 'add', 'ann@example.test'], ['staff', 'add', 'acme', 'ann@example.test']]) await run(argv)

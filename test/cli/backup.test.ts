@@ -5,9 +5,11 @@ import pg from 'pg'
 import t from 'tap'
 import { pgDumpCommand } from '../../cli/backup.ts'
 import { EXIT_READ_ONLY } from '../../cli/main.ts'
+import { parsePostgresAddress } from '../../lib/database-address.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { POSTGRES_URL, postgresAnswers } from '../fixtures/postgres.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // `service-desk backup` on PostgreSQL: pg_dump of the service's schema (SQLite's online backup is
 // test/hardening/backup.test.ts). Runs wherever the test server answers.
 
@@ -32,7 +34,7 @@ t.test('the pg_dump command line: the schema, the custom format, the password ke
 })
 
 t.test('backup on PostgreSQL runs pg_dump: a private file that pg_restore takes back', { skip: down || pgDump }, async (t) => {
-  const cli = cliRunner(t, { engine: 'postgres' })
+  const cli = await cliRunner(t, { engine: 'postgres' })
   const env = { PATH: process.env.PATH! }
   t.equal((await cli.run(['site', 'add', 'acme', '--name', 'Acme Support'])).code, 0)
   const schema = new URL(cli.db).searchParams.get('schema')!
@@ -48,7 +50,7 @@ t.test('backup on PostgreSQL runs pg_dump: a private file that pg_restore takes 
   t.equal(statSync(file).mode & 0o777, 0o600, 'readable by its owner only')
 
   // Restored into a database of its own, the site is there.
-  const database = `restore_${schema}`
+  const database = `restore_${new URL(cli.db).pathname.slice(1)}`
   const admin = new pg.Client({ connectionString: POSTGRES_URL })
   await admin.connect()
   t.teardown(async () => {
@@ -76,7 +78,7 @@ t.test('backup on PostgreSQL runs pg_dump: a private file that pg_restore takes 
       { PATH: join(cli.dir, 'nowhere') },
       new RegExp(
         `^service-desk: pg_dump is not on the PATH: install the PostgreSQL client tools \\(the server's major version or later\\), or make the backup where they are: ` +
-          `PGPASSWORD=\\.\\.\\. pg_dump '--format=custom' '--no-owner' '--no-privileges' '--schema=${schema}' '--file=\\S+z\\.dump' '--dbname=postgres://postgres@\\S+/test'\\n$`,
+          `PGPASSWORD=\\.\\.\\. pg_dump '--format=custom' '--no-owner' '--no-privileges' '--schema=${schema}' '--file=\\S+z\\.dump' '--dbname=${parsePostgresAddress(cli.db).connectionString.replace(/[.?]/g, '\\$&')}'\\n$`,
       ),
     ],
   ]

@@ -11,6 +11,7 @@ import { POSTGRES_URL, postgresAnswers } from '../fixtures/postgres.ts'
 import { webClient } from '../fixtures/web.ts'
 import { form } from '../fixtures/files.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // `service-desk copy`: a SQLite database built through the service, moved to a fresh PostgreSQL
 // schema, checked table by table, then served from there with the same server key: every token,
 // password and session of the SQLite side gets the same answers. Runs wherever the test server
@@ -25,7 +26,7 @@ type App = ReturnType<typeof buildApp>
 
 /** A SQLite database made through the service: the app on the file, its stores and its pages. */
 async function buildSource(t: Test, secret: string | undefined) {
-  const source = cliRunner(t, { engine: 'sqlite' })
+  const source = await cliRunner(t, { engine: 'sqlite' })
   const app = buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, databaseAddress: source.db, ...(secret ? { secret } : {}) }, clock: source.clock })
   await app.ready()
   const ann = await supporterWithPassword(app, { email: 'ann@example.test' })
@@ -100,7 +101,7 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   await app.securityLog.append({ userId: 1, siteId: 1, kind: 'token_created', actor: 'cli', detail: { token_id: 1, name: 'copied' } })
   await app.close()
 
-  const target = cliRunner(t, { engine: 'postgres' })
+  const target = await cliRunner(t, { engine: 'postgres' })
   const copied = await source.run(['copy', '--from', source.db, '--to', target.db], { env: { SERVICE_SECRET: secret } })
   t.equal(copied.code, 0, copied.stderr)
   const lines = copied.stdout.split('\n')
@@ -153,7 +154,7 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
 t.test('the key file of the SQLite side: the command says to set SERVICE_SECRET to its content, and that works', options, async (t) => {
   const { source, app, ann, legacy } = await buildSource(t, undefined)
   await app.close()
-  const target = cliRunner(t, { engine: 'postgres' })
+  const target = await cliRunner(t, { engine: 'postgres' })
   const copied = await source.run(['copy', '--from', source.db, '--to', target.db], { env: {} })
   t.equal(copied.code, 0, copied.stderr)
   const keyFile = join(source.dir, 'service.key')
@@ -168,21 +169,21 @@ t.test('the key file of the SQLite side: the command says to set SERVICE_SECRET 
   t.match((await target.run(['legacy-token', 'show', ann.user.email])).stderr, /stored under another server key/, "with another one it cannot")
 
   // A SERVICE_SECRET that is not the key it was sealed under, and no key file: said plainly.
-  const other = cliRunner(t, { engine: 'postgres' })
+  const other = await cliRunner(t, { engine: 'postgres' })
   const wrong = await source.run(['copy', '--from', source.db, '--to', other.db], { env: { SERVICE_SECRET: 'w'.repeat(40) } })
   t.equal(wrong.code, 0, 'the copy itself is whole')
   t.match(wrong.stdout, /Server key: the legacy tokens were sealed under the key file/, 'the key file is named even when another SERVICE_SECRET is set')
   writeFileSync(keyFile, 'x'.repeat(64))
-  const third = cliRunner(t, { engine: 'postgres' })
+  const third = await cliRunner(t, { engine: 'postgres' })
   const neither = await source.run(['copy', '--from', source.db, '--to', third.db], { env: { SERVICE_SECRET: 'w'.repeat(40) } })
   t.equal(neither.code, 0)
   t.match(neither.stderr, `Server key: neither SERVICE_SECRET nor ${keyFile} opens the copied legacy tokens; run the service on PostgreSQL with the server key the SQLite service used`)
 })
 
 t.test('a database without accounts: any SERVICE_SECRET will do', options, async (t) => {
-  const source = cliRunner(t, { engine: 'sqlite' })
+  const source = await cliRunner(t, { engine: 'sqlite' })
   await source.run(['site', 'add', 'demo'])
-  const target = cliRunner(t, { engine: 'postgres' })
+  const target = await cliRunner(t, { engine: 'postgres' })
   const copied = await source.run(['copy', '--from', source.db, '--to', target.db])
   t.equal(copied.code, 0, copied.stderr)
   t.match(copied.stdout, /\nServer key: no account holds a legacy token yet; run the service on PostgreSQL with SERVICE_SECRET set, the same in every process\.\n$/)
@@ -190,10 +191,10 @@ t.test('a database without accounts: any SERVICE_SECRET will do', options, async
 })
 
 t.test('a target that holds anything is refused, and nothing is copied', options, async (t) => {
-  const source = cliRunner(t, { engine: 'sqlite' })
+  const source = await cliRunner(t, { engine: 'sqlite' })
   await source.run(['site', 'add', 'demo'])
   await source.run(['user', 'add', 'ann@example.test'])
-  const target = cliRunner(t, { engine: 'postgres' })
+  const target = await cliRunner(t, { engine: 'postgres' })
   t.equal((await source.run(['copy', '--from', source.db, '--to', target.db])).code, 0)
   const again = await source.run(['copy', '--from', source.db, '--to', target.db])
   t.equal(again.code, 1)
@@ -205,7 +206,7 @@ t.test('a target that holds anything is refused, and nothing is copied', options
   for (const name of ['a', 'b', 'c', 'd']) await target.run(['site', 'add', name])
   t.match((await source.run(['copy', '--from', source.db, '--to', target.db])).stderr, 'already holds sites (demo, a, b, ...)')
 
-  const accounts = cliRunner(t, { engine: 'postgres' })
+  const accounts = await cliRunner(t, { engine: 'postgres' })
   await accounts.run(['user', 'add', 'someone@example.test'])
   const refused = await source.run(['copy', '--from', source.db, '--to', accounts.db])
   t.equal(refused.code, 1)
@@ -214,12 +215,12 @@ t.test('a target that holds anything is refused, and nothing is copied', options
 })
 
 t.test('a copy that differs from its source is rolled back and says where', options, async (t) => {
-  const source = cliRunner(t, { engine: 'sqlite' })
+  const source = await cliRunner(t, { engine: 'sqlite' })
   await source.run(['site', 'add', 'demo'])
   await source.run(['category', 'add', 'demo', 'General'])
   // Enough rows for several inserts and several reads of a batch each.
   await source.run(['seed', 'demo', '--discussions', '4000'])
-  const target = cliRunner(t, { engine: 'postgres' })
+  const target = await cliRunner(t, { engine: 'postgres' })
   t.equal((await target.run(['migrate'])).code, 0)
   // Something between the two sides changes what is written: a trigger on the target.
   await target.query(`CREATE FUNCTION twist() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.body := NEW.body || '!'; RETURN NEW; END $$`)
@@ -234,9 +235,9 @@ t.test('a copy that differs from its source is rolled back and says where', opti
 })
 
 t.test('what copy refuses before it writes anything', options, async (t) => {
-  const source = cliRunner(t, { engine: 'sqlite' })
+  const source = await cliRunner(t, { engine: 'sqlite' })
   await source.run(['site', 'add', 'demo'])
-  const target = cliRunner(t, { engine: 'postgres' })
+  const target = await cliRunner(t, { engine: 'postgres' })
   const text = join(source.dir, 'notes.txt')
   writeFileSync(text, 'not a database at all, but long enough to be read as one '.repeat(100))
   const stale = join(source.dir, 'stale.db')

@@ -7,8 +7,10 @@ import { cliRunner } from '../fixtures/cli.ts'
 import { makeMultipass } from '../fixtures/credentials.ts'
 import { SQLITE_ONLY } from '../fixtures/postgres.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 t.test('legacy-token show and reset; the server reads the same server key', async (t) => {
-  const { run, appDatabase, dir, clock } = cliRunner(t)
+  const { run, appDatabase, dir, clock } = await cliRunner(t)
   await run(['site', 'add', 'demo'])
   await run(['user', 'add', 'ann@example.test'])
   await run(['staff', 'add', 'demo', 'ann@example.test'])
@@ -42,7 +44,7 @@ t.test('legacy-token show and reset; the server reads the same server key', asyn
 })
 
 t.test('site multipass-key: show, --rotate, --set; the server takes tokens made with it', async (t) => {
-  const { run, appDatabase, clock } = cliRunner(t)
+  const { run, appDatabase, clock } = await cliRunner(t)
   await run(['site', 'add', 'demo'])
   await run(['user', 'add', 'ann@example.test'])
   await run(['staff', 'add', 'demo', 'ann@example.test'])
@@ -65,7 +67,7 @@ t.test('site multipass-key: show, --rotate, --set; the server takes tokens made 
 })
 
 t.test('SERVICE_SECRET instead of a key file; a wrong one cannot show the tokens', async (t) => {
-  const { run, dir } = cliRunner(t)
+  const { run, dir } = await cliRunner(t)
   const env = { SERVICE_SECRET: 'a'.repeat(64) }
   await run(['user', 'add', 'ann@example.test'], { env })
   t.notOk(existsSync(join(dir, 'service.key')), 'no key file when the secret is given')
@@ -80,7 +82,7 @@ t.test('SERVICE_SECRET instead of a key file; a wrong one cannot show the tokens
 })
 
 t.test('wrong input: one clear line, non-zero exit', async (t) => {
-  const { run } = cliRunner(t)
+  const { run } = await cliRunner(t)
   await run(['site', 'add', 'demo'])
   const refusals: [string[], number, RegExp][] = [
     [['legacy-token', 'show', 'nobody@example.test'], 1, /there is no user "nobody@example.test"/],
@@ -101,7 +103,7 @@ t.test('wrong input: one clear line, non-zero exit', async (t) => {
 })
 
 t.test('--help names the commands', async (t) => {
-  const { run } = cliRunner(t)
+  const { run } = await cliRunner(t)
   const overview = (await run(['--help'])).stdout
   for (const command of ['legacy-token show', 'legacy-token reset', 'site multipass-key']) {
     t.match(overview, `  ${command}`)

@@ -10,6 +10,7 @@ import { cliRunner } from '../fixtures/cli.ts'
 import { SQLITE_ONLY } from '../fixtures/postgres.ts'
 import { BIN } from '../fixtures/server.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // SQLite's own faults, made by stubbing better-sqlite3 or by a real small disk, are SQLite's only:
 // on PostgreSQL those tests are skipped, and what a PostgreSQL command does when its transaction
 // fails is test/cli/admin.test.ts's.
@@ -50,7 +51,7 @@ const sites = (db: string) => {
 }
 
 t.test('each fault: what failed, nothing changed, what to do, and its own exit code', { skip: sqliteFault }, async (t) => {
-  const { run, db } = cliRunner(t)
+  const { run, db } = await cliRunner(t)
   t.equal((await run(['site', 'add', 'demo'])).code, 0)
   const cases: [string, string, number, RegExp][] = [
     ['SQLITE_FULL', 'database or disk is full', EXIT_DISK_FULL, /^service-desk: the disk is full \(database or disk is full\)\.\nNothing was changed\. Free some space on the disk that holds .+service\.db \(df -h shows it\), then run the command again\.\n$/],
@@ -70,7 +71,7 @@ t.test('each fault: what failed, nothing changed, what to do, and its own exit c
 })
 
 t.test('a command of several writes changes all or nothing: user disable', { skip: sqliteFault }, async (t) => {
-  const { run, db } = cliRunner(t)
+  const { run, db } = await cliRunner(t)
   await run(['user', 'add', 'ann@example.test'])
   failStatements(t, 'SQLITE_FULL', 'database or disk is full', /^delete from "web_sessions"/i)
   const result = await run(['user', 'disable', 'ann@example.test'])
@@ -82,7 +83,7 @@ t.test('a command of several writes changes all or nothing: user disable', { ski
 })
 
 t.test('a commit that fails prints nothing but the fault: no token is shown that was not stored', { skip: sqliteFault }, async (t) => {
-  const { run, db } = cliRunner(t)
+  const { run, db } = await cliRunner(t)
   await run(['site', 'add', 'demo'])
   await run(['user', 'add', 'ann@example.test'])
   await run(['staff', 'add', 'demo', 'ann@example.test'])
@@ -103,7 +104,7 @@ t.test('a commit that fails prints nothing but the fault: no token is shown that
 })
 
 t.test('seed and backup say what they kept and where the room is missing', { skip: sqliteFault }, async (t) => {
-  const { run, dir } = cliRunner(t)
+  const { run, dir } = await cliRunner(t)
   await run(['site', 'add', 'demo'])
   const restore = failStatements(t, 'SQLITE_FULL', 'database or disk is full', /^insert into "?discussions"?/i)
   const seeded = await run(['seed', 'demo', '--discussions', '10'])
@@ -133,7 +134,7 @@ t.test('seed and backup say what they kept and where the room is missing', { ski
 })
 
 t.test('a database locked by another process: exit 3 after the wait, nothing changed', { skip: sqliteFault }, async (t) => {
-  const { run, db } = cliRunner(t)
+  const { run, db } = await cliRunner(t)
   await run(['site', 'add', 'demo'])
   const other = new Database(db)
   t.teardown(() => other.close())
@@ -180,7 +181,7 @@ t.test('what a fault names for the database: the file, or the PostgreSQL address
 })
 
 t.test('a copy whose source cannot be opened names that file: nothing was copied', async (t) => {
-  const { run, dir } = cliRunner(t)
+  const { run, dir } = await cliRunner(t)
   const result = await run(['copy', '--from', dir, '--to', 'postgres://nobody@127.0.0.1:1/x'])
   // SQLite opens a folder read-only only to fail its first read: an I/O error, on a disk with room.
   t.equal(result.code, EXIT_IO)
@@ -188,7 +189,7 @@ t.test('a copy whose source cannot be opened names that file: nothing was copied
 })
 
 t.test('the overview lists the exit codes, once; the help of a command points there', async (t) => {
-  const { run } = cliRunner(t)
+  const { run } = await cliRunner(t)
   const { stdout } = await run(['--help'])
   t.match(stdout, /Exit codes:\n  0  done\n  1  refused[^\n]*\n  2  [^\n]*\n  3  the database is locked by another process[^\n]*\n  4  the disk is full[^\n]*\n  5  the database, or its folder, cannot be written\n  6  the disk failed to read or write\n/)
   for (const argv of [['site', 'add', '--help'], ['serve', '--help']]) {

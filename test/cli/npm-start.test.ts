@@ -6,6 +6,7 @@ import t from 'tap'
 import { childEnv } from '../fixtures/child.ts'
 import { freePort } from '../fixtures/server.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // Issue 46: a process manager stops `npm start` with SIGTERM. npm passes it to the script's
 // process; the script execs the server (package.json), so no shell sits between them that would
 // die alone and leave the server running as an orphan.

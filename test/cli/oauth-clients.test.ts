@@ -11,6 +11,7 @@ import { authorizationQuery, authorize, codeOf, pkce, REDIRECT_URI, registerClie
 import { SQLITE_ONLY } from '../fixtures/postgres.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // service-desk oauth-client add, list and remove (cli/oauth-clients.ts), on the engine the suite
 // runs on (test/fixtures/cli.ts); the records they write are read by the real authorization server.
 
@@ -18,7 +19,7 @@ import { personWithPassword } from '../fixtures/web.ts'
 const withBase = { env: { SERVICE_BASE_URL: BASE_URL } }
 
 /** The app on the runner's database and clock, ready (in an object: the app itself is thenable). */
-async function appOn(t: Test, runner: ReturnType<typeof cliRunner>) {
+async function appOn(t: Test, runner: Awaited<ReturnType<typeof cliRunner>>) {
   const app = buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, ...runner.appDatabase }, clock: runner.clock })
   t.teardown(() => app.close())
   await app.ready()
@@ -29,7 +30,7 @@ async function appOn(t: Test, runner: ReturnType<typeof cliRunner>) {
 const idOf = (stdout: string) => /^client id: (app_[\w-]{22})\n/.exec(stdout)?.[1] ?? 'none printed'
 
 t.test('add, list and remove an application from the command line', async (t) => {
-  const runner = cliRunner(t)
+  const runner = await cliRunner(t)
   const { run, query, engine } = runner
   await run(['site', 'add', 'demo'])
   await run(['site', 'add', 'other'])
@@ -113,7 +114,7 @@ t.test('add, list and remove an application from the command line', async (t) =>
 })
 
 t.test('refusals: one clear line, exit 1 or 2, and nothing changed', async (t) => {
-  const { run, query } = cliRunner(t)
+  const { run, query } = await cliRunner(t)
   await run(['site', 'add', 'demo'])
   t.equal((await run(['oauth-client', 'add', 'demo', '--name', 'Kept', '--redirect-uri', 'https://app.example/cb'])).code, 0)
   const snapshot = async () => JSON.stringify(await query('SELECT * FROM oauth_records ORDER BY 1, 2'))
@@ -168,7 +169,7 @@ t.test('refusals: one clear line, exit 1 or 2, and nothing changed', async (t) =
 })
 
 t.test('remove ends every authorization of the application, with its tokens, and no other', async (t) => {
-  const runner = cliRunner(t)
+  const runner = await cliRunner(t)
   const { run } = runner
   await run(['site', 'add', 'demo'])
   const mine = idOf((await run(['oauth-client', 'add', 'demo', '--name', 'Mine', '--redirect-uri', REDIRECT_URI])).stdout)
@@ -204,7 +205,7 @@ t.test('remove ends every authorization of the application, with its tokens, and
 })
 
 t.test('remove changes all or nothing, also when SQLite rolled its transaction back itself', { skip: SQLITE_ONLY && "SQLite's own fault, better-sqlite3 stubbed" }, async (t) => {
-  const runner = cliRunner(t)
+  const runner = await cliRunner(t)
   const { run } = runner
   await run(['site', 'add', 'demo'])
   const clientId = idOf((await run(['oauth-client', 'add', 'demo', '--name', 'Acme', '--redirect-uri', REDIRECT_URI])).stdout)
@@ -249,7 +250,7 @@ t.test('remove changes all or nothing, also when SQLite rolled its transaction b
 })
 
 t.test('applications that registered themselves are listed and removed too', async (t) => {
-  const runner = cliRunner(t)
+  const runner = await cliRunner(t)
   const { run } = runner
   await run(['site', 'add', 'demo'])
   const { app } = await appOn(t, runner)
@@ -285,7 +286,7 @@ t.test('applications that registered themselves are listed and removed too', asy
 })
 
 t.test('the authorization server takes an application added here, for its site only, until it is removed', async (t) => {
-  const runner = cliRunner(t)
+  const runner = await cliRunner(t)
   const { run } = runner
   await run(['site', 'add', 'demo'])
   await run(['site', 'add', 'other'])
@@ -341,7 +342,7 @@ t.test('the authorization server takes an application added here, for its site o
 })
 
 t.test('--help lists the commands', async (t) => {
-  const { run } = cliRunner(t)
+  const { run } = await cliRunner(t)
   const overview = (await run(['--help'])).stdout
   for (const usage of [
     'oauth-client add <site> --name NAME --redirect-uri URI [--redirect-uri URI ...] [--json]',
@@ -358,7 +359,7 @@ t.test('--help lists the commands', async (t) => {
 })
 
 t.test('leaving the staff or being disabled ends the OAuth grants: no refresh, and coming back needs new consent (issue 28)', async (t) => {
-  const runner = cliRunner(t)
+  const runner = await cliRunner(t)
   const { run } = runner
   await run(['site', 'add', 'demo'])
   await run(['site', 'add', 'other'])

@@ -3,6 +3,7 @@ import t from 'tap'
 import { childEnv } from '../fixtures/child.ts'
 import { BIN } from '../fixtures/server.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // Issue 31, item 4: a reader that stops early (`| head`) closes the pipe under the command, which
 // then ends quietly with 0, as ls and grep do: no unhandled EPIPE, no stack trace.
 

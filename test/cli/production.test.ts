@@ -6,6 +6,7 @@ import t from 'tap'
 import { childEnv } from '../fixtures/child.ts'
 import { BIN } from '../fixtures/server.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // Issue 14, item 4: the command runs plain JavaScript compiled into dist/ (cli/build.js); no
 // TypeScript source and no TypeScript loader is loaded by the service's process.
 

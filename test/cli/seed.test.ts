@@ -2,6 +2,7 @@ import t from 'tap'
 import { cliRunner } from '../fixtures/cli.ts'
 import { POSTGRES_URL, postgresAnswers } from '../fixtures/postgres.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // `service-desk seed` writes the same rows on both engines for the same seed (db/sqlite/seed.ts on
 // SQLite, db/postgres/seed.ts on PostgreSQL, both drawing from db/stores/seed.ts): the benchmarks compare the engines on the
 // same data. One database of each, the same commands, then every row compared.
@@ -27,8 +28,8 @@ const TABLES: Array<[string, string]> = [
 ]
 
 t.test('the same seed gives the same rows on SQLite and on PostgreSQL, batch after batch', { skip: down }, async (t) => {
-  const sqlite = cliRunner(t, { engine: 'sqlite' })
-  const postgres = cliRunner(t, { engine: 'postgres' })
+  const sqlite = await cliRunner(t, { engine: 'sqlite' })
+  const postgres = await cliRunner(t, { engine: 'postgres' })
   const outputs = []
   for (const side of [sqlite, postgres]) {
     const said: string[] = []

@@ -17,16 +17,18 @@ import { childEnv } from '../fixtures/child.ts'
 import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { BIN, startServer } from '../fixtures/server.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 /** The database a server starts on: a file in a new data folder, or a fresh PostgreSQL schema with its SERVICE_SECRET. */
-function tempDb(t: Test): Record<string, string> {
-  if (TEST_ENGINE === 'postgres') return { SERVICE_DB: postgresTestAddress(t), SERVICE_SECRET: randomBytes(32).toString('hex') }
+async function tempDb(t: Test): Promise<Record<string, string>> {
+  if (TEST_ENGINE === 'postgres') return { SERVICE_DB: await postgresTestAddress(t), SERVICE_SECRET: randomBytes(32).toString('hex') }
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-serve-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   return { SERVICE_DB: join(dir, 'data', 'service.db') }
 }
 
 t.test('first run over a real socket: the demo site, the banner once, a working token', async (t) => {
-  const db = tempDb(t)
+  const db = await tempDb(t)
   const first = await startServer(t, db)
   // The banner is printed right after listening; give the write a moment.
   await new Promise((resolve) => setTimeout(resolve, 200))
@@ -73,7 +75,7 @@ t.test('first run over a real socket: the demo site, the banner once, a working 
 })
 
 t.test('a bad configuration value stops start-up with one clear line', async (t) => {
-  const db = tempDb(t)
+  const db = await tempDb(t)
   const result = spawnSync(process.execPath, [BIN, 'serve'], {
     env: childEnv({ ...db, SERVICE_BASE_URL: 'not a url' }),
     encoding: 'utf8',
@@ -84,7 +86,7 @@ t.test('a bad configuration value stops start-up with one clear line', async (t)
 })
 
 t.test('a real process: SERVICE_LOG_LEVEL=warn and the timeout flags, refusals logged and flushed at shutdown', async (t) => {
-  const db = tempDb(t)
+  const db = await tempDb(t)
   const server = await startServer(t, { ...db, SERVICE_LOG_LEVEL: 'warn' }, ['--headers-timeout', '1', '--request-timeout', '2'], { ready: 'health' })
   t.equal((await fetch(`${server.base}/healthz`)).status, 200)
   const socket = connect(server.port, '127.0.0.1')
@@ -146,7 +148,7 @@ t.test('the banner uses the configured public addresses', async (t) => {
 })
 
 t.test('in-process start: banner on the first start only, never in the log; where it serves on every start', async (t) => {
-  const config = loadConfig({ env: { ...tempDb(t), PORT: '0' }, flags: {} })
+  const config = loadConfig({ env: { ...(await tempDb(t)), PORT: '0' }, flags: {} })
   const log = logCapture()
   let printed = ''
   let said = ''
@@ -186,7 +188,7 @@ t.test('in-process start: banner on the first start only, never in the log; wher
 })
 
 t.test('in-process start with SERVICE_DEMO=off: no demo site, no secret printed, and what to do next', async (t) => {
-  const config = loadConfig({ env: { ...tempDb(t), PORT: '0', SERVICE_DEMO: 'off' }, flags: {} })
+  const config = loadConfig({ env: { ...(await tempDb(t)), PORT: '0', SERVICE_DEMO: 'off' }, flags: {} })
   const log = logCapture()
   let printed = ''
   let said = ''

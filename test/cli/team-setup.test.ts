@@ -3,13 +3,14 @@ import { NO_SITE_YET } from '../../cli/serve.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { startServer } from '../fixtures/server.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 46: docs/operations.md's "Set up your team", run as a new team runs it: a production
 // start without the demo site, then the site, its people and a first discussion through the API.
 
 const V1 = 'application/vnd.service-v1+json'
 
 t.test('set up your team: a start without a demo site, a site ready for its first discussion, people and their roles', async (t) => {
-  const runner = cliRunner(t)
+  const runner = await cliRunner(t)
   const server = await startServer(t, { ...runner.env, SERVICE_DEMO: 'off' })
   t.notMatch(server.output(), 'First run', 'no demo site, and no password in the log')
   for (let i = 0; i < 100 && !server.output().includes(NO_SITE_YET.trim()); i++) await new Promise((resolve) => setTimeout(resolve, 50))

@@ -2,10 +2,12 @@ import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { cliRunner } from '../fixtures/cli.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
 
 t.test('--version prints the package version, alone, and nothing else', async (t) => {
-  const { run } = cliRunner(t)
+  const { run } = await cliRunner(t)
   t.same(await run(['--version']), { code: 0, stdout: `service-desk ${version}\n`, stderr: '' })
   t.same(await run(['-v']), { code: 0, stdout: `service-desk ${version}\n`, stderr: '' })
   t.match((await run(['--help'])).stdout, '--version prints the version')

@@ -2,11 +2,12 @@ import t from 'tap'
 import { cliRunner } from '../fixtures/cli.ts'
 
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The sites' webhooks on the command line (cli/webhooks.ts), on the engine the suite runs on. That
 // what it queues is posted is the running service's part (test/webhooks/*).
 
 t.test('webhook add, list, switch, rotate, test and remove; bad input is refused with nothing written', async (t) => {
-  const cli = cliRunner(t)
+  const cli = await cliRunner(t)
   t.equal((await cli.run(['site', 'add', 'acme'])).code, 0)
   t.equal((await cli.run(['site', 'add', 'other'])).code, 0)
 
@@ -59,7 +60,7 @@ t.test('webhook add, list, switch, rotate, test and remove; bad input is refused
 })
 
 t.test('a token revoked on the command line is told to the site’s webhooks, as the server tells it', async (t) => {
-  const cli = cliRunner(t)
+  const cli = await cliRunner(t)
   t.equal((await cli.run(['site', 'add', 'acme'])).code, 0)
   t.equal((await cli.run(['webhook', 'add', 'acme', 'https://hooks.example.com/desk', '--events', 'token.created,token.revoked'])).code, 0)
   t.equal((await cli.run(['user', 'add', 'ann@example.test'])).code, 0)

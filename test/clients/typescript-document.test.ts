@@ -12,6 +12,7 @@ import { CLIENT, writeClient } from '../../tools/client/generate.ts'
 import { childEnv } from '../fixtures/child.ts'
 import { bannerToken, startServer } from '../fixtures/server.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // Issue 19: the typed client in clients/typescript/, generated from the live OpenAPI document by
 // openapi-typescript, its example run against a real server, and the document linted by Redocly.
 // Nothing here can tell the engines apart (the document is the same on both, the real server runs

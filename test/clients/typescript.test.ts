@@ -4,6 +4,7 @@ import { DEFAULT_RATE_LIMITS } from '../../plugins/rate-limits.ts'
 import { buildTestApp, START, supporterWithToken, testClock } from '../fixtures/app.ts'
 import { LOOPBACK, receiver } from '../fixtures/webhooks.ts'
 
+// Engines: one: what the service says of itself (documents, versions, a generated client) is the same on either engine.
 // Issue 19: the typed client's wrapper against the service on each engine, through a real socket.
 // The generated document and types, the example and the header readers are
 // typescript-document.test.ts, which runs once.

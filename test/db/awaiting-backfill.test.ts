@@ -6,8 +6,9 @@ import t from 'tap'
 import { drizzle, migrate } from '../../db/drizzle.ts'
 import { drizzlePostgres, migratePostgres } from '../../db/drizzle-postgres.ts'
 import { resources } from '../../lib/resources.ts'
-import { POSTGRES_URL, postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
+import { POSTGRES_URL, freshPostgresAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The migration that brought the queue's "waiting for the team" (awaiting_team, issue 48) marks
 // the discussions already there: those whose newest public comment is a customer's. A database
 // migrated to the one before it gets discussions of each kind, then the rest of the migrations.
@@ -51,7 +52,7 @@ t.test('SQLite: the migration marks what is owed an answer', { skip: TEST_ENGINE
 
 t.test('PostgreSQL: the migration marks what is owed an answer', { skip: TEST_ENGINE !== 'postgres' }, async (t) => {
   const dir = t.testdir({})
-  const schema = new URL(postgresTestAddress(t)).searchParams.get('schema')!
+  const schema = new URL(await freshPostgresAddress(t)).searchParams.get('schema')!
   const client = new pg.Client({ connectionString: POSTGRES_URL, options: `-c search_path=${schema}` })
   await client.connect()
   t.teardown(() => client.end())

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { arrivals } from '../../db/postgres/arrivals.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // The PostgreSQL engine's admission of requests and the reads it makes for them together
 // (db/postgres/arrivals.ts): a read serves only requests that had arrived before it started.
 

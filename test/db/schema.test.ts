@@ -8,6 +8,8 @@ import { openDatabase } from '../../db/sqlite/client.ts'
 import * as schema from '../../db/schema/sqlite.ts'
 import { systemClock } from '../../lib/clock.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test('the migrated file matches the schema: every table, index and foreign key', async (t) => {
   const db = openDatabase(':memory:')
   t.teardown(() => db.$client.close())

@@ -4,6 +4,7 @@ import { sqlitePort } from '../../db/sqlite/engine.ts'
 import { Gate } from '../../db/sqlite/gate.ts'
 import { sqliteStores } from '../fixtures/stores.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // One SQLite connection serves every request, and the stores await between their statements
 // (db/sqlite/gate.ts): a transaction must have the connection alone while it is open. Each test
 // has two parties, one of them trying to cross into the other's transaction.

@@ -11,6 +11,8 @@ import { createSecretBox } from '../../lib/secret-box.ts'
 import { buildTestApp, sqliteOf, supporterWithToken } from '../fixtures/app.ts'
 import { SQLITE_ONLY } from '../fixtures/postgres.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 /** A request arrives, as the server tells the cache; resolves once it is admitted. */
 const arrive = (cache: ReturnType<typeof readCache>) => new Promise<void>((admit) => cache.arrived(admit))
 

@@ -3,6 +3,7 @@ import t from 'tap'
 import { STATEMENT_CACHE_SIZE, withStatementCache } from '../../db/sqlite/client.ts'
 import { resources } from '../../lib/resources.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // drizzle's side of a SQLite connection keeps its statements by their SQL (db/sqlite/client.ts):
 // compiled once, given out again in their default mode, the least recently used dropped past the limit.
 

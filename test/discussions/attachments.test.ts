@@ -7,6 +7,8 @@ import { discussionApp } from '../fixtures/discussions.ts'
 import fileSweep from '../../plugins/file-sweep.ts'
 import { PNG, form, type FormValue } from '../fixtures/files.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 const MiB = 1024 * 1024
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
 
@@ -332,7 +334,7 @@ t.test('the sweep removes expired uploads, unused files and what an interrupted 
 
 t.test('the sweep runs in the background: it says what it removed, and a sweep that fails is logged', async (t) => {
   const lines: string[] = []
-  const { app, clock } = newTestApp(t, { logStream: { write: (line) => void lines.push(line) } })
+  const { app, clock } = await newTestApp(t, { logStream: { write: (line) => void lines.push(line) } })
   await app.register(async (scope) => {
     await scope.register(fileSweep, { firstAfterMs: 1, everyMs: 5 })
   })

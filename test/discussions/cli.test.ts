@@ -3,8 +3,10 @@ import { progressBar } from '../../cli/discussions.ts'
 import { testClock } from '../fixtures/app.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 /** What the commands left in the database, the same on either engine (numbers as numbers, flags as 0 or 1). */
-async function inspect(query: ReturnType<typeof cliRunner>['query']) {
+async function inspect(query: Awaited<ReturnType<typeof cliRunner>>['query']) {
   const numbers = <T>(rows: Array<Record<string, unknown>>) =>
     rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === 'string' && k !== 'state' && k !== 'name' ? Number(v) : typeof v === 'boolean' ? Number(v) : v]))) as T[]
   const all = async <T>(text: string) => numbers<T>(await query(text))
@@ -26,7 +28,7 @@ async function inspect(query: ReturnType<typeof cliRunner>['query']) {
 }
 
 t.test('category add and category list', async (t) => {
-  const { run } = cliRunner(t)
+  const { run } = await cliRunner(t)
   await run(['site', 'add', 'demo'])
   const added = await run(['category', 'add', 'demo', 'Feature requests', '--public'])
   t.equal(added.code, 0)
@@ -46,7 +48,7 @@ t.test('category add and category list', async (t) => {
 })
 
 t.test('seed fills a site with consistent discussions, with a progress bar', async (t) => {
-  const { run, query } = cliRunner(t)
+  const { run, query } = await cliRunner(t)
   await run(['site', 'add', 'demo'])
   const seeded = await run(['seed', 'demo', '--discussions', '2500'])
   t.equal(seeded.code, 0)
@@ -72,8 +74,8 @@ t.test('seed fills a site with consistent discussions, with a progress bar', asy
 })
 
 t.test('the same seed gives the same discussions', async (t) => {
-  const one = cliRunner(t)
-  const two = cliRunner(t)
+  const one = await cliRunner(t)
+  const two = await cliRunner(t)
   for (const { run } of [one, two]) {
     await run(['site', 'add', 'demo'])
     await run(['category', 'add', 'demo', 'Billing'])
@@ -84,7 +86,7 @@ t.test('the same seed gives the same discussions', async (t) => {
 })
 
 t.test('seed refuses a bad command line', async (t) => {
-  const { run } = cliRunner(t)
+  const { run } = await cliRunner(t)
   await run(['site', 'add', 'demo'])
   const cases: Array<[string[], RegExp]> = [
     [['seed', 'demo'], /--discussions is required/],

@@ -7,21 +7,22 @@ import { newTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 32, item 5: conditional requests (RFC 9110, section 13). Every GET of the v1 API has an
 // ETag; If-None-Match that names it gets 304 before the page is read; the tag changes with every
 // change to what the answer shows, made by this process or another; If-Match keeps two
 // supporters from overwriting each other.
 
 /** A database two apps can open: a file, or a PostgreSQL schema with its server key. */
-function sharedDatabase(t: Test) {
-  if (TEST_ENGINE === 'postgres') return { databaseAddress: postgresTestAddress(t), secret: randomBytes(32).toString('hex') }
+async function sharedDatabase(t: Test) {
+  if (TEST_ENGINE === 'postgres') return { databaseAddress: await postgresTestAddress(t), secret: randomBytes(32).toString('hex') }
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-etag-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   return { databaseAddress: join(dir, 'desk.db') }
 }
 
 t.test('If-None-Match: 304 with no body while nothing changed, 200 with a new tag after each kind of change', async (t) => {
-  const database = sharedDatabase(t)
+  const database = await sharedDatabase(t)
   const { app, api, create, ann, questions, problems } = await discussionApp(t, { config: database })
   const first = await create({ title: 'First' })
 
@@ -56,7 +57,7 @@ t.test('If-None-Match: 304 with no body while nothing changed, 200 with a new ta
   }
   t.equal(new Set((await tags()).values()).size, reads.length, 'no two answers share a tag')
 
-  const other = newTestApp(t, { config: database })
+  const other = await newTestApp(t, { config: database })
   await other.app.ready()
   const changes: Array<[string, () => Promise<unknown>, string[]]> = [
     ['a reply', () => api('POST', `/demo/discussions/${first.number}/comments`, { body: 'On it.' }), reads],

@@ -1,6 +1,8 @@
 import t, { type Test } from 'tap'
 import { discussionApp } from '../fixtures/discussions.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 type Problems = Array<{ field: string; problem: string }>
 
 /** Checks a 400 invalid_request naming exactly these fields, and a message that names them too. */

@@ -2,6 +2,7 @@ import t from 'tap'
 import { supporterWithToken } from '../fixtures/app.ts'
 import { addCategory, discussionApp } from '../fixtures/discussions.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Every write route of the discussions resource, with a body that would be valid.
 const WRITES = (categoryId: number) =>
   [

@@ -2,6 +2,8 @@ import t from 'tap'
 import { BASE_URL, supporterWithToken } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 const href = (path: string) => `${BASE_URL}/demo${path}`
 
 t.test('the whole life of a discussion through the API', async (t) => {

@@ -9,6 +9,7 @@ import { SQLITE_ONLY } from '../fixtures/postgres.ts'
 import { supporterWithToken } from '../fixtures/app.ts'
 import { twoApps } from '../multiprocess/two-apps.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // A listing's items are serialized once per version of each discussion and kept
 // (routes/api/discussions/views.ts): the page is read every time, and a kept item is never
 // answered for a discussion that has changed since, by this process or another.

@@ -4,6 +4,7 @@ import { webhookEvents } from '../../db/values.ts'
 import { withOperationDetails } from '../../routes/openapi.ts'
 import { BASE_URL, newTestApp, supporterWithToken } from '../fixtures/app.ts'
 
+// Engines: one: what the service says of itself (documents, versions, a generated client) is the same on either engine.
 // Every v1 operation of docs/decisions.md ("Discussions (v1 shape)") and of the site resource; every
 // GET also answers HEAD.
 const READS = [
@@ -56,7 +57,7 @@ const EXPECTED = [...READS.flatMap((path) => [`get ${path}`, `head ${path}`]), .
 type Operation = { responses: Record<string, { content?: Record<string, unknown> }>; parameters?: Array<{ name: string; in: string }> }
 
 async function documentAndRoutes(t: Test) {
-  const { app } = newTestApp(t)
+  const { app } = await newTestApp(t)
   const routes: Array<{ method: string; url: string }> = []
   app.addHook('onRoute', (route) => {
     // The queue's pages share the API's addresses for browsers (routes/web/queue.ts): not API routes.

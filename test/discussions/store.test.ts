@@ -9,6 +9,8 @@ import { actions, initialState, stateAfterAction, stateAfterComment } from '../.
 import { StoreError } from '../../db/stores/errors.ts'
 import { sqliteStores } from '../fixtures/stores.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 async function stores() {
   const { db, clock, sites, users, categories, discussions, engine, box } = sqliteStores()
   const site = await sites.add('demo')

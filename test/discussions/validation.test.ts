@@ -1,6 +1,7 @@
 import t from 'tap'
 import { clientErrorBody, describeProblems, fieldProblems, InvalidRequest } from '../../plugins/http/validation.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // The API's own validator is TypeBox (through the routes); other routes of the app may validate
 // with Fastify's Ajv, whose errors differ a little. Both are named the same way.
 

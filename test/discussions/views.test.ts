@@ -2,6 +2,8 @@ import fc from 'fast-check'
 import t from 'tap'
 import { moment } from '../../routes/api/discussions/views.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 const reference = (date: Date) => date.toISOString().replace(/\.\d{3}Z$/, 'Z')
 
 t.test('moments are ISO 8601 in UTC to the second', async (t) => {

@@ -3,6 +3,7 @@ import t from 'tap'
 import { refusedRequest } from './arbitraries.ts'
 import { fuzzApp, keepsContract, runs, send } from './harness.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 6, item 1: no credential, or only damaged and random ones (Authorization, X-Service-Auth,
 // X-Multipass, auth=, sso=; repeated; oversized; control characters; truncated and bit-flipped
 // tokens and multipass strings), on every API route shape with any method, Accept and body. Every

@@ -4,6 +4,7 @@ import { clientErrorHandler } from '../../plugins/http/framework-errors.ts'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { inDays, makeMultipass } from '../fixtures/credentials.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // What the fuzzers of this folder found, each pinned by a plain example.
 
 t.test('a path Fastify cannot route gets the JSON error shape, before any credential', async (t) => {

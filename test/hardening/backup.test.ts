@@ -6,10 +6,11 @@ import { cliRunner } from '../fixtures/cli.ts'
 import { V1 } from '../fixtures/app.ts'
 import { bannerToken, startServer } from '../fixtures/server.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The online backup of a SQLite file (on PostgreSQL, backup runs pg_dump: test/cli/backup.test.ts).
 
 t.test('backup: a checked, private, self-contained copy, and refusals that leave nothing behind', async (t) => {
-  const cli = cliRunner(t, { engine: 'sqlite' })
+  const cli = await cliRunner(t, { engine: 'sqlite' })
   t.equal((await cli.run(['site', 'add', 'acme', '--name', 'Acme Support'])).code, 0)
   t.equal((await cli.run(['user', 'add', 'ann@example.test'])).code, 0)
 
@@ -44,7 +45,7 @@ t.test('backup: a checked, private, self-contained copy, and refusals that leave
 })
 
 t.test('a failed copy leaves no partial file under the real name', async (t) => {
-  const cli = cliRunner(t, { engine: 'sqlite' })
+  const cli = await cliRunner(t, { engine: 'sqlite' })
   t.equal((await cli.run(['site', 'list'])).code, 0)
   // Another backup's temporary file, with this process's id, is in the way.
   const target = join(cli.dir, 'busy.db')
@@ -55,7 +56,7 @@ t.test('a failed copy leaves no partial file under the real name', async (t) => 
 })
 
 t.test('backup of a live server under writes is consistent', async (t) => {
-  const cli = cliRunner(t, { engine: 'sqlite' })
+  const cli = await cliRunner(t, { engine: 'sqlite' })
   const server = await startServer(t, { SERVICE_DB: cli.db })
   const token = await bannerToken(server)
   const headers = { authorization: `Bearer ${token}`, accept: V1, 'content-type': 'application/json' }
@@ -89,7 +90,7 @@ t.test('backup of a live server under writes is consistent', async (t) => {
 })
 
 t.test('a damaged database is not saved as a good backup', async (t) => {
-  const cli = cliRunner(t, { engine: 'sqlite' })
+  const cli = await cliRunner(t, { engine: 'sqlite' })
   t.equal((await cli.run(['site', 'add', 'acme'])).code, 0)
   // Damage a page of the sites table: the copy carries the damage, and its check finds it.
   const db = new Database(cli.db)

@@ -6,6 +6,7 @@ import { newTestApp, supporterWithToken, testClock, V1, BASE_URL, SITE_URL } fro
 import { addCategory, discussionApp } from '../fixtures/discussions.ts'
 import { logCapture } from '../fixtures/log.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 21: facing the internet directly. Every test here talks to a listening server over real
 // loopback sockets: timeouts cut slow clients (408 where an answer can still be written), idle
 // keep-alive connections close, the caps refuse new connections while requests in flight finish,
@@ -309,7 +310,7 @@ t.test('during 2,000 slow connections a normal authenticated request is answered
 t.test('SERVICE_LOG_LEVEL=warn drops the line per answered request and keeps refusals and errors', async (t) => {
   async function run(t: Test, logLevel: 'info' | 'warn') {
     const log = logCapture()
-    const { app } = newTestApp(t, { logStream: log.stream, config: { logLevel, connections: { headersTimeoutMs: 300 } } })
+    const { app } = await newTestApp(t, { logStream: log.stream, config: { logLevel, connections: { headersTimeoutMs: 300 } } })
     app.get('/boom', async () => {
       throw new Error('boom')
     })

@@ -6,6 +6,7 @@ import t from 'tap'
 import { V1 } from '../fixtures/clock.ts'
 import { bannerToken, startServer } from '../fixtures/server.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // Issue 6, item 3: kill the server with SIGKILL in the middle of a burst of writes, and find every
 // write it acknowledged (a 2xx) in the database afterwards, which must pass integrity_check.
 // db/sqlite/client.ts syncs each commit (synchronous = FULL) before the answer goes out.

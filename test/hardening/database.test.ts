@@ -9,6 +9,8 @@ import { discussionApp } from '../fixtures/discussions.ts'
 import { HEALTH_DEADLINE_MS } from '../../routes/health.ts'
 import { webClient, personWithPassword } from '../fixtures/web.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 function tempFile(t: Test) {
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-db-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))

@@ -4,6 +4,8 @@ import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { basic, legacyTokenOf, makeMultipass, inDays, supporterWithPassword } from '../fixtures/credentials.ts'
 import { webClient } from '../fixtures/web.ts'
 
+// Engines: one: HTTP's own rules (headers, limits, refusals, memory), decided before any store is reached.
+
 const limits = { perAddress: 3, perAccount: 2, windowSeconds: 60 }
 /** The failure budget's item of the RateLimit header (`"failures";r=2;t=60`), or undefined. */
 function failures(res: { headers: Record<string, unknown> }) {

@@ -4,6 +4,7 @@ import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { addCategory } from '../fixtures/discussions.ts'
 import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // PostgreSQL going away under a running service (a restart, a failover, a cut network): every
 // request that needs it gets 503 with Retry-After, never a 500, nothing half-written stays, and the
 // service serves again as soon as the server answers, without a restart. The "server" here is a
@@ -48,7 +49,7 @@ async function relay(target: { host: string; port: number }) {
 t.test('PostgreSQL goes away: 503 with Retry-After, nothing half-written; it comes back: the service serves again', {
   skip: TEST_ENGINE !== 'postgres' && 'about PostgreSQL; runs in the PostgreSQL run of the suite',
 }, async (t) => {
-  const direct = new URL(postgresTestAddress(t))
+  const direct = new URL(await postgresTestAddress(t))
   const link = await relay({ host: direct.hostname, port: Number(direct.port || 5432) })
   t.teardown(() => link.cut())
   const viaRelay = new URL(direct)

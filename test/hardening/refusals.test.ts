@@ -14,6 +14,7 @@ import { createRefusalLog, type RefusalFields, type RefusalKind, type RefusalTim
 import { buildTestApp } from '../fixtures/app.ts'
 import { logCapture } from '../fixtures/log.ts'
 
+// Engines: one: HTTP's own rules (headers, limits, refusals, memory), decided before any store is reached.
 // Issue 21, item 3, in parts: the counted refusal log, the classification of what Node's parser
 // and timeouts refuse, and the sizes the connection settings take from the machine.
 

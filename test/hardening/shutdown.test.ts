@@ -8,6 +8,7 @@ import { V1 } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import { bannerToken, startServer } from '../fixtures/server.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 6, item 4: SIGTERM stops accepting, lets the request in flight finish, writes the pending
 // last-used times, and closes the database.
 

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import t from 'tap'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // The map for the next engineer (docs/architecture.md) and the README name files of this
 // repository; every one they link to must exist, or the map is wrong.
 

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import t from 'tap'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // No import cycle between the project's own files: a cycle means two modules that cannot be read,
 // tested or moved apart (docs/architecture.md). Type-only imports count too, since a reader
 // follows them all the same.

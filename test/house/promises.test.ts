@@ -2,6 +2,7 @@ import { resolve } from 'node:path'
 import t from 'tap'
 import { floatingPromises } from '../../tools/check/floating-promises.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // Every promise of the project is awaited, returned, chained with a rejection handler or voided on
 // purpose (tools/check/floating-promises.ts): a store call left alone would run after the answer
 // went out on PostgreSQL, and its failure would be lost. `npm run check` (tools/check/run.ts) runs

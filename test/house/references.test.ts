@@ -4,6 +4,7 @@ import t from 'tap'
 import { SETTINGS } from '../../config.ts'
 import { commandsReference, COMMANDS_REFERENCE, settingsReference, SETTINGS_REFERENCE } from '../../tools/docs/references.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // The references in docs/reference/ are made from the code (tools/docs/references.ts) and must be
 // what it makes today: a setting or a command added without its row fails here.
 

@@ -4,6 +4,7 @@ import * as executable from '../../tools/build/sea/drizzle.ts'
 import * as postgresCheckout from '../../db/drizzle-postgres.ts'
 import * as postgresExecutable from '../../tools/build/sea/postgres-drizzle.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // The single executable swaps db/drizzle.ts for tools/build/sea/drizzle.ts: both must offer the
 // same names, or the executable would find one missing only when it runs.
 t.test('the two doors to drizzle offer the same names', async (t) => {

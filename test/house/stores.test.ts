@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import t from 'tap'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // A store written once for both engines runs over the engine port (db/port.ts) and awaits its
 // statements: better-sqlite3's synchronous calls (.get() .all() .run() .sync()) exist on
 // SQLite alone, so one in a shared store body would work in the SQLite pass and fail on PostgreSQL,

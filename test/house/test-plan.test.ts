@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import t from 'tap'
-import { BOTH_ENGINES_IN_ONE, BROWSER_FIXTURE, drivesBrowser, ENGINE_FIXTURE, longestFirst, readsEngine, references, testFiles, testPlan } from '../../tools/test/plan.ts'
+import { BOTH_ENGINES_IN_ONE, BROWSER_FIXTURE, declaredEngines, drivesBrowser, ENGINE_FIXTURE, longestFirst, readsEngine, references, testFiles, testPlan, timeReport } from '../../tools/test/plan.ts'
 
-// The rule of tools/test/plan.ts, which decides the passes of `npm test`: a test reads its engine
-// through test/fixtures/postgres.ts alone, so a test that reaches that fixture runs on both engines
-// and no database test can run on SQLite alone without anyone deciding so.
+// Engines: one: nothing here reaches a database of the suite's engine.
+// The rule of tools/test/plan.ts, which decides the passes of `npm test`: each file says which
+// engines it runs on, and a test reads its engine through test/fixtures/postgres.ts alone, so a
+// file that says both but cannot tell the engines apart is seen, and no file runs on SQLite alone
+// without saying so.
 
 const ROOT = resolve(import.meta.dirname, '..', '..')
 
@@ -16,37 +18,51 @@ t.test('SERVICE_TEST_ENGINE is read by the engine fixture alone', async (t) => {
   t.same(readers.trim().split('\n'), [ENGINE_FIXTURE])
 })
 
-t.test('every file that builds the app, opens a database or runs the command line runs on both engines, but for the browser tests', async (t) => {
+t.test('every test file says which engines it runs on; a file that says both can tell them apart; the plan follows what they say', async (t) => {
   const plan = testPlan(ROOT)
   const both = new Set(plan.postgres)
   let browsers = 0
   for (const file of testFiles(ROOT)) {
-    const source = readFileSync(resolve(ROOT, file), 'utf8')
-    const usesEngine = /fixtures\/(app|cli|discussions|credentials|oauth|web)\.ts'/.test(source)
-    if (/fixtures\/browser\.ts'/.test(source)) {
+    const said = declaredEngines(readFileSync(resolve(ROOT, file), 'utf8'))
+    if (!said) {
+      t.fail(`${file} says neither "// Engines: both" nor "// Engines: one" (tools/test/plan.ts)`)
+      continue
+    }
+    if (said === 'both') t.ok(readsEngine(ROOT, file), `${file} says both, and reaches the engine fixture`)
+    if (drivesBrowser(ROOT, file)) {
       browsers++
-      t.ok(plan.sqlite.includes(file) && !both.has(file), `${file} drives the browser: once, in the SQLite pass`)
-    } else if (usesEngine) t.ok(both.has(file), `${file} runs on PostgreSQL too`)
+      t.equal(said, 'one', `${file} drives the browser: it says one`)
+    }
+    t.equal(both.has(file), said === 'both', `${file}: ${said === 'both' ? 'in' : 'not in'} the PostgreSQL pass`)
+    t.equal(plan.sqlite.includes(file), !file.startsWith(BOTH_ENGINES_IN_ONE), `${file}: ${file.startsWith(BOTH_ENGINES_IN_ONE) ? 'not in' : 'in'} the SQLite pass`)
   }
   t.ok(browsers >= 3, `${browsers} browser files`)
-  t.ok(plan.postgres.length > 60, 'most of the suite runs on both engines')
-  t.ok(plan.postgres.every((file) => file.startsWith(BOTH_ENGINES_IN_ONE) || plan.sqlite.includes(file)), 'a file of both passes is in the SQLite pass too')
-  t.notOk(plan.sqlite.some((file) => file.startsWith(BOTH_ENGINES_IN_ONE)), 'the two-engine comparisons run once, in the PostgreSQL pass')
+  t.ok(plan.postgres.length > 60, 'most database tests run on both engines')
   t.ok(plan.sqlite.includes('test/lib/bounded-set.test.ts') && !both.has('test/lib/bounded-set.test.ts'), 'a pure module runs once')
+})
+
+t.test('what a file says: one line, both or one; none, two, or another word is not a saying', async (t) => {
+  t.equal(declaredEngines("import t from 'tap'\n\n// Engines: both: it writes.\n"), 'both')
+  t.equal(declaredEngines('// Engines: one: pure.\n'), 'one')
+  t.equal(declaredEngines('// no saying\n'), undefined)
+  t.equal(declaredEngines('// Engines: both\n// Engines: one\n'), undefined, 'two sayings are none')
+  t.equal(declaredEngines('// Engines: some\n'), undefined)
+  t.equal(declaredEngines('  // Engines: both, indented, is a comment inside code\n'), undefined)
 })
 
 t.test('the rule follows imports, dynamic imports and files started as processes, transitively', async (t) => {
   const files: Record<string, string> = {
-    'test/a.test.ts': "import { x } from './fixtures/x.ts'\n",
+    'test/a.test.ts': "import { x } from './fixtures/x.ts'\n// Engines: both\n",
     'test/fixtures/x.ts': "export const x = await import('./y.ts')\n",
     'test/fixtures/y.ts': `import { TEST_ENGINE } from './postgres.ts'\n`,
-    'test/b.test.ts': "const child = new URL('./fixtures/z.ts', import.meta.url)\n",
+    'test/b.test.ts': "const child = new URL('./fixtures/z.ts', import.meta.url)\n// Engines: both\n",
+    'test/e.test.ts': "import { x } from './fixtures/x.ts'\n// Engines: one\n",
     'test/fixtures/z.ts': "export * from './x.ts'\n",
-    'test/c.test.ts': "import t from 'tap'\nimport { p } from '../lib/p.ts'\n",
+    'test/c.test.ts': "import t from 'tap'\nimport { p } from '../lib/p.ts'\n// Engines: both\n",
     'lib/p.ts': "import { q } from './q.ts'\n",
     'lib/q.ts': "import { p } from './p.ts'\n",
     [ENGINE_FIXTURE]: 'export const TEST_ENGINE = 1\n',
-    'test/d.test.ts': "import { launchChromium } from './fixtures/browser.ts'\nimport { TEST_ENGINE } from './fixtures/postgres.ts'\n",
+    'test/d.test.ts': "import { launchChromium } from './fixtures/browser.ts'\nimport { TEST_ENGINE } from './fixtures/postgres.ts'\n// Engines: both\n",
     [BROWSER_FIXTURE]: 'export const launchChromium = 1\n',
   }
   type Tree = { [name: string]: string | Tree }
@@ -64,8 +80,8 @@ t.test('the rule follows imports, dynamic imports and files started as processes
   t.notOk(readsEngine(dir, 'test/c.test.ts'), 'a cycle of pure modules ends')
   t.ok(readsEngine(dir, 'test/d.test.ts') && drivesBrowser(dir, 'test/d.test.ts'), 'a browser test that builds the app')
   const plan = testPlan(dir)
-  t.same([...plan.sqlite].sort(), ['test/a.test.ts', 'test/b.test.ts', 'test/c.test.ts', 'test/d.test.ts'])
-  t.same([...plan.postgres].sort(), ['test/a.test.ts', 'test/b.test.ts'], 'the browser test runs once')
+  t.same([...plan.sqlite].sort(), ['test/a.test.ts', 'test/b.test.ts', 'test/c.test.ts', 'test/d.test.ts', 'test/e.test.ts'])
+  t.same([...plan.postgres].sort(), ['test/a.test.ts', 'test/b.test.ts'], 'the browser test runs once; a file that says one, once; one that says both but cannot tell the engines apart, once')
   t.same(testFiles(dir), testFiles(dir), 'in the same order every time')
 })
 
@@ -78,4 +94,19 @@ t.test('each pass starts its longest files first, by the recorded durations; a f
   t.equal(plan.sqlite.at(-2), files[1], 'a long one before it, after every file not recorded')
   const recorded = testPlan(ROOT)
   t.not(recorded.sqlite.join(), plan.sqlite.join(), 'the committed durations change the order')
+})
+
+t.test("where a pass's time went: its wall time, its files' times added up, set-up by kind against the rest, and its slowest files", async (t) => {
+  const report = timeReport('postgres', 600.4, { 'test/a.test.ts': 100, 'test/b.test.ts': 300, 'test/c.test.ts': 0.5 }, 'app\t1000\nPostgreSQL database\t250\napp\t3000\nnot a line\n\nDovecot\tx\n', 2)
+  t.equal(
+    report,
+    [
+      "== where the postgres pass's time went: 600 s; its 3 files' own times add up to 401 s",
+      '   set-up 4 s of it (1%): app 4 s (2 times), PostgreSQL database 0 s (1 times); the tests\' own work 396 s (99%)',
+      '   its 2 slowest files:',
+      '     300.0 s  test/b.test.ts',
+      '     100.0 s  test/a.test.ts',
+    ].join('\n'),
+  )
+  t.match(timeReport('sqlite', 0, {}, ''), /its 0 files' own times add up to 0 s\n   set-up 0 s of it \(-\); the tests' own work 0 s \(-\)\n   its 0 slowest files:$/, 'an empty pass')
 })

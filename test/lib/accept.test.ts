@@ -1,6 +1,8 @@
 import t from 'tap'
 import { JSON_MEDIA_TYPE, negotiateMediaType, V1_MEDIA_TYPE } from '../../lib/accept.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test('v1, JSON and anything select version 1', async (t) => {
   t.equal(negotiateMediaType('application/vnd.service-v1+json'), V1_MEDIA_TYPE)
   t.equal(negotiateMediaType('Application/Vnd.Service-V1+JSON'), V1_MEDIA_TYPE, 'media types are case-insensitive')

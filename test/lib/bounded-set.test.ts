@@ -1,6 +1,8 @@
 import t from 'tap'
 import { createBoundedSet } from '../../lib/bounded-set.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test('the oldest value is forgotten first once the set is full', async (t) => {
   const set = createBoundedSet<string>(2)
   set.add('a')

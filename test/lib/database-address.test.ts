@@ -1,6 +1,7 @@
 import t from 'tap'
 import { isPostgresAddress, parsePostgresAddress, redactPostgresAddress } from '../../lib/database-address.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // SERVICE_DB is a SQLite file or a PostgreSQL address (docs/decisions.md, "PostgreSQL"): which one,
 // the schema an address names, and the address as logs and messages show it.
 

@@ -1,6 +1,8 @@
 import t from 'tap'
 import { unavailableStore } from '../../lib/database-errors.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test('locked, full and unwritable files are 503 with a Retry-After; anything else is not', async (t) => {
   const answer = (code: unknown) => unavailableStore(Object.assign(new Error('x'), { code }))
   t.match(answer('SQLITE_BUSY'), { code: 'SQLITE_BUSY', retryAfter: 1, body: { error: 'service_unavailable', message: /busy/ } })

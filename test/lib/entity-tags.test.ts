@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto'
 import t from 'tap'
 import { entityTag, matchHolds, noneMatchHolds } from '../../lib/entity-tags.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test("a tag is the version and a digest of the representation, the same however often it is asked", async (t) => {
   const digest = (text: string) => createHash('sha256').update(text).digest('base64url').slice(0, 16)
   const representation = 'application/vnd.service-v1+json /demo/discussions?page=2'

@@ -2,6 +2,8 @@ import t from 'tap'
 import { cleanFileName, contentDisposition, detectContentType, MAX_FILE_NAME, shownInline, shownSize, SNIFF_BYTES } from '../../lib/files.ts'
 import { PNG } from '../fixtures/files.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test('a name keeps its last path part, without what could mislead or break a file system', async (t) => {
   const cases: Array<[string, string]> = [
     ['report.pdf', 'report.pdf'],

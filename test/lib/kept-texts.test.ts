@@ -1,6 +1,8 @@
 import t from 'tap'
 import { createKeptTexts } from '../../lib/kept-texts.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test('a text is made once per key, and the oldest go first past the limit', async (t) => {
   const made: string[] = []
   const kept = createKeptTexts(19)

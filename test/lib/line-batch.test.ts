@@ -1,6 +1,8 @@
 import t from 'tap'
 import { LineBatch } from '../../lib/line-batch.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test('lines are handed on in batches of about the given size, in order, and on a flush', async (t) => {
   const writes: string[] = []
   const batch = new LineBatch({ write: (text) => writes.push(text) }, 10)

@@ -2,6 +2,8 @@ import t from 'tap'
 import { automaticReason, isMailAddress, isSmtpUrl, newPart, normalAddress, parseImapUrl, shownImap, shownSmtp, titleOf } from '../../lib/mail.ts'
 import { failureWords } from '../../lib/imap.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 const headers = (fields: Record<string, string>) => (name: string) => fields[name]
 
 t.test('automatic mail, by its headers: RFC 3834 and what mail programs send instead', async (t) => {

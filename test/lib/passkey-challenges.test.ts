@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto'
 import t from 'tap'
 import { CHALLENGE_MS, challengeExpiry, makeChallenge } from '../../lib/passkey-challenges.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // The passkey challenges' signature (docs/decisions.md, "Passkeys"): made for one context, good
 // until their expiry, and nothing else passes: another context, a changed part, a made-up one.
 

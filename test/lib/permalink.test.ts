@@ -2,6 +2,8 @@ import t from 'tap'
 import { permalinkProblem } from '../../lib/permalink.ts'
 import { createUrls } from '../../lib/urls.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test('permalinks: 1 to 63 of a-z 0-9 - _, not reserved', async (t) => {
   for (const ok of ['demo', 'a', 'acme-support_2', 'x'.repeat(63)]) t.equal(permalinkProblem(ok), null, ok)
   for (const bad of ['', 'Demo', 'x'.repeat(64), 'a b', 'a/b', '.well-known', 'openapi.json', 'café']) {

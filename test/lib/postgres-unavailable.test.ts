@@ -4,8 +4,9 @@ import type pg from 'pg'
 import { sql } from '../../db/drizzle.ts'
 import { openPostgres, type PgDb } from '../../db/postgres/client.ts'
 import { unavailableStore } from '../../lib/database-errors.ts'
-import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../fixtures/postgres.ts'
+import { POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../fixtures/postgres.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // PostgreSQL's "not now" (docs/decisions.md, "PostgreSQL", Unavailable): what lib/database-errors.ts
 // answers 503 with Retry-After, and what it leaves to the error handler. The errors are real ones,
 // from the test server and node-postgres, wherever a test can provoke them; the rest (a full disk,
@@ -83,7 +84,7 @@ if (down && process.env.CI === 'true') t.fail(down)
 
 /** A pool on a fresh schema that has a table `t` of two rows. */
 async function database(t: Test, options: Parameters<typeof openPostgres>[1] = {}) {
-  const db = await openPostgres(await freshPostgresAddress(t), { poolSize: 3, ...options })
+  const db = await openPostgres(await postgresTestAddress(t), { poolSize: 3, ...options })
   t.teardown(() => db.$client.end())
   await db.$client.query('CREATE TABLE t (id integer PRIMARY KEY, v integer NOT NULL); INSERT INTO t VALUES (1, 0), (2, 0)')
   return db
@@ -178,7 +179,7 @@ t.test('real failures from a real server', { skip: down }, async (t) => {
     })
     await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve))
     t.teardown(() => new Promise((resolve) => relay.close(resolve)))
-    const address = new URL(await freshPostgresAddress(t))
+    const address = new URL(await postgresTestAddress(t))
     address.hostname = '127.0.0.1'
     address.port = String((relay.address() as { port: number }).port)
     const db = await openPostgres(address.toString(), { poolSize: 1 })

@@ -2,6 +2,7 @@ import t from 'tap'
 import { createRateLimiter, granted, leaseSize, rateLimitHeaders, type RateVerdict, type RateWindowStore } from '../../lib/rate-limiter.ts'
 import { START, testClock } from '../fixtures/clock.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // The counting of fair use (lib/rate-limiter.ts) over a store that keeps its rows in a Map and
 // answers after a turn of the event loop, as a database across a connection does. The stores on
 // both engines are in test/plugins/rate-limits.test.ts, through the whole service.

@@ -1,6 +1,8 @@
 import t from 'tap'
 import { redactUrl } from '../../lib/redact.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test('credential query values never survive', async (t) => {
   t.equal(redactUrl('/demo'), '/demo')
   t.equal(redactUrl('/demo?page=2'), '/demo?page=2')

@@ -18,6 +18,7 @@ import {
   wordsOf,
 } from '../../lib/search-text.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // The words of search, the same for both engines (docs/decisions.md, "Search"): folding, the
 // documents each engine is given, the query language and what it becomes for FTS5 and for
 // PostgreSQL, and the snippets.

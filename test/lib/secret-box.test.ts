@@ -1,6 +1,8 @@
 import t from 'tap'
 import { createSecretBox } from '../../lib/secret-box.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 const SECRET = 'x'.repeat(64)
 
 t.test('sealed values open under the same key only, and a change is refused', async (t) => {

@@ -4,6 +4,8 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { keyFileFor, serverSecret } from '../../lib/server-key.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 function tempDir(t: Test) {
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-key-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { fillSavedReply, MAX_TAG_LENGTH, placeholderNames, splitTags, tagList, tagOf, tagsOf } from '../../lib/team-queue.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // The pure rules of the team's queue (lib/team-queue.ts): what a tag may be, and a saved reply's
 // placeholders filled in.
 

@@ -10,6 +10,8 @@ import {
   PERSONAL_TOKEN_LENGTH,
 } from '../../lib/token-format.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test('a new token has the prefix, 43 random base62 digits and a 6-digit checksum', async (t) => {
   const value = generatePersonalToken()
   t.match(value, /^service_pat_[0-9A-Za-z]{49}$/)

@@ -4,8 +4,9 @@ import { memberships as pgMemberships, users as pgUsers } from '../../db/schema/
 import { openDatabase } from '../../db/sqlite/client.ts'
 import { memberships, users } from '../../db/schema/sqlite.ts'
 import { isUniqueViolation } from '../../lib/database-errors.ts'
-import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../fixtures/postgres.ts'
+import { POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../fixtures/postgres.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // isUniqueViolation: how the stores tell "taken" from any other failure, on the errors each
 // engine's driver and drizzle really throw.
 
@@ -16,7 +17,7 @@ const emailKey = { table: 'users', column: 'email_key' }
 const account = (email: string, fingerprint: string) => ({ email, emailKey: email, name: 'A', createdAt: new Date(), legacyTokenFingerprint: fingerprint })
 
 t.test('PostgreSQL: a unique violation, as drizzle throws it or as the driver does, on any or on the named index', { skip: down }, async (t) => {
-  const db = await openPostgres(await freshPostgresAddress(t), { poolSize: 1 })
+  const db = await openPostgres(await postgresTestAddress(t), { poolSize: 1 })
   t.teardown(() => db.$client.end())
   await db.insert(pgUsers).values(account('a@example.test', 'f1'))
 

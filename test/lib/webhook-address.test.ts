@@ -1,6 +1,7 @@
 import t from 'tap'
 import { literalAddress, MAX_URL_LENGTH, parseAllowedRanges, parseWebhookUrl, refusedAddress, type AllowedRange } from '../../lib/webhook-address.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // Where a webhook may be posted (lib/webhook-address.ts): the address classes refused, the
 // operator's allowed ranges, and the address as kept. The deliveries' side, looking names up and
 // connecting to the address checked, is test/webhooks/delivery.test.ts.

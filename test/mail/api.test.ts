@@ -2,6 +2,7 @@ import t from 'tap'
 import { supporterWithToken } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The site's mailboxes through the API (routes/api/mailboxes.ts): its administrators only, on the
 // engine the suite runs on.
 

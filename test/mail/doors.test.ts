@@ -3,6 +3,7 @@ import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { basic, inDays, legacyTokenOf, makeMultipass, supporterWithPassword } from '../fixtures/credentials.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 
+// Engines: one: which door lets whom in, a rule over the stores; the stores themselves run on both elsewhere.
 // Issue 48: "the site's mailboxes are its administrators'" asked at every door of the API that
 // reaches /<site>/mailboxes: a personal token, Basic, the legacy token, multipass, an OAuth token.
 // Each door is tried by a supporter who is no administrator (refused, nothing written) and, where

@@ -7,6 +7,7 @@ import { mailServer, testDns } from '../fixtures/mail.ts'
 import { mailDesk } from '../fixtures/mail-desk.ts'
 import { webClient } from '../fixtures/web.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 62, the fourth security pass, from the attacker's side and the victim's: mail never speaks
 // for the team, a thread is its customer's, the message a mail came as is its sender's and the
 // staff's, and the limits of the built-in receiver are on what a forger cannot write (the

@@ -6,6 +6,7 @@ import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
 import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { BIN, bannerToken, startServer, type RunningServer } from '../fixtures/server.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 48, nothing lost and nothing doubled across processes: `service-desk serve` fetching an
 // IMAP mailbox (Dovecot) of 200 messages is killed (SIGKILL) in the middle, twice, on SQLite; two
 // processes on one PostgreSQL database fetch one mailbox, the one holding it killed mid-way. Each
@@ -73,7 +74,7 @@ t.test('PostgreSQL: two processes fetch one mailbox; the holder killed, the othe
   const url = imap.user('support')
   await imap.deliver('support', mailbox())
   // Leases of 6 s (three looks of 2 s), renewed during the fetch, so a busy machine does not let one run out.
-  const env = { SERVICE_DB: postgresTestAddress(t), SERVICE_SECRET: 'a-shared-secret-of-the-two-processes-0123456789', SERVICE_MAIL_FETCH_SECONDS: '2' }
+  const env = { SERVICE_DB: await postgresTestAddress(t), SERVICE_SECRET: 'a-shared-secret-of-the-two-processes-0123456789', SERVICE_MAIL_FETCH_SECONDS: '2' }
   const first = await startServer(t, env)
   const token = await bannerToken(first)
   const second = await startServer(t, env)

@@ -7,6 +7,7 @@ import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
 import { mailServer } from '../fixtures/mail.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 48, mail in by IMAP (plugins/mail/fetcher.ts) against a real IMAP server (Dovecot): the
 // support mailbox fetched, the customer's own mailbox receiving the reply through a real SMTP
 // server, and the customer's answer fetched back into the same discussion; on the suite's engine.

@@ -4,11 +4,12 @@ import { cliRunner } from '../fixtures/cli.ts'
 import { dovecot } from '../fixtures/dovecot.ts'
 import { mailServer } from '../fixtures/mail.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The sites' mailboxes on the command line (cli/mailboxes.ts), on the engine the suite runs on.
 
 
 t.test('mailbox add, list and remove; an address belongs to one site; bad input is refused with nothing written', async (t) => {
-  const cli = cliRunner(t)
+  const cli = await cliRunner(t)
   t.equal((await cli.run(['site', 'add', 'acme'])).code, 0)
   t.equal((await cli.run(['site', 'add', 'other'])).code, 0)
   const category = /^category (\d+) created/.exec((await cli.run(['category', 'add', 'acme', 'Mail'])).stdout)![1]!
@@ -45,7 +46,7 @@ t.test('mailbox add, list and remove; an address belongs to one site; bad input 
 })
 
 t.test('mailbox add --imap --smtp seals the passwords; list shows neither; test signs in to both and says what failed', async (t) => {
-  const cli = cliRunner(t)
+  const cli = await cliRunner(t)
   const imap = await dovecot(t)
   const good = imap.user('support', 'p@ss/word')
   const smtp = await mailServer(t)

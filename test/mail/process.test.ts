@@ -5,6 +5,7 @@ import t from 'tap'
 import { childEnv } from '../fixtures/child.ts'
 import { BIN, bannerToken, freePort, startServer } from '../fixtures/server.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // The receiver in the compiled service, as an operator starts it: `service-desk serve` with
 // SERVICE_MAIL_RECEIVER, a mailbox added by the command line beside it, a mail sent to it. (Its
 // libraries are loaded only when it is set up; this is where that load is seen to work.)

@@ -8,6 +8,7 @@ import { mailDesk } from '../fixtures/mail-desk.ts'
 import { selfSigned } from '../fixtures/certificate.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 48, the built-in receiver (plugins/mail/receiver.ts) and the one pipeline behind it
 // (plugins/mail/pipeline.ts): real SMTP, sent by nodemailer as a customer's mail program would, on
 // the engine the suite runs on.

@@ -7,6 +7,7 @@ import { LEASE_MS, NO_WAY_OUT } from '../../plugins/mail/sender.ts'
 import { mailDesk } from '../fixtures/mail-desk.ts'
 import { webClient, personWithPassword } from '../fixtures/web.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 48, mail out: a public reply of the staff to a discussion that came by mail is queued in
 // the outbox with the reply (db/stores/outbox.ts) and sent by the sender (plugins/mail/sender.ts):
 // a real SMTP server catches it, and the customer's answer to it comes back through the receiver.

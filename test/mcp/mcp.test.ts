@@ -9,6 +9,7 @@ import { legacyTokenOf, supporterWithPassword } from '../fixtures/credentials.ts
 import { discussionApp } from '../fixtures/discussions.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The MCP endpoint (routes/api/mcp) through the official SDK's own client over real HTTP, and its
 // HTTP answers through fetch. test/mcp/oauth.test.ts connects through the OAuth flow.
 

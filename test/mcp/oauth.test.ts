@@ -10,6 +10,7 @@ import t from 'tap'
 import { launchChromium } from '../fixtures/browser.ts'
 import { freePort, startServer } from '../fixtures/server.ts'
 
+// Engines: one: Chromium cannot tell the engines apart; what the pages store runs on both in their app.inject tests.
 // The MCP SDK's own client signs in through OAuth against a real server: from the 401 of /demo/mcp
 // it finds the authorization server (RFC 9728, RFC 8414), registers itself (RFC 7591), sends the
 // supporter to the consent page (headless Chromium signs in and allows), exchanges the code, and

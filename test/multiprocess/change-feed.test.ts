@@ -3,6 +3,7 @@ import t, { type Test } from 'tap'
 import { apiCall, bannerToken, startServer, type RunningServer } from '../fixtures/server.ts'
 import { sharedDatabase } from './two-apps.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The change feed's promise (docs/decisions.md, "Safe retries, cursors and the change feed"),
 // checked as a property with two real service processes on one database of the suite's engine: a
 // random mix of 2,000 creates, changes, comments, deletes and restores is sent through both at
@@ -44,7 +45,7 @@ async function listed(server: RunningServer, token: string): Promise<Map<number,
 }
 
 async function property(t: Test, ops: Op[]) {
-  const { databaseAddress, secret } = sharedDatabase(t)
+  const { databaseAddress, secret } = await sharedDatabase(t)
   const env = { SERVICE_DB: databaseAddress, ...(secret === undefined ? {} : { SERVICE_SECRET: secret }), SERVICE_RATE_LIMIT_WRITES: '10000', SERVICE_RATE_LIMIT_READS: '100000', SERVICE_BASE_URL: 'http://api.example.test', SERVICE_SITE_URL: 'http://help.example.test/{site}' }
   const one = await startServer(t, env)
   const token = await bannerToken(one)

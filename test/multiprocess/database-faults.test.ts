@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import t from 'tap'
+import { parsePostgresAddress } from '../../lib/database-address.ts'
 import { POSTGRES_URL, postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { apiCall, bannerToken, startServer, type RunningServer } from '../fixtures/server.ts'
 import { tcpProxy, type ProxyMode } from '../fixtures/tcp-proxy.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 63: two real service processes reach PostgreSQL through a TCP proxy of the test (the server
 // itself is never touched) while clients write; the proxy cuts every connection, pauses them and
 // silences them, each for less and for more than the timeouts. Every answer is 201 or 503 within
@@ -29,7 +31,7 @@ interface Answer {
 t.test('cut, paused and silenced under write load, each process answers 201 or 503 in time, says so on /healthz, and comes back by itself', { skip: TEST_ENGINE !== 'postgres' && 'PostgreSQL through a proxy: runs in the PostgreSQL run of the suite' }, async (t) => {
   const real = new URL(POSTGRES_URL)
   const proxy = await tcpProxy(t, { host: real.hostname, port: Number(real.port || 5432) })
-  const direct = postgresTestAddress(t)
+  const direct = await postgresTestAddress(t)
   const through = new URL(direct)
   through.host = `127.0.0.1:${proxy.port}`
   const env = {
@@ -109,7 +111,7 @@ t.test('cut, paused and silenced under write load, each process answers 201 or 5
   t.ok((byStatus['503'] ?? []).length > 0, 'the outages were felt')
 
   // Every acknowledged write is there, once; what was refused is not half there.
-  const client = new pg.Client({ connectionString: POSTGRES_URL })
+  const client = new pg.Client({ connectionString: parsePostgresAddress(direct).connectionString })
   await client.connect()
   t.teardown(() => client.end())
   const schema = new URL(direct).searchParams.get('schema')!

@@ -8,13 +8,15 @@ import { parsePostgresAddress } from '../../lib/database-address.ts'
 import { POSTGRES_URL, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { eventually, sharedDatabase } from './two-apps.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The engine's events (db/engine.ts): what the processes of one database tell each other. On
 // PostgreSQL, LISTEN/NOTIFY on a connection of their own; on SQLite, within the process. Two
 // engines on one database stand for two processes.
 
 const POSTGRES_ONLY = { skip: TEST_ENGINE !== 'postgres' && 'LISTEN/NOTIFY: runs in the PostgreSQL run of the suite' }
 
-async function engines(t: Test, count: number, databaseAddress = sharedDatabase(t).databaseAddress) {
+async function engines(t: Test, count: number, databaseAddress?: string) {
+  databaseAddress ??= (await sharedDatabase(t)).databaseAddress
   const opened: Engine[] = []
   for (let i = 0; i < count; i++) {
     const engine = await openEngine(databaseAddress)
@@ -68,9 +70,9 @@ t.test('names and payloads that an engine could not carry are refused', async (t
   t.ok(await eventually(() => heard.length === 1 && heard[0] === largest), 'the largest payload goes through')
 })
 
-/** A connection of the test's own on the database, closed after the test. */
-async function rawClient(t: Test) {
-  const client = new pg.Client({ connectionString: POSTGRES_URL })
+/** A connection of the test's own on the database at `address` (the suite's, by default), closed after the test. */
+async function rawClient(t: Test, address = POSTGRES_URL) {
+  const client = new pg.Client({ connectionString: parsePostgresAddress(address).connectionString })
   await client.connect()
   t.teardown(() => client.end())
   return client
@@ -78,7 +80,7 @@ async function rawClient(t: Test) {
 
 /** The server process behind an engine's events connection: the one that sends its NOTIFY. */
 async function eventsBackend(t: Test, engine: Engine, address: string, channel = 'test_events') {
-  const client = await rawClient(t)
+  const client = await rawClient(t, address)
   const name = `${channel}:${parsePostgresAddress(address).schema}`
   const pid = new Promise<number>((resolve) => client.once('notification', (message) => resolve(message.processId)))
   await client.query(`LISTEN "${name}"`)
@@ -89,7 +91,7 @@ async function eventsBackend(t: Test, engine: Engine, address: string, channel =
 }
 
 t.test('a broken events connection is opened again and listens again; one that only publishes, when next used', POSTGRES_ONLY, async (t) => {
-  const { databaseAddress } = sharedDatabase(t)
+  const { databaseAddress } = await sharedDatabase(t)
   const [listener, talker, publisher] = await engines(t, 3, databaseAddress)
   const heard = await hearing(listener!)
   const listening = await eventsBackend(t, listener!, databaseAddress)
@@ -175,7 +177,7 @@ async function relay(target: URL) {
 }
 
 t.test('a subscription made while the database cannot be reached is refused, and made once it can', POSTGRES_ONLY, async (t) => {
-  const { databaseAddress } = sharedDatabase(t)
+  const { databaseAddress } = await sharedDatabase(t)
   const link = await relay(new URL(databaseAddress))
   t.teardown(() => link.cut())
   const [direct] = await engines(t, 1, databaseAddress)

@@ -4,6 +4,7 @@ import { BASE_URL, SITE_URL, supporterWithToken } from '../fixtures/app.ts'
 import { mailServer } from '../fixtures/mail.ts'
 import { sharedDatabase } from './two-apps.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 63: an SMTP server slower than the outbox's lease, and two processes sending the outbox:
 // the one that took the row keeps its lease while the server takes its time, so the other never
 // sends it too, and only the claim that still holds the lease writes the outcome. On the suite's
@@ -14,7 +15,7 @@ const LEASE_MS = 1_500
 
 t.test('an SMTP server slower than the lease, two processes sending: the customer gets one copy', async (t) => {
   const smtp = await mailServer(t, { answerAfterMs: 4 * LEASE_MS })
-  const database = sharedDatabase(t)
+  const database = await sharedDatabase(t)
   const config = { baseUrl: BASE_URL, siteUrl: SITE_URL, ...database, mail: { smtpUrl: smtp.url, from: 'Desk <desk@acme.example>' }, outboxSend: false }
   const [one, two] = [0, 1].map(() => buildApp({ config, clock: Date.now, outboxLeaseMs: LEASE_MS }))
   for (const app of [one!, two!]) t.teardown(() => app.close())
@@ -40,7 +41,7 @@ t.test('an SMTP server slower than the lease, two processes sending: the custome
 
 t.test("a send whose lease another took meanwhile writes no outcome; a renewal the database refuses keeps the lease it had", async (t) => {
   const smtp = await mailServer(t, { answerAfterMs: 4 * LEASE_MS })
-  const config = { baseUrl: BASE_URL, siteUrl: SITE_URL, ...sharedDatabase(t), mail: { smtpUrl: smtp.url, from: 'Desk <desk@acme.example>' }, outboxSend: false }
+  const config = { baseUrl: BASE_URL, siteUrl: SITE_URL, ...(await sharedDatabase(t)), mail: { smtpUrl: smtp.url, from: 'Desk <desk@acme.example>' }, outboxSend: false }
   const app = buildApp({ config, clock: Date.now, outboxLeaseMs: LEASE_MS })
   t.teardown(() => app.close())
   await app.ready()

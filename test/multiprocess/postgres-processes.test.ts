@@ -7,6 +7,7 @@ import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { bannerToken, startServer, type RunningServer } from '../fixtures/server.ts'
 import { bannerSignIn, browser, command } from './processes.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Several service processes on one PostgreSQL database, behind a proxy that sends each request to
 // any of them (docs/decisions.md, "PostgreSQL" and "Shared between the processes"): real
 // processes, started as an operator starts them, each test on a schema of its own.
@@ -18,7 +19,7 @@ const V1 = 'application/vnd.service-v1+json'
 /** Two service processes on a new schema, the second started once the first has made the demo site. */
 async function twoProcesses(t: Test) {
   const env = {
-    SERVICE_DB: postgresTestAddress(t),
+    SERVICE_DB: await postgresTestAddress(t),
     SERVICE_SECRET: randomBytes(32).toString('hex'),
     // The proxy is this machine: X-Forwarded-For names the client.
     SERVICE_TRUST_PROXY: 'loopback',
@@ -143,7 +144,7 @@ t.test('a supporter signed in through one process uses the session and its forms
 })
 
 t.test('a file uploaded through one process downloads through the other, each in a working folder of its own', POSTGRES_ONLY, async (t) => {
-  const env = { SERVICE_DB: postgresTestAddress(t), SERVICE_SECRET: randomBytes(32).toString('hex') }
+  const env = { SERVICE_DB: await postgresTestAddress(t), SERVICE_SECRET: randomBytes(32).toString('hex') }
   const [here, there] = [t.testdir({ one: {} }), t.testdir({ one: {} })].map((dir) => join(dir, 'one'))
   const one = await startServer(t, env, [], { cwd: here })
   const token = await bannerToken(one)

@@ -2,14 +2,15 @@ import t, { type Test } from 'tap'
 import { bannerToken, startServer, type RunningServer } from '../fixtures/server.ts'
 import { sharedDatabase } from './two-apps.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Fair use across real service processes (issue 33; docs/decisions.md, "Fair use"): two
 // processes on one database, as an operator runs them behind a proxy, on the suite's engine (one
 // SQLite file, or one PostgreSQL schema), enforce one limit between them; a process started again
 // finds the window where the others left it.
 
 /** The suite's shared database (two-apps.ts), as the processes' environment. */
-function databaseEnv(t: Test): Record<string, string> {
-  const { databaseAddress, secret } = sharedDatabase(t)
+async function databaseEnv(t: Test): Promise<Record<string, string>> {
+  const { databaseAddress, secret } = await sharedDatabase(t)
   return { SERVICE_DB: databaseAddress, ...(secret === undefined ? {} : { SERVICE_SECRET: secret }) }
 }
 
@@ -18,7 +19,7 @@ const site = (server: RunningServer, token: string) =>
 
 t.test('two processes on one database: their 200s add up to the limit, and a restart does not reset the window', async (t) => {
   // A day's window: the test cannot straddle two.
-  const env = { ...databaseEnv(t), SERVICE_RATE_LIMIT_READS: '5', SERVICE_RATE_LIMIT_WINDOW: '86400' }
+  const env = { ...(await databaseEnv(t)), SERVICE_RATE_LIMIT_READS: '5', SERVICE_RATE_LIMIT_WINDOW: '86400' }
   const one = await startServer(t, env)
   const token = await bannerToken(one)
   const two = await startServer(t, env)

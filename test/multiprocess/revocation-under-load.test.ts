@@ -4,6 +4,7 @@ import { apiCall, bannerToken, startServer } from '../fixtures/server.ts'
 import { sharedDatabase } from './two-apps.ts'
 import { bannerSignIn, command } from './processes.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 54: a token revoked through one service process is refused by the other's very next
 // request, while that other process is busy with the token's own requests: what it shares among
 // requests arriving together (db/postgres/arrivals.ts) or remembers (db/sqlite/read-cache.ts) never
@@ -13,7 +14,7 @@ import { bannerSignIn, command } from './processes.ts'
 const CONNECTIONS = 16
 
 t.test('a revocation through one process is refused by the next request the other starts, under load', async (t) => {
-  const { databaseAddress, secret } = sharedDatabase(t)
+  const { databaseAddress, secret } = await sharedDatabase(t)
   const env = { SERVICE_DB: databaseAddress, SERVICE_SECRET: secret ?? randomBytes(32).toString('hex'), SERVICE_RATE_LIMIT_READS: '100000000' }
   const one = await startServer(t, env)
   const admin = await bannerToken(one)

@@ -6,6 +6,7 @@ import { TEST_ENGINE } from '../fixtures/postgres.ts'
 import { bannerToken, startServer } from '../fixtures/server.ts'
 import { command } from './processes.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // One service process serves a SQLite file, and the command line changes it beside it: a token the
 // command revokes is refused by the running server at once (its read cache sees the file change:
 // db/sqlite/read-cache.ts, tested within one process in test/db/sqlite-read-cache.test.ts).

@@ -5,6 +5,7 @@ import { logCapture } from '../fixtures/log.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 import { privateDatabase, twoApps } from './two-apps.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // A token form is used once, whichever process each of its posts reaches (routes/web/api-tokens.ts):
 // two apps on one database stand for two processes. Real processes: postgres-processes.test.ts.
 
@@ -129,7 +130,7 @@ t.test('an app that cannot hear the other processes at start says so, and serves
     },
   })
   const log = logCapture()
-  const app = buildApp({ config: { baseUrl: 'https://api.example.test', siteUrl: 'https://help.example.test/{site}', ...privateDatabase(t) }, logStream: log.stream })
+  const app = buildApp({ config: { baseUrl: 'https://api.example.test', siteUrl: 'https://help.example.test/{site}', ...(await privateDatabase(t)) }, logStream: log.stream })
   t.teardown(() => app.close())
   await app.ready()
   t.match(log.text(), "could not hear the other processes' authentication failures yet")

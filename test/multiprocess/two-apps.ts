@@ -12,21 +12,21 @@ import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 // SERVICE_SECRET. Their only ways to each other are the database and its events (db/engine.ts).
 
 /** The address of a database of the suite's engine that outlives the test's apps, with its secret. */
-export function sharedDatabase(t: Test): { databaseAddress: string; secret?: string } {
-  if (TEST_ENGINE === 'postgres') return privateDatabase(t)
+export async function sharedDatabase(t: Test): Promise<{ databaseAddress: string; secret?: string }> {
+  if (TEST_ENGINE === 'postgres') return await privateDatabase(t)
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-shared-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   return { databaseAddress: join(dir, 'service.db') }
 }
 
 /** A private database of the suite's engine, as newTestApp makes: in memory, or a schema of its own. */
-export function privateDatabase(t: Test): { databaseAddress: string; secret?: string } {
-  return TEST_ENGINE === 'postgres' ? { databaseAddress: postgresTestAddress(t), secret: randomBytes(32).toString('hex') } : { databaseAddress: ':memory:' }
+export async function privateDatabase(t: Test): Promise<{ databaseAddress: string; secret?: string }> {
+  return TEST_ENGINE === 'postgres' ? { databaseAddress: await postgresTestAddress(t), secret: randomBytes(32).toString('hex') } : { databaseAddress: ':memory:' }
 }
 
 /** Two apps on one database, with one clock (the same wall time), ready. */
 export async function twoApps(t: Test, config: Partial<AppOptions['config']> = {}, logStream?: AppOptions['logStream']) {
-  const database = sharedDatabase(t)
+  const database = await sharedDatabase(t)
   const clock = testClock()
   const [one, two] = [0, 1].map(() => buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, ...database, ...config }, clock, logStream }))
   for (const app of [one!, two!]) t.teardown(() => app.close())

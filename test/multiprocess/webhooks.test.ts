@@ -5,6 +5,7 @@ import { receiver } from '../fixtures/webhooks.ts'
 import { eventually, sharedDatabase } from './two-apps.ts'
 import { randomBytes } from 'node:crypto'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Webhooks delivered by real service processes (plugins/webhooks/delivery.ts, plugins/mail/sender.ts):
 // a process killed (SIGKILL) in the middle of a delivery leaves the row under a lease that ends,
 // and the process started again delivers it with the same webhook-id; two processes on one
@@ -13,15 +14,15 @@ import { randomBytes } from 'node:crypto'
 /** Loopback allowed for the test's receiver, and a short deadline (so a short lease) for each try. */
 const WEBHOOKS = { SERVICE_WEBHOOK_ALLOW: '127.0.0.0/8', SERVICE_WEBHOOK_TIMEOUT: '1' }
 
-function databaseEnv(t: Test): Record<string, string> {
-  const { databaseAddress, secret } = sharedDatabase(t)
+async function databaseEnv(t: Test): Promise<Record<string, string>> {
+  const { databaseAddress, secret } = await sharedDatabase(t)
   return { SERVICE_DB: databaseAddress, ...(secret === undefined ? {} : { SERVICE_SECRET: secret }), ...WEBHOOKS }
 }
 
 const call = apiCall
 
 t.test('a process killed mid-delivery: the process started again delivers the event, with the same webhook-id', async (t) => {
-  const env = databaseEnv(t)
+  const env = await databaseEnv(t)
   let hold = true
   const hook = await receiver(t, (response) => {
     // The first try is never answered: the process is killed while it waits.
@@ -49,7 +50,7 @@ t.test('a process killed mid-delivery: the process started again delivers the ev
 })
 
 t.test('two processes on PostgreSQL deliver 1,000 events between them: none lost, none posted by both', { skip: TEST_ENGINE !== 'postgres' && 'two processes on one PostgreSQL database: runs in the PostgreSQL run of the suite' }, async (t) => {
-  const env = { SERVICE_DB: postgresTestAddress(t), SERVICE_SECRET: randomBytes(32).toString('hex'), SERVICE_RATE_LIMIT_WRITES: '5000', ...WEBHOOKS }
+  const env = { SERVICE_DB: await postgresTestAddress(t), SERVICE_SECRET: randomBytes(32).toString('hex'), SERVICE_RATE_LIMIT_WRITES: '5000', ...WEBHOOKS }
   const inFlight = new Set<string>()
   const counts = new Map<string, number>()
   let overlaps = 0

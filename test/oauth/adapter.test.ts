@@ -6,6 +6,7 @@ import { permalinkOfResource } from '../../lib/urls.ts'
 import { accountIdOf, libraryAccount, registrableRedirectUri, signingKey } from '../../plugins/oauth/settings.ts'
 import { buildTestApp, newTestApp } from '../fixtures/app.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The storage adapter of oidc-provider and the pure rules of plugins/oauth, on the engine the
 // suite runs on.
 
@@ -113,7 +114,7 @@ t.test('pure rules', async (t) => {
 
 t.test('expired records are swept in the background, and a failed sweep is logged', async (t) => {
   const lines: string[] = []
-  const { app } = newTestApp(t, { logStream: { write: (line) => void lines.push(line) } })
+  const { app } = await newTestApp(t, { logStream: { write: (line) => void lines.push(line) } })
   await app.ready()
   // The first sweep runs just after start, in the background: it meets this failure.
   app.oauthRecords.sweep = async () => {

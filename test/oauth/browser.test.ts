@@ -7,6 +7,7 @@ import t, { type Test } from 'tap'
 import { launchChromium } from '../fixtures/browser.ts'
 import { freePort, startServer } from '../fixtures/server.ts'
 
+// Engines: one: Chromium cannot tell the engines apart; what the pages store runs on both in their app.inject tests.
 // The whole OAuth flow as an application and a supporter go through it: a real server process, a
 // real OAuth client library (oauth4webapi), Debian's Chromium driven by playwright-core, and the
 // application's own redirect URI, a small HTTP server on the loopback interface (RFC 8252).

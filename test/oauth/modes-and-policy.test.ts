@@ -3,6 +3,7 @@ import { BASE_URL, buildTestApp, V1 } from '../fixtures/app.ts'
 import { authorizationQuery, authorize, codeOf, pkce, REDIRECT_URI, registerClient, tokenRequest } from '../fixtures/oauth.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 45, findings 3, 6 and 10: an error for an application nobody trusts yet is shown on our
 // page in every response mode, with the pages' CSP; the site's write-token rule and longest token
 // lifetime bind what consent gives; and offline_access with prompt=consent ends in a code.

@@ -3,6 +3,7 @@ import { oauthTokenCheck, type IssuedAccessToken } from '../../plugins/auth/chec
 import { generateToken, OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX } from '../../lib/token-format.ts'
 import type { Site } from '../../db/stores/sites.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
 // The check of an OAuth access token on the API, with its store functions given: every answer,
 // in its order. test/oauth/authorization.test.ts reaches the same answers through real grants.
 

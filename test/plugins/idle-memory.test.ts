@@ -4,6 +4,7 @@ import t, { type Test } from 'tap'
 import idleMemory, { reduceMemory, type IdleMemoryOptions } from '../../plugins/idle-memory.ts'
 import { buildTestApp } from '../fixtures/app.ts'
 
+// Engines: one: HTTP's own rules (headers, limits, refusals, memory), decided before any store is reached.
 // Issue 32, item 4: a listening server gives the start-up's garbage back at its first pause, and
 // memory again once it has been idle for a while after a busy spell that grew it; never while
 // requests keep coming, nor after a short pause between spells.

@@ -10,6 +10,7 @@ import { logCapture } from '../fixtures/log.ts'
 import { SQLITE_ONLY } from '../fixtures/postgres.ts'
 import { sharedDatabase, twoApps } from '../multiprocess/two-apps.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Fair use (issue 33; plugins/rate-limits.ts, lib/rate-limiter.ts), on the suite's engine: the
 // headers, the 429 before any route, reads and writes apart, a 304 free, credentials and addresses
 // kept apart, one count for two apps on one database, and a count that outlives a restart.
@@ -133,7 +134,7 @@ t.test('two apps on one database enforce one limit: their 200s add up to it exac
 })
 
 t.test('a restart does not reset the window: the count lives in the database, and a closing app gives back what it held', async (t) => {
-  const database = sharedDatabase(t)
+  const database = await sharedDatabase(t)
   const clock = testClock()
   const start = async () => {
     const app = buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, ...database, rateLimits: limits({ reads: 5 }) }, clock })
@@ -154,7 +155,7 @@ t.test('a restart does not reset the window: the count lives in the database, an
 })
 
 t.test("while another process holds SQLite's write lock, requests are served and counted by this process alone, and the log says so", { skip: SQLITE_ONLY && 'a lock of SQLite itself' }, async (t) => {
-  const { databaseAddress } = sharedDatabase(t)
+  const { databaseAddress } = await sharedDatabase(t)
   const log = logCapture()
   const { app } = await buildTestApp(t, { config: { databaseAddress, rateLimits: limits({ reads: 640 }) }, busyTimeoutMs: 50, logStream: log.stream })
   const ann = await supporterWithToken(app)

@@ -3,6 +3,8 @@ import t from 'tap'
 import versioning from '../../plugins/versioning.ts'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 
+// Engines: one: what the service says of itself (documents, versions, a generated client) is the same on either engine.
+
 t.test('Accept negotiation on an authenticated route', async (t) => {
   const { app } = await buildTestApp(t)
   const { value } = await supporterWithToken(app)

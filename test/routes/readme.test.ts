@@ -6,6 +6,8 @@ import t from 'tap'
 import readmeRoute from '../../routes/readme.ts'
 import { buildTestApp } from '../fixtures/app.ts'
 
+// Engines: one: what the service says of itself (documents, versions, a generated client) is the same on either engine.
+
 t.test('{base_url}/README.md serves the README the deprecation link points into', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-readme-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))

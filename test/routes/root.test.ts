@@ -2,6 +2,7 @@ import t from 'tap'
 import { buildTestApp } from '../fixtures/app.ts'
 import { BROWSER_ACCEPT } from '../fixtures/web.ts'
 
+// Engines: one: what the service says of itself (documents, versions, a generated client) is the same on either engine.
 // Issue 46: the bare address in a browser is a page that leads to a site's sign-in, not raw JSON;
 // tools still get the JSON. Neither lists a site.
 

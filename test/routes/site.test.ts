@@ -1,6 +1,7 @@
 import t from 'tap'
 import { BASE_URL, buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The site resource (routes/api/site.ts): each site's own, in the media type it asks for, the same
 // bytes every time, and to its own staff only.
 

@@ -1,6 +1,8 @@
 import t from 'tap'
 import { BASE_URL, buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 
+// Engines: one: what the service says of itself (documents, versions, a generated client) is the same on either engine.
+
 t.test('RFC 9728 protected-resource metadata for a site', async (t) => {
   const { app } = await buildTestApp(t)
   await supporterWithToken(app)

@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Search through the API and MCP (docs/decisions.md, "Search"), on the suite's engine: the index
 // follows every write in its transaction (a create, a reply, a note, a new title; nothing of a
 // refused one), the answer's envelope, snippets, paging and ETag, the refusals with their reasons,

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { launchChromium, listeningDesk, noViolations, signInOnPage } from '../fixtures/browser.ts'
 
+// Engines: one: Chromium cannot tell the engines apart; what the pages store runs on both in their app.inject tests.
 // Search in Debian's Chromium (routes/web/search.ts): a supporter types a query into the queue's
 // search box and finds the discussion by a word of a reply, the words marked; a query that cannot
 // be read says why, the text kept; a visitor searches the support site. axe-core on each page.

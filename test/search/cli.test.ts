@@ -6,6 +6,7 @@ import { WINDOW } from '../../db/stores/search.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { testClock } from '../fixtures/clock.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The index of what is already there (docs/decisions.md, "Search"), on the suite's engine: the
 // seed indexes what it writes, in its batches; a database whose discussions are not in the index
 // (an upgrade, a copy) is indexed by `service-desk search index` at once, or by the service in the
@@ -20,7 +21,7 @@ async function engineOn(t: Parameters<typeof cliRunner>[0], address: string): Pr
 }
 
 /** How many of the site's live discussions hold the word, counted without the index: in the title or a comment. */
-async function holding(runner: ReturnType<typeof cliRunner>, word: string): Promise<number> {
+async function holding(runner: Awaited<ReturnType<typeof cliRunner>>, word: string): Promise<number> {
   const [{ n }] = await runner.query<{ n: number | string }>(
     `SELECT count(*) AS n FROM discussions d WHERE d.state <> 'deleted' AND (lower(d.title) LIKE '%${word}%' OR EXISTS (SELECT 1 FROM comments c WHERE c.discussion_id = d.id AND lower(c.body) LIKE '%${word}%'))`,
   )
@@ -28,7 +29,7 @@ async function holding(runner: ReturnType<typeof cliRunner>, word: string): Prom
 }
 
 t.test('the seed indexes what it writes; search index builds what is missing; a common word is capped', async (t) => {
-  const runner = cliRunner(t)
+  const runner = await cliRunner(t)
   t.equal((await runner.run(['site', 'add', 'demo'])).code, 0)
   t.equal((await runner.run(['seed', 'demo', '--discussions', '1200'])).code, 0)
   const engine = await engineOn(t, runner.db)
@@ -62,7 +63,7 @@ t.test('the seed indexes what it writes; search index builds what is missing; a 
 })
 
 t.test('the service indexes what is missing in the background, batch by batch, newest first', async (t) => {
-  const runner = cliRunner(t)
+  const runner = await cliRunner(t)
   await runner.run(['site', 'add', 'demo'])
   await runner.run(['seed', 'demo', '--discussions', '1100'])
   await runner.write('DELETE FROM discussion_search')

@@ -4,6 +4,7 @@ import { apiDoors, refusedOffTheStaff } from '../fixtures/doors.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
+// Engines: one: which door lets whom in, a rule over the stores; the stores themselves run on both elsewhere.
 // Who searches what (docs/decisions.md, "Search"): the API's search is the staff's, internal notes
 // included, through every door of the API; someone off the staff is refused through each, and
 // learns nothing. The other doors: the pages (test/search/pages.test.ts: the staff's page refuses a

@@ -3,6 +3,7 @@ import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { SEARCHES_PER_MINUTE } from '../../routes/web/customers.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: one: the pages' words and forms; the stores behind them run on both in the API and store tests.
 // Search on the pages (routes/web/search.ts, docs/decisions.md "Search"): the staff's page finds
 // every discussion and the team's notes, marks the matches and escapes everything else; the
 // customers' page keeps each customer to their own discussions and the public ones, never a note,

@@ -5,6 +5,7 @@ import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { basic, inDays, legacyTokenOf, makeMultipass, supporterWithPassword } from '../fixtures/credentials.ts'
 import { logCapture } from '../fixtures/log.ts'
 
+// Engines: one: HTTP's own rules (headers, limits, refusals, memory), decided before any store is reached.
 // Issue 13, items 3 and 5: every API answer is private; HSTS where the addresses are https; CONNECT
 // gets an answer in the JSON error shape.
 

@@ -3,6 +3,7 @@ import { CSRF_COOKIE, PRE_SESSION_COOKIE, SESSION_COOKIE } from '../../plugins/s
 import { buildTestApp } from '../fixtures/app.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: one: HTTP's own rules (headers, limits, refusals, memory), decided before any store is reached.
 // Issue 13, item 4: a form's CSRF token is bound to the session (or pre-session) and site it was
 // issued for. A cookie planted by a sibling host cannot carry a pair that works in a victim's session.
 

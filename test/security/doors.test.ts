@@ -5,6 +5,7 @@ import { basic, inDays, legacyTokenOf, makeMultipass } from '../fixtures/credent
 import { addCategory } from '../fixtures/discussions.ts'
 import { enrollAuthenticator, personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: one: which door lets whom in, a rule over the stores; the stores themselves run on both elsewhere.
 // Issue 45, findings 1, 2, 5, 6 and 7, each from the attacker's side and the person's or the
 // operator's: every door that takes a password or an account-wide secret asks the site's second
 // factor rule; the legacy token is shown only after a recent confirmation and never while a site

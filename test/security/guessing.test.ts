@@ -8,6 +8,7 @@ import { basic } from '../fixtures/credentials.ts'
 import { totpCode } from '../fixtures/totp.ts'
 import { enrollAuthenticator, personWithPassword, signedInPerson, webClient } from '../fixtures/web.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 45, findings 4, 8 and 9: every budget kept per address folds IPv6 to its /64; wrong
 // authenticator and recovery codes end after MAX_SECOND_STEP_FAILURES in a row; and a failed
 // sign-in writes the same whether or not the account exists.
@@ -58,7 +59,7 @@ t.test('25 addresses of one /64 share one failure budget on the API, the sign-in
 })
 
 t.test(`authenticator codes stop after ${MAX_SECOND_STEP_FAILURES} wrong ones in a row, until an operator unlocks them`, async (t) => {
-  const runner = cliRunner(t)
+  const runner = await cliRunner(t)
   await runner.run(['site', 'add', 'demo'])
   const app = buildApp({ config: { baseUrl: BASE_URL, siteUrl: SITE_URL, ...runner.appDatabase }, clock: runner.clock })
   t.teardown(() => app.close())

@@ -16,6 +16,7 @@ import { logCapture } from '../fixtures/log.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 import { postgresSnapshot, snapshot } from '../fuzz/answers.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // PostgreSQL text cannot hold U+0000 and SQLite's can; the service keeps none on either engine
 // (docs/decisions.md, "Decided while building"). Every test runs on both engines
 // (SERVICE_TEST_ENGINE=postgres) and must answer the same.

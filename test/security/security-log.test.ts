@@ -7,6 +7,7 @@ import { cliRunner } from '../fixtures/cli.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The security log (issue 18): the store on the engine the suite runs on, the events the pages
 // and the command line append, the page, the command, and the pruning.
 
@@ -96,7 +97,7 @@ t.test('a lockout is logged once per failure window, and applications are logged
 })
 
 t.test('the command line: what it does is logged, and security-log lists it', async (t) => {
-  const cli = cliRunner(t)
+  const cli = await cliRunner(t)
   await cli.run(['site', 'add', 'demo'])
   await cli.run(['user', 'add', 'ann@example.test'])
   await cli.run(['staff', 'add', 'demo', 'ann@example.test'])
@@ -125,7 +126,7 @@ t.test('the command line: what it does is logged, and security-log lists it', as
 })
 
 t.test('old events are pruned after the configured days', async (t) => {
-  const { app, clock } = newTestApp(t)
+  const { app, clock } = await newTestApp(t)
   await app.register(async (scope) => {
     await scope.register(securityLogPruning, { days: 30, firstAfterMs: 1, everyMs: 5 })
   })
@@ -140,7 +141,7 @@ t.test('old events are pruned after the configured days', async (t) => {
 
 t.test('a pruning that fails is logged, and a pruning that removes says how many', async (t) => {
   const lines: string[] = []
-  const { app, clock } = newTestApp(t, { logStream: { write: (line) => void lines.push(line) } })
+  const { app, clock } = await newTestApp(t, { logStream: { write: (line) => void lines.push(line) } })
   await app.register(async (scope) => {
     await scope.register(securityLogPruning, { days: 1, firstAfterMs: 1, everyMs: 5 })
   })
@@ -171,7 +172,7 @@ t.test('every kind has a label, and an event reads as a line', async (t) => {
 })
 
 t.test('names from records cannot forge lines or drive the terminal in security-log and token list (issue 28)', async (t) => {
-  const cli = cliRunner(t)
+  const cli = await cliRunner(t)
   await cli.run(['site', 'add', 'demo'])
   await cli.run(['user', 'add', 'ann@example.test'])
   await cli.run(['staff', 'add', 'demo', 'ann@example.test'])

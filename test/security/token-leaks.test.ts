@@ -5,6 +5,7 @@ import { leakSignature, MAX_LEAKS, MAX_REPORT_AGE_S, SIGNATURE_HEADER, TIMESTAMP
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // POST /token_leaks (routes/token-leaks.ts): a signed report of values found in public revokes
 // every live token among them, logs it in its owner's security log, and says no more than
 // revoked, already_inactive or unknown per value.

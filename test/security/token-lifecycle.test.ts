@@ -6,6 +6,7 @@ import { basic, legacyTokenOf, supporterWithPassword } from '../fixtures/credent
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 18, items 1 to 3, through a real socket: a supporter signs in, makes a token, uses it from
 // two addresses (127.0.0.1 and 127.0.0.2, both this machine's loopback), reads it back with
 // /personal_tokens/self, sees its addresses on the token page, revokes it; the security log has

@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The team's queue through the API (docs/decisions.md, "The team's queue"): owners (the resource's
 // assignee, the assign action, PUT, ?assignee=), tags (the resource, PUT, ?tag=), saved replies
 // (read by the staff and filled in for a discussion, written by the administrators), categories

@@ -4,6 +4,7 @@ import { launchChromium, listeningDesk, noViolations, signInOnPage } from '../fi
 import { readMail } from '../fixtures/mail.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
+// Engines: one: Chromium cannot tell the engines apart; what the pages store runs on both in their app.inject tests.
 // Issue 51 in Chromium, two supporters in two browsers: Ann gives a discussion to Bob, Bob's Mine
 // tab shows it without a reload, Bob answers with a saved reply, Ann's open page says Bob answered,
 // Ann's own reply then takes a second click; tags filter the queue; a customer's reply is mailed

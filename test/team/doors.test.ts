@@ -4,6 +4,7 @@ import { apiDoors } from '../fixtures/doors.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
+// Engines: one: which door lets whom in, a rule over the stores; the stores themselves run on both elsewhere.
 // Who writes a site's saved replies and sets its categories' turns: its administrators, through
 // every door of the API, and no one else through any (routes/api/saved-replies.ts,
 // routes/api/discussions/categories.ts). The pages' door is test/team/pages.test.ts

@@ -6,6 +6,7 @@ import { bannerToken, freePort, startServer, type RunningServer } from '../fixtu
 import { BROWSER_ACCEPT, personWithPassword, webClient } from '../fixtures/web.ts'
 import { twoApps } from '../multiprocess/two-apps.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The live pages' stream (routes/web/live.ts) over a real socket: a change to the site's
 // discussions is told to its signed-in staff, whichever app or process on the database made it
 // (db/engine.ts, SiteChanges: the WAL index's counter on SQLite, NOTIFY from a trigger on
@@ -181,7 +182,7 @@ t.test('SQLite: a read of the versions refused for a moment is tried again, neve
 // The issue's own test: two service processes on one PostgreSQL database; a change through one is
 // on a page the other serves within two seconds, told by the other's stream.
 t.test('two processes on PostgreSQL: a change through one reaches a page of the other within two seconds', { skip: TEST_ENGINE !== 'postgres' && 'two processes on one PostgreSQL database: runs in the PostgreSQL run of the suite' }, async (t) => {
-  const env = { SERVICE_DB: postgresTestAddress(t), SERVICE_SECRET: randomBytes(32).toString('hex') }
+  const env = { SERVICE_DB: await postgresTestAddress(t), SERVICE_SECRET: randomBytes(32).toString('hex') }
   const one = await startServer(t, env)
   const token = await bannerToken(one)
   const two = await startServer(t, env)

@@ -2,6 +2,7 @@ import t from 'tap'
 import { buildTestApp } from '../fixtures/app.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: one: the pages' words and forms; the stores behind them run on both in the API and store tests.
 // The team's queue on the pages, without a browser (test/team/browser.test.ts has Chromium): the
 // owners' tabs and their counts, the tag filter, the owner and tag forms, a saved reply inserted
 // without JavaScript, the second click after someone else's reply, Send and resolve with the next

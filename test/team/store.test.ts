@@ -3,6 +3,7 @@ import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { NO_ASSIGNEE } from '../../db/stores/discussion-counts.ts'
 import type { ListingQuery } from '../../db/stores/discussion-listing.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The team's queue in the stores (docs/decisions.md, "The team's queue"), on the suite's engine:
 // owners among the site's staff only, the counts kept per owner as the listing finds them, owners
 // let go when they leave, the turns of a round-robin category, tags, and the notifications queued

@@ -3,6 +3,8 @@ import { MAX_ACTIVE_TOKENS } from '../../db/stores/token-rules.ts'
 import { buildTestApp, V1 } from '../fixtures/app.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: one: the pages' words and forms; the stores behind them run on both in the API and store tests.
+
 const TOKENS = '/demo/profile/api_tokens'
 const valueIn = (html: string) => /value="(service_pat_\w+)"/.exec(html)?.[1]
 

@@ -3,6 +3,7 @@ import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { form, PNG } from '../fixtures/files.ts'
 import { signedInPerson, webClient } from '../fixtures/web.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The reply form takes files, and the conversation lists them (issue 47): through app.inject on
 // both engines; test/web/attachments-browser.test.ts sends one from Chromium.
 

@@ -5,6 +5,8 @@ import t from 'tap'
 import { launchChromium } from '../fixtures/browser.ts'
 import { startServer } from '../fixtures/server.ts'
 
+// Engines: one: Chromium cannot tell the engines apart; what the pages store runs on both in their app.inject tests.
+
 t.test('a supporter manages a token in a real browser against a real server', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-browser-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))

@@ -3,6 +3,7 @@ import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { supporterWithPassword } from '../fixtures/credentials.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: one: the pages' words and forms; the stores behind them run on both in the API and store tests.
 // Sudo mode (docs/decisions.md, "Confirming it is you"): creating a token and the administrators'
 // actions ask for a sign-in or a password confirmation within SERVICE_SUDO_MINUTES (15 here).
 

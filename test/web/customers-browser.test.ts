@@ -3,6 +3,7 @@ import type { Page } from 'playwright-core'
 import t, { type Test } from 'tap'
 import { launchChromium, listeningDesk, noViolations, signInOnPage } from '../fixtures/browser.ts'
 
+// Engines: one: Chromium cannot tell the engines apart; what the pages store runs on both in their app.inject tests.
 // Issue 49 in Chromium, on a phone's screen (360 px): Carol, a visitor, starts a discussion and
 // posts it by the link mailed to her; the supporter answers in public and adds an internal note;
 // Carol reads the answer (not the note) and answers; Dave, signed in by a mailed link, cannot open

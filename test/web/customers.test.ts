@@ -9,6 +9,7 @@ import { makeMultipass } from '../fixtures/credentials.ts'
 import { LINK_MINUTES, LINKS_PER_ADDRESS, LINKS_PER_EMAIL } from '../../db/stores/customer-links.ts'
 import { STARTED_PER_HOUR } from '../../routes/web/customers.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 49, the customer's side (routes/web/customers.ts, db/stores/customer-links.ts): a visitor
 // writes and nothing exists until the mailed link is followed; sign-in links work once, for 15
 // minutes, on their site only; a customer reaches only their own discussions and public ones, never

@@ -4,6 +4,7 @@ import { buildTestApp } from '../fixtures/app.ts'
 import { basic } from '../fixtures/credentials.ts'
 import { signedInPerson, webClient } from '../fixtures/web.ts'
 
+// Engines: one: the pages' words and forms; the stores behind them run on both in the API and store tests.
 // Issue 46: what a new team met on the pages. A discussion deleted by one supporter while another
 // has its page open answers 409 with the page as it is now, not a 500; not-found and forbidden
 // pages speak of what was asked; a supporter changes their own name and password.

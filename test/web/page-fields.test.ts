@@ -1,6 +1,8 @@
 import t from 'tap'
 import { queryString, wholeNumber } from '../../routes/web/pages.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test('a whole number from a field: from 1, at most the digits given, nothing else', async (t) => {
   t.equal(wholeNumber('1', 9), 1)
   t.equal(wholeNumber('123456789', 9), 123_456_789)

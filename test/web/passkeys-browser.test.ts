@@ -5,6 +5,7 @@ import { launchChromium, noViolations } from '../fixtures/browser.ts'
 import { freePort } from '../fixtures/server.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
+// Engines: one: Chromium cannot tell the engines apart; what the pages store runs on both in their app.inject tests.
 // Passkeys (docs/decisions.md, "Passkeys") in Chromium, with Chrome's virtual authenticator (the
 // DevTools protocol's WebAuthn domain): one registered on the profile, a sign-in with the passkey
 // alone, the second step after a password, a confirmation before a token; axe-core over each new

@@ -3,6 +3,7 @@ import { buildTestApp } from '../fixtures/app.ts'
 import { softAuthenticator } from '../fixtures/passkey.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: one: the pages' words and forms; the stores behind them run on both in the API and store tests.
 // Passkeys at the door (docs/decisions.md, "Passkeys"), without a browser: what the pages offer,
 // and every answer that is not a browser's right one refused with a clear page. The ceremonies
 // with a real authenticator are in test/web/passkeys-browser.test.ts; here, the store's rules on

@@ -2,6 +2,8 @@ import t from 'tap'
 import { buildTestApp, rawStatement } from '../fixtures/app.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: one: the pages' words and forms; the stores behind them run on both in the API and store tests.
+
 const legacyIn = (html: string) => /id="legacy-token" class="token-value" type="text" readonly value="([0-9a-f]{40})"/.exec(html)?.[1]
 
 t.test('the profile shows name, email and the legacy token; Reset API Token replaces it at once', async (t) => {

@@ -6,6 +6,7 @@ import { freePort } from '../fixtures/server.ts'
 import QRCode from 'qrcode'
 import { personWithPassword } from '../fixtures/web.ts'
 
+// Engines: one: Chromium cannot tell the engines apart; what the pages store runs on both in their app.inject tests.
 // Issue 36 in Chromium: a supporter signs in, filters the queue, opens a discussion by the link
 // the API gives, replies in public and as an internal note, resolves it, and sees the API reflect
 // each change (and an API change on the page); axe-core over the queue, a discussion and the reply

@@ -3,6 +3,7 @@ import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { BROWSER_ACCEPT, personWithPassword, webClient } from '../fixtures/web.ts'
 import { wantsPage } from '../../routes/web/queue.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The supporter's queue (docs/decisions.md, "The queue on the web"): the queue with its states,
 // counts, category filter and pages; a discussion's page with its conversation, replies, notes
 // and actions through the API's own stores; one address for the page and the API, by Accept; and

@@ -4,6 +4,7 @@ import { authorize, codeOf, registerClient } from '../fixtures/oauth.ts'
 import { totpCode } from '../fixtures/totp.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: one: the pages' words and forms; the stores behind them run on both in the API and store tests.
 // A site that requires a second factor of its staff (docs/decisions.md, "Second factors"): until
 // a supporter adds one, signing in leads only to adding one; the same supporter on a site without
 // the requirement, and the site's customers, are not held. And an application asking to write

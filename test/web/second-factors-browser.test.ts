@@ -5,6 +5,7 @@ import { freePort } from '../fixtures/server.ts'
 import { totpCode } from '../fixtures/totp.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
+// Engines: one: Chromium cannot tell the engines apart; what the pages store runs on both in their app.inject tests.
 // Issue 35 in Chromium: an authenticator app enrolled with codes computed by the test's own RFC
 // 6238, a sign-in with a code, a recovery code used twice, a token that asks to confirm after the
 // window, a wrong code counted; axe-core over each new page. The app runs in this process on a

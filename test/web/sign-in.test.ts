@@ -5,6 +5,8 @@ import { SIGN_IN_FAILED } from '../../routes/web/sign-in.ts'
 import { buildTestApp } from '../fixtures/app.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: one: the pages' words and forms; the stores behind them run on both in the API and store tests.
+
 const SITE = 'https://help.example.test/demo'
 
 t.test('sign in, see the token page, sign out', async (t) => {

@@ -5,6 +5,8 @@ import { buildTestApp } from '../fixtures/app.ts'
 import { inDays, makeMultipass } from '../fixtures/credentials.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
+// Engines: one: the pages' words and forms; the stores behind them run on both in the API and store tests.
+
 const SITE = 'https://help.example.test/demo'
 
 async function setup(t: Test) {

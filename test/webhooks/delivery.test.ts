@@ -9,6 +9,7 @@ import { discussionApp } from '../fixtures/discussions.ts'
 import { mailServer, readMail } from '../fixtures/mail.ts'
 import { LOOPBACK, receiver } from '../fixtures/webhooks.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // How deliveries behave under faults (plugins/webhooks/delivery.ts): the retries on their schedule
 // (the clock injected, the jitter fixed at none), the same webhook-id on every try, the log, "send
 // again", what ends a delivery at once, and an endpoint switched off after failing for days, its
@@ -455,7 +456,7 @@ t.test('a kept connection the endpoint resets as it is reused is tried once more
 
 t.test('a process with SERVICE_OUTBOX_SEND=off queues and sends nothing; one that sends, on the same database, delivers', async (t) => {
   const hook = await receiver(t)
-  const database = sharedDatabase(t)
+  const database = await sharedDatabase(t)
   const config = { baseUrl: BASE_URL, siteUrl: SITE_URL, ...database, webhooks: { allowed: LOOPBACK, timeoutMs: 2_000 } }
   const quiet = buildApp({ config: { ...config, outboxSend: false }, clock: testClock(Date.now()), outboxEveryMs: 5 })
   t.teardown(() => quiet.close())

@@ -4,6 +4,7 @@ import { apiDoors } from '../fixtures/doors.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
+// Engines: one: which door lets whom in, a rule over the stores; the stores themselves run on both elsewhere.
 // Who manages a site's webhooks (routes/api/administrators-only.ts): its administrators, through
 // every door of the API, and no one else through any. The pages' door is
 // test/admin/webhooks.test.ts; the command line is the operator's (test/cli/webhooks.test.ts); MCP

@@ -7,6 +7,7 @@ import { form } from '../fixtures/files.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { LOOPBACK, receiver, type Received } from '../fixtures/webhooks.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The events a site's webhooks are told of (db/stores/webhooks.ts, plugins/webhooks/delivery.ts),
 // posted to a real receiver on loopback (allowed as the operator's SERVICE_WEBHOOK_ALLOW allows
 // it), each signed so that the standardwebhooks library verifies it, each carrying the v1 JSON of

@@ -1,11 +1,14 @@
-// Which test file runs in which pass of `npm test` (docs/development.md, "The suite"). The rule is
-// mechanical: a test reads the engine it runs on only through test/fixtures/postgres.ts
-// (SERVICE_TEST_ENGINE; test/house/test-plan.test.ts checks nothing else reads it), so a file that
-// reaches that fixture through its imports, or through a file it starts as a process, runs on both
-// engines; any other file does the same thing in both passes and runs once, in the SQLite pass.
-// Files under test/db/postgres/ compare the two engines inside one process: the PostgreSQL pass only.
-// Files that drive the browser run once too: what the pages store is tested on both engines by the
-// page tests through app.inject, and Chromium cannot tell the engines apart.
+// Which test file runs in which pass of `npm test` (docs/development.md, "What runs where"). Each
+// test file says it in a line of its own, `// Engines: both` or `// Engines: one`, with its reason:
+// a test of a store, a migration, a transaction, or anything the two engines do differently runs
+// on both; a test of a page's words, a pure function or a rule's logic over the stores runs on one
+// (the SQLite pass). A file that says neither, or says both while it cannot tell the engines
+// apart, is refused by test/house/test-plan.test.ts. A test reads the engine it runs on only
+// through test/fixtures/postgres.ts (SERVICE_TEST_ENGINE; the same house test checks nothing else
+// reads it), so "cannot tell them apart" is mechanical: the file does not reach that fixture
+// through its imports, or through a file it starts as a process. Files under test/db/postgres/
+// compare the two engines inside one process: the PostgreSQL pass only. Files that drive the
+// browser run once: Chromium cannot tell the engines apart.
 import { createHash } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
@@ -80,12 +83,100 @@ export function longestFirst(files: string[], seconds: Record<string, number>): 
   return [...files].sort((a, b) => weight(b) - weight(a))
 }
 
+/** What a test file says of the engines it runs on: `// Engines: both` or `// Engines: one`, or undefined when it says neither (or both lines). */
+export function declaredEngines(source: string): 'both' | 'one' | undefined {
+  const said = [...source.matchAll(/^\/\/ Engines: (both|one)\b/gm)].map((m) => m[1] as 'both' | 'one')
+  return said.length === 1 ? said[0] : undefined
+}
+
 /**
  * The files of each pass, longest first: SQLite runs all but the two-engine comparisons;
- * PostgreSQL, those that read the engine, except the browser's, which cannot tell the engines apart.
+ * PostgreSQL, those that say both and read the engine, except the browser's, and the comparisons.
  */
 export function testPlan(root: string, files = testFiles(root), durations = readDurations(root)): { sqlite: string[]; postgres: string[] } {
   const sqlite = files.filter((file) => !file.startsWith(BOTH_ENGINES_IN_ONE))
-  const postgres = files.filter((file) => file.startsWith(BOTH_ENGINES_IN_ONE) || (readsEngine(root, file) && !drivesBrowser(root, file)))
+  const onBoth = (file: string) => declaredEngines(readFileSync(join(root, file), 'utf8')) === 'both' && readsEngine(root, file) && !drivesBrowser(root, file)
+  const postgres = files.filter((file) => file.startsWith(BOTH_ENGINES_IN_ONE) || onBoth(file))
   return { sqlite: longestFirst(sqlite, durations.sqlite), postgres: longestFirst(postgres, durations.postgres) }
 }
+
+/** How many of a pass's slowest files its report names. */
+export const SLOWEST_NAMED = 15
+
+/**
+ * Where a pass's time went, in words for the end of `npm test`: its wall time; its files' own
+ * times added up (files run side by side, so this is more than the wall time); the part of that
+ * spent in set-up, by kind, from the lines the fixtures wrote (`kind<TAB>ms`:
+ * test/fixtures/setup-time.ts), the rest being the tests' own work; and its slowest files.
+ */
+export function timeReport(engine: string, wallSeconds: number, seconds: Record<string, number>, setupLines: string, slowest = SLOWEST_NAMED): string {
+  const files = Object.entries(seconds).sort(([a, x], [b, y]) => y - x || a.localeCompare(b))
+  const total = files.reduce((sum, [, s]) => sum + s, 0)
+  const kinds = new Map<string, { ms: number; count: number }>()
+  for (const line of setupLines.split('\n')) {
+    const [kind, ms] = line.split('\t')
+    if (!kind || !ms || !/^\d+$/.test(ms)) continue
+    const seen = kinds.get(kind) ?? { ms: 0, count: 0 }
+    kinds.set(kind, { ms: seen.ms + Number(ms), count: seen.count + 1 })
+  }
+  const setup = [...kinds.values()].reduce((sum, k) => sum + k.ms, 0) / 1000
+  const share = (part: number) => (total > 0 ? `${Math.round((100 * part) / total)}%` : '-')
+  const byKind = [...kinds.entries()].sort(([, a], [, b]) => b.ms - a.ms).map(([kind, k]) => `${kind} ${Math.round(k.ms / 1000)} s (${k.count} times)`)
+  return [
+    `== where the ${engine} pass's time went: ${Math.round(wallSeconds)} s; its ${files.length} files' own times add up to ${Math.round(total)} s`,
+    `   set-up ${Math.round(setup)} s of it (${share(setup)})${byKind.length > 0 ? `: ${byKind.join(', ')}` : ''}; the tests' own work ${Math.round(total - setup)} s (${share(total - setup)})`,
+    `   its ${Math.min(slowest, files.length)} slowest files:`,
+    ...files.slice(0, slowest).map(([file, s]) => `   ${s.toFixed(1).padStart(7)} s  ${file}`),
+  ].join('\n')
+}
+
+/** Lines and branches of a file as a coverage summary counts them. */
+export interface FileCoverage {
+  lines: { total: number; covered: number }
+  branches: { total: number; covered: number }
+}
+
+/**
+ * The least share of the stores' lines (db/stores/) that each pass must run on its own engine, and
+ * of the PostgreSQL engine's own code (db/postgres/) that its pass must run: a file moved to one
+ * engine whose store paths no other file runs on PostgreSQL shows here (docs/development.md,
+ * "What runs where"). Measured on 2026-12-02; raised as tests come, never lowered without a reason.
+ */
+export const ENGINE_COVERAGE_FLOOR = { stores: 0, postgres: 0 }
+
+/**
+ * Each pass's coverage of the stores, measured on its engine alone (the two passes' coverage is
+ * also checked together, by .taprc): the stores' lines and branches each pass ran, the
+ * PostgreSQL code's own, and the store files whose lines PostgreSQL runs fewer of than SQLite does.
+ */
+export function engineCoverageReport(sqlite: Record<string, FileCoverage>, postgres: Record<string, FileCoverage>): { text: string; held: boolean } {
+  const sum = (files: Record<string, FileCoverage>, folder: string) => {
+    const total = { lines: 0, coveredLines: 0, branches: 0, coveredBranches: 0 }
+    for (const [file, c] of Object.entries(files)) {
+      if (!file.startsWith(folder)) continue
+      total.lines += c.lines.total
+      total.coveredLines += c.lines.covered
+      total.branches += c.branches.total
+      total.coveredBranches += c.branches.covered
+    }
+    return { lines: pct(total.coveredLines, total.lines), branches: pct(total.coveredBranches, total.branches) }
+  }
+  const stores = { sqlite: sum(sqlite, 'db/stores/'), postgres: sum(postgres, 'db/stores/') }
+  const own = sum(postgres, 'db/postgres/')
+  const fewer = Object.keys(sqlite)
+    .filter((file) => file.startsWith('db/stores/'))
+    .sort()
+    .map((file) => ({ file, on: sqlite[file]!.lines.covered, pg: postgres[file]?.lines.covered ?? 0, total: sqlite[file]!.lines.total }))
+    .filter((f) => f.pg < f.on)
+  const held = stores.sqlite.lines >= ENGINE_COVERAGE_FLOOR.stores && stores.postgres.lines >= ENGINE_COVERAGE_FLOOR.stores && own.lines >= ENGINE_COVERAGE_FLOOR.postgres
+  const text = [
+    '== the stores on each engine alone',
+    `   db/stores/ on SQLite: lines ${stores.sqlite.lines}%, branches ${stores.sqlite.branches}%; on PostgreSQL: lines ${stores.postgres.lines}%, branches ${stores.postgres.branches}% (at least ${ENGINE_COVERAGE_FLOOR.stores}% of lines on each)`,
+    `   db/postgres/ on PostgreSQL: lines ${own.lines}%, branches ${own.branches}% (at least ${ENGINE_COVERAGE_FLOOR.postgres}% of lines)`,
+    ...(fewer.length > 0 ? ['   store files PostgreSQL runs fewer lines of than SQLite does:', ...fewer.map((f) => `     ${f.file}: ${f.pg} of ${f.total} lines, SQLite ${f.on}`)] : []),
+    ...(held ? [] : ['   BELOW THE FLOOR (tools/test/plan.ts, ENGINE_COVERAGE_FLOOR): a store path no longer runs on one engine']),
+  ].join('\n')
+  return { text, held }
+}
+
+const pct = (covered: number, total: number) => (total === 0 ? 100 : Math.floor((1000 * covered) / total) / 10)

@@ -8,11 +8,12 @@
 // that passed: the plan starts the longest files first. Runs on the Node that runs this script;
 // tests load the TypeScript sources as that Node does (type stripping), see .taprc.
 import { spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { DURATIONS, testPlan } from './plan.ts'
+import { DURATIONS, engineCoverageReport, testPlan, timeReport } from './plan.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const TAP = join(ROOT, 'node_modules', 'tap', 'dist', 'esm', 'run.mjs')
@@ -47,20 +48,71 @@ function failuresOf(engine, files, started) {
   return found
 }
 
+/** Where the time of the passes went, said at the end of the output (docs/development.md, "Where the time goes"). */
+const timeReports = []
+const setupLogs = mkdtempSync(join(tmpdir(), 'service-desk-setup-'))
+
 function tap(engine, files, extra) {
   console.log(`\n== the suite on ${engine} (Node ${process.version}): ${files.length} files`)
   const started = Date.now()
-  const env = { ...process.env, SERVICE_TEST_ENGINE: engine }
+  const setupLog = join(setupLogs, engine)
+  const env = { ...process.env, SERVICE_TEST_ENGINE: engine, SERVICE_TEST_SETUP_LOG: setupLog, SERVICE_TEST_RUN: RUN }
   const run = spawnSync(process.execPath, [TAP, ...extra, ...args, ...files], { cwd: ROOT, env, stdio: 'inherit' })
+  const wall = (Date.now() - started) / 1000
   console.log(`== ${engine}: ${run.status === 0 ? 'passed' : 'FAILED'} in ${seconds(started)}`)
   if (run.status !== 0) failures.push(...failuresOf(engine, files, started))
   // What each file took, from the results tap keeps of this pass (its last line, `# time=…ms`).
-  if (record) for (const file of files) {
+  for (const file of files) {
     const result = join(ROOT, '.tap', 'test-results', `${file}.tap`)
     const time = existsSync(result) && statSync(result).mtimeMs >= started && /# time=([\d.]+)ms\s*$/.exec(readFileSync(result, 'utf8'))
     if (time) durations[engine][file] = Math.round(Number(time[1]) / 100) / 10
   }
+  timeReports.push(timeReport(engine, wall, durations[engine], existsSync(setupLog) ? readFileSync(setupLog, 'utf8') : ''))
+  if (coverage) storeCoverage[engine] = coverageOfThisPass()
   return run.status ?? 1
+}
+
+/** Each pass's coverage of the stores, by file (relative path: lines and branches, covered and total). */
+const storeCoverage = {}
+
+/** This pass's coverage of every file under db/, read from a json-summary report of its own coverage alone. */
+function coverageOfThisPass() {
+  spawnSync(process.execPath, [TAP, 'report', 'json-summary', '--allow-incomplete-coverage'], { cwd: ROOT, stdio: 'ignore' })
+  const path = join(ROOT, '.tap', 'report', 'coverage-summary.json')
+  if (!existsSync(path)) return {}
+  const summary = JSON.parse(readFileSync(path, 'utf8'))
+  const files = {}
+  for (const [file, counts] of Object.entries(summary)) {
+    const relative = file.startsWith(`${ROOT}/`) ? file.slice(ROOT.length + 1) : file
+    if (relative.startsWith('db/')) files[relative] = { lines: counts.lines, branches: counts.branches }
+  }
+  return files
+}
+
+/**
+ * This run's name: each PostgreSQL test's database (a copy of the migrated template:
+ * test/fixtures/postgres.ts) carries it, and the run drops its own once the pass is over, when a
+ * DROP DATABASE's checkpoint finds little to write, rather than one by one during the pass.
+ */
+const RUN = randomBytes(4).toString('hex')
+
+async function dropThisRunsDatabases() {
+  const started = Date.now()
+  const client = new pg.Client({ connectionString: POSTGRES_URL })
+  let dropped = 0
+  try {
+    await client.connect()
+    const { rows } = await client.query("SELECT datname FROM pg_database WHERE datname LIKE $1 || '%'", [`sdt_${RUN}_`])
+    for (const { datname } of rows) {
+      await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`)
+      dropped++
+    }
+    console.log(`== PostgreSQL: the pass's ${dropped} databases dropped in ${seconds(started)}`)
+  } catch (error) {
+    console.log(`== PostgreSQL: ${dropped} of the pass's databases dropped, then: ${error.message}`)
+  } finally {
+    await client.end().catch(() => {})
+  }
 }
 
 async function postgresAnswers() {
@@ -111,12 +163,21 @@ try {
   if (coverage && existsSync(COVERAGE)) cpSync(COVERAGE, kept, { recursive: true })
   if (await postgresAnswers()) {
     await commitWithoutWaiting()
-    failed = tap('postgres', plan.postgres, partial) !== 0 || failed
+    try {
+      failed = tap('postgres', plan.postgres, partial) !== 0 || failed
+    } finally {
+      await dropThisRunsDatabases()
+    }
   } else if (process.env.CI === 'true') {
     console.log('== PostgreSQL: no server answers, and under CI=true that is a failure')
     failed = true
   } else {
     console.log('== PostgreSQL: SKIPPED, no server answers (set SERVICE_TEST_POSTGRES_URL, or start one)')
+  }
+  if (coverage && storeCoverage.sqlite && storeCoverage.postgres) {
+    const report = engineCoverageReport(storeCoverage.sqlite, storeCoverage.postgres)
+    console.log(`\n${report.text}`)
+    if (!report.held) failed = true
   }
   if (coverage) {
     cpSync(kept, COVERAGE, { recursive: true })
@@ -135,5 +196,9 @@ if (record) {
     console.log(`== ${DURATIONS} written`)
   }
 }
+rmSync(setupLogs, { recursive: true, force: true })
+console.log(`\n${timeReports.join('\n\n')}`)
+// Kept for .ci/run, which says it again when the run is past its budget.
+writeFileSync(join(ROOT, '.tap', 'time-report.txt'), `${timeReports.join('\n\n')}\n`)
 if (failures.length > 0) console.log(`\n== failed (${failures.length}), as their files report them\n${failures.join('\n')}`)
 process.exitCode = failed ? 1 : 0

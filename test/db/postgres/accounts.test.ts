@@ -14,8 +14,9 @@ import type { UserStore } from '../../../db/stores/users.ts'
 import { DAY_MS } from '../../../lib/clock.ts'
 import { createSecretBox } from '../../../lib/secret-box.ts'
 import { testClock, type TestClock } from '../../fixtures/app.ts'
-import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
+import { POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../../fixtures/postgres.ts'
 
+// Engines: both: it compares the two engines in one process, so it runs in the PostgreSQL pass alone.
 // The account stores (sites, users and their legacy tokens, web sessions, personal tokens) on both
 // engines: each scenario runs on SQLite and on PostgreSQL, and what each answers, refusals
 // included, must be the same. The races (one address taken twice, 30 tokens at once) run on
@@ -71,7 +72,7 @@ async function sqliteSide(t: Test): Promise<Side> {
 }
 
 async function postgresSide(t: Test): Promise<Side> {
-  const address = await freshPostgresAddress(t)
+  const address = await postgresTestAddress(t)
   const engine = await openPostgresEngine(address)
   const other = await openPostgresEngine(address)
   const direct = await openPostgres(address, { poolSize: 1 })

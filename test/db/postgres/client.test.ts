@@ -4,7 +4,7 @@ import t, { type Test } from 'tap'
 import { openPostgres } from '../../../db/postgres/client.ts'
 import { openPostgresEngine, postgresEngine } from '../../../db/postgres/engine.ts'
 import { unavailableStore } from '../../../lib/database-errors.ts'
-import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
+import { freshPostgresAddress, POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../../fixtures/postgres.ts'
 import journal from '../../../db/postgres/migrations/meta/_journal.json' with { type: 'json' }
 
 // The migrations drizzle-kit generated for PostgreSQL (npm run db:generate).
@@ -133,9 +133,9 @@ t.test('a schema name that would need quoting is refused before any connection',
 })
 
 t.test('the health probe reads for real: it fails while no connection can be had, and after close', options, async (t) => {
-  const engine = await openPostgresEngine(await freshPostgresAddress(t), { poolSize: 1 })
+  const engine = await openPostgresEngine(await postgresTestAddress(t), { poolSize: 1 })
   await t.resolves(engine.ping())
-  const db = await openPostgres(await freshPostgresAddress(t), { poolSize: 1, connectTimeoutMs: 500 })
+  const db = await openPostgres(await postgresTestAddress(t), { poolSize: 1, connectTimeoutMs: 500 })
   t.teardown(() => db.$client.end())
   const busy = postgresEngine(db)
   const held = await db.$client.connect()
@@ -146,3 +146,6 @@ t.test('the health probe reads for real: it fails while no connection can be had
   await engine.close()
   await t.rejects(engine.ping(), 'a closed engine does not answer')
 })
+
+
+// Engines: both: it compares the two engines in one process, so it runs in the PostgreSQL pass alone.

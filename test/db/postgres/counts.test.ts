@@ -5,8 +5,9 @@ import { openPostgresEngine } from '../../../db/postgres/engine.ts'
 import { sqliteEngine } from '../../../db/sqlite/engine.ts'
 import type { CountedRow } from '../../../db/stores/discussion-counts.ts'
 import { createSecretBox } from '../../../lib/secret-box.ts'
-import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
+import { POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../../fixtures/postgres.ts'
 
+// Engines: both: it compares the two engines in one process, so it runs in the PostgreSQL pass alone.
 // The discussion counts as the store's interface shows them (discussions.counts): bump, move, total
 // and byCategory answer alike on both engines; on PostgreSQL a move is one transaction that takes
 // its two count rows' locks in one order, so opposite moves at once never deadlock.
@@ -26,7 +27,7 @@ async function sqlite(t: Test): Promise<Engine> {
 }
 
 async function postgres(t: Test, address?: string): Promise<Engine> {
-  const engine = await openPostgresEngine(address ?? (await freshPostgresAddress(t)), { poolSize: 3 })
+  const engine = await openPostgresEngine(address ?? (await postgresTestAddress(t)), { poolSize: 3 })
   t.teardown(() => engine.close())
   return engine
 }
@@ -87,7 +88,7 @@ t.test('bump, move, total and byCategory answer alike on SQLite and PostgreSQL',
 })
 
 t.test('opposite moves at once from two processes: no deadlock, and the counts add up', options, async (t) => {
-  const address = await freshPostgresAddress(t)
+  const address = await postgresTestAddress(t)
   const engines = [await postgres(t, address), await postgres(t, address)]
   const { site, general, billing, row } = await siteOf(engines[0]!)
   const [counts, other] = engines.map((e) => e.discussions(clock, box).counts) as [ReturnType<Engine['discussions']>['counts'], ReturnType<Engine['discussions']>['counts']]

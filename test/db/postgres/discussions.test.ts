@@ -8,8 +8,9 @@ import { sorts, type ListingQuery } from '../../../db/stores/discussion-listing.
 import { actions } from '../../../db/stores/discussion-states.ts'
 import { StoreError } from '../../../db/stores/errors.ts'
 import { createSecretBox } from '../../../lib/secret-box.ts'
-import { freshPostgresAddress, postgresAnswers, POSTGRES_URL } from '../../fixtures/postgres.ts'
+import { POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../../fixtures/postgres.ts'
 
+// Engines: both: it compares the two engines in one process, so it runs in the PostgreSQL pass alone.
 // The PostgreSQL stores of categories, discussions and the first run against the SQLite ones: the
 // same script runs on both engines and every answer (rows, errors, totals, counts) must be equal.
 // Then what only PostgreSQL can get wrong: concurrent writers on one database.
@@ -61,7 +62,7 @@ if (!answers) {
 }
 
 async function postgres(t: Test): Promise<Engine> {
-  const engine = await openPostgresEngine(await freshPostgresAddress(t))
+  const engine = await openPostgresEngine(await postgresTestAddress(t))
   t.teardown(() => engine.close())
   return engine
 }
@@ -304,7 +305,7 @@ async function tests() {
       results.push(await Promise.all([engine.bootstrapFirstRun(clock, box), engine.bootstrapFirstRun(clock, box)]))
     }
     // On PostgreSQL, two processes: two engines, two pools, one database.
-    const address = await freshPostgresAddress(t)
+    const address = await postgresTestAddress(t)
     const [a, b] = [await openPostgresEngine(address), await openPostgresEngine(address)]
     t.teardown(() => Promise.all([a.close(), b.close()]))
     results.push(await Promise.all([a.bootstrapFirstRun(clockFrom(), box), b.bootstrapFirstRun(clockFrom(), box)]))
@@ -338,7 +339,7 @@ async function tests() {
 
   t.test('concurrent writers on PostgreSQL: numbers, comments, counts and new authors', async (t) => {
     // Two engines on one database stand for two processes, each with its pool.
-    const address = await freshPostgresAddress(t)
+    const address = await postgresTestAddress(t)
     const engines = [await openPostgresEngine(address, { poolSize: 5 }), await openPostgresEngine(address, { poolSize: 5 })]
     t.teardown(() => Promise.all(engines.map((e) => e.close())))
     const clock = clockFrom()

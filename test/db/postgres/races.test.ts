@@ -8,8 +8,9 @@ import { createAuthors } from '../../../db/stores/discussion-authors.ts'
 import { insertUser } from '../../../db/stores/users.ts'
 import { StoreError } from '../../../db/stores/errors.ts'
 import { createSecretBox } from '../../../lib/secret-box.ts'
-import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
+import { POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../../fixtures/postgres.ts'
 
+// Engines: both: it compares the two engines in one process, so it runs in the PostgreSQL pass alone.
 // What only PostgreSQL can get wrong: two processes (here two pools on one schema) naming one new
 // address at the same moment. Each race is made to happen, not hoped for: one transaction holds its
 // new account uncommitted, and the other is seen waiting on it before the first ends.
@@ -24,7 +25,7 @@ const clock = () => Date.UTC(2024, 0, 15, 9, 0, 0)
 
 /** Two processes' pools on one new schema, a site and its supporter. */
 async function setup(t: Test) {
-  const address = await freshPostgresAddress(t)
+  const address = await postgresTestAddress(t)
   const [one, two] = [await openPostgres(address, { poolSize: 3 }), await openPostgres(address, { poolSize: 3 })]
   t.teardown(() => Promise.all([one.$client.end(), two.$client.end()]))
   const engine = postgresEngine(one)
@@ -276,7 +277,7 @@ t.test('a post on behalf of a new address that fails for another reason: that fa
 })
 
 t.test('two first runs at once, the second past its look for a site before the first commits: one bootstraps, the other writes nothing', options, async (t) => {
-  const address = await freshPostgresAddress(t)
+  const address = await postgresTestAddress(t)
   const [one, two] = [await openPostgres(address, { poolSize: 3 }), await openPostgres(address, { poolSize: 3 })]
   t.teardown(() => Promise.all([one.$client.end(), two.$client.end()]))
   // The first insert of a site holds its transaction open a moment: the other has looked by then.
@@ -291,7 +292,7 @@ t.test('two first runs at once, the second past its look for a site before the f
 })
 
 t.test('inside a transaction of the engine, the listing reads on that transaction: it sees what it wrote, with one connection', options, async (t) => {
-  const engine = postgresEngine(await openPostgres(await freshPostgresAddress(t), { poolSize: 1 }))
+  const engine = postgresEngine(await openPostgres(await postgresTestAddress(t), { poolSize: 1 }))
   t.teardown(() => engine.close())
   const first = (await engine.bootstrapFirstRun(clock, box))!
   const stuck = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the listing waits for a second connection')), 5_000).unref())

@@ -8,6 +8,7 @@ import * as pgSchema from '../../../db/schema/postgres.ts'
 import * as sqliteSchema from '../../../db/schema/sqlite.ts'
 import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
 
+// Engines: both: it compares the two engines in one process, so it runs in the PostgreSQL pass alone.
 // db/schema/postgres.ts mirrors db/schema/sqlite.ts table for table (docs/decisions.md, "Schema and
 // migrations"): the same tables, columns, keys and indexes, so the stores read the same rows from
 // either engine and a database moves across unchanged. Then the migrated PostgreSQL database

@@ -5,8 +5,9 @@ import { openPostgresEngine } from '../../../db/postgres/engine.ts'
 import { sqliteEngine } from '../../../db/sqlite/engine.ts'
 import type { Searcher } from '../../../db/stores/search.ts'
 import { createSecretBox } from '../../../lib/secret-box.ts'
-import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
+import { POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../../fixtures/postgres.ts'
 
+// Engines: both: it compares the two engines in one process, so it runs in the PostgreSQL pass alone.
 // Search finds the same discussions on both engines (docs/decisions.md, "Search"): one corpus,
 // written through the stores on SQLite and on PostgreSQL, and the same queries asked of each. Every
 // query's answer is also written down here, so that two engines wrong alike fail too.
@@ -125,7 +126,7 @@ async function answers(c: Corpus) {
 
 async function bothEngines(t: Test) {
   const sqlite = sqliteEngine(openDatabase(':memory:'))
-  const postgres = await openPostgresEngine(await freshPostgresAddress(t), { poolSize: 3 })
+  const postgres = await openPostgresEngine(await postgresTestAddress(t), { poolSize: 3 })
   t.teardown(async () => {
     await sqlite.close()
     await postgres.close()

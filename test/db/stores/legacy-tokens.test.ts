@@ -7,6 +7,8 @@ import { legacyTokenExpiry } from '../../../db/stores/legacy-tokens.ts'
 import { START } from '../../fixtures/clock.ts'
 import { sqliteStores } from '../../fixtures/stores.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 const box = createSecretBox('k'.repeat(64))
 
 function stores() {

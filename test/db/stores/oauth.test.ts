@@ -12,6 +12,7 @@ import { oauthStore } from '../../../plugins/stores.ts'
 import { START, testClock } from '../../fixtures/app.ts'
 import { postgresTestAddress, TEST_ENGINE } from '../../fixtures/postgres.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The store under the OAuth adapter (db/stores/oauth.ts), on the engine the suite runs on
 // (SERVICE_TEST_ENGINE): every method and rule, with the clock moved by hand. The race of two
 // processes upserting one record is PostgreSQL's alone.
@@ -19,7 +20,7 @@ import { postgresTestAddress, TEST_ENGINE } from '../../fixtures/postgres.ts'
 /** The engine of this run on a database of its own, its oauth store, and the clock the store reads. */
 async function open(t: Test) {
   const clock = testClock()
-  const engine = TEST_ENGINE === 'postgres' ? postgresEngine(await openPostgres(postgresTestAddress(t), { poolSize: 2 })) : openSqliteEngine(':memory:')
+  const engine = TEST_ENGINE === 'postgres' ? postgresEngine(await openPostgres(await postgresTestAddress(t), { poolSize: 2 })) : openSqliteEngine(':memory:')
   t.teardown(() => engine.close())
   return { clock, engine, oauth: engine.oauth(clock) }
 }
@@ -300,7 +301,7 @@ async function blocking(db: PgDb, pid: number): Promise<void> {
 }
 
 t.test('two processes upserting one record at once: both succeed, the later one is kept', { skip: TEST_ENGINE !== 'postgres' && 'PostgreSQL only' }, async (t) => {
-  const address = postgresTestAddress(t)
+  const address = await postgresTestAddress(t)
   const [one, two] = [await openPostgres(address, { poolSize: 2 }), await openPostgres(address, { poolSize: 2 })]
   t.teardown(() => Promise.all([one.$client.end(), two.$client.end()]))
   const clock = testClock()

@@ -8,6 +8,8 @@ import { LAST_USED_EVERY_MS, MAX_ACTIVE_TOKENS, tokenState } from '../../../db/s
 import { sqliteStores } from '../../fixtures/stores.ts'
 import { spawnTs } from '../../fixtures/child.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 async function stores(file = ':memory:') {
   const errors: unknown[] = []
   const { db, engine, clock, sites, users, tokens } = sqliteStores(file, { onFlushError: (error) => errors.push(error) })

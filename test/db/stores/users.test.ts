@@ -3,6 +3,8 @@ import { verifyPassword } from '../../../lib/password.ts'
 import { DEMO_CATEGORY, DEMO_SUPPORTER, WELCOME } from '../../../db/stores/bootstrap.ts'
 import { sqliteStores } from '../../fixtures/stores.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 function stores() {
   return sqliteStores()
 }

@@ -2,6 +2,8 @@ import t from 'tap'
 import { createAttemptLimiter } from '../../../plugins/auth/attempt-limiter.ts'
 import { START, testClock } from '../../fixtures/clock.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test('a key is refused after max failures until its window ends', async (t) => {
   const clock = testClock()
   const limiter = createAttemptLimiter({ max: 3, windowMs: 60_000, clock })

@@ -4,6 +4,8 @@ import { TEST_ENGINE } from '../../fixtures/postgres.ts'
 import { twoApps } from '../../multiprocess/two-apps.ts'
 import { BASE_URL, buildTestApp, rawStatement, SITE_URL, supporterWithToken, V1 } from '../../fixtures/app.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 const metadata = (site: string) => `${BASE_URL}/.well-known/oauth-protected-resource/${site}`
 const tokensPage = (site: string) => `${SITE_URL.replace('{site}', site)}/profile/api_tokens`
 const challenge = (site: string, rest = '') =>

@@ -5,6 +5,8 @@ import { DEFAULT_LIMITS } from '../../../plugins/auth/limits.ts'
 import { BASE_URL, buildTestApp, rawStatement, supporterWithToken } from '../../fixtures/app.ts'
 import { basic, supporterWithPassword } from '../../fixtures/credentials.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 const INVALID = `Bearer realm="Service", resource_metadata="${BASE_URL}/.well-known/oauth-protected-resource/demo", scope="read write", error="invalid_token"`
 
 type App = Awaited<ReturnType<typeof buildTestApp>>['app']

@@ -1,6 +1,8 @@
 import t from 'tap'
 import { buildChallenge } from '../../../plugins/auth/challenge.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 const resourceMetadata = 'https://api.example.test/.well-known/oauth-protected-resource/demo'
 
 t.test('no token: realm, resource_metadata and scope "read write", no error', async (t) => {

@@ -4,6 +4,8 @@ import { basic, inDays, legacyTokenOf, makeMultipass, supporterWithPassword } fr
 import { logCapture } from '../../fixtures/log.ts'
 import { webClient } from '../../fixtures/web.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 t.test('no credential of any kind reaches a log line, accepted or refused', async (t) => {
   const log = logCapture()
   const { app, clock } = await buildTestApp(t, { logStream: log.stream })
@@ -96,7 +98,7 @@ t.test('headers logged by any code have their credentials redacted', async (t) =
 
 t.test('a failure after the answer was sent is one error line, with the request it belongs to', async (t) => {
   const log = logCapture()
-  const { app } = newTestApp(t, { logStream: log.stream })
+  const { app } = await newTestApp(t, { logStream: log.stream })
   app.addHook('onResponse', async () => {
     throw new Error('a hook that fails')
   })

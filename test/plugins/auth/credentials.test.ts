@@ -1,6 +1,8 @@
 import t from 'tap'
 import { findCredential, type CredentialSource } from '../../../plugins/auth/credentials.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 const TOKEN = 'service_pat_abc'
 const source = (over: Partial<CredentialSource>): CredentialSource => ({ method: 'GET', rawHeaders: [], query: {}, ...over })
 

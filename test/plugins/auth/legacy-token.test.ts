@@ -2,6 +2,8 @@ import t from 'tap'
 import { BASE_URL, buildTestApp, supporterWithToken, V1 } from '../../fixtures/app.ts'
 import { legacyTokenOf } from '../../fixtures/credentials.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 const metadata = (site: string) => `${BASE_URL}/.well-known/oauth-protected-resource/${site}`
 const INVALID = `Bearer realm="Service", resource_metadata="${metadata('demo')}", scope="read write", error="invalid_token"`
 const EXPIRED_BODY = '{"error": "API token has expired. Please generate a new token from your account settings."}'

@@ -2,6 +2,8 @@ import t from 'tap'
 import { createAuthLimits, DEFAULT_LIMITS, type BudgetEvent } from '../../../plugins/auth/limits.ts'
 import { testClock } from '../../fixtures/clock.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test('a check that throws gives its reservations back and the error goes on', async (t) => {
   const limits = createAuthLimits(DEFAULT_LIMITS, testClock())
   const broken = limits.attempt({ address: 'a', account: 'x' }, () => {

@@ -3,6 +3,8 @@ import t from 'tap'
 import { decodeMultipass, multipassCipherKey, multipassCipherText, parseExpires } from '../../../plugins/auth/multipass-token.ts'
 import { makeMultipass } from '../../fixtures/credentials.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 const KEY = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
 const SITE = 'acme'
 const LATER = '2030-01-01T00:00:00Z'

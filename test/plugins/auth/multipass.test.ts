@@ -2,6 +2,8 @@ import t from 'tap'
 import { BASE_URL, buildTestApp, SITE_URL, supporterWithToken, V1 } from '../../fixtures/app.ts'
 import { inDays, makeMultipass } from '../../fixtures/credentials.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+
 const challenge = (site: string, rest: string) =>
   `Bearer realm="Service", resource_metadata="${BASE_URL}/.well-known/oauth-protected-resource/${site}", scope="read write"${rest}`
 const INVALID = ', error="invalid_token"'

@@ -2,6 +2,8 @@ import t from 'tap'
 import { createPasswordChecks } from '../../../plugins/auth/password-checks.ts'
 import { hashPassword } from '../../../lib/password.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test('at most `concurrency` run at once, at most `queue` wait, in order; the rest are busy', async (t) => {
   const started: string[] = []
   let running = 0

@@ -2,6 +2,8 @@ import t from 'tap'
 import { createRememberedPasswords } from '../../../plugins/auth/remembered-passwords.ts'
 import { testClock } from '../../fixtures/clock.ts'
 
+// Engines: one: nothing here reaches a database of the suite's engine.
+
 t.test('a success is remembered for its time, for its hash only', async (t) => {
   const clock = testClock()
   const remembered = createRememberedPasswords({ clock, ttlMs: 60_000 })

@@ -6,6 +6,7 @@ import { basic, supporterWithPassword } from '../../fixtures/credentials.ts'
 import { logCapture } from '../../fixtures/log.ts'
 import { eventually, twoApps } from '../../multiprocess/two-apps.ts'
 
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The failure budgets are shared by the processes of one database (plugins/auth/limits.ts): two
 // apps on one database stand for two processes. Real processes: test/multiprocess/.
 
@@ -163,7 +164,7 @@ t.test("what is heard: another process's events are counted; its own, and anythi
 
 t.test('sharing that fails is logged, once per run, and the app goes on counting its own', async (t) => {
   const log = logCapture()
-  const { app } = newTestApp(t, { logStream: log.stream, config: { limits } })
+  const { app } = await newTestApp(t, { logStream: log.stream, config: { limits } })
   await app.ready()
   const ann = await supporterWithToken(app)
   const publish = app.database.events.publish
