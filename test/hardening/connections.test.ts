@@ -6,7 +6,7 @@ import { newTestApp, supporterWithToken, testClock, V1, BASE_URL, SITE_URL } fro
 import { addCategory, discussionApp } from '../fixtures/discussions.ts'
 import { logCapture } from '../fixtures/log.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: HTTP's own rules (headers, limits, refusals, memory), decided before any store is reached.
 // Issue 21: facing the internet directly. Every test here talks to a listening server over real
 // loopback sockets: timeouts cut slow clients (408 where an answer can still be written), idle
 // keep-alive connections close, the caps refuse new connections while requests in flight finish,
