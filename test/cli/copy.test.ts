@@ -111,7 +111,7 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
     const [name, sqliteRows, postgresRows, sqliteSum, postgresSum, verdict] = lines[i + 1]!.split(/\s+/)
     t.same([name, postgresRows, postgresSum, verdict], [table, sqliteRows, sqliteSum, 'same'], table)
   }
-  t.match(lines[tables.length + 1], new RegExp(`^Copied \\d+ rows in ${tables.length} tables from \\S+service\\.db to postgres://\\S+\\?schema=t_\\w+; every count and checksum is the same on both sides\\.$`))
+  t.match(lines[tables.length + 1], new RegExp(`^Copied \\d+ rows in ${tables.length} tables from \\S+service\\.db to postgres://\\S+\\?schema=\\w+; every count and checksum is the same on both sides\\.$`))
   t.equal(lines[tables.length + 2], 'Server key: SERVICE_SECRET opens the copied legacy tokens; run the service on PostgreSQL with this same SERVICE_SECRET.')
   t.match(copied.stderr, /^copied sites: 1 row in \d+ ms\ncopied users: 4 rows in \d+ ms\n/)
   const counts = Object.fromEntries(lines.slice(1, 26).map((line) => [line.split(/\s+/)[0], Number(line.split(/\s+/)[1])]))
