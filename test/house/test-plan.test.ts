@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import t from 'tap'
-import { BOTH_ENGINES_IN_ONE, BROWSER_FIXTURE, declaredEngines, drivesBrowser, ENGINE_FIXTURE, longestFirst, readsEngine, references, testFiles, testPlan, timeReport } from '../../tools/test/plan.ts'
+import { BOTH_ENGINES_IN_ONE, BROWSER_FIXTURE, declaredEngines, drivesBrowser, ENGINE_FIXTURE, engineCoverageReport, longestFirst, readsEngine, references, testFiles, testPlan, timeReport } from '../../tools/test/plan.ts'
 
 // Engines: one: nothing here reaches a database of the suite's engine.
 // The rule of tools/test/plan.ts, which decides the passes of `npm test`: each file says which
@@ -109,4 +109,28 @@ t.test("where a pass's time went: its wall time, its files' times added up, set-
     ].join('\n'),
   )
   t.match(timeReport('sqlite', 0, {}, ''), /its 0 files' own times add up to 0 s\n   set-up 0 s of it \(-\); the tests' own work 0 s \(-\)\n   its 0 slowest files:$/, 'an empty pass')
+})
+
+t.test("each engine's own coverage of the stores: the shares, the store files PostgreSQL runs fewer lines of, and the floor", async (t) => {
+  const file = (lines: [number, number], branches: [number, number] = [1, 1]) => ({ lines: { covered: lines[0], total: lines[1] }, branches: { covered: branches[0], total: branches[1] } })
+  const sqlite = { 'db/stores/a.ts': file([100, 100], [9, 10]), 'db/stores/b.ts': file([50, 50]), 'db/sqlite/engine.ts': file([10, 10]) }
+  const postgres = { 'db/stores/a.ts': file([90, 100], [8, 10]), 'db/stores/b.ts': file([50, 50]), 'db/postgres/engine.ts': file([19, 20], [0, 0]) }
+  const held = engineCoverageReport(sqlite, postgres, { stores: 90, postgres: 95 })
+  t.ok(held.held)
+  t.match(held.text, 'db/stores/ on SQLite: lines 100%, branches 90.9%; on PostgreSQL: lines 93.3%, branches 81.8% (at least 90% of lines on each)')
+  t.match(held.text, 'db/postgres/ on PostgreSQL: lines 95%, branches 100% (at least 95% of lines)')
+  t.match(held.text, '\n     db/stores/a.ts: 90 of 100 lines, SQLite 100')
+  t.notMatch(held.text, 'db/stores/b.ts', 'a file both run alike is not named')
+  t.notMatch(held.text, 'BELOW')
+  const below = engineCoverageReport(sqlite, { ...postgres, 'db/stores/b.ts': file([0, 50]) }, { stores: 90, postgres: 95 })
+  t.notOk(below.held, 'a store file PostgreSQL no longer runs takes its share below the floor')
+  t.match(below.text, 'BELOW THE FLOOR')
+  t.match(below.text, 'db/stores/b.ts: 0 of 50 lines, SQLite 50')
+  t.notOk(engineCoverageReport(sqlite, { ...postgres, 'db/postgres/engine.ts': file([10, 20]) }, { stores: 90, postgres: 95 }).held, "PostgreSQL's own code under its floor")
+  t.notOk(engineCoverageReport({ ...sqlite, 'db/stores/b.ts': file([0, 50]) }, postgres, { stores: 90, postgres: 0 }).held, "and SQLite's pass under the stores' floor")
+  const missing = engineCoverageReport(sqlite, {}, { stores: 0, postgres: 0 })
+  t.match(missing.text, 'db/stores/a.ts: 0 of 100 lines, SQLite 100', 'a file the PostgreSQL pass never loaded')
+  t.match(missing.text, 'db/postgres/ on PostgreSQL: lines 100%', 'nothing to run is all of it')
+  t.ok(engineCoverageReport(sqlite, { ...postgres, 'db/stores/a.ts': file([100, 100]), 'db/postgres/engine.ts': file([20, 20]) }).held, 'the recorded floor by default')
+  t.notOk(engineCoverageReport(sqlite, postgres).held, 'which 93% of the stores is under')
 })

@@ -140,16 +140,17 @@ export interface FileCoverage {
  * The least share of the stores' lines (db/stores/) that each pass must run on its own engine, and
  * of the PostgreSQL engine's own code (db/postgres/) that its pass must run: a file moved to one
  * engine whose store paths no other file runs on PostgreSQL shows here (docs/development.md,
- * "What runs where"). Measured on 2026-12-02; raised as tests come, never lowered without a reason.
+ * "What runs where"). On 2026-12-02 the passes ran 99.9% (SQLite) and 98.8% (PostgreSQL) of the
+ * stores' lines, and PostgreSQL 100% of its own; raised as tests come, never lowered without a reason.
  */
-export const ENGINE_COVERAGE_FLOOR = { stores: 0, postgres: 0 }
+export const ENGINE_COVERAGE_FLOOR = { stores: 98.5, postgres: 99.5 }
 
 /**
  * Each pass's coverage of the stores, measured on its engine alone (the two passes' coverage is
  * also checked together, by .taprc): the stores' lines and branches each pass ran, the
  * PostgreSQL code's own, and the store files whose lines PostgreSQL runs fewer of than SQLite does.
  */
-export function engineCoverageReport(sqlite: Record<string, FileCoverage>, postgres: Record<string, FileCoverage>): { text: string; held: boolean } {
+export function engineCoverageReport(sqlite: Record<string, FileCoverage>, postgres: Record<string, FileCoverage>, floor = ENGINE_COVERAGE_FLOOR): { text: string; held: boolean } {
   const sum = (files: Record<string, FileCoverage>, folder: string) => {
     const total = { lines: 0, coveredLines: 0, branches: 0, coveredBranches: 0 }
     for (const [file, c] of Object.entries(files)) {
@@ -168,11 +169,11 @@ export function engineCoverageReport(sqlite: Record<string, FileCoverage>, postg
     .sort()
     .map((file) => ({ file, on: sqlite[file]!.lines.covered, pg: postgres[file]?.lines.covered ?? 0, total: sqlite[file]!.lines.total }))
     .filter((f) => f.pg < f.on)
-  const held = stores.sqlite.lines >= ENGINE_COVERAGE_FLOOR.stores && stores.postgres.lines >= ENGINE_COVERAGE_FLOOR.stores && own.lines >= ENGINE_COVERAGE_FLOOR.postgres
+  const held = stores.sqlite.lines >= floor.stores && stores.postgres.lines >= floor.stores && own.lines >= floor.postgres
   const text = [
     '== the stores on each engine alone',
-    `   db/stores/ on SQLite: lines ${stores.sqlite.lines}%, branches ${stores.sqlite.branches}%; on PostgreSQL: lines ${stores.postgres.lines}%, branches ${stores.postgres.branches}% (at least ${ENGINE_COVERAGE_FLOOR.stores}% of lines on each)`,
-    `   db/postgres/ on PostgreSQL: lines ${own.lines}%, branches ${own.branches}% (at least ${ENGINE_COVERAGE_FLOOR.postgres}% of lines)`,
+    `   db/stores/ on SQLite: lines ${stores.sqlite.lines}%, branches ${stores.sqlite.branches}%; on PostgreSQL: lines ${stores.postgres.lines}%, branches ${stores.postgres.branches}% (at least ${floor.stores}% of lines on each)`,
+    `   db/postgres/ on PostgreSQL: lines ${own.lines}%, branches ${own.branches}% (at least ${floor.postgres}% of lines)`,
     ...(fewer.length > 0 ? ['   store files PostgreSQL runs fewer lines of than SQLite does:', ...fewer.map((f) => `     ${f.file}: ${f.pg} of ${f.total} lines, SQLite ${f.on}`)] : []),
     ...(held ? [] : ['   BELOW THE FLOOR (tools/test/plan.ts, ENGINE_COVERAGE_FLOOR): a store path no longer runs on one engine']),
   ].join('\n')
