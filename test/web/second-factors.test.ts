@@ -5,7 +5,7 @@ import { mailServer, readMail } from '../fixtures/mail.ts'
 import { totpCode } from '../fixtures/totp.ts'
 import { enrollAuthenticator, personWithPassword, webClient } from '../fixtures/web.ts'
 
-// Engines: one: the pages' words and forms; the stores behind them run on both in the API and store tests.
+// Engines: both: the second factors' and sessions' stores are reached through these pages alone, so each engine must run them.
 // Second factors (docs/decisions.md, "Second factors"): an authenticator app enrolled on the
 // profile, the sign-in's second step, recovery codes, the lockout, replays, and Basic on the API.
 // Codes are computed by test/fixtures/totp.ts, not by the library the service uses.

@@ -5,7 +5,7 @@ import { SIGN_IN_FAILED } from '../../routes/web/sign-in.ts'
 import { buildTestApp } from '../fixtures/app.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
-// Engines: one: the pages' words and forms; the stores behind them run on both in the API and store tests.
+// Engines: both: the second factors' and sessions' stores are reached through these pages alone, so each engine must run them.
 
 const SITE = 'https://help.example.test/demo'
 
