@@ -237,8 +237,23 @@ t.test("a script's parallel calls with one right password are checked once, not 
   t.equal((await before).statusCode, 200, 'the one that read the account before, as it was')
 
   // Wrong guesses sent together are one guess: one failure counted, so the right password still passes after them.
+  // The comparison is held until every call has reached the verifier (and, 50 ms later, had its
+  // look-up), so the calls overlap on a loaded machine too, as they do in a script.
   await app.users.setDisabled(pat.user.email, false)
-  const wrong = await Promise.all(Array.from({ length: parallel }, () => send(basic(pat.user.email, 'one wrong guess'), '192.0.2.12')))
+  const verifier = app.passwords.verify
+  let arrived = 0
+  app.passwords.verify = (...args) => {
+    arrived++
+    return verifier(...args)
+  }
+  gate = new Promise<void>((resolve) => (release = resolve))
+  const comparedBefore = compared
+  const guesses = Array.from({ length: parallel }, () => send(basic(pat.user.email, 'one wrong guess'), '192.0.2.12'))
+  await until(() => arrived === parallel && compared === comparedBefore + 1)
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  release()
+  const wrong = await Promise.all(guesses)
   t.same(new Set(wrong.map((res) => res.statusCode)), new Set([401]))
+  t.equal(compared, comparedBefore + 1, 'one comparison for the guesses sent together')
   t.equal((await send(pat.headers, '192.0.2.12')).statusCode, 200, 'one failure counted, not fifteen')
 })
