@@ -163,11 +163,15 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
         inFlight.add(run)
       }
       while (!closed && taken < MAX_ROWS) {
-        const rows = (await outbox.dueWebhooks(BATCH, [...busy.keys()].filter(full))).filter((row) => !seen.has(row.id))
+        const passedOver = [...busy.keys()].filter(full)
+        const rows = (await outbox.dueWebhooks(BATCH, passedOver)).filter((row) => !seen.has(row.id))
         const startable = rows.filter((row) => !full(row.webhookId!))
         if (startable.length === 0) {
-          if (inFlight.size === 0) break
-          await Promise.race(inFlight)
+          if (inFlight.size > 0) await Promise.race(inFlight)
+          // The read passed over the endpoints that were full when it was made: their tries may all
+          // have ended while it was under way (a loaded database), so nothing under way is not yet
+          // the end; a read that passed over none is.
+          else if (passedOver.length === 0) break
           continue
         }
         for (const row of startable) {

@@ -305,6 +305,36 @@ t.test('a slow endpoint holds up only its own events, two at a time', async (t) 
   t.equal(slow.received.length, 6)
 })
 
+t.test('a run does not end while rows it passed over remain: their endpoint full when read, done when the read came back', async (t) => {
+  const { app, admin, create } = await webhookApp(t)
+  const hook = await receiver(t)
+  await admin('POST', '/demo/webhooks', { url: hook.url, events: ['discussion.created'] })
+  for (let i = 0; i < 3; i++) await create({ title: `Number ${i}` })
+  // As on a loaded database: the read made while the endpoint holds its two tries answers only
+  // after both have ended, so the run finds nothing under way and the read empty.
+  const tries: Array<Promise<boolean>> = []
+  const deliver = app.deliverWebhook
+  app.deliverWebhook = (row) => {
+    const done = deliver(row)
+    tries.push(done)
+    return done
+  }
+  const due = app.outbox.dueWebhooks
+  let slowReads = 0
+  app.outbox.dueWebhooks = async (limit, busy = []) => {
+    const rows = await due(limit, busy)
+    if (busy.length > 0) {
+      slowReads++
+      await Promise.allSettled(tries)
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    return rows
+  }
+  t.equal(await app.sendOutbox(), 3, 'the third row went in the same run')
+  t.ok(slowReads > 0, 'a read was made while the endpoint was full')
+  t.equal(hook.received.length, 3)
+})
+
 t.test('an answer with a NUL byte is kept without it; a secret that cannot be opened posts nothing', async (t) => {
   const { app, admin, create } = await webhookApp(t)
   const hook = await receiver(t, (response) => response.end('ok\u0000done'))
