@@ -65,7 +65,7 @@ declare module 'fastify' {
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'databaseAddress' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'sudoMinutes' | 'files' | 'mailReceiver' | 'mailFetchSeconds' | 'webhooks' | 'outboxSend'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'mailAttachBytes' | 'sudoMinutes' | 'files' | 'mailReceiver' | 'mailFetchSeconds' | 'webhooks' | 'outboxSend'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -170,6 +170,7 @@ export function buildApp(options: AppOptions) {
     send: config.outboxSend ?? true,
     ...(options.outboxEveryMs !== undefined && { firstAfterMs: options.outboxEveryMs, everyMs: options.outboxEveryMs }),
     ...(options.outboxLeaseMs !== undefined && { leaseMs: options.outboxLeaseMs }),
+    ...(config.mailAttachBytes !== undefined && { attachBytes: config.mailAttachBytes }),
   })
   // Mail in, when SERVICE_MAIL_RECEIVER is set: the sites' mailbox addresses, into one pipeline.
   app.register(mailReceiver, { settings: config.mailReceiver, limits: config.files ?? DEFAULT_FILE_LIMITS })

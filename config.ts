@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { ConfigError } from './lib/config-error.ts'
 import { parseAllowedRanges, type AllowedRange } from './lib/webhook-address.ts'
-import { DEFAULT_FILE_LIMITS, MESSAGE_LIMITS, MiB, type FileLimits } from './lib/files.ts'
+import { DEFAULT_FILE_LIMITS, DEFAULT_MAIL_ATTACH_BYTES, MESSAGE_LIMITS, MiB, type FileLimits } from './lib/files.ts'
 import { connectionsAllowed, defaultMaxConnections, DEFAULT_TIMEOUTS, processOpenFiles, type ConnectionSettings } from './lib/connections.ts'
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from './plugins/http/request-log.ts'
 import { MIN_SECRET_LENGTH } from './lib/server-key.ts'
@@ -53,6 +53,8 @@ export interface Config {
   sudoMinutes: number
   /** SERVICE_FILE_MAX_MB and SERVICE_SITE_FILES_MB: the largest attachment, and the space of a site's files (db/stores/files.ts). */
   files: FileLimits
+  /** SERVICE_MAIL_ATTACHMENTS_MB: the most a reply's files add up to and still go attached to its mail; past it the mail links to them (plugins/mail/sender.ts). */
+  mailAttachBytes: number
   /** SERVICE_MAIL_RECEIVER: where the built-in receiver of mail listens (plugins/mail/receiver.ts); none without it. */
   mailReceiver?: ReceiverSettings
   /** SERVICE_MAIL_FETCH_SECONDS: how often IMAP mailboxes are looked at when their servers say nothing (plugins/mail/fetcher.ts). */
@@ -133,6 +135,7 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_WEBHOOK_TIMEOUT', fallback: '`10`', about: 'seconds a webhook endpoint has to answer a delivery; past it the try failed and is made again later' },
   { variable: 'SERVICE_SMTP_URL', fallback: 'none: no mail', about: '`smtp://user:password@host:587` (STARTTLS when offered) or `smtps://...` (TLS from the start): where expiry notices and the notices of revocations by administrators are sent; never logged' },
   { variable: 'SERVICE_MAIL_FROM', fallback: '`Service Desk <service-desk@` the host of `SERVICE_BASE_URL` `>`', about: 'the From of those mails' },
+  { variable: 'SERVICE_MAIL_ATTACHMENTS_MB', fallback: '`10`', about: "the most, in MiB, a reply's files may add up to and still go attached to its mail (at most 25; base64 makes a mail a third larger than its files); past it the mail names each file with its link on the support site" },
   { variable: 'SERVICE_REQUEST_TIMEOUT', fallback: '`30`', about: 'seconds a client has to send a whole request, headers and body; then `408` and the connection is closed' },
   { variable: 'SERVICE_HEADERS_TIMEOUT', fallback: '`15`', about: 'seconds to send the request line and headers, counted from the connection or from the first byte of the next request; not longer than the request timeout' },
   { variable: 'SERVICE_KEEP_ALIVE_TIMEOUT', fallback: '`5`', about: 'seconds an idle keep-alive connection is kept after an answer' },
@@ -437,6 +440,7 @@ export function loadConfig(source: ConfigSource): Config {
       fileBytes: parseCount(source, 'SERVICE_FILE_MAX_MB', DEFAULT_FILE_LIMITS.fileBytes / MiB, MESSAGE_LIMITS.bytes / MiB) * MiB,
       siteBytes: parseCount(source, 'SERVICE_SITE_FILES_MB', DEFAULT_FILE_LIMITS.siteBytes / MiB, 1_000_000) * MiB,
     },
+    mailAttachBytes: parseCount(source, 'SERVICE_MAIL_ATTACHMENTS_MB', DEFAULT_MAIL_ATTACH_BYTES / MiB, 25) * MiB,
     ...parseMail(source, base),
     ...parseReceiver(source),
     limits: {

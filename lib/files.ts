@@ -15,6 +15,13 @@ export interface FileLimits {
 
 export const DEFAULT_FILE_LIMITS: FileLimits = { fileBytes: 10 * MiB, siteBytes: 1024 * MiB }
 
+/**
+ * The most a reply's files add up to and still go attached to its mail, by default
+ * (SERVICE_MAIL_ATTACHMENTS_MB; plugins/mail/sender.ts): base64 makes them a third larger, 13.3 MB,
+ * under the 20-25 MB most mail servers take; past it the mail links to them.
+ */
+export const DEFAULT_MAIL_ATTACH_BYTES = 10 * MiB
+
 /** The most characters a kept file name has; a longer one keeps its end (the extension). */
 export const MAX_FILE_NAME = 200
 

@@ -22,11 +22,19 @@ export interface Mail {
   references?: string[]
   /** Sent by the service on its own (an acknowledgement): `Auto-Submitted: auto-replied` (RFC 3834), so no auto-responder answers it. */
   automatic?: boolean
+  /** Files that go with it (a reply's), each as it was uploaded. */
+  attachments?: MailAttachment[]
+}
+
+export interface MailAttachment {
+  filename: string
+  content: Buffer
+  contentType: string
 }
 
 export interface Mailer {
   readonly enabled: boolean
-  /** Sends one plain-text mail; throws when the server refuses it. */
+  /** Sends one plain-text mail, with its files if any; throws when the server refuses it. */
   send(mail: Mail): Promise<void>
   close(): void
 }

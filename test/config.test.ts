@@ -28,6 +28,7 @@ t.test('defaults', async (t) => {
     webhooks: { allowed: [], timeoutMs: 10_000 },
     sudoMinutes: 15,
     files: { fileBytes: 10 * 1024 * 1024, siteBytes: 1024 * 1024 * 1024 },
+    mailAttachBytes: 10 * 1024 * 1024,
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',
     demo: true,
@@ -60,6 +61,7 @@ t.test('environment, and flags over the environment', async (t) => {
     webhooks: { allowed: [], timeoutMs: 10_000 },
     sudoMinutes: 15,
     files: { fileBytes: 10 * 1024 * 1024, siteBytes: 1024 * 1024 * 1024 },
+    mailAttachBytes: 10 * 1024 * 1024,
     connections: DEFAULT_CONNECTIONS,
     logLevel: 'info',
     demo: true,
@@ -167,6 +169,9 @@ t.test('leak reports and the security log: from the environment, and what is ref
   t.equal(load({ SERVICE_SECURITY_LOG_DAYS: '30' }).securityLogDays, 30)
   t.equal(load({ SERVICE_SUDO_MINUTES: '5' }).sudoMinutes, 5)
   t.same(load({ SERVICE_FILE_MAX_MB: '25', SERVICE_SITE_FILES_MB: '50' }).files, { fileBytes: 25 * 1024 * 1024, siteBytes: 50 * 1024 * 1024 })
+  t.equal(load({}).mailAttachBytes, 10 * 1024 * 1024, "a reply's files up to 10 MiB go attached to its mail by default")
+  t.equal(load({ SERVICE_MAIL_ATTACHMENTS_MB: '20' }).mailAttachBytes, 20 * 1024 * 1024)
+  t.throws(() => load({ SERVICE_MAIL_ATTACHMENTS_MB: '26' }), { message: 'SERVICE_MAIL_ATTACHMENTS_MB must be a whole number from 1 to 25, not "26"' })
   t.same(load({ SERVICE_MAIL_RECEIVER: '2525' }).mailReceiver, { host: '127.0.0.1', port: 2525 })
   t.same(load({ SERVICE_MAIL_RECEIVER: '0.0.0.0:25' }).mailReceiver, { host: '0.0.0.0', port: 25 })
   t.same(load({ SERVICE_MAIL_RECEIVER: '[::]:25' }).mailReceiver, { host: '::', port: 25 })

@@ -1,7 +1,9 @@
 import fp from 'fastify-plugin'
 import { mailOf, type OutboxMail, type OutboxRow } from '../../db/stores/outbox.ts'
+import { fileBytes } from '../../db/stores/files.ts'
+import { DEFAULT_MAIL_ATTACH_BYTES, shownSize } from '../../lib/files.ts'
 import { failureWords } from '../../lib/imap.ts'
-import { createMailer, type Mailer } from '../../lib/mailer.ts'
+import { createMailer, type Mail, type Mailer } from '../../lib/mailer.ts'
 import { repeatInBackground } from '../background.ts'
 
 // The sender of the outbox (docs/decisions.md, "Mail"): every few seconds, by whichever process
@@ -11,7 +13,9 @@ import { repeatInBackground } from '../background.ts'
 // SMTP address of the mailbox it leaves from, or the service's mailer (SERVICE_SMTP_URL) when the
 // mailbox has none, and records the try: sent; or tried again later, with a backoff; or failed for
 // good when the server refused it permanently (5xx) or after MAX_TRIES. A row with no way out
-// (no SMTP address at all) waits, queued.
+// (no SMTP address at all) waits, queued. A reply's mail carries the reply's files, read at each
+// try, when they add up to at most `attachBytes` (SERVICE_MAIL_ATTACHMENTS_MB); past it, the mail
+// names each with its link on the customer's side instead.
 
 export const SEND_EVERY_MS = 5_000
 /** How long a row is held at a time while it is sent: renewed every third of it while the send is under way. */
@@ -41,9 +45,9 @@ function failureOf(error: unknown): { words: string; permanent: boolean } {
   return { words: failureWords(error), permanent: typeof responseCode === 'number' && responseCode >= 500 }
 }
 
-export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; leaseMs?: number }>(
-  async (fastify, { firstAfterMs = SEND_EVERY_MS, everyMs = SEND_EVERY_MS, send = true, leaseMs = LEASE_MS }) => {
-    const { outbox, mail, mailboxes, secretBox, urls } = fastify
+export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; leaseMs?: number; attachBytes?: number }>(
+  async (fastify, { firstAfterMs = SEND_EVERY_MS, everyMs = SEND_EVERY_MS, send = true, leaseMs = LEASE_MS, attachBytes = DEFAULT_MAIL_ATTACH_BYTES }) => {
+    const { outbox, mail, mailboxes, secretBox, urls, files } = fastify
     // A mailer per mailbox SMTP address, made on first use and kept (by its sealed value: a
     // mailbox added again with another address gets a new one).
     const mailers = new Map<string, Mailer>()
@@ -59,12 +63,38 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
     }
 
     /** The text with the discussion's page on the customer's side below it, when it names one. */
-    const withPage = ({ page, mailboxId: _mailbox, ...message }: OutboxMail) =>
+    const withPage = <M extends OutboxMail>({ page, mailboxId: _mailbox, ...message }: M) =>
       !page
         ? message
         : page.staff
           ? { ...message, text: `${message.text}\n\n-- \nOpen it: ${urls.siteWeb(page.site)}/discussions/${page.number}\nWhat you are mailed about is chosen on your profile: ${urls.siteWeb(page.site)}/profile` }
           : { ...message, text: `${message.text}\n\n-- \nRead and answer it on the web: ${urls.siteWeb(page.site)}/help/${page.number}` }
+
+    /**
+     * The mail of a row with the files of its reply: attached when they add up to at most
+     * attachBytes, else named with their links on the customer's side, above the page's. Not the
+     * message a mail came as (it is the team's, and the customer's own).
+     */
+    async function withFiles(row: OutboxRow, message: OutboxMail): Promise<OutboxMail & Pick<Mail, 'attachments'>> {
+      // A reply's row names its reply, and its mail the discussion's page (db/stores/outbox.ts, queueReplyMail).
+      if (row.kind !== 'reply_mail') return message
+      const attached = (await files.ofComment(row.commentId!)).filter((file) => !file.originalMessage)
+      if (attached.length === 0) return message
+      const total = attached.reduce((sum, file) => sum + file.size, 0)
+      if (total <= attachBytes) {
+        const attachments = []
+        for (const file of attached) {
+          const pieces: Buffer[] = []
+          for await (const piece of fileBytes(files, file.fileId)) pieces.push(piece)
+          attachments.push({ filename: file.name, content: Buffer.concat(pieces), contentType: file.contentType })
+        }
+        return { ...message, attachments }
+      }
+      const where = `${urls.siteWeb(message.page!.site)}/help/files/`
+      const lines = attached.map((file) => `- ${file.name} (${shownSize(file.size)}): ${where}${file.id}`)
+      const why = `The files of this answer add up to ${shownSize(total)}, more than a mail of ours carries (${shownSize(attachBytes)}); they are on the web:`
+      return { ...message, text: `${message.text}\n\n${why}\n${lines.join('\n')}` }
+    }
 
     /** Sends one mail row of the outbox under its lease; whether it was sent. */
     async function sendMail(row: OutboxRow): Promise<boolean> {
@@ -87,7 +117,7 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
       // the lease is still this claim's.
       const held = holdLease(row.id, claimed.leaseUntil!)
       try {
-        await mailer.send(withPage(message))
+        await mailer.send(withPage(await withFiles(row, message)))
         const lease = await held.stop()
         if (lease) await outbox.sent(row.id, lease)
         return lease !== undefined

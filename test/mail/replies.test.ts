@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { simpleParser } from 'mailparser'
 import t, { type Test } from 'tap'
 import nodemailer from 'nodemailer'
@@ -6,18 +7,62 @@ import { mailServer, testDns } from '../fixtures/mail.ts'
 import { LEASE_MS, NO_WAY_OUT } from '../../plugins/mail/sender.ts'
 import { mailDesk } from '../fixtures/mail-desk.ts'
 import { webClient, personWithPassword } from '../fixtures/web.ts'
+import { form, PNG } from '../fixtures/files.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 48, mail out: a public reply of the staff to a discussion that came by mail is queued in
 // the outbox with the reply (db/stores/outbox.ts) and sent by the sender (plugins/mail/sender.ts):
 // a real SMTP server catches it, and the customer's answer to it comes back through the receiver.
 
-async function desk(t: Test) {
+async function desk(t: Test, { mailAttachBytes }: { mailAttachBytes?: number } = {}) {
   const smtp = await mailServer(t)
-  const { app, clock, ann, send: customerSends } = await mailDesk(t, { config: { mail: { smtpUrl: smtp.url, from: 'Service Desk <desk@acme.example>' } } })
+  const { app, clock, ann, send: customerSends } = await mailDesk(t, { config: { mail: { smtpUrl: smtp.url, from: 'Service Desk <desk@acme.example>' }, ...(mailAttachBytes && { mailAttachBytes }) } })
   const api = (method: 'GET' | 'POST', url: string, payload?: object) => app.inject({ method, url, headers: ann.bearer, ...(payload ? { payload } : {}) }).then((res) => res.json())
-  return { app, clock, ann, smtp, customerSends, api }
+  /** Uploads a file as the supporter, for a reply to carry. */
+  const upload = async (name: string, bytes: Buffer) => {
+    const body = await form({ file: { name, bytes } })
+    const res = await app.inject({ method: 'POST', url: '/demo/uploads', headers: { ...ann.bearer, 'content-type': body.type }, payload: body.payload })
+    if (res.statusCode !== 201) throw new Error(`upload failed: ${res.statusCode} ${res.body}`)
+    return res.json().uploads[0] as { id: number; name: string; size: number; content_type: string }
+  }
+  return { app, clock, ann, smtp, customerSends, api, upload }
 }
+
+t.test("a reply's files go with its mail, byte for byte; past the operator's limit the mail names each with its link instead", async (t) => {
+  const { app, smtp, customerSends, api, upload } = await desk(t, { mailAttachBytes: 300 * 1024 })
+  await customerSends({ subject: 'Invoice', messageId: '<invoice@customer.example>', text: 'Where is my invoice?' })
+  const pdf = Buffer.concat([Buffer.from('%PDF-1.4\n'), randomBytes(200 * 1024)])
+  const files = [await upload('invoice 1042.pdf', pdf), await upload('logo.png', PNG)]
+  const reply = await api('POST', '/demo/discussions/1/comments', { body: 'Both attached.', uploads: files.map((f) => f.id) })
+  t.equal(reply.attachments.length, 2)
+  t.equal(await app.sendOutbox(), 1)
+  const mail = await simpleParser(smtp.mails[0]!.raw)
+  t.equal(mail.text?.split('\n\n-- ')[0], 'Both attached.', 'the text as written: nothing about files')
+  t.same(
+    mail.attachments.map((a) => [a.filename, a.contentType]),
+    files.map((f) => [f.name, f.content_type]),
+    'each file under its name and type, in the order of the reply',
+  )
+  t.ok(mail.attachments[0]!.content.equals(pdf), 'the first byte for byte')
+  t.ok(mail.attachments[1]!.content.equals(PNG), 'the second byte for byte')
+
+  // 400 KiB in all, past the 300 the operator set: named, with their links on the support site.
+  const big = [await upload('scan.bin', randomBytes(250 * 1024)), await upload('notes.txt', Buffer.from('line\n'.repeat(30_000)))]
+  await api('POST', '/demo/discussions/1/comments', { body: 'Too big to attach.', uploads: big.map((f) => f.id) })
+  t.equal(await app.sendOutbox(), 1)
+  const linked = await simpleParser(smtp.mails[1]!.raw)
+  t.same(linked.attachments, [], 'nothing attached')
+  t.equal(
+    linked.text?.split('\n\n-- ')[0],
+    [
+      'Too big to attach.',
+      '',
+      "The files of this answer add up to 396.5 KB, more than a mail of ours carries (300 KB); they are on the web:",
+      `- scan.bin (250 KB): https://help.example.test/demo/help/files/${big[0]!.id}`,
+      `- notes.txt (146.5 KB): https://help.example.test/demo/help/files/${big[1]!.id}`,
+    ].join('\n'),
+  )
+})
 
 t.test("the supporter's reply reaches the customer, threaded; the customer's answer to it lands in the same discussion", async (t) => {
   const { app, smtp, customerSends, api } = await desk(t)
