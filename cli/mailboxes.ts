@@ -14,7 +14,7 @@ export const mailboxCommands: Command[] = [
       words: ['mailbox', 'add'],
       args: ['<site>', '<address>'],
       options: {
-        category: { type: 'string', value: 'ID', about: "the category its mail opens discussions in; the site's first by default" },
+        category: { type: 'string', value: 'ID', about: "the category its mail opens discussions in; by default the site's first by creation (General on a site `site add` made)" },
         imap: { type: 'string', value: 'URL', about: 'fetch its mail from this IMAP mailbox, imaps://user:password@imap.example.com/INBOX (the password is sealed, never shown again)' },
         smtp: { type: 'string', value: 'URL', about: "send its replies through this SMTP server, smtp://user:password@smtp.example.com:587; the service's SERVICE_SMTP_URL by default" },
         acknowledge: { type: 'boolean', about: 'answer each new discussion by mail with an automatic acknowledgement' },
@@ -30,7 +30,7 @@ export const mailboxCommands: Command[] = [
       if (typeof imap === 'string') throw new UsageError(`--imap ${imap}`)
       const mailbox = await mailboxes.addMailbox(site.id, address, { categoryId: category, imap, smtpUrl: values.smtp === undefined ? null : String(values.smtp), acknowledge: values.acknowledge === true })
       const arrives = imap ? `mail is fetched from ${shownImap(imap)} by the running service` : 'mail reaches it through the receiver (SERVICE_MAIL_RECEIVER) once the address\'s mail is sent there'
-      io.stdout(`mailbox ${mailbox.address} added to ${site.permalink}${category === null ? '' : ` (category ${category})`}; ${arrives}\n`)
+      io.stdout(`mailbox ${mailbox.address} added to ${site.permalink}${mailbox.categoryId === null ? '' : ` (category ${mailbox.categoryId})`}; ${arrives}\n`)
     },
   ),
   admin(

@@ -81,6 +81,9 @@ export function createCategoryStore(port: StorePort, clock: Clock) {
     .offset(p('offset'))
     .prepare('categories_page')
 
+  // The site's first category by creation: where mail goes when a mailbox names none.
+  const firstMade = db.select().from(categories).where(eq(categories.siteId, p('siteId'))).orderBy(asc(categories.id)).limit(1).prepare('categories_first_made')
+
   const total = db
     .select({ n: count() })
     .from(categories)
@@ -114,6 +117,11 @@ export function createCategoryStore(port: StorePort, clock: Clock) {
         if (changed) await bumpSiteVersion(tx, siteId)
         return changed
       })
+    },
+
+    /** The site's first category by creation (General, on a site `site add` made); undefined when it has none. */
+    async first(siteId: number): Promise<Category | undefined> {
+      return (await firstMade.execute({ siteId }))[0]
     },
 
     /** A page of the site's categories (all of them for a negative limit) and how many there are. */

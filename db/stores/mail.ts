@@ -71,9 +71,12 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
         const [category] = await db.select({ id: categories.id }).from(categories).where(and(eq(categories.id, categoryId), eq(categories.siteId, siteId)))
         if (!category) throw new StoreError(`there is no category ${categoryId} on this site`, 'not_found', 'category')
       }
+      // None named: the site's first category by creation, chosen now and shown from now on (mail
+      // of a site with none yet goes to its first once it has one: plugins/mail/pipeline.ts).
+      const [first] = categoryId === null ? await db.select({ id: categories.id }).from(categories).where(eq(categories.siteId, siteId)).orderBy(asc(categories.id)).limit(1) : []
       const sealed = { imap: imap && box.seal(JSON.stringify(imap)), smtp: smtpUrl && box.seal(smtpUrl) }
       // The unique index has the last word: of two adding one address at once, one gets it.
-      const [row] = await db.insert(mailboxes).values({ siteId, address: clean, categoryId, ...sealed, acknowledge, createdAt: new Date(clock()) }).onConflictDoNothing().returning()
+      const [row] = await db.insert(mailboxes).values({ siteId, address: clean, categoryId: categoryId ?? first?.id ?? null, ...sealed, acknowledge, createdAt: new Date(clock()) }).onConflictDoNothing().returning()
       if (!row) throw new StoreError(`${clean} is already the address of a mailbox`, 'conflict', 'address')
       return row
     },

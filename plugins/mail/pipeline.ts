@@ -120,9 +120,12 @@ function commentText(parsed: ParsedMail, isReply: boolean, notes: string[]): str
   return [...body].length <= MAX_BODY ? body : `${[...body].slice(0, MAX_BODY - 80).join('')}\n\n[Cut here: the whole message is kept beside it.]`
 }
 
-/** The site's first category, where mail opens discussions by default; a site without one takes no new mail until it has one. */
+/**
+ * The site's first category by creation, where the mail of a mailbox added before the site had a
+ * category opens discussions; a site without one takes no new mail until it has one.
+ */
 async function firstCategory(stores: EngineStores, clock: Clock, siteId: number): Promise<number> {
-  const [first] = (await stores.categories(clock).list(siteId, 0, 1)).categories
+  const first = await stores.categories(clock).first(siteId)
   if (!first) throw new Error('the site has no category for new discussions: add one (service-desk category add)')
   return first.id
 }

@@ -7,7 +7,7 @@ import { discussionApp } from '../fixtures/discussions.ts'
 // engine the suite runs on.
 
 t.test("an administrator lists, adds and removes the site's mailboxes; anyone else is refused", async (t) => {
-  const { app, ann, api, problems } = await discussionApp(t)
+  const { app, ann, api, questions, problems } = await discussionApp(t)
   const boss = await supporterWithToken(app, { email: 'boss@example.test' })
   await app.users.setAdministrator(ann.site.id, boss.user.id, true)
   const as = (headers: Record<string, string>) => (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object) => api(method, url, payload, headers)
@@ -18,7 +18,7 @@ t.test("an administrator lists, adds and removes the site's mailboxes; anyone el
   t.equal(added.statusCode, 201)
   t.match(added.json(), { address: 'support@acme.example', category_id: problems.id, created_at: '2026-03-01T12:00:00Z', href: 'https://api.example.test/demo/mailboxes/support%40acme.example' })
   t.equal(added.headers.location, added.json().href)
-  t.equal((await admin('POST', '/demo/mailboxes', { address: 'help@acme.example' })).json().category_id, null)
+  t.equal((await admin('POST', '/demo/mailboxes', { address: 'help@acme.example' })).json().category_id, questions.id, 'none named: the site\'s first category by creation, Questions, though Problems sorts first')
   t.same((await admin('GET', '/demo/mailboxes')).json().mailboxes.map((m: { address: string }) => m.address), ['support@acme.example', 'help@acme.example'])
 
   const again = await admin('POST', '/demo/mailboxes', { address: 'SUPPORT@acme.example' })
