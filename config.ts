@@ -106,7 +106,7 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_DB_STATEMENT_TIMEOUT', fallback: '`5`', about: 'PostgreSQL only: seconds a statement may run; past it the request gets `503`' },
   { variable: 'SERVICE_DB_CONNECT_TIMEOUT', fallback: '`5`', about: 'PostgreSQL only: seconds a request waits for a free connection (or a new one); past it `503`' },
   { variable: 'SERVICE_BASE_URL', fallback: '`http://localhost:<PORT>`', about: 'public origin of the API, no path' },
-  { variable: 'SERVICE_SITE_URL', fallback: '`http://localhost:<PORT>/{site}`', about: 'public address of a site\'s supporter pages; `{site}` once, in the path' },
+  { variable: 'SERVICE_SITE_URL', fallback: '`SERVICE_BASE_URL` followed by `/{site}` (`http://localhost:<PORT>/{site}`)', about: 'public address of a site\'s supporter pages; `{site}` once, in the path' },
   { variable: 'SERVICE_SECRET', fallback: 'key file `service.key` beside the database', about: 'the server key, at least 32 characters; required with PostgreSQL, the same in every process' },
   { variable: 'SERVICE_TRUST_PROXY', fallback: 'none', about: 'the reverse proxies whose `X-Forwarded-For` is believed: addresses, CIDR ranges, `loopback`, `linklocal`, `uniquelocal`, comma-separated' },
   { variable: 'SERVICE_AUTH_FAILURES_PER_ADDRESS', fallback: '`20`', about: 'failed authentications of any kind from one client address per window, then `429`' },
@@ -407,7 +407,9 @@ export function loadConfig(source: ConfigSource): Config {
     throw new ConfigError(`${db.name} names a PostgreSQL database: set ${SECRET_VARIABLE}, the same in every process, such as the output of: openssl rand -hex 32`)
   }
   const base = baseUrl.value === undefined ? `http://localhost:${portNumber}` : parseBaseUrl(baseUrl.value, baseUrl.name)
-  const site = siteUrl.value === undefined ? `http://localhost:${portNumber}/{site}` : parseSiteUrl(siteUrl.value, siteUrl.name)
+  // The supporter pages are served beside the API: without an address of their own they are under
+  // the API's (a start with only SERVICE_BASE_URL once mailed customers links to localhost).
+  const site = siteUrl.value === undefined ? `${base}/{site}` : parseSiteUrl(siteUrl.value, siteUrl.name)
   return {
     port: portNumber,
     host: host.value ?? '127.0.0.1',

@@ -37,6 +37,10 @@ t.test('defaults', async (t) => {
   t.equal(load({ SERVICE_DEMO: 'off' }).demo, false, 'a production start without the demo site')
   t.same(DEFAULT_LIMITS, { perAddress: 20, perAccount: 5, windowSeconds: 300 }, 'the documented defaults')
   t.equal(load({ PORT: '8080' }).baseUrl, 'http://localhost:8080', 'default addresses follow the port')
+  t.equal(load({ PORT: '8080' }).siteUrl, 'http://localhost:8080/{site}')
+  // A start with only the API's address: the pages, and the links mail gives customers, are under it, not on localhost.
+  t.equal(load({ SERVICE_BASE_URL: 'https://desk.example.com/' }).siteUrl, 'https://desk.example.com/{site}')
+  t.equal(load({ SERVICE_BASE_URL: 'https://desk.example.com', SERVICE_SITE_URL: 'https://help.example.com/{site}' }).siteUrl, 'https://help.example.com/{site}', 'its own address when given')
 })
 
 t.test('environment, and flags over the environment', async (t) => {
