@@ -5,6 +5,7 @@ import { checkEvent, engineOver, siteWatchers, type Engine, type EngineEvents, t
 import { preparedOn, type Executor, type StorePort } from '../port.ts'
 import * as tables from '../schema/postgres.ts'
 import type { PostgresOptions } from '../../lib/database-address.ts'
+import { drizzlePostgres } from '../drizzle-postgres.ts'
 import { guardConnection, openPostgres, pingPostgres, type PgDb } from './client.ts'
 import { arrivals, type Arrivals } from './arrivals.ts'
 import { createPostgresListing } from './listing.ts'
@@ -32,13 +33,55 @@ export function postgresEngine(db: PgDb): Engine {
   })
 }
 
+/** No failure yet (a work may throw anything, undefined too). */
+const NONE = Symbol('none')
+
+/**
+ * A transaction on a connection of the pool, given back whatever happens. drizzle's own on a pool
+ * (node-postgres, 0.45.4) runs BEGIN before the try whose finally gives the connection back, so a
+ * BEGIN that fails (the connection died while it sat idle: a restart, a failover, a silent network
+ * past the deadline) keeps its connection lent for good, and after as many as the pool holds the
+ * service answers no one until restarted (drizzle-orm#6023, #6241, open; seen here as a test's app
+ * that could not close after an outage). The connection goes back to the pool only when it is known
+ * good, the transaction committed or its work failed and the rollback went through; otherwise
+ * (BEGIN, COMMIT or ROLLBACK failed) it is destroyed, and the pool opens another when asked.
+ */
+export async function pooledTransaction<T>(pool: pg.Pool, work: (tx: Executor) => Promise<T>): Promise<T> {
+  const client = await pool.connect()
+  let workFailure: unknown = NONE
+  let failure: unknown = NONE
+  try {
+    // drizzle on this one connection: its transaction neither takes nor gives back a connection.
+    return await drizzlePostgres({ client }).transaction(async (tx) => {
+      try {
+        return await work(tx as unknown as Executor)
+      } catch (error) {
+        workFailure = error
+        throw error
+      }
+    })
+  } catch (error) {
+    failure = error
+    throw error
+  } finally {
+    const good = failure === NONE || failure === workFailure
+    // true: pg-pool destroys the connection rather than keeping it.
+    client.release(good ? undefined : true)
+  }
+}
+
 /** The port of the shared stores (db/port.ts) on the pool (which admits the requests that arrive), or on a transaction of it. */
 export function postgresPort(q: Executor, admission?: Arrivals): StorePort {
+  // drizzle keeps what it runs on as $client: the pool of the engine, or nothing on a transaction.
+  const { $client } = q as { $client?: unknown }
+  const pool = $client instanceof pg.Pool ? $client : undefined
   const port: StorePort = {
     kind: 'postgres',
     db: q,
     tables,
-    atomic: (work) => q.transaction((tx) => work(postgresPort(tx))),
+    // On the pool, a connection of its own that goes back whatever happens (pooledTransaction); in a
+    // transaction, a savepoint on its connection.
+    atomic: (work) => (pool ? pooledTransaction(pool, (tx) => work(postgresPort(tx))) : q.transaction((tx) => work(postgresPort(tx)))),
     locked: (select, table) => select.for('no key update', table && { of: table }) as typeof select,
     // Kept for the pool's life, or for one transaction's: a transaction's statements run on its connection.
     prepared: preparedOn(q),

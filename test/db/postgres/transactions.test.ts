@@ -1,0 +1,55 @@
+import t from 'tap'
+import { sql } from '../../../db/drizzle.ts'
+import { openPostgres } from '../../../db/postgres/client.ts'
+import { postgresPort } from '../../../db/postgres/engine.ts'
+import type { StorePort } from '../../../db/port.ts'
+import { POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../../fixtures/postgres.ts'
+import { tcpProxy } from '../../fixtures/tcp-proxy.ts'
+
+// Engines: both: it is about PostgreSQL's connections alone, so it runs in the PostgreSQL pass alone.
+// A transaction on the pool gives its connection back whatever happens (db/postgres/engine.ts,
+// pooledTransaction): drizzle's own kept it lent for good when BEGIN failed, and a pool that lost
+// every connection so answered no one until the process restarted. A pool of one connection, behind
+// a proxy of the test's (test/fixtures/tcp-proxy.ts) that makes the network's bad moments, shows it.
+
+const down = (await postgresAnswers()) ? false : `PostgreSQL at ${POSTGRES_URL} does not answer`
+if (down && process.env.CI === 'true') t.fail(down)
+
+/** The server process a transaction runs on. */
+const backendOf = (port: StorePort) => port.atomic(async (tx) => (await tx.db.execute(sql`SELECT pg_backend_pid() AS pid`)).rows[0]!.pid as number)
+
+t.test('BEGIN unanswered, a work that fails, a connection cut mid-work: a pool of one serves again each time', { skip: down }, async (t) => {
+  const real = new URL(POSTGRES_URL)
+  const proxy = await tcpProxy(t, { host: real.hostname, port: Number(real.port || 5432) })
+  const through = new URL(await postgresTestAddress(t))
+  through.host = `127.0.0.1:${proxy.port}`
+  // A statement has 300 ms (the client gives up 1 s after); waiting for a connection, 2 s.
+  const db = await openPostgres(through.toString(), { poolSize: 1, statementTimeoutMs: 300, connectTimeoutMs: 2_000 })
+  t.teardown(() => db.$client.end())
+  const port = postgresPort(db)
+  const first = await backendOf(port)
+
+  // A work that fails on its own terms: rolled back, and the connection, as good as before, is kept.
+  await t.rejects(port.atomic(async (tx) => {
+    await tx.db.execute(sql`SELECT 1`)
+    throw new Error('not this one')
+  }), { message: 'not this one' })
+  t.equal(await backendOf(port), first, 'the same connection serves the next transaction')
+
+  // Every byte of the open connection dropped: its BEGIN is never answered, and fails past the deadline.
+  proxy.set('silence')
+  await t.rejects(port.atomic(async () => t.fail('the work of a transaction that did not begin')), { message: /^Failed query: begin/, cause: { message: /timeout/i } })
+  proxy.set('pass')
+  const second = await backendOf(port)
+  t.not(second, first, 'served by a new connection: the silent one was given back, destroyed, not kept lent')
+
+  // Cut while its work runs: the work's statement and the rollback fail; the connection is dropped, not lent again.
+  await t.rejects(port.atomic(async (tx) => {
+    proxy.set('sever')
+    await tx.db.execute(sql`SELECT 1`)
+  }))
+  proxy.set('pass')
+  const third = await backendOf(port)
+  t.not(third, second, 'a new connection again')
+  t.equal(db.$client.totalCount, 1, 'and the pool holds one, as it may')
+})
