@@ -65,6 +65,7 @@ export function policyChanges(values: Values): Partial<SitePolicy> {
     staffSecondFactor: onOff('staff-second-factor', values['staff-second-factor']),
     visitorDiscussions: onOff('visitor-discussions', values['visitor-discussions']),
     publicDiscussions: onOff('public-discussions', values['public-discussions']),
+    newDiscussionsToTeam: onOff('new-discussions-to-team', values['new-discussions-to-team']),
   }
 }
 
@@ -163,10 +164,11 @@ export const administrationCommands: Command[] = [
         'staff-second-factor': { ...ON_OFF, about: 'whether the support staff must have a second factor (until they add one, signing in leads only to adding one)' },
         'visitor-discussions': { ...ON_OFF, about: "whether a visitor who is not signed in may start a discussion on the customer's pages (posted once the mailed link is followed)" },
         'public-discussions': { ...ON_OFF, about: "whether the customer's pages show the site's public discussions" },
+        'new-discussions-to-team': { ...ON_OFF, about: 'whether a supporter who has not chosen on their profile is mailed about every new discussion' },
         shorten: { type: 'boolean', about: 'shorten the active tokens over a shorter lifetime to end within it (owners mailed)' },
         leave: { type: 'boolean', about: 'leave the active tokens over a shorter lifetime as they are' },
       },
-      usage: 'site policy <site> [--max-token-days N [--shorten | --leave]] [--write-tokens everyone|administrators] [--legacy-token on|off] [--multipass on|off] [--password on|off] [--staff-second-factor on|off] [--visitor-discussions on|off] [--public-discussions on|off]',
+      usage: 'site policy <site> [--max-token-days N [--shorten | --leave]] [--write-tokens everyone|administrators] [--legacy-token on|off] [--multipass on|off] [--password on|off] [--staff-second-factor on|off] [--visitor-discussions on|off] [--public-discussions on|off] [--new-discussions-to-team on|off]',
       summary:
         "Print the site's token policy; the options change it. A shorter lifetime that leaves active tokens over it is refused with their count until --shorten or --leave says what happens to them.",
       atomic: false,

@@ -50,6 +50,8 @@ export const COPIED_TABLES = [
   // Mail: the sites' addresses, and the messages taken in (so none is taken twice after the move).
   schema.mailboxes,
   schema.mailMessages,
+  // Who else a discussion's mail goes to.
+  schema.participants,
   // The sites' webhooks (before the outbox, whose rows name them).
   schema.webhooks,
   // What is still to be mailed or posted: a reply or an event queued before the move is sent after it.

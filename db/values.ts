@@ -27,6 +27,10 @@ export type CommentVia = (typeof commentVias)[number]
 // sign_in_link and confirmation: a customer's link to sign in, or to post what they wrote as a visitor (db/stores/customer-links.ts);
 // webhook: an event posted to one of the site's webhook endpoints; webhook_disabled: the mail telling an administrator that one was switched off (db/stores/webhooks.ts).
 // notification: a supporter's mail about the queue (db/stores/notifications.ts).
+/** How a discussion's participant joined (db/schema, participants): copied on a customer's mail, or added by the team. */
+export const participantSources = ['mail', 'team'] as const
+export type ParticipantSource = (typeof participantSources)[number]
+
 export const outboxKinds = ['reply_mail', 'acknowledgement', 'sign_in_link', 'confirmation', 'webhook', 'webhook_disabled', 'notification'] as const
 export type OutboxKind = (typeof outboxKinds)[number]
 // What a link mailed to a customer does when followed (db/stores/customer-links.ts).

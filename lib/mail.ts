@@ -30,6 +30,13 @@ export function automaticReason(header: HeaderLookup, contentType = ''): string 
 /** An address as the service compares it: trimmed and lower-cased. */
 export const normalAddress = (address: string) => address.trim().toLowerCase()
 
+/** An address without its `+tag` (`support+r1-2-x@example.com` is `support@example.com`): where subaddressed mail is delivered (RFC 5233). */
+export function untagged(address: string): string {
+  const at = address.lastIndexOf('@')
+  const plus = address.indexOf('+')
+  return plus < 0 || plus > at ? address : `${address.slice(0, plus)}${address.slice(at)}`
+}
+
 /** Whether a text is a plausible mail address (one @, something each side, no spaces), as the users store checks. */
 export const isMailAddress = (address: string) => /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(address) && address.length <= 254
 

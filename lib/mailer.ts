@@ -12,10 +12,14 @@ export interface MailSettings {
 
 export interface Mail {
   to: string
+  /** Copies (a discussion's participants). */
+  cc?: string[]
   subject: string
   text: string
   /** The mailer's own From unless given (a reply goes from its site's mailbox). */
   from?: string
+  /** Where an answer goes (a supporter's reply address, lib/reply-address.ts). */
+  replyTo?: string
   /** Threading (RFC 5322 3.6.4): this mail's Message-ID and the ones it answers. */
   messageId?: string
   inReplyTo?: string

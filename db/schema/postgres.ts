@@ -1,6 +1,6 @@
 import { sql } from '../drizzle.ts'
 import { pgBoolean, pgCustomType, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
-import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, roles, securityKinds, writeTokenRules } from '../values.ts'
+import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, securityKinds, writeTokenRules } from '../values.ts'
 
 // The PostgreSQL schema: the SQLite one (db/schema/sqlite.ts) table for table, column for column, with the
 // same names, constraints and indexes, so the stores read the same rows from either engine and
@@ -30,6 +30,7 @@ export const sites = pgTable('sites', {
   // customers see the site's public discussions beside their own.
   visitorDiscussions: pgBoolean('visitor_discussions').notNull().default(true),
   publicDiscussions: pgBoolean('public_discussions').notNull().default(true),
+  newDiscussionsToTeam: pgBoolean('new_discussions_to_team').notNull().default(true),
 })
 
 const siteReference = () =>
@@ -74,7 +75,7 @@ export const memberships = pgTable(
     role: pgText('role', { enum: roles }).notNull(),
     createdAt: moment('created_at').notNull(),
     administrator: pgBoolean('administrator').notNull().default(false),
-    notifyNew: pgBoolean('notify_new').notNull().default(false),
+    notifyNew: pgBoolean('notify_new'),
     notifyOwned: pgBoolean('notify_owned').notNull().default(true),
   },
   (t) => [pgPrimaryKey({ columns: [t.siteId, t.userId] }), pgIndex('memberships_user_idx').on(t.userId), pgIndex('memberships_site_role_idx').on(t.siteId, t.role, t.userId)],
@@ -458,6 +459,22 @@ export const mailMessages = pgTable(
     senderVerified: pgBoolean('sender_verified'),
   },
   (t) => [pgUniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), pgIndex('mail_messages_discussion_idx').on(t.discussionId)],
+)
+
+export const participants = pgTable(
+  'participants',
+  {
+    id: id(),
+    siteId: siteReference(),
+    discussionId: pgInteger('discussion_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    email: pgText('email').notNull(),
+    name: pgText('name'),
+    addedBy: pgText('added_by', { enum: participantSources }).notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [pgUniqueIndex('participants_discussion_email_unique').on(t.discussionId, t.email)],
 )
 
 // A site's webhook endpoint (db/stores/webhooks.ts; docs/decisions.md, "Webhooks"): where its events

@@ -1,6 +1,6 @@
 import { sql } from '../drizzle.ts'
 import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from '../drizzle.ts'
-import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, roles, securityKinds, writeTokenRules } from '../values.ts'
+import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, securityKinds, writeTokenRules } from '../values.ts'
 
 // Every moment is stored as integer milliseconds since the epoch (UTC), read back as a Date.
 const moment = (name: string) => integer(name, { mode: 'timestamp_ms' })
@@ -32,6 +32,9 @@ export const sites = sqliteTable('sites', {
   // customers see the site's public discussions beside their own.
   visitorDiscussions: integer('visitor_discussions', { mode: 'boolean' }).notNull().default(true),
   publicDiscussions: integer('public_discussions', { mode: 'boolean' }).notNull().default(true),
+  // Whether a supporter who has not chosen hears of every new discussion by mail (issue 65: a team
+  // leaving a shared inbox hears of new mail at once). On for a new site; sites made before it, off.
+  newDiscussionsToTeam: integer('new_discussions_to_team', { mode: 'boolean' }).notNull().default(true),
 })
 
 /** The site a row belongs to; the row goes with it. */
@@ -86,8 +89,9 @@ export const memberships = sqliteTable(
     // A supporter who administers the site: its credentials inventory and its token policy.
     administrator: integer('administrator', { mode: 'boolean' }).notNull().default(false),
     // What a supporter of the site is mailed about (docs/decisions.md, "The team's queue"): every
-    // new discussion of the site, and what others write on the discussions they own.
-    notifyNew: integer('notify_new', { mode: 'boolean' }).notNull().default(false),
+    // new discussion of the site (null: as the site's `new_discussions_to_team` says, until they
+    // choose), and what others write on the discussions they own.
+    notifyNew: integer('notify_new', { mode: 'boolean' }),
     notifyOwned: integer('notify_owned', { mode: 'boolean' }).notNull().default(true),
   },
   (t) => [
@@ -576,6 +580,26 @@ export const mailMessages = sqliteTable(
     senderVerified: integer('sender_verified', { mode: 'boolean' }),
   },
   (t) => [uniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), index('mail_messages_discussion_idx').on(t.discussionId)],
+)
+
+// Who else a discussion's mail goes to (docs/decisions.md, "Mail a team can rely on"): the people a
+// customer's mail copied (its Cc, and its To besides the mailbox), and those the team added. Each
+// public reply's mail copies them; a participant's answer by mail joins the discussion.
+export const participants = sqliteTable(
+  'participants',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    discussionId: integer('discussion_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    email: text('email').notNull(),
+    name: text('name'),
+    // How they joined: copied on a customer's mail, or added by the team.
+    addedBy: text('added_by', { enum: participantSources }).notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('participants_discussion_email_unique').on(t.discussionId, t.email)],
 )
 
 // What leaves the process (docs/decisions.md, "Mail"): written in the transaction of its cause (a

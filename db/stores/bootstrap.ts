@@ -1,3 +1,4 @@
+import { eq } from '../drizzle.ts'
 import type { StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { hashPassword, randomPassword } from '../../lib/password.ts'
@@ -67,6 +68,8 @@ export async function bootstrapFirstRun(
       onBehalfOf: WELCOME.from,
       via: 'api',
     })
+    // The welcome is the demo's own: nobody is mailed about it (its supporter would hear of it).
+    await tx.db.delete(tx.tables.outbox).where(eq(tx.tables.outbox.siteId, site.id))
     return { site, email: user.email, password, token: value }
   })
 }

@@ -1,7 +1,8 @@
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
-import { isMailAddress, isSmtpUrl, normalAddress, type ImapSettings } from '../../lib/mail.ts'
+import { isMailAddress, isSmtpUrl, normalAddress, untagged, type ImapSettings } from '../../lib/mail.ts'
+import type { ParticipantSource } from '../values.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { StoreError } from './errors.ts'
 import { isStaffRole } from './staff.ts'
@@ -12,6 +13,13 @@ import { findOrMakeUser, joinAsCustomer, roleOn, singleSignOnName, validateNewUs
 // transaction of the comment each became (plugins/mail/pipeline.ts).
 
 export type Mailbox = Tables['mailboxes']['$inferSelect']
+export type Participant = Tables['participants']['$inferSelect']
+
+/**
+ * The most participants a discussion has: a mail copying a hundred people makes no mailing list of
+ * the team's replies (a customer's mail may name anyone; docs/decisions.md, "Mail a team can rely on").
+ */
+export const MAX_PARTICIPANTS = 20
 
 /** How a new mailbox's mail arrives and leaves, and where it goes. */
 export interface MailboxSettings {
@@ -47,7 +55,7 @@ export interface TakenMessage {
 export type Deferred = [uid: number, sender: string]
 
 export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
-  const { db, tables: { categories, discussions, mailboxes, mailMessages } } = port
+  const { db, tables: { categories, discussions, mailboxes, mailMessages, memberships, participants, users } } = port
   const p = sql.placeholder
   const byAddress = db.select().from(mailboxes).where(eq(mailboxes.address, p('address'))).prepare('mail_mailbox_by_address')
   const knownMessage = db
@@ -55,6 +63,21 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
     .from(mailMessages)
     .where(and(eq(mailMessages.siteId, p('siteId')), eq(mailMessages.messageId, p('messageId'))))
     .prepare('mail_known_message')
+
+  const reaches = async (address: string): Promise<Mailbox | undefined> => {
+    const clean = normalAddress(address)
+    return (await byAddress.execute({ address: clean }))[0] ?? (untagged(clean) === clean ? undefined : (await byAddress.execute({ address: untagged(clean) }))[0])
+  }
+  const listParticipants = (discussionId: number): Promise<Participant[]> => db.select().from(participants).where(eq(participants.discussionId, discussionId)).orderBy(asc(participants.id))
+  /** Whether an address is that of one of the site's support staff. */
+  const isStaffAddress = async (siteId: number, email: string): Promise<boolean> => {
+    const [row] = await db
+      .select({ role: memberships.role })
+      .from(memberships)
+      .innerJoin(users, eq(users.id, memberships.userId))
+      .where(and(eq(memberships.siteId, siteId), eq(users.email, normalAddress(email))))
+    return isStaffRole(row?.role)
+  }
 
   return {
     /**
@@ -169,6 +192,56 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
       return (await byAddress.execute({ address: normalAddress(address) }))[0]
     },
 
+    /** The mailbox an address reaches, whichever site has it: its own, or its subaddress (`support+anything@`). */
+    reaches,
+
+    /** The discussion's participants, in the order they joined. */
+    participants: listParticipants,
+
+    /** Whether the address is a participant of the discussion. */
+    async isParticipant(discussionId: number, email: string): Promise<boolean> {
+      const [row] = await db.select({ id: participants.id }).from(participants).where(and(eq(participants.discussionId, discussionId), eq(participants.email, normalAddress(email))))
+      return row !== undefined
+    },
+
+    /**
+     * Adds people to a discussion's participants, as the team did (`team`) or a customer's mail copied
+     * them (`mail`); those added, in order. Nobody is added who is its customer, one of the site's
+     * support staff (they read it on the page), an address of the service (any site's mailbox or its
+     * subaddress: no loop), or past MAX_PARTICIPANTS; someone there already is left as they are. The
+     * team hears why in a StoreError (`strict`); a mail's copies that will not do are passed over.
+     */
+    async addParticipants(discussion: { siteId: number; id: number; authorEmail: string }, people: Array<{ email: string; name?: string | null }>, addedBy: ParticipantSource, strict = false): Promise<Participant[]> {
+      const refuse = (message: string) => {
+        if (strict) throw new StoreError(message, 'invalid', 'email')
+      }
+      const there = new Set((await listParticipants(discussion.id)).map((p) => p.email))
+      const added: Participant[] = []
+      for (const person of people) {
+        const email = normalAddress(person.email)
+        if (there.has(email)) continue
+        if (!isMailAddress(email)) refuse(`"${person.email}" is not a mail address`)
+        else if (email === normalAddress(discussion.authorEmail)) refuse(`${email} is the discussion's customer: its replies go to them already`)
+        else if (await reaches(email)) refuse(`${email} is an address of the service itself`)
+        else if (await isStaffAddress(discussion.siteId, email)) refuse(`${email} is one of the site's support staff, who read it on its page`)
+        else if (there.size >= MAX_PARTICIPANTS) refuse(`a discussion has at most ${MAX_PARTICIPANTS} participants`)
+        else {
+          const name = person.name?.replace(/[\r\n"<>]/g, '').trim().slice(0, 200) || null
+          const [row] = await db.insert(participants).values({ siteId: discussion.siteId, discussionId: discussion.id, email, name, addedBy, createdAt: new Date(clock()) }).onConflictDoNothing().returning()
+          if (row) added.push(row)
+          there.add(email)
+        }
+      }
+      return added
+    },
+
+    /** Takes an address off a discussion's participants; whether it was one. */
+    async removeParticipant(discussionId: number, email: string): Promise<boolean> {
+      const gone = await db.delete(participants).where(and(eq(participants.discussionId, discussionId), eq(participants.email, normalAddress(email)))).returning({ id: participants.id })
+      return gone.length > 0
+    },
+
+
     /** Whether the site has taken a message of this Message-ID already. */
     async known(siteId: number, messageId: string): Promise<boolean> {
       return (await knownMessage.execute({ siteId, messageId })).length > 0
@@ -218,7 +291,7 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
 
     /**
      * The person a message is from, as the site knows them, and whether the address is one of its
-     * support staff: an unknown address becomes a user without a password and the site's customer,
+     * support staff (whose account is on): an unknown address becomes a user without a password and the site's customer,
      * as a post on someone's behalf makes one.
      */
     customer(siteId: number, email: string, name: string | undefined): Promise<{ id: number; email: string; staff: boolean }> {
@@ -226,7 +299,7 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
         const user = await findOrMakeUser(tx, clock, box, email, () => validateNewUser({ email, name: singleSignOnName(name) ?? defaultSingleSignOnName(email) }))
         const role = await roleOn(tx, siteId, user.id)
         if (!role) await joinAsCustomer(tx, clock, siteId, user.id)
-        return { id: user.id, email: user.email, staff: isStaffRole(role) }
+        return { id: user.id, email: user.email, staff: isStaffRole(role) && !user.disabled }
       })
     },
 

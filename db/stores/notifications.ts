@@ -1,7 +1,7 @@
 import { and, eq, sql } from '../drizzle.ts'
 import type { StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
-import type { OutboxMail } from './outbox.ts'
+import { fromOf, siteMailbox, type OutboxMail } from './outbox.ts'
 import { STAFF_ROLE } from './staff.ts'
 
 // What the staff is mailed about the queue (docs/decisions.md, "The team's queue"), each supporter
@@ -28,21 +28,27 @@ interface About {
 
 const quoted = (text: string) => (text.length <= QUOTED_CHARS ? text : `${text.slice(0, QUOTED_CHARS)}…`)
 
-async function siteName(port: StorePort, siteId: number) {
-  const { sites } = port.tables
-  const read = port.prepared('notifications_site', (db) => db.select({ name: sites.name, permalink: sites.permalink }).from(sites).where(eq(sites.id, sql.placeholder('siteId'))).prepare('notifications_site'))
-  return (await read.execute({ siteId }))[0]!
-}
-
-async function queue(port: StorePort, clock: Clock, about: About, recipients: Array<{ email: string }>, mail: (site: string) => Pick<OutboxMail, 'subject' | 'text'>) {
+/**
+ * Queues a mail to each recipient: from the site's first mailbox, answerable by mail (each
+ * recipient's reply address, lib/reply-address.ts), when the site has one; else from the service.
+ */
+async function queue(port: StorePort, clock: Clock, about: About, recipients: Array<{ email: string; id: number }>, mail: (site: string) => Pick<OutboxMail, 'subject' | 'text'>) {
   if (recipients.length === 0) return
-  const site = await siteName(port, about.siteId)
+  const { site, mailbox } = await siteMailbox(port, about.siteId)
   const at = new Date(clock())
   const page = { site: site.permalink, number: about.number, staff: true }
-  const rows = recipients.map(({ email }) => ({
+  const from = mailbox && { from: fromOf(site.name, mailbox.address), mailboxId: mailbox.id }
+  const rows = recipients.map(({ email, id }) => ({
     siteId: about.siteId,
     kind: 'notification' as const,
-    payload: JSON.stringify({ to: email, ...mail(site.name), page, automatic: true } satisfies OutboxMail),
+    payload: JSON.stringify({
+      to: email,
+      ...mail(site.name),
+      ...from,
+      ...(mailbox && { answerable: { siteId: about.siteId, mailbox: mailbox.address, number: about.number, userId: id } }),
+      page,
+      automatic: true,
+    } satisfies OutboxMail),
     nextAttemptAt: at,
     createdAt: at,
   }))
@@ -54,15 +60,18 @@ async function queue(port: StorePort, clock: Clock, about: About, recipients: Ar
  * statement prepared once per port: every one of them, or the one `userId` names.
  */
 function recipients(port: StorePort, choice: 'notifyNew' | 'notifyOwned', one: boolean) {
-  const { memberships, users } = port.tables
+  const { memberships, sites, users } = port.tables
   const p = sql.placeholder
   const name = `notifications_${choice}_${one ? 'one' : 'all'}`
+  // A supporter who has not chosen whether to hear of new discussions hears as the site says.
+  const chose = choice === 'notifyNew' ? sql`coalesce(${memberships.notifyNew}, ${sites.newDiscussionsToTeam})` : eq(memberships.notifyOwned, true)
   return port.prepared(name, (db) =>
     db
       .select({ email: users.email, id: users.id })
       .from(memberships)
       .innerJoin(users, eq(users.id, memberships.userId))
-      .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.role, STAFF_ROLE), eq(memberships[choice], true), eq(users.disabled, false), one ? eq(memberships.userId, port.wide(p('userId'))) : undefined))
+      .innerJoin(sites, eq(sites.id, memberships.siteId))
+      .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.role, STAFF_ROLE), chose, eq(users.disabled, false), one ? eq(memberships.userId, port.wide(p('userId'))) : undefined))
       .prepare(name),
   )
 }
@@ -77,7 +86,7 @@ export async function notifyNewDiscussion(port: StorePort, clock: Clock, about: 
 }
 
 /** The owner of the discussion, when they are staff of its site and asked to hear of it; never the person acting. */
-async function ownerToTell(port: StorePort, siteId: number, ownerId: number, actorId: number): Promise<Array<{ email: string }>> {
+async function ownerToTell(port: StorePort, siteId: number, ownerId: number, actorId: number): Promise<Array<{ email: string; id: number }>> {
   if (ownerId === actorId) return []
   return recipients(port, 'notifyOwned', true).execute({ siteId, userId: ownerId })
 }

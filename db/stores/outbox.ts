@@ -19,6 +19,8 @@ export interface OutboxMail {
   /** The site's mailbox as `Name <address>`; the service's own From (SERVICE_MAIL_FROM) when the site has no mailbox. */
   from?: string
   to: string
+  /** The discussion's participants a reply copies (db/stores/mail.ts); never on an acknowledgement. */
+  cc?: string[]
   subject: string
   text: string
   messageId?: string
@@ -28,6 +30,12 @@ export interface OutboxMail {
   mailboxId?: number
   /** An automatic answer (the acknowledgement): marked `Auto-Submitted: auto-replied` (RFC 3834). */
   automatic?: boolean
+  /**
+   * A mail to a supporter about a discussion (a notification): the sender makes its Reply-To their
+   * reply address at this mailbox and its Message-ID one an answer threads by (lib/reply-address.ts),
+   * with the server key, at each try: no such address is ever stored.
+   */
+  answerable?: { siteId: number; mailbox: string; number: number; userId: number }
   /** The discussion's page on the customer's side (on the staff's, for a notification), which the sender names below the text (plugins/mail/sender.ts). */
   page?: { site: string; number: number; staff?: boolean }
 }
@@ -37,10 +45,14 @@ export interface Delivery {
   commentId: number
   state: OutboxState
   to: string
+  cc: string[]
   attempts: number
   lastError: string | null
   sentAt: Date | null
 }
+
+/** Whom a mail goes to: its To and its copies. */
+const addressesOf = (mail: OutboxMail) => ({ to: mail.to, cc: mail.cc ?? [] })
 
 /** The most Message-IDs a reply's References names: the thread's first and its newest. */
 const MAX_REFERENCES = 20
@@ -55,7 +67,7 @@ export function mailOf(row: Pick<OutboxRow, 'kind' | 'payload'>, box: SecretBox)
 }
 
 /** The site's first mailbox, which mail about a discussion not started by mail leaves from; none when the site has none. */
-async function siteMailbox(port: StorePort, siteId: number) {
+export async function siteMailbox(port: StorePort, siteId: number) {
   const { mailboxes, sites } = port.tables
   const [site] = await port.db.select({ name: sites.name, permalink: sites.permalink }).from(sites).where(eq(sites.id, siteId))
   const [mailbox] = await port.db.select({ id: mailboxes.id, address: mailboxes.address }).from(mailboxes).where(eq(mailboxes.siteId, siteId)).orderBy(asc(mailboxes.id)).limit(1)
@@ -63,7 +75,7 @@ async function siteMailbox(port: StorePort, siteId: number) {
 }
 
 /** `Site name <address>`, the From of the site's mail. */
-const fromOf = (siteName: string, address: string) => `${siteName.replace(/["\\\r\n]/g, '')} <${address}>`
+export const fromOf = (siteName: string, address: string) => `${siteName.replace(/["\\\r\n]/g, '')} <${address}>`
 
 /** A Message-ID of the service's, at the mailbox's domain. */
 const newMessageId = (what: string, address: string) => `<${what}.${randomBytes(6).toString('hex')}@${address.slice(address.indexOf('@') + 1)}>`
@@ -95,7 +107,7 @@ export async function queueReplyMail(
   reply: { siteId: number; discussionId: number; number: number; title: string; commentId: number; body: string | ((siteName: string) => string) },
   kind: OutboxKind = 'reply_mail',
 ): Promise<void> {
-  const { discussions, mailboxes, mailMessages, outbox, sites, users } = port.tables
+  const { discussions, mailboxes, mailMessages, outbox, participants, sites, users } = port.tables
   // The discussion's customer's newest message: a thread is theirs, and no one else who wrote into
   // it (naming its Message-ID) becomes where the team's replies go.
   const [last] = await port.db
@@ -108,7 +120,11 @@ export async function queueReplyMail(
     .where(and(eq(mailMessages.discussionId, reply.discussionId), eq(mailMessages.outbound, false), eq(mailMessages.automatic, false), eq(mailMessages.sender, users.email)))
     .orderBy(desc(mailMessages.id))
     .limit(1)
-  const from = last ? { mailbox: { id: last.mailboxId, address: last.address }, site: { name: last.siteName, permalink: last.permalink }, to: last.sender } : await startedOnTheWeb(port, reply)
+  const customer = last ? { mailbox: { id: last.mailboxId, address: last.address }, site: { name: last.siteName, permalink: last.permalink }, to: last.sender } : await startedOnTheWeb(port, reply)
+  // The discussion's participants are copied on a reply (an acknowledgement answers its sender
+  // alone); on a discussion its customer cannot be mailed about, the reply goes to them instead.
+  const copied = kind === 'acknowledgement' ? [] : (await port.db.select({ email: participants.email }).from(participants).where(eq(participants.discussionId, reply.discussionId)).orderBy(asc(participants.id))).map((p) => p.email).filter((email) => email !== customer?.to)
+  const from = customer ?? (copied.length > 0 ? { ...(await siteMailbox(port, reply.siteId)), to: copied.shift()! } : undefined)
   if (!from) return
   const thread = await port.db
     .select({ messageId: mailMessages.messageId })
@@ -121,6 +137,7 @@ export async function queueReplyMail(
   const mail: OutboxMail = {
     ...(from.mailbox && { from: fromOf(from.site.name, from.mailbox.address), mailboxId: from.mailbox.id }),
     to: from.to,
+    ...(copied.length > 0 && { cc: copied }),
     subject: `Re: [#${reply.number}] ${reply.title}`,
     text: typeof reply.body === 'string' ? reply.body : reply.body(from.site.name),
     // Without a mailbox no answer by mail can come back to the site: nodemailer makes the Message-ID, at the domain of the service's From.
@@ -244,7 +261,7 @@ export function createOutboxStore(port: StorePort, clock: Clock) {
       return new Map(
         rows.map((row) => [
           row.commentId!,
-          { commentId: row.commentId!, state: row.state, to: (JSON.parse(row.payload) as OutboxMail).to, attempts: row.attempts, lastError: row.lastError, sentAt: row.sentAt },
+          { commentId: row.commentId!, state: row.state, ...addressesOf(JSON.parse(row.payload) as OutboxMail), attempts: row.attempts, lastError: row.lastError, sentAt: row.sentAt },
         ]),
       )
     },

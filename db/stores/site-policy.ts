@@ -4,7 +4,7 @@ import { EXPIRY_DAYS } from './token-rules.ts'
 
 // A site's token policy (docs/decisions.md, "Site administrators"), as pure rules: what a new
 // personal token may be under it, which credentials the API takes, and what a change of it says.
-// The policy is six columns of the site's row (db/schema), read with the site on every request.
+// The policy is columns of the site's row (db/schema), read with the site on every request.
 
 /** The longest lifetime the policy may allow: a year, as the token page always offered. */
 export const MAX_TOKEN_DAYS = 365
@@ -26,14 +26,16 @@ export interface SitePolicy {
   visitorDiscussions: boolean
   /** Whether the customer's pages show the site's public discussions beside a customer's own. */
   publicDiscussions: boolean
+  /** Whether a supporter who has not chosen on their profile is mailed about every new discussion (db/stores/notifications.ts). */
+  newDiscussionsToTeam: boolean
 }
 
-export const DEFAULT_POLICY: SitePolicy = { tokenMaxDays: MAX_TOKEN_DAYS, writeTokens: 'everyone', legacyTokenOn: true, multipassOn: true, passwordOn: true, staffSecondFactor: false, visitorDiscussions: true, publicDiscussions: true }
+export const DEFAULT_POLICY: SitePolicy = { tokenMaxDays: MAX_TOKEN_DAYS, writeTokens: 'everyone', legacyTokenOn: true, multipassOn: true, passwordOn: true, staffSecondFactor: false, visitorDiscussions: true, publicDiscussions: true, newDiscussionsToTeam: true }
 
 /** The policy columns of a site row. */
 export function policyOf(site: SitePolicy): SitePolicy {
-  const { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor, visitorDiscussions, publicDiscussions } = site
-  return { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor, visitorDiscussions, publicDiscussions }
+  const { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor, visitorDiscussions, publicDiscussions, newDiscussionsToTeam } = site
+  return { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor, visitorDiscussions, publicDiscussions, newDiscussionsToTeam }
 }
 
 /** The lifetimes the token page offers under a longest one: the usual ones up to it, and the limit itself. */
@@ -100,6 +102,7 @@ export const POLICY_NAMES: Record<keyof SitePolicy, string> = {
   staffSecondFactor: 'staff_second_factor',
   visitorDiscussions: 'visitor_discussions',
   publicDiscussions: 'public_discussions',
+  newDiscussionsToTeam: 'new_discussions_to_team',
 }
 
 /** The credentials a site may switch off, by the authentication method they are. */

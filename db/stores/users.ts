@@ -199,7 +199,7 @@ async function nameShownAnew(port: StorePort, userId: number): Promise<void> {
  * theirs, and without one (a test's private database) a random key of this process is used.
  */
 export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = createSecretBox(randomBytes(32).toString('hex'))) {
-  const { db, tables: { memberships, users } } = port
+  const { db, tables: { memberships, sites, users } } = port
   const legacyTokens = createLegacyTokenStore(port, clock, box)
 
   const byIdStatement = db
@@ -291,13 +291,15 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
       return { ...user, disabled }
     },
 
-    /** What the supporter is mailed about on the site (db/stores/notifications.ts); undefined when they are not on its staff. */
+    /** What the supporter is mailed about on the site (db/stores/notifications.ts), the site's default for new discussions until they choose; undefined when they are not on its staff. */
     async notifications(siteId: number, userId: number): Promise<NotificationChoice | undefined> {
       const [found] = await db
-        .select({ newDiscussions: memberships.notifyNew, owned: memberships.notifyOwned })
+        .select({ chosen: memberships.notifyNew, teamDefault: sites.newDiscussionsToTeam, owned: memberships.notifyOwned })
         .from(memberships)
+        .innerJoin(sites, eq(sites.id, memberships.siteId))
         .where(and(membershipOn(memberships, siteId, userId), eq(memberships.role, STAFF_ROLE)))
-      return found
+      // Not chosen yet: as the site says for its team.
+      return found && { newDiscussions: found.chosen ?? found.teamDefault, owned: found.owned }
     },
 
     async setNotifications(siteId: number, userId: number, choice: NotificationChoice): Promise<void> {

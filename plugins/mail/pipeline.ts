@@ -11,6 +11,7 @@ import type { OutboxStore } from '../../db/stores/outbox.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { cleanFileName, shownSize, type FileLimits } from '../../lib/files.ts'
 import { automaticReason, newPart, titleOf } from '../../lib/mail.ts'
+import { notifiedAbout, noteMarked, readReplyAddress, replyAddressesIn, type ReplyTag } from '../../lib/reply-address.ts'
 import { withoutNul } from '../../lib/nul.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { MAX_BODY } from '../../routes/api/discussions/schemas.ts'
@@ -72,10 +73,16 @@ export function pipelineOf(fastify: FastifyInstance, limits: FileLimits): Pipeli
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
 
-function firstAddress(from: AddressObject | AddressObject[] | undefined): { address: string; name: string | undefined } | undefined {
-  const found = [from ?? []].flat().flatMap((list) => list.value).find((entry) => entry.address)
-  return found && { address: found.address!.toLowerCase(), name: found.name.trim() || undefined }
+/** The addresses of a header (From, To, Cc), groups opened, each lower-cased with its name. */
+function addressesOf(header: AddressObject | AddressObject[] | undefined): Array<{ address: string; name: string | undefined }> {
+  const entries = [header ?? []].flat().flatMap((list) => list.value).flatMap((entry) => [entry, ...(entry.group ?? [])])
+  return entries.filter((entry) => entry.address).map((entry) => ({ address: entry.address!.toLowerCase(), name: entry.name.trim() || undefined }))
 }
+
+const firstAddress = (from: AddressObject | AddressObject[] | undefined) => addressesOf(from)[0]
+
+/** The people a message copied besides its sender: its To and Cc (the mailbox among them is passed over by the store). */
+const copiedOn = (parsed: ParsedMail, sender: string) => [...addressesOf(parsed.to), ...addressesOf(parsed.cc)].filter((entry) => entry.address !== sender).map(({ address, name }) => ({ email: address, name }))
 
 /** The Message-IDs a reply names: In-Reply-To and References. */
 function namedMessages(parsed: ParsedMail): string[] {
@@ -130,6 +137,27 @@ async function firstCategory(stores: EngineStores, clock: Clock, siteId: number)
   return first.id
 }
 
+/**
+ * The supporter's reply address a message was sent to (lib/reply-address.ts), when one of its
+ * recipients is one the server key made, at a mailbox of this site; its digest proves only that
+ * the address was given out, so the sender must still be the supporter it names.
+ */
+async function replyTagOf(pipeline: Pipeline, siteId: number, parsed: ParsedMail): Promise<ReplyTag | undefined> {
+  const header = headerOf(parsed)
+  const texts = ['to', 'cc', 'delivered-to', 'x-original-to'].map(header).filter((text): text is string => text !== undefined)
+  for (const address of replyAddressesIn(texts)) {
+    const tag = readReplyAddress(pipeline.box.digest, address)
+    if (tag && (await pipeline.mailboxes.reaches(tag.mailbox))?.siteId === siteId) return tag
+  }
+  return undefined
+}
+
+/** A discussion that is not there (a reply address or a notification naming a number the site never had) is none. */
+function notFoundAsUndefined(error: unknown): undefined {
+  if (error instanceof StoreError && error.code === 'not_found') return undefined
+  throw error
+}
+
 /** What the door that took a message knows of its sender. */
 export interface SenderCheck {
   /** DMARC's verdict (the built-in receiver): true pass, false fail, null none or not checked. */
@@ -171,7 +199,7 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
   if ('unreadable' in parsed) return { kind: 'refused', reason: parsed.unreadable }
   const from = firstAddress(parsed.from)
   if (!from) return { kind: 'refused', reason: 'the message names no sender (From)' }
-  if (await mailboxes.mailbox(from.address)) return { kind: 'dropped', reason: `it is from ${from.address}, an address of the service itself` }
+  if (await mailboxes.reaches(from.address)) return { kind: 'dropped', reason: `it is from ${from.address}, an address of the service itself` }
   const messageId = parsed.messageId ?? `<${sha256(raw)}@no-message-id.invalid>`
   if (await mailboxes.known(siteId, messageId)) return { kind: 'duplicate', reason: `message ${messageId} was taken already` }
 
@@ -186,16 +214,23 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
   if ((await mailboxes.takenFrom(siteId, from.address, new Date(clock() - 60_000))) >= MAX_PER_SENDER_PER_MINUTE) {
     return { kind: 'later', reason: `more than ${MAX_PER_SENDER_PER_MINUTE} messages from ${from.address} in a minute`, sender: from.address }
   }
-  const thread = await mailboxes.threadOf(siteId, namedMessages(parsed))
-  const answered = thread === undefined ? undefined : await discussions.get(siteId, thread)
+  // A supporter's reply address, or a mail to a supporter about a discussion, names its thread.
+  const tag = await replyTagOf(pipeline, siteId, parsed)
+  const thread = tag?.number ?? (await mailboxes.threadOf(siteId, namedMessages(parsed))) ?? notifiedAbout(box.digest, siteId, namedMessages(parsed))
+  const answered = thread === undefined ? undefined : await discussions.get(siteId, thread).catch(notFoundAsUndefined)
   const isReply = answered !== undefined && answered.state !== 'deleted'
   const customer = await mailboxes.customer(siteId, from.address, from.name)
-  // A thread is its customer's: anyone else who names its messages writes a note for the team.
-  const stranger = isReply && answered!.authorEmail.toLowerCase() !== from.address
+  // The supporter answering by mail: their reply address, from their own address (not failing
+  // DMARC), by a person rather than an auto-responder.
+  const supporter = isReply && tag !== undefined && tag.userId === customer.id && customer.staff && automatic === null && check.verified !== false
+  // A thread is its customer's and its participants' (the people they copied, those the team
+  // added): anyone else who names its messages writes a note for the team.
+  const stranger = isReply && !supporter && answered!.authorEmail.toLowerCase() !== from.address && !(await mailboxes.isParticipant(answered!.id, from.address))
   const internal = automatic !== null || (isReply && (stranger || customer.staff))
-  const verified = customer.staff ? false : check.verified
+  const verified = customer.staff && !supporter ? false : check.verified
   const notes: string[] = []
-  if (customer.staff) notes.push(`[Sent from the address of a member of the team, which a mail cannot prove: kept as ${isReply ? 'an internal note' : "the customer's side"}, mailed to no one. The team answers on the discussion's page.]`)
+  // A supporter answering by their reply address speaks for the team: no note about its sender.
+  if (customer.staff && !supporter) notes.push(`[Sent from the address of a member of the team, which a mail cannot prove: kept as ${isReply ? 'an internal note' : "the customer's side"}, mailed to no one. The team answers on the discussion's page.]`)
   else if (stranger) notes.push(`[From ${from.address}, who is not this discussion's customer: kept as an internal note, mailed to no one. The team decides what to do with it.]`)
 
   // The files first (each a short write of its own), then the comment that carries them.
@@ -215,12 +250,14 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
     // the staff and this sender only, whatever the discussion's visibility.
     if (raw.length <= ORIGINAL_KEPT_BYTES) await keep('original-message.eml', raw, true)
     else await keep('original-message.txt', Buffer.from(withoutNul(parsed.text ?? '')), true)
-    const body = commentText(parsed, isReply, notes)
+    // A supporter's answer is their reply, or with the marker their internal note (lib/reply-address.ts).
+    const answer = supporter ? noteMarked(commentText(parsed, isReply, notes)) : { internal, body: commentText(parsed, isReply, notes) }
+    const body = answer.body
     const outcome = await database.atomic(async (stores) => {
       const inside = stores.discussions(clock, box, events)
-      const posted = { siteId, supporterId: customer.id, onBehalfOf: { email: customer.email, unproven: true }, via: 'email' as const, uploads: uploads.map((u) => u.id) }
+      const posted = { siteId, supporterId: customer.id, ...(!supporter && { onBehalfOf: { email: customer.email, unproven: true } }), via: 'email' as const, uploads: uploads.map((u) => u.id) }
       const made = isReply
-        ? await inside.reply({ ...posted, number: answered!.number, body, internal })
+        ? await inside.reply({ ...posted, number: answered!.number, body, internal: answer.internal })
         : await inside.create({
             ...posted,
             categoryId: mailbox.categoryId ?? (await firstCategory(stores, clock, siteId)),
@@ -230,6 +267,9 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
             public: false,
           })
       const mail = stores.mail(clock, box)
+      // Whom a person's mail copied joins the discussion: the team's replies copy them. Never what a
+      // machine, a staff address or a stranger to the thread copied.
+      if (automatic === null && !customer.staff && !stranger) await mail.addParticipants({ siteId, id: made.discussion.id, authorEmail: made.discussion.authorEmail }, copiedOn(parsed, from.address), 'mail')
       await mail.record({ siteId, mailboxId: mailbox.id, messageId, discussionId: made.discussion.id, commentId: made.comment.id, sender: from.address, automatic: automatic !== null, senderVerified: verified })
       if (position) await mail.advance(mailbox.id, position)
       // An acknowledgement answers a person's new discussion, never a machine (no loop), nor an

@@ -118,7 +118,7 @@ export default fp<{ settings?: ReceiverSettings; limits: FileLimits }>(
       const sites = new Set<number>()
       const outcomes: Outcome[] = []
       for (const recipient of session.envelope.rcptTo) {
-        const mailbox = await mailboxes.mailbox(recipient.address)
+        const mailbox = await mailboxes.reaches(recipient.address)
         if (!mailbox || sites.has(mailbox.siteId)) continue
         sites.add(mailbox.siteId)
         mailboxPace.fail([String(mailbox.id)])
@@ -166,7 +166,7 @@ export default fp<{ settings?: ReceiverSettings; limits: FileLimits }>(
         callback(verdict.allowed ? undefined : refusal(451, `4.7.0 More than ${pace.perClientPerMinute} messages a minute from your address: try again later`))
       },
       onRcptTo(address, _session, callback) {
-        mailboxes.mailbox(address.address).then(
+        mailboxes.reaches(address.address).then(
           (mailbox) =>
             callback(
               !mailbox

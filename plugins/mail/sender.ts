@@ -1,8 +1,10 @@
+import { randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
 import { mailOf, type OutboxMail, type OutboxRow } from '../../db/stores/outbox.ts'
 import { fileBytes } from '../../db/stores/files.ts'
 import { DEFAULT_MAIL_ATTACH_BYTES, shownSize } from '../../lib/files.ts'
 import { failureWords } from '../../lib/imap.ts'
+import { notificationMessageId, replyAddress } from '../../lib/reply-address.ts'
 import { createMailer, type Mail, type Mailer } from '../../lib/mailer.ts'
 import { repeatInBackground } from '../background.ts'
 
@@ -62,13 +64,24 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
       return mailer
     }
 
-    /** The text with the discussion's page on the customer's side below it, when it names one. */
-    const withPage = <M extends OutboxMail>({ page, mailboxId: _mailbox, ...message }: M) =>
-      !page
-        ? message
-        : page.staff
-          ? { ...message, text: `${message.text}\n\n-- \nOpen it: ${urls.siteWeb(page.site)}/discussions/${page.number}\nWhat you are mailed about is chosen on your profile: ${urls.siteWeb(page.site)}/profile` }
-          : { ...message, text: `${message.text}\n\n-- \nRead and answer it on the web: ${urls.siteWeb(page.site)}/help/${page.number}` }
+    /**
+     * The text with the discussion's page below it, when it names one (the customer's side, or the
+     * staff's for a notification); a mail to a supporter that can be answered gets their reply
+     * address as its Reply-To and a Message-ID an answer threads by (lib/reply-address.ts).
+     */
+    const withPage = <M extends OutboxMail>({ page, mailboxId: _mailbox, answerable, ...message }: M) => {
+      if (!page) return message
+      if (!page.staff) return { ...message, text: `${message.text}\n\n-- \nRead and answer it on the web: ${urls.siteWeb(page.site)}/help/${page.number}` }
+      const footer = `Open it: ${urls.siteWeb(page.site)}/discussions/${page.number}\nWhat you are mailed about is chosen on your profile: ${urls.siteWeb(page.site)}/profile`
+      if (!answerable) return { ...message, text: `${message.text}\n\n-- \n${footer}` }
+      const byMail = 'Answer this mail to reply to the customer; start your answer with #note to add an internal note instead.'
+      return {
+        ...message,
+        replyTo: replyAddress(secretBox.digest, answerable),
+        messageId: notificationMessageId(secretBox.digest, answerable.siteId, answerable.number, answerable.mailbox, randomBytes(6).toString('hex')),
+        text: `${message.text}\n\n-- \n${byMail}\n${footer}`,
+      }
+    }
 
     /**
      * The mail of a row with the files of its reply: attached when they add up to at most

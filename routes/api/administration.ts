@@ -69,6 +69,7 @@ export const Policy = Type.Object({
   staff_second_factor: Type.Boolean({ description: 'Whether the support staff must have a second factor: until they add one, their sign-in on the pages leads only to adding one.' }),
   visitor_discussions: Type.Boolean({ description: "Whether a visitor who is not signed in may start a discussion on the customer's pages; it is posted once the link mailed to them is followed." }),
   public_discussions: Type.Boolean({ description: "Whether the customer's pages show the site's public discussions beside a customer's own." }),
+  new_discussions_to_team: Type.Boolean({ description: 'Whether a supporter who has not chosen on their profile is mailed about every new discussion (on for a new site).' }),
 })
 
 export const PolicyChange = Type.Object(
@@ -122,6 +123,7 @@ const policyView = (policy: SitePolicy): Static<typeof Policy> => ({
   staff_second_factor: policy.staffSecondFactor,
   visitor_discussions: policy.visitorDiscussions,
   public_discussions: policy.publicDiscussions,
+  new_discussions_to_team: policy.newDiscussionsToTeam,
 })
 
 const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -179,7 +181,7 @@ const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     async (request, reply) => {
       const policy = policyOf(request.auth!.site)
       // The policy's values are its version.
-      const version = `p${policy.tokenMaxDays}${policy.writeTokens[0]}${[policy.legacyTokenOn, policy.multipassOn, policy.passwordOn, policy.staffSecondFactor, policy.visitorDiscussions, policy.publicDiscussions].map(Number).join('')}`
+      const version = `p${policy.tokenMaxDays}${policy.writeTokens[0]}${[policy.legacyTokenOn, policy.multipassOn, policy.passwordOn, policy.staffSecondFactor, policy.visitorDiscussions, policy.publicDiscussions, policy.newDiscussionsToTeam].map(Number).join('')}`
       if (notModified(request, reply, version)) return reply
       return policyView(policy)
     },
@@ -208,6 +210,7 @@ const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
         staffSecondFactor: fields.staff_second_factor,
         visitorDiscussions: fields.visitor_discussions,
         publicDiscussions: fields.public_discussions,
+        newDiscussionsToTeam: fields.new_discussions_to_team,
       }
       try {
         const { after, shortened, leftOver } = await administration.setPolicy(request.auth!.site, changes, existing, actor(request))

@@ -36,6 +36,8 @@ const DONE: Record<string, string> = {
   moved: 'The discussion moved to its new category.',
   assigned: 'Its owner is changed.',
   tagged: 'Its tags are saved.',
+  copied: 'They are copied on its replies from now on.',
+  uncopied: 'They are no longer copied on its replies.',
 }
 
 /** What the page shows on top of the discussion: a refusal, the words of a confirmation, a kept draft. */
@@ -49,7 +51,7 @@ interface Shown {
 }
 
 const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fastify, { fileLimits }) => {
-  const { discussions, categories, files, savedReplies, urls, users } = fastify
+  const { discussions, categories, files, mailboxes, savedReplies, urls, users } = fastify
   // The reply form takes files (multipart/form-data), in this scope only.
   await fastify.register(multipart)
   const base = (request: FastifyRequest) => urls.siteWeb(request.web.site.permalink)
@@ -82,7 +84,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
   async function discussionPage(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, shown: Shown = {}) {
     const { site, user } = request.web
     const query = request.query as { done?: unknown; saved_reply?: unknown }
-    const [all, comments, staff, saved] = await Promise.all([categories.list(site.id, 0, -1), discussions.comments(d.id), users.staffOf(site.id), savedReplies.list(site.id)])
+    const [all, comments, staff, saved, copied] = await Promise.all([categories.list(site.id, 0, -1), discussions.comments(d.id), users.staffOf(site.id), savedReplies.list(site.id), mailboxes.participants(d.id)])
     // What the API shows beside each comment, read as the API reads it.
     const extras = await commentExtras(fastify, comments, d.id)
     // A saved reply chosen (a GET, so it works without JavaScript): its text, filled in, is the draft.
@@ -119,6 +121,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
           via: c.via === 'email' && extras(c).mail?.mailbox ? `, by mail to ${extras(c).mail!.mailbox}` : VIA[c.via],
           when: shownMoment(c.createdAt),
         })),
+        participants: copied.map((p) => ({ email: p.email, name: p.name, how: p.addedBy === 'mail' ? "copied on the customer's mail" : 'added by the team' })),
         categories: all.categories.map((c) => ({ id: c.id, name: c.name, selected: c.id === d.categoryId })),
         staff: staff.map((s) => ({ id: s.id, name: s.name, selected: s.id === d.assigneeId })),
         savedReplies: saved.map((r) => ({ id: r.id, title: r.title, selected: r === chosen })),
@@ -264,6 +267,16 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
     return changed(request, reply, d, () => discussions.update(d.siteId, d.number, { assigneeId, actor: me }), 'assigned')
   })
 
+  // Participants: copied on its public replies by mail (db/stores/mail.ts), added and removed here as by the API.
+  fastify.post('/discussions/:number/participants', forms, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return reply
+    const { email, remove } = (request.body ?? {}) as { email?: unknown; remove?: unknown }
+    if (typeof email !== 'string' || email.trim() === '') return discussionPage(request, reply, d, { status: 400, error: 'Write the address of the person to copy.' })
+    if (remove === 'yes') return changed(request, reply, d, () => mailboxes.removeParticipant(d.id, email), 'uncopied')
+    return changed(request, reply, d, () => mailboxes.addParticipants(d, [{ email: email.slice(0, 254) }], 'team', true), 'copied')
+  })
+
   fastify.post('/discussions/:number/tags', forms, async (request, reply) => {
     const d = await discussionOf(request, reply)
     if (!d) return reply
@@ -285,7 +298,7 @@ function pageExtras({ attachments = [], delivery, mail }: CommentExtras, base: s
 /** How a reply's mail is doing, as its byline says it. */
 function deliveryLine(delivery: Delivery): string {
   const state = delivery.state === 'failed' ? `failed (${delivery.lastError})` : delivery.state === 'queued' && delivery.lastError ? `queued, to be tried again (${delivery.lastError})` : delivery.state
-  return `Mailed to ${delivery.to}: ${state}`
+  return `Mailed to ${delivery.to}${delivery.cc.length > 0 ? `, copying ${delivery.cc.join(', ')}` : ''}: ${state}`
 }
 
 /** The actions a discussion in this state offers on its page, as buttons. */

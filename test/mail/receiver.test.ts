@@ -167,8 +167,8 @@ t.test('odd mail: HTML only with a script, other charsets, a file too large to k
 
 t.test('what cannot be done now is a temporary failure, so the sender tries again; a race for one message takes it once', async (t) => {
   const { app, send, api } = await helpDesk(t)
-  const lookup = app.mailboxes.mailbox
-  app.mailboxes.mailbox = async () => {
+  const lookup = app.mailboxes.reaches
+  app.mailboxes.reaches = async () => {
     throw new Error('the database is away')
   }
   const early = await send({ subject: 'x', text: 'y' }).then(
@@ -176,7 +176,7 @@ t.test('what cannot be done now is a temporary failure, so the sender tries agai
     (error: { responseCode: number; response: string }) => error,
   )
   t.match(early, { responseCode: 451, response: /try again later/ }, 'at RCPT')
-  app.mailboxes.mailbox = lookup
+  app.mailboxes.reaches = lookup
   const known = app.mailboxes.known
   app.mailboxes.known = async () => {
     throw new Error('the database is away')

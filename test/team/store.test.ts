@@ -13,7 +13,7 @@ type App = Awaited<ReturnType<typeof buildTestApp>>['app']
 
 async function team(t: Parameters<typeof buildTestApp>[0]) {
   const { app, clock } = await buildTestApp(t)
-  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  const ann = await supporterWithToken(app, { email: 'ann@example.test', teamHearsOfNew: true })
   const bob = await supporterWithToken(app, { email: 'bob@example.test' })
   const general = await app.categories.add(ann.site.id, 'General', true)
   const billing = await app.categories.add(ann.site.id, 'Billing', false)
@@ -170,7 +170,7 @@ t.test('notifications are queued with their cause, to those who chose them, neve
     })
   await app.users.setNotifications(siteId, bob.user.id, { newDiscussions: true, owned: true })
   t.same(await app.users.notifications(siteId, bob.user.id), { newDiscussions: true, owned: true })
-  t.same(await app.users.notifications(siteId, ann.user.id), { newDiscussions: false, owned: true }, 'the defaults: owned only')
+  await app.users.setNotifications(siteId, ann.user.id, { newDiscussions: false, owned: true })
   const d = await open('Printer on fire')
   t.match(await queued(), [{ to: 'bob@example.test', subject: '[Site demo] New discussion #1: Printer on fire', text: /Carol Customer started a discussion[\s\S]*About Printer on fire/, staff: true }])
   t.equal((await queued()).length, 1, 'Ann did not ask for new discussions')
@@ -193,6 +193,19 @@ t.test('notifications are queued with their cause, to those who chose them, neve
   await app.users.setDisabled(bob.user.email, true)
   await open('Third')
   t.equal((await queued()).length, quiet, 'nothing to a switched-off account')
+})
+
+t.test('a supporter who has not chosen hears of new discussions as the site says: on for a new site, off when an administrator says so', async (t) => {
+  const { app, ann, bob, open, siteId } = await team(t)
+  const told = async () => (await app.outbox.dueMail(100)).filter((r) => r.kind === 'notification').map((r) => (JSON.parse(r.payload) as { to: string }).to)
+  t.same(await app.users.notifications(siteId, ann.user.id), { newDiscussions: true, owned: true }, "the defaults of a new site's supporter")
+  await open('First')
+  t.same((await told()).sort(), ['ann@example.test', 'bob@example.test'], 'the whole team hears of it')
+  await app.users.setNotifications(siteId, bob.user.id, { newDiscussions: true, owned: true })
+  await app.administration.setPolicy(await app.sites.get('demo'), { newDiscussionsToTeam: false }, undefined, { userId: ann.user.id, name: ann.user.email, via: 'api' })
+  t.same(await app.users.notifications(siteId, ann.user.id), { newDiscussions: false, owned: true }, 'Ann, who never chose, follows the site')
+  await open('Second')
+  t.same((await told()).slice(2), ['bob@example.test'], 'Bob chose to hear of them: his choice holds')
 })
 
 t.test('saved replies: at most 200 a site, a change to none is refused', async (t) => {

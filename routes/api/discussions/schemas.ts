@@ -103,6 +103,7 @@ export const AttachmentResource = Type.Object({
 export const Delivery = Type.Object({
   state: Type.Enum(outboxStates, { description: 'queued (waiting, or to be tried again), sent, or failed for good.' }),
   to: Type.String({ description: 'The address it is mailed to.' }),
+  cc: Type.Array(Type.String(), { description: "The discussion's participants it copies (GET .../participants)." }),
   attempts: Type.Integer({ description: 'Tries so far.' }),
   last_error: Type.Union([Type.String(), Type.Null()], { description: "The mail server's words on the last failed try." }),
   sent_at: Type.Union([Moment, Type.Null()]),
@@ -220,6 +221,7 @@ export const ShowParams = Type.Object({
   site,
   number: Id('The discussion number.', `must be a discussion number or a state: ${discussionStates.join(', ')}`),
 })
+export const ParticipantParams = Type.Object({ site, number, email: Type.String({ minLength: 3, maxLength: 254, description: "The participant's address." }) })
 export const CommentParams = Type.Object({ site, number, comment: Id('The comment number; 1 is the opening post.', 'must be a comment number') })
 export const CategoryParams = Type.Object({ site, id: Id('The category id.', 'must be a category id') })
 

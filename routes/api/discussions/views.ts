@@ -101,7 +101,7 @@ export function createViews(urls: Urls) {
       attachments: attachments.map((a) => attachmentView(site, a)),
       sender_verified: mail?.verified ?? null,
       mailbox: mail?.mailbox ?? null,
-      delivery: delivery ? { state: delivery.state, to: delivery.to, attempts: delivery.attempts, last_error: delivery.lastError, sent_at: delivery.sentAt && moment(delivery.sentAt) } : null,
+      delivery: delivery ? { state: delivery.state, to: delivery.to, cc: delivery.cc, attempts: delivery.attempts, last_error: delivery.lastError, sent_at: delivery.sentAt && moment(delivery.sentAt) } : null,
     }
   }
 
