@@ -227,8 +227,8 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
         else if (there.size >= MAX_PARTICIPANTS) refuse(`a discussion has at most ${MAX_PARTICIPANTS} participants`)
         else {
           const name = person.name?.replace(/[\r\n"<>]/g, '').trim().slice(0, 200) || null
-          const [row] = await db.insert(participants).values({ siteId: discussion.siteId, discussionId: discussion.id, email, name, addedBy, createdAt: new Date(clock()) }).onConflictDoNothing().returning()
-          if (row) added.push(row)
+          // Of two adding one address at once, the unique index lets one in.
+          added.push(...(await db.insert(participants).values({ siteId: discussion.siteId, discussionId: discussion.id, email, name, addedBy, createdAt: new Date(clock()) }).onConflictDoNothing().returning()))
           there.add(email)
         }
       }

@@ -5,6 +5,7 @@ import { supporterWithToken } from '../fixtures/app.ts'
 import { mailServer } from '../fixtures/mail.ts'
 import { mailDesk } from '../fixtures/mail-desk.ts'
 import { webClient, personWithPassword } from '../fixtures/web.ts'
+import { replyAddress } from '../../lib/reply-address.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 65, mail as mail: the people a customer's mail copies become the discussion's participants,
@@ -40,22 +41,23 @@ t.test("a customer's Cc and To join the discussion: each reply copies them, and 
     messageId: '<invoice@customer.example>',
     to: ['Support <support@acme.example>', 'Dave <dave@customer.example>'],
     // The service's own subaddress and a supporter are never participants.
-    cc: ['"Boss, Big" <BOSS@customer.example>', 'support+anything@acme.example', 'ann@example.test'],
+    cc: ['"Boss, Big" <BOSS@customer.example>', 'support+anything@acme.example', 'ann@example.test', 'Finance: frank@customer.example;'],
     text: 'Where is my invoice?',
   })
   const listed = await json('GET', '/demo/discussions/1/participants')
   t.match(listed.participants, [
     { email: 'dave@customer.example', name: 'Dave', added_by: 'mail', added_at: /Z$/ },
     { email: 'boss@customer.example', name: 'Boss, Big', added_by: 'mail' },
+    { email: 'frank@customer.example', name: null, added_by: 'mail' },
   ])
-  t.equal(listed.participants.length, 2, 'the mailbox, its subaddress and the supporter left out')
+  t.equal(listed.participants.length, 3, 'a group opened; the mailbox, its subaddress and the supporter left out')
 
   const reply = await json('POST', '/demo/discussions/1/comments', { body: 'Attached soon.' })
-  t.match(reply.delivery, { to: 'carol@customer.example', cc: ['dave@customer.example', 'boss@customer.example'] })
+  t.match(reply.delivery, { to: 'carol@customer.example', cc: ['dave@customer.example', 'boss@customer.example', 'frank@customer.example'] })
   const [out] = await sent()
-  t.same(out!.rcpt.sort(), ['boss@customer.example', 'carol@customer.example', 'dave@customer.example'], 'one mail, to all three')
+  t.same(out!.rcpt.sort(), ['boss@customer.example', 'carol@customer.example', 'dave@customer.example', 'frank@customer.example'], 'one mail, to all four')
   t.equal(out!.mail.to && 'text' in out!.mail.to ? out!.mail.to.text : '', 'carol@customer.example')
-  t.same((out!.mail.cc as { value: Array<{ address: string }> }).value.map((a) => a.address), ['dave@customer.example', 'boss@customer.example'])
+  t.same((out!.mail.cc as { value: Array<{ address: string }> }).value.map((a) => a.address), ['dave@customer.example', 'boss@customer.example', 'frank@customer.example'])
 
   // The boss answers: the customer's side of the discussion, not a note.
   await sends({ from: 'boss@customer.example', to: 'support@acme.example', cc: 'mallory@elsewhere.example', subject: `Re: ${out!.mail.subject}`, inReplyTo: out!.mail.messageId, text: 'Please hurry.' })
@@ -66,7 +68,7 @@ t.test("a customer's Cc and To join the discussion: each reply copies them, and 
   t.match(thread.comments[3], { author_email: 'eve@elsewhere.example', internal: true, body: /who is not this discussion's customer/ })
   t.same(
     (await json('GET', '/demo/discussions/1/participants')).participants.map((p: { email: string }) => p.email),
-    ['dave@customer.example', 'boss@customer.example', 'mallory@elsewhere.example'],
+    ['dave@customer.example', 'boss@customer.example', 'frank@customer.example', 'mallory@elsewhere.example'],
     "a participant's copies join; a stranger's do not",
   )
   t.equal((await sent()).length, 0, 'neither answer is mailed to anyone')
@@ -110,6 +112,7 @@ t.test('the team adds and removes participants through the API and the page; the
   t.match(page, /data-participant="finance@customer\.example">FinBcc: x@y &lt;finance@customer\.example&gt; <span class="muted">\(added by the team\)/)
   t.equal((await web.post('/demo/discussions/1/participants', { email: 'finance@customer.example', remove: 'yes' })).statusCode, 303)
   t.equal((await web.post('/demo/discussions/1/participants', { email: 'legal@customer.example' })).statusCode, 303)
+  t.match((await web.post('/demo/discussions/1/participants', { email: ' ' })).body, 'Write the address of the person to copy.')
   const refused = await web.post('/demo/discussions/1/participants', { email: 'support@acme.example' })
   t.equal(refused.statusCode, 400)
   t.match(refused.body, 'That was not done: support@acme.example is an address of the service itself.')
@@ -164,6 +167,14 @@ t.test('a supporter answers the mail about a discussion: a reply, #note a note; 
   await sends({ from: 'bob@example.test', to: altered, subject: 'Re: y', text: 'Altered digest.' })
   const forOther = replyTo.replace('+r-1-', '+r-2-')
   await sends({ from: 'bob@example.test', to: forOther, subject: 'Re: z', text: 'Another number, the same digest.' })
+  // A true reply address of another site's mailbox, copied on a mail to this one: it names nothing
+  // here; there, its number names no discussion (the mail opens one), and Bob is not on its staff.
+  const otherSite = (await supporterWithToken(app, { site: 'other' })).site
+  await app.categories.add(otherSite.id, 'General', true)
+  await app.mailboxes.addMailbox(otherSite.id, 'help@other.example')
+  const elsewhere = replyAddress(app.secretBox.digest, { mailbox: 'help@other.example', number: 7, userId: bob.user.id })
+  await sends({ from: 'bob@example.test', to: 'support@acme.example', cc: elsewhere, subject: 'Re: w', text: "Another site's address." })
+  t.match((await app.discussions.get(otherSite.id, 1)).title, 'w')
   await answer('I am away until Monday.', { headers: { 'Auto-Submitted': 'auto-replied' } })
   const after = await json('GET', '/demo/discussions/1')
   const last = after.comments.slice(3)
@@ -174,7 +185,7 @@ t.test('a supporter answers the mail about a discussion: a reply, #note a note; 
   ])
   t.equal(last.length, 3, 'the altered addresses thread nowhere')
   const discussions = await json('GET', '/demo/discussions')
-  t.same(discussions.discussions.map((d: { title: string }) => d.title).sort(), ['Printer on fire', 'y', 'z'], "each altered address is mail to the mailbox: a discussion of its own, on the customer's side")
+  t.same(discussions.discussions.map((d: { title: string }) => d.title).sort(), ['Printer on fire', 'w', 'y', 'z'], "each is mail to the mailbox: a discussion of its own, on the customer's side")
   t.same((await sent()).length, 0, 'nothing of these is mailed to the customer')
 
   // Bob leaves the team: his reply address says nothing any more.
