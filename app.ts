@@ -39,6 +39,7 @@ import mailboxRoutes from './routes/api/mailboxes.ts'
 import fileSweep from './plugins/file-sweep.ts'
 import searchBackfill from './plugins/search-backfill.ts'
 import mailFetcher from './plugins/mail/fetcher.ts'
+import mailHome from './plugins/mail/home.ts'
 import mailReceiver from './plugins/mail/receiver.ts'
 import mailSender from './plugins/mail/sender.ts'
 import { DEFAULT_FILE_LIMITS } from './lib/files.ts'
@@ -165,6 +166,8 @@ export function buildApp(options: AppOptions) {
   app.register(expiryNotices)
   // Webhooks out: a row of the outbox posted to its endpoint, signed, under its lease.
   app.register(webhookDelivery, { ...config.webhooks, ...options.webhookDelivery })
+  // Where mail and webhooks are at home: a restored or copied database holds them until resumed.
+  app.register(mailHome)
   // The outbox's sender: mail (replies to discussions that came by mail) through that mailer, and webhooks.
   app.register(mailSender, {
     send: config.outboxSend ?? true,

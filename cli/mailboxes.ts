@@ -31,6 +31,7 @@ export const mailboxCommands: Command[] = [
       const mailbox = await mailboxes.addMailbox(site.id, address, { categoryId: category, imap, smtpUrl: values.smtp === undefined ? null : String(values.smtp), acknowledge: values.acknowledge === true })
       const arrives = imap ? `mail is fetched from ${shownImap(imap)} by the running service` : 'mail reaches it through the receiver (SERVICE_MAIL_RECEIVER) once the address\'s mail is sent there'
       io.stdout(`mailbox ${mailbox.address} added to ${site.permalink}${mailbox.categoryId === null ? '' : ` (category ${mailbox.categoryId})`}; ${arrives}\n`)
+      if (imap && !imap.secure) io.stderr('service-desk: warning: imap:// signs in over plain text unless the server offers STARTTLS; use imaps:// where the server has it\n')
     },
   ),
   admin(
@@ -90,6 +91,46 @@ export const mailboxCommands: Command[] = [
       const site = await sites.get(permalink)
       if (!(await mailboxes.removeMailbox(site.id, address))) throw new UsageError(`${site.permalink} has no mailbox ${address}`)
       io.stdout(`mailbox ${normalAddress(address)} removed from ${site.permalink}\n`)
+    },
+  ),
+  // Where mail and webhooks are at home (plugins/mail/home.ts): a copy holds them until resumed.
+  admin(
+    {
+      words: ['mail', 'status'],
+      args: [],
+      usage: 'mail status',
+      summary: 'Whether this database fetches mail and sends mail and webhooks, or holds them and why (a restored or copied database holds them).',
+      atomic: false,
+    },
+    async ({ engine, mailboxes }, _args, _values, io) => {
+      const held = await mailboxes.settleHome(await engine.place())
+      io.stdout(held ? `held: ${held}\n` : 'mail and webhooks go from this database\n')
+    },
+  ),
+  admin(
+    {
+      words: ['mail', 'resume'],
+      args: [],
+      usage: 'mail resume',
+      summary: 'Fetch mail and send mail and webhooks from this database (after a restore or a copy has held them), in every running process within seconds.',
+    },
+    async ({ engine, mailboxes }, _args, _values, io) => {
+      await mailboxes.setHome(await engine.place(), null)
+      io.stdout('mail and webhooks go from this database: fetched and sent within seconds by the running service\n')
+    },
+  ),
+  admin(
+    {
+      words: ['mail', 'hold'],
+      args: [],
+      options: { reason: { type: 'string', value: 'TEXT', about: 'why, as the mail page and `mail status` say it' } },
+      usage: 'mail hold [--reason TEXT]',
+      summary: 'Stop fetching mail and sending mail and webhooks from this database (what is queued waits) until `mail resume`.',
+    },
+    async ({ engine, mailboxes }, _args, values, io) => {
+      const reason = typeof values.reason === 'string' && values.reason.trim() !== '' ? values.reason.trim().slice(0, 300) : 'held by an operator (service-desk mail hold)'
+      await mailboxes.setHome(await engine.place(), reason)
+      io.stdout(`held: ${reason}\n`)
     },
   ),
 ]

@@ -52,6 +52,8 @@ export const COPIED_TABLES = [
   schema.mailMessages,
   // Who else a discussion's mail goes to.
   schema.participants,
+  // Where mail is at home: the copy finds itself elsewhere and holds mail and webhooks until resumed.
+  schema.mailHome,
   // The sites' webhooks (before the outbox, whose rows name them).
   schema.webhooks,
   // What is still to be mailed or posted: a reply or an event queued before the move is sent after it.

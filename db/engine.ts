@@ -177,7 +177,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
 export function engineOver(
   port: StorePort,
   listingOf: ListingOf,
-  own: Pick<Engine, 'sqlite' | 'events' | 'siteChanges' | 'ping' | 'close' | 'requestArrived'>,
+  own: Pick<Engine, 'sqlite' | 'events' | 'siteChanges' | 'ping' | 'place' | 'close' | 'requestArrived'>,
 ): Engine {
   return {
     kind: port.kind,
@@ -211,6 +211,12 @@ export interface Engine extends EngineStores {
   requestArrived(admit: () => void): void
   /** Resolves when the database answers a real read; rejects otherwise. */
   ping(): Promise<void>
+  /**
+   * Where the database is, as the same text for every process on it and another for a copy of it:
+   * SQLite, its file's real path; PostgreSQL, the server's system identifier, the database's oid
+   * and the schema (a database restored elsewhere, or copied, is another place: plugins/mail.ts).
+   */
+  place(): Promise<string>
   close(): Promise<void>
 }
 

@@ -1433,6 +1433,8 @@ export interface components {
                 passed_over: string | null;
                 /** @description Messages taken in since midnight (UTC). */
                 taken_today: number;
+                /** @description Until when the process fetching its IMAP mailbox holds it (renewed at each look); a process that stopped without letting go holds it until then, unless it was on the machine of the next one to look. Null: no process holds it. */
+                fetched_until: string | null;
             };
             /** Format: date-time */
             created_at: string;

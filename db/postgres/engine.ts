@@ -24,6 +24,11 @@ export function postgresEngine(db: PgDb): Engine {
     sqlite: undefined,
     requestArrived: (admit) => admission.arrived(admit),
     ping: () => pingPostgres(db),
+    async place() {
+      const query = "SELECT (SELECT system_identifier FROM pg_control_system())::text AS server, (SELECT oid FROM pg_database WHERE datname = current_database())::text AS database, current_schema() AS schema"
+      const { server, database, schema } = (await db.$client.query<{ server: string; database: string; schema: string }>(query)).rows[0]!
+      return `postgres:${server}/${database}/${schema}`
+    },
     events: events.events,
     siteChanges: postgresSiteChanges(events.events),
     async close() {

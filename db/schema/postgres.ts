@@ -461,6 +461,13 @@ export const mailMessages = pgTable(
   (t) => [pgUniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), pgIndex('mail_messages_discussion_idx').on(t.discussionId)],
 )
 
+export const mailHome = pgTable('mail_home', {
+  id: pgInteger('id').primaryKey(),
+  place: pgText('place').notNull(),
+  held: pgText('held'),
+  changedAt: moment('changed_at').notNull(),
+})
+
 export const participants = pgTable(
   'participants',
   {

@@ -602,6 +602,17 @@ export const participants = sqliteTable(
   (t) => [uniqueIndex('participants_discussion_email_unique').on(t.discussionId, t.email)],
 )
 
+// Where the database's mail and webhooks are at home (docs/decisions.md, "Mail a team can rely on"):
+// one row, the place (Engine.place) of the database that fetches and sends them; a copy of it
+// elsewhere (a restored backup, `service-desk copy`) holds them, saying why in `held`, until an
+// operator resumes them there (`service-desk mail resume`). `held` is also set on purpose (`mail hold`).
+export const mailHome = sqliteTable('mail_home', {
+  id: integer('id').primaryKey(),
+  place: text('place').notNull(),
+  held: text('held'),
+  changedAt: moment('changed_at').notNull(),
+})
+
 // What leaves the process (docs/decisions.md, "Mail"): written in the transaction of its cause (a
 // public reply to a discussion that came by mail), sent by the sender under a lease, retried with
 // backoff, each try's outcome kept. `payload` is the message as JSON (addresses, headers, text).

@@ -1,3 +1,4 @@
+import { existsSync, realpathSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { sql, type Column } from '../drizzle.ts'
 import { openDatabase, type Db } from './client.ts'
@@ -29,6 +30,8 @@ export function sqliteEngine(db: Db): Engine {
     async ping() {
       probe.get()
     },
+    // A database in memory (the tests') is a place of its own.
+    place: async () => `sqlite:${existsSync(db.$client.name) ? realpathSync(db.$client.name) : db.$client.name}`,
     events: events.events,
     siteChanges,
     async close() {

@@ -3,6 +3,9 @@ import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { isMailAddress, isSmtpUrl, normalAddress, untagged, type ImapSettings } from '../../lib/mail.ts'
 import type { ParticipantSource } from '../values.ts'
+
+/** A day as the held reason names it. */
+const shownDay = (at: Date) => at.toISOString().slice(0, 10)
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { StoreError } from './errors.ts'
 import { isStaffRole } from './staff.ts'
@@ -55,7 +58,8 @@ export interface TakenMessage {
 export type Deferred = [uid: number, sender: string]
 
 export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
-  const { db, tables: { categories, discussions, mailboxes, mailMessages, memberships, participants, users } } = port
+  const { db, tables: { categories, discussions, mailboxes, mailHome, mailMessages, memberships, participants, users } } = port
+  const home = async () => (await db.select().from(mailHome).where(eq(mailHome.id, 1)))[0]
   const p = sql.placeholder
   const byAddress = db.select().from(mailboxes).where(eq(mailboxes.address, p('address'))).prepare('mail_mailbox_by_address')
   const knownMessage = db
@@ -122,15 +126,17 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
 
     /**
      * Takes (or keeps) the fetch lease of a mailbox for `owner` until `ms` from now, when no other
-     * owner's live lease holds it; the mailbox as it now is, or undefined when another process
-     * fetches it (or it is gone). One process fetches a mailbox at a time.
+     * owner's live lease holds it (but `gone`'s, a holder known to be dead); the mailbox as it now
+     * is, or undefined when another process fetches it (or it is gone). One process fetches a
+     * mailbox at a time.
      */
-    async lease(id: number, owner: string, ms: number): Promise<Mailbox | undefined> {
+    async lease(id: number, owner: string, ms: number, gone?: string): Promise<Mailbox | undefined> {
       const now = new Date(clock())
+      const free = or(eq(mailboxes.leaseOwner, owner), isNull(mailboxes.leaseUntil), lt(mailboxes.leaseUntil, now), gone === undefined ? undefined : eq(mailboxes.leaseOwner, gone))
       const [row] = await db
         .update(mailboxes)
         .set({ leaseOwner: owner, leaseUntil: new Date(now.getTime() + ms) })
-        .where(and(eq(mailboxes.id, id), isNotNull(mailboxes.imap), or(eq(mailboxes.leaseOwner, owner), isNull(mailboxes.leaseUntil), lt(mailboxes.leaseUntil, now))))
+        .where(and(eq(mailboxes.id, id), isNotNull(mailboxes.imap), free))
         .returning()
       return row
     },
@@ -241,6 +247,34 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
       return gone.length > 0
     },
 
+
+    /**
+     * Where mail and webhooks are at home (docs/decisions.md, "Mail a team can rely on"), looked at
+     * by a process at its first send or fetch from `place` (Engine.place): the first to look on a
+     * database makes it their home; one that finds itself elsewhere (a restored backup, a copy)
+     * holds them there. Why they are held, or null when they go.
+     */
+    async settleHome(place: string): Promise<string | null> {
+      const changedAt = new Date(clock())
+      // Of two first looks at once, the first insert makes the home.
+      await db.insert(mailHome).values({ id: 1, place, held: null, changedAt }).onConflictDoNothing()
+      const row = (await home())!
+      if (row.place === place || row.held !== null) return row.held
+      const held = `this database is a copy (restored or copied from the one where mail was at home, ${shownDay(changedAt)}): mail is not fetched and mail and webhooks are not sent here until an operator runs service-desk mail resume`
+      await db.update(mailHome).set({ held, changedAt }).where(and(eq(mailHome.id, 1), isNull(mailHome.held)))
+      return (await home())!.held
+    },
+
+    /** Why mail and webhooks are held on this database, or null when they go. */
+    async held(): Promise<string | null> {
+      return (await home())?.held ?? null
+    },
+
+    /** Mail and webhooks go from `place` on (`mail resume`), or wait for the reason given (`mail hold`). */
+    async setHome(place: string, held: string | null): Promise<void> {
+      const changedAt = new Date(clock())
+      await db.insert(mailHome).values({ id: 1, place, held, changedAt }).onConflictDoUpdate({ target: mailHome.id, set: { place, held, changedAt } })
+    },
 
     /** Whether the site has taken a message of this Message-ID already. */
     async known(siteId: number, messageId: string): Promise<boolean> {

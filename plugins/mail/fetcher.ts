@@ -32,6 +32,22 @@ declare module 'fastify' {
 // A function, as the receiver's: the compiled build rewrites this import's extension.
 const loadPipeline = () => import('./pipeline.ts')
 
+/**
+ * Whether a lease's holder (`host/pid/…`) is a process of this machine that is no more: same host
+ * name, another pid, and no process of that pid (a signal 0 finds none). A pid taken again by
+ * another process looks alive: the lease then runs out as for a holder on another machine.
+ */
+export function holderIsGone(holder: string, host = hostname(), ownPid = process.pid): boolean {
+  const [holderHost, pid] = holder.split('/')
+  if (holderHost !== host || !/^\d{1,10}$/.test(pid ?? '') || Number(pid) === ownPid) return false
+  try {
+    process.kill(Number(pid), 0)
+    return false
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH'
+  }
+}
+
 /** Outcomes that leave the message in the mailbox unread, for a person to look at. */
 const LEFT_UNREAD = new Set<Outcome['kind']>(['refused', 'later'])
 
@@ -46,11 +62,16 @@ export default fp<{ everyMs?: number; limits: FileLimits }>(
     const wakers = new Set<() => void>()
     let closing = false
 
-    /** Starts fetching each IMAP mailbox no live process holds. */
+    /** Starts fetching each IMAP mailbox no live process holds; none while mail is held here (plugins/mail/home.ts). */
     async function scan(): Promise<void> {
+      if (await fastify.mailHeld()) return
       for (const mailbox of await mailboxes.fetched()) {
         if (closing || workers.has(mailbox.id)) continue
-        const leased = await mailboxes.lease(mailbox.id, owner, leaseMs)
+        // A holder on this machine whose process is gone (killed, crashed) is taken over at once,
+        // not when its lease runs out.
+        const gone = mailbox.leaseOwner !== null && holderIsGone(mailbox.leaseOwner) ? mailbox.leaseOwner : undefined
+        const leased = await mailboxes.lease(mailbox.id, owner, leaseMs, gone)
+        if (leased && gone) fastify.log.info({ mailbox: { id: mailbox.id, address: mailbox.address } }, 'took over the IMAP mailbox of a process that is gone')
         if (!leased) continue
         workers.set(mailbox.id, watch(leased).finally(() => workers.delete(mailbox.id)))
       }
@@ -91,6 +112,8 @@ export default fp<{ everyMs?: number; limits: FileLimits }>(
       client.on('error', (error: Error) => fastify.log.warn({ mailbox: { id: mailbox.id, address: mailbox.address }, err: { message: failureWords(error) } }, 'IMAP connection error'))
       try {
         await client.connect()
+        // imap:// signs in over plain text when the server offers no STARTTLS: said at each connection.
+        if (!client.secureConnection) fastify.log.warn({ mailbox: { id: mailbox.id, address: mailbox.address } }, 'IMAP mailbox signs in without TLS: its password crosses the network in plain text (use imaps://)')
         const opened = await client.mailboxOpen(settings.folder)
         const validity = String(opened.uidValidity)
         while (!closing) {
@@ -98,8 +121,9 @@ export default fp<{ everyMs?: number; limits: FileLimits }>(
           if (!(await fetchNew(client, mailbox, validity, pipeline))) return
           await mailboxes.fetchEnded(mailbox.id, null)
           await pause(everyMs, news)
-          // Gone (removed: a mailbox is never changed in place, only removed and added) or taken by another.
-          const renewed = !closing && (await mailboxes.lease(mailbox.id, owner, leaseMs))
+          // Gone (removed: a mailbox is never changed in place, only removed and added), taken by
+          // another, or mail held (`mail hold`): the connection ends.
+          const renewed = !closing && !(await fastify.mailHeld()) && (await mailboxes.lease(mailbox.id, owner, leaseMs))
           if (!renewed) return
           mailbox = renewed
         }
@@ -201,5 +225,5 @@ export default fp<{ everyMs?: number; limits: FileLimits }>(
       await Promise.all(held.map((id) => mailboxes.release(id, owner)))
     })
   },
-  { name: 'mail-fetcher', fastify: '5.x', dependencies: ['config', 'discussion-stores', 'server-key'] },
+  { name: 'mail-fetcher', fastify: '5.x', dependencies: ['config', 'mail-home', 'discussion-stores', 'server-key'] },
 )

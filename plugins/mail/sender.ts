@@ -230,8 +230,9 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
       return sent
     }
 
-    /** Sends what is due: the mail and the webhooks side by side; how many went. */
+    /** Sends what is due: the mail and the webhooks side by side; how many went. Nothing while they are held here (plugins/mail/home.ts). */
     async function sendOutbox(): Promise<number> {
+      if (await fastify.mailHeld()) return 0
       const [mails, hooks] = await Promise.all([sendMails(), deliverWebhooks()])
       await fastify.pruneWebhooks()
       return mails + hooks
@@ -248,5 +249,5 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
       }
     })
   },
-  { name: 'mail-sender', fastify: '5.x', dependencies: ['mail', 'discussion-stores', 'webhook-delivery'] },
+  { name: 'mail-sender', fastify: '5.x', dependencies: ['mail', 'mail-home', 'discussion-stores', 'webhook-delivery'] },
 )

@@ -23,12 +23,16 @@ const adminMailRoutes: FastifyPluginAsync = async (fastify) => {
 
   async function mailPage(request: FastifyRequest, reply: FastifyReply, status = 200, extra: Record<string, unknown> = {}) {
     const site = request.web.site
+    const { categories: choices } = await categories.list(site.id, 0, CATEGORIES_SHOWN)
     const rows = (await describeMailboxes(fastify, site)).map((m) => ({
       ...m,
+      category: choices.find((c) => c.id === m.category_id)?.name ?? "the site's first (none yet)",
       lastFetch: m.state.last_fetch_at ? shownMoment(new Date(m.state.last_fetch_at)) : m.imap ? 'not yet' : '—',
+      plainText: m.imap?.startsWith('imap://') ?? false,
+      fetchedUntil: m.state.fetched_until && shownMoment(new Date(m.state.fetched_until)),
     }))
-    const { categories: choices } = await categories.list(site.id, 0, CATEGORIES_SHOWN)
-    return reply.page('admin_mail', pageData(request, reply, { title: 'Mail', rows, categories: choices, values: { address: '', category: '', acknowledge: false }, notice: null, error: null, ...extra }), status)
+    const held = await fastify.mailHeld()
+    return reply.page('admin_mail', pageData(request, reply, { title: 'Mail', rows, held, categories: choices, values: { address: '', category: '', acknowledge: false }, notice: null, error: null, ...extra }), status)
   }
 
   fastify.get('/admin/mail', { preHandler: requireAdministrator }, async (request, reply) => {

@@ -1,6 +1,9 @@
 import { simpleParser } from 'mailparser'
 import t, { type Test } from 'tap'
 import { buildTestApp, rawStatement, supporterWithToken } from '../fixtures/app.ts'
+import { spawnSync } from 'node:child_process'
+import { hostname } from 'node:os'
+import { holderIsGone } from '../../plugins/mail/fetcher.ts'
 import { checkImap } from '../../lib/imap.ts'
 import { createSecretBox } from '../../lib/secret-box.ts'
 import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
@@ -207,6 +210,53 @@ t.test('a mailbox whose password this server key cannot open, a lease another pr
   await t.rejects(move('another-process', null, '1:2'), { code: 'conflict' }, 'the place is no longer what was read')
   await app.mailboxes.release(held.id, 'another-process')
   t.ok(await app.mailboxes.lease(held.id, app.mailFetcher.owner, 60_000), 'released: taken at once')
+})
+
+t.test('held mail is neither fetched nor sent until resumed, and the page says so; a holder on this machine that is gone is taken over at once; plain text is said', async (t) => {
+  const { app, imap, smtp, api, listing } = await imapDesk(t)
+  const pat = await personWithPassword(app, { email: 'pat@example.test' })
+  await app.users.setAdministrator(pat.site.id, pat.user.id, true)
+  const ann = pat
+  const web = webClient(app)
+  await web.signIn(pat.email, pat.password)
+  await until('the first look', async () => (await app.mailboxes.listMailboxes(ann.site.id))[0]!.lastFetchAt !== null)
+  const page = (await web.get('/demo/admin/mail')).body
+  t.match(page, 'data-plain-text>imap:// signs in over plain text unless the server offers STARTTLS: use imaps://')
+  t.match(page, /<td>General<\/td>/, 'the category its mail opens discussions in')
+  t.match(page, /data-fetched-until>held by a process until /)
+
+  await app.mailboxes.setHome(await app.database.place(), 'moving to a new server')
+  await imap.deliver('support', [message({ subject: 'While held', id: '<held@customer.example>', body: 'Anyone?' })])
+  await new Promise((resolve) => setTimeout(resolve, 2_500))
+  t.equal((await listing()).total, 0, 'the running fetch stopped and nothing was taken')
+  t.match((await web.get('/demo/admin/mail')).body, '<p class="alert" role="alert" data-held>Mail is held: moving to a new server.</p>')
+  const general = (await app.categories.list(ann.site.id, 0, 1)).categories[0]!
+  await api('POST', `/demo/categories/${general.id}/discussions`, { title: 'By API', body: 'x', author_email: 'dan@customer.example' })
+  await api('POST', '/demo/discussions/1/participants', { email: 'legal@customer.example' })
+  await api('POST', '/demo/discussions/1/comments', { body: 'Queued while held.' })
+  t.equal(await app.sendOutbox(), 0, 'nothing sent')
+  t.equal(smtp.mails.length, 0)
+
+  await app.mailboxes.setHome(await app.database.place(), null)
+  await until('the held message', async () => (await listing()).total === 2)
+  t.equal(await app.sendOutbox(), 1, 'the queued reply goes once resumed')
+
+  // A holder on this machine whose process is gone: taken over at the next look, not in three minutes.
+  const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' })
+  const mailbox = (await app.mailboxes.listMailboxes(ann.site.id))[0]!
+  await rawStatement(app, 'UPDATE mailboxes SET lease_owner = ?, lease_until = ? WHERE id = ?', [`${hostname()}/${child.stdout}/dead`, new Date(Date.UTC(2100, 0, 1)), mailbox.id])
+  await until('the lease taken over', async () => (await app.mailboxes.byId(mailbox.id))!.leaseOwner === app.mailFetcher.owner)
+  t.pass('taken over')
+})
+
+t.test('whose lease holder is gone: this machine, another pid, no such process; anything else is not known dead', async (t) => {
+  const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout
+  t.equal(holderIsGone(`${hostname()}/${dead}/x`), true)
+  t.equal(holderIsGone(`other-host/${dead}/x`), false, 'another machine: its processes cannot be seen from here')
+  t.equal(holderIsGone(`${hostname()}/${process.pid}/x`), false, 'this process')
+  t.equal(holderIsGone(`${hostname()}/${process.ppid}/x`), false, 'a live process')
+  t.equal(holderIsGone('another-process'), false, 'not a holder of ours')
+  t.equal(holderIsGone(`${hostname()}/1/x`, hostname(), 2), false, 'pid 1 lives (or cannot be signalled): not known dead')
 })
 
 t.test('a process whose mailbox another took while it waited stops, and fetches nothing more', async (t) => {

@@ -56,6 +56,7 @@ t.test('mailbox add --imap --smtp seals the passwords; list shows neither; test 
   const added = await cli.run(['mailbox', 'add', 'acme', 'support@acme.example', '--imap', good, '--smtp', smtp.url, '--acknowledge'])
   t.equal(added.code, 0, added.stderr)
   t.match(added.stdout, `mail is fetched from imap://support@127.0.0.1:${imap.port}/INBOX by the running service`)
+  t.equal(added.stderr, 'service-desk: warning: imap:// signs in over plain text unless the server offers STARTTLS; use imaps:// where the server has it\n')
   const listed = (await cli.run(['mailbox', 'list', 'acme'])).stdout
   t.match(listed, /^support@acme\.example\t\d+\timap:/)
   t.match(listed, `\timap://support@127.0.0.1:${imap.port}/INBOX\t-\t-`)
@@ -87,6 +88,35 @@ t.test('mailbox add --imap --smtp seals the passwords; list shows neither; test 
   // A mailbox of the receiver, with the service's SMTP: nothing to sign in to, said so.
   t.equal((await cli.run(['mailbox', 'add', 'acme', 'plain@acme.example'])).code, 0)
   t.match((await cli.run(['mailbox', 'test', 'acme', 'plain@acme.example'])).stdout, "no IMAP mailbox: its mail reaches the built-in receiver (SERVICE_MAIL_RECEIVER)\nno SMTP address of its own: its replies leave by the service's (SERVICE_SMTP_URL)\n")
+})
+
+t.test('mail status, hold and resume: the first look makes a database the home of its mail; a copy found elsewhere holds it until resumed', async (t) => {
+  const cli = await cliRunner(t)
+  t.equal((await cli.run(['site', 'add', 'acme'])).code, 0)
+  t.equal((await cli.run(['mail', 'status'])).stdout, 'mail and webhooks go from this database\n', 'the first look: at home here')
+  t.same(await cli.run(['mail', 'hold', '--reason', 'moving to a new server']), { code: 0, stdout: 'held: moving to a new server\n', stderr: '' })
+  t.equal((await cli.run(['mail', 'status'])).stdout, 'held: moving to a new server\n')
+  t.equal((await cli.run(['mail', 'resume'])).stdout, 'mail and webhooks go from this database: fetched and sent within seconds by the running service\n')
+  // As a restored backup or a copy finds it: at home at another place.
+  await cli.write(`UPDATE mail_home SET place = 'sqlite:/srv/elsewhere/service.db'`)
+  t.match((await cli.run(['mail', 'status'])).stdout, /^held: this database is a copy \(restored or copied from the one where mail was at home, \d{4}-\d\d-\d\d\): mail is not fetched and mail and webhooks are not sent here until an operator runs service-desk mail resume\n$/)
+})
+
+t.test("where mail is at home, in the store: the first place to look; elsewhere held, and said once", async (t) => {
+  const { app } = await buildTestApp(t)
+  t.equal(await app.mailboxes.held(), null, 'nothing looked yet: nothing held')
+  t.equal(await app.mailboxes.settleHome('sqlite:/a'), null)
+  t.equal(await app.mailboxes.settleHome('sqlite:/a'), null, 'the same place: at home')
+  const held = await app.mailboxes.settleHome('sqlite:/b')
+  t.match(held, /^this database is a copy/)
+  t.equal(await app.mailboxes.settleHome('sqlite:/c'), held, 'held once, with its first reason')
+  t.equal(await app.mailboxes.settleHome('sqlite:/a'), held, 'and the old place does not free it: only resume does')
+  await app.mailboxes.setHome('sqlite:/b', null)
+  t.equal(await app.mailboxes.settleHome('sqlite:/b'), null)
+  t.equal(await app.mailboxes.held(), null)
+  const place = await app.database.place()
+  t.equal(await app.database.place(), place, 'a place is the same each time it is asked')
+  t.match(place, app.database.kind === 'sqlite' ? /^sqlite:/ : /^postgres:\d+\/\d+\/\w+$/)
 })
 
 t.test("the IMAP messages put off for later: another UIDVALIDITY's mean nothing; only the lease's holder writes them", async (t) => {

@@ -1,0 +1,6 @@
+CREATE TABLE "mail_home" (
+	"id" integer PRIMARY KEY NOT NULL,
+	"place" text NOT NULL,
+	"held" text,
+	"changed_at" timestamp (3) with time zone NOT NULL
+);
