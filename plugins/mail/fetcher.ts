@@ -64,8 +64,9 @@ export default fp<{ everyMs?: number; limits: FileLimits }>(
 
     /** Starts fetching each IMAP mailbox no live process holds; none while mail is held here (plugins/mail/home.ts). */
     async function scan(): Promise<void> {
-      if (await fastify.mailHeld()) return
-      for (const mailbox of await mailboxes.fetched()) {
+      const fetched = await mailboxes.fetched()
+      if (fetched.length === 0 || (await fastify.mailHeld())) return
+      for (const mailbox of fetched) {
         if (closing || workers.has(mailbox.id)) continue
         // A holder on this machine whose process is gone (killed, crashed) is taken over at once,
         // not when its lease runs out.

@@ -16,18 +16,14 @@ declare module 'fastify' {
 
 export default fp(
   async (fastify) => {
-    let settled: Promise<string | null> | undefined
+    // Settled at the first look that reaches the database (two at once both settle it: the same answer).
+    let settled = false
     fastify.decorate('mailHeld', async () => {
-      if (!settled) {
-        const first = (settled = fastify.database.place().then((place) => fastify.mailboxes.settleHome(place)))
-        // A database that cannot be reached now is looked at again next time.
-        first.catch(() => (settled = undefined))
-        const held = await first
-        if (held) fastify.log.warn({ mail: { held } }, 'mail and webhooks are held')
-        return held
-      }
-      await settled
-      return fastify.mailboxes.held()
+      if (settled) return fastify.mailboxes.held()
+      const held = await fastify.mailboxes.settleHome(await fastify.database.place())
+      settled = true
+      if (held) fastify.log.warn({ mail: { held } }, 'mail and webhooks are held')
+      return held
     })
   },
   { name: 'mail-home', fastify: '5.x', dependencies: ['discussion-stores'] },

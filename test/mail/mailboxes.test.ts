@@ -3,6 +3,7 @@ import { buildTestApp } from '../fixtures/app.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { dovecot } from '../fixtures/dovecot.ts'
 import { mailServer } from '../fixtures/mail.ts'
+import { logCapture } from '../fixtures/log.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The sites' mailboxes on the command line (cli/mailboxes.ts), on the engine the suite runs on.
@@ -102,15 +103,24 @@ t.test('mail status, hold and resume: the first look makes a database the home o
   t.match((await cli.run(['mail', 'status'])).stdout, /^held: this database is a copy \(restored or copied from the one where mail was at home, \d{4}-\d\d-\d\d\): mail is not fetched and mail and webhooks are not sent here until an operator runs service-desk mail resume\n$/)
 })
 
-t.test("where mail is at home, in the store: the first place to look; elsewhere held, and said once", async (t) => {
-  const { app } = await buildTestApp(t)
+t.test("where mail is at home: the first place to look; elsewhere held, said in the log at the first look, and nothing sent", async (t) => {
+  const copy = await buildTestApp(t, { logStream: logCapture().stream, config: { logLevel: 'warn' } })
+  const log = logCapture()
+  const { app: copied } = await buildTestApp(t, { logStream: log.stream, config: { logLevel: 'warn' } })
+  // As a copy finds it: the record names another place, and this process has not looked yet.
+  await copied.mailboxes.setHome('sqlite:/srv/elsewhere/service.db', null)
+  t.match(await copied.mailHeld(), /^this database is a copy/)
+  t.equal(await copied.sendOutbox(), 0)
+  t.match(log.entries(), [{ msg: 'mail and webhooks are held', mail: { held: /^this database is a copy/ } }])
+  const { app } = copy
   t.equal(await app.mailboxes.held(), null, 'nothing looked yet: nothing held')
-  t.equal(await app.mailboxes.settleHome('sqlite:/a'), null)
-  t.equal(await app.mailboxes.settleHome('sqlite:/a'), null, 'the same place: at home')
+  t.equal(await app.mailHeld(), null, 'a database nobody looked at: at home at the first look')
+  const here = await app.database.place()
+  t.equal(await app.mailboxes.settleHome(here), null, 'the same place: at home')
   const held = await app.mailboxes.settleHome('sqlite:/b')
   t.match(held, /^this database is a copy/)
   t.equal(await app.mailboxes.settleHome('sqlite:/c'), held, 'held once, with its first reason')
-  t.equal(await app.mailboxes.settleHome('sqlite:/a'), held, 'and the old place does not free it: only resume does')
+  t.equal(await app.mailboxes.settleHome(here), held, 'and the old place does not free it: only resume does')
   await app.mailboxes.setHome('sqlite:/b', null)
   t.equal(await app.mailboxes.settleHome('sqlite:/b'), null)
   t.equal(await app.mailboxes.held(), null)
