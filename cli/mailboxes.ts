@@ -128,7 +128,7 @@ export const mailboxCommands: Command[] = [
       summary: 'Stop fetching mail and sending mail and webhooks from this database (what is queued waits) until `mail resume`.',
     },
     async ({ engine, mailboxes }, _args, values, io) => {
-      const reason = typeof values.reason === 'string' && values.reason.trim() !== '' ? values.reason.trim().slice(0, 300) : 'held by an operator (service-desk mail hold)'
+      const reason = String(values.reason ?? '').trim().slice(0, 300) || 'held by an operator (service-desk mail hold)'
       await mailboxes.setHome(await engine.place(), reason)
       io.stdout(`held: ${reason}\n`)
     },

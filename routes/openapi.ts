@@ -26,6 +26,7 @@ import {
 import { ChoiceBody, Credential, CredentialList, Policy, PolicyAnswer, PolicyChange, Revocation, Revoked } from './api/administration.ts'
 import { PostFiles, UploadForm, UploadListing, UploadResource } from './api/files.ts'
 import { MailboxListing, MailboxResource, NewMailbox } from './api/mailboxes.ts'
+import { NewParticipant, ParticipantListing, ParticipantResource } from './api/discussions/participants.ts'
 import { NewSavedReply, SavedReplyChange, SavedReplyListing, SavedReplyResource } from './api/saved-replies.ts'
 import { DeliveryListing, DeliveryResource, NewWebhook, Queued, WebhookChange, WebhookListing, WebhookResource, WebhookWithSecret } from './api/webhooks.ts'
 import { TEST_EVENT } from '../db/stores/webhooks.ts'
@@ -101,6 +102,9 @@ export const NAMED_SCHEMAS = {
   WebhookDelivery: DeliveryResource,
   WebhookDeliveryListing: DeliveryListing,
   QueuedEvent: Queued,
+  Participant: ParticipantResource,
+  ParticipantListing,
+  NewParticipant,
   SavedReply: SavedReplyResource,
   SavedReplyListing,
   NewSavedReply,

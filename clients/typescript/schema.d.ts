@@ -1433,7 +1433,7 @@ export interface components {
                 passed_over: string | null;
                 /** @description Messages taken in since midnight (UTC). */
                 taken_today: number;
-                /** @description Until when the process fetching its IMAP mailbox holds it (renewed at each look); a process that stopped without letting go holds it until then, unless it was on the machine of the next one to look. Null: no process holds it. */
+                /** @description Until when the process fetching its IMAP mailbox holds it (renewed at each look); a process that stopped without letting go holds it until then, unless it was on the machine of the next one to look. A time past: its holder stopped, and the next look takes it. Null: no process holds it. */
                 fetched_until: string | null;
             };
             /** Format: date-time */
@@ -1549,6 +1549,26 @@ export interface components {
         QueuedEvent: {
             /** @description The webhook-id of the event queued. */
             event_id: string;
+        };
+        Participant: {
+            email: string;
+            name: string | null;
+            /**
+             * @description mail: a customer's mail copied them (its Cc, or its To besides the mailbox); team: a supporter added them.
+             * @enum {unknown}
+             */
+            added_by: "mail" | "team";
+            /** Format: date-time */
+            added_at: string;
+        };
+        ParticipantListing: {
+            participants: components["schemas"]["Participant"][];
+        };
+        NewParticipant: {
+            /** @description Their address. */
+            email: string;
+            /** @description Their name, for the mail. */
+            name?: string;
         };
         SavedReply: {
             id: number;
@@ -9395,32 +9415,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        participants: {
-                            email: string;
-                            name: string | null;
-                            /**
-                             * @description mail: a customer's mail copied them (its Cc, or its To besides the mailbox); team: a supporter added them.
-                             * @enum {unknown}
-                             */
-                            added_by: "mail" | "team";
-                            /** Format: date-time */
-                            added_at: string;
-                        }[];
-                    };
-                    "application/json": {
-                        participants: {
-                            email: string;
-                            name: string | null;
-                            /**
-                             * @description mail: a customer's mail copied them (its Cc, or its To besides the mailbox); team: a supporter added them.
-                             * @enum {unknown}
-                             */
-                            added_by: "mail" | "team";
-                            /** Format: date-time */
-                            added_at: string;
-                        }[];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["ParticipantListing"];
+                    "application/json": components["schemas"]["ParticipantListing"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -9576,18 +9572,8 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Their address. */
-                    email: string;
-                    /** @description Their name, for the mail. */
-                    name?: string;
-                };
-                "application/vnd.service-v1+json": {
-                    /** @description Their address. */
-                    email: string;
-                    /** @description Their name, for the mail. */
-                    name?: string;
-                };
+                "application/json": components["schemas"]["NewParticipant"];
+                "application/vnd.service-v1+json": components["schemas"]["NewParticipant"];
             };
         };
         responses: {
@@ -9609,28 +9595,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        email: string;
-                        name: string | null;
-                        /**
-                         * @description mail: a customer's mail copied them (its Cc, or its To besides the mailbox); team: a supporter added them.
-                         * @enum {unknown}
-                         */
-                        added_by: "mail" | "team";
-                        /** Format: date-time */
-                        added_at: string;
-                    };
-                    "application/json": {
-                        email: string;
-                        name: string | null;
-                        /**
-                         * @description mail: a customer's mail copied them (its Cc, or its To besides the mailbox); team: a supporter added them.
-                         * @enum {unknown}
-                         */
-                        added_by: "mail" | "team";
-                        /** Format: date-time */
-                        added_at: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["Participant"];
+                    "application/json": components["schemas"]["Participant"];
                 };
             };
             /** @description Default Response */
@@ -9651,28 +9617,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        email: string;
-                        name: string | null;
-                        /**
-                         * @description mail: a customer's mail copied them (its Cc, or its To besides the mailbox); team: a supporter added them.
-                         * @enum {unknown}
-                         */
-                        added_by: "mail" | "team";
-                        /** Format: date-time */
-                        added_at: string;
-                    };
-                    "application/json": {
-                        email: string;
-                        name: string | null;
-                        /**
-                         * @description mail: a customer's mail copied them (its Cc, or its To besides the mailbox); team: a supporter added them.
-                         * @enum {unknown}
-                         */
-                        added_by: "mail" | "team";
-                        /** Format: date-time */
-                        added_at: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["Participant"];
+                    "application/json": components["schemas"]["Participant"];
                 };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
@@ -9918,32 +9864,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        participants: {
-                            email: string;
-                            name: string | null;
-                            /**
-                             * @description mail: a customer's mail copied them (its Cc, or its To besides the mailbox); team: a supporter added them.
-                             * @enum {unknown}
-                             */
-                            added_by: "mail" | "team";
-                            /** Format: date-time */
-                            added_at: string;
-                        }[];
-                    };
-                    "application/json": {
-                        participants: {
-                            email: string;
-                            name: string | null;
-                            /**
-                             * @description mail: a customer's mail copied them (its Cc, or its To besides the mailbox); team: a supporter added them.
-                             * @enum {unknown}
-                             */
-                            added_by: "mail" | "team";
-                            /** Format: date-time */
-                            added_at: string;
-                        }[];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["ParticipantListing"];
+                    "application/json": components["schemas"]["ParticipantListing"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */

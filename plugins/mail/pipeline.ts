@@ -145,11 +145,10 @@ async function firstCategory(stores: EngineStores, clock: Clock, siteId: number)
 async function replyTagOf(pipeline: Pipeline, siteId: number, parsed: ParsedMail): Promise<ReplyTag | undefined> {
   const header = headerOf(parsed)
   const texts = ['to', 'cc', 'delivered-to', 'x-original-to'].map(header).filter((text): text is string => text !== undefined)
-  for (const address of replyAddressesIn(texts)) {
-    const tag = readReplyAddress(pipeline.box.digest, address)
-    if (tag && (await pipeline.mailboxes.reaches(tag.mailbox))?.siteId === siteId) return tag
-  }
-  return undefined
+  const candidates = replyAddressesIn(texts)
+  if (candidates.length === 0) return undefined
+  const ours = new Set((await pipeline.mailboxes.listMailboxes(siteId)).map((mailbox) => mailbox.address))
+  return candidates.map((address) => readReplyAddress(pipeline.box.digest, address)).find((tag) => tag && ours.has(tag.mailbox))
 }
 
 /** A discussion that is not there (a reply address or a notification naming a number the site never had) is none. */

@@ -26,7 +26,7 @@ export const MailboxResource = Type.Object({
       last_error: Nullable(Type.String(), 'What went wrong at the last fetch, in words; null: nothing.'),
       passed_over: Nullable(Type.String(), 'The last message passed over and left unread in the IMAP mailbox (it cannot be read, names no sender, or is too large): when, its UID and why; null: none.'),
       taken_today: Type.Integer({ description: 'Messages taken in since midnight (UTC).' }),
-      fetched_until: Nullable(Type.String({ format: 'date-time' }), 'Until when the process fetching its IMAP mailbox holds it (renewed at each look); a process that stopped without letting go holds it until then, unless it was on the machine of the next one to look. Null: no process holds it.'),
+      fetched_until: Nullable(Type.String({ format: 'date-time' }), 'Until when the process fetching its IMAP mailbox holds it (renewed at each look); a process that stopped without letting go holds it until then, unless it was on the machine of the next one to look. A time past: its holder stopped, and the next look takes it. Null: no process holds it.'),
     },
     { description: 'How its mail is arriving.' },
   ),
@@ -65,7 +65,7 @@ async function view(fastify: FastifyInstance, permalink: string, mailbox: Mailbo
     imap: imap && shownImap(imap),
     smtp: smtp && shownSmtp(smtp),
     acknowledge: mailbox.acknowledge,
-    state: { last_fetch_at: mailbox.lastFetchAt && moment(mailbox.lastFetchAt), last_error: mailbox.lastError, passed_over: mailbox.passedOver, taken_today: takenToday.get(mailbox.id) ?? 0, fetched_until: mailbox.leaseUntil && mailbox.leaseUntil.getTime() > fastify.clock() ? moment(mailbox.leaseUntil) : null },
+    state: { last_fetch_at: mailbox.lastFetchAt && moment(mailbox.lastFetchAt), last_error: mailbox.lastError, passed_over: mailbox.passedOver, taken_today: takenToday.get(mailbox.id) ?? 0, fetched_until: mailbox.leaseUntil && moment(mailbox.leaseUntil) },
     created_at: moment(mailbox.createdAt),
     href: `${fastify.urls.site(permalink)}/mailboxes/${encodeURIComponent(mailbox.address)}`,
   }

@@ -26,7 +26,8 @@ const adminMailRoutes: FastifyPluginAsync = async (fastify) => {
     const { categories: choices } = await categories.list(site.id, 0, CATEGORIES_SHOWN)
     const rows = (await describeMailboxes(fastify, site)).map((m) => ({
       ...m,
-      category: choices.find((c) => c.id === m.category_id)?.name ?? "the site's first (none yet)",
+      // A mailbox added before the site had a category has none: its mail goes to the first one made.
+      category: choices.find((c) => c.id === m.category_id)?.name ?? "the site's first, once it has one",
       lastFetch: m.state.last_fetch_at ? shownMoment(new Date(m.state.last_fetch_at)) : m.imap ? 'not yet' : '—',
       plainText: m.imap?.startsWith('imap://') ?? false,
       fetchedUntil: m.state.fetched_until && shownMoment(new Date(m.state.fetched_until)),

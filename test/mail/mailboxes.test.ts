@@ -98,6 +98,12 @@ t.test('mail status, hold and resume: the first look makes a database the home o
   t.same(await cli.run(['mail', 'hold', '--reason', 'moving to a new server']), { code: 0, stdout: 'held: moving to a new server\n', stderr: '' })
   t.equal((await cli.run(['mail', 'status'])).stdout, 'held: moving to a new server\n')
   t.equal((await cli.run(['mail', 'resume'])).stdout, 'mail and webhooks go from this database: fetched and sent within seconds by the running service\n')
+  t.equal((await cli.run(['mail', 'hold'])).stdout, 'held: held by an operator (service-desk mail hold)\n', 'without a reason, the default one')
+  await cli.run(['mail', 'resume'])
+  // A site without a category: its mailbox's mail goes to the first one made.
+  await cli.write("DELETE FROM categories WHERE site_id = (SELECT id FROM sites WHERE permalink = 'acme')")
+  t.match((await cli.run(['mailbox', 'add', 'acme', 'help@acme.example'])).stdout, /^mailbox help@acme\.example added to acme; /)
+  t.match((await cli.run(['mailbox', 'list', 'acme'])).stdout, /^help@acme\.example\tfirst category\treceiver/)
   // As a restored backup or a copy finds it: at home at another place.
   await cli.write(`UPDATE mail_home SET place = 'sqlite:/srv/elsewhere/service.db'`)
   t.match((await cli.run(['mail', 'status'])).stdout, /^held: this database is a copy \(restored or copied from the one where mail was at home, \d{4}-\d\d-\d\d\): mail is not fetched and mail and webhooks are not sent here until an operator runs service-desk mail resume\n$/)

@@ -35,7 +35,7 @@ async function desk(t: Test) {
 }
 
 t.test("a customer's Cc and To join the discussion: each reply copies them, and their answers join it; a stranger's do not", async (t) => {
-  const { customerSends, sends, json, sent } = await desk(t)
+  const { app, customerSends, sends, json, sent } = await desk(t)
   await customerSends({
     subject: 'Invoice 1042',
     messageId: '<invoice@customer.example>',
@@ -72,6 +72,26 @@ t.test("a customer's Cc and To join the discussion: each reply copies them, and 
     "a participant's copies join; a stranger's do not",
   )
   t.equal((await sent()).length, 0, 'neither answer is mailed to anyone')
+
+  // The discussion's page lists them, and says how each joined.
+  const pat = await personWithPassword(app, { email: 'pat@example.test' })
+  const web = webClient(app)
+  await web.signIn(pat.email, pat.password)
+  t.match((await web.get('/demo/discussions/1')).body, /data-participant="boss@customer\.example">Boss, Big &lt;boss@customer\.example&gt; <span class="muted">\(copied on the customer&#39;s mail\)/)
+  t.equal((await web.post('/demo/discussions/99/participants', { email: 'x@customer.example' })).statusCode, 404)
+
+  // The database away while a thread is looked up: the sender is asked to try again, nothing taken.
+  const get = app.discussions.get
+  app.discussions.get = async () => {
+    throw new Error('the database is away')
+  }
+  const refused = await sends({ from: 'boss@customer.example', to: 'support@acme.example', subject: 'Re: x', inReplyTo: out!.mail.messageId, text: 'Again.' }).then(
+    () => undefined,
+    (error: { responseCode: number }) => error,
+  )
+  t.match(refused, { responseCode: 451 })
+  app.discussions.get = get
+  t.equal((await json('GET', '/demo/discussions/1')).comments.length, 4)
 })
 
 t.test('the team adds and removes participants through the API and the page; the refusals say why', async (t) => {

@@ -11,14 +11,14 @@ import { moment } from './views.ts'
 // replies copy by mail besides its customer, the people a customer's mail copied and those the
 // team added. The support staff read and change them (the API is theirs alone).
 
-const ParticipantResource = Type.Object({
+export const ParticipantResource = Type.Object({
   email: Type.String(),
   name: Type.Union([Type.String(), Type.Null()]),
   added_by: Type.Enum(participantSources, { description: "mail: a customer's mail copied them (its Cc, or its To besides the mailbox); team: a supporter added them." }),
   added_at: Type.String({ format: 'date-time' }),
 })
-const ParticipantList = Type.Object({ participants: Type.Array(ParticipantResource) })
-const NewParticipant = Type.Object({
+export const ParticipantListing = Type.Object({ participants: Type.Array(ParticipantResource) })
+export const NewParticipant = Type.Object({
   email: Type.String({ minLength: 3, maxLength: 254, description: 'Their address.' }),
   name: Type.Optional(Type.String({ maxLength: 200, description: 'Their name, for the mail.' })),
 })
@@ -29,7 +29,7 @@ const view = (p: Participant): Static<typeof ParticipantResource> => ({ email: p
 const participantRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { discussions, mailboxes }) => {
   fastify.get(
     '/:site/discussions/:number/participants',
-    { schema: { tags, operationId: 'listParticipants', summary: "Whom the discussion's public replies copy by mail, besides its customer", params: NumberParams, response: { 200: ParticipantList, 404: writeErrorResponses[404] } } },
+    { schema: { tags, operationId: 'listParticipants', summary: "Whom the discussion's public replies copy by mail, besides its customer", params: NumberParams, response: { 200: ParticipantListing, 404: writeErrorResponses[404] } } },
     async (request) => {
       const d = await discussions.get(request.auth!.site.id, request.params.number)
       return { participants: (await mailboxes.participants(d.id)).map(view) }
