@@ -38,6 +38,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Sends what is due now (the background loop runs it; tests call it). */
     sendOutbox(): Promise<number>
+    /** The most a reply's files may add up to and go attached (SERVICE_MAIL_ATTACHMENTS_MB); past it, as links. */
+    mailAttachBytes: number
   }
 }
 
@@ -239,6 +241,7 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
     }
 
     fastify.decorate('sendOutbox', sendOutbox)
+    fastify.decorate('mailAttachBytes', attachBytes)
     // SERVICE_OUTBOX_SEND=off: another process sends; this one only queues.
     if (!send) return
     repeatInBackground(fastify, { firstAfterMs, everyMs }, async () => {

@@ -110,7 +110,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
           href: `${base(request)}/discussions/${d.number}`,
         },
         comments: comments.map((c) => ({
-          ...pageExtras(extras(c), base(request)),
+          ...pageExtras(extras(c), base(request), fastify.mailAttachBytes),
           number: c.number,
           body: c.body,
           internal: c.internal,
@@ -287,10 +287,12 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
 }
 
 /** A comment's files, mail and sender verdict as its page shows them. */
-function pageExtras({ attachments = [], delivery, mail }: CommentExtras, base: string) {
+function pageExtras({ attachments = [], delivery, mail }: CommentExtras, base: string, attachBytes: number) {
+  // The sender's rule (plugins/mail/sender.ts): past the limit, a reply's files go as links.
+  const linked = attachments.reduce((sum, a) => sum + a.size, 0) > attachBytes
   return {
     files: attachments.map((a) => ({ name: a.name, size: shownSize(a.size), href: `${base}/files/${a.id}`, image: shownInline(a.name, a.contentType) })),
-    delivery: delivery ? deliveryLine(delivery) : null,
+    delivery: delivery ? `${deliveryLine(delivery)}${linked ? `; its files as links, more than a mail carries (${shownSize(attachBytes)})` : ''}` : null,
     notVerified: mail?.verified === false,
   }
 }

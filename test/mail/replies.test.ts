@@ -50,6 +50,13 @@ t.test("a reply's files go with its mail, byte for byte; past the operator's lim
   const big = [await upload('scan.bin', randomBytes(250 * 1024)), await upload('notes.txt', Buffer.from('line\n'.repeat(30_000)))]
   await api('POST', '/demo/discussions/1/comments', { body: 'Too big to attach.', uploads: big.map((f) => f.id) })
   t.equal(await app.sendOutbox(), 1)
+  // The page says so, as the mail does.
+  const pat = await personWithPassword(app, { email: 'pat@example.test' })
+  const web = webClient(app)
+  await web.signIn(pat.email, pat.password)
+  const page = (await web.get('/demo/discussions/1')).body
+  t.match(page, 'Mailed to carol@customer.example: sent; its files as links, more than a mail carries (300 KB)')
+  t.equal(page.match(/its files as links/g)?.length, 1, 'the reply whose files went attached says nothing of links')
   const linked = await simpleParser(smtp.mails[1]!.raw)
   t.same(linked.attachments, [], 'nothing attached')
   t.equal(
@@ -62,6 +69,19 @@ t.test("a reply's files go with its mail, byte for byte; past the operator's lim
       `- notes.txt (146.5 KB): https://help.example.test/demo/help/files/${big[1]!.id}`,
     ].join('\n'),
   )
+})
+
+t.test("an odd file name goes into the mail's headers encoded, never as words of a header of its own", async (t) => {
+  const { app, smtp, customerSends, api, upload } = await desk(t)
+  await customerSends({ subject: 'Odd', messageId: '<odd@customer.example>', text: 'A name?' })
+  const file = await upload('Rechnung "März"; filename=evil.exe — 𝒳 ü.pdf', Buffer.from('%PDF-1.4\n'))
+  await api('POST', '/demo/discussions/1/comments', { body: 'Odd name.', uploads: [file.id] })
+  t.equal(await app.sendOutbox(), 1)
+  const raw = smtp.mails[0]!.raw
+  t.notMatch(raw, /filename="?evil\.exe/, 'no second filename parameter')
+  const mail = await simpleParser(raw)
+  t.equal(mail.attachments.length, 1)
+  t.equal(mail.attachments[0]!.filename, file.name, 'the name as the upload kept it, read back whole')
 })
 
 t.test("the supporter's reply reaches the customer, threaded; the customer's answer to it lands in the same discussion", async (t) => {
