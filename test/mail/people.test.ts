@@ -179,6 +179,15 @@ t.test('a supporter answers the mail about a discussion: a reply, #note a note; 
   t.same(mailed.map((m) => m.rcpt.sort()), [['boss@customer.example', 'carol@customer.example']], "Bob's reply reaches the customer and the Cc")
   t.equal(mailed[0]!.mail.text?.split('\n\n-- ')[0], 'Unplug it, we are on our way.', 'without the quoted notification')
 
+  // The mail of a discussion given to him is answered the same way.
+  await json('POST', `/demo/discussions/1/assign?to=${bob.user.id}`)
+  const [given] = await sent()
+  t.equal(given!.mail.subject, '[Site demo] #1 is yours: Printer on fire')
+  t.equal((given!.mail.replyTo as { value: Array<{ address: string }> }).value[0]!.address, replyTo, 'his reply address for #1')
+  await sends({ from: 'bob@example.test', to: replyTo, subject: `Re: ${given!.mail.subject}`, inReplyTo: given!.mail.messageId, text: 'Mine now: on my way.' })
+  t.match((await json('GET', '/demo/discussions/1')).comments[3], { body: 'Mine now: on my way.', author_email: 'bob@example.test', user_is_supporter: true, internal: false })
+  t.same((await sent()).map((m) => m.rcpt.sort()), [['boss@customer.example', 'carol@customer.example']])
+
   // Answered to the mailbox itself (no reply address): a note on #1, never a new discussion.
   await sends({ from: 'bob@example.test', to: 'support@acme.example', subject: `Re: ${notice.subject}`, inReplyTo: notice.messageId, text: 'Sent to the wrong address.' })
   // Bob's reply address used by someone else, one altered, and an out-of-office: none speaks for Bob.
@@ -197,7 +206,7 @@ t.test('a supporter answers the mail about a discussion: a reply, #note a note; 
   t.match((await app.discussions.get(otherSite.id, 1)).title, 'w')
   await answer('I am away until Monday.', { headers: { 'Auto-Submitted': 'auto-replied' } })
   const after = await json('GET', '/demo/discussions/1')
-  const last = after.comments.slice(3)
+  const last = after.comments.slice(4)
   t.match(last, [
     { body: /^Sent to the wrong address\.[\s\S]*Sent from the address of a member of the team/, internal: true },
     { author_email: 'eve@elsewhere.example', internal: true, body: /who is not this discussion's customer/ },
@@ -206,7 +215,7 @@ t.test('a supporter answers the mail about a discussion: a reply, #note a note; 
   t.equal(last.length, 3, 'the altered addresses thread nowhere')
   const discussions = await json('GET', '/demo/discussions')
   t.same(discussions.discussions.map((d: { title: string }) => d.title).sort(), ['Printer on fire', 'w', 'y', 'z'], "each is mail to the mailbox: a discussion of its own, on the customer's side")
-  t.same((await sent()).length, 0, 'nothing of these is mailed to the customer')
+  t.same((await sent()).map((m) => m.rcpt), [['bob@example.test']], "nothing of these reaches the customer: only Bob hears, of Eve's note on the discussion he owns")
 
   // Bob leaves the team: his reply address says nothing any more.
   await app.users.removeStaff(ann.site.id, bob.user.id)
