@@ -161,13 +161,13 @@ export function buildApp(options: AppOptions) {
   app.register(fileSweep)
   // The search index of the discussions from before it, in batches (plugins/search-backfill.ts).
   app.register(searchBackfill)
+  // Where mail and webhooks are at home: a restored or copied database holds them until resumed.
+  app.register(mailHome)
   // Mail, when SERVICE_SMTP_URL is set; then mails 7 days and 1 day before a personal token expires.
   app.register(mail, { settings: config.mail })
   app.register(expiryNotices)
   // Webhooks out: a row of the outbox posted to its endpoint, signed, under its lease.
   app.register(webhookDelivery, { ...config.webhooks, ...options.webhookDelivery })
-  // Where mail and webhooks are at home: a restored or copied database holds them until resumed.
-  app.register(mailHome)
   // The outbox's sender: mail (replies to discussions that came by mail) through that mailer, and webhooks.
   app.register(mailSender, {
     send: config.outboxSend ?? true,

@@ -99,11 +99,12 @@ export const mailboxCommands: Command[] = [
       words: ['mail', 'status'],
       args: [],
       usage: 'mail status',
-      summary: 'Whether this database fetches mail and sends mail and webhooks, or holds them and why (a restored or copied database holds them).',
+      summary: 'Whether this database fetches mail and sends mail and webhooks, or holds them and why (a restored or copied database holds them); it changes nothing.',
       atomic: false,
     },
     async ({ engine, mailboxes }, _args, _values, io) => {
-      const held = await mailboxes.settleHome(await engine.place())
+      // Read only: run where the service does not (a bind mount's other path, say), it holds nothing.
+      const held = await mailboxes.heldAt(await engine.place())
       io.stdout(held ? `held: ${held}\n` : 'mail and webhooks go from this database\n')
     },
   ),

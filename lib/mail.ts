@@ -30,10 +30,13 @@ export function automaticReason(header: HeaderLookup, contentType = ''): string 
 /** An address as the service compares it: trimmed and lower-cased. */
 export const normalAddress = (address: string) => address.trim().toLowerCase()
 
-/** An address without its `+tag` (`support+r1-2-x@example.com` is `support@example.com`): where subaddressed mail is delivered (RFC 5233). */
+/**
+ * An address without its last `+tag` (`support+r-1-2-x@example.com` is `support@example.com`, and
+ * `team+help+r-1-2-x@` is `team+help@`): where subaddressed mail is delivered (RFC 5233).
+ */
 export function untagged(address: string): string {
   const at = address.lastIndexOf('@')
-  const plus = address.indexOf('+')
+  const plus = address.lastIndexOf('+', at)
   return plus < 0 || plus > at ? address : `${address.slice(0, plus)}${address.slice(at)}`
 }
 
@@ -74,6 +77,14 @@ const HISTORY = [
  * text when that would leave nothing.
  */
 export function newPart(text: string): string {
+  return cutHistory(text) || text.trim()
+}
+
+/** Whether a reply says anything above what it quotes (newPart would otherwise fall back to the whole text). */
+export const hasNewText = (text: string): boolean => cutHistory(text) !== ''
+
+/** A reply's text without its quoted history and signature; empty when nothing else is left. */
+function cutHistory(text: string): string {
   let cut = text.replace(/\r\n/g, '\n')
   for (const marker of HISTORY) {
     const found = marker.exec(cut)
@@ -83,7 +94,7 @@ export function newPart(text: string): string {
   while (lines.length > 0 && (/^\s*>/.test(lines.at(-1)!) || lines.at(-1)!.trim() === '')) lines.pop()
   const signature = lines.findIndex((line) => line === '-- ' || line === '--')
   const kept = (signature >= 0 ? lines.slice(0, signature) : lines).join('\n').trimEnd()
-  return kept.trim() === '' ? text.trim() : kept
+  return kept.trim() === '' ? '' : kept
 }
 
 /** An IMAP mailbox the service fetches a site's mail from (plugins/mail/fetcher.ts). */

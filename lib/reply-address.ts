@@ -32,7 +32,7 @@ export function replyAddress(digest: Digest, tag: ReplyTag): string {
   return `${tag.mailbox.slice(0, at)}+${tagOf(digest, tag)}${tag.mailbox.slice(at)}`
 }
 
-const SHAPE = new RegExp(`^([^+@\\s]+)\\+r-([0-9a-z]{1,11})-([0-9a-z]{1,11})-([0-9a-f]{${DIGEST_CHARS}})(@[^@\\s]+)$`)
+const SHAPE = new RegExp(`^([^@\\s]+)\\+r-([0-9a-z]{1,11})-([0-9a-z]{1,11})-([0-9a-f]{${DIGEST_CHARS}})(@[^@\\s]+)$`)
 
 /** What a reply address names, when it is one the digest made; undefined for any other address (a forged or altered one). */
 export function readReplyAddress(digest: Digest, address: string): ReplyTag | undefined {

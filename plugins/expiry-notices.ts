@@ -47,9 +47,9 @@ export default fp(
   async (fastify) => {
     const { tokens, urls, log, mail } = fastify
 
-    /** Sends the notices due now; answers how many mails went. */
+    /** Sends the notices due now; answers how many mails went. None while mail is held here (plugins/mail/home.ts): they wait, unclaimed. */
     async function sendDue(): Promise<number> {
-      if (!mail.enabled) return 0
+      if (!mail.enabled || (await fastify.mailHeld())) return 0
       let sent = 0
       for (const kind of KINDS) {
         for (const notice of await tokens.claimExpiryNotices(kind)) {
@@ -74,5 +74,5 @@ export default fp(
       await sendDue().catch((error: unknown) => log.warn({ err: error }, 'could not look for token expiry notices'))
     })
   },
-  { name: 'expiry-notices', fastify: '5.x', dependencies: ['config', 'token-store', 'mail'] },
+  { name: 'expiry-notices', fastify: '5.x', dependencies: ['config', 'token-store', 'mail', 'mail-home'] },
 )

@@ -4,8 +4,9 @@ import type { Clock } from '../../lib/clock.ts'
 import { isMailAddress, isSmtpUrl, normalAddress, untagged, type ImapSettings } from '../../lib/mail.ts'
 import type { ParticipantSource } from '../values.ts'
 
-/** A day as the held reason names it. */
-const shownDay = (at: Date) => at.toISOString().slice(0, 10)
+/** Why a copy holds mail and webhooks, found on the day `at`. */
+const copyHeld = (at: Date) =>
+  `this database is a copy (restored or copied from the one where mail was at home, ${at.toISOString().slice(0, 10)}): mail is not fetched and mail and webhooks are not sent here until an operator runs service-desk mail resume`
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { StoreError } from './errors.ts'
 import { isStaffRole } from './staff.ts'
@@ -260,7 +261,7 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
       await db.insert(mailHome).values({ id: 1, place, held: null, changedAt }).onConflictDoNothing()
       const row = (await home())!
       if (row.place === place || row.held !== null) return row.held
-      const held = `this database is a copy (restored or copied from the one where mail was at home, ${shownDay(changedAt)}): mail is not fetched and mail and webhooks are not sent here until an operator runs service-desk mail resume`
+      const held = copyHeld(changedAt)
       await db.update(mailHome).set({ held, changedAt }).where(and(eq(mailHome.id, 1), isNull(mailHome.held)))
       return (await home())!.held
     },
@@ -268,6 +269,12 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
     /** Why mail and webhooks are held on this database, or null when they go. */
     async held(): Promise<string | null> {
       return (await home())?.held ?? null
+    },
+
+    /** What a process at `place` would find (settleHome), without writing: why mail would be held there, or null. */
+    async heldAt(place: string): Promise<string | null> {
+      const row = await home()
+      return !row || row.place === place || row.held !== null ? (row?.held ?? null) : copyHeld(new Date(clock()))
     },
 
     /** Mail and webhooks go from `place` on (`mail resume`), or wait for the reason given (`mail hold`). */

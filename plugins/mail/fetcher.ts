@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { readlinkSync } from 'node:fs'
 import { hostname } from 'node:os'
 import fp from 'fastify-plugin'
 import type { ImapFlow } from 'imapflow'
@@ -33,11 +34,26 @@ declare module 'fastify' {
 const loadPipeline = () => import('./pipeline.ts')
 
 /**
- * Whether a lease's holder (`host/pid/…`) is a process of this machine that is no more: same host
- * name, another pid, and no process of that pid (a signal 0 finds none). A pid taken again by
- * another process looks alive: the lease then runs out as for a holder on another machine.
+ * This machine as a lease names it: its host name and, on Linux, its PID namespace, so that two
+ * containers sharing a host name (`--network host`, or one `hostname:`) are not one machine whose
+ * processes each could look for in the other's.
  */
-export function holderIsGone(holder: string, host = hostname(), ownPid = process.pid): boolean {
+export function machineName(): string {
+  let namespace = ''
+  try {
+    namespace = readlinkSync('/proc/self/ns/pid').replace(/\D/g, '')
+  } catch {
+    // Not Linux: the host name alone.
+  }
+  return namespace === '' ? hostname() : `${hostname()}:${namespace}`
+}
+
+/**
+ * Whether a lease's holder (`machine/pid/…`) is a process of this machine that is no more: the
+ * same machine (machineName), another pid, and no process of that pid (a signal 0 finds none). A
+ * pid taken again by another process looks alive: the lease then runs out as for a holder elsewhere.
+ */
+export function holderIsGone(holder: string, host = machineName(), ownPid = process.pid): boolean {
   const [holderHost, pid] = holder.split('/')
   if (holderHost !== host || !/^\d{1,10}$/.test(pid ?? '') || Number(pid) === ownPid) return false
   try {
@@ -54,7 +70,7 @@ const LEFT_UNREAD = new Set<Outcome['kind']>(['refused', 'later'])
 export default fp<{ everyMs?: number; limits: FileLimits }>(
   async (fastify, { everyMs = FETCH_EVERY_MS, limits }) => {
     const { mailboxes } = fastify
-    const owner = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`
+    const owner = `${machineName()}/${process.pid}/${randomBytes(4).toString('hex')}`
     // A lease outlives three looks, so a live process always renews it in time.
     const leaseMs = 3 * everyMs
     const workers = new Map<number, Promise<void>>()

@@ -10,7 +10,7 @@ import type { Mailbox, MailStore } from '../../db/stores/mail.ts'
 import type { OutboxStore } from '../../db/stores/outbox.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { cleanFileName, shownSize, type FileLimits } from '../../lib/files.ts'
-import { automaticReason, newPart, titleOf } from '../../lib/mail.ts'
+import { automaticReason, hasNewText, newPart, titleOf } from '../../lib/mail.ts'
 import { notifiedAbout, noteMarked, readReplyAddress, replyAddressesIn, type ReplyTag } from '../../lib/reply-address.ts'
 import { withoutNul } from '../../lib/nul.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
@@ -249,8 +249,14 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
     // the staff and this sender only, whatever the discussion's visibility.
     if (raw.length <= ORIGINAL_KEPT_BYTES) await keep('original-message.eml', raw, true)
     else await keep('original-message.txt', Buffer.from(withoutNul(parsed.text ?? '')), true)
-    // A supporter's answer is their reply, or with the marker their internal note (lib/reply-address.ts).
-    const answer = supporter ? noteMarked(commentText(parsed, isReply, notes)) : { internal, body: commentText(parsed, isReply, notes) }
+    // A supporter's answer is their reply, or with the marker their internal note (lib/reply-address.ts);
+    // one with nothing new above what it quotes (an image only, an answer under the quote) is a note:
+    // what it quotes may be an internal note, never to be mailed to the customer.
+    const answer = !supporter
+      ? { internal, body: commentText(parsed, isReply, notes) }
+      : hasNewText(withoutNul(parsed.text ?? ''))
+        ? noteMarked(commentText(parsed, isReply, notes))
+        : { internal: true, body: commentText(parsed, false, ['[Nothing new was found above the quoted mail: kept whole as an internal note, mailed to no one.]']) }
     const body = answer.body
     const outcome = await database.atomic(async (stores) => {
       const inside = stores.discussions(clock, box, events)
@@ -267,8 +273,8 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
           })
       const mail = stores.mail(clock, box)
       // Whom a person's mail copied joins the discussion: the team's replies copy them. Never what a
-      // machine, a staff address or a stranger to the thread copied.
-      if (automatic === null && !customer.staff && !stranger) await mail.addParticipants({ siteId, id: made.discussion.id, authorEmail: made.discussion.authorEmail }, copiedOn(parsed, from.address), 'mail')
+      // machine, a staff address, a stranger to the thread or a mail failing DMARC copied.
+      if (automatic === null && !customer.staff && !stranger && verified !== false) await mail.addParticipants({ siteId, id: made.discussion.id, authorEmail: made.discussion.authorEmail }, copiedOn(parsed, from.address), 'mail')
       await mail.record({ siteId, mailboxId: mailbox.id, messageId, discussionId: made.discussion.id, commentId: made.comment.id, sender: from.address, automatic: automatic !== null, senderVerified: verified })
       if (position) await mail.advance(mailbox.id, position)
       // An acknowledgement answers a person's new discussion, never a machine (no loop), nor an

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { automaticReason, isMailAddress, isSmtpUrl, newPart, normalAddress, parseImapUrl, shownImap, shownSmtp, titleOf } from '../../lib/mail.ts'
+import { automaticReason, hasNewText, isMailAddress, isSmtpUrl, newPart, normalAddress, parseImapUrl, shownImap, shownSmtp, titleOf } from '../../lib/mail.ts'
 import { failureWords } from '../../lib/imap.ts'
 
 // Engines: one: nothing here reaches a database of the suite's engine.
@@ -39,6 +39,9 @@ t.test('a title from a subject', async (t) => {
 
 t.test("what is new in a reply: the quoted history and the signature cut", async (t) => {
   t.equal(newPart('Thanks!\n\nOn Fri, 27 Nov 2026 at 12:00, Ann <ann@example.com> wrote:\n> Unplug it.\n'), 'Thanks!')
+  t.equal(hasNewText('Thanks!\n\nOn Fri, Ann wrote:\n> Unplug it.'), true)
+  t.equal(hasNewText('\n\nOn Fri, Ann wrote:\n> Unplug it.\n\nThanks, under the quote.'), false, 'written under the quote: nothing above it')
+  t.equal(newPart('\n\nOn Fri, Ann wrote:\n> Unplug it.'), 'On Fri, Ann wrote:\n> Unplug it.', 'newPart falls back to the whole text')
   t.equal(newPart('Danke!\r\n\r\nAm 27.11.2026 um 12:00 schrieb Ann <ann@example.com>:\r\n> Hallo'), 'Danke!')
   t.equal(newPart('Merci !\n\nLe 27 nov. 2026 à 12:00, Ann a écrit :\n> Bonjour'), 'Merci !')
   t.equal(newPart('Done.\n\n-----Original Message-----\nFrom: Ann'), 'Done.')

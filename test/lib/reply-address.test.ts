@@ -29,6 +29,10 @@ t.test('made and read back; any change to it, or another key, reads as no reply 
   t.equal(untagged('support@acme.example'), 'support@acme.example')
   t.equal(untagged('odd"+"name@acme.example'), 'odd"@acme.example')
   t.equal(untagged('no-at+all'), 'no-at+all', 'a plus after the last @ (or without one) is not a tag')
+  // A mailbox whose own address has a tag: its reply addresses add one more, read from the last.
+  const tagged = replyAddress(digest, { mailbox: 'team+help@gmail.example', number: 3, userId: 4 })
+  t.same(readReplyAddress(digest, tagged), { mailbox: 'team+help@gmail.example', number: 3, userId: 4 })
+  t.equal(untagged(tagged), 'team+help@gmail.example')
 })
 
 t.test('found among the headers, at most ten', async (t) => {

@@ -3,7 +3,7 @@ import t, { type Test } from 'tap'
 import { buildTestApp, rawStatement, supporterWithToken } from '../fixtures/app.ts'
 import { spawnSync } from 'node:child_process'
 import { hostname } from 'node:os'
-import { holderIsGone } from '../../plugins/mail/fetcher.ts'
+import { holderIsGone, machineName } from '../../plugins/mail/fetcher.ts'
 import { checkImap } from '../../lib/imap.ts'
 import { createSecretBox } from '../../lib/secret-box.ts'
 import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
@@ -244,19 +244,22 @@ t.test('held mail is neither fetched nor sent until resumed, and the page says s
   // A holder on this machine whose process is gone: taken over at the next look, not in three minutes.
   const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' })
   const mailbox = (await app.mailboxes.listMailboxes(ann.site.id))[0]!
-  await rawStatement(app, 'UPDATE mailboxes SET lease_owner = ?, lease_until = ? WHERE id = ?', [`${hostname()}/${child.stdout}/dead`, new Date(Date.UTC(2100, 0, 1)), mailbox.id])
+  await rawStatement(app, 'UPDATE mailboxes SET lease_owner = ?, lease_until = ? WHERE id = ?', [`${machineName()}/${child.stdout}/dead`, new Date(Date.UTC(2100, 0, 1)), mailbox.id])
   await until('the lease taken over', async () => (await app.mailboxes.byId(mailbox.id))!.leaseOwner === app.mailFetcher.owner)
   t.pass('taken over')
 })
 
 t.test('whose lease holder is gone: this machine, another pid, no such process; anything else is not known dead', async (t) => {
   const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout
-  t.equal(holderIsGone(`${hostname()}/${dead}/x`), true)
+  const here = machineName()
+  t.match(here, new RegExp(`^${hostname()}(:\\d+)?$`), 'the host name, and the PID namespace where there is one')
+  t.equal(holderIsGone(`${here}/${dead}/x`), true)
   t.equal(holderIsGone(`other-host/${dead}/x`), false, 'another machine: its processes cannot be seen from here')
-  t.equal(holderIsGone(`${hostname()}/${process.pid}/x`), false, 'this process')
-  t.equal(holderIsGone(`${hostname()}/${process.ppid}/x`), false, 'a live process')
+  t.equal(holderIsGone(`${hostname()}:1/${dead}/x`), false, 'the same host name in another PID namespace (a container): another machine')
+  t.equal(holderIsGone(`${here}/${process.pid}/x`), false, 'this process')
+  t.equal(holderIsGone(`${here}/${process.ppid}/x`), false, 'a live process')
   t.equal(holderIsGone('another-process'), false, 'not a holder of ours')
-  t.equal(holderIsGone(`${hostname()}/1/x`, hostname(), 2), false, 'pid 1 lives (or cannot be signalled): not known dead')
+  t.equal(holderIsGone(`${here}/1/x`, here, 2), false, 'pid 1 lives (or cannot be signalled): not known dead')
 })
 
 t.test('a process whose mailbox another took while it waited stops, and fetches nothing more', async (t) => {

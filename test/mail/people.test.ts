@@ -217,6 +217,12 @@ t.test('a supporter answers the mail about a discussion: a reply, #note a note; 
   t.same(discussions.discussions.map((d: { title: string }) => d.title).sort(), ['Printer on fire', 'w', 'y', 'z'], "each is mail to the mailbox: a discussion of its own, on the customer's side")
   t.same((await sent()).map((m) => m.rcpt), [['bob@example.test']], "nothing of these reaches the customer: only Bob hears, of Eve's note on the discussion he owns")
 
+  // An answer with nothing above what it quotes (an image only, or written under the quote): what it
+  // quotes may be an internal note, so it is kept as one, whole, and mailed to no one.
+  await answer('')
+  t.match((await json('GET', '/demo/discussions/1')).comments.at(-1), { author_email: 'bob@example.test', user_is_supporter: true, internal: true, body: /^On Mon, Site demo wrote:\n> It smokes\.\n\n\[Nothing new was found above the quoted mail/ })
+  t.same(await sent(), [], 'nothing mailed')
+
   // Bob leaves the team: his reply address says nothing any more.
   await app.users.removeStaff(ann.site.id, bob.user.id)
   await answer('Still me.')

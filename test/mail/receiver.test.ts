@@ -280,12 +280,14 @@ t.test('a spoofed address whose domain asks for it is refused; one under p=none 
   )
   t.match(spoofed, { responseCode: 550, response: /5\.7\.1 .*customer\.example.*DMARC/ }, 'refused in SMTP: the forger hears of it, nothing is kept')
   t.equal(await app.users.find('carol@customer.example'), undefined, 'not even the address')
-  await send({ from: 'wes@watching.example', subject: 'Send the refund to my new account', messageId: '<spoof@watching.example>', text: 'IBAN XX00 0000' })
-  await send({ from: 'tom@trusted.example', subject: 'Hello', messageId: '<tom@trusted.example>', text: 'Hi.' })
+  await send({ from: 'wes@watching.example', cc: 'victim@elsewhere.example', subject: 'Send the refund to my new account', messageId: '<spoof@watching.example>', text: 'IBAN XX00 0000' })
+  await send({ from: 'tom@trusted.example', cc: 'colleague@trusted.example', subject: 'Hello', messageId: '<tom@trusted.example>', text: 'Hi.' })
   await send({ from: 'ned@unknown.example', subject: 'No policy', messageId: '<ned@unknown.example>', text: 'Hi.' })
   const verdict = async (number: number) => (await app.inject({ url: `/demo/discussions/${number}`, headers: ann.bearer })).json().comments[0].sender_verified
   t.same([await verdict(1), await verdict(2), await verdict(3)], [false, true, null], 'fail under p=none, pass, no policy')
   t.equal((await app.discussions.get(ann.site.id, 1)).authorEmail, 'wes@watching.example', 'the message is kept, under the address it claims')
+  const copied = async (number: number) => (await app.inject({ url: `/demo/discussions/${number}/participants`, headers: ann.bearer })).json().participants.map((p: { email: string }) => p.email)
+  t.same([await copied(1), await copied(2)], [[], ['colleague@trusted.example']], "whom a mail failing DMARC copied joins nothing: the team's replies go to no one it named")
 
   const web = webClient(app)
   const person = await personWithPassword(app, { email: 'pat@example.test' })
