@@ -462,7 +462,7 @@ export const mailMessages = pgTable(
 )
 
 export const mailHome = pgTable('mail_home', {
-  id: pgInteger('id').primaryKey(),
+  id: id(),
   place: pgText('place').notNull(),
   held: pgText('held'),
   changedAt: moment('changed_at').notNull(),
