@@ -212,11 +212,13 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
         const rows = (await outbox.dueWebhooks(BATCH, passedOver)).filter((row) => !seen.has(row.id))
         const startable = rows.filter((row) => !full(row.webhookId!))
         if (startable.length === 0) {
-          if (inFlight.size > 0) await Promise.race(inFlight)
-          // The read passed over the endpoints that were full when it was made: their tries may all
-          // have ended while it was under way (a loaded database), so nothing under way is not yet
-          // the end; a read that passed over none is.
-          else if (passedOver.length === 0) break
+          // The read passed over the endpoints that were full when it was made: their tries may
+          // have ended while it was under way (a loaded database). One that has room now is read
+          // again at once, not after another endpoint's slow tries; a read that passed over none,
+          // with nothing under way, is the end.
+          if (passedOver.some((id) => !full(id))) continue
+          if (inFlight.size === 0) break
+          await Promise.race(inFlight)
           continue
         }
         for (const row of startable) {

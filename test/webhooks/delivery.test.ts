@@ -337,6 +337,48 @@ t.test('a run does not end while rows it passed over remain: their endpoint full
   t.equal(hook.received.length, 3)
 })
 
+t.test('an endpoint that freed up while a read passed it over is read again at once, not after another endpoint\'s slow tries', async (t) => {
+  // What CI met on a loaded database: the read made while both endpoints were full answered after
+  // the fast one's tries had ended, and the run waited on the slow one's tries before it read again.
+  const { app, admin, create } = await webhookApp(t, { timeoutMs: 120_000 })
+  const held: Array<() => void> = []
+  const slow = await receiver(t, (response) => held.push(() => response.end('late')))
+  let thirdCame: (slowHolding: number) => void
+  const third = new Promise<number>((resolve) => (thirdCame = resolve))
+  const fast = await receiver(t, (response) => {
+    response.end('ok')
+    if (fast.received.length === 3) thirdCame(held.length)
+  })
+  const slowId = (await admin('POST', '/demo/webhooks', { url: slow.url, events: ['discussion.created'] })).json().id
+  const fastId = (await admin('POST', '/demo/webhooks', { url: fast.url, events: ['discussion.created'] })).json().id
+  for (let i = 0; i < 3; i++) await create({ title: `Number ${i}` })
+  const fastTries: Array<Promise<boolean>> = []
+  const deliver = app.deliverWebhook
+  app.deliverWebhook = (row) => {
+    const done = deliver(row)
+    if (row.webhookId === fastId) fastTries.push(done)
+    return done
+  }
+  const due = app.outbox.dueWebhooks
+  let heldReads = 0
+  app.outbox.dueWebhooks = async (limit, busy = []) => {
+    const rows = await due(limit, busy)
+    if (busy.includes(fastId) && busy.includes(slowId)) {
+      heldReads++
+      await Promise.allSettled(fastTries)
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    return rows
+  }
+  const sending = app.sendOutbox()
+  t.equal(await third, 2, "the fast endpoint's third event went while the slow one still held its two tries")
+  t.ok(heldReads > 0, 'a read was made while both endpoints were full')
+  const release = setInterval(() => held.splice(0).forEach((answer) => answer()), 10)
+  t.equal(await sending, 6)
+  clearInterval(release)
+  t.equal(slow.received.length, 3)
+})
+
 t.test('an answer with a NUL byte is kept without it; a secret that cannot be opened posts nothing', async (t) => {
   const { app, admin, create } = await webhookApp(t)
   const hook = await receiver(t, (response) => response.end('ok\u0000done'))
