@@ -31,6 +31,7 @@ import { discussionStores, oauthStore, secondFactorStore, securityLogStore, sess
 import webhookDelivery, { type DeliverySettings } from './plugins/webhooks/delivery.ts'
 import webhookRoutes from './routes/api/webhooks.ts'
 import savedReplyRoutes from './routes/api/saved-replies.ts'
+import senderRuleRoutes from './routes/api/sender-rules.ts'
 import { eventRender } from './routes/api/webhook-events.ts'
 import versioning from './plugins/versioning.ts'
 import administrationApi from './routes/api/administration.ts'
@@ -66,7 +67,7 @@ declare module 'fastify' {
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'databaseAddress' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'mailAttachBytes' | 'sudoMinutes' | 'files' | 'mailReceiver' | 'mailFetchSeconds' | 'webhooks' | 'outboxSend'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'mailAttachBytes' | 'sudoMinutes' | 'files' | 'mailReceiver' | 'mailFetchSeconds' | 'mailSpamHeaders' | 'webhooks' | 'outboxSend'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -176,9 +177,9 @@ export function buildApp(options: AppOptions) {
     ...(config.mailAttachBytes !== undefined && { attachBytes: config.mailAttachBytes }),
   })
   // Mail in, when SERVICE_MAIL_RECEIVER is set: the sites' mailbox addresses, into one pipeline.
-  app.register(mailReceiver, { settings: config.mailReceiver, limits: config.files ?? DEFAULT_FILE_LIMITS })
+  app.register(mailReceiver, { settings: config.mailReceiver, limits: config.files ?? DEFAULT_FILE_LIMITS, spamHeaders: config.mailSpamHeaders ?? true })
   // Mail in by IMAP: each mailbox with an IMAP address, fetched by one process at a time.
-  app.register(mailFetcher, { everyMs: (config.mailFetchSeconds ?? 60) * 1000, limits: config.files ?? DEFAULT_FILE_LIMITS })
+  app.register(mailFetcher, { everyMs: (config.mailFetchSeconds ?? 60) * 1000, limits: config.files ?? DEFAULT_FILE_LIMITS, spamHeaders: config.mailSpamHeaders ?? true })
   // What site administrators do to credentials and policy, for their pages and the API.
   app.register(administration)
   // Authentication's shared parts: the challenge header, the failure budgets and the password
@@ -223,6 +224,8 @@ export function buildApp(options: AppOptions) {
       routes.register(webhookRoutes)
       // The site's saved replies: read by its staff, filled in for a discussion; written by its administrators.
       routes.register(savedReplyRoutes)
+      // What the site says of senders: allowed, or blocked as spam (its administrators').
+      routes.register(senderRuleRoutes)
       // The MCP endpoint: its tools are requests to the routes above, with the caller's token.
       routes.register(mcpRoutes, { allowedOrigins: config.mcpAllowedOrigins ?? [] })
       routes.register(apiNotFound)

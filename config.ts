@@ -59,6 +59,8 @@ export interface Config {
   mailReceiver?: ReceiverSettings
   /** SERVICE_MAIL_FETCH_SECONDS: how often IMAP mailboxes are looked at when their servers say nothing (plugins/mail/fetcher.ts). */
   mailFetchSeconds: number
+  /** SERVICE_MAIL_SPAM_HEADERS: whether a mail provider's spam verdict in a message's headers makes it spam (lib/mail.ts, spamReason). */
+  mailSpamHeaders: boolean
   /** Where webhooks may be posted and how long a try may take (plugins/webhooks/delivery.ts). */
   webhooks: WebhookSettings
   /** SERVICE_SMTP_URL and SERVICE_MAIL_FROM: where token expiry notices and administrators' notices are sent from; no mail without them. */
@@ -130,6 +132,7 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_MAIL_RECEIVER_CERT', fallback: 'none: no STARTTLS', about: 'a PEM file of the certificate (with its chain) the receiver offers STARTTLS with, for the name the MX record points at' },
   { variable: 'SERVICE_MAIL_RECEIVER_KEY', fallback: 'none', about: "the PEM file of that certificate's private key; both or neither" },
   { variable: 'SERVICE_MAIL_FETCH_SECONDS', fallback: '`60`', about: "how often the sites' IMAP mailboxes are looked at for new mail when their servers do not announce it (IDLE), and how soon another process takes over a mailbox whose process died (three times this)" },
+  { variable: 'SERVICE_MAIL_SPAM_HEADERS', fallback: '`on`', about: "`off`: a mail provider's spam verdict in a message's headers (`X-Spam-Flag: YES`, `X-Spam-Status: Yes`, Microsoft 365's `SFV:SPM`) is not read; only the sites' blocked senders make mail spam" },
   { variable: 'SERVICE_OUTBOX_SEND', fallback: '`on`', about: "`off`: this process sends no mail and posts no webhooks (what it writes is queued as ever): for several processes on one PostgreSQL database where the others send; with none sending, nothing leaves" },
   { variable: 'SERVICE_WEBHOOK_ALLOW', fallback: 'none: only public addresses', about: "private ranges webhooks may be posted to though they are private (internal integrations), CIDR ranges or addresses, comma-separated: `10.20.0.0/16,fd12::/64`; loopback, private, link-local and the like are refused otherwise" },
   { variable: 'SERVICE_WEBHOOK_TIMEOUT', fallback: '`10`', about: 'seconds a webhook endpoint has to answer a delivery; past it the try failed and is made again later' },
@@ -436,6 +439,7 @@ export function loadConfig(source: ConfigSource): Config {
     ...parseLeakReportKey(source),
     securityLogDays: parseCount(source, 'SERVICE_SECURITY_LOG_DAYS', DEFAULT_SECURITY_LOG_DAYS, 3_650),
     mailFetchSeconds: parseCount(source, 'SERVICE_MAIL_FETCH_SECONDS', 60, 3_600),
+    mailSpamHeaders: parseSwitch(source, 'SERVICE_MAIL_SPAM_HEADERS', true),
     webhooks: parseWebhooks(source),
     sudoMinutes: parseCount(source, 'SERVICE_SUDO_MINUTES', DEFAULT_SUDO_MINUTES, 1_440),
     files: {

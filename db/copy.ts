@@ -52,6 +52,8 @@ export const COPIED_TABLES = [
   schema.mailMessages,
   // Who else a discussion's mail goes to.
   schema.participants,
+  // What the sites say of senders: allowed, or blocked as spam.
+  schema.senderRules,
   // Where mail is at home: the copy finds itself elsewhere and holds mail and webhooks until resumed.
   schema.mailHome,
   // The sites' webhooks (before the outbox, whose rows name them).

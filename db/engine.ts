@@ -17,6 +17,7 @@ import { createCustomerLinkStore, type CustomerLinkStore } from './stores/custom
 import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
 import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.ts'
 import { createSavedReplyStore, type SavedReplyStore } from './stores/saved-replies.ts'
+import { createSenderStore, type SenderStore } from './stores/senders.ts'
 import { createSearchStore, type SearchStore } from './stores/search.ts'
 import { createChangeStore, type ChangeStore } from './stores/changes.ts'
 import { createIdempotencyStore, type IdempotencyStore } from './stores/idempotency.ts'
@@ -118,6 +119,8 @@ export interface EngineStores {
   categories(clock: Clock): CategoryStore
   /** A site's saved replies (db/stores/saved-replies.ts). */
   savedReplies(clock: Clock): SavedReplyStore
+  /** What the sites say of senders: allowed, or blocked as spam (db/stores/senders.ts). */
+  senders(clock: Clock): SenderStore
   /** Full-text search over the discussions, and the backfill of its index (db/stores/search.ts). */
   search(): SearchStore
   /** The change feed's reads (db/stores/changes.ts); the discussion store writes it. */
@@ -157,6 +160,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     discussions: (clock, box, events) => guard(createDiscussionStore(port, clock, box, listingOf, events)),
     categories: (clock) => guard(createCategoryStore(port, clock)),
     savedReplies: (clock) => guard(createSavedReplyStore(port, clock)),
+    senders: (clock) => guard(createSenderStore(port, clock)),
     search: () => guard(createSearchStore(port)),
     changes: () => guard(createChangeStore(port)),
     idempotency: (clock, box) => guard(createIdempotencyStore(port, clock, box)),

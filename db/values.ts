@@ -16,7 +16,7 @@ export type FactorKind = (typeof factorKinds)[number]
 export const accessLevels = ['read', 'write'] as const
 export type Access = (typeof accessLevels)[number]
 
-export const discussionStates = ['new', 'open', 'resolved', 'deleted'] as const
+export const discussionStates = ['new', 'open', 'resolved', 'deleted', 'spam'] as const
 export type DiscussionState = (typeof discussionStates)[number]
 
 export const commentVias = ['api', 'web', 'email', 'mcp'] as const
@@ -29,6 +29,9 @@ export type CommentVia = (typeof commentVias)[number]
 // notification: a supporter's mail about the queue (db/stores/notifications.ts).
 /** How a discussion's participant joined (db/schema, participants): copied on a customer's mail, or added by the team. */
 export const participantSources = ['mail', 'team'] as const
+// What a site says of a sender (db/stores/senders.ts): its mail is never spam, or always is.
+export const senderVerdicts = ['allow', 'block'] as const
+export type SenderVerdict = (typeof senderVerdicts)[number]
 export type ParticipantSource = (typeof participantSources)[number]
 
 export const outboxKinds = ['reply_mail', 'acknowledgement', 'sign_in_link', 'confirmation', 'webhook', 'webhook_disabled', 'notification'] as const
@@ -42,6 +45,7 @@ export const webhookEvents = [
   'discussion.updated',
   'discussion.deleted',
   'discussion.restored',
+  'discussion.spam',
   'comment.created',
   'token.created',
   'token.revoked',
@@ -51,7 +55,7 @@ export const webhookEvents = [
 export type WebhookEvent = (typeof webhookEvents)[number]
 // What the change feed tells of (db/stores/changes.ts; docs/decisions.md, "Safe retries, cursors and the change feed"):
 // the discussion events of the webhooks, one row each, in commit order.
-export const changeKinds = ['discussion.created', 'discussion.updated', 'discussion.deleted', 'discussion.restored', 'comment.created'] as const
+export const changeKinds = ['discussion.created', 'discussion.updated', 'discussion.deleted', 'discussion.restored', 'discussion.spam', 'comment.created'] as const
 export type ChangeKind = (typeof changeKinds)[number]
 export const outboxStates = ['queued', 'sent', 'failed'] as const
 export type OutboxState = (typeof outboxStates)[number]

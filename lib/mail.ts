@@ -27,6 +27,25 @@ export function automaticReason(header: HeaderLookup, contentType = ''): string 
   return null
 }
 
+/**
+ * Why a message is taken for spam (docs/decisions.md, "Spam"), or null: the site's word on its
+ * sender first (allowed: never; blocked: always), then a mail provider's verdict in its headers
+ * (SpamAssassin's X-Spam-Flag and X-Spam-Status, Microsoft 365's SFV:SPM), read when the operator
+ * trusts them (`trustHeaders`). Only a verdict of spam is read, never one of "not spam": a stranger
+ * who writes those headers himself can send only his own message to the spam state.
+ */
+export function spamReason(header: HeaderLookup, rule: { pattern: string; verdict: 'allow' | 'block' } | undefined, trustHeaders: boolean): string | null {
+  if (rule?.verdict === 'allow') return null
+  if (rule?.verdict === 'block') return `its sender is blocked on this site (${rule.pattern})`
+  if (!trustHeaders) return null
+  // A header given twice comes as a list (its JSON): the first verdict counts.
+  const yes = (name: string) => /^[\s"[]*yes\b/i.test(header(name) ?? '')
+  if (yes('x-spam-flag')) return 'the mail provider marked it spam (X-Spam-Flag)'
+  if (yes('x-spam-status')) return 'the mail provider marked it spam (X-Spam-Status)'
+  if (/\bSFV:\s*SPM\b/i.test(header('x-forefront-antispam-report') ?? '')) return 'Microsoft 365 marked it spam (X-Forefront-Antispam-Report)'
+  return null
+}
+
 /** An address as the service compares it: trimmed and lower-cased. */
 export const normalAddress = (address: string) => address.trim().toLowerCase()
 

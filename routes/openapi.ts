@@ -28,6 +28,7 @@ import { PostFiles, UploadForm, UploadListing, UploadResource } from './api/file
 import { MailboxListing, MailboxResource, NewMailbox } from './api/mailboxes.ts'
 import { NewParticipant, ParticipantListing, ParticipantResource } from './api/discussions/participants.ts'
 import { NewSavedReply, SavedReplyChange, SavedReplyListing, SavedReplyResource } from './api/saved-replies.ts'
+import { NewSenderRule, SenderRuleListing, SenderRuleResource } from './api/sender-rules.ts'
 import { DeliveryListing, DeliveryResource, NewWebhook, Queued, WebhookChange, WebhookListing, WebhookResource, WebhookWithSecret } from './api/webhooks.ts'
 import { TEST_EVENT } from '../db/stores/webhooks.ts'
 import type { WebhookEvent } from '../db/values.ts'
@@ -109,6 +110,9 @@ export const NAMED_SCHEMAS = {
   SavedReplyListing,
   NewSavedReply,
   SavedReplyChange,
+  SenderRule: SenderRuleResource,
+  SenderRuleListing,
+  NewSenderRule,
   CategoryChange,
   Error: ErrorBody,
   ValidationError: InvalidRequestBody,
@@ -325,7 +329,8 @@ const EVENT_DATA: Record<WebhookEvent | typeof TEST_EVENT, { schema: object; wha
   'discussion.created': { schema: { $ref: '#/components/schemas/DiscussionWithComments' }, what: 'A discussion was created (by the API, on the pages, by mail): the discussion with its opening post.' },
   'discussion.updated': { schema: { $ref: '#/components/schemas/Discussion' }, what: 'A discussion changed: its state (resolved, reopened), category, visibility or title.' },
   'discussion.deleted': { schema: { $ref: '#/components/schemas/Discussion' }, what: 'A discussion was deleted (it can be restored).' },
-  'discussion.restored': { schema: { $ref: '#/components/schemas/Discussion' }, what: 'A deleted discussion was restored.' },
+  'discussion.restored': { schema: { $ref: '#/components/schemas/Discussion' }, what: 'A deleted discussion was restored, or one marked spam was marked not spam (the first an endpoint hears of a discussion that arrived as spam).' },
+  'discussion.spam': { schema: { $ref: '#/components/schemas/Discussion' }, what: 'A discussion arrived as spam, or was marked spam: nothing more of it is posted until it is marked not spam.' },
   'comment.created': { schema: { $ref: '#/components/schemas/Comment' }, what: 'A comment was added: public ones; internal notes only to endpoints that ask for them (internal_comments).' },
   'token.created': { schema: { $ref: '#/components/schemas/Credential' }, what: 'A personal token was made on the site.' },
   'token.revoked': { schema: { $ref: '#/components/schemas/Credential' }, what: 'A personal token of the site was revoked, by its owner, an administrator or a leak report.' },
@@ -397,6 +402,7 @@ export function openapiOptions(baseUrl: string): FastifyDynamicSwaggerOptions {
         { name: 'attachments', description: 'Files on comments: uploads, and the download of an attachment.' },
         { name: 'mail', description: "For the site's administrators: the addresses the site takes mail at." },
         { name: 'webhooks', description: "For the site's administrators: where the site's events are posted, signed (Standard Webhooks), and how that went." },
+        { name: 'spam', description: "For the site's administrators: the senders whose mail is never spam, or always is. A discussion is marked spam or not spam by its actions (POST .../spam, .../not_spam)." },
       ],
       components: {
         securitySchemes: {

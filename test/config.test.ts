@@ -25,6 +25,7 @@ t.test('defaults', async (t) => {
     mcpAllowedOrigins: [],
     securityLogDays: 400,
     mailFetchSeconds: 60,
+    mailSpamHeaders: true,
     webhooks: { allowed: [], timeoutMs: 10_000 },
     sudoMinutes: 15,
     files: { fileBytes: 10 * 1024 * 1024, siteBytes: 1024 * 1024 * 1024 },
@@ -62,6 +63,7 @@ t.test('environment, and flags over the environment', async (t) => {
     mcpAllowedOrigins: [],
     securityLogDays: 400,
     mailFetchSeconds: 60,
+    mailSpamHeaders: true,
     webhooks: { allowed: [], timeoutMs: 10_000 },
     sudoMinutes: 15,
     files: { fileBytes: 10 * 1024 * 1024, siteBytes: 1024 * 1024 * 1024 },
@@ -141,6 +143,11 @@ t.test('SERVICE_OAUTH_REGISTRATION: on by default, a switch', async (t) => {
   t.equal(load({ SERVICE_OAUTH_REGISTRATION: 'off' }).oauthRegistration, false)
   t.equal(load({ SERVICE_OAUTH_REGISTRATION: 'ON' }).oauthRegistration, true)
   t.throws(() => load({ SERVICE_OAUTH_REGISTRATION: '0' }), { name: 'ConfigError', message: 'SERVICE_OAUTH_REGISTRATION must be on or off, not "0"' })
+})
+
+t.test("SERVICE_MAIL_SPAM_HEADERS: on by default; off leaves a provider's spam verdict unread", async (t) => {
+  t.equal(load({ SERVICE_MAIL_SPAM_HEADERS: 'off' }).mailSpamHeaders, false)
+  t.throws(() => load({ SERVICE_MAIL_SPAM_HEADERS: 'sometimes' }), { message: /SERVICE_MAIL_SPAM_HEADERS/ })
 })
 
 t.test('SERVICE_OUTBOX_SEND: on by default; off leaves the sending to another process', async (t) => {

@@ -1,4 +1,5 @@
 import { and, desc, eq, getTableColumns, inArray, sql, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
+import { isLive } from '../live.ts'
 import { assigneeNameOf, countScope, listingShape, totalFromCounts, type CountTotal, type ListingShape, type DiscussionListing, type DiscussionRow, type ListingQuery } from '../stores/discussion-listing.ts'
 import type { Executor } from '../port.ts'
 import type { PgDb } from './client.ts'
@@ -10,7 +11,7 @@ const big = (value: SQLWrapper) => sql`${value}::bigint`
 // The discussion listings on PostgreSQL: the same filters, orders, `since`, paging and totals as
 // db/sqlite/listing.ts. One query shape per combination of filters, prepared (named) the
 // first time it is used. Unlike SQLite's, PostgreSQL's planner keeps statistics, so nothing steers
-// it; the live scope is written as the literal `state <> 'deleted'` that the partial listing
+// it; the live scope is written as the literal (db/live.ts) that the partial listing
 // indexes are declared with, so a generic plan may still use them.
 
 /** A discussion with its author's address and name, as every read returns it. */
@@ -34,7 +35,7 @@ function conditions(shape: ListingShape): SQL {
   const where: SQL[] = [eq(discussions.siteId, p('siteId'))]
   // Written as the partial indexes' WHERE is, so that a generic plan may use them.
   if (shape.state === 'todo') where.push(sql`${discussions.state} in ('new', 'open')`)
-  else where.push(shape.state === 'live' ? sql`${discussions.state} <> 'deleted'` : eq(discussions.state, p('state')))
+  else where.push(shape.state === 'live' ? isLive(discussions.state) : eq(discussions.state, p('state')))
   if (shape.assignee === 'one') where.push(eq(discussions.assigneeId, big(p('assignee'))))
   if (shape.assignee === 'none') where.push(sql`${discussions.assigneeId} is null`)
   if (shape.tag) {

@@ -1,6 +1,7 @@
 import { sql } from '../drizzle.ts'
+import { isLive } from '../live.ts'
 import { pgBoolean, pgCustomType, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
-import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, securityKinds, writeTokenRules } from '../values.ts'
+import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, senderVerdicts, securityKinds, writeTokenRules } from '../values.ts'
 
 // The PostgreSQL schema: the SQLite one (db/schema/sqlite.ts) table for table, column for column, with the
 // same names, constraints and indexes, so the stores read the same rows from either engine and
@@ -184,26 +185,26 @@ export const discussions = pgTable(
     // order (SQLite's rowid is in every index by itself).
     pgIndex('discussions_site_activity_idx')
       .on(t.siteId, t.lastUpdatedAt, t.id)
-      .where(sql`${t.state} <> 'deleted'`),
+      .where(isLive(t.state)),
     pgIndex('discussions_site_created_idx')
       .on(t.siteId, t.createdAt, t.id)
-      .where(sql`${t.state} <> 'deleted'`),
+      .where(isLive(t.state)),
     pgIndex('discussions_site_updated_idx')
       .on(t.siteId, t.updatedAt, t.id)
-      .where(sql`${t.state} <> 'deleted'`),
+      .where(isLive(t.state)),
     pgIndex('discussions_state_activity_idx').on(t.siteId, t.state, t.lastUpdatedAt, t.id),
     pgIndex('discussions_state_created_idx').on(t.siteId, t.state, t.createdAt, t.id),
     pgIndex('discussions_state_updated_idx').on(t.siteId, t.state, t.updatedAt, t.id),
     pgIndex('discussions_category_activity_idx')
       .on(t.siteId, t.categoryId, t.lastUpdatedAt, t.id)
-      .where(sql`${t.state} <> 'deleted'`),
+      .where(isLive(t.state)),
     pgIndex('discussions_author_activity_idx').on(t.siteId, t.authorId, t.lastUpdatedAt, t.id),
     pgIndex('discussions_todo_activity_idx')
       .on(t.siteId, t.lastUpdatedAt, t.id)
       .where(sql`${t.state} in ('new', 'open')`),
     pgIndex('discussions_assignee_activity_idx')
       .on(t.siteId, t.assigneeId, t.lastUpdatedAt, t.id)
-      .where(sql`${t.state} <> 'deleted'`),
+      .where(isLive(t.state)),
   ],
 )
 
@@ -457,8 +458,21 @@ export const mailMessages = pgTable(
     mailboxId: pgInteger('mailbox_id').references(() => mailboxes.id, { onDelete: 'set null' }),
     outbound: pgBoolean('outbound').notNull().default(false),
     senderVerified: pgBoolean('sender_verified'),
+    spamReason: pgText('spam_reason'),
   },
   (t) => [pgUniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), pgIndex('mail_messages_discussion_idx').on(t.discussionId)],
+)
+
+export const senderRules = pgTable(
+  'sender_rules',
+  {
+    id: id(),
+    siteId: siteReference(),
+    pattern: pgText('pattern').notNull(),
+    verdict: pgText('verdict', { enum: senderVerdicts }).notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [pgUniqueIndex('sender_rules_site_pattern_unique').on(t.siteId, t.pattern)],
 )
 
 export const mailHome = pgTable('mail_home', {

@@ -1,6 +1,7 @@
 import { sql } from '../drizzle.ts'
+import { isLive } from '../live.ts'
 import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from '../drizzle.ts'
-import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, securityKinds, writeTokenRules } from '../values.ts'
+import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, senderVerdicts, securityKinds, writeTokenRules } from '../values.ts'
 
 // Every moment is stored as integer milliseconds since the epoch (UTC), read back as a Date.
 const moment = (name: string) => integer(name, { mode: 'timestamp_ms' })
@@ -230,25 +231,25 @@ export const discussions = sqliteTable(
   },
   (t) => [
     uniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
-    // One index per listing order, for the live discussions of a site (every state but deleted:
-    // the plain listing), for one state of it, and for the live ones of a category, so a page is
+    // One index per listing order, for the live discussions of a site (every state but deleted and
+    // spam: the plain listing; db/live.ts), for one state of it, and for the live ones of a category, so a page is
     // read in index order without sorting and a deep page skips index entries, not rows. The rowid
     // (id) at the end of each index is the tie-break of every order.
     index('discussions_site_activity_idx')
       .on(t.siteId, t.lastUpdatedAt)
-      .where(sql`${t.state} <> 'deleted'`),
+      .where(isLive(t.state)),
     index('discussions_site_created_idx')
       .on(t.siteId, t.createdAt)
-      .where(sql`${t.state} <> 'deleted'`),
+      .where(isLive(t.state)),
     index('discussions_site_updated_idx')
       .on(t.siteId, t.updatedAt)
-      .where(sql`${t.state} <> 'deleted'`),
+      .where(isLive(t.state)),
     index('discussions_state_activity_idx').on(t.siteId, t.state, t.lastUpdatedAt),
     index('discussions_state_created_idx').on(t.siteId, t.state, t.createdAt),
     index('discussions_state_updated_idx').on(t.siteId, t.state, t.updatedAt),
     index('discussions_category_activity_idx')
       .on(t.siteId, t.categoryId, t.lastUpdatedAt)
-      .where(sql`${t.state} <> 'deleted'`),
+      .where(isLive(t.state)),
     index('discussions_author_activity_idx').on(t.siteId, t.authorId, t.lastUpdatedAt),
     // The queue's default tab (new and open: what needs an answer) and its owners' tabs.
     index('discussions_todo_activity_idx')
@@ -256,7 +257,7 @@ export const discussions = sqliteTable(
       .where(sql`${t.state} in ('new', 'open')`),
     index('discussions_assignee_activity_idx')
       .on(t.siteId, t.assigneeId, t.lastUpdatedAt)
-      .where(sql`${t.state} <> 'deleted'`),
+      .where(isLive(t.state)),
   ],
 )
 
@@ -578,8 +579,25 @@ export const mailMessages = sqliteTable(
     // Whether the sender passed DMARC (mailauth, on the built-in receiver): false marks it "sender
     // not verified"; null when nothing could say (no DMARC policy, or not checked).
     senderVerified: integer('sender_verified', { mode: 'boolean' }),
+    // Why it was taken for spam (plugins/mail/spam.ts); null when it was not.
+    spamReason: text('spam_reason'),
   },
   (t) => [uniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), index('mail_messages_discussion_idx').on(t.discussionId)],
+)
+
+// What a site says of a sender (db/stores/senders.ts; docs/decisions.md, "Spam"): an address or a
+// domain (its subdomains too) whose mail is never spam (allow) or always is (block).
+export const senderRules = sqliteTable(
+  'sender_rules',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    // An address or a domain, in lower case.
+    pattern: text('pattern').notNull(),
+    verdict: text('verdict', { enum: senderVerdicts }).notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('sender_rules_site_pattern_unique').on(t.siteId, t.pattern)],
 )
 
 // Who else a discussion's mail goes to (docs/decisions.md, "Mail a team can rely on"): the people a

@@ -1,4 +1,5 @@
 import { and, desc, eq, getTableColumns, inArray, sql, type Column, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
+import { isLive } from '../live.ts'
 import type { Db } from './client.ts'
 import { discussions, discussionTags, users } from '../schema/sqlite.ts'
 import {
@@ -70,8 +71,8 @@ function conditions(shape: Shape): { where: SQL; orderUsable: boolean } {
   const where: SQL[] = [eq(discussions.siteId, sql.placeholder('siteId'))]
   // The partial indexes are used only where the query's terms are written as their WHERE is.
   if (shape.state === 'todo' && driver === 'todo') where.push(sql`${discussions.state} in ('new', 'open')`)
-  else if (shape.state === 'todo') where.push(sql`${discussions.state} <> 'deleted'`, sql`+${discussions.state} in ('new', 'open')`)
-  else if (shape.state === 'live') where.push(sql`${discussions.state} <> 'deleted'`)
+  else if (shape.state === 'todo') where.push(isLive(discussions.state), sql`+${discussions.state} in ('new', 'open')`)
+  else if (shape.state === 'live') where.push(isLive(discussions.state))
   else where.push(sql`${column(discussions.state, driver === 'order')} = ${sql.placeholder('state')}`)
   if (shape.assignee === 'one') where.push(sql`${column(discussions.assigneeId, driver === 'assignee')} = ${sql.placeholder('assignee')}`)
   if (shape.assignee === 'none') where.push(sql`${column(discussions.assigneeId, driver === 'assignee')} is null`)

@@ -1,4 +1,5 @@
-import { and, eq, inArray, ne, sql, type SQL } from '../drizzle.ts'
+import { and, eq, inArray, sql, type SQL } from '../drizzle.ts'
+import { isLive } from '../live.ts'
 import type { StorePort } from '../port.ts'
 import type { DiscussionState } from '../values.ts'
 
@@ -7,7 +8,7 @@ import type { DiscussionState } from '../values.ts'
 // atomic upsert per count row, so the counts are exactly as current as the rows they count whatever
 // other processes do meanwhile.
 
-/** `live` is every state but deleted: what the plain listing shows; `todo` is new and open, what needs an answer (the queue's first tab). */
+/** `live` is every state but deleted and spam (db/live.ts): what the plain listing shows; `todo` is new and open, what needs an answer (the queue's first tab). */
 export type StateScope = DiscussionState | 'live' | 'todo'
 
 /** The states of a scope that is not one state. */
@@ -54,7 +55,7 @@ export interface CountedRow {
 export type StateCounts = Record<DiscussionState, number>
 
 export function emptyStateCounts(): StateCounts {
-  return { new: 0, open: 0, resolved: 0, deleted: 0 }
+  return { new: 0, open: 0, resolved: 0, deleted: 0, spam: 0 }
 }
 
 /** Where a count row sorts: a transaction takes its count rows' locks in this order, so two never wait on each other. */
@@ -126,7 +127,7 @@ export function createDiscussionCounts(port: StorePort) {
     let statement = sums.get(key)
     if (!statement) {
       const where: SQL[] = [eq(discussionCounts.siteId, p('siteId'))]
-      where.push(states === 'live' ? ne(discussionCounts.state, 'deleted') : states === 'todo' ? inArray(discussionCounts.state, [...SCOPE_STATES.todo]) : eq(discussionCounts.state, p('state')))
+      where.push(states === 'live' ? isLive(discussionCounts.state) : states === 'todo' ? inArray(discussionCounts.state, [...SCOPE_STATES.todo]) : eq(discussionCounts.state, p('state')))
       if (scope.categoryId !== undefined) where.push(eq(discussionCounts.categoryId, port.wide(p('categoryId'))))
       if (scope.public !== undefined) where.push(eq(discussionCounts.public, p('public')))
       if (scope.assignee !== undefined) where.push(eq(discussionCounts.assigneeId, port.wide(p('assignee'))))

@@ -9,6 +9,7 @@ import { slugify } from './categories.ts'
 import { createAuthors, type Authors, type PostedBy } from './discussion-authors.ts'
 import { bumpCount, createDiscussionCounts, moveCount, NO_ASSIGNEE, type CountedRow } from './discussion-counts.ts'
 import { discussionViews, type CommentRow, type DiscussionRow, type ListingOf } from './discussion-listing.ts'
+import { allowSenderIn } from './senders.ts'
 import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
 import { StoreError, VersionMoved } from './errors.ts'
 import { claimUploads } from './files.ts'
@@ -33,6 +34,11 @@ export interface NewDiscussion extends PostedBy {
   via: CommentVia
   /** Uploads of the supporter (db/stores/files.ts) the opening post carries. */
   uploads?: number[]
+  /**
+   * Arrived as spam (the mail pipeline's verdict, plugins/mail/spam.ts): in the spam state, owned by
+   * nobody, told to no one (no notification, no webhook but discussion.spam).
+   */
+  spam?: boolean
 }
 
 export interface NewComment extends PostedBy {
@@ -90,6 +96,13 @@ function holdsExpected(discussion: DiscussionRow, expected: Expected | undefined
 function refuseDeleted(discussion: DiscussionRow): void {
   if (discussion.state === 'deleted') {
     throw new StoreError(`discussion ${discussion.number} is deleted; restore it before changing it`, 'conflict', 'number')
+  }
+}
+
+/** Resolving (or unresolving) spam would make it the team's work again without saying it is not spam. */
+function refuseSpam(discussion: DiscussionRow, action: Action): void {
+  if (discussion.state === 'spam' && (action === 'resolve' || action === 'unresolve' || action === 'toggle')) {
+    throw new StoreError(`discussion ${discussion.number} is marked spam; mark it not spam before you ${action} it`, 'conflict', 'number')
   }
 }
 
@@ -155,6 +168,7 @@ function writes(port: StorePort) {
           title: p('title'),
           permalink: p('permalink'),
           state: p('state'),
+          stateBeforeDelete: p('stateBefore'),
           public: p('public'),
           authorId: p('authorId'),
           categoryId: p('categoryId'),
@@ -256,13 +270,14 @@ export async function createDiscussionIn(
   const title = input.title.trim()
   const now = new Date(clock())
   // A customer's new discussion in a round-robin category goes to the next supporter in turn.
-  const assigneeId = !author.bySupporter && category.roundRobin ? await nextInTurn(port, input.siteId, { id: input.categoryId, lastAssigneeId: category.lastAssigneeId }) : undefined
+  const assigneeId = !author.bySupporter && !input.spam && category.roundRobin ? await nextInTurn(port, input.siteId, { id: input.categoryId, lastAssigneeId: category.lastAssigneeId }) : undefined
   await write.insert.execute({
     siteId: input.siteId,
     number,
     title,
     permalink: slugify(title, 'discussion'),
-    state: initialState(author.bySupporter),
+    state: input.spam ? 'spam' : initialState(author.bySupporter),
+    stateBefore: input.spam ? initialState(author.bySupporter) : null,
     public: input.public ?? category.public,
     authorId: author.id,
     categoryId: input.categoryId,
@@ -285,9 +300,13 @@ export async function createDiscussionIn(
   await indexDiscussion(port, discussion, { body: input.body })
   if (input.uploads) await claimUploads(port, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
   await bumpCount(port, counted(discussion), 1)
-  await siteChanged(port, { siteId: input.siteId, kind: 'discussion.created', discussionId: discussion.id, commentId: id, at: now })
+  await siteChanged(port, { siteId: input.siteId, kind: input.spam ? 'discussion.spam' : 'discussion.created', discussionId: discussion.id, commentId: id, at: now })
   // The opening post's author is the discussion's: the row just read names them.
   const comment: CommentRow = { id, ...opening, createdAt: now, authorEmail: discussion.authorEmail, authorName: discussion.authorName }
+  if (input.spam) {
+    await events(port, { type: 'discussion.spam', siteId: input.siteId, discussion })
+    return { discussion, comment }
+  }
   await events(port, { type: 'discussion.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })
   const about = { siteId: input.siteId, number, title }
   await notifyNewDiscussion(port, clock, { ...about, authorId: author.id, authorName: discussion.authorName, body: input.body })
@@ -330,7 +349,7 @@ export function createDiscussionStore(
     number: number,
     decide: (tx: StorePort, d: DiscussionRow) => Promise<Partial<DiscussionRow> | null>,
     expected?: Expected,
-    event: (after: DiscussionRow) => 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' = () => 'discussion.updated',
+    event: (after: DiscussionRow) => 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' = () => 'discussion.updated',
   ): Promise<DiscussionRow> {
     return port.atomic(async (tx) => {
       const before = await getIn(tx, siteId, number, true)
@@ -392,6 +411,7 @@ export function createDiscussionStore(
         const before = await getIn(tx, input.siteId, input.number, true)
         holdsExpected(before, expected)
         refuseDeleted(before)
+        if (input.resolve) refuseSpam(before, 'resolve')
         const author = await authorOf(tx, input.siteId, input)
         const now = new Date(clock())
         const number = before.commentsCount + 1
@@ -456,14 +476,21 @@ export function createDiscussionStore(
       }, expected)
     },
 
-    /** resolve, unresolve, toggle, delete or restore. Repeating one changes nothing. */
+    /**
+     * resolve, unresolve, toggle, delete, restore, spam or not_spam. Repeating one changes nothing.
+     * Deleted and spam keep the state they came from (the column is named for the first of them).
+     * A discussion back from spam is told as restored: the webhooks heard nothing of it while it was.
+     */
     act(siteId: number, number: number, action: Action, expected?: Expected): Promise<DiscussionRow> {
-      return change(siteId, number, async (_tx, d) => {
+      return change(siteId, number, async (tx, d) => {
         if (action !== 'restore' && action !== 'delete') refuseDeleted(d)
+        refuseSpam(d, action)
         const state = stateAfterAction(d.state, action, d.stateBeforeDelete)
         if (state === d.state) return null
-        return { state, stateBeforeDelete: state === 'deleted' ? d.state : null }
-      }, expected, (after) => (after.state === 'deleted' ? 'discussion.deleted' : action === 'restore' ? 'discussion.restored' : 'discussion.updated'))
+        // "Not spam" allows its customer: their next mail is never taken for spam (db/stores/senders.ts).
+        if (action === 'not_spam') await allowSenderIn(tx, clock, siteId, d.authorEmail)
+        return { state, stateBeforeDelete: state === 'deleted' || state === 'spam' ? d.state : null }
+      }, expected, (after) => (after.state === 'deleted' ? 'discussion.deleted' : after.state === 'spam' ? 'discussion.spam' : action === 'restore' || action === 'not_spam' ? 'discussion.restored' : 'discussion.updated'))
     },
   }
 }

@@ -53,6 +53,8 @@ export interface TakenMessage {
   automatic: boolean
   /** DMARC's word on the sender: true pass, false fail, null none or not checked. */
   senderVerified: boolean | null
+  /** Why it was taken for spam (lib/mail.ts, spamReason); null or absent when it was not. */
+  spamReason?: string | null
 }
 
 /** An IMAP message put off for later: its UID and its sender, whose limit says when to look again. */

@@ -1,4 +1,5 @@
-import { and, asc, count, desc, eq, gte, inArray, isNull, lt, ne, or, sql, type SQL } from '../drizzle.ts'
+import { and, asc, count, desc, eq, gte, inArray, isNull, lt, or, sql, type SQL } from '../drizzle.ts'
+import { isLive } from '../live.ts'
 import { unguarded, type StorePort } from '../port.ts'
 import { discussionStates } from '../values.ts'
 import { parseQuery, searchDocument, snippetOf, type SearchQuery, type Snippet } from '../../lib/search-text.ts'
@@ -164,11 +165,11 @@ export function createSearchStore(port: StorePort) {
   function scopeOf(siteId: number, searcher: Searcher, filters: Filters): SQL {
     const where: Array<SQL | undefined> = [eq(discussions.siteId, siteId)]
     const { state } = filters
-    where.push(state === 'live' ? ne(discussions.state, 'deleted') : state === 'todo' ? inArray(discussions.state, [...SCOPE_STATES.todo]) : eq(discussions.state, state))
+    where.push(state === 'live' ? isLive(discussions.state) : state === 'todo' ? inArray(discussions.state, [...SCOPE_STATES.todo]) : eq(discussions.state, state))
     if (!searcher.staff) {
       const theirs = searcher.userId === null ? undefined : eq(discussions.authorId, searcher.userId)
       const shown = searcher.publicToo ? eq(discussions.public, true) : undefined
-      where.push(ne(discussions.state, 'deleted'), or(theirs, shown) ?? sql`1 = 0`)
+      where.push(isLive(discussions.state), or(theirs, shown) ?? sql`1 = 0`)
     }
     if (filters.categoryId !== undefined) where.push(eq(discussions.categoryId, filters.categoryId))
     if (filters.authorId !== undefined) where.push(eq(discussions.authorId, filters.authorId))

@@ -22,7 +22,7 @@ export type WebhookDelivery = Tables['webhookDeliveries']['$inferSelect']
 
 /** What the stores tell of, in the transaction of the change: the rows as written. */
 export type StoreEvent =
-  | { type: 'discussion.updated' | 'discussion.deleted' | 'discussion.restored'; siteId: number; discussion: DiscussionRow }
+  | { type: 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam'; siteId: number; discussion: DiscussionRow }
   | { type: 'discussion.created' | 'comment.created'; siteId: number; discussion: DiscussionRow; comment: CommentRow; /** Whether the comment carries files (read only then). */ files: boolean }
   | { type: 'token.created' | 'token.revoked' | 'token.leaked'; siteId: number; token: EventToken }
   | { type: 'application.authorized'; siteId: number; application: EventApplication }
@@ -104,9 +104,14 @@ export function checkEvents(events: readonly string[]): WebhookEvent[] {
 /** The endpoint's events as a list. */
 export const eventsOf = (webhook: Pick<Webhook, 'events'>): WebhookEvent[] => webhook.events.split(' ') as WebhookEvent[]
 
-/** The sink of the app: each enabled endpoint of the site that asks for the event gets a row of the outbox. */
+/**
+ * The sink of the app: each enabled endpoint of the site that asks for the event gets a row of the
+ * outbox. Of a discussion marked spam, only that it was (discussion.spam) is told: its comments and
+ * changes stay in the service until it is marked not spam (told as discussion.restored).
+ */
 export function createEventSink(clock: Clock, render: EventRender): EventSink {
   return async (tx, event) => {
+    if ('discussion' in event && event.discussion.state === 'spam' && event.type !== 'discussion.spam') return
     const { outbox, sites, webhooks } = tx.tables
     const subscribers = tx.prepared('webhooks_subscribers', (db) =>
       db

@@ -67,8 +67,8 @@ export function holderIsGone(holder: string, host = machineName(), ownPid = proc
 /** Outcomes that leave the message in the mailbox unread, for a person to look at. */
 const LEFT_UNREAD = new Set<Outcome['kind']>(['refused', 'later'])
 
-export default fp<{ everyMs?: number; limits: FileLimits }>(
-  async (fastify, { everyMs = FETCH_EVERY_MS, limits }) => {
+export default fp<{ everyMs?: number; limits: FileLimits; spamHeaders?: boolean }>(
+  async (fastify, { everyMs = FETCH_EVERY_MS, limits, spamHeaders = true }) => {
     const { mailboxes } = fastify
     const owner = `${machineName()}/${process.pid}/${randomBytes(4).toString('hex')}`
     // A lease outlives three looks, so a live process always renews it in time.
@@ -118,7 +118,7 @@ export default fp<{ everyMs?: number; limits: FileLimits }>(
         return
       }
       const [client, { pipelineOf }] = await Promise.all([imapClient(settings), loadPipeline()])
-      const pipeline = pipelineOf(fastify, limits)
+      const pipeline = pipelineOf(fastify, limits, spamHeaders)
       clients.add(client)
       const news = { came: false }
       const wakeOnNews = () => {

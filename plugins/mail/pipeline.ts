@@ -8,9 +8,10 @@ import { StoreError } from '../../db/stores/errors.ts'
 import { saveFile, type Attachment, type FileStore } from '../../db/stores/files.ts'
 import type { Mailbox, MailStore } from '../../db/stores/mail.ts'
 import type { OutboxStore } from '../../db/stores/outbox.ts'
+import type { SenderStore } from '../../db/stores/senders.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { cleanFileName, shownSize, type FileLimits } from '../../lib/files.ts'
-import { automaticReason, hasNewText, newPart, titleOf } from '../../lib/mail.ts'
+import { automaticReason, hasNewText, newPart, spamReason, titleOf } from '../../lib/mail.ts'
 import { notifiedAbout, noteMarked, readReplyAddress, replyAddressesIn, type ReplyTag } from '../../lib/reply-address.ts'
 import { withoutNul } from '../../lib/nul.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
@@ -30,7 +31,7 @@ export const ORIGINAL_KEPT_BYTES = 1024 * 1024
 export const MAX_PER_SENDER_PER_MINUTE = 30
 
 export type Outcome =
-  | { kind: 'opened' | 'added'; number: number; automatic: string | null }
+  | { kind: 'opened' | 'added'; number: number; automatic: string | null; /** Why it was taken for spam (lib/mail.ts, spamReason). */ spam?: string }
   | { kind: 'duplicate' | 'dropped' | 'refused' | 'bounce'; reason: string }
   | { kind: 'later'; reason: string; sender: string }
 
@@ -54,10 +55,14 @@ export interface Pipeline {
   limits: FileLimits
   /** What the discussions made by mail tell the site's webhooks (db/stores/webhooks.ts). */
   events: EventSink
+  /** What the sites say of senders: allowed, or blocked as spam. */
+  senders: SenderStore
+  /** SERVICE_MAIL_SPAM_HEADERS: a mail provider's spam verdict in the headers counts (lib/mail.ts, spamReason). */
+  spamHeaders: boolean
 }
 
 /** The pipeline of an app: its stores, clock and key, and the files' limits. */
-export function pipelineOf(fastify: FastifyInstance, limits: FileLimits): Pipeline {
+export function pipelineOf(fastify: FastifyInstance, limits: FileLimits, spamHeaders = true): Pipeline {
   return {
     database: fastify.database,
     discussions: fastify.discussions,
@@ -68,6 +73,8 @@ export function pipelineOf(fastify: FastifyInstance, limits: FileLimits): Pipeli
     box: fastify.secretBox,
     limits,
     events: fastify.events,
+    senders: fastify.senders,
+    spamHeaders,
   }
 }
 
@@ -218,6 +225,9 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
   const thread = tag?.number ?? (await mailboxes.threadOf(siteId, namedMessages(parsed))) ?? notifiedAbout(box.digest, siteId, namedMessages(parsed))
   const answered = thread === undefined ? undefined : await discussions.get(siteId, thread).catch(notFoundAsUndefined)
   const isReply = answered !== undefined && answered.state !== 'deleted'
+  // A new discussion from a blocked sender, or one the mail provider marked, is spam: told to no
+  // one, acknowledged to no one. A reply joins its thread as any reply does (its team decided on it).
+  const spam = isReply ? null : spamReason(headerOf(parsed), await pipeline.senders.verdictFor(siteId, from.address), pipeline.spamHeaders)
   const customer = await mailboxes.customer(siteId, from.address, from.name)
   // The supporter answering by mail: their reply address, from their own address (not failing
   // DMARC), by a person rather than an auto-responder.
@@ -270,19 +280,20 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
             body,
             // Mail is between the customer and the team: never shown to other customers.
             public: false,
+            spam: spam !== null,
           })
       const mail = stores.mail(clock, box)
       // Whom a person's mail copied joins the discussion: the team's replies copy them. Never what a
       // machine, a staff address, a stranger to the thread or a mail failing DMARC copied.
       if (automatic === null && !customer.staff && !stranger && verified !== false) await mail.addParticipants({ siteId, id: made.discussion.id, authorEmail: made.discussion.authorEmail }, copiedOn(parsed, from.address), 'mail')
-      await mail.record({ siteId, mailboxId: mailbox.id, messageId, discussionId: made.discussion.id, commentId: made.comment.id, sender: from.address, automatic: automatic !== null, senderVerified: verified })
+      await mail.record({ siteId, mailboxId: mailbox.id, messageId, discussionId: made.discussion.id, commentId: made.comment.id, sender: from.address, automatic: automatic !== null, senderVerified: verified, spamReason: spam })
       if (position) await mail.advance(mailbox.id, position)
       // An acknowledgement answers a person's new discussion, never a machine (no loop), nor an
       // address the door could not tie to the message (a forger's victims are not mailed).
-      if (!isReply && automatic === null && mailbox.acknowledge && check.acknowledge && verified !== false) {
+      if (!isReply && spam === null && automatic === null && mailbox.acknowledge && check.acknowledge && verified !== false) {
         await stores.outbox(clock).acknowledge({ siteId, discussionId: made.discussion.id, number: made.discussion.number, title: made.discussion.title, commentId: made.comment.id })
       }
-      return { kind: isReply ? 'added' : 'opened', number: made.discussion.number, automatic } as const
+      return { kind: isReply ? 'added' : 'opened', number: made.discussion.number, automatic, ...(spam !== null && { spam }) } as const
     })
     return outcome
   } catch (error) {

@@ -62,8 +62,8 @@ function refusal(code: number, text: string): Error {
   return Object.assign(new Error(text), { responseCode: code })
 }
 
-export default fp<{ settings?: ReceiverSettings; limits: FileLimits }>(
-  async (fastify, { settings, limits }) => {
+export default fp<{ settings?: ReceiverSettings; limits: FileLimits; spamHeaders?: boolean }>(
+  async (fastify, { settings, limits, spamHeaders = true }) => {
     fastify.decorate('mailReceiver', { port: 0 })
     if (!settings) return
     // Loaded only where mail is taken in (docs/decisions.md, "Loaded on first use"): smtp-server,
@@ -72,7 +72,7 @@ export default fp<{ settings?: ReceiverSettings; limits: FileLimits }>(
     const maxBytes = settings.maxBytes ?? MAX_MESSAGE_BYTES
     const { mailboxes } = fastify
     const serverName = new URL(fastify.config.baseUrl).hostname
-    const pipeline = pipelineOf(fastify, limits)
+    const pipeline = pipelineOf(fastify, limits, spamHeaders)
 
     /**
      * What the receiver knows of the sender (mailauth: SPF of the connecting address, DKIM, their

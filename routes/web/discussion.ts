@@ -33,6 +33,8 @@ const DONE: Record<string, string> = {
   unresolve: 'The discussion is open again.',
   delete: 'The discussion is deleted. Restore brings it back.',
   restore: 'The discussion is restored.',
+  spam: 'The discussion is marked spam: out of the queue. Not spam brings it back.',
+  not_spam: 'The discussion is back in the queue, and its sender is allowed: their mail is never taken for spam.',
   moved: 'The discussion moved to its new category.',
   assigned: 'Its owner is changed.',
   tagged: 'Its tags are saved.',
@@ -306,8 +308,11 @@ function deliveryLine(delivery: Delivery): string {
 /** The actions a discussion in this state offers on its page, as buttons. */
 export function actionsFor(state: DiscussionState): Array<{ action: Action; label: string; danger?: boolean }> {
   if (state === 'deleted') return [{ action: 'restore', label: 'Restore' }]
+  const remove = { action: 'delete' as const, label: 'Delete…', danger: true }
+  // Spam is neither resolved nor open: "Not spam" brings it back (and allows its sender), or it goes.
+  if (state === 'spam') return [{ action: 'not_spam', label: 'Not spam' }, remove]
   const resolve = state === 'resolved' ? { action: 'unresolve' as const, label: 'Unresolve' } : { action: 'resolve' as const, label: 'Resolve' }
-  return [resolve, { action: 'delete', label: 'Delete…', danger: true }]
+  return [resolve, { action: 'spam', label: 'Spam' }, remove]
 }
 
 export default discussionRoutes

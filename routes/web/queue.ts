@@ -46,12 +46,13 @@ export function addPageConstraint(fastify: FastifyInstance) {
   })
 }
 
-/** The states the queue's tabs show, in order, by the API's names; the first (what needs an answer: new and open) is the default, `live` is every one but deleted. */
+/** The states the queue's tabs show, in order, by the API's names; the first (what needs an answer: new and open) is the default, `live` is every one but deleted and spam. */
 export const TABS: Array<{ scope: StateScope; label: string }> = [
   { scope: 'todo', label: 'To do' },
   { scope: 'new', label: 'New' },
   { scope: 'open', label: 'Open' },
   { scope: 'resolved', label: 'Resolved' },
+  { scope: 'spam', label: 'Spam' },
   { scope: 'deleted', label: 'Deleted' },
   { scope: 'live', label: 'All' },
 ]

@@ -83,6 +83,7 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   // The team's queue: an owner (in the counts too), tags and their rows, a saved reply.
   t.equal((await api('PUT', '/demo/discussions/3', { assignee: ann.user.id, tags: ['VAT', 'billing'] })).statusCode, 200)
   await app.savedReplies.add(ann.site.id, { title: 'Thanks', body: 'Thanks, {{customer.name}}.' })
+  await app.senders.set(ann.site.id, 'spammer.example', 'block')
   const credentials = { bearer, legacy, basic: ann.headers }
   const before = await answers(app, credentials)
   t.same(before.map((answer) => answer.status), [200, 200, 200, 200, 200, 200, 200, 200], 'every credential works on SQLite')
@@ -106,7 +107,7 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   t.equal(copied.code, 0, copied.stderr)
   const lines = copied.stdout.split('\n')
   t.match(lines[0], /^table\s+sqlite rows\s+postgres rows\s+sha256 \(sqlite\)\s+sha256 \(postgres\)$/)
-  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'web_sessions', 'categories', 'discussions', 'comments', 'discussion_counts', 'discussion_tags', 'saved_replies', 'oauth_records', 'security_events', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows', 'files', 'file_pieces', 'attachments', 'mailboxes', 'mail_messages', 'participants', 'mail_home', 'webhooks', 'outbox', 'webhook_deliveries', 'customer_links', 'discussion_changes', 'idempotency_keys']
+  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'web_sessions', 'categories', 'discussions', 'comments', 'discussion_counts', 'discussion_tags', 'saved_replies', 'oauth_records', 'security_events', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows', 'files', 'file_pieces', 'attachments', 'mailboxes', 'mail_messages', 'participants', 'sender_rules', 'mail_home', 'webhooks', 'outbox', 'webhook_deliveries', 'customer_links', 'discussion_changes', 'idempotency_keys']
   for (const [i, table] of tables.entries()) {
     const [name, sqliteRows, postgresRows, sqliteSum, postgresSum, verdict] = lines[i + 1]!.split(/\s+/)
     t.same([name, postgresRows, postgresSum, verdict], [table, sqliteRows, sqliteSum, 'same'], table)

@@ -237,6 +237,7 @@ t.test('the site resource links to the document and to everything else', async (
     open_discussions_href: `${BASE_URL}/demo/discussions/open`,
     resolved_discussions_href: `${BASE_URL}/demo/discussions/resolved`,
     deleted_discussions_href: `${BASE_URL}/demo/discussions/deleted`,
+    spam_discussions_href: `${BASE_URL}/demo/discussions/spam`,
     categories_href: `${BASE_URL}/demo/categories`,
     api_tokens_url: 'https://help.example.test/demo/profile/api_tokens',
     api_documentation_href: `${BASE_URL}/openapi.json`,

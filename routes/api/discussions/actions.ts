@@ -13,6 +13,8 @@ const SUMMARIES: Record<Exclude<Action, 'delete'>, string> = {
   unresolve: 'Unresolve a discussion: resolved moves to open',
   toggle: 'Toggle a discussion between resolved and open',
   restore: 'Restore a deleted discussion to the state it was deleted from',
+  spam: 'Mark a discussion spam: out of the queue and its counts, told to no one',
+  not_spam: 'Mark a discussion not spam: back in the state it had (new when it arrived as spam), its sender allowed on the site',
 }
 
 /** POST /<site>/discussions/<number>/<action>: the state actions and change_category. Repeating one changes nothing. */

@@ -127,7 +127,7 @@ const listingRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fasti
     response: { 200: DiscussionListing, 400: InvalidRequestBody },
   })
 
-  fastify.get('/:site/discussions', { schema: schema('listDiscussions', 'List discussions in every state but deleted') }, async (request, reply) =>
+  fastify.get('/:site/discussions', { schema: schema('listDiscussions', 'List discussions in every state but deleted and spam') }, async (request, reply) =>
     listDiscussions(context, users, request, reply, { state: 'live' }, urls.discussions(request.auth!.site.permalink)),
   )
 

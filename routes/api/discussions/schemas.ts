@@ -131,11 +131,12 @@ export const Comment = Type.Object({
 export const DiscussionWithComments = Type.Object({ ...discussionFields, comments: Type.Array(Comment) })
 
 const countFields = {
-  discussions_count: Type.Integer({ description: 'Discussions in every state but deleted.' }),
+  discussions_count: Type.Integer({ description: 'Discussions in every state but deleted and spam.' }),
   new_discussions_count: Type.Integer(),
   open_discussions_count: Type.Integer(),
   resolved_discussions_count: Type.Integer(),
   deleted_discussions_count: Type.Integer(),
+  spam_discussions_count: Type.Integer(),
 }
 
 export const Category = Type.Object({
@@ -269,7 +270,7 @@ export const SearchQuery = Type.Object({
     minLength: 1,
     maxLength: MAX_QUERY,
     description:
-      'Words (every one must be there; accents and case do not matter), "a phrase", -excluded words or phrases, and filters: state:new|open|resolved|deleted|todo (without one: every state but deleted), category:<name or id>, from:<email>, assignee:me|none|<email>, tag:<tag>, after:YYYY-MM-DD, before:YYYY-MM-DD.',
+      'Words (every one must be there; accents and case do not matter), "a phrase", -excluded words or phrases, and filters: state:new|open|resolved|deleted|spam|todo (without one: every state but deleted and spam), category:<name or id>, from:<email>, assignee:me|none|<email>, tag:<tag>, after:YYYY-MM-DD, before:YYYY-MM-DD.',
   }),
   page: Type.Optional(Page),
 })

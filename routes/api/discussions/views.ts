@@ -166,6 +166,7 @@ export function createViews(urls: Urls) {
         open_discussions_count: counts.open,
         resolved_discussions_count: counts.resolved,
         deleted_discussions_count: counts.deleted,
+        spam_discussions_count: counts.spam,
       }
     },
   }

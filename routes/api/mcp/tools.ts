@@ -30,7 +30,7 @@ export const MCP_TEXT_BYTES = 100 * 1024
 
 const number = z.number().int().min(1).describe('The discussion number, as in its address: /discussions/<number>.')
 const page = z.number().int().min(1).optional().describe('The page, 30 discussions each; 1 by default.')
-const states = ['new', 'open', 'resolved', 'deleted'] as const
+const states = ['new', 'open', 'resolved', 'deleted', 'spam'] as const
 
 const assignee = z.string().regex(/^(me|none|[1-9]\d{0,15})$/, 'me, none or a user id')
 
@@ -49,7 +49,7 @@ export const MCP_TOOLS: McpTool[] = [
     title: 'List discussions',
     description:
       'Lists the discussions of the help desk, most recent activity first, 30 per page, with their number, title, state ' +
-      '(new, open, resolved, deleted), category, author and counts. Without a state: every discussion but deleted ones. ' +
+      '(new, open, resolved, deleted, spam), category, author and counts. Without a state: every discussion but deleted and spam ones. ' +
       'The answer gives `total` and `per_page` for paging.',
     input: {
       state: z.enum(states).optional().describe('Only discussions in this state.'),
@@ -70,7 +70,7 @@ export const MCP_TOOLS: McpTool[] = [
     description:
       'Searches the titles, replies and internal notes of every discussion, best match first, 30 per page, each with a snippet of ' +
       'where it matches. The query: words (all must be there; case and accents do not matter), "exact phrases", -excluded words, ' +
-      'and filters: state:new|open|resolved|deleted|todo, category:<name>, from:<customer email>, assignee:me|none|<email>, tag:<tag>, ' +
+      'and filters: state:new|open|resolved|deleted|spam|todo, category:<name>, from:<customer email>, assignee:me|none|<email>, tag:<tag>, ' +
       'after:YYYY-MM-DD, before:YYYY-MM-DD (created on or after, before). Example: printer -toner from:carol@example.com. ' +
       'Without state: every discussion but deleted ones. The answer gives `total` and `per_page` for paging; `capped` means more ' +
       'than 1,000 match and only the newest 1,000 were ranked.',
@@ -173,6 +173,22 @@ export const MCP_TOOLS: McpTool[] = [
     input: { number },
     readOnly: false,
     request: ({ number }) => ({ method: 'POST', path: `/discussions/${number}/unresolve` }),
+  }),
+  tool({
+    name: 'mark_spam',
+    title: 'Mark a discussion spam',
+    description: 'Marks a discussion spam: it leaves the queue and its counts, and nobody is told of it any more. Undone by mark_not_spam.',
+    input: { number },
+    readOnly: false,
+    request: ({ number }) => ({ method: 'POST', path: `/discussions/${number}/spam` }),
+  }),
+  tool({
+    name: 'mark_not_spam',
+    title: 'Mark a discussion not spam',
+    description: 'Brings a discussion marked spam back to the queue, in the state it had (new when it arrived as spam), and allows its sender on the help desk, so their mail is never taken for spam again.',
+    input: { number },
+    readOnly: false,
+    request: ({ number }) => ({ method: 'POST', path: `/discussions/${number}/not_spam` }),
   }),
   tool({
     name: 'change_category',
