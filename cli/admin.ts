@@ -4,6 +4,7 @@ import { loadConfig, type Config } from '../config.ts'
 import type { Engine, EngineStores } from '../db/engine.ts'
 import type { MailStore } from '../db/stores/mail.ts'
 import { createEventSink, type EventSink, type WebhookStore } from '../db/stores/webhooks.ts'
+import type { SenderStore } from '../db/stores/senders.ts'
 import { createUrls } from '../lib/urls.ts'
 import { eventRender } from '../routes/api/webhook-events.ts'
 import { openEngine } from '../db/open.ts'
@@ -58,6 +59,8 @@ export interface Stores extends CommandDatabase {
   mailboxes: MailStore
   /** The sites' webhooks (cli/webhooks.ts). */
   webhooks: WebhookStore
+  /** What the sites say of senders: allowed, or blocked as spam (cli/senders.ts). */
+  senders: SenderStore
   /** What the stores tell the sites' webhooks of, as the server does (a token revoked here is told too). */
   events: EventSink
 }
@@ -118,6 +121,7 @@ function storesOf(stores: EngineStores, clock: Clock, box: SecretBox, events: Ev
     secondFactors: stores.secondFactors(clock, box),
     mailboxes: stores.mail(clock, box),
     webhooks: stores.webhooks(clock, box),
+    senders: stores.senders(clock),
   }
 }
 

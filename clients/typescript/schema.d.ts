@@ -344,7 +344,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Mark a discussion not spam: back in the state it had (new when it arrived as spam), its sender allowed on the site */
-        post: operations["not_spamDiscussion"];
+        post: operations["notSpamDiscussion"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8462,7 +8462,7 @@ export interface operations {
             };
         };
     };
-    not_spamDiscussion: {
+    notSpamDiscussion: {
         parameters: {
             query?: never;
             header?: {

@@ -41,6 +41,8 @@ export interface MailboxSettings {
 export interface MailOrigin {
   mailbox: string | null
   verified: boolean | null
+  /** Why it was taken for spam, or null. */
+  spamReason: string | null
 }
 
 export interface TakenMessage {
@@ -303,15 +305,15 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
       return row?.number
     },
 
-    /** Of these comments that came by mail, by comment: the address it came to, and what DMARC said of its sender. */
+    /** Of these comments that came by mail, by comment: the address it came to, what DMARC said of its sender, and why it was taken for spam. */
     async origins(commentIds: number[]): Promise<Map<number, MailOrigin>> {
       if (commentIds.length === 0) return new Map()
       const rows = await db
-        .select({ commentId: mailMessages.commentId, verified: mailMessages.senderVerified, mailbox: mailboxes.address })
+        .select({ commentId: mailMessages.commentId, verified: mailMessages.senderVerified, mailbox: mailboxes.address, spamReason: mailMessages.spamReason })
         .from(mailMessages)
         .leftJoin(mailboxes, eq(mailboxes.id, mailMessages.mailboxId))
         .where(and(inArray(mailMessages.commentId, commentIds), eq(mailMessages.outbound, false)))
-      return new Map(rows.map((r) => [r.commentId, { verified: r.verified, mailbox: r.mailbox }]))
+      return new Map(rows.map((r) => [r.commentId, { verified: r.verified, mailbox: r.mailbox, spamReason: r.spamReason }]))
     },
 
     /** How many messages the site took from `sender` since `since`: the per-sender limit's count. */

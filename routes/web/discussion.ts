@@ -296,6 +296,7 @@ function pageExtras({ attachments = [], delivery, mail }: CommentExtras, base: s
     files: attachments.map((a) => ({ name: a.name, size: shownSize(a.size), href: `${base}/files/${a.id}`, image: shownInline(a.name, a.contentType) })),
     delivery: delivery ? `${deliveryLine(delivery)}${linked ? `; its files as links, more than a mail carries (${shownSize(attachBytes)})` : ''}` : null,
     notVerified: mail?.verified === false,
+    spamReason: mail?.spamReason ?? null,
   }
 }
 

@@ -169,6 +169,7 @@ t.test('categories: listed by name with their counts, one by one, and their disc
       open_discussions_count: 0,
       resolved_discussions_count: 0,
       deleted_discussions_count: 1,
+      spam_discussions_count: 0,
     },
     {
       id: questions.id,
@@ -184,6 +185,7 @@ t.test('categories: listed by name with their counts, one by one, and their disc
       open_discussions_count: 1,
       resolved_discussions_count: 0,
       deleted_discussions_count: 0,
+      spam_discussions_count: 0,
     },
   ])
   const one = await api('GET', `/demo/categories/${questions.id}`)

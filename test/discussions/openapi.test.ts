@@ -11,7 +11,7 @@ const READS = [
   '/{site}',
   '/{site}/personal_tokens/self',
   '/{site}/discussions',
-  ...['new', 'open', 'resolved', 'deleted'].map((state) => `/{site}/discussions/${state}`),
+  ...['new', 'open', 'resolved', 'deleted', 'spam'].map((state) => `/{site}/discussions/${state}`),
   '/{site}/discussions/{number}',
   '/{site}/discussions/{number}/comments',
   '/{site}/discussions/{number}/comments/{comment}',
@@ -28,6 +28,7 @@ const READS = [
   '/{site}/webhooks/{id}/deliveries',
   '/{site}/saved_replies',
   '/{site}/saved_replies/{id}',
+  '/{site}/sender_rules',
   '/{site}/search',
   '/{site}/changes',
 ]
@@ -38,11 +39,13 @@ const WRITES = [
   'delete /{site}/discussions/{number}',
   'post /{site}/discussions/{number}/participants',
   'delete /{site}/discussions/{number}/participants/{email}',
-  ...['resolve', 'unresolve', 'toggle', 'restore', 'change_category', 'assign'].map((action) => `post /{site}/discussions/{number}/${action}`),
+  ...['resolve', 'unresolve', 'toggle', 'restore', 'spam', 'not_spam', 'change_category', 'assign'].map((action) => `post /{site}/discussions/{number}/${action}`),
   'patch /{site}/categories/{id}',
   'post /{site}/saved_replies',
   'patch /{site}/saved_replies/{id}',
   'delete /{site}/saved_replies/{id}',
+  'post /{site}/sender_rules',
+  'delete /{site}/sender_rules/{id}',
   'post /{site}/credentials/revoke',
   'patch /{site}/policy',
   'post /{site}/uploads',
@@ -93,7 +96,7 @@ t.test('every API route is in the document, and nothing else', async (t) => {
 
   // Any discussion or category route registered in the app, now or later, must be documented.
   const toPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
-  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|webhooks|saved_replies|search|changes)/.test(r.url))
+  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|webhooks|saved_replies|sender_rules|search|changes)/.test(r.url))
   t.equal(apiShaped.length, EXPECTED.length - 2, 'all but the site resource')
   for (const r of apiShaped) t.ok(documented.includes(`${r.method} ${toPath(r.url)}`), `${r.method} ${r.url} is documented`)
   t.notOk(Object.keys(doc.paths).some((p) => p.includes('*') || p.includes('openapi') || p.includes('well-known')))

@@ -40,6 +40,8 @@ t.test('states follow docs/decisions.md', async (t) => {
     toggle: { new: 'resolved', open: 'resolved', resolved: 'open' },
     delete: { new: 'deleted', open: 'deleted', resolved: 'deleted' },
     restore: { new: 'new', open: 'open', resolved: 'resolved' },
+    spam: { new: 'spam', open: 'spam', resolved: 'spam' },
+    not_spam: { new: 'new', open: 'open', resolved: 'resolved' },
   } as const
   for (const [action, table] of Object.entries(afterAction)) {
     for (const [state, next] of Object.entries(table)) {
@@ -48,6 +50,9 @@ t.test('states follow docs/decisions.md', async (t) => {
   }
   t.equal(stateAfterAction('deleted', 'restore', 'resolved'), 'resolved', 'restore brings back the state before delete')
   t.equal(stateAfterAction('deleted', 'restore', null), 'open', 'or open when it is unknown')
+  t.equal(stateAfterAction('spam', 'not_spam', 'resolved'), 'resolved', 'not spam brings back the state before spam')
+  t.equal(stateAfterAction('spam', 'not_spam', null), 'new', 'or new: it arrived as spam, and nobody answered it')
+  t.equal(stateAfterAction('spam', 'restore', 'open'), 'spam', 'restore is for deleted ones')
 })
 
 t.test('the counts always equal a count of the rows, whatever happens', async (t) => {
@@ -84,7 +89,7 @@ t.test('the counts always equal a count of the rows, whatever happens', async (t
       const count = (where: string, ...params: unknown[]) =>
         (db.$client.prepare(`SELECT count(*) AS n FROM discussions WHERE site_id = ? AND ${where}`).get(site.id, ...params) as { n: number }).n
       for (const state of ['live', ...discussionStates] as const) {
-        const stateWhere = state === 'live' ? "state <> 'deleted'" : 'state = ?'
+        const stateWhere = state === 'live' ? "state not in ('deleted', 'spam')" : 'state = ?'
         const stateParams = state === 'live' ? [] : [state]
         for (const category of [undefined, ...cats.map((c) => c.id)]) {
           for (const isPublic of [undefined, true, false]) {

@@ -1,5 +1,7 @@
 import t from 'tap'
-import { automaticReason, hasNewText, isMailAddress, isSmtpUrl, newPart, normalAddress, parseImapUrl, shownImap, shownSmtp, titleOf } from '../../lib/mail.ts'
+import { automaticReason, hasNewText, isMailAddress, isSmtpUrl, newPart, normalAddress, parseImapUrl, shownImap, shownSmtp, spamReason, titleOf } from '../../lib/mail.ts'
+import { patternsOf, senderPattern } from '../../db/stores/senders.ts'
+import { StoreError } from '../../db/stores/errors.ts'
 import { failureWords } from '../../lib/imap.ts'
 
 // Engines: one: nothing here reaches a database of the suite's engine.
@@ -80,4 +82,34 @@ t.test('what a mail server failure says, in words', async (t) => {
   t.equal(failureWords(new Error('something else')), 'something else')
   t.equal(failureWords(Object.assign(new Error("Mailbox doesn't exist: Nope"), { response: new Error('Command failed') })), "Mailbox doesn't exist: Nope", "imapflow's failed command is not the words")
   t.equal(failureWords('a string'), 'a string')
+})
+
+t.test("spam, by the site's word on its sender first, then by a provider's verdict when the operator trusts it", async (t) => {
+  const block = { pattern: 'spammer.example', verdict: 'block' as const }
+  const allow = { pattern: 'ann@customer.example', verdict: 'allow' as const }
+  t.equal(spamReason(headers({}), undefined, true), null, "a person's mail")
+  t.equal(spamReason(headers({}), block, false), 'its sender is blocked on this site (spammer.example)', 'a block needs no header, nor the operator\'s trust')
+  t.equal(spamReason(headers({ 'x-spam-flag': 'YES' }), allow, true), null, 'an allowed sender is never spam')
+  t.equal(spamReason(headers({ 'x-spam-flag': 'YES' }), undefined, true), 'the mail provider marked it spam (X-Spam-Flag)')
+  t.equal(spamReason(headers({ 'x-spam-flag': 'YES' }), undefined, false), null, 'SERVICE_MAIL_SPAM_HEADERS=off: not read')
+  t.equal(spamReason(headers({ 'x-spam-flag': 'NO' }), undefined, true), null)
+  t.equal(spamReason(headers({ 'x-spam-flag': 'yessir' }), undefined, true), null, 'a word that starts with yes is not yes')
+  t.equal(spamReason(headers({ 'x-spam-flag': '["YES","NO"]' }), undefined, true), 'the mail provider marked it spam (X-Spam-Flag)', 'given twice: the first')
+  t.equal(spamReason(headers({ 'x-spam-status': 'Yes, score=7.2 required=5.0 tests=BAYES_99' }), undefined, true), 'the mail provider marked it spam (X-Spam-Status)')
+  t.equal(spamReason(headers({ 'x-spam-status': 'No, score=-0.1' }), undefined, true), null)
+  t.equal(spamReason(headers({ 'x-forefront-antispam-report': 'CIP:192.0.2.1;SCL:5;SFV:SPM;H:x' }), undefined, true), 'Microsoft 365 marked it spam (X-Forefront-Antispam-Report)')
+  t.equal(spamReason(headers({ 'x-forefront-antispam-report': 'CIP:192.0.2.1;SCL:1;SFV:NSPM;' }), undefined, true), null, 'NSPM is not spam')
+})
+
+t.test('sender patterns: an address or a domain, kept in lower case; the patterns that speak for an address, most particular first', async (t) => {
+  t.equal(senderPattern(' Ann@Customer.Example '), 'ann@customer.example')
+  t.equal(senderPattern('*.Spammer.example'), 'spammer.example')
+  t.equal(senderPattern('@spammer.example'), 'spammer.example')
+  t.equal(senderPattern('xn--bcher-kva.example'), 'xn--bcher-kva.example', 'an international domain as its ASCII form')
+  for (const bad of ['', 'com', 'a@b', 'two words.example', 'bücher.example', '-x.example', 'x-.example', 'a@@b.example', `${'a'.repeat(250)}.example`, 'ann@customer.example\u0000', '<ann@customer.example>']) {
+    t.throws(() => senderPattern(bad), StoreError, `refused: ${JSON.stringify(bad)}`)
+  }
+  t.same(patternsOf('Offers@Mail.Spammer.Example'), ['offers@mail.spammer.example', 'mail.spammer.example', 'spammer.example'], 'never the top-level domain alone')
+  t.same(patternsOf('not an address'), [])
+  t.same(patternsOf('@nobody.example'), [], 'no local part: nothing')
 })

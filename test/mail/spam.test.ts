@@ -1,9 +1,11 @@
 import { simpleParser, type ParsedMail } from 'mailparser'
 import t, { type Test } from 'tap'
-import { supporterWithToken } from '../fixtures/app.ts'
+import { rawStatement, supporterWithToken } from '../fixtures/app.ts'
+import { MAX_SENDER_RULES } from '../../db/stores/senders.ts'
 import { mailServer, testDns } from '../fixtures/mail.ts'
 import { mailDesk } from '../fixtures/mail-desk.ts'
 import { LOOPBACK, receiver } from '../fixtures/webhooks.ts'
+import { cliRunner } from '../fixtures/cli.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
 // Engines: both: what it asks goes through the stores (the sender rules, the spam state's counts,
@@ -135,6 +137,7 @@ t.test('the spam pages: the queue has a Spam tab, the discussion says it is spam
   t.match(tab.body, /Wrongly blocked/)
   const page = await web.get('/demo/discussions/1')
   t.match(page.body, /data-spam>This discussion is marked spam/)
+  t.match(page.body, /data-spam-reason>Taken for spam: its sender is blocked on this site \(carol@customer\.example\)/, 'the page says why')
   t.match(page.body, /value="not_spam"/)
   t.notMatch(page.body, /value="resolve"/, 'nothing resolves spam')
   t.equal((await web.post('/demo/discussions/1/act', { action: 'not_spam' })).statusCode, 303)
@@ -169,4 +172,29 @@ t.test("the sender rules are the site's administrators': a supporter, another si
   t.same((await json('GET', '/demo/sender_rules')).sender_rules.map((r: { pattern: string; verdict: string }) => [r.pattern, r.verdict]), [['spammer.example', 'allow']])
   t.equal((await api('DELETE', `/demo/sender_rules/${id}`)).statusCode, 204)
   t.equal((await api('DELETE', `/demo/sender_rules/${id}`)).statusCode, 404)
+  t.equal(await app.senders.verdictFor(1, 'no address at all'), undefined, 'what is not an address has no rule')
+
+  // At most MAX_SENDER_RULES a site: the next is refused, a rule set again is not a new one.
+  const site = (await app.sites.find('demo'))!
+  const generated = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${MAX_SENDER_RULES})
+    INSERT INTO sender_rules (site_id, pattern, verdict, created_at) SELECT ?, 'd' || i || '.example', 'block', ? FROM n`
+  await rawStatement(app, generated, [site.id, new Date()])
+  t.equal((await json('GET', '/demo/sender_rules')).sender_rules.length, MAX_SENDER_RULES)
+  t.match((await api('POST', '/demo/sender_rules', { pattern: 'one-more.example', verdict: 'block' })).json(), { error: 'conflict', message: /has 2000 sender rules, the most it keeps/ })
+  t.equal((await api('POST', '/demo/sender_rules', { pattern: 'd7.example', verdict: 'allow' })).statusCode, 201, 'one it has, set again')
+})
+
+t.test('the sender rules on the command line: block, allow, list, remove, and what is refused', async (t) => {
+  const { run } = await cliRunner(t)
+  await run(['site', 'add', 'acme'])
+  const blocked = await run(['sender', 'block', 'acme', '*.Spammer.Example'])
+  t.match(blocked, { code: 0, stdout: /^1\tblock\tspammer\.example\t\d{4}-\d\d-\d\dT/ })
+  t.match(await run(['sender', 'allow', 'acme', 'Offers@Spammer.example']), { code: 0, stdout: /^2\tallow\toffers@spammer\.example\t/ })
+  const listed = await run(['sender', 'list', 'acme'])
+  t.same(listed.stdout.split('\n').filter(Boolean).map((l) => l.split('\t').slice(0, 3)), [['2', 'allow', 'offers@spammer.example'], ['1', 'block', 'spammer.example']], 'by pattern')
+  t.match(await run(['sender', 'block', 'acme', 'com']), { code: 1, stderr: /must be an email address .* or a domain/ })
+  t.match(await run(['sender', 'remove', 'acme', 'one']), { code: 2, stderr: /a sender rule id is a number, not "one"/ })
+  t.match(await run(['sender', 'remove', 'acme', '9']), { code: 1, stderr: /there is no sender rule 9 on this site/ })
+  t.same(await run(['sender', 'remove', 'acme', '1']), { code: 0, stdout: 'sender rule 1 of acme removed\n', stderr: '' })
+  t.equal((await run(['sender', 'list', 'acme'])).stdout.split('\n').filter(Boolean).length, 1)
 })

@@ -76,6 +76,9 @@ t.test('the SDK client connects with a personal token, lists the tools, reads an
 
   t.match((await client.callTool({ name: 'resolve_discussion', arguments: { number: 1 } })).structuredContent, { state: 'resolved' })
   t.match((await client.callTool({ name: 'unresolve_discussion', arguments: { number: 1 } })).structuredContent, { state: 'open' })
+  t.match((await client.callTool({ name: 'mark_spam', arguments: { number: 1 } })).structuredContent, { state: 'spam' })
+  t.match((await client.callTool({ name: 'list_discussions', arguments: { state: 'spam' } })).structuredContent, { total: 1 })
+  t.match((await client.callTool({ name: 'mark_not_spam', arguments: { number: 1 } })).structuredContent, { state: 'open' })
   const { problems } = made
   t.match((await client.callTool({ name: 'change_category', arguments: { number: 1, category_id: problems.id } })).structuredContent, { category_href: `https://api.example.test/demo/categories/${problems.id}` })
   const created = await client.callTool({

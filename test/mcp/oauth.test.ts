@@ -88,7 +88,7 @@ t.test('an MCP client connects through the OAuth flow', async (t) => {
   const connected = new Client({ name: 'assistant', version: '1.0.0' })
   await connected.connect(new StreamableHTTPClientTransport(endpoint, { authProvider: provider }))
   t.teardown(() => connected.close())
-  t.equal((await connected.listTools()).tools.length, 14)
+  t.equal((await connected.listTools()).tools.length, 16)
   const listing = (await connected.callTool({ name: 'list_discussions', arguments: {} })).structuredContent as { total: number; discussions: Array<{ number: number }> }
   t.ok(listing.total >= 1, 'the first run made a discussion')
   const reply = await connected.callTool({ name: 'post_reply', arguments: { number: listing.discussions[0].number, body: 'Looking into it.' } })

@@ -24,7 +24,7 @@ const actionRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastif
   for (const [action, summary] of Object.entries(SUMMARIES) as Array<[Action, string]>) {
     fastify.post(
       `/:site/discussions/:number/${action}`,
-      { schema: { tags: ['discussions'], operationId: `${action}Discussion`, summary, params: NumberParams, response } },
+      { schema: { tags: ['discussions'], operationId: `${action.replace(/_(\w)/g, (_, c: string) => c.toUpperCase())}Discussion`, summary, params: NumberParams, response } },
       async (request) => {
         const { site } = request.auth!
         return views.discussion(site.permalink, await discussions.act(site.id, request.params.number, action, expectedVersion(request)))
