@@ -9,10 +9,10 @@ import { slugify } from './categories.ts'
 import { createAuthors, type Authors, type PostedBy } from './discussion-authors.ts'
 import { bumpCount, createDiscussionCounts, moveCount, NO_ASSIGNEE, type CountedRow } from './discussion-counts.ts'
 import { discussionViews, type CommentRow, type DiscussionRow, type ListingOf } from './discussion-listing.ts'
-import { allowSenderIn } from './senders.ts'
 import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
 import { StoreError, VersionMoved } from './errors.ts'
 import { claimUploads } from './files.ts'
+import { allowSenderIn } from './senders.ts'
 import { notifyAssigned, notifyNewDiscussion, notifyOwnerOfComment } from './notifications.ts'
 import { queueReplyMail } from './outbox.ts'
 import { indexDiscussion } from './search.ts'
@@ -35,7 +35,7 @@ export interface NewDiscussion extends PostedBy {
   /** Uploads of the supporter (db/stores/files.ts) the opening post carries. */
   uploads?: number[]
   /**
-   * Arrived as spam (the mail pipeline's verdict, plugins/mail/spam.ts): in the spam state, owned by
+   * Arrived as spam (the mail pipeline's verdict, lib/mail.ts spamReason): in the spam state, owned by
    * nobody, told to no one (no notification, no webhook but discussion.spam).
    */
   spam?: boolean

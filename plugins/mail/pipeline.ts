@@ -284,8 +284,8 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
           })
       const mail = stores.mail(clock, box)
       // Whom a person's mail copied joins the discussion: the team's replies copy them. Never what a
-      // machine, a staff address, a stranger to the thread or a mail failing DMARC copied.
-      if (automatic === null && !customer.staff && !stranger && verified !== false) await mail.addParticipants({ siteId, id: made.discussion.id, authorEmail: made.discussion.authorEmail }, copiedOn(parsed, from.address), 'mail')
+      // machine, a staff address, a stranger to the thread, a mail failing DMARC or spam copied.
+      if (automatic === null && spam === null && !customer.staff && !stranger && verified !== false) await mail.addParticipants({ siteId, id: made.discussion.id, authorEmail: made.discussion.authorEmail }, copiedOn(parsed, from.address), 'mail')
       await mail.record({ siteId, mailboxId: mailbox.id, messageId, discussionId: made.discussion.id, commentId: made.comment.id, sender: from.address, automatic: automatic !== null, senderVerified: verified, spamReason: spam })
       if (position) await mail.advance(mailbox.id, position)
       // An acknowledgement answers a person's new discussion, never a machine (no loop), nor an

@@ -58,7 +58,7 @@ t.test('mail from a blocked domain is spam: out of the queue and its counts, tol
   t.equal(before.mails.length, 2, "a person's new discussion: the acknowledgement and the supporter's notice")
   t.same(before.events.map((e) => e.type), ['discussion.created'])
 
-  await send({ from: 'Cheap Pills <offers@mail.spammer.example>', subject: 'Cheap pills', messageId: '<pills@mail.spammer.example>', text: 'Buy now.' })
+  await send({ from: 'Cheap Pills <offers@mail.spammer.example>', cc: 'victim@elsewhere.example', subject: 'Cheap pills', messageId: '<pills@mail.spammer.example>', text: 'Buy now.' })
   const spam = await json('GET', '/demo/discussions/2')
   t.equal(spam.state, 'spam', 'a subdomain of the blocked domain is blocked')
   t.equal(spam.assignee_id ?? null, null)
@@ -87,6 +87,7 @@ t.test('mail from a blocked domain is spam: out of the queue and its counts, tol
 
   // Not spam: back as new, the webhook told it is restored, the sender allowed.
   t.match(await json('POST', '/demo/discussions/2/not_spam'), { state: 'new' })
+  t.same((await json('GET', '/demo/discussions/2/participants')).participants, [], "whom spam copied joined nothing: the team's replies go to no list a spammer made")
   t.same((await left()).events.map((e) => [e.type, e.data.number, e.data.state]), [['discussion.restored', 2, 'new']])
   const rules = (await json('GET', '/demo/sender_rules')).sender_rules
   t.same(rules.map((r: { pattern: string; verdict: string }) => [r.pattern, r.verdict]), [['offers@mail.spammer.example', 'allow'], ['spammer.example', 'block']])
