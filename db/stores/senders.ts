@@ -41,15 +41,22 @@ export function patternsOf(address: string): string[] {
   return [lower, ...domains]
 }
 
+/** Sets the site's rule for `pattern` (as given, already checked) in the transaction of `port`: a rule it had for the pattern is replaced. */
+async function putRule(port: StorePort, clock: Clock, siteId: number, pattern: string, verdict: SenderVerdict): Promise<SenderRule> {
+  const { senderRules } = port.tables
+  const at = new Date(clock())
+  const [rule] = await port.db
+    .insert(senderRules)
+    .values({ siteId, pattern, verdict, createdAt: at })
+    .onConflictDoUpdate({ target: [senderRules.siteId, senderRules.pattern], set: { verdict, createdAt: at } })
+    .returning()
+  return rule!
+}
+
 /** Allows `address` on the site in the transaction of `port` (a discussion marked not spam): an earlier rule for it is replaced. */
 export async function allowSenderIn(port: StorePort, clock: Clock, siteId: number, address: string): Promise<void> {
-  const { senderRules } = port.tables
   // The address as the discussion keeps it: what verdictFor looks up (patternsOf), not checked again.
-  const pattern = address.trim().toLowerCase()
-  await port.db
-    .insert(senderRules)
-    .values({ siteId, pattern, verdict: 'allow', createdAt: new Date(clock()) })
-    .onConflictDoUpdate({ target: [senderRules.siteId, senderRules.pattern], set: { verdict: 'allow', createdAt: new Date(clock()) } })
+  await putRule(port, clock, siteId, address.trim().toLowerCase(), 'allow')
 }
 
 export function createSenderStore(port: StorePort, clock: Clock) {
@@ -80,13 +87,7 @@ export function createSenderStore(port: StorePort, clock: Clock) {
         const { senderRules: rules } = tx.tables
         const [{ n }] = await tx.db.select({ n: count() }).from(rules).where(and(eq(rules.siteId, siteId), sql`${rules.pattern} <> ${pattern}`))
         if (Number(n) >= MAX_SENDER_RULES) throw new StoreError(`this site has ${MAX_SENDER_RULES} sender rules, the most it keeps: remove one first`, 'conflict', 'pattern')
-        const at = new Date(clock())
-        const [rule] = await tx.db
-          .insert(rules)
-          .values({ siteId, pattern, verdict, createdAt: at })
-          .onConflictDoUpdate({ target: [rules.siteId, rules.pattern], set: { verdict, createdAt: at } })
-          .returning()
-        return rule!
+        return putRule(tx, clock, siteId, pattern, verdict)
       })
     },
 
