@@ -67,7 +67,7 @@ declare module 'fastify' {
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'databaseAddress' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'mailAttachBytes' | 'sudoMinutes' | 'files' | 'mailReceiver' | 'mailFetchSeconds' | 'mailSpamHeaders' | 'webhooks' | 'outboxSend'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'mailAttachBytes' | 'sudoMinutes' | 'files' | 'mailReceiver' | 'mailFetchSeconds' | 'mailSpamHeaders' | 'mailRspamd' | 'webhooks' | 'outboxSend'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -177,9 +177,10 @@ export function buildApp(options: AppOptions) {
     ...(config.mailAttachBytes !== undefined && { attachBytes: config.mailAttachBytes }),
   })
   // Mail in, when SERVICE_MAIL_RECEIVER is set: the sites' mailbox addresses, into one pipeline.
-  app.register(mailReceiver, { settings: config.mailReceiver, limits: config.files ?? DEFAULT_FILE_LIMITS, spamHeaders: config.mailSpamHeaders ?? true })
+  const spam = { headers: config.mailSpamHeaders ?? true, ...(config.mailRspamd && { rspamd: config.mailRspamd }) }
+  app.register(mailReceiver, { settings: config.mailReceiver, limits: config.files ?? DEFAULT_FILE_LIMITS, spam })
   // Mail in by IMAP: each mailbox with an IMAP address, fetched by one process at a time.
-  app.register(mailFetcher, { everyMs: (config.mailFetchSeconds ?? 60) * 1000, limits: config.files ?? DEFAULT_FILE_LIMITS, spamHeaders: config.mailSpamHeaders ?? true })
+  app.register(mailFetcher, { everyMs: (config.mailFetchSeconds ?? 60) * 1000, limits: config.files ?? DEFAULT_FILE_LIMITS, spam })
   // What site administrators do to credentials and policy, for their pages and the API.
   app.register(administration)
   // Authentication's shared parts: the challenge header, the failure budgets and the password

@@ -9,6 +9,7 @@ import { DEFAULT_FILE_LIMITS, DEFAULT_MAIL_ATTACH_BYTES, MESSAGE_LIMITS, MiB, ty
 import { connectionsAllowed, defaultMaxConnections, DEFAULT_TIMEOUTS, processOpenFiles, type ConnectionSettings } from './lib/connections.ts'
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from './plugins/http/request-log.ts'
 import { MIN_SECRET_LENGTH } from './lib/server-key.ts'
+import { RSPAMD_TIMEOUT_MS } from './lib/rspamd.ts'
 import { databaseAddressProblem, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS, isPostgresAddress, type PostgresOptions } from './lib/database-address.ts'
 import { DEFAULT_LIMITS, type AuthLimitSettings } from './plugins/auth/limits.ts'
 import { DEFAULT_RATE_LIMITS, MAX_RATE_LIMIT, type RateLimitSettings } from './plugins/rate-limits.ts'
@@ -61,6 +62,8 @@ export interface Config {
   mailFetchSeconds: number
   /** SERVICE_MAIL_SPAM_HEADERS: whether a mail provider's spam verdict in a message's headers makes it spam (lib/mail.ts, spamReason). */
   mailSpamHeaders: boolean
+  /** SERVICE_RSPAMD_URL and SERVICE_RSPAMD_TIMEOUT: the rspamd whose verdict a new discussion's mail gets when no rule or header decided (lib/rspamd.ts); none without it. */
+  mailRspamd?: { url: string; timeoutMs: number }
   /** Where webhooks may be posted and how long a try may take (plugins/webhooks/delivery.ts). */
   webhooks: WebhookSettings
   /** SERVICE_SMTP_URL and SERVICE_MAIL_FROM: where token expiry notices and administrators' notices are sent from; no mail without them. */
@@ -133,6 +136,8 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_MAIL_RECEIVER_KEY', fallback: 'none', about: "the PEM file of that certificate's private key; both or neither" },
   { variable: 'SERVICE_MAIL_FETCH_SECONDS', fallback: '`60`', about: "how often the sites' IMAP mailboxes are looked at for new mail when their servers do not announce it (IDLE), and how soon another process takes over a mailbox whose process died (three times this)" },
   { variable: 'SERVICE_MAIL_SPAM_HEADERS', fallback: '`on`', about: "`off`: a mail provider's spam verdict in a message's headers (`X-Spam-Flag: YES`, `X-Spam-Status: Yes`, Microsoft 365's `SFV:SPM`) is not read; only the sites' blocked senders make mail spam" },
+  { variable: 'SERVICE_RSPAMD_URL', fallback: 'none: rspamd is not asked', about: "`http://127.0.0.1:11333`, rspamd's normal worker: a new discussion's mail that no sender rule or provider's header decided is sent to its `/checkv2`, and is spam when rspamd's action is `reject`, `add header` or `rewrite subject`; rspamd down or slower than `SERVICE_RSPAMD_TIMEOUT` lets the mail in, with a warning in the log" },
+  { variable: 'SERVICE_RSPAMD_TIMEOUT', fallback: '`10`', about: 'seconds rspamd has to judge a message before it is taken without its verdict (the door that took it waits meanwhile)' },
   { variable: 'SERVICE_OUTBOX_SEND', fallback: '`on`', about: "`off`: this process sends no mail and posts no webhooks (what it writes is queued as ever): for several processes on one PostgreSQL database where the others send; with none sending, nothing leaves" },
   { variable: 'SERVICE_WEBHOOK_ALLOW', fallback: 'none: only public addresses', about: "private ranges webhooks may be posted to though they are private (internal integrations), CIDR ranges or addresses, comma-separated: `10.20.0.0/16,fd12::/64`; loopback, private, link-local and the like are refused otherwise" },
   { variable: 'SERVICE_WEBHOOK_TIMEOUT', fallback: '`10`', about: 'seconds a webhook endpoint has to answer a delivery; past it the try failed and is made again later' },
@@ -302,6 +307,15 @@ function parseMail(source: ConfigSource, baseUrl: string): { mail?: MailSettings
   return { mail: { smtpUrl, from } }
 }
 
+/** SERVICE_RSPAMD_URL: rspamd's normal worker, an http address without credentials; unset, none. SERVICE_RSPAMD_TIMEOUT: seconds, 1 to 60. */
+function parseRspamd(source: ConfigSource): { mailRspamd?: Config['mailRspamd'] } {
+  const value = source.env.SERVICE_RSPAMD_URL?.trim()
+  if (!value) return {}
+  // Refused without repeating the address: what it carries after the scheme may be a password.
+  if (URL.canParse(value) && (new URL(value).username || new URL(value).password)) throw new ConfigError("SERVICE_RSPAMD_URL must not carry a user or a password: rspamd's normal worker asks for none")
+  return { mailRspamd: { url: parseHttpUrl(value, 'SERVICE_RSPAMD_URL', 'http://127.0.0.1:11333').href, timeoutMs: parseCount(source, 'SERVICE_RSPAMD_TIMEOUT', RSPAMD_TIMEOUT_MS / 1000, 60) * 1000 } }
+}
+
 /** SERVICE_LEAK_REPORT_KEY: a shared secret of at least 32 characters, or nothing. */
 function parseLeakReportKey(source: ConfigSource): { leakReportKey?: string } {
   const key = source.env.SERVICE_LEAK_REPORT_KEY?.trim()
@@ -440,6 +454,7 @@ export function loadConfig(source: ConfigSource): Config {
     securityLogDays: parseCount(source, 'SERVICE_SECURITY_LOG_DAYS', DEFAULT_SECURITY_LOG_DAYS, 3_650),
     mailFetchSeconds: parseCount(source, 'SERVICE_MAIL_FETCH_SECONDS', 60, 3_600),
     mailSpamHeaders: parseSwitch(source, 'SERVICE_MAIL_SPAM_HEADERS', true),
+    ...parseRspamd(source),
     webhooks: parseWebhooks(source),
     sudoMinutes: parseCount(source, 'SERVICE_SUDO_MINUTES', DEFAULT_SUDO_MINUTES, 1_440),
     files: {

@@ -150,6 +150,17 @@ t.test("SERVICE_MAIL_SPAM_HEADERS: on by default; off leaves a provider's spam v
   t.throws(() => load({ SERVICE_MAIL_SPAM_HEADERS: 'sometimes' }), { message: /SERVICE_MAIL_SPAM_HEADERS/ })
 })
 
+t.test('SERVICE_RSPAMD_URL: none by default; an http address, without credentials; SERVICE_RSPAMD_TIMEOUT its seconds', async (t) => {
+  t.equal(load({}).mailRspamd, undefined)
+  t.same(load({ SERVICE_RSPAMD_URL: 'http://127.0.0.1:11333' }).mailRspamd, { url: 'http://127.0.0.1:11333/', timeoutMs: 10_000 })
+  t.same(load({ SERVICE_RSPAMD_URL: ' https://filter.example/rspamd/ ', SERVICE_RSPAMD_TIMEOUT: '3' }).mailRspamd, { url: 'https://filter.example/rspamd/', timeoutMs: 3_000 })
+  t.throws(() => load({ SERVICE_RSPAMD_URL: 'http://user:secret@filter.example' }), { name: 'ConfigError', message: "SERVICE_RSPAMD_URL must not carry a user or a password: rspamd's normal worker asks for none" }, 'a password is not repeated')
+  for (const bad of ['127.0.0.1:11333', 'ftp://filter.example', 'http://filter.example/?x=1']) {
+    t.throws(() => load({ SERVICE_RSPAMD_URL: bad }), { name: 'ConfigError', message: /^SERVICE_RSPAMD_URL must be an http or https address/ }, bad)
+  }
+  t.throws(() => load({ SERVICE_RSPAMD_URL: 'http://127.0.0.1:11333', SERVICE_RSPAMD_TIMEOUT: '61' }), { message: /SERVICE_RSPAMD_TIMEOUT/ })
+})
+
 t.test('SERVICE_OUTBOX_SEND: on by default; off leaves the sending to another process', async (t) => {
   t.equal(load({ SERVICE_OUTBOX_SEND: 'off' }).outboxSend, false)
   t.equal(load({ SERVICE_OUTBOX_SEND: 'on' }).outboxSend, true)

@@ -9,7 +9,7 @@ import type { FileLimits } from '../../lib/files.ts'
 import { failureWords, imapClient } from '../../lib/imap.ts'
 import { MAX_MESSAGE_BYTES } from '../../lib/mail.ts'
 import { repeatInBackground } from '../background.ts'
-import { UNCHECKED, type FetchPosition, type Outcome, type Pipeline } from './pipeline.ts'
+import { UNCHECKED, type FetchPosition, type Outcome, type Pipeline, type SpamSettings } from './pipeline.ts'
 
 // Mail in by IMAP (docs/decisions.md, "Mail"): for each mailbox with an IMAP address, one process
 // at a time (the one holding the mailbox's lease in the database) keeps a connection open,
@@ -67,8 +67,8 @@ export function holderIsGone(holder: string, host = machineName(), ownPid = proc
 /** Outcomes that leave the message in the mailbox unread, for a person to look at. */
 const LEFT_UNREAD = new Set<Outcome['kind']>(['refused', 'later'])
 
-export default fp<{ everyMs?: number; limits: FileLimits; spamHeaders?: boolean }>(
-  async (fastify, { everyMs = FETCH_EVERY_MS, limits, spamHeaders = true }) => {
+export default fp<{ everyMs?: number; limits: FileLimits; spam?: SpamSettings }>(
+  async (fastify, { everyMs = FETCH_EVERY_MS, limits, spam }) => {
     const { mailboxes } = fastify
     const owner = `${machineName()}/${process.pid}/${randomBytes(4).toString('hex')}`
     // A lease outlives three looks, so a live process always renews it in time.
@@ -118,7 +118,7 @@ export default fp<{ everyMs?: number; limits: FileLimits; spamHeaders?: boolean 
         return
       }
       const [client, { pipelineOf }] = await Promise.all([imapClient(settings), loadPipeline()])
-      const pipeline = pipelineOf(fastify, limits, spamHeaders)
+      const pipeline = pipelineOf(fastify, limits, spam)
       clients.add(client)
       const news = { came: false }
       const wakeOnNews = () => {

@@ -14,6 +14,7 @@ import { cleanFileName, shownSize, type FileLimits } from '../../lib/files.ts'
 import { automaticReason, hasNewText, newPart, spamReason, titleOf } from '../../lib/mail.ts'
 import { notifiedAbout, noteMarked, readReplyAddress, replyAddressesIn, type ReplyTag } from '../../lib/reply-address.ts'
 import { withoutNul } from '../../lib/nul.ts'
+import { askRspamd, type Envelope } from '../../lib/rspamd.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { MAX_BODY } from '../../routes/api/discussions/schemas.ts'
 
@@ -59,10 +60,19 @@ export interface Pipeline {
   senders: SenderStore
   /** SERVICE_MAIL_SPAM_HEADERS: a mail provider's spam verdict in the headers counts (lib/mail.ts, spamReason). */
   spamHeaders: boolean
+  /** SERVICE_RSPAMD_URL: rspamd's verdict on a new discussion no rule or header decided (lib/rspamd.ts); null when it is not spam or could not say. */
+  rspamd?: (raw: Buffer, envelope: Envelope) => Promise<string | null>
+}
+
+/** How a door's mail is judged spam: the provider's headers (SERVICE_MAIL_SPAM_HEADERS), rspamd (SERVICE_RSPAMD_URL). */
+export interface SpamSettings {
+  headers: boolean
+  rspamd?: { url: string; timeoutMs: number }
 }
 
 /** The pipeline of an app: its stores, clock and key, and the files' limits. */
-export function pipelineOf(fastify: FastifyInstance, limits: FileLimits, spamHeaders = true): Pipeline {
+export function pipelineOf(fastify: FastifyInstance, limits: FileLimits, spam: SpamSettings = { headers: true }): Pipeline {
+  const { rspamd } = spam
   return {
     database: fastify.database,
     discussions: fastify.discussions,
@@ -74,7 +84,16 @@ export function pipelineOf(fastify: FastifyInstance, limits: FileLimits, spamHea
     limits,
     events: fastify.events,
     senders: fastify.senders,
-    spamHeaders,
+    spamHeaders: spam.headers,
+    // rspamd that cannot say (down, slow, an answer not its own) lets the mail in as not spam: a
+    // customer's mail is never lost to a filter's outage; the log says so.
+    ...(rspamd && {
+      rspamd: (raw: Buffer, envelope: Envelope) =>
+        askRspamd(rspamd.url, raw, envelope, rspamd.timeoutMs).catch((error: unknown) => {
+          fastify.log.warn({ err: error, rspamd: rspamd.url }, 'rspamd could not check a message: taken as not spam')
+          return null
+        }),
+    }),
   }
 }
 
@@ -158,6 +177,18 @@ async function replyTagOf(pipeline: Pipeline, siteId: number, parsed: ParsedMail
   return candidates.map((address) => readReplyAddress(pipeline.box.digest, address)).find((tag) => tag && ours.has(tag.mailbox))
 }
 
+/**
+ * Why a new discussion's message is spam, or null: the site's rule for its sender decides when
+ * there is one, then the provider's headers, then rspamd (asked only when nothing before decided).
+ */
+async function spamVerdict(pipeline: Pipeline, mailbox: Mailbox, parsed: ParsedMail, raw: Buffer, sender: string, check: SenderCheck): Promise<string | null> {
+  const rule = await pipeline.senders.verdictFor(mailbox.siteId, sender)
+  const said = spamReason(headerOf(parsed), rule, pipeline.spamHeaders)
+  if (said !== null || rule !== undefined || !pipeline.rspamd) return said
+  const { ip, helo, mailFrom } = check.connection ?? {}
+  return pipeline.rspamd(raw, { from: mailFrom || sender, rcpt: mailbox.address, ...(ip && { ip }), ...(helo && { helo }) })
+}
+
 /** A discussion that is not there (a reply address or a notification naming a number the site never had) is none. */
 function notFoundAsUndefined(error: unknown): undefined {
   if (error instanceof StoreError && error.code === 'not_found') return undefined
@@ -170,6 +201,8 @@ export interface SenderCheck {
   verified: boolean | null
   /** Whether an acknowledgement may go to the From: never to an address the door could not tie to the message. */
   acknowledge: boolean
+  /** What the built-in receiver saw of the connection, for rspamd: the connecting address, its HELO, the envelope's sender. */
+  connection?: { ip: string; helo?: string; mailFrom?: string }
 }
 
 /** IMAP's word on a sender: no check of its own (the provider filtered the mail), acknowledgements as the mailbox says. */
@@ -225,9 +258,10 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
   const thread = tag?.number ?? (await mailboxes.threadOf(siteId, namedMessages(parsed))) ?? notifiedAbout(box.digest, siteId, namedMessages(parsed))
   const answered = thread === undefined ? undefined : await discussions.get(siteId, thread).catch(notFoundAsUndefined)
   const isReply = answered !== undefined && answered.state !== 'deleted'
-  // A new discussion from a blocked sender, or one the mail provider marked, is spam: told to no
-  // one, acknowledged to no one. A reply joins its thread as any reply does (its team decided on it).
-  const spam = isReply ? null : spamReason(headerOf(parsed), await pipeline.senders.verdictFor(siteId, from.address), pipeline.spamHeaders)
+  // A new discussion from a blocked sender, or one the mail provider or rspamd judged spam, is spam:
+  // told to no one, acknowledged to no one. A reply joins its thread as any reply does (its team
+  // decided on it).
+  const spam = isReply ? null : await spamVerdict(pipeline, mailbox, parsed, raw, from.address, check)
   const customer = await mailboxes.customer(siteId, from.address, from.name)
   // The supporter answering by mail: their reply address, from their own address (not failing
   // DMARC), by a person rather than an auto-responder.

@@ -4,7 +4,7 @@ import type { SMTPServerDataStream, SMTPServerSession } from 'smtp-server'
 import { addressBlock } from '../../lib/address-block.ts'
 import type { FileLimits } from '../../lib/files.ts'
 import { createAttemptLimiter } from '../auth/attempt-limiter.ts'
-import type { Outcome, SenderCheck } from './pipeline.ts'
+import type { Outcome, SenderCheck, SpamSettings } from './pipeline.ts'
 
 // The built-in receiver (docs/decisions.md, "Mail"): an SMTP server on a port of its own, off by
 // default, for a team that points an MX record or a forward at the service. It takes mail for the
@@ -62,8 +62,8 @@ function refusal(code: number, text: string): Error {
   return Object.assign(new Error(text), { responseCode: code })
 }
 
-export default fp<{ settings?: ReceiverSettings; limits: FileLimits; spamHeaders?: boolean }>(
-  async (fastify, { settings, limits, spamHeaders = true }) => {
+export default fp<{ settings?: ReceiverSettings; limits: FileLimits; spam?: SpamSettings }>(
+  async (fastify, { settings, limits, spam }) => {
     fastify.decorate('mailReceiver', { port: 0 })
     if (!settings) return
     // Loaded only where mail is taken in (docs/decisions.md, "Loaded on first use"): smtp-server,
@@ -72,7 +72,7 @@ export default fp<{ settings?: ReceiverSettings; limits: FileLimits; spamHeaders
     const maxBytes = settings.maxBytes ?? MAX_MESSAGE_BYTES
     const { mailboxes } = fastify
     const serverName = new URL(fastify.config.baseUrl).hostname
-    const pipeline = pipelineOf(fastify, limits, spamHeaders)
+    const pipeline = pipelineOf(fastify, limits, spam)
 
     /**
      * What the receiver knows of the sender (mailauth: SPF of the connecting address, DKIM, their
@@ -83,11 +83,12 @@ export default fp<{ settings?: ReceiverSettings; limits: FileLimits; spamHeaders
      * or, without a policy, a DKIM signature or an SPF pass of the From's own domain.
      */
     async function senderCheck(raw: Buffer, session: SMTPServerSession): Promise<SenderCheck & { refused?: string }> {
+      const connection = { ip: session.remoteAddress, helo: session.hostNameAppearsAs, mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '' }
       try {
         const { dmarc, dkim, spf } = await authenticate(raw, {
-          ip: session.remoteAddress,
-          helo: session.hostNameAppearsAs,
-          sender: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          ip: connection.ip,
+          helo: connection.helo,
+          sender: connection.mailFrom,
           mta: serverName,
           resolver: settings!.resolver,
           disableArc: true,
@@ -103,10 +104,10 @@ export default fp<{ settings?: ReceiverSettings; limits: FileLimits; spamHeaders
           (result === 'none' &&
             fromDomain !== undefined &&
             (dkim.results.some((r) => r.status.result === 'pass' && Boolean(r.status.aligned)) || (spf !== false && spf.status.result === 'pass' && sameOrganisation(spf.domain, fromDomain))))
-        return { verified: result === 'pass' ? true : result === 'fail' ? false : null, acknowledge: tied }
+        return { verified: result === 'pass' ? true : result === 'fail' ? false : null, acknowledge: tied, connection }
       } catch (error) {
         fastify.log.warn({ err: error }, 'mail receiver: the sender could not be checked')
-        return { verified: null, acknowledge: false }
+        return { verified: null, acknowledge: false, connection }
       }
     }
 
