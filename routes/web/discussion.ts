@@ -4,6 +4,7 @@ import type { Action } from '../../db/stores/discussion-states.ts'
 import type { DiscussionRow } from '../../db/stores/discussion-listing.ts'
 import { StoreError } from '../../db/stores/errors.ts'
 import type { Delivery } from '../../db/stores/outbox.ts'
+import { senderPattern } from '../../db/stores/senders.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
 import type { CommentVia, DiscussionState } from '../../db/values.ts'
 import { shownMoment } from '../../lib/clock.ts'
@@ -35,6 +36,7 @@ const DONE: Record<string, string> = {
   restore: 'The discussion is restored.',
   spam: 'The discussion is marked spam: out of the queue. Not spam brings it back.',
   not_spam: 'The discussion is back in the queue, and its sender is allowed: their mail is never taken for spam.',
+  blocked: 'The sender is blocked: their new mail goes to spam from now on.',
   moved: 'The discussion moved to its new category.',
   assigned: 'Its owner is changed.',
   tagged: 'Its tags are saved.',
@@ -53,7 +55,7 @@ interface Shown {
 }
 
 const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fastify, { fileLimits }) => {
-  const { discussions, categories, files, mailboxes, savedReplies, urls, users } = fastify
+  const { discussions, categories, files, mailboxes, savedReplies, senders, urls, users } = fastify
   // The reply form takes files (multipart/form-data), in this scope only.
   await fastify.register(multipart)
   const base = (request: FastifyRequest) => urls.siteWeb(request.web.site.permalink)
@@ -128,6 +130,8 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
         staff: staff.map((s) => ({ id: s.id, name: s.name, selected: s.id === d.assigneeId })),
         savedReplies: saved.map((r) => ({ id: r.id, title: r.title, selected: r === chosen })),
         actions: actionsFor(d.state),
+        // A spam discussion's sender, blocked in one click by an administrator (the sender rules are theirs).
+        block: d.state === 'spam' && user!.administrator ? blockChoices(d.authorEmail) : null,
         queue: `${base(request)}/discussions`,
         error: shown.error ?? null,
         done: done ?? null,
@@ -286,6 +290,35 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
     const tags = splitTags(String((request.body as { tags?: unknown }).tags ?? ''))
     return changed(request, reply, d, () => discussions.update(d.siteId, d.number, { tags }), 'tagged')
   })
+
+  // Blocking a spam discussion's sender, its address or its whole domain: the administrators' (the
+  // API's sender rules are theirs too), from the spam notice of the page.
+  fastify.post('/discussions/:number/block', forms, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return reply
+    if (!request.web.user!.administrator) return discussionPage(request, reply, d, { status: 403, error: `Only the administrators of ${request.web.site.name} block senders.` })
+    const choices = blockChoices(d.authorEmail)
+    const { sender } = request.body as { sender?: unknown }
+    const pattern = sender === 'address' || sender === 'domain' ? choices[sender] : undefined
+    if (d.state !== 'spam' || pattern === undefined) {
+      return discussionPage(request, reply, d, { status: 409, error: 'That cannot be done to the discussion as it is now. It may have changed since the page was shown.' })
+    }
+    return changed(request, reply, d, () => senders.set(d.siteId, pattern, 'block'), 'blocked')
+  })
+}
+
+/** What a spam discussion's page offers to block: its customer's address, and their domain when it is one a rule may name (not a top-level domain alone). */
+export function blockChoices(email: string): { address?: string; domain?: string } {
+  const valid = (given: string) => {
+    try {
+      return senderPattern(given)
+    } catch {
+      return undefined
+    }
+  }
+  const address = valid(email)
+  const domain = address && valid(address.slice(address.lastIndexOf('@') + 1))
+  return { ...(address && { address }), ...(domain && { domain }) }
 }
 
 /** A comment's files, mail and sender verdict as its page shows them. */

@@ -7,6 +7,7 @@ import { mailDesk } from '../fixtures/mail-desk.ts'
 import { LOOPBACK, receiver } from '../fixtures/webhooks.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
+import { blockChoices } from '../../routes/web/discussion.ts'
 
 // Engines: both: what it asks goes through the stores (the sender rules, the spam state's counts,
 // listings and partial indexes), and each engine must answer it alike.
@@ -149,6 +150,38 @@ t.test('the spam pages: the queue has a Spam tab, the discussion says it is spam
   await web.get('/demo/discussions/1')
   t.equal((await web.post('/demo/discussions/1/act', { action: 'spam' })).statusCode, 303)
   t.equal((await json('GET', '/demo/discussions/1')).state, 'spam')
+})
+
+t.test("a spam discussion's page blocks its sender in one click, for an administrator: the address, or everyone at its domain", async (t) => {
+  const { app, ann, send, json } = await desk(t)
+  await send({ from: 'offers@mail.spammer.example', subject: 'Pills', text: 'Buy.', headers: { 'X-Spam-Flag': 'YES' } })
+  await send({ subject: 'A question', text: 'Hello.' })
+  // A supporter who is not an administrator sees no block, and the form posted anyway is refused.
+  const pat = await personWithPassword(app, { email: 'pat@example.test' })
+  const supporter = webClient(app)
+  await supporter.signIn(pat.email, pat.password)
+  t.notMatch((await supporter.get('/demo/discussions/1')).body, /data-block/)
+  t.equal((await supporter.post('/demo/discussions/1/block', { sender: 'domain' })).statusCode, 403)
+  t.same((await json('GET', '/demo/sender_rules')).sender_rules, [], 'nothing blocked by them')
+
+  const admin = await personWithPassword(app, { email: 'ada@example.test' })
+  await app.users.setAdministrator(ann.site.id, admin.user.id, true)
+  const web = webClient(app)
+  await web.signIn(admin.email, admin.password)
+  const page = (await web.get('/demo/discussions/1')).body
+  t.match(page, /<button type="submit" name="sender" value="address"[^>]*>Block offers@mail\.spammer\.example<\/button>/)
+  t.match(page, /<button type="submit" name="sender" value="domain"[^>]*>Block everyone at mail\.spammer\.example<\/button>/)
+  t.notMatch((await web.get('/demo/discussions/2')).body, /data-block/, 'a discussion that is not spam offers no block')
+  t.equal((await web.post('/demo/discussions/2/block', { sender: 'address' })).statusCode, 409, 'nor takes one')
+  t.equal((await web.post('/demo/discussions/1/block', { sender: 'everyone' })).statusCode, 409)
+  t.equal((await web.post('/demo/discussions/1/block', { sender: 'domain' })).statusCode, 303)
+  t.match((await web.get('/demo/discussions/1?done=blocked')).body, /The sender is blocked/)
+  t.same((await json('GET', '/demo/sender_rules')).sender_rules.map((r: { pattern: string; verdict: string }) => [r.pattern, r.verdict]), [['mail.spammer.example', 'block']])
+  // Their next mail, with no header to give it away, is spam for the rule's reason.
+  await send({ from: 'sales@mail.spammer.example', subject: 'More pills', text: 'Buy more.' })
+  t.equal((await json('GET', '/demo/discussions/3')).state, 'spam')
+  t.same(blockChoices('root@localhost'), {}, 'an address of no domain a rule may name offers nothing')
+  t.same(blockChoices('Ann@Example.COM'), { address: 'ann@example.com', domain: 'example.com' })
 })
 
 t.test("the sender rules are the site's administrators': a supporter, another site's administrator and odd patterns are refused", async (t) => {
