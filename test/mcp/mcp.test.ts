@@ -53,7 +53,7 @@ t.test('the SDK client connects with a personal token, lists the tools, reads an
     t.equal(tool.annotations?.destructiveHint, false)
   }
   const readOnly = tools.filter((tool) => tool.annotations?.readOnlyHint).map((tool) => tool.name)
-  t.same(readOnly, ['list_discussions', 'search_discussions', 'list_changes', 'get_discussion', 'read_attachment', 'list_categories', 'list_saved_replies'], 'the tools a Read only token may call are marked')
+  t.same(readOnly, ['list_discussions', 'search_discussions', 'list_changes', 'get_discussion', 'read_attachment', 'list_categories', 'list_participants', 'list_sender_rules', 'list_saved_replies'], 'the tools a Read only token may call are marked')
 
   const listing = await client.callTool({ name: 'list_discussions', arguments: {} })
   const structured = listing.structuredContent as Structured
@@ -91,6 +91,30 @@ t.test('the SDK client connects with a personal token, lists the tools, reads an
   const audit = lines.filter((line) => line.includes('"mcp tool call"')).map((line) => JSON.parse(line).mcp)
   t.match(audit[0], { tool: 'list_discussions', user: ann.user.id, credential: 'personal_token' }, 'who, with what, which tool')
   t.notMatch(lines.join(''), ann.value.slice(12), 'never the token')
+})
+
+t.test("participants and sender rules: whom a discussion's replies copy, and the senders an administrator blocks or allows", async (t) => {
+  const { app, ann, connect } = await mcpApp(t)
+  const client = await connect(ann.bearer.authorization)
+  t.match((await client.callTool({ name: 'add_participant', arguments: { number: 1, email: 'Boss@Customer.Example', name: 'The Boss' } })).structuredContent, { email: 'boss@customer.example', name: 'The Boss', added_by: 'team' })
+  t.match((await client.callTool({ name: 'list_participants', arguments: { number: 1 } })).structuredContent, { participants: [{ email: 'boss@customer.example' }] })
+  t.same((await client.callTool({ name: 'remove_participant', arguments: { number: 1, email: 'boss@customer.example' } })).content, [{ type: 'text', text: 'Done.' }])
+  t.same((await client.callTool({ name: 'list_participants', arguments: { number: 1 } })).structuredContent, { participants: [] })
+  const gone = await client.callTool({ name: 'remove_participant', arguments: { number: 1, email: 'boss@customer.example' } })
+  t.equal(gone.isError, true, 'someone not there is a refusal the model reads')
+
+  // The rules are the administrators': Ann is not one yet.
+  const refused = await client.callTool({ name: 'set_sender_rule', arguments: { pattern: 'spammer.example', verdict: 'block' } })
+  t.equal(refused.isError, true)
+  t.match((refused.content as Array<{ text: string }>)[0].text, /^The help desk refused \(403\)/)
+  t.equal((await app.senders.list(ann.site.id)).length, 0)
+  await app.users.setAdministrator(ann.site.id, ann.user.id, true)
+  const rule = (await client.callTool({ name: 'set_sender_rule', arguments: { pattern: '*.Spammer.Example', verdict: 'block' } })).structuredContent as { id: number }
+  t.match(rule, { pattern: 'spammer.example', verdict: 'block' })
+  t.match((await client.callTool({ name: 'list_sender_rules', arguments: {} })).structuredContent, { sender_rules: [{ id: rule.id, pattern: 'spammer.example' }] })
+  t.equal((await client.callTool({ name: 'set_sender_rule', arguments: { pattern: 'spammer.example', verdict: 'maybe' } })).isError, true, 'a verdict that is not one is refused before any request')
+  t.same((await client.callTool({ name: 'remove_sender_rule', arguments: { id: rule.id } })).content, [{ type: 'text', text: 'Done.' }])
+  t.same(await app.senders.list(ann.site.id), [])
 })
 
 t.test('a discussion lists its attachments; read_attachment reads a text one, capped, and no other', async (t) => {

@@ -9,6 +9,7 @@ import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprot
 import t from 'tap'
 import { launchChromium } from '../fixtures/browser.ts'
 import { freePort, startServer } from '../fixtures/server.ts'
+import { MCP_TOOLS } from '../../routes/api/mcp/tools.ts'
 
 // Engines: one: Chromium cannot tell the engines apart; what the pages store runs on both in their app.inject tests.
 // The MCP SDK's own client signs in through OAuth against a real server: from the 401 of /demo/mcp
@@ -88,7 +89,7 @@ t.test('an MCP client connects through the OAuth flow', async (t) => {
   const connected = new Client({ name: 'assistant', version: '1.0.0' })
   await connected.connect(new StreamableHTTPClientTransport(endpoint, { authProvider: provider }))
   t.teardown(() => connected.close())
-  t.equal((await connected.listTools()).tools.length, 16)
+  t.equal((await connected.listTools()).tools.length, MCP_TOOLS.length)
   const listing = (await connected.callTool({ name: 'list_discussions', arguments: {} })).structuredContent as { total: number; discussions: Array<{ number: number }> }
   t.ok(listing.total >= 1, 'the first run made a discussion')
   const reply = await connected.callTool({ name: 'post_reply', arguments: { number: listing.discussions[0].number, body: 'Looking into it.' } })

@@ -25,6 +25,8 @@ export function writeToolsCalled(body: unknown): string[] {
 
 /** An API answer as a tool result: the JSON as structured content and as text; a refusal as a tool error. */
 export function toolResult(status: number, body: string): CallToolResult {
+  // A removal answers 204, nothing: done is all there is to say.
+  if (status === 204) return { content: [{ type: 'text', text: 'Done.' }] }
   let json: unknown
   try {
     json = JSON.parse(body)
@@ -66,7 +68,7 @@ export function fileResult({ status, body, bytes, type }: ApiAnswer): CallToolRe
 export function serverFor(request: FastifyRequest, callApi: (request: FastifyRequest, api: ApiRequest) => Promise<ApiAnswer>) {
   const server = new McpServer(
     { name: 'service-desk', title: `${request.auth!.site.name} (Service Desk)`, version: packageJson.version },
-    { instructions: 'Tools to work the support queue of one help desk site: list and read discussions, reply (with a saved reply where one fits), resolve, move between categories, give a discussion to a supporter, tag it.' },
+    { instructions: 'Tools to work the support queue of one help desk site: list and read discussions, reply (with a saved reply where one fits), resolve, move between categories, give a discussion to a supporter, tag it, copy people on its replies, mark spam and, for administrators, block or allow senders.' },
   )
   for (const tool of MCP_TOOLS as McpTool[]) {
     server.registerTool(

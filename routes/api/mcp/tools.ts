@@ -7,7 +7,7 @@ import { MAX_QUERY } from '../../../lib/search-text.ts'
 // could not do with curl. This table is pure: a tool's arguments give the request to make.
 
 export interface ApiRequest {
-  method: 'GET' | 'POST' | 'PUT'
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE'
   /** Under the site: `/discussions`, `/categories/3/discussions`... */
   path: string
   body?: Record<string, unknown>
@@ -189,6 +189,63 @@ export const MCP_TOOLS: McpTool[] = [
     input: { number },
     readOnly: false,
     request: ({ number }) => ({ method: 'POST', path: `/discussions/${number}/not_spam` }),
+  }),
+  tool({
+    name: 'list_participants',
+    title: "List who a discussion's replies copy",
+    description:
+      "Lists a discussion's participants: the people its public replies are mailed to besides its customer (those the customer's mail copied, and those the team added), " +
+      'each with how they joined. Their answers by mail join the discussion.',
+    input: { number },
+    readOnly: true,
+    request: ({ number }) => ({ method: 'GET', path: `/discussions/${number}/participants` }),
+  }),
+  tool({
+    name: 'add_participant',
+    title: "Copy someone on a discussion's replies",
+    description: "Adds a participant to a discussion: its public replies are mailed to them too, and their answers by mail join it. Adding someone already there changes nothing.",
+    input: { number, email: z.string().describe('Their mail address.'), name: z.string().optional().describe('Their name, for the mail.') },
+    readOnly: false,
+    request: ({ number, email, name }) => ({ method: 'POST', path: `/discussions/${number}/participants`, body: { email, name } }),
+  }),
+  tool({
+    name: 'remove_participant',
+    title: "Stop copying someone on a discussion's replies",
+    description: 'Takes a participant off a discussion: its replies are no longer mailed to them, and their later mail is a note for the team.',
+    input: { number, email: z.string().describe('The address to take off.') },
+    readOnly: false,
+    request: ({ number, email }) => ({ method: 'DELETE', path: `/discussions/${number}/participants/${encodeURIComponent(email)}` }),
+  }),
+  tool({
+    name: 'list_sender_rules',
+    title: 'List the blocked and allowed senders',
+    description:
+      "Lists the help desk's sender rules (for its administrators): addresses and domains whose new mail is always spam (block) or never is (allow). " +
+      'A domain covers its subdomains; the most particular rule wins.',
+    input: {},
+    readOnly: true,
+    request: () => ({ method: 'GET', path: '/sender_rules' }),
+  }),
+  tool({
+    name: 'set_sender_rule',
+    title: 'Block or allow a sender',
+    description:
+      'Blocks an address or a domain (its new mail goes to spam, told to no one) or allows it (never taken for spam), for the administrators of the help desk. ' +
+      'A rule for the same address or domain is replaced.',
+    input: {
+      pattern: z.string().describe('An address (ann@example.com) or a domain (example.com, which covers its subdomains).'),
+      verdict: z.enum(['block', 'allow']).describe('block or allow.'),
+    },
+    readOnly: false,
+    request: ({ pattern, verdict }) => ({ method: 'POST', path: '/sender_rules', body: { pattern, verdict } }),
+  }),
+  tool({
+    name: 'remove_sender_rule',
+    title: 'Remove a sender rule',
+    description: 'Removes one of the sender rules (its id from list_sender_rules), for the administrators of the help desk: that sender is judged as anyone else again.',
+    input: { id: z.number().int().min(1).describe('The rule id, from list_sender_rules.') },
+    readOnly: false,
+    request: ({ id }) => ({ method: 'DELETE', path: `/sender_rules/${id}` }),
   }),
   tool({
     name: 'change_category',
