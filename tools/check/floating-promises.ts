@@ -16,12 +16,21 @@ export interface Floating {
   text: string
 }
 
-/** Each expression statement of the program's own files whose value is a promise left alone. */
-export function floatingPromises(configPath: string): Floating[] {
+/**
+ * The program a tsconfig.json describes, and what TypeScript says is wrong with it (the config's
+ * own errors, then tsc --noEmit's): one program, checked once, serves the type check and the
+ * promises' (`npm run check`).
+ */
+export function programOf(configPath: string): { program: ts.Program; diagnostics: readonly ts.Diagnostic[] } {
   // Read by Node: a missing or unreadable tsconfig.json fails with Node's error, which names it.
   const json = ts.parseJsonText(configPath, readFileSync(configPath, 'utf8'))
   const config = ts.parseJsonSourceFileConfigFileContent(json, ts.sys, dirname(configPath), {}, configPath)
   const program = ts.createProgram({ rootNames: config.fileNames, options: config.options })
+  return { program, diagnostics: [...config.errors, ...ts.getPreEmitDiagnostics(program)] }
+}
+
+/** Each expression statement of the program's own files whose value is a promise left alone. */
+export function floatingPromises(program: ts.Program): Floating[] {
   const checker = program.getTypeChecker()
   const found: Floating[] = []
 
