@@ -48,12 +48,16 @@ export function machineName(): string {
   return namespace === '' ? hostname() : `${hostname()}:${namespace}`
 }
 
+/** machineName, read once a process: a process does not change machines. */
+let thisMachine: string | undefined
+const here = () => (thisMachine ??= machineName())
+
 /**
  * Whether a lease's holder (`machine/pid/…`) is a process of this machine that is no more: the
  * same machine (machineName), another pid, and no process of that pid (a signal 0 finds none). A
  * pid taken again by another process looks alive: the lease then runs out as for a holder elsewhere.
  */
-export function holderIsGone(holder: string, host = machineName(), ownPid = process.pid): boolean {
+export function holderIsGone(holder: string, host = here(), ownPid = process.pid): boolean {
   const [holderHost, pid] = holder.split('/')
   if (holderHost !== host || !/^\d{1,10}$/.test(pid ?? '') || Number(pid) === ownPid) return false
   try {
@@ -70,7 +74,7 @@ const LEFT_UNREAD = new Set<Outcome['kind']>(['refused', 'later'])
 export default fp<{ everyMs?: number; limits: FileLimits; spam?: SpamSettings }>(
   async (fastify, { everyMs = FETCH_EVERY_MS, limits, spam }) => {
     const { mailboxes } = fastify
-    const owner = `${machineName()}/${process.pid}/${randomBytes(4).toString('hex')}`
+    const owner = `${here()}/${process.pid}/${randomBytes(4).toString('hex')}`
     // A lease outlives three looks, so a live process always renews it in time.
     const leaseMs = 3 * everyMs
     const workers = new Map<number, Promise<void>>()
