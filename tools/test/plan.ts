@@ -100,6 +100,50 @@ export function testPlan(root: string, files = testFiles(root), durations = read
   return { sqlite: longestFirst(sqlite, durations.sqlite), postgres: longestFirst(postgres, durations.postgres) }
 }
 
+/**
+ * Why a test file must have a process of its own, or undefined when it may share one with others
+ * (tools/test/batch.ts runs a batch's files one after another in one process: a test process costs
+ * 1.7-2 s of CPU before its first assertion, docs/development.md, "Where the time goes"). What
+ * another file's tests would feel: hooks on the root test (they would run around the other
+ * files' tests too), the process's environment, directory, listeners or exit code changed, a
+ * timeout or plan of the whole file, a measure of the process's memory, and the browser (a file
+ * of its own, as ever).
+ */
+export function ownProcessReason(root: string, file: string, source = readFileSync(join(root, file), 'utf8')): string | undefined {
+  if (drivesBrowser(root, file, source)) return 'it drives the browser'
+  if (/^t\.(before|beforeEach|afterEach|after|setTimeout|plan)\(/m.test(source)) return 'it sets hooks, a timeout or a plan on the root test'
+  if (/process\.env\.\w+\s*=[^=]|process\.env\[[^\]]+\]\s*=[^=]|delete process\.env|process\.chdir\(|process\.on\(|process\.exitCode/.test(source)) return 'it changes its process (environment, directory, listeners, exit code)'
+  if (/process\.memoryUsage\(/.test(source)) return "it measures its process's memory"
+  return undefined
+}
+
+/** The most recorded seconds, and the most files, one batch takes: a batch is one file to tap, under its timeout, and four run side by side. */
+export const BATCH = { seconds: 30, files: 8 }
+
+/**
+ * A pass's files in batches, in the order given (longest first): a file that needs a process of
+ * its own (ownProcessReason), or is longer than a batch, alone; the others together, up to
+ * BATCH.seconds of recorded time and BATCH.files files a batch (a file not recorded counts as 5 s).
+ */
+export function batchesOf(root: string, files: string[], seconds: Record<string, number>, limits = BATCH, alone = (file: string) => ownProcessReason(root, file) !== undefined): string[][] {
+  const batches: string[][] = []
+  let open: { files: string[]; seconds: number } | undefined
+  for (const file of files) {
+    const s = seconds[file] ?? 5
+    if (alone(file) || s >= limits.seconds) {
+      batches.push([file])
+      continue
+    }
+    if (!open || open.seconds + s > limits.seconds || open.files.length >= limits.files) {
+      open = { files: [], seconds: 0 }
+      batches.push(open.files)
+    }
+    open.files.push(file)
+    open.seconds += s
+  }
+  return batches
+}
+
 /** How many of a pass's slowest files its report names. */
 export const SLOWEST_NAMED = 15
 

@@ -9,11 +9,11 @@
 // tests load the TypeScript sources as that Node does (type stripping), see .taprc.
 import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { DURATIONS, engineCoverageReport, testPlan, timeReport } from './plan.ts'
+import { batchesOf, DURATIONS, engineCoverageReport, readDurations, testPlan, timeReport } from './plan.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const TAP = join(ROOT, 'node_modules', 'tap', 'dist', 'esm', 'run.mjs')
@@ -33,11 +33,12 @@ const durations = { sqlite: {}, postgres: {} }
 // tracker's) shows the coverage table and these, not the failing line thousands of lines up.
 const failures = []
 
-/** The failed assertions of this pass's files, each with its file and the lines of its report after it (its diagnostics). */
-function failuresOf(engine, files, started) {
+/** The failed assertions of this pass's files (entries: what tap ran, and the files each held), each with its file and the lines of its report after it (its diagnostics). */
+function failuresOf(engine, entries, started) {
   const found = []
-  for (const file of files) {
-    const result = join(ROOT, '.tap', 'test-results', `${file}.tap`)
+  for (const [entry, batch] of entries) {
+    const file = batch.length === 1 ? entry : `${entry} (${batch.join(', ')})`
+    const result = join(ROOT, '.tap', 'test-results', `${entry}.tap`)
     if (!existsSync(result) || statSync(result).mtimeMs < started) continue
     const lines = readFileSync(result, 'utf8').split('\n')
     lines.forEach((line, i) => {
@@ -52,20 +53,49 @@ function failuresOf(engine, files, started) {
 const timeReports = []
 const setupLogs = mkdtempSync(join(tmpdir(), 'service-desk-setup-'))
 
+/** Where a run writes its batches (tools/test/batch.ts): under .tap, which coverage and tap's tracking of files leave out. */
+const BATCHES = join(ROOT, '.tap', 'batches')
+
+/**
+ * The files tap is given for a pass: each file that runs alone as itself, each batch of files
+ * (tools/test/plan.ts, batchesOf) as a file written here that runs them in turn, named after the
+ * files it holds (its first, and how many more) so a failure's output says where to look.
+ */
+function entriesOf(engine, files) {
+  const entries = new Map()
+  batchesOf(ROOT, files, readDurations(ROOT)[engine]).forEach((batch, i) => {
+    if (batch.length === 1) return entries.set(batch[0], batch)
+    const entry = join('.tap', 'batches', `${engine}-${String(i).padStart(3, '0')}-${batch[0].replace(/^test\//, '').replace(/\.test\.ts$/, '').replace(/\W+/g, '-')}-and-${batch.length - 1}.test.ts`)
+    writeFileSync(join(ROOT, entry), `// Written by tools/test/run.js for one pass: these files, one after another in one process.\nimport { runInTurn } from '../../tools/test/batch.ts'\nawait runInTurn(${JSON.stringify(batch)})\n`)
+    entries.set(entry, batch)
+  })
+  return entries
+}
+
 function tap(engine, files, extra) {
-  console.log(`\n== the suite on ${engine} (Node ${process.version}): ${files.length} files`)
+  rmSync(BATCHES, { recursive: true, force: true })
+  mkdirSync(BATCHES, { recursive: true })
+  const entries = entriesOf(engine, files)
+  console.log(`\n== the suite on ${engine} (Node ${process.version}): ${files.length} files, in ${entries.size} processes`)
   const started = Date.now()
   const setupLog = join(setupLogs, engine)
-  const env = { ...process.env, SERVICE_TEST_ENGINE: engine, SERVICE_TEST_SETUP_LOG: setupLog, SERVICE_TEST_RUN: RUN }
-  const run = spawnSync(process.execPath, [TAP, ...extra, ...args, ...files], { cwd: ROOT, env, stdio: 'inherit' })
+  const batchTimes = join(setupLogs, `${engine}-batches`)
+  const env = { ...process.env, SERVICE_TEST_ENGINE: engine, SERVICE_TEST_SETUP_LOG: setupLog, SERVICE_TEST_RUN: RUN, SERVICE_TEST_BATCH_TIMES: batchTimes }
+  const run = spawnSync(process.execPath, [TAP, ...extra, ...args, ...entries.keys()], { cwd: ROOT, env, stdio: 'inherit' })
   const wall = (Date.now() - started) / 1000
   console.log(`== ${engine}: ${run.status === 0 ? 'passed' : 'FAILED'} in ${seconds(started)}`)
-  if (run.status !== 0) failures.push(...failuresOf(engine, files, started))
-  // What each file took, from the results tap keeps of this pass (its last line, `# time=…ms`).
-  for (const file of files) {
-    const result = join(ROOT, '.tap', 'test-results', `${file}.tap`)
+  if (run.status !== 0) failures.push(...failuresOf(engine, entries, started))
+  // What each file took: a file alone, from the results tap keeps of this pass (its last line,
+  // `# time=…ms`); a file of a batch, from what the batch wrote (tools/test/batch.ts).
+  for (const [entry, batch] of entries) {
+    if (batch.length > 1) continue
+    const result = join(ROOT, '.tap', 'test-results', `${entry}.tap`)
     const time = existsSync(result) && statSync(result).mtimeMs >= started && /# time=([\d.]+)ms\s*$/.exec(readFileSync(result, 'utf8'))
-    if (time) durations[engine][file] = Math.round(Number(time[1]) / 100) / 10
+    if (time) durations[engine][entry] = Math.round(Number(time[1]) / 100) / 10
+  }
+  for (const line of existsSync(batchTimes) ? readFileSync(batchTimes, 'utf8').split('\n') : []) {
+    const [file, took] = line.split('\t')
+    if (file && took) durations[engine][file] = Number(took)
   }
   timeReports.push(timeReport(engine, wall, durations[engine], existsSync(setupLog) ? readFileSync(setupLog, 'utf8') : ''))
   if (coverage) storeCoverage[engine] = coverageOfThisPass()

@@ -1,0 +1,23 @@
+// A batch of test files in one process (tools/test/run.js writes the file that calls this;
+// tools/test/plan.ts, batchesOf, says which files share one): each file is imported in turn, its
+// tests queued on the root test as when it runs alone, and the next file is imported only once
+// they have all ended, so no two files' tests ever run at once. How long each file took is
+// appended to the file SERVICE_TEST_BATCH_TIMES names (`file<TAB>seconds`), for the time report
+// and the recorded durations, as tap's own `# time=` is for a file alone.
+import { appendFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import t from 'tap'
+
+const ROOT = join(import.meta.dirname, '..', '..')
+
+/** Runs the test files (paths from the root) one after another in this process. */
+export async function runInTurn(files: string[], times = process.env.SERVICE_TEST_BATCH_TIMES): Promise<void> {
+  for (const file of files) {
+    const started = performance.now()
+    await import(pathToFileURL(join(ROOT, file)).href)
+    // Queued after the file's own tests: it ends once they have.
+    await t.test(`${file}: its tests have ended`, async (t) => void t.pass(file))
+    if (times) appendFileSync(times, `${file}\t${((performance.now() - started) / 1000).toFixed(1)}\n`)
+  }
+}
