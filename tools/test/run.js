@@ -37,7 +37,7 @@ const failures = []
 function failuresOf(engine, entries, started) {
   const found = []
   for (const [entry, batch] of entries) {
-    const file = `${entry} (${batch.join(', ')})`
+    const file = batch.length === 1 ? entry : `${entry} (${batch.join(', ')})`
     const result = join(ROOT, '.tap', 'test-results', `${entry}.tap`)
     if (!existsSync(result) || statSync(result).mtimeMs < started) continue
     const lines = readFileSync(result, 'utf8').split('\n')
@@ -57,18 +57,15 @@ const setupLogs = mkdtempSync(join(tmpdir(), 'service-desk-setup-'))
 const BATCHES = join(ROOT, '.tap', 'batches')
 
 /**
- * The files tap is given for a pass: each batch of files (tools/test/plan.ts, batchesOf; a file
- * alone is a batch of one) as a file written here that runs them in turn, named after the files it
- * holds (its first, and how many more) so a failure's output says where to look, and numbered in
- * the plan's order: tap sorts the files it is given by name, so the numbers make it start the
- * longest first (a long file given by its own name started after every batch, and the pass waited
- * on it at its end).
+ * The files tap is given for a pass: each file that runs alone as itself, each batch of files
+ * (tools/test/plan.ts, batchesOf) as a file written here that runs them in turn, named after the
+ * files it holds (its first, and how many more) so a failure's output says where to look.
  */
 function entriesOf(engine, files) {
   const entries = new Map()
   batchesOf(ROOT, files, readDurations(ROOT)[engine]).forEach((batch, i) => {
-    const more = batch.length > 1 ? `-and-${batch.length - 1}` : ''
-    const entry = join('.tap', 'batches', `${engine}-${String(i).padStart(3, '0')}-${batch[0].replace(/^test\//, '').replace(/\.test\.ts$/, '').replace(/\W+/g, '-')}${more}.test.ts`)
+    if (batch.length === 1) return entries.set(batch[0], batch)
+    const entry = join('.tap', 'batches', `${engine}-${String(i).padStart(3, '0')}-${batch[0].replace(/^test\//, '').replace(/\.test\.ts$/, '').replace(/\W+/g, '-')}-and-${batch.length - 1}.test.ts`)
     writeFileSync(join(ROOT, entry), `// Written by tools/test/run.js for one pass: these files, one after another in one process.\nimport { runInTurn } from '../../tools/test/batch.ts'\nawait runInTurn(${JSON.stringify(batch)})\n`)
     entries.set(entry, batch)
   })
@@ -88,7 +85,14 @@ function tap(engine, files, extra) {
   const wall = (Date.now() - started) / 1000
   console.log(`== ${engine}: ${run.status === 0 ? 'passed' : 'FAILED'} in ${seconds(started)}`)
   if (run.status !== 0) failures.push(...failuresOf(engine, entries, started))
-  // What each file took, as its batch wrote it (tools/test/batch.ts).
+  // What each file took: a file alone, from the results tap keeps of this pass (its last line,
+  // `# time=…ms`); a file of a batch, from what the batch wrote (tools/test/batch.ts).
+  for (const [entry, batch] of entries) {
+    if (batch.length > 1) continue
+    const result = join(ROOT, '.tap', 'test-results', `${entry}.tap`)
+    const time = existsSync(result) && statSync(result).mtimeMs >= started && /# time=([\d.]+)ms\s*$/.exec(readFileSync(result, 'utf8'))
+    if (time) durations[engine][entry] = Math.round(Number(time[1]) / 100) / 10
+  }
   for (const line of existsSync(batchTimes) ? readFileSync(batchTimes, 'utf8').split('\n') : []) {
     const [file, took] = line.split('\t')
     if (file && took) durations[engine][file] = Number(took)
