@@ -43,6 +43,7 @@ import mailFetcher from './plugins/mail/fetcher.ts'
 import mailHome from './plugins/mail/home.ts'
 import mailReceiver from './plugins/mail/receiver.ts'
 import mailSender from './plugins/mail/sender.ts'
+import mailOAuth from './plugins/mail/oauth.ts'
 import { DEFAULT_FILE_LIMITS } from './lib/files.ts'
 import discussionRoutes from './routes/api/discussions/index.ts'
 import mcpRoutes from './routes/api/mcp/index.ts'
@@ -167,6 +168,8 @@ export function buildApp(options: AppOptions) {
   // Mail, when SERVICE_SMTP_URL is set; then mails 7 days and 1 day before a personal token expires.
   app.register(mail, { settings: config.mail })
   app.register(expiryNotices)
+  // Mailboxes connected with OAuth: the access tokens they sign in to IMAP and SMTP with, renewed in time.
+  app.register(mailOAuth)
   // Webhooks out: a row of the outbox posted to its endpoint, signed, under its lease.
   app.register(webhookDelivery, { ...config.webhooks, ...options.webhookDelivery })
   // The outbox's sender: mail (replies to discussions that came by mail) through that mailer, and webhooks.

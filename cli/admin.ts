@@ -5,7 +5,7 @@ import type { Engine, EngineStores } from '../db/engine.ts'
 import type { MailStore } from '../db/stores/mail.ts'
 import { createEventSink, type EventSink, type WebhookStore } from '../db/stores/webhooks.ts'
 import type { SenderStore } from '../db/stores/senders.ts'
-import { createUrls } from '../lib/urls.ts'
+import { createUrls, type Urls } from '../lib/urls.ts'
 import { eventRender } from '../routes/api/webhook-events.ts'
 import { openEngine } from '../db/open.ts'
 import type { PgDb } from '../db/postgres/client.ts'
@@ -63,6 +63,8 @@ export interface Stores extends CommandDatabase {
   senders: SenderStore
   /** What the stores tell the sites' webhooks of, as the server does (a token revoked here is told too). */
   events: EventSink
+  /** The service's public addresses, as the server makes them (a provider's redirect address, say). */
+  urls: Urls
 }
 
 /**
@@ -103,8 +105,9 @@ async function openStores(values: Values, io: Io, creates: boolean): Promise<Sto
   // The same server key as the server's, so legacy tokens made here can be shown there and back.
   const box = createSecretBox(serverSecret({ secret: config.secret, databaseAddress: config.databaseAddress }))
   const { engine, postgres } = await openCommandDatabase(config)
-  const events = createEventSink(io.clock, eventRender(createUrls(config.baseUrl, config.siteUrl)))
-  return { engine, postgres, box, events, ...storesOf(engine, io.clock, box, events) }
+  const urls = createUrls(config.baseUrl, config.siteUrl)
+  const events = createEventSink(io.clock, eventRender(urls))
+  return { engine, postgres, box, events, urls, ...storesOf(engine, io.clock, box, events) }
 }
 
 /** The stores a command works with, from the engine or from one of its transactions. */

@@ -1,6 +1,7 @@
 import { checkImap, checkSmtp, failureWords } from '../lib/imap.ts'
 import { normalAddress, parseImapUrl, shownImap, shownSmtp } from '../lib/mail.ts'
 import { shown } from '../lib/terminal-text.ts'
+import { createMailOAuth, revokeConnection } from '../lib/mail-oauth.ts'
 import { admin } from './admin.ts'
 import { UsageError, type Command } from './command.ts'
 
@@ -39,14 +40,15 @@ export const mailboxCommands: Command[] = [
       words: ['mailbox', 'list'],
       args: ['<site>'],
       usage: 'mailbox list <site>',
-      summary: 'One line per mailbox of the site: its address, its category, how mail arrives, the last fetch and the last error.',
+      summary: 'One line per mailbox of the site: its address, its category, how mail arrives, the last fetch, the last error, and how it signs in when connected with OAuth (the provider, and connected or why the provider refused).',
       atomic: false,
     },
     async ({ sites, mailboxes }, [permalink], _values, io) => {
       const site = await sites.get(permalink)
       for (const mailbox of await mailboxes.listMailboxes(site.id)) {
         const imap = await mailboxes.imapOf(mailbox)
-        const fields = [mailbox.address, mailbox.categoryId ?? 'first category', imap ? shownImap(imap) : 'receiver', mailbox.lastFetchAt?.toISOString() ?? '-', mailbox.lastError ?? '-']
+        const oauth = mailbox.oauthProvider === null ? '-' : `${mailbox.oauthProvider}: ${mailbox.oauthProblem === null ? 'connected' : `refused: ${mailbox.oauthProblem}`}`
+        const fields = [mailbox.address, mailbox.categoryId ?? 'first category', imap ? shownImap(imap) : 'receiver', mailbox.lastFetchAt?.toISOString() ?? '-', mailbox.lastError ?? '-', oauth]
         io.stdout(`${fields.map((field) => shown(String(field))).join('\t')}\n`)
       }
     },
@@ -85,12 +87,14 @@ export const mailboxCommands: Command[] = [
       words: ['mailbox', 'remove'],
       args: ['<site>', '<address>'],
       usage: 'mailbox remove <site> <address>',
-      summary: 'Stop taking mail at the address; the discussions its mail made stay.',
+      summary: "Stop taking mail at the address; the discussions its mail made stay. A connected mailbox's token is revoked at its provider, where the provider offers it.",
     },
     async ({ sites, mailboxes }, [permalink, address], _values, io) => {
       const site = await sites.get(permalink)
-      if (!(await mailboxes.removeMailbox(site.id, address))) throw new UsageError(`${site.permalink} has no mailbox ${address}`)
+      const mailbox = await mailboxes.mailbox(address)
+      if (mailbox?.siteId !== site.id || !(await mailboxes.removeMailbox(site.id, address))) throw new UsageError(`${site.permalink} has no mailbox ${address}`)
       io.stdout(`mailbox ${normalAddress(address)} removed from ${site.permalink}\n`)
+      if (mailbox.oauthProvider !== null) io.stdout(`${shown(await revokeConnection(createMailOAuth(), await mailboxes.provider(mailbox.oauthProvider), await mailboxes.tokensOf(mailbox)))}\n`)
     },
   ),
   // Where mail and webhooks are at home (plugins/mail/home.ts): a copy holds them until resumed.

@@ -47,6 +47,8 @@ export const COPIED_TABLES = [
   schema.files,
   schema.filePieces,
   schema.attachments,
+  // The applications registered at mail providers, which connected mailboxes renew their tokens at.
+  schema.mailProviders,
   // Mail: the sites' addresses, and the messages taken in (so none is taken twice after the move).
   schema.mailboxes,
   schema.mailMessages,

@@ -4,14 +4,14 @@ import { shownImap, shownSmtp, type ImapSettings } from './mail.ts'
 // The IMAP client of a mailbox (imapflow, loaded on first use: most processes fetch no mail), for
 // the fetcher (plugins/mail/fetcher.ts) and `service-desk mailbox test`, and that command's checks.
 
-/** A client for the mailbox, not yet connected; its errors are the caller's to listen to. */
-export async function imapClient(settings: ImapSettings): Promise<ImapFlow> {
+/** A client for the mailbox, not yet connected; its errors are the caller's to listen to. A connected mailbox signs in with its access token (XOAUTH2 or OAUTHBEARER, as the server offers). */
+export async function imapClient(settings: ImapSettings, access?: { user: string; accessToken: string }): Promise<ImapFlow> {
   const { ImapFlow } = await import('imapflow')
   return new ImapFlow({
     host: settings.host,
     port: settings.port,
     secure: settings.secure,
-    auth: { user: settings.user, pass: settings.password },
+    auth: access ? { user: access.user, accessToken: access.accessToken } : { user: settings.user, pass: settings.password },
     logger: false,
     connectionTimeout: 30_000,
     greetingTimeout: 15_000,
@@ -29,8 +29,8 @@ export function failureWords(error: unknown): string {
 }
 
 /** Signs in to the mailbox and reads its folder: what it holds, or throws. */
-export async function checkImap(settings: ImapSettings): Promise<string> {
-  const client = await imapClient(settings)
+export async function checkImap(settings: ImapSettings, access?: { user: string; accessToken: string }): Promise<string> {
+  const client = await imapClient(settings, access)
   client.on('error', () => {})
   try {
     await client.connect()

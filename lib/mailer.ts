@@ -8,6 +8,8 @@ export interface MailSettings {
   smtpUrl: string
   /** The From of the mails. */
   from: string
+  /** A mailbox connected with OAuth signs in with its access token (XOAUTH2), not a password of the address. */
+  oauth?: { user: string; accessToken: string }
 }
 
 export interface Mail {
@@ -52,7 +54,7 @@ export const SMTP_DEADLINES = { connectionTimeout: 10_000, greetingTimeout: 10_0
 
 /** A mailer over SMTP, or one that sends nothing without settings. nodemailer is loaded only with settings. */
 export async function createMailer(settings: MailSettings | undefined): Promise<Mailer> {
-  const transport = settings && (await import('nodemailer')).createTransport({ url: settings.smtpUrl, ...SMTP_DEADLINES })
+  const transport = settings && (await import('nodemailer')).createTransport({ ...(settings.oauth ? oauthServer(settings.smtpUrl, settings.oauth) : { url: settings.smtpUrl }), ...SMTP_DEADLINES })
   return {
     enabled: transport !== undefined,
     async send({ automatic, ...mail }: Mail) {
@@ -60,4 +62,11 @@ export async function createMailer(settings: MailSettings | undefined): Promise<
     },
     close: () => transport?.close(),
   }
+}
+
+/** The SMTP server of an address (smtps://: TLS from the start, on 465 by default; smtp://: STARTTLS, on 587), signing in with an access token. */
+function oauthServer(smtpUrl: string, { user, accessToken }: { user: string; accessToken: string }) {
+  const url = new URL(smtpUrl)
+  const secure = url.protocol === 'smtps:'
+  return { host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: url.port === '' ? (secure ? 465 : 587) : Number(url.port), secure, auth: { type: 'OAuth2' as const, user, accessToken } }
 }

@@ -1547,11 +1547,23 @@ export interface components {
                 /** @description Until when the process fetching its IMAP mailbox holds it (renewed at each look); a process that stopped without letting go holds it until then, unless it was on the machine of the next one to look. A time past: its holder stopped, and the next look takes it. Null: no process holds it. */
                 fetched_until: string | null;
             };
+            /** @description How it signs in when it was connected with OAuth (Microsoft 365, Google Workspace, another provider); null: with the passwords of its addresses, or not at all. */
+            oauth: {
+                /** @description The provider it signs in at, as the operator registered it (service-desk mail-provider list). */
+                provider: string;
+                /**
+                 * @description connected: it signs in with the provider's token; refused: the provider refused to renew it, and an administrator connects it again on the mail page.
+                 * @enum {unknown}
+                 */
+                state: "connected" | "refused";
+                /** @description Why the provider refused, in words; null while it is connected. */
+                problem: string | null;
+            } | null;
             /** Format: date-time */
             created_at: string;
             /**
              * Format: uri
-             * @description DELETE stops taking mail at the address.
+             * @description DELETE stops taking mail at the address (and revokes a connected mailbox's token at its provider, where the provider offers it).
              */
             href: string;
         };

@@ -436,6 +436,10 @@ export const mailboxes = pgTable(
     acknowledge: pgBoolean('acknowledge').notNull().default(false),
     imapDeferred: pgText('imap_deferred'),
     passedOver: pgText('passed_over'),
+    oauthProvider: pgText('oauth_provider'),
+    oauthTokens: pgText('oauth_tokens'),
+    oauthProblem: pgText('oauth_problem'),
+    oauthRenewUntil: moment('oauth_renew_until'),
   },
   (t) => [pgUniqueIndex('mailboxes_address_unique').on(t.address), pgIndex('mailboxes_site_idx').on(t.siteId)],
 )
@@ -473,6 +477,19 @@ export const senderRules = pgTable(
     createdAt: moment('created_at').notNull(),
   },
   (t) => [pgUniqueIndex('sender_rules_site_pattern_unique').on(t.siteId, t.pattern)],
+)
+
+export const mailProviders = pgTable(
+  'mail_providers',
+  {
+    id: id(),
+    name: pgText('name').notNull(),
+    label: pgText('label').notNull(),
+    issuer: pgText('issuer').notNull(),
+    settings: pgText('settings').notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [pgUniqueIndex('mail_providers_name_unique').on(t.name)],
 )
 
 export const mailHome = pgTable('mail_home', {

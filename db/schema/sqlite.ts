@@ -550,6 +550,14 @@ export const mailboxes = sqliteTable(
     // The last message passed over and left unread (it cannot be parsed, has no sender, is too
     // large), and why, for the mailbox's page.
     passedOver: text('passed_over'),
+    // A mailbox connected with OAuth (docs/decisions.md, "Mailboxes connected with OAuth"): the
+    // provider it signs in at (mail_providers.name), its tokens sealed as JSON (refresh token, the
+    // access token and when it ends), why the provider refused to renew them (words for the page;
+    // null: signing in works), and until when one process renews them (one renewal at a time).
+    oauthProvider: text('oauth_provider'),
+    oauthTokens: text('oauth_tokens'),
+    oauthProblem: text('oauth_problem'),
+    oauthRenewUntil: moment('oauth_renew_until'),
   },
   (t) => [uniqueIndex('mailboxes_address_unique').on(t.address), index('mailboxes_site_idx').on(t.siteId)],
 )
@@ -624,6 +632,23 @@ export const participants = sqliteTable(
 // one row, the place (Engine.place) of the database that fetches and sends them; a copy of it
 // elsewhere (a restored backup, `service-desk copy`) holds them, saying why in `held`, until an
 // operator resumes them there (`service-desk mail resume`). `held` is also set on purpose (`mail hold`).
+// The applications the operator registered at mail providers (docs/decisions.md, "Mailboxes
+// connected with OAuth"): a site's administrators connect mailboxes through them. `settings` is
+// sealed JSON (lib/mail-oauth.ts, ProviderSettings): the issuer, the client id and secret, the
+// scopes, and the IMAP and SMTP servers.
+export const mailProviders = sqliteTable(
+  'mail_providers',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    name: text('name').notNull(),
+    label: text('label').notNull(),
+    issuer: text('issuer').notNull(),
+    settings: text('settings').notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('mail_providers_name_unique').on(t.name)],
+)
+
 export const mailHome = sqliteTable('mail_home', {
   id: integer('id').primaryKey(),
   place: text('place').notNull(),

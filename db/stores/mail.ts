@@ -9,6 +9,7 @@ const copyHeld = (at: Date) =>
   `this database is a copy (restored or copied from the one where mail was at home, ${at.toISOString().slice(0, 10)}): mail is not fetched and mail and webhooks are not sent here until an operator runs service-desk mail resume`
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { StoreError } from './errors.ts'
+import { mailConnectionMethods } from './mail-connections.ts'
 import { isStaffRole } from './staff.ts'
 import { findOrMakeUser, joinAsCustomer, roleOn, singleSignOnName, validateNewUser, defaultSingleSignOnName } from './users.ts'
 
@@ -89,6 +90,8 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
   }
 
   return {
+    ...mailConnectionMethods(port, clock, box),
+
     /**
      * A new address of the site, and how its mail arrives (an IMAP mailbox, or the built-in
      * receiver without one) and leaves (an SMTP address, or the service's); the passwords sealed.
@@ -126,7 +129,8 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
 
     /** Every mailbox fetched over IMAP, of every site. */
     fetched(): Promise<Mailbox[]> {
-      return db.select().from(mailboxes).where(isNotNull(mailboxes.imap)).orderBy(asc(mailboxes.id))
+      // A connected mailbox the provider refused to renew is not, until it is connected again.
+      return db.select().from(mailboxes).where(and(isNotNull(mailboxes.imap), isNull(mailboxes.oauthProblem))).orderBy(asc(mailboxes.id))
     },
 
     /**

@@ -1,4 +1,5 @@
 import { and, eq, sql, type Column, type SQLWrapper } from '../drizzle.ts'
+import type { StorePort } from '../port.ts'
 import type { Role } from '../values.ts'
 
 // Who is support staff of a site, written once: spec section 1, "only support staff can use the
@@ -21,4 +22,14 @@ export function staffColumn(memberships: Memberships) {
 /** The join condition of one user's membership on one site (columns, placeholders or values). */
 export function membershipOn(memberships: Memberships, siteId: SQLWrapper | number, userId: SQLWrapper | number) {
   return and(eq(memberships.siteId, siteId), eq(memberships.userId, userId))
+}
+
+/** The addresses of a site's administrators whose accounts are on: whom the site's troubles are mailed to (a webhook switched off, a mailbox that cannot sign in). */
+export function siteAdministrators(port: StorePort, siteId: number): Promise<Array<{ email: string }>> {
+  const { memberships, users } = port.tables
+  return port.db
+    .select({ email: users.email })
+    .from(memberships)
+    .innerJoin(users, eq(users.id, memberships.userId))
+    .where(and(eq(memberships.siteId, siteId), eq(memberships.role, STAFF_ROLE), eq(memberships.administrator, true), eq(users.disabled, false)))
 }

@@ -9,7 +9,7 @@ import { StoreError } from './errors.ts'
 import { attachmentsOf, type Attachment } from './files.ts'
 import type { OutboxMail } from './outbox.ts'
 import { lockSite } from './sites.ts'
-import { STAFF_ROLE } from './staff.ts'
+import { siteAdministrators } from './staff.ts'
 
 // The sites' webhooks, one store for both engines (docs/decisions.md, "Webhooks"): the endpoints
 // each site's administrators set, the events the stores tell of (an EventSink, called by each
@@ -151,7 +151,7 @@ export interface Attempt {
 }
 
 export function createWebhookStore(port: StorePort, clock: Clock, box: SecretBox) {
-  const { db, tables: { memberships, outbox, sites, users, webhooks, webhookDeliveries } } = port
+  const { db, tables: { outbox, sites, webhooks, webhookDeliveries } } = port
   const now = () => new Date(clock())
   const mine = (siteId: number, id: number) => and(eq(webhooks.id, port.wide(id)), eq(webhooks.siteId, siteId))
 
@@ -307,11 +307,7 @@ export function createWebhookStore(port: StorePort, clock: Clock, box: SecretBox
           .where(and(eq(webhooks.id, webhookId), eq(webhooks.enabled, true)))
           .returning()
         if (!row) return false
-        const administrators = await tx.db
-          .select({ email: users.email })
-          .from(memberships)
-          .innerJoin(users, eq(users.id, memberships.userId))
-          .where(and(eq(memberships.siteId, row.siteId), eq(memberships.role, STAFF_ROLE), eq(memberships.administrator, true), eq(users.disabled, false)))
+        const administrators = await siteAdministrators(tx, row.siteId)
         const at = now()
         if (administrators.length > 0) {
           await tx.db.insert(outbox).values(administrators.map(({ email }) => ({ siteId: row.siteId, kind: 'webhook_disabled' as const, payload: JSON.stringify(mail(email)), nextAttemptAt: at, createdAt: at })))

@@ -8,7 +8,9 @@ import type { Deferred, Mailbox } from '../../db/stores/mail.ts'
 import type { FileLimits } from '../../lib/files.ts'
 import { failureWords, imapClient } from '../../lib/imap.ts'
 import { MAX_MESSAGE_BYTES } from '../../lib/mail.ts'
+import { renewalDue } from '../../lib/mail-oauth.ts'
 import { repeatInBackground } from '../background.ts'
+import { SignInUnavailable, type MailAccess } from './oauth.ts'
 import { UNCHECKED, type FetchPosition, type Outcome, type Pipeline, type SpamSettings } from './pipeline.ts'
 
 // Mail in by IMAP (docs/decisions.md, "Mail"): for each mailbox with an IMAP address, one process
@@ -80,6 +82,8 @@ export default fp<{ everyMs?: number; limits: FileLimits; spam?: SpamSettings }>
     const workers = new Map<number, Promise<void>>()
     const clients = new Set<ImapFlow>()
     const wakers = new Set<() => void>()
+    // Connected mailboxes whose access token the IMAP server refused: renewed before the next connection.
+    const refusedTokens = new Set<number>()
     let closing = false
 
     /** Starts fetching each IMAP mailbox no live process holds; none while mail is held here (plugins/mail/home.ts). */
@@ -113,15 +117,35 @@ export default fp<{ everyMs?: number; limits: FileLimits; spam?: SpamSettings }>
       })
     }
 
-    /** Fetches one mailbox while this process holds its lease; ends on an error (the next scan tries again) or when the lease is lost. */
+    /**
+     * Fetches one mailbox while this process holds its lease; ends on an error (the next scan tries
+     * again) or when the lease is lost. A connected mailbox's connection is made again with a new
+     * access token before its token ends (a provider may cut a connection whose token ended).
+     */
     async function watch(leased: Mailbox): Promise<void> {
+      let mailbox: Mailbox | undefined = leased
+      while (mailbox && !closing) mailbox = await connection(mailbox)
+    }
+
+    /** One IMAP connection of a leased mailbox: the mailbox to connect again with a new token, or undefined when the fetch ends. */
+    async function connection(leased: Mailbox): Promise<Mailbox | undefined> {
       let mailbox = leased
       const settings = await mailboxes.imapOf(mailbox)
       if (!settings) {
         await mailboxes.fetchEnded(mailbox.id, 'the IMAP password cannot be opened with this server key: add the mailbox again')
-        return
+        return undefined
       }
-      const [client, { pipelineOf }] = await Promise.all([imapClient(settings), loadPipeline()])
+      let access: MailAccess | undefined
+      if (mailbox.oauthProvider) {
+        try {
+          access = await fastify.mailOAuth.access(mailbox, refusedTokens.delete(mailbox.id))
+        } catch (error) {
+          if (!(error instanceof SignInUnavailable)) throw error
+          await mailboxes.fetchEnded(mailbox.id, error.message)
+          return undefined
+        }
+      }
+      const [client, { pipelineOf }] = await Promise.all([imapClient(settings, access), loadPipeline()])
       const pipeline = pipelineOf(fastify, limits, spam)
       clients.add(client)
       const news = { came: false }
@@ -139,17 +163,21 @@ export default fp<{ everyMs?: number; limits: FileLimits; spam?: SpamSettings }>
         const validity = String(opened.uidValidity)
         while (!closing) {
           news.came = false
-          if (!(await fetchNew(client, mailbox, validity, pipeline))) return
+          if (!(await fetchNew(client, mailbox, validity, pipeline))) return undefined
           await mailboxes.fetchEnded(mailbox.id, null)
+          // A connected mailbox's token ends before the next look: connected again with a new one.
+          if (access && renewalDue(access, fastify.clock() + everyMs)) return mailbox
           await pause(everyMs, news)
-          // Gone (removed: a mailbox is never changed in place, only removed and added), taken by
+          // Gone (removed, or connected again: its lease is kept, its sign-in changes), taken by
           // another, or mail held (`mail hold`): the connection ends.
           const renewed = !closing && !(await fastify.mailHeld()) && (await mailboxes.lease(mailbox.id, owner, leaseMs))
-          if (!renewed) return
+          if (!renewed || renewed.imap !== mailbox.imap) return undefined
           mailbox = renewed
         }
       } catch (error) {
-        if (closing) return
+        if (closing) return undefined
+        // A token the server refused (revoked at the provider before it ended): the next try renews it first.
+        if (access && (error as { serverResponseCode?: string }).serverResponseCode === 'AUTHENTICATIONFAILED') refusedTokens.add(mailbox.id)
         fastify.log.warn({ mailbox: { id: mailbox.id, address: mailbox.address }, err: { message: failureWords(error) } }, 'IMAP fetch failed')
         await mailboxes.fetchEnded(mailbox.id, failureWords(error)).catch(() => {})
       } finally {
@@ -157,6 +185,7 @@ export default fp<{ everyMs?: number; limits: FileLimits; spam?: SpamSettings }>
         clients.delete(client)
         await client.logout().catch(() => client.close())
       }
+      return undefined
     }
 
     /**
@@ -246,5 +275,5 @@ export default fp<{ everyMs?: number; limits: FileLimits; spam?: SpamSettings }>
       await Promise.all(held.map((id) => mailboxes.release(id, owner)))
     })
   },
-  { name: 'mail-fetcher', fastify: '5.x', dependencies: ['config', 'mail-home', 'discussion-stores', 'server-key'] },
+  { name: 'mail-fetcher', fastify: '5.x', dependencies: ['config', 'mail-home', 'mail-oauth', 'discussion-stores', 'server-key'] },
 )

@@ -7,6 +7,7 @@ import { failureWords } from '../../lib/imap.ts'
 import { notificationMessageId, replyAddress } from '../../lib/reply-address.ts'
 import { createMailer, type Mail, type Mailer } from '../../lib/mailer.ts'
 import { repeatInBackground } from '../background.ts'
+import { SignInUnavailable } from './oauth.ts'
 
 // The sender of the outbox (docs/decisions.md, "Mail"): every few seconds, by whichever process
 // runs, it takes the due rows under a lease; a webhook's goes to plugins/webhooks/delivery.ts, a
@@ -57,13 +58,25 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
     const mailers = new Map<string, Mailer>()
     fastify.addHook('onClose', async () => mailers.forEach((mailer) => mailer.close()))
 
-    async function mailerOf(mailboxId: number | undefined): Promise<Mailer> {
+    // Connected mailboxes whose access token the SMTP server refused: renewed before the next send.
+    const refusedTokens = new Set<number>()
+
+    /**
+     * The mailer a mail leaves by: its mailbox's SMTP server, or the service's. A connected
+     * mailbox's is made for the send with its access token of the moment (`once`: closed after
+     * it); SignInUnavailable when it has none.
+     */
+    async function mailerOf(mailboxId: number | undefined): Promise<{ mailer: Mailer; once?: boolean; oauthOf?: number }> {
       const mailbox = mailboxId === undefined ? undefined : await mailboxes.byId(mailboxId)
       const smtpUrl = mailbox && (await mailboxes.smtpOf(mailbox))
-      if (!smtpUrl) return mail
+      if (!smtpUrl) return { mailer: mail }
+      if (mailbox.oauthProvider) {
+        const oauth = await fastify.mailOAuth.access(mailbox, refusedTokens.delete(mailbox.id))
+        return { mailer: await createMailer({ smtpUrl, from: mailbox.address, oauth }), once: true, oauthOf: mailbox.id }
+      }
       let mailer = mailers.get(mailbox.smtp!)
       if (!mailer) mailers.set(mailbox.smtp!, (mailer = await createMailer({ smtpUrl, from: mailbox.address })))
-      return mailer
+      return { mailer }
     }
 
     /**
@@ -119,12 +132,30 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
         await outbox.tried(row.id, 'sealed under another server key: it cannot be read', null)
         return false
       }
-      const mailer = await mailerOf(message.mailboxId)
+      let way: Awaited<ReturnType<typeof mailerOf>>
+      try {
+        way = await mailerOf(message.mailboxId)
+      } catch (error) {
+        if (!(error instanceof SignInUnavailable)) throw error
+        // A connected mailbox that cannot sign in: the mail waits until it can (connected again).
+        await outbox.postpone(row.id, `waiting: ${error.message}`, new Date(fastify.clock() + backoffMs(1)))
+        return false
+      }
+      const { mailer } = way
       if (!mailer.enabled) {
         // Looked at again in a while, so the rows behind it are not held up.
         await outbox.postpone(row.id, NO_WAY_OUT, new Date(fastify.clock() + backoffMs(1)))
         return false
       }
+      try {
+        return await sendClaimed(row, message, mailer, way.oauthOf)
+      } finally {
+        if (way.once) mailer.close()
+      }
+    }
+
+    /** Sends one mail row by its mailer under the row's lease; whether it was sent. */
+    async function sendClaimed(row: OutboxRow, message: OutboxMail, mailer: Mailer, oauthOf: number | undefined): Promise<boolean> {
       const claimed = await outbox.claim(row.id, leaseMs)
       if (!claimed) return false
       // Sent once: the lease is held while the SMTP server takes its time (a slow server is no
@@ -138,7 +169,11 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
         return lease !== undefined
       } catch (error) {
         const lease = await held.stop()
-        const { words, permanent } = failureOf(error)
+        const { words, permanent: refused } = failureOf(error)
+        // A connected mailbox's token the server refused is renewed, and the mail tried again: the refusal is the sign-in's, not the mail's.
+        const signInRefused = oauthOf !== undefined && (error as { code?: string }).code === 'EAUTH'
+        if (signInRefused) refusedTokens.add(oauthOf)
+        const permanent = refused && !signInRefused
         const tries = row.attempts + 1
         const retryAt = permanent || tries >= MAX_TRIES ? null : new Date(fastify.clock() + backoffMs(tries))
         if (lease) await outbox.tried(row.id, words, retryAt, lease)
@@ -254,5 +289,5 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
       }
     })
   },
-  { name: 'mail-sender', fastify: '5.x', dependencies: ['mail', 'mail-home', 'discussion-stores', 'webhook-delivery'] },
+  { name: 'mail-sender', fastify: '5.x', dependencies: ['mail', 'mail-home', 'mail-oauth', 'discussion-stores', 'webhook-delivery'] },
 )

@@ -30,8 +30,16 @@ export const MailboxResource = Type.Object({
     },
     { description: 'How its mail is arriving.' },
   ),
+  oauth: Nullable(
+    Type.Object({
+      provider: Type.String({ description: 'The provider it signs in at, as the operator registered it (service-desk mail-provider list).' }),
+      state: Type.Enum(['connected', 'refused'], { description: 'connected: it signs in with the provider\'s token; refused: the provider refused to renew it, and an administrator connects it again on the mail page.' }),
+      problem: Nullable(Type.String(), 'Why the provider refused, in words; null while it is connected.'),
+    }),
+    'How it signs in when it was connected with OAuth (Microsoft 365, Google Workspace, another provider); null: with the passwords of its addresses, or not at all.',
+  ),
   created_at: Type.String({ format: 'date-time' }),
-  href: Type.String({ format: 'uri', description: 'DELETE stops taking mail at the address.' }),
+  href: Type.String({ format: 'uri', description: 'DELETE stops taking mail at the address (and revokes a connected mailbox\'s token at its provider, where the provider offers it).' }),
 })
 
 export const MailboxListing = Type.Object({ mailboxes: Type.Array(MailboxResource) })
@@ -65,6 +73,7 @@ async function view(fastify: FastifyInstance, permalink: string, mailbox: Mailbo
     imap: imap && shownImap(imap),
     smtp: smtp && shownSmtp(smtp),
     acknowledge: mailbox.acknowledge,
+    oauth: mailbox.oauthProvider === null ? null : { provider: mailbox.oauthProvider, state: mailbox.oauthProblem === null ? 'connected' : 'refused', problem: mailbox.oauthProblem },
     state: { last_fetch_at: mailbox.lastFetchAt && moment(mailbox.lastFetchAt), last_error: mailbox.lastError, passed_over: mailbox.passedOver, taken_today: takenToday.get(mailbox.id) ?? 0, fetched_until: mailbox.leaseUntil && moment(mailbox.leaseUntil) },
     created_at: moment(mailbox.createdAt),
     href: `${fastify.urls.site(permalink)}/mailboxes/${encodeURIComponent(mailbox.address)}`,
@@ -85,8 +94,19 @@ export function addMailboxFrom(fastify: FastifyInstance, siteId: number, body: S
   return fastify.mailboxes.addMailbox(siteId, address, { categoryId, imap: imap === undefined ? null : imapSettings(imap), smtpUrl, acknowledge })
 }
 
+/**
+ * Removes the site's mailbox of an address; whether there was one. A connected mailbox's refresh
+ * token is revoked at its provider afterwards, where the provider offers it (never holding the
+ * removal up: a provider that does not answer leaves the token to end on its own).
+ */
+export async function removeMailboxOf(fastify: FastifyInstance, siteId: number, address: string): Promise<boolean> {
+  const mailbox = await fastify.mailboxes.mailbox(address)
+  if (mailbox?.siteId !== siteId || !(await fastify.mailboxes.removeMailbox(siteId, address))) return false
+  if (mailbox.oauthProvider !== null) await fastify.mailOAuth.revoke(mailbox)
+  return true
+}
+
 const mailboxRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { mailboxes } = fastify
   administratorsOnly(fastify, 'its mailboxes', { strict: true })
   const tags = ['mail']
 
@@ -133,7 +153,7 @@ const mailboxRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       const { site } = request.auth!
-      if (!(await mailboxes.removeMailbox(site.id, request.params.address))) {
+      if (!(await removeMailboxOf(fastify, site.id, request.params.address))) {
         throw Object.assign(new Error(`This site has no mailbox ${request.params.address}.`), { statusCode: 404, code: 'not_found' })
       }
       return reply.code(204).send(null)

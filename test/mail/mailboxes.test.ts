@@ -21,7 +21,7 @@ t.test('mailbox add, list and remove; an address belongs to one site; bad input 
   t.equal(added.code, 0, added.stderr)
   t.match(added.stdout, new RegExp(`^mailbox support@acme\\.example added to acme \\(category ${general}\\); mail reaches it through the receiver`))
   t.equal((await cli.run(['mailbox', 'add', 'acme', 'billing@acme.example', '--category', category])).code, 0)
-  t.equal((await cli.run(['mailbox', 'list', 'acme'])).stdout, `support@acme.example\t${general}\treceiver\t-\t-\nbilling@acme.example\t${category}\treceiver\t-\t-\n`)
+  t.equal((await cli.run(['mailbox', 'list', 'acme'])).stdout, `support@acme.example\t${general}\treceiver\t-\t-\t-\nbilling@acme.example\t${category}\treceiver\t-\t-\t-\n`)
 
   const taken = await cli.run(['mailbox', 'add', 'other', 'SUPPORT@acme.example'])
   t.not(taken.code, 0)
@@ -45,7 +45,7 @@ t.test('mailbox add, list and remove; an address belongs to one site; bad input 
 
   const removed = await cli.run(['mailbox', 'remove', 'acme', ' Billing@Acme.Example '])
   t.equal(removed.stdout, 'mailbox billing@acme.example removed from acme\n')
-  t.equal((await cli.run(['mailbox', 'list', 'acme'])).stdout, `support@acme.example\t${general}\treceiver\t-\t-\n`)
+  t.equal((await cli.run(['mailbox', 'list', 'acme'])).stdout, `support@acme.example\t${general}\treceiver\t-\t-\t-\n`)
 })
 
 t.test('mailbox add --imap --smtp seals the passwords; list shows neither; test signs in to both and says what failed', async (t) => {
@@ -84,7 +84,7 @@ t.test('mailbox add --imap --smtp seals the passwords; list shows neither; test 
   // What the running service wrote of its fetches, in the list.
   const at = cli.engine === 'sqlite' ? '1772366400000' : "'2026-03-01T12:00:00Z'"
   await cli.write(`UPDATE mailboxes SET last_fetch_at = ${at}, last_error = 'Authentication failed.' WHERE address = 'bad@acme.example'`)
-  t.match((await cli.run(['mailbox', 'list', 'acme'])).stdout, /bad@acme\.example\t\d+\timap:\/\/support@127\.0\.0\.1:\d+\/INBOX\t2026-03-01T12:00:00\.000Z\tAuthentication failed\.\n/)
+  t.match((await cli.run(['mailbox', 'list', 'acme'])).stdout, /bad@acme\.example\t\d+\timap:\/\/support@127\.0\.0\.1:\d+\/INBOX\t2026-03-01T12:00:00\.000Z\tAuthentication failed\.\t-\n/)
 
   // A mailbox of the receiver, with the service's SMTP: nothing to sign in to, said so.
   t.equal((await cli.run(['mailbox', 'add', 'acme', 'plain@acme.example'])).code, 0)
