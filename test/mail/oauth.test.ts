@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { buildTestApp, rawRows, supporterWithToken } from '../fixtures/app.ts'
+import { buildTestApp, rawRows, rawStatement, supporterWithToken } from '../fixtures/app.ts'
 import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
 import { mailServer, readMail } from '../fixtures/mail.ts'
 import { DESK_CLIENT, mailProvider } from '../fixtures/mail-provider.ts'
@@ -275,4 +275,49 @@ t.test('one renewal at a time: two processes due together ask the provider once'
   t.equal(await app.mailboxes.claimRenewal(due.id, 30_000), false)
   clock.advance(31_000)
   t.equal(await app.mailboxes.claimRenewal(due.id, 30_000), true)
+})
+
+t.test('a token the servers refuse before it ends is renewed and tried again; a provider gone or unregistered is said on the mailbox', async (t) => {
+  const { provider, imap, smtp, app, clock, ann, api, discussions, mailbox } = await desk(t)
+  t.equal((await connect(ann.web, provider)).statusCode, 303)
+  await imap.deliver(ADDRESS, [customerMail('First', 'First.', 'first')])
+  const [first] = await until('the mail taken in', async () => (await discussions()).length === 1 && discussions())
+
+  // The provider forgets the access token (its grant kept): the SMTP server refuses it.
+  await provider.forget((await app.mailboxes.tokensOf(await mailbox()))!.accessToken)
+  t.equal((await api('POST', `/demo/discussions/${first!.number}/comments`, { body: 'Try this.' })).statusCode, 201)
+  t.equal(await app.sendOutbox(), 0)
+  t.ok(smtp.state.logins.length > 0 && smtp.state.logins.every((login) => login === `${ADDRESS}:refused`), 'the SMTP server refused the forgotten token')
+  const [tried] = await rawRows(app, "select state, attempts from outbox where kind = 'reply_mail'")
+  t.match(tried, { state: 'queued', attempts: 1 }, 'a refused sign-in is tried again, not failed for good')
+  clock.advance(61_000)
+  t.equal(await app.sendOutbox(), 1, 'sent with a renewed token')
+  t.equal(provider.refreshes, 1)
+  t.equal(smtp.state.logins.at(-1), `${ADDRESS}:token`)
+
+  // IMAP: a connection made with a token the provider forgot is refused; the next is made with a renewed one.
+  const current = await mailbox()
+  await provider.forget((await app.mailboxes.tokensOf(current))!.accessToken)
+  const settings = (await app.mailboxes.provider('microsoft'))!.settings!
+  // Connected again with the same (forgotten) token: the fetcher's connection is made again.
+  await app.mailboxes.connectMailbox(ann.site.id, { provider: 'microsoft', address: ADDRESS, settings, tokens: (await app.mailboxes.tokensOf(current))! })
+  await until('the refusal of the IMAP server', async () => (await mailbox()).lastError === 'Authentication failed.')
+  await until('a renewal', async () => provider.refreshes === 2)
+  await imap.deliver(ADDRESS, [customerMail('Second', 'Second.', 'second')])
+  await until('the next mail taken in', async () => (await discussions()).length === 2)
+
+  // The provider cannot be reached: tried again later, no refusal written, nobody mailed.
+  await provider.stop()
+  clock.advance(250_000)
+  const unreachable = await until('the fetch says why', async () => (await mailbox()).lastError?.startsWith('Microsoft 365 could not be asked') && mailbox())
+  t.match(unreachable, { oauthProblem: null, oauthRenewUntil: null })
+  t.equal((await api('POST', `/demo/discussions/${first!.number}/comments`, { body: 'Again.' })).statusCode, 201)
+  await app.sendOutbox()
+  const [waiting] = await rawRows(app, "select state, last_error from outbox where kind = 'reply_mail' and state = 'queued'")
+  t.match(waiting, { last_error: /^waiting: Microsoft 365 could not be asked to renew the mailbox's access/ })
+
+  // Its application is no longer registered (removed behind the service's back): said on the mailbox.
+  await rawStatement(app, 'delete from mail_providers', [])
+  clock.advance(5 * 60_000)
+  await until('the refusal', async () => (await mailbox()).oauthProblem?.startsWith('the mail provider microsoft is no longer registered'))
 })

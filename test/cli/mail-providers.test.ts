@@ -1,0 +1,104 @@
+import t from 'tap'
+import { buildTestApp } from '../fixtures/app.ts'
+import { cliRunner } from '../fixtures/cli.ts'
+import { DESK_CLIENT, mailProvider } from '../fixtures/mail-provider.ts'
+
+// Engines: both: the registered applications and the connected mailboxes are the stores', which each engine must keep alike.
+// Issue 66 on the command line (cli/mail-providers.ts, cli/mailboxes.ts): the operator registers
+// the service's applications at mail providers, the secret on standard input and never shown;
+// presets know Microsoft's and Google's servers; a connected mailbox is listed with its state, and
+// removing it revokes its token at the provider.
+
+const SECRET = 'a-client-secret~with.odd_chars 42'
+
+t.test('mail-provider add, list, secret and remove; what is wrong is refused with nothing written', async (t) => {
+  const cli = await cliRunner(t)
+  t.equal((await cli.run(['site', 'add', 'acme'])).code, 0)
+
+  const microsoft = await cli.run(['mail-provider', 'add', 'microsoft', '--client-id', 'app-id-1', '--tenant', 'acme.onmicrosoft.com'], { stdin: `${SECRET}\n` })
+  t.equal(microsoft.code, 0, microsoft.stderr)
+  t.equal(
+    microsoft.stdout,
+    'mail provider microsoft registered (Microsoft 365: https://login.microsoftonline.com/acme.onmicrosoft.com/v2.0; IMAP imaps://outlook.office365.com:993, SMTP smtp://smtp.office365.com:587)\nits redirect addresses to register at the provider:\n  http://localhost:3000/acme/admin/mail/connected\n',
+  )
+  t.equal((await cli.run(['mail-provider', 'add', 'google', '--client-id', 'app-id-2'], { stdin: SECRET })).code, 0)
+  const other = await cli.run(['mail-provider', 'add', 'fastmail', '--label', 'Fastmail', '--client-id', 'app-id-3', '--issuer', 'https://login.fastmail.example', '--imap', 'imaps://imap.fastmail.example', '--smtp', 'smtps://smtp.fastmail.example', '--scope', 'openid email', '--scope', 'offline_access'], { stdin: SECRET })
+  t.equal(other.code, 0, other.stderr)
+
+  const listed = (await cli.run(['mail-provider', 'list'])).stdout.split('\n').filter(Boolean).map((line) => line.split('\t').slice(0, 5))
+  t.same(listed, [
+    ['microsoft', 'Microsoft 365', 'https://login.microsoftonline.com/acme.onmicrosoft.com/v2.0', 'imaps://outlook.office365.com:993', 'smtp://smtp.office365.com:587'],
+    ['google', 'Google Workspace', 'https://accounts.google.com', 'imaps://imap.gmail.com:993', 'smtps://smtp.gmail.com:465'],
+    ['fastmail', 'Fastmail', 'https://login.fastmail.example', 'imaps://imap.fastmail.example:993', 'smtps://smtp.fastmail.example:465'],
+  ])
+  const rows = await cli.query<{ name: string; settings: string }>('SELECT name, settings FROM mail_providers ORDER BY id')
+  t.notOk(rows.some((row) => row.settings.includes(SECRET) || row.settings.includes('app-id')), 'the settings are sealed')
+
+  // Refused, each with what is wrong, and nothing written.
+  const refusals: Array<[string[], string, RegExp]> = [
+    [['mail-provider', 'add', 'microsoft', '--client-id', 'again'], SECRET, /a mail provider named microsoft is registered already/],
+    [['mail-provider', 'add', 'Yahoo!', '--client-id', 'x'], SECRET, /a provider's name is a short word/],
+    [['mail-provider', 'add', 'zoho', '--client-id', 'x'], SECRET, /a provider other than microsoft or google needs --issuer/],
+    [['mail-provider', 'add', 'zoho', '--client-id', 'x', '--issuer', 'http://login.zoho.example', '--imap', 'imaps://i.example', '--smtp', 'smtps://s.example'], SECRET, /--issuer must be an https:\/\/ address \(plain http only on this machine\)/],
+    [['mail-provider', 'add', 'zoho', '--client-id', 'x', '--issuer', 'https://login.zoho.example', '--imap', 'imaps://user:pw@i.example', '--smtp', 'smtps://s.example'], SECRET, /--imap names no user or password/],
+    [['mail-provider', 'add', 'zoho', '--client-id', 'x', '--issuer', 'https://login.zoho.example', '--imap', 'imaps://i.example', '--smtp', 'ftp://s.example'], SECRET, /--smtp must be an address such as smtps:/],
+    [['mail-provider', 'add', 'google', '--client-id', 'x', '--tenant', 'acme'], SECRET, /--tenant is for microsoft only/],
+    [['mail-provider', 'add', 'microsoft2', '--client-id', 'x'], SECRET, /needs --issuer/],
+    [['mail-provider', 'add', 'zoho', '--issuer', 'https://login.zoho.example', '--imap', 'imaps://i.example', '--smtp', 'smtps://s.example'], SECRET, /--client-id is needed/],
+    [['mail-provider', 'add', 'zoho', '--client-id', 'x y', '--issuer', 'https://login.zoho.example', '--imap', 'imaps://i.example', '--smtp', 'smtps://s.example'], SECRET, /--client-id must be the application/],
+    [['mail-provider', 'add', 'zoho', '--client-id', 'x', '--issuer', 'https://login.zoho.example', '--imap', 'imaps://i.example', '--smtp', 'smtps://s.example'], '', /give the client secret on standard input/],
+    [['mail-provider', 'add', 'zoho', '--client-id', 'x', '--issuer', 'https://login.zoho.example', '--imap', 'imaps://i.example', '--smtp', 'smtps://s.example'], 'two\nlines\n', /the client secret \(standard input\) must be/],
+    [['mail-provider', 'secret', 'yahoo'], SECRET, /no mail provider is registered as yahoo/],
+    [['mail-provider', 'secret', 'google'], '', /give the new client secret on standard input/],
+    [['mail-provider', 'remove', 'yahoo'], '', /no mail provider is registered as yahoo/],
+  ]
+  for (const [argv, stdin, said] of refusals) {
+    const refused = await cli.run(argv, { stdin })
+    t.not(refused.code, 0, argv.join(' '))
+    t.match(refused.stderr, said, argv.join(' '))
+    t.notMatch(refused.stderr + refused.stdout, SECRET)
+  }
+  t.equal((await cli.query('SELECT id FROM mail_providers')).length, 3, 'nothing more was written')
+
+  const rotated = await cli.run(['mail-provider', 'secret', 'google'], { stdin: 'the-new-secret\n' })
+  t.equal(rotated.stdout, 'mail provider google has its new client secret\n')
+  const { app } = await buildTestApp(t, { config: cli.appDatabase })
+  t.match((await app.mailboxes.provider('google'))!.settings, { clientSecret: 'the-new-secret', clientId: 'app-id-2' })
+  t.match((await app.mailboxes.provider('fastmail'))!.settings, { scopes: ['openid', 'email', 'offline_access'], authorizationParameters: {} })
+  t.match((await app.mailboxes.provider('google'))!.settings, { authorizationParameters: { access_type: 'offline', prompt: 'consent' }, scopes: ['openid', 'email', 'https://mail.google.com/'] })
+
+  t.equal((await cli.run(['mail-provider', 'remove', 'fastmail'])).stdout, 'mail provider fastmail removed\n')
+  t.same((await cli.run(['mail-provider', 'list'])).stdout.split('\n').filter(Boolean).map((line) => line.split('\t')[0]), ['microsoft', 'google'])
+})
+
+t.test('a connected mailbox is listed with its state; removing it revokes its token at the provider; its provider cannot go while it is there', async (t) => {
+  const cli = await cliRunner(t)
+  t.equal((await cli.run(['site', 'add', 'acme'])).code, 0)
+  const redirect = 'http://localhost:3000/acme/admin/mail/connected'
+  const provider = await mailProvider(t, { redirectUris: [redirect] })
+  const added = await cli.run(['mail-provider', 'add', 'corp', '--client-id', DESK_CLIENT.id, '--issuer', provider.issuer, '--imap', 'imap://127.0.0.1:1', '--smtp', 'smtp://127.0.0.1:1', '--scope', 'openid email offline_access'], { stdin: DESK_CLIENT.secret })
+  t.equal(added.code, 0, added.stderr)
+
+  // A sign-in at the provider, as the mail page makes it, and the mailbox it connects.
+  const { app } = await buildTestApp(t, { config: cli.appDatabase })
+  const { settings } = (await app.mailboxes.provider('corp'))!
+  const started = await app.mailOAuth.protocol.start(settings!, redirect)
+  const back = await provider.signIn(started.url, 'help@acme.example')
+  const { address, tokens } = await app.mailOAuth.protocol.finish(settings!, new URL(back), started.pending, Date.now())
+  const site = await app.sites.get('acme')
+  await app.mailboxes.connectMailbox(site.id, { provider: 'corp', address, settings: settings!, tokens })
+  t.equal(await provider.ownerOf(tokens.accessToken), 'help@acme.example')
+
+  t.match((await cli.run(['mailbox', 'list', 'acme'])).stdout, /^help@acme\.example\t\d+\timap:\/\/help%40acme\.example@127\.0\.0\.1:1\/INBOX\t-\t-\tcorp: connected\n$/)
+  await cli.write("UPDATE mailboxes SET oauth_problem = 'corp refused to renew the mailbox''s access (invalid_grant)'")
+  t.match((await cli.run(['mailbox', 'list', 'acme'])).stdout, /\tcorp: refused: corp refused to renew the mailbox's access \(invalid_grant\)\n$/)
+
+  const kept = await cli.run(['mail-provider', 'remove', 'corp'])
+  t.not(kept.code, 0)
+  t.match(kept.stderr, 'mailboxes sign in through corp: help@acme.example; remove them first')
+
+  const removed = await cli.run(['mailbox', 'remove', 'acme', 'help@acme.example'])
+  t.equal(removed.stdout, 'mailbox help@acme.example removed from acme\nits token is revoked at corp\n')
+  t.equal(await provider.ownerOf(tokens.accessToken), null, 'the grant is gone at the provider')
+  t.equal((await cli.run(['mail-provider', 'remove', 'corp'])).code, 0)
+})
