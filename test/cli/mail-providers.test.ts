@@ -43,6 +43,8 @@ t.test('mail-provider add, list, secret and remove; what is wrong is refused wit
     [['mail-provider', 'add', 'zoho', '--client-id', 'x', '--issuer', 'https://login.zoho.example', '--imap', 'imaps://user:pw@i.example', '--smtp', 'smtps://s.example'], SECRET, /--imap names no user or password/],
     [['mail-provider', 'add', 'zoho', '--client-id', 'x', '--issuer', 'https://login.zoho.example', '--imap', 'imaps://i.example', '--smtp', 'ftp://s.example'], SECRET, /--smtp must be an address such as smtps:/],
     [['mail-provider', 'add', 'google', '--client-id', 'x', '--tenant', 'acme'], SECRET, /--tenant is for microsoft only/],
+    [['mail-provider', 'add', 'microsoft2', '--client-id', 'x', '--issuer', 'https://l.example', '--imap', 'imaps://i.example', '--smtp', 'smtps://s.example', '--tenant', 'a/b'], SECRET, /--tenant is for microsoft only/],
+    [['mail-provider', 'add', 'microsoft', '--client-id', 'x', '--tenant', 'a/../b'], SECRET, /--tenant must be a tenant id or domain/],
     [['mail-provider', 'add', 'microsoft2', '--client-id', 'x'], SECRET, /needs --issuer/],
     [['mail-provider', 'add', 'zoho', '--issuer', 'https://login.zoho.example', '--imap', 'imaps://i.example', '--smtp', 'smtps://s.example'], SECRET, /--client-id is needed/],
     [['mail-provider', 'add', 'zoho', '--client-id', 'x y', '--issuer', 'https://login.zoho.example', '--imap', 'imaps://i.example', '--smtp', 'smtps://s.example'], SECRET, /--client-id must be the application/],
@@ -66,6 +68,12 @@ t.test('mail-provider add, list, secret and remove; what is wrong is refused wit
   t.match((await app.mailboxes.provider('google'))!.settings, { clientSecret: 'the-new-secret', clientId: 'app-id-2' })
   t.match((await app.mailboxes.provider('fastmail'))!.settings, { scopes: ['openid', 'email', 'offline_access'], authorizationParameters: {} })
   t.match((await app.mailboxes.provider('google'))!.settings, { authorizationParameters: { access_type: 'offline', prompt: 'consent' }, scopes: ['openid', 'email', 'https://mail.google.com/'] })
+
+  // Under another server key the settings cannot be opened: said, never guessed.
+  if (cli.engine === 'postgres') {
+    const otherKey = await cli.run(['mail-provider', 'list'], { env: { SERVICE_SECRET: 'f'.repeat(64) } })
+    t.match(otherKey.stdout, /^microsoft\tMicrosoft 365\thttps:\/\/login\.microsoftonline\.com\/acme\.onmicrosoft\.com\/v2\.0\tsealed under another server key: register it again\t-\t/)
+  }
 
   t.equal((await cli.run(['mail-provider', 'remove', 'fastmail'])).stdout, 'mail provider fastmail removed\n')
   t.same((await cli.run(['mail-provider', 'list'])).stdout.split('\n').filter(Boolean).map((line) => line.split('\t')[0]), ['microsoft', 'google'])

@@ -225,6 +225,22 @@ t.test('connecting is for the site\'s administrators, a provider the operator re
   t.match(unknown.body, /Choose a mail provider the operator registered/)
   t.equal((await ann.web.post('/demo/admin/mail/connect', { provider: 'microsoft', category: 'first' })).statusCode, 400)
 
+  // A category that is not the site's; an account the provider knows no address of.
+  const wrongCategory = await connect(ann.web, provider, ADDRESS, { category: '999' })
+  t.equal(wrongCategory.statusCode, 400)
+  t.match(wrongCategory.body, /There is no category 999 on this site/)
+  const noAddress = await connect(ann.web, provider, 'not-an-address')
+  t.equal(noAddress.statusCode, 400)
+  t.match(noAddress.body, /did not say the account&#39;s mail address/)
+
+  // A provider that cannot be reached: the page says so, and nothing is kept.
+  await app.mailboxes.addProvider('down', 'Down Mail', { ...(await app.mailboxes.provider('microsoft'))!.settings!, issuer: 'http://127.0.0.1:1' })
+  await ann.web.get('/demo/admin/mail')
+  const unreachable = await ann.web.post('/demo/admin/mail/connect', { provider: 'down' })
+  t.equal(unreachable.statusCode, 502)
+  t.match(unreachable.body, /Down Mail could not be reached/)
+  t.equal(ann.web.jar.has('mail_connect'), false)
+
   // Another site has the address already.
   const other = await app.sites.add('other', 'Other')
   await app.mailboxes.addMailbox(other.id, ADDRESS)
@@ -232,6 +248,12 @@ t.test('connecting is for the site\'s administrators, a provider the operator re
   t.equal(taken.statusCode, 409)
   t.match(taken.body, /already the address of a mailbox/)
   t.equal((await app.mailboxes.mailbox(ADDRESS))!.siteId, other.id, 'the other site keeps it')
+
+  // A category of the site: the new mailbox's discussions go there.
+  const billing = await app.categories.add(ann.site.id, 'Billing', true)
+  const elsewhere = await connect(ann.web, provider, 'billing@acme.example', { category: String(billing.id), acknowledge: 'on' })
+  t.equal(elsewhere.statusCode, 303, elsewhere.body)
+  t.match(await app.mailboxes.mailbox('billing@acme.example'), { categoryId: billing.id, acknowledge: true, oauthProvider: 'microsoft' })
 })
 
 t.test('a mailbox that signed in with a password is connected again with OAuth, its place kept; removing a connected one revokes its token', async (t) => {
