@@ -95,13 +95,14 @@ export const mailProviderCommands: Command[] = [
       words: ['mail-provider', 'secret'],
       args: ['<name>'],
       usage: 'mail-provider secret <name> < secret',
-      summary: "Give a registered mail provider's application its new client secret, read from standard input (before the old one ends); connected mailboxes go on as they are.",
+      summary: "Give a registered mail provider's application its new client secret, read from standard input; connected mailboxes go on as they are, and those the old secret's end stopped go on again.",
     },
     async ({ mailboxes }, [name], _values, io) => {
       const secret = (await io.readStdin()).replace(/\r?\n$/, '')
       if (!isClientSecret(secret)) throw new UsageError('give the new client secret on standard input, on one line')
-      if (!(await mailboxes.setProviderSecret(name!, secret))) throw new UsageError(`no mail provider is registered as ${name} (or it is sealed under another server key: register it again)`)
-      io.stdout(`mail provider ${name} has its new client secret\n`)
+      const resumed = await mailboxes.setProviderSecret(name!, secret)
+      if (!resumed) throw new UsageError(`no mail provider is registered as ${name} (or it is sealed under another server key: register it again)`)
+      io.stdout(`mail provider ${name} has its new client secret${resumed.length > 0 ? `; going on: ${resumed.join(', ')}` : ''}\n`)
     },
   ),
   admin(

@@ -2,6 +2,7 @@ import { checkImap, checkSmtp, failureWords } from '../lib/imap.ts'
 import { normalAddress, parseImapUrl, shownImap, shownSmtp } from '../lib/mail.ts'
 import { shown } from '../lib/terminal-text.ts'
 import { createMailOAuth, revokeConnection } from '../lib/mail-oauth.ts'
+import { mailAccess, SignInUnavailable, type MailAccess } from '../plugins/mail/oauth.ts'
 import { admin } from './admin.ts'
 import { UsageError, type Command } from './command.ts'
 
@@ -58,20 +59,32 @@ export const mailboxCommands: Command[] = [
       words: ['mailbox', 'test'],
       args: ['<site>', '<address>'],
       usage: 'mailbox test <site> <address>',
-      summary: 'Sign in to the IMAP mailbox and the SMTP server of a mailbox and say what they answered; nothing is fetched or sent.',
+      summary: 'Sign in to the IMAP mailbox and the SMTP server of a mailbox and say what they answered (a connected mailbox with its token, renewed when due); nothing is fetched or sent.',
       atomic: false,
     },
-    async ({ sites, mailboxes }, [permalink, address], _values, io) => {
+    async ({ sites, mailboxes, urls }, [permalink, address], _values, io) => {
       const site = await sites.get(permalink)
       const mailbox = await mailboxes.mailbox(address)
       if (mailbox?.siteId !== site.id) throw new UsageError(`${site.permalink} has no mailbox ${address}`)
       const imap = await mailboxes.imapOf(mailbox)
       const smtp = await mailboxes.smtpOf(mailbox)
-      const checks: Array<[string, () => Promise<string>]> = [
-        [imap ? `IMAP ${shownImap(imap)}` : 'IMAP', async () => (imap ? checkImap(imap) : 'no IMAP mailbox: its mail reaches the built-in receiver (SERVICE_MAIL_RECEIVER)')],
-        [smtp ? `SMTP ${shownSmtp(smtp)}` : 'SMTP', async () => (smtp ? checkSmtp(smtp) : "no SMTP address of its own: its replies leave by the service's (SERVICE_SMTP_URL)")],
-      ]
       const failed: string[] = []
+      // A connected mailbox signs in with its access token, renewed here when due as the service would.
+      let access: MailAccess | undefined
+      if (mailbox.oauthProvider !== null) {
+        const renewing = mailAccess({ mailboxes, protocol: createMailOAuth(), clock: io.clock, warn: (_what, message) => io.stderr(`service-desk: warning: ${message}\n`), mailPage: (site) => `${urls.siteWeb(site)}/admin/mail` })
+        try {
+          access = await renewing(mailbox)
+          io.stdout(`OAuth ${mailbox.oauthProvider}: signs in as ${shown(access.user)} with a token good until ${new Date(access.expiresAt).toISOString()}\n`)
+        } catch (error) {
+          if (!(error instanceof SignInUnavailable)) throw error
+          throw new UsageError(`OAuth ${mailbox.oauthProvider}: ${shown(error.message)}`)
+        }
+      }
+      const checks: Array<[string, () => Promise<string>]> = [
+        [imap ? `IMAP ${shownImap(imap)}` : 'IMAP', async () => (imap ? checkImap(imap, access) : 'no IMAP mailbox: its mail reaches the built-in receiver (SERVICE_MAIL_RECEIVER)')],
+        [smtp ? `SMTP ${shownSmtp(smtp)}` : 'SMTP', async () => (smtp ? checkSmtp(smtp, access) : "no SMTP address of its own: its replies leave by the service's (SERVICE_SMTP_URL)")],
+      ]
       for (const [what, check] of checks) {
         try {
           io.stdout(`${shown(await check())}\n`)
@@ -88,6 +101,8 @@ export const mailboxCommands: Command[] = [
       args: ['<site>', '<address>'],
       usage: 'mailbox remove <site> <address>',
       summary: "Stop taking mail at the address; the discussions its mail made stay. A connected mailbox's token is revoked at its provider, where the provider offers it.",
+      // One statement, committed before a connected mailbox's token is revoked at its provider (the network holds no lock).
+      atomic: false,
     },
     async ({ sites, mailboxes }, [permalink, address], _values, io) => {
       const site = await sites.get(permalink)

@@ -1,4 +1,6 @@
 import type { ImapFlow } from 'imapflow'
+import { isLoopbackHost } from './mail-oauth.ts'
+import { oauthServer } from './mailer.ts'
 import { shownImap, shownSmtp, type ImapSettings } from './mail.ts'
 
 // The IMAP client of a mailbox (imapflow, loaded on first use: most processes fetch no mail), for
@@ -12,6 +14,8 @@ export async function imapClient(settings: ImapSettings, access?: { user: string
     port: settings.port,
     secure: settings.secure,
     auth: access ? { user: access.user, accessToken: access.accessToken } : { user: settings.user, pass: settings.password },
+    // A token goes only over TLS (STARTTLS required), but to this machine.
+    ...(access && !settings.secure && !isLoopbackHost(settings.host) && { doSTARTTLS: true }),
     logger: false,
     connectionTimeout: 30_000,
     greetingTimeout: 15_000,
@@ -43,9 +47,9 @@ export async function checkImap(settings: ImapSettings, access?: { user: string;
   }
 }
 
-/** Signs in to the SMTP server (without sending anything), or throws. */
-export async function checkSmtp(smtpUrl: string): Promise<string> {
-  const transport = (await import('nodemailer')).createTransport(smtpUrl)
+/** Signs in to the SMTP server (without sending anything), or throws; a connected mailbox with its access token. */
+export async function checkSmtp(smtpUrl: string, access?: { user: string; accessToken: string }): Promise<string> {
+  const transport = (await import('nodemailer')).createTransport(access ? oauthServer(smtpUrl, access) : smtpUrl)
   try {
     await transport.verify()
     return `SMTP ${shownSmtp(smtpUrl)}: signed in`

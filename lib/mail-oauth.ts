@@ -90,9 +90,11 @@ export function serverAddress(server: MailServer, kind: 'imap' | 'smtp'): string
  * tokens would cross the network in plain text.
  */
 export function isLoopbackIssuer(issuer: string): boolean {
-  const { hostname } = new URL(issuer)
-  return hostname === 'localhost' || hostname === '127.0.0.1' || hostname === '[::1]'
+  return isLoopbackHost(new URL(issuer).hostname)
 }
+
+/** Whether a host is this machine: the only place a token may travel without TLS (a server beside the service, or the tests'). */
+export const isLoopbackHost = (host: string) => host === 'localhost' || host === '127.0.0.1' || host === '[::1]' || host === '::1'
 
 /** Whether an issuer is an address the service can use: https, or http on this machine. */
 export function issuerProblem(issuer: string): string | null {
@@ -105,8 +107,9 @@ export function issuerProblem(issuer: string): string | null {
 }
 
 /**
- * When a mailbox's access token is renewed: a third of its life before it ends, and at least five
- * minutes before (a connection opened just before the end would be cut soon after).
+ * When a mailbox's access token is renewed: a third of its life before it ends, but no earlier than
+ * five minutes before (an hour's token, five minutes before; a connection opened just before the
+ * end would be cut soon after).
  */
 export function renewalDue(tokens: Pick<MailTokens, 'issuedAt' | 'expiresAt'>, now: number): boolean {
   const margin = Math.min(5 * 60_000, (tokens.expiresAt - tokens.issuedAt) / 3)
@@ -131,6 +134,9 @@ const answerOf = (error: unknown): ProviderAnswer | undefined => {
  */
 export function refusalWords(error: unknown, label: string): string | undefined {
   const answer = answerOf(error)
+  const { status } = (error ?? {}) as { status?: unknown }
+  // A server in trouble (5xx) or asking for patience (429) refuses nothing for good, whatever its words.
+  if (typeof status === 'number' && (status >= 500 || status === 429)) return undefined
   if (!answer || answer.error === 'temporarily_unavailable' || answer.error === 'server_error') return undefined
   // The provider's own words, on one line and short: Microsoft's carry a trace id and a time.
   const words = answer.error_description?.replace(/\s+/g, ' ').slice(0, 200)

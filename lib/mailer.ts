@@ -1,3 +1,4 @@
+import { isLoopbackHost } from './mail-oauth.ts'
 // Mail to the people of the help desk (docs/decisions.md, "Token lifecycle" and "Site
 // administrators"): expiry notices, and what an administrator did to someone's credentials. Sent
 // only when SERVICE_SMTP_URL is set; without it `enabled` is false and `send` does nothing, so
@@ -64,9 +65,15 @@ export async function createMailer(settings: MailSettings | undefined): Promise<
   }
 }
 
-/** The SMTP server of an address (smtps://: TLS from the start, on 465 by default; smtp://: STARTTLS, on 587), signing in with an access token. */
-function oauthServer(smtpUrl: string, { user, accessToken }: { user: string; accessToken: string }) {
+/**
+ * The SMTP server of an address (smtps://: TLS from the start, on 465 by default; smtp://: STARTTLS,
+ * on 587), signing in with an access token as the address's user (the account signed in at the
+ * provider, which a shared mailbox's mail is sent by), or as `user` when it names none.
+ */
+export function oauthServer(smtpUrl: string, { user, accessToken }: { user: string; accessToken: string }) {
   const url = new URL(smtpUrl)
   const secure = url.protocol === 'smtps:'
-  return { host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: url.port === '' ? (secure ? 465 : 587) : Number(url.port), secure, auth: { type: 'OAuth2' as const, user, accessToken } }
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
+  // The token goes only over TLS (STARTTLS required, never skipped by a server that stops offering it), but to this machine.
+  return { host, port: url.port === '' ? (secure ? 465 : 587) : Number(url.port), secure, requireTLS: !secure && !isLoopbackHost(host), auth: { type: 'OAuth2' as const, user: decodeURIComponent(url.username) || user, accessToken } }
 }

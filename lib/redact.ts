@@ -1,7 +1,7 @@
 import { holdsIssuedToken } from './token-format.ts'
 
 // Query parameters that carry credentials, and so never reach a log line.
-const SECRET_PARAMS = new Set(['auth', 'sso', 'access_token'])
+const SECRET_PARAMS = new Set(['auth', 'sso', 'access_token', 'code'])
 
 function decode(text: string): string {
   try {

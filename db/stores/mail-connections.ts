@@ -1,7 +1,7 @@
-import { and, asc, eq, isNull, lt, or } from '../drizzle.ts'
+import { and, asc, eq, isNull, like, lt, or } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
-import { normalAddress } from '../../lib/mail.ts'
+import { isMailAddress, normalAddress } from '../../lib/mail.ts'
 import { serverAddress, type MailTokens, type ProviderSettings } from '../../lib/mail-oauth.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { StoreError } from './errors.ts'
@@ -27,7 +27,10 @@ export interface MailProvider {
 /** A mailbox as an administrator's sign-in at a provider connected it. */
 export interface Connection {
   provider: string
+  /** The account signed in at the provider: the mailbox, and the SMTP user. */
   address: string
+  /** A shared mailbox that account may read and send as (Microsoft 365): the mailbox and its IMAP user instead. */
+  shared?: string | null
   settings: ProviderSettings
   tokens: MailTokens
   categoryId?: number | null
@@ -60,14 +63,23 @@ export function mailConnectionMethods(port: StorePort, clock: Clock, box: Secret
       return row && opened(row)
     },
 
-    /** A registered application's new client secret (the old one ends at the provider); whether there was one of the name. */
-    async setProviderSecret(name: string, clientSecret: string): Promise<boolean> {
+    /**
+     * A registered application's new client secret (the old one ends at the provider): the
+     * addresses of its mailboxes the old secret's end had stopped (the provider refused it as
+     * invalid_client), which go on now; undefined when no application has the name.
+     */
+    async setProviderSecret(name: string, clientSecret: string): Promise<string[] | undefined> {
       return port.atomic(async (tx) => {
         const [row] = await tx.db.select().from(mailProviders).where(eq(mailProviders.name, name))
         const settings = row && opened(row).settings
-        if (!settings) return false
+        if (!settings) return undefined
         await tx.db.update(mailProviders).set({ settings: box.seal(JSON.stringify({ ...settings, clientSecret })) }).where(eq(mailProviders.id, row.id))
-        return true
+        const resumed = await tx.db
+          .update(mailboxes)
+          .set({ oauthProblem: null })
+          .where(and(eq(mailboxes.oauthProvider, name), like(mailboxes.oauthProblem, '%(invalid_client%')))
+          .returning({ address: mailboxes.address })
+        return resumed.map((m) => m.address)
       })
     },
 
@@ -87,12 +99,15 @@ export function mailConnectionMethods(port: StorePort, clock: Clock, box: Secret
      * password), connected again, where its fetch's place is kept. Another site's address is a
      * StoreError (conflict). Its IMAP and SMTP servers are the provider's, the user its address.
      */
-    async connectMailbox(siteId: number, connection: Connection): Promise<{ id: number; again: boolean }> {
-      const address = normalAddress(connection.address)
+    async connectMailbox(siteId: number, connection: Connection): Promise<{ id: number; address: string; again: boolean }> {
+      const account = normalAddress(connection.address)
+      const address = connection.shared ? normalAddress(connection.shared) : account
+      if (!isMailAddress(address)) throw new StoreError(`"${connection.shared}" is not a mail address`, 'invalid', 'shared')
       const { imap, smtp } = connection.settings
       const sealed = {
         imap: box.seal(JSON.stringify({ host: imap.host, port: imap.port, secure: imap.secure, user: address, password: '', folder: 'INBOX' })),
-        smtp: box.seal(serverAddress(smtp, 'smtp').replace('://', `://${encodeURIComponent(address)}@`)),
+        // SMTP signs in as the account, which sends as the shared mailbox (its From).
+        smtp: box.seal(serverAddress(smtp, 'smtp').replace('://', `://${encodeURIComponent(account)}@`)),
         oauthProvider: connection.provider,
         oauthTokens: box.seal(JSON.stringify(connection.tokens)),
         oauthProblem: null,
@@ -103,7 +118,7 @@ export function mailConnectionMethods(port: StorePort, clock: Clock, box: Secret
         if (known && known.siteId !== siteId) throw new StoreError(`${address} is already the address of a mailbox`, 'conflict', 'address')
         if (known) {
           await tx.db.update(mailboxes).set({ ...sealed, lastError: null }).where(eq(mailboxes.id, known.id))
-          return { id: known.id, again: true }
+          return { id: known.id, address, again: true }
         }
         const { categoryId = null, acknowledge = false } = connection
         if (categoryId !== null) {
@@ -115,7 +130,7 @@ export function mailConnectionMethods(port: StorePort, clock: Clock, box: Secret
           .insert(mailboxes)
           .values({ siteId, address, categoryId: categoryId ?? first?.id ?? null, acknowledge, createdAt: new Date(clock()), ...sealed })
           .returning({ id: mailboxes.id })
-        return { id: row!.id, again: false }
+        return { id: row!.id, address, again: false }
       })
     },
 
@@ -130,35 +145,43 @@ export function mailConnectionMethods(port: StorePort, clock: Clock, box: Secret
      * the provider has not refused: whether this process renews them. One renewal at a time, so a
      * provider that rotates refresh tokens never sees the old one used twice.
      */
-    async claimRenewal(id: number, ms: number): Promise<boolean> {
+    async claimRenewal(id: number, ms: number): Promise<Date | undefined> {
       const now = new Date(clock())
+      const until = new Date(now.getTime() + ms)
       const claimed = await db
         .update(mailboxes)
-        .set({ oauthRenewUntil: new Date(now.getTime() + ms) })
+        .set({ oauthRenewUntil: until })
         .where(and(eq(mailboxes.id, id), isNull(mailboxes.oauthProblem), or(isNull(mailboxes.oauthRenewUntil), lt(mailboxes.oauthRenewUntil, now))))
         .returning({ id: mailboxes.id })
-      return claimed.length > 0
-    },
-
-    /** The renewal ended: the new tokens kept (none: it failed for a while, and the next use tries again). */
-    async renewed(id: number, tokens: MailTokens | null): Promise<void> {
-      await db
-        .update(mailboxes)
-        .set({ oauthRenewUntil: null, ...(tokens && { oauthTokens: box.seal(JSON.stringify(tokens)) }) })
-        .where(eq(mailboxes.id, id))
+      return claimed.length > 0 ? until : undefined
     },
 
     /**
-     * The provider refused to renew the tokens: the mailbox says why (its page, the API, `mailbox
+     * The renewal under `claim` ended: the new tokens kept (none: it failed for a while, and the
+     * next use tries again). Nothing is written when the claim is no longer there (it ran out and
+     * another process took it, or the mailbox was connected again meanwhile): false.
+     */
+    async renewed(id: number, claim: Date, tokens: MailTokens | null): Promise<boolean> {
+      const done = await db
+        .update(mailboxes)
+        .set({ oauthRenewUntil: null, ...(tokens && { oauthTokens: box.seal(JSON.stringify(tokens)) }) })
+        .where(and(eq(mailboxes.id, id), eq(mailboxes.oauthRenewUntil, claim)))
+        .returning({ id: mailboxes.id })
+      return done.length > 0
+    },
+
+    /**
+     * The provider refused to renew the tokens (under `claim`): the mailbox says why (its page, the API, `mailbox
      * list`) until it is connected again, and its site's administrators are mailed, once, in the
      * same transaction; false when it was said already.
      */
-    async renewalRefused(id: number, words: string, mail: (to: string, mailbox: { address: string; permalink: string; siteName: string }) => OutboxMail): Promise<boolean> {
+    async renewalRefused(id: number, claim: Date, words: string, mail: (to: string, mailbox: { address: string; permalink: string; siteName: string }) => OutboxMail): Promise<boolean> {
       return port.atomic(async (tx) => {
+        // Under the claim only: a mailbox connected again meanwhile has a new grant the refusal is not about.
         const [row] = await tx.db
           .update(mailboxes)
           .set({ oauthProblem: words.slice(0, 500), oauthRenewUntil: null })
-          .where(and(eq(mailboxes.id, id), isNull(mailboxes.oauthProblem)))
+          .where(and(eq(mailboxes.id, id), isNull(mailboxes.oauthProblem), eq(mailboxes.oauthRenewUntil, claim)))
           .returning({ siteId: mailboxes.siteId, address: mailboxes.address })
         if (!row) return false
         const at = new Date(clock())

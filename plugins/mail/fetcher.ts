@@ -98,7 +98,9 @@ export default fp<{ everyMs?: number; limits: FileLimits; spam?: SpamSettings }>
         const leased = await mailboxes.lease(mailbox.id, owner, leaseMs, gone)
         if (leased && gone) fastify.log.info({ mailbox: { id: mailbox.id, address: mailbox.address } }, 'took over the IMAP mailbox of a process that is gone')
         if (!leased) continue
-        workers.set(mailbox.id, watch(leased).finally(() => workers.delete(mailbox.id)))
+        // Whatever escapes a fetch (a database in trouble) is logged: the next scan tries again, and the process goes on.
+        const fetching = watch(leased).catch((error: unknown) => fastify.log.warn({ mailbox: { id: mailbox.id, address: mailbox.address }, err: { message: failureWords(error) } }, 'IMAP fetch stopped'))
+        workers.set(mailbox.id, fetching.finally(() => workers.delete(mailbox.id)))
       }
     }
     fastify.decorate('mailFetcher', { owner, scan })
@@ -138,10 +140,13 @@ export default fp<{ everyMs?: number; limits: FileLimits; spam?: SpamSettings }>
       let access: MailAccess | undefined
       if (mailbox.oauthProvider) {
         try {
-          access = await fastify.mailOAuth.access(mailbox, refusedTokens.delete(mailbox.id))
+          // A token good for the next look at least: the connection is made again before it ends.
+          access = await fastify.mailOAuth.access(mailbox, refusedTokens.delete(mailbox.id), everyMs)
         } catch (error) {
-          if (!(error instanceof SignInUnavailable)) throw error
-          await mailboxes.fetchEnded(mailbox.id, error.message)
+          // The provider's refusal, or the database's trouble: said, and tried again at the next scan.
+          const words = error instanceof SignInUnavailable ? error.message : failureWords(error)
+          if (!(error instanceof SignInUnavailable)) fastify.log.warn({ mailbox: { id: mailbox.id, address: mailbox.address }, err: { message: words } }, 'could not get a connected mailbox\'s access')
+          await mailboxes.fetchEnded(mailbox.id, words).catch(() => {})
           return undefined
         }
       }
@@ -177,7 +182,9 @@ export default fp<{ everyMs?: number; limits: FileLimits; spam?: SpamSettings }>
       } catch (error) {
         if (closing) return undefined
         // A token the server refused (revoked at the provider before it ended): the next try renews it first.
-        if (access && (error as { serverResponseCode?: string }).serverResponseCode === 'AUTHENTICATIONFAILED') refusedTokens.add(mailbox.id)
+        // (imapflow's authenticationFailed, but for a server that could not check it: UNAVAILABLE.)
+        const { authenticationFailed, serverResponseCode } = error as { authenticationFailed?: boolean; serverResponseCode?: string }
+        if (access && authenticationFailed && serverResponseCode !== 'UNAVAILABLE') refusedTokens.add(mailbox.id)
         fastify.log.warn({ mailbox: { id: mailbox.id, address: mailbox.address }, err: { message: failureWords(error) } }, 'IMAP fetch failed')
         await mailboxes.fetchEnded(mailbox.id, failureWords(error)).catch(() => {})
       } finally {

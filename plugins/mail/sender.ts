@@ -60,6 +60,8 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
 
     // Connected mailboxes whose access token the SMTP server refused: renewed before the next send.
     const refusedTokens = new Set<number>()
+    // Connected mailboxes found unable to sign in during this run: their other rows wait without asking again.
+    let unavailable = new Map<number, SignInUnavailable>()
 
     /**
      * The mailer a mail leaves by: its mailbox's SMTP server, or the service's. A connected
@@ -71,7 +73,12 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
       const smtpUrl = mailbox && (await mailboxes.smtpOf(mailbox))
       if (!smtpUrl) return { mailer: mail }
       if (mailbox.oauthProvider) {
-        const oauth = await fastify.mailOAuth.access(mailbox, refusedTokens.delete(mailbox.id))
+        const known = unavailable.get(mailbox.id)
+        if (known) throw known
+        const oauth = await fastify.mailOAuth.access(mailbox, refusedTokens.delete(mailbox.id)).catch((error: unknown) => {
+          if (error instanceof SignInUnavailable) unavailable.set(mailbox.id, error)
+          throw error
+        })
         return { mailer: await createMailer({ smtpUrl, from: mailbox.address, oauth }), once: true, oauthOf: mailbox.id }
       }
       let mailer = mailers.get(mailbox.smtp!)
@@ -210,6 +217,7 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
 
     /** Sends the due mail, one row after another in the order queued, BATCH rows a read, at most MAX_ROWS a run. */
     async function sendMails(): Promise<number> {
+      unavailable = new Map()
       let sent = 0
       for (let read = 0; read < MAX_ROWS / BATCH && !closed; read++) {
         const rows = await outbox.dueMail(BATCH)

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { StoreError } from '../../db/stores/errors.ts'
 import { shownMoment } from '../../lib/clock.ts'
-import { normalAddress } from '../../lib/mail.ts'
+import { isMailAddress, normalAddress } from '../../lib/mail.ts'
 import type { PendingSignIn } from '../../lib/mail-oauth.ts'
 import { addMailboxFrom, describeMailboxes, removeMailboxOf } from '../api/mailboxes.ts'
 import { sentence } from '../api/discussions/http-errors.ts'
@@ -34,6 +34,8 @@ interface Connecting extends PendingSignIn {
   site: number
   user: number
   provider: string
+  /** A shared mailbox the account signing in may read and send as; null: the account's own. */
+  shared: string | null
   category: number | null
   acknowledge: boolean
   until: number
@@ -113,6 +115,7 @@ const adminMailRoutes: FastifyPluginAsync = async (fastify) => {
     if (!provider?.settings) return mailPage(request, reply, 400, { error: provider ? `The application registered at ${provider.label} is sealed under another server key: the operator registers it again.` : 'Choose a mail provider the operator registered.' })
     const category = text('category')
     if (category !== '' && !/^\d{1,10}$/.test(category)) return mailPage(request, reply, 400, { error: 'Choose a category of the site.' })
+    if (text('shared') !== '' && !isMailAddress(text('shared').toLowerCase())) return mailPage(request, reply, 400, { error: `"${text('shared')}" is not a mail address: give the shared mailbox's address, or leave it empty.` })
     // Connecting again: the provider is asked to sign in as that mailbox.
     const hint = text('address')
     let started: Awaited<ReturnType<typeof fastify.mailOAuth.protocol.start>>
@@ -122,7 +125,8 @@ const adminMailRoutes: FastifyPluginAsync = async (fastify) => {
       request.log.warn({ err: { message: (error as Error).message }, provider: provider.name }, 'could not reach a mail provider to connect a mailbox')
       return mailPage(request, reply, 502, { error: `${provider.label} could not be reached (${(error as Error).message}). Try again in a while; if it lasts, the operator checks the provider's issuer address.` })
     }
-    const connecting: Connecting = { ...started.pending, site: request.web.site.id, user: request.web.user!.id, provider: provider.name, category: category === '' ? null : Number(category), acknowledge: body.acknowledge === 'on', until: fastify.clock() + CONNECT_MS }
+    const shared = text('shared').toLowerCase()
+    const connecting: Connecting = { ...started.pending, site: request.web.site.id, user: request.web.user!.id, provider: provider.name, shared: shared === '' ? null : shared, category: category === '' ? null : Number(category), acknowledge: body.acknowledge === 'on', until: fastify.clock() + CONNECT_MS }
     reply.setCookie(CONNECT_COOKIE, secretBox.seal(JSON.stringify(connecting)), { ...connectCookie(request), maxAge: CONNECT_MS / 1000 })
     return reply.redirect(started.url, 303)
   })
@@ -142,16 +146,18 @@ const adminMailRoutes: FastifyPluginAsync = async (fastify) => {
     const provider = await mailboxes.provider(connecting.provider)
     if (!provider?.settings) return mailPage(request, reply, 400, { error: `The mail provider ${connecting.provider} is no longer registered.` })
     const query = request.url.includes('?') ? request.url.slice(request.url.indexOf('?')) : ''
-    const { error, error_description: description } = request.query as { error?: unknown; error_description?: unknown }
+    const { error, error_description: description, state } = request.query as { error?: unknown; error_description?: unknown; state?: unknown }
+    // An answer of another sign-in (or of none: a link anyone could make) is not shown as the provider's words.
+    if (state !== connecting.state) return mailPage(request, reply, 400, { error: `This answer of a mail provider was not asked for by you in this browser. ${again}` })
     if (typeof error === 'string') {
       const words = typeof description === 'string' ? `: ${description.replace(/\s+/g, ' ').slice(0, 300)}` : ''
       return mailPage(request, reply, 400, { error: `${provider.label} did not connect the mailbox (${error.slice(0, 100)}${words}). ${again}` })
     }
     try {
       const { address, tokens } = await fastify.mailOAuth.protocol.finish(provider.settings, new URL(`${callback(request)}${query}`), connecting, fastify.clock())
-      const connected = await mailboxes.connectMailbox(request.web.site.id, { provider: provider.name, address, settings: provider.settings, tokens, categoryId: connecting.category, acknowledge: connecting.acknowledge })
-      request.log.info({ mailbox: { id: connected.id, address }, provider: provider.name, again: connected.again }, 'a mailbox was connected with OAuth')
-      return reply.redirect(`${base(request)}?connected=${encodeURIComponent(address)}`, 303)
+      const connected = await mailboxes.connectMailbox(request.web.site.id, { provider: provider.name, address, shared: connecting.shared, settings: provider.settings, tokens, categoryId: connecting.category, acknowledge: connecting.acknowledge })
+      request.log.info({ mailbox: { id: connected.id, address: connected.address }, provider: provider.name, again: connected.again }, 'a mailbox was connected with OAuth')
+      return reply.redirect(`${base(request)}?connected=${encodeURIComponent(connected.address)}`, 303)
     } catch (failure) {
       if (failure instanceof StoreError) return mailPage(request, reply, failure.code === 'conflict' ? 409 : 400, { error: `${sentence(failure.message)}` })
       const { error: code, message } = failure as { error?: unknown; message?: string }

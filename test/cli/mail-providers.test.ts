@@ -1,6 +1,8 @@
 import t from 'tap'
 import { buildTestApp } from '../fixtures/app.ts'
 import { cliRunner } from '../fixtures/cli.ts'
+import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
+import { mailServer } from '../fixtures/mail.ts'
 import { DESK_CLIENT, mailProvider } from '../fixtures/mail-provider.ts'
 
 // Engines: both: the registered applications and the connected mailboxes are the stores', which each engine must keep alike.
@@ -79,12 +81,17 @@ t.test('mail-provider add, list, secret and remove; what is wrong is refused wit
   t.same((await cli.run(['mail-provider', 'list'])).stdout.split('\n').filter(Boolean).map((line) => line.split('\t')[0]), ['microsoft', 'google'])
 })
 
-t.test('a connected mailbox is listed with its state; removing it revokes its token at the provider; its provider cannot go while it is there', async (t) => {
+t.test('a connected mailbox is listed with its state and tested with its token; removing it revokes its token at the provider; its provider cannot go while it is there', async (t) => {
+  if (!haveDovecot(t)) return
   const cli = await cliRunner(t)
   t.equal((await cli.run(['site', 'add', 'acme'])).code, 0)
   const redirect = 'http://localhost:3000/acme/admin/mail/connected'
   const provider = await mailProvider(t, { redirectUris: [redirect] })
-  const added = await cli.run(['mail-provider', 'add', 'corp', '--client-id', DESK_CLIENT.id, '--issuer', provider.issuer, '--imap', 'imap://127.0.0.1:1', '--smtp', 'smtp://127.0.0.1:1', '--scope', 'openid email offline_access'], { stdin: DESK_CLIENT.secret })
+  const imap = await dovecot(t, { introspection: provider.introspection })
+  imap.user('help@acme.example')
+  const smtp = await mailServer(t, { checkToken: (token) => provider.ownerOf(token) })
+  const servers = ['--imap', `imap://127.0.0.1:${imap.port}`, '--smtp', `smtp://127.0.0.1:${new URL(smtp.url).port}`]
+  const added = await cli.run(['mail-provider', 'add', 'corp', '--client-id', DESK_CLIENT.id, '--issuer', provider.issuer, ...servers, '--scope', 'openid email offline_access'], { stdin: DESK_CLIENT.secret })
   t.equal(added.code, 0, added.stderr)
 
   // A sign-in at the provider, as the mail page makes it, and the mailbox it connects.
@@ -92,14 +99,31 @@ t.test('a connected mailbox is listed with its state; removing it revokes its to
   const { settings } = (await app.mailboxes.provider('corp'))!
   const started = await app.mailOAuth.protocol.start(settings!, redirect)
   const back = await provider.signIn(started.url, 'help@acme.example')
-  const { address, tokens } = await app.mailOAuth.protocol.finish(settings!, new URL(back), started.pending, Date.now())
+  const { address, tokens } = await app.mailOAuth.protocol.finish(settings!, new URL(back), started.pending, cli.clock())
   const site = await app.sites.get('acme')
   await app.mailboxes.connectMailbox(site.id, { provider: 'corp', address, settings: settings!, tokens })
   t.equal(await provider.ownerOf(tokens.accessToken), 'help@acme.example')
 
-  t.match((await cli.run(['mailbox', 'list', 'acme'])).stdout, /^help@acme\.example\t\d+\timap:\/\/help%40acme\.example@127\.0\.0\.1:1\/INBOX\t-\t-\tcorp: connected\n$/)
+  t.match((await cli.run(['mailbox', 'list', 'acme'])).stdout, /^help@acme\.example\t\d+\timap:\/\/help%40acme\.example@127\.0\.0\.1:\d+\/INBOX\t-\t-\tcorp: connected\n$/)
+
+  // `mailbox test` signs in to both servers with the token, as the service would; renewed when due.
+  const tested = await cli.run(['mailbox', 'test', 'acme', 'help@acme.example'])
+  t.equal(tested.code, 0, tested.stderr)
+  t.match(tested.stdout, /^OAuth corp: signs in as help@acme\.example with a token good until \S+\nIMAP imap:\/\/help%40acme\.example@127\.0\.0\.1:\d+\/INBOX: signed in; INBOX holds 0 messages, 0 unread; new mail is announced \(IDLE\)\nSMTP smtp:\/\/help%40acme\.example@127\.0\.0\.1:\d+: signed in\n$/)
+  t.same(smtp.state.logins, ['help@acme.example:token'])
+  cli.clock.advance(2 * 60 * 60_000)
+  t.equal((await cli.run(['mailbox', 'test', 'acme', 'help@acme.example'])).code, 0)
+  t.equal(provider.refreshes, 1, 'renewed by the command, its token due')
   await cli.write("UPDATE mailboxes SET oauth_problem = 'corp refused to renew the mailbox''s access (invalid_grant)'")
   t.match((await cli.run(['mailbox', 'list', 'acme'])).stdout, /\tcorp: refused: corp refused to renew the mailbox's access \(invalid_grant\)\n$/)
+  const refused = await cli.run(['mailbox', 'test', 'acme', 'help@acme.example'])
+  t.not(refused.code, 0)
+  t.match(refused.stderr, "OAuth corp: corp refused to renew the mailbox's access (invalid_grant)")
+
+  // The application's secret ended (invalid_client): a new secret lets the mailbox go on, no reconnection.
+  await cli.write("UPDATE mailboxes SET oauth_problem = 'corp refused to renew the mailbox''s access (invalid_client: the secret expired)'")
+  t.equal((await cli.run(['mail-provider', 'secret', 'corp'], { stdin: `${DESK_CLIENT.secret}\n` })).stdout, 'mail provider corp has its new client secret; going on: help@acme.example\n')
+  t.match((await cli.run(['mailbox', 'list', 'acme'])).stdout, /\tcorp: connected\n$/)
 
   const kept = await cli.run(['mail-provider', 'remove', 'corp'])
   t.not(kept.code, 0)
