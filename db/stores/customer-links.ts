@@ -12,7 +12,8 @@ import { isStaffRole } from './staff.ts'
 import { findUserByEmail, roleOn } from './users.ts'
 
 // The links mailed to a customer (docs/decisions.md, "The customer's side"): one that signs a
-// customer in, and one that posts the discussion a visitor wrote. Each is asked for and queued in
+// customer in, and one that posts the discussion a visitor wrote; and the one a supporter who forgot
+// their password is mailed (docs/decisions.md, "A forgotten password"). Each is asked for and queued in
 // one transaction (the link's row and its mail in the outbox), valid LINK_MINUTES, followed once,
 // for its site only, and kept as a keyed digest: a copy of the database cannot follow one.
 
@@ -63,11 +64,24 @@ export function createCustomerLinkStore(port: StorePort, clock: Clock, box: Secr
     return role && !isStaffRole(role) ? user : undefined
   }
 
+  /** The support staff member of the site with this address, who may set a forgotten password: not disabled. */
+  async function supporterOf(tx: StorePort, siteId: number, email: string) {
+    const user = await findUserByEmail(tx, email)
+    if (!user || user.disabled) return undefined
+    return isStaffRole(await roleOn(tx, siteId, user.id)) ? user : undefined
+  }
+
+  /** Whether a link of the purpose goes by mail to the address: a visitor's discussion always; a sign-in to a customer, a password's to a supporter. */
+  const mailedTo = async (tx: StorePort, siteId: number, purpose: LinkPurpose, email: string) =>
+    purpose === 'discussion' || (purpose === 'sign_in' ? await customerOf(tx, siteId, email) : await supporterOf(tx, siteId, email)) !== undefined
+
+  const OUTBOX_KIND = { sign_in: 'sign_in_link', discussion: 'confirmation', password_reset: 'password_reset' } as const
+
   return {
     /**
      * A new link for `email` on the site, and its mail queued with it: `mail` writes the mail
-     * around the link's value. A sign-in link for an address that is no customer of the site is
-     * written all the same (so the answer and its time do not tell which addresses are known, and
+     * around the link's value. A sign-in link for an address that is no customer of the site (a
+     * password's for one that is none of its supporters) is written all the same (so the answer and its time do not tell which addresses are known, and
      * it counts against the limits) but no mail goes. Past a limit, nothing is written.
      */
     ask(input: {
@@ -94,11 +108,10 @@ export function createCustomerLinkStore(port: StorePort, clock: Clock, box: Secr
           expiresAt: new Date(now.getTime() + LINK_MINUTES * 60_000),
           createdAt: now,
         })
-        const mailed = input.purpose === 'discussion' || (await customerOf(tx, input.siteId, email)) !== undefined
-        if (mailed) {
+        if (await mailedTo(tx, input.siteId, input.purpose, email)) {
           await queueCustomerMail(tx, clock, box, {
             siteId: input.siteId,
-            kind: input.purpose === 'sign_in' ? 'sign_in_link' : 'confirmation',
+            kind: OUTBOX_KIND[input.purpose],
             mail: (siteName) => ({ to: email, ...input.mail(value, siteName) }),
           })
         }
@@ -127,8 +140,9 @@ export function createCustomerLinkStore(port: StorePort, clock: Clock, box: Secr
           .where(and(eq(customerLinks.id, link.id), isNull(customerLinks.usedAt), gt(customerLinks.expiresAt, now)))
           .returning({ id: customerLinks.id })
         if (taken.length === 0) return again(tx, link.id)
-        if (purpose === 'sign_in') {
-          const user = await customerOf(tx, siteId, link.email)
+        if (purpose === 'sign_in' || purpose === 'password_reset') {
+          // Who the link is for, as they are now: a customer to sign in, a supporter to set a password.
+          const user = purpose === 'sign_in' ? await customerOf(tx, siteId, link.email) : await supporterOf(tx, siteId, link.email)
           return user ? { kind: 'signed_in', userId: user.id } : { kind: 'invalid' }
         }
         const known = await findUserByEmail(tx, link.email)

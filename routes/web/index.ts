@@ -23,6 +23,7 @@ import { pageData } from './pages.ts'
 import queueRoutes, { addPageConstraint } from './queue.ts'
 import searchRoutes from './search.ts'
 import signInRoutes from './sign-in.ts'
+import forgottenPasswordRoutes from './forgotten-password.ts'
 
 export interface WebOptions {
   siteUrl: string
@@ -77,6 +78,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
         return reply.page('error', pageData(request, reply, { title, message }), status >= 500 ? 500 : status)
       })
       await web.register(signInRoutes)
+      await web.register(forgottenPasswordRoutes)
       // Before the pages whose actions ask for it: it decorates the scope with how long it lasts.
       await web.register(fp(confirmRoutes), { sudoMinutes })
       await web.register(apiTokenRoutes)

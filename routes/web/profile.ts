@@ -21,6 +21,7 @@ const NOTICES: Record<string, string> = {
   'name=1': 'Your name is changed. Customers and colleagues see it from now on.',
   'password=1': 'Your password is changed. Your other sessions were signed out; your tokens keep working.',
   'notifications=1': 'What you are mailed about is saved.',
+  'forgotten=1': 'You are signed in with the link. Choose your new password below: your other sessions are signed out when you do.',
 }
 
 /** What the password form says of a new password that will not do; null when it will. */
@@ -86,8 +87,8 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.get('/profile', { config: { beforeSecondFactor: true } }, async (request, reply) => {
     if (!request.web.user) return signInRedirect(request, reply)
-    const query = request.query as { reset?: unknown; factor?: unknown; name?: unknown; password?: unknown; notifications?: unknown }
-    const notice = ['reset', 'factor', 'name', 'password', 'notifications'].map((key) => NOTICES[`${key}=${String(query[key as keyof typeof query])}`]).find(Boolean)
+    const query = request.query as { reset?: unknown; factor?: unknown; name?: unknown; password?: unknown; notifications?: unknown; forgotten?: unknown }
+    const notice = ['reset', 'factor', 'name', 'password', 'notifications', 'forgotten'].map((key) => NOTICES[`${key}=${String(query[key as keyof typeof query])}`]).find(Boolean)
     const raw = (request.query as { recovery_left?: unknown }).recovery_left
     const left = typeof raw === 'string' && /^\d{1,2}$/.test(raw) ? Number(raw) : undefined
     const recovery = left === undefined ? null : `You signed in with a recovery code: ${left} of ${RECOVERY_CODES} ${left === 1 ? 'is' : 'are'} left. If you lost your authenticator app, add a new one below and make new recovery codes.`

@@ -4,6 +4,7 @@ import { launchChromium, noViolations } from '../fixtures/browser.ts'
 import { freePort } from '../fixtures/server.ts'
 import { totpCode } from '../fixtures/totp.ts'
 import { personWithPassword } from '../fixtures/web.ts'
+import { mailOf } from '../../db/stores/outbox.ts'
 
 // Engines: one: Chromium cannot tell the engines apart; what the pages store runs on both in their app.inject tests.
 // Issue 35 in Chromium: an authenticator app enrolled with codes computed by the test's own RFC
@@ -95,4 +96,30 @@ t.test('a supporter enrolls an authenticator app, signs in with it, and uses rec
       t.match(await page.getByRole('alert').textContent(), 'That code is not right, or was used already', `round ${round}: used up`)
     }
   }
+
+  // Issue 67: a forgotten password, from the sign-in page, with the second factor after the link.
+  await page.goto(`${base}/demo/login`)
+  await page.getByRole('link', { name: 'Forgot your password?' }).click()
+  await noViolations(t, page, 'the forgotten password page')
+  await page.getByLabel('Email').fill(ann.email)
+  await page.getByRole('button', { name: 'Mail me a link' }).click()
+  t.match(await page.getByRole('status').textContent(), `If ${ann.email} is the address of someone of`)
+  await noViolations(t, page, 'the forgotten password page, sent')
+  // No SMTP server here: the mail waits in the outbox, sealed; the test opens it as the sender would.
+  const [row] = (await app.outbox.dueMail(10)).filter((queued) => queued.kind === 'password_reset')
+  const link = /(http:\/\/localhost:\d+\/demo\/login\/reset\/\S+)/.exec(mailOf(row!, app.secretBox)!.text)![1]!
+  await page.goto(link)
+  await noViolations(t, page, 'the page of the mailed link')
+  await page.getByRole('button', { name: 'Go on' }).click()
+  await page.waitForURL(/\/demo\/login\/second_step/)
+  // A code of a new window: each code signs in once.
+  clock.advance(30_000)
+  await page.getByLabel('Code from the app').fill(totpCode(secret, clock()))
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click()
+  await page.waitForURL(`${base}/demo/profile?forgotten=1`)
+  await page.getByLabel('New password', { exact: true }).fill('the password I will remember')
+  await page.getByLabel('The new password again').fill('the password I will remember')
+  await page.getByRole('button', { name: 'Change your password' }).click()
+  await page.waitForURL(`${base}/demo/profile?password=1`)
+  t.pass('a new password, set after the link and the second factor')
 })
