@@ -37,6 +37,7 @@ import versioning from './plugins/versioning.ts'
 import administrationApi from './routes/api/administration.ts'
 import fileRoutes from './routes/api/files.ts'
 import mailboxRoutes from './routes/api/mailboxes.ts'
+import teamRoutes from './routes/api/team.ts'
 import fileSweep from './plugins/file-sweep.ts'
 import searchBackfill from './plugins/search-backfill.ts'
 import mailFetcher from './plugins/mail/fetcher.ts'
@@ -224,6 +225,8 @@ export function buildApp(options: AppOptions) {
       routes.register(administrationApi)
       // The administrators' mailboxes: the addresses a site takes mail at.
       routes.register(mailboxRoutes)
+      // The administrators' team: the site's support staff, and invitations to it.
+      routes.register(teamRoutes)
       // The administrators' webhooks: where the site's events are posted, and how that went.
       routes.register(webhookRoutes)
       // The site's saved replies: read by its staff, filled in for a discussion; written by its administrators.

@@ -28,6 +28,8 @@ export const COPIED_TABLES = [
   schema.personalTokens,
   schema.personalTokenAddresses,
   schema.webSessions,
+  // Invitations to the staff: one mailed before the move is taken after it, once.
+  schema.invitations,
   schema.categories,
   schema.discussions,
   schema.comments,

@@ -14,6 +14,7 @@ import { createMailStore, type MailStore } from './stores/mail.ts'
 import { createOutboxStore, type OutboxStore } from './stores/outbox.ts'
 import { createWebhookStore, type EventSink, type WebhookStore } from './stores/webhooks.ts'
 import { createCustomerLinkStore, type CustomerLinkStore } from './stores/customer-links.ts'
+import { createInvitationStore, type InvitationStore } from './stores/invitations.ts'
 import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
 import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.ts'
 import { createSavedReplyStore, type SavedReplyStore } from './stores/saved-replies.ts'
@@ -135,6 +136,8 @@ export interface EngineStores {
   outbox(clock: Clock): OutboxStore
   /** The links mailed to customers to sign in or to post (db/stores/customer-links.ts); the box digests and seals them. */
   customerLinks(clock: Clock, box: SecretBox, events?: EventSink): CustomerLinkStore
+  /** Invitations to the sites' staff (db/stores/invitations.ts). */
+  invitations(clock: Clock, box: SecretBox): InvitationStore
   /** The sites' webhook endpoints and the log of their deliveries (db/stores/webhooks.ts); the box seals their secrets. */
   webhooks(clock: Clock, box: SecretBox): WebhookStore
   /** oidc-provider's records, under the OAuth adapter (db/stores/oauth.ts). */
@@ -168,6 +171,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     mail: (clock, box) => guard(createMailStore(port, clock, box)),
     outbox: (clock) => guard(createOutboxStore(port, clock)),
     customerLinks: (clock, box, events) => guard(createCustomerLinkStore(port, clock, box, events)),
+    invitations: (clock, box) => guard(createInvitationStore(port, clock, box)),
     webhooks: (clock, box) => guard(createWebhookStore(port, clock, box)),
     oauth: (clock) => guard(createOAuthStore(port, clock)),
     securityLog: (clock) => guard(createSecurityLog(port, clock)),

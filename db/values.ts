@@ -27,6 +27,7 @@ export type CommentVia = (typeof commentVias)[number]
 // sign_in_link and confirmation: a customer's link to sign in, or to post what they wrote as a visitor (db/stores/customer-links.ts);
 // webhook: an event posted to one of the site's webhook endpoints; webhook_disabled: the mail telling an administrator that one was switched off (db/stores/webhooks.ts).
 // notification: a supporter's mail about the queue (db/stores/notifications.ts).
+// invitation: the mail inviting someone to a site's staff (db/stores/invitations.ts).
 // password_reset: a supporter's link to set a new password they forgot (db/stores/customer-links.ts).
 // mailbox_problem: the mail telling an administrator that a connected mailbox can no longer sign in (db/stores/mail-connections.ts).
 /** How a discussion's participant joined (db/schema, participants): copied on a customer's mail, or added by the team. */
@@ -36,7 +37,7 @@ export const senderVerdicts = ['allow', 'block'] as const
 export type SenderVerdict = (typeof senderVerdicts)[number]
 export type ParticipantSource = (typeof participantSources)[number]
 
-export const outboxKinds = ['reply_mail', 'acknowledgement', 'sign_in_link', 'confirmation', 'webhook', 'webhook_disabled', 'notification', 'mailbox_problem', 'password_reset'] as const
+export const outboxKinds = ['reply_mail', 'acknowledgement', 'sign_in_link', 'confirmation', 'webhook', 'webhook_disabled', 'notification', 'mailbox_problem', 'password_reset', 'invitation'] as const
 export type OutboxKind = (typeof outboxKinds)[number]
 // What a mailed link does when followed (db/stores/customer-links.ts): a customer's sign-in, a visitor's discussion, a supporter's forgotten password.
 export const linkPurposes = ['sign_in', 'discussion', 'password_reset'] as const

@@ -4,6 +4,7 @@ import type { SavedReplyStore } from '../db/stores/saved-replies.ts'
 import type { SenderStore } from '../db/stores/senders.ts'
 import type { CredentialInventory } from '../db/stores/credential-inventory.ts'
 import type { CustomerLinkStore } from '../db/stores/customer-links.ts'
+import type { InvitationStore } from '../db/stores/invitations.ts'
 import type { DiscussionStore } from '../db/stores/discussions.ts'
 import type { SearchStore } from '../db/stores/search.ts'
 import type { ChangeStore } from '../db/stores/changes.ts'
@@ -42,6 +43,8 @@ declare module 'fastify' {
     mailboxes: MailStore
     outbox: OutboxStore
     customerLinks: CustomerLinkStore
+    /** Invitations to the site's staff (routes/web/admin-team.ts, routes/api/team.ts). */
+    invitations: InvitationStore
     oauthRecords: OAuthStore
     securityLog: SecurityLogStore
     inventory: CredentialInventory
@@ -122,6 +125,7 @@ export const discussionStores = fp(
     fastify.decorate('mailboxes', fastify.database.mail(fastify.clock, fastify.secretBox))
     fastify.decorate('outbox', fastify.database.outbox(fastify.clock))
     fastify.decorate('customerLinks', fastify.database.customerLinks(fastify.clock, fastify.secretBox, fastify.events))
+    fastify.decorate('invitations', fastify.database.invitations(fastify.clock, fastify.secretBox))
   },
   { ...STORE, name: 'discussion-stores', dependencies: [...STORE.dependencies, 'server-key', 'webhook-store'] },
 )

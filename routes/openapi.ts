@@ -26,6 +26,7 @@ import {
 import { ChoiceBody, Credential, CredentialList, Policy, PolicyAnswer, PolicyChange, Revocation, Revoked } from './api/administration.ts'
 import { PostFiles, UploadForm, UploadListing, UploadResource } from './api/files.ts'
 import { MailboxListing, MailboxResource, NewMailbox } from './api/mailboxes.ts'
+import { InvitationResource, NewInvitation, StaffListing } from './api/team.ts'
 import { NewParticipant, ParticipantListing, ParticipantResource } from './api/discussions/participants.ts'
 import { NewSavedReply, SavedReplyChange, SavedReplyListing, SavedReplyResource } from './api/saved-replies.ts'
 import { NewSenderRule, SenderRuleListing, SenderRuleResource } from './api/sender-rules.ts'
@@ -94,6 +95,9 @@ export const NAMED_SCHEMAS = {
   FilesOfAPost: PostFiles,
   Mailbox: MailboxResource,
   MailboxListing,
+  Invitation: InvitationResource,
+  StaffListing,
+  NewInvitation,
   NewMailbox,
   Webhook: WebhookResource,
   WebhookWithSecret,
@@ -401,6 +405,7 @@ export function openapiOptions(baseUrl: string): FastifyDynamicSwaggerOptions {
         { name: 'administration', description: "For the site's administrators: its credentials inventory, revocation, and its token policy." },
         { name: 'attachments', description: 'Files on comments: uploads, and the download of an attachment.' },
         { name: 'mail', description: "For the site's administrators: the addresses the site takes mail at." },
+        { name: 'team', description: "For the site's administrators: its support staff, and invitations to it (a mailed link that works once, for 7 days)." },
         { name: 'webhooks', description: "For the site's administrators: where the site's events are posted, signed (Standard Webhooks), and how that went." },
         { name: 'spam', description: "For the site's administrators: the senders whose mail is never spam, or always is. A discussion is marked spam or not spam by its actions (POST .../spam, .../not_spam)." },
       ],

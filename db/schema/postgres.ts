@@ -124,6 +124,23 @@ export const personalTokenAddresses = pgTable(
   (t) => [pgPrimaryKey({ columns: [t.tokenId, t.address] })],
 )
 
+export const invitations = pgTable(
+  'invitations',
+  {
+    id: id(),
+    siteId: siteReference(),
+    email: pgText('email').notNull(),
+    administrator: pgBoolean('administrator').notNull().default(false),
+    digest: pgText('digest').notNull(),
+    invitedBy: pgInteger('invited_by').references(() => users.id, { onDelete: 'set null' }),
+    createdAt: moment('created_at').notNull(),
+    expiresAt: moment('expires_at').notNull(),
+    acceptedAt: moment('accepted_at'),
+    withdrawnAt: moment('withdrawn_at'),
+  },
+  (t) => [pgUniqueIndex('invitations_digest_unique').on(t.digest), pgIndex('invitations_site_idx').on(t.siteId, t.email)],
+)
+
 export const webSessions = pgTable(
   'web_sessions',
   {

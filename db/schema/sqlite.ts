@@ -152,6 +152,26 @@ export const personalTokenAddresses = sqliteTable(
 )
 
 // Supporter web sessions. The cookie carries the session id; only its SHA-256 is stored.
+// Invitations to a site's staff (db/stores/invitations.ts; docs/decisions.md, "Invitations"): an
+// administrator invites an address with a role; the mailed link (kept as a keyed digest, like the
+// customer links) is taken once within its time, or withdrawn.
+export const invitations = sqliteTable(
+  'invitations',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    email: text('email').notNull(),
+    administrator: integer('administrator', { mode: 'boolean' }).notNull().default(false),
+    digest: text('digest').notNull(),
+    invitedBy: integer('invited_by').references(() => users.id, { onDelete: 'set null' }),
+    createdAt: moment('created_at').notNull(),
+    expiresAt: moment('expires_at').notNull(),
+    acceptedAt: moment('accepted_at'),
+    withdrawnAt: moment('withdrawn_at'),
+  },
+  (t) => [uniqueIndex('invitations_digest_unique').on(t.digest), index('invitations_site_idx').on(t.siteId, t.email)],
+)
+
 export const webSessions = sqliteTable(
   'web_sessions',
   {

@@ -58,7 +58,7 @@ const addressesOf = (mail: OutboxMail) => ({ to: mail.to, cc: mail.cc ?? [] })
 const MAX_REFERENCES = 20
 
 /** The kinds whose mail holds a link that signs in or posts: kept sealed under the server key until sent. */
-const SEALED: ReadonlySet<OutboxKind> = new Set(['sign_in_link', 'confirmation', 'password_reset'])
+const SEALED: ReadonlySet<OutboxKind> = new Set(['sign_in_link', 'confirmation', 'password_reset', 'invitation'])
 
 /** The mail of an outbox row, opened when its kind is kept sealed; null when it cannot be opened (another server key). */
 export function mailOf(row: Pick<OutboxRow, 'kind' | 'payload'>, box: SecretBox): OutboxMail | null {
@@ -85,7 +85,7 @@ const newMessageId = (what: string, address: string) => `<${what}.${randomBytes(
  * a visitor wrote): from the site's first mailbox, or the service's From without one; its payload
  * sealed (SEALED).
  */
-export async function queueCustomerMail(port: StorePort, clock: Clock, box: SecretBox, input: { siteId: number; kind: 'sign_in_link' | 'confirmation' | 'password_reset'; mail: (siteName: string) => Pick<OutboxMail, 'to' | 'subject' | 'text'> }): Promise<void> {
+export async function queueCustomerMail(port: StorePort, clock: Clock, box: SecretBox, input: { siteId: number; kind: 'sign_in_link' | 'confirmation' | 'password_reset' | 'invitation'; mail: (siteName: string) => Pick<OutboxMail, 'to' | 'subject' | 'text'> }): Promise<void> {
   const { site, mailbox } = await siteMailbox(port, input.siteId)
   const mail: OutboxMail = { ...input.mail(site.name), ...(mailbox && { from: fromOf(site.name, mailbox.address), mailboxId: mailbox.id }), automatic: true }
   const now = new Date(clock())

@@ -171,7 +171,7 @@ export async function joinAsCustomer(port: StorePort, clock: Clock, siteId: numb
 }
 
 /** Ends the user's sessions on the site: their rights there rose, and a session keeps the rights it began with. */
-async function endSessionsOn(port: StorePort, siteId: number, userId: number): Promise<void> {
+export async function endSessionsOn(port: StorePort, siteId: number, userId: number): Promise<void> {
   const { webSessions } = port.tables
   await port.db.delete(webSessions).where(and(eq(webSessions.siteId, siteId), eq(webSessions.userId, userId)))
 }

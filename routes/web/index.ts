@@ -7,6 +7,7 @@ import views from '../../plugins/views.ts'
 import fp from 'fastify-plugin'
 import administrationRoutes from './administration.ts'
 import adminMailRoutes from './admin-mail.ts'
+import adminTeamRoutes from './admin-team.ts'
 import adminWebhookRoutes from './admin-webhooks.ts'
 import liveRoutes from './live.ts'
 import adminQueueRoutes from './admin-queue.ts'
@@ -88,6 +89,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(securityLogRoutes)
       await web.register(administrationRoutes)
       await web.register(adminMailRoutes)
+      await web.register(adminTeamRoutes)
       await web.register(adminWebhookRoutes)
       await web.register(adminQueueRoutes)
       await web.register(queueRoutes)

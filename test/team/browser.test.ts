@@ -118,4 +118,25 @@ t.test('Ann and Bob work the queue together, live', async (t) => {
   // The profile's choices.
   await bobPage.goto(`${base}/demo/profile`)
   await noViolations(t, bobPage, 'the profile with its mail choices')
+
+  // Issue 67: Ann invites Dee on Administration -> Team; Dee joins from the mail in a browser of her own.
+  await annPage.goto(`${base}/demo/admin/team`)
+  await noViolations(t, annPage, 'the team page')
+  await annPage.getByLabel('Email').fill('dee@example.test')
+  await annPage.getByRole('button', { name: 'Send the invitation' }).click()
+  await annPage.waitForURL(/invited=/)
+  t.match(await annPage.getByRole('status').textContent(), 'dee@example.test is invited')
+  await noViolations(t, annPage, 'the team page with an open invitation')
+  await app.sendOutbox()
+  const invitation = smtp.mails.find((mail) => mail.to.includes('dee@example.test'))!
+  const link = /(http:\/\/localhost:\d+\/demo\/invitation\/\S+)/.exec(readMail(invitation).text)![1]!
+  const deePage = await (await browser.newContext({ viewport: { width: 360, height: 800 } })).newPage()
+  await deePage.goto(link)
+  await noViolations(t, deePage, 'the invitation at a phone\'s width')
+  await deePage.getByLabel('Your name').fill('Dee')
+  await deePage.getByLabel('Choose a password').fill('dees own password')
+  await deePage.getByLabel('The password again').fill('dees own password')
+  await deePage.getByRole('button', { name: 'Join' }).click()
+  await deePage.waitForURL(`${base}/demo/discussions`)
+  t.pass('Dee joined and works on the queue')
 })

@@ -1,0 +1,156 @@
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { StoreError } from '../../db/stores/errors.ts'
+import { INVITATION_DAYS, type InvitationLook } from '../../db/stores/invitations.ts'
+import { shownMoment } from '../../lib/clock.ts'
+import { hashPassword } from '../../lib/password.ts'
+import { failureHeaders } from '../../plugins/auth/limits.ts'
+import { sentence } from '../api/discussions/http-errors.ts'
+import { requireConfirmed } from './confirm.ts'
+import { logPageEvent, pageData, requireAdministrator, tooMany } from './pages.ts'
+import { newPasswordProblem } from './profile.ts'
+
+// The team on the web (issue 67; docs/decisions.md, "Invitations"): Administration -> Team lists
+// the site's support staff (role, second factor, last sign-in) and its open invitations, and its
+// administrators invite an address as a supporter or an administrator, send an invitation again or
+// withdraw it. The invited person follows the mailed link to {site_url}/invitation/<link>: a
+// newcomer chooses a name and a password; someone with an account proves it (their password, then
+// their second factor when they have one, or being signed in as them), and joins; either lands on
+// the queue. The link works once, for INVITATION_DAYS, on its own site, for the address it was sent to.
+
+/** The mail of an invitation: who invites, to what, and the link. */
+export function invitationMail(fastify: FastifyInstance, permalink: string, inviter: string | null, administrator: boolean) {
+  return (value: string, siteName: string) => ({
+    subject: `You are invited to ${siteName}'s support team`,
+    text: [
+      `${inviter ?? 'An administrator'} invites you to the support staff of ${siteName}${administrator ? ', as an administrator' : ''}. Open this link within ${INVITATION_DAYS} days to join:`,
+      `${fastify.urls.siteWeb(permalink)}/invitation/${value}`,
+      'It works once. If you did not expect it, ignore this mail.',
+    ].join('\n\n'),
+  })
+}
+
+/** Why a link no longer works, in words. */
+const CLOSED: Record<Exclude<InvitationLook['kind'], 'open'>, string> = {
+  invalid: 'It is not an invitation of this site, or it was changed.',
+  used: 'It was used already: each invitation works once.',
+  expired: `It was valid for ${INVITATION_DAYS} days. Ask an administrator to send it again.`,
+  withdrawn: 'An administrator withdrew it, or sent a newer one.',
+}
+
+const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
+  const { invitations, urls, passwords, authLimits, secondFactors, securityLog } = fastify
+  const base = (request: FastifyRequest) => urls.siteWeb(request.web.site.permalink)
+  const action = { preHandler: [fastify.csrfProtection, requireAdministrator, requireConfirmed('administration', '/admin/team')] }
+
+  async function teamPage(request: FastifyRequest, reply: FastifyReply, status = 200, extra: Record<string, unknown> = {}) {
+    const site = request.web.site
+    const people = (await invitations.team(site.id)).map((p) => ({ ...p, lastSignIn: p.lastSignInAt ? shownMoment(p.lastSignInAt) : 'never' }))
+    const open = (await invitations.open(site.id)).map((i) => ({ ...i, expires: shownMoment(i.expiresAt) }))
+    return reply.page('admin_team', pageData(request, reply, { title: 'Team', people, open, values: { email: '', role: 'supporter' }, notice: null, error: null, ...extra }), status)
+  }
+
+  fastify.get('/admin/team', { preHandler: requireAdministrator }, async (request, reply) => {
+    const { invited, withdrawn, resent } = request.query as Record<string, unknown>
+    const notice = typeof invited === 'string' ? `${invited} is invited: the mail is on its way.` : typeof resent === 'string' ? `The invitation to ${resent} is sent again, with a new link.` : withdrawn === '1' ? 'The invitation is withdrawn: its link no longer works.' : null
+    return teamPage(request, reply, 200, { notice })
+  })
+
+  fastify.post('/admin/team/invite', action, async (request, reply) => {
+    const body = (request.body ?? {}) as Record<string, unknown>
+    const email = typeof body.email === 'string' ? body.email.trim() : ''
+    const role = body.role === 'administrator' ? 'administrator' : 'supporter'
+    const inviter = request.web.user!
+    try {
+      await invitations.invite(request.web.site.id, { email, administrator: role === 'administrator', invitedBy: inviter.id }, invitationMail(fastify, request.web.site.permalink, inviter.name, role === 'administrator'))
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error
+      return teamPage(request, reply, error.code === 'conflict' ? 409 : 400, { values: { email, role }, error: sentence(error.message) })
+    }
+    return reply.redirect(`${base(request)}/admin/team?invited=${encodeURIComponent(email.toLowerCase())}`, 303)
+  })
+
+  for (const [verb, done] of [['resend', 'resent'], ['withdraw', 'withdrawn']] as const) {
+    fastify.post(`/admin/team/invitations/:id/${verb}`, action, async (request, reply) => {
+      const raw = (request.params as { id: string }).id
+      const id = /^[1-9]\d{0,9}$/.test(raw) ? Number(raw) : 0
+      const site = request.web.site
+      const open = (await invitations.open(site.id)).find((i) => i.id === id)
+      const changed = open !== undefined && (verb === 'withdraw' ? await invitations.withdraw(site.id, id) : await invitations.resend(site.id, id, invitationMail(fastify, site.permalink, request.web.user!.name, open.administrator)))
+      if (!changed) return teamPage(request, reply, 404, { error: 'This site has no open invitation of that number.' })
+      return reply.redirect(`${base(request)}/admin/team?${done}=${verb === 'withdraw' ? '1' : encodeURIComponent(open.email)}`, 303)
+    })
+  }
+
+  // The invited person's side: open before a second factor the site requires, as signing in is.
+  const OPEN = { config: { beforeSecondFactor: true } }
+
+  async function invitationPage(request: FastifyRequest, reply: FastifyReply, look: InvitationLook, status = 200, error: string | null = null) {
+    if (look.kind !== 'open') return reply.page('invitation', pageData(request, reply, { title: 'This invitation no longer works', closed: CLOSED[look.kind], error: null }), 410)
+    const user = request.web.user
+    const mode = user ? (user.email.toLowerCase() === look.email ? 'join' : 'other') : look.account?.hasPassword ? 'password' : 'newcomer'
+    return reply.page('invitation', pageData(request, reply, { title: `Join ${look.siteName}`, closed: null, look, mode, action: request.url.split('?')[0], error }), mode === 'other' ? 403 : status)
+  }
+
+  fastify.get('/invitation/:value', OPEN, async (request, reply) => {
+    return invitationPage(request, reply, await invitations.look(request.web.site.id, (request.params as { value: string }).value))
+  })
+
+  fastify.post('/invitation/:value', { preHandler: fastify.csrfProtection, ...OPEN }, async (request, reply) => {
+    const { value } = request.params as { value: string }
+    const site = request.web.site
+    const look = await invitations.look(site.id, value)
+    if (look.kind !== 'open') return invitationPage(request, reply, look)
+    const body = (request.body ?? {}) as Record<string, unknown>
+    const text = (name: string) => (typeof body[name] === 'string' ? (body[name] as string) : '')
+    const user = request.web.user
+
+    /** Takes the invitation for the account and signs them in (their sessions on the site ended: their rights rose); to the queue. */
+    const join = async (userId: number) => {
+      const taken = await invitations.accept(site.id, value, { userId })
+      if (taken.kind !== 'accepted') return invitationPage(request, reply, taken)
+      await reply.signIn(request, userId)
+      await securityLog.append({ userId, siteId: site.id, kind: 'staff_added', address: request.ip, actor: 'page', detail: { by: 'invitation', administrator: look.administrator } })
+      return reply.redirect(`${base(request)}/discussions`, 303)
+    }
+
+    if (user) {
+      if (user.email.toLowerCase() !== look.email) return invitationPage(request, reply, look)
+      return join(user.id)
+    }
+    if (look.account?.hasPassword) {
+      // Proven by the account's password, within the sign-in's budgets; then its second factor.
+      const verdict = await passwords.verify(look.email, text('password'), request.ip)
+      if (verdict.kind === 'too_many_attempts' || verdict.kind === 'busy') {
+        reply.headers({ ...failureHeaders(authLimits, request.ip), 'retry-after': String(verdict.retryAfter) })
+        return invitationPage(request, reply, look, 429, tooMany(verdict.retryAfter))
+      }
+      if (verdict.kind !== 'verified' || verdict.user.id !== look.account.id) return invitationPage(request, reply, look, 401, 'That is not the password of this account.')
+      if (await secondFactors.has(look.account.id)) {
+        reply.holdSignIn(request, look.account.id)
+        return reply.redirect(`${base(request)}/login/second_step?next=${encodeURIComponent(new URL(`${base(request)}/invitation/${value}`).pathname)}`, 303)
+      }
+      return join(look.account.id)
+    }
+    // A newcomer (or an account made by mail without a password): a name and a password of their own.
+    const name = text('name').trim()
+    const problem = newPasswordProblem(text('password'), text('repeated'))
+    if (problem) return invitationPage(request, reply, look, 400, problem)
+    const passwordHash = await hashPassword(text('password'))
+    try {
+      if (look.account) {
+        await fastify.users.setPassword(look.email, passwordHash)
+        return await join(look.account.id)
+      }
+      const taken = await invitations.accept(site.id, value, { newcomer: { name, passwordHash } })
+      if (taken.kind !== 'accepted') return invitationPage(request, reply, taken)
+      await reply.signIn(request, taken.userId)
+      await logPageEvent(request, 'staff_added', { by: 'invitation', administrator: look.administrator }, taken.userId)
+      return reply.redirect(`${base(request)}/discussions`, 303)
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error
+      return invitationPage(request, reply, look, 400, sentence(error.message))
+    }
+  })
+}
+
+export default adminTeamRoutes

@@ -1,0 +1,181 @@
+import { simpleParser } from 'mailparser'
+import t, { type Test } from 'tap'
+import { buildTestApp, newSite, supporterWithToken } from '../fixtures/app.ts'
+import { mailServer } from '../fixtures/mail.ts'
+import { totpCode } from '../fixtures/totp.ts'
+import { enrollAuthenticator, signedInPerson, webClient } from '../fixtures/web.ts'
+import { INVITATION_DAYS } from '../../db/stores/invitations.ts'
+
+// Engines: both: the invitations, memberships and sessions are the stores', which each engine must keep alike.
+// Issue 67, item 1: an administrator invites on Administration -> Team and through the API; the
+// invited person joins from the mailed link (a real SMTP server), as a newcomer or with the account
+// they have (its password, then its second factor); and from the other side: someone who is not an
+// administrator, another address, another site, a link used, withdrawn, replaced or too old.
+
+const SITE = 'https://help.example.test'
+
+async function desk(t: Test) {
+  const smtp = await mailServer(t)
+  const { app, clock } = await buildTestApp(t, { config: { mail: { smtpUrl: smtp.url, from: 'Service Desk <desk@service.example>' } } })
+  const ann = await signedInPerson(app, { administrator: true, email: 'ann@example.test' })
+  let seen = 0
+  async function mails() {
+    await app.sendOutbox()
+    const fresh = smtp.mails.slice(seen)
+    seen = smtp.mails.length
+    return Promise.all(fresh.map(async (m) => ({ envelope: m.to, ...(await simpleParser(m.raw)) })))
+  }
+  const linkIn = (text: string | undefined) => new RegExp(`${SITE}(/\\w+/invitation/service_cln_\\w+)`).exec(text ?? '')?.[1]
+  /** Invites on the team page as Ann: the mailed link. */
+  async function invite(email: string, role = 'supporter') {
+    await ann.web.get('/demo/admin/team')
+    const sent = await ann.web.post('/demo/admin/team/invite', { email, role })
+    t.equal(sent.statusCode, 303, sent.body)
+    const mail = (await mails()).find((m) => m.envelope.includes(email.toLowerCase()) && m.subject?.startsWith('You are invited'))!
+    return linkIn(mail.text)!
+  }
+  return { app, clock, ann, smtp, mails, linkIn, invite }
+}
+
+t.test('an administrator invites Bob as a supporter and Dee as an administrator; each joins from the mail and lands on the queue', async (t) => {
+  const { app, ann, mails, linkIn, invite } = await desk(t)
+  const bobLink = await invite('Bob@Example.test')
+  const page = (await ann.web.get(`/demo/admin/team?invited=bob%40example.test`)).body
+  t.match(page, /bob@example\.test is invited: the mail is on its way\./)
+  t.match(page, /data-invitation="bob@example\.test"[\s\S]*Supporter[\s\S]*ann/)
+  t.match(page, /data-person="ann@example\.test"[\s\S]*Administrator[\s\S]*No/)
+
+  const bob = webClient(app)
+  const opened = await bob.get(bobLink)
+  t.equal(opened.statusCode, 200)
+  t.match(opened.body, /You are invited to the support staff of Site demo, as <strong>bob@example\.test<\/strong>/)
+  t.equal((await bob.post(bobLink, { name: 'Bob', password: 'short', repeated: 'short' })).statusCode, 400)
+  const joined = await bob.post(bobLink, { name: 'Bob', password: 'bobs own password', repeated: 'bobs own password' })
+  t.equal(joined.headers.location, `${SITE}/demo/discussions`)
+  t.equal((await bob.get('/demo/discussions')).statusCode, 200, 'Bob works on the queue')
+  t.equal((await bob.get('/demo/admin/team')).statusCode, 403, 'as a supporter, not an administrator')
+  t.equal((await webClient(app).signIn('bob@example.test', 'bobs own password')).statusCode, 303, 'his password signs him in')
+
+  // Dee, invited as an administrator, through the API.
+  const token = await supporterWithToken(app, { email: 'ann@example.test' })
+  const invited = await app.inject({ method: 'POST', url: '/demo/invitations', headers: token.bearer, payload: { email: 'dee@example.test', role: 'administrator' } })
+  t.equal(invited.statusCode, 201, invited.body)
+  t.match(invited.json(), { email: 'dee@example.test', role: 'administrator', invited_by: 'ann' })
+  const [deeMail] = await mails()
+  t.equal(deeMail!.subject, "You are invited to Site demo's support team")
+  t.match(deeMail!.text, /ann invites you to the support staff of Site demo, as an administrator\. Open this link within 7 days/)
+  const dee = webClient(app)
+  await dee.get(linkIn(deeMail!.text)!)
+  t.equal((await dee.post(linkIn(deeMail!.text)!, { name: 'Dee', password: 'dees own password', repeated: 'dees own password' })).statusCode, 303)
+  t.equal((await dee.get('/demo/admin/team')).statusCode, 200, 'Dee runs the site')
+
+  const listed = (await app.inject({ url: '/demo/staff', headers: token.bearer })).json()
+  t.same(listed.staff.map((p: { email: string; role: string }) => [p.email, p.role]), [['ann@example.test', 'administrator'], ['bob@example.test', 'supporter'], ['dee@example.test', 'administrator']])
+  t.same(listed.invitations, [])
+  t.match(listed.staff[0], { second_factor: false, disabled: false, last_sign_in_at: /^2026-03-01T12:00:00/ }, "Ann's last sign-in")
+
+  // Each link works once.
+  const again = await webClient(app).get(bobLink)
+  t.equal(again.statusCode, 410)
+  t.match(again.body, /It was used already/)
+})
+
+t.test('someone with an account proves it: its password, then its second factor', async (t) => {
+  const { app, clock, invite } = await desk(t)
+  await newSite(app, 'other')
+  const cleo = await signedInPerson(app, { site: 'other', email: 'cleo@example.test' })
+  const { secret } = await enrollAuthenticator(cleo.web, clock(), 'other')
+  clock.advance(60_000)
+  const link = await invite('cleo@example.test')
+  const browser = webClient(app)
+  t.match((await browser.get(link)).body, /You have an account with this address: enter its password to join/)
+  t.equal((await browser.post(link, { password: 'not hers at all' })).statusCode, 401)
+  const proven = await browser.post(link, { password: cleo.password })
+  t.equal(proven.headers.location, `${SITE}/demo/login/second_step?next=${encodeURIComponent(link)}`)
+  await browser.get('/demo/login/second_step')
+  const signedIn = await browser.post('/demo/login/second_step', { code: totpCode(secret, clock()), next: link })
+  t.equal(signedIn.headers.location, link)
+  t.match((await browser.get(link)).body, /<button type="submit">Join Site demo<\/button>/)
+  t.equal((await browser.post(link)).headers.location, `${SITE}/demo/discussions`)
+  t.ok(await app.users.isStaff((await app.sites.get('demo')).id, cleo.user.id))
+  t.equal((await browser.get('/demo/discussions')).statusCode, 200)
+})
+
+t.test('from the other side: not an administrator, another address, another site, withdrawn, replaced, too old', async (t) => {
+  const { app, clock, ann, invite, mails, linkIn } = await desk(t)
+  // A supporter who is no administrator can neither see the team page nor invite, on the page or the API.
+  const sam = await signedInPerson(app, { email: 'sam@example.test' })
+  t.equal((await sam.web.get('/demo/admin/team')).statusCode, 403)
+  t.equal((await sam.web.post('/demo/admin/team/invite', { email: 'x@example.test' })).statusCode, 403)
+  const samToken = await supporterWithToken(app, { email: 'sam@example.test' })
+  t.equal((await app.inject({ method: 'POST', url: '/demo/invitations', headers: samToken.bearer, payload: { email: 'x@example.test' } })).statusCode, 403)
+  t.equal((await app.inject({ url: '/demo/staff', headers: samToken.bearer })).statusCode, 403)
+  t.same(await mails(), [])
+
+  // Someone already on the staff; an address that is none.
+  await ann.web.get('/demo/admin/team')
+  const already = await ann.web.post('/demo/admin/team/invite', { email: 'sam@example.test' })
+  t.equal(already.statusCode, 409)
+  t.match(already.body, /sam@example\.test is already on the staff of this site/i)
+  t.equal((await ann.web.post('/demo/admin/team/invite', { email: 'nope' })).statusCode, 400)
+
+  // Signed in as someone else: the invitation is for its address only.
+  const link = await invite('eve@example.test')
+  const other = await sam.web.get(link)
+  t.equal(other.statusCode, 403)
+  t.match(other.body, /You are signed in as sam@example\.test/)
+  t.equal((await sam.web.post(link)).statusCode, 403)
+  // Another site's invitation does nothing on this one.
+  await newSite(app, 'other')
+  t.equal((await webClient(app, 'other').get(link.replace('/demo/', '/other/'))).statusCode, 410)
+
+  // Withdrawn: the link stops working.
+  const [open] = await app.invitations.open((await app.sites.get('demo')).id)
+  await ann.web.get('/demo/admin/team')
+  t.equal((await ann.web.post(`/demo/admin/team/invitations/${open!.id}/withdraw`)).statusCode, 303)
+  t.match((await webClient(app).get(link)).body, /An administrator withdrew it, or sent a newer one\./)
+  t.equal((await ann.web.post(`/demo/admin/team/invitations/${open!.id}/withdraw`)).statusCode, 404)
+
+  // Sent again: a new link, the old one stops working.
+  const first = await invite('fay@example.test')
+  const [fay] = await app.invitations.open((await app.sites.get('demo')).id)
+  await ann.web.get('/demo/admin/team')
+  t.equal((await ann.web.post(`/demo/admin/team/invitations/${fay!.id}/resend`)).statusCode, 303)
+  const second = linkIn((await mails())[0]!.text)!
+  t.not(second, first)
+  t.equal((await webClient(app).get(first)).statusCode, 410)
+  t.equal((await webClient(app).get(second)).statusCode, 200)
+
+  // Too old.
+  clock.advance(INVITATION_DAYS * 86_400_000 + 1)
+  const old = await webClient(app).get(second)
+  t.equal(old.statusCode, 410)
+  t.match(old.body, /It was valid for 7 days/)
+  t.same(await app.invitations.open((await app.sites.get('demo')).id), [], 'nothing open any more')
+})
+
+t.test('the API withdraws and sends again; unknown ids are 404', async (t) => {
+  const { app, mails } = await desk(t)
+  const token = await supporterWithToken(app, { email: 'ann@example.test' })
+  const api = (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object) => app.inject({ method, url, headers: token.bearer, ...(payload ? { payload } : {}) })
+  const made = (await api('POST', '/demo/invitations', { email: 'gus@example.test' })).json()
+  t.match(made, { role: 'supporter', href: `https://api.example.test/demo/invitations/${made.id}` })
+  t.equal((await api('POST', `/demo/invitations/${made.id}/resend`)).statusCode, 200)
+  t.equal((await mails()).length, 2)
+  t.equal((await api('DELETE', `/demo/invitations/${made.id}`)).statusCode, 204)
+  t.equal((await api('DELETE', `/demo/invitations/${made.id}`)).statusCode, 404)
+  t.equal((await api('POST', `/demo/invitations/${made.id}/resend`)).statusCode, 404)
+  t.equal((await api('POST', '/demo/invitations', { email: 'gus@example.test', role: 'owner' })).statusCode, 400)
+})
+
+t.test('a customer of the site, whose account has no password, joins with a password of their own', async (t) => {
+  const { app, invite } = await desk(t)
+  const hal = await app.users.fromSingleSignOn((await app.sites.get('demo')).id, 'hal@example.test', 'Hal')
+  t.equal(hal!.passwordHash, null)
+  const link = await invite('hal@example.test')
+  const browser = webClient(app)
+  t.match((await browser.get(link)).body, /Choose a password/)
+  t.equal((await browser.post(link, { name: 'Hal', password: 'hals new password', repeated: 'hals new password' })).headers.location, `${SITE}/demo/discussions`)
+  t.ok(await app.users.isStaff((await app.sites.get('demo')).id, hal!.id))
+  t.equal((await webClient(app).signIn('hal@example.test', 'hals new password')).statusCode, 303)
+})
