@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type Static, type TSchema } from 'typebox'
 import type { OpenInvitation } from '../../db/stores/invitations.ts'
-import { invitationMail } from '../web/admin-team.ts'
+import { changeStaff, invitationMail } from '../team.ts'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
 import { moment } from './discussions/views.ts'
 import { administratorsOnly } from './administrators-only.ts'
@@ -43,6 +43,7 @@ export const NewInvitation = Type.Object({
 })
 
 const InvitationParams = Type.Object({ site: SiteParams.properties.site, id: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }) })
+const RoleChange = Type.Object({ role: Role })
 
 const teamRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const { invitations, urls } = fastify
@@ -97,6 +98,45 @@ const teamRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       const inviter = await fastify.users.byId(user.id)
       if (!open || !(await invitations.resend(site.id, open.id, invitationMail(fastify, site.permalink, inviter?.name ?? null, open.administrator)))) throw notFound()
       return view(site.permalink, (await invitations.open(site.id)).find((i) => i.id === open.id)!)
+    },
+  )
+
+  fastify.patch(
+    '/:site/staff/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'changeRole',
+        summary: 'Make someone of the staff an administrator, or a supporter',
+        description: 'Never oneself: another administrator does it (403), so a site always keeps one.',
+        params: InvitationParams,
+        body: RoleChange,
+        response: { 204: Type.Null(), 400: InvalidRequestBody, 403: ErrorBody, 404: ErrorBody, 415: ErrorBody },
+      },
+    },
+    async (request, reply) => {
+      const { site, user } = request.auth!
+      await changeStaff(fastify, site, request.params.id, request.body.role, user, request.ip)
+      return reply.code(204).send(null)
+    },
+  )
+
+  fastify.delete(
+    '/:site/staff/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'removeFromStaff',
+        summary: 'Take someone off the staff: their pages, tokens and applications for this site stop working at once',
+        description: 'They stay a customer, who keeps what they wrote. Never oneself (403).',
+        params: InvitationParams,
+        response: { 204: Type.Null(), 400: InvalidRequestBody, 403: ErrorBody, 404: ErrorBody },
+      },
+    },
+    async (request, reply) => {
+      const { site, user } = request.auth!
+      await changeStaff(fastify, site, request.params.id, 'remove', user, request.ip)
+      return reply.code(204).send(null)
     },
   )
 

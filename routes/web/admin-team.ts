@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { StoreError } from '../../db/stores/errors.ts'
 import { INVITATION_DAYS, type InvitationLook } from '../../db/stores/invitations.ts'
 import { shownMoment } from '../../lib/clock.ts'
@@ -8,6 +8,7 @@ import { sentence } from '../api/discussions/http-errors.ts'
 import { requireConfirmed } from './confirm.ts'
 import { logPageEvent, pageData, requireAdministrator, tooMany } from './pages.ts'
 import { newPasswordProblem } from './profile.ts'
+import { changeStaff, invitationMail, type StaffChange } from '../team.ts'
 
 // The team on the web (issue 67; docs/decisions.md, "Invitations"): Administration -> Team lists
 // the site's support staff (role, second factor, last sign-in) and its open invitations, and its
@@ -16,18 +17,6 @@ import { newPasswordProblem } from './profile.ts'
 // newcomer chooses a name and a password; someone with an account proves it (their password, then
 // their second factor when they have one, or being signed in as them), and joins; either lands on
 // the queue. The link works once, for INVITATION_DAYS, on its own site, for the address it was sent to.
-
-/** The mail of an invitation: who invites, to what, and the link. */
-export function invitationMail(fastify: FastifyInstance, permalink: string, inviter: string | null, administrator: boolean) {
-  return (value: string, siteName: string) => ({
-    subject: `You are invited to ${siteName}'s support team`,
-    text: [
-      `${inviter ?? 'An administrator'} invites you to the support staff of ${siteName}${administrator ? ', as an administrator' : ''}. Open this link within ${INVITATION_DAYS} days to join:`,
-      `${fastify.urls.siteWeb(permalink)}/invitation/${value}`,
-      'It works once. If you did not expect it, ignore this mail.',
-    ].join('\n\n'),
-  })
-}
 
 /** Why a link no longer works, in words. */
 const CLOSED: Record<Exclude<InvitationLook['kind'], 'open'>, string> = {
@@ -44,14 +33,23 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
 
   async function teamPage(request: FastifyRequest, reply: FastifyReply, status = 200, extra: Record<string, unknown> = {}) {
     const site = request.web.site
-    const people = (await invitations.team(site.id)).map((p) => ({ ...p, lastSignIn: p.lastSignInAt ? shownMoment(p.lastSignInAt) : 'never' }))
+    const people = (await invitations.team(site.id)).map((p) => ({ ...p, lastSignIn: p.lastSignInAt ? shownMoment(p.lastSignInAt) : 'never', self: p.id === request.web.user!.id }))
     const open = (await invitations.open(site.id)).map((i) => ({ ...i, expires: shownMoment(i.expiresAt) }))
     return reply.page('admin_team', pageData(request, reply, { title: 'Team', people, open, values: { email: '', role: 'supporter' }, notice: null, error: null, ...extra }), status)
   }
 
   fastify.get('/admin/team', { preHandler: requireAdministrator }, async (request, reply) => {
-    const { invited, withdrawn, resent } = request.query as Record<string, unknown>
-    const notice = typeof invited === 'string' ? `${invited} is invited: the mail is on its way.` : typeof resent === 'string' ? `The invitation to ${resent} is sent again, with a new link.` : withdrawn === '1' ? 'The invitation is withdrawn: its link no longer works.' : null
+    const { invited, withdrawn, resent, administrator, supporter, removed } = request.query as Record<string, unknown>
+    const notices: Array<[unknown, (who: string) => string]> = [
+      [invited, (who) => `${who} is invited: the mail is on its way.`],
+      [resent, (who) => `The invitation to ${who} is sent again, with a new link.`],
+      [withdrawn, () => 'The invitation is withdrawn: its link no longer works.'],
+      [administrator, (who) => `${who} is an administrator of this site now.`],
+      [supporter, (who) => `${who} is a supporter now, no longer an administrator.`],
+      [removed, (who) => `${who} is no longer on the staff: their pages and tokens for this site stop working now.`],
+    ]
+    const found = notices.find(([value]) => typeof value === 'string')
+    const notice = found ? found[1](found[0] as string) : null
     return teamPage(request, reply, 200, { notice })
   })
 
@@ -80,6 +78,23 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
       return reply.redirect(`${base(request)}/admin/team?${done}=${verb === 'withdraw' ? '1' : encodeURIComponent(open.email)}`, 303)
     })
   }
+
+  // Someone's role: administrator, supporter, or off the staff (never one's own: another administrator does it).
+  fastify.post('/admin/team/people/:id', action, async (request, reply) => {
+    const raw = (request.params as { id: string }).id
+    const given = (request.body as { change?: unknown } | undefined)?.change
+    const change: StaffChange | undefined = given === 'administrator' || given === 'supporter' || given === 'remove' ? given : undefined
+    if (!/^[1-9]\d{0,9}$/.test(raw) || !change) return teamPage(request, reply, 400, { error: 'Choose someone of the team, and what to change.' })
+    const person = (await invitations.team(request.web.site.id)).find((p) => p.id === Number(raw))
+    try {
+      await changeStaff(fastify, request.web.site, Number(raw), change, request.web.user!, request.ip)
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error
+      return teamPage(request, reply, error.code === 'not_found' ? 404 : 403, { error: sentence(error.message) })
+    }
+    const done = change === 'remove' ? 'removed' : change
+    return reply.redirect(`${base(request)}/admin/team?${done}=${encodeURIComponent(person!.email)}`, 303)
+  })
 
   // The invited person's side: open before a second factor the site requires, as signing in is.
   const OPEN = { config: { beforeSecondFactor: true } }

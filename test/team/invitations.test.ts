@@ -179,3 +179,50 @@ t.test('a customer of the site, whose account has no password, joins with a pass
   t.ok(await app.users.isStaff((await app.sites.get('demo')).id, hal!.id))
   t.equal((await webClient(app).signIn('hal@example.test', 'hals new password')).statusCode, 303)
 })
+
+t.test('an administrator makes Bob an administrator, then takes him off the staff: his open page and his token stop working at once', async (t) => {
+  const { app, ann } = await desk(t)
+  const bob = await signedInPerson(app, { email: 'bob@example.test' })
+  const bobToken = await supporterWithToken(app, { email: 'bob@example.test' })
+  const site = await app.sites.get('demo')
+  const page = async () => ann.web.get('/demo/admin/team')
+
+  // Bob, a supporter, changes nobody; Ann changes anybody but herself.
+  t.equal((await bob.web.post(`/demo/admin/team/people/${ann.user.id}`, { change: 'remove' })).statusCode, 403)
+  await page()
+  const self = await ann.web.post(`/demo/admin/team/people/${ann.user.id}`, { change: 'supporter' })
+  t.equal(self.statusCode, 403)
+  t.match(self.body, /You cannot change your own role: another administrator does/)
+  t.equal((await ann.web.post('/demo/admin/team/people/999999', { change: 'remove' })).statusCode, 404)
+  t.equal((await ann.web.post(`/demo/admin/team/people/${bob.user.id}`, { change: 'owner' })).statusCode, 400)
+
+  const made = await ann.web.post(`/demo/admin/team/people/${bob.user.id}`, { change: 'administrator' })
+  t.equal(made.headers.location, `${SITE}/demo/admin/team?administrator=bob%40example.test`)
+  t.ok(await app.users.isAdministrator(site.id, bob.user.id))
+  // His rights rose: he signs in again, and then runs the site.
+  await bob.web.signIn(bob.email, bob.password)
+  t.equal((await bob.web.get('/demo/admin/team')).statusCode, 200)
+  t.equal((await app.inject({ url: '/demo/staff', headers: bobToken.bearer })).statusCode, 200)
+
+  await page()
+  t.equal((await ann.web.post(`/demo/admin/team/people/${bob.user.id}`, { change: 'remove' })).headers.location, `${SITE}/demo/admin/team?removed=bob%40example.test`)
+  t.equal((await bob.web.get('/demo/discussions')).statusCode, 403, 'his open page: refused at his next request')
+  t.equal((await bob.web.get('/demo/admin/team')).statusCode, 403)
+  t.equal((await app.inject({ url: '/demo/discussions', headers: bobToken.bearer })).statusCode, 403, 'his token: refused')
+  const kinds = (await app.securityLog.list({ userId: bob.user.id, offset: 0, limit: 10 })).events.map((e) => [e.kind, e.actor, e.detail])
+  t.match(kinds, [['staff_removed', 'administrator', { by: 'ann@example.test', authorizations_ended: 0 }], ['sign_in_succeeded'], ['administrator_added', 'administrator', { by: 'ann@example.test' }]])
+
+  // The API does the same, never to oneself.
+  const annToken = await supporterWithToken(app, { email: 'ann@example.test' })
+  const api = (method: 'PATCH' | 'DELETE', url: string, payload?: object) => app.inject({ method, url, headers: annToken.bearer, ...(payload ? { payload } : {}) })
+  const cleo = await supporterWithToken(app, { email: 'cleo@example.test' })
+  t.equal((await api('PATCH', `/demo/staff/${cleo.user.id}`, { role: 'administrator' })).statusCode, 204)
+  t.ok(await app.users.isAdministrator(site.id, cleo.user.id))
+  t.equal((await api('PATCH', `/demo/staff/${cleo.user.id}`, { role: 'supporter' })).statusCode, 204)
+  t.notOk(await app.users.isAdministrator(site.id, cleo.user.id))
+  t.equal((await api('PATCH', `/demo/staff/${ann.user.id}`, { role: 'supporter' })).statusCode, 403)
+  t.equal((await api('DELETE', `/demo/staff/${bob.user.id}`)).statusCode, 404, 'off the staff already')
+  t.equal((await api('DELETE', `/demo/staff/${cleo.user.id}`)).statusCode, 204)
+  t.equal((await app.inject({ url: '/demo/discussions', headers: cleo.bearer })).statusCode, 403)
+  t.equal((await app.inject({ method: 'PATCH', url: `/demo/staff/${ann.user.id}`, headers: cleo.bearer, payload: { role: 'supporter' } })).statusCode, 403, 'a customer changes nothing')
+})

@@ -1,0 +1,46 @@
+import type { FastifyInstance } from 'fastify'
+import { INVITATION_DAYS } from '../db/stores/invitations.ts'
+import { StoreError } from '../db/stores/errors.ts'
+import { endGrants } from '../plugins/oauth/adapter.ts'
+
+// What the team page (routes/web/admin-team.ts) and the API (routes/api/team.ts) share: the mail of
+// an invitation, and a change to someone of the staff (docs/decisions.md, "Invitations").
+
+/** The mail of an invitation: who invites, to what, and the link. */
+export function invitationMail(fastify: FastifyInstance, permalink: string, inviter: string | null, administrator: boolean) {
+  return (value: string, siteName: string) => ({
+    subject: `You are invited to ${siteName}'s support team`,
+    text: [
+      `${inviter ?? 'An administrator'} invites you to the support staff of ${siteName}${administrator ? ', as an administrator' : ''}. Open this link within ${INVITATION_DAYS} days to join:`,
+      `${fastify.urls.siteWeb(permalink)}/invitation/${value}`,
+      'It works once. If you did not expect it, ignore this mail.',
+    ].join('\n\n'),
+  })
+}
+
+export type StaffChange = 'administrator' | 'supporter' | 'remove'
+
+/**
+ * Makes someone of the site's staff its administrator, a supporter, or no longer staff (a customer,
+ * who keeps what they wrote), as an administrator `by`: never themselves (another administrator
+ * does it, so a site always keeps one). What the role no longer allows ends at once, because every
+ * request reads the role: pages and tokens of a removed supporter are refused from their next
+ * request, in any process; their applications' grants on the site end, so coming back asks for
+ * consent again. Written in the person's security log. A StoreError for someone not on the staff.
+ */
+export async function changeStaff(fastify: FastifyInstance, site: { id: number; permalink: string }, userId: number, change: StaffChange, by: { id: number; email: string }, address: string): Promise<boolean> {
+  const { users, securityLog, oauthRecords } = fastify
+  if (userId === by.id) throw new StoreError('you cannot change your own role: another administrator does', 'forbidden', 'user')
+  if (!(await users.isStaff(site.id, userId))) throw new StoreError('there is nobody of that id on the staff of this site', 'not_found', 'user')
+  const log = (kind: 'administrator_added' | 'administrator_removed' | 'staff_removed', detail?: Record<string, string | number>) =>
+    securityLog.append({ userId, siteId: site.id, kind, address, actor: 'administrator', detail: { by: by.email, ...detail } })
+  if (change === 'remove') {
+    await users.removeStaff(site.id, userId)
+    const ended = await endGrants(oauthRecords, userId, site.permalink)
+    await log('staff_removed', { authorizations_ended: ended })
+    return true
+  }
+  const changed = await users.setAdministrator(site.id, userId, change === 'administrator')
+  if (changed) await log(change === 'administrator' ? 'administrator_added' : 'administrator_removed')
+  return changed
+}
