@@ -5,6 +5,7 @@ import type { Engine, EngineStores } from '../db/engine.ts'
 import type { MailStore } from '../db/stores/mail.ts'
 import { createEventSink, type EventSink, type WebhookStore } from '../db/stores/webhooks.ts'
 import type { SenderStore } from '../db/stores/senders.ts'
+import type { InvitationStore } from '../db/stores/invitations.ts'
 import { createUrls, type Urls } from '../lib/urls.ts'
 import { eventRender } from '../routes/api/webhook-events.ts'
 import { openEngine } from '../db/open.ts'
@@ -61,6 +62,8 @@ export interface Stores extends CommandDatabase {
   webhooks: WebhookStore
   /** What the sites say of senders: allowed, or blocked as spam (cli/senders.ts). */
   senders: SenderStore
+  /** Invitations to the sites' staff (cli/invitations.ts). */
+  invitations: InvitationStore
   /** What the stores tell the sites' webhooks of, as the server does (a token revoked here is told too). */
   events: EventSink
   /** The service's public addresses, as the server makes them (a provider's redirect address, say). */
@@ -125,6 +128,7 @@ function storesOf(stores: EngineStores, clock: Clock, box: SecretBox, events: Ev
     mailboxes: stores.mail(clock, box),
     webhooks: stores.webhooks(clock, box),
     senders: stores.senders(clock),
+    invitations: stores.invitations(clock, box),
   }
 }
 

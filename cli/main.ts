@@ -12,6 +12,7 @@ import { credentialCommands } from './credentials.ts'
 import { discussionCommands } from './discussions.ts'
 import { mailboxCommands } from './mailboxes.ts'
 import { mailProviderCommands } from './mail-providers.ts'
+import { invitationCommands } from './invitations.ts'
 import { webhookCommands } from './webhooks.ts'
 import { senderCommands } from './senders.ts'
 import { isPostgresAddress } from '../lib/database-address.ts'
@@ -28,7 +29,7 @@ export const EXIT_REFUSED = 1
 export const EXIT_FAILED = 1
 export const EXIT_USAGE = 2
 
-const commands: Command[] = [serveCommand, migrateCommand, ...adminCommands, ...credentialCommands, ...administrationCommands, ...discussionCommands, ...mailboxCommands, ...mailProviderCommands, ...senderCommands, ...webhookCommands, ...oauthClientCommands, ...securityLogCommands, backupCommand, copyCommand]
+const commands: Command[] = [serveCommand, migrateCommand, ...adminCommands, ...credentialCommands, ...administrationCommands, ...discussionCommands, ...mailboxCommands, ...mailProviderCommands, ...invitationCommands, ...senderCommands, ...webhookCommands, ...oauthClientCommands, ...securityLogCommands, backupCommand, copyCommand]
 
 /* c8 ignore start: the real process's streams; test/cli/serve.test.ts drives them through
    cli/service-desk.js, a process whose coverage is not collected (test/fixtures/child.ts) */

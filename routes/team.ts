@@ -1,18 +1,19 @@
 import type { FastifyInstance } from 'fastify'
 import { INVITATION_DAYS } from '../db/stores/invitations.ts'
 import { StoreError } from '../db/stores/errors.ts'
+import type { Urls } from '../lib/urls.ts'
 import { endGrants } from '../plugins/oauth/adapter.ts'
 
 // What the team page (routes/web/admin-team.ts) and the API (routes/api/team.ts) share: the mail of
 // an invitation, and a change to someone of the staff (docs/decisions.md, "Invitations").
 
 /** The mail of an invitation: who invites, to what, and the link. */
-export function invitationMail(fastify: FastifyInstance, permalink: string, inviter: string | null, administrator: boolean) {
+export function invitationMail(urls: Urls, permalink: string, inviter: string | null, administrator: boolean) {
   return (value: string, siteName: string) => ({
     subject: `You are invited to ${siteName}'s support team`,
     text: [
       `${inviter ?? 'An administrator'} invites you to the support staff of ${siteName}${administrator ? ', as an administrator' : ''}. Open this link within ${INVITATION_DAYS} days to join:`,
-      `${fastify.urls.siteWeb(permalink)}/invitation/${value}`,
+      `${urls.siteWeb(permalink)}/invitation/${value}`,
       'It works once. If you did not expect it, ignore this mail.',
     ].join('\n\n'),
   })

@@ -83,7 +83,7 @@ const teamRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       const { site, user } = request.auth!
       const administrator = request.body.role === 'administrator'
       const inviter = await fastify.users.byId(user.id)
-      const invited = await invitations.invite(site.id, { email: request.body.email, administrator, invitedBy: user.id }, invitationMail(fastify, site.permalink, inviter?.name ?? null, administrator))
+      const invited = await invitations.invite(site.id, { email: request.body.email, administrator, invitedBy: user.id }, invitationMail(fastify.urls, site.permalink, inviter?.name ?? null, administrator))
       const resource = view(site.permalink, invited)
       return reply.code(201).header('location', resource.href).send(resource)
     },
@@ -96,7 +96,7 @@ const teamRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       const { site, user } = request.auth!
       const open = (await invitations.open(site.id)).find((i) => i.id === request.params.id)
       const inviter = await fastify.users.byId(user.id)
-      if (!open || !(await invitations.resend(site.id, open.id, invitationMail(fastify, site.permalink, inviter?.name ?? null, open.administrator)))) throw notFound()
+      if (!open || !(await invitations.resend(site.id, open.id, invitationMail(fastify.urls, site.permalink, inviter?.name ?? null, open.administrator)))) throw notFound()
       return view(site.permalink, (await invitations.open(site.id)).find((i) => i.id === open.id)!)
     },
   )

@@ -59,7 +59,7 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
     const role = body.role === 'administrator' ? 'administrator' : 'supporter'
     const inviter = request.web.user!
     try {
-      await invitations.invite(request.web.site.id, { email, administrator: role === 'administrator', invitedBy: inviter.id }, invitationMail(fastify, request.web.site.permalink, inviter.name, role === 'administrator'))
+      await invitations.invite(request.web.site.id, { email, administrator: role === 'administrator', invitedBy: inviter.id }, invitationMail(fastify.urls, request.web.site.permalink, inviter.name, role === 'administrator'))
     } catch (error) {
       if (!(error instanceof StoreError)) throw error
       return teamPage(request, reply, error.code === 'conflict' ? 409 : 400, { values: { email, role }, error: sentence(error.message) })
@@ -73,7 +73,7 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
       const id = /^[1-9]\d{0,9}$/.test(raw) ? Number(raw) : 0
       const site = request.web.site
       const open = (await invitations.open(site.id)).find((i) => i.id === id)
-      const changed = open !== undefined && (verb === 'withdraw' ? await invitations.withdraw(site.id, id) : await invitations.resend(site.id, id, invitationMail(fastify, site.permalink, request.web.user!.name, open.administrator)))
+      const changed = open !== undefined && (verb === 'withdraw' ? await invitations.withdraw(site.id, id) : await invitations.resend(site.id, id, invitationMail(fastify.urls, site.permalink, request.web.user!.name, open.administrator)))
       if (!changed) return teamPage(request, reply, 404, { error: 'This site has no open invitation of that number.' })
       return reply.redirect(`${base(request)}/admin/team?${done}=${verb === 'withdraw' ? '1' : encodeURIComponent(open.email)}`, 303)
     })

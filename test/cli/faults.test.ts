@@ -207,13 +207,14 @@ const namespaces = inNamespace('mount -t tmpfs -o size=64k tmpfs /mnt && echo ok
 const noNamespace = namespaces.stdout?.trim() === 'ok' ? false : `unshare -rm cannot mount a tmpfs here: ${namespaces.error?.message ?? namespaces.stderr}`
 
 t.test('a real full disk and a real read-only one: a small tmpfs', { skip: sqliteFault || noNamespace }, async (t) => {
-  // In a mount namespace of its own: a 1 MiB tmpfs holding the database, filled to the last byte
+  // In a mount namespace of its own: a 2 MiB tmpfs holding the database (about 0.5 MiB, and its
+  // write-ahead log as a write grows it), filled to the last byte
   // with another file, then freed; then mounted read-only.
   const run = (args: string) => `node ${BIN} ${args} 2>&1; echo "exit=$?"`
   const script = [
     'set -u',
     'M=$(mktemp -d)',
-    'mount -t tmpfs -o size=1m tmpfs "$M"',
+    'mount -t tmpfs -o size=2m tmpfs "$M"',
     'export SERVICE_DB="$M/service.db"',
     run('site add demo'),
     'head -c 100m /dev/zero > "$M/fill" 2>/dev/null; echo "filled"',

@@ -1,6 +1,7 @@
 import { simpleParser } from 'mailparser'
 import t, { type Test } from 'tap'
 import { buildTestApp, newSite, supporterWithToken } from '../fixtures/app.ts'
+import { cliRunner } from '../fixtures/cli.ts'
 import { mailServer } from '../fixtures/mail.ts'
 import { totpCode } from '../fixtures/totp.ts'
 import { enrollAuthenticator, signedInPerson, webClient } from '../fixtures/web.ts'
@@ -225,4 +226,29 @@ t.test('an administrator makes Bob an administrator, then takes him off the staf
   t.equal((await api('DELETE', `/demo/staff/${cleo.user.id}`)).statusCode, 204)
   t.equal((await app.inject({ url: '/demo/discussions', headers: cleo.bearer })).statusCode, 403)
   t.equal((await app.inject({ method: 'PATCH', url: `/demo/staff/${ann.user.id}`, headers: cleo.bearer, payload: { role: 'supporter' } })).statusCode, 403, 'a customer changes nothing')
+})
+
+t.test('the operator invites, lists and withdraws on the command line; the mail goes with the running service', async (t) => {
+  const cli = await cliRunner(t)
+  t.equal((await cli.run(['site', 'add', 'acme'])).code, 0)
+  const added = await cli.run(['invitation', 'add', 'acme', 'Ivy@Example.test', '--administrator'])
+  t.equal(added.code, 0, added.stderr)
+  t.match(added.stdout, /^invitation (\d+): ivy@example\.test invited to acme as an administrator; its mail is queued, and its link works until 2026-03-08T12:00:00\.000Z\n$/)
+  t.equal((await cli.run(['invitation', 'add', 'acme', 'jo@example.test'])).code, 0)
+  const listed = (await cli.run(['invitation', 'list', 'acme'])).stdout.split('\n').filter(Boolean).map((line) => line.split('\t').slice(1, 4))
+  t.same(listed, [['jo@example.test', 'supporter', '-'], ['ivy@example.test', 'administrator', '-']])
+  const [queued] = await cli.query<{ payload: string }>("SELECT payload FROM outbox WHERE kind = 'invitation'")
+  t.notMatch(queued!.payload, /service_cln_|ivy/, 'the mail waits sealed')
+  const id = /^invitation (\d+)/.exec(added.stdout)![1]!
+  t.equal((await cli.run(['invitation', 'withdraw', 'acme', id])).stdout, `invitation ${id} of acme withdrawn\n`)
+  for (const [argv, said] of [
+    [['invitation', 'withdraw', 'acme', id], `acme has no open invitation ${id}`],
+    [['invitation', 'withdraw', 'acme', 'x'], 'an invitation id is a number, not "x"'],
+    [['invitation', 'add', 'acme', 'not an address'], 'is not an email address'],
+  ] as const) {
+    const refused = await cli.run([...argv])
+    t.not(refused.code, 0)
+    t.match(refused.stderr, said)
+  }
+  t.equal((await cli.run(['invitation', 'list', 'acme'])).stdout.split('\n').filter(Boolean).length, 1)
 })
