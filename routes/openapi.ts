@@ -26,7 +26,7 @@ import {
 import { ChoiceBody, Credential, CredentialList, Policy, PolicyAnswer, PolicyChange, Revocation, Revoked } from './api/administration.ts'
 import { PostFiles, UploadForm, UploadListing, UploadResource } from './api/files.ts'
 import { MailboxListing, MailboxResource, NewMailbox } from './api/mailboxes.ts'
-import { InvitationResource, NewInvitation, StaffListing } from './api/team.ts'
+import { InvitationResource, NewInvitation, RoleChange, StaffListing } from './api/team.ts'
 import { NewParticipant, ParticipantListing, ParticipantResource } from './api/discussions/participants.ts'
 import { NewSavedReply, SavedReplyChange, SavedReplyListing, SavedReplyResource } from './api/saved-replies.ts'
 import { NewSenderRule, SenderRuleListing, SenderRuleResource } from './api/sender-rules.ts'
@@ -98,6 +98,7 @@ export const NAMED_SCHEMAS = {
   Invitation: InvitationResource,
   StaffListing,
   NewInvitation,
+  RoleChange,
   NewMailbox,
   Webhook: WebhookResource,
   WebhookWithSecret,

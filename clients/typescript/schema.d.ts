@@ -1719,6 +1719,13 @@ export interface components {
              */
             role?: "administrator" | "supporter";
         };
+        RoleChange: {
+            /**
+             * @description administrator: also runs the site (team, mail, policy, webhooks); supporter: works on the discussions.
+             * @enum {unknown}
+             */
+            role: "administrator" | "supporter";
+        };
         NewMailbox: {
             /** @description The address, as mail is sent to it. */
             address: string;
@@ -14342,20 +14349,8 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * @description administrator: also runs the site (team, mail, policy, webhooks); supporter: works on the discussions.
-                     * @enum {unknown}
-                     */
-                    role: "administrator" | "supporter";
-                };
-                "application/vnd.service-v1+json": {
-                    /**
-                     * @description administrator: also runs the site (team, mail, policy, webhooks); supporter: works on the discussions.
-                     * @enum {unknown}
-                     */
-                    role: "administrator" | "supporter";
-                };
+                "application/json": components["schemas"]["RoleChange"];
+                "application/vnd.service-v1+json": components["schemas"]["RoleChange"];
             };
         };
         responses: {

@@ -43,7 +43,7 @@ export const NewInvitation = Type.Object({
 })
 
 const InvitationParams = Type.Object({ site: SiteParams.properties.site, id: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }) })
-const RoleChange = Type.Object({ role: Role })
+export const RoleChange = Type.Object({ role: Role })
 
 const teamRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const { invitations, urls } = fastify

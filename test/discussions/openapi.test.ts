@@ -23,6 +23,7 @@ const READS = [
   '/{site}/policy',
   '/{site}/attachments/{id}',
   '/{site}/mailboxes',
+  '/{site}/staff',
   '/{site}/webhooks',
   '/{site}/webhooks/{id}',
   '/{site}/webhooks/{id}/deliveries',
@@ -51,6 +52,11 @@ const WRITES = [
   'post /{site}/uploads',
   'post /{site}/mailboxes',
   'delete /{site}/mailboxes/{address}',
+  'patch /{site}/staff/{id}',
+  'delete /{site}/staff/{id}',
+  'post /{site}/invitations',
+  'post /{site}/invitations/{id}/resend',
+  'delete /{site}/invitations/{id}',
   'post /{site}/webhooks',
   'patch /{site}/webhooks/{id}',
   'delete /{site}/webhooks/{id}',
@@ -96,7 +102,7 @@ t.test('every API route is in the document, and nothing else', async (t) => {
 
   // Any discussion or category route registered in the app, now or later, must be documented.
   const toPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
-  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|webhooks|saved_replies|sender_rules|search|changes)/.test(r.url))
+  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|staff|invitations|webhooks|saved_replies|sender_rules|search|changes)/.test(r.url))
   t.equal(apiShaped.length, EXPECTED.length - 2, 'all but the site resource')
   for (const r of apiShaped) t.ok(documented.includes(`${r.method} ${toPath(r.url)}`), `${r.method} ${r.url} is documented`)
   t.notOk(Object.keys(doc.paths).some((p) => p.includes('*') || p.includes('openapi') || p.includes('well-known')))

@@ -9,6 +9,7 @@ import { createSecretBox } from '../../lib/secret-box.ts'
 import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
 import { mailServer } from '../fixtures/mail.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
+import { until } from '../fixtures/until.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 48, mail in by IMAP (plugins/mail/fetcher.ts) against a real IMAP server (Dovecot): the
@@ -17,16 +18,6 @@ import { personWithPassword, webClient } from '../fixtures/web.ts'
 
 if (!haveDovecot(t)) process.exit(0)
 
-/** Waits for `check` to hold (a fetch runs in the background), failing after a while. */
-async function until<T>(what: string, check: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms
-  for (;;) {
-    const found = await check()
-    if (found) return found
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
 
 const message = (fields: { from?: string; to?: string; subject: string; id?: string; inReplyTo?: string; body: string; headers?: string }) =>
   [

@@ -9,6 +9,7 @@ import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
 import { mailServer, readMail } from '../fixtures/mail.ts'
 import { DESK_CLIENT, mailProvider } from '../fixtures/mail-provider.ts'
 import { BIN, startServer } from '../fixtures/server.ts'
+import { until as waitFor } from '../fixtures/until.ts'
 
 // Engines: one: Chromium and a service process on its own SQLite file; the stores' part runs on both in test/mail/oauth.test.ts.
 // Issue 66, done as its people would do it, with no network: the operator registers the service's
@@ -23,15 +24,9 @@ if (!haveDovecot(t)) process.exit(0)
 
 const ADDRESS = 'support@acme.example'
 
-async function until<T>(what: string, check: () => Promise<T | undefined | false | null> | T | undefined | false | null, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms
-  for (;;) {
-    const found = await check()
-    if (found) return found
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
+/** A real process and a browser: a longer wait, looked at less often. */
+const until = <T>(what: string, check: () => Promise<T | undefined | false | null> | T | undefined | false | null, ms = 20_000) => waitFor(what, check, ms, 100)
+
 
 const customerMail = (subject: string, id: string) =>
   [`From: Carol Customer <carol@customer.example>`, `To: ${ADDRESS}`, `Subject: ${subject}`, `Message-ID: <${id}@customer.example>`, 'Date: Sun, 01 Mar 2026 11:00:00 +0000', 'Content-Type: text/plain; charset=utf-8', '', `About ${subject}.`, ''].join('\r\n')

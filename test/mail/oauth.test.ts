@@ -4,6 +4,7 @@ import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
 import { mailServer, readMail } from '../fixtures/mail.ts'
 import { DESK_CLIENT, mailProvider } from '../fixtures/mail-provider.ts'
 import { signedInPerson, webClient } from '../fixtures/web.ts'
+import { until } from '../fixtures/until.ts'
 
 // Engines: both: the connections, their tokens and the renewals are the stores', which each engine must keep alike.
 // Issue 66, mailboxes connected with OAuth, through the pages as a browser drives them (app.inject,
@@ -16,16 +17,6 @@ if (!haveDovecot(t)) process.exit(0)
 const ADDRESS = 'support@acme.example'
 const CALLBACK = 'https://help.example.test/demo/admin/mail/connected'
 
-/** Waits for `check` to hold (fetches and renewals run in the background), failing after a while. */
-async function until<T>(what: string, check: () => Promise<T | undefined | false | null>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms
-  for (;;) {
-    const found = await check()
-    if (found) return found
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
 
 const customerMail = (subject: string, body: string, id: string) =>
   [`From: Carol Customer <carol@customer.example>`, `To: ${ADDRESS}`, `Subject: ${subject}`, `Message-ID: <${id}@customer.example>`, 'Date: Sun, 01 Mar 2026 11:00:00 +0000', 'Content-Type: text/plain; charset=utf-8', '', body, ''].join('\r\n')

@@ -1,8 +1,7 @@
-import { simpleParser } from 'mailparser'
 import t, { type Test } from 'tap'
 import { buildTestApp, newSite, supporterWithToken } from '../fixtures/app.ts'
 import { cliRunner } from '../fixtures/cli.ts'
-import { mailServer } from '../fixtures/mail.ts'
+import { mailReader, mailServer } from '../fixtures/mail.ts'
 import { totpCode } from '../fixtures/totp.ts'
 import { enrollAuthenticator, signedInPerson, webClient } from '../fixtures/web.ts'
 import { INVITATION_DAYS } from '../../db/stores/invitations.ts'
@@ -19,13 +18,7 @@ async function desk(t: Test) {
   const smtp = await mailServer(t)
   const { app, clock } = await buildTestApp(t, { config: { mail: { smtpUrl: smtp.url, from: 'Service Desk <desk@service.example>' } } })
   const ann = await signedInPerson(app, { administrator: true, email: 'ann@example.test' })
-  let seen = 0
-  async function mails() {
-    await app.sendOutbox()
-    const fresh = smtp.mails.slice(seen)
-    seen = smtp.mails.length
-    return Promise.all(fresh.map(async (m) => ({ envelope: m.to, ...(await simpleParser(m.raw)) })))
-  }
+  const mails = mailReader(app, smtp)
   const linkIn = (text: string | undefined) => new RegExp(`${SITE}(/\\w+/invitation/service_cln_\\w+)`).exec(text ?? '')?.[1]
   /** Invites on the team page as Ann: the mailed link. */
   async function invite(email: string, role = 'supporter') {

@@ -1,8 +1,7 @@
-import { simpleParser } from 'mailparser'
 import t, { type Test } from 'tap'
 import { rawStatement, supporterWithToken } from '../fixtures/app.ts'
 import { form as filesForm } from '../fixtures/files.ts'
-import { mailServer } from '../fixtures/mail.ts'
+import { mailReader, mailServer } from '../fixtures/mail.ts'
 import { mailDesk } from '../fixtures/mail-desk.ts'
 import { signedInPerson, webClient } from '../fixtures/web.ts'
 import { makeMultipass } from '../fixtures/credentials.ts'
@@ -26,14 +25,7 @@ async function desk(t: Test) {
   const { app, clock, ann, general, send } = await mailDesk(t, { config: { mail: { smtpUrl: smtp.url, from: 'Service Desk <desk@service.example>' } } })
   const internal = await app.categories.add(ann.site.id, 'Team only', false)
   const api = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) => app.inject({ method, url, headers: ann.bearer, ...(payload ? { payload } : {}) })
-  /** The mails sent since the last call, each parsed, after the outbox is sent. */
-  let seen = 0
-  async function mails() {
-    await app.sendOutbox()
-    const fresh = smtp.mails.slice(seen)
-    seen = smtp.mails.length
-    return Promise.all(fresh.map(async (m) => ({ envelope: m.to, ...(await simpleParser(m.raw)) })))
-  }
+  const mails = mailReader(app, smtp)
   const linkIn = (text: string | undefined) => /https:\/\/help\.example\.test(\/demo\/help\/(?:sign_in|link)\/service_cln_\w+)/.exec(text ?? '')?.[1]
   /** A visitor's browser writes a discussion through the new discussion form. */
   async function write(web: Web, fields: Record<string, string>) {

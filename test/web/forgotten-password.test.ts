@@ -1,7 +1,6 @@
-import { simpleParser } from 'mailparser'
 import t, { type Test } from 'tap'
 import { buildTestApp, newSite, rawRows } from '../fixtures/app.ts'
-import { mailServer } from '../fixtures/mail.ts'
+import { mailReader, mailServer } from '../fixtures/mail.ts'
 import { totpCode } from '../fixtures/totp.ts'
 import { enrollAuthenticator, personWithPassword, signedInPerson, webClient } from '../fixtures/web.ts'
 import { LINK_MINUTES, LINKS_PER_EMAIL } from '../../db/stores/customer-links.ts'
@@ -18,14 +17,7 @@ async function desk(t: Test) {
   const smtp = await mailServer(t)
   const { app, clock } = await buildTestApp(t, { config: { mail: { smtpUrl: smtp.url, from: 'Service Desk <desk@service.example>' } } })
   const ann = await personWithPassword(app, { email: 'ann@example.test' })
-  let seen = 0
-  /** The mails sent since the last call, after the outbox is sent. */
-  async function mails() {
-    await app.sendOutbox()
-    const fresh = smtp.mails.slice(seen)
-    seen = smtp.mails.length
-    return Promise.all(fresh.map(async (m) => ({ envelope: m.to, ...(await simpleParser(m.raw)) })))
-  }
+  const mails = mailReader(app, smtp)
   /** Asks for a link in a new browser, as `email`: the page's answer. */
   async function ask(email: string, web = webClient(app)) {
     t.match((await web.get('/demo/login')).body, /href="[^"]*\/demo\/login\/forgot">Forgot your password\?/)
