@@ -18,6 +18,16 @@ import { changeStaff, invitationMail, type StaffChange } from '../team.ts'
 // their second factor when they have one, or being signed in as them), and joins; either lands on
 // the queue. The link works once, for INVITATION_DAYS, on its own site, for the address it was sent to.
 
+/** What the team page says after a change, by the query parameter that names who it was about. */
+const NOTICES: Record<string, string> = {
+  invited: '{who} is invited: the mail is on its way.',
+  resent: 'The invitation to {who} is sent again, with a new link.',
+  withdrawn: 'The invitation is withdrawn: its link no longer works.',
+  administrator: '{who} is an administrator of this site now.',
+  supporter: '{who} is a supporter now, no longer an administrator.',
+  removed: '{who} is no longer on the staff: their pages and tokens for this site stop working now.',
+}
+
 /** Why a link no longer works, in words. */
 const CLOSED: Record<Exclude<InvitationLook['kind'], 'open'>, string> = {
   invalid: 'It is not an invitation of this site, or it was changed.',
@@ -39,17 +49,9 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
   }
 
   fastify.get('/admin/team', { preHandler: requireAdministrator }, async (request, reply) => {
-    const { invited, withdrawn, resent, administrator, supporter, removed } = request.query as Record<string, unknown>
-    const notices: Array<[unknown, (who: string) => string]> = [
-      [invited, (who) => `${who} is invited: the mail is on its way.`],
-      [resent, (who) => `The invitation to ${who} is sent again, with a new link.`],
-      [withdrawn, () => 'The invitation is withdrawn: its link no longer works.'],
-      [administrator, (who) => `${who} is an administrator of this site now.`],
-      [supporter, (who) => `${who} is a supporter now, no longer an administrator.`],
-      [removed, (who) => `${who} is no longer on the staff: their pages and tokens for this site stop working now.`],
-    ]
-    const found = notices.find(([value]) => typeof value === 'string')
-    const notice = found ? found[1](found[0] as string) : null
+    const query = request.query as Record<string, unknown>
+    const found = Object.keys(NOTICES).find((key) => typeof query[key] === 'string')
+    const notice = found ? NOTICES[found]!.replace('{who}', query[found] as string) : null
     return teamPage(request, reply, 200, { notice })
   })
 

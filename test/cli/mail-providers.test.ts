@@ -114,6 +114,18 @@ t.test('a connected mailbox is listed with its state and tested with its token; 
   cli.clock.advance(2 * 60 * 60_000)
   t.equal((await cli.run(['mailbox', 'test', 'acme', 'help@acme.example'])).code, 0)
   t.equal(provider.refreshes, 1, 'renewed by the command, its token due')
+
+  // The grant revoked at the provider: the command's renewal is refused, said, and the site's administrator mailed.
+  t.equal((await cli.run(['user', 'add', 'boss@acme.example', '--password-stdin'], { stdin: 'the boss password\n' })).code, 0)
+  t.equal((await cli.run(['staff', 'add', 'acme', 'boss@acme.example', '--admin'])).code, 0)
+  await provider.revokeEverything()
+  cli.clock.advance(2 * 60 * 60_000)
+  const revoked = await cli.run(['mailbox', 'test', 'acme', 'help@acme.example'])
+  t.not(revoked.code, 0)
+  t.match(revoked.stderr, "service-desk: warning: the mail provider refused to renew a connected mailbox's access")
+  t.match(revoked.stderr, "OAuth corp: corp refused to renew the mailbox's access (invalid_grant")
+  const [told] = await cli.query<{ payload: string }>("SELECT payload FROM outbox WHERE kind = 'mailbox_problem'")
+  t.match(JSON.parse(told!.payload), { to: 'boss@acme.example', text: /http:\/\/localhost:3000\/acme\/admin\/mail/ })
   await cli.write("UPDATE mailboxes SET oauth_problem = 'corp refused to renew the mailbox''s access (invalid_grant)'")
   t.match((await cli.run(['mailbox', 'list', 'acme'])).stdout, /\tcorp: refused: corp refused to renew the mailbox's access \(invalid_grant\)\n$/)
   const refused = await cli.run(['mailbox', 'test', 'acme', 'help@acme.example'])

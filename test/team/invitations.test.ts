@@ -245,3 +245,36 @@ t.test('the operator invites, lists and withdraws on the command line; the mail 
   }
   t.equal((await cli.run(['invitation', 'list', 'acme'])).stdout.split('\n').filter(Boolean).length, 1)
 })
+
+t.test('the store keeps its rules whatever the page checks first: once, the invited address only, a name, nothing to resend', async (t) => {
+  const { app, ann, mails, linkIn } = await desk(t)
+  const site = await app.sites.get('demo')
+  const mail = (value: string) => ({ subject: 'x', text: `${SITE}/demo/invitation/${value}` })
+  await app.invitations.invite(site.id, { email: 'kim@example.test', administrator: false, invitedBy: null }, mail)
+  const value = /invitation\/(\S+)/.exec(linkIn((await mails())[0]!.text)!)![1]!
+  const other = await app.users.insert({ email: 'lee@example.test' }, null)
+  await t.rejects(app.invitations.accept(site.id, value, { userId: other.id }), { message: 'this invitation is for another address' })
+  await t.rejects(app.invitations.accept(site.id, value, { newcomer: { name: '  ', passwordHash: 'x' } }), { message: 'a name must be 1 to 100 characters' })
+  t.match(await app.invitations.accept(site.id, value, { newcomer: { name: 'Kim', passwordHash: 'x' } }), { kind: 'accepted' })
+  t.same(await app.invitations.accept(site.id, value, { newcomer: { name: 'Kim', passwordHash: 'x' } }), { kind: 'used' }, 'taken once, even past the page')
+  t.same(await app.invitations.accept(site.id, 'service_cln_nothing', { userId: ann.user.id }), { kind: 'invalid' })
+  t.equal(await app.invitations.resend(site.id, 1, mail), false, 'a taken invitation is not sent again')
+  const empty = await newSite(app, 'empty')
+  t.same(await app.invitations.team(empty.id), [], 'a site without staff')
+})
+
+t.test('someone with an account and no second factor joins with its password; a nameless newcomer is told', async (t) => {
+  const { app, invite } = await desk(t)
+  await newSite(app, 'other')
+  const max = await signedInPerson(app, { site: 'other', email: 'max@example.test' })
+  const link = await invite('max@example.test')
+  const browser = webClient(app)
+  await browser.get(link)
+  t.equal((await browser.post(link, { password: max.password })).headers.location, `${SITE}/demo/discussions`)
+  const newcomer = await invite('nel@example.test')
+  const fresh = webClient(app)
+  await fresh.get(newcomer)
+  const nameless = await fresh.post(newcomer, { name: '   ', password: 'nels own password', repeated: 'nels own password' })
+  t.equal(nameless.statusCode, 400)
+  t.match(nameless.body, /A name must be 1 to 100 characters/)
+})
