@@ -37,6 +37,8 @@ export async function changeStaff(fastify: FastifyInstance, site: { id: number; 
     securityLog.append({ userId, siteId: site.id, kind, address, actor: 'administrator', detail: { by: by.email, ...detail } })
   if (change === 'remove') {
     await users.removeStaff(site.id, userId)
+    const person = await users.byId(userId)
+    if (person) await fastify.invitations.withdrawFor(site.id, person.email)
     const ended = await endGrants(oauthRecords, userId, site.permalink)
     await log('staff_removed', { authorizations_ended: ended })
     return true

@@ -44,8 +44,11 @@ export type InvitationLook =
 
 export type InvitationTaken = { kind: 'accepted'; userId: number } | { kind: 'invalid' | 'used' | 'expired' | 'withdrawn' }
 
-/** Who takes an invitation: a newcomer (their name and password's hash), or an account already theirs. */
-export type Taker = { newcomer: { name: string; passwordHash: string } } | { userId: number }
+/**
+ * Who takes an invitation: a newcomer (their name and password's hash), or an account already
+ * theirs (proven), with the password it chooses when it has none (an account a mail sign-in made).
+ */
+export type Taker = { newcomer: { name: string; passwordHash: string } } | { userId: number; passwordHash?: string }
 
 type Mail = (link: string, siteName: string) => Pick<OutboxMail, 'subject' | 'text'>
 
@@ -116,6 +119,11 @@ export function createInvitationStore(port: StorePort, clock: Clock, box: Secret
       return gone.length > 0
     },
 
+    /** Withdraws the open invitations of an address on the site (taken off the staff: no old link brings them back). */
+    async withdrawFor(siteId: number, email: string): Promise<void> {
+      await db.update(invitations).set({ withdrawnAt: new Date(clock()) }).where(and(eq(invitations.siteId, siteId), eq(invitations.email, emailKey(email)), isNull(invitations.acceptedAt), isNull(invitations.withdrawnAt)))
+    },
+
     /** The site's invitations not taken, withdrawn or past their time, newest first. */
     async open(siteId: number): Promise<OpenInvitation[]> {
       const rows = await db
@@ -180,18 +188,26 @@ export function createInvitationStore(port: StorePort, clock: Clock, box: Secret
         if (taken.length === 0) return { kind: closed(row) ?? 'used' }
         let userId: number
         if ('userId' in taker) {
-          const [user] = await tx.db.select({ email: users.email, disabled: users.disabled }).from(users).where(eq(users.id, taker.userId))
+          const [user] = await tx.db.select({ email: users.email, disabled: users.disabled, passwordHash: users.passwordHash }).from(users).where(eq(users.id, taker.userId))
           if (!user || user.disabled || emailKey(user.email) !== row.email) throw new StoreError('this invitation is for another address', 'forbidden', 'email')
+          if (taker.passwordHash !== undefined) {
+            // Only an account without a password chooses one here: one with a password proves it instead.
+            if (user.passwordHash !== null) throw new StoreError('this account has a password: sign in with it to join', 'forbidden', 'password')
+            await tx.db.update(users).set({ passwordHash: taker.passwordHash }).where(eq(users.id, taker.userId))
+          }
           userId = taker.userId
         } else {
           const unnamed = nameProblem(taker.newcomer.name)
           if (unnamed) throw new StoreError(unnamed, 'invalid', 'name')
           userId = (await insertUser(tx, clock, box, { email: row.email, name: taker.newcomer.name.trim() }, taker.newcomer.passwordHash)).id
         }
+        // An administrator already (made so since the invitation) stays one.
+        const [before] = await tx.db.select({ role: memberships.role, administrator: memberships.administrator }).from(memberships).where(and(eq(memberships.siteId, siteId), eq(memberships.userId, userId)))
+        const administrator = row.administrator || (isStaffRole(before?.role) && before!.administrator)
         await tx.db
           .insert(memberships)
-          .values({ siteId, userId, role: STAFF_ROLE, administrator: row.administrator, createdAt: now })
-          .onConflictDoUpdate({ target: [memberships.siteId, memberships.userId], set: { role: STAFF_ROLE, administrator: row.administrator } })
+          .values({ siteId, userId, role: STAFF_ROLE, administrator, createdAt: now })
+          .onConflictDoUpdate({ target: [memberships.siteId, memberships.userId], set: { role: STAFF_ROLE, administrator } })
         await endSessionsOn(tx, siteId, userId)
         return { kind: 'accepted', userId }
       })

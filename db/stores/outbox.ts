@@ -83,11 +83,14 @@ const newMessageId = (what: string, address: string) => `<${what}.${randomBytes(
 /**
  * Queues a mail holding a customer's link in the transaction of `port` (to sign in, or to post what
  * a visitor wrote): from the site's first mailbox, or the service's From without one; its payload
- * sealed (SEALED).
+ * sealed (SEALED). A link that opens the staff's side (a password's, an invitation's) always leaves
+ * by the service's own mailer (SERVICE_SMTP_URL): a site's mailbox keeps a copy of what it sends in
+ * its Sent folder, which its delegates and the provider's administrators can read.
  */
 export async function queueCustomerMail(port: StorePort, clock: Clock, box: SecretBox, input: { siteId: number; kind: 'sign_in_link' | 'confirmation' | 'password_reset' | 'invitation'; mail: (siteName: string) => Pick<OutboxMail, 'to' | 'subject' | 'text'> }): Promise<void> {
   const { site, mailbox } = await siteMailbox(port, input.siteId)
-  const mail: OutboxMail = { ...input.mail(site.name), ...(mailbox && { from: fromOf(site.name, mailbox.address), mailboxId: mailbox.id }), automatic: true }
+  const bySite = mailbox && input.kind !== 'password_reset' && input.kind !== 'invitation'
+  const mail: OutboxMail = { ...input.mail(site.name), ...(bySite && { from: fromOf(site.name, mailbox.address), mailboxId: mailbox.id }), automatic: true }
   const now = new Date(clock())
   await port.db.insert(port.tables.outbox).values({ siteId: input.siteId, kind: input.kind, payload: box.seal(JSON.stringify(mail)), nextAttemptAt: now, createdAt: now })
 }

@@ -101,10 +101,29 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
   // The invited person's side: open before a second factor the site requires, as signing in is.
   const OPEN = { config: { beforeSecondFactor: true } }
 
+  // An account with a password proves itself here even when signed in (a customer's mailed link
+  // signs in without one): its password, then its second factor, after which this cookie (sealed,
+  // ten minutes, for this invitation and this account) lets the signed-in person join.
+  const PROVEN_COOKIE = 'invitation_proven'
+  const provenCookie = (request: FastifyRequest) => ({ path: new URL(base(request)).pathname, httpOnly: true, sameSite: 'lax', secure: base(request).startsWith('https:'), signed: false }) as const
+  const proven = (request: FastifyRequest, value: string, userId: number) => {
+    const raw = request.cookies[PROVEN_COOKIE]
+    const plain = raw === undefined ? null : fastify.secretBox.open(raw)
+    const held = plain === null ? null : (JSON.parse(plain) as { digest: string; userId: number; until: number })
+    return held !== null && held.digest === fastify.secretBox.digest(value) && held.userId === userId && held.until > fastify.clock()
+  }
+
+  /** How the person before the invitation takes it: joining as they are signed in, their account's password, a newcomer's, or not at all (signed in as someone else). */
+  function modeOf(request: FastifyRequest, look: Extract<InvitationLook, { kind: 'open' }>, value: string) {
+    const user = request.web.user
+    if (user && user.email.toLowerCase() !== look.email) return 'other'
+    if (!look.account?.hasPassword) return user ? 'join' : 'newcomer'
+    return user && proven(request, value, user.id) ? 'join' : 'password'
+  }
+
   async function invitationPage(request: FastifyRequest, reply: FastifyReply, look: InvitationLook, status = 200, error: string | null = null) {
     if (look.kind !== 'open') return reply.page('invitation', pageData(request, reply, { title: 'This invitation no longer works', closed: CLOSED[look.kind], error: null }), 410)
-    const user = request.web.user
-    const mode = user ? (user.email.toLowerCase() === look.email ? 'join' : 'other') : look.account?.hasPassword ? 'password' : 'newcomer'
+    const mode = modeOf(request, look, (request.params as { value: string }).value)
     return reply.page('invitation', pageData(request, reply, { title: `Join ${look.siteName}`, closed: null, look, mode, action: request.url.split('?')[0], error }), mode === 'other' ? 403 : status)
   }
 
@@ -119,7 +138,7 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
     if (look.kind !== 'open') return invitationPage(request, reply, look)
     const body = (request.body ?? {}) as Record<string, unknown>
     const text = (name: string) => (typeof body[name] === 'string' ? (body[name] as string) : '')
-    const user = request.web.user
+    const mode = modeOf(request, look, value)
 
     /** Takes the invitation for the account and signs them in (their sessions on the site ended: their rights rose); to the queue. */
     const join = async (userId: number) => {
@@ -130,11 +149,12 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
       return reply.redirect(`${base(request)}/discussions`, 303)
     }
 
-    if (user) {
-      if (user.email.toLowerCase() !== look.email) return invitationPage(request, reply, look)
-      return join(user.id)
+    if (mode === 'other') return invitationPage(request, reply, look)
+    if (mode === 'join') {
+      reply.clearCookie(PROVEN_COOKIE, provenCookie(request))
+      return join(request.web.user!.id)
     }
-    if (look.account?.hasPassword) {
+    if (mode === 'password' && look.account) {
       // Proven by the account's password, within the sign-in's budgets; then its second factor.
       const verdict = await passwords.verify(look.email, text('password'), request.ip)
       if (verdict.kind === 'too_many_attempts' || verdict.kind === 'busy') {
@@ -143,6 +163,8 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
       }
       if (verdict.kind !== 'verified' || verdict.user.id !== look.account.id) return invitationPage(request, reply, look, 401, 'That is not the password of this account.')
       if (await secondFactors.has(look.account.id)) {
+        const held = { digest: fastify.secretBox.digest(value), userId: look.account.id, until: fastify.clock() + 10 * 60_000 }
+        reply.setCookie(PROVEN_COOKIE, fastify.secretBox.seal(JSON.stringify(held)), { ...provenCookie(request), maxAge: 600 })
         reply.holdSignIn(request, look.account.id)
         return reply.redirect(`${base(request)}/login/second_step?next=${encodeURIComponent(new URL(`${base(request)}/invitation/${value}`).pathname)}`, 303)
       }
@@ -154,11 +176,8 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
     if (problem) return invitationPage(request, reply, look, 400, problem)
     const passwordHash = await hashPassword(text('password'))
     try {
-      if (look.account) {
-        await fastify.users.setPassword(look.email, passwordHash)
-        return await join(look.account.id)
-      }
-      const taken = await invitations.accept(site.id, value, { newcomer: { name, passwordHash } })
+      // An account a mail sign-in made chooses its password with the invitation, in its transaction.
+      const taken = await invitations.accept(site.id, value, look.account ? { userId: look.account.id, passwordHash } : { newcomer: { name, passwordHash } })
       if (taken.kind !== 'accepted') return invitationPage(request, reply, taken)
       await reply.signIn(request, taken.userId)
       await logPageEvent(request, 'staff_added', { by: 'invitation', administrator: look.administrator }, taken.userId)

@@ -3,7 +3,7 @@ import { buildTestApp, newSite, supporterWithToken } from '../fixtures/app.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { mailReader, mailServer } from '../fixtures/mail.ts'
 import { totpCode } from '../fixtures/totp.ts'
-import { enrollAuthenticator, signedInPerson, webClient } from '../fixtures/web.ts'
+import { enrollAuthenticator, personWithPassword, signedInPerson, webClient } from '../fixtures/web.ts'
 import { INVITATION_DAYS } from '../../db/stores/invitations.ts'
 
 // Engines: both: the invitations, memberships and sessions are the stores', which each engine must keep alike.
@@ -277,4 +277,40 @@ t.test('someone with an account and no second factor joins with its password; a 
   const nameless = await fresh.post(newcomer, { name: '   ', password: 'nels own password', repeated: 'nels own password' })
   t.equal(nameless.statusCode, 400)
   t.match(nameless.body, /A name must be 1 to 100 characters/)
+})
+
+t.test("a session alone is no proof for an account with a password; a role is never lowered; a removed person's old link is withdrawn; the link never leaves by the site's mailbox", async (t) => {
+  const { app, ann, invite, mails } = await desk(t)
+  const site = await app.sites.get('demo')
+  // The site has a mailbox: the invitation still leaves by the service's own mailer, not its Sent folder.
+  await app.mailboxes.addMailbox(site.id, 'support@acme.example')
+  // Pat, a customer of the site with a password, signed in: the invitation asks for the password all the same.
+  const pat = await personWithPassword(app, { email: 'pat@example.test', role: 'customer' })
+  const patWeb = webClient(app)
+  await patWeb.signIn(pat.email, pat.password)
+  await ann.web.get('/demo/admin/team')
+  await ann.web.post('/demo/admin/team/invite', { email: pat.email })
+  const [patMail] = await mails()
+  t.match(patMail!.from?.text ?? '', 'desk@service.example', "from the service's mailer")
+  const link = new RegExp(`${SITE}(/demo/invitation/\\S+)`).exec(patMail!.text!)![1]!
+  t.match((await patWeb.get(link)).body, /enter its password to join/)
+  t.equal((await patWeb.post(link)).statusCode, 401, 'no password, no joining')
+  t.notOk(await app.users.isStaff(site.id, pat.user.id))
+  t.equal((await patWeb.post(link, { password: pat.password })).headers.location, `${SITE}/demo/discussions`)
+
+  // Invited as a supporter, made an administrator meanwhile: taking the invitation keeps them one.
+  const quinn = await invite('quinn@example.test')
+  const q = await app.users.insert({ email: 'quinn@example.test', name: 'Quinn' }, null)
+  await app.users.addStaff(site.id, q.id, { administrator: true })
+  const qWeb = webClient(app)
+  await qWeb.get(quinn)
+  t.equal((await qWeb.post(quinn, { name: 'Quinn', password: 'quinns own password', repeated: 'quinns own password' })).statusCode, 303)
+  t.ok(await app.users.isAdministrator(site.id, q.id), 'still an administrator')
+
+  // Invited, added by the operator, then taken off the staff: the old link no longer brings them back.
+  const rayLink = await invite('ray@example.test')
+  const ray = await supporterWithToken(app, { email: 'ray@example.test' })
+  const annToken = await supporterWithToken(app, { email: 'ann@example.test' })
+  t.equal((await app.inject({ method: 'DELETE', url: `/demo/staff/${ray.user.id}`, headers: annToken.bearer })).statusCode, 204)
+  t.match((await webClient(app).get(rayLink)).body, /An administrator withdrew it/)
 })
