@@ -10,6 +10,7 @@ import { logCapture } from '../fixtures/log.ts'
 import { mailServer, readMail, type Mail } from '../fixtures/mail.ts'
 import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { buildApp } from '../../app.ts'
+import { until } from '../fixtures/until.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 18, item 5: mails 7 days before a personal token expires and on its last day, sent to a
@@ -63,12 +64,14 @@ t.test('a mail the server turns away is tried again at the next round; a failed 
   await supporterWithToken(app, { expiresInDays: 30 })
   clock.advance(23 * DAY_MS + 1)
   smtp.state.refuse = true
+  // The app's own first look (at its start, in the background) may be the one that finds the
+  // notice due on a loaded machine: either round's refusal will do.
   t.equal(await app.expiryNotices.sendDue(), 0)
-  const warning = log.entries().find((entry) => entry.msg === 'could not send a token expiry notice; trying again in an hour')
+  const warning = await until('the refusal logged', () => log.entries().find((entry) => entry.msg === 'could not send a token expiry notice; trying again in an hour'))
   t.match(warning, { level: 40, token_id: 1, notice: 'week', err: { message: /mailbox unavailable/ } })
   smtp.state.refuse = false
-  t.equal(await app.expiryNotices.sendDue(), 1, 'the claim was given back')
-  t.equal(smtp.mails.length, 1)
+  await until('the claim given back, and the notice sent', async () => (await app.expiryNotices.sendDue()) === 1 || smtp.mails.length > 0)
+  t.equal(smtp.mails.length, 1, 'sent once')
 })
 
 /** One database for several apps (processes): a file on SQLite, a schema of its own on PostgreSQL. */
