@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap'
-import { buildTestApp, newSite, supporterWithToken } from '../fixtures/app.ts'
+import { buildTestApp, newSite, supporterWithToken, V1 } from '../fixtures/app.ts'
+import { apiDoors } from '../fixtures/doors.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { mailReader, mailServer } from '../fixtures/mail.ts'
 import { totpCode } from '../fixtures/totp.ts'
@@ -313,4 +314,15 @@ t.test("a session alone is no proof for an account with a password; a role is ne
   const annToken = await supporterWithToken(app, { email: 'ann@example.test' })
   t.equal((await app.inject({ method: 'DELETE', url: `/demo/staff/${ray.user.id}`, headers: annToken.bearer })).statusCode, 204)
   t.match((await webClient(app).get(rayLink)).body, /An administrator withdrew it/)
+})
+
+t.test('taken off the staff through the team API: every door of the API refuses them at once (personal token, legacy token, Basic, multipass)', async (t) => {
+  const { app } = await desk(t)
+  const site = await app.sites.get('demo')
+  const annToken = await supporterWithToken(app, { email: 'ann@example.test' })
+  const uma = await personWithPassword(app, { email: 'uma@example.test' })
+  const doors = await apiDoors(app, site, uma)
+  for (const [door, headers] of Object.entries(doors)) t.equal((await app.inject({ url: '/demo/discussions', headers: { ...headers, accept: V1 } })).statusCode, 200, `on the staff, ${door}`)
+  t.equal((await app.inject({ method: 'DELETE', url: `/demo/staff/${uma.user.id}`, headers: annToken.bearer })).statusCode, 204)
+  for (const [door, headers] of Object.entries(doors)) t.equal((await app.inject({ url: '/demo/discussions', headers: { ...headers, accept: V1 } })).statusCode, 403, `off the staff, ${door}`)
 })
