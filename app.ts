@@ -12,6 +12,7 @@ import { sharedSchemaCompilers } from './plugins/http/schema-compilers.ts'
 import { answerUnavailable, refusedUnstorableText } from './plugins/http/database-refusals.ts'
 import { clientErrorBody } from './plugins/http/validation.ts'
 import authentication from './plugins/auth/authenticate.ts'
+import notesOnly from './plugins/auth/notes-only.ts'
 import challenge from './plugins/auth/challenge.ts'
 import authLimits from './plugins/auth/limits.ts'
 import rateLimits, { DEFAULT_RATE_LIMITS } from './plugins/rate-limits.ts'
@@ -214,6 +215,8 @@ export function buildApp(options: AppOptions) {
     api.register(versioning)
     api.register(async function authenticated(routes) {
       routes.addHook('onRequest', routes.authenticate)
+      // A collaborator's writes: internal notes only (plugins/auth/notes-only.ts), before a stored answer is replayed.
+      routes.register(notesOnly)
       // Idempotency-Key on every POST of the routes below (plugins/http/idempotency.ts).
       routes.register(idempotency, options.idempotency ?? {})
       routes.register(siteRoutes)

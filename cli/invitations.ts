@@ -1,5 +1,6 @@
 import { shown } from '../lib/terminal-text.ts'
-import { invitationMail } from '../routes/team.ts'
+import { invitationMail, ROLE_WORDS } from '../routes/team.ts'
+import type { StaffRole } from '../db/values.ts'
 import { admin } from './admin.ts'
 import { UsageError, type Command } from './command.ts'
 
@@ -17,15 +18,19 @@ export const invitationCommands: Command[] = [
     {
       words: ['invitation', 'add'],
       args: ['<site>', '<email>'],
-      options: { administrator: { type: 'boolean', about: 'invite them as an administrator of the site, not a supporter' } },
-      usage: 'invitation add <site> <email> [--administrator]',
+      options: {
+        administrator: { type: 'boolean', about: 'invite them as an administrator of the site, not a supporter' },
+        collaborator: { type: 'boolean', about: 'invite them as a collaborator: reads the discussions, writes internal notes only' },
+      },
+      usage: 'invitation add <site> <email> [--administrator | --collaborator]',
       summary: "Invite an address to the site's staff: a mail with a link that works once, for 7 days (sent by the running service); an open invitation of the address is replaced.",
     },
     async ({ sites, invitations, urls }, [permalink, email], values, io) => {
       const site = await sites.get(permalink!)
-      const administrator = values.administrator === true
-      const invited = await invitations.invite(site.id, { email: email!, administrator, invitedBy: null }, invitationMail(urls, site.permalink, null, administrator))
-      io.stdout(`invitation ${invited.id}: ${invited.email} invited to ${site.permalink} as ${administrator ? 'an administrator' : 'a supporter'}; its mail is queued, and its link works until ${invited.expiresAt.toISOString()}\n`)
+      if (values.administrator === true && values.collaborator === true) throw new UsageError('choose one role: --administrator or --collaborator')
+      const role: StaffRole = values.administrator === true ? 'administrator' : values.collaborator === true ? 'collaborator' : 'supporter'
+      const invited = await invitations.invite(site.id, { email: email!, role, invitedBy: null }, invitationMail(urls, site.permalink, null, role))
+      io.stdout(`invitation ${invited.id}: ${invited.email} invited to ${site.permalink} ${ROLE_WORDS[role]}; its mail is queued, and its link works until ${invited.expiresAt.toISOString()}\n`)
     },
   ),
   admin(
@@ -39,7 +44,7 @@ export const invitationCommands: Command[] = [
     async ({ sites, invitations }, [permalink], _values, io) => {
       const site = await sites.get(permalink!)
       for (const i of await invitations.open(site.id)) {
-        io.stdout(`${[i.id, i.email, i.administrator ? 'administrator' : 'supporter', i.invitedBy ?? '-', i.expiresAt.toISOString()].map((field) => shown(String(field))).join('\t')}\n`)
+        io.stdout(`${[i.id, i.email, i.role, i.invitedBy ?? '-', i.expiresAt.toISOString()].map((field) => shown(String(field))).join('\t')}\n`)
       }
     },
   ),

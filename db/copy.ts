@@ -39,6 +39,7 @@ export const COPIED_TABLES = [
   schema.savedReplies,
   schema.oauthRecords,
   schema.securityEvents,
+  schema.auditEvents,
   schema.secondFactors,
   schema.recoveryCodes,
   // Answered passkey challenges: copied too, so one answered before the move stays answered.

@@ -5,6 +5,12 @@
 export const roles = ['supporter', 'customer'] as const
 export type Role = (typeof roles)[number]
 
+// A person's part in a site's staff (docs/decisions.md, "Collaborators"): an administrator also runs
+// the site, a supporter works on the discussions, a collaborator reads them and writes internal
+// notes only. Kept as the staff membership's two flags (administrator, collaborator), never both.
+export const staffRoles = ['administrator', 'supporter', 'collaborator'] as const
+export type StaffRole = (typeof staffRoles)[number]
+
 // Who may make read-and-write personal tokens on a site (its token policy).
 export const writeTokenRules = ['everyone', 'administrators'] as const
 export type WriteTokenRule = (typeof writeTokenRules)[number]
@@ -89,5 +95,6 @@ export const securityKinds = [
   'recovery_code_used',
   'second_factor_failed',
   'codes_unlocked',
+  'role_changed',
 ] as const
 export type SecurityKind = (typeof securityKinds)[number]

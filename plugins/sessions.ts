@@ -11,7 +11,7 @@ import { SESSION_LIFETIME_MS } from '../db/stores/sessions.ts'
 export interface WebContext {
   site: Site
   /** The signed-in user on this site, or null. */
-  user: { id: number; email: string; name: string; role: Role | null; administrator: boolean; confirmedAt: Date } | null
+  user: { id: number; email: string; name: string; role: Role | null; administrator: boolean; collaborator: boolean; confirmedAt: Date } | null
   sessionId: string | null
   /** A signed-out visitor's pre-session: what their forms' CSRF tokens are bound to until sign-in. */
   preSession: string | null
@@ -107,7 +107,7 @@ export default fp<SessionsOptions>(
         sessionId: found ? sessionId : null,
         preSession: found ? null : signedCookie(request, PRE_SESSION_COOKIE),
         pending: found ? null : pendingOf(signedCookie(request, SECOND_STEP_COOKIE), site.id),
-        user: found ? { id: found.userId, email: found.email, name: found.name, role: found.role, administrator: found.administrator, confirmedAt: found.confirmedAt } : null,
+        user: found ? { id: found.userId, email: found.email, name: found.name, role: found.role, administrator: found.administrator, collaborator: found.collaborator, confirmedAt: found.confirmedAt } : null,
       }
     })
 

@@ -22,6 +22,7 @@ import {
   ReplyBody,
   UpdateBody,
   CategoryChange,
+  NewCategory,
 } from './api/discussions/schemas.ts'
 import { ChoiceBody, Credential, CredentialList, Policy, PolicyAnswer, PolicyChange, Revocation, Revoked } from './api/administration.ts'
 import { PostFiles, UploadForm, UploadListing, UploadResource } from './api/files.ts'
@@ -77,6 +78,7 @@ export const NAMED_SCHEMAS = {
   Change,
   Category,
   CategoryListing,
+  NewCategory,
   NewDiscussion: CreateBody,
   NewComment: ReplyBody,
   DiscussionChange: UpdateBody,

@@ -76,6 +76,7 @@ export const memberships = pgTable(
     role: pgText('role', { enum: roles }).notNull(),
     createdAt: moment('created_at').notNull(),
     administrator: pgBoolean('administrator').notNull().default(false),
+    collaborator: pgBoolean('collaborator').notNull().default(false),
     notifyNew: pgBoolean('notify_new'),
     notifyOwned: pgBoolean('notify_owned').notNull().default(true),
   },
@@ -131,6 +132,7 @@ export const invitations = pgTable(
     siteId: siteReference(),
     email: pgText('email').notNull(),
     administrator: pgBoolean('administrator').notNull().default(false),
+    collaborator: pgBoolean('collaborator').notNull().default(false),
     digest: pgText('digest').notNull(),
     invitedBy: pgInteger('invited_by').references(() => users.id, { onDelete: 'set null' }),
     createdAt: moment('created_at').notNull(),
@@ -341,6 +343,24 @@ export const securityEvents = pgTable(
     pgIndex('security_events_site_idx').on(t.siteId, t.createdAt, t.id),
     pgIndex('security_events_created_idx').on(t.createdAt),
   ],
+)
+
+// The site's record of changes: db/schema/sqlite.ts.
+export const auditEvents = pgTable(
+  'audit_events',
+  {
+    id: id(),
+    siteId: siteReference(),
+    actorId: pgInteger('actor_id').references(() => users.id, { onDelete: 'set null' }),
+    actor: pgText('actor').notNull(),
+    via: pgText('via').notNull(),
+    address: pgText('address'),
+    action: pgText('action').notNull(),
+    target: pgText('target').notNull(),
+    detail: pgText('detail').notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [pgIndex('audit_events_site_idx').on(t.siteId, t.id), pgIndex('audit_events_created_idx').on(t.createdAt)],
 )
 
 export const secondFactors = pgTable(

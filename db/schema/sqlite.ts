@@ -89,6 +89,9 @@ export const memberships = sqliteTable(
     createdAt: moment('created_at').notNull(),
     // A supporter who administers the site: its credentials inventory and its token policy.
     administrator: integer('administrator', { mode: 'boolean' }).notNull().default(false),
+    // A collaborator of the site (docs/decisions.md, "Collaborators"): of its staff, reads the queue
+    // and the discussions, and writes internal notes only. Never also its administrator.
+    collaborator: integer('collaborator', { mode: 'boolean' }).notNull().default(false),
     // What a supporter of the site is mailed about (docs/decisions.md, "The team's queue"): every
     // new discussion of the site (null: as the site's `new_discussions_to_team` says, until they
     // choose), and what others write on the discussions they own.
@@ -162,6 +165,7 @@ export const invitations = sqliteTable(
     siteId: siteReference(),
     email: text('email').notNull(),
     administrator: integer('administrator', { mode: 'boolean' }).notNull().default(false),
+    collaborator: integer('collaborator', { mode: 'boolean' }).notNull().default(false),
     digest: text('digest').notNull(),
     invitedBy: integer('invited_by').references(() => users.id, { onDelete: 'set null' }),
     createdAt: moment('created_at').notNull(),
@@ -425,6 +429,32 @@ export const securityEvents = sqliteTable(
     index('security_events_site_idx').on(t.siteId, t.createdAt, t.id),
     index('security_events_created_idx').on(t.createdAt),
   ],
+)
+
+// The site's record of changes (issue 67; db/stores/audit.ts; docs/decisions.md, "The record of
+// changes"): what its administrators and its operator changed, with who, when, from where, and the
+// values before and after (never a secret), appended and never changed, pruned with the security log.
+export const auditEvents = sqliteTable(
+  'audit_events',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    // Who: the account (null for the operator at the command line, or an account since removed),
+    // and their name and address as they were, so the line stays readable.
+    actorId: integer('actor_id').references(() => users.id, { onDelete: 'set null' }),
+    actor: text('actor').notNull(),
+    // How: page, api, cli.
+    via: text('via').notNull(),
+    // The client address, when a request did it.
+    address: text('address'),
+    // What: `team.invited`, `category.changed`, ...; and what it was done to, as shown.
+    action: text('action').notNull(),
+    target: text('target').notNull(),
+    // A JSON object: {before, after} of the fields that changed, or what was made or removed.
+    detail: text('detail').notNull(),
+    createdAt: moment('created_at').notNull(),
+  },
+  (t) => [index('audit_events_site_idx').on(t.siteId, t.id), index('audit_events_created_idx').on(t.createdAt)],
 )
 
 // Second factors of an account (docs/decisions.md, "Second factors"): authenticator apps (TOTP,

@@ -102,19 +102,23 @@ export function createCategoryStore(port: StorePort, clock: Clock) {
     },
 
     /**
-     * Whether the category's new discussions (those customers start) are given to the site's
-     * supporters in turn (db/stores/assignment.ts); the category, or undefined when the site has none with this id.
+     * Changes a category of the site: its name (its permalink stays, so links to it keep working),
+     * whether new discussions in it are public, and whether the discussions customers start in it
+     * are given to the site's supporters in turn (db/stores/assignment.ts). The category, or
+     * undefined when the site has none with this id; a StoreError for a name that will not do.
      */
-    setRoundRobin(siteId: number, id: number, on: boolean): Promise<Category | undefined> {
+    change(siteId: number, id: number, changes: { name?: string; public?: boolean; roundRobin?: boolean }): Promise<Category | undefined> {
+      const set = {
+        ...(changes.name === undefined ? {} : { name: validateCategoryName(changes.name) }),
+        ...(changes.public === undefined ? {} : { public: changes.public }),
+        ...(changes.roundRobin === undefined ? {} : { roundRobin: changes.roundRobin }),
+      }
       return port.atomic(async (tx) => {
         // The site first, as a create takes it before it moves the category's turn: one lock order.
         await lockSite(tx, siteId)
-        const [changed] = await tx.db
-          .update(categories)
-          .set({ roundRobin: on })
-          .where(and(eq(categories.siteId, siteId), eq(categories.id, port.wide(id))))
-          .returning()
-        if (changed) await bumpSiteVersion(tx, siteId)
+        const where = and(eq(categories.siteId, siteId), eq(categories.id, port.wide(id)))
+        const [changed] = Object.keys(set).length === 0 ? await tx.db.select().from(categories).where(where) : await tx.db.update(categories).set(set).where(where).returning()
+        if (changed && Object.keys(set).length > 0) await bumpSiteVersion(tx, siteId)
         return changed
       })
     },

@@ -17,7 +17,7 @@ import { notifyAssigned, notifyNewDiscussion, notifyOwnerOfComment } from './not
 import { queueReplyMail } from './outbox.ts'
 import { indexDiscussion } from './search.ts'
 import { siteChanged } from './changes.ts'
-import { lockSite } from './sites.ts'
+import { bumpSiteVersion, lockSite } from './sites.ts'
 import { noEvents, type EventSink } from './webhooks.ts'
 
 export type { CommentRow, DiscussionRow } from './discussion-listing.ts'
@@ -351,23 +351,33 @@ export function createDiscussionStore(
     expected?: Expected,
     event: (after: DiscussionRow) => 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' = () => 'discussion.updated',
   ): Promise<DiscussionRow> {
-    return port.atomic(async (tx) => {
-      const before = await getIn(tx, siteId, number, true)
-      holdsExpected(before, expected)
-      const changes = await decide(tx, before)
-      if (!changes) return before
-      const after: DiscussionRow = { ...before, ...changes, updatedAt: new Date(clock()), version: before.version + 1 }
-      await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt) })
-      if (after.tags !== before.tags) await retag(tx, after)
-      if (after.title !== before.title) await indexDiscussion(tx, after)
-      const type = event(after)
-      // The site's row before the counts' rows, in every write (a create takes it first of all):
-      // two writes that took them in the other order each would wait for the other (PostgreSQL's deadlock).
-      await siteChanged(tx, { siteId, kind: type, discussionId: before.id, at: after.updatedAt })
-      await moveCount(tx, counted(before), counted(after))
-      await events(tx, { type, siteId, discussion: after })
-      return after
-    })
+    return port.atomic((tx) => changeIn(tx, siteId, number, decide, expected, event))
+  }
+
+  /** `change`, in the transaction `tx`. */
+  async function changeIn(
+    tx: StorePort,
+    siteId: number,
+    number: number,
+    decide: (tx: StorePort, d: DiscussionRow) => Promise<Partial<DiscussionRow> | null>,
+    expected?: Expected,
+    event: (after: DiscussionRow) => 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' = () => 'discussion.updated',
+  ): Promise<DiscussionRow> {
+    const before = await getIn(tx, siteId, number, true)
+    holdsExpected(before, expected)
+    const changes = await decide(tx, before)
+    if (!changes) return before
+    const after: DiscussionRow = { ...before, ...changes, updatedAt: new Date(clock()), version: before.version + 1 }
+    await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt) })
+    if (after.tags !== before.tags) await retag(tx, after)
+    if (after.title !== before.title) await indexDiscussion(tx, after)
+    const type = event(after)
+    // The site's row before the counts' rows, in every write (a create takes it first of all):
+    // two writes that took them in the other order each would wait for the other (PostgreSQL's deadlock).
+    await siteChanged(tx, { siteId, kind: type, discussionId: before.id, at: after.updatedAt })
+    await moveCount(tx, counted(before), counted(after))
+    await events(tx, { type, siteId, discussion: after })
+    return after
   }
 
   return {
@@ -474,6 +484,46 @@ export function createDiscussionStore(
         }
         return Object.keys(next).length === 0 ? null : next
       }, expected)
+    },
+
+    /**
+     * Removes a category of the site (docs/decisions.md, "Categories"): its discussions, whatever
+     * their state, moved into `intoId` first, each as a change of its category (its version, the
+     * change feed, the webhooks), and the mailboxes that file into it filed there too (or into the
+     * site's first category, when none is named and it holds no discussion). How many moved. A
+     * StoreError when it is not the site's, when it holds discussions and no category is named, when
+     * it is the one named, or when it is the site's last.
+     */
+    removeCategory(siteId: number, id: number, intoId: number | null): Promise<number> {
+      const { categories, discussions, mailboxes } = port.tables
+      return port.atomic(async (tx) => {
+        if (!(await categoryOfSite(tx, siteId, id))) throw new StoreError(`there is no category ${id} on this site`, 'not_found', 'category')
+        if (intoId === id) throw new StoreError('is the category removed: name another one', 'invalid', 'into')
+        if (intoId !== null) await checkCategory(tx, siteId, intoId, 'into')
+        // The site's last one stays (asked again once the site is held: two removals at once take turns).
+        const lastOne = async () => {
+          const [{ n }] = await tx.db.select({ n: count() }).from(categories).where(eq(categories.siteId, siteId))
+          if (n <= 1) throw new StoreError("is the site's last category: a site keeps one", 'conflict', 'category')
+        }
+        await lastOne()
+        let moved = 0
+        // Its discussions locked first, then the site (as every change of one takes them); once the
+        // site is held no new one can be made in it, so a second look moves what was made meanwhile.
+        const move = async () => {
+          const rows = await tx.locked(tx.db.select({ number: discussions.number }).from(discussions).where(and(eq(discussions.siteId, siteId), eq(discussions.categoryId, port.wide(id)))))
+          if (rows.length > 0 && intoId === null) throw new StoreError(`holds ${rows.length} discussion${rows.length === 1 ? '' : 's'}: name the category they move into`, 'conflict', 'into')
+          for (const { number } of rows) await changeIn(tx, siteId, number, async () => ({ categoryId: intoId! }))
+          moved += rows.length
+        }
+        await move()
+        await lockSite(tx, siteId)
+        await move()
+        await lastOne()
+        await tx.db.update(mailboxes).set({ categoryId: intoId }).where(and(eq(mailboxes.siteId, siteId), eq(mailboxes.categoryId, id)))
+        await tx.db.delete(categories).where(and(eq(categories.siteId, siteId), eq(categories.id, port.wide(id))))
+        await bumpSiteVersion(tx, siteId)
+        return moved
+      })
     },
 
     /**

@@ -5,11 +5,12 @@ import type { SecretBox } from '../../lib/secret-box.ts'
 import { CUSTOMER_LINK_PREFIX, generateToken } from '../../lib/token-format.ts'
 import { StoreError } from './errors.ts'
 import { queueCustomerMail, type OutboxMail } from './outbox.ts'
-import { isStaffRole, STAFF_ROLE } from './staff.ts'
+import { isStaffRole, roleFlags, STAFF_ROLE, staffRoleOf } from './staff.ts'
+import type { StaffRole } from '../values.ts'
 import { emailKey, emailProblem, endSessionsOn, findUserByEmail, insertUser, nameProblem, roleOn } from './users.ts'
 
 // Invitations to a site's staff (docs/decisions.md, "Invitations"), one store for both engines: an
-// administrator invites an address as a supporter or an administrator; the invitation's mail is
+// administrator invites an address as a supporter, an administrator or a collaborator; the invitation's mail is
 // queued in the outbox in the same transaction (sealed: it holds the link); the link (a random value
 // kept as a keyed digest) is taken once, within INVITATION_DAYS, on its own site, by the address it
 // was sent to: a new account with the password they choose, or their existing account, proven.
@@ -20,7 +21,7 @@ export const INVITATION_DAYS = 7
 export interface OpenInvitation {
   id: number
   email: string
-  administrator: boolean
+  role: StaffRole
   invitedBy: string | null
   createdAt: Date
   expiresAt: Date
@@ -31,7 +32,7 @@ export interface StaffMember {
   id: number
   email: string
   name: string
-  administrator: boolean
+  role: StaffRole
   disabled: boolean
   secondFactor: boolean
   lastSignInAt: Date | null
@@ -39,10 +40,10 @@ export interface StaffMember {
 
 /** What a link names, before it is taken: the invitation, and whether an account has its address. */
 export type InvitationLook =
-  | { kind: 'open'; email: string; administrator: boolean; siteName: string; account: { id: number; hasPassword: boolean } | null }
+  | { kind: 'open'; email: string; role: StaffRole; siteName: string; account: { id: number; hasPassword: boolean } | null }
   | { kind: 'invalid' | 'used' | 'expired' | 'withdrawn' }
 
-export type InvitationTaken = { kind: 'accepted'; userId: number } | { kind: 'invalid' | 'used' | 'expired' | 'withdrawn' }
+export type InvitationTaken = { kind: 'accepted'; userId: number; role: StaffRole } | { kind: 'invalid' | 'used' | 'expired' | 'withdrawn' }
 
 /**
  * Who takes an invitation: a newcomer (their name and password's hash), or an account already
@@ -77,7 +78,7 @@ export function createInvitationStore(port: StorePort, clock: Clock, box: Secret
      * mail; an open invitation of the same address is replaced (its link stops working). Someone
      * already of its staff, or an address that is none, is a StoreError.
      */
-    async invite(siteId: number, input: { email: string; administrator: boolean; invitedBy: number | null }, mail: Mail): Promise<OpenInvitation> {
+    async invite(siteId: number, input: { email: string; role: StaffRole; invitedBy: number | null }, mail: Mail): Promise<OpenInvitation> {
       const problem = emailProblem(input.email)
       if (problem) throw new StoreError(problem, 'invalid', 'email')
       const email = emailKey(input.email)
@@ -89,11 +90,11 @@ export function createInvitationStore(port: StorePort, clock: Clock, box: Secret
         const link = newLink()
         const [row] = await tx.db
           .insert(invitations)
-          .values({ siteId, email, administrator: input.administrator, digest: link.digest, invitedBy: input.invitedBy, createdAt: now, expiresAt: link.expiresAt })
+          .values({ siteId, email, ...roleFlags(input.role), digest: link.digest, invitedBy: input.invitedBy, createdAt: now, expiresAt: link.expiresAt })
           .returning({ id: invitations.id })
         await queue(tx, siteId, email, link.value, mail)
         const [inviter] = input.invitedBy === null ? [] : await tx.db.select({ name: users.name }).from(users).where(eq(users.id, input.invitedBy))
-        return { id: row!.id, email, administrator: input.administrator, invitedBy: inviter?.name ?? null, createdAt: now, expiresAt: link.expiresAt }
+        return { id: row!.id, email, role: input.role, invitedBy: inviter?.name ?? null, createdAt: now, expiresAt: link.expiresAt }
       })
     },
 
@@ -127,18 +128,18 @@ export function createInvitationStore(port: StorePort, clock: Clock, box: Secret
     /** The site's invitations not taken, withdrawn or past their time, newest first. */
     async open(siteId: number): Promise<OpenInvitation[]> {
       const rows = await db
-        .select({ id: invitations.id, email: invitations.email, administrator: invitations.administrator, invitedBy: users.name, createdAt: invitations.createdAt, expiresAt: invitations.expiresAt })
+        .select({ id: invitations.id, email: invitations.email, administrator: invitations.administrator, collaborator: invitations.collaborator, invitedBy: users.name, createdAt: invitations.createdAt, expiresAt: invitations.expiresAt })
         .from(invitations)
         .leftJoin(users, eq(users.id, invitations.invitedBy))
         .where(and(eq(invitations.siteId, siteId), isNull(invitations.acceptedAt), isNull(invitations.withdrawnAt), gt(invitations.expiresAt, new Date(clock()))))
         .orderBy(desc(invitations.id))
-      return rows
+      return rows.map(({ administrator, collaborator, ...row }) => ({ ...row, role: staffRoleOf({ administrator, collaborator }) }))
     },
 
     /** The site's support staff: role, whether they have a second factor, and their last sign-in (on any site). */
     async team(siteId: number): Promise<StaffMember[]> {
       const people = await db
-        .select({ id: users.id, email: users.email, name: users.name, administrator: memberships.administrator, disabled: users.disabled })
+        .select({ id: users.id, email: users.email, name: users.name, administrator: memberships.administrator, collaborator: memberships.collaborator, disabled: users.disabled })
         .from(memberships)
         .innerJoin(users, eq(users.id, memberships.userId))
         .where(and(eq(memberships.siteId, siteId), eq(memberships.role, STAFF_ROLE)))
@@ -153,7 +154,7 @@ export function createInvitationStore(port: StorePort, clock: Clock, box: Secret
         .groupBy(securityEvents.userId)
       // A number of milliseconds on SQLite, a timestamp on PostgreSQL.
       const last = new Map(signIns.map((s) => [s.userId, s.at === null ? null : new Date(s.at)]))
-      return people.map((p) => ({ ...p, secondFactor: factors.has(p.id), lastSignInAt: last.get(p.id) ?? null }))
+      return people.map(({ administrator, collaborator, ...p }) => ({ ...p, role: staffRoleOf({ administrator, collaborator }), secondFactor: factors.has(p.id), lastSignInAt: last.get(p.id) ?? null }))
     },
 
     /** What a link names, without taking it. */
@@ -165,7 +166,7 @@ export function createInvitationStore(port: StorePort, clock: Clock, box: Secret
       const account = await findUserByEmail(port, row.email)
       const { sites } = port.tables
       const [site] = await db.select({ name: sites.name }).from(sites).where(eq(sites.id, siteId))
-      return { kind: 'open', email: row.email, administrator: row.administrator, siteName: site!.name, account: account && !account.disabled ? { id: account.id, hasPassword: account.passwordHash !== null } : null }
+      return { kind: 'open', email: row.email, role: staffRoleOf(row), siteName: site!.name, account: account && !account.disabled ? { id: account.id, hasPassword: account.passwordHash !== null } : null }
     },
 
     /**
@@ -203,13 +204,13 @@ export function createInvitationStore(port: StorePort, clock: Clock, box: Secret
         }
         // An administrator already (made so since the invitation) stays one.
         const [before] = await tx.db.select({ role: memberships.role, administrator: memberships.administrator }).from(memberships).where(and(eq(memberships.siteId, siteId), eq(memberships.userId, userId)))
-        const administrator = row.administrator || (isStaffRole(before?.role) && before!.administrator)
+        const role: StaffRole = isStaffRole(before?.role) && before!.administrator ? 'administrator' : staffRoleOf(row)
         await tx.db
           .insert(memberships)
-          .values({ siteId, userId, role: STAFF_ROLE, administrator, createdAt: now })
-          .onConflictDoUpdate({ target: [memberships.siteId, memberships.userId], set: { role: STAFF_ROLE, administrator } })
+          .values({ siteId, userId, role: STAFF_ROLE, ...roleFlags(role), createdAt: now })
+          .onConflictDoUpdate({ target: [memberships.siteId, memberships.userId], set: { role: STAFF_ROLE, ...roleFlags(role) } })
         await endSessionsOn(tx, siteId, userId)
-        return { kind: 'accepted', userId }
+        return { kind: 'accepted', userId, role }
       })
     },
   }

@@ -78,6 +78,7 @@ export function createLegacyTokenStore(port: StorePort, clock: Clock, box: Secre
       disabled: users.disabled,
       expiresAt: users.legacyTokenExpiresAt,
       staff: staffColumn(memberships),
+      collaborator: memberships.collaborator,
     })
     .from(users)
     .leftJoin(memberships, membershipOn(memberships, sql.placeholder('siteId'), users.id))

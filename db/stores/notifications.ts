@@ -2,7 +2,7 @@ import { and, eq, sql } from '../drizzle.ts'
 import type { StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { fromOf, siteMailbox, type OutboxMail } from './outbox.ts'
-import { STAFF_ROLE } from './staff.ts'
+import { answeringStaff } from './staff.ts'
 
 // What the staff is mailed about the queue (docs/decisions.md, "The team's queue"), each supporter
 // choosing on their profile: every new discussion of the site, and what others write on the
@@ -71,7 +71,7 @@ function recipients(port: StorePort, choice: 'notifyNew' | 'notifyOwned', one: b
       .from(memberships)
       .innerJoin(users, eq(users.id, memberships.userId))
       .innerJoin(sites, eq(sites.id, memberships.siteId))
-      .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.role, STAFF_ROLE), chose, eq(users.disabled, false), one ? eq(memberships.userId, port.wide(p('userId'))) : undefined))
+      .where(and(eq(memberships.siteId, p('siteId')), answeringStaff(memberships), chose, eq(users.disabled, false), one ? eq(memberships.userId, port.wide(p('userId'))) : undefined))
       .prepare(name),
   )
 }

@@ -28,6 +28,7 @@ export function createSessionStore(port: StorePort, clock: Clock) {
       disabled: users.disabled,
       role: memberships.role,
       administrator: memberships.administrator,
+      collaborator: memberships.collaborator,
     })
     .from(webSessions)
     .innerJoin(users, eq(users.id, webSessions.userId))
@@ -62,9 +63,10 @@ export function createSessionStore(port: StorePort, clock: Clock) {
       }
       // An administrator is one while on the staff (users.isAdministrator).
       const administrator = isStaffRole(session.role) && session.administrator === true
+      const collaborator = isStaffRole(session.role) && session.collaborator === true
       // Signing in is the first proof; confirming it is you again moves it on.
       const confirmedAt = session.confirmedAt ?? session.createdAt
-      return { userId: session.userId, email: session.email, name: session.name, role: session.role, administrator, confirmedAt }
+      return { userId: session.userId, email: session.email, name: session.name, role: session.role, administrator, collaborator, confirmedAt }
     },
 
     destroy,

@@ -1,6 +1,6 @@
 import { and, eq, sql, type Column, type SQLWrapper } from '../drizzle.ts'
 import type { StorePort } from '../port.ts'
-import type { Role } from '../values.ts'
+import type { Role, StaffRole } from '../values.ts'
 
 // Who is support staff of a site, written once: spec section 1, "only support staff can use the
 // API". A user is staff of a site while their membership there has this role.
@@ -8,7 +8,26 @@ import type { Role } from '../values.ts'
 export const STAFF_ROLE = 'supporter' satisfies Role
 
 /** The memberships table of either engine, as these conditions read it. */
-type Memberships = Record<'siteId' | 'userId' | 'role', Column>
+type Memberships = Record<'siteId' | 'userId' | 'role' | 'collaborator', Column>
+
+/** A staff membership's role, from its flags. */
+export function staffRoleOf(flags: { administrator: boolean; collaborator: boolean }): StaffRole {
+  return flags.administrator ? 'administrator' : flags.collaborator ? 'collaborator' : 'supporter'
+}
+
+/** The flags a staff membership (or an invitation) keeps for a role. */
+export function roleFlags(role: StaffRole): { administrator: boolean; collaborator: boolean } {
+  return { administrator: role === 'administrator', collaborator: role === 'collaborator' }
+}
+
+/**
+ * Of a site's staff, those who answer its discussions: supporters and administrators, not its
+ * collaborators. Who may own a discussion, whose turn the round robin gives, who is mailed about
+ * new ones (docs/decisions.md, "Collaborators").
+ */
+export function answeringStaff(memberships: Memberships) {
+  return and(eq(memberships.role, STAFF_ROLE), eq(memberships.collaborator, false))
+}
 
 export function isStaffRole(role: Role | null | undefined): boolean {
   return role === STAFF_ROLE

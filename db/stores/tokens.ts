@@ -58,7 +58,7 @@ const NO_SITE = { site: undefined, token: undefined } as const
 
 export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (error: unknown) => void, events: EventSink = noEvents) {
   const { db, tables: { memberships, personalTokenAddresses, personalTokens, securityEvents, sites, users } } = port
-  const ownerSelection = { email: users.email, disabled: users.disabled, staff: staffColumn(memberships) }
+  const ownerSelection = { email: users.email, disabled: users.disabled, staff: staffColumn(memberships), collaborator: memberships.collaborator }
   const ownerMembership = membershipOn(memberships, personalTokens.siteId, personalTokens.userId)
 
   /** A token as the authentication path reads it: with its owner's name, address, state and role on the token's site. */

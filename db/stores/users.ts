@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { and, eq, inArray, ne, or, sql } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
-import type { Role } from '../values.ts'
+import type { Role, StaffRole } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul, withoutNul } from '../../lib/nul.ts'
 import { isUniqueViolation } from '../../lib/database-errors.ts'
@@ -10,8 +10,9 @@ import { createSecretBox, type SecretBox } from '../../lib/secret-box.ts'
 import { unassignEverything } from './assignment.ts'
 import type { NotificationChoice } from './notifications.ts'
 import { StoreError } from './errors.ts'
+import { lockSite } from './sites.ts'
 import { createLegacyTokenStore, issueLegacyToken } from './legacy-tokens.ts'
-import { isStaffRole, membershipOn, STAFF_ROLE } from './staff.ts'
+import { answeringStaff, isStaffRole, membershipOn, roleFlags, STAFF_ROLE, staffRoleOf } from './staff.ts'
 
 export type User = Tables['users']['$inferSelect']
 
@@ -171,6 +172,25 @@ export async function joinAsCustomer(port: StorePort, clock: Clock, siteId: numb
 }
 
 /** Ends the user's sessions on the site: their rights there rose, and a session keeps the rights it began with. */
+/**
+ * Refuses to take the last administrator of a site whose account is on from it (a StoreError),
+ * under the site's lock: the team's pages and API never leave a site nobody can run (the operator's
+ * `staff remove` may, and `staff add --admin` mends it).
+ */
+async function keepsAnAdministrator(tx: StorePort, siteId: number, leaving: number): Promise<void> {
+  const { memberships, users } = tx.tables
+  const [other] = await tx.db
+    .select({ id: memberships.userId })
+    .from(memberships)
+    .innerJoin(users, eq(users.id, memberships.userId))
+    .where(and(eq(memberships.siteId, siteId), eq(memberships.role, STAFF_ROLE), eq(memberships.administrator, true), eq(users.disabled, false), ne(memberships.userId, leaving)))
+    .limit(1)
+  if (!other) throw new StoreError('the site would have no administrator left: make someone else one first', 'conflict', 'user')
+}
+
+/** What each role of the staff allows, in order: a change up ends the person's sessions (they sign in again). */
+const STAFF_RANK: Record<StaffRole, number> = { collaborator: 0, supporter: 1, administrator: 2 }
+
 export async function endSessionsOn(port: StorePort, siteId: number, userId: number): Promise<void> {
   const { webSessions } = port.tables
   await port.db.delete(webSessions).where(and(eq(webSessions.siteId, siteId), eq(webSessions.userId, userId)))
@@ -321,6 +341,43 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
       return isStaffRole(await role(siteId, userId))
     },
 
+    /** The user's role on the site's staff (administrator, supporter, collaborator), or undefined when they are not on it. */
+    async staffRole(siteId: number, userId: number): Promise<StaffRole | undefined> {
+      const found = port.prepared('users_staff_role', (db) =>
+        db
+          .select({ role: memberships.role, administrator: memberships.administrator, collaborator: memberships.collaborator })
+          .from(memberships)
+          .where(membershipOn(memberships, sql.placeholder('siteId'), sql.placeholder('userId')))
+          .prepare('users_staff_role'),
+      )
+      const [membership] = await found.execute({ siteId, userId })
+      return membership && isStaffRole(membership.role) ? staffRoleOf(membership) : undefined
+    },
+
+    /**
+     * Gives someone of the site's staff another role; whether it changed. A StoreError for someone
+     * not on its staff. A role that allows more (a collaborator made a supporter, a supporter an
+     * administrator) ends their sessions on the site, as addStaff does; one that allows less ends
+     * nothing, because every request reads the role. A collaborator owns nothing: what they owned
+     * goes back to the team (db/stores/assignment.ts).
+     */
+    async setStaffRole(siteId: number, userId: number, next: StaffRole): Promise<boolean> {
+      return port.atomic(async (tx) => {
+        // The site first: two administrators changing each other at once take turns (keepsAnAdministrator).
+        await lockSite(tx, siteId)
+        const [before] = await tx
+          .locked(tx.db.select({ role: memberships.role, administrator: memberships.administrator, collaborator: memberships.collaborator }).from(memberships).where(membershipOn(memberships, siteId, userId)))
+        if (!before || !isStaffRole(before.role)) throw new StoreError('there is nobody of that id on the staff of this site', 'not_found', 'user')
+        const was = staffRoleOf(before)
+        if (was === next) return false
+        if (was === 'administrator') await keepsAnAdministrator(tx, siteId, userId)
+        await tx.db.update(memberships).set(roleFlags(next)).where(membershipOn(memberships, siteId, userId))
+        if (STAFF_RANK[next] > STAFF_RANK[was]) await endSessionsOn(tx, siteId, userId)
+        if (next === 'collaborator') await unassignEverything(tx, new Date(clock()), userId, siteId)
+        return true
+      })
+    },
+
     /**
      * Gives the user the staff role on the site (a membership made or changed), and makes them its
      * administrator when asked; an administrator added again stays one. A session of theirs on the
@@ -329,7 +386,7 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
      * becomes a supporter's).
      */
     async addStaff(siteId: number, userId: number, { administrator = false } = {}): Promise<void> {
-      const set: { role: Role; administrator?: boolean } = administrator ? { role: STAFF_ROLE, administrator } : { role: STAFF_ROLE }
+      const set: { role: Role; administrator?: boolean; collaborator?: boolean } = administrator ? { role: STAFF_ROLE, administrator, collaborator: false } : { role: STAFF_ROLE }
       await port.atomic(async (tx) => {
         const [before] = await tx.db.select({ role: memberships.role, administrator: memberships.administrator }).from(memberships).where(membershipOn(memberships, siteId, userId))
         await tx.db
@@ -351,7 +408,7 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
       return port.atomic(async (tx) => {
         const changed = await tx.db
           .update(memberships)
-          .set({ administrator })
+          .set(administrator ? { administrator, collaborator: false } : { administrator })
           .where(and(membershipOn(memberships, siteId, userId), eq(memberships.administrator, !administrator)))
           .returning({ userId: memberships.userId })
         if (administrator && changed.length > 0) await endSessionsOn(tx, siteId, userId)
@@ -390,11 +447,15 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
      * The user stays on the site as a customer, so what they wrote there keeps its author; an
      * administrator no longer, and the owner of nothing (db/stores/assignment.ts).
      */
-    async removeStaff(siteId: number, userId: number): Promise<boolean> {
+    async removeStaff(siteId: number, userId: number, { keepAnAdministrator = false } = {}): Promise<boolean> {
       return port.atomic(async (tx) => {
+        if (keepAnAdministrator) {
+          await lockSite(tx, siteId)
+          await keepsAnAdministrator(tx, siteId, userId)
+        }
         const changed = await tx.db
           .update(memberships)
-          .set({ role: 'customer', administrator: false })
+          .set({ role: 'customer', administrator: false, collaborator: false })
           .where(and(membershipOn(memberships, siteId, userId), eq(memberships.role, STAFF_ROLE)))
           .returning({ userId: memberships.userId })
         if (changed.length > 0) await unassignEverything(tx, new Date(clock()), userId, siteId)
@@ -402,13 +463,13 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
       })
     },
 
-    /** The site's support staff whose accounts are on, by name: who may own a discussion. */
+    /** The site's supporters and administrators whose accounts are on, by name: who may own a discussion (not its collaborators). */
     async staffOf(siteId: number): Promise<Array<{ id: number; name: string; email: string }>> {
       return db
         .select({ id: users.id, name: users.name, email: users.email })
         .from(memberships)
         .innerJoin(users, eq(users.id, memberships.userId))
-        .where(and(eq(memberships.siteId, siteId), eq(memberships.role, STAFF_ROLE), eq(users.disabled, false)))
+        .where(and(eq(memberships.siteId, siteId), answeringStaff(memberships), eq(users.disabled, false)))
         .orderBy(port.folded(users.name), users.id)
     },
   }

@@ -69,7 +69,7 @@ export default fp(
   async (fastify) => {
     const { sites, users, tokens, passwords, authLimits, rateLimits, clock, oauthRecords, urls, secondFactors } = fastify
     // Each check gets the few store functions it needs, called through the store at each request.
-    const isStaff = (siteId: number, userId: number) => users.isStaff(siteId, userId)
+    const staffRole = (siteId: number, userId: number) => users.staffRole(siteId, userId)
     const personalToken = personalTokenCheck({
       lookupOnSite: (permalink, value) => tokens.lookupOnSite(permalink, value),
       recordUse: (token, from) => tokens.recordUse(token, from),
@@ -78,15 +78,15 @@ export default fp(
     const oauthToken = oauthTokenCheck({
       ...accessTokenAccess(oauthRecords, clock),
       account: (id) => users.byId(id),
-      isStaff,
+      staffRole,
       resourceOf: (permalink) => urls.site(permalink),
       clock,
     })
     const legacyToken = legacyTokenCheck({ lookup: (key, siteId) => users.legacyTokens.lookup(key, siteId), clock })
-    const multipass = multipassCheck({ findUser: (email) => users.find(email), isStaff, clock })
+    const multipass = multipassCheck({ findUser: (email) => users.find(email), staffRole, clock })
     const password = passwordCheck({
       verify: (email, secret, address) => passwords.verify(email, secret, address),
-      isStaff,
+      staffRole,
       hasSecondFactor: (userId) => secondFactors.has(userId),
     })
     // For a request that holds on (the change feed's wait): its token read afresh, with nothing

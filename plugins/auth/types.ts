@@ -7,6 +7,11 @@ export interface Authenticated {
   site: Site
   user: { id: number; email: string; name: string }
   access: Access
+  /**
+   * The person is a collaborator of the site (docs/decisions.md, "Collaborators"): whatever the
+   * credential's access, they write internal notes only (plugins/auth/notes-only.ts).
+   */
+  notesOnly: boolean
   /** The personal token's id, when a personal token authenticated the request. */
   tokenId?: number
   /** The fingerprint of the OAuth grant, when an OAuth access token authenticated the request. */

@@ -5,12 +5,15 @@ import { changeStaff, invitationMail } from '../team.ts'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
 import { moment } from './discussions/views.ts'
 import { administratorsOnly } from './administrators-only.ts'
+import { staffRoles } from '../../db/values.ts'
 
 // The site's team through the API (issue 67; docs/decisions.md, "Invitations"), for its
 // administrators as Administration -> Team is: its support staff, and invitations to it.
 
 const Nullable = <T extends TSchema>(schema: T, description: string) => Type.Union([schema, Type.Null()], { description })
-const Role = Type.Enum(['administrator', 'supporter'], { description: 'administrator: also runs the site (team, mail, policy, webhooks); supporter: works on the discussions.' })
+const Role = Type.Enum([...staffRoles], {
+  description: 'administrator: also runs the site (team, mail, policy, webhooks); supporter: works on the discussions; collaborator: reads the queue and the discussions, and writes internal notes only.',
+})
 
 export const InvitationResource = Type.Object({
   id: Type.Integer(),
@@ -52,7 +55,7 @@ const teamRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const view = (permalink: string, i: OpenInvitation): Static<typeof InvitationResource> => ({
     id: i.id,
     email: i.email,
-    role: i.administrator ? 'administrator' : 'supporter',
+    role: i.role,
     invited_by: i.invitedBy,
     created_at: moment(i.createdAt),
     expires_at: moment(i.expiresAt),
@@ -62,7 +65,7 @@ const teamRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/:site/staff', { schema: { tags, operationId: 'listStaff', summary: "The site's support staff and its open invitations", params: SiteParams, response: { 200: StaffListing, 400: InvalidRequestBody } } }, async (request) => {
     const { site } = request.auth!
-    const staff = (await invitations.team(site.id)).map((p) => ({ id: p.id, email: p.email, name: p.name, role: p.administrator ? ('administrator' as const) : ('supporter' as const), disabled: p.disabled, second_factor: p.secondFactor, last_sign_in_at: p.lastSignInAt && moment(p.lastSignInAt) }))
+    const staff = (await invitations.team(site.id)).map((p) => ({ id: p.id, email: p.email, name: p.name, role: p.role, disabled: p.disabled, second_factor: p.secondFactor, last_sign_in_at: p.lastSignInAt && moment(p.lastSignInAt) }))
     return { staff, invitations: (await invitations.open(site.id)).map((i) => view(site.permalink, i)) }
   })
 
@@ -81,9 +84,9 @@ const teamRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       const { site, user } = request.auth!
-      const administrator = request.body.role === 'administrator'
+      const role = request.body.role ?? 'supporter'
       const inviter = await fastify.users.byId(user.id)
-      const invited = await invitations.invite(site.id, { email: request.body.email, administrator, invitedBy: user.id }, invitationMail(fastify.urls, site.permalink, inviter?.name ?? null, administrator))
+      const invited = await invitations.invite(site.id, { email: request.body.email, role, invitedBy: user.id }, invitationMail(fastify.urls, site.permalink, inviter?.name ?? null, role))
       const resource = view(site.permalink, invited)
       return reply.code(201).header('location', resource.href).send(resource)
     },
@@ -96,7 +99,7 @@ const teamRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       const { site, user } = request.auth!
       const open = (await invitations.open(site.id)).find((i) => i.id === request.params.id)
       const inviter = await fastify.users.byId(user.id)
-      if (!open || !(await invitations.resend(site.id, open.id, invitationMail(fastify.urls, site.permalink, inviter?.name ?? null, open.administrator)))) throw notFound()
+      if (!open || !(await invitations.resend(site.id, open.id, invitationMail(fastify.urls, site.permalink, inviter?.name ?? null, open.role)))) throw notFound()
       return view(site.permalink, (await invitations.open(site.id)).find((i) => i.id === open.id)!)
     },
   )
@@ -107,7 +110,7 @@ const teamRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       schema: {
         tags,
         operationId: 'changeRole',
-        summary: 'Make someone of the staff an administrator, or a supporter',
+        summary: 'Make someone of the staff an administrator, a supporter or a collaborator',
         description: 'Never oneself: another administrator does it (403), so a site always keeps one.',
         params: InvitationParams,
         body: RoleChange,

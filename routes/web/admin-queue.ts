@@ -79,7 +79,7 @@ const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
     const site = request.web.site
     for (const category of (await categories.list(site.id, 0, -1)).categories) {
       const on = ticked.has(String(category.id))
-      if (on !== category.roundRobin) await categories.setRoundRobin(site.id, category.id, on)
+      if (on !== category.roundRobin) await categories.change(site.id, category.id, { roundRobin: on })
     }
     return reply.redirect(`${base(request)}?done=turns`, 303)
   })

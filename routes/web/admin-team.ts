@@ -8,7 +8,8 @@ import { sentence } from '../api/discussions/http-errors.ts'
 import { requireConfirmed } from './confirm.ts'
 import { logPageEvent, pageData, requireAdministrator, tooMany } from './pages.ts'
 import { newPasswordProblem } from './profile.ts'
-import { changeStaff, invitationMail, type StaffChange } from '../team.ts'
+import { changeStaff, invitationMail, ROLE_NAMES, ROLE_WORDS, type StaffChange } from '../team.ts'
+import { staffRoles, type StaffRole } from '../../db/values.ts'
 
 // The team on the web (issue 67; docs/decisions.md, "Invitations"): Administration -> Team lists
 // the site's support staff (role, second factor, last sign-in) and its open invitations, and its
@@ -24,7 +25,8 @@ const NOTICES: Record<string, string> = {
   resent: 'The invitation to {who} is sent again, with a new link.',
   withdrawn: 'The invitation is withdrawn: its link no longer works.',
   administrator: '{who} is an administrator of this site now.',
-  supporter: '{who} is a supporter now, no longer an administrator.',
+  supporter: '{who} is a supporter now.',
+  collaborator: '{who} is a collaborator now: they read the discussions and write internal notes only.',
   removed: '{who} is no longer on the staff: their pages and tokens for this site stop working now.',
 }
 
@@ -45,7 +47,7 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
     const site = request.web.site
     const people = (await invitations.team(site.id)).map((p) => ({ ...p, lastSignIn: p.lastSignInAt ? shownMoment(p.lastSignInAt) : 'never', self: p.id === request.web.user!.id }))
     const open = (await invitations.open(site.id)).map((i) => ({ ...i, expires: shownMoment(i.expiresAt) }))
-    return reply.page('admin_team', pageData(request, reply, { title: 'Team', people, open, values: { email: '', role: 'supporter' }, notice: null, error: null, ...extra }), status)
+    return reply.page('admin_team', pageData(request, reply, { title: 'Team', people, open, roleNames: ROLE_NAMES, values: { email: '', role: 'supporter' }, notice: null, error: null, ...extra }), status)
   }
 
   fastify.get('/admin/team', { preHandler: requireAdministrator }, async (request, reply) => {
@@ -58,10 +60,10 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.post('/admin/team/invite', action, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, unknown>
     const email = typeof body.email === 'string' ? body.email.trim() : ''
-    const role = body.role === 'administrator' ? 'administrator' : 'supporter'
+    const role: StaffRole = body.role === 'administrator' || body.role === 'collaborator' ? body.role : 'supporter'
     const inviter = request.web.user!
     try {
-      await invitations.invite(request.web.site.id, { email, administrator: role === 'administrator', invitedBy: inviter.id }, invitationMail(fastify.urls, request.web.site.permalink, inviter.name, role === 'administrator'))
+      await invitations.invite(request.web.site.id, { email, role, invitedBy: inviter.id }, invitationMail(fastify.urls, request.web.site.permalink, inviter.name, role))
     } catch (error) {
       if (!(error instanceof StoreError)) throw error
       return teamPage(request, reply, error.code === 'conflict' ? 409 : 400, { values: { email, role }, error: sentence(error.message) })
@@ -75,24 +77,24 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
       const id = /^[1-9]\d{0,9}$/.test(raw) ? Number(raw) : 0
       const site = request.web.site
       const open = (await invitations.open(site.id)).find((i) => i.id === id)
-      const changed = open !== undefined && (verb === 'withdraw' ? await invitations.withdraw(site.id, id) : await invitations.resend(site.id, id, invitationMail(fastify.urls, site.permalink, request.web.user!.name, open.administrator)))
+      const changed = open !== undefined && (verb === 'withdraw' ? await invitations.withdraw(site.id, id) : await invitations.resend(site.id, id, invitationMail(fastify.urls, site.permalink, request.web.user!.name, open.role)))
       if (!changed) return teamPage(request, reply, 404, { error: 'This site has no open invitation of that number.' })
       return reply.redirect(`${base(request)}/admin/team?${done}=${verb === 'withdraw' ? '1' : encodeURIComponent(open.email)}`, 303)
     })
   }
 
-  // Someone's role: administrator, supporter, or off the staff (never one's own: another administrator does it).
+  // Someone's role: administrator, supporter, collaborator, or off the staff (never one's own: another administrator does it).
   fastify.post('/admin/team/people/:id', action, async (request, reply) => {
     const raw = (request.params as { id: string }).id
     const given = (request.body as { change?: unknown } | undefined)?.change
-    const change: StaffChange | undefined = given === 'administrator' || given === 'supporter' || given === 'remove' ? given : undefined
+    const change = [...staffRoles, 'remove'].find((c) => c === given) as StaffChange | undefined
     if (!/^[1-9]\d{0,9}$/.test(raw) || !change) return teamPage(request, reply, 400, { error: 'Choose someone of the team, and what to change.' })
     const person = (await invitations.team(request.web.site.id)).find((p) => p.id === Number(raw))
     try {
       await changeStaff(fastify, request.web.site, Number(raw), change, request.web.user!, request.ip)
     } catch (error) {
       if (!(error instanceof StoreError)) throw error
-      return teamPage(request, reply, error.code === 'not_found' ? 404 : 403, { error: sentence(error.message) })
+      return teamPage(request, reply, error.code === 'not_found' ? 404 : error.code === 'conflict' ? 409 : 403, { error: sentence(error.message) })
     }
     const done = change === 'remove' ? 'removed' : change
     return reply.redirect(`${base(request)}/admin/team?${done}=${encodeURIComponent(person!.email)}`, 303)
@@ -124,7 +126,7 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
   async function invitationPage(request: FastifyRequest, reply: FastifyReply, look: InvitationLook, status = 200, error: string | null = null) {
     if (look.kind !== 'open') return reply.page('invitation', pageData(request, reply, { title: 'This invitation no longer works', closed: CLOSED[look.kind], error: null }), 410)
     const mode = modeOf(request, look, (request.params as { value: string }).value)
-    return reply.page('invitation', pageData(request, reply, { title: `Join ${look.siteName}`, closed: null, look, mode, action: request.url.split('?')[0], error }), mode === 'other' ? 403 : status)
+    return reply.page('invitation', pageData(request, reply, { title: `Join ${look.siteName}`, closed: null, look, roleWords: ROLE_WORDS[look.role], mode, action: request.url.split('?')[0], error }), mode === 'other' ? 403 : status)
   }
 
   fastify.get('/invitation/:value', OPEN, async (request, reply) => {
@@ -145,7 +147,7 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
       const taken = await invitations.accept(site.id, value, { userId })
       if (taken.kind !== 'accepted') return invitationPage(request, reply, taken)
       await reply.signIn(request, userId)
-      await securityLog.append({ userId, siteId: site.id, kind: 'staff_added', address: request.ip, actor: 'page', detail: { by: 'invitation', administrator: look.administrator } })
+      await securityLog.append({ userId, siteId: site.id, kind: 'staff_added', address: request.ip, actor: 'page', detail: { by: 'invitation', role: taken.role } })
       return reply.redirect(`${base(request)}/discussions`, 303)
     }
 
@@ -180,7 +182,7 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
       const taken = await invitations.accept(site.id, value, look.account ? { userId: look.account.id, passwordHash } : { newcomer: { name, passwordHash } })
       if (taken.kind !== 'accepted') return invitationPage(request, reply, taken)
       await reply.signIn(request, taken.userId)
-      await logPageEvent(request, 'staff_added', { by: 'invitation', administrator: look.administrator }, taken.userId)
+      await logPageEvent(request, 'staff_added', { by: 'invitation', role: taken.role }, taken.userId)
       return reply.redirect(`${base(request)}/discussions`, 303)
     } catch (error) {
       if (!(error instanceof StoreError)) throw error

@@ -191,7 +191,7 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
   })
 
   // Creating a token asks for a recent sign-in or confirmation (routes/web/confirm.ts); revoking one does not.
-  fastify.post('/profile/api_tokens', { preHandler: [fastify.csrfProtection, requireSupporter, requireConfirmed('token', '/profile/api_tokens')] }, async (request, reply) => {
+  fastify.post('/profile/api_tokens', { preHandler: [fastify.csrfProtection, requireSupporter, requireConfirmed('token', '/profile/api_tokens')], config: { ownAccount: true } }, async (request, reply) => {
     const body = (request.body ?? {}) as CreateBody
     const formId = typeof body.form_id === 'string' && FORM_ID.test(body.form_id) ? body.form_id : ''
 
@@ -254,7 +254,7 @@ const apiTokenRoutes: FastifyPluginAsync = async (fastify) => {
     return reply.page('revoke', pageData(request, reply, { title: `Revoke ${token.name}`, token }))
   })
 
-  fastify.post('/profile/api_tokens/:id/revoke', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
+  fastify.post('/profile/api_tokens/:id/revoke', { preHandler: [fastify.csrfProtection, requireSupporter], config: { ownAccount: true } }, async (request, reply) => {
     const token = await ownActiveToken(request)
     if (!token) return noSuchToken(request, reply)
     const revoked = await tokens.revoke(request.web.site.id, token.id, request.web.user!.id)

@@ -93,7 +93,7 @@ const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastif
     return form(request, reply, 200, { reason: query.for, next: query.next })
   })
 
-  fastify.post('/confirm', { preHandler: [fastify.csrfProtection, requireSupporter], config: { beforeSecondFactor: true } }, async (request, reply) => {
+  fastify.post('/confirm', { preHandler: [fastify.csrfProtection, requireSupporter], config: { beforeSecondFactor: true, ownAccount: true } }, async (request, reply) => {
     const body = (request.body ?? {}) as { password?: unknown; code?: unknown; passkey?: unknown; next?: unknown; for?: unknown }
     const fields = { reason: body.for, next: body.next }
     // The sign-in's checks, slow-down and budgets, for this account only.

@@ -132,6 +132,8 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
         actions: actionsFor(d.state),
         // A spam discussion's sender, blocked in one click by an administrator (the sender rules are theirs).
         block: d.state === 'spam' && user!.administrator ? blockChoices(d.authorEmail) : null,
+        // A collaborator writes internal notes only: the page offers nothing else (routes/web/pages.ts).
+        notesOnly: user!.collaborator,
         queue: `${base(request)}/discussions`,
         error: shown.error ?? null,
         done: done ?? null,
@@ -210,7 +212,9 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
   // nine bytes each: more than the pages' usual 64 KiB.
   // Dropped before a refusal is sent (onError), and after any answer that did not take them (a
   // redirect to add a second factor first, say): only uploads no comment carries are removed.
-  fastify.post('/discussions/:number/reply', { ...forms, bodyLimit: REPLY_FORM_BYTES, preValidation: replyWithFiles, onError: dropUploads, onResponse: dropUploads }, async (request, reply) => {
+  // A collaborator's internal note (routes/web/pages.ts, requireSupporter).
+  const note = { notesOnly: (body: unknown) => (body as { internal?: unknown } | undefined)?.internal === 'yes' }
+  fastify.post('/discussions/:number/reply', { ...forms, config: note, bodyLimit: REPLY_FORM_BYTES, preValidation: replyWithFiles, onError: dropUploads, onResponse: dropUploads }, async (request, reply) => {
     const d = await discussionOf(request, reply)
     if (!d) return (await dropUploads(request), reply)
     // The form's fields (CSRF has checked there is a form).

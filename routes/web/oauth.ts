@@ -120,7 +120,7 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
     )
   })
 
-  fastify.post('/oauth/authorize/:uid', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
+  fastify.post('/oauth/authorize/:uid', { preHandler: [fastify.csrfProtection, requireSupporter], config: { ownAccount: true } }, async (request, reply) => {
     const found = await pending(request)
     if (!found) return expired(request, reply)
     const { interaction, client, resource, scope } = found
@@ -173,7 +173,7 @@ const oauthRoutes: FastifyPluginAsync = async (fastify) => {
   })
 
   // Revoke on the API tokens page: the grant goes, and with it every access and refresh token of it.
-  fastify.post('/profile/applications/:grant/revoke', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
+  fastify.post('/profile/applications/:grant/revoke', { preHandler: [fastify.csrfProtection, requireSupporter], config: { ownAccount: true } }, async (request, reply) => {
     const { grant } = request.params as { grant: string }
     const page = `${fastify.urls.siteWeb(request.web.site.permalink)}/profile/api_tokens`
     const mine = (await authorizedApplications(request)).find((app) => app.grantId === grant)

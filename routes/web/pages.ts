@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { NewSecurityEvent, SecurityKind } from '../../db/stores/security-log.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
+import { NOTES_ONLY_MESSAGE } from '../../plugins/auth/notes-only.ts'
 import { emailKey } from '../../db/stores/users.ts'
 import { MAX_SECOND_STEP_FAILURES } from '../../db/stores/second-factors.ts'
 import { StoreError } from '../../db/stores/errors.ts'
@@ -78,9 +79,18 @@ export function forbiddenPage(request: FastifyRequest, reply: FastifyReply, word
   return reply.page('forbidden', pageData(request, reply, words), 403)
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A staff page's form about the person's own account (name, password, tokens, second factors): a collaborator's too. */
+    ownAccount?: boolean
+  }
+}
+
 /**
  * preHandler of pages for the site's support staff: a signed-out visitor is sent to sign in, a
- * signed-in customer is told why not.
+ * signed-in customer is told why not. A collaborator (docs/decisions.md, "Collaborators") reads
+ * every such page, and of their forms sends only those of their own account (`ownAccount`) and
+ * internal notes (`notesOnly`, as the API's routes say it; plugins/auth/notes-only.ts).
  */
 export async function requireSupporter(request: FastifyRequest, reply: FastifyReply) {
   const { user } = request.web
@@ -90,6 +100,14 @@ export async function requireSupporter(request: FastifyRequest, reply: FastifyRe
       title: 'Support staff only',
       message: `This page is for the support staff of ${request.web.site.name}.`,
       hint: 'If you should be, ask an administrator of this site to add you to its support staff.',
+    })
+  }
+  const { ownAccount, notesOnly } = request.routeOptions.config
+  if (user.collaborator && request.method !== 'GET' && request.method !== 'HEAD' && !ownAccount && !notesOnly?.(request.body)) {
+    return forbiddenPage(request, reply, {
+      title: 'Notes only',
+      message: NOTES_ONLY_MESSAGE,
+      hint: 'Write an internal note for the supporters, or ask an administrator of this site for another role.',
     })
   }
 }

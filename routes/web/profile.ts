@@ -98,7 +98,7 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
   // A supporter's own name and password (issue 46): the name at once, the password after a recent
   // sign-in or confirmation with the password or a second factor (routes/web/confirm.ts), which
   // signs out every other session of theirs and is logged.
-  fastify.post('/profile/name', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
+  fastify.post('/profile/name', { preHandler: [fastify.csrfProtection, requireSupporter], config: { ownAccount: true } }, async (request, reply) => {
     const given = (request.body as { name?: unknown }).name
     const name = typeof given === 'string' ? given : ''
     const problem = nameProblem(name)
@@ -108,13 +108,13 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
   })
 
   // What the supporter is mailed about on this site (db/stores/notifications.ts): checkboxes, so an unticked one is absent.
-  fastify.post('/profile/notifications', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
+  fastify.post('/profile/notifications', { preHandler: [fastify.csrfProtection, requireSupporter], config: { ownAccount: true } }, async (request, reply) => {
     const body = request.body as { new_discussions?: unknown; owned?: unknown }
     await users.setNotifications(request.web.site.id, request.web.user!.id, { newDiscussions: body.new_discussions === 'yes', owned: body.owned === 'yes' })
     return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile?notifications=1#notifications-title`, 303)
   })
 
-  fastify.post('/profile/password', { preHandler: [fastify.csrfProtection, requireSupporter, requireConfirmed('password', '/profile')] }, async (request, reply) => {
+  fastify.post('/profile/password', { preHandler: [fastify.csrfProtection, requireSupporter, requireConfirmed('password', '/profile')], config: { ownAccount: true } }, async (request, reply) => {
     const body = request.body as { password?: unknown; repeated?: unknown }
     const password = typeof body.password === 'string' ? body.password : ''
     const problem = newPasswordProblem(password, typeof body.repeated === 'string' ? body.repeated : '')

@@ -34,6 +34,7 @@ export const KIND_LABELS: Record<SecurityKind, string> = {
   recovery_code_used: 'Recovery code used',
   codes_unlocked: 'Codes unlocked by an operator',
   second_factor_failed: 'Second factor failed',
+  role_changed: 'Role on the staff changed',
 }
 
 const ACTORS: Record<string, string> = {

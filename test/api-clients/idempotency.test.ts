@@ -184,8 +184,8 @@ t.test('the header: quoted or bare, else a 400 naming it; every POST of the API 
   t.equal(keyOf('"a\\"b"'), 'a"b', 'escapes of a Structured Field string')
   t.equal(keyOf('"a\\\\b"'), 'a\\b')
   t.equal(keyOf('a'.repeat(255)), 'a'.repeat(255))
-  t.equal(credentialOf({ method: 'oauth_token', grant: 'g1', site: ann.site, user: ann.user, access: 'write' }), 'oauth_token:g1')
-  t.equal(credentialOf({ method: 'legacy_token', site: ann.site, user: ann.user, access: 'write' }), `legacy_token:${ann.user.id}`)
+  t.equal(credentialOf({ method: 'oauth_token', grant: 'g1', site: ann.site, user: ann.user, access: 'write', notesOnly: false }), 'oauth_token:g1')
+  t.equal(credentialOf({ method: 'legacy_token', site: ann.site, user: ann.user, access: 'write', notesOnly: false }), `legacy_token:${ann.user.id}`)
 
   // Other POSTs: an action, a saved reply of an administrator.
   await api('POST', url, { title: 'Act on me', body: 'y' })
@@ -241,7 +241,7 @@ t.test('a kept answer the server key cannot open is as good as none: 409 until t
   t.equal(await count(app, ann.site.id), 1)
 
   // The store's look at a key whose first request was refused meanwhile (its row gone): the looker claims it.
-  const owner = { siteId: ann.site.id, credential: credentialOf({ method: 'personal_token', tokenId: ann.token.id, site: ann.site, user: ann.user, access: 'write' }) }
+  const owner = { siteId: ann.site.id, credential: credentialOf({ method: 'personal_token', tokenId: ann.token.id, site: ann.site, user: ann.user, access: 'write', notesOnly: false }) }
   const first = await app.idempotencyKeys.claim(owner, 'let-go', 'fingerprint-1')
   if (!first.claimed) throw new Error('the first claim takes it')
   t.match(await app.idempotencyKeys.look(owner, 'let-go', 'fingerprint-1'), { claimed: false, mismatch: false, answer: undefined }, 'in flight')

@@ -42,6 +42,8 @@ const WRITES = [
   'delete /{site}/discussions/{number}/participants/{email}',
   ...['resolve', 'unresolve', 'toggle', 'restore', 'spam', 'not_spam', 'change_category', 'assign'].map((action) => `post /{site}/discussions/{number}/${action}`),
   'patch /{site}/categories/{id}',
+  'post /{site}/categories',
+  'delete /{site}/categories/{id}',
   'post /{site}/saved_replies',
   'patch /{site}/saved_replies/{id}',
   'delete /{site}/saved_replies/{id}',

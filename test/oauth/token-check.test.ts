@@ -16,7 +16,7 @@ function checkWith(token: Partial<IssuedAccessToken> | undefined, owner = { id: 
   const check = oauthTokenCheck({
     lookup: async (v) => (v === value && token ? { accountId: 7, grantId: 'g', audience: 'https://api/demo', scopes: new Set(['read']), expiresAt: new Date(NOW + 1000), ...token } : undefined),
     account: async (id) => (id === owner.id ? owner : undefined),
-    isStaff: async () => staff,
+    staffRole: async () => (staff ? 'supporter' : undefined),
     recordUse: async (grantId) => void used.push(grantId),
     resourceOf: (permalink) => `https://api/${permalink}`,
     clock: () => NOW,

@@ -88,8 +88,8 @@ t.test('an owner is a supporter of the site whose account is on; the counts foll
 
 t.test('a round-robin category gives the discussions customers start to each supporter in turn', async (t) => {
   const { app, ann, bob, general, billing, open, siteId } = await team(t)
-  t.ok(await app.categories.setRoundRobin(siteId, general.id, true))
-  t.equal(await app.categories.setRoundRobin(siteId, 999_999, true), undefined, 'no such category')
+  t.ok(await app.categories.change(siteId, general.id, { roundRobin: true }))
+  t.equal(await app.categories.change(siteId, 999_999, { roundRobin: true }), undefined, 'no such category')
   const owners = []
   for (let i = 0; i < 5; i++) owners.push((await open(`Turn ${i}`)).assigneeId)
   const [first, second] = [ann.user.id, bob.user.id].sort((a, b) => a - b)

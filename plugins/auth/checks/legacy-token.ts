@@ -21,6 +21,6 @@ export function legacyTokenCheck({ lookup, clock }: LegacyTokenDeps): Credential
     if (owner.expiresAt!.getTime() <= clock()) return refuse('legacy_token_expired')
     if (!owner.staff) return refuse('staff_only')
     const user = { id: owner.id, email: owner.email, name: owner.name }
-    return accept({ method: 'legacy_token', site, user, access: 'write' })
+    return accept({ method: 'legacy_token', site, user, access: 'write', notesOnly: owner.collaborator === true })
   }
 }

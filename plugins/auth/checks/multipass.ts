@@ -13,7 +13,7 @@ export function deprecationLink(baseUrl: string): string {
 
 export interface MultipassDeps {
   findUser: UserStore['find']
-  isStaff: UserStore['isStaff']
+  staffRole: UserStore['staffRole']
   clock: Clock
 }
 
@@ -22,7 +22,7 @@ export interface MultipassDeps {
  * made with this site's multipass key, not expired, naming an account that exists, is enabled and
  * is staff of the site. Read and write, like the account's other credentials.
  */
-export function multipassCheck({ findUser, isStaff, clock }: MultipassDeps): CredentialCheck<{ token: string; inQuery: boolean }> {
+export function multipassCheck({ findUser, staffRole, clock }: MultipassDeps): CredentialCheck<{ token: string; inQuery: boolean }> {
   return async ({ token, inQuery }, site) => {
     if (!site) return refuse('invalid_token')
     const claims = decodeMultipass(token, site.multipassKey, site.permalink, { fromQuery: inQuery })
@@ -30,7 +30,8 @@ export function multipassCheck({ findUser, isStaff, clock }: MultipassDeps): Cre
     if (claims.expiresAt <= clock()) return refuse('multipass_expired')
     const user = await findUser(claims.email)
     if (!user || user.disabled) return refuse('invalid_token')
-    if (!(await isStaff(site.id, user.id))) return refuse('staff_only')
-    return accept({ method: 'multipass', site, user: { id: user.id, email: user.email, name: user.name }, access: 'write' })
+    const role = await staffRole(site.id, user.id)
+    if (!role) return refuse('staff_only')
+    return accept({ method: 'multipass', site, user: { id: user.id, email: user.email, name: user.name }, access: 'write', notesOnly: role === 'collaborator' })
   }
 }

@@ -1,4 +1,5 @@
 import type { Clock } from '../../../lib/clock.ts'
+import type { StaffRole } from '../../../db/values.ts'
 import { fingerprint, isWellFormedToken, OAUTH_ACCESS_TOKEN_PREFIX } from '../../../lib/token-format.ts'
 import { accept, refuse, type CredentialCheck } from '../types.ts'
 import { READ_METHODS } from './personal-token.ts'
@@ -17,7 +18,7 @@ export interface OAuthTokenDeps {
   /** The token's record, undefined when unknown or when its grant was revoked. */
   lookup(value: string): Promise<IssuedAccessToken | undefined>
   account(id: number): Promise<{ id: number; email: string; name: string; disabled: boolean } | undefined>
-  isStaff(siteId: number, userId: number): Promise<boolean>
+  staffRole(siteId: number, userId: number): Promise<StaffRole | undefined>
   recordUse(grantId: string): Promise<void>
   /** {base_url}/<site> of a site. */
   resourceOf(permalink: string): string
@@ -40,10 +41,11 @@ export function oauthTokenCheck(deps: OAuthTokenDeps): CredentialCheck<{ token: 
     if (!owner || owner.disabled) return refuse('invalid_token')
     const headers = { 'service-token-expiration': token.expiresAt.toUTCString() }
     await deps.recordUse(token.grantId)
-    if (!(await deps.isStaff(site.id, owner.id))) return { refused: { kind: 'staff_only' }, headers }
+    const role = await deps.staffRole(site.id, owner.id)
+    if (!role) return { refused: { kind: 'staff_only' }, headers }
     const access = token.scopes.has('write') ? 'write' : token.scopes.has('read') ? 'read' : undefined
     if (!access || (access === 'read' && !READ_METHODS.has(method))) return { refused: { kind: 'insufficient_scope' }, headers }
     const user = { id: owner.id, email: owner.email, name: owner.name }
-    return accept({ method: 'oauth_token', site, user, access, grant: fingerprint(token.grantId) }, headers)
+    return accept({ method: 'oauth_token', site, user, access, notesOnly: role === 'collaborator', grant: fingerprint(token.grantId) }, headers)
   }
 }

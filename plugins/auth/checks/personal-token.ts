@@ -40,6 +40,6 @@ export function personalTokenCheck({ lookupOnSite, recordUse, clock }: PersonalT
     if (!token.staff) return { refused: { kind: 'staff_only' }, headers }
     if (token.access === 'read' && !READ_METHODS.has(method)) return { refused: { kind: 'insufficient_scope' }, headers }
     const user = { id: token.userId, email: token.email, name: token.name }
-    return accept({ method: 'personal_token', site, user, access: token.access, tokenId: token.id }, headers)
+    return accept({ method: 'personal_token', site, user, access: token.access, notesOnly: token.collaborator === true, tokenId: token.id }, headers)
   }
 }

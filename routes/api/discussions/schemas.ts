@@ -151,7 +151,14 @@ export const Category = Type.Object({
   ...countFields,
 })
 
-export const CategoryChange = Type.Object({ round_robin: Type.Boolean({ description: "Give the discussions customers start here to the site's supporters in turn." }) })
+const CategoryName = Type.String({ minLength: 1, maxLength: 100, ...NO_NUL, errorMessage: { not: NUL_PROBLEM }, description: 'Its name, as the queue and the support site show it (1 to 100 characters).' })
+const CategoryPublic = Type.Boolean({ description: 'New discussions here are public unless created with public: false.' })
+const CategoryTurns = Type.Boolean({ description: "Give the discussions customers start here to the site's supporters in turn." })
+export const NewCategory = Type.Object({ name: CategoryName, public: Type.Optional(CategoryPublic), round_robin: Type.Optional(CategoryTurns) })
+export const CategoryChange = Type.Object({ name: Type.Optional(CategoryName), public: Type.Optional(CategoryPublic), round_robin: Type.Optional(CategoryTurns) }, { minProperties: 1 })
+export const RemovedCategoryQuery = Type.Object({
+  into: Type.Optional(Id('The category its discussions move into: needed when it holds any.', 'must be a category id')),
+})
 
 const page = { offset: Type.Integer(), total: Type.Integer(), per_page: Type.Integer() }
 // A listing walked by cursor (?cursor=) says where the next page starts instead of where this one is.

@@ -65,7 +65,8 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
   fastify.post(
     '/:site/discussions/:number/comments',
     {
-      config: withFiles,
+      // A collaborator's internal note, as themselves (plugins/auth/notes-only.ts).
+      config: { ...withFiles, notesOnly: (body) => (body as { internal?: boolean }).internal === true && onBehalfOf(body as object) === undefined },
       schema: {
         tags: ['discussions'],
         operationId: 'createComment',

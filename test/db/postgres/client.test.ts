@@ -67,7 +67,7 @@ t.test('the pool has the settings asked for, and the tables are in the schema of
   )
   t.same(rows, [{ timeout: '1234ms', path: schemaOf(address), name: 'service-desk' }])
   const tables = await direct<{ table_name: string }>('SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1', [schemaOf(address)])
-  t.same(tables.map((r) => r.table_name), ['__drizzle_migrations', 'attachments', 'categories', 'comments', 'customer_links', 'discussion_changes', 'discussion_counts', 'discussion_search', 'discussion_tags', 'discussions', 'file_pieces', 'files', 'idempotency_keys', 'invitations', 'mail_home', 'mail_messages', 'mail_providers', 'mailboxes', 'memberships', 'oauth_records', 'outbox', 'participants', 'personal_token_addresses', 'personal_tokens', 'rate_limit_windows', 'recovery_codes', 'saved_replies', 'search_backfill', 'second_factors', 'security_events', 'sender_rules', 'sites', 'used_challenges', 'users', 'web_sessions', 'webhook_deliveries', 'webhooks'])
+  t.same(tables.map((r) => r.table_name), ['__drizzle_migrations', 'attachments', 'audit_events', 'categories', 'comments', 'customer_links', 'discussion_changes', 'discussion_counts', 'discussion_search', 'discussion_tags', 'discussions', 'file_pieces', 'files', 'idempotency_keys', 'invitations', 'mail_home', 'mail_messages', 'mail_providers', 'mailboxes', 'memberships', 'oauth_records', 'outbox', 'participants', 'personal_token_addresses', 'personal_tokens', 'rate_limit_windows', 'recovery_codes', 'saved_replies', 'search_backfill', 'second_factors', 'security_events', 'sender_rules', 'sites', 'used_challenges', 'users', 'web_sessions', 'webhook_deliveries', 'webhooks'])
 
   const defaults = await openPostgres(address)
   t.teardown(() => defaults.$client.end())
