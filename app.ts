@@ -13,6 +13,7 @@ import { answerUnavailable, refusedUnstorableText } from './plugins/http/databas
 import { clientErrorBody } from './plugins/http/validation.ts'
 import authentication from './plugins/auth/authenticate.ts'
 import notesOnly from './plugins/auth/notes-only.ts'
+import auditRoutes from './routes/api/audit-log.ts'
 import challenge from './plugins/auth/challenge.ts'
 import authLimits from './plugins/auth/limits.ts'
 import rateLimits, { DEFAULT_RATE_LIMITS } from './plugins/rate-limits.ts'
@@ -230,6 +231,8 @@ export function buildApp(options: AppOptions) {
       routes.register(mailboxRoutes)
       // The administrators' team: the site's support staff, and invitations to it.
       routes.register(teamRoutes)
+      // The administrators' record of changes: who changed what in the site, and when.
+      routes.register(auditRoutes)
       // The administrators' webhooks: where the site's events are posted, and how that went.
       routes.register(webhookRoutes)
       // The site's saved replies: read by its staff, filled in for a discussion; written by its administrators.

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs'
+import { OPERATOR } from '../db/stores/audit.ts'
 import { resolve } from 'node:path'
 import { loadConfig, type Config } from '../config.ts'
 import type { Engine, EngineStores } from '../db/engine.ts'
@@ -338,7 +339,7 @@ export const adminCommands: Command[] = [
       const user = await users.find(email)
       if (!user) throw new StoreError(`there is no user "${email}"; make the account first: service-desk user add ${email}`, 'not_found', 'email')
       const administrator = values.admin === true
-      await users.addStaff(site.id, user.id, { administrator })
+      await users.addStaff(site.id, user.id, { administrator, by: OPERATOR })
       await securityLog.append({ userId: user.id, siteId: site.id, kind: 'staff_added', actor: 'cli' })
       if (administrator) await securityLog.append({ userId: user.id, siteId: site.id, kind: 'administrator_added', actor: 'cli' })
       io.stdout(`${user.email} is now support staff${administrator ? ' and an administrator' : ''} of ${site.permalink}\n`)
@@ -354,7 +355,7 @@ export const adminCommands: Command[] = [
     async ({ sites, users, securityLog, oauth }, [permalink, email], _values, io) => {
       const site = await sites.get(permalink)
       const user = await users.get(email)
-      if (!(await users.removeStaff(site.id, user.id))) {
+      if (!(await users.removeStaff(site.id, user.id, { by: OPERATOR }))) {
         throw new StoreError(`${user.email} is not support staff of ${site.permalink}`, 'not_found')
       }
       // Back on the staff, the person's applications need a new consent.

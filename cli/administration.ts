@@ -1,5 +1,6 @@
 import { loadConfig } from '../config.ts'
-import { createAdministration, type Actor, type ExistingTokens } from '../plugins/administration.ts'
+import { createAdministration, type ExistingTokens } from '../plugins/administration.ts'
+import { OPERATOR } from '../db/stores/audit.ts'
 import { StoreError } from '../db/stores/errors.ts'
 import { filterFromParams, inventoryPage, sortColumns } from '../db/stores/inventory-rules.ts'
 import { MAX_TOKEN_DAYS, POLICY_NAMES, policyOf, type SitePolicy } from '../db/stores/site-policy.ts'
@@ -14,7 +15,7 @@ import { UsageError, type Command, type Io, type Values } from './command.ts'
 // administers a site, its credentials inventory, and its token policy, through the same actions
 // as the administration pages and the API (plugins/administration.ts).
 
-const OPERATOR: Actor = { userId: null, name: 'the operator', via: 'cli' }
+
 const day = (date: Date | null) => (date ? date.toISOString().slice(0, 10) : '-')
 
 /** The administration over a command's stores; its mail goes out when SERVICE_SMTP_URL is set. */
@@ -92,7 +93,7 @@ export const administrationCommands: Command[] = [
       async ({ sites, users, securityLog }, [permalink, email], _values, io) => {
         const site = await sites.get(permalink)
         const user = await users.get(email)
-        const changed = await users.setAdministrator(site.id, user.id, verb === 'admin')
+        const changed = await users.setAdministrator(site.id, user.id, verb === 'admin', OPERATOR)
         if (changed) await securityLog.append({ userId: user.id, siteId: site.id, kind: verb === 'admin' ? 'administrator_added' : 'administrator_removed', actor: 'cli' })
         const state = verb === 'admin' ? (changed ? 'now an administrator' : 'already an administrator') : changed ? 'no longer an administrator' : 'not an administrator'
         io.stdout(`${user.email} is ${state} of ${site.permalink}\n`)

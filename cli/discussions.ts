@@ -1,4 +1,5 @@
 import { seedSqliteDiscussions } from '../db/sqlite/seed.ts'
+import { OPERATOR } from '../db/stores/audit.ts'
 import { shown } from '../lib/terminal-text.ts'
 import { admin } from './admin.ts'
 import { UsageError, type Command, type Io } from './command.ts'
@@ -64,7 +65,7 @@ export const discussionCommands: Command[] = [
     },
     async ({ sites, categories }, [permalink, name], values, io) => {
       const site = await sites.get(permalink)
-      const category = await categories.add(site.id, name, values.public === true)
+      const category = await categories.add(site.id, name, values.public === true, OPERATOR)
       const visibility = category.public ? 'public' : 'private'
       io.stdout(`category ${category.id} created: "${shown(category.name)}" (${category.permalink}, ${visibility}) on ${site.permalink}\n`)
     },

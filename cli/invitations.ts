@@ -1,4 +1,5 @@
 import { shown } from '../lib/terminal-text.ts'
+import { OPERATOR } from '../db/stores/audit.ts'
 import { invitationMail, ROLE_WORDS } from '../routes/team.ts'
 import type { StaffRole } from '../db/values.ts'
 import { admin } from './admin.ts'
@@ -29,7 +30,7 @@ export const invitationCommands: Command[] = [
       const site = await sites.get(permalink!)
       if (values.administrator === true && values.collaborator === true) throw new UsageError('choose one role: --administrator or --collaborator')
       const role: StaffRole = values.administrator === true ? 'administrator' : values.collaborator === true ? 'collaborator' : 'supporter'
-      const invited = await invitations.invite(site.id, { email: email!, role, invitedBy: null }, invitationMail(urls, site.permalink, null, role))
+      const invited = await invitations.invite(site.id, { email: email!, role, invitedBy: null }, invitationMail(urls, site.permalink, null, role), OPERATOR)
       io.stdout(`invitation ${invited.id}: ${invited.email} invited to ${site.permalink} ${ROLE_WORDS[role]}; its mail is queued, and its link works until ${invited.expiresAt.toISOString()}\n`)
     },
   ),
@@ -57,7 +58,7 @@ export const invitationCommands: Command[] = [
     },
     async ({ sites, invitations }, [permalink, id], _values, io) => {
       const site = await sites.get(permalink!)
-      if (!(await invitations.withdraw(site.id, idOf(id)))) throw new UsageError(`${site.permalink} has no open invitation ${id}`)
+      if (!(await invitations.withdraw(site.id, idOf(id), OPERATOR))) throw new UsageError(`${site.permalink} has no open invitation ${id}`)
       io.stdout(`invitation ${id} of ${site.permalink} withdrawn\n`)
     },
   ),

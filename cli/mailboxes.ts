@@ -1,4 +1,5 @@
 import { checkImap, checkSmtp, failureWords } from '../lib/imap.ts'
+import { OPERATOR } from '../db/stores/audit.ts'
 import { normalAddress, parseImapUrl, shownImap, shownSmtp } from '../lib/mail.ts'
 import { shown } from '../lib/terminal-text.ts'
 import { createMailOAuth, revokeConnection } from '../lib/mail-oauth.ts'
@@ -30,7 +31,7 @@ export const mailboxCommands: Command[] = [
       if (category !== null && !/^[1-9]\d{0,9}$/.test(String(values.category))) throw new UsageError(`--category must be a category id, not "${values.category}"`)
       const imap = values.imap === undefined ? null : parseImapUrl(String(values.imap))
       if (typeof imap === 'string') throw new UsageError(`--imap ${imap}`)
-      const mailbox = await mailboxes.addMailbox(site.id, address, { categoryId: category, imap, smtpUrl: values.smtp === undefined ? null : String(values.smtp), acknowledge: values.acknowledge === true })
+      const mailbox = await mailboxes.addMailbox(site.id, address, { categoryId: category, imap, smtpUrl: values.smtp === undefined ? null : String(values.smtp), acknowledge: values.acknowledge === true }, OPERATOR)
       const arrives = imap ? `mail is fetched from ${shownImap(imap)} by the running service` : 'mail reaches it through the receiver (SERVICE_MAIL_RECEIVER) once the address\'s mail is sent there'
       io.stdout(`mailbox ${mailbox.address} added to ${site.permalink}${mailbox.categoryId === null ? '' : ` (category ${mailbox.categoryId})`}; ${arrives}\n`)
       if (imap && !imap.secure) io.stderr('service-desk: warning: imap:// signs in over plain text unless the server offers STARTTLS; use imaps:// where the server has it\n')
@@ -107,7 +108,7 @@ export const mailboxCommands: Command[] = [
     async ({ sites, mailboxes }, [permalink, address], _values, io) => {
       const site = await sites.get(permalink)
       const mailbox = await mailboxes.mailbox(address)
-      if (mailbox?.siteId !== site.id || !(await mailboxes.removeMailbox(site.id, address))) throw new UsageError(`${site.permalink} has no mailbox ${address}`)
+      if (mailbox?.siteId !== site.id || !(await mailboxes.removeMailbox(site.id, address, OPERATOR))) throw new UsageError(`${site.permalink} has no mailbox ${address}`)
       io.stdout(`mailbox ${normalAddress(address)} removed from ${site.permalink}\n`)
       if (mailbox.oauthProvider !== null) io.stdout(`${shown(await revokeConnection(createMailOAuth(), await mailboxes.provider(mailbox.oauthProvider), await mailboxes.tokensOf(mailbox)))}\n`)
     },

@@ -1,4 +1,5 @@
 import { webhookEvents } from '../db/values.ts'
+import { OPERATOR } from '../db/stores/audit.ts'
 import { eventsOf, type Webhook } from '../db/stores/webhooks.ts'
 import { loadConfig } from '../config.ts'
 import { shown } from '../lib/terminal-text.ts'
@@ -58,7 +59,7 @@ export const webhookCommands: Command[] = [
         events: eventList(values.events),
         description: values.description === undefined ? '' : String(values.description),
         internalComments: values['internal-comments'] === true,
-      })
+      }, OPERATOR)
       io.stdout(`webhook ${webhook.id} of ${site.permalink} posts ${eventsOf(webhook).join(', ')} to ${webhook.url}\nits signing secret, shown this once: ${secret}\n`)
     },
   ),
@@ -85,7 +86,7 @@ export const webhookCommands: Command[] = [
     async (stores, [permalink, id, state], _values, io) => {
       if (state !== 'on' && state !== 'off') throw new UsageError(`say on or off, not "${state}"`)
       const { site, webhook } = await webhookOf(stores, permalink!, id!)
-      const changed = await stores.webhooks.update(site.id, webhook.id, { enabled: state === 'on' })
+      const changed = await stores.webhooks.update(site.id, webhook.id, { enabled: state === 'on' }, OPERATOR)
       io.stdout(`${line(changed)}\n`)
     },
   ),
@@ -98,7 +99,7 @@ export const webhookCommands: Command[] = [
     },
     async (stores, [permalink, id], _values, io) => {
       const { site, webhook } = await webhookOf(stores, permalink!, id!)
-      const { secret } = await stores.webhooks.rotate(site.id, webhook.id)
+      const { secret } = await stores.webhooks.rotate(site.id, webhook.id, OPERATOR)
       io.stdout(`webhook ${webhook.id}: its new signing secret, shown this once: ${secret}\nthe old one signs beside it for a day\n`)
     },
   ),
@@ -125,7 +126,7 @@ export const webhookCommands: Command[] = [
     },
     async (stores, [permalink, id], _values, io) => {
       const { site, webhook } = await webhookOf(stores, permalink!, id!)
-      await stores.webhooks.remove(site.id, webhook.id)
+      await stores.webhooks.remove(site.id, webhook.id, OPERATOR)
       io.stdout(`webhook ${webhook.id} removed from ${site.permalink}\n`)
     },
   ),

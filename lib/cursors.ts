@@ -1,11 +1,11 @@
 // The cursors of the API (docs/decisions.md, "Safe retries, cursors and the change feed"): opaque
 // to a client, which sends back what a Link or next_cursor gave it. Each names what it walks (a
-// listing of discussions, a discussion's comments, the change feed) and where it stopped, so a
+// listing of discussions, a discussion's comments, the change feed, a site's record of changes) and where it stopped, so a
 // cursor of one walk sent to another is refused instead of read as a position there.
 
-export type CursorKind = 'discussions' | 'comments' | 'changes'
+export type CursorKind = 'discussions' | 'comments' | 'changes' | 'audit'
 
-const PREFIX: Record<CursorKind, string> = { discussions: 'd', comments: 'c', changes: 'f' }
+const PREFIX: Record<CursorKind, string> = { discussions: 'd', comments: 'c', changes: 'f', audit: 'a' }
 
 /** The cursor of a walk of `kind` that goes on after `position` (a number the walk orders by). */
 export function cursorOf(kind: CursorKind, position: number): string {
@@ -18,7 +18,7 @@ export function cursorOf(kind: CursorKind, position: number): string {
  */
 export function positionOf(kind: CursorKind, text: string, start: number): number | undefined {
   if (text === '') return start
-  const match = /^v1\.([dcf])\.(\d{1,15})$/.exec(Buffer.from(text, 'base64url').toString('latin1'))
+  const match = /^v1\.([dcfa])\.(\d{1,15})$/.exec(Buffer.from(text, 'base64url').toString('latin1'))
   if (!match || match[1] !== PREFIX[kind]) return undefined
   return Number(match[2])
 }

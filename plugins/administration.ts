@@ -18,15 +18,9 @@ import type { Urls } from '../lib/urls.ts'
 // Who may act is the door's to check (an administrator of the site, or the operator); a page
 // that asks for a fresh sign-in before these actions wraps the door, not this.
 
-/** Who acts: an administrator (their account), or the operator at the command line (none). */
-export interface Actor {
-  userId: number | null
-  /** How they are named to the people they touch: an email, or "the operator". */
-  name: string
-  /** The security log's actor: page, api or cli. */
-  via: 'page' | 'api' | 'cli'
-  address?: string
-}
+/** Who acts: an administrator (their account), or the operator at the command line (none); their name is how the people they touch are told of it. */
+import type { Actor } from '../db/stores/audit.ts'
+export type { Actor }
 
 /** What to do with the tokens a shorter longest lifetime leaves over it. */
 export type ExistingTokens = 'shorten' | 'leave'
@@ -134,10 +128,10 @@ export function createAdministration(deps: AdministrationDeps) {
       changedPolicy(policyOf(site), changes)
       const over = days === undefined ? { tokens: 0, people: 0 } : await tokens.overLimit(site.id, days)
       if (over.tokens > 0 && existing === undefined) throw new ChoiceNeeded(days!, over.tokens, over.people)
-      const { before, after } = await sites.setPolicy(site.id, changes)
+      const { before, after } = await sites.setPolicy(site.id, changes, by)
       const difference = policyDifference(before, after)
       if (Object.keys(difference).length > 0) {
-        await securityLog.append({ userId: by.userId, siteId: site.id, kind: 'policy_changed', actor: by.via, address: by.address ?? null, detail: { ...difference, by: by.name } })
+        await securityLog.append({ userId: by.id, siteId: site.id, kind: 'policy_changed', actor: by.via, address: by.address ?? null, detail: { ...difference, by: by.name } })
       }
       let shortened: ShortenedToken[] = []
       if (days !== undefined && existing === 'shorten') {

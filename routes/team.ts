@@ -4,6 +4,7 @@ import { StoreError } from '../db/stores/errors.ts'
 import type { Urls } from '../lib/urls.ts'
 import { endGrants } from '../plugins/oauth/adapter.ts'
 import type { StaffRole } from '../db/values.ts'
+import type { Actor } from '../db/stores/audit.ts'
 
 // What the team page (routes/web/admin-team.ts) and the API (routes/api/team.ts) share: the mail of
 // an invitation, and a change to someone of the staff (docs/decisions.md, "Invitations").
@@ -40,14 +41,14 @@ export type StaffChange = StaffRole | 'remove'
  * request, in any process; their applications' grants on the site end, so coming back asks for
  * consent again. Written in the person's security log. A StoreError for someone not on the staff.
  */
-export async function changeStaff(fastify: FastifyInstance, site: { id: number; permalink: string }, userId: number, change: StaffChange, by: { id: number; email: string }, address: string): Promise<boolean> {
+export async function changeStaff(fastify: FastifyInstance, site: { id: number; permalink: string }, userId: number, change: StaffChange, by: Actor & { id: number }): Promise<boolean> {
   const { users, securityLog, oauthRecords } = fastify
   if (userId === by.id) throw new StoreError('you cannot change your own role: another administrator does', 'forbidden', 'user')
   if (!(await users.isStaff(site.id, userId))) throw new StoreError('there is nobody of that id on the staff of this site', 'not_found', 'user')
   const log = (kind: 'administrator_added' | 'administrator_removed' | 'staff_removed' | 'role_changed', detail?: Record<string, string | number>) =>
-    securityLog.append({ userId, siteId: site.id, kind, address, actor: 'administrator', detail: { by: by.email, ...detail } })
+    securityLog.append({ userId, siteId: site.id, kind, address: by.address, actor: 'administrator', detail: { by: by.name, ...detail } })
   if (change === 'remove') {
-    await users.removeStaff(site.id, userId, { keepAnAdministrator: true })
+    await users.removeStaff(site.id, userId, { keepAnAdministrator: true, by })
     const person = await users.byId(userId)
     if (person) await fastify.invitations.withdrawFor(site.id, person.email)
     const ended = await endGrants(oauthRecords, userId, site.permalink)
@@ -55,7 +56,7 @@ export async function changeStaff(fastify: FastifyInstance, site: { id: number; 
     return true
   }
   const before = await users.staffRole(site.id, userId)
-  const changed = await users.setStaffRole(site.id, userId, change)
+  const changed = await users.setStaffRole(site.id, userId, change, by)
   if (changed) await log(change === 'administrator' ? 'administrator_added' : before === 'administrator' ? 'administrator_removed' : 'role_changed', { from: before!, to: change })
   return changed
 }

@@ -714,6 +714,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/{site}/audit_log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The site's record of changes: who changed what, when and from where, newest first */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /** The site's record of changes: who changed what, when and from where, newest first */
+        head: operations["listAuditLogHead"];
+        patch?: never;
+        trace?: never;
+    };
     "/{site}/webhooks": {
         parameters: {
             query?: never;
@@ -1702,6 +1720,41 @@ export interface components {
              * @description DELETE withdraws it; POST …/resend mails it again with a new link.
              */
             href: string;
+        };
+        AuditLine: {
+            id: number;
+            /** Format: date-time */
+            at: string;
+            /**
+             * @description What changed: <thing>.<what>.
+             * @enum {unknown}
+             */
+            action: "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "discussion.deleted" | "discussion.restored";
+            /** @description What it was done to, as it was named then: an address, a name, a discussion. */
+            target: string;
+            actor: {
+                /** @description The person's account; null for the operator (or an account since deleted). */
+                id: number | null;
+                /** @description Their address as it was then, or "the operator". */
+                name: string;
+                /**
+                 * @description How: the pages, the API (MCP included), or the command line.
+                 * @enum {unknown}
+                 */
+                via: "page" | "api" | "cli";
+                /** @description The client address of the request; null at the command line. */
+                address: string | null;
+            };
+            /** @description What changed: {before, after} of the fields that changed (each value text, a number, yes/no, a list or null), or what was made or removed. Never a secret. */
+            detail: {
+                [key: string]: unknown;
+            };
+        };
+        AuditListing: {
+            per_page: number;
+            /** @description The cursor of the next (older) page, as in the Link header; null on the last page. */
+            next_cursor: string | null;
+            entries: components["schemas"]["AuditLine"][];
         };
         StaffListing: {
             staff: {
@@ -15016,6 +15069,326 @@ export interface operations {
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description Only lines of this kind of thing (team, category, ...) or this action (team.invited, ...). */
+                action?: "team" | "category" | "policy" | "mailbox" | "webhook" | "saved_reply" | "discussion" | "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "discussion.deleted" | "discussion.restored";
+                /** @description Only the changes this account made. */
+                actor?: number;
+                /** @description Where the page starts: a next_cursor given before. */
+                cursor?: string;
+            };
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["AuditListing"];
+                    "application/json": components["schemas"]["AuditListing"];
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    listAuditLogHead: {
+        parameters: {
+            query?: {
+                /** @description Only lines of this kind of thing (team, category, ...) or this action (team.invited, ...). */
+                action?: "team" | "category" | "policy" | "mailbox" | "webhook" | "saved_reply" | "discussion" | "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "discussion.deleted" | "discussion.restored";
+                /** @description Only the changes this account made. */
+                actor?: number;
+                /** @description Where the page starts: a next_cursor given before. */
+                cursor?: string;
+            };
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["AuditListing"];
+                    "application/json": components["schemas"]["AuditListing"];
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
                 };
             };
             /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */

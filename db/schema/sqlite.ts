@@ -89,14 +89,14 @@ export const memberships = sqliteTable(
     createdAt: moment('created_at').notNull(),
     // A supporter who administers the site: its credentials inventory and its token policy.
     administrator: integer('administrator', { mode: 'boolean' }).notNull().default(false),
-    // A collaborator of the site (docs/decisions.md, "Collaborators"): of its staff, reads the queue
-    // and the discussions, and writes internal notes only. Never also its administrator.
-    collaborator: integer('collaborator', { mode: 'boolean' }).notNull().default(false),
     // What a supporter of the site is mailed about (docs/decisions.md, "The team's queue"): every
     // new discussion of the site (null: as the site's `new_discussions_to_team` says, until they
     // choose), and what others write on the discussions they own.
     notifyNew: integer('notify_new', { mode: 'boolean' }),
     notifyOwned: integer('notify_owned', { mode: 'boolean' }).notNull().default(true),
+    // A collaborator of the site (docs/decisions.md, "Collaborators"): of its staff, reads the queue
+    // and the discussions, and writes internal notes only. Never also its administrator.
+    collaborator: integer('collaborator', { mode: 'boolean' }).notNull().default(false),
   },
   (t) => [
     primaryKey({ columns: [t.siteId, t.userId] }),
@@ -165,13 +165,14 @@ export const invitations = sqliteTable(
     siteId: siteReference(),
     email: text('email').notNull(),
     administrator: integer('administrator', { mode: 'boolean' }).notNull().default(false),
-    collaborator: integer('collaborator', { mode: 'boolean' }).notNull().default(false),
     digest: text('digest').notNull(),
     invitedBy: integer('invited_by').references(() => users.id, { onDelete: 'set null' }),
     createdAt: moment('created_at').notNull(),
     expiresAt: moment('expires_at').notNull(),
     acceptedAt: moment('accepted_at'),
     withdrawnAt: moment('withdrawn_at'),
+    // Invited as a collaborator (administrator and collaborator: never both).
+    collaborator: integer('collaborator', { mode: 'boolean' }).notNull().default(false),
   },
   (t) => [uniqueIndex('invitations_digest_unique').on(t.digest), index('invitations_site_idx').on(t.siteId, t.email)],
 )

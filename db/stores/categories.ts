@@ -2,6 +2,7 @@ import { and, asc, count, eq, sql } from '../drizzle.ts'
 import { pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
+import { changedFields, recordChange, type Actor } from './audit.ts'
 import { StoreError } from './errors.ts'
 import { bumpSiteVersion, lockSite } from './sites.ts'
 
@@ -97,8 +98,12 @@ export function createCategoryStore(port: StorePort, clock: Clock) {
     },
 
     /** Creates a category; its permalink is made from the name, with -2, -3... when taken. */
-    add(siteId: number, name: string, isPublic: boolean): Promise<Category> {
-      return port.atomic((tx) => addCategory(tx, clock, siteId, name, isPublic))
+    add(siteId: number, name: string, isPublic: boolean, by?: Actor): Promise<Category> {
+      return port.atomic(async (tx) => {
+        const category = await addCategory(tx, clock, siteId, name, isPublic)
+        await recordChange(tx, clock, by, siteId, 'category.created', category.name, { public: category.public })
+        return category
+      })
     },
 
     /**
@@ -107,7 +112,7 @@ export function createCategoryStore(port: StorePort, clock: Clock) {
      * are given to the site's supporters in turn (db/stores/assignment.ts). The category, or
      * undefined when the site has none with this id; a StoreError for a name that will not do.
      */
-    change(siteId: number, id: number, changes: { name?: string; public?: boolean; roundRobin?: boolean }): Promise<Category | undefined> {
+    change(siteId: number, id: number, changes: { name?: string; public?: boolean; roundRobin?: boolean }, by?: Actor): Promise<Category | undefined> {
       const set = {
         ...(changes.name === undefined ? {} : { name: validateCategoryName(changes.name) }),
         ...(changes.public === undefined ? {} : { public: changes.public }),
@@ -117,8 +122,13 @@ export function createCategoryStore(port: StorePort, clock: Clock) {
         // The site first, as a create takes it before it moves the category's turn: one lock order.
         await lockSite(tx, siteId)
         const where = and(eq(categories.siteId, siteId), eq(categories.id, port.wide(id)))
-        const [changed] = Object.keys(set).length === 0 ? await tx.db.select().from(categories).where(where) : await tx.db.update(categories).set(set).where(where).returning()
-        if (changed && Object.keys(set).length > 0) await bumpSiteVersion(tx, siteId)
+        const [before] = await tx.db.select().from(categories).where(where)
+        if (!before || Object.keys(set).length === 0) return before
+        const [changed] = await tx.db.update(categories).set(set).where(where).returning()
+        await bumpSiteVersion(tx, siteId)
+        const { name, public: isPublic, roundRobin } = changed!
+        const difference = changedFields({ name: before.name, public: before.public, round_robin: before.roundRobin }, { name, public: isPublic, round_robin: roundRobin })
+        if (Object.keys(difference.after).length > 0) await recordChange(tx, clock, by, siteId, 'category.changed', before.name, difference)
         return changed
       })
     },

@@ -1,4 +1,4 @@
-import { and, asc, count, eq, gt, sql } from '../drizzle.ts'
+import { and, asc, count, eq, gt, inArray, sql } from '../drizzle.ts'
 import { given, pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { CommentVia, DiscussionState } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -18,6 +18,7 @@ import { queueReplyMail } from './outbox.ts'
 import { indexDiscussion } from './search.ts'
 import { siteChanged } from './changes.ts'
 import { bumpSiteVersion, lockSite } from './sites.ts'
+import { recordChange, type Actor } from './audit.ts'
 import { noEvents, type EventSink } from './webhooks.ts'
 
 export type { CommentRow, DiscussionRow } from './discussion-listing.ts'
@@ -380,6 +381,19 @@ export function createDiscussionStore(
     return after
   }
 
+  /** resolve, unresolve, toggle, delete, restore, spam or not_spam (`act`), in the transaction `tx`. */
+  function actIn(tx: StorePort, siteId: number, number: number, action: Action, expected?: Expected): Promise<DiscussionRow> {
+    return changeIn(tx, siteId, number, async (tx, d) => {
+      if (action !== 'restore' && action !== 'delete') refuseDeleted(d)
+      refuseSpam(d, action)
+      const state = stateAfterAction(d.state, action, d.stateBeforeDelete)
+      if (state === d.state) return null
+      // "Not spam" allows its customer: their next mail is never taken for spam (db/stores/senders.ts).
+      if (action === 'not_spam') await allowSenderIn(tx, clock, siteId, d.authorEmail)
+      return { state, stateBeforeDelete: state === 'deleted' || state === 'spam' ? d.state : null }
+    }, expected, (after) => (after.state === 'deleted' ? 'discussion.deleted' : after.state === 'spam' ? 'discussion.spam' : action === 'restore' || action === 'not_spam' ? 'discussion.restored' : 'discussion.updated'))
+  }
+
   return {
     list: listing.list,
     explain: listing.explain,
@@ -494,9 +508,10 @@ export function createDiscussionStore(
      * StoreError when it is not the site's, when it holds discussions and no category is named, when
      * it is the one named, or when it is the site's last.
      */
-    removeCategory(siteId: number, id: number, intoId: number | null): Promise<number> {
+    removeCategory(siteId: number, id: number, intoId: number | null, by?: Actor): Promise<number> {
       const { categories, discussions, mailboxes } = port.tables
       return port.atomic(async (tx) => {
+        const names = async (ids: number[]) => new Map((await tx.db.select({ id: categories.id, name: categories.name }).from(categories).where(and(eq(categories.siteId, siteId), inArray(categories.id, ids)))).map((c) => [c.id, c.name]))
         if (!(await categoryOfSite(tx, siteId, id))) throw new StoreError(`there is no category ${id} on this site`, 'not_found', 'category')
         if (intoId === id) throw new StoreError('is the category removed: name another one', 'invalid', 'into')
         if (intoId !== null) await checkCategory(tx, siteId, intoId, 'into')
@@ -519,6 +534,8 @@ export function createDiscussionStore(
         await lockSite(tx, siteId)
         await move()
         await lastOne()
+        const named = await names(intoId === null ? [id] : [id, intoId])
+        await recordChange(tx, clock, by, siteId, 'category.removed', named.get(id)!, { into: intoId === null ? null : named.get(intoId)!, discussions_moved: moved })
         await tx.db.update(mailboxes).set({ categoryId: intoId }).where(and(eq(mailboxes.siteId, siteId), eq(mailboxes.categoryId, id)))
         await tx.db.delete(categories).where(and(eq(categories.siteId, siteId), eq(categories.id, port.wide(id))))
         await bumpSiteVersion(tx, siteId)
@@ -531,16 +548,16 @@ export function createDiscussionStore(
      * Deleted and spam keep the state they came from (the column is named for the first of them).
      * A discussion back from spam is told as restored: the webhooks heard nothing of it while it was.
      */
-    act(siteId: number, number: number, action: Action, expected?: Expected): Promise<DiscussionRow> {
-      return change(siteId, number, async (tx, d) => {
-        if (action !== 'restore' && action !== 'delete') refuseDeleted(d)
-        refuseSpam(d, action)
-        const state = stateAfterAction(d.state, action, d.stateBeforeDelete)
-        if (state === d.state) return null
-        // "Not spam" allows its customer: their next mail is never taken for spam (db/stores/senders.ts).
-        if (action === 'not_spam') await allowSenderIn(tx, clock, siteId, d.authorEmail)
-        return { state, stateBeforeDelete: state === 'deleted' || state === 'spam' ? d.state : null }
-      }, expected, (after) => (after.state === 'deleted' ? 'discussion.deleted' : after.state === 'spam' ? 'discussion.spam' : action === 'restore' || action === 'not_spam' ? 'discussion.restored' : 'discussion.updated'))
+    act(siteId: number, number: number, action: Action, expected?: Expected, by?: Actor): Promise<DiscussionRow> {
+      return port.atomic(async (tx) => {
+        const before = (await getIn(tx, siteId, number)).state
+        const after = await actIn(tx, siteId, number, action, expected)
+        // A deletion, and a restore from it, go into the site's record of changes: what cannot be seen after is told there.
+        if (before !== after.state && (after.state === 'deleted' || before === 'deleted')) {
+          await recordChange(tx, clock, by, siteId, after.state === 'deleted' ? 'discussion.deleted' : 'discussion.restored', `#${number} ${after.title}`)
+        }
+        return after
+      })
     },
   }
 }

@@ -3,6 +3,7 @@ import type { StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { CUSTOMER_LINK_PREFIX, generateToken } from '../../lib/token-format.ts'
+import { recordChange, type Actor } from './audit.ts'
 import { StoreError } from './errors.ts'
 import { queueCustomerMail, type OutboxMail } from './outbox.ts'
 import { isStaffRole, roleFlags, STAFF_ROLE, staffRoleOf } from './staff.ts'
@@ -78,7 +79,7 @@ export function createInvitationStore(port: StorePort, clock: Clock, box: Secret
      * mail; an open invitation of the same address is replaced (its link stops working). Someone
      * already of its staff, or an address that is none, is a StoreError.
      */
-    async invite(siteId: number, input: { email: string; role: StaffRole; invitedBy: number | null }, mail: Mail): Promise<OpenInvitation> {
+    async invite(siteId: number, input: { email: string; role: StaffRole; invitedBy: number | null }, mail: Mail, by?: Actor): Promise<OpenInvitation> {
       const problem = emailProblem(input.email)
       if (problem) throw new StoreError(problem, 'invalid', 'email')
       const email = emailKey(input.email)
@@ -93,31 +94,36 @@ export function createInvitationStore(port: StorePort, clock: Clock, box: Secret
           .values({ siteId, email, ...roleFlags(input.role), digest: link.digest, invitedBy: input.invitedBy, createdAt: now, expiresAt: link.expiresAt })
           .returning({ id: invitations.id })
         await queue(tx, siteId, email, link.value, mail)
+        await recordChange(tx, clock, by, siteId, 'team.invited', email, { role: input.role })
         const [inviter] = input.invitedBy === null ? [] : await tx.db.select({ name: users.name }).from(users).where(eq(users.id, input.invitedBy))
         return { id: row!.id, email, role: input.role, invitedBy: inviter?.name ?? null, createdAt: now, expiresAt: link.expiresAt }
       })
     },
 
     /** Sends an open invitation again with a new link (the old one stops working) and a new week; false when there is none open of this id. */
-    async resend(siteId: number, id: number, mail: Mail): Promise<boolean> {
+    async resend(siteId: number, id: number, mail: Mail, by?: Actor): Promise<boolean> {
       return port.atomic(async (tx) => {
         const [row] = await tx.db.select().from(invitations).where(and(eq(invitations.id, id), eq(invitations.siteId, siteId), isNull(invitations.acceptedAt), isNull(invitations.withdrawnAt)))
         if (!row) return false
         const link = newLink()
         await tx.db.update(invitations).set({ digest: link.digest, expiresAt: link.expiresAt }).where(eq(invitations.id, row.id))
         await queue(tx, siteId, row.email, link.value, mail)
+        await recordChange(tx, clock, by, siteId, 'team.invitation_sent_again', row.email)
         return true
       })
     },
 
     /** Withdraws an invitation not yet taken: its link stops working; whether there was one. */
-    async withdraw(siteId: number, id: number): Promise<boolean> {
-      const gone = await db
-        .update(invitations)
-        .set({ withdrawnAt: new Date(clock()) })
-        .where(and(eq(invitations.id, id), eq(invitations.siteId, siteId), isNull(invitations.acceptedAt), isNull(invitations.withdrawnAt)))
-        .returning({ id: invitations.id })
-      return gone.length > 0
+    async withdraw(siteId: number, id: number, by?: Actor): Promise<boolean> {
+      return port.atomic(async (tx) => {
+        const gone = await tx.db
+          .update(invitations)
+          .set({ withdrawnAt: new Date(clock()) })
+          .where(and(eq(invitations.id, id), eq(invitations.siteId, siteId), isNull(invitations.acceptedAt), isNull(invitations.withdrawnAt)))
+          .returning({ email: invitations.email })
+        if (gone[0]) await recordChange(tx, clock, by, siteId, 'team.invitation_withdrawn', gone[0].email)
+        return gone.length > 0
+      })
     },
 
     /** Withdraws the open invitations of an address on the site (taken off the staff: no old link brings them back). */
@@ -175,7 +181,7 @@ export function createInvitationStore(port: StorePort, clock: Clock, box: Secret
      * the invited address's; then made support staff of the site (its administrator when invited as
      * one), its sessions on the site ended (their rights rose). All in one transaction.
      */
-    async accept(siteId: number, value: string, taker: Taker): Promise<InvitationTaken> {
+    async accept(siteId: number, value: string, taker: Taker, from: { address: string | null } = { address: null }): Promise<InvitationTaken> {
       return port.atomic(async (tx) => {
         const [row] = await tx.db.select().from(invitations).where(and(eq(invitations.siteId, siteId), eq(invitations.digest, box.digest(value))))
         if (!row) return { kind: 'invalid' }
@@ -210,6 +216,7 @@ export function createInvitationStore(port: StorePort, clock: Clock, box: Secret
           .values({ siteId, userId, role: STAFF_ROLE, ...roleFlags(role), createdAt: now })
           .onConflictDoUpdate({ target: [memberships.siteId, memberships.userId], set: { role: STAFF_ROLE, ...roleFlags(role) } })
         await endSessionsOn(tx, siteId, userId)
+        await recordChange(tx, clock, { id: userId, name: row.email, via: 'page', address: from.address }, siteId, 'team.joined', row.email, { role })
         return { kind: 'accepted', userId, role }
       })
     },

@@ -4,6 +4,7 @@ import type { Clock } from '../../lib/clock.ts'
 import { isMailAddress, normalAddress } from '../../lib/mail.ts'
 import { serverAddress, type MailTokens, type ProviderSettings } from '../../lib/mail-oauth.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
+import { recordChange, type Actor } from './audit.ts'
 import { StoreError } from './errors.ts'
 import type { OutboxMail } from './outbox.ts'
 import { siteAdministrators } from './staff.ts'
@@ -99,7 +100,7 @@ export function mailConnectionMethods(port: StorePort, clock: Clock, box: Secret
      * password), connected again, where its fetch's place is kept. Another site's address is a
      * StoreError (conflict). Its IMAP and SMTP servers are the provider's, the user its address.
      */
-    async connectMailbox(siteId: number, connection: Connection): Promise<{ id: number; address: string; again: boolean }> {
+    async connectMailbox(siteId: number, connection: Connection, by?: Actor): Promise<{ id: number; address: string; again: boolean }> {
       const account = normalAddress(connection.address)
       const address = connection.shared ? normalAddress(connection.shared) : account
       if (!isMailAddress(address)) throw new StoreError(`"${connection.shared}" is not a mail address`, 'invalid', 'shared')
@@ -116,6 +117,7 @@ export function mailConnectionMethods(port: StorePort, clock: Clock, box: Secret
       return port.atomic(async (tx) => {
         const [known] = await tx.db.select({ id: mailboxes.id, siteId: mailboxes.siteId }).from(mailboxes).where(eq(mailboxes.address, address))
         if (known && known.siteId !== siteId) throw new StoreError(`${address} is already the address of a mailbox`, 'conflict', 'address')
+        await recordChange(tx, clock, by, siteId, 'mailbox.connected', address, { provider: connection.provider, signed_in_as: account, again: known !== undefined })
         if (known) {
           await tx.db.update(mailboxes).set({ ...sealed, lastError: null }).where(eq(mailboxes.id, known.id))
           return { id: known.id, address, again: true }

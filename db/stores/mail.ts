@@ -8,6 +8,7 @@ import type { ParticipantSource } from '../values.ts'
 const copyHeld = (at: Date) =>
   `this database is a copy (restored or copied from the one where mail was at home, ${at.toISOString().slice(0, 10)}): mail is not fetched and mail and webhooks are not sent here until an operator runs service-desk mail resume`
 import type { SecretBox } from '../../lib/secret-box.ts'
+import { recordChange, type Actor } from './audit.ts'
 import { StoreError } from './errors.ts'
 import { mailConnectionMethods } from './mail-connections.ts'
 import { isStaffRole } from './staff.ts'
@@ -97,7 +98,7 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
      * receiver without one) and leaves (an SMTP address, or the service's); the passwords sealed.
      * One another site (or this one) has already is a StoreError (conflict).
      */
-    async addMailbox(siteId: number, address: string, settings: MailboxSettings = {}): Promise<Mailbox> {
+    async addMailbox(siteId: number, address: string, settings: MailboxSettings = {}, by?: Actor): Promise<Mailbox> {
       const clean = normalAddress(address)
       const { categoryId = null, imap = null, smtpUrl = null, acknowledge = false } = settings
       if (!isMailAddress(clean)) throw new StoreError(`"${address}" is not a mail address`, 'invalid', 'address')
@@ -111,9 +112,13 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
       const [first] = categoryId === null ? await db.select({ id: categories.id }).from(categories).where(eq(categories.siteId, siteId)).orderBy(asc(categories.id)).limit(1) : []
       const sealed = { imap: imap && box.seal(JSON.stringify(imap)), smtp: smtpUrl && box.seal(smtpUrl) }
       // The unique index has the last word: of two adding one address at once, one gets it.
-      const [row] = await db.insert(mailboxes).values({ siteId, address: clean, categoryId: categoryId ?? first?.id ?? null, ...sealed, acknowledge, createdAt: new Date(clock()) }).onConflictDoNothing().returning()
-      if (!row) throw new StoreError(`${clean} is already the address of a mailbox`, 'conflict', 'address')
-      return row
+      return port.atomic(async (tx) => {
+        const [row] = await tx.db.insert(mailboxes).values({ siteId, address: clean, categoryId: categoryId ?? first?.id ?? null, ...sealed, acknowledge, createdAt: new Date(clock()) }).onConflictDoNothing().returning()
+        if (!row) throw new StoreError(`${clean} is already the address of a mailbox`, 'conflict', 'address')
+        // How it takes and sends mail, never with what password.
+        await recordChange(tx, clock, by, siteId, 'mailbox.added', clean, { fetched_from: imap ? `${imap.host}:${imap.port}` : null, own_smtp: smtpUrl !== null, acknowledge })
+        return row
+      })
     },
 
     /** The IMAP mailbox a mailbox's mail is fetched from, opened; null for the built-in receiver's (or a seal this key cannot open). */
@@ -192,9 +197,12 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
     },
 
     /** Removes the site's mailbox of this address; whether there was one. */
-    async removeMailbox(siteId: number, address: string): Promise<boolean> {
-      const gone = await db.delete(mailboxes).where(and(eq(mailboxes.siteId, siteId), eq(mailboxes.address, normalAddress(address)))).returning({ id: mailboxes.id })
-      return gone.length > 0
+    async removeMailbox(siteId: number, address: string, by?: Actor): Promise<boolean> {
+      return port.atomic(async (tx) => {
+        const [gone] = await tx.db.delete(mailboxes).where(and(eq(mailboxes.siteId, siteId), eq(mailboxes.address, normalAddress(address)))).returning({ address: mailboxes.address })
+        if (gone) await recordChange(tx, clock, by, siteId, 'mailbox.removed', gone.address)
+        return gone !== undefined
+      })
     },
 
     /** The mailbox of an id, whichever site has it. */

@@ -3,6 +3,7 @@ import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { isUniqueViolation } from '../../lib/database-errors.ts'
 import { holdsNul } from '../../lib/nul.ts'
+import { changedFields, recordChange, type Actor } from './audit.ts'
 import { StoreError } from './errors.ts'
 import { lockSite } from './sites.ts'
 
@@ -62,7 +63,7 @@ export function createSavedReplyStore(port: StorePort, clock: Clock) {
     find: async (siteId: number, id: number): Promise<SavedReply | undefined> => (await findStatement.execute({ siteId, id }))[0],
 
     /** A new saved reply; at most MAX_SAVED_REPLIES a site (counted under the site's lock). */
-    add(siteId: number, input: Required<SavedReplyInput>): Promise<SavedReply> {
+    add(siteId: number, input: Required<SavedReplyInput>, by?: Actor): Promise<SavedReply> {
       const { title, body } = checked(input) as Required<SavedReplyInput>
       return titleUnique(title, () =>
         port.atomic(async (tx) => {
@@ -71,27 +72,38 @@ export function createSavedReplyStore(port: StorePort, clock: Clock) {
           if (Number(n) >= MAX_SAVED_REPLIES) throw new StoreError(`a site keeps at most ${MAX_SAVED_REPLIES} saved replies; remove one first`, 'limit')
           const at = new Date(clock())
           const [row] = await tx.db.insert(savedReplies).values({ siteId, title, body, createdAt: at, updatedAt: at }).returning()
+          await recordChange(tx, clock, by, siteId, 'saved_reply.created', title)
           return row!
         }),
       )
     },
 
-    async update(siteId: number, id: number, input: SavedReplyInput): Promise<SavedReply> {
+    async update(siteId: number, id: number, input: SavedReplyInput, by?: Actor): Promise<SavedReply> {
       const { title, body } = checked(input)
-      const [row] = await titleUnique(title, () =>
-        db
-          .update(savedReplies)
-          .set({ ...(title !== undefined && { title }), ...(body !== undefined && { body }), updatedAt: new Date(clock()) })
-          .where(and(eq(savedReplies.siteId, siteId), eq(savedReplies.id, port.wide(id))))
-          .returning(),
+      const mine = and(eq(savedReplies.siteId, siteId), eq(savedReplies.id, port.wide(id)))
+      return titleUnique(title, () =>
+        port.atomic(async (tx) => {
+          const [before] = await tx.db.select().from(savedReplies).where(mine)
+          if (!before) throw notFound(id)
+          const [row] = await tx.db
+            .update(savedReplies)
+            .set({ ...(title !== undefined && { title }), ...(body !== undefined && { body }), updatedAt: new Date(clock()) })
+            .where(mine)
+            .returning()
+          // Its title before and after; of its text, that it changed (a saved reply may be long).
+          const difference = changedFields({ title: before.title, text_changed: false }, { title: row!.title, text_changed: row!.body !== before.body })
+          if (Object.keys(difference.after).length > 0) await recordChange(tx, clock, by, siteId, 'saved_reply.changed', before.title, difference)
+          return row!
+        }),
       )
-      if (!row) throw notFound(id)
-      return row
     },
 
-    async remove(siteId: number, id: number): Promise<void> {
-      const removed = await db.delete(savedReplies).where(and(eq(savedReplies.siteId, siteId), eq(savedReplies.id, port.wide(id)))).returning({ id: savedReplies.id })
-      if (removed.length === 0) throw notFound(id)
+    async remove(siteId: number, id: number, by?: Actor): Promise<void> {
+      await port.atomic(async (tx) => {
+        const [removed] = await tx.db.delete(savedReplies).where(and(eq(savedReplies.siteId, siteId), eq(savedReplies.id, port.wide(id)))).returning({ title: savedReplies.title })
+        if (!removed) throw notFound(id)
+        await recordChange(tx, clock, by, siteId, 'saved_reply.removed', removed.title)
+      })
     },
   }
 }

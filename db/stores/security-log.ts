@@ -3,6 +3,7 @@ import { securityKinds, type SecurityKind } from '../values.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { withoutNul } from '../../lib/nul.ts'
+import { listChanges, pruneChanges, type AuditFilter } from './audit.ts'
 
 // The security log (issue 18; docs/decisions.md, "Token lifecycle"): events appended, listed
 // newest first, and pruned after a while; one store for both engines (db/port.ts).
@@ -119,10 +120,13 @@ export function createSecurityLog(port: StorePort, clock: Clock) {
       return { total: n, events: rows.map(eventOf) }
     },
 
-    /** Deletes the events older than `before`; how many. */
+    /** A page of the site's record of changes (db/stores/audit.ts), newest first. */
+    changes: (filter: AuditFilter) => listChanges(port, filter),
+
+    /** Deletes the events older than `before`, and the lines of the sites' records of changes too; how many. */
     async prune(before: Date): Promise<number> {
       const removed = await db.delete(securityEvents).where(lt(securityEvents.createdAt, before)).returning({ id: securityEvents.id })
-      return removed.length
+      return removed.length + (await pruneChanges(port, before))
     },
   }
 }

@@ -5,7 +5,8 @@ import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { permalinkProblem } from '../../lib/permalink.ts'
 import { StoreError } from './errors.ts'
-import { changedPolicy, policyOf, type SitePolicy } from './site-policy.ts'
+import { changedFields, recordChange, type Actor } from './audit.ts'
+import { changedPolicy, POLICY_NAMES, policyOf, type SitePolicy } from './site-policy.ts'
 
 export type Site = Tables['sites']['$inferSelect']
 
@@ -156,7 +157,7 @@ export function createSiteStore(port: StorePort, clock: Clock) {
      * changes take turns and each one's `before` is what it replaced. Every process sees the new
      * policy from its next request on (the site is read with every request).
      */
-    async setPolicy(siteId: number, changes: Partial<SitePolicy>): Promise<{ before: SitePolicy; after: SitePolicy }> {
+    async setPolicy(siteId: number, changes: Partial<SitePolicy>, by?: Actor): Promise<{ before: SitePolicy; after: SitePolicy }> {
       return port.atomic(async (tx) => {
         await lockSite(tx, siteId)
         const [site] = await tx.db.select().from(sites).where(eq(sites.id, siteId))
@@ -164,6 +165,10 @@ export function createSiteStore(port: StorePort, clock: Clock) {
         const before = policyOf(site)
         const after = changedPolicy(before, changes)
         await tx.db.update(sites).set(after).where(eq(sites.id, siteId))
+        // By the names the API, the CLI and the security log give the fields.
+        const named = (policy: SitePolicy) => Object.fromEntries(Object.entries(policy).map(([k, v]) => [POLICY_NAMES[k as keyof SitePolicy], v]))
+        const changed = changedFields(named(before), named(after))
+        if (Object.keys(changed.after).length > 0) await recordChange(tx, clock, by, siteId, 'policy.changed', 'the token policy', changed)
         return { before, after }
       })
     },

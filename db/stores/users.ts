@@ -11,6 +11,7 @@ import { unassignEverything } from './assignment.ts'
 import type { NotificationChoice } from './notifications.ts'
 import { StoreError } from './errors.ts'
 import { lockSite } from './sites.ts'
+import { recordChange, type Actor } from './audit.ts'
 import { createLegacyTokenStore, issueLegacyToken } from './legacy-tokens.ts'
 import { answeringStaff, isStaffRole, membershipOn, roleFlags, STAFF_ROLE, staffRoleOf } from './staff.ts'
 
@@ -188,6 +189,13 @@ async function keepsAnAdministrator(tx: StorePort, siteId: number, leaving: numb
   if (!other) throw new StoreError('the site would have no administrator left: make someone else one first', 'conflict', 'user')
 }
 
+/** The address of an account, as the record of changes names the person a change was made to. */
+async function emailOf(port: StorePort, userId: number): Promise<string> {
+  const { users } = port.tables
+  const [user] = await port.db.select({ email: users.email }).from(users).where(eq(users.id, userId))
+  return user?.email ?? `#${userId}`
+}
+
 /** What each role of the staff allows, in order: a change up ends the person's sessions (they sign in again). */
 const STAFF_RANK: Record<StaffRole, number> = { collaborator: 0, supporter: 1, administrator: 2 }
 
@@ -361,7 +369,7 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
      * nothing, because every request reads the role. A collaborator owns nothing: what they owned
      * goes back to the team (db/stores/assignment.ts).
      */
-    async setStaffRole(siteId: number, userId: number, next: StaffRole): Promise<boolean> {
+    async setStaffRole(siteId: number, userId: number, next: StaffRole, by?: Actor): Promise<boolean> {
       return port.atomic(async (tx) => {
         // The site first: two administrators changing each other at once take turns (keepsAnAdministrator).
         await lockSite(tx, siteId)
@@ -374,6 +382,7 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
         await tx.db.update(memberships).set(roleFlags(next)).where(membershipOn(memberships, siteId, userId))
         if (STAFF_RANK[next] > STAFF_RANK[was]) await endSessionsOn(tx, siteId, userId)
         if (next === 'collaborator') await unassignEverything(tx, new Date(clock()), userId, siteId)
+        await recordChange(tx, clock, by, siteId, 'team.role_changed', await emailOf(tx, userId), { before: { role: was }, after: { role: next } })
         return true
       })
     },
@@ -385,16 +394,18 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
      * follow the person's role, so they sign in again (a customer's single sign-on session never
      * becomes a supporter's).
      */
-    async addStaff(siteId: number, userId: number, { administrator = false } = {}): Promise<void> {
+    async addStaff(siteId: number, userId: number, { administrator = false, by }: { administrator?: boolean; by?: Actor } = {}): Promise<void> {
       const set: { role: Role; administrator?: boolean; collaborator?: boolean } = administrator ? { role: STAFF_ROLE, administrator, collaborator: false } : { role: STAFF_ROLE }
       await port.atomic(async (tx) => {
-        const [before] = await tx.db.select({ role: memberships.role, administrator: memberships.administrator }).from(memberships).where(membershipOn(memberships, siteId, userId))
+        const [before] = await tx.db.select({ role: memberships.role, administrator: memberships.administrator, collaborator: memberships.collaborator }).from(memberships).where(membershipOn(memberships, siteId, userId))
         await tx.db
           .insert(memberships)
           .values({ siteId, userId, role: STAFF_ROLE, administrator, createdAt: new Date(clock()) })
           .onConflictDoUpdate({ target: [memberships.siteId, memberships.userId], set })
         const rose = !isStaffRole(before?.role) || (administrator && !before.administrator)
         if (rose) await endSessionsOn(tx, siteId, userId)
+        const was = isStaffRole(before?.role) ? staffRoleOf(before!) : null
+        if (rose) await recordChange(tx, clock, by, siteId, was ? 'team.role_changed' : 'team.added', await emailOf(tx, userId), was ? { before: { role: was }, after: { role: 'administrator' } } : { role: administrator ? 'administrator' : 'supporter' })
       })
     },
 
@@ -403,7 +414,7 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
      * A StoreError for someone not on its staff: only supporters administer a site. Made one, their
      * sessions on the site end, as in addStaff.
      */
-    async setAdministrator(siteId: number, userId: number, administrator: boolean): Promise<boolean> {
+    async setAdministrator(siteId: number, userId: number, administrator: boolean, by?: Actor): Promise<boolean> {
       if (!isStaffRole(await role(siteId, userId))) throw new StoreError('only support staff of the site can be its administrators; add them to the staff first', 'invalid', 'email')
       return port.atomic(async (tx) => {
         const changed = await tx.db
@@ -412,6 +423,7 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
           .where(and(membershipOn(memberships, siteId, userId), eq(memberships.administrator, !administrator)))
           .returning({ userId: memberships.userId })
         if (administrator && changed.length > 0) await endSessionsOn(tx, siteId, userId)
+        if (changed.length > 0) await recordChange(tx, clock, by, siteId, 'team.role_changed', await emailOf(tx, userId), { before: { role: administrator ? 'supporter' : 'administrator' }, after: { role: administrator ? 'administrator' : 'supporter' } })
         return changed.length > 0
       })
     },
@@ -447,7 +459,7 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
      * The user stays on the site as a customer, so what they wrote there keeps its author; an
      * administrator no longer, and the owner of nothing (db/stores/assignment.ts).
      */
-    async removeStaff(siteId: number, userId: number, { keepAnAdministrator = false } = {}): Promise<boolean> {
+    async removeStaff(siteId: number, userId: number, { keepAnAdministrator = false, by }: { keepAnAdministrator?: boolean; by?: Actor } = {}): Promise<boolean> {
       return port.atomic(async (tx) => {
         if (keepAnAdministrator) {
           await lockSite(tx, siteId)
@@ -458,7 +470,10 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
           .set({ role: 'customer', administrator: false, collaborator: false })
           .where(and(membershipOn(memberships, siteId, userId), eq(memberships.role, STAFF_ROLE)))
           .returning({ userId: memberships.userId })
-        if (changed.length > 0) await unassignEverything(tx, new Date(clock()), userId, siteId)
+        if (changed.length > 0) {
+          await unassignEverything(tx, new Date(clock()), userId, siteId)
+          await recordChange(tx, clock, by, siteId, 'team.removed', await emailOf(tx, userId))
+        }
         return changed.length > 0
       })
     },

@@ -5,6 +5,7 @@ import { webhookEvents, type WebhookEvent } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import type { CommentRow, DiscussionRow } from './discussion-listing.ts'
+import { changedFields, recordChange, type Actor } from './audit.ts'
 import { StoreError } from './errors.ts'
 import { attachmentsOf, type Attachment } from './files.ts'
 import type { OutboxMail } from './outbox.ts'
@@ -161,6 +162,9 @@ export function createWebhookStore(port: StorePort, clock: Clock, box: SecretBox
     return webhook
   }
 
+  /** What the record of changes says of an endpoint: its settings, never its secret. */
+  const shownSettings = (w: Webhook) => ({ url: w.url, description: w.description, events: w.events, enabled: w.enabled, internal_comments: w.internalComments })
+
   function settingsOf(settings: Partial<WebhookSettings>) {
     return {
       ...(settings.url !== undefined && { url: settings.url }),
@@ -179,7 +183,7 @@ export function createWebhookStore(port: StorePort, clock: Clock, box: SecretBox
     },
 
     /** A new endpoint and its secret, which is shown this once (the store keeps it sealed). */
-    async add(siteId: number, settings: WebhookSettings): Promise<{ webhook: Webhook; secret: string }> {
+    async add(siteId: number, settings: WebhookSettings, by?: Actor): Promise<{ webhook: Webhook; secret: string }> {
       const secret = newSecret()
       const at = now()
       // Checked before the site's lock is taken: a refusal waits for no one.
@@ -193,34 +197,48 @@ export function createWebhookStore(port: StorePort, clock: Clock, box: SecretBox
           .insert(webhooks)
           .values({ siteId, description: '', ...values, url: settings.url, events: values.events!, enabled: settings.enabled ?? true, secret: box.seal(secret), createdAt: at, updatedAt: at })
           .returning()
+        await recordChange(tx, clock, by, siteId, 'webhook.created', row!.url, shownSettings(row!))
         return row!
       })
       return { webhook, secret }
     },
 
     /** Changes what is given; switching an endpoint back on forgets why it was switched off. */
-    async update(siteId: number, id: number, changes: Partial<WebhookSettings>): Promise<Webhook> {
-      await get(siteId, id)
+    async update(siteId: number, id: number, changes: Partial<WebhookSettings>, by?: Actor): Promise<Webhook> {
+      const before = await get(siteId, id)
       const enabled = changes.enabled === undefined ? {} : changes.enabled ? { enabled: true, disabledReason: null, failingSince: null } : { enabled: false }
-      const [row] = await db.update(webhooks).set({ ...settingsOf(changes), ...enabled, updatedAt: now() }).where(mine(siteId, id)).returning()
-      return row!
+      return port.atomic(async (tx) => {
+        const [row] = await tx.db.update(webhooks).set({ ...settingsOf(changes), ...enabled, updatedAt: now() }).where(mine(siteId, id)).returning()
+        const difference = changedFields(shownSettings(before), shownSettings(row!))
+        if (Object.keys(difference.after).length > 0) await recordChange(tx, clock, by, siteId, 'webhook.changed', before.url, difference)
+        return row!
+      })
     },
 
     /** Removes the endpoint, its queued events and its log; whether there was one. */
-    async remove(siteId: number, id: number): Promise<boolean> {
-      return (await db.delete(webhooks).where(mine(siteId, id)).returning({ id: webhooks.id })).length > 0
+    async remove(siteId: number, id: number, by?: Actor): Promise<boolean> {
+      return port.atomic(async (tx) => {
+        const [gone] = await tx.db.delete(webhooks).where(mine(siteId, id)).returning({ url: webhooks.url })
+        if (gone) await recordChange(tx, clock, by, siteId, 'webhook.removed', gone.url)
+        return gone !== undefined
+      })
     },
 
     /** A new secret, shown this once; the one it replaces signs beside it for PREVIOUS_SECRET_MS. */
-    async rotate(siteId: number, id: number): Promise<{ webhook: Webhook; secret: string }> {
+    async rotate(siteId: number, id: number, by?: Actor): Promise<{ webhook: Webhook; secret: string }> {
       const before = await get(siteId, id)
       const secret = newSecret()
-      const [webhook] = await db
-        .update(webhooks)
-        .set({ secret: box.seal(secret), previousSecret: before.secret, previousUntil: new Date(clock() + PREVIOUS_SECRET_MS), updatedAt: now() })
-        .where(mine(siteId, id))
-        .returning()
-      return { webhook: webhook!, secret }
+      const webhook = await port.atomic(async (tx) => {
+        const [row] = await tx.db
+          .update(webhooks)
+          .set({ secret: box.seal(secret), previousSecret: before.secret, previousUntil: new Date(clock() + PREVIOUS_SECRET_MS), updatedAt: now() })
+          .where(mine(siteId, id))
+          .returning()
+        // That it changed, never the secret.
+        await recordChange(tx, clock, by, siteId, 'webhook.secret_rotated', before.url)
+        return row!
+      })
+      return { webhook, secret }
     },
 
     /** The secrets that sign its deliveries now: the current one, and the one it replaced while it still signs; null when the current one cannot be opened (another server key). */

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { createHash } from 'node:crypto'
-import type { FastifyRequest } from 'fastify'
 import { Type, type Static } from 'typebox'
-import { ChoiceNeeded, type Actor } from '../../plugins/administration.ts'
+import { ChoiceNeeded } from '../../plugins/administration.ts'
+import { actorOf } from '../actor.ts'
 import { notModified } from '../../plugins/http/conditional.ts'
 import { credentialKinds, filterFromParams, MAX_REASON, MAX_REVOKED_AT_ONCE, sortColumns, type InventoryEntry } from '../../db/stores/inventory-rules.ts'
 import { MAX_TOKEN_DAYS, policyOf, type SitePolicy } from '../../db/stores/site-policy.ts'
@@ -129,7 +129,7 @@ const policyView = (policy: SitePolicy): Static<typeof Policy> => ({
 const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const { administration } = fastify
   administratorsOnly(fastify, 'its credentials and token policy')
-  const actor = (request: FastifyRequest): Actor => ({ userId: request.auth!.user.id, name: request.auth!.user.email, via: 'api', address: request.ip })
+  const actor = actorOf
   const tags = ['administration']
 
   fastify.get(

@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify'
+import { actorOf } from '../actor.ts'
+import type { Actor } from '../../db/stores/audit.ts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type Static, type TSchema } from 'typebox'
 import { StoreError } from '../../db/stores/errors.ts'
@@ -89,9 +91,9 @@ export async function describeMailboxes(fastify: FastifyInstance, site: { id: nu
 }
 
 /** Adds a mailbox from what a request or a form says; the IMAP address checked here (its words never repeat it). */
-export function addMailboxFrom(fastify: FastifyInstance, siteId: number, body: Static<typeof NewMailbox>): Promise<Mailbox> {
+export function addMailboxFrom(fastify: FastifyInstance, siteId: number, by: Actor, body: Static<typeof NewMailbox>): Promise<Mailbox> {
   const { address, category_id: categoryId = null, imap, smtp: smtpUrl = null, acknowledge } = body
-  return fastify.mailboxes.addMailbox(siteId, address, { categoryId, imap: imap === undefined ? null : imapSettings(imap), smtpUrl, acknowledge })
+  return fastify.mailboxes.addMailbox(siteId, address, { categoryId, imap: imap === undefined ? null : imapSettings(imap), smtpUrl, acknowledge }, by)
 }
 
 /**
@@ -99,9 +101,9 @@ export function addMailboxFrom(fastify: FastifyInstance, siteId: number, body: S
  * token is revoked at its provider afterwards, in the background, where the provider offers it (a
  * provider slow to answer holds no page up; one that never answers leaves the token to end on its own).
  */
-export async function removeMailboxOf(fastify: FastifyInstance, siteId: number, address: string): Promise<boolean> {
+export async function removeMailboxOf(fastify: FastifyInstance, siteId: number, address: string, by: Actor): Promise<boolean> {
   const mailbox = await fastify.mailboxes.mailbox(address)
-  if (mailbox?.siteId !== siteId || !(await fastify.mailboxes.removeMailbox(siteId, address))) return false
+  if (mailbox?.siteId !== siteId || !(await fastify.mailboxes.removeMailbox(siteId, address, by))) return false
   // revoke never throws: it says in the log what became of the token.
   if (mailbox.oauthProvider !== null) void fastify.mailOAuth.revoke(mailbox)
   return true
@@ -135,7 +137,7 @@ const mailboxRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       const { site } = request.auth!
-      const mailbox = await addMailboxFrom(fastify, site.id, request.body)
+      const mailbox = await addMailboxFrom(fastify, site.id, actorOf(request), request.body)
       const resource = await view(fastify, site.permalink, mailbox, new Map())
       return reply.code(201).header('location', resource.href).send(resource)
     },
@@ -154,7 +156,7 @@ const mailboxRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       const { site } = request.auth!
-      if (!(await removeMailboxOf(fastify, site.id, request.params.address))) {
+      if (!(await removeMailboxOf(fastify, site.id, request.params.address, actorOf(request)))) {
         throw Object.assign(new Error(`This site has no mailbox ${request.params.address}.`), { statusCode: 404, code: 'not_found' })
       }
       return reply.code(204).send(null)

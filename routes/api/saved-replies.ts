@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { actorOf } from '../actor.ts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type Static } from 'typebox'
 import type { SavedReply } from '../../db/stores/saved-replies.ts'
@@ -79,20 +80,20 @@ const writeRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     '/:site/saved_replies',
     { schema: { tags, operationId: 'addSavedReply', summary: 'A new saved reply (administrators)', params: SiteParams, body: NewSavedReply, response: { 201: SavedReplyResource, ...errors, 409: ErrorBody, 429: ErrorBody } } },
     async (request, reply) => {
-      const resource = await view(fastify, request, await fastify.savedReplies.add(request.auth!.site.id, request.body))
+      const resource = await view(fastify, request, await fastify.savedReplies.add(request.auth!.site.id, request.body, actorOf(request)))
       return reply.code(201).header('location', resource.href).send(resource)
     },
   )
   fastify.patch(
     '/:site/saved_replies/:id',
     { schema: { tags, operationId: 'changeSavedReply', summary: 'Change its title or text (administrators)', params: SavedReplyParams, body: SavedReplyChange, response: { 200: SavedReplyResource, ...errors, 409: ErrorBody } } },
-    async (request) => view(fastify, request, await fastify.savedReplies.update(request.auth!.site.id, request.params.id, request.body)),
+    async (request) => view(fastify, request, await fastify.savedReplies.update(request.auth!.site.id, request.params.id, request.body, actorOf(request))),
   )
   fastify.delete(
     '/:site/saved_replies/:id',
     { schema: { tags, operationId: 'removeSavedReply', summary: 'Remove a saved reply (administrators)', params: SavedReplyParams, response: { 204: Type.Null(), ...errors } } },
     async (request, reply) => {
-      await fastify.savedReplies.remove(request.auth!.site.id, request.params.id)
+      await fastify.savedReplies.remove(request.auth!.site.id, request.params.id, actorOf(request))
       return reply.code(204).send(null)
     },
   )

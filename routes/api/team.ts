@@ -5,6 +5,7 @@ import { changeStaff, invitationMail } from '../team.ts'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
 import { moment } from './discussions/views.ts'
 import { administratorsOnly } from './administrators-only.ts'
+import { actorOf } from '../actor.ts'
 import { staffRoles } from '../../db/values.ts'
 
 // The site's team through the API (issue 67; docs/decisions.md, "Invitations"), for its
@@ -86,7 +87,7 @@ const teamRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       const { site, user } = request.auth!
       const role = request.body.role ?? 'supporter'
       const inviter = await fastify.users.byId(user.id)
-      const invited = await invitations.invite(site.id, { email: request.body.email, role, invitedBy: user.id }, invitationMail(fastify.urls, site.permalink, inviter?.name ?? null, role))
+      const invited = await invitations.invite(site.id, { email: request.body.email, role, invitedBy: user.id }, invitationMail(fastify.urls, site.permalink, inviter?.name ?? null, role), actorOf(request))
       const resource = view(site.permalink, invited)
       return reply.code(201).header('location', resource.href).send(resource)
     },
@@ -99,7 +100,7 @@ const teamRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       const { site, user } = request.auth!
       const open = (await invitations.open(site.id)).find((i) => i.id === request.params.id)
       const inviter = await fastify.users.byId(user.id)
-      if (!open || !(await invitations.resend(site.id, open.id, invitationMail(fastify.urls, site.permalink, inviter?.name ?? null, open.role)))) throw notFound()
+      if (!open || !(await invitations.resend(site.id, open.id, invitationMail(fastify.urls, site.permalink, inviter?.name ?? null, open.role), actorOf(request)))) throw notFound()
       return view(site.permalink, (await invitations.open(site.id)).find((i) => i.id === open.id)!)
     },
   )
@@ -119,7 +120,7 @@ const teamRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       const { site, user } = request.auth!
-      await changeStaff(fastify, site, request.params.id, request.body.role, user, request.ip)
+      await changeStaff(fastify, site, request.params.id, request.body.role, { ...actorOf(request), id: user.id })
       return reply.code(204).send(null)
     },
   )
@@ -138,7 +139,7 @@ const teamRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       const { site, user } = request.auth!
-      await changeStaff(fastify, site, request.params.id, 'remove', user, request.ip)
+      await changeStaff(fastify, site, request.params.id, 'remove', { ...actorOf(request), id: user.id })
       return reply.code(204).send(null)
     },
   )
@@ -148,7 +149,7 @@ const teamRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     { schema: { tags, operationId: 'withdrawInvitation', summary: 'Withdraw an invitation: its link stops working', params: InvitationParams, response: { 204: Type.Null(), 400: InvalidRequestBody, 404: ErrorBody } } },
     async (request, reply) => {
       const { site } = request.auth!
-      if (!(await invitations.withdraw(site.id, request.params.id))) throw notFound()
+      if (!(await invitations.withdraw(site.id, request.params.id, actorOf(request)))) throw notFound()
       return reply.code(204).send(null)
     },
   )

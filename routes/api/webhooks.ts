@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
+import { actorOf } from '../actor.ts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type Static, type TSchema } from 'typebox'
 import { webhookEvents } from '../../db/values.ts'
@@ -159,7 +160,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request, reply) => {
       const { site } = request.auth!
-      const { webhook, secret } = await webhooks.add(site.id, webhookSettings(fastify, request.body) as WebhookSettings)
+      const { webhook, secret } = await webhooks.add(site.id, webhookSettings(fastify, request.body) as WebhookSettings, actorOf(request))
       const resource = webhookView(fastify, site.permalink, webhook)
       return reply.code(201).header('location', resource.href).send({ ...resource, secret })
     },
@@ -179,7 +180,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     { schema: { tags, operationId: 'changeWebhook', summary: 'Change what is given: address, events, description, internal notes, switched on or off', params: WebhookParams, body: WebhookChange, response: { 200: WebhookResource, ...errors } } },
     async (request) => {
       const { site } = request.auth!
-      return webhookView(fastify, site.permalink, await webhooks.update(site.id, request.params.id, webhookSettings(fastify, request.body)))
+      return webhookView(fastify, site.permalink, await webhooks.update(site.id, request.params.id, webhookSettings(fastify, request.body), actorOf(request)))
     },
   )
 
@@ -188,7 +189,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     { schema: { tags, operationId: 'removeWebhook', summary: 'Remove a webhook, its queued events and its log', params: WebhookParams, response: { 204: Type.Null(), ...errors } } },
     async (request, reply) => {
       const { site } = request.auth!
-      if (!(await webhooks.remove(site.id, request.params.id))) throw Object.assign(new Error(`This site has no webhook ${request.params.id}.`), { statusCode: 404, code: 'not_found' })
+      if (!(await webhooks.remove(site.id, request.params.id, actorOf(request)))) throw Object.assign(new Error(`This site has no webhook ${request.params.id}.`), { statusCode: 404, code: 'not_found' })
       return reply.code(204).send(null)
     },
   )
@@ -206,7 +207,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request) => {
       const { site } = request.auth!
-      const { webhook, secret } = await webhooks.rotate(site.id, request.params.id)
+      const { webhook, secret } = await webhooks.rotate(site.id, request.params.id, actorOf(request))
       return { ...webhookView(fastify, site.permalink, webhook), secret }
     },
   )

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { actorOf } from '../actor.ts'
 import { StoreError } from '../../db/stores/errors.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { isMailAddress, normalAddress } from '../../lib/mail.ts'
@@ -91,7 +92,7 @@ const adminMailRoutes: FastifyPluginAsync = async (fastify) => {
     const values = { address: text('address'), category, acknowledge: body.acknowledge === 'on' }
     try {
       if (category !== '' && !/^\d{1,10}$/.test(category)) throw new StoreError('choose a category of the site', 'invalid', 'category')
-      const added = await addMailboxFrom(fastify, request.web.site.id, {
+      const added = await addMailboxFrom(fastify, request.web.site.id, actorOf(request), {
         address: values.address,
         ...(category !== '' && { category_id: Number(category) }),
         ...(text('imap') !== '' && { imap: text('imap') }),
@@ -155,7 +156,7 @@ const adminMailRoutes: FastifyPluginAsync = async (fastify) => {
     }
     try {
       const { address, tokens } = await fastify.mailOAuth.protocol.finish(provider.settings, new URL(`${callback(request)}${query}`), connecting, fastify.clock())
-      const connected = await mailboxes.connectMailbox(request.web.site.id, { provider: provider.name, address, shared: connecting.shared, settings: provider.settings, tokens, categoryId: connecting.category, acknowledge: connecting.acknowledge })
+      const connected = await mailboxes.connectMailbox(request.web.site.id, { provider: provider.name, address, shared: connecting.shared, settings: provider.settings, tokens, categoryId: connecting.category, acknowledge: connecting.acknowledge }, actorOf(request))
       request.log.info({ mailbox: { id: connected.id, address: connected.address }, provider: provider.name, again: connected.again }, 'a mailbox was connected with OAuth')
       return reply.redirect(`${base(request)}?connected=${encodeURIComponent(connected.address)}`, 303)
     } catch (failure) {
@@ -168,7 +169,7 @@ const adminMailRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.post('/admin/mail/remove', action, async (request, reply) => {
     const address = typeof (request.body as { address?: unknown })?.address === 'string' ? (request.body as { address: string }).address : ''
-    if (!(await removeMailboxOf(fastify, request.web.site.id, address))) return mailPage(request, reply, 404, { error: address ? `This site has no mailbox ${address}.` : 'Name the address to remove.' })
+    if (!(await removeMailboxOf(fastify, request.web.site.id, address, actorOf(request)))) return mailPage(request, reply, 404, { error: address ? `This site has no mailbox ${address}.` : 'Name the address to remove.' })
     return reply.redirect(`${base(request)}?removed=${encodeURIComponent(normalAddress(address))}`, 303)
   })
 }

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { actorOf } from '../actor.ts'
 import type { StoreError } from '../../db/stores/errors.ts'
 import { MAX_SAVED_BODY, MAX_SAVED_TITLE } from '../../db/stores/saved-replies.ts'
 import { placeholderNames } from '../../lib/team-queue.ts'
@@ -62,15 +63,15 @@ const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.get('/admin/queue', { preHandler: requireAdministrator }, (request, reply) => queuePage(request, reply))
 
   fastify.post('/admin/queue/replies', action, (request, reply) =>
-    saved(request, reply, 'added', () => savedReplies.add(request.web.site.id, { title: field(request.body, 'title'), body: field(request.body, 'body') })),
+    saved(request, reply, 'added', () => savedReplies.add(request.web.site.id, { title: field(request.body, 'title'), body: field(request.body, 'body') }, actorOf(request))),
   )
 
   fastify.post('/admin/queue/replies/:id', action, (request, reply) => {
     // Not a number: no saved reply has it (0).
     const id = wholeNumber((request.params as { id: string }).id, 12) ?? 0
     const siteId = request.web.site.id
-    if (field(request.body, 'remove') === 'yes') return saved(request, reply, 'removed', () => savedReplies.remove(siteId, id))
-    return saved(request, reply, 'changed', () => savedReplies.update(siteId, id, { title: field(request.body, 'title'), body: field(request.body, 'body') }))
+    if (field(request.body, 'remove') === 'yes') return saved(request, reply, 'removed', () => savedReplies.remove(siteId, id, actorOf(request)))
+    return saved(request, reply, 'changed', () => savedReplies.update(siteId, id, { title: field(request.body, 'title'), body: field(request.body, 'body') }, actorOf(request)))
   })
 
   // One checkbox per category: those ticked are given in turn, the others not.
@@ -79,7 +80,7 @@ const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
     const site = request.web.site
     for (const category of (await categories.list(site.id, 0, -1)).categories) {
       const on = ticked.has(String(category.id))
-      if (on !== category.roundRobin) await categories.change(site.id, category.id, { roundRobin: on })
+      if (on !== category.roundRobin) await categories.change(site.id, category.id, { roundRobin: on }, actorOf(request))
     }
     return reply.redirect(`${base(request)}?done=turns`, 303)
   })

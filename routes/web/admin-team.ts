@@ -8,6 +8,7 @@ import { sentence } from '../api/discussions/http-errors.ts'
 import { requireConfirmed } from './confirm.ts'
 import { logPageEvent, pageData, requireAdministrator, tooMany } from './pages.ts'
 import { newPasswordProblem } from './profile.ts'
+import { actorOf } from '../actor.ts'
 import { changeStaff, invitationMail, ROLE_NAMES, ROLE_WORDS, type StaffChange } from '../team.ts'
 import { staffRoles, type StaffRole } from '../../db/values.ts'
 
@@ -63,7 +64,7 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
     const role: StaffRole = body.role === 'administrator' || body.role === 'collaborator' ? body.role : 'supporter'
     const inviter = request.web.user!
     try {
-      await invitations.invite(request.web.site.id, { email, role, invitedBy: inviter.id }, invitationMail(fastify.urls, request.web.site.permalink, inviter.name, role))
+      await invitations.invite(request.web.site.id, { email, role, invitedBy: inviter.id }, invitationMail(fastify.urls, request.web.site.permalink, inviter.name, role), actorOf(request))
     } catch (error) {
       if (!(error instanceof StoreError)) throw error
       return teamPage(request, reply, error.code === 'conflict' ? 409 : 400, { values: { email, role }, error: sentence(error.message) })
@@ -77,7 +78,7 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
       const id = /^[1-9]\d{0,9}$/.test(raw) ? Number(raw) : 0
       const site = request.web.site
       const open = (await invitations.open(site.id)).find((i) => i.id === id)
-      const changed = open !== undefined && (verb === 'withdraw' ? await invitations.withdraw(site.id, id) : await invitations.resend(site.id, id, invitationMail(fastify.urls, site.permalink, request.web.user!.name, open.role)))
+      const changed = open !== undefined && (verb === 'withdraw' ? await invitations.withdraw(site.id, id, actorOf(request)) : await invitations.resend(site.id, id, invitationMail(fastify.urls, site.permalink, request.web.user!.name, open.role), actorOf(request)))
       if (!changed) return teamPage(request, reply, 404, { error: 'This site has no open invitation of that number.' })
       return reply.redirect(`${base(request)}/admin/team?${done}=${verb === 'withdraw' ? '1' : encodeURIComponent(open.email)}`, 303)
     })
@@ -91,7 +92,7 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
     if (!/^[1-9]\d{0,9}$/.test(raw) || !change) return teamPage(request, reply, 400, { error: 'Choose someone of the team, and what to change.' })
     const person = (await invitations.team(request.web.site.id)).find((p) => p.id === Number(raw))
     try {
-      await changeStaff(fastify, request.web.site, Number(raw), change, request.web.user!, request.ip)
+      await changeStaff(fastify, request.web.site, Number(raw), change, { ...actorOf(request), id: request.web.user!.id })
     } catch (error) {
       if (!(error instanceof StoreError)) throw error
       return teamPage(request, reply, error.code === 'not_found' ? 404 : error.code === 'conflict' ? 409 : 403, { error: sentence(error.message) })
@@ -144,7 +145,7 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
 
     /** Takes the invitation for the account and signs them in (their sessions on the site ended: their rights rose); to the queue. */
     const join = async (userId: number) => {
-      const taken = await invitations.accept(site.id, value, { userId })
+      const taken = await invitations.accept(site.id, value, { userId }, { address: request.ip })
       if (taken.kind !== 'accepted') return invitationPage(request, reply, taken)
       await reply.signIn(request, userId)
       await securityLog.append({ userId, siteId: site.id, kind: 'staff_added', address: request.ip, actor: 'page', detail: { by: 'invitation', role: taken.role } })
@@ -179,7 +180,7 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
     const passwordHash = await hashPassword(text('password'))
     try {
       // An account a mail sign-in made chooses its password with the invitation, in its transaction.
-      const taken = await invitations.accept(site.id, value, look.account ? { userId: look.account.id, passwordHash } : { newcomer: { name, passwordHash } })
+      const taken = await invitations.accept(site.id, value, look.account ? { userId: look.account.id, passwordHash } : { newcomer: { name, passwordHash } }, { address: request.ip })
       if (taken.kind !== 'accepted') return invitationPage(request, reply, taken)
       await reply.signIn(request, taken.userId)
       await logPageEvent(request, 'staff_added', { by: 'invitation', role: taken.role }, taken.userId)

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { actorOf } from '../actor.ts'
 import { StoreError } from '../../db/stores/errors.ts'
 import { SENDS_BY_HAND_PER_MINUTE } from '../../plugins/webhooks/delivery.ts'
 import { webhookEvents } from '../../db/values.ts'
@@ -63,7 +64,7 @@ const adminWebhookRoutes: FastifyPluginAsync = async (fastify) => {
     const values = { url: text(request.body, 'url'), description: text(request.body, 'description'), events: checked(request.body, 'events'), internal: text(request.body, 'internal') === 'on' }
     try {
       const settings = webhookSettings(fastify, { url: values.url, events: values.events as Array<(typeof webhookEvents)[number]>, description: values.description, internal_comments: values.internal })
-      const { webhook, secret } = await webhooks.add(request.web.site.id, settings as WebhookSettings)
+      const { webhook, secret } = await webhooks.add(request.web.site.id, settings as WebhookSettings, actorOf(request))
       return await webhookPage(request, reply, webhook.id, { secret, notice: `The webhook is added: ${webhook.url} is told of ${eventsOf(webhook).join(', ')}.` })
     } catch (error) {
       if (!(error instanceof StoreError)) throw error
@@ -103,14 +104,14 @@ const adminWebhookRoutes: FastifyPluginAsync = async (fastify) => {
     const webhook = await found(request, reply)
     if (!webhook) return reply
     const on = text(request.body, 'to') === 'on'
-    await webhooks.update(request.web.site.id, webhook.id, { enabled: on })
+    await webhooks.update(request.web.site.id, webhook.id, { enabled: on }, actorOf(request))
     return back(request, reply, webhook.id, on ? 'on' : 'off')
   })
 
   fastify.post('/admin/webhooks/:id/rotate', action, async (request, reply) => {
     const webhook = await found(request, reply)
     if (!webhook) return reply
-    const { secret } = await webhooks.rotate(request.web.site.id, webhook.id)
+    const { secret } = await webhooks.rotate(request.web.site.id, webhook.id, actorOf(request))
     return webhookPage(request, reply, webhook.id, { secret, notice: 'A new secret signs its events; the old one signs beside it for a day.' })
   })
 
@@ -132,7 +133,7 @@ const adminWebhookRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.post('/admin/webhooks/:id/remove', action, async (request, reply) => {
     const webhook = await found(request, reply)
     if (!webhook) return reply
-    await webhooks.remove(request.web.site.id, webhook.id)
+    await webhooks.remove(request.web.site.id, webhook.id, actorOf(request))
     return listPage(request, reply, 200, { notice: `The webhook to ${webhook.url} is removed, with its queued events and its log.` })
   })
 }

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { shownMoment } from '../../lib/clock.ts'
-import { ChoiceNeeded, type Actor, type ExistingTokens } from '../../plugins/administration.ts'
+import { ChoiceNeeded, type ExistingTokens } from '../../plugins/administration.ts'
+import { actorOf } from '../actor.ts'
 import { StoreError } from '../../db/stores/errors.ts'
 import { credentialKinds, filterFromParams, MAX_REASON, sortColumns, type InventoryEntry, type InventoryFilter } from '../../db/stores/inventory-rules.ts'
 import { MAX_TOKEN_DAYS, POLICY_NAMES, policyOf, type SitePolicy } from '../../db/stores/site-policy.ts'
@@ -69,7 +70,7 @@ export function policyFromForm(body: Record<string, unknown>): { changes: Partia
 const administrationRoutes: FastifyPluginAsync = async (fastify) => {
   const { administration, urls } = fastify
   const base = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/admin`
-  const actor = (request: FastifyRequest): Actor => ({ userId: request.web.user!.id, name: request.web.user!.email, via: 'page', address: request.ip })
+  const actor = actorOf
   // Every action of these pages: the form's CSRF token, an administrator of this site, and a recent
   // sign-in or confirmation (routes/web/confirm.ts), which brings them back to the action's page.
   const action = (page: string) => ({ preHandler: [fastify.csrfProtection, requireAdministrator, requireConfirmed('administration', page)] })

@@ -13,6 +13,7 @@ import { fillSavedReply, splitTags, tagList } from '../../lib/team-queue.ts'
 import { readMultipart, sendAttachment } from '../api/files.ts'
 import type { CommentExtras } from '../api/discussions/views.ts'
 import { commentExtras } from '../api/discussions/context.ts'
+import { actorOf } from '../actor.ts'
 import { messageProblem, notFoundPage, refusalOf, pageData, requireSupporter } from './pages.ts'
 import { PAGE, REPLY_FORM_BYTES, TABS, whole } from './queue.ts'
 
@@ -254,7 +255,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
     if (action === 'delete' && confirmed !== 'yes') {
       return reply.page('confirm_delete', pageData(request, reply, { title: `Delete “${d.title}”?`, discussion: { number: d.number, title: d.title, href: `${base(request)}/discussions/${d.number}` } }))
     }
-    return changed(request, reply, d, () => discussions.act(d.siteId, d.number, action as Action), action as string)
+    return changed(request, reply, d, () => discussions.act(d.siteId, d.number, action as Action, undefined, actorOf(request)), action as string)
   })
 
   fastify.post('/discussions/:number/category', forms, async (request, reply) => {

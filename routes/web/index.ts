@@ -8,6 +8,8 @@ import fp from 'fastify-plugin'
 import administrationRoutes from './administration.ts'
 import adminMailRoutes from './admin-mail.ts'
 import adminTeamRoutes from './admin-team.ts'
+import adminCategoryRoutes from './admin-categories.ts'
+import adminRecordRoutes from './admin-record.ts'
 import adminWebhookRoutes from './admin-webhooks.ts'
 import liveRoutes from './live.ts'
 import adminQueueRoutes from './admin-queue.ts'
@@ -90,6 +92,8 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(administrationRoutes)
       await web.register(adminMailRoutes)
       await web.register(adminTeamRoutes)
+      await web.register(adminCategoryRoutes)
+      await web.register(adminRecordRoutes)
       await web.register(adminWebhookRoutes)
       await web.register(adminQueueRoutes)
       await web.register(queueRoutes)

@@ -202,7 +202,7 @@ t.test('a supporter who has not chosen hears of new discussions as the site says
   await open('First')
   t.same((await told()).sort(), ['ann@example.test', 'bob@example.test'], 'the whole team hears of it')
   await app.users.setNotifications(siteId, bob.user.id, { newDiscussions: true, owned: true })
-  await app.administration.setPolicy(await app.sites.get('demo'), { newDiscussionsToTeam: false }, undefined, { userId: ann.user.id, name: ann.user.email, via: 'api' })
+  await app.administration.setPolicy(await app.sites.get('demo'), { newDiscussionsToTeam: false }, undefined, { id: ann.user.id, name: ann.user.email, via: 'api' })
   t.same(await app.users.notifications(siteId, ann.user.id), { newDiscussions: false, owned: true }, 'Ann, who never chose, follows the site')
   await open('Second')
   t.same((await told()).slice(2), ['bob@example.test'], 'Bob chose to hear of them: his choice holds')

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { actorOf } from '../../actor.ts'
 import type { Action } from '../../../db/stores/discussions.ts'
 import { expectedVersion, type DiscussionContext } from './context.ts'
 import { AssignQuery, ChangeCategoryQuery, Discussion, errorResponses, NumberParams } from './schemas.ts'
@@ -27,7 +28,7 @@ const actionRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastif
       { schema: { tags: ['discussions'], operationId: `${action.replace(/_(\w)/g, (_, c: string) => c.toUpperCase())}Discussion`, summary, params: NumberParams, response } },
       async (request) => {
         const { site } = request.auth!
-        return views.discussion(site.permalink, await discussions.act(site.id, request.params.number, action, expectedVersion(request)))
+        return views.discussion(site.permalink, await discussions.act(site.id, request.params.number, action, expectedVersion(request), actorOf(request)))
       },
     )
   }

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { actorOf } from '../../actor.ts'
 import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import type { Category as CategoryRow } from '../../../db/stores/categories.ts'
@@ -77,8 +78,8 @@ const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fast
     },
     async (request, reply) => {
       const { site } = request.auth!
-      const made = await categories.add(site.id, request.body.name, request.body.public ?? false)
-      const category = request.body.round_robin ? (await categories.change(site.id, made.id, { roundRobin: true }))! : made
+      const made = await categories.add(site.id, request.body.name, request.body.public ?? false, actorOf(request))
+      const category = request.body.round_robin ? (await categories.change(site.id, made.id, { roundRobin: true }, actorOf(request)))! : made
       const resource = await shown(site, category)
       return reply.code(201).header('location', resource.href).send(resource)
     },
@@ -93,7 +94,7 @@ const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fast
     async (request) => {
       const site = request.auth!.site
       const { name, public: isPublic, round_robin: roundRobin } = request.body
-      const category = await categories.change(site.id, request.params.id, { name, public: isPublic, roundRobin })
+      const category = await categories.change(site.id, request.params.id, { name, public: isPublic, roundRobin }, actorOf(request))
       if (!category) throw notFound(`there is no category ${request.params.id} on this site`)
       return shown(site, category)
     },
@@ -115,7 +116,7 @@ const categoryRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fast
     },
     async (request, reply) => {
       const site = request.auth!.site
-      await discussions.removeCategory(site.id, request.params.id, request.query.into ?? null)
+      await discussions.removeCategory(site.id, request.params.id, request.query.into ?? null, actorOf(request))
       return reply.code(204).send(null)
     },
   )

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { actorOf } from '../../actor.ts'
 import { apiVia } from '../../../lib/via.ts'
 import { InvalidRequest, WHOLE_BODY } from '../../../plugins/http/validation.ts'
 import { commentExtras, expectedVersion, type DiscussionContext } from './context.ts'
@@ -133,7 +134,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
     },
     async (request) => {
       const { site } = request.auth!
-      return views.discussion(site.permalink, await discussions.act(site.id, request.params.number, 'delete', expectedVersion(request)))
+      return views.discussion(site.permalink, await discussions.act(site.id, request.params.number, 'delete', expectedVersion(request), actorOf(request)))
     },
   )
 }

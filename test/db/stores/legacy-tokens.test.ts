@@ -43,7 +43,7 @@ t.test('look-up: the owner, the expiry and the role on the site asked for', asyn
   const ann = await users.insert({ email: 'ann@example.test', name: 'Ann' }, null)
   await users.addStaff(demo.id, ann.id)
   const { value, expiresAt } = await users.legacyTokens.current(ann.id)
-  t.same(await users.legacyTokens.lookup(value, demo.id), { id: ann.id, email: 'ann@example.test', name: 'Ann', disabled: false, expiresAt, staff: true })
+  t.same(await users.legacyTokens.lookup(value, demo.id), { id: ann.id, email: 'ann@example.test', name: 'Ann', disabled: false, expiresAt, staff: true, collaborator: false })
   t.match(await users.legacyTokens.lookup(value, other.id), { id: ann.id, staff: false })
   await users.removeStaff(demo.id, ann.id)
   t.match(await users.legacyTokens.lookup(value, demo.id), { staff: false }, 'a customer of the site is not staff')
