@@ -77,7 +77,8 @@ export function changedFields(before: object, after: object): { before: Record<s
   const old = before as Record<string, Value>
   for (const [key, value] of Object.entries(after) as Array<[string, Value | undefined]>) {
     if (value === undefined || JSON.stringify(value) === JSON.stringify(old[key])) continue
-    was[key] = old[key] ?? null
+    // Both sides have the same fields (the callers give one shape twice).
+    was[key] = old[key]!
     now[key] = value
   }
   return { before: was, after: now }

@@ -242,6 +242,11 @@ async function retag(port: StorePort, d: DiscussionRow): Promise<void> {
   if (tags.length > 0) await port.db.insert(discussionTags).values(tags.map((tag) => ({ discussionId: d.id, siteId: d.siteId, tag })))
 }
 
+/** What a change of one discussion writes, decided from it as it is under its lock; null: nothing. */
+type Decide = (tx: StorePort, d: DiscussionRow) => Promise<Partial<DiscussionRow> | null>
+/** What the change feed and the webhooks are told of a change, from the discussion after it. */
+type EventOf = (after: DiscussionRow) => 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam'
+
 /** The category a discussion is moved to; another site's or an unknown one is an invalid `field`. */
 async function checkCategory(port: StorePort, siteId: number, id: number, field: string) {
   const category = await categoryOfSite(port, siteId, id)
@@ -345,25 +350,12 @@ export function createDiscussionStore(
     .prepare('discussions_comments')
 
   /** Reads the discussion under its row lock, asks `decide` what changes, writes that, moves the counts and tells `events` (as `event`). */
-  function change(
-    siteId: number,
-    number: number,
-    decide: (tx: StorePort, d: DiscussionRow) => Promise<Partial<DiscussionRow> | null>,
-    expected?: Expected,
-    event: (after: DiscussionRow) => 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' = () => 'discussion.updated',
-  ): Promise<DiscussionRow> {
+  function change(siteId: number, number: number, decide: Decide, expected?: Expected, event?: EventOf): Promise<DiscussionRow> {
     return port.atomic((tx) => changeIn(tx, siteId, number, decide, expected, event))
   }
 
   /** `change`, in the transaction `tx`. */
-  async function changeIn(
-    tx: StorePort,
-    siteId: number,
-    number: number,
-    decide: (tx: StorePort, d: DiscussionRow) => Promise<Partial<DiscussionRow> | null>,
-    expected?: Expected,
-    event: (after: DiscussionRow) => 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' = () => 'discussion.updated',
-  ): Promise<DiscussionRow> {
+  async function changeIn(tx: StorePort, siteId: number, number: number, decide: Decide, expected?: Expected, event: EventOf = () => 'discussion.updated'): Promise<DiscussionRow> {
     const before = await getIn(tx, siteId, number, true)
     holdsExpected(before, expected)
     const changes = await decide(tx, before)

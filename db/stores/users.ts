@@ -189,11 +189,11 @@ async function keepsAnAdministrator(tx: StorePort, siteId: number, leaving: numb
   if (!other) throw new StoreError('the site would have no administrator left: make someone else one first', 'conflict', 'user')
 }
 
-/** The address of an account, as the record of changes names the person a change was made to. */
+/** The address of an account (never deleted), as the record of changes names the person a change was made to. */
 async function emailOf(port: StorePort, userId: number): Promise<string> {
   const { users } = port.tables
   const [user] = await port.db.select({ email: users.email }).from(users).where(eq(users.id, userId))
-  return user?.email ?? `#${userId}`
+  return user!.email
 }
 
 /** What each role of the staff allows, in order: a change up ends the person's sessions (they sign in again). */

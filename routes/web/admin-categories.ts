@@ -38,7 +38,8 @@ const adminCategoryRoutes: FastifyPluginAsync = async (fastify) => {
   async function changed(request: FastifyRequest, reply: FastifyReply, done: string, work: () => Promise<unknown>, values = { name: '' }) {
     const error = await refusalOf(work, ['invalid', 'not_found', 'conflict'])
     if (!error) return reply.redirect(`${base(request)}?done=${done}`, 303)
-    return categoriesPage(request, reply, STATUS[error.code] ?? 400, { error: sentence(`${error.field === 'into' ? 'Where its discussions go' : 'The category'} ${error.message}`), values })
+    const what = error.field === 'into' && error.code === 'invalid' ? 'Where its discussions go' : 'The category'
+    return categoriesPage(request, reply, STATUS[error.code]!, { error: sentence(`${what} ${error.message}`), values })
   }
 
   fastify.get('/admin/categories', { preHandler: requireAdministrator }, (request, reply) => categoriesPage(request, reply))

@@ -22,7 +22,7 @@ const THING_NAMES: Record<string, string> = {
 
 /** A detail as one line of text: `name: before → after`, or `name: value`. */
 export function shownDetail(detail: Record<string, unknown>): string[] {
-  const shown = (v: unknown) => (v === null ? 'none' : Array.isArray(v) ? v.join(', ') : typeof v === 'boolean' ? (v ? 'yes' : 'no') : String(v))
+  const shown = (v: unknown) => (v === null ? 'none' : typeof v === 'boolean' ? (v ? 'yes' : 'no') : String(v))
   const { before, after, ...rest } = detail as { before?: Record<string, unknown>; after?: Record<string, unknown> }
   const lines = after ? Object.keys(after).map((k) => `${k}: ${shown(before?.[k])} → ${shown(after[k])}`) : []
   return [...lines, ...Object.entries(rest).map(([k, v]) => `${k}: ${shown(v)}`)]

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
+import { signedInPerson } from '../fixtures/web.ts'
 
 // Engines: both: a category removed moves its discussions, counts and mailboxes in one transaction, which each engine must keep alike.
 // Issue 67, item 3: categories made, changed and removed through the API by the site's
@@ -68,4 +69,39 @@ t.test('an administrator makes, renames and merges a category; a supporter and a
   const last = await call(ann, 'DELETE', `/demo/categories/${general.id}`)
   t.equal(last.status, 409)
   t.match(last.body.message, /last category/)
+})
+
+t.test('Administration -> Categories: add, rename, make public, merge; each refusal said on the page', async (t) => {
+  const { app } = await buildTestApp(t)
+  const ann = await signedInPerson(app, { administrator: true, email: 'ann@example.test' })
+  const site = ann.site
+  const general = await app.categories.add(site.id, 'General', true)
+  const api = await supporterWithToken(app, { email: 'api@example.test' })
+  await ann.web.get('/demo/admin/categories')
+  t.equal((await ann.web.post('/demo/admin/categories', { name: 'Billing' })).headers.location, 'https://help.example.test/demo/admin/categories?done=added')
+  const billing = (await app.categories.list(site.id, 0, -1)).categories.find((c) => c.name === 'Billing')!
+  t.equal(billing.public, false, 'private unless ticked')
+  await app.inject({ method: 'POST', url: `/demo/categories/${billing.id}/discussions`, headers: { ...api.bearer, accept: V1 }, payload: { title: 'Invoice', body: 'Words.' } })
+  const page = await ann.web.get('/demo/admin/categories')
+  t.match(page.body, /data-category="Billing"[\s\S]*?1 discussion</)
+  t.match(page.body, /Move its discussions into/)
+
+  const refused = [
+    [`/demo/admin/categories/${billing.id}`, { name: '' }, 400, /The category a category name must be 1 to 100 characters/],
+    ['/demo/admin/categories/999999', { name: 'Gone' }, 404, /The category is not one of this site/],
+    [`/demo/admin/categories/${billing.id}`, { remove: 'yes' }, 409, /The category holds 1 discussion: name the category they move into/],
+    [`/demo/admin/categories/${billing.id}`, { remove: 'yes', into: 'x' }, 400, /Where its discussions go is 0, which is not a category of this site/],
+    ['/demo/admin/categories', { name: 'x'.repeat(101) }, 400, /The category a category name must be 1 to 100 characters/],
+  ] as const
+  for (const [path, form, status, words] of refused) {
+    const answer = await ann.web.post(path, form)
+    t.equal(answer.statusCode, status, `${path} ${JSON.stringify(form).slice(0, 40)}`)
+    t.match(answer.body, words)
+  }
+  t.equal((await ann.web.post(`/demo/admin/categories/${billing.id}`, { name: 'Invoices', public: 'yes' })).statusCode, 303)
+  t.match(await app.categories.find(site.id, billing.id), { name: 'Invoices', public: true })
+  t.equal((await ann.web.post(`/demo/admin/categories/${billing.id}`, { remove: 'yes', into: String(general.id) })).headers.location, 'https://help.example.test/demo/admin/categories?done=removed')
+  t.match(await app.discussions.get(site.id, 1), { categoryId: general.id })
+  t.match((await ann.web.get('/demo/admin/categories?done=removed')).body, /The category is removed; its discussions moved\./)
+  t.notMatch((await ann.web.get('/demo/admin/categories')).body, /aria-label="Remove General"/, 'the last one offers no removal')
 })

@@ -45,6 +45,8 @@ t.test('each change of an administrator is a line: who, how, from where, before 
   await call('POST', '/demo/discussions/1/restore')
   const invited = await call('POST', '/demo/invitations', { email: 'cleo@engineering.example', role: 'collaborator' })
   await call('DELETE', `/demo/invitations/${invited.id}`)
+  t.equal((await call('POST', '/demo/invitations', { email: 'eve@example.test' })).role, 'supporter', 'a supporter unless said')
+  await call('PATCH', `/demo/staff/${bob.user.id}`, { role: 'collaborator' })
   await call('PATCH', `/demo/staff/${bob.user.id}`, { role: 'administrator' })
   await call('DELETE', `/demo/staff/${bob.user.id}`)
 
@@ -71,6 +73,8 @@ t.test('each change of an administrator is a line: who, how, from where, before 
     ['discussion.restored', '#1 Wrong invoice'],
     ['team.invited', 'cleo@engineering.example'],
     ['team.invitation_withdrawn', 'cleo@engineering.example'],
+    ['team.invited', 'eve@example.test'],
+    ['team.role_changed', 'bob@example.test'],
     ['team.role_changed', 'bob@example.test'],
     ['team.removed', 'bob@example.test'],
   ])
@@ -81,8 +85,8 @@ t.test('each change of an administrator is a line: who, how, from where, before 
   t.same(line('policy.changed').detail, { before: { max_token_days: 365 }, after: { max_token_days: 30 } })
   t.same(line('webhook.changed').detail, { before: { enabled: true }, after: { enabled: false } })
   t.same(line('saved_reply.changed').detail, { before: { text_changed: false }, after: { text_changed: true } })
-  t.same(line('team.role_changed').detail, { before: { role: 'supporter' }, after: { role: 'administrator' } })
-  t.same(line('team.invited').detail, { role: 'collaborator' })
+  t.same(line('team.role_changed').detail, { before: { role: 'collaborator' }, after: { role: 'administrator' } })
+  t.same(entries.find((e) => e.action === 'team.invited' && e.target === 'cleo@engineering.example')!.detail, { role: 'collaborator' })
   t.same(line('mailbox.added').detail, { fetched_from: 'imap.demo.example:993', own_smtp: false, acknowledge: false })
   t.notMatch(answer.body, rotated.secret, 'no webhook secret')
   t.notMatch(answer.body, hook.secret, 'no webhook secret')
@@ -90,24 +94,24 @@ t.test('each change of an administrator is a line: who, how, from where, before 
 
   // The filter by kind of thing, by person; a page at a time.
   const teamOnly = (await app.inject({ url: '/demo/audit_log?action=team', headers: { ...ann.bearer, accept: V1 } })).json().entries as Array<{ action: string }>
-  t.same(teamOnly.map((e) => e.action).reverse(), ['team.invited', 'team.invitation_withdrawn', 'team.role_changed', 'team.removed'])
-  t.same((await app.inject({ url: '/demo/audit_log?action=team.invited', headers: { ...ann.bearer, accept: V1 } })).json().entries.length, 1)
+  t.same(teamOnly.map((e) => e.action).reverse(), ['team.invited', 'team.invitation_withdrawn', 'team.invited', 'team.role_changed', 'team.role_changed', 'team.removed'])
+  t.same((await app.inject({ url: '/demo/audit_log?action=team.invited', headers: { ...ann.bearer, accept: V1 } })).json().entries.length, 2)
   t.same((await app.inject({ url: `/demo/audit_log?actor=${bob.user.id}`, headers: { ...ann.bearer, accept: V1 } })).json().entries, [], 'Bob changed nothing')
   for (const bad of ['action=team%25', 'action=nothing', 'actor=x', `cursor=${Buffer.from('v1.f.3').toString('base64url')}`, 'cursor=%00']) {
     t.equal((await app.inject({ url: `/demo/audit_log?${bad}`, headers: { ...ann.bearer, accept: V1 } })).statusCode, 400, bad)
   }
-  for (let i = 0; i < 40; i++) await app.categories.change(site.id, general.id, { name: `General ${i}` }, { ...OPERATOR })
-  const first = await app.inject({ url: '/demo/audit_log', headers: { ...ann.bearer, accept: V1 } })
+  for (let i = 0; i < 50; i++) await app.categories.change(site.id, general.id, { name: `General ${i}` }, { id: ann.user.id, name: 'ann@example.test', via: 'api' })
+  const first = await app.inject({ url: `/demo/audit_log?action=category&actor=${ann.user.id}`, headers: { ...ann.bearer, accept: V1 } })
   const page = first.json() as { entries: Array<{ id: number; actor: { name: string; via: string } }>; next_cursor: string }
   t.equal(page.entries.length, 50)
-  t.same(page.entries[0]!.actor, { id: null, name: 'the operator', via: 'cli', address: null })
-  t.equal(first.headers.link, `<https://api.example.test/demo/audit_log?cursor=${page.next_cursor}>; rel="next"`)
-  const second = (await app.inject({ url: `/demo/audit_log?cursor=${page.next_cursor}`, headers: { ...ann.bearer, accept: V1 } })).json() as typeof page
-  t.equal(second.entries.length, 10)
+  t.equal(first.headers.link, `<https://api.example.test/demo/audit_log?action=category&actor=${ann.user.id}&cursor=${page.next_cursor}>; rel="next"`, 'the next page keeps the filters')
+  const second = (await app.inject({ url: `/demo/audit_log?action=category&actor=${ann.user.id}&cursor=${page.next_cursor}`, headers: { ...ann.bearer, accept: V1 } })).json() as typeof page
+  t.equal(second.entries.length, 4)
   t.equal(second.next_cursor, null)
   t.ok(second.entries[0]!.id < page.entries.at(-1)!.id, 'older, with nothing twice')
   const far = Buffer.from('v1.a.999999999999999').toString('base64url')
   t.equal((await app.inject({ url: `/demo/audit_log?cursor=${far}`, headers: { ...ann.bearer, accept: V1 } })).json().entries.length, 50, 'a cursor past every id starts from the newest')
+  t.equal((await app.inject({ url: '/demo/audit_log?action=policy', headers: { ...ann.bearer, accept: V1 } })).headers.link, undefined, 'one page: no next')
 
   // From the other side: a supporter, a collaborator, another site's administrator.
   t.equal((await app.inject({ url: '/demo/audit_log', headers: { ...dee.bearer, accept: V1 } })).statusCode, 403, 'a supporter reads none')
@@ -140,6 +144,21 @@ t.test('on the pages: a change there is a line; Administration -> Record lists t
   t.match(record.body, /ann@example\.test <span class="muted">\(pages, /)
   t.match(record.body, /name: Billing &lt;b&gt; → Invoices/, 'escaped, before and after')
   t.match((await ann.web.get('/demo/admin/record?action=team')).body, /Nothing yet\./, 'filtered by kind')
+  t.match((await ann.web.get('/demo/admin/record?action=bogus')).body, /data-record="category.changed"/, 'an unknown kind shows every change')
+  t.equal((await ann.web.post(`/demo/admin/categories/${billing.id}`, { remove: 'yes' })).statusCode, 303)
+  t.match((await ann.web.get('/demo/admin/record')).body, /into: none/, 'an empty category removed into nothing')
+  t.match((await ann.web.get('/demo/admin/record')).body, /public: yes/, 'a yes/no said in words')
+  // The operator's lines, a page at a time.
+  for (let i = 0; i < 50; i++) await app.categories.add(ann.site.id, `Made ${i}`, false, OPERATOR)
+  const newest = await ann.web.get('/demo/admin/record')
+  t.match(newest.body, /the operator <span class="muted">\(command line\)/)
+  const older = /href="([^"]+)" rel="next">Older changes/.exec(newest.body)![1]!.replaceAll('&amp;', '&')
+  const next = await ann.web.get(older)
+  t.match(next.body, /data-record="category.changed"/, 'the older page has the earlier lines')
+  t.notMatch(next.body, /Older changes/)
+  t.match((await ann.web.get('/demo/admin/record?cursor=junk')).body, /Made 49/, 'a cursor of nothing starts from the newest')
+  const api = await supporterWithToken(app, { email: 'ann@example.test' })
+  await app.inject({ method: 'PATCH', url: `/demo/categories/${billing.id}`, headers: json(api.bearer), payload: { name: 'Again' } })
   t.equal((await bob.web.get('/demo/admin/record')).statusCode, 403, 'a supporter sees no record')
   t.equal((await bob.web.post(`/demo/admin/categories/${billing.id}`, { name: 'Mine' })).statusCode, 403, 'nor changes a category')
 })
@@ -149,13 +168,20 @@ t.test('the operator: each command that changes a site is a line by the operator
   t.equal((await cli.run(['site', 'add', 'acme'])).code, 0)
   t.equal((await cli.run(['category', 'add', 'acme', 'Billing'])).code, 0)
   t.equal((await cli.run(['user', 'add', 'ivy@example.test', '--name', 'Ivy'], { stdin: 'a long password 123\n' })).code, 0)
+  t.equal((await cli.run(['staff', 'add', 'acme', 'ivy@example.test'])).code, 0)
   t.equal((await cli.run(['staff', 'add', 'acme', 'ivy@example.test', '--admin'])).code, 0)
+  t.equal((await cli.run(['invitation', 'add', 'acme', 'jo@example.test', '--collaborator'])).code, 0)
+  t.equal((await cli.run(['invitation', 'add', 'acme', 'kim@example.test', '--collaborator', '--administrator'])).code, 2, 'one role')
+  t.equal((await cli.run(['staff', 'remove', 'acme', 'ivy@example.test'])).code, 0)
   const listed = await cli.run(['audit', 'acme'])
   t.equal(listed.code, 0, listed.stderr)
   const lines = listed.stdout.trim().split('\n').map((l) => l.split('\t'))
-  t.same(lines.map((l) => [l[1], l[2], l[4], l[5]]), [
-    ['the operator', 'cli', 'team.added', 'ivy@example.test'],
-    ['the operator', 'cli', 'category.created', 'Billing'],
+  t.same(lines.map((l) => [l[1], l[2], l[4], l[5], l[6]]), [
+    ['the operator', 'cli', 'team.removed', 'ivy@example.test', '-'],
+    ['the operator', 'cli', 'team.invited', 'jo@example.test', 'role: collaborator'],
+    ['the operator', 'cli', 'team.role_changed', 'ivy@example.test', 'role: supporter → administrator'],
+    ['the operator', 'cli', 'team.added', 'ivy@example.test', 'role: supporter'],
+    ['the operator', 'cli', 'category.created', 'Billing', 'public: no'],
   ])
   const asJson = JSON.parse((await cli.run(['audit', 'acme', '--action', 'category', '--json'])).stdout) as Array<{ action: string }>
   t.same(asJson.map((e) => e.action), ['category.created'])
