@@ -14,6 +14,7 @@ import { clientErrorBody } from './plugins/http/validation.ts'
 import authentication from './plugins/auth/authenticate.ts'
 import notesOnly from './plugins/auth/notes-only.ts'
 import auditRoutes from './routes/api/audit-log.ts'
+import scheduleRoutes from './routes/api/schedules.ts'
 import challenge from './plugins/auth/challenge.ts'
 import authLimits from './plugins/auth/limits.ts'
 import rateLimits, { DEFAULT_RATE_LIMITS } from './plugins/rate-limits.ts'
@@ -237,6 +238,8 @@ export function buildApp(options: AppOptions) {
       routes.register(webhookRoutes)
       // The site's saved replies: read by its staff, filled in for a discussion; written by its administrators.
       routes.register(savedReplyRoutes)
+      // The site's business hours: read by its staff, written by its administrators.
+      routes.register(scheduleRoutes)
       // What the site says of senders: allowed, or blocked as spam (its administrators').
       routes.register(senderRuleRoutes)
       // The MCP endpoint: its tools are requests to the routes above, with the caller's token.

@@ -40,6 +40,8 @@ export const COPIED_TABLES = [
   schema.oauthRecords,
   schema.securityEvents,
   schema.auditEvents,
+  // Business hours.
+  schema.schedules,
   schema.secondFactors,
   schema.recoveryCodes,
   // Answered passkey challenges: copied too, so one answered before the move stays answered.

@@ -18,6 +18,7 @@ import { createInvitationStore, type InvitationStore } from './stores/invitation
 import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
 import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.ts'
 import { createSavedReplyStore, type SavedReplyStore } from './stores/saved-replies.ts'
+import { createScheduleStore, type ScheduleStore } from './stores/schedules.ts'
 import { createSenderStore, type SenderStore } from './stores/senders.ts'
 import { createSearchStore, type SearchStore } from './stores/search.ts'
 import { createChangeStore, type ChangeStore } from './stores/changes.ts'
@@ -120,6 +121,8 @@ export interface EngineStores {
   categories(clock: Clock): CategoryStore
   /** A site's saved replies (db/stores/saved-replies.ts). */
   savedReplies(clock: Clock): SavedReplyStore
+  /** A site's business hours (db/stores/schedules.ts). */
+  schedules(clock: Clock): ScheduleStore
   /** What the sites say of senders: allowed, or blocked as spam (db/stores/senders.ts). */
   senders(clock: Clock): SenderStore
   /** Full-text search over the discussions, and the backfill of its index (db/stores/search.ts). */
@@ -163,6 +166,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     discussions: (clock, box, events) => guard(createDiscussionStore(port, clock, box, listingOf, events)),
     categories: (clock) => guard(createCategoryStore(port, clock)),
     savedReplies: (clock) => guard(createSavedReplyStore(port, clock)),
+    schedules: (clock) => guard(createScheduleStore(port, clock)),
     senders: (clock) => guard(createSenderStore(port, clock)),
     search: () => guard(createSearchStore(port)),
     changes: () => guard(createChangeStore(port)),

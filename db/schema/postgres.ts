@@ -363,6 +363,22 @@ export const auditEvents = pgTable(
   (t) => [pgIndex('audit_events_site_idx').on(t.siteId, t.id), pgIndex('audit_events_created_idx').on(t.createdAt)],
 )
 
+// A site's business hours: db/schema/sqlite.ts.
+export const schedules = pgTable(
+  'schedules',
+  {
+    id: id(),
+    siteId: siteReference(),
+    name: pgText('name').notNull(),
+    timeZone: pgText('time_zone').notNull(),
+    week: pgText('week').notNull(),
+    days: pgText('days').notNull(),
+    createdAt: moment('created_at').notNull(),
+    updatedAt: moment('updated_at').notNull(),
+  },
+  (t) => [pgUniqueIndex('schedules_site_name_unique').on(t.siteId, t.name)],
+)
+
 export const secondFactors = pgTable(
   'second_factors',
   {

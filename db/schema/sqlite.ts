@@ -458,6 +458,25 @@ export const auditEvents = sqliteTable(
   (t) => [index('audit_events_site_idx').on(t.siteId, t.id), index('audit_events_created_idx').on(t.createdAt)],
 )
 
+// A site's business hours (issue 68; db/stores/schedules.ts; docs/decisions.md, "Business hours"):
+// the hours of each weekday in an IANA time zone, and the dates whose hours differ (holidays,
+// one-offs), as lib/business-time.ts reads them. `week` is a JSON array of seven arrays of
+// [start, end] minutes (Monday first); `days` a JSON object of date -> {name, hours}.
+export const schedules = sqliteTable(
+  'schedules',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    name: text('name').notNull(),
+    timeZone: text('time_zone').notNull(),
+    week: text('week').notNull(),
+    days: text('days').notNull(),
+    createdAt: moment('created_at').notNull(),
+    updatedAt: moment('updated_at').notNull(),
+  },
+  (t) => [uniqueIndex('schedules_site_name_unique').on(t.siteId, t.name)],
+)
+
 // Second factors of an account (docs/decisions.md, "Second factors"): authenticator apps (TOTP,
 // RFC 6238) and passkeys (WebAuthn). `secret` is the key that checks the factor's proofs, sealed
 // under the server key: an app's shared secret, or a passkey's public key.

@@ -47,6 +47,9 @@ export const auditActions = [
   'saved_reply.created',
   'saved_reply.changed',
   'saved_reply.removed',
+  'schedule.created',
+  'schedule.changed',
+  'schedule.removed',
   'discussion.deleted',
   'discussion.restored',
 ] as const

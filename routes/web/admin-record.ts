@@ -17,6 +17,7 @@ const THING_NAMES: Record<string, string> = {
   mailbox: 'Mailboxes',
   webhook: 'Webhooks',
   saved_reply: 'Saved replies',
+  schedule: 'Business hours',
   discussion: 'Discussions deleted or restored',
 }
 

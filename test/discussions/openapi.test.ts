@@ -33,6 +33,8 @@ const READS = [
   '/{site}/search',
   '/{site}/changes',
   '/{site}/audit_log',
+  '/{site}/schedules',
+  '/{site}/schedules/{id}',
 ]
 const WRITES = [
   'post /{site}/categories/{id}/discussions',
@@ -45,6 +47,9 @@ const WRITES = [
   'patch /{site}/categories/{id}',
   'post /{site}/categories',
   'delete /{site}/categories/{id}',
+  'post /{site}/schedules',
+  'patch /{site}/schedules/{id}',
+  'delete /{site}/schedules/{id}',
   'post /{site}/saved_replies',
   'patch /{site}/saved_replies/{id}',
   'delete /{site}/saved_replies/{id}',
@@ -105,7 +110,7 @@ t.test('every API route is in the document, and nothing else', async (t) => {
 
   // Any discussion or category route registered in the app, now or later, must be documented.
   const toPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
-  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|staff|invitations|webhooks|saved_replies|sender_rules|search|changes|audit_log)/.test(r.url))
+  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|staff|invitations|webhooks|saved_replies|sender_rules|search|changes|audit_log|schedules)/.test(r.url))
   t.equal(apiShaped.length, EXPECTED.length - 2, 'all but the site resource')
   for (const r of apiShaped) t.ok(documented.includes(`${r.method} ${toPath(r.url)}`), `${r.method} ${r.url} is documented`)
   t.notOk(Object.keys(doc.paths).some((p) => p.includes('*') || p.includes('openapi') || p.includes('well-known')))
