@@ -13,6 +13,7 @@ import { openEngine } from '../db/open.ts'
 import type { PgDb } from '../db/postgres/client.ts'
 import type { Access } from '../db/values.ts'
 import type { Clock } from '../lib/clock.ts'
+import type { ScheduleStore } from '../db/stores/schedules.ts'
 import { isPostgresAddress } from '../lib/database-address.ts'
 import { hashPassword, randomPassword } from '../lib/password.ts'
 import { createSecretBox, type SecretBox } from '../lib/secret-box.ts'
@@ -65,6 +66,8 @@ export interface Stores extends CommandDatabase {
   senders: SenderStore
   /** Invitations to the sites' staff (cli/invitations.ts). */
   invitations: InvitationStore
+  /** The sites' business hours (cli/schedules.ts). */
+  schedules: ScheduleStore
   /** What the stores tell the sites' webhooks of, as the server does (a token revoked here is told too). */
   events: EventSink
   /** The service's public addresses, as the server makes them (a provider's redirect address, say). */
@@ -130,6 +133,7 @@ function storesOf(stores: EngineStores, clock: Clock, box: SecretBox, events: Ev
     webhooks: stores.webhooks(clock, box),
     senders: stores.senders(clock),
     invitations: stores.invitations(clock, box),
+    schedules: stores.schedules(clock),
   }
 }
 

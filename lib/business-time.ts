@@ -98,3 +98,32 @@ export function minutesOf(text: string): number | undefined {
 export function clockOf(minutes: number): string {
   return `${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`
 }
+
+const DAY_NAMES = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']
+
+/**
+ * A week's hours written as the command line takes them: `mon-fri 09:00-18:00; sat 10:00-12:00,13:00-14:00`
+ * (days or ranges of days, then intervals; a day not named is closed); the week (Monday first), or
+ * what is wrong.
+ */
+export function parseWeek(text: string): Interval[][] | string {
+  const week: Interval[][] = [[], [], [], [], [], [], []]
+  for (const part of text.split(';').map((p) => p.trim()).filter(Boolean)) {
+    const [days, hours, ...rest] = part.split(/\s+/)
+    if (!hours || rest.length > 0) return `"${part}": days, then their hours (mon-fri 09:00-18:00)`
+    const [first, last = first] = days!.toLowerCase().split('-')
+    const from = DAY_NAMES.indexOf(first!)
+    const to = DAY_NAMES.indexOf(last!)
+    if (from < 0 || to < from) return `"${days}": days are mon, tue, wed, thu, fri, sat, sun, or a range of them (mon-fri)`
+    const intervals: Interval[] = []
+    for (const span of hours.split(',')) {
+      const [start, end] = span.split('-').map(minutesOf)
+      if (start === undefined || end === undefined) return `"${span}": hours are HH:MM-HH:MM`
+      intervals.push([start, end])
+    }
+    const problem = hoursProblem(intervals)
+    if (problem) return `"${part}": ${problem}`
+    for (let day = from; day <= to; day++) week[day] = intervals
+  }
+  return week
+}

@@ -4,6 +4,7 @@ import { clockOf, minutesOf, type Interval } from '../../lib/business-time.ts'
 import type { ScheduleInput, ScheduleRow, SpecialDay } from '../../db/stores/schedules.ts'
 import { MAX_DAYS, MAX_SCHEDULE_NAME } from '../../db/stores/schedules.ts'
 import { StoreError } from '../../db/stores/errors.ts'
+import { publicHolidays } from '../../lib/holidays.ts'
 import { actorOf } from '../actor.ts'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
 import { moment } from './discussions/views.ts'
@@ -45,7 +46,12 @@ export const ScheduleResource = Type.Object({
   href: Type.String({ format: 'uri' }),
 })
 export const ScheduleListing = Type.Object({ schedules: Type.Array(ScheduleResource) })
-export const NewSchedule = Type.Object({ name: Name, time_zone: Zone, hours: Week, days: Type.Optional(Days) }, { additionalProperties: false })
+const HolidaysOf = Type.String({
+  pattern: '^[A-Za-z]{2}(-[A-Za-z0-9]{1,3})?$',
+  description: "Prefill days off with a country's public holidays (ISO 3166: DE) or a region's (DE-BE), this year and next; the days given win over them.",
+  errorMessage: { pattern: 'must be a country code (DE) or a region (DE-BE)' },
+})
+export const NewSchedule = Type.Object({ name: Name, time_zone: Zone, hours: Week, days: Type.Optional(Days), holidays_of: Type.Optional(HolidaysOf) }, { additionalProperties: false })
 export const ScheduleChange = Type.Object({ name: Type.Optional(Name), time_zone: Type.Optional(Zone), hours: Type.Optional(Week), days: Type.Optional(Days) }, { additionalProperties: false, minProperties: 1 })
 const ScheduleParams = Type.Object({ site: SiteParams.properties.site, id: Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'The schedule id.' }) })
 const tags = ['business hours']
@@ -107,7 +113,14 @@ const writeRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     { schema: { tags, operationId: 'addSchedule', summary: 'New business hours (administrators)', params: SiteParams, body: NewSchedule, response: { 201: ScheduleResource, ...errors, 409: ErrorBody, 415: ErrorBody, 429: ErrorBody } } },
     async (request, reply) => {
       const { site } = request.auth!
-      const made = await fastify.schedules.add(site.id, { days: {}, ...inputOf(request.body) } as ScheduleInput, actorOf(request))
+      const input = { days: {}, ...inputOf(request.body) } as ScheduleInput
+      if (request.body.holidays_of !== undefined) {
+        const year = new Date(fastify.clock()).getUTCFullYear()
+        const holidays = await publicHolidays(request.body.holidays_of, [year, year + 1])
+        if (!holidays) throw new StoreError(`"${request.body.holidays_of}" is not a country or region the holiday calendars know`, 'invalid', 'holidays_of')
+        input.days = { ...holidays, ...input.days }
+      }
+      const made = await fastify.schedules.add(site.id, input, actorOf(request))
       const resource = view(base(site.permalink), made)
       return reply.code(201).header('location', resource.href).send(resource)
     },

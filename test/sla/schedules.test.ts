@@ -1,5 +1,6 @@
 import t from 'tap'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
+import { cliRunner } from '../fixtures/cli.ts'
 import { addBusinessMinutes } from '../../lib/business-time.ts'
 import { businessSchedule } from '../../db/stores/schedules.ts'
 
@@ -90,4 +91,56 @@ t.test('an administrator keeps business hours; the staff reads them; every refus
   // At most 20 a site.
   for (let i = 0; i < 19; i++) await app.schedules.add(ann.site.id, { name: `Team ${i}`, timeZone: 'UTC', week: [[], [], [], [], [], [], []], days: {} })
   t.equal((await call(ann, 'POST', '/demo/schedules', { ...berlin, name: 'One more' })).status, 429)
+})
+
+t.test("a country's public holidays prefilled, on the API and the command line", async (t) => {
+  const { app, clock } = await buildTestApp(t)
+  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  await app.users.setAdministrator(ann.site.id, ann.user.id, true)
+  const year = new Date(clock()).getUTCFullYear()
+  const made = await app.inject({
+    method: 'POST',
+    url: '/demo/schedules',
+    headers: json(ann.bearer),
+    payload: { name: 'Berlin', time_zone: 'Europe/Berlin', hours: { monday: nineToSix }, holidays_of: 'DE-BE', days: [{ date: `${year}-12-24`, name: 'Closed early', hours: [{ from: '09:00', to: '12:00' }] }] },
+  })
+  t.equal(made.statusCode, 201, made.body)
+  const days = made.json().days as Array<{ date: string; name: string; hours: unknown[] }>
+  t.match(days.find((d) => d.date === `${year}-12-25`), { hours: [] }, 'Christmas Day off')
+  t.ok(days.some((d) => d.date === `${year + 1}-01-01`), 'and next year')
+  t.ok(days.some((d) => d.date === `${year}-03-08`), "Berlin's own: Women's Day")
+  t.same(days.find((d) => d.date === `${year}-12-24`), { date: `${year}-12-24`, name: 'Closed early', hours: [{ from: '09:00', to: '12:00' }] }, 'a day given wins')
+  for (const place of ['XX', 'DE-ZZ', 'Germany']) {
+    const refused = await app.inject({ method: 'POST', url: '/demo/schedules', headers: json(ann.bearer), payload: { name: place, time_zone: 'UTC', hours: {}, holidays_of: place } })
+    t.equal(refused.statusCode, 400, place)
+    t.match(refused.body, 'holidays_of')
+  }
+})
+
+t.test('the command line: add with hours and holidays, list, remove; each refusal a usage error', async (t) => {
+  const cli = await cliRunner(t)
+  t.equal((await cli.run(['site', 'add', 'acme'])).code, 0)
+  const added = await cli.run(['schedule', 'add', 'acme', 'Berlin', '--zone', 'Europe/Berlin', '--hours', 'mon-fri 09:00-12:00,13:00-18:00; sat 10:00-14:00', '--holidays', 'DE'])
+  t.equal(added.code, 0, added.stderr)
+  t.match(added.stdout, /^schedule 1 of acme: 1\tBerlin\tEurope\/Berlin\tmon 09:00-12:00,13:00-18:00; tue 09:00-12:00,13:00-18:00; wed .*; sat 10:00-14:00\t\d+ dates\n$/)
+  t.equal((await cli.run(['schedule', 'add', 'acme', 'Austin', '--zone', 'America/Chicago', '--hours', 'mon 08:00-17:00'])).code, 0)
+  t.match((await cli.run(['schedule', 'list', 'acme'])).stdout, /^2\tAustin\tAmerica\/Chicago\tmon 08:00-17:00\t0 dates\n1\tBerlin/)
+  for (const [argv, words] of [
+    [['--zone', 'UTC'], /--zone and --hours are needed/],
+    [['--zone', 'UTC', '--hours', 'someday 09:00-10:00'], /days are mon, tue/],
+    [['--zone', 'UTC', '--hours', 'mon 9-10'], /hours are HH:MM-HH:MM/],
+    [['--zone', 'UTC', '--hours', 'mon'], /days, then their hours/],
+    [['--zone', 'UTC', '--hours', 'fri-mon 09:00-10:00'], /a range of them/],
+    [['--zone', 'UTC', '--hours', 'mon 10:00-09:00'], /each interval must end after it starts/],
+    [['--zone', 'UTC', '--hours', 'mon 09:00-10:00', '--holidays', 'XX'], /not a country \(DE\) or region/],
+  ] as const) {
+    const refused = await cli.run(['schedule', 'add', 'acme', 'X', ...argv])
+    t.equal(refused.code, 2, argv.join(' '))
+    t.match(refused.stderr, words)
+  }
+  t.equal((await cli.run(['schedule', 'add', 'acme', 'X', '--zone', 'Mars/X', '--hours', 'mon 09:00-10:00'])).code, 1, 'an unknown zone: refused by the store')
+  t.equal((await cli.run(['schedule', 'remove', 'acme', 'one'])).code, 2)
+  t.equal((await cli.run(['schedule', 'remove', 'acme', '2'])).code, 0)
+  t.notMatch((await cli.run(['schedule', 'list', 'acme'])).stdout, /Austin/)
+  t.match((await cli.run(['audit', 'acme', '--action', 'schedule'])).stdout, /the operator\tcli\t-\tschedule.removed\tAustin/)
 })
