@@ -1942,6 +1942,8 @@ export interface components {
                     to: string;
                 }[];
             }[];
+            /** @description Prefill days off with a country's public holidays (ISO 3166: DE) or a region's (DE-BE), this year and next; the days given win over them. */
+            holidays_of?: string;
         };
         ScheduleChange: {
             name?: string;

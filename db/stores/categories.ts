@@ -112,7 +112,7 @@ export function createCategoryStore(port: StorePort, clock: Clock) {
      * are given to the site's supporters in turn (db/stores/assignment.ts). The category, or
      * undefined when the site has none with this id; a StoreError for a name that will not do.
      */
-    change(siteId: number, id: number, changes: { name?: string; public?: boolean; roundRobin?: boolean }, by?: Actor): Promise<Category | undefined> {
+    async change(siteId: number, id: number, changes: { name?: string; public?: boolean; roundRobin?: boolean }, by?: Actor): Promise<Category | undefined> {
       const set = {
         ...(changes.name === undefined ? {} : { name: validateCategoryName(changes.name) }),
         ...(changes.public === undefined ? {} : { public: changes.public }),

@@ -117,7 +117,7 @@ export function createScheduleStore(port: StorePort, clock: Clock) {
     },
 
     /** A new schedule; at most MAX_SCHEDULES a site (counted under the site's lock). */
-    add(siteId: number, input: ScheduleInput, by?: Actor): Promise<ScheduleRow> {
+    async add(siteId: number, input: ScheduleInput, by?: Actor): Promise<ScheduleRow> {
       const checked = checkedSchedule(input) as ScheduleInput
       return nameUnique(checked.name, () =>
         port.atomic(async (tx) => {
@@ -136,7 +136,7 @@ export function createScheduleStore(port: StorePort, clock: Clock) {
     },
 
     /** Changes what is given; a StoreError for a schedule of another site or none. */
-    update(siteId: number, id: number, input: Partial<ScheduleInput>, by?: Actor): Promise<ScheduleRow> {
+    async update(siteId: number, id: number, input: Partial<ScheduleInput>, by?: Actor): Promise<ScheduleRow> {
       const checked = checkedSchedule(input)
       return nameUnique(checked.name, () =>
         port.atomic(async (tx) => {

@@ -133,6 +133,8 @@ t.test('the command line: add with hours and holidays, list, remove; each refusa
     [['--zone', 'UTC', '--hours', 'fri-mon 09:00-10:00'], /a range of them/],
     [['--zone', 'UTC', '--hours', 'mon 10:00-09:00'], /each interval must end after it starts/],
     [['--zone', 'UTC', '--hours', 'mon 09:00-10:00', '--holidays', 'XX'], /not a country \(DE\) or region/],
+    [['--zone', 'UTC', '--hours', 'mon 09:00-10:00', '--holidays', 'Germany'], /not a country \(DE\) or region/],
+    [['--zone', 'UTC', '--hours', 'mon 09:00-10:00', '--holidays', 'DE-ZZ'], /not a country \(DE\) or region/],
   ] as const) {
     const refused = await cli.run(['schedule', 'add', 'acme', 'X', ...argv])
     t.equal(refused.code, 2, argv.join(' '))
@@ -143,4 +145,28 @@ t.test('the command line: add with hours and holidays, list, remove; each refusa
   t.equal((await cli.run(['schedule', 'remove', 'acme', '2'])).code, 0)
   t.notMatch((await cli.run(['schedule', 'list', 'acme'])).stdout, /Austin/)
   t.match((await cli.run(['audit', 'acme', '--action', 'schedule'])).stdout, /the operator\tcli\t-\tschedule.removed\tAustin/)
+})
+
+t.test("the store's own checks, whatever door calls it", async (t) => {
+  const { app } = await buildTestApp(t)
+  const ann = await supporterWithToken(app, { email: 'ann@example.test' })
+  const siteId = ann.site.id
+  const week = [[], [], [], [], [], [], []] as Array<Array<[number, number]>>
+  const good = { name: 'Team', timeZone: 'UTC', week, days: {} }
+  for (const [what, input, field] of [
+    ['a blank name', { ...good, name: '  ' }, 'name'],
+    ['a name too long', { ...good, name: 'x'.repeat(101) }, 'name'],
+    ['not a date', { ...good, days: { tomorrow: { name: '', hours: [] } } }, 'days'],
+    ['a date that is none', { ...good, days: { '2026-13-01': { name: '', hours: [] } } }, 'days'],
+    ["a day's name too long", { ...good, days: { '2026-12-24': { name: 'x'.repeat(101), hours: [] } } }, 'days'],
+    ["a day's hours overlapping", { ...good, days: { '2026-12-24': { name: '', hours: [[60, 120], [90, 150]] } } }, 'days'],
+    ['too many dates', { ...good, days: Object.fromEntries(Array.from({ length: 401 }, (_, i) => [new Date(Date.UTC(2026, 0, 1 + i)).toISOString().slice(0, 10), { name: '', hours: [] }])) }, 'days'],
+  ] as const) {
+    await t.rejects(app.schedules.add(siteId, input as typeof good), { code: 'invalid', field }, what)
+  }
+  const made = await app.schedules.add(siteId, good)
+  await t.rejects(app.schedules.update(siteId, made.id, { timeZone: 'Nowhere/Land' }), { code: 'invalid', field: 'time_zone' })
+  await t.rejects(app.schedules.remove(siteId, 999_999), { code: 'not_found' })
+  t.match(await app.schedules.update(siteId, made.id, { timeZone: 'Asia/Kathmandu', week: [[[0, 1440]], [], [], [], [], [], []] }), { timeZone: 'Asia/Kathmandu', week: [[[0, 1440]], [], [], [], [], [], []] })
+  t.same(await app.securityLog.changes({ siteId, limit: 10 }), [], 'a store call without an actor records nothing')
 })
