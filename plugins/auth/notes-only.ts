@@ -30,8 +30,9 @@ export function mayWrite(request: Pick<FastifyRequest, 'auth' | 'method' | 'body
 /** preHandler of the authenticated API: after the body is read (a note is told by its body), before any route or stored idempotent answer. */
 export default fp(
   async (fastify) => {
-    fastify.addHook('preHandler', async (request) => {
-      if (!mayWrite(request)) throw Object.assign(new Error(NOTES_ONLY_MESSAGE), { statusCode: 403, code: 'forbidden' })
+    // A hook with a callback, not async: no promise per request for a check of a flag.
+    fastify.addHook('preHandler', (request, _reply, done) => {
+      done(mayWrite(request) ? undefined : Object.assign(new Error(NOTES_ONLY_MESSAGE), { statusCode: 403, code: 'forbidden' }))
     })
   },
   { name: 'notes-only', fastify: '5.x' },
