@@ -10,6 +10,7 @@ import adminMailRoutes from './admin-mail.ts'
 import adminTeamRoutes from './admin-team.ts'
 import adminCategoryRoutes from './admin-categories.ts'
 import adminRecordRoutes from './admin-record.ts'
+import adminHoursRoutes from './admin-hours.ts'
 import adminWebhookRoutes from './admin-webhooks.ts'
 import liveRoutes from './live.ts'
 import adminQueueRoutes from './admin-queue.ts'
@@ -94,6 +95,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(adminTeamRoutes)
       await web.register(adminCategoryRoutes)
       await web.register(adminRecordRoutes)
+      await web.register(adminHoursRoutes)
       await web.register(adminWebhookRoutes)
       await web.register(adminQueueRoutes)
       await web.register(queueRoutes)

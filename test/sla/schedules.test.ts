@@ -1,6 +1,7 @@
 import t from 'tap'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { cliRunner } from '../fixtures/cli.ts'
+import { signedInPerson } from '../fixtures/web.ts'
 import { addBusinessMinutes } from '../../lib/business-time.ts'
 import { businessSchedule } from '../../db/stores/schedules.ts'
 
@@ -169,4 +170,38 @@ t.test("the store's own checks, whatever door calls it", async (t) => {
   await t.rejects(app.schedules.remove(siteId, 999_999), { code: 'not_found' })
   t.match(await app.schedules.update(siteId, made.id, { timeZone: 'Asia/Kathmandu', week: [[[0, 1440]], [], [], [], [], [], []] }), { timeZone: 'Asia/Kathmandu', week: [[[0, 1440]], [], [], [], [], [], []] })
   t.same(await app.securityLog.changes({ siteId, limit: 10 }), [], 'a store call without an actor records nothing')
+})
+
+t.test('Administration -> Business hours: add with holidays, remove; each refusal said on the page; administrators only', async (t) => {
+  const { app } = await buildTestApp(t)
+  const ann = await signedInPerson(app, { administrator: true, email: 'ann@example.test' })
+  const bob = await signedInPerson(app, { email: 'bob@example.test' })
+  await ann.web.get('/demo/admin/hours')
+  t.match((await ann.web.get('/demo/admin/hours')).body, /None yet\./)
+  const added = await ann.web.post('/demo/admin/hours', { name: 'Berlin', zone: 'Europe/Berlin', hours: 'mon-fri 09:00-12:00,13:00-18:00', holidays: 'DE-BE' })
+  t.equal(added.headers.location, 'https://help.example.test/demo/admin/hours?done=added')
+  const page = await ann.web.get('/demo/admin/hours?done=added')
+  t.match(page.body, /The business hours are added\./)
+  t.match(page.body, /data-schedule="Berlin"[\s\S]*?Europe\/Berlin[\s\S]*?mon 09:00-12:00, 13:00-18:00; tue/)
+  t.match((await app.schedules.list(ann.site.id))[0], { name: 'Berlin', timeZone: 'Europe/Berlin' })
+  t.ok(Object.keys((await app.schedules.list(ann.site.id))[0]!.days).length > 15, 'two years of Berlin public holidays')
+  for (const [form, status, words] of [
+    [{ name: 'X', zone: 'UTC', hours: 'someday 09:00-10:00' }, 400, /The hours: &quot;someday&quot;: days are mon/],
+    [{ name: 'X', zone: 'UTC', hours: 'mon 09:00-10:00', holidays: 'XX' }, 400, /The holidays: &quot;XX&quot; is not a country/],
+    [{ name: 'X', zone: 'Mars/Olympus_Mons', hours: 'mon 09:00-10:00' }, 400, /The time zone &quot;Mars\/Olympus_Mons&quot; is not a time zone/],
+    [{ name: ' ', zone: 'UTC', hours: '' }, 400, /The name must be 1 to 100 characters/],
+    [{ name: 'Berlin', zone: 'UTC', hours: '' }, 409, /This site has a schedule named &quot;Berlin&quot; already/],
+  ] as const) {
+    const refused = await ann.web.post('/demo/admin/hours', form)
+    t.equal(refused.statusCode, status, JSON.stringify(form))
+    t.match(refused.body, words)
+  }
+  t.equal((await bob.web.get('/demo/admin/hours')).statusCode, 403, 'a supporter sees none')
+  t.equal((await bob.web.post('/demo/admin/hours', { name: 'Mine', zone: 'UTC', hours: '' })).statusCode, 403)
+  const id = (await app.schedules.list(ann.site.id))[0]!.id
+  t.equal((await ann.web.post('/demo/admin/hours/999999/remove', {})).statusCode, 404)
+  t.equal((await ann.web.post(`/demo/admin/hours/${id}/remove`, {})).headers.location, 'https://help.example.test/demo/admin/hours?done=removed')
+  t.same(await app.schedules.list(ann.site.id), [])
+  const record = (await app.securityLog.changes({ siteId: ann.site.id, limit: 10 })).map((e) => [e.action, e.actor, e.via])
+  t.same(record, [['schedule.removed', 'ann@example.test', 'page'], ['schedule.created', 'ann@example.test', 'page']])
 })

@@ -1,0 +1,63 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { clockOf, parseWeek } from '../../lib/business-time.ts'
+import { publicHolidays } from '../../lib/holidays.ts'
+import { sentence } from '../api/discussions/http-errors.ts'
+import { actorOf } from '../actor.ts'
+import { requireConfirmed } from './confirm.ts'
+import { pageData, refusalOf, requireAdministrator, wholeNumber } from './pages.ts'
+
+// {site_url}/admin/hours: the site's business hours for its administrators (issue 68;
+// docs/decisions.md, "Business hours"), as the API's /<site>/schedules and `schedule add` have
+// them: each schedule with its zone, its week and how many dates of its own; a new one written as
+// the command line takes it (mon-fri 09:00-18:00; sat 10:00-14:00), a country's holidays prefilled.
+
+const WEEK = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']
+const NOTICES: Record<string, string> = { added: 'The business hours are added.', removed: 'The business hours are removed.' }
+const STATUS: Record<string, number> = { conflict: 409, not_found: 404, invalid: 400, limit: 429 }
+
+const adminHoursRoutes: FastifyPluginAsync = async (fastify) => {
+  const { urls, schedules } = fastify
+  const base = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/admin/hours`
+  const action = { preHandler: [fastify.csrfProtection, requireAdministrator, requireConfirmed('administration', '/admin/hours')] }
+  const field = (request: FastifyRequest, name: string) => {
+    const value = (request.body as Record<string, unknown> | undefined)?.[name]
+    return typeof value === 'string' ? value.trim() : ''
+  }
+
+  async function hoursPage(request: FastifyRequest, reply: FastifyReply, status = 200, extra: Record<string, unknown> = {}) {
+    const rows = (await schedules.list(request.web.site.id)).map((s) => ({
+      id: s.id,
+      name: s.name,
+      timeZone: s.timeZone,
+      week: s.week.map((hours, i) => (hours.length === 0 ? null : `${WEEK[i]} ${hours.map(([a, b]) => `${clockOf(a)}-${clockOf(b)}`).join(', ')}`)).filter(Boolean).join('; ') || 'closed',
+      dates: Object.keys(s.days).length,
+    }))
+    const done = (request.query as { done?: unknown }).done
+    const values = { name: '', zone: '', hours: 'mon-fri 09:00-18:00', holidays: '' }
+    return reply.page('admin_hours', pageData(request, reply, { title: 'Business hours', rows, values, notice: NOTICES[String(done)] ?? null, error: null, ...extra }), status)
+  }
+
+  fastify.get('/admin/hours', { preHandler: requireAdministrator }, (request, reply) => hoursPage(request, reply))
+
+  fastify.post('/admin/hours', action, async (request, reply) => {
+    const values = { name: field(request, 'name'), zone: field(request, 'zone'), hours: field(request, 'hours'), holidays: field(request, 'holidays') }
+    const refused = (error: string, status = 400) => hoursPage(request, reply, status, { values, error })
+    const week = parseWeek(values.hours)
+    if (typeof week === 'string') return refused(`The hours: ${week}.`)
+    const year = new Date(fastify.clock()).getUTCFullYear()
+    const days = values.holidays === '' ? {} : await publicHolidays(values.holidays, [year, year + 1])
+    if (!days) return refused(`The holidays: "${values.holidays}" is not a country (DE) or region (DE-BE) the calendars know.`)
+    const error = await refusalOf(() => schedules.add(request.web.site.id, { name: values.name, timeZone: values.zone, week, days }, actorOf(request)), ['invalid', 'conflict', 'limit'])
+    if (error) return refused(sentence(error.code === 'invalid' ? `The ${error.field === 'time_zone' ? 'time zone' : error.field} ${error.message}` : error.message), STATUS[error.code])
+    return reply.redirect(`${base(request)}?done=added`, 303)
+  })
+
+  fastify.post('/admin/hours/:id/remove', action, async (request, reply) => {
+    const id = wholeNumber((request.params as { id: string }).id, 10) ?? 0
+    const error = await refusalOf(() => schedules.remove(request.web.site.id, id, actorOf(request)), ['not_found'])
+    if (error) return hoursPage(request, reply, 404, { error: 'This site has no such business hours.' })
+    return reply.redirect(`${base(request)}?done=removed`, 303)
+  })
+}
+
+export default adminHoursRoutes
