@@ -115,7 +115,7 @@ function apiProblem(method: string, answer: Answer, expectation: Expectation): s
     case 403:
       if (challenge !== undefined) return /scope="write", error="insufficient_scope"$/.test(challenge) ? null : `403 with challenge ${challenge}`
       // A route of the site's administrators (or a collaborator's write) refuses in the API's JSON shape, saying so.
-      if (/^application\/json/.test(type)) return !hasBody || /"error":"forbidden"/.test(answer.body) ? null : '403 in JSON that is not forbidden'
+      if (/^application\/(json|vnd\.service-v1\+json)/.test(type)) return !hasBody || /"error":"forbidden"/.test(answer.body) ? null : '403 in JSON that is not forbidden'
       return /^text\/plain/.test(type) && (!hasBody || /support staff/.test(answer.body)) ? null : '403 that is neither insufficient_scope nor staff-only, nor forbidden'
     case 406:
       return /^text\/plain/.test(type) && (!hasBody || answer.body.includes(V1)) ? null : '406 without the plain-text list of media types'
