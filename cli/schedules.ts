@@ -1,6 +1,6 @@
 import { OPERATOR } from '../db/stores/audit.ts'
 import type { ScheduleRow } from '../db/stores/schedules.ts'
-import { clockOf, parseWeek } from '../lib/business-time.ts'
+import { parseWeek, weekText } from '../lib/business-time.ts'
 import { publicHolidays } from '../lib/holidays.ts'
 import { shown } from '../lib/terminal-text.ts'
 import { admin } from './admin.ts'
@@ -10,15 +10,9 @@ import { UsageError, type Command } from './command.ts'
 // the API has them: add one (its public holidays prefilled from a country's calendar on request),
 // list them, remove one.
 
-const WEEK = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']
-
 /** One line of a schedule: id, name, zone, its hours by day, and how many dates of its own. */
 function line(s: ScheduleRow): string {
-  const hours = s.week
-    .map((intervals, i) => (intervals.length === 0 ? null : `${WEEK[i]} ${intervals.map(([a, b]) => `${clockOf(a)}-${clockOf(b)}`).join(',')}`))
-    .filter(Boolean)
-    .join('; ')
-  return [s.id, s.name, s.timeZone, hours || 'closed', `${Object.keys(s.days).length} dates`].map((field) => shown(String(field))).join('\t')
+  return [s.id, s.name, s.timeZone, weekText(s.week), `${Object.keys(s.days).length} dates`].map((field) => shown(String(field))).join('\t')
 }
 
 export const scheduleCommands: Command[] = [
@@ -38,8 +32,7 @@ export const scheduleCommands: Command[] = [
       if (typeof values.zone !== 'string' || typeof values.hours !== 'string') throw new UsageError('--zone and --hours are needed')
       const week = parseWeek(values.hours)
       if (typeof week === 'string') throw new UsageError(`--hours ${week}`)
-      const year = new Date(io.clock()).getUTCFullYear()
-      const days = typeof values.holidays === 'string' ? await publicHolidays(values.holidays, [year, year + 1]) : {}
+      const days = typeof values.holidays === 'string' ? await publicHolidays(values.holidays, io.clock()) : {}
       if (!days) throw new UsageError(`--holidays "${String(values.holidays)}" is not a country (DE) or region (DE-BE) the calendars know`)
       const site = await sites.get(permalink!)
       const made = await schedules.add(site.id, { name: name!, timeZone: values.zone, week, days }, OPERATOR)

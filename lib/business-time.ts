@@ -101,6 +101,12 @@ export function clockOf(minutes: number): string {
 
 const DAY_NAMES = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']
 
+/** A week's hours as words, day by day (`mon 09:00-12:00,13:00-18:00; sat 10:00-14:00`), `closed` for none; `between` joins a day's intervals. */
+export function weekText(week: ReadonlyArray<ReadonlyArray<Interval>>, between = ','): string {
+  const days = week.map((hours, i) => (hours.length === 0 ? null : `${DAY_NAMES[i]} ${hours.map(([a, b]) => `${clockOf(a)}-${clockOf(b)}`).join(between)}`)).filter(Boolean)
+  return days.join('; ') || 'closed'
+}
+
 /**
  * A week's hours written as the command line takes them: `mon-fri 09:00-18:00; sat 10:00-12:00,13:00-14:00`
  * (days or ranges of days, then intervals; a day not named is closed); the week (Monday first), or

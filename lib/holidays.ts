@@ -9,10 +9,12 @@ type Holidays = { getHolidays(year: number): Array<{ date: string; name: string;
 let library: Promise<new (country?: string, state?: string) => Holidays> | undefined
 
 /**
- * The public holidays of a country (ISO 3166 code: DE) or one of its regions (DE-BE), in the given
- * years, as days off by date; undefined for a place the calendars do not know.
+ * The public holidays of a country (ISO 3166 code: DE) or one of its regions (DE-BE), the year of
+ * `now` and the next, as days off by date; undefined for a place the calendars do not know.
  */
-export async function publicHolidays(place: string, years: number[]): Promise<Record<string, SpecialDay> | undefined> {
+export async function publicHolidays(place: string, now: number): Promise<Record<string, SpecialDay> | undefined> {
+  const year = new Date(now).getUTCFullYear()
+  const years = [year, year + 1]
   const match = /^([A-Za-z]{2})(?:-([A-Za-z0-9]{1,3}))?$/.exec(place)
   if (!match) return undefined
   library ??= import('date-holidays').then((m) => (m.default ?? m) as unknown as new (country?: string, state?: string) => Holidays)

@@ -115,8 +115,7 @@ const writeRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       const { site } = request.auth!
       const input = { days: {}, ...inputOf(request.body) } as ScheduleInput
       if (request.body.holidays_of !== undefined) {
-        const year = new Date(fastify.clock()).getUTCFullYear()
-        const holidays = await publicHolidays(request.body.holidays_of, [year, year + 1])
+        const holidays = await publicHolidays(request.body.holidays_of, fastify.clock())
         if (!holidays) throw new StoreError(`"${request.body.holidays_of}" is not a country or region the holiday calendars know`, 'invalid', 'holidays_of')
         input.days = { ...holidays, ...input.days }
       }

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { clockOf, parseWeek } from '../../lib/business-time.ts'
+import { parseWeek, weekText } from '../../lib/business-time.ts'
 import { publicHolidays } from '../../lib/holidays.ts'
 import { sentence } from '../api/discussions/http-errors.ts'
 import { actorOf } from '../actor.ts'
@@ -11,7 +11,6 @@ import { pageData, refusalOf, requireAdministrator, wholeNumber } from './pages.
 // them: each schedule with its zone, its week and how many dates of its own; a new one written as
 // the command line takes it (mon-fri 09:00-18:00; sat 10:00-14:00), a country's holidays prefilled.
 
-const WEEK = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']
 const NOTICES: Record<string, string> = { added: 'The business hours are added.', removed: 'The business hours are removed.' }
 const STATUS: Record<string, number> = { conflict: 409, not_found: 404, invalid: 400, limit: 429 }
 
@@ -29,7 +28,7 @@ const adminHoursRoutes: FastifyPluginAsync = async (fastify) => {
       id: s.id,
       name: s.name,
       timeZone: s.timeZone,
-      week: s.week.map((hours, i) => (hours.length === 0 ? null : `${WEEK[i]} ${hours.map(([a, b]) => `${clockOf(a)}-${clockOf(b)}`).join(', ')}`)).filter(Boolean).join('; ') || 'closed',
+      week: weekText(s.week, ', '),
       dates: Object.keys(s.days).length,
     }))
     const done = (request.query as { done?: unknown }).done
@@ -44,8 +43,7 @@ const adminHoursRoutes: FastifyPluginAsync = async (fastify) => {
     const refused = (error: string, status = 400) => hoursPage(request, reply, status, { values, error })
     const week = parseWeek(values.hours)
     if (typeof week === 'string') return refused(`The hours: ${week}.`)
-    const year = new Date(fastify.clock()).getUTCFullYear()
-    const days = values.holidays === '' ? {} : await publicHolidays(values.holidays, [year, year + 1])
+    const days = values.holidays === '' ? {} : await publicHolidays(values.holidays, fastify.clock())
     if (!days) return refused(`The holidays: "${values.holidays}" is not a country (DE) or region (DE-BE) the calendars know.`)
     const error = await refusalOf(() => schedules.add(request.web.site.id, { name: values.name, timeZone: values.zone, week, days }, actorOf(request)), ['invalid', 'conflict', 'limit'])
     if (error) return refused(sentence(error.code === 'invalid' ? `The ${error.field === 'time_zone' ? 'time zone' : error.field} ${error.message}` : error.message), STATUS[error.code])
