@@ -15,6 +15,7 @@ import authentication from './plugins/auth/authenticate.ts'
 import notesOnly from './plugins/auth/notes-only.ts'
 import auditRoutes from './routes/api/audit-log.ts'
 import scheduleRoutes from './routes/api/schedules.ts'
+import slaPolicyRoutes from './routes/api/sla-policies.ts'
 import challenge from './plugins/auth/challenge.ts'
 import authLimits from './plugins/auth/limits.ts'
 import rateLimits, { DEFAULT_RATE_LIMITS } from './plugins/rate-limits.ts'
@@ -42,6 +43,7 @@ import fileRoutes from './routes/api/files.ts'
 import mailboxRoutes from './routes/api/mailboxes.ts'
 import teamRoutes from './routes/api/team.ts'
 import fileSweep from './plugins/file-sweep.ts'
+import slaAlerts from './plugins/sla-alerts.ts'
 import searchBackfill from './plugins/search-backfill.ts'
 import mailFetcher from './plugins/mail/fetcher.ts'
 import mailHome from './plugins/mail/home.ts'
@@ -93,6 +95,8 @@ export interface AppOptions {
   webhookDelivery?: Pick<DeliverySettings, 'resolve' | 'random'>
   /** How long a repeat waits for the first request with its Idempotency-Key, and how often old keys are removed (plugins/http/idempotency.ts); tests shorten them. */
   idempotency?: { waitMs?: number; pruneEveryMs?: number }
+  /** How often SLA warnings and breaches are looked for (plugins/sla-alerts.ts); tests tell them by hand. */
+  slaAlerts?: { everyMs?: number }
 }
 
 // Request bodies larger than this are refused with 413 before they are read.
@@ -165,6 +169,7 @@ export function buildApp(options: AppOptions) {
   app.register(secondFactorStore)
   app.register(securityLogPruning, { days: config.securityLogDays ?? DEFAULT_SECURITY_LOG_DAYS })
   app.register(fileSweep)
+  app.register(slaAlerts, options.slaAlerts ?? {})
   // The search index of the discussions from before it, in batches (plugins/search-backfill.ts).
   app.register(searchBackfill)
   // Where mail and webhooks are at home: a restored or copied database holds them until resumed.
@@ -240,6 +245,8 @@ export function buildApp(options: AppOptions) {
       routes.register(savedReplyRoutes)
       // The site's business hours: read by its staff, written by its administrators.
       routes.register(scheduleRoutes)
+      // The site's SLA policies: read by its staff, written by its administrators.
+      routes.register(slaPolicyRoutes)
       // What the site says of senders: allowed, or blocked as spam (its administrators').
       routes.register(senderRuleRoutes)
       // The MCP endpoint: its tools are requests to the routes above, with the caller's token.

@@ -14,6 +14,7 @@ import type { PgDb } from '../db/postgres/client.ts'
 import type { Access } from '../db/values.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { ScheduleStore } from '../db/stores/schedules.ts'
+import type { SlaPolicyStore } from '../db/stores/sla-policies.ts'
 import { isPostgresAddress } from '../lib/database-address.ts'
 import { hashPassword, randomPassword } from '../lib/password.ts'
 import { createSecretBox, type SecretBox } from '../lib/secret-box.ts'
@@ -68,6 +69,8 @@ export interface Stores extends CommandDatabase {
   invitations: InvitationStore
   /** The sites' business hours (cli/schedules.ts). */
   schedules: ScheduleStore
+  /** The sites' SLA policies (cli/sla.ts). */
+  slaPolicies: SlaPolicyStore
   /** What the stores tell the sites' webhooks of, as the server does (a token revoked here is told too). */
   events: EventSink
   /** The service's public addresses, as the server makes them (a provider's redirect address, say). */
@@ -134,6 +137,7 @@ function storesOf(stores: EngineStores, clock: Clock, box: SecretBox, events: Ev
     senders: stores.senders(clock),
     invitations: stores.invitations(clock, box),
     schedules: stores.schedules(clock),
+    slaPolicies: stores.slaPolicies(clock),
   }
 }
 

@@ -42,6 +42,7 @@ export const COPIED_TABLES = [
   schema.auditEvents,
   // Business hours.
   schema.schedules,
+  schema.slaPolicies,
   schema.secondFactors,
   schema.recoveryCodes,
   // Answered passkey challenges: copied too, so one answered before the move stays answered.

@@ -19,6 +19,7 @@ import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
 import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.ts'
 import { createSavedReplyStore, type SavedReplyStore } from './stores/saved-replies.ts'
 import { createScheduleStore, type ScheduleStore } from './stores/schedules.ts'
+import { createSlaPolicyStore, type SlaPolicyStore } from './stores/sla-policies.ts'
 import { createSenderStore, type SenderStore } from './stores/senders.ts'
 import { createSearchStore, type SearchStore } from './stores/search.ts'
 import { createChangeStore, type ChangeStore } from './stores/changes.ts'
@@ -123,6 +124,8 @@ export interface EngineStores {
   savedReplies(clock: Clock): SavedReplyStore
   /** A site's business hours (db/stores/schedules.ts). */
   schedules(clock: Clock): ScheduleStore
+  /** A site's SLA policies (db/stores/sla-policies.ts). */
+  slaPolicies(clock: Clock): SlaPolicyStore
   /** What the sites say of senders: allowed, or blocked as spam (db/stores/senders.ts). */
   senders(clock: Clock): SenderStore
   /** Full-text search over the discussions, and the backfill of its index (db/stores/search.ts). */
@@ -167,6 +170,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     categories: (clock) => guard(createCategoryStore(port, clock)),
     savedReplies: (clock) => guard(createSavedReplyStore(port, clock)),
     schedules: (clock) => guard(createScheduleStore(port, clock)),
+    slaPolicies: (clock) => guard(createSlaPolicyStore(port, clock)),
     senders: (clock) => guard(createSenderStore(port, clock)),
     search: () => guard(createSearchStore(port)),
     changes: () => guard(createChangeStore(port)),

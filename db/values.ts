@@ -56,6 +56,8 @@ export const webhookEvents = [
   'discussion.restored',
   'discussion.spam',
   'comment.created',
+  'sla.warning',
+  'sla.breached',
   'token.created',
   'token.revoked',
   'token.leaked',

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import type { CategoryStore } from '../db/stores/categories.ts'
 import type { SavedReplyStore } from '../db/stores/saved-replies.ts'
 import type { ScheduleStore } from '../db/stores/schedules.ts'
+import type { SlaPolicyStore } from '../db/stores/sla-policies.ts'
 import type { SenderStore } from '../db/stores/senders.ts'
 import type { CredentialInventory } from '../db/stores/credential-inventory.ts'
 import type { CustomerLinkStore } from '../db/stores/customer-links.ts'
@@ -37,6 +38,7 @@ declare module 'fastify' {
     categories: CategoryStore
     savedReplies: SavedReplyStore
     schedules: ScheduleStore
+    slaPolicies: SlaPolicyStore
     senders: SenderStore
     discussionSearch: SearchStore
     changes: ChangeStore
@@ -120,6 +122,7 @@ export const discussionStores = fp(
     fastify.decorate('categories', fastify.database.categories(fastify.clock))
     fastify.decorate('savedReplies', fastify.database.savedReplies(fastify.clock))
     fastify.decorate('schedules', fastify.database.schedules(fastify.clock))
+    fastify.decorate('slaPolicies', fastify.database.slaPolicies(fastify.clock))
     fastify.decorate('senders', fastify.database.senders(fastify.clock))
     fastify.decorate('discussionSearch', fastify.database.search())
     fastify.decorate('changes', fastify.database.changes())

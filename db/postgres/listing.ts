@@ -1,4 +1,4 @@
-import { and, desc, eq, getTableColumns, inArray, sql, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
+import { and, asc, desc, eq, getTableColumns, inArray, sql, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
 import { isLive } from '../live.ts'
 import { assigneeNameOf, countScope, listingShape, totalFromCounts, type CountTotal, type ListingShape, type DiscussionListing, type DiscussionRow, type ListingQuery } from '../stores/discussion-listing.ts'
 import type { Executor } from '../port.ts'
@@ -22,12 +22,15 @@ const discussionView = {
   assigneeName: assigneeNameOf(discussions, users),
 }
 
-const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt, number: discussions.number }
+const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt, number: discussions.number, due: discussions.dueAt }
+
+/** Newest first, but for the order by due time (the soonest first); the id breaks ties the same way. */
+const orderOf = (shape: ListingShape) => (shape.sort === 'due' ? [asc(discussions.dueAt), asc(discussions.id)] : [desc(ORDER_COLUMN[shape.sort]), desc(discussions.id)])
 
 /** A short name of the shape, for its prepared statements (unique app-wide with their prefix). */
 function shapeKey(shape: ListingShape): string {
   const flag = (b: boolean) => (b ? '1' : '0')
-  return `${shape.state}_${flag(shape.category)}${flag(shape.public)}${flag(shape.author)}${flag(shape.tag)}_${shape.assignee}_${shape.since}_${flag(shape.before)}_${shape.sort}`
+  return `${shape.state}_${flag(shape.category)}${flag(shape.public)}${flag(shape.author)}${flag(shape.tag)}${flag(shape.breached)}_${shape.assignee}_${shape.since}_${flag(shape.before)}_${shape.sort}`
 }
 
 function conditions(shape: ListingShape): SQL {
@@ -41,6 +44,7 @@ function conditions(shape: ListingShape): SQL {
   if (shape.tag) {
     where.push(sql`${discussions.id} in (select ${discussionTags.discussionId} from ${discussionTags} where ${discussionTags.siteId} = ${p('siteId')} and ${discussionTags.tag} = ${p('tag')})`)
   }
+  if (shape.breached) where.push(sql`${discussions.slaBreached} <> ''`)
   if (shape.category) where.push(eq(discussions.categoryId, big(p('categoryId'))))
   if (shape.public) where.push(eq(discussions.public, p('public')))
   if (shape.author) where.push(eq(discussions.authorId, big(p('authorId'))))
@@ -73,12 +77,11 @@ export function createPostgresListing(pool: PgDb, db: Executor, countTotal: Coun
   // The page's ids are found first, from an index; only those rows are then read and joined to
   // their authors, so rows skipped by the offset cost an index step each, not a join.
   function pageQuery(shape: ListingShape) {
-    const order = ORDER_COLUMN[shape.sort]
     const ids = db
       .select({ id: discussions.id })
       .from(discussions)
       .where(conditions(shape))
-      .orderBy(desc(order), desc(discussions.id))
+      .orderBy(...orderOf(shape))
       .limit(sql.placeholder('limit'))
       .offset(sql.placeholder('offset'))
     return db
@@ -86,7 +89,7 @@ export function createPostgresListing(pool: PgDb, db: Executor, countTotal: Coun
       .from(discussions)
       .innerJoin(users, eq(users.id, discussions.authorId))
       .where(inArray(discussions.id, ids))
-      .orderBy(desc(order), desc(discussions.id))
+      .orderBy(...orderOf(shape))
   }
 
   type Page = { execute(values: Record<string, unknown>): Promise<DiscussionRow[]> }

@@ -1,5 +1,6 @@
 import { sql } from '../drizzle.ts'
 import { isLive } from '../live.ts'
+import { NEVER, slaChannels } from '../../lib/sla.ts'
 import { pgBoolean, pgCustomType, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
 import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, senderVerdicts, securityKinds, writeTokenRules } from '../values.ts'
 
@@ -197,6 +198,25 @@ export const discussions = pgTable(
     startedOnTheWeb: pgBoolean('started_on_the_web').notNull().default(false),
     assigneeId: pgInteger('assignee_id').references(() => users.id, { onDelete: 'set null' }),
     tags: pgText('tags').notNull().default(''),
+    // How it came (lib/sla.ts channelOf): mail, web (the support site) or api (MCP too). Set once.
+    channel: pgText('channel', { enum: slaChannels }).notNull().default('api'),
+    // Its SLA clocks (issue 68; lib/sla.ts SlaClock; docs/decisions.md, "SLA policies"), moved in
+    // the transaction of every write: the policy that chose it, since when a reply is owed, when
+    // the first reply's clock stopped, since when (and for how many business minutes before) the
+    // resolution's clock runs, the due times, the earliest of them (NEVER when none runs: the
+    // queue's order by due), the kinds breached, what was told, and when the alerts' loop looks next.
+    slaPolicyId: pgInteger('sla_policy_id'),
+    slaReplySince: moment('sla_reply_since'),
+    slaFirstRepliedAt: moment('sla_first_replied_at'),
+    slaResolutionSince: moment('sla_resolution_since'),
+    slaResolutionSpent: pgInteger('sla_resolution_spent').notNull().default(0),
+    firstReplyDueAt: moment('first_reply_due_at'),
+    nextReplyDueAt: moment('next_reply_due_at'),
+    resolutionDueAt: moment('resolution_due_at'),
+    dueAt: moment('due_at').notNull().default(NEVER),
+    slaBreached: pgText('sla_breached').notNull().default(''),
+    slaTold: pgText('sla_told').notNull().default(''),
+    slaAlertAt: moment('sla_alert_at'),
   },
   (t) => [
     pgUniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
@@ -224,6 +244,15 @@ export const discussions = pgTable(
     pgIndex('discussions_assignee_activity_idx')
       .on(t.siteId, t.assigneeId, t.lastUpdatedAt, t.id)
       .where(isLive(t.state)),
+    pgIndex('discussions_todo_due_idx')
+      .on(t.siteId, t.dueAt, t.id)
+      .where(sql`${t.state} in ('new', 'open')`),
+    pgIndex('discussions_breached_activity_idx')
+      .on(t.siteId, t.lastUpdatedAt, t.id)
+      .where(sql`${t.slaBreached} <> ''`),
+    pgIndex('discussions_sla_alert_idx')
+      .on(t.slaAlertAt)
+      .where(sql`${t.slaAlertAt} is not null`),
   ],
 )
 
@@ -377,6 +406,28 @@ export const schedules = pgTable(
     updatedAt: moment('updated_at').notNull(),
   },
   (t) => [pgUniqueIndex('schedules_site_name_unique').on(t.siteId, t.name)],
+)
+
+export const slaPolicies = pgTable(
+  'sla_policies',
+  {
+    id: id(),
+    siteId: siteReference(),
+    position: pgInteger('position').notNull(),
+    name: pgText('name').notNull(),
+    categories: pgText('categories').notNull().default(''),
+    tags: pgText('tags').notNull().default(''),
+    domains: pgText('domains').notNull().default(''),
+    channels: pgText('channels').notNull().default(''),
+    scheduleId: pgInteger('schedule_id').references(() => schedules.id),
+    firstReplyMinutes: pgInteger('first_reply_minutes'),
+    nextReplyMinutes: pgInteger('next_reply_minutes'),
+    resolutionMinutes: pgInteger('resolution_minutes'),
+    warnMinutes: pgInteger('warn_minutes').notNull().default(30),
+    createdAt: moment('created_at').notNull(),
+    updatedAt: moment('updated_at').notNull(),
+  },
+  (t) => [pgUniqueIndex('sla_policies_site_name_unique').on(t.siteId, t.name)],
 )
 
 export const secondFactors = pgTable(

@@ -1,5 +1,6 @@
 import { sql } from '../drizzle.ts'
 import { isLive } from '../live.ts'
+import { NEVER, slaChannels } from '../../lib/sla.ts'
 import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from '../drizzle.ts'
 import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, senderVerdicts, securityKinds, writeTokenRules } from '../values.ts'
 
@@ -253,6 +254,25 @@ export const discussions = sqliteTable(
     // Its tags, sorted and separated by spaces (a tag has none), as the API shows them; found
     // through discussion_tags.
     tags: text('tags').notNull().default(''),
+    // How it came (lib/sla.ts channelOf): mail, web (the support site) or api (MCP too). Set once.
+    channel: text('channel', { enum: slaChannels }).notNull().default('api'),
+    // Its SLA clocks (issue 68; lib/sla.ts SlaClock; docs/decisions.md, "SLA policies"), moved in
+    // the transaction of every write: the policy that chose it, since when a reply is owed, when
+    // the first reply's clock stopped, since when (and for how many business minutes before) the
+    // resolution's clock runs, the due times, the earliest of them (NEVER when none runs: the
+    // queue's order by due), the kinds breached, what was told, and when the alerts' loop looks next.
+    slaPolicyId: integer('sla_policy_id'),
+    slaReplySince: moment('sla_reply_since'),
+    slaFirstRepliedAt: moment('sla_first_replied_at'),
+    slaResolutionSince: moment('sla_resolution_since'),
+    slaResolutionSpent: integer('sla_resolution_spent').notNull().default(0),
+    firstReplyDueAt: moment('first_reply_due_at'),
+    nextReplyDueAt: moment('next_reply_due_at'),
+    resolutionDueAt: moment('resolution_due_at'),
+    dueAt: moment('due_at').notNull().default(sql.raw(String(NEVER.getTime()))),
+    slaBreached: text('sla_breached').notNull().default(''),
+    slaTold: text('sla_told').notNull().default(''),
+    slaAlertAt: moment('sla_alert_at'),
   },
   (t) => [
     uniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
@@ -283,6 +303,16 @@ export const discussions = sqliteTable(
     index('discussions_assignee_activity_idx')
       .on(t.siteId, t.assigneeId, t.lastUpdatedAt)
       .where(isLive(t.state)),
+    // The queue by due time (the soonest first), and what the SLA alerts' loop looks for.
+    index('discussions_todo_due_idx')
+      .on(t.siteId, t.dueAt)
+      .where(sql`${t.state} in ('new', 'open')`),
+    index('discussions_breached_activity_idx')
+      .on(t.siteId, t.lastUpdatedAt)
+      .where(sql`${t.slaBreached} <> ''`),
+    index('discussions_sla_alert_idx')
+      .on(t.slaAlertAt)
+      .where(sql`${t.slaAlertAt} is not null`),
   ],
 )
 
@@ -475,6 +505,32 @@ export const schedules = sqliteTable(
     updatedAt: moment('updated_at').notNull(),
   },
   (t) => [uniqueIndex('schedules_site_name_unique').on(t.siteId, t.name)],
+)
+
+// A site's SLA policies (issue 68; db/stores/sla-policies.ts; docs/decisions.md, "SLA policies"),
+// in order (`position`): the first whose conditions hold chooses a discussion. Each condition is a
+// list separated by spaces (empty: any): category ids, tags, customers' domains, channels. Targets
+// in minutes of the schedule (null: around the clock); null target: no promise of that kind.
+export const slaPolicies = sqliteTable(
+  'sla_policies',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    position: integer('position').notNull(),
+    name: text('name').notNull(),
+    categories: text('categories').notNull().default(''),
+    tags: text('tags').notNull().default(''),
+    domains: text('domains').notNull().default(''),
+    channels: text('channels').notNull().default(''),
+    scheduleId: integer('schedule_id').references(() => schedules.id),
+    firstReplyMinutes: integer('first_reply_minutes'),
+    nextReplyMinutes: integer('next_reply_minutes'),
+    resolutionMinutes: integer('resolution_minutes'),
+    warnMinutes: integer('warn_minutes').notNull().default(30),
+    createdAt: moment('created_at').notNull(),
+    updatedAt: moment('updated_at').notNull(),
+  },
+  (t) => [uniqueIndex('sla_policies_site_name_unique').on(t.siteId, t.name)],
 )
 
 // Second factors of an account (docs/decisions.md, "Second factors"): authenticator apps (TOTP,

@@ -1,4 +1,4 @@
-import { and, desc, eq, getTableColumns, inArray, sql, type Column, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
+import { and, eq, getTableColumns, inArray, sql, type Column, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
 import { isLive } from '../live.ts'
 import type { Db } from './client.ts'
 import { discussions, discussionTags, users } from '../schema/sqlite.ts'
@@ -31,14 +31,14 @@ const discussionView = {
 // Column types whose values come from SQLite as they are stored: no decoder to run.
 const IDENTITY = new Set(['SQLiteInteger', 'SQLiteText'])
 
-const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt, number: discussions.number }
+const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt, number: discussions.number, due: discussions.dueAt }
 
 // Past this many matches, `since=<number>` (or a tag) reads the page in listing order instead of
 // through the number index (or the tag's), which would sort every match first.
 export const NARROW_SINCE = 5_000
 
-/** The index that reads a page: the listing order's, an author's, the number's, a category's, an owner's, the tag's or the queue's first tab's. */
-type Driver = 'order' | 'author' | 'number' | 'category' | 'assignee' | 'tag' | 'todo'
+/** The index that reads a page: the listing order's, an author's, the number's, a category's, an owner's, the tag's, the queue's first tab's, the breached ones' or the order by due time's. */
+type Driver = 'order' | 'author' | 'number' | 'category' | 'assignee' | 'tag' | 'todo' | 'breached' | 'due'
 
 type Shape = ListingShape & { driver: Driver }
 
@@ -49,6 +49,10 @@ function shapeOf(query: ListingQuery, driver: Driver): Shape {
 /** The driver before the number of matches is known (and for counting). */
 function firstDriver(query: ListingQuery): Driver {
   if (query.authorId !== undefined) return 'author'
+  // Few break a promise: their index reads fewer rows than any order's.
+  if (query.breached) return 'breached'
+  // The due times run only for what the team owes (the listing asks for it: new, open, or both).
+  if (query.sort === 'due') return 'due'
   if (query.since?.kind === 'number' || query.sort === 'number') return 'number'
   if (query.tag !== undefined) return 'tag'
   // The owner's index holds the live discussions only.
@@ -66,11 +70,18 @@ function conditions(shape: Shape): { where: SQL; orderUsable: boolean } {
   const orderUsable =
     driver === 'order' ||
     (shape.sort === 'number' && driver === 'number') ||
-    (shape.sort === 'activity' && (driver === 'author' || driver === 'category' || driver === 'assignee' || driver === 'todo'))
+    (shape.sort === 'activity' && (driver === 'author' || driver === 'category' || driver === 'assignee' || driver === 'todo' || driver === 'breached')) ||
+    (shape.sort === 'due' && driver === 'due')
   // Every index starts with the site.
   const where: SQL[] = [eq(discussions.siteId, sql.placeholder('siteId'))]
   // The partial indexes are used only where the query's terms are written as their WHERE is.
-  if (shape.state === 'todo' && driver === 'todo') where.push(sql`${discussions.state} in ('new', 'open')`)
+  if (driver === 'due') {
+    where.push(sql`${discussions.state} in ('new', 'open')`)
+    if (shape.state === 'one') where.push(sql`+${discussions.state} = ${sql.placeholder('state')}`)
+  } else if (driver === 'breached') {
+    // Only the breached ones' index: the state is a plain filter.
+    where.push(shape.state === 'one' ? sql`+${discussions.state} = ${sql.placeholder('state')}` : shape.state === 'todo' ? sql`+${discussions.state} in ('new', 'open')` : sql`+${discussions.state} not in ('deleted', 'spam')`)
+  } else if (shape.state === 'todo' && driver === 'todo') where.push(sql`${discussions.state} in ('new', 'open')`)
   else if (shape.state === 'todo') where.push(isLive(discussions.state), sql`+${discussions.state} in ('new', 'open')`)
   else if (shape.state === 'live') where.push(isLive(discussions.state))
   else where.push(sql`${column(discussions.state, driver === 'order')} = ${sql.placeholder('state')}`)
@@ -80,6 +91,7 @@ function conditions(shape: Shape): { where: SQL; orderUsable: boolean } {
     const tagged = sql`select ${discussionTags.discussionId} from ${discussionTags} where ${discussionTags.siteId} = ${sql.placeholder('siteId')} and ${discussionTags.tag} = ${sql.placeholder('tag')}`
     where.push(sql`${column(discussions.id, driver === 'tag')} in (${tagged})`)
   }
+  if (shape.breached) where.push(sql`${column(discussions.slaBreached, driver === 'breached')} <> ''`)
   if (shape.category) where.push(sql`${column(discussions.categoryId, driver === 'category')} = ${sql.placeholder('categoryId')}`)
   if (shape.public) where.push(sql`+${discussions.public} = ${sql.placeholder('public')}`)
   if (shape.author) where.push(eq(discussions.authorId, sql.placeholder('authorId')))
@@ -93,18 +105,24 @@ function conditions(shape: Shape): { where: SQL; orderUsable: boolean } {
   return { where: and(...where)!, orderUsable }
 }
 
+/** The page's order: newest first, but for the order by due time (the soonest first); the id breaks ties the same way. */
+function orderOf(shape: Shape, usable: boolean): SQL[] {
+  const order = ORDER_COLUMN[shape.sort]
+  const direction = shape.sort === 'due' ? sql`asc` : sql`desc`
+  return [usable ? sql`${order} ${direction}` : sql`+${order} ${direction}`, sql`${discussions.id} ${direction}`]
+}
+
 export function createSqliteListing(db: Db, countTotal: CountTotal): DiscussionListing {
   // The page's ids are found first, from the index alone; only those rows are then read and
   // joined to their authors. Rows skipped by the offset thus cost an index step each, not a
   // table read and a join (a page deep in a million rows: milliseconds instead of a second).
   function pageQuery(shape: Shape) {
     const { where, orderUsable } = conditions(shape)
-    const order = ORDER_COLUMN[shape.sort]
     const ids = db
       .select({ id: discussions.id })
       .from(discussions)
       .where(where)
-      .orderBy(orderUsable ? desc(order) : sql`+${order} desc`, desc(discussions.id))
+      .orderBy(...orderOf(shape, orderUsable))
       .limit(sql.placeholder('limit'))
       .offset(sql.placeholder('offset'))
     return db
@@ -112,7 +130,7 @@ export function createSqliteListing(db: Db, countTotal: CountTotal): DiscussionL
       .from(discussions)
       .innerJoin(users, eq(users.id, discussions.authorId))
       .where(inArray(discussions.id, ids))
-      .orderBy(sql`+${order} desc`, desc(discussions.id))
+      .orderBy(...orderOf(shape, false))
   }
 
   // The page's SQL comes from drizzle, and better-sqlite3 runs it and hands back plain arrays that

@@ -50,6 +50,9 @@ export const auditActions = [
   'schedule.created',
   'schedule.changed',
   'schedule.removed',
+  'sla_policy.created',
+  'sla_policy.changed',
+  'sla_policy.removed',
   'discussion.deleted',
   'discussion.restored',
 ] as const

@@ -8,7 +8,9 @@ import type { CountScope, StateScope } from './discussion-counts.ts'
 // planner): the one place the stores are not written once (docs/decisions.md, "One store, two
 // engines").
 
-export const sorts = ['activity', 'created', 'updated'] as const
+// Newest first by activity, creation or change; `due`: the soonest SLA due time first, of what the
+// team owes only (the new and open ones of the scope; lib/sla.ts), those with no clock running after them.
+export const sorts = ['activity', 'created', 'updated', 'due'] as const
 /** The orders a client asks for, and the number's: the order of a walk by cursor (`before`), newest first. */
 export type Sort = (typeof sorts)[number] | 'number'
 
@@ -24,6 +26,8 @@ export interface ListingQuery {
   assignee?: number
   /** Discussions carrying this tag (as kept: lib/team-queue.ts, tagOf). */
   tag?: string
+  /** Only those that broke a promise of an SLA policy (lib/sla.ts). */
+  breached?: boolean
   since?: Since
   /** A walk by cursor: only the discussions numbered below this (sort: 'number'). */
   before?: number
@@ -75,6 +79,7 @@ export interface ListingShape {
   author: boolean
   assignee: 'any' | 'none' | 'one'
   tag: boolean
+  breached: boolean
   since: 'none' | 'number' | 'date'
   before: boolean
   sort: Sort
@@ -88,6 +93,7 @@ export function listingShape(query: ListingQuery): ListingShape {
     author: query.authorId !== undefined,
     assignee: query.assignee === undefined ? 'any' : query.assignee === 0 ? 'none' : 'one',
     tag: query.tag !== undefined,
+    breached: query.breached === true,
     since: query.since?.kind ?? 'none',
     before: query.before !== undefined,
     sort: query.sort,
@@ -100,9 +106,9 @@ export type CountTotal = (scope: CountScope) => Promise<number>
 /** The engine's listing over the port the discussion store runs on (the database, or a transaction of it). */
 export type ListingOf = (port: StorePort, total: CountTotal) => DiscussionListing
 
-/** Whether the listing's total is a sum of the counts (no author, no `since`, no tag). */
+/** Whether the listing's total is a sum of the counts (no author, no `since`, no tag, not only the breached). */
 export function totalFromCounts(query: ListingQuery): boolean {
-  return query.authorId === undefined && query.since === undefined && query.tag === undefined
+  return query.authorId === undefined && query.since === undefined && query.tag === undefined && query.breached !== true
 }
 
 /** The scope of the counts a listing's total sums. */

@@ -1,14 +1,15 @@
-import { and, asc, count, eq, gt, inArray, sql } from '../drizzle.ts'
+import { and, asc, count, eq, gt, inArray, sql, type SQL } from '../drizzle.ts'
 import { given, pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { CommentVia, DiscussionState } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { tagList, tagsOf } from '../../lib/team-queue.ts'
+import { channelOf, dueAlerts } from '../../lib/sla.ts'
 import { checkAssignee, nextInTurn } from './assignment.ts'
 import { slugify } from './categories.ts'
 import { createAuthors, type Authors, type PostedBy } from './discussion-authors.ts'
 import { bumpCount, createDiscussionCounts, moveCount, NO_ASSIGNEE, type CountedRow } from './discussion-counts.ts'
-import { discussionViews, type CommentRow, type DiscussionRow, type ListingOf } from './discussion-listing.ts'
+import { discussionViews, type CommentRow, type DiscussionRow, type ListingOf, type ListingQuery } from './discussion-listing.ts'
 import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
 import { StoreError, VersionMoved } from './errors.ts'
 import { claimUploads } from './files.ts'
@@ -19,6 +20,7 @@ import { indexDiscussion } from './search.ts'
 import { siteChanged } from './changes.ts'
 import { bumpSiteVersion, lockSite } from './sites.ts'
 import { recordChange, type Actor } from './audit.ts'
+import { alertsDue, boundColumns, clockOf, columnsOf, policiesOf, slaOfWrite, tellSla } from './sla.ts'
 import { noEvents, type EventSink } from './webhooks.ts'
 
 export type { CommentRow, DiscussionRow } from './discussion-listing.ts'
@@ -151,6 +153,10 @@ function commentOf(port: StorePort) {
   )
 }
 
+/** The names of the SLA clock's columns (db/stores/sla.ts), each bound by a placeholder of its name. */
+const SLA_COLUMNS = ['slaPolicyId', 'slaReplySince', 'slaFirstRepliedAt', 'slaResolutionSince', 'slaResolutionSpent', 'firstReplyDueAt', 'nextReplyDueAt', 'resolutionDueAt', 'dueAt', 'slaBreached', 'slaTold', 'slaAlertAt'] as const
+const slaSet = () => Object.fromEntries(SLA_COLUMNS.map((name) => [name, given(name)])) as Record<(typeof SLA_COLUMNS)[number], SQL>
+
 /** The statements every write of a discussion runs, prepared once per port. */
 function writes(port: StorePort) {
   const { comments, discussions } = port.tables
@@ -180,6 +186,8 @@ function writes(port: StorePort) {
           awaitingTeam: p('awaitingTeam'),
           startedOnTheWeb: p('startedOnTheWeb'),
           assigneeId: p('assigneeId'),
+          channel: p('channel'),
+          ...slaSet(),
         })
         .prepare('discussions_insert'),
     ),
@@ -202,7 +210,7 @@ function writes(port: StorePort) {
     afterComment: port.prepared('discussions_after_comment', (db) =>
       db
         .update(discussions)
-        .set({ state: given('state'), commentsCount: given('count'), updatedAt: given('at'), lastUpdatedAt: given('at'), awaitingTeam: given('awaitingTeam'), version: sql`${discussions.version} + 1` })
+        .set({ state: given('state'), commentsCount: given('count'), updatedAt: given('at'), lastUpdatedAt: given('at'), awaitingTeam: given('awaitingTeam'), ...slaSet(), version: sql`${discussions.version} + 1` })
         .where(eq(discussions.id, p('id')))
         .prepare('discussions_after_comment'),
     ),
@@ -219,10 +227,19 @@ function writes(port: StorePort) {
           assigneeId: given('assigneeId'),
           tags: given('tags'),
           updatedAt: given('at'),
+          ...slaSet(),
           version: sql`${discussions.version} + 1`,
         })
         .where(eq(discussions.id, p('id')))
         .prepare('discussions_save'),
+    ),
+    // What the SLA alerts' loop writes: the clock told, and (`bump`: a breach the API shows) the version moved on.
+    slaTold: port.prepared('discussions_sla_told', (db) =>
+      db
+        .update(discussions)
+        .set({ ...slaSet(), version: sql`${discussions.version} + ${p('bump')}` })
+        .where(eq(discussions.id, p('id')))
+        .prepare('discussions_sla_told'),
     ),
   }
 }
@@ -254,6 +271,9 @@ async function checkCategory(port: StorePort, siteId: number, id: number, field:
   return category
 }
 
+/** What an SLA policy's conditions look at in a discussion (lib/sla.ts). */
+const factsOf = (d: DiscussionRow) => ({ categoryId: d.categoryId, tags: tagList(d.tags), authorEmail: d.authorEmail, channel: d.channel })
+
 /**
  * Creates a discussion with its opening post (comment 1) in the transaction of `port` and returns
  * both, as written, telling `events` of it. A category that is not the site's is a StoreError (not_found).
@@ -277,12 +297,19 @@ export async function createDiscussionIn(
   const now = new Date(clock())
   // A customer's new discussion in a round-robin category goes to the next supporter in turn.
   const assigneeId = !author.bySupporter && !input.spam && category.roundRobin ? await nextInTurn(port, input.siteId, { id: input.categoryId, lastAssigneeId: category.lastAssigneeId }) : undefined
+  const state = input.spam ? 'spam' : initialState(author.bySupporter)
+  const channel = channelOf(input.via)
+  // A supporter's own discussion has no customer yet: no domain chooses it.
+  const facts = { categoryId: input.categoryId, tags: [], authorEmail: input.onBehalfOf?.email ?? '', channel }
+  const sla = await slaOfWrite(port, { siteId: input.siteId, before: null, after: { state, awaitingTeam: !author.bySupporter }, facts, at: now })
   await write.insert.execute({
+    ...boundColumns(port, sla.columns),
+    channel,
     siteId: input.siteId,
     number,
     title,
     permalink: slugify(title, 'discussion'),
-    state: input.spam ? 'spam' : initialState(author.bySupporter),
+    state,
     stateBefore: input.spam ? initialState(author.bySupporter) : null,
     public: input.public ?? category.public,
     authorId: author.id,
@@ -360,8 +387,10 @@ export function createDiscussionStore(
     holdsExpected(before, expected)
     const changes = await decide(tx, before)
     if (!changes) return before
-    const after: DiscussionRow = { ...before, ...changes, updatedAt: new Date(clock()), version: before.version + 1 }
-    await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt) })
+    const moved: DiscussionRow = { ...before, ...changes, updatedAt: new Date(clock()), version: before.version + 1 }
+    const sla = await slaOfWrite(tx, { siteId, before, after: moved, facts: factsOf(moved), at: moved.updatedAt })
+    const after: DiscussionRow = { ...moved, ...sla.columns }
+    await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt), ...boundColumns(tx, sla.columns) })
     if (after.tags !== before.tags) await retag(tx, after)
     if (after.title !== before.title) await indexDiscussion(tx, after)
     const type = event(after)
@@ -370,6 +399,7 @@ export function createDiscussionStore(
     await siteChanged(tx, { siteId, kind: type, discussionId: before.id, at: after.updatedAt })
     await moveCount(tx, counted(before), counted(after))
     await events(tx, { type, siteId, discussion: after })
+    await tellSla(tx, clock, events, after, sla.late)
     return after
   }
 
@@ -387,7 +417,12 @@ export function createDiscussionStore(
   }
 
   return {
-    list: listing.list,
+    /** A page of a listing; by due time, of the new and open discussions of its scope only (none of another state has a due time). */
+    list(query: ListingQuery) {
+      if (query.sort !== 'due' || query.state === 'todo' || query.state === 'new' || query.state === 'open') return listing.list(query)
+      if (query.state === 'live') return listing.list({ ...query, state: 'todo' })
+      return Promise.resolve({ total: 0, discussions: [] })
+    },
     explain: listing.explain,
     counts,
 
@@ -421,6 +456,36 @@ export function createDiscussionStore(
       return port.atomic((tx) => createDiscussionIn(tx, clock, authorOf, input, events))
     },
 
+    /**
+     * Tells the SLA warnings and breaches due now (the alerts' loop, plugins/sla-alerts.ts), at most
+     * `limit` discussions: each in one transaction that takes its row's lock, checks the alert is
+     * still due (another process may have told it since the read), queues what is told and marks it
+     * told. Whatever commits is told once; whatever does not (a crash) is told by the next run.
+     * How many discussions were looked at, and how many alerts told.
+     */
+    async tellAlerts(limit = 100): Promise<{ discussions: number; alerts: number }> {
+      const now = new Date(clock())
+      let told = 0
+      const due = await alertsDue(port, now, limit)
+      for (const { siteId, number } of due) {
+        told += await port.atomic(async (tx) => {
+          const d = await getIn(tx, siteId, number, true)
+          if (d.slaAlertAt === null || d.slaAlertAt > now) return 0
+          const policy = (await policiesOf(tx, siteId)).find((p) => p.id === d.slaPolicyId)
+          const { alerts, clock: after } = dueAlerts(clockOf(d), now, policy?.warnBefore ?? 0)
+          const columns = columnsOf(after)
+          // A breach is shown by the API (`sla.breached`): the discussion's version moves on, and the feed says it changed.
+          const shown = columns.slaBreached !== d.slaBreached
+          await writes(tx).slaTold.execute({ id: d.id, bump: shown ? 1 : 0, ...boundColumns(tx, columns) })
+          const discussion: DiscussionRow = { ...d, ...columns, version: d.version + (shown ? 1 : 0) }
+          if (shown) await siteChanged(tx, { siteId, kind: 'discussion.updated', discussionId: d.id, at: now })
+          await tellSla(tx, clock, events, discussion, alerts)
+          return alerts.length
+        })
+      }
+      return { discussions: due.length, alerts: told }
+    },
+
     /** Adds a comment and moves the discussion's state as a reply does. */
     reply(input: NewComment, expected?: Expected): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
       return port.atomic(async (tx) => {
@@ -450,7 +515,8 @@ export function createDiscussionStore(
         }
         // The team owes an answer after a customer's public comment, not after its own; a note moves nothing.
         const awaitingTeam = input.internal ? before.awaitingTeam : !author.bySupporter
-        await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now), awaitingTeam: tx.flag(awaitingTeam) })
+        const sla = await slaOfWrite(tx, { siteId: input.siteId, before, after: { state, awaitingTeam }, facts: factsOf(before), at: now })
+        await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now), awaitingTeam: tx.flag(awaitingTeam), ...boundColumns(tx, sla.columns) })
         await indexDiscussion(tx, before)
         // The site's row before the counts' rows, as in every write (`change` above).
         await siteChanged(tx, { siteId: input.siteId, kind: 'comment.created', discussionId: before.id, commentId: id, at: now })
@@ -458,6 +524,7 @@ export function createDiscussionStore(
         const discussion = await getIn(tx, input.siteId, input.number)
         const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
         await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })
+        await tellSla(tx, clock, events, discussion, sla.late)
         if (before.assigneeId !== null) {
           await notifyOwnerOfComment(tx, clock, { siteId: input.siteId, number: before.number, title: before.title, ownerId: before.assigneeId, authorId: author.id, authorName: comment.authorName, body: input.body, internal: input.internal })
         }

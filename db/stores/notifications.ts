@@ -1,6 +1,7 @@
 import { and, eq, sql } from '../drizzle.ts'
 import type { StorePort } from '../port.ts'
-import type { Clock } from '../../lib/clock.ts'
+import { shownMoment, type Clock } from '../../lib/clock.ts'
+import type { SlaAlert } from '../../lib/sla.ts'
 import { fromOf, siteMailbox, type OutboxMail } from './outbox.ts'
 import { answeringStaff } from './staff.ts'
 
@@ -112,4 +113,21 @@ export async function notifyAssigned(port: StorePort, clock: Clock, about: About
     subject: `[${site}] #${about.number} is yours: ${about.title}`,
     text: about.actorName === null ? `Discussion #${about.number} of ${site} was given to you in turn.` : `${about.actorName} gave you discussion #${about.number} of ${site}.`,
   }))
+}
+
+const PROMISES = { first_reply: 'first reply', next_reply: 'next reply', resolution: 'resolution' } as const
+
+/**
+ * An SLA warning or breach (issue 68): to the owner when someone owns the discussion (and asked to
+ * hear of what they own), else to the supporters who hear of every new discussion: the team.
+ */
+export async function notifySla(port: StorePort, clock: Clock, about: About & { ownerId: number | null; alert: SlaAlert }): Promise<void> {
+  const told = about.ownerId === null ? await recipients(port, 'notifyNew', false).execute({ siteId: about.siteId }) : await ownerToTell(port, about.siteId, about.ownerId, 0)
+  const promise = PROMISES[about.alert.kind]
+  const due = shownMoment(about.alert.due)
+  await queue(port, clock, about, told, (site) =>
+    about.alert.alert === 'warning'
+      ? { subject: `[${site}] #${about.number} is due soon (${promise}): ${about.title}`, text: `The ${promise} promised on discussion #${about.number} of ${site} is due at ${due}.` }
+      : { subject: `[${site}] #${about.number} missed its ${promise}: ${about.title}`, text: `The ${promise} promised on discussion #${about.number} of ${site} was due at ${due}.` },
+  )
 }

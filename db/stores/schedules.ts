@@ -164,6 +164,9 @@ export function createScheduleStore(port: StorePort, clock: Clock) {
 
     async remove(siteId: number, id: number, by?: Actor): Promise<void> {
       await port.atomic(async (tx) => {
+        const { slaPolicies } = tx.tables
+        const using = await tx.db.select({ name: slaPolicies.name }).from(slaPolicies).where(and(eq(slaPolicies.siteId, siteId), eq(slaPolicies.scheduleId, tx.wide(id))))
+        if (using.length > 0) throw new StoreError(`SLA policies count in these hours (${using.map((p) => `"${p.name}"`).join(', ')}); give them other hours first`, 'conflict', 'schedule')
         const [gone] = await tx.db.delete(schedules).where(mine(siteId, id)).returning({ name: schedules.name })
         if (!gone) throw notFound(id)
         await recordChange(tx, clock, by, siteId, 'schedule.removed', gone.name)

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { and, asc, desc, eq, gte, inArray, lt, notExists, sql } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import { webhookEvents, type WebhookEvent } from '../values.ts'
+import type { SlaAlert } from '../../lib/sla.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import type { CommentRow, DiscussionRow } from './discussion-listing.ts'
@@ -25,6 +26,7 @@ export type WebhookDelivery = Tables['webhookDeliveries']['$inferSelect']
 export type StoreEvent =
   | { type: 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam'; siteId: number; discussion: DiscussionRow }
   | { type: 'discussion.created' | 'comment.created'; siteId: number; discussion: DiscussionRow; comment: CommentRow; /** Whether the comment carries files (read only then). */ files: boolean }
+  | { type: 'sla.warning' | 'sla.breached'; siteId: number; discussion: DiscussionRow; alert: SlaAlert }
   | { type: 'token.created' | 'token.revoked' | 'token.leaked'; siteId: number; token: EventToken }
   | { type: 'application.authorized'; siteId: number; application: EventApplication }
 

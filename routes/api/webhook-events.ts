@@ -3,7 +3,7 @@ import type { InventoryEntry } from '../../db/stores/inventory-rules.ts'
 import type { EventApplication, EventRender, EventToken } from '../../db/stores/webhooks.ts'
 import type { Urls } from '../../lib/urls.ts'
 import { credentialView, type Credential } from './administration.ts'
-import { createViews } from './discussions/views.ts'
+import { createViews, moment } from './discussions/views.ts'
 
 // What a webhook's event carries as `data` (docs/decisions.md, "Webhooks"): the v1 JSON the API
 // returns for its resource, made by the same views. A discussion created carries its opening post
@@ -37,6 +37,9 @@ export function eventRender(urls: Urls): EventRender {
         return credentialView(tokenEntry(event.token)) satisfies Static<typeof Credential>
       case 'application.authorized':
         return credentialView(applicationEntry(event.application))
+      case 'sla.warning':
+      case 'sla.breached':
+        return { ...views.discussion(permalink, event.discussion), alert: { kind: event.alert.kind, due_at: moment(event.alert.due) } }
       default:
         return views.discussion(permalink, event.discussion)
     }

@@ -11,6 +11,7 @@ import adminTeamRoutes from './admin-team.ts'
 import adminCategoryRoutes from './admin-categories.ts'
 import adminRecordRoutes from './admin-record.ts'
 import adminHoursRoutes from './admin-hours.ts'
+import adminSlaRoutes from './admin-sla.ts'
 import adminWebhookRoutes from './admin-webhooks.ts'
 import liveRoutes from './live.ts'
 import adminQueueRoutes from './admin-queue.ts'
@@ -96,6 +97,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(adminCategoryRoutes)
       await web.register(adminRecordRoutes)
       await web.register(adminHoursRoutes)
+      await web.register(adminSlaRoutes)
       await web.register(adminWebhookRoutes)
       await web.register(adminQueueRoutes)
       await web.register(queueRoutes)

@@ -5,6 +5,7 @@ import { inStateScope, NO_ASSIGNEE, type StateScope } from '../../db/stores/disc
 import type { DiscussionRow } from '../../db/stores/discussion-listing.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { tagList, tagOf } from '../../lib/team-queue.ts'
+import { NEVER } from '../../lib/sla.ts'
 import { MAX_BODY } from '../api/discussions/schemas.ts'
 import { pageData, queryString, requireSupporter, wholeNumber } from './pages.ts'
 
@@ -57,6 +58,11 @@ export const TABS: Array<{ scope: StateScope; label: string }> = [
   { scope: 'live', label: 'All' },
 ]
 
+/** The tabs whose discussions have due times (lib/sla.ts: what the team owes), which the queue may sort by them. */
+const DUE_TABS: StateScope[] = ['todo', 'new', 'open']
+/** A due time this near is marked "due soon". */
+const DUE_SOON_MS = 60 * 60_000
+
 /** Whose discussions the queue shows: the signed-in supporter's, nobody's, or everyone's (the default). */
 const OWNERS = [
   { owner: 'mine', label: 'Mine' },
@@ -82,7 +88,7 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
     return (await categories.list(siteId, 0, -1)).categories
   }
 
-  const row = (request: FastifyRequest, d: DiscussionRow, names: Map<number, string>, tagHref: (tag: string) => string) => ({
+  const row = (request: FastifyRequest, d: DiscussionRow, names: Map<number, string>, tagHref: (tag: string) => string, now: number) => ({
     number: d.number,
     title: d.title,
     state: d.state,
@@ -92,6 +98,10 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
     mine: d.assigneeId === request.web.user!.id,
     tags: tagList(d.tags).map((tag) => ({ tag, href: tagHref(tag) })),
     lastActivity: shownMoment(d.lastUpdatedAt),
+    // The soonest due time of its SLA clocks (lib/sla.ts), and the marks: a promise broken, or one due within the hour.
+    due: d.dueAt.getTime() === NEVER.getTime() ? null : shownMoment(d.dueAt),
+    breached: d.slaBreached !== '',
+    dueSoon: d.slaBreached === '' && d.dueAt.getTime() !== NEVER.getTime() && d.dueAt.getTime() - now <= DUE_SOON_MS,
     comments: d.commentsCount,
     // The customer spoke last and the discussion is still to be worked: the team owes an answer.
     waiting: d.awaitingTeam && (d.state === 'new' || d.state === 'open'),
@@ -101,7 +111,7 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
   })
 
   fastify.get('/discussions', { ...PAGE, preHandler: requireSupporter }, async (request, reply) => {
-    const query = request.query as { state?: unknown; category?: unknown; page?: unknown; q?: unknown; owner?: unknown; tag?: unknown }
+    const query = request.query as { state?: unknown; category?: unknown; page?: unknown; q?: unknown; owner?: unknown; tag?: unknown; sort?: unknown; sla?: unknown }
     // The queue's search of earlier versions (titles only) is the full search now: its addresses lead there.
     if (typeof query.q === 'string' && query.q.trim() !== '') return reply.redirect(`${base(request)}/search${queryString({ q: query.q.trim() })}`, 303)
     const { site, user } = request.web
@@ -113,12 +123,16 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
     const asked = typeof query.tag === 'string' ? tagOf(query.tag) : undefined
     const tag = asked && 'tag' in asked ? asked.tag : undefined
     const scope = { siteId: site.id, categoryId: category?.id }
+    // By due time where due times run (what the team owes); by last activity anywhere else.
+    const byDue = query.sort === 'due' && DUE_TABS.includes(tab.scope)
+    const breached = query.sla === 'breached'
     const { total, discussions: rows } = await discussions.list({
       ...scope,
       state: tab.scope,
       assignee: assigneeOf(owner.owner, user!.id),
       tag,
-      sort: 'activity',
+      breached,
+      sort: byDue ? 'due' : 'activity',
       offset: (page - 1) * QUEUE_PAGE,
       limit: QUEUE_PAGE,
     })
@@ -132,7 +146,7 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
     const stateCounts = TABS.map((t) => sum(t.scope, owner.owner))
     const ownerCounts = OWNERS.map((o) => sum(tab.scope, o.owner))
     const names = new Map(all.map((c) => [c.id, c.name]))
-    const kept = { state: tab === TABS[0] ? undefined : tab.scope, owner: owner === OWNERS[2] ? undefined : owner.owner, category: category?.id, tag }
+    const kept = { state: tab === TABS[0] ? undefined : tab.scope, owner: owner === OWNERS[2] ? undefined : owner.owner, category: category?.id, tag, sort: byDue ? 'due' : undefined, sla: breached ? 'breached' : undefined }
     const filters = (changes: Record<string, string | number | undefined>) => `${base(request)}/discussions${queryString({ ...kept, ...changes })}`
     const pages = Math.max(1, Math.ceil(total / QUEUE_PAGE))
     return reply.page(
@@ -148,7 +162,10 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
         // A tag asked for that cannot be one: said, and nothing is filtered by it.
         tagProblem: asked && 'problem' in asked ? `Tag: ${asked.problem}.` : null,
         total,
-        rows: rows.map((d) => row(request, d, names, (t) => filters({ tag: t, page: undefined }))),
+        rows: rows.map((d) => row(request, d, names, (t) => filters({ tag: t, page: undefined }), fastify.clock())),
+        sortable: DUE_TABS.includes(tab.scope),
+        byDue,
+        breached,
         page,
         pages,
         previous: page > 1 ? filters({ page: page - 1 }) : null,

@@ -107,7 +107,7 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   t.equal(copied.code, 0, copied.stderr)
   const lines = copied.stdout.split('\n')
   t.match(lines[0], /^table\s+sqlite rows\s+postgres rows\s+sha256 \(sqlite\)\s+sha256 \(postgres\)$/)
-  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'web_sessions', 'invitations', 'categories', 'discussions', 'comments', 'discussion_counts', 'discussion_tags', 'saved_replies', 'oauth_records', 'security_events', 'audit_events', 'schedules', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows', 'files', 'file_pieces', 'attachments', 'mail_providers', 'mailboxes', 'mail_messages', 'participants', 'sender_rules', 'mail_home', 'webhooks', 'outbox', 'webhook_deliveries', 'customer_links', 'discussion_changes', 'idempotency_keys']
+  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'web_sessions', 'invitations', 'categories', 'discussions', 'comments', 'discussion_counts', 'discussion_tags', 'saved_replies', 'oauth_records', 'security_events', 'audit_events', 'schedules', 'sla_policies', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows', 'files', 'file_pieces', 'attachments', 'mail_providers', 'mailboxes', 'mail_messages', 'participants', 'sender_rules', 'mail_home', 'webhooks', 'outbox', 'webhook_deliveries', 'customer_links', 'discussion_changes', 'idempotency_keys']
   for (const [i, table] of tables.entries()) {
     const [name, sqliteRows, postgresRows, sqliteSum, postgresSum, verdict] = lines[i + 1]!.split(/\s+/)
     t.same([name, postgresRows, postgresSum, verdict], [table, sqliteRows, sqliteSum, 'same'], table)

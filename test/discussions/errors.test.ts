@@ -82,7 +82,7 @@ t.test('listing: page, sort, state and filters', async (t) => {
     ['/demo/discussions?page=', [{ field: 'page', problem: 'must be a whole number' }]],
     ['/demo/discussions?page=1&page=2', [{ field: 'page', problem: 'must be a whole number' }]],
     ['/demo/discussions?page=99999999999', [{ field: 'page', problem: 'must be at most 1000000000' }]],
-    ['/demo/discussions?sort=oldest', [{ field: 'sort', problem: 'must be one of: activity, created, updated' }]],
+    ['/demo/discussions?sort=oldest', [{ field: 'sort', problem: 'must be one of: activity, created, updated, due' }]],
     ['/demo/discussions?public=yes', [{ field: 'public', problem: 'must be one of: 1, 0, true, false' }]],
     ['/demo/discussions?since=last-week', [{ field: 'since', problem: 'must be a discussion number or a date as YYYY-MM-DD' }]],
     ['/demo/discussions?since=2026-02-30', [{ field: 'since', problem: 'is not a date of the calendar' }]],
@@ -94,7 +94,7 @@ t.test('listing: page, sort, state and filters', async (t) => {
       '/demo/discussions?page=0&sort=x&public=2',
       [
         { field: 'page', problem: 'must be at least 1' },
-        { field: 'sort', problem: 'must be one of: activity, created, updated' },
+        { field: 'sort', problem: 'must be one of: activity, created, updated, due' },
         { field: 'public', problem: 'must be one of: 1, 0, true, false' },
       ],
     ],

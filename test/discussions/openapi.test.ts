@@ -35,6 +35,8 @@ const READS = [
   '/{site}/audit_log',
   '/{site}/schedules',
   '/{site}/schedules/{id}',
+  '/{site}/sla_policies',
+  '/{site}/sla_policies/{id}',
 ]
 const WRITES = [
   'post /{site}/categories/{id}/discussions',
@@ -50,6 +52,9 @@ const WRITES = [
   'post /{site}/schedules',
   'patch /{site}/schedules/{id}',
   'delete /{site}/schedules/{id}',
+  'post /{site}/sla_policies',
+  'patch /{site}/sla_policies/{id}',
+  'delete /{site}/sla_policies/{id}',
   'post /{site}/saved_replies',
   'patch /{site}/saved_replies/{id}',
   'delete /{site}/saved_replies/{id}',
@@ -110,7 +115,7 @@ t.test('every API route is in the document, and nothing else', async (t) => {
 
   // Any discussion or category route registered in the app, now or later, must be documented.
   const toPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
-  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|staff|invitations|webhooks|saved_replies|sender_rules|search|changes|audit_log|schedules)/.test(r.url))
+  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|staff|invitations|webhooks|saved_replies|sender_rules|search|changes|audit_log|schedules|sla_policies)/.test(r.url))
   t.equal(apiShaped.length, EXPECTED.length - 2, 'all but the site resource')
   for (const r of apiShaped) t.ok(documented.includes(`${r.method} ${toPath(r.url)}`), `${r.method} ${r.url} is documented`)
   t.notOk(Object.keys(doc.paths).some((p) => p.includes('*') || p.includes('openapi') || p.includes('well-known')))
@@ -163,7 +168,7 @@ t.test('security schemes of the contract, and the answers of every operation', a
   const listing = doc.paths['/{site}/discussions'].get
   t.same(
     listing.parameters.filter((p: { in: string }) => p.in === 'query').map((p: { name: string }) => p.name),
-    ['page', 'cursor', 'sort', 'public', 'since', 'user_id', 'user_email', 'assignee', 'tag'],
+    ['page', 'cursor', 'sort', 'public', 'since', 'user_id', 'user_email', 'assignee', 'tag', 'sla'],
   )
 })
 

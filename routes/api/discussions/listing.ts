@@ -49,6 +49,11 @@ function walkStart(query: Static<typeof ListingQuery>): number {
   return before
 }
 
+/** A listing of resolved, deleted or spam discussions has no order by due time: none of them has one (400). */
+function refuseDueOf(state: StateScope): void {
+  if (state === 'resolved' || state === 'deleted' || state === 'spam') throw new InvalidRequest([{ field: 'sort', problem: `cannot be due for ${state} discussions: due times run for new and open ones only` }])
+}
+
 export interface ListingRequest {
   auth: Authenticated | null
   query: Static<typeof ListingQuery>
@@ -69,7 +74,9 @@ export async function listDiscussions(
   const site = request.auth!.site
   // Before anything is read: a poll of an unchanged listing costs the authentication alone.
   if (notModified(request as FastifyRequest, reply, siteVersion(site.version))) return reply
-  const { page = 1, sort = 'activity', user_id, user_email, assignee, tag, cursor, ...query } = request.query
+  const { page = 1, sort = 'activity', user_id, user_email, assignee, tag, cursor, sla, ...query } = request.query
+  // Due times run for what the team owes: the order by them lists new and open discussions (db/stores/discussions.ts, list).
+  if (sort === 'due') refuseDueOf(scope.state)
   const since = parseSince(query.since)
   // A walk by cursor goes in the order of creation (the numbers), which no change reorders.
   const before = cursor === undefined ? undefined : walkStart(request.query)
@@ -87,10 +94,11 @@ export async function listDiscussions(
     // Nobody's (0) for none; a tag that cannot be one is carried by no discussion (the empty page).
     assignee: assignee === undefined ? undefined : (assigneeOf(assignee, request.auth!.user.id) ?? NO_ASSIGNEE),
     tag: tag === undefined ? undefined : keptTag(tag),
+    breached: sla === 'breached',
     since,
     ...(before === undefined ? { sort, offset: (page - 1) * PER_PAGE, limit: PER_PAGE } : { sort: 'number', before, offset: 0, limit: PER_PAGE + 1 }),
   })
-  const kept = { sort: request.query.sort, public: query.public, since: query.since, user_id, user_email, assignee, tag }
+  const kept = { sort: request.query.sort, public: query.public, since: query.since, user_id, user_email, assignee, tag, sla }
   let shown = rows
   let around: Record<string, unknown>
   if (before === undefined) {

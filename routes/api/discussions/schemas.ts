@@ -5,6 +5,7 @@ import { WINDOW } from '../../../db/stores/search.ts'
 import { MAX_QUERY } from '../../../lib/search-text.ts'
 import { NUL_PROBLEM } from '../../../lib/nul.ts'
 import { MAX_TAG_LENGTH, MAX_TAGS } from '../../../lib/team-queue.ts'
+import { slaKinds } from '../../../lib/sla.ts'
 import { ErrorBody, InvalidRequestBody } from '../../schemas.ts'
 
 // The v1 shapes of docs/decisions.md ("Discussions (v1 shape)"): what the routes accept and answer.
@@ -61,6 +62,19 @@ const Tags = Type.Array(Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH * 
 
 // ---- resources
 
+const DueAt = (what: string) => Type.Union([Moment, Type.Null()], { description: `${what}; null when that clock does not run (nothing owed, paused while the discussion waits on its customer, or no such promise).` })
+
+/** Which promise of an SLA policy, and its due time: what sla.warning and sla.breached tell. */
+export const SlaAlert = Type.Object({ kind: Type.Enum(slaKinds), due_at: Moment })
+
+export const DiscussionSla = Type.Object({
+  policy: Type.Object({ id: Type.Integer(), href: Href }),
+  first_reply_due_at: DueAt('When the first reply of the team is due'),
+  next_reply_due_at: DueAt("When the team's answer to the customer's newest message is due"),
+  resolution_due_at: DueAt('When it is to be resolved, the time it waited on the customer aside'),
+  breached: Type.Array(Type.Enum(slaKinds), { description: 'Every promise broken on it: first_reply, next_reply, resolution.' }),
+})
+
 const discussionFields = {
   href: Href,
   number: Type.Integer({ description: "The discussion's number on its site: the {number} of every discussion path." }),
@@ -88,6 +102,7 @@ const discussionFields = {
   }),
   assign_href: Type.String({ format: 'uri', description: 'POST with ?to=<user id>, me or none.' }),
   tags: Type.Array(Type.String(), { description: 'Its tags: lower case, sorted.' }),
+  sla: Type.Union([DiscussionSla, Type.Null()], { description: 'The SLA policy that chose it and its due times; null when no policy of the site chooses it.' }),
 } satisfies TProperties
 
 export const Discussion = Type.Object(discussionFields)
@@ -257,7 +272,11 @@ export const ChangesQuery = Type.Object({
 export const ListingQuery = Type.Object({
   page: Type.Optional(Page),
   cursor: Type.Optional(Cursor),
-  sort: Type.Optional(Type.Enum(sorts, { description: 'Newest first by: last activity (the default), creation or last change.' })),
+  sort: Type.Optional(
+    Type.Enum(sorts, {
+      description: 'Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last.',
+    }),
+  ),
   public: Type.Optional(Type.Enum(['1', '0', 'true', 'false'], { description: '1: public discussions only; 0: private only.' })),
   since: Type.Optional(
     Type.String({
@@ -270,6 +289,7 @@ export const ListingQuery = Type.Object({
   user_email: Type.Optional(Email("Only the discussions of the user with this address.")),
   assignee: Type.Optional(Assignee('Only the discussions this supporter owns: a user id, me, or none for those nobody owns.')),
   tag: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH * 4, ...NO_NUL, description: 'Only the discussions carrying this tag.', errorMessage: { not: NUL_PROBLEM } })),
+  sla: Type.Optional(Type.Literal('breached', { description: 'breached: only the discussions that broke a promise of an SLA policy.', errorMessage: 'must be breached' })),
 })
 
 export const SearchQuery = Type.Object({

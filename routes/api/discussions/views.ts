@@ -5,6 +5,7 @@ import type { Category as CategoryRow } from '../../../db/stores/categories.ts'
 import { emptyStateCounts, type StateCounts } from '../../../db/stores/discussion-counts.ts'
 import type { CommentRow, DiscussionRow } from '../../../db/stores/discussions.ts'
 import { tagList } from '../../../lib/team-queue.ts'
+import { clockOf } from '../../../db/stores/sla.ts'
 import type { Attachment } from '../../../db/stores/files.ts'
 import type { Delivery } from '../../../db/stores/outbox.ts'
 import type { MailOrigin } from '../../../db/stores/mail.ts'
@@ -139,6 +140,16 @@ export function createViews(urls: Urls) {
         assignee: row.assigneeId === null ? null : { id: row.assigneeId, name: row.assigneeName ?? '' },
         assign_href: `${href}/assign`,
         tags: tagList(row.tags),
+        sla:
+          row.slaPolicyId === null
+            ? null
+            : {
+                policy: { id: row.slaPolicyId, href: `${site.site}/sla_policies/${row.slaPolicyId}` },
+                first_reply_due_at: row.firstReplyDueAt && moment(row.firstReplyDueAt),
+                next_reply_due_at: row.nextReplyDueAt && moment(row.nextReplyDueAt),
+                resolution_due_at: row.resolutionDueAt && moment(row.resolutionDueAt),
+                breached: clockOf(row).breached,
+              },
       }
     },
 

@@ -29,6 +29,16 @@ function condition(where: SQL | undefined): string | null {
     .join('')
 }
 
+/**
+ * A column's default as both engines mean it: a moment (PostgreSQL's Date; SQLite's milliseconds,
+ * written as SQL, since drizzle would write a Date there as JSON text) as its milliseconds.
+ */
+function defaultOf(value: unknown): unknown {
+  if (value instanceof Date) return value.getTime()
+  if (typeof value === 'object' && value !== null && 'queryChunks' in value) return Number((value as SQL).queryChunks.map((chunk) => (chunk as { value: string[] }).value.join('')).join(''))
+  return value
+}
+
 /** What the two engines must agree on, per table; `trailingId` says where PostgreSQL's indexes end with the id. */
 function describe(config: TableConfig) {
   return {
@@ -40,7 +50,7 @@ function describe(config: TableConfig) {
       notNull: c.notNull,
       primary: c.primary,
       unique: c.isUnique,
-      default: c.default,
+      default: defaultOf(c.default),
       enum: c.enumValues ?? null,
     })),
     primaryKey: config.primaryKeys.map((key) => names(key.columns)),
@@ -70,7 +80,7 @@ const pgTables = new Map(Object.values(pgSchema).filter((v) => is(v, PgTable)).m
 
 t.test('the same tables on both engines', async (t) => {
   t.same([...pgTables.keys()].sort(), [...sqliteTables.keys()].sort())
-  t.same([...pgTables.keys()].sort(), ['attachments', 'audit_events', 'categories', 'comments', 'customer_links', 'discussion_changes', 'discussion_counts', 'discussion_tags', 'discussions', 'file_pieces', 'files', 'idempotency_keys', 'invitations', 'mail_home', 'mail_messages', 'mail_providers', 'mailboxes', 'memberships', 'oauth_records', 'outbox', 'participants', 'personal_token_addresses', 'personal_tokens', 'rate_limit_windows', 'recovery_codes', 'saved_replies', 'schedules', 'search_backfill', 'second_factors', 'security_events', 'sender_rules', 'sites', 'used_challenges', 'users', 'web_sessions', 'webhook_deliveries', 'webhooks'])
+  t.same([...pgTables.keys()].sort(), ['attachments', 'audit_events', 'categories', 'comments', 'customer_links', 'discussion_changes', 'discussion_counts', 'discussion_tags', 'discussions', 'file_pieces', 'files', 'idempotency_keys', 'invitations', 'mail_home', 'mail_messages', 'mail_providers', 'mailboxes', 'memberships', 'oauth_records', 'outbox', 'participants', 'personal_token_addresses', 'personal_tokens', 'rate_limit_windows', 'recovery_codes', 'saved_replies', 'schedules', 'search_backfill', 'second_factors', 'security_events', 'sender_rules', 'sites', 'sla_policies', 'used_challenges', 'users', 'web_sessions', 'webhook_deliveries', 'webhooks'])
 })
 
 t.test('table by table: columns, keys, indexes and foreign keys alike', async (t) => {
@@ -99,7 +109,7 @@ t.test('the comparison itself sees a difference', async (t) => {
   const sqlite = sqliteTables.get('discussions')!
   const postgres = pgTables.get('discussions')!
   t.not(JSON.stringify(postgres.indexes), JSON.stringify(sqlite.indexes), 'the trailing id is seen')
-  t.equal(postgres.indexes.filter((i) => i.columns.at(-1) === 'id').length, 10, 'ten listing indexes end with the id')
+  t.equal(postgres.indexes.filter((i) => i.columns.at(-1) === 'id').length, 12, 'twelve listing indexes end with the id')
   t.same(postgres.foreignKeys.map((k) => [k.columns[0], k.table, k.onDelete]), [
     ['assignee_id', 'users', 'set null'],
     ['author_id', 'users', 'no action'],
@@ -163,7 +173,7 @@ t.test('a freshly migrated database is the schema: columns, keys, indexes, forei
         precision: c.type === 'date' ? 3 : null,
         identity: c.name === 'id' && c.primary,
         // PostgreSQL spells a text default as a cast literal.
-        default: c.default === undefined ? null : typeof c.default === 'string' ? `'${c.default}'::text` : String(c.default),
+        default: c.default === undefined ? null : typeof c.default === 'string' ? `'${c.default}'::text` : c.type === 'date' ? `'${new Date(c.default as number).toISOString().replace('T', ' ').replace('.000Z', '+00')}'::timestamp with time zone` : String(c.default),
       })),
       `${name}: the columns, in order, with their types, nullability, identity and defaults`,
     )

@@ -1,0 +1,180 @@
+import { and, asc, eq, lte, sql } from '../drizzle.ts'
+import type { StorePort } from '../port.ts'
+import type { Interval, Schedule } from '../../lib/business-time.ts'
+import { isOwed, noClock, policyFor, slaAfter, slaKinds, type SlaChannel, type SlaClock, type SlaFacts, type SlaAlert, type SlaPolicy } from '../../lib/sla.ts'
+import type { Clock } from '../../lib/clock.ts'
+import type { DiscussionRow } from './discussion-listing.ts'
+import { notifySla } from './notifications.ts'
+import type { EventSink } from './webhooks.ts'
+
+// The SLA clocks of the discussions (issue 68; lib/sla.ts; docs/decisions.md, "SLA policies"): the
+// site's policies read in the transaction of each write, and the clock's columns moved with the
+// row in the write's own statement (db/stores/discussions.ts), so the due times commit with what
+// moved them.
+
+/** A policy as the clocks need it, with its name and its schedule's id (the store's rows). */
+export interface ChosenPolicy extends SlaPolicy {
+  name: string
+  scheduleId: number | null
+}
+
+/** The columns of a discussion that keep its clocks (db/schema: slaPolicyId to slaAlertAt). */
+export type SlaColumns = Pick<
+  DiscussionRow,
+  | 'slaPolicyId'
+  | 'slaReplySince'
+  | 'slaFirstRepliedAt'
+  | 'slaResolutionSince'
+  | 'slaResolutionSpent'
+  | 'firstReplyDueAt'
+  | 'nextReplyDueAt'
+  | 'resolutionDueAt'
+  | 'dueAt'
+  | 'slaBreached'
+  | 'slaTold'
+  | 'slaAlertAt'
+>
+
+const listOf = (text: string) => (text === '' ? [] : text.split(' '))
+
+/** The clock of a row. */
+export function clockOf(row: SlaColumns): SlaClock {
+  return {
+    policyId: row.slaPolicyId,
+    replySince: row.slaReplySince,
+    firstRepliedAt: row.slaFirstRepliedAt,
+    resolutionSince: row.slaResolutionSince,
+    resolutionSpent: row.slaResolutionSpent,
+    firstReplyDueAt: row.firstReplyDueAt,
+    nextReplyDueAt: row.nextReplyDueAt,
+    resolutionDueAt: row.resolutionDueAt,
+    dueAt: row.dueAt,
+    breached: listOf(row.slaBreached).filter((kind): kind is SlaClock['breached'][number] => (slaKinds as readonly string[]).includes(kind)),
+    told: listOf(row.slaTold),
+    alertAt: row.slaAlertAt,
+  }
+}
+
+/** The columns of a clock. */
+export function columnsOf(clock: SlaClock): SlaColumns {
+  return {
+    slaPolicyId: clock.policyId,
+    slaReplySince: clock.replySince,
+    slaFirstRepliedAt: clock.firstRepliedAt,
+    slaResolutionSince: clock.resolutionSince,
+    slaResolutionSpent: clock.resolutionSpent,
+    firstReplyDueAt: clock.firstReplyDueAt,
+    nextReplyDueAt: clock.nextReplyDueAt,
+    resolutionDueAt: clock.resolutionDueAt,
+    dueAt: clock.dueAt,
+    slaBreached: clock.breached.join(' '),
+    slaTold: clock.told.join(' '),
+    slaAlertAt: clock.alertAt,
+  }
+}
+
+/** The columns as a prepared statement binds them (moments through port.moment). */
+export function boundColumns(port: StorePort, columns: SlaColumns) {
+  const at = (date: Date | null) => (date === null ? null : port.moment(date))
+  return {
+    slaPolicyId: columns.slaPolicyId,
+    slaReplySince: at(columns.slaReplySince),
+    slaFirstRepliedAt: at(columns.slaFirstRepliedAt),
+    slaResolutionSince: at(columns.slaResolutionSince),
+    slaResolutionSpent: columns.slaResolutionSpent,
+    firstReplyDueAt: at(columns.firstReplyDueAt),
+    nextReplyDueAt: at(columns.nextReplyDueAt),
+    resolutionDueAt: at(columns.resolutionDueAt),
+    dueAt: port.moment(columns.dueAt),
+    slaBreached: columns.slaBreached,
+    slaTold: columns.slaTold,
+    slaAlertAt: at(columns.slaAlertAt),
+  }
+}
+
+// A schedule's JSON is parsed once per text of it, not per write: kept by its id with the texts it was parsed from.
+const parsedSchedules = new Map<number, { timeZone: string; week: string; days: string; schedule: Schedule }>()
+const PARSED_SCHEDULES = 200
+
+function scheduleOf(row: { id: number; timeZone: string; week: string; days: string }): Schedule {
+  const kept = parsedSchedules.get(row.id)
+  if (kept && kept.timeZone === row.timeZone && kept.week === row.week && kept.days === row.days) return kept.schedule
+  const days = JSON.parse(row.days) as Record<string, { hours: Interval[] }>
+  const schedule = { timeZone: row.timeZone, week: JSON.parse(row.week) as Interval[][], days: Object.fromEntries(Object.entries(days).map(([date, day]) => [date, day.hours])) }
+  if (!kept && parsedSchedules.size >= PARSED_SCHEDULES) parsedSchedules.delete(parsedSchedules.keys().next().value!)
+  parsedSchedules.set(row.id, { timeZone: row.timeZone, week: row.week, days: row.days, schedule })
+  return schedule
+}
+
+/** The site's policies in order, each with its schedule, read on `port` (by one statement prepared once per port). */
+export async function policiesOf(port: StorePort, siteId: number): Promise<ChosenPolicy[]> {
+  const { schedules, slaPolicies } = port.tables
+  const read = port.prepared('sla_policies_of_site', (db) =>
+    db
+      .select({
+        policy: slaPolicies,
+        schedule: { id: schedules.id, timeZone: schedules.timeZone, week: schedules.week, days: schedules.days },
+      })
+      .from(slaPolicies)
+      .leftJoin(schedules, eq(schedules.id, slaPolicies.scheduleId))
+      .where(eq(slaPolicies.siteId, sql.placeholder('siteId')))
+      .orderBy(asc(slaPolicies.position), asc(slaPolicies.id))
+      .prepare('sla_policies_of_site'),
+  )
+  return (await read.execute({ siteId })).map(({ policy, schedule }) => ({
+    id: policy.id,
+    name: policy.name,
+    scheduleId: policy.scheduleId,
+    conditions: {
+      categories: listOf(policy.categories).map(Number),
+      tags: listOf(policy.tags),
+      domains: listOf(policy.domains),
+      channels: listOf(policy.channels) as SlaChannel[],
+    },
+    targets: { firstReply: policy.firstReplyMinutes, nextReply: policy.nextReplyMinutes, resolution: policy.resolutionMinutes },
+    warnBefore: policy.warnMinutes,
+    schedule: schedule?.id ? scheduleOf(schedule) : null,
+  }))
+}
+
+/** What a write of a discussion changes, as the clocks see it. */
+export interface SlaWrite {
+  siteId: number
+  /** The row before the write (null: it is being created). */
+  before: (SlaColumns & { state: DiscussionRow['state']; awaitingTeam: boolean }) | null
+  after: { state: DiscussionRow['state']; awaitingTeam: boolean }
+  facts: SlaFacts
+  at: Date
+}
+
+/** The clock's columns after a write, and the kinds it found breached that no alert had told (told by the write). */
+export async function slaOfWrite(port: StorePort, write: SlaWrite): Promise<{ columns: SlaColumns; late: SlaAlert[]; policy: ChosenPolicy | null }> {
+  const policies = await policiesOf(port, write.siteId)
+  const policy = policyFor(policies, write.facts) ?? null
+  const { clock, late } = slaAfter(write.before ? clockOf(write.before) : noClock, { owedBefore: write.before ? isOwed(write.before) : false, owedAfter: isOwed(write.after), at: write.at }, policy)
+  return { columns: columnsOf(clock), late, policy }
+}
+
+/** The discussions whose alerts are due at `now` (the alerts' loop), soonest first: site and number. */
+export async function alertsDue(port: StorePort, now: Date, limit: number): Promise<Array<{ siteId: number; number: number }>> {
+  const { discussions } = port.tables
+  return port.db
+    .select({ siteId: discussions.siteId, number: discussions.number })
+    .from(discussions)
+    .where(and(sql`${discussions.slaAlertAt} is not null`, lte(discussions.slaAlertAt, now)))
+    .orderBy(asc(discussions.slaAlertAt))
+    .limit(limit)
+}
+
+/**
+ * Tells the alerts of a discussion, in the transaction that records them told: a webhook event each
+ * (sla.warning, sla.breached) and a mail to its owner or the team (db/stores/notifications.ts).
+ * Nothing of a discussion marked spam or deleted is told (its clocks stopped with the move anyway).
+ */
+export async function tellSla(port: StorePort, clock: Clock, events: EventSink, discussion: DiscussionRow, alerts: readonly SlaAlert[]): Promise<void> {
+  if (discussion.state === 'spam' || discussion.state === 'deleted') return
+  for (const alert of alerts) {
+    await events(port, { type: alert.alert === 'warning' ? 'sla.warning' : 'sla.breached', siteId: discussion.siteId, discussion, alert })
+    await notifySla(port, clock, { siteId: discussion.siteId, number: discussion.number, title: discussion.title, ownerId: discussion.assigneeId, alert })
+  }
+}
