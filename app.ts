@@ -74,7 +74,7 @@ declare module 'fastify' {
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'databaseAddress' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'mailAttachBytes' | 'sudoMinutes' | 'files' | 'mailReceiver' | 'mailFetchSeconds' | 'mailSpamHeaders' | 'mailRspamd' | 'webhooks' | 'outboxSend'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'mailAttachBytes' | 'sudoMinutes' | 'files' | 'mailReceiver' | 'mailFetchSeconds' | 'slaAlertSeconds' | 'mailSpamHeaders' | 'mailRspamd' | 'webhooks' | 'outboxSend'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -169,7 +169,7 @@ export function buildApp(options: AppOptions) {
   app.register(secondFactorStore)
   app.register(securityLogPruning, { days: config.securityLogDays ?? DEFAULT_SECURITY_LOG_DAYS })
   app.register(fileSweep)
-  app.register(slaAlerts, options.slaAlerts ?? {})
+  app.register(slaAlerts, { everyMs: (config.slaAlertSeconds ?? 30) * 1000, ...options.slaAlerts })
   // The search index of the discussions from before it, in batches (plugins/search-backfill.ts).
   app.register(searchBackfill)
   // Where mail and webhooks are at home: a restored or copied database holds them until resumed.

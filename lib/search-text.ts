@@ -94,7 +94,7 @@ export function tsvectorOf(document: SearchDocument): string {
 // ---- the query language
 
 /** The filters a query may hold, by name. */
-export const FILTERS = ['state', 'category', 'from', 'assignee', 'tag', 'before', 'after'] as const
+export const FILTERS = ['state', 'category', 'from', 'assignee', 'tag', 'sla', 'before', 'after'] as const
 export type FilterName = (typeof FILTERS)[number]
 
 /** The longest query, in characters. */

@@ -25,6 +25,7 @@ t.test('defaults', async (t) => {
     mcpAllowedOrigins: [],
     securityLogDays: 400,
     mailFetchSeconds: 60,
+    slaAlertSeconds: 30,
     mailSpamHeaders: true,
     webhooks: { allowed: [], timeoutMs: 10_000 },
     sudoMinutes: 15,

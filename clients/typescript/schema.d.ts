@@ -3114,8 +3114,8 @@ export interface operations {
                 page?: number;
                 /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
                 cursor?: string;
-                /** @description Newest first by: last activity (the default), creation or last change. */
-                sort?: "activity" | "created" | "updated";
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
                 /** @description 1: public discussions only; 0: private only. */
                 public?: "1" | "0" | "true" | "false";
                 /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
@@ -3128,6 +3128,8 @@ export interface operations {
                 assignee?: string;
                 /** @description Only the discussions carrying this tag. */
                 tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -3286,8 +3288,8 @@ export interface operations {
                 page?: number;
                 /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
                 cursor?: string;
-                /** @description Newest first by: last activity (the default), creation or last change. */
-                sort?: "activity" | "created" | "updated";
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
                 /** @description 1: public discussions only; 0: private only. */
                 public?: "1" | "0" | "true" | "false";
                 /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
@@ -3300,6 +3302,8 @@ export interface operations {
                 assignee?: string;
                 /** @description Only the discussions carrying this tag. */
                 tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -3458,8 +3462,8 @@ export interface operations {
                 page?: number;
                 /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
                 cursor?: string;
-                /** @description Newest first by: last activity (the default), creation or last change. */
-                sort?: "activity" | "created" | "updated";
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
                 /** @description 1: public discussions only; 0: private only. */
                 public?: "1" | "0" | "true" | "false";
                 /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
@@ -3472,6 +3476,8 @@ export interface operations {
                 assignee?: string;
                 /** @description Only the discussions carrying this tag. */
                 tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -3630,8 +3636,8 @@ export interface operations {
                 page?: number;
                 /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
                 cursor?: string;
-                /** @description Newest first by: last activity (the default), creation or last change. */
-                sort?: "activity" | "created" | "updated";
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
                 /** @description 1: public discussions only; 0: private only. */
                 public?: "1" | "0" | "true" | "false";
                 /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
@@ -3644,6 +3650,8 @@ export interface operations {
                 assignee?: string;
                 /** @description Only the discussions carrying this tag. */
                 tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -3802,8 +3810,8 @@ export interface operations {
                 page?: number;
                 /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
                 cursor?: string;
-                /** @description Newest first by: last activity (the default), creation or last change. */
-                sort?: "activity" | "created" | "updated";
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
                 /** @description 1: public discussions only; 0: private only. */
                 public?: "1" | "0" | "true" | "false";
                 /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
@@ -3816,6 +3824,8 @@ export interface operations {
                 assignee?: string;
                 /** @description Only the discussions carrying this tag. */
                 tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -3974,8 +3984,8 @@ export interface operations {
                 page?: number;
                 /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
                 cursor?: string;
-                /** @description Newest first by: last activity (the default), creation or last change. */
-                sort?: "activity" | "created" | "updated";
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
                 /** @description 1: public discussions only; 0: private only. */
                 public?: "1" | "0" | "true" | "false";
                 /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
@@ -3988,6 +3998,8 @@ export interface operations {
                 assignee?: string;
                 /** @description Only the discussions carrying this tag. */
                 tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -4146,8 +4158,8 @@ export interface operations {
                 page?: number;
                 /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
                 cursor?: string;
-                /** @description Newest first by: last activity (the default), creation or last change. */
-                sort?: "activity" | "created" | "updated";
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
                 /** @description 1: public discussions only; 0: private only. */
                 public?: "1" | "0" | "true" | "false";
                 /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
@@ -4160,6 +4172,8 @@ export interface operations {
                 assignee?: string;
                 /** @description Only the discussions carrying this tag. */
                 tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -4318,8 +4332,8 @@ export interface operations {
                 page?: number;
                 /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
                 cursor?: string;
-                /** @description Newest first by: last activity (the default), creation or last change. */
-                sort?: "activity" | "created" | "updated";
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
                 /** @description 1: public discussions only; 0: private only. */
                 public?: "1" | "0" | "true" | "false";
                 /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
@@ -4332,6 +4346,8 @@ export interface operations {
                 assignee?: string;
                 /** @description Only the discussions carrying this tag. */
                 tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -4490,8 +4506,8 @@ export interface operations {
                 page?: number;
                 /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
                 cursor?: string;
-                /** @description Newest first by: last activity (the default), creation or last change. */
-                sort?: "activity" | "created" | "updated";
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
                 /** @description 1: public discussions only; 0: private only. */
                 public?: "1" | "0" | "true" | "false";
                 /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
@@ -4504,6 +4520,8 @@ export interface operations {
                 assignee?: string;
                 /** @description Only the discussions carrying this tag. */
                 tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -4662,8 +4680,8 @@ export interface operations {
                 page?: number;
                 /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
                 cursor?: string;
-                /** @description Newest first by: last activity (the default), creation or last change. */
-                sort?: "activity" | "created" | "updated";
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
                 /** @description 1: public discussions only; 0: private only. */
                 public?: "1" | "0" | "true" | "false";
                 /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
@@ -4676,6 +4694,8 @@ export interface operations {
                 assignee?: string;
                 /** @description Only the discussions carrying this tag. */
                 tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -4834,8 +4854,8 @@ export interface operations {
                 page?: number;
                 /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
                 cursor?: string;
-                /** @description Newest first by: last activity (the default), creation or last change. */
-                sort?: "activity" | "created" | "updated";
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
                 /** @description 1: public discussions only; 0: private only. */
                 public?: "1" | "0" | "true" | "false";
                 /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
@@ -4848,6 +4868,8 @@ export interface operations {
                 assignee?: string;
                 /** @description Only the discussions carrying this tag. */
                 tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -5006,8 +5028,8 @@ export interface operations {
                 page?: number;
                 /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
                 cursor?: string;
-                /** @description Newest first by: last activity (the default), creation or last change. */
-                sort?: "activity" | "created" | "updated";
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
                 /** @description 1: public discussions only; 0: private only. */
                 public?: "1" | "0" | "true" | "false";
                 /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
@@ -5020,6 +5042,8 @@ export interface operations {
                 assignee?: string;
                 /** @description Only the discussions carrying this tag. */
                 tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -5174,7 +5198,7 @@ export interface operations {
     searchDiscussions: {
         parameters: {
             query: {
-                /** @description Words (every one must be there; accents and case do not matter), "a phrase", -excluded words or phrases, and filters: state:new|open|resolved|deleted|spam|todo (without one: every state but deleted and spam), category:<name or id>, from:<email>, assignee:me|none|<email>, tag:<tag>, after:YYYY-MM-DD, before:YYYY-MM-DD. */
+                /** @description Words (every one must be there; accents and case do not matter), "a phrase", -excluded words or phrases, and filters: state:new|open|resolved|deleted|spam|todo (without one: every state but deleted and spam), category:<name or id>, from:<email>, assignee:me|none|<email>, tag:<tag>, sla:breached, after:YYYY-MM-DD, before:YYYY-MM-DD. */
                 q: string;
                 /** @description 1-based page of 30. */
                 page?: number;
@@ -5332,7 +5356,7 @@ export interface operations {
     searchDiscussionsHead: {
         parameters: {
             query: {
-                /** @description Words (every one must be there; accents and case do not matter), "a phrase", -excluded words or phrases, and filters: state:new|open|resolved|deleted|spam|todo (without one: every state but deleted and spam), category:<name or id>, from:<email>, assignee:me|none|<email>, tag:<tag>, after:YYYY-MM-DD, before:YYYY-MM-DD. */
+                /** @description Words (every one must be there; accents and case do not matter), "a phrase", -excluded words or phrases, and filters: state:new|open|resolved|deleted|spam|todo (without one: every state but deleted and spam), category:<name or id>, from:<email>, assignee:me|none|<email>, tag:<tag>, sla:breached, after:YYYY-MM-DD, before:YYYY-MM-DD. */
                 q: string;
                 /** @description 1-based page of 30. */
                 page?: number;
@@ -7276,8 +7300,8 @@ export interface operations {
                 page?: number;
                 /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
                 cursor?: string;
-                /** @description Newest first by: last activity (the default), creation or last change. */
-                sort?: "activity" | "created" | "updated";
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
                 /** @description 1: public discussions only; 0: private only. */
                 public?: "1" | "0" | "true" | "false";
                 /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
@@ -7290,6 +7314,8 @@ export interface operations {
                 assignee?: string;
                 /** @description Only the discussions carrying this tag. */
                 tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
@@ -7705,8 +7731,8 @@ export interface operations {
                 page?: number;
                 /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
                 cursor?: string;
-                /** @description Newest first by: last activity (the default), creation or last change. */
-                sort?: "activity" | "created" | "updated";
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
                 /** @description 1: public discussions only; 0: private only. */
                 public?: "1" | "0" | "true" | "false";
                 /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
@@ -7719,6 +7745,8 @@ export interface operations {
                 assignee?: string;
                 /** @description Only the discussions carrying this tag. */
                 tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
             };
             header?: {
                 /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */

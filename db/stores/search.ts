@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gte, inArray, isNull, lt, or, sql, type SQL } from '../drizzle.ts'
+import { and, asc, count, desc, eq, gte, inArray, isNull, lt, ne, or, sql, type SQL } from '../drizzle.ts'
 import { isLive } from '../live.ts'
 import { unguarded, type StorePort } from '../port.ts'
 import { discussionStates } from '../values.ts'
@@ -82,6 +82,8 @@ interface Filters {
   /** An owner's id, or null for the discussions nobody owns. */
   assignee?: number | null
   tag?: string
+  /** Only those that broke a promise of an SLA policy (sla:breached). */
+  breached?: boolean
   from?: Date
   before?: Date
 }
@@ -124,7 +126,7 @@ export function createSearchStore(port: StorePort) {
     const given = query.filters
     const filters: Filters = { state: 'live' }
     if (!searcher.staff) {
-      const teamOnly = (['from', 'assignee', 'tag'] as const).find((name) => given[name] !== undefined)
+      const teamOnly = (['from', 'assignee', 'tag', 'sla'] as const).find((name) => given[name] !== undefined)
       if (teamOnly) throw unreadable(`gives ${teamOnly}:, which only the team may search by`)
     }
     for (const value of Object.values(given)) if (holdsNul(value)) throw unreadable('holds the character U+0000')
@@ -156,6 +158,10 @@ export function createSearchStore(port: StorePort) {
       if ('problem' in tag) throw unreadable(`gives tag:${given.tag}, which cannot be a tag (it ${tag.problem})`)
       filters.tag = tag.tag
     }
+    if (given.sla !== undefined) {
+      if (given.sla.toLowerCase() !== 'breached') throw unreadable(`gives sla:${given.sla}; the SLA filter is sla:breached`)
+      filters.breached = true
+    }
     if (given.after !== undefined) filters.from = dayOf('after', given.after)
     if (given.before !== undefined) filters.before = dayOf('before', given.before)
     return filters
@@ -177,6 +183,7 @@ export function createSearchStore(port: StorePort) {
     if (filters.tag !== undefined) {
       where.push(inArray(discussions.id, db.select({ id: discussionTags.discussionId }).from(discussionTags).where(and(eq(discussionTags.siteId, siteId), eq(discussionTags.tag, filters.tag)))))
     }
+    if (filters.breached) where.push(ne(discussions.slaBreached, ''))
     if (filters.from !== undefined) where.push(gte(discussions.createdAt, filters.from))
     if (filters.before !== undefined) where.push(lt(discussions.createdAt, filters.before))
     return and(...where)!

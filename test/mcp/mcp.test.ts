@@ -39,6 +39,24 @@ async function mcpApp(t: Test) {
 
 const call = (name: string, args: Record<string, unknown> = {}) => ({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } })
 
+t.test('an assistant sees the SLA: the due times of each discussion, the order by them, the breached ones', async (t) => {
+  const made = await mcpApp(t)
+  const { app, ann, clock, connect, create } = made
+  await app.slaPolicies.add(ann.site.id, { name: 'Fast', conditions: { categories: [], tags: [], domains: ['customer.test'], channels: [] }, scheduleId: null, targets: { firstReply: 60, nextReply: null, resolution: null }, warnBefore: 0 })
+  const chosen = await create({ title: 'Late soon', body: 'Help.', author_email: 'carol@customer.test' })
+  const client = await connect(ann.bearer.authorization)
+  const byDue = (await client.callTool({ name: 'list_discussions', arguments: { sort: 'due' } })).structuredContent as { discussions: Array<{ number: number; sla: unknown }> }
+  t.same(byDue.discussions.map((d) => d.number), [chosen.number, 1], 'the soonest due first, the one without a clock last')
+  t.match(byDue.discussions[0]!.sla, { policy: { id: 1 }, first_reply_due_at: new Date(clock() + 3_600_000).toISOString().replace('.000', ''), breached: [] })
+  t.equal(byDue.discussions[1]!.sla, null)
+  t.match((await client.callTool({ name: 'list_discussions', arguments: { sla: 'breached' } })).structuredContent, { total: 0 })
+  clock.advance(61 * 60_000)
+  await app.slaAlerts.tellDue()
+  const breached = (await client.callTool({ name: 'list_discussions', arguments: { sla: 'breached' } })).structuredContent as { total: number; discussions: Array<{ sla: { breached: string[] } }> }
+  t.equal(breached.total, 1)
+  t.same(breached.discussions[0]!.sla.breached, ['first_reply'])
+})
+
 t.test('the SDK client connects with a personal token, lists the tools, reads and writes', async (t) => {
   const made = await mcpApp(t)
   const { ann, connect, lines } = made

@@ -175,6 +175,15 @@ t.test('policies choose by category, tag, domain and channel, in order; the list
   t.same(breached.discussions.map((d: { title: string }) => d.title), ['A problem'])
   t.equal(breached.total, 1)
   t.equal((await call('GET', '/demo/discussions?sla=late')).status, 400)
+  // The search's query language says it too; a customer's search may not ask it (the team's own business).
+  const found = (await call('GET', `/demo/search?q=${encodeURIComponent('sla:breached')}`)).body
+  t.same(found.results.map((r: { discussion: { title: string } }) => r.discussion.title), ['A problem'])
+  t.equal((await call('GET', `/demo/search?q=${encodeURIComponent('help sla:breached')}`)).body.total, 0, 'with words that are nowhere: nothing')
+  const refused = await call('GET', `/demo/search?q=${encodeURIComponent('sla:late')}`)
+  t.equal(refused.status, 400)
+  t.match(JSON.stringify(refused.body), 'the SLA filter is sla:breached')
+  const siteId = (await app.sites.find('demo'))!.id
+  await t.rejects(app.discussionSearch.find({ siteId, searcher: { staff: false, userId: null, publicToo: true }, q: 'sla:breached', offset: 0, limit: 30 }), /gives sla:, which only the team may search by/, "a customer's search may not filter by it")
 
   // Removing a policy stops the clocks of what it chose; what was breached stays said.
   t.equal((await call('DELETE', `/demo/sla_policies/${urgent.id}`)).status, 204)

@@ -49,19 +49,23 @@ export const MCP_TOOLS: McpTool[] = [
     title: 'List discussions',
     description:
       'Lists the discussions of the help desk, most recent activity first, 30 per page, with their number, title, state ' +
-      '(new, open, resolved, deleted, spam), category, author and counts. Without a state: every discussion but deleted and spam ones. ' +
+      '(new, open, resolved, deleted, spam), category, author and counts, and `sla`: the SLA policy that chose it, its due times ' +
+      '(first reply, next reply, resolution) and the promises it broke. Without a state: every discussion but deleted and spam ones. ' +
+      'sort=due lists what the team owes (new and open) by due time, the soonest first; sla=breached only those that broke a promise. ' +
       'The answer gives `total` and `per_page` for paging.',
     input: {
       state: z.enum(states).optional().describe('Only discussions in this state.'),
       category_id: z.number().int().min(1).optional().describe('Only discussions of this category (see list_categories).'),
       assignee: assignee.optional().describe('Only the discussions this supporter owns: me, none (nobody owns them) or a user id.'),
       tag: z.string().optional().describe('Only the discussions carrying this tag.'),
+      sort: z.enum(['activity', 'due']).optional().describe('activity (the default): the latest activity first; due: the soonest SLA due time first (new and open only).'),
+      sla: z.enum(['breached']).optional().describe('breached: only the discussions that broke a promise of an SLA policy.'),
       page,
     },
     readOnly: true,
-    request: ({ state, category_id, assignee, tag, page }) => ({
+    request: ({ state, category_id, assignee, tag, sort, sla, page }) => ({
       method: 'GET',
-      path: category_id !== undefined ? `/categories/${category_id}/discussions${query({ assignee, tag, page })}` : `/discussions${state ? `/${state}` : ''}${query({ assignee, tag, page })}`,
+      path: category_id !== undefined ? `/categories/${category_id}/discussions${query({ assignee, tag, sort, sla, page })}` : `/discussions${state ? `/${state}` : ''}${query({ assignee, tag, sort, sla, page })}`,
     }),
   }),
   tool({
@@ -70,7 +74,7 @@ export const MCP_TOOLS: McpTool[] = [
     description:
       'Searches the titles, replies and internal notes of every discussion, best match first, 30 per page, each with a snippet of ' +
       'where it matches. The query: words (all must be there; case and accents do not matter), "exact phrases", -excluded words, ' +
-      'and filters: state:new|open|resolved|deleted|spam|todo, category:<name>, from:<customer email>, assignee:me|none|<email>, tag:<tag>, ' +
+      'and filters: state:new|open|resolved|deleted|spam|todo, category:<name>, from:<customer email>, assignee:me|none|<email>, tag:<tag>, sla:breached, ' +
       'after:YYYY-MM-DD, before:YYYY-MM-DD (created on or after, before). Example: printer -toner from:carol@example.com. ' +
       'Without state: every discussion but deleted ones. The answer gives `total` and `per_page` for paging; `capped` means more ' +
       'than 1,000 match and only the newest 1,000 were ranked.',

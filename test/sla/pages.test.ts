@@ -1,0 +1,111 @@
+import t from 'tap'
+import { buildTestApp, testClock } from '../fixtures/app.ts'
+import { cliRunner } from '../fixtures/cli.ts'
+import { addCategory } from '../fixtures/discussions.ts'
+import { signedInPerson } from '../fixtures/web.ts'
+
+// Engines: one: the pages' words and forms; the stores behind them run on both in the API and store tests.
+// Issue 68: Administration -> SLA policies (add, move up, remove; each refusal said on the page;
+// administrators only), the queue's due column, its order by due time and its breached filter, and
+// the command line's `sla add|list|remove`.
+
+const MONDAY_0900_BERLIN = Date.parse('2026-12-07T08:00:00Z')
+const MINUTE = 60_000
+
+t.test('Administration -> SLA policies: add, move up, remove; refusals said; administrators only', async (t) => {
+  const { app } = await buildTestApp(t, { clock: testClock(MONDAY_0900_BERLIN) })
+  const ann = await signedInPerson(app, { administrator: true, email: 'ann@example.test' })
+  const bob = await signedInPerson(app, { email: 'bob@example.test' })
+  const billing = await addCategory(app, ann.site.id, 'Billing')
+  await ann.web.get('/demo/admin/sla')
+  t.match((await ann.web.get('/demo/admin/sla')).body, /None yet: no discussion has a due time\./)
+
+  const added = await ann.web.post('/demo/admin/sla', { name: 'Billing by mail', categories: String(billing.id), channels: 'mail', first_reply: '240', resolution: '960', warn: '15' })
+  t.equal(added.headers.location, 'https://help.example.test/demo/admin/sla?done=added')
+  t.equal((await ann.web.post('/demo/admin/sla', { name: 'VIP', domains: 'vip.test, @big.test', tags: 'vip', first_reply: '30', warn: '0' })).statusCode, 303)
+  const page = (await ann.web.get('/demo/admin/sla?done=added')).body
+  t.match(page, /The policy is added\./)
+  t.match(page, /data-policy="Billing by mail"[\s\S]*?category Billing, by mail[\s\S]*?Around the clock[\s\S]*?4 h[\s\S]*?16 h[\s\S]*?15 min before/)
+  t.match(page, /data-policy="VIP"[\s\S]*?tagged vip, from vip\.test or big\.test[\s\S]*?30 min[\s\S]*?none/)
+
+  for (const [form, status, words] of [
+    [{ name: 'X' }, 400, /The first reply a policy promises something/],
+    [{ name: 'X', first_reply: 'soon' }, 400, /The first reply must be whole minutes from 1 to 525600, or null/],
+    [{ name: 'X', first_reply: '5', domains: 'not a domain!' }, 400, /The domains &quot;not&quot; is not a domain/],
+    [{ name: 'X', first_reply: '5', schedule: '999' }, 400, /The hours 999 is not a schedule of this site/],
+    [{ name: 'X', first_reply: '5', warn: '5000' }, 400, /The warning must be whole minutes from 0/],
+    [{ name: 'VIP', first_reply: '5' }, 409, /This site has an SLA policy named &quot;VIP&quot; already/],
+  ] as const) {
+    const refused = await ann.web.post('/demo/admin/sla', form)
+    t.equal(refused.statusCode, status, JSON.stringify(form))
+    t.match(refused.body, words)
+  }
+  t.equal((await bob.web.get('/demo/admin/sla')).statusCode, 403, 'a supporter sees none')
+  t.equal((await bob.web.post('/demo/admin/sla', { name: 'Mine', first_reply: '5' })).statusCode, 403)
+
+  const [, vip] = await app.slaPolicies.list(ann.site.id)
+  t.equal((await ann.web.post(`/demo/admin/sla/${vip!.id}/up`, {})).headers.location, 'https://help.example.test/demo/admin/sla?done=moved')
+  t.same((await app.slaPolicies.list(ann.site.id)).map((p) => p.name), ['VIP', 'Billing by mail'])
+  t.equal((await ann.web.post('/demo/admin/sla/999999/up', {})).statusCode, 404)
+  t.equal((await ann.web.post('/demo/admin/sla/999999/remove', {})).statusCode, 404)
+  t.equal((await ann.web.post(`/demo/admin/sla/${vip!.id}/remove`, {})).headers.location, 'https://help.example.test/demo/admin/sla?done=removed')
+  t.same((await app.slaPolicies.list(ann.site.id)).map((p) => `${p.position} ${p.name}`), ['1 Billing by mail'])
+  const record = (await app.securityLog.changes({ siteId: ann.site.id, limit: 10 })).map((e) => [e.action, e.actor, e.via])
+  t.same(record.slice(0, 3), [['sla_policy.removed', 'ann@example.test', 'page'], ['sla_policy.changed', 'ann@example.test', 'page'], ['sla_policy.created', 'ann@example.test', 'page']])
+})
+
+t.test('the queue: a due column with its marks, the order by due time, the breached only', async (t) => {
+  const clock = testClock(MONDAY_0900_BERLIN)
+  const { app } = await buildTestApp(t, { clock })
+  const ann = await signedInPerson(app, { administrator: true, email: 'ann@example.test' })
+  const general = await addCategory(app, ann.site.id, 'General')
+  await app.slaPolicies.add(ann.site.id, { name: 'Fast', conditions: { categories: [], tags: ['fast'], domains: [], channels: [] }, scheduleId: null, targets: { firstReply: 30, nextReply: null, resolution: null }, warnBefore: 10 })
+  await app.slaPolicies.add(ann.site.id, { name: 'Slow', conditions: { categories: [], tags: [], domains: [], channels: [] }, scheduleId: null, targets: { firstReply: 240, nextReply: null, resolution: null }, warnBefore: 10 })
+  const write = async (title: string) => (await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title, body: 'Help.', supporterId: ann.user.id, onBehalfOf: { email: 'carol@customer.test' }, via: 'api' })).discussion
+  const slow = await write('Slow one')
+  const fast = await write('Fast one')
+  await app.discussions.update(ann.site.id, fast.number, { tags: ['fast'] })
+
+  const byActivity = (await ann.web.get('/demo/discussions')).body
+  t.match(byActivity, /by last activity/)
+  t.match(byActivity, new RegExp(`data-discussion="${fast.number}"[\\s\\S]*?data-due>2026-12-07 08:30 UTC <span class="badge waiting" data-due-soon>Due soon`), 'due within the hour: marked')
+  t.match(byActivity, new RegExp(`data-discussion="${slow.number}"[\\s\\S]*?data-due>2026-12-07 12:00 UTC</td>`), 'due later: no mark')
+  const byDue = (await ann.web.get('/demo/discussions?sort=due')).body
+  t.match(byDue, /the soonest due first/)
+  t.ok(byDue.indexOf(`data-discussion="${fast.number}"`) < byDue.indexOf(`data-discussion="${slow.number}"`), 'the soonest first')
+  t.match((await ann.web.get('/demo/discussions?state=resolved&sort=due')).body, /by last activity/, 'resolved discussions have no due time: by activity')
+
+  clock.advance(31 * MINUTE)
+  await app.slaAlerts.tellDue()
+  const breached = (await ann.web.get('/demo/discussions?sla=breached')).body
+  t.match(breached, /1 breached discussion, by last activity/)
+  t.match(breached, new RegExp(`data-discussion="${fast.number}"[\\s\\S]*?data-breached>SLA breached`))
+  t.notMatch(breached, new RegExp(`data-discussion="${slow.number}"`))
+})
+
+t.test('the command line: add, list, remove; each refusal a usage error or the store\'s', async (t) => {
+  const cli = await cliRunner(t)
+  t.equal((await cli.run(['site', 'add', 'acme'])).code, 0)
+  t.equal((await cli.run(['schedule', 'add', 'acme', 'Berlin', '--zone', 'Europe/Berlin', '--hours', 'mon-fri 09:00-18:00'])).code, 0)
+  const added = await cli.run(['sla', 'add', 'acme', 'Standard', '--first-reply', '240', '--resolution', '960', '--schedule', '1', '--domains', 'vip.test', '--channels', 'mail,web'])
+  t.equal(added.code, 0, added.stderr)
+  t.equal(added.stdout, 'SLA policy 1 of acme: 1\t1\tStandard\tdomains vip.test; channels mail,web\tschedule 1\tfirst reply 240 min, resolution 960 min\twarn 30 min before\n')
+  t.equal((await cli.run(['sla', 'add', 'acme', 'Urgent', '--first-reply', '15', '--tags', 'urgent', '--position', '1', '--warn', '5'])).code, 0)
+  t.match((await cli.run(['sla', 'list', 'acme'])).stdout, /^1\t2\tUrgent\ttags urgent\taround the clock\tfirst reply 15 min\twarn 5 min before\n2\t1\tStandard/)
+  for (const [argv, code, words] of [
+    [['--first-reply', 'soon'], 2, /--first-reply takes whole minutes/],
+    [['--first-reply', '5', '--schedule', 'one'], 2, /--schedule takes ids/],
+    [['--first-reply', '5', '--categories', '1,x'], 2, /--categories takes ids/],
+    [[], 1, /a policy promises something/],
+    [['--first-reply', '5', '--channels', 'fax'], 1, /"fax" is not a channel/],
+    [['--first-reply', '5', '--schedule', '9'], 1, /9 is not a schedule of this site/],
+  ] as const) {
+    const refused = await cli.run(['sla', 'add', 'acme', 'X', ...argv])
+    t.equal(refused.code, code, argv.join(' '))
+    t.match(refused.stderr, words)
+  }
+  t.equal((await cli.run(['schedule', 'remove', 'acme', '1'])).code, 1, 'a schedule a policy counts in stays')
+  t.equal((await cli.run(['sla', 'remove', 'acme', 'one'])).code, 2)
+  t.equal((await cli.run(['sla', 'remove', 'acme', '2'])).stdout, 'SLA policy 2 of acme removed (0 discussions had due times under it)\n')
+  t.match((await cli.run(['audit', 'acme', '--action', 'sla_policy'])).stdout, /the operator\tcli\t-\tsla_policy.removed\tUrgent/)
+})
