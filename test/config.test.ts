@@ -64,6 +64,7 @@ t.test('environment, and flags over the environment', async (t) => {
     mcpAllowedOrigins: [],
     securityLogDays: 400,
     mailFetchSeconds: 60,
+    slaAlertSeconds: 30,
     mailSpamHeaders: true,
     webhooks: { allowed: [], timeoutMs: 10_000 },
     sudoMinutes: 15,

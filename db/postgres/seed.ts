@@ -5,7 +5,7 @@ import type { SecretBox } from '../../lib/secret-box.ts'
 import { slugify } from '../stores/categories.ts'
 import { bumpCount, NO_ASSIGNEE, type CountedRow } from '../stores/discussion-counts.ts'
 import { issueLegacyToken } from '../stores/legacy-tokens.ts'
-import { BATCH, countKey, discussionDraws, peopleFor, seedCategories, seedCustomer, seedSupporter, type Seeded } from '../stores/seed.ts'
+import { BATCH, countKey, discussionDraws, peopleFor, seedCategories, seedCustomer, seedPolicy, seedSupporter, type Seeded } from '../stores/seed.ts'
 import { bumpSiteVersion, type Site } from '../stores/sites.ts'
 import { STAFF_ROLE } from '../stores/staff.ts'
 import { emailKey } from '../stores/users.ts'
@@ -95,6 +95,7 @@ export async function seedPostgresDiscussions(
 ): Promise<Seeded> {
   const now = clock()
   const siteCategories = await seedCategories(postgresPort(db), clock, site)
+  const policyId = await seedPolicy(postgresPort(db), clock, site)
   const people = await peopleOf(db, clock, box, site, peopleFor(count), now)
   const draw = discussionDraws(options.seed, count, now, siteCategories, people)
 
@@ -109,11 +110,20 @@ export async function seedPostgresDiscussions(
       const first = (n ?? 0) + 1
       const rows = { number: [] as number[], title: [] as string[], permalink: [] as string[], state: [] as string[], before: [] as Array<string | null> }
       const more = { public: [] as boolean[], author: [] as number[], category: [] as number[], created: [] as string[], updated: [] as string[], comments: [] as number[] }
+      const sla = { awaiting: [] as boolean[], channel: [] as string[], since: [] as Array<string | null>, replied: [] as Array<string | null>, first: [] as Array<string | null>, next: [] as Array<string | null>, due: [] as string[] }
+      const at = (ms: number | null) => (ms === null ? null : iso(ms))
       const said = { number: [] as number[], position: [] as number[], author: [] as number[], bySupporter: [] as boolean[], body: [] as string[], via: [] as string[], at: [] as string[] }
       const moved = new Map<string, { row: CountedRow; n: number }>()
       const documents: string[] = []
       for (let i = 0; i < size; i++) {
-        const { createdAt, category, customer, thread, last, state, before, isPublic, title } = draw(written + i)
+        const { createdAt, category, customer, thread, last, state, before, isPublic, title, clock: kept } = draw(written + i)
+        sla.awaiting.push(kept.awaitingTeam)
+        sla.channel.push(kept.channel)
+        sla.since.push(at(kept.replySince))
+        sla.replied.push(at(kept.firstRepliedAt))
+        sla.first.push(at(kept.firstReplyDueAt))
+        sla.next.push(at(kept.nextReplyDueAt))
+        sla.due.push(iso(kept.dueAt))
         documents.push(tsvectorOf(searchDocument(title, thread.map((c) => ({ body: c.body, internal: false })))))
         rows.number.push(first + i)
         rows.title.push(title)
@@ -142,12 +152,17 @@ export async function seedPostgresDiscussions(
       // In number order (WITH ORDINALITY), so the ids follow the numbers as on SQLite.
       await tx.execute(sql`
         INSERT INTO discussions (site_id, number, title, permalink, state, state_before_delete, public, author_id, category_id,
-                                 created_at, updated_at, last_updated_at, comments_count)
-        SELECT ${site.id}::integer, d.number, d.title, d.permalink, d.state, d.before, d.public, d.author, d.category, d.created, d.updated, d.updated, d.comments
+                                 created_at, updated_at, last_updated_at, comments_count, awaiting_team, channel, sla_policy_id,
+                                 sla_reply_since, sla_first_replied_at, first_reply_due_at, next_reply_due_at, due_at)
+        SELECT ${site.id}::integer, d.number, d.title, d.permalink, d.state, d.before, d.public, d.author, d.category, d.created, d.updated, d.updated, d.comments,
+               d.awaiting, d.channel, ${policyId}::integer, d.since, d.replied, d.first_due, d.next_due, d.due
         FROM unnest(${array(rows.number)}::integer[], ${array(rows.title)}::text[], ${array(rows.permalink)}::text[], ${array(rows.state)}::text[],
                     ${array(rows.before)}::text[], ${array(more.public)}::boolean[], ${array(more.author)}::integer[], ${array(more.category)}::integer[],
-                    ${array(more.created)}::timestamptz[], ${array(more.updated)}::timestamptz[], ${array(more.comments)}::integer[])
-          WITH ORDINALITY AS d(number, title, permalink, state, before, public, author, category, created, updated, comments, n)
+                    ${array(more.created)}::timestamptz[], ${array(more.updated)}::timestamptz[], ${array(more.comments)}::integer[],
+                    ${array(sla.awaiting)}::boolean[], ${array(sla.channel)}::text[], ${array(sla.since)}::timestamptz[], ${array(sla.replied)}::timestamptz[],
+                    ${array(sla.first)}::timestamptz[], ${array(sla.next)}::timestamptz[], ${array(sla.due)}::timestamptz[])
+          WITH ORDINALITY AS d(number, title, permalink, state, before, public, author, category, created, updated, comments,
+                               awaiting, channel, since, replied, first_due, next_due, due, n)
         ORDER BY d.n`)
       await tx.execute(sql`
         INSERT INTO comments (discussion_id, number, author_id, by_supporter, body, internal, via, created_at)

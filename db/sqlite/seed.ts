@@ -7,7 +7,7 @@ import type { SecretBox } from '../../lib/secret-box.ts'
 import { slugify } from '../stores/categories.ts'
 import { NO_ASSIGNEE, type CountedRow } from '../stores/discussion-counts.ts'
 import { issueLegacyToken } from '../stores/legacy-tokens.ts'
-import { BATCH, countKey, discussionDraws, peopleFor, seedCategories, seedCustomer, seedSupporter, type Seeded } from '../stores/seed.ts'
+import { BATCH, countKey, discussionDraws, peopleFor, seedCategories, seedCustomer, seedPolicy, seedSupporter, type Seeded } from '../stores/seed.ts'
 import type { Site } from '../stores/sites.ts'
 import { STAFF_ROLE } from '../stores/staff.ts'
 import { emailKey } from '../stores/users.ts'
@@ -58,6 +58,7 @@ export async function seedSqliteDiscussions(
 ): Promise<Seeded> {
   const p = (name: string) => sql.placeholder(name)
   const siteCategories = await seedCategories(sqlitePort(db), clock, site)
+  const policyId = await seedPolicy(sqlitePort(db), clock, site)
   const people = db.transaction(() => peopleOf(db, clock, box, site, peopleFor(count)))
   const draw = discussionDraws(options.seed ?? 1, count, clock(), siteCategories, people)
 
@@ -77,6 +78,15 @@ export async function seedSqliteDiscussions(
       updatedAt: p('updatedAt'),
       lastUpdatedAt: p('updatedAt'),
       commentsCount: p('commentsCount'),
+      awaitingTeam: p('awaitingTeam'),
+      channel: p('channel'),
+      slaPolicyId: p('policyId'),
+      // Bound as they are given (milliseconds, or null), not through the columns.
+      slaReplySince: sql`${p('replySince')}`,
+      slaFirstRepliedAt: sql`${p('firstRepliedAt')}`,
+      firstReplyDueAt: sql`${p('firstReplyDueAt')}`,
+      nextReplyDueAt: sql`${p('nextReplyDueAt')}`,
+      dueAt: sql`${p('dueAt')}`,
     })
     .prepare()
   const insertComment = db
@@ -122,7 +132,7 @@ export async function seedSqliteDiscussions(
         const first = (lastNumber.get()?.n ?? 0) + 1
         const moved = new Map<string, { row: CountedRow; n: number }>()
         for (let i = 0; i < size; i++) {
-          const { createdAt, category, customer, thread, last, state, before, isPublic, title } = draw(written + i)
+          const { createdAt, category, customer, thread, last, state, before, isPublic, title, clock: sla } = draw(written + i)
           const { lastInsertRowid } = insertDiscussion.run({
             number: first + i,
             title,
@@ -135,6 +145,14 @@ export async function seedSqliteDiscussions(
             createdAt: new Date(createdAt),
             updatedAt: new Date(last.at),
             commentsCount: thread.length,
+            awaitingTeam: sla.awaitingTeam,
+            channel: sla.channel,
+            policyId,
+            replySince: sla.replySince,
+            firstRepliedAt: sla.firstRepliedAt,
+            firstReplyDueAt: sla.firstReplyDueAt,
+            nextReplyDueAt: sla.nextReplyDueAt,
+            dueAt: sla.dueAt,
           })
           thread.forEach((c, n) =>
             insertComment.run({

@@ -1,6 +1,8 @@
 import type { CommentVia, DiscussionState } from '../values.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
+import { channelOf, NEVER } from '../../lib/sla.ts'
 import { createCategoryStore, type Category } from './categories.ts'
+import { createSlaPolicyStore } from './sla-policies.ts'
 import type { StorePort } from '../port.ts'
 import type { Site } from './sites.ts'
 
@@ -135,8 +137,44 @@ export function discussionDraws<C extends { public: boolean }>(
     if (random() < 0.03) [before, state] = [state, 'deleted']
     const isPublic = random() < 0.1 ? !category.public : category.public
     const title = random() < 0.35 ? `${pick(QUESTIONS)} ${pick(THINGS)}?` : capitalise(`${pick(THINGS)} ${pick(TROUBLES)}`)
-    return { createdAt, category, customer, thread, last, state, before, isPublic, title }
+    return { createdAt, category, customer, thread, last, state, before, isPublic, title, clock: seededClock(thread, state) }
   }
+}
+
+/** The seed's SLA policy (seedPolicy): a reply within four hours of the clock, first and next. */
+export const SEED_REPLY_MINUTES = 240
+const SEED_POLICY = 'Seeded: a reply within 4 hours'
+
+/**
+ * What the clocks of a seeded discussion hold under the seed's policy (lib/sla.ts): a reply owed
+ * since the customer's last message when it is new or open and theirs is the last word, due four
+ * hours after it; the first reply's clock stopped at the team's first answer. Never told: no alert
+ * waits on a seeded discussion (its clocks are history, not news).
+ */
+function seededClock(thread: Said[], state: DiscussionState) {
+  const last = thread[thread.length - 1]!
+  const awaitingTeam = !last.bySupporter
+  const owed = awaitingTeam && (state === 'new' || state === 'open')
+  const firstRepliedAt = thread.find((c) => c.bySupporter)?.at ?? null
+  const due = owed ? last.at + SEED_REPLY_MINUTES * 60_000 : null
+  return {
+    awaitingTeam,
+    replySince: owed ? last.at : null,
+    firstRepliedAt,
+    firstReplyDueAt: firstRepliedAt === null ? due : null,
+    nextReplyDueAt: firstRepliedAt === null ? null : due,
+    dueAt: due ?? NEVER.getTime(),
+    channel: channelOf(thread[0]!.via),
+  }
+}
+
+/** The seed's SLA policy on the site, made the first time (what its discussions' clocks run under). */
+export async function seedPolicy(port: StorePort, clock: Clock, site: Site): Promise<number> {
+  const store = createSlaPolicyStore(port, clock)
+  const found = (await store.list(site.id)).find((p) => p.name === SEED_POLICY)
+  if (found) return found.id
+  const none = { categories: [], tags: [], domains: [], channels: [] }
+  return (await store.add(site.id, { name: SEED_POLICY, conditions: none, scheduleId: null, targets: { firstReply: SEED_REPLY_MINUTES, nextReply: SEED_REPLY_MINUTES, resolution: null }, warnBefore: 30 })).id
 }
 
 /** The comments of one discussion: a customer's question, then answers and follow-ups in turn. */

@@ -132,6 +132,13 @@ t.test('every listing reads one index, never the whole table', async (t) => {
     [{ since: { kind: 'number', after: 10 }, categoryId: category.id }, /discussions_category_activity_idx/, NARROW_SINCE + 1],
     [{ since: { kind: 'date', from: 0 } }, /discussions_site_activity_idx \(site_id=\? AND last_updated_at>\?\)/],
     [{ since: { kind: 'date', from: 0 }, state: 'new', sort: 'created' }, /discussions_state_created_idx \(site_id=\? AND state=\? AND created_at>\?\)/],
+    // By SLA due time: what the team owes, in the index of its due times.
+    [{ state: 'todo', sort: 'due' }, /discussions_todo_due_idx \(site_id=\?\)/],
+    [{ state: 'open', sort: 'due' }, /discussions_todo_due_idx \(site_id=\?\)/],
+    [{ state: 'todo', sort: 'due', categoryId: category.id }, /discussions_todo_due_idx \(site_id=\?\)/],
+    // The breached ones: their own index, in any order.
+    [{ breached: true }, /discussions_breached_activity_idx \(site_id=\?\)/],
+    [{ breached: true, state: 'todo', sort: 'created' }, /discussions_breached_activity_idx \(site_id=\?\)/],
   ]
   for (const [query, index, total] of cases) {
     const plan = (await discussions.explain({ ...base, ...query }, total)).join('\n')
@@ -139,6 +146,7 @@ t.test('every listing reads one index, never the whole table', async (t) => {
     t.notMatch(plan, /SCAN discussions/, 'no table scan')
   }
   t.notMatch((await discussions.explain(base)).join('\n'), /TEMP B-TREE FOR ORDER BY[\s\S]*TEMP B-TREE/, 'the order index sorts the page; only the 30 rows are re-sorted')
+  t.notMatch((await discussions.explain({ ...base, state: 'todo', sort: 'due' })).join('\n'), /TEMP B-TREE FOR ORDER BY[\s\S]*TEMP B-TREE/, 'by due time too')
 })
 
 t.test('since=<number> over many discussions reads in listing order and stays right', async (t) => {
