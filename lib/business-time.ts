@@ -103,8 +103,45 @@ const DAY_NAMES = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']
 
 /** A week's hours as words, day by day (`mon 09:00-12:00,13:00-18:00; sat 10:00-14:00`), `closed` for none; `between` joins a day's intervals. */
 export function weekText(week: ReadonlyArray<ReadonlyArray<Interval>>, between = ','): string {
-  const days = week.map((hours, i) => (hours.length === 0 ? null : `${DAY_NAMES[i]} ${hours.map(([a, b]) => `${clockOf(a)}-${clockOf(b)}`).join(between)}`)).filter(Boolean)
+  const days = week.map((hours, i) => (hours.length === 0 ? null : `${DAY_NAMES[i]} ${hoursText(hours).replaceAll(',', between)}`)).filter(Boolean)
   return days.join('; ') || 'closed'
+}
+
+/** A day's intervals as words: 09:00-12:00,13:00-18:00, or closed. */
+const hoursText = (hours: ReadonlyArray<Interval>) => (hours.length === 0 ? 'closed' : hours.map(([a, b]) => `${clockOf(a)}-${clockOf(b)}`).join(','))
+
+/** Intervals written 09:00-12:00,13:00-18:00 (or `closed`), or what is wrong. */
+function parseHours(text: string): Interval[] | string {
+  if (text.toLowerCase() === 'closed') return []
+  const intervals: Interval[] = []
+  for (const span of text.split(',')) {
+    const [start, end] = span.split('-').map(minutesOf)
+    if (start === undefined || end === undefined) return `"${span}": hours are HH:MM-HH:MM`
+    intervals.push([start, end])
+  }
+  return hoursProblem(intervals) ?? intervals
+}
+
+/** The dates of a schedule as lines a person edits: `2026-12-24 09:00-14:00 Christmas Eve`, `2026-12-25 closed Christmas Day`, in date order. */
+export function daysText(days: Readonly<Record<string, { name: string; hours: ReadonlyArray<Interval> }>>): string {
+  return Object.keys(days)
+    .sort()
+    .map((date) => `${date} ${hoursText(days[date]!.hours)}${days[date]!.name ? ` ${days[date]!.name}` : ''}`)
+    .join('\n')
+}
+
+/** daysText's lines read back (blank lines aside): the dates with their names and hours, or what is wrong with which line. */
+export function parseDays(text: string): Record<string, { name: string; hours: Interval[] }> | string {
+  const days: Record<string, { name: string; hours: Interval[] }> = {}
+  for (const line of text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean)) {
+    const [date, hours, ...name] = line.split(/\s+/)
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(date!) || hours === undefined) return `"${line}": a date (YYYY-MM-DD), its hours (09:00-14:00, or closed), then a name if you like`
+    if (days[date!]) return `${date} is given twice`
+    const intervals = parseHours(hours)
+    if (typeof intervals === 'string') return `"${line}": ${intervals}`
+    days[date!] = { name: name.join(' '), hours: intervals }
+  }
+  return days
 }
 
 /**
@@ -121,14 +158,8 @@ export function parseWeek(text: string): Interval[][] | string {
     const from = DAY_NAMES.indexOf(first!)
     const to = DAY_NAMES.indexOf(last!)
     if (from < 0 || to < from) return `"${days}": days are mon, tue, wed, thu, fri, sat, sun, or a range of them (mon-fri)`
-    const intervals: Interval[] = []
-    for (const span of hours.split(',')) {
-      const [start, end] = span.split('-').map(minutesOf)
-      if (start === undefined || end === undefined) return `"${span}": hours are HH:MM-HH:MM`
-      intervals.push([start, end])
-    }
-    const problem = hoursProblem(intervals)
-    if (problem) return `"${part}": ${problem}`
+    const intervals = parseHours(hours)
+    if (typeof intervals === 'string') return intervals.startsWith('"') ? intervals : `"${part}": ${intervals}`
     for (let day = from; day <= to; day++) week[day] = intervals
   }
   return week

@@ -225,5 +225,3 @@ export function dueAlerts(clock: SlaClock, now: Date, warnBefore: number): { ale
   return { alerts, clock: next }
 }
 
-/** Whether a due time is near: within the policy's warning (or an hour when it warns not). */
-export const dueSoon = (due: Date, now: Date, warnBefore: number) => due.getTime() - now.getTime() <= Math.max(warnBefore, 60) * 60_000

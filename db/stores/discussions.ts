@@ -479,6 +479,8 @@ export function createDiscussionStore(
           await writes(tx).slaTold.execute({ id: d.id, bump: shown ? 1 : 0, ...boundColumns(tx, columns) })
           const discussion: DiscussionRow = { ...d, ...columns, version: d.version + (shown ? 1 : 0) }
           if (shown) await siteChanged(tx, { siteId, kind: 'discussion.updated', discussionId: d.id, at: now })
+          // A warning changes no field the API shows; the site's version moves so that its live pages mark it due soon.
+          else if (alerts.length > 0) await bumpSiteVersion(tx, siteId)
           await tellSla(tx, clock, events, discussion, alerts)
           return alerts.length
         })

@@ -1,3 +1,5 @@
+import { isUniqueViolation } from '../../lib/database-errors.ts'
+
 /**
  * A refusal the caller can act on (unknown site, duplicate email, a 21st token...). Its message is
  * one clear sentence meant for the person at the keyboard; `field` names the form field at fault.
@@ -21,5 +23,18 @@ export class VersionMoved extends StoreError {
   constructor(what: string, version: number) {
     super(`${what} has changed since the version this change was made for: read it again, then send the change with its new ETag`, 'precondition_failed')
     this.version = version
+  }
+}
+
+/**
+ * `work`, with a second thing of one name on a site (its unique index, whichever engine says so)
+ * refused as a conflict naming `name`: "this site has a schedule named "Berlin" already".
+ */
+export async function namedOncePerSite<T>(what: string, name: string | undefined, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    if (name !== undefined && isUniqueViolation(error)) throw new StoreError(`this site has ${what} named "${name}" already`, 'conflict', 'name')
+    throw error
   }
 }

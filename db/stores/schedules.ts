@@ -3,9 +3,8 @@ import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { hoursProblem, isTimeZone, type Interval, type Schedule } from '../../lib/business-time.ts'
 import { holdsNul } from '../../lib/nul.ts'
-import { isUniqueViolation } from '../../lib/database-errors.ts'
 import { changedFields, recordChange, type Actor } from './audit.ts'
-import { StoreError } from './errors.ts'
+import { namedOncePerSite, StoreError } from './errors.ts'
 import { lockSite } from './sites.ts'
 
 // A site's business hours (issue 68; docs/decisions.md, "Business hours"), one store for both
@@ -95,15 +94,6 @@ export function createScheduleStore(port: StorePort, clock: Clock) {
   const { db, tables: { schedules } } = port
   const mine = (siteId: number, id: number) => and(eq(schedules.siteId, siteId), eq(schedules.id, port.wide(id)))
   const notFound = (id: number) => new StoreError(`there is no schedule ${id} on this site`, 'not_found', 'schedule')
-  /** A second schedule of one name is a conflict, whichever engine says so. */
-  async function nameUnique<T>(name: string | undefined, work: () => Promise<T>): Promise<T> {
-    try {
-      return await work()
-    } catch (error) {
-      if (name !== undefined && isUniqueViolation(error)) throw new StoreError(`this site has a schedule named "${name}" already`, 'conflict', 'name')
-      throw error
-    }
-  }
 
   return {
     /** The site's schedules, by name. */
@@ -119,7 +109,7 @@ export function createScheduleStore(port: StorePort, clock: Clock) {
     /** A new schedule; at most MAX_SCHEDULES a site (counted under the site's lock). */
     async add(siteId: number, input: ScheduleInput, by?: Actor): Promise<ScheduleRow> {
       const checked = checkedSchedule(input) as ScheduleInput
-      return nameUnique(checked.name, () =>
+      return namedOncePerSite('a schedule', checked.name, () =>
         port.atomic(async (tx) => {
           await lockSite(tx, siteId)
           const [{ n }] = await tx.db.select({ n: count() }).from(schedules).where(eq(schedules.siteId, siteId))
@@ -138,7 +128,7 @@ export function createScheduleStore(port: StorePort, clock: Clock) {
     /** Changes what is given; a StoreError for a schedule of another site or none. */
     async update(siteId: number, id: number, input: Partial<ScheduleInput>, by?: Actor): Promise<ScheduleRow> {
       const checked = checkedSchedule(input)
-      return nameUnique(checked.name, () =>
+      return namedOncePerSite('a schedule', checked.name, () =>
         port.atomic(async (tx) => {
           const [found] = await tx.locked(tx.db.select().from(schedules).where(mine(siteId, id)))
           if (!found) throw notFound(id)

@@ -2,11 +2,10 @@ import { and, asc, eq, inArray, sql } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
-import { isUniqueViolation } from '../../lib/database-errors.ts'
 import { NEVER, slaChannels, type SlaChannel, type SlaConditions, type SlaTargets } from '../../lib/sla.ts'
 import { tagOf } from '../../lib/team-queue.ts'
 import { changedFields, recordChange, type Actor } from './audit.ts'
-import { StoreError } from './errors.ts'
+import { namedOncePerSite, StoreError } from './errors.ts'
 import { bumpSiteVersion, lockSite } from './sites.ts'
 
 // A site's SLA policies (issue 68; docs/decisions.md, "SLA policies"), one store for both engines:
@@ -154,16 +153,6 @@ export function createSlaPolicyStore(port: StorePort, clock: Clock) {
     }
   }
 
-  /** A second policy of one name is a conflict, whichever engine says so. */
-  async function nameUnique<T>(name: string | undefined, work: () => Promise<T>): Promise<T> {
-    try {
-      return await work()
-    } catch (error) {
-      if (name !== undefined && isUniqueViolation(error)) throw new StoreError(`this site has an SLA policy named "${name}" already`, 'conflict', 'name')
-      throw error
-    }
-  }
-
   const columnsOf = (input: Partial<SlaPolicyInput>) => ({
     ...(input.name !== undefined && { name: input.name }),
     ...(input.conditions && {
@@ -189,7 +178,7 @@ export function createSlaPolicyStore(port: StorePort, clock: Clock) {
     /** A new policy, at `position` or last; at most MAX_POLICIES a site (counted under the site's lock). */
     async add(siteId: number, input: SlaPolicyInput, by?: Actor): Promise<SlaPolicyRow> {
       const checked = checkedPolicy(input) as SlaPolicyInput
-      return nameUnique(checked.name, () =>
+      return namedOncePerSite('an SLA policy', checked.name, () =>
         port.atomic(async (tx) => {
           await lockSite(tx, siteId)
           const order = await ordered(tx, siteId)
@@ -217,7 +206,7 @@ export function createSlaPolicyStore(port: StorePort, clock: Clock) {
      */
     async update(siteId: number, id: number, input: Partial<SlaPolicyInput>, by?: Actor): Promise<SlaPolicyRow> {
       const checked = checkedPolicy(input)
-      return nameUnique(checked.name, () =>
+      return namedOncePerSite('an SLA policy', checked.name, () =>
         port.atomic(async (tx) => {
           await lockSite(tx, siteId)
           const order = await ordered(tx, siteId)

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { parseWeek, weekText } from '../../lib/business-time.ts'
+import { daysText, parseDays, parseWeek, weekText } from '../../lib/business-time.ts'
 import { publicHolidays } from '../../lib/holidays.ts'
 import { sentence } from '../api/discussions/http-errors.ts'
 import { actorOf } from '../actor.ts'
@@ -11,7 +11,7 @@ import { pageData, refusalOf, requireAdministrator, wholeNumber } from './pages.
 // them: each schedule with its zone, its week and how many dates of its own; a new one written as
 // the command line takes it (mon-fri 09:00-18:00; sat 10:00-14:00), a country's holidays prefilled.
 
-const NOTICES: Record<string, string> = { added: 'The business hours are added.', removed: 'The business hours are removed.' }
+const NOTICES: Record<string, string> = { added: 'The business hours are added.', removed: 'The business hours are removed.', dates: 'The dates are saved.' }
 const STATUS: Record<string, number> = { conflict: 409, not_found: 404, invalid: 400, limit: 429 }
 
 const adminHoursRoutes: FastifyPluginAsync = async (fastify) => {
@@ -30,6 +30,7 @@ const adminHoursRoutes: FastifyPluginAsync = async (fastify) => {
       timeZone: s.timeZone,
       week: weekText(s.week, ', '),
       dates: Object.keys(s.days).length,
+      daysText: daysText(s.days),
     }))
     const done = (request.query as { done?: unknown }).done
     const values = { name: '', zone: '', hours: 'mon-fri 09:00-18:00', holidays: '' }
@@ -48,6 +49,16 @@ const adminHoursRoutes: FastifyPluginAsync = async (fastify) => {
     const error = await refusalOf(() => schedules.add(request.web.site.id, { name: values.name, timeZone: values.zone, week, days }, actorOf(request)), ['invalid', 'conflict', 'limit'])
     if (error) return refused(sentence(error.code === 'invalid' ? `The ${error.field === 'time_zone' ? 'time zone' : error.field} ${error.message}` : error.message), STATUS[error.code])
     return reply.redirect(`${base(request)}?done=added`, 303)
+  })
+
+  // The dates of a schedule (holidays prefilled from a calendar, one-offs), edited as lines and saved whole.
+  fastify.post('/admin/hours/:id/days', action, async (request, reply) => {
+    const id = wholeNumber((request.params as { id: string }).id, 10) ?? 0
+    const days = parseDays(field(request, 'days'))
+    if (typeof days === 'string') return hoursPage(request, reply, 400, { error: sentence(`The dates: ${days}`) })
+    const error = await refusalOf(() => schedules.update(request.web.site.id, id, { days }, actorOf(request)), ['invalid', 'not_found'])
+    if (error) return hoursPage(request, reply, STATUS[error.code], { error: error.code === 'not_found' ? 'This site has no such business hours.' : sentence(`The dates: ${error.message}`) })
+    return reply.redirect(`${base(request)}?done=dates`, 303)
   })
 
   fastify.post('/admin/hours/:id/remove', action, async (request, reply) => {

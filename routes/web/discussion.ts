@@ -10,6 +10,8 @@ import type { CommentVia, DiscussionState } from '../../db/values.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { MESSAGE_LIMITS, shownInline, shownSize, type FileLimits } from '../../lib/files.ts'
 import { fillSavedReply, splitTags, tagList } from '../../lib/team-queue.ts'
+import { dueTimes } from '../../lib/sla.ts'
+import { clockOf } from '../../db/stores/sla.ts'
 import { readMultipart, sendAttachment } from '../api/files.ts'
 import type { CommentExtras } from '../api/discussions/views.ts'
 import { commentExtras } from '../api/discussions/context.ts'
@@ -89,7 +91,14 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
   async function discussionPage(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, shown: Shown = {}) {
     const { site, user } = request.web
     const query = request.query as { done?: unknown; saved_reply?: unknown }
-    const [all, comments, staff, saved, copied] = await Promise.all([categories.list(site.id, 0, -1), discussions.comments(d.id), users.staffOf(site.id), savedReplies.list(site.id), mailboxes.participants(d.id)])
+    const [all, comments, staff, saved, copied, policy] = await Promise.all([
+      categories.list(site.id, 0, -1),
+      discussions.comments(d.id),
+      users.staffOf(site.id),
+      savedReplies.list(site.id),
+      mailboxes.participants(d.id),
+      d.slaPolicyId === null ? undefined : fastify.slaPolicies.find(site.id, d.slaPolicyId),
+    ])
     // What the API shows beside each comment, read as the API reads it.
     const extras = await commentExtras(fastify, comments, d.id)
     // A saved reply chosen (a GET, so it works without JavaScript): its text, filled in, is the draft.
@@ -113,6 +122,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
           mine: d.assigneeId === user!.id,
           tags: tagList(d.tags).map((tag) => ({ tag, href: `${base(request)}/discussions?tag=${encodeURIComponent(tag)}` })),
           href: `${base(request)}/discussions/${d.number}`,
+          sla: policy ? slaFacts(policy.name, d) : null,
         },
         comments: comments.map((c) => ({
           ...pageExtras(extras(c), base(request), fastify.mailAttachBytes),
@@ -327,6 +337,18 @@ export function blockChoices(email: string): { address?: string; domain?: string
 }
 
 /** A comment's files, mail and sender verdict as its page shows them. */
+const PROMISES = { first_reply: 'First reply', next_reply: 'Next reply', resolution: 'Resolution' } as const
+
+/** What the page says of a discussion's SLA: its policy, each running clock's due time, what it broke (lib/sla.ts). */
+function slaFacts(policy: string, d: DiscussionRow) {
+  const clock = clockOf(d)
+  return {
+    policy,
+    due: dueTimes(clock).map(([kind, at]) => `${PROMISES[kind]} due ${shownMoment(at)}`),
+    breached: clock.breached.map((kind) => PROMISES[kind].toLowerCase()),
+  }
+}
+
 function pageExtras({ attachments = [], delivery, mail }: CommentExtras, base: string, attachBytes: number) {
   // The sender's rule (plugins/mail/sender.ts): past the limit, a reply's files go as links.
   const linked = attachments.reduce((sum, a) => sum + a.size, 0) > attachBytes

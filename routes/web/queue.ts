@@ -98,10 +98,11 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
     mine: d.assigneeId === request.web.user!.id,
     tags: tagList(d.tags).map((tag) => ({ tag, href: tagHref(tag) })),
     lastActivity: shownMoment(d.lastUpdatedAt),
-    // The soonest due time of its SLA clocks (lib/sla.ts), and the marks: a promise broken, or one due within the hour.
+    // The soonest due time of its SLA clocks (lib/sla.ts), and the marks: a promise broken, or one
+    // due within the hour or warned of (the policy's warning, told by plugins/sla-alerts.ts).
     due: d.dueAt.getTime() === NEVER.getTime() ? null : shownMoment(d.dueAt),
     breached: d.slaBreached !== '',
-    dueSoon: d.slaBreached === '' && d.dueAt.getTime() !== NEVER.getTime() && d.dueAt.getTime() - now <= DUE_SOON_MS,
+    dueSoon: d.slaBreached === '' && d.dueAt.getTime() !== NEVER.getTime() && (d.dueAt.getTime() - now <= DUE_SOON_MS || d.slaTold.includes('.warning')),
     comments: d.commentsCount,
     // The customer spoke last and the discussion is still to be worked: the team owes an answer.
     waiting: d.awaitingTeam && (d.state === 'new' || d.state === 'open'),

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { addBusinessMinutes, businessMinutesBetween, clockOf, hoursProblem, isTimeZone, minutesOf, type Interval, type Schedule } from '../../lib/business-time.ts'
+import { addBusinessMinutes, businessMinutesBetween, clockOf, daysText, hoursProblem, isTimeZone, minutesOf, parseDays, parseWeek, type Interval, type Schedule } from '../../lib/business-time.ts'
 
 // Engines: one: pure arithmetic, no database.
 // Issue 68, item 5: business time written once (lib/business-time.ts), checked on the issue's
@@ -112,4 +112,25 @@ t.test('against the oracle: business minutes between two moments, and the deadli
     { numRuns: 150 },
   )
   t.pass('150 schedules in six zones, around both changes of the year')
+})
+
+t.test("a schedule's dates as lines and back, whatever their names and hours", async (t) => {
+  const word = fc.stringMatching(/^[\p{L}\p{N}'.-]{1,12}$/u)
+  const days = fc.dictionary(
+    fc.date({ min: new Date(Date.UTC(2026, 0, 1)), max: new Date(Date.UTC(2030, 11, 31)), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10)),
+    fc.record({ name: fc.array(word, { maxLength: 4 }).map((words) => words.join(' ')), hours: dayHours }),
+    { maxKeys: 12 },
+  )
+  fc.assert(
+    fc.property(days, (written) => {
+      const read = parseDays(daysText(written))
+      t.same(read, written)
+      return typeof read !== 'string'
+    }),
+    { numRuns: 100 },
+  )
+  t.equal(parseDays('2026-12-24'), '"2026-12-24": a date (YYYY-MM-DD), its hours (09:00-14:00, or closed), then a name if you like')
+  t.equal(parseDays('24.12.2026 closed'), '"24.12.2026 closed": a date (YYYY-MM-DD), its hours (09:00-14:00, or closed), then a name if you like')
+  t.equal(parseDays('2026-12-24 10:00-09:00'), '"2026-12-24 10:00-09:00": each interval must end after it starts')
+  t.equal(parseWeek('mon closed; tue 09:00-10:00').toString(), [[], [[540, 600]], [], [], [], [], []].toString(), 'closed reads as no hours in a week too')
 })

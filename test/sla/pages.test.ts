@@ -81,6 +81,16 @@ t.test('the queue: a due column with its marks, the order by due time, the breac
   t.match(breached, /1 breached discussion, by last activity/)
   t.match(breached, new RegExp(`data-discussion="${fast.number}"[\\s\\S]*?data-breached>SLA breached`))
   t.notMatch(breached, new RegExp(`data-discussion="${slow.number}"`))
+
+  // Each discussion's page says its policy, what is due when, and what it broke.
+  t.match((await ann.web.get(`/demo/discussions/${fast.number}`)).body, /data-sla>Fast: First reply due 2026-12-07 08:30 UTC <span class="badge warn" data-breached>Breached: first reply<\/span>/)
+  t.match((await ann.web.get(`/demo/discussions/${slow.number}`)).body, /data-sla>Slow: First reply due 2026-12-07 12:00 UTC<\/dd>/)
+  await app.discussions.reply({ siteId: ann.site.id, number: slow.number, body: 'On it.', internal: false, supporterId: ann.user.id, via: 'web' })
+  t.match((await ann.web.get(`/demo/discussions/${slow.number}`)).body, /data-sla>Slow: nothing due \(waiting on the customer, or done\)<\/dd>/)
+  const own = (await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Ours', body: 'A note.', supporterId: ann.user.id, via: 'web' })).discussion
+  t.match((await ann.web.get(`/demo/discussions/${own.number}`)).body, /data-sla>Slow: nothing due/, 'chosen, nothing owed')
+  await app.slaPolicies.remove(ann.site.id, (await app.slaPolicies.list(ann.site.id))[1]!.id)
+  t.notMatch((await ann.web.get(`/demo/discussions/${own.number}`)).body, /data-sla/, 'no policy: nothing said')
 })
 
 t.test('the command line: add, list, remove; each refusal a usage error or the store\'s', async (t) => {
@@ -108,4 +118,51 @@ t.test('the command line: add, list, remove; each refusal a usage error or the s
   t.equal((await cli.run(['sla', 'remove', 'acme', 'one'])).code, 2)
   t.equal((await cli.run(['sla', 'remove', 'acme', '2'])).stdout, 'SLA policy 2 of acme removed (0 discussions had due times under it)\n')
   t.match((await cli.run(['audit', 'acme', '--action', 'sla_policy'])).stdout, /the operator\tcli\t-\tsla_policy.removed\tUrgent/)
+})
+
+t.test('Administration -> Business hours: the dates of a schedule edited as lines, refusals said', async (t) => {
+  const { app } = await buildTestApp(t, { clock: testClock(MONDAY_0900_BERLIN) })
+  const ann = await signedInPerson(app, { administrator: true, email: 'ann@example.test' })
+  const berlin = await app.schedules.add(ann.site.id, { name: 'Berlin', timeZone: 'Europe/Berlin', week: [[[540, 1080]], [], [], [], [], [], []], days: { '2026-12-25': { name: 'Christmas Day', hours: [] } } })
+  const page = (await ann.web.get('/demo/admin/hours')).body
+  t.match(page, /<textarea id="days-\d+" name="days"[^>]*>2026-12-25 closed Christmas Day<\/textarea>/, 'the dates as lines')
+  const saved = await ann.web.post(`/demo/admin/hours/${berlin.id}/days`, { days: '2026-12-25 closed Christmas Day\r\n\r\n2026-12-24 09:00-12:00,13:00-14:00 Christmas Eve\n2026-12-31 closed' })
+  t.equal(saved.headers.location, 'https://help.example.test/demo/admin/hours?done=dates')
+  t.same((await app.schedules.find(ann.site.id, berlin.id))!.days, {
+    '2026-12-24': { name: 'Christmas Eve', hours: [[540, 720], [780, 840]] },
+    '2026-12-25': { name: 'Christmas Day', hours: [] },
+    '2026-12-31': { name: '', hours: [] },
+  })
+  for (const [days, status, words] of [
+    ['Christmas', 400, /The dates: &quot;Christmas&quot;: a date \(YYYY-MM-DD\), its hours/],
+    ['2026-12-24 9-14 Eve', 400, /The dates: &quot;2026-12-24 9-14 Eve&quot;: &quot;9-14&quot;: hours are HH:MM-HH:MM/],
+    ['2026-12-24 14:00-09:00', 400, /each interval must end after it starts/],
+    ['2026-12-24 closed\n2026-12-24 closed', 400, /2026-12-24 is given twice/],
+    ['2026-02-30 closed', 400, /The dates: &quot;2026-02-30&quot; is not a date/],
+  ] as const) {
+    const refused = await ann.web.post(`/demo/admin/hours/${berlin.id}/days`, { days })
+    t.equal(refused.statusCode, status, days)
+    t.match(refused.body, words)
+  }
+  t.equal((await ann.web.post('/demo/admin/hours/999999/days', { days: '' })).statusCode, 404)
+  t.equal((await ann.web.post(`/demo/admin/hours/${berlin.id}/days`, { days: '' })).statusCode, 303, 'no dates at all: the weekdays only')
+  t.same((await app.schedules.find(ann.site.id, berlin.id))!.days, {})
+  t.same((await app.securityLog.changes({ siteId: ann.site.id, limit: 10 })).map((e) => e.action), ['schedule.changed', 'schedule.changed'])
+})
+
+t.test("a warning told marks the discussion due soon in the queue, and moves the site's version for its live pages", async (t) => {
+  const clock = testClock(MONDAY_0900_BERLIN)
+  const { app } = await buildTestApp(t, { clock })
+  const ann = await signedInPerson(app, { administrator: true, email: 'ann@example.test' })
+  const general = await addCategory(app, ann.site.id, 'General')
+  await app.slaPolicies.add(ann.site.id, { name: 'Early warning', conditions: { categories: [], tags: [], domains: [], channels: [] }, scheduleId: null, targets: { firstReply: 240, nextReply: null, resolution: null }, warnBefore: 180 })
+  const { discussion } = await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Slowly', body: 'Help.', supporterId: ann.user.id, onBehalfOf: { email: 'carol@customer.test' }, via: 'api' })
+  const row = async () => (await ann.web.get('/demo/discussions')).body.split(`data-discussion="${discussion.number}"`)[1]!.split('</tr>')[0]!
+  t.notMatch(await row(), /data-due-soon/, 'due in four hours: no mark')
+  clock.advance(61 * MINUTE)
+  const before = (await app.sites.find('demo'))!.version
+  t.equal(await app.slaAlerts.tellDue(), 1, 'the warning, three hours before')
+  t.ok((await app.sites.find('demo'))!.version > before, "the site's version moved")
+  t.equal((await app.discussions.get(ann.site.id, discussion.number)).version, discussion.version, 'the discussion shows nothing new: its version stays')
+  t.match(await row(), /data-due-soon>Due soon/, 'due in three hours, warned of: marked')
 })

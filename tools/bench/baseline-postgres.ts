@@ -52,7 +52,8 @@ const PAGE = {
   SELECT d.number, d.title, d.permalink, d.state, d.public, d.author_id, d.category_id,
          d.created_at, d.updated_at, d.last_updated_at, d.comments_count,
          u.email AS author_email, u.name AS author_name,
-         d.assignee_id, (SELECT name FROM users a WHERE a.id = d.assignee_id) AS assignee_name, d.tags
+         d.assignee_id, (SELECT name FROM users a WHERE a.id = d.assignee_id) AS assignee_name, d.tags,
+         d.sla_policy_id, d.first_reply_due_at, d.next_reply_due_at, d.resolution_due_at, d.sla_breached
   FROM discussions d JOIN users u ON u.id = d.author_id
   WHERE d.id IN (
     SELECT id FROM discussions

@@ -25,6 +25,11 @@ export interface PageRow {
   assignee_id: number | null
   assignee_name: string | null
   tags: string
+  sla_policy_id: number | null
+  first_reply_due_at: number | Date | null
+  next_reply_due_at: number | Date | null
+  resolution_due_at: number | Date | null
+  sla_breached: string
 }
 
 /** A moment in ISO 8601, UTC, to the second: 2026-03-01T12:00:00Z. */
@@ -73,6 +78,18 @@ const discussionSchema = object({
   assignee: { anyOf: [object({ id: int, name: str }), { type: 'null' }] },
   assign_href: str,
   tags: { type: 'array', items: str },
+  sla: {
+    anyOf: [
+      object({
+        policy: object({ id: int, href: str }),
+        first_reply_due_at: { anyOf: [str, { type: 'null' }] },
+        next_reply_due_at: { anyOf: [str, { type: 'null' }] },
+        resolution_due_at: { anyOf: [str, { type: 'null' }] },
+        breached: { type: 'array', items: str },
+      }),
+      { type: 'null' },
+    ],
+  },
 })
 export const listingSchema = object({ offset: int, total: int, per_page: int, discussions: { type: 'array', items: discussionSchema } })
 export const siteSchema = object({
@@ -149,6 +166,16 @@ export function discussionJson(row: PageRow, a: Addresses) {
     assignee: row.assignee_id === null ? null : { id: row.assignee_id, name: row.assignee_name ?? '' },
     assign_href: `${href}/assign`,
     tags: row.tags === '' ? [] : row.tags.split(' '),
+    sla:
+      row.sla_policy_id === null
+        ? null
+        : {
+            policy: { id: row.sla_policy_id, href: `${a.site}/sla_policies/${row.sla_policy_id}` },
+            first_reply_due_at: row.first_reply_due_at === null ? null : iso(row.first_reply_due_at),
+            next_reply_due_at: row.next_reply_due_at === null ? null : iso(row.next_reply_due_at),
+            resolution_due_at: row.resolution_due_at === null ? null : iso(row.resolution_due_at),
+            breached: row.sla_breached === '' ? [] : row.sla_breached.split(' '),
+          },
   }
 }
 
