@@ -96,7 +96,7 @@ export const slaCommands: Command[] = [
       if (!/^[1-9]\d{0,9}$/.test(id!)) throw new UsageError(`an SLA policy id is a number, not "${id}"`)
       const site = await sites.get(permalink!)
       const held = await slaPolicies.remove(site.id, Number(id), OPERATOR)
-      io.stdout(`SLA policy ${id} of ${site.permalink} removed (${held} discussion${held === 1 ? '' : 's'} had due times under it)\n`)
+      io.stdout(`SLA policy ${id} of ${site.permalink} removed; discussions whose clocks it ran: ${held}\n`)
     },
   ),
 ]

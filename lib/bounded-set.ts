@@ -12,3 +12,15 @@ export function createBoundedSet<T>(max: number) {
     },
   }
 }
+
+/** A map that keeps at most `max` entries, forgetting the oldest first (a key set again keeps its place). */
+export function createBoundedMap<K, V>(max: number) {
+  const entries = new Map<K, V>()
+  return {
+    get: (key: K) => entries.get(key),
+    set(key: K, value: V): void {
+      entries.set(key, value)
+      if (entries.size > max) entries.delete(entries.keys().next().value!)
+    },
+  }
+}

@@ -20,6 +20,7 @@ import { indexDiscussion } from './search.ts'
 import { siteChanged } from './changes.ts'
 import { bumpSiteVersion, lockSite } from './sites.ts'
 import { recordChange, type Actor } from './audit.ts'
+import { policiesFollowCategory } from './sla-policies.ts'
 import { alertsDue, boundColumns, clockOf, columnsOf, policiesOf, slaOfWrite, tellSla } from './sla.ts'
 import { noEvents, type EventSink } from './webhooks.ts'
 
@@ -471,8 +472,9 @@ export function createDiscussionStore(
         told += await port.atomic(async (tx) => {
           const d = await getIn(tx, siteId, number, true)
           if (d.slaAlertAt === null || d.slaAlertAt > now) return 0
-          const policy = (await policiesOf(tx, siteId)).find((p) => p.id === d.slaPolicyId)
-          const { alerts, clock: after } = dueAlerts(clockOf(d), now, policy?.warnBefore ?? 0)
+          // An alert waits only under a policy; removing the policy clears it under this row's lock (db/stores/sla-policies.ts).
+          const policy = (await policiesOf(tx, siteId)).find((p) => p.id === d.slaPolicyId)!
+          const { alerts, clock: after } = dueAlerts(clockOf(d), now, policy.warnBefore)
           const columns = columnsOf(after)
           // A breach is shown by the API (`sla.breached`): the discussion's version moves on, and the feed says it changed.
           const shown = columns.slaBreached !== d.slaBreached
@@ -598,6 +600,7 @@ export function createDiscussionStore(
         const named = await names(intoId === null ? [id] : [id, intoId])
         await recordChange(tx, clock, by, siteId, 'category.removed', named.get(id)!, { into: intoId === null ? null : named.get(intoId)!, discussions_moved: moved })
         await tx.db.update(mailboxes).set({ categoryId: intoId }).where(and(eq(mailboxes.siteId, siteId), eq(mailboxes.categoryId, id)))
+        await policiesFollowCategory(tx, siteId, id, intoId)
         await tx.db.delete(categories).where(and(eq(categories.siteId, siteId), eq(categories.id, port.wide(id))))
         await bumpSiteVersion(tx, siteId)
         return moved

@@ -256,3 +256,19 @@ export function createSlaPolicyStore(port: StorePort, clock: Clock) {
 }
 
 export type SlaPolicyStore = ReturnType<typeof createSlaPolicyStore>
+
+/**
+ * A category removed (db/stores/discussions.ts, removeCategory), in its transaction: the policies
+ * that choose by it choose by the category its discussions moved into instead. One left choosing
+ * by no category at all would choose every discussion: refused, naming it.
+ */
+export async function policiesFollowCategory(port: StorePort, siteId: number, id: number, intoId: number | null): Promise<void> {
+  const { slaPolicies } = port.tables
+  for (const row of await port.db.select().from(slaPolicies).where(eq(slaPolicies.siteId, siteId))) {
+    const policy = rowOf(row)
+    if (!policy.conditions.categories.includes(id)) continue
+    const categories = [...new Set(policy.conditions.categories.map((c) => (c === id ? intoId : c)).filter((c) => c !== null))]
+    if (categories.length === 0) throw new StoreError(`the SLA policy "${policy.name}" chooses by this category alone: change it first`, 'conflict', 'category')
+    await port.db.update(slaPolicies).set({ categories: categories.join(' ') }).where(eq(slaPolicies.id, policy.id))
+  }
+}

@@ -2,6 +2,7 @@ import { and, asc, eq, lte, sql } from '../drizzle.ts'
 import type { StorePort } from '../port.ts'
 import type { Interval, Schedule } from '../../lib/business-time.ts'
 import { isOwed, noClock, policyFor, slaAfter, slaKinds, type SlaChannel, type SlaClock, type SlaFacts, type SlaAlert, type SlaPolicy } from '../../lib/sla.ts'
+import { createBoundedMap } from '../../lib/bounded-set.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { DiscussionRow } from './discussion-listing.ts'
 import { notifySla } from './notifications.ts'
@@ -93,15 +94,13 @@ export function boundColumns(port: StorePort, columns: SlaColumns) {
 }
 
 // A schedule's JSON is parsed once per text of it, not per write: kept by its id with the texts it was parsed from.
-const parsedSchedules = new Map<number, { timeZone: string; week: string; days: string; schedule: Schedule }>()
-const PARSED_SCHEDULES = 200
+const parsedSchedules = createBoundedMap<number, { timeZone: string; week: string; days: string; schedule: Schedule }>(200)
 
 function scheduleOf(row: { id: number; timeZone: string; week: string; days: string }): Schedule {
   const kept = parsedSchedules.get(row.id)
   if (kept && kept.timeZone === row.timeZone && kept.week === row.week && kept.days === row.days) return kept.schedule
   const days = JSON.parse(row.days) as Record<string, { hours: Interval[] }>
   const schedule = { timeZone: row.timeZone, week: JSON.parse(row.week) as Interval[][], days: Object.fromEntries(Object.entries(days).map(([date, day]) => [date, day.hours])) }
-  if (!kept && parsedSchedules.size >= PARSED_SCHEDULES) parsedSchedules.delete(parsedSchedules.keys().next().value!)
   parsedSchedules.set(row.id, { timeZone: row.timeZone, week: row.week, days: row.days, schedule })
   return schedule
 }

@@ -29,7 +29,7 @@ const adminSlaRoutes: FastifyPluginAsync = async (fastify) => {
   const { urls, slaPolicies, schedules, categories } = fastify
   const base = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/admin/sla`
   const action = { preHandler: [fastify.csrfProtection, requireAdministrator, requireConfirmed('administration', '/admin/sla')] }
-  const body = (request: FastifyRequest) => (request.body ?? {}) as Record<string, unknown>
+  const body = (request: FastifyRequest) => Object(request.body) as Record<string, unknown>
   const field = (request: FastifyRequest, name: string) => {
     const value = body(request)[name]
     return typeof value === 'string' ? value.trim() : ''
@@ -47,12 +47,14 @@ const adminSlaRoutes: FastifyPluginAsync = async (fastify) => {
       position: p.position,
       name: p.name,
       chooses: [
-        p.conditions.categories.length > 0 ? `category ${p.conditions.categories.map((id) => categoryName.get(id) ?? `#${id}`).join(' or ')}` : '',
+        // A category removed hands its place in the policies to the one its discussions went to (db/stores/sla-policies.ts).
+        p.conditions.categories.length > 0 ? `category ${p.conditions.categories.map((id) => categoryName.get(id)!).join(' or ')}` : '',
         p.conditions.tags.length > 0 ? `tagged ${p.conditions.tags.join(' or ')}` : '',
         p.conditions.domains.length > 0 ? `from ${p.conditions.domains.join(' or ')}` : '',
         p.conditions.channels.length > 0 ? `by ${p.conditions.channels.map((c) => CHANNEL_NAMES[c].toLowerCase()).join(' or ')}` : '',
       ].filter(Boolean).join(', ') || 'every discussion',
-      hours: p.scheduleId === null ? 'Around the clock' : (hoursName.get(p.scheduleId) ?? '—'),
+      // A schedule a policy counts in is not removed (db/stores/schedules.ts).
+      hours: p.scheduleId === null ? 'Around the clock' : hoursName.get(p.scheduleId)!,
       firstReply: duration(p.targets.firstReply),
       nextReply: duration(p.targets.nextReply),
       resolution: duration(p.targets.resolution),
@@ -108,7 +110,7 @@ const adminSlaRoutes: FastifyPluginAsync = async (fastify) => {
       warnBefore: minutes(values.warn) ?? 0,
     }
     const error = await refusalOf(() => slaPolicies.add(request.web.site.id, input, actorOf(request)), ['invalid', 'conflict', 'limit'])
-    if (error) return refused(sentence(error.code === 'invalid' ? `The ${FIELD_NAMES[error.field ?? ''] ?? error.field} ${error.message}` : error.message), STATUS[error.code])
+    if (error) return refused(sentence(error.code === 'invalid' ? `The ${FIELD_NAMES[error.field!] ?? error.field} ${error.message}` : error.message), STATUS[error.code])
     return reply.redirect(`${base(request)}?done=added`, 303)
   })
 

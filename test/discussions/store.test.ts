@@ -139,6 +139,7 @@ t.test('every listing reads one index, never the whole table', async (t) => {
     // The breached ones: their own index, in any order.
     [{ breached: true }, /discussions_breached_activity_idx \(site_id=\?\)/],
     [{ breached: true, state: 'todo', sort: 'created' }, /discussions_breached_activity_idx \(site_id=\?\)/],
+    [{ breached: true, state: 'open' }, /discussions_breached_activity_idx \(site_id=\?\)/],
   ]
   for (const [query, index, total] of cases) {
     const plan = (await discussions.explain({ ...base, ...query }, total)).join('\n')

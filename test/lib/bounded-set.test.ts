@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createBoundedSet } from '../../lib/bounded-set.ts'
+import { createBoundedMap, createBoundedSet } from '../../lib/bounded-set.ts'
 
 // Engines: one: nothing here reaches a database of the suite's engine.
 
@@ -13,4 +13,14 @@ t.test('the oldest value is forgotten first once the set is full', async (t) => 
   t.ok(set.has('b') && set.has('c'))
   set.add('c')
   t.ok(set.has('b'), 'adding a value already there forgets nothing')
+})
+
+t.test('a bounded map keeps the newest entries, at most its size', async (t) => {
+  const map = createBoundedMap<number, string>(2)
+  map.set(1, 'one')
+  map.set(2, 'two')
+  map.set(1, 'uno')
+  t.equal(map.get(1), 'uno', 'set again: the new value')
+  map.set(3, 'three')
+  t.same([map.get(1), map.get(2), map.get(3)], [undefined, 'two', 'three'], 'the oldest forgotten first')
 })

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { addBusinessMinutes, businessMinutesBetween, clockOf, daysText, hoursProblem, isTimeZone, minutesOf, parseDays, parseWeek, type Interval, type Schedule } from '../../lib/business-time.ts'
+import { addBusinessMinutes, businessMinutesBetween, clockOf, daysText, weekText, hoursProblem, isTimeZone, minutesOf, parseDays, parseWeek, type Interval, type Schedule } from '../../lib/business-time.ts'
 
 // Engines: one: pure arithmetic, no database.
 // Issue 68, item 5: business time written once (lib/business-time.ts), checked on the issue's
@@ -132,5 +132,6 @@ t.test("a schedule's dates as lines and back, whatever their names and hours", a
   t.equal(parseDays('2026-12-24'), '"2026-12-24": a date (YYYY-MM-DD), its hours (09:00-14:00, or closed), then a name if you like')
   t.equal(parseDays('24.12.2026 closed'), '"24.12.2026 closed": a date (YYYY-MM-DD), its hours (09:00-14:00, or closed), then a name if you like')
   t.equal(parseDays('2026-12-24 10:00-09:00'), '"2026-12-24 10:00-09:00": each interval must end after it starts')
+  t.equal(weekText([[], [], [], [], [], [], []]), 'closed', 'a week of no hours')
   t.equal(parseWeek('mon closed; tue 09:00-10:00').toString(), [[], [[540, 600]], [], [], [], [], []].toString(), 'closed reads as no hours in a week too')
 })

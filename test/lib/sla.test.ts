@@ -104,6 +104,19 @@ t.test('alerts: the warning, then the breach, each once; a warning past its brea
   t.same(dueAlerts(running, at(90), 0).clock.told, ['first_reply.breached'], 'no warning asked: none kept')
 })
 
+t.test('in business hours: the resolution spends the hours open between its start and its stop', async (t) => {
+  const berlin = { timeZone: 'Europe/Berlin', week: [[[540, 1080]], [[540, 1080]], [[540, 1080]], [[540, 1080]], [[540, 1080]], [], []] as Array<Array<[number, number]>>, days: {} }
+  const hours: SlaPolicy = { ...policy, targets: { firstReply: 240, nextReply: null, resolution: 600 }, schedule: berlin }
+  // Friday 17:00 in Berlin (16:00 UTC) to Monday 10:00 (09:00 UTC): one hour on Friday, one on Monday.
+  const friday = new Date(Date.UTC(2026, 11, 4, 16))
+  const running = slaAfter(noClock, { owedBefore: false, owedAfter: true, at: friday }, hours).clock
+  t.same(running.firstReplyDueAt, new Date(Date.UTC(2026, 11, 7, 11)), 'Monday 12:00 in Berlin')
+  const answered = slaAfter(running, { owedBefore: true, owedAfter: false, at: new Date(Date.UTC(2026, 11, 7, 9)) }, hours).clock
+  t.equal(answered.resolutionSpent, 120)
+  const back = slaAfter(answered, { owedBefore: false, owedAfter: true, at: new Date(Date.UTC(2026, 11, 7, 12)) }, hours).clock
+  t.same(back.resolutionDueAt, new Date(Date.UTC(2026, 11, 8, 11)), '480 minutes left: Monday 13:00 to 18:00, Tuesday 09:00 to 12:00 in Berlin')
+})
+
 t.test('a policy that changes, and none', async (t) => {
   const start = new Date(Date.UTC(2026, 11, 7, 8))
   const running = slaAfter(noClock, { owedBefore: false, owedAfter: true, at: start }, policy).clock

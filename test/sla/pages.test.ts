@@ -35,6 +35,8 @@ t.test('Administration -> SLA policies: add, move up, remove; refusals said; adm
     [{ name: 'X', first_reply: '5', schedule: '999' }, 400, /The hours 999 is not a schedule of this site/],
     [{ name: 'X', first_reply: '5', warn: '5000' }, 400, /The warning must be whole minutes from 0/],
     [{ name: 'VIP', first_reply: '5' }, 409, /This site has an SLA policy named &quot;VIP&quot; already/],
+    [{ name: 'X', first_reply: '5', categories: 'billing' }, 400, /The categories 0 is not a category id/],
+    [{ name: 'X', first_reply: '5', schedule: 'berlin' }, 400, /The hours 0 is not a schedule of this site/],
   ] as const) {
     const refused = await ann.web.post('/demo/admin/sla', form)
     t.equal(refused.statusCode, status, JSON.stringify(form))
@@ -47,6 +49,7 @@ t.test('Administration -> SLA policies: add, move up, remove; refusals said; adm
   t.equal((await ann.web.post(`/demo/admin/sla/${vip!.id}/up`, {})).headers.location, 'https://help.example.test/demo/admin/sla?done=moved')
   t.same((await app.slaPolicies.list(ann.site.id)).map((p) => p.name), ['VIP', 'Billing by mail'])
   t.equal((await ann.web.post('/demo/admin/sla/999999/up', {})).statusCode, 404)
+  t.equal((await ann.web.post('/demo/admin/sla/first/remove', {})).statusCode, 404, 'an id that is none')
   t.equal((await ann.web.post('/demo/admin/sla/999999/remove', {})).statusCode, 404)
   t.equal((await ann.web.post(`/demo/admin/sla/${vip!.id}/remove`, {})).headers.location, 'https://help.example.test/demo/admin/sla?done=removed')
   t.same((await app.slaPolicies.list(ann.site.id)).map((p) => `${p.position} ${p.name}`), ['1 Billing by mail'])
@@ -116,7 +119,10 @@ t.test('the command line: add, list, remove; each refusal a usage error or the s
   }
   t.equal((await cli.run(['schedule', 'remove', 'acme', '1'])).code, 1, 'a schedule a policy counts in stays')
   t.equal((await cli.run(['sla', 'remove', 'acme', 'one'])).code, 2)
-  t.equal((await cli.run(['sla', 'remove', 'acme', '2'])).stdout, 'SLA policy 2 of acme removed (0 discussions had due times under it)\n')
+  t.equal((await cli.run(['sla', 'remove', 'acme', '2'])).stdout, 'SLA policy 2 of acme removed; discussions whose clocks it ran: 0\n')
+  t.equal((await cli.run(['sla', 'add', 'acme', 'Everything', '--resolution', '600', '--categories', '1'])).code, 0)
+  t.equal((await cli.run(['sla', 'add', 'acme', 'Anything', '--next-reply', '60', '--warn', '0'])).code, 0)
+  t.match((await cli.run(['sla', 'list', 'acme'])).stdout, /\tEverything\tcategories 1\taround the clock\tresolution 600 min\twarn 30 min before\n.*\tAnything\tevery discussion\taround the clock\tnext reply 60 min\twarn 0 min before\n/)
   t.match((await cli.run(['audit', 'acme', '--action', 'sla_policy'])).stdout, /the operator\tcli\t-\tsla_policy.removed\tUrgent/)
 })
 
@@ -145,6 +151,8 @@ t.test('Administration -> Business hours: the dates of a schedule edited as line
     t.match(refused.body, words)
   }
   t.equal((await ann.web.post('/demo/admin/hours/999999/days', { days: '' })).statusCode, 404)
+  t.equal((await ann.web.post('/demo/admin/hours/berlin/days', { days: '' })).statusCode, 404, 'an id that is none')
+  t.equal((await ann.web.post('/demo/admin/hours/berlin/remove', {})).statusCode, 404)
   t.equal((await ann.web.post(`/demo/admin/hours/${berlin.id}/days`, { days: '' })).statusCode, 303, 'no dates at all: the weekdays only')
   t.same((await app.schedules.find(ann.site.id, berlin.id))!.days, {})
   t.same((await app.securityLog.changes({ siteId: ann.site.id, limit: 10 })).map((e) => e.action), ['schedule.changed', 'schedule.changed'])
@@ -165,4 +173,24 @@ t.test("a warning told marks the discussion due soon in the queue, and moves the
   t.ok((await app.sites.find('demo'))!.version > before, "the site's version moved")
   t.equal((await app.discussions.get(ann.site.id, discussion.number)).version, discussion.version, 'the discussion shows nothing new: its version stays')
   t.match(await row(), /data-due-soon>Due soon/, 'due in three hours, warned of: marked')
+})
+
+t.test('the alerts loop runs by itself every SERVICE_SLA_ALERT_SECONDS, and says when it cannot', async (t) => {
+  const lines: string[] = []
+  const clock = testClock(MONDAY_0900_BERLIN)
+  const { app } = await buildTestApp(t, { clock, config: { slaAlertSeconds: 1 }, logStream: { write: (line) => void lines.push(line) } })
+  const ann = await signedInPerson(app, { email: 'ann@example.test' })
+  const general = await addCategory(app, ann.site.id, 'General')
+  await app.slaPolicies.add(ann.site.id, { name: 'Fast', conditions: { categories: [], tags: [], domains: [], channels: [] }, scheduleId: null, targets: { firstReply: 5, nextReply: null, resolution: null }, warnBefore: 0 })
+  await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Late', body: 'Help.', supporterId: ann.user.id, onBehalfOf: { email: 'carol@customer.test' }, via: 'api' })
+  clock.advance(6 * MINUTE)
+  const until = async (words: string) => {
+    for (let i = 0; i < 100 && !lines.some((line) => line.includes(words)); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    return lines.find((line) => line.includes(words))
+  }
+  t.match(JSON.parse((await until('SLA warnings and breaches told'))!), { sla_alerts: 1 }, 'told by the loop itself')
+  app.discussions.tellAlerts = async () => {
+    throw new Error('the database is away')
+  }
+  t.match(JSON.parse((await until('could not tell the SLA warnings and breaches'))!), { level: 40, err: { message: 'the database is away' } }, 'a failure said, the loop going on')
 })

@@ -250,3 +250,41 @@ t.test('administrators write policies, the staff reads them, every refusal names
   t.same(record.entries.map((e: { action: string }) => e.action), ['sla_policy.changed', 'sla_policy.created'])
   t.equal(ann.site.permalink, 'demo')
 })
+
+t.test('the store refuses what the API cannot send, keeps twenty a site, and follows a category removed', async (t) => {
+  const { app, ann, call, questions, problems } = await slaApp(t)
+  const siteId = ann.site.id
+  const any = { categories: [], tags: [], domains: [], channels: [] }
+  const good = { name: 'P', conditions: any, scheduleId: null, targets: { firstReply: 60, nextReply: null, resolution: null }, warnBefore: 30 }
+  for (const [what, input, field] of [
+    ['a name too long', { ...good, name: 'x'.repeat(101) }, 'name'],
+    ['a name holding U+0000', { ...good, name: 'a\u0000b' }, 'name'],
+    ['51 tags', { ...good, conditions: { ...any, tags: Array.from({ length: 51 }, (_, i) => `t${i}`) } }, 'tags'],
+    ['a category id that is none', { ...good, conditions: { ...any, categories: [0] } }, 'categories'],
+  ] as const) {
+    await t.rejects(app.slaPolicies.add(siteId, input as typeof good), { code: 'invalid', field }, what)
+  }
+  await t.rejects(app.slaPolicies.update(siteId, 999_999, { name: 'X' }), { code: 'not_found' })
+  const made = await app.slaPolicies.add(siteId, { ...good, conditions: { ...any, categories: [problems.id, questions.id] } })
+  t.match((await call('GET', `/demo/sla_policies/${made.id}`)).body, { id: made.id, name: 'P', conditions: { categories: [problems.id, questions.id] } })
+  for (let i = 2; i <= 20; i++) await app.slaPolicies.add(siteId, { ...good, name: `P${i}` })
+  await t.rejects(app.slaPolicies.add(siteId, { ...good, name: 'P21' }), { code: 'limit' }, 'twenty a site')
+
+  // Problems removed into Questions: the policy chooses by Questions alone; Questions removed too would leave it choosing by none.
+  await app.discussions.removeCategory(siteId, problems.id, questions.id)
+  t.same((await app.slaPolicies.find(siteId, made.id))!.conditions.categories, [questions.id])
+  const other = await app.categories.add(siteId, 'Other', false)
+  await t.rejects(app.discussions.removeCategory(siteId, questions.id, null), { code: 'conflict', message: /the SLA policy "P" chooses by this category alone/ })
+  await app.discussions.removeCategory(siteId, questions.id, other.id)
+  t.same((await app.slaPolicies.find(siteId, made.id))!.conditions.categories, [other.id], 'or by the one it moved into')
+})
+
+t.test('two looks for the same alerts at once tell each once', async (t) => {
+  const { app, clock, call, customerWrites } = await slaApp(t, Date.parse('2026-12-07T08:00:00Z'))
+  await call('POST', '/demo/sla_policies', { name: 'Fast', first_reply_minutes: 10, warn_minutes: 0 })
+  for (let i = 0; i < 5; i++) await customerWrites()
+  clock.advance(11 * MINUTE)
+  const [one, two] = await Promise.all([app.discussions.tellAlerts(), app.discussions.tellAlerts()])
+  t.equal(one.alerts + two.alerts, 5, 'five breaches between them')
+  t.equal(one.discussions + two.discussions, 10, 'each looked at every discussion it read as due')
+})
