@@ -132,6 +132,8 @@ t.test('every listing reads one index, never the whole table', async (t) => {
     [{ since: { kind: 'number', after: 10 }, categoryId: category.id }, /discussions_category_activity_idx/, NARROW_SINCE + 1],
     [{ since: { kind: 'date', from: 0 } }, /discussions_site_activity_idx \(site_id=\? AND last_updated_at>\?\)/],
     [{ since: { kind: 'date', from: 0 }, state: 'new', sort: 'created' }, /discussions_state_created_idx \(site_id=\? AND state=\? AND created_at>\?\)/],
+    // The queue's first tab keeps its own index beside the one of the due times (the same WHERE).
+    [{ state: 'todo' }, /discussions_todo_activity_idx \(site_id=\?\)/],
     // By SLA due time: what the team owes, in the index of its due times.
     [{ state: 'todo', sort: 'due' }, /discussions_todo_due_idx \(site_id=\?\)/],
     [{ state: 'open', sort: 'due' }, /discussions_todo_due_idx \(site_id=\?\)/],
