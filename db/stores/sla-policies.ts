@@ -45,6 +45,16 @@ export interface SlaPolicyInput {
   warnBefore: number
 }
 
+/** A change of a policy: what is given replaces what it was, the conditions and targets one by one. */
+export interface SlaPolicyChange {
+  name?: string
+  position?: number
+  conditions?: Partial<SlaConditions>
+  scheduleId?: number | null
+  targets?: Partial<SlaTargets>
+  warnBefore?: number
+}
+
 const listOf = (text: string) => (text === '' ? [] : text.split(' '))
 const DOMAIN = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/
 
@@ -204,14 +214,19 @@ export function createSlaPolicyStore(port: StorePort, clock: Clock) {
      * Changes what is given, moving it in the order when `position` is. A changed policy applies to
      * each discussion it chooses from that discussion's next change (docs/decisions.md, "SLA policies").
      */
-    async update(siteId: number, id: number, input: Partial<SlaPolicyInput>, by?: Actor): Promise<SlaPolicyRow> {
-      const checked = checkedPolicy(input)
-      return namedOncePerSite('an SLA policy', checked.name, () =>
+    async update(siteId: number, id: number, change: SlaPolicyChange, by?: Actor): Promise<SlaPolicyRow> {
+      return namedOncePerSite('an SLA policy', change.name?.trim(), () =>
         port.atomic(async (tx) => {
           await lockSite(tx, siteId)
           const order = await ordered(tx, siteId)
           const before = order.find((p) => p.id === id)
           if (!before) throw notFound(id)
+          // Merged with the policy as it is under the site's lock: two changes at once each keep the other's.
+          const checked = checkedPolicy({
+            ...change,
+            conditions: change.conditions && { ...before.conditions, ...change.conditions },
+            targets: change.targets && { ...before.targets, ...change.targets },
+          })
           await checkReferences(tx, siteId, checked)
           promisesSomething(checked.targets ?? before.targets)
           const [row] = await tx.db.update(slaPolicies).set({ ...columnsOf(checked), updatedAt: new Date(clock()) }).where(eq(slaPolicies.id, id)).returning()

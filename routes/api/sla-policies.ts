@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type Static, type TSchema } from 'typebox'
-import { MAX_LISTED, MAX_POLICIES, MAX_POLICY_NAME, MAX_TARGET_MINUTES, MAX_WARN_MINUTES, type SlaPolicyInput, type SlaPolicyRow } from '../../db/stores/sla-policies.ts'
-import { slaChannels, type SlaChannel } from '../../lib/sla.ts'
+import { MAX_LISTED, MAX_POLICIES, MAX_POLICY_NAME, MAX_TARGET_MINUTES, MAX_WARN_MINUTES, type SlaPolicyChange as PolicyChange, type SlaPolicyInput, type SlaPolicyRow } from '../../db/stores/sla-policies.ts'
+import { slaChannels, type SlaConditions } from '../../lib/sla.ts'
 import { actorOf } from '../actor.ts'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
 import { moment } from './discussions/views.ts'
@@ -58,32 +58,18 @@ const PolicyParams = Type.Object({ site: SiteParams.properties.site, id: Type.In
 const tags = ['SLA policies']
 const errors = { 400: InvalidRequestBody, 404: ErrorBody }
 
-/** The body's fields as the store takes them (what is not given stays as it is, or takes its default on a new policy). */
-function inputOf(body: Partial<Static<typeof NewSlaPolicy>>, before?: SlaPolicyRow): Partial<SlaPolicyInput> {
-  const targets = before?.targets ?? { firstReply: null, nextReply: null, resolution: null }
-  const conditions = before?.conditions ?? { categories: [], tags: [], domains: [], channels: [] }
-  const given = <T>(value: T | undefined, otherwise: T) => (value === undefined ? otherwise : value)
-  return {
-    ...(body.name !== undefined && { name: body.name }),
-    ...(body.position !== undefined && { position: body.position }),
-    ...(body.conditions !== undefined && {
-      conditions: {
-        categories: given(body.conditions.categories, conditions.categories),
-        tags: given(body.conditions.tags, conditions.tags),
-        domains: given(body.conditions.domains, conditions.domains),
-        channels: given(body.conditions.channels as SlaChannel[] | undefined, conditions.channels),
-      },
-    }),
-    ...(body.schedule_id !== undefined && { scheduleId: body.schedule_id }),
-    ...((body.first_reply_minutes !== undefined || body.next_reply_minutes !== undefined || body.resolution_minutes !== undefined) && {
-      targets: {
-        firstReply: given(body.first_reply_minutes, targets.firstReply),
-        nextReply: given(body.next_reply_minutes, targets.nextReply),
-        resolution: given(body.resolution_minutes, targets.resolution),
-      },
-    }),
-    ...(body.warn_minutes !== undefined && { warnBefore: body.warn_minutes }),
-  }
+/** Whatever the body gives, as the store takes a change (what it does not give stays as it is: merged under the policy's lock). */
+function changeOf(body: Partial<Static<typeof NewSlaPolicy>>): PolicyChange {
+  const defined = <T extends object>(fields: T) => Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Partial<T>
+  const targets = defined({ firstReply: body.first_reply_minutes, nextReply: body.next_reply_minutes, resolution: body.resolution_minutes })
+  return defined({
+    name: body.name,
+    position: body.position,
+    conditions: body.conditions && (defined(body.conditions) as Partial<SlaConditions>),
+    scheduleId: body.schedule_id,
+    targets: Object.keys(targets).length > 0 ? targets : undefined,
+    warnBefore: body.warn_minutes,
+  })
 }
 
 function view(base: string, p: SlaPolicyRow): Static<typeof SlaPolicyResource> {
@@ -125,7 +111,14 @@ const writeRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     { schema: { tags, operationId: 'addSlaPolicy', summary: 'A new SLA policy (administrators)', params: SiteParams, body: NewSlaPolicy, response: { 201: SlaPolicyResource, ...errors, 409: ErrorBody, 415: ErrorBody, 429: ErrorBody } } },
     async (request, reply) => {
       const { site } = request.auth!
-      const input = { scheduleId: null, warnBefore: 30, conditions: { categories: [], tags: [], domains: [], channels: [] }, targets: { firstReply: null, nextReply: null, resolution: null }, ...inputOf(request.body) } as SlaPolicyInput
+      const { conditions, targets, ...rest } = changeOf(request.body)
+      const input = {
+        scheduleId: null,
+        warnBefore: 30,
+        ...rest,
+        conditions: { categories: [], tags: [], domains: [], channels: [], ...conditions },
+        targets: { firstReply: null, nextReply: null, resolution: null, ...targets },
+      } as SlaPolicyInput
       const resource = view(base(site.permalink), await fastify.slaPolicies.add(site.id, input, actorOf(request)))
       return reply.code(201).header('location', resource.href).send(resource)
     },
@@ -144,9 +137,7 @@ const writeRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     },
     async (request) => {
       const { site } = request.auth!
-      const before = await fastify.slaPolicies.find(site.id, request.params.id)
-      if (!before) throw notFound(`there is no SLA policy ${request.params.id} on this site`)
-      return view(base(site.permalink), await fastify.slaPolicies.update(site.id, request.params.id, inputOf(request.body, before), actorOf(request)))
+      return view(base(site.permalink), await fastify.slaPolicies.update(site.id, request.params.id, changeOf(request.body), actorOf(request)))
     },
   )
   fastify.delete(

@@ -288,3 +288,18 @@ t.test('two looks for the same alerts at once tell each once', async (t) => {
   t.equal(one.alerts + two.alerts, 5, 'five breaches between them')
   t.equal(one.discussions + two.discussions, 10, 'each looked at every discussion it read as due')
 })
+
+t.test('a change keeps what it does not name, and two changes at once keep each other', async (t) => {
+  const { call, questions } = await slaApp(t)
+  const made = (await call('POST', '/demo/sla_policies', { name: 'P', conditions: { categories: [questions.id], channels: ['mail'] }, first_reply_minutes: 60, resolution_minutes: 600 })).body
+  const [tags, domains] = await Promise.all([
+    call('PATCH', `/demo/sla_policies/${made.id}`, { conditions: { tags: ['vip'] }, next_reply_minutes: 30 }),
+    call('PATCH', `/demo/sla_policies/${made.id}`, { conditions: { domains: ['big.example'] }, first_reply_minutes: 45 }),
+  ])
+  t.same([tags.status, domains.status], [200, 200])
+  const after = (await call('GET', `/demo/sla_policies/${made.id}`)).body
+  t.same(after.conditions, { categories: [questions.id], tags: ['vip'], domains: ['big.example'], channels: ['mail'] }, 'every condition kept')
+  t.same([after.first_reply_minutes, after.next_reply_minutes, after.resolution_minutes], [45, 30, 600], 'every target kept')
+  t.equal((await call('PATCH', `/demo/sla_policies/${made.id}`, { conditions: { categories: [] } })).body.conditions.categories.length, 0, 'an empty list: any category')
+  t.equal((await call('PATCH', '/demo/sla_policies/999', { name: 'X' })).status, 404)
+})
