@@ -11,6 +11,9 @@ import { addBusinessMinutes, businessMinutesBetween, type Schedule } from './bus
 export const slaKinds = ['first_reply', 'next_reply', 'resolution'] as const
 export type SlaKind = (typeof slaKinds)[number]
 
+/** Each promise as a person reads it (the mails, the pages). */
+export const promiseNames: Record<SlaKind, string> = { first_reply: 'first reply', next_reply: 'next reply', resolution: 'resolution' }
+
 /** How a discussion came: by mail, on the support site, or through the API (MCP included). */
 export const slaChannels = ['mail', 'web', 'api'] as const
 export type SlaChannel = (typeof slaChannels)[number]

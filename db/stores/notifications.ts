@@ -1,7 +1,7 @@
 import { and, eq, sql } from '../drizzle.ts'
 import type { StorePort } from '../port.ts'
 import { shownMoment, type Clock } from '../../lib/clock.ts'
-import type { SlaAlert } from '../../lib/sla.ts'
+import { promiseNames, type SlaAlert } from '../../lib/sla.ts'
 import { fromOf, siteMailbox, type OutboxMail } from './outbox.ts'
 import { answeringStaff } from './staff.ts'
 
@@ -115,15 +115,13 @@ export async function notifyAssigned(port: StorePort, clock: Clock, about: About
   }))
 }
 
-const PROMISES = { first_reply: 'first reply', next_reply: 'next reply', resolution: 'resolution' } as const
-
 /**
  * An SLA warning or breach (issue 68): to the owner when someone owns the discussion (and asked to
  * hear of what they own), else to the supporters who hear of every new discussion: the team.
  */
 export async function notifySla(port: StorePort, clock: Clock, about: About & { ownerId: number | null; alert: SlaAlert }): Promise<void> {
   const told = about.ownerId === null ? await recipients(port, 'notifyNew', false).execute({ siteId: about.siteId }) : await ownerToTell(port, about.siteId, about.ownerId, 0)
-  const promise = PROMISES[about.alert.kind]
+  const promise = promiseNames[about.alert.kind]
   const due = shownMoment(about.alert.due)
   await queue(port, clock, about, told, (site) =>
     about.alert.alert === 'warning'

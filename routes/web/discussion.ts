@@ -10,7 +10,7 @@ import type { CommentVia, DiscussionState } from '../../db/values.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { MESSAGE_LIMITS, shownInline, shownSize, type FileLimits } from '../../lib/files.ts'
 import { fillSavedReply, splitTags, tagList } from '../../lib/team-queue.ts'
-import { dueTimes } from '../../lib/sla.ts'
+import { dueTimes, promiseNames } from '../../lib/sla.ts'
 import { clockOf } from '../../db/stores/sla.ts'
 import { readMultipart, sendAttachment } from '../api/files.ts'
 import type { CommentExtras } from '../api/discussions/views.ts'
@@ -337,15 +337,13 @@ export function blockChoices(email: string): { address?: string; domain?: string
 }
 
 /** A comment's files, mail and sender verdict as its page shows them. */
-const PROMISES = { first_reply: 'First reply', next_reply: 'Next reply', resolution: 'Resolution' } as const
-
 /** What the page says of a discussion's SLA: its policy, each running clock's due time, what it broke (lib/sla.ts). */
 function slaFacts(policy: string, d: DiscussionRow) {
   const clock = clockOf(d)
   return {
     policy,
-    due: dueTimes(clock).map(([kind, at]) => `${PROMISES[kind]} due ${shownMoment(at)}`),
-    breached: clock.breached.map((kind) => PROMISES[kind].toLowerCase()),
+    due: dueTimes(clock).map(([kind, at]) => `${promiseNames[kind][0]!.toUpperCase()}${promiseNames[kind].slice(1)} due ${shownMoment(at)}`),
+    breached: clock.breached.map((kind) => promiseNames[kind]),
   }
 }
 
