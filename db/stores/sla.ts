@@ -13,12 +13,6 @@ import type { EventSink } from './webhooks.ts'
 // row in the write's own statement (db/stores/discussions.ts), so the due times commit with what
 // moved them.
 
-/** A policy as the clocks need it, with its name and its schedule's id (the store's rows). */
-export interface ChosenPolicy extends SlaPolicy {
-  name: string
-  scheduleId: number | null
-}
-
 /** The columns of a discussion that keep its clocks (db/schema: slaPolicyId to slaAlertAt). */
 export type SlaColumns = Pick<
   DiscussionRow,
@@ -106,7 +100,7 @@ function scheduleOf(row: { id: number; timeZone: string; week: string; days: str
 }
 
 /** The site's policies in order, each with its schedule, read on `port` (by one statement prepared once per port). */
-export async function policiesOf(port: StorePort, siteId: number): Promise<ChosenPolicy[]> {
+export async function policiesOf(port: StorePort, siteId: number): Promise<SlaPolicy[]> {
   const { schedules, slaPolicies } = port.tables
   const read = port.prepared('sla_policies_of_site', (db) =>
     db
@@ -122,8 +116,6 @@ export async function policiesOf(port: StorePort, siteId: number): Promise<Chose
   )
   return (await read.execute({ siteId })).map(({ policy, schedule }) => ({
     id: policy.id,
-    name: policy.name,
-    scheduleId: policy.scheduleId,
     conditions: {
       categories: listOf(policy.categories).map(Number),
       tags: listOf(policy.tags),
@@ -147,11 +139,11 @@ export interface SlaWrite {
 }
 
 /** The clock's columns after a write, and the kinds it found breached that no alert had told (told by the write). */
-export async function slaOfWrite(port: StorePort, write: SlaWrite): Promise<{ columns: SlaColumns; late: SlaAlert[]; policy: ChosenPolicy | null }> {
+export async function slaOfWrite(port: StorePort, write: SlaWrite): Promise<{ columns: SlaColumns; late: SlaAlert[] }> {
   const policies = await policiesOf(port, write.siteId)
   const policy = policyFor(policies, write.facts) ?? null
   const { clock, late } = slaAfter(write.before ? clockOf(write.before) : noClock, { owedBefore: write.before ? isOwed(write.before) : false, owedAfter: isOwed(write.after), at: write.at }, policy)
-  return { columns: columnsOf(clock), late, policy }
+  return { columns: columnsOf(clock), late }
 }
 
 /** The discussions whose alerts are due at `now` (the alerts' loop), soonest first: site and number. */
