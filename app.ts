@@ -16,6 +16,7 @@ import notesOnly from './plugins/auth/notes-only.ts'
 import auditRoutes from './routes/api/audit-log.ts'
 import scheduleRoutes from './routes/api/schedules.ts'
 import slaPolicyRoutes from './routes/api/sla-policies.ts'
+import reportRoutes from './routes/api/reports.ts'
 import challenge from './plugins/auth/challenge.ts'
 import authLimits from './plugins/auth/limits.ts'
 import rateLimits, { DEFAULT_RATE_LIMITS } from './plugins/rate-limits.ts'
@@ -247,6 +248,8 @@ export function buildApp(options: AppOptions) {
       routes.register(scheduleRoutes)
       // The site's SLA policies: read by its staff, written by its administrators.
       routes.register(slaPolicyRoutes)
+      // The site's reports: read by its staff, as JSON or CSV.
+      routes.register(reportRoutes)
       // What the site says of senders: allowed, or blocked as spam (its administrators').
       routes.register(senderRuleRoutes)
       // The MCP endpoint: its tools are requests to the routes above, with the caller's token.

@@ -36,6 +36,8 @@ export const COPIED_TABLES = [
   schema.discussionCounts,
   // The team's queue: each discussion's tag rows, and the sites' saved replies.
   schema.discussionTags,
+  // The reports' day rows (their facts are the discussions' columns).
+  schema.reportDays,
   schema.savedReplies,
   schema.oauthRecords,
   schema.securityEvents,

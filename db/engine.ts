@@ -20,6 +20,7 @@ import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.
 import { createSavedReplyStore, type SavedReplyStore } from './stores/saved-replies.ts'
 import { createScheduleStore, type ScheduleStore } from './stores/schedules.ts'
 import { createSlaPolicyStore, type SlaPolicyStore } from './stores/sla-policies.ts'
+import { createReportStore, type ReportStore } from './stores/reports.ts'
 import { createSenderStore, type SenderStore } from './stores/senders.ts'
 import { createSearchStore, type SearchStore } from './stores/search.ts'
 import { createChangeStore, type ChangeStore } from './stores/changes.ts'
@@ -126,6 +127,8 @@ export interface EngineStores {
   schedules(clock: Clock): ScheduleStore
   /** A site's SLA policies (db/stores/sla-policies.ts). */
   slaPolicies(clock: Clock): SlaPolicyStore
+  /** The reports over the sites' day rows (db/stores/reports.ts). */
+  reports(): ReportStore
   /** What the sites say of senders: allowed, or blocked as spam (db/stores/senders.ts). */
   senders(clock: Clock): SenderStore
   /** Full-text search over the discussions, and the backfill of its index (db/stores/search.ts). */
@@ -171,6 +174,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     savedReplies: (clock) => guard(createSavedReplyStore(port, clock)),
     schedules: (clock) => guard(createScheduleStore(port, clock)),
     slaPolicies: (clock) => guard(createSlaPolicyStore(port, clock)),
+    reports: () => guard(createReportStore(port)),
     senders: (clock) => guard(createSenderStore(port, clock)),
     search: () => guard(createSearchStore(port)),
     changes: () => guard(createChangeStore(port)),

@@ -58,6 +58,7 @@ export const webhookEvents = [
   'comment.created',
   'sla.warning',
   'sla.breached',
+  'satisfaction.rated',
   'token.created',
   'token.revoked',
   'token.leaked',

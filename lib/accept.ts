@@ -52,3 +52,29 @@ export function negotiateMediaType(accept: string | undefined): ApiMediaType | n
   }
   return best
 }
+
+/** The quality an Accept header gives `text/csv` (by itself, `text/*` or `*\/*`): 0 when it allows none. */
+function csvQuality(accept: string): number {
+  let best = 0
+  for (const entry of accept.split(',')) {
+    const [range, ...params] = entry.split(';').map((part) => part.trim())
+    if (!['text/csv', 'text/*'].includes(range.toLowerCase())) continue
+    const qParam = params.find((p) => /^q=/i.test(p))
+    if (qParam !== undefined && !QUALITY.test(qParam)) continue
+    best = Math.max(best, qParam === undefined ? 1 : Number(qParam.slice(2)))
+  }
+  return best
+}
+
+/**
+ * How a route that also answers CSV (the reports) answers: 'csv' when the Accept header names
+ * text/csv, or takes text/* and no JSON; else the JSON type negotiated, or null for an Accept that
+ * allows neither.
+ */
+export function negotiateCsv(accept: string | undefined): ApiMediaType | 'csv' | null {
+  const json = negotiateMediaType(accept)
+  const csv = accept === undefined ? 0 : csvQuality(accept)
+  if (csv === 0) return json
+  if (json === null || accept!.split(',').some((entry) => entry.trim().toLowerCase().startsWith('text/csv'))) return 'csv'
+  return json
+}

@@ -3,6 +3,7 @@ import type { CategoryStore } from '../db/stores/categories.ts'
 import type { SavedReplyStore } from '../db/stores/saved-replies.ts'
 import type { ScheduleStore } from '../db/stores/schedules.ts'
 import type { SlaPolicyStore } from '../db/stores/sla-policies.ts'
+import type { ReportStore } from '../db/stores/reports.ts'
 import type { SenderStore } from '../db/stores/senders.ts'
 import type { CredentialInventory } from '../db/stores/credential-inventory.ts'
 import type { CustomerLinkStore } from '../db/stores/customer-links.ts'
@@ -39,6 +40,7 @@ declare module 'fastify' {
     savedReplies: SavedReplyStore
     schedules: ScheduleStore
     slaPolicies: SlaPolicyStore
+    reports: ReportStore
     senders: SenderStore
     discussionSearch: SearchStore
     changes: ChangeStore
@@ -123,6 +125,7 @@ export const discussionStores = fp(
     fastify.decorate('savedReplies', fastify.database.savedReplies(fastify.clock))
     fastify.decorate('schedules', fastify.database.schedules(fastify.clock))
     fastify.decorate('slaPolicies', fastify.database.slaPolicies(fastify.clock))
+    fastify.decorate('reports', fastify.database.reports())
     fastify.decorate('senders', fastify.database.senders(fastify.clock))
     fastify.decorate('discussionSearch', fastify.database.search())
     fastify.decorate('changes', fastify.database.changes())

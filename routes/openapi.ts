@@ -1,3 +1,4 @@
+import { ReportLine, ReportListing, ReportResource } from './api/reports.ts'
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fp from 'fastify-plugin'
 import { JSON_MEDIA_TYPE, V1_MEDIA_TYPE } from '../lib/accept.ts'
@@ -15,6 +16,8 @@ import {
   CreateBody,
   Discussion,
   DiscussionSla,
+  DiscussionFacts,
+  Satisfaction,
   SlaAlert,
   DiscussionListing,
   SearchListing,
@@ -115,6 +118,11 @@ export const NAMED_SCHEMAS = {
   SlaPolicyListing,
   NewSlaPolicy,
   SlaPolicyChange,
+  ReportListing,
+  Report: ReportResource,
+  ReportLine,
+  DiscussionFacts,
+  Satisfaction,
   StaffListing,
   NewInvitation,
   RoleChange,
@@ -364,6 +372,7 @@ const EVENT_DATA: Record<WebhookEvent | typeof TEST_EVENT, { schema: object; wha
     schema: { allOf: [{ $ref: '#/components/schemas/Discussion' }, { type: 'object', required: ['alert'], properties: { alert: { $ref: '#/components/schemas/SlaAlert' } } }] },
     what: 'A promise of an SLA policy was not kept by its due time: the discussion, and which promise was due when. Told once per due time.',
   },
+  'satisfaction.rated': { schema: { $ref: '#/components/schemas/Discussion' }, what: "A customer rated a resolved discussion, or changed their rating: the discussion, its `satisfaction` the rating." },
   'token.created': { schema: { $ref: '#/components/schemas/Credential' }, what: 'A personal token was made on the site.' },
   'token.revoked': { schema: { $ref: '#/components/schemas/Credential' }, what: 'A personal token of the site was revoked, by its owner, an administrator or a leak report.' },
   'token.leaked': { schema: { $ref: '#/components/schemas/Credential' }, what: 'A personal token of the site was reported found in public, and revoked (token.revoked is sent too).' },

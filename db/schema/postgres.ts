@@ -1,6 +1,7 @@
 import { sql } from '../drizzle.ts'
 import { isLive } from '../live.ts'
 import { NEVER, slaChannels } from '../../lib/sla.ts'
+import { dimensions, ratings } from '../../lib/reports.ts'
 import { pgBoolean, pgCustomType, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
 import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, senderVerdicts, securityKinds, writeTokenRules } from '../values.ts'
 
@@ -33,6 +34,10 @@ export const sites = pgTable('sites', {
   visitorDiscussions: pgBoolean('visitor_discussions').notNull().default(true),
   publicDiscussions: pgBoolean('public_discussions').notNull().default(true),
   newDiscussionsToTeam: pgBoolean('new_discussions_to_team').notNull().default(true),
+  // Whether its customers are asked to rate a resolved discussion (issue 69; docs/decisions.md,
+  // "Satisfaction"), and the last week (its Monday) whose digest was mailed to its administrators.
+  satisfactionOn: pgBoolean('satisfaction_on').notNull().default(true),
+  digestWeek: pgText('digest_week').notNull().default(''),
 })
 
 const siteReference = () =>
@@ -80,6 +85,8 @@ export const memberships = pgTable(
     notifyNew: pgBoolean('notify_new'),
     notifyOwned: pgBoolean('notify_owned').notNull().default(true),
     collaborator: pgBoolean('collaborator').notNull().default(false),
+    // An administrator who asked for the weekly digest of the reports (issue 69).
+    notifyDigest: pgBoolean('notify_digest').notNull().default(false),
   },
   (t) => [pgPrimaryKey({ columns: [t.siteId, t.userId] }), pgIndex('memberships_user_idx').on(t.userId), pgIndex('memberships_site_role_idx').on(t.siteId, t.role, t.userId)],
 )
@@ -217,6 +224,23 @@ export const discussions = pgTable(
     slaBreached: pgText('sla_breached').notNull().default(''),
     slaTold: pgText('sla_told').notNull().default(''),
     slaAlertAt: moment('sla_alert_at'),
+    // What the reports keep of it (issue 69; lib/reports.ts ReportFacts; docs/decisions.md,
+    // "Reports"), moved in the transaction of the write that moves them: the team's first public
+    // reply and the minutes to it, its last resolution, its owner then and the minutes to it (business
+    // minutes in its SLA policy's hours, or around the clock), how often it was reopened, the team's
+    // public replies, and its customer's rating.
+    firstReplyAt: moment('first_reply_at'),
+    firstReplyMinutes: pgInteger('first_reply_minutes'),
+    firstReplyBusiness: pgInteger('first_reply_business'),
+    resolvedAt: moment('resolved_at'),
+    resolvedById: pgInteger('resolved_by_id'),
+    resolutionMinutes: pgInteger('resolution_minutes'),
+    resolutionBusiness: pgInteger('resolution_business'),
+    reopens: pgInteger('reopens').notNull().default(0),
+    teamReplies: pgInteger('team_replies').notNull().default(0),
+    rating: pgText('rating', { enum: ratings }),
+    ratingComment: pgText('rating_comment').notNull().default(''),
+    ratedAt: moment('rated_at'),
   },
   (t) => [
     pgUniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
@@ -756,4 +780,32 @@ export const idempotencyKeys = pgTable(
     answer: pgText('answer'),
   },
   (t) => [pgPrimaryKey({ columns: [t.siteId, t.credential, t.key] }), pgIndex('idempotency_keys_created_idx').on(t.createdAt)],
+)
+
+// The reports' day rows (issue 69; db/stores/reports.ts; docs/decisions.md, "Reports"): for each
+// UTC day, what the site's discussions did, as a whole (dimension `all`) and under each supporter,
+// category, channel and tag; the times as histograms (lib/reports.ts bucketOf), JSON objects of
+// bucket to count. Written in the transaction of the write that moved the facts.
+export const reportDays = pgTable(
+  'report_days',
+  {
+    siteId: siteReference(),
+    dimension: pgText('dimension', { enum: dimensions }).notNull(),
+    day: pgText('day').notNull(),
+    key: pgText('key').notNull(),
+    created: pgInteger('created').notNull().default(0),
+    resolved: pgInteger('resolved').notNull().default(0),
+    reopened: pgInteger('reopened').notNull().default(0),
+    replies: pgInteger('replies').notNull().default(0),
+    firstReplies: pgInteger('first_replies').notNull().default(0),
+    slaKept: pgInteger('sla_kept').notNull().default(0),
+    slaBreached: pgInteger('sla_breached').notNull().default(0),
+    ratedGood: pgInteger('rated_good').notNull().default(0),
+    ratedBad: pgInteger('rated_bad').notNull().default(0),
+    firstReply: pgText('first_reply').notNull().default('{}'),
+    firstReplyBusiness: pgText('first_reply_business').notNull().default('{}'),
+    resolution: pgText('resolution').notNull().default('{}'),
+    resolutionBusiness: pgText('resolution_business').notNull().default('{}'),
+  },
+  (t) => [pgPrimaryKey({ columns: [t.siteId, t.dimension, t.day, t.key] })],
 )

@@ -1,6 +1,7 @@
 import { sql } from '../drizzle.ts'
 import { isLive } from '../live.ts'
 import { NEVER, slaChannels } from '../../lib/sla.ts'
+import { dimensions, ratings } from '../../lib/reports.ts'
 import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from '../drizzle.ts'
 import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, senderVerdicts, securityKinds, writeTokenRules } from '../values.ts'
 
@@ -37,6 +38,10 @@ export const sites = sqliteTable('sites', {
   // Whether a supporter who has not chosen hears of every new discussion by mail (issue 65: a team
   // leaving a shared inbox hears of new mail at once). On for a new site; sites made before it, off.
   newDiscussionsToTeam: integer('new_discussions_to_team', { mode: 'boolean' }).notNull().default(true),
+  // Whether its customers are asked to rate a resolved discussion (issue 69; docs/decisions.md,
+  // "Satisfaction"), and the last week (its Monday) whose digest was mailed to its administrators.
+  satisfactionOn: integer('satisfaction_on', { mode: 'boolean' }).notNull().default(true),
+  digestWeek: text('digest_week').notNull().default(''),
 })
 
 /** The site a row belongs to; the row goes with it. */
@@ -98,6 +103,8 @@ export const memberships = sqliteTable(
     // A collaborator of the site (docs/decisions.md, "Collaborators"): of its staff, reads the queue
     // and the discussions, and writes internal notes only. Never also its administrator.
     collaborator: integer('collaborator', { mode: 'boolean' }).notNull().default(false),
+    // An administrator who asked for the weekly digest of the reports (issue 69).
+    notifyDigest: integer('notify_digest', { mode: 'boolean' }).notNull().default(false),
   },
   (t) => [
     primaryKey({ columns: [t.siteId, t.userId] }),
@@ -273,6 +280,23 @@ export const discussions = sqliteTable(
     slaBreached: text('sla_breached').notNull().default(''),
     slaTold: text('sla_told').notNull().default(''),
     slaAlertAt: moment('sla_alert_at'),
+    // What the reports keep of it (issue 69; lib/reports.ts ReportFacts; docs/decisions.md,
+    // "Reports"), moved in the transaction of the write that moves them: the team's first public
+    // reply and the minutes to it, its last resolution, its owner then and the minutes to it (business
+    // minutes in its SLA policy's hours, or around the clock), how often it was reopened, the team's
+    // public replies, and its customer's rating.
+    firstReplyAt: moment('first_reply_at'),
+    firstReplyMinutes: integer('first_reply_minutes'),
+    firstReplyBusiness: integer('first_reply_business'),
+    resolvedAt: moment('resolved_at'),
+    resolvedById: integer('resolved_by_id'),
+    resolutionMinutes: integer('resolution_minutes'),
+    resolutionBusiness: integer('resolution_business'),
+    reopens: integer('reopens').notNull().default(0),
+    teamReplies: integer('team_replies').notNull().default(0),
+    rating: text('rating', { enum: ratings }),
+    ratingComment: text('rating_comment').notNull().default(''),
+    ratedAt: moment('rated_at'),
   },
   (t) => [
     uniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
@@ -928,4 +952,32 @@ export const idempotencyKeys = sqliteTable(
     answer: text('answer'),
   },
   (t) => [primaryKey({ columns: [t.siteId, t.credential, t.key] }), index('idempotency_keys_created_idx').on(t.createdAt)],
+)
+
+// The reports' day rows (issue 69; db/stores/reports.ts; docs/decisions.md, "Reports"): for each
+// UTC day, what the site's discussions did, as a whole (dimension `all`) and under each supporter,
+// category, channel and tag; the times as histograms (lib/reports.ts bucketOf), JSON objects of
+// bucket to count. Written in the transaction of the write that moved the facts.
+export const reportDays = sqliteTable(
+  'report_days',
+  {
+    siteId: siteReference(),
+    dimension: text('dimension', { enum: dimensions }).notNull(),
+    day: text('day').notNull(),
+    key: text('key').notNull(),
+    created: integer('created').notNull().default(0),
+    resolved: integer('resolved').notNull().default(0),
+    reopened: integer('reopened').notNull().default(0),
+    replies: integer('replies').notNull().default(0),
+    firstReplies: integer('first_replies').notNull().default(0),
+    slaKept: integer('sla_kept').notNull().default(0),
+    slaBreached: integer('sla_breached').notNull().default(0),
+    ratedGood: integer('rated_good').notNull().default(0),
+    ratedBad: integer('rated_bad').notNull().default(0),
+    firstReply: text('first_reply').notNull().default('{}'),
+    firstReplyBusiness: text('first_reply_business').notNull().default('{}'),
+    resolution: text('resolution').notNull().default('{}'),
+    resolutionBusiness: text('resolution_business').notNull().default('{}'),
+  },
+  (t) => [primaryKey({ columns: [t.siteId, t.dimension, t.day, t.key] })],
 )

@@ -1,7 +1,7 @@
 import { and, asc, count, eq, gt, inArray, sql, type SQL } from '../drizzle.ts'
 import { given, pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { CommentVia, DiscussionState } from '../values.ts'
-import type { Clock } from '../../lib/clock.ts'
+import { DAY_MS, type Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { tagList, tagsOf } from '../../lib/team-queue.ts'
 import { channelOf, dueAlerts } from '../../lib/sla.ts'
@@ -23,6 +23,8 @@ import { recordChange, type Actor } from './audit.ts'
 import { policiesFollowCategory } from './sla-policies.ts'
 import { alertsDue, boundColumns, clockOf, columnsOf, policiesOf, slaOfWrite, tellSla } from './sla.ts'
 import { noEvents, type EventSink } from './webhooks.ts'
+import { addRating, addTallies } from './reports.ts'
+import { dayOf, RATING_DAYS, reportStep, type Rating, type ReportFacts } from '../../lib/reports.ts'
 
 export type { CommentRow, DiscussionRow } from './discussion-listing.ts'
 export type { Action } from './discussion-states.ts'
@@ -157,6 +159,29 @@ function commentOf(port: StorePort) {
 /** The names of the SLA clock's columns (db/stores/sla.ts), each bound by a placeholder of its name. */
 const SLA_COLUMNS = ['slaPolicyId', 'slaReplySince', 'slaFirstRepliedAt', 'slaResolutionSince', 'slaResolutionSpent', 'firstReplyDueAt', 'nextReplyDueAt', 'resolutionDueAt', 'dueAt', 'slaBreached', 'slaTold', 'slaAlertAt'] as const
 const slaSet = () => Object.fromEntries(SLA_COLUMNS.map((name) => [name, given(name)])) as Record<(typeof SLA_COLUMNS)[number], SQL>
+/** The names of the reports' facts (lib/reports.ts ReportFacts), bound the same way. */
+const FACT_COLUMNS = ['firstReplyAt', 'firstReplyMinutes', 'firstReplyBusiness', 'resolvedAt', 'resolvedById', 'resolutionMinutes', 'resolutionBusiness', 'reopens', 'teamReplies'] as const
+const factSet = () => Object.fromEntries(FACT_COLUMNS.map((name) => [name, given(name)])) as Record<(typeof FACT_COLUMNS)[number], SQL>
+
+/** The facts as a prepared statement binds them (moments through port.moment). */
+function boundFacts(port: StorePort, facts: ReportFacts) {
+  const at = (date: Date | null) => (date === null ? null : port.moment(date))
+  return { ...facts, firstReplyAt: at(facts.firstReplyAt), resolvedAt: at(facts.resolvedAt) }
+}
+
+/** The reports' facts of a row. */
+const factsOfRow = (d: DiscussionRow): ReportFacts & { state: string } => ({
+  state: d.state,
+  firstReplyAt: d.firstReplyAt,
+  firstReplyMinutes: d.firstReplyMinutes,
+  firstReplyBusiness: d.firstReplyBusiness,
+  resolvedAt: d.resolvedAt,
+  resolvedById: d.resolvedById,
+  resolutionMinutes: d.resolutionMinutes,
+  resolutionBusiness: d.resolutionBusiness,
+  reopens: d.reopens,
+  teamReplies: d.teamReplies,
+})
 
 /** The statements every write of a discussion runs, prepared once per port. */
 function writes(port: StorePort) {
@@ -211,7 +236,7 @@ function writes(port: StorePort) {
     afterComment: port.prepared('discussions_after_comment', (db) =>
       db
         .update(discussions)
-        .set({ state: given('state'), commentsCount: given('count'), updatedAt: given('at'), lastUpdatedAt: given('at'), awaitingTeam: given('awaitingTeam'), ...slaSet(), version: sql`${discussions.version} + 1` })
+        .set({ state: given('state'), commentsCount: given('count'), updatedAt: given('at'), lastUpdatedAt: given('at'), awaitingTeam: given('awaitingTeam'), ...slaSet(), ...factSet(), version: sql`${discussions.version} + 1` })
         .where(eq(discussions.id, p('id')))
         .prepare('discussions_after_comment'),
     ),
@@ -229,6 +254,7 @@ function writes(port: StorePort) {
           tags: given('tags'),
           updatedAt: given('at'),
           ...slaSet(),
+          ...factSet(),
           version: sql`${discussions.version} + 1`,
         })
         .where(eq(discussions.id, p('id')))
@@ -321,6 +347,8 @@ export async function createDiscussionIn(
     assigneeId: assigneeId ?? null,
   })
   const discussion = await getIn(port, input.siteId, number)
+  const report = reportStep({ before: null, after: { ...discussion, tags: [] }, sla: { policyId: discussion.slaPolicyId, breached: discussion.slaBreached }, schedule: sla.schedule, at: now })
+  await addTallies(port, input.siteId, report.tallies)
   const opening = {
     discussionId: discussion.id,
     number: 1,
@@ -390,8 +418,10 @@ export function createDiscussionStore(
     if (!changes) return before
     const moved: DiscussionRow = { ...before, ...changes, updatedAt: new Date(clock()), version: before.version + 1 }
     const sla = await slaOfWrite(tx, { siteId, before, after: moved, facts: factsOf(moved), at: moved.updatedAt })
-    const after: DiscussionRow = { ...moved, ...sla.columns }
-    await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt), ...boundColumns(tx, sla.columns) })
+    const report = reportStep({ before: factsOfRow(before), after: { ...moved, tags: tagList(moved.tags) }, sla: { policyId: sla.columns.slaPolicyId, breached: sla.columns.slaBreached }, schedule: sla.schedule, at: moved.updatedAt })
+    const after: DiscussionRow = { ...moved, ...sla.columns, ...report.facts }
+    await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
+    await addTallies(tx, siteId, report.tallies)
     if (after.tags !== before.tags) await retag(tx, after)
     if (after.title !== before.title) await indexDiscussion(tx, after)
     const type = event(after)
@@ -490,6 +520,31 @@ export function createDiscussionStore(
       return { discussions: due.length, alerts: told }
     },
 
+    /**
+     * Its customer's rating of the resolution made at `resolvedAt` (the rating link's, checked by the
+     * caller: routes/web/ratings.ts): given, or changed, until RATING_DAYS after it, while it is the
+     * discussion's last; counted on the day it was first given (db/stores/reports.ts), and told to
+     * the webhooks (satisfaction.rated) and the change feed. The same rating again changes nothing.
+     */
+    rate(siteId: number, number: number, resolvedAt: number, rating: Rating, comment: string): Promise<DiscussionRow> {
+      return port.atomic(async (tx) => {
+        const d = await getIn(tx, siteId, number, true)
+        if (d.state !== 'resolved' || d.resolvedAt?.getTime() !== resolvedAt) {
+          throw new StoreError(`discussion ${number} was opened again since this link was sent: it can be rated once it is resolved again`, 'conflict', 'number')
+        }
+        const now = new Date(clock())
+        if (now.getTime() > resolvedAt + RATING_DAYS * DAY_MS) throw new StoreError(`discussion ${number} was resolved more than ${RATING_DAYS} days ago: its rating is closed`, 'conflict', 'number')
+        if (d.rating === rating && d.ratingComment === comment) return d
+        const ratedAt = d.ratedAt ?? now
+        await tx.db.update(discussions).set({ rating, ratingComment: comment, ratedAt, updatedAt: now, version: sql`${discussions.version} + 1` }).where(eq(discussions.id, d.id))
+        if (d.rating !== rating) await addRating(tx, siteId, d, dayOf(ratedAt), d.rating, rating)
+        const after: DiscussionRow = { ...d, rating, ratingComment: comment, ratedAt, updatedAt: now, version: d.version + 1 }
+        await siteChanged(tx, { siteId, kind: 'discussion.updated', discussionId: d.id, at: now })
+        await events(tx, { type: 'satisfaction.rated', siteId, discussion: after })
+        return after
+      })
+    },
+
     /** Adds a comment and moves the discussion's state as a reply does. */
     reply(input: NewComment, expected?: Expected): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
       return port.atomic(async (tx) => {
@@ -520,7 +575,16 @@ export function createDiscussionStore(
         // The team owes an answer after a customer's public comment, not after its own; a note moves nothing.
         const awaitingTeam = input.internal ? before.awaitingTeam : !author.bySupporter
         const sla = await slaOfWrite(tx, { siteId: input.siteId, before, after: { state, awaitingTeam }, facts: factsOf(before), at: now })
-        await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now), awaitingTeam: tx.flag(awaitingTeam), ...boundColumns(tx, sla.columns) })
+        const report = reportStep({
+          before: factsOfRow(before),
+          after: { ...before, state, tags: tagList(before.tags) },
+          comment: { bySupporter: author.bySupporter, internal: input.internal, authorId: author.id },
+          sla: { policyId: sla.columns.slaPolicyId, breached: sla.columns.slaBreached },
+          schedule: sla.schedule,
+          at: now,
+        })
+        await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now), awaitingTeam: tx.flag(awaitingTeam), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
+        await addTallies(tx, input.siteId, report.tallies)
         await indexDiscussion(tx, before)
         // The site's row before the counts' rows, as in every write (`change` above).
         await siteChanged(tx, { siteId: input.siteId, kind: 'comment.created', discussionId: before.id, commentId: id, at: now })

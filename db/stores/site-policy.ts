@@ -28,14 +28,16 @@ export interface SitePolicy {
   publicDiscussions: boolean
   /** Whether a supporter who has not chosen on their profile is mailed about every new discussion (db/stores/notifications.ts). */
   newDiscussionsToTeam: boolean
+  /** Whether customers are asked to rate a resolved discussion (issue 69; routes/web/ratings.ts). */
+  satisfactionOn: boolean
 }
 
-export const DEFAULT_POLICY: SitePolicy = { tokenMaxDays: MAX_TOKEN_DAYS, writeTokens: 'everyone', legacyTokenOn: true, multipassOn: true, passwordOn: true, staffSecondFactor: false, visitorDiscussions: true, publicDiscussions: true, newDiscussionsToTeam: true }
+export const DEFAULT_POLICY: SitePolicy = { tokenMaxDays: MAX_TOKEN_DAYS, writeTokens: 'everyone', legacyTokenOn: true, multipassOn: true, passwordOn: true, staffSecondFactor: false, visitorDiscussions: true, publicDiscussions: true, newDiscussionsToTeam: true, satisfactionOn: true }
 
 /** The policy columns of a site row. */
 export function policyOf(site: SitePolicy): SitePolicy {
-  const { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor, visitorDiscussions, publicDiscussions, newDiscussionsToTeam } = site
-  return { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor, visitorDiscussions, publicDiscussions, newDiscussionsToTeam }
+  const { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor, visitorDiscussions, publicDiscussions, newDiscussionsToTeam, satisfactionOn } = site
+  return { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor, visitorDiscussions, publicDiscussions, newDiscussionsToTeam, satisfactionOn }
 }
 
 /** The lifetimes the token page offers under a longest one: the usual ones up to it, and the limit itself. */
@@ -103,6 +105,7 @@ export const POLICY_NAMES: Record<keyof SitePolicy, string> = {
   visitorDiscussions: 'visitor_discussions',
   publicDiscussions: 'public_discussions',
   newDiscussionsToTeam: 'new_discussions_to_team',
+  satisfactionOn: 'satisfaction',
 }
 
 /** The credentials a site may switch off, by the authentication method they are. */

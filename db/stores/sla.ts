@@ -138,12 +138,15 @@ export interface SlaWrite {
   at: Date
 }
 
-/** The clock's columns after a write, and the kinds it found breached that no alert had told (told by the write). */
-export async function slaOfWrite(port: StorePort, write: SlaWrite): Promise<{ columns: SlaColumns; late: SlaAlert[] }> {
+/**
+ * The clock's columns after a write, the kinds it found breached that no alert had told (told by the
+ * write), and the hours of its policy (the reports' business minutes count in them).
+ */
+export async function slaOfWrite(port: StorePort, write: SlaWrite): Promise<{ columns: SlaColumns; late: SlaAlert[]; schedule: Schedule | null }> {
   const policies = await policiesOf(port, write.siteId)
   const policy = policyFor(policies, write.facts) ?? null
   const { clock, late } = slaAfter(write.before ? clockOf(write.before) : noClock, { owedBefore: write.before ? isOwed(write.before) : false, owedAfter: isOwed(write.after), at: write.at }, policy)
-  return { columns: columnsOf(clock), late }
+  return { columns: columnsOf(clock), late, schedule: policy?.schedule ?? null }
 }
 
 /** The discussions whose alerts are due at `now` (the alerts' loop), soonest first: site and number. */

@@ -24,7 +24,7 @@ export type WebhookDelivery = Tables['webhookDeliveries']['$inferSelect']
 
 /** What the stores tell of, in the transaction of the change: the rows as written. */
 export type StoreEvent =
-  | { type: 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam'; siteId: number; discussion: DiscussionRow }
+  | { type: 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' | 'satisfaction.rated'; siteId: number; discussion: DiscussionRow }
   | { type: 'discussion.created' | 'comment.created'; siteId: number; discussion: DiscussionRow; comment: CommentRow; /** Whether the comment carries files (read only then). */ files: boolean }
   | { type: 'sla.warning' | 'sla.breached'; siteId: number; discussion: DiscussionRow; alert: SlaAlert }
   | { type: 'token.created' | 'token.revoked' | 'token.leaked'; siteId: number; token: EventToken }

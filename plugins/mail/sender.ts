@@ -1,3 +1,4 @@
+import { ratingLink } from '../../lib/rating-link.ts'
 import { randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
 import { mailOf, type OutboxMail, type OutboxRow } from '../../db/stores/outbox.ts'
@@ -91,9 +92,13 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
      * staff's for a notification); a mail to a supporter that can be answered gets their reply
      * address as its Reply-To and a Message-ID an answer threads by (lib/reply-address.ts).
      */
-    const withPage = <M extends OutboxMail>({ page, mailboxId: _mailbox, answerable, ...message }: M) => {
+    const withPage = <M extends OutboxMail>({ page, mailboxId: _mailbox, answerable, ...message }: M, rating: string | null = null) => {
       if (!page) return message
-      if (!page.staff) return { ...message, text: `${message.text}\n\n-- \nRead and answer it on the web: ${urls.siteWeb(page.site)}/help/${page.number}` }
+      if (!page.staff) {
+        const web = `Read and answer it on the web: ${urls.siteWeb(page.site)}/help/${page.number}`
+        if (!rating) return { ...message, text: `${message.text}\n\n-- \n${web}` }
+        return { ...message, text: `${message.text}\n\n-- \nHow did we do? Rate this answer:\nGood: ${rating}?rating=good\nNot good: ${rating}?rating=not_good\n\n${web}` }
+      }
       const footer = `Open it: ${urls.siteWeb(page.site)}/discussions/${page.number}\nWhat you are mailed about is chosen on your profile: ${urls.siteWeb(page.site)}/profile`
       if (!answerable) return { ...message, text: `${message.text}\n\n-- \n${footer}` }
       const byMail = 'Answer this mail to reply to the customer; start your answer with #note to add an internal note instead.'
@@ -161,6 +166,19 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
       }
     }
 
+    /**
+     * The rating link (lib/rating-link.ts) a reply's mail carries when it leaves while its
+     * discussion is resolved ("Send and resolve", or resolved before the mail went) and the site
+     * asks for ratings (docs/decisions.md, "Satisfaction"); null otherwise.
+     */
+    async function ratingOf(row: OutboxRow, message: OutboxMail): Promise<string | null> {
+      if (row.kind !== 'reply_mail' || !message.page || message.page.staff) return null
+      const site = await fastify.sites.find(message.page.site)
+      if (!site?.satisfactionOn) return null
+      const d = await fastify.discussions.get(site.id, message.page.number).catch(() => null)
+      return d && ratingLink(secretBox.digest, urls.siteWeb(site.permalink), d, fastify.clock())
+    }
+
     /** Sends one mail row by its mailer under the row's lease; whether it was sent. */
     async function sendClaimed(row: OutboxRow, message: OutboxMail, mailer: Mailer, oauthOf: number | undefined): Promise<boolean> {
       const claimed = await outbox.claim(row.id, leaseMs)
@@ -170,7 +188,7 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
       // the lease is still this claim's.
       const held = holdLease(row.id, claimed.leaseUntil!)
       try {
-        await mailer.send(withPage(await withFiles(row, message)))
+        await mailer.send(withPage(await withFiles(row, message), await ratingOf(row, message)))
         const lease = await held.stop()
         if (lease) await outbox.sent(row.id, lease)
         return lease !== undefined

@@ -70,6 +70,7 @@ export const Policy = Type.Object({
   visitor_discussions: Type.Boolean({ description: "Whether a visitor who is not signed in may start a discussion on the customer's pages; it is posted once the link mailed to them is followed." }),
   public_discussions: Type.Boolean({ description: "Whether the customer's pages show the site's public discussions beside a customer's own." }),
   new_discussions_to_team: Type.Boolean({ description: 'Whether a supporter who has not chosen on their profile is mailed about every new discussion (on for a new site).' }),
+  satisfaction: Type.Boolean({ description: 'Whether customers are asked to rate each resolved discussion, by a link in the mail and on its page (on for a new site).' }),
 })
 
 export const PolicyChange = Type.Object(
@@ -124,6 +125,7 @@ const policyView = (policy: SitePolicy): Static<typeof Policy> => ({
   visitor_discussions: policy.visitorDiscussions,
   public_discussions: policy.publicDiscussions,
   new_discussions_to_team: policy.newDiscussionsToTeam,
+  satisfaction: policy.satisfactionOn,
 })
 
 const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -181,7 +183,7 @@ const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     async (request, reply) => {
       const policy = policyOf(request.auth!.site)
       // The policy's values are its version.
-      const version = `p${policy.tokenMaxDays}${policy.writeTokens[0]}${[policy.legacyTokenOn, policy.multipassOn, policy.passwordOn, policy.staffSecondFactor, policy.visitorDiscussions, policy.publicDiscussions, policy.newDiscussionsToTeam].map(Number).join('')}`
+      const version = `p${policy.tokenMaxDays}${policy.writeTokens[0]}${[policy.legacyTokenOn, policy.multipassOn, policy.passwordOn, policy.staffSecondFactor, policy.visitorDiscussions, policy.publicDiscussions, policy.newDiscussionsToTeam, policy.satisfactionOn].map(Number).join('')}`
       if (notModified(request, reply, version)) return reply
       return policyView(policy)
     },
@@ -211,6 +213,7 @@ const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
         visitorDiscussions: fields.visitor_discussions,
         publicDiscussions: fields.public_discussions,
         newDiscussionsToTeam: fields.new_discussions_to_team,
+        satisfactionOn: fields.satisfaction,
       }
       try {
         const { after, shortened, leftOver } = await administration.setPolicy(request.auth!.site, changes, existing, actor(request))

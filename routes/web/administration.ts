@@ -62,7 +62,7 @@ export function policyFromForm(body: Record<string, unknown>): { changes: Partia
   const staffSecondFactor = required === 'required' ? true : required === 'optional' ? false : undefined
   if (required !== undefined && staffSecondFactor === undefined) problems.staffSecondFactor = 'Choose whether a second factor is required.'
   // The customer's pages, left out likewise by an older form.
-  const customers = { visitorDiscussions: onOff(body.visitor_discussions), publicDiscussions: onOff(body.public_discussions), newDiscussionsToTeam: onOff(body.new_discussions_to_team) }
+  const customers = { visitorDiscussions: onOff(body.visitor_discussions), publicDiscussions: onOff(body.public_discussions), newDiscussionsToTeam: onOff(body.new_discussions_to_team), satisfactionOn: onOff(body.satisfaction) }
   for (const [field, value] of Object.entries(customers)) if (value === undefined && body[POLICY_NAMES[field as keyof SitePolicy]] !== undefined) problems[field] = 'Choose on or off.'
   return { changes: { tokenMaxDays: days, writeTokens, ...switches, staffSecondFactor, ...customers }, problems }
 }
@@ -164,6 +164,7 @@ const administrationRoutes: FastifyPluginAsync = async (fastify) => {
           visitor_discussions: policy.visitorDiscussions ? 'on' : 'off',
           public_discussions: policy.publicDiscussions ? 'on' : 'off',
           new_discussions_to_team: policy.newDiscussionsToTeam ? 'on' : 'off',
+          satisfaction: policy.satisfactionOn ? 'on' : 'off',
         },
         problems: {},
         dryRun: null,
@@ -183,7 +184,7 @@ const administrationRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.post('/admin/policy', action('/admin/policy'), async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, unknown>
-    const values = Object.fromEntries(['max_token_days', 'write_tokens', 'legacy_token', 'multipass', 'password', 'staff_second_factor', 'visitor_discussions', 'public_discussions', 'new_discussions_to_team'].map((name) => [name, typeof body[name] === 'string' ? body[name] : '']))
+    const values = Object.fromEntries(['max_token_days', 'write_tokens', 'legacy_token', 'multipass', 'password', 'staff_second_factor', 'visitor_discussions', 'public_discussions', 'new_discussions_to_team', 'satisfaction'].map((name) => [name, typeof body[name] === 'string' ? body[name] : '']))
     const { changes, problems } = policyFromForm(body)
     if (Object.keys(problems).length > 0) return policyPage(request, reply, 400, { values, problems })
     const existing: ExistingTokens | undefined = body.existing === 'shorten' || body.existing === 'leave' ? body.existing : undefined

@@ -11,6 +11,7 @@ import { addressBlock } from '../../lib/address-block.ts'
 import { shownMoment } from '../../lib/clock.ts'
 import { MESSAGE_LIMITS, shownInline, shownSize, type FileLimits } from '../../lib/files.ts'
 import { holdsNul } from '../../lib/nul.ts'
+import { ratingLink } from '../../lib/rating-link.ts'
 import { createAttemptLimiter } from '../../plugins/auth/attempt-limiter.ts'
 import { readMultipart, sendAttachment } from '../api/files.ts'
 import { commentExtras } from '../api/discussions/context.ts'
@@ -356,6 +357,10 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
         })),
         error,
         draft,
+        // Its customer is asked how the team did, once it is resolved (routes/web/ratings.ts).
+        rating: own && request.web.site.satisfactionOn ? ratingLink(fastify.secretBox.digest, urls.siteWeb(request.web.site.permalink), d, fastify.clock()) : null,
+        rated: d.rating === 'good' ? 'Good' : d.rating === 'not_good' ? 'Not good' : null,
+        ratingComment: d.ratingComment,
         fileLimits: { count: MESSAGE_LIMITS.files, size: shownSize(fileLimits.fileBytes) },
         help: base(request),
       }),

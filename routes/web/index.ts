@@ -1,3 +1,4 @@
+import ratingRoutes from './ratings.ts'
 import { createHmac } from 'node:crypto'
 import type { FileLimits } from '../../lib/files.ts'
 import type { FastifyError, FastifyPluginAsync } from 'fastify'
@@ -105,6 +106,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(discussionRoutes, { fileLimits })
       await web.register(liveRoutes)
       await web.register(customerRoutes, { fileLimits })
+      await web.register(ratingRoutes)
     },
     { prefix: webPrefix(siteUrl) },
   )

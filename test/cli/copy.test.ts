@@ -107,7 +107,7 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   t.equal(copied.code, 0, copied.stderr)
   const lines = copied.stdout.split('\n')
   t.match(lines[0], /^table\s+sqlite rows\s+postgres rows\s+sha256 \(sqlite\)\s+sha256 \(postgres\)$/)
-  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'web_sessions', 'invitations', 'categories', 'discussions', 'comments', 'discussion_counts', 'discussion_tags', 'saved_replies', 'oauth_records', 'security_events', 'audit_events', 'schedules', 'sla_policies', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows', 'files', 'file_pieces', 'attachments', 'mail_providers', 'mailboxes', 'mail_messages', 'participants', 'sender_rules', 'mail_home', 'webhooks', 'outbox', 'webhook_deliveries', 'customer_links', 'discussion_changes', 'idempotency_keys']
+  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'web_sessions', 'invitations', 'categories', 'discussions', 'comments', 'discussion_counts', 'discussion_tags', 'report_days', 'saved_replies', 'oauth_records', 'security_events', 'audit_events', 'schedules', 'sla_policies', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows', 'files', 'file_pieces', 'attachments', 'mail_providers', 'mailboxes', 'mail_messages', 'participants', 'sender_rules', 'mail_home', 'webhooks', 'outbox', 'webhook_deliveries', 'customer_links', 'discussion_changes', 'idempotency_keys']
   for (const [i, table] of tables.entries()) {
     const [name, sqliteRows, postgresRows, sqliteSum, postgresSum, verdict] = lines[i + 1]!.split(/\s+/)
     t.same([name, postgresRows, postgresSum, verdict], [table, sqliteRows, sqliteSum, 'same'], table)
@@ -115,7 +115,7 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   t.match(lines[tables.length + 1], new RegExp(`^Copied \\d+ rows in ${tables.length} tables from \\S+service\\.db to postgres://\\S+\\?schema=\\w+; every count and checksum is the same on both sides\\.$`))
   t.equal(lines[tables.length + 2], 'Server key: SERVICE_SECRET opens the copied legacy tokens; run the service on PostgreSQL with this same SERVICE_SECRET.')
   t.match(copied.stderr, /^copied sites: 1 row in \d+ ms\ncopied users: 4 rows in \d+ ms\n/)
-  const counts = Object.fromEntries(lines.slice(1, 26).map((line) => [line.split(/\s+/)[0], Number(line.split(/\s+/)[1])]))
+  const counts = Object.fromEntries(lines.slice(1, 27).map((line) => [line.split(/\s+/)[0], Number(line.split(/\s+/)[1])]))
   t.match(
     counts,
     { sites: 1, users: 4, memberships: 4, personal_tokens: 1, personal_token_addresses: 1, web_sessions: 1, categories: 2, discussions: 6, comments: 9, oauth_records: 2, security_events: 3, files: 1, file_pieces: 3, attachments: 1 },

@@ -37,6 +37,8 @@ const READS = [
   '/{site}/schedules/{id}',
   '/{site}/sla_policies',
   '/{site}/sla_policies/{id}',
+  '/{site}/reports',
+  '/{site}/reports/{name}',
 ]
 const WRITES = [
   'post /{site}/categories/{id}/discussions',
@@ -115,7 +117,7 @@ t.test('every API route is in the document, and nothing else', async (t) => {
 
   // Any discussion or category route registered in the app, now or later, must be documented.
   const toPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
-  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|staff|invitations|webhooks|saved_replies|sender_rules|search|changes|audit_log|schedules|sla_policies)/.test(r.url))
+  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|staff|invitations|webhooks|saved_replies|sender_rules|search|changes|audit_log|schedules|sla_policies|reports)/.test(r.url))
   t.equal(apiShaped.length, EXPECTED.length - 2, 'all but the site resource')
   for (const r of apiShaped) t.ok(documented.includes(`${r.method} ${toPath(r.url)}`), `${r.method} ${r.url} is documented`)
   t.notOk(Object.keys(doc.paths).some((p) => p.includes('*') || p.includes('openapi') || p.includes('well-known')))

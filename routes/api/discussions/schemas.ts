@@ -1,3 +1,4 @@
+import { ratings } from '../../../lib/reports.ts'
 import { Type, type TProperties } from 'typebox'
 import { changeKinds, commentVias, discussionStates, outboxStates } from '../../../db/values.ts'
 import { sorts } from '../../../db/stores/discussion-listing.ts'
@@ -75,6 +76,27 @@ export const DiscussionSla = Type.Object({
   breached: Type.Array(Type.Enum(slaKinds), { description: 'Every promise broken on it: first_reply, next_reply, resolution.' }),
 })
 
+const Minutes = (what: string) => Type.Union([Type.Integer(), Type.Null()], { description: `${what}; null until it happens.` })
+/** What the reports count of a discussion (issue 69; docs/decisions.md, "Reports"). */
+export const DiscussionFacts = Type.Object(
+  {
+    first_reply_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: "The team's first public reply; null until then (and for a discussion the team started)." }),
+    first_reply_minutes: Minutes('Minutes from its creation to the first reply'),
+    first_reply_business_minutes: Minutes('The same in the business hours of its SLA policy (around the clock without one)'),
+    resolved_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'Its last resolution; null until then.' }),
+    resolution_minutes: Minutes('Minutes from its creation to its last resolution'),
+    resolution_business_minutes: Minutes('The same in business hours'),
+    reopens: Type.Integer({ description: 'How often it was resolved and then opened again.' }),
+    team_replies: Type.Integer({ description: "The team's public replies." }),
+  },
+  { description: 'What the reports count of it, kept as it happens.' },
+)
+export const Satisfaction = Type.Object({
+  rating: Type.Enum(ratings, { description: 'good or not_good.' }),
+  comment: Type.String({ description: 'What the customer wrote with it; empty for nothing.' }),
+  rated_at: Type.String({ format: 'date-time', description: 'When it was first given (it may be changed for 7 days after its resolution).' }),
+})
+
 const discussionFields = {
   href: Href,
   number: Type.Integer({ description: "The discussion's number on its site: the {number} of every discussion path." }),
@@ -103,6 +125,8 @@ const discussionFields = {
   assign_href: Type.String({ format: 'uri', description: 'POST with ?to=<user id>, me or none.' }),
   tags: Type.Array(Type.String(), { description: 'Its tags: lower case, sorted.' }),
   sla: Type.Union([DiscussionSla, Type.Null()], { description: 'The SLA policy that chose it and its due times; null when no policy of the site chooses it.' }),
+  facts: DiscussionFacts,
+  satisfaction: Type.Union([Satisfaction, Type.Null()], { description: "Its customer's rating, once it was resolved; null until they rate it." }),
 } satisfies TProperties
 
 export const Discussion = Type.Object(discussionFields)

@@ -150,6 +150,17 @@ export function createViews(urls: Urls) {
                 resolution_due_at: row.resolutionDueAt && moment(row.resolutionDueAt),
                 breached: clockOf(row).breached,
               },
+        facts: {
+          first_reply_at: row.firstReplyAt && moment(row.firstReplyAt),
+          first_reply_minutes: row.firstReplyMinutes,
+          first_reply_business_minutes: row.firstReplyBusiness,
+          resolved_at: row.resolvedAt && moment(row.resolvedAt),
+          resolution_minutes: row.resolutionMinutes,
+          resolution_business_minutes: row.resolutionBusiness,
+          reopens: row.reopens,
+          team_replies: row.teamReplies,
+        },
+        satisfaction: row.rating === null || row.ratedAt === null ? null : { rating: row.rating, comment: row.ratingComment, rated_at: moment(row.ratedAt) },
       }
     },
 

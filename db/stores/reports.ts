@@ -1,0 +1,236 @@
+import { and, asc, eq, gt, gte, inArray, lte, sql, type SQL } from '../drizzle.ts'
+import { given, type StorePort, type Tables } from '../port.ts'
+import { bucketOf, counters, dayOf, figuresOf, groupOf, reportLines, rowsOf, timings, type Breakdown, type Counter, type DayRow, type Dimension, type Histogram, type ReportLine, type ReportName, type Tally, type Timing } from '../../lib/reports.ts'
+import { tagList } from '../../lib/team-queue.ts'
+
+// The reports' day rows (issue 69; lib/reports.ts; docs/decisions.md, "Reports"): what each write
+// that moves a discussion's facts adds to them, in its own transaction, by one atomic upsert of all
+// the rows it counts in (the site's, its supporter's, its category's, its channel's and each of its
+// tags'); and what a report reads of them.
+
+type ReportDays = Tables['reportDays']
+
+/** A histogram column with one more in the bucket bound as `name` (null: left as it is), as each engine writes JSON. */
+function oneMore(port: StorePort, column: ReportDays[Timing], name: string): SQL {
+  const bucket = given(name)
+  if (port.kind === 'sqlite') {
+    const path = sql`'$."' || ${bucket} || '"'`
+    return sql`case when ${bucket} is null then ${column} else json_set(${column}, ${path}, coalesce(json_extract(${column}, ${path}), 0) + 1) end`
+  }
+  return sql`case when ${bucket}::text is null then ${column} else jsonb_set(${column}::jsonb, array[${bucket}::text], to_jsonb(coalesce((${column}::jsonb ->> ${bucket}::text)::int, 0) + 1))::text end`
+}
+
+/** The upsert of `n` day rows, each by its dimension and key, all with the same counts and times (prepared once per `n`). */
+function addStatement(port: StorePort, n: number) {
+  const { reportDays } = port.tables
+  const p = sql.placeholder
+  return port.prepared(`report_days_add_${n}`, (db) => {
+    const shared = {
+      siteId: p('siteId'),
+      day: p('day'),
+      ...Object.fromEntries(counters.map((c) => [c, p(c)])),
+      ...Object.fromEntries(timings.map((t) => [t, p(`${t}Json`)])),
+    }
+    const rows = Array.from({ length: n }, (_, i) => ({ ...shared, dimension: p(`d${i}`), key: p(`k${i}`) }))
+    const added = (c: Counter) => sql`${reportDays[c]} + ${sql.raw(`excluded.${reportDays[c].name}`)}`
+    return db
+      .insert(reportDays)
+      .values(rows as never)
+      .onConflictDoUpdate({
+        target: [reportDays.siteId, reportDays.dimension, reportDays.day, reportDays.key],
+        set: {
+          ...Object.fromEntries(counters.map((c) => [c, added(c)])),
+          ...Object.fromEntries(timings.map((t) => [t, oneMore(port, reportDays[t], `${t}Bucket`)])),
+        },
+      })
+      .prepare(`report_days_add_${n}`)
+  })
+}
+
+/** Adds a write's tallies to the site's day rows, in the transaction of `port`. */
+export async function addTallies(port: StorePort, siteId: number, tallies: readonly Tally[]): Promise<void> {
+  for (const tally of tallies) {
+    const rows = rowsOf(tally.keys)
+    const params: Record<string, unknown> = { siteId, day: tally.day }
+    for (const c of counters) params[c] = tally.counts[c] ?? 0
+    for (const t of timings) {
+      const bucket = tally.times[t]
+      params[`${t}Json`] = bucket === undefined ? '{}' : JSON.stringify({ [bucket]: 1 })
+      params[`${t}Bucket`] = bucket === undefined ? null : String(bucket)
+    }
+    rows.forEach(([dimension, key], i) => Object.assign(params, { [`d${i}`]: dimension, [`k${i}`]: key }))
+    await addStatement(port, rows.length).execute(params)
+  }
+}
+
+/** A rating given, changed (`before`: the one it replaces) or taken back, on the day it was first given. */
+export async function addRating(port: StorePort, siteId: number, d: { categoryId: number; channel: string; tags: string; resolvedById: number | null; assigneeId: number | null }, day: string, before: string | null, after: string): Promise<void> {
+  const counts: Partial<Record<Counter, number>> = {}
+  const count = (rating: string, by: number) => {
+    const counter = rating === 'good' ? 'ratedGood' : 'ratedBad'
+    counts[counter] = (counts[counter] ?? 0) + by
+  }
+  if (before !== null) count(before, -1)
+  count(after, 1)
+  const keys = { supporterId: d.resolvedById ?? d.assigneeId, categoryId: d.categoryId, channel: d.channel, tags: tagList(d.tags) }
+  await addTallies(port, siteId, [{ day, keys, counts, times: {} }])
+}
+
+/** The day rows of one dimension of a site, from one day to another (both included), in order of day. */
+export async function dayRows(port: StorePort, siteId: number, dimension: Dimension, from: string, to: string): Promise<DayRow[]> {
+  const { reportDays } = port.tables
+  const p = sql.placeholder
+  const read = port.prepared('report_days_read', (db) =>
+    db
+      .select()
+      .from(reportDays)
+      .where(and(eq(reportDays.siteId, p('siteId')), eq(reportDays.dimension, p('dimension')), gte(reportDays.day, p('from')), lte(reportDays.day, p('to'))))
+      .orderBy(asc(reportDays.day))
+      .prepare('report_days_read'),
+  )
+  const rows = await read.execute({ siteId, dimension, from, to })
+  return rows.map((row) => ({
+    day: row.day,
+    key: row.key,
+    counts: Object.fromEntries(counters.map((c) => [c, row[c]])) as Record<Counter, number>,
+    times: Object.fromEntries(timings.map((t) => [t, JSON.parse(row[t]) as Histogram])) as Record<Timing, Histogram>,
+  }))
+}
+
+/** How a channel is named on the pages and in the CSV. */
+const CHANNEL_NAMES: Record<string, string> = { mail: 'Mail', web: 'Support site', api: 'API' }
+
+/** A report as the API, the CSV and the page show it. */
+export interface Report {
+  name: ReportName
+  by: Breakdown
+  from: string
+  to: string
+  /** One per period of the range, or one per group found (the most active first). */
+  lines: ReportLine[]
+  /** The site's, over the whole range. */
+  total: ReportLine
+}
+
+/** The reports over the day rows of the sites. */
+export function createReportStore(port: StorePort) {
+  const { categories, users } = port.tables
+
+  /** What each key of a dimension is called: a supporter's name, a category's, a channel's; a period and a tag as they are. */
+  async function labels(siteId: number, by: Breakdown, keys: string[]): Promise<Map<string, string>> {
+    const ids = keys.filter((k) => k !== '').map(Number)
+    if (by === 'supporter') {
+      const found = ids.length === 0 ? [] : await port.db.select({ id: users.id, name: users.name }).from(users).where(inArray(users.id, ids))
+      return new Map([['', 'Nobody'], ...found.map((u): [string, string] => [String(u.id), u.name])])
+    }
+    if (by === 'category') {
+      const found = ids.length === 0 ? [] : await port.db.select({ id: categories.id, name: categories.name }).from(categories).where(and(eq(categories.siteId, siteId), inArray(categories.id, ids)))
+      return new Map(found.map((c): [string, string] => [String(c.id), c.name]))
+    }
+    if (by === 'channel') return new Map(Object.entries(CHANNEL_NAMES))
+    return new Map()
+  }
+
+  return {
+    /** A report of the site over the days from `from` to `to` (both included, UTC), broken down `by`. */
+    async report(siteId: number, name: ReportName, by: Breakdown, from: string, to: string): Promise<Report> {
+      const byPeriod = by === 'day' || by === 'week' || by === 'month'
+      const site = await dayRows(port, siteId, 'all', from, to)
+      const rows = byPeriod ? site : await dayRows(port, siteId, by, from, to)
+      const lines = reportLines(name, by, { from, to }, rows)
+      const named = await labels(siteId, by, lines.map((l) => l.key))
+      const label = (key: string) => named.get(key) ?? (by === 'supporter' ? `Person ${key} (gone)` : by === 'category' ? `Category ${key} (removed)` : key)
+      return {
+        name,
+        by,
+        from,
+        to,
+        lines: lines.map(({ key, group }) => ({ key, label: label(key), ...figuresOf(name, group) })),
+        total: { key: '', label: 'Total', ...figuresOf(name, groupOf(site)) },
+      }
+    },
+
+    /**
+     * The site's day rows made again from its discussions' facts (after an upgrade, or a copy made
+     * without them): each discussion counted as created on its day, first replied and resolved on
+     * the days of its first reply and last resolution, under its owner now, and its rating. What the
+     * facts do not keep (each reply, each reopening, an earlier resolution) is not counted again.
+     * How many discussions were read.
+     */
+    async rebuild(siteId: number, batch = 2000): Promise<number> {
+      const { discussions, reportDays } = port.tables
+      const rows = new Map<string, { dimension: Dimension; key: string; day: string; counts: Partial<Record<Counter, number>>; times: Partial<Record<Timing, Histogram>> }>()
+      const add = (tally: Tally) => {
+        for (const [dimension, key] of rowsOf(tally.keys)) {
+          const id = `${dimension}\u0000${tally.day}\u0000${key}`
+          let row = rows.get(id)
+          if (!row) rows.set(id, (row = { dimension, key, day: tally.day, counts: {}, times: {} }))
+          for (const [c, n] of Object.entries(tally.counts) as Array<[Counter, number]>) row.counts[c] = (row.counts[c] ?? 0) + n
+          for (const [t, bucket] of Object.entries(tally.times) as Array<[Timing, number]>) {
+            const histogram = (row.times[t] ??= {})
+            histogram[bucket] = (histogram[bucket] ?? 0) + 1
+          }
+        }
+      }
+      let read = 0
+      for (let after = 0; ; ) {
+        const page = await port.db
+          .select({
+            id: discussions.id,
+            state: discussions.state,
+            stateBefore: discussions.stateBeforeDelete,
+            createdAt: discussions.createdAt,
+            assigneeId: discussions.assigneeId,
+            categoryId: discussions.categoryId,
+            channel: discussions.channel,
+            tags: discussions.tags,
+            firstReplyAt: discussions.firstReplyAt,
+            firstReplyMinutes: discussions.firstReplyMinutes,
+            firstReplyBusiness: discussions.firstReplyBusiness,
+            resolvedAt: discussions.resolvedAt,
+            resolvedById: discussions.resolvedById,
+            resolutionMinutes: discussions.resolutionMinutes,
+            resolutionBusiness: discussions.resolutionBusiness,
+            slaPolicyId: discussions.slaPolicyId,
+            slaBreached: discussions.slaBreached,
+            rating: discussions.rating,
+            ratedAt: discussions.ratedAt,
+          })
+          .from(discussions)
+          .where(and(eq(discussions.siteId, siteId), gt(discussions.id, after)))
+          .orderBy(asc(discussions.id))
+          .limit(batch)
+        if (page.length === 0) break
+        after = page[page.length - 1]!.id
+        read += page.length
+        for (const d of page) {
+          const keys = { supporterId: d.assigneeId, categoryId: d.categoryId, channel: d.channel, tags: tagList(d.tags) }
+          if (d.state !== 'spam' && d.stateBefore === null) add({ day: dayOf(d.createdAt), keys, counts: { created: 1 }, times: {} })
+          if (d.firstReplyAt && d.firstReplyMinutes !== null) {
+            add({ day: dayOf(d.firstReplyAt), keys, counts: { firstReplies: 1 }, times: { firstReply: bucketOf(d.firstReplyMinutes), firstReplyBusiness: bucketOf(d.firstReplyBusiness ?? d.firstReplyMinutes) } })
+          }
+          if (d.resolvedAt && d.resolutionMinutes !== null) {
+            const sla: Partial<Record<Counter, number>> = d.slaPolicyId === null ? {} : d.slaBreached === '' ? { slaKept: 1 } : { slaBreached: 1 }
+            add({ day: dayOf(d.resolvedAt), keys: { ...keys, supporterId: d.resolvedById }, counts: { resolved: 1, ...sla }, times: { resolution: bucketOf(d.resolutionMinutes), resolutionBusiness: bucketOf(d.resolutionBusiness ?? d.resolutionMinutes) } })
+          }
+          if (d.rating && d.ratedAt) add({ day: dayOf(d.ratedAt), keys: { ...keys, supporterId: d.resolvedById ?? d.assigneeId }, counts: d.rating === 'good' ? { ratedGood: 1 } : { ratedBad: 1 }, times: {} })
+        }
+      }
+      const values = [...rows.values()].map((row) => ({
+        siteId,
+        dimension: row.dimension,
+        day: row.day,
+        key: row.key,
+        ...row.counts,
+        ...Object.fromEntries(Object.entries(row.times).map(([t, h]) => [t, JSON.stringify(h)])),
+      }))
+      await port.atomic(async (tx) => {
+        await tx.db.delete(reportDays).where(eq(reportDays.siteId, siteId))
+        for (let i = 0; i < values.length; i += 500) await tx.db.insert(reportDays).values(values.slice(i, i + 500))
+      })
+      return read
+    },
+  }
+}
+
+export type ReportStore = ReturnType<typeof createReportStore>

@@ -1,0 +1,173 @@
+import t, { type Test } from 'tap'
+import { rawRows, supporterWithToken, testClock } from '../fixtures/app.ts'
+import { discussionApp } from '../fixtures/discussions.ts'
+
+// Engines: both: the facts and the day rows are written by every write in its transaction, by an
+// upsert whose JSON each engine writes its own way; each engine must count alike.
+// Issue 69, items 1 and 2: twenty discussions made, answered and resolved at known times give the
+// counts, medians and 90th percentiles expected, in calendar and business minutes, by day, by
+// supporter, by category, as JSON and as CSV; the SLA kept and breached; the sites kept apart.
+
+const MINUTE = 60_000
+// Monday 2 November 2026, 16:30 UTC: 17:30 in Berlin, half an hour before the team's hours end.
+const MONDAY_1730_BERLIN = Date.parse('2026-11-02T16:30:00Z')
+const TUESDAY_0900_BERLIN = Date.parse('2026-11-03T08:00:00Z')
+const nineToSix = [{ from: '09:00', to: '18:00' }]
+const WEEKDAYS = { monday: nineToSix, tuesday: nineToSix, wednesday: nineToSix, thursday: nineToSix, friday: nineToSix }
+
+async function reportApp(t: Test) {
+  const made = await discussionApp(t, { clock: testClock(MONDAY_1730_BERLIN) })
+  const bob = await supporterWithToken(made.app, { email: 'bob@example.test' })
+  await made.app.users.setAdministrator(made.ann.site.id, made.ann.user.id, true)
+  const call = async (method: 'GET' | 'POST' | 'PUT', url: string, payload?: unknown, headers: Record<string, string> = made.ann.bearer) => {
+    const answer = await made.api(method, url, payload, headers)
+    return { status: answer.statusCode, body: /json/.test(String(answer.headers['content-type'])) ? answer.json() : answer.body, headers: answer.headers }
+  }
+  return { ...made, bob, call }
+}
+
+/**
+ * Twenty customers' discussions made at 17:30 in Berlin, the first five in Problems; discussion i
+ * answered 6i minutes later (by Ann when i is odd, Bob when even), owned by Ann (1 to 10) or Bob
+ * (11 to 20), and resolved the next morning 3i minutes after 09:00; the last one reopened after.
+ */
+async function twentyDiscussions(t: Test) {
+  const made = await reportApp(t)
+  const { clock, call, create, ann, bob, problems, questions } = made
+  const berlin = (await call('POST', '/demo/schedules', { name: 'Berlin', time_zone: 'Europe/Berlin', hours: WEEKDAYS })).body
+  t.equal((await call('POST', '/demo/sla_policies', { name: 'Fast', schedule_id: berlin.id, first_reply_minutes: 20 })).status, 201)
+  const numbers: number[] = []
+  for (let i = 1; i <= 20; i++) {
+    const d = await create({ author_email: `customer${i}@customer.test` }, i <= 5 ? problems.id : questions.id)
+    numbers.push(d.number)
+    t.equal((await call('PUT', `/demo/discussions/${d.number}`, { assignee: i <= 10 ? ann.user.id : bob.user.id })).status, 200)
+  }
+  for (let i = 1; i <= 20; i++) {
+    clock.advance(MONDAY_1730_BERLIN + 6 * i * MINUTE - clock())
+    const answer = await call('POST', `/demo/discussions/${numbers[i - 1]}/comments`, { body: 'We are on it.' }, i % 2 === 1 ? ann.bearer : bob.bearer)
+    t.equal(answer.status, 201)
+  }
+  for (let i = 1; i <= 20; i++) {
+    clock.advance(TUESDAY_0900_BERLIN + 3 * i * MINUTE - clock())
+    t.equal((await call('POST', `/demo/discussions/${numbers[i - 1]}/resolve`)).status, 200)
+  }
+  clock.advance(TUESDAY_0900_BERLIN + 2 * 60 * MINUTE - clock())
+  const reopened = await call('POST', `/demo/discussions/${numbers[19]}/unresolve`)
+  t.same([reopened.status, reopened.body.state], [200, 'open'])
+  return { ...made, numbers }
+}
+
+t.test('twenty discussions: the counts, medians and 90th percentiles, in calendar and business minutes', async (t) => {
+  const { app, call, ann, bob, questions, problems, numbers } = await twentyDiscussions(t)
+  const range = 'from=2026-11-01&to=2026-11-04'
+
+  const volume = (await call('GET', `/demo/reports/volume?${range}`)).body
+  t.same(volume.columns, ['created', 'resolved', 'reopened', 'replies'])
+  t.same(
+    volume.lines.map((l: Record<string, unknown>) => [l.key, l.created, l.resolved, l.reopened, l.replies]),
+    [
+      ['2026-11-01', 0, 0, 0, 0],
+      ['2026-11-02', 20, 0, 0, 20],
+      ['2026-11-03', 0, 20, 1, 0],
+      ['2026-11-04', 0, 0, 0, 0],
+    ],
+    'every day of the range, the empty ones too',
+  )
+  t.match(volume.total, { key: '', label: 'Total', created: 20, resolved: 20, reopened: 1, replies: 20 })
+
+  // First replies 6, 12, ... 120 minutes after; the team's hours ended 30 minutes after each was made.
+  const first = (await call('GET', `/demo/reports/first_reply?${range}`)).body
+  t.same(first.total, { key: '', label: 'Total', count: 20, median_minutes: 60, p90_minutes: 108, median_business_minutes: 30, p90_business_minutes: 30 })
+
+  // Resolved the next day at 09:00 + 3i in Berlin: 930 + 3i minutes of the clock, 30 + 3i of business.
+  // Above 128 minutes a time is kept to 1/64 of its power of two (lib/reports.ts bucketOf): 8 minutes from 512 to 1023.
+  const resolution = (await call('GET', `/demo/reports/resolution?${range}`)).body
+  t.same(resolution.total, { key: '', label: 'Total', count: 20, median_minutes: 960, p90_minutes: 984, median_business_minutes: 60, p90_business_minutes: 84 })
+
+  const bySupporter = (await call('GET', `/demo/reports/resolution?${range}&by=supporter`)).body
+  t.same(
+    bySupporter.lines.map((l: Record<string, unknown>) => [l.key, l.label, l.count, l.median_minutes, l.median_business_minutes, l.p90_business_minutes]),
+    [
+      // Ann owned 1 to 10: the 5th is 945 minutes (in the bucket of 944), 45 of business; the 9th, 57.
+      [String(ann.user.id), 'ann', 10, 944, 45, 57],
+      // Bob owned 11 to 20: the 15th is 975 (in 968), 75 of business; the 19th, 87.
+      [String(bob.user.id), 'bob', 10, 968, 75, 87],
+    ],
+  )
+  const repliesBySupporter = (await call('GET', `/demo/reports/first_reply?${range}&by=supporter`)).body
+  t.same(
+    repliesBySupporter.lines.map((l: Record<string, unknown>) => [l.label, l.count, l.median_minutes, l.p90_minutes]),
+    [
+      // The first replies are counted under who wrote them: Ann the odd ones (6, 18, ... 114), Bob the even (12, 24, ... 120).
+      ['ann', 10, 54, 102],
+      ['bob', 10, 60, 108],
+    ],
+  )
+  const byCategory = (await call('GET', `/demo/reports/volume?${range}&by=category`)).body
+  t.same(byCategory.lines.map((l: Record<string, unknown>) => [l.key, l.label, l.created]), [[String(questions.id), 'Questions', 15], [String(problems.id), 'Problems', 5]])
+  const byChannel = (await call('GET', `/demo/reports/volume?${range}&by=channel`)).body
+  t.same(byChannel.lines.map((l: Record<string, unknown>) => [l.key, l.label, l.created]), [['api', 'API', 20]])
+
+  // The policy promised a first reply within 20 business minutes: kept by the first three (6, 12, 18).
+  const sla = (await call('GET', `/demo/reports/sla?${range}`)).body
+  t.match(sla.total, { kept: 3, breached: 17, kept_percent: 15 })
+
+  const week = (await call('GET', `/demo/reports/volume?${range}&by=week`)).body
+  t.same(week.lines.map((l: Record<string, unknown>) => [l.key, l.created, l.resolved]), [['2026-10-26', 0, 0], ['2026-11-02', 20, 20]], 'weeks from Monday')
+
+  // The facts each discussion keeps, which the day rows are made of again by a rebuild.
+  const facts = await rawRows(app, `select number, first_reply_minutes, first_reply_business, resolution_minutes, resolution_business, resolved_by_id, reopens, team_replies from discussions where number in (${numbers[0]}, ${numbers[19]}) order by number`)
+  t.same(facts.map((f) => Object.values(f).map(Number)), [
+    [numbers[0], 6, 6, 933, 33, ann.user.id, 0, 1],
+    [numbers[19], 120, 30, 990, 90, bob.user.id, 1, 1],
+  ])
+  const before = await rawRows(app, "select dimension, day, key, created, resolved, first_replies, first_reply, resolution_business from report_days order by dimension, day, key")
+  t.equal(await app.reports.rebuild(ann.site.id, 7), 20, 'the rebuild reads every discussion, a page at a time')
+  const after = (await call('GET', `/demo/reports/resolution?${range}&by=supporter`)).body
+  t.same(after.lines, bySupporter.lines, 'made again from the facts, the resolutions are the same')
+  t.not(before.length, 0)
+})
+
+t.test('a report as CSV, and what a report refuses', async (t) => {
+  const { call, ann, api } = await twentyDiscussions(t)
+  const csv = await api('GET', '/demo/reports/resolution?from=2026-11-02&to=2026-11-03', undefined, { ...ann.bearer, accept: 'text/csv' })
+  t.equal(csv.statusCode, 200)
+  t.match(csv.headers['content-type'], /^text\/csv; charset=utf-8/)
+  t.match(csv.headers['content-disposition'], 'attachment; filename="demo-resolution-by-day-2026-11-02-2026-11-03.csv"')
+  t.equal(
+    csv.body,
+    'key,label,count,median_minutes,p90_minutes,median_business_minutes,p90_business_minutes\r\n' +
+      '2026-11-02,2026-11-02,0,,,,\r\n' +
+      '2026-11-03,2026-11-03,20,960,984,60,84\r\n' +
+      ',Total,20,960,984,60,84\r\n',
+  )
+  const list = (await call('GET', '/demo/reports')).body
+  t.same(list.reports.map((r: { name: string }) => r.name), ['volume', 'first_reply', 'resolution', 'sla', 'satisfaction'])
+  t.equal(list.reports[0].href, 'https://api.example.test/demo/reports/volume')
+
+  const refused = async (query: string, field: string) => {
+    const answer = await call('GET', `/demo/reports/volume?${query}`)
+    t.equal(answer.status, 400, query)
+    t.equal(answer.body.fields[0].field, field, query)
+  }
+  await refused('from=2026-02-30', 'from')
+  await refused('to=yesterday', 'to')
+  await refused('from=2026-11-05&to=2026-11-04', 'from')
+  await refused('from=2023-01-01&to=2026-11-04', 'from')
+  await refused('by=hour', 'by')
+  t.equal((await call('GET', '/demo/reports/happiness')).status, 404)
+  t.equal((await api('GET', '/demo/reports/volume', undefined, { ...ann.bearer, accept: 'text/html' })).statusCode, 406)
+  t.equal((await api('GET', '/demo/reports/volume', undefined, { ...ann.bearer, accept: 'text/csv;q=0.5, application/json' })).headers['content-type'], 'text/csv; charset=utf-8', 'a client that names CSV gets it')
+})
+
+t.test("another site's supporter reads nothing of this site's reports", async (t) => {
+  const { app, call } = await twentyDiscussions(t)
+  const mallory = await supporterWithToken(app, { site: 'other', email: 'mallory@other.test' })
+  const crossing = await call('GET', '/demo/reports/volume?from=2026-11-01&to=2026-11-04', undefined, mallory.bearer)
+  t.equal(crossing.status, 401, 'a token of another site is not taken here')
+  t.notMatch(JSON.stringify(crossing.body), /created/)
+  const own = (await call('GET', '/other/reports/volume?from=2026-11-01&to=2026-11-04', undefined, mallory.bearer)).body
+  t.equal(own.total.created, 0, 'its own site counts none of them')
+  const rows = await rawRows(app, 'select count(*) as n from report_days where site_id = (select id from sites where permalink = \'other\')')
+  t.equal(Number(rows[0].n), 0)
+})
