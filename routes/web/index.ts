@@ -1,3 +1,4 @@
+import reportPageRoutes from './reports.ts'
 import ratingRoutes from './ratings.ts'
 import { createHmac } from 'node:crypto'
 import type { FileLimits } from '../../lib/files.ts'
@@ -102,6 +103,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(adminWebhookRoutes)
       await web.register(adminQueueRoutes)
       await web.register(queueRoutes)
+      await web.register(reportPageRoutes)
       await web.register(searchRoutes)
       await web.register(discussionRoutes, { fileLimits })
       await web.register(liveRoutes)
