@@ -71,7 +71,7 @@ t.test('the SDK client connects with a personal token, lists the tools, reads an
     t.equal(tool.annotations?.destructiveHint, false)
   }
   const readOnly = tools.filter((tool) => tool.annotations?.readOnlyHint).map((tool) => tool.name)
-  t.same(readOnly, ['list_discussions', 'search_discussions', 'list_changes', 'get_discussion', 'read_attachment', 'list_categories', 'list_participants', 'list_sender_rules', 'list_saved_replies'], 'the tools a Read only token may call are marked')
+  t.same(readOnly, ['list_discussions', 'search_discussions', 'list_changes', 'get_report', 'get_discussion', 'read_attachment', 'list_categories', 'list_participants', 'list_sender_rules', 'list_saved_replies'], 'the tools a Read only token may call are marked')
 
   const listing = await client.callTool({ name: 'list_discussions', arguments: {} })
   const structured = listing.structuredContent as Structured
@@ -94,6 +94,10 @@ t.test('the SDK client connects with a personal token, lists the tools, reads an
 
   t.match((await client.callTool({ name: 'resolve_discussion', arguments: { number: 1 } })).structuredContent, { state: 'resolved' })
   t.match((await client.callTool({ name: 'unresolve_discussion', arguments: { number: 1 } })).structuredContent, { state: 'open' })
+  // The reports, read only (issue 69): what was just done is counted.
+  const report = (await client.callTool({ name: 'get_report', arguments: { name: 'volume', by: 'week' } })).structuredContent as { by: string; total: Record<string, unknown> }
+  t.match(report, { by: 'week', total: { created: 1, resolved: 1, reopened: 1, replies: 2 } })
+  t.ok((await client.callTool({ name: 'get_report', arguments: { name: 'volume', from: '2026-03-05', to: '2026-03-01' } })).isError, "the API's refusal of a range is the tool's error")
   t.match((await client.callTool({ name: 'mark_spam', arguments: { number: 1 } })).structuredContent, { state: 'spam' })
   t.match((await client.callTool({ name: 'list_discussions', arguments: { state: 'spam' } })).structuredContent, { total: 1 })
   t.match((await client.callTool({ name: 'mark_not_spam', arguments: { number: 1 } })).structuredContent, { state: 'open' })

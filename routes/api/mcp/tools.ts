@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { MAX_QUERY } from '../../../lib/search-text.ts'
+import { breakdowns, reportNames } from '../../../lib/reports.ts'
 
 // The tools of the MCP endpoint (routes/api/mcp/index.ts; docs/decisions.md, "MCP"): each is one
 // request to the API of the token's site, described for a model. The API answers it exactly as
@@ -99,6 +100,23 @@ export const MCP_TOOLS: McpTool[] = [
     },
     readOnly: true,
     request: ({ after }) => ({ method: 'GET', path: `/changes${query({ after })}` }),
+  }),
+  tool({
+    name: 'get_report',
+    title: 'Read a report',
+    description:
+      "Reads one of the help desk's reports over a range of days (UTC), as lines by period or by group and a total: " +
+      'volume (created, resolved, reopened, replies), first_reply and resolution (count, median and 90th percentile in minutes, ' +
+      'of the clock and of business hours), sla (kept, breached, kept_percent), satisfaction (good, not_good, good_percent). ' +
+      'by: day, week, month, supporter, category, channel or tag. Without from and to: the last 30 days.',
+    input: {
+      name: z.enum(reportNames).describe('Which report.'),
+      by: z.enum(breakdowns).optional().describe('How its lines are broken down; day by default.'),
+      from: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a day, YYYY-MM-DD').optional().describe('The first day, YYYY-MM-DD.'),
+      to: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a day, YYYY-MM-DD').optional().describe('The last day, YYYY-MM-DD, included; today by default.'),
+    },
+    readOnly: true,
+    request: ({ name, by, from, to }) => ({ method: 'GET', path: `/reports/${name}${query({ from, to, by })}` }),
   }),
   tool({
     name: 'get_discussion',
