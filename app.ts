@@ -45,6 +45,7 @@ import mailboxRoutes from './routes/api/mailboxes.ts'
 import teamRoutes from './routes/api/team.ts'
 import fileSweep from './plugins/file-sweep.ts'
 import slaAlerts from './plugins/sla-alerts.ts'
+import reportDigest from './plugins/report-digest.ts'
 import searchBackfill from './plugins/search-backfill.ts'
 import mailFetcher from './plugins/mail/fetcher.ts'
 import mailHome from './plugins/mail/home.ts'
@@ -171,6 +172,8 @@ export function buildApp(options: AppOptions) {
   app.register(securityLogPruning, { days: config.securityLogDays ?? DEFAULT_SECURITY_LOG_DAYS })
   app.register(fileSweep)
   app.register(slaAlerts, { everyMs: (config.slaAlertSeconds ?? 30) * 1000, ...options.slaAlerts })
+  // The weekly digest of the reports, to the administrators who asked for it.
+  app.register(reportDigest)
   // The search index of the discussions from before it, in batches (plugins/search-backfill.ts).
   app.register(searchBackfill)
   // Where mail and webhooks are at home: a restored or copied database holds them until resumed.

@@ -128,7 +128,7 @@ export interface EngineStores {
   /** A site's SLA policies (db/stores/sla-policies.ts). */
   slaPolicies(clock: Clock): SlaPolicyStore
   /** The reports over the sites' day rows (db/stores/reports.ts). */
-  reports(): ReportStore
+  reports(clock: Clock, siteWeb: (permalink: string) => string): ReportStore
   /** What the sites say of senders: allowed, or blocked as spam (db/stores/senders.ts). */
   senders(clock: Clock): SenderStore
   /** Full-text search over the discussions, and the backfill of its index (db/stores/search.ts). */
@@ -174,7 +174,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     savedReplies: (clock) => guard(createSavedReplyStore(port, clock)),
     schedules: (clock) => guard(createScheduleStore(port, clock)),
     slaPolicies: (clock) => guard(createSlaPolicyStore(port, clock)),
-    reports: () => guard(createReportStore(port)),
+    reports: (clock, siteWeb) => guard(createReportStore(port, clock, siteWeb)),
     senders: (clock) => guard(createSenderStore(port, clock)),
     search: () => guard(createSearchStore(port)),
     changes: () => guard(createChangeStore(port)),

@@ -350,3 +350,12 @@ export function reportQuery(asked: { from?: string; to?: string; by?: string }, 
   if (!(breakdowns as readonly string[]).includes(by)) return { problem: `must be one of ${breakdowns.join(', ')}`, field: 'by' }
   return { from, to, by: by as Breakdown }
 }
+
+/** Minutes as a person reads them: 2 d 4 h, 3 h 20 min, 45 min. */
+export function shownMinutes(minutes: number | null): string {
+  if (minutes === null) return '—'
+  const d = Math.floor(minutes / 1440)
+  const h = Math.floor((minutes % 1440) / 60)
+  const m = minutes % 60
+  return [d > 0 ? `${d} d` : '', h > 0 ? `${h} h` : '', m > 0 && d === 0 ? `${m} min` : ''].filter(Boolean).join(' ') || '0 min'
+}

@@ -125,7 +125,7 @@ export const discussionStores = fp(
     fastify.decorate('savedReplies', fastify.database.savedReplies(fastify.clock))
     fastify.decorate('schedules', fastify.database.schedules(fastify.clock))
     fastify.decorate('slaPolicies', fastify.database.slaPolicies(fastify.clock))
-    fastify.decorate('reports', fastify.database.reports())
+    fastify.decorate('reports', fastify.database.reports(fastify.clock, (permalink) => fastify.urls.siteWeb(permalink)))
     fastify.decorate('senders', fastify.database.senders(fastify.clock))
     fastify.decorate('discussionSearch', fastify.database.search())
     fastify.decorate('changes', fastify.database.changes())

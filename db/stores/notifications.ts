@@ -16,6 +16,8 @@ export interface NotificationChoice {
   newDiscussions: boolean
   /** Comments of others on the discussions they own, and a discussion given to them by someone else. */
   owned: boolean
+  /** The weekly digest of the reports (issue 69), for the site's administrators. */
+  digest: boolean
 }
 
 /** The most characters of a comment a notification quotes. */

@@ -1,6 +1,8 @@
-import { and, asc, eq, gt, gte, inArray, lte, sql, type SQL } from '../drizzle.ts'
+import { and, asc, eq, gt, gte, inArray, lt, lte, sql, type SQL } from '../drizzle.ts'
+import { DAY_MS, dayStart, type Clock } from '../../lib/clock.ts'
+import { fromOf, siteMailbox, type OutboxMail } from './outbox.ts'
 import { given, type StorePort, type Tables } from '../port.ts'
-import { bucketOf, counters, dayOf, figuresOf, groupOf, reportLines, rowsOf, timings, type Breakdown, type Counter, type DayRow, type Dimension, type Histogram, type ReportLine, type ReportName, type Tally, type Timing } from '../../lib/reports.ts'
+import { bucketOf, counters, dayOf, figuresOf, groupOf, periodOf, reportLines, rowsOf, shownMinutes, timings, type Breakdown, type Group, type Counter, type DayRow, type Dimension, type Histogram, type ReportLine, type ReportName, type Tally, type Timing } from '../../lib/reports.ts'
 import { tagList } from '../../lib/team-queue.ts'
 
 // The reports' day rows (issue 69; lib/reports.ts; docs/decisions.md, "Reports"): what each write
@@ -112,8 +114,8 @@ export interface Report {
   total: ReportLine
 }
 
-/** The reports over the day rows of the sites. */
-export function createReportStore(port: StorePort) {
+/** The reports over the day rows of the sites; the weekly digest (`sendDigests`) mails them. */
+export function createReportStore(port: StorePort, clock: Clock, siteWeb: (permalink: string) => string) {
   const { categories, users } = port.tables
 
   /** What each key of a dimension is called: a supporter's name, a category's, a channel's; a period and a tag as they are. */
@@ -157,6 +159,41 @@ export function createReportStore(port: StorePort) {
      * facts do not keep (each reply, each reopening, an earlier resolution) is not counted again.
      * How many discussions were read.
      */
+    /**
+     * The weekly digest (docs/decisions.md, "Reports"): once the week has turned (Monday, UTC),
+     * each site whose digest of the week just ended was not sent is claimed by one process (its
+     * `digest_week` moved, in the transaction that queues the mails), and its administrators who
+     * asked for it are mailed the week's figures against the week before. How many sites were told.
+     */
+    async sendDigests(): Promise<number> {
+      const { memberships, outbox, sites } = port.tables
+      const now = new Date(clock())
+      const thisWeek = periodOf(dayOf(now), 'week')
+      const lastWeek = new Date(dayStart(thisWeek)! - 7 * DAY_MS).toISOString().slice(0, 10)
+      const weekBefore = new Date(dayStart(thisWeek)! - 14 * DAY_MS).toISOString().slice(0, 10)
+      const due = await port.db.select({ id: sites.id, name: sites.name, permalink: sites.permalink }).from(sites).where(lt(sites.digestWeek, thisWeek))
+      let told = 0
+      for (const site of due) {
+        const weekOf = async (monday: string) => groupOf(await dayRows(port, site.id, 'all', monday, new Date(dayStart(monday)! + 6 * DAY_MS).toISOString().slice(0, 10)))
+        const text = digestText(site.name, lastWeek, await weekOf(lastWeek), await weekOf(weekBefore), `${siteWeb(site.permalink)}/reports?by=week`)
+        told += await port.atomic(async (tx) => {
+          const claimed = await tx.db.update(sites).set({ digestWeek: thisWeek }).where(and(eq(sites.id, site.id), lt(sites.digestWeek, thisWeek))).returning({ id: sites.id })
+          if (claimed.length === 0) return 0
+          const readers = await tx.db
+            .select({ email: users.email })
+            .from(memberships)
+            .innerJoin(users, eq(users.id, memberships.userId))
+            .where(and(eq(memberships.siteId, site.id), eq(memberships.administrator, true), eq(memberships.notifyDigest, true), eq(users.disabled, false)))
+          if (readers.length === 0) return 0
+          const { mailbox } = await siteMailbox(tx, site.id)
+          const mail = (to: string): OutboxMail => ({ to, subject: `[${site.name}] The week of ${lastWeek}`, text, ...(mailbox && { from: fromOf(site.name, mailbox.address), mailboxId: mailbox.id }), automatic: true })
+          await tx.db.insert(outbox).values(readers.map((r) => ({ siteId: site.id, kind: 'notification' as const, payload: JSON.stringify(mail(r.email)), nextAttemptAt: now, createdAt: now })))
+          return 1
+        })
+      }
+      return told
+    },
+
     async rebuild(siteId: number, batch = 2000): Promise<number> {
       const { discussions, reportDays } = port.tables
       const rows = new Map<string, { dimension: Dimension; key: string; day: string; counts: Partial<Record<Counter, number>>; times: Partial<Record<Timing, Histogram>> }>()
@@ -231,6 +268,33 @@ export function createReportStore(port: StorePort) {
       return read
     },
   }
+}
+
+/** The digest's text: the week's figures against the week before's, and where the reports are. */
+export function digestText(siteName: string, week: string, now: Group, before: Group, reportsHref: string): string {
+  const line = (name: string, value: (g: Group) => number | null, shown: (n: number | null) => string) => {
+    const [a, b] = [value(now), value(before)]
+    const change = a !== null && b !== null && a !== b ? ` (${a > b ? '+' : '−'}${shown(Math.abs(a - b))})` : ''
+    return `${name}: ${shown(a)}${change}; the week before: ${shown(b)}`
+  }
+  const count = (n: number | null) => String(n ?? 0)
+  const percent = (n: number | null) => (n === null ? '—' : `${n}%`)
+  const figure = (report: ReportName, column: string) => (g: Group) => figuresOf(report, g)[column] ?? null
+  return [
+    `${siteName}, the week of ${week} (Monday to Sunday, UTC), against the week before:`,
+    '',
+    line('New discussions', figure('volume', 'created'), count),
+    line('Resolved', figure('volume', 'resolved'), count),
+    line('Reopened', figure('volume', 'reopened'), count),
+    line('Median first reply', figure('first_reply', 'median_minutes'), shownMinutes),
+    line('Median first reply, business hours', figure('first_reply', 'median_business_minutes'), shownMinutes),
+    line('Median resolution', figure('resolution', 'median_minutes'), shownMinutes),
+    line('SLA kept', figure('sla', 'kept_percent'), percent),
+    line('Rated good', figure('satisfaction', 'good_percent'), percent),
+    '',
+    `The reports, week by week: ${reportsHref}`,
+    'You are mailed this because you asked for it on your profile; untick it there to stop.',
+  ].join('\n')
 }
 
 export type ReportStore = ReturnType<typeof createReportStore>

@@ -322,18 +322,18 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
     /** What the supporter is mailed about on the site (db/stores/notifications.ts), the site's default for new discussions until they choose; undefined when they are not on its staff. */
     async notifications(siteId: number, userId: number): Promise<NotificationChoice | undefined> {
       const [found] = await db
-        .select({ chosen: memberships.notifyNew, teamDefault: sites.newDiscussionsToTeam, owned: memberships.notifyOwned })
+        .select({ chosen: memberships.notifyNew, teamDefault: sites.newDiscussionsToTeam, owned: memberships.notifyOwned, digest: memberships.notifyDigest })
         .from(memberships)
         .innerJoin(sites, eq(sites.id, memberships.siteId))
         .where(and(membershipOn(memberships, siteId, userId), eq(memberships.role, STAFF_ROLE)))
       // Not chosen yet: as the site says for its team.
-      return found && { newDiscussions: found.chosen ?? found.teamDefault, owned: found.owned }
+      return found && { newDiscussions: found.chosen ?? found.teamDefault, owned: found.owned, digest: found.digest }
     },
 
     async setNotifications(siteId: number, userId: number, choice: NotificationChoice): Promise<void> {
       await db
         .update(memberships)
-        .set({ notifyNew: choice.newDiscussions, notifyOwned: choice.owned })
+        .set({ notifyNew: choice.newDiscussions, notifyOwned: choice.owned, notifyDigest: choice.digest })
         .where(membershipOn(memberships, siteId, userId))
     },
 

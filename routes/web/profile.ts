@@ -109,8 +109,10 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
 
   // What the supporter is mailed about on this site (db/stores/notifications.ts): checkboxes, so an unticked one is absent.
   fastify.post('/profile/notifications', { preHandler: [fastify.csrfProtection, requireSupporter], config: { ownAccount: true } }, async (request, reply) => {
-    const body = request.body as { new_discussions?: unknown; owned?: unknown }
-    await users.setNotifications(request.web.site.id, request.web.user!.id, { newDiscussions: body.new_discussions === 'yes', owned: body.owned === 'yes' })
+    const body = request.body as { new_discussions?: unknown; owned?: unknown; digest?: unknown }
+    // The weekly digest goes to administrators only (db/stores/reports.ts): anyone else's choice of it is not kept.
+    const digest = body.digest === 'yes' && request.web.user!.administrator
+    await users.setNotifications(request.web.site.id, request.web.user!.id, { newDiscussions: body.new_discussions === 'yes', owned: body.owned === 'yes', digest })
     return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile?notifications=1#notifications-title`, 303)
   })
 

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { breakdowns, columnsOf, reportNames, reportQuery, reports, toCsv, type Breakdown, type ReportLine, type ReportName } from '../../lib/reports.ts'
+import { breakdowns, columnsOf, reportNames, reportQuery, reports, shownMinutes, toCsv, type Breakdown, type ReportLine, type ReportName } from '../../lib/reports.ts'
 import { columnChart, type Series } from '../../lib/svg-chart.ts'
 import { PAGE } from './queue.ts'
 import { pageData, queryString, requireSupporter } from './pages.ts'
@@ -27,15 +27,6 @@ const COLUMN_NAMES: Record<string, string> = {
   good: 'Good',
   not_good: 'Not good',
   good_percent: 'Good %',
-}
-
-/** Minutes as a person reads them: 2 d 4 h, 3 h 20 min, 45 min. */
-export function shownMinutes(minutes: number | null): string {
-  if (minutes === null) return '—'
-  const d = Math.floor(minutes / 1440)
-  const h = Math.floor((minutes % 1440) / 60)
-  const m = minutes % 60
-  return [d > 0 ? `${d} d` : '', h > 0 ? `${h} h` : '', m > 0 && d === 0 ? `${m} min` : ''].filter(Boolean).join(' ') || '0 min'
 }
 
 /** What each report draws: its series, from its lines, and their unit. */

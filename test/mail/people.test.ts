@@ -154,7 +154,7 @@ t.test('the team adds and removes participants through the API and the page; the
 t.test('a supporter answers the mail about a discussion: a reply, #note a note; the notification never opens a discussion; a forged, stolen or automatic answer speaks for nobody', async (t) => {
   const { app, ann, customerSends, sends, json, sent } = await desk(t)
   const bob = await supporterWithToken(app, { email: 'bob@example.test' })
-  await app.users.setNotifications(ann.site.id, bob.user.id, { newDiscussions: true, owned: true })
+  await app.users.setNotifications(ann.site.id, bob.user.id, { newDiscussions: true, owned: true, digest: false })
   await customerSends({ subject: 'Printer on fire', messageId: '<fire@customer.example>', cc: 'boss@customer.example', text: 'It smokes.' })
   const [told] = await sent()
   t.same(told!.rcpt, ['bob@example.test'])

@@ -171,3 +171,27 @@ t.test("another site's supporter reads nothing of this site's reports", async (t
   const rows = await rawRows(app, 'select count(*) as n from report_days where site_id = (select id from sites where permalink = \'other\')')
   t.equal(Number(rows[0].n), 0)
 })
+
+t.test('the weekly digest: once a week, to the administrators who asked, however many processes look', async (t) => {
+  const { app, clock, ann, bob } = await twentyDiscussions(t)
+  await app.users.setNotifications(ann.site.id, ann.user.id, { newDiscussions: false, owned: true, digest: true })
+  // Bob asked too, but is no administrator: the digest is the administrators'.
+  await app.users.setNotifications(ann.site.id, bob.user.id, { newDiscussions: false, owned: true, digest: true })
+  const digests = async () => (await rawRows(app, "select payload from outbox where kind = 'notification' order by id")).map((r) => JSON.parse(String(r.payload))).filter((m) => /The week of/.test(m.subject))
+
+  clock.advance(Date.parse('2026-11-09T07:00:00Z') - clock())
+  const [first, second] = await Promise.all([app.reportDigest.sendDue(), app.reportDigest.sendDue()])
+  t.equal(first + second, 1, 'two processes at once: the week is claimed by one')
+  t.equal(await app.reportDigest.sendDue(), 0, 'and not again that week')
+  const [mail, ...more] = await digests()
+  t.same(more, [])
+  t.equal(mail.to, 'ann@example.test')
+  t.equal(mail.subject, '[Site demo] The week of 2026-11-02')
+  t.match(mail.text, /^Site demo, the week of 2026-11-02 \(Monday to Sunday, UTC\), against the week before:\n\nNew discussions: 20 \(\+20\); the week before: 0\nResolved: 20 \(\+20\); the week before: 0\nReopened: 1 \(\+1\); the week before: 0\nMedian first reply: 1 h; the week before: —\n/)
+  t.match(mail.text, /SLA kept: 15%; the week before: —\n/)
+  t.match(mail.text, /The reports, week by week: https:\/\/help\.example\.test\/demo\/reports\?by=week/)
+
+  clock.advance(7 * 24 * 60 * MINUTE)
+  t.equal(await app.reportDigest.sendDue(), 1, 'the next week, the next digest')
+  t.match((await digests())[1].text, /New discussions: 0 \(−20\); the week before: 20/)
+})

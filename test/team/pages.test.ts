@@ -137,7 +137,7 @@ t.test('the profile: what a supporter is mailed about', async (t) => {
   t.match(profile.body, /<input type="checkbox" name="owned" value="yes" checked> replies and notes/)
   const saved = await bobWeb.post('/demo/profile/notifications', { new_discussions: 'yes' })
   t.equal(saved.headers.location, 'https://help.example.test/demo/profile?notifications=1#notifications-title')
-  t.same(await app.users.notifications(siteId, bob.user.id), { newDiscussions: true, owned: false })
+  t.same(await app.users.notifications(siteId, bob.user.id), { newDiscussions: true, owned: false, digest: false })
   t.match((await bobWeb.get('/demo/profile?notifications=1')).body, 'What you are mailed about is saved.')
   const customer = await personWithPassword(app, { role: 'customer' })
   const shopper = webClient(app)
