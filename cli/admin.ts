@@ -14,6 +14,7 @@ import type { PgDb } from '../db/postgres/client.ts'
 import type { Access } from '../db/values.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { ScheduleStore } from '../db/stores/schedules.ts'
+import type { ReportStore } from '../db/stores/reports.ts'
 import type { SlaPolicyStore } from '../db/stores/sla-policies.ts'
 import { isPostgresAddress } from '../lib/database-address.ts'
 import { hashPassword, randomPassword } from '../lib/password.ts'
@@ -71,6 +72,8 @@ export interface Stores extends CommandDatabase {
   schedules: ScheduleStore
   /** The sites' SLA policies (cli/sla.ts). */
   slaPolicies: SlaPolicyStore
+  /** The sites' reports (cli/reports.ts). */
+  reports: ReportStore
   /** What the stores tell the sites' webhooks of, as the server does (a token revoked here is told too). */
   events: EventSink
   /** The service's public addresses, as the server makes them (a provider's redirect address, say). */
@@ -117,11 +120,11 @@ async function openStores(values: Values, io: Io, creates: boolean): Promise<Sto
   const { engine, postgres } = await openCommandDatabase(config)
   const urls = createUrls(config.baseUrl, config.siteUrl)
   const events = createEventSink(io.clock, eventRender(urls))
-  return { engine, postgres, box, events, urls, ...storesOf(engine, io.clock, box, events) }
+  return { engine, postgres, box, events, urls, ...storesOf(engine, io.clock, box, events, urls) }
 }
 
 /** The stores a command works with, from the engine or from one of its transactions. */
-function storesOf(stores: EngineStores, clock: Clock, box: SecretBox, events: EventSink) {
+function storesOf(stores: EngineStores, clock: Clock, box: SecretBox, events: EventSink, urls: Urls) {
   return {
     sites: stores.sites(clock),
     users: stores.users(clock, box),
@@ -138,6 +141,7 @@ function storesOf(stores: EngineStores, clock: Clock, box: SecretBox, events: Ev
     invitations: stores.invitations(clock, box),
     schedules: stores.schedules(clock),
     slaPolicies: stores.slaPolicies(clock),
+    reports: stores.reports(clock, (permalink) => urls.siteWeb(permalink)),
   }
 }
 
@@ -152,7 +156,7 @@ async function atomically(stores: Stores, io: Io, run: (stores: Stores, io: Io) 
   let out = ''
   let err = ''
   const held: Io = { ...io, stdout: (text) => void (out += text), stderr: (text) => void (err += text) }
-  await stores.engine.atomic(async (inside) => run({ ...stores, ...storesOf(inside, io.clock, stores.box, stores.events) }, held))
+  await stores.engine.atomic(async (inside) => run({ ...stores, ...storesOf(inside, io.clock, stores.box, stores.events, stores.urls) }, held))
   io.stdout(out)
   if (err) io.stderr(err)
 }

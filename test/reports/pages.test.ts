@@ -1,5 +1,6 @@
 import t from 'tap'
 import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
+import { cliRunner } from '../fixtures/cli.ts'
 import { signedInPerson } from '../fixtures/web.ts'
 
 // Engines: one: the pages' words and forms; the stores behind them run on both in the API and store tests.
@@ -37,4 +38,20 @@ t.test('the reports page: the staff only, its refusals said, its CSV, names esca
   t.equal(refused.statusCode, 403)
   t.notMatch(refused.body, /Volume by/)
   t.equal((await customer.web.get('/demo/reports/csv')).statusCode, 403)
+})
+
+t.test('the command line: a report as CSV, the day rows made again; refusals are usage errors', async (t) => {
+  const cli = await cliRunner(t)
+  t.equal((await cli.run(['site', 'add', 'acme'])).code, 0)
+  const shown = await cli.run(['reports', 'show', 'acme', 'volume', '--by', 'month', '--from', '2026-01-01', '--to', '2026-02-15'])
+  t.equal(shown.code, 0)
+  t.equal(shown.stdout, 'key,label,created,resolved,reopened,replies\r\n2026-01-01,2026-01-01,0,0,0,0\r\n2026-02-01,2026-02-01,0,0,0,0\r\n,Total,0,0,0,0\r\n')
+  t.match((await cli.run(['reports', 'rebuild', 'acme'])).stdout, 'reports of acme made again from 0 discussions\n')
+  const unknown = await cli.run(['reports', 'show', 'acme', 'happiness'])
+  t.equal(unknown.code, 2)
+  t.match(unknown.stderr, /there are volume, first_reply, resolution, sla, satisfaction/)
+  const by = await cli.run(['reports', 'show', 'acme', 'volume', '--by', 'hour'])
+  t.equal(by.code, 2)
+  t.match(by.stderr, /--by must be one of day, week, month/)
+  t.not((await cli.run(['reports', 'show', 'nowhere', 'volume'])).code, 0, 'an unknown site')
 })
