@@ -347,8 +347,6 @@ export async function createDiscussionIn(
     assigneeId: assigneeId ?? null,
   })
   const discussion = await getIn(port, input.siteId, number)
-  const report = reportStep({ before: null, after: { ...discussion, tags: [] }, sla: { policyId: discussion.slaPolicyId, breached: discussion.slaBreached }, schedule: sla.schedule, at: now })
-  await addTallies(port, input.siteId, report.tallies)
   const opening = {
     discussionId: discussion.id,
     number: 1,
@@ -362,6 +360,9 @@ export async function createDiscussionIn(
   await indexDiscussion(port, discussion, { body: input.body })
   if (input.uploads) await claimUploads(port, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
   await bumpCount(port, counted(discussion), 1)
+  // The reports' day rows last, as in every write (the site's row first, then the counts').
+  const report = reportStep({ before: null, after: { ...discussion, tags: [] }, sla: { policyId: discussion.slaPolicyId, breached: discussion.slaBreached }, schedule: sla.schedule, at: now })
+  await addTallies(port, input.siteId, report.tallies)
   await siteChanged(port, { siteId: input.siteId, kind: input.spam ? 'discussion.spam' : 'discussion.created', discussionId: discussion.id, commentId: id, at: now })
   // The opening post's author is the discussion's: the row just read names them.
   const comment: CommentRow = { id, ...opening, createdAt: now, authorEmail: discussion.authorEmail, authorName: discussion.authorName }
@@ -421,14 +422,15 @@ export function createDiscussionStore(
     const report = reportStep({ before: factsOfRow(before), after: { ...moved, tags: tagList(moved.tags) }, sla: { policyId: sla.columns.slaPolicyId, breached: sla.columns.slaBreached }, schedule: sla.schedule, at: moved.updatedAt })
     const after: DiscussionRow = { ...moved, ...sla.columns, ...report.facts }
     await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
-    await addTallies(tx, siteId, report.tallies)
     if (after.tags !== before.tags) await retag(tx, after)
     if (after.title !== before.title) await indexDiscussion(tx, after)
     const type = event(after)
-    // The site's row before the counts' rows, in every write (a create takes it first of all):
-    // two writes that took them in the other order each would wait for the other (PostgreSQL's deadlock).
+    // The site's row before the counts' rows and the reports' day rows, in every write (a create
+    // takes it first of all): two writes that took them in the other order each would wait for the
+    // other (PostgreSQL's deadlock).
     await siteChanged(tx, { siteId, kind: type, discussionId: before.id, at: after.updatedAt })
     await moveCount(tx, counted(before), counted(after))
+    await addTallies(tx, siteId, report.tallies)
     await events(tx, { type, siteId, discussion: after })
     await tellSla(tx, clock, events, after, sla.late)
     return after
@@ -537,9 +539,9 @@ export function createDiscussionStore(
         if (d.rating === rating && d.ratingComment === comment) return d
         const ratedAt = d.ratedAt ?? now
         await tx.db.update(discussions).set({ rating, ratingComment: comment, ratedAt, updatedAt: now, version: sql`${discussions.version} + 1` }).where(eq(discussions.id, d.id))
-        if (d.rating !== rating) await addRating(tx, siteId, d, dayOf(ratedAt), d.rating, rating)
         const after: DiscussionRow = { ...d, rating, ratingComment: comment, ratedAt, updatedAt: now, version: d.version + 1 }
         await siteChanged(tx, { siteId, kind: 'discussion.updated', discussionId: d.id, at: now })
+        if (d.rating !== rating) await addRating(tx, siteId, d, dayOf(ratedAt), d.rating, rating)
         await events(tx, { type: 'satisfaction.rated', siteId, discussion: after })
         return after
       })
@@ -584,11 +586,12 @@ export function createDiscussionStore(
           at: now,
         })
         await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now), awaitingTeam: tx.flag(awaitingTeam), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
-        await addTallies(tx, input.siteId, report.tallies)
         await indexDiscussion(tx, before)
         // The site's row before the counts' rows, as in every write (`change` above).
         await siteChanged(tx, { siteId: input.siteId, kind: 'comment.created', discussionId: before.id, commentId: id, at: now })
         await moveCount(tx, counted(before), counted({ ...before, state }))
+        // The day rows after the site's row and the counts', as in every write (the order of `change` above).
+        await addTallies(tx, input.siteId, report.tallies)
         const discussion = await getIn(tx, input.siteId, input.number)
         const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
         await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })
