@@ -41,32 +41,54 @@ export function bucketOf(minutes: number): number {
   return Math.floor(m / width) * width
 }
 
-/** The histograms added together. */
-export function mergeHistograms(into: Histogram, from: Histogram): Histogram {
-  for (const [bucket, n] of Object.entries(from)) into[bucket] = (into[bucket] ?? 0) + n
-  return into
+/** The doublings above EXACT_BELOW a dense histogram has cells for: up to 2^24 minutes (32 years); longer times count in its last cell. */
+const DOUBLINGS = 24 - Math.log2(EXACT_BELOW)
+/** The cells of a dense histogram (a report's groups add their day rows into one). */
+export const CELLS = EXACT_BELOW + DOUBLINGS * SUBBUCKETS
+
+/** The cell of a bucket (bucketOf) in a dense histogram, and back. */
+export function cellOf(bucket: number): number {
+  if (bucket < EXACT_BELOW) return bucket
+  const doubling = Math.floor(Math.log2(bucket))
+  return Math.min(CELLS - 1, EXACT_BELOW + (doubling - Math.log2(EXACT_BELOW)) * SUBBUCKETS + Math.floor(bucket / 2 ** (doubling - Math.log2(SUBBUCKETS))) - SUBBUCKETS)
+}
+export function bucketAt(cell: number): number {
+  if (cell < EXACT_BELOW) return cell
+  const doubling = Math.floor((cell - EXACT_BELOW) / SUBBUCKETS) + Math.log2(EXACT_BELOW)
+  return (SUBBUCKETS + ((cell - EXACT_BELOW) % SUBBUCKETS)) * 2 ** (doubling - Math.log2(SUBBUCKETS))
+}
+
+/** A day row's histogram added into dense cells. */
+export function addHistogram(cells: Float64Array, histogram: Histogram): void {
+  for (const bucket in histogram) cells[cellOf(Number(bucket))]! += histogram[bucket]!
 }
 
 /**
- * The nearest-rank percentile (p in 1..100): the smallest time at least p% of the times are at or
- * under, as its bucket's lower bound; null for none. The median is the 50th (of an even count, the
- * lower of the middle two).
+ * The nearest-rank percentiles (each p in 1..100) of dense cells: the smallest time at least p% of
+ * the times are at or under, as its bucket's lower bound; null for none. The median is the 50th
+ * (of an even count, the lower of the middle two).
  */
+export function percentiles(cells: Float64Array, ps: readonly number[]): Array<number | null> {
+  let total = 0
+  for (const n of cells) total += n
+  return ps.map((p) => {
+    if (total === 0) return null
+    const rank = Math.max(1, Math.ceil((p / 100) * total))
+    let seen = 0
+    for (let cell = 0; cell < CELLS; cell++) {
+      seen += cells[cell]!
+      if (seen >= rank) return bucketAt(cell)
+    }
+    /* c8 ignore next */
+    return null
+  })
+}
+
+/** One nearest-rank percentile of a histogram (percentiles). */
 export function percentile(histogram: Histogram, p: number): number | null {
-  const buckets = Object.entries(histogram)
-    .filter(([, n]) => n > 0)
-    .map(([bucket, n]) => [Number(bucket), n] as const)
-    .sort((a, b) => a[0] - b[0])
-  const total = buckets.reduce((sum, [, n]) => sum + n, 0)
-  if (total === 0) return null
-  const rank = Math.max(1, Math.ceil((p / 100) * total))
-  let seen = 0
-  for (const [bucket, n] of buckets) {
-    seen += n
-    if (seen >= rank) return bucket
-  }
-  /* c8 ignore next */
-  return buckets[buckets.length - 1]![0]
+  const cells = new Float64Array(CELLS)
+  addHistogram(cells, histogram)
+  return percentiles(cells, [p])[0]!
 }
 
 /** The facts a discussion's row keeps for the reports (db/schema: firstReplyAt to ratedAt). */
@@ -120,6 +142,66 @@ export function rowsOf(keys: TallyKeys): Array<[Dimension, string]> {
 
 /** The UTC day of a moment, YYYY-MM-DD: what day rows are kept by. */
 export const dayOf = (at: Date) => at.toISOString().slice(0, 10)
+
+/**
+ * The month row a day also counts in: `M` and its month (M2026-11), which no range of days
+ * (YYYY-MM-DD) ever takes in. A report over months of days reads the whole months' rows and the
+ * days at its edges: about 12 and 60 rows a group for a year, instead of 365.
+ */
+export const monthRowOf = (day: string) => `M${day.slice(0, 7)}`
+
+/** The rows of days and months a tally adds to: (period, dimension, key). */
+export function periodRowsOf(tally: Pick<Tally, 'day' | 'keys'>): Array<[string, Dimension, string]> {
+  return [tally.day, monthRowOf(tally.day)].flatMap((period) => rowsOf(tally.keys).map(([dimension, key]): [string, Dimension, string] => [period, dimension, key]))
+}
+
+/** A day (or month) row as tallies add up to it, before it is written. */
+export interface PendingRow {
+  day: string
+  dimension: Dimension
+  key: string
+  counts: Partial<Record<Counter, number>>
+  times: Partial<Record<Timing, Histogram>>
+}
+
+/** Tallies added up into the rows they count in (a rebuild, the bench's year): `add` each, then `rows`. */
+export function tallyRows() {
+  const rows = new Map<string, PendingRow>()
+  return {
+    add(tally: Tally): void {
+      for (const [day, dimension, key] of periodRowsOf(tally)) {
+        const id = `${day}\u0000${dimension}\u0000${key}`
+        let row = rows.get(id)
+        if (!row) rows.set(id, (row = { day, dimension, key, counts: {}, times: {} }))
+        for (const [c, n] of Object.entries(tally.counts) as Array<[Counter, number]>) row.counts[c] = (row.counts[c] ?? 0) + n
+        for (const [t, bucket] of Object.entries(tally.times) as Array<[Timing, number]>) {
+          const histogram = (row.times[t] ??= {})
+          histogram[bucket] = (histogram[bucket] ?? 0) + 1
+        }
+      }
+    },
+    rows: () => [...rows.values()],
+  }
+}
+
+/**
+ * How a report over days reads: whole months (their month rows) and the days before and after
+ * them; all days when no whole month is in the range.
+ */
+export function monthsAndDays(from: string, to: string): { months: [string, string] | null; days: Array<[string, string]> } {
+  const start = dayStart(from)!
+  const end = dayStart(to)!
+  const firstOfMonth = (at: number) => Date.UTC(new Date(at).getUTCFullYear(), new Date(at).getUTCMonth(), 1)
+  const nextMonth = (at: number) => Date.UTC(new Date(at).getUTCFullYear(), new Date(at).getUTCMonth() + 1, 1)
+  const first = firstOfMonth(start) === start ? start : nextMonth(start)
+  const afterLast = firstOfMonth(end + DAY_MS)
+  if (first >= afterLast) return { months: null, days: [[from, to]] }
+  const day = (at: number) => new Date(at).toISOString().slice(0, 10)
+  const days: Array<[string, string]> = []
+  if (start < first) days.push([from, day(first - DAY_MS)])
+  if (afterLast <= end) days.push([day(afterLast), to])
+  return { months: [monthRowOf(day(first)), monthRowOf(day(afterLast - DAY_MS))], days }
+}
 
 const minutesBetween = (from: Date, to: Date) => Math.max(0, Math.floor((to.getTime() - from.getTime()) / 60_000))
 
@@ -205,6 +287,15 @@ export const reports = {
 export type ReportName = keyof typeof reports
 export const reportNames = Object.keys(reports) as ReportName[]
 
+/** The histograms each report reads (the others' columns are not read at all). */
+export const timingsOf: Record<ReportName, readonly Timing[]> = {
+  volume: [],
+  first_reply: ['firstReply', 'firstReplyBusiness'],
+  resolution: ['resolution', 'resolutionBusiness'],
+  sla: [],
+  satisfaction: [],
+}
+
 /** How a report is broken down: by period (day, week from Monday, month) or by a dimension. */
 export const breakdowns = ['day', 'week', 'month', 'supporter', 'category', 'channel', 'tag'] as const
 export type Breakdown = (typeof breakdowns)[number]
@@ -239,20 +330,32 @@ export function periodsBetween(from: string, to: string, by: 'day' | 'week' | 'm
   return periods
 }
 
-/** The day rows of one group added together. */
+/** The day rows of one group added together, the times in dense cells (cellOf). */
 export interface Group {
   counts: Record<Counter, number>
-  times: Record<Timing, Histogram>
+  times: Record<Timing, Float64Array>
 }
+
+/** No times yet: a group's cells are made when a row brings times (a report of counts makes none). */
+const NO_TIMES = new Float64Array(CELLS)
 
 export const emptyGroup = (): Group => ({
   counts: Object.fromEntries(counters.map((c) => [c, 0])) as Record<Counter, number>,
-  times: Object.fromEntries(timings.map((t) => [t, {}])) as Record<Timing, Histogram>,
+  times: Object.fromEntries(timings.map((t) => [t, NO_TIMES])) as Record<Timing, Float64Array>,
 })
 
-function addTo(group: Group, row: Group): void {
+function addTo(group: Group, row: Pick<DayRow, 'counts' | 'times'>): void {
   for (const c of counters) group.counts[c] += row.counts[c]
-  for (const t of timings) mergeHistograms(group.times[t], row.times[t])
+  for (const t of timings) {
+    if (isEmpty(row.times[t])) continue
+    if (group.times[t] === NO_TIMES) group.times[t] = new Float64Array(CELLS)
+    addHistogram(group.times[t], row.times[t])
+  }
+}
+
+function isEmpty(histogram: Histogram): boolean {
+  for (const _ in histogram) return false
+  return true
 }
 
 /** A report's figures of one group: counts, shares in percent and times in minutes (null: none to measure). */
@@ -264,13 +367,11 @@ const share = (part: number, whole: number) => (whole === 0 ? null : Math.round(
 
 /** A report's figures of one group. */
 export function figuresOf(name: ReportName, g: Group): Figures {
-  const timesOf = (calendar: Timing, business: Timing, count: number) => ({
-    count,
-    median_minutes: percentile(g.times[calendar], 50),
-    p90_minutes: percentile(g.times[calendar], 90),
-    median_business_minutes: percentile(g.times[business], 50),
-    p90_business_minutes: percentile(g.times[business], 90),
-  })
+  const timesOf = (calendar: Timing, business: Timing, count: number) => {
+    const [median, p90] = percentiles(g.times[calendar], [50, 90])
+    const [businessMedian, businessP90] = percentiles(g.times[business], [50, 90])
+    return { count, median_minutes: median!, p90_minutes: p90!, median_business_minutes: businessMedian!, p90_business_minutes: businessP90! }
+  }
   const c = g.counts
   switch (name) {
     case 'volume':
@@ -313,7 +414,7 @@ export function reportLines(name: ReportName, by: Breakdown, range: { from: stri
  * The rows added together: the total of a report, from the site's own rows (a tag's rows count a
  * discussion under each of its tags, so their sum is not the site's).
  */
-export function groupOf(rows: readonly Group[]): Group {
+export function groupOf(rows: ReadonlyArray<Pick<DayRow, 'counts' | 'times'>>): Group {
   const total = emptyGroup()
   for (const row of rows) addTo(total, row)
   return total

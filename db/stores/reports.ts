@@ -2,7 +2,7 @@ import { and, asc, eq, gt, gte, inArray, lt, lte, sql, type SQL } from '../drizz
 import { DAY_MS, dayStart, type Clock } from '../../lib/clock.ts'
 import { fromOf, siteMailbox, type OutboxMail } from './outbox.ts'
 import { given, type StorePort, type Tables } from '../port.ts'
-import { bucketOf, counters, dayOf, figuresOf, groupOf, periodOf, reportLines, rowsOf, shownMinutes, timings, type Breakdown, type Group, type Counter, type DayRow, type Dimension, type Histogram, type ReportLine, type ReportName, type Tally, type Timing } from '../../lib/reports.ts'
+import { bucketOf, counters, dayOf, figuresOf, groupOf, monthsAndDays, periodOf, periodRowsOf, reportLines, shownMinutes, tallyRows, timings, timingsOf, type Breakdown, type Group, type Counter, type DayRow, type Dimension, type Histogram, type ReportLine, type ReportName, type Tally, type Timing } from '../../lib/reports.ts'
 import { tagList } from '../../lib/team-queue.ts'
 
 // The reports' day rows (issue 69; lib/reports.ts; docs/decisions.md, "Reports"): what each write
@@ -22,18 +22,17 @@ function oneMore(port: StorePort, column: ReportDays[Timing], name: string): SQL
   return sql`case when ${bucket}::text is null then ${column} else jsonb_set(${column}::jsonb, array[${bucket}::text], to_jsonb(coalesce((${column}::jsonb ->> ${bucket}::text)::int, 0) + 1))::text end`
 }
 
-/** The upsert of `n` day rows, each by its dimension and key, all with the same counts and times (prepared once per `n`). */
+/** The upsert of `n` day (or month) rows, each by its day, dimension and key, all with the same counts and times (prepared once per `n`). */
 function addStatement(port: StorePort, n: number) {
   const { reportDays } = port.tables
   const p = sql.placeholder
   return port.prepared(`report_days_add_${n}`, (db) => {
     const shared = {
       siteId: p('siteId'),
-      day: p('day'),
       ...Object.fromEntries(counters.map((c) => [c, p(c)])),
       ...Object.fromEntries(timings.map((t) => [t, p(`${t}Json`)])),
     }
-    const rows = Array.from({ length: n }, (_, i) => ({ ...shared, dimension: p(`d${i}`), key: p(`k${i}`) }))
+    const rows = Array.from({ length: n }, (_, i) => ({ ...shared, day: p(`y${i}`), dimension: p(`d${i}`), key: p(`k${i}`) }))
     const added = (c: Counter) => sql`${reportDays[c]} + ${sql.raw(`excluded.${reportDays[c].name}`)}`
     return db
       .insert(reportDays)
@@ -49,18 +48,18 @@ function addStatement(port: StorePort, n: number) {
   })
 }
 
-/** Adds a write's tallies to the site's day rows, in the transaction of `port`. */
+/** Adds a write's tallies to the site's day and month rows, in the transaction of `port`. */
 export async function addTallies(port: StorePort, siteId: number, tallies: readonly Tally[]): Promise<void> {
   for (const tally of tallies) {
-    const rows = rowsOf(tally.keys)
-    const params: Record<string, unknown> = { siteId, day: tally.day }
+    const rows = periodRowsOf(tally)
+    const params: Record<string, unknown> = { siteId }
     for (const c of counters) params[c] = tally.counts[c] ?? 0
     for (const t of timings) {
       const bucket = tally.times[t]
       params[`${t}Json`] = bucket === undefined ? '{}' : JSON.stringify({ [bucket]: 1 })
       params[`${t}Bucket`] = bucket === undefined ? null : String(bucket)
     }
-    rows.forEach(([dimension, key], i) => Object.assign(params, { [`d${i}`]: dimension, [`k${i}`]: key }))
+    rows.forEach(([day, dimension, key], i) => Object.assign(params, { [`y${i}`]: day, [`d${i}`]: dimension, [`k${i}`]: key }))
     await addStatement(port, rows.length).execute(params)
   }
 }
@@ -78,25 +77,47 @@ export async function addRating(port: StorePort, siteId: number, d: { categoryId
   await addTallies(port, siteId, [{ day, keys, counts, times: {} }])
 }
 
-/** The day rows of one dimension of a site, from one day to another (both included), in order of day. */
-export async function dayRows(port: StorePort, siteId: number, dimension: Dimension, from: string, to: string): Promise<DayRow[]> {
+/**
+ * The day rows of one dimension of a site, from one day to another (both included), in order of
+ * day, with the histograms `wanted` (the others empty, their columns not read: a year of a
+ * histogram is most of what a row weighs).
+ */
+export async function dayRows(port: StorePort, siteId: number, dimension: Dimension, from: string, to: string, wanted: readonly Timing[] = timings): Promise<DayRow[]> {
   const { reportDays } = port.tables
   const p = sql.placeholder
-  const read = port.prepared('report_days_read', (db) =>
+  const name = `report_days_read_${wanted.join('_')}`
+  const read = port.prepared(name, (db) =>
     db
-      .select()
+      .select({
+        day: reportDays.day,
+        key: reportDays.key,
+        ...Object.fromEntries(counters.map((c) => [c, reportDays[c]])),
+        ...Object.fromEntries(wanted.map((t) => [t, reportDays[t]])),
+      } as unknown as { day: typeof reportDays.day })
       .from(reportDays)
       .where(and(eq(reportDays.siteId, p('siteId')), eq(reportDays.dimension, p('dimension')), gte(reportDays.day, p('from')), lte(reportDays.day, p('to'))))
       .orderBy(asc(reportDays.day))
-      .prepare('report_days_read'),
+      .prepare(name),
   )
-  const rows = await read.execute({ siteId, dimension, from, to })
+  const rows = (await read.execute({ siteId, dimension, from, to })) as Array<Record<string, string | number>>
   return rows.map((row) => ({
-    day: row.day,
-    key: row.key,
+    day: row.day as string,
+    key: row.key as string,
     counts: Object.fromEntries(counters.map((c) => [c, row[c]])) as Record<Counter, number>,
-    times: Object.fromEntries(timings.map((t) => [t, JSON.parse(row[t]) as Histogram])) as Record<Timing, Histogram>,
+    times: Object.fromEntries(timings.map((t) => [t, wanted.includes(t) ? (JSON.parse(row[t] as string) as Histogram) : {}])) as Record<Timing, Histogram>,
   }))
+}
+
+/**
+ * The rows of one dimension over a range of days, read as whole months' rows and the days at the
+ * edges (lib/reports.ts monthsAndDays); a month row as if it were its first day.
+ */
+async function monthRows(port: StorePort, siteId: number, dimension: Dimension, from: string, to: string, wanted: readonly Timing[]): Promise<DayRow[]> {
+  const { months, days } = monthsAndDays(from, to)
+  const read: DayRow[] = []
+  for (const [first, last] of days) read.push(...(await dayRows(port, siteId, dimension, first, last, wanted)))
+  if (months) for (const row of await dayRows(port, siteId, dimension, months[0], months[1], wanted)) read.push({ ...row, day: `${row.day.slice(1)}-01` })
+  return read
 }
 
 /** How a channel is named on the pages and in the CSV. */
@@ -136,9 +157,10 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
   return {
     /** A report of the site over the days from `from` to `to` (both included, UTC), broken down `by`. */
     async report(siteId: number, name: ReportName, by: Breakdown, from: string, to: string): Promise<Report> {
-      const byPeriod = by === 'day' || by === 'week' || by === 'month'
-      const site = await dayRows(port, siteId, 'all', from, to)
-      const rows = byPeriod ? site : await dayRows(port, siteId, by, from, to)
+      // By day or week, the site's day rows; by month or a group, whole months' rows and the days at the edges.
+      const byDays = by === 'day' || by === 'week'
+      const site = byDays ? await dayRows(port, siteId, 'all', from, to, timingsOf[name]) : await monthRows(port, siteId, 'all', from, to, timingsOf[name])
+      const rows = by === 'day' || by === 'week' || by === 'month' ? site : await monthRows(port, siteId, by, from, to, timingsOf[name])
       const lines = reportLines(name, by, { from, to }, rows)
       const named = await labels(siteId, by, lines.map((l) => l.key))
       const label = (key: string) => named.get(key) ?? (by === 'supporter' ? `Person ${key} (gone)` : by === 'category' ? `Category ${key} (removed)` : key)
@@ -196,19 +218,8 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
 
     async rebuild(siteId: number, batch = 2000): Promise<number> {
       const { discussions, reportDays } = port.tables
-      const rows = new Map<string, { dimension: Dimension; key: string; day: string; counts: Partial<Record<Counter, number>>; times: Partial<Record<Timing, Histogram>> }>()
-      const add = (tally: Tally) => {
-        for (const [dimension, key] of rowsOf(tally.keys)) {
-          const id = `${dimension}\u0000${tally.day}\u0000${key}`
-          let row = rows.get(id)
-          if (!row) rows.set(id, (row = { dimension, key, day: tally.day, counts: {}, times: {} }))
-          for (const [c, n] of Object.entries(tally.counts) as Array<[Counter, number]>) row.counts[c] = (row.counts[c] ?? 0) + n
-          for (const [t, bucket] of Object.entries(tally.times) as Array<[Timing, number]>) {
-            const histogram = (row.times[t] ??= {})
-            histogram[bucket] = (histogram[bucket] ?? 0) + 1
-          }
-        }
-      }
+      const rows = tallyRows()
+      const add = rows.add
       let read = 0
       for (let after = 0; ; ) {
         const page = await port.db
@@ -253,7 +264,7 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
           if (d.rating && d.ratedAt) add({ day: dayOf(d.ratedAt), keys: { ...keys, supporterId: d.resolvedById ?? d.assigneeId }, counts: d.rating === 'good' ? { ratedGood: 1 } : { ratedBad: 1 }, times: {} })
         }
       }
-      const values = [...rows.values()].map((row) => ({
+      const values = rows.rows().map((row) => ({
         siteId,
         dimension: row.dimension,
         day: row.day,

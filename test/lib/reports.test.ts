@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import t from 'tap'
 import { createSecretBox } from '../../lib/secret-box.ts'
 import { claimedBy, holdsToken, ratingLink, ratingToken } from '../../lib/rating-link.ts'
-import { bucketOf, csvField, EXACT_BELOW, groupOf, percentile, periodOf, periodsBetween, reportLines, reportQuery, reportStep, rowsOf, toCsv, type DayRow, type ReportWrite } from '../../lib/reports.ts'
+import { bucketAt, bucketOf, cellOf, CELLS, csvField, EXACT_BELOW, monthsAndDays, periodRowsOf, groupOf, percentile, periodOf, periodsBetween, reportLines, reportQuery, reportStep, rowsOf, toCsv, type DayRow, type ReportWrite } from '../../lib/reports.ts'
 import { columnChart, niceCeiling } from '../../lib/svg-chart.ts'
 import { negotiateCsv } from '../../lib/accept.ts'
 
@@ -11,14 +11,17 @@ import { negotiateCsv } from '../../lib/accept.ts'
 // percentile against a sort, the periods, what each write adds, the CSV (no formula), the query,
 // the rating link's token, and the chart's escaping.
 
-t.test('a bucket is the time itself below 128 minutes, and at most 1/64 under it above', async (t) => {
+t.test('a bucket is the time itself below 128 minutes, and at most 1/64 under it above; each its own cell', async (t) => {
   fc.assert(
     fc.property(fc.integer({ min: 0, max: 2_000_000 }), (m) => {
       const b = bucketOf(m)
+      if (bucketAt(cellOf(b)) !== b || cellOf(b) >= CELLS) return false
       if (m < EXACT_BELOW) return b === m
       return b <= m && m - b <= m / 64 && bucketOf(b) === b
     }),
   )
+  t.same([cellOf(127), cellOf(128), cellOf(130), cellOf(254), cellOf(256)], [127, 128, 129, 191, 192], 'cells in order, none skipped')
+  t.equal(cellOf(bucketOf(2 ** 30)), CELLS - 1, 'past 32 years: the last cell')
   t.same([bucketOf(127), bucketOf(128), bucketOf(129), bucketOf(130), bucketOf(945), bucketOf(960)], [127, 128, 128, 130, 944, 960])
 })
 
@@ -72,7 +75,7 @@ t.test('what each write adds: created, the first reply under who wrote it, resol
 })
 
 t.test('lines: every period, groups by what they count, the most first', async (t) => {
-  const row = (day: string, key: string, counts: Partial<DayRow['counts']>): DayRow => ({ ...groupOf([]), day, key, counts: { ...groupOf([]).counts, ...counts } })
+  const row = (day: string, key: string, counts: Partial<DayRow['counts']>): DayRow => ({ day, key, counts: { ...groupOf([]).counts, ...counts }, times: { firstReply: {}, firstReplyBusiness: {}, resolution: {}, resolutionBusiness: {} } })
   const rows = [row('2026-11-02', 'a', { created: 1 }), row('2026-11-03', 'b', { created: 2, resolved: 1 }), row('2026-11-03', 'c', { ratedGood: 1 })]
   t.same(reportLines('volume', 'day', { from: '2026-11-01', to: '2026-11-03' }, rows).map((l) => [l.key, l.group.counts.created]), [['2026-11-01', 0], ['2026-11-02', 1], ['2026-11-03', 2]])
   t.same(reportLines('volume', 'tag', { from: '2026-11-01', to: '2026-11-03' }, rows).map((l) => l.key), ['b', 'a'], 'c counted nothing of the volume')
@@ -131,4 +134,16 @@ t.test('the chart: a round top, every text escaped, a description of its figures
   t.match(svg, /&#60;script&#62;/)
   t.match(svg, /<desc id="c-desc">2 columns, &#60;script&#62;alert\(1\)&#60;\/script&#62; to b\. S&#34;1: from 2 to 2 x\.<\/desc>/)
   t.match(columnChart({ id: 'e', title: 'Empty', unit: 'x', labels: ['a'], series: [{ name: 'S', values: [null] }] }), /S: none/)
+})
+
+t.test('months and days: whole months read as their rows, the edges as days', async (t) => {
+  t.same(monthsAndDays('2025-12-04', '2026-12-03'), { months: ['M2026-01', 'M2026-11'], days: [['2025-12-04', '2025-12-31'], ['2026-12-01', '2026-12-03']] })
+  t.same(monthsAndDays('2026-01-01', '2026-12-31'), { months: ['M2026-01', 'M2026-12'], days: [] }, 'whole months only')
+  t.same(monthsAndDays('2026-02-01', '2026-02-28'), { months: ['M2026-02', 'M2026-02'], days: [] }, 'one whole month')
+  t.same(monthsAndDays('2026-02-02', '2026-03-30'), { months: null, days: [['2026-02-02', '2026-03-30']] }, 'no whole month: days')
+  t.same(periodRowsOf({ day: '2026-11-05', keys: { supporterId: null, categoryId: 1, channel: 'mail', tags: [] } }).map((r) => r.join(' ')), [
+    '2026-11-05 all ', '2026-11-05 supporter ', '2026-11-05 category 1', '2026-11-05 channel mail',
+    'M2026-11 all ', 'M2026-11 supporter ', 'M2026-11 category 1', 'M2026-11 channel mail',
+  ])
+  t.ok('M2026-11' > '2026-12-31', 'a month row is in no range of days')
 })

@@ -94,6 +94,12 @@ t.test('twenty discussions: the counts, medians and 90th percentiles, in calenda
       [String(bob.user.id), 'bob', 10, 968, 75, 87],
     ],
   )
+  // November read whole from its month rows, the days around it from theirs: the same figures.
+  const wide = (await call('GET', '/demo/reports/resolution?from=2026-10-15&to=2026-12-10&by=supporter')).body
+  t.same(wide.lines, bySupporter.lines, 'a whole month and the days around it: the same lines')
+  t.same(wide.total, resolution.total)
+  const byMonth = (await call('GET', '/demo/reports/volume?from=2026-10-15&to=2026-12-10&by=month')).body
+  t.same(byMonth.lines.map((l: Record<string, unknown>) => [l.key, l.created, l.resolved]), [['2026-10-01', 0, 0], ['2026-11-01', 20, 20], ['2026-12-01', 0, 0]])
   const repliesBySupporter = (await call('GET', `/demo/reports/first_reply?${range}&by=supporter`)).body
   t.same(
     repliesBySupporter.lines.map((l: Record<string, unknown>) => [l.label, l.count, l.median_minutes, l.p90_minutes]),

@@ -3,7 +3,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import Database from 'better-sqlite3'
-import { breakdowns, reportNames, reportStep, rowsOf, timings, counters, type Counter, type Histogram, type ReportFacts, type Tally, type Timing } from '../../lib/reports.ts'
+import { breakdowns, counters, reportNames, reportStep, tallyRows, timings, type ReportFacts } from '../../lib/reports.ts'
 import { seededRandom } from '../../db/stores/seed.ts'
 import { CACHE, copyDataset, postgresDataset, postgresUnavailable, seededDataset, type Dataset } from './datasets.ts'
 import { percentile } from './load.ts'
@@ -43,19 +43,8 @@ function yearOfDayRows(siteId: number, end: number) {
   const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)]!
   const supporters = Array.from({ length: 10 }, (_, i) => 1000 + i)
   const tags = Array.from({ length: 20 }, (_, i) => `tag-${i}`)
-  const rows = new Map<string, { dimension: string; key: string; day: string; counts: Partial<Record<Counter, number>>; times: Partial<Record<Timing, Histogram>> }>()
-  const add = (tally: Tally) => {
-    for (const [dimension, key] of rowsOf(tally.keys)) {
-      const id = `${dimension}\u0000${tally.day}\u0000${key}`
-      let row = rows.get(id)
-      if (!row) rows.set(id, (row = { dimension, key, day: tally.day, counts: {}, times: {} }))
-      for (const [c, n] of Object.entries(tally.counts) as Array<[Counter, number]>) row.counts[c] = (row.counts[c] ?? 0) + n
-      for (const [t, bucket] of Object.entries(tally.times) as Array<[Timing, number]>) {
-        const histogram = (row.times[t] ??= {})
-        histogram[bucket] = (histogram[bucket] ?? 0) + 1
-      }
-    }
-  }
+  const rows = tallyRows()
+  const add = rows.add
   const start = end - 365 * DAY
   for (let i = 0; i < SIZE; i++) {
     const createdAt = new Date(start + Math.floor(((i + random()) / SIZE) * 365 * DAY))
@@ -76,7 +65,7 @@ function yearOfDayRows(siteId: number, end: number) {
     if (random() < 0.05) step(facts, 'open', resolved + DAY)
     else if (random() < 0.3) add({ day: new Date(Math.min(resolved + 3600_000, end - 1)).toISOString().slice(0, 10), keys: { ...after, supporterId: after.assigneeId }, counts: random() < 0.8 ? { ratedGood: 1 } : { ratedBad: 1 }, times: {} })
   }
-  return [...rows.values()].map((row) => ({
+  return rows.rows().map((row) => ({
     site_id: siteId,
     dimension: row.dimension,
     day: row.day,
@@ -95,7 +84,7 @@ async function dataset(): Promise<{ dataset: Dataset; rows: number; from: string
     const siteId = (db.prepare('SELECT id FROM sites WHERE permalink = ?').get(seeded.site) as { id: number }).id
     const made = performance.now()
     const rows = yearOfDayRows(siteId, end)
-    log(`a year of ${SIZE.toLocaleString('en')} discussions: ${rows.length.toLocaleString('en')} day rows, made in ${((performance.now() - made) / 1000).toFixed(1)} s`)
+    log(`a year of ${SIZE.toLocaleString('en')} discussions: ${rows.length.toLocaleString('en')} day and month rows, made in ${((performance.now() - made) / 1000).toFixed(1)} s`)
     const columns = Object.keys(rows[0]!)
     const insert = db.prepare(`INSERT INTO report_days (${columns.join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')})`)
     db.transaction(() => {
