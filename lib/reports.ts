@@ -58,9 +58,34 @@ export function bucketAt(cell: number): number {
   return (SUBBUCKETS + ((cell - EXACT_BELOW) % SUBBUCKETS)) * 2 ** (doubling - Math.log2(SUBBUCKETS))
 }
 
-/** A day row's histogram added into dense cells. */
+/** A histogram added into dense cells. */
 export function addHistogram(cells: Float64Array, histogram: Histogram): void {
   for (const bucket in histogram) cells[cellOf(Number(bucket))]! += histogram[bucket]!
+}
+
+/**
+ * A histogram's JSON as a day row keeps it (`{"240": 3, "248": 1}`, with or without spaces, as
+ * each engine writes it) added into dense cells without making an object of it: its digits are
+ * read as bucket, count, bucket, count. A year of rows is most of what a report reads, and this
+ * is several times faster than JSON.parse and a walk of the object it makes.
+ */
+export function addHistogramJson(cells: Float64Array, json: string): void {
+  let value = -1
+  let bucket = -1
+  for (let i = 0; i < json.length; i++) {
+    const code = json.charCodeAt(i)
+    if (code >= 48 && code <= 57) {
+      value = (value < 0 ? 0 : value * 10) + (code - 48)
+      continue
+    }
+    if (value < 0) continue
+    if (bucket < 0) bucket = value
+    else {
+      cells[cellOf(bucket)]! += value
+      bucket = -1
+    }
+    value = -1
+  }
 }
 
 /**
@@ -308,7 +333,8 @@ export interface DayRow {
   day: string
   key: string
   counts: Record<Counter, number>
-  times: Record<Timing, Histogram>
+  /** Each histogram's JSON as the row keeps it ('{}' for one not read). */
+  times: Record<Timing, string>
 }
 
 /** The start of the period a day falls in. */
@@ -347,15 +373,10 @@ export const emptyGroup = (): Group => ({
 function addTo(group: Group, row: Pick<DayRow, 'counts' | 'times'>): void {
   for (const c of counters) group.counts[c] += row.counts[c]
   for (const t of timings) {
-    if (isEmpty(row.times[t])) continue
+    if (row.times[t] === '{}') continue
     if (group.times[t] === NO_TIMES) group.times[t] = new Float64Array(CELLS)
-    addHistogram(group.times[t], row.times[t])
+    addHistogramJson(group.times[t], row.times[t])
   }
-}
-
-function isEmpty(histogram: Histogram): boolean {
-  for (const _ in histogram) return false
-  return true
 }
 
 /** A report's figures of one group: counts, shares in percent and times in minutes (null: none to measure). */

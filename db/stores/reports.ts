@@ -2,7 +2,7 @@ import { and, asc, eq, gt, gte, inArray, lt, lte, sql, type SQL } from '../drizz
 import { DAY_MS, dayStart, type Clock } from '../../lib/clock.ts'
 import { fromOf, siteMailbox, type OutboxMail } from './outbox.ts'
 import { given, type StorePort, type Tables } from '../port.ts'
-import { bucketOf, counters, dayOf, figuresOf, groupOf, monthsAndDays, periodOf, periodRowsOf, reportLines, shownMinutes, tallyRows, timings, timingsOf, type Breakdown, type Group, type Counter, type DayRow, type Dimension, type Histogram, type ReportLine, type ReportName, type Tally, type Timing } from '../../lib/reports.ts'
+import { bucketOf, counters, dayOf, figuresOf, groupOf, monthsAndDays, periodOf, periodRowsOf, reportLines, shownMinutes, tallyRows, timings, timingsOf, type Breakdown, type Group, type Counter, type DayRow, type Dimension, type ReportLine, type ReportName, type Tally, type Timing } from '../../lib/reports.ts'
 import { tagList } from '../../lib/team-queue.ts'
 
 // The reports' day rows (issue 69; lib/reports.ts; docs/decisions.md, "Reports"): what each write
@@ -104,7 +104,7 @@ export async function dayRows(port: StorePort, siteId: number, dimension: Dimens
     day: row.day as string,
     key: row.key as string,
     counts: Object.fromEntries(counters.map((c) => [c, row[c]])) as Record<Counter, number>,
-    times: Object.fromEntries(timings.map((t) => [t, wanted.includes(t) ? (JSON.parse(row[t] as string) as Histogram) : {}])) as Record<Timing, Histogram>,
+    times: Object.fromEntries(timings.map((t) => [t, wanted.includes(t) ? (row[t] as string) : '{}'])) as Record<Timing, string>,
   }))
 }
 

@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import t from 'tap'
 import { createSecretBox } from '../../lib/secret-box.ts'
 import { claimedBy, holdsToken, ratingLink, ratingToken } from '../../lib/rating-link.ts'
-import { bucketAt, bucketOf, cellOf, CELLS, csvField, EXACT_BELOW, monthsAndDays, periodRowsOf, groupOf, percentile, periodOf, periodsBetween, reportLines, reportQuery, reportStep, rowsOf, toCsv, type DayRow, type ReportWrite } from '../../lib/reports.ts'
+import { addHistogram, addHistogramJson, bucketAt, bucketOf, cellOf, CELLS, csvField, EXACT_BELOW, monthsAndDays, periodRowsOf, groupOf, percentile, periodOf, periodsBetween, reportLines, reportQuery, reportStep, rowsOf, toCsv, type DayRow, type ReportWrite } from '../../lib/reports.ts'
 import { columnChart, niceCeiling } from '../../lib/svg-chart.ts'
 import { negotiateCsv } from '../../lib/accept.ts'
 
@@ -37,6 +37,22 @@ t.test('the nearest-rank percentile of a histogram is the sorted times\' rank ce
   t.equal(percentile({}, 50), null, 'none: null')
   t.equal(percentile({ 5: 0 }, 50), null, 'a bucket emptied (a rating taken back) counts nothing')
   t.equal(percentile({ 1: 1, 2: 1, 3: 1, 4: 1 }, 50), 2, 'an even count: the lower middle')
+})
+
+t.test("a histogram's JSON read into cells as JSON.parse would, spaces or none", async (t) => {
+  const scannedAsParsed = () => fc.assert(
+    fc.property(fc.dictionary(fc.integer({ min: 0, max: 1_000_000 }).map((m) => String(bucketOf(m))), fc.integer({ min: 1, max: 100_000 })), fc.boolean(), (histogram, spaced) => {
+      const parsed = new Float64Array(CELLS)
+      addHistogram(parsed, histogram)
+      const scanned = new Float64Array(CELLS)
+      addHistogramJson(scanned, spaced ? JSON.stringify(histogram).replaceAll(':', ': ').replaceAll(',', ', ') : JSON.stringify(histogram))
+      return parsed.every((n, i) => scanned[i] === n)
+    }),
+  )
+  t.doesNotThrow(scannedAsParsed, 'the same cells for every histogram drawn')
+  const cells = new Float64Array(CELLS)
+  addHistogramJson(cells, '{"5": 2, "130": 1}')
+  t.same([cells[5], cells[cellOf(130)]], [2, 1], 'as PostgreSQL writes it')
 })
 
 t.test('periods: days, weeks from Monday, months, every one of a range', async (t) => {
@@ -75,7 +91,7 @@ t.test('what each write adds: created, the first reply under who wrote it, resol
 })
 
 t.test('lines: every period, groups by what they count, the most first', async (t) => {
-  const row = (day: string, key: string, counts: Partial<DayRow['counts']>): DayRow => ({ day, key, counts: { ...groupOf([]).counts, ...counts }, times: { firstReply: {}, firstReplyBusiness: {}, resolution: {}, resolutionBusiness: {} } })
+  const row = (day: string, key: string, counts: Partial<DayRow['counts']>): DayRow => ({ day, key, counts: { ...groupOf([]).counts, ...counts }, times: { firstReply: '{}', firstReplyBusiness: '{}', resolution: '{}', resolutionBusiness: '{}' } })
   const rows = [row('2026-11-02', 'a', { created: 1 }), row('2026-11-03', 'b', { created: 2, resolved: 1 }), row('2026-11-03', 'c', { ratedGood: 1 })]
   t.same(reportLines('volume', 'day', { from: '2026-11-01', to: '2026-11-03' }, rows).map((l) => [l.key, l.group.counts.created]), [['2026-11-01', 0], ['2026-11-02', 1], ['2026-11-03', 2]])
   t.same(reportLines('volume', 'tag', { from: '2026-11-01', to: '2026-11-03' }, rows).map((l) => l.key), ['b', 'a'], 'c counted nothing of the volume')
