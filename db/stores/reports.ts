@@ -160,7 +160,7 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
       // By day or week, the site's day rows; by month or a group, whole months' rows and the days at the edges.
       const byDays = by === 'day' || by === 'week'
       const site = byDays ? await dayRows(port, siteId, 'all', from, to, timingsOf[name]) : await monthRows(port, siteId, 'all', from, to, timingsOf[name])
-      const rows = by === 'day' || by === 'week' || by === 'month' ? site : await monthRows(port, siteId, by, from, to, timingsOf[name])
+      const rows = byDays || by === 'month' ? site : await monthRows(port, siteId, by, from, to, timingsOf[name])
       const lines = reportLines(name, by, { from, to }, rows)
       const named = await labels(siteId, by, lines.map((l) => l.key))
       const label = (key: string) => named.get(key) ?? (by === 'supporter' ? `Person ${key} (gone)` : by === 'category' ? `Category ${key} (removed)` : key)
@@ -174,13 +174,6 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
       }
     },
 
-    /**
-     * The site's day rows made again from its discussions' facts (after an upgrade, or a copy made
-     * without them): each discussion counted as created on its day, first replied and resolved on
-     * the days of its first reply and last resolution, under its owner now, and its rating. What the
-     * facts do not keep (each reply, each reopening, an earlier resolution) is not counted again.
-     * How many discussions were read.
-     */
     /**
      * The weekly digest (docs/decisions.md, "Reports"): once the week has turned (Monday, UTC),
      * each site whose digest of the week just ended was not sent is claimed by one process (its
@@ -216,6 +209,13 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
       return told
     },
 
+    /**
+     * The site's day and month rows made again from its discussions' facts (after an upgrade, or a copy made
+     * without them): each discussion counted as created on its day, first replied and resolved on
+     * the days of its first reply and last resolution, under its owner now, and its rating. What the
+     * facts do not keep (each reply, each reopening, an earlier resolution) is not counted again.
+     * How many discussions were read.
+     */
     async rebuild(siteId: number, batch = 2000): Promise<number> {
       const { discussions, reportDays } = port.tables
       const rows = tallyRows()
