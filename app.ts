@@ -99,6 +99,8 @@ export interface AppOptions {
   idempotency?: { waitMs?: number; pruneEveryMs?: number }
   /** How often SLA warnings and breaches are looked for (plugins/sla-alerts.ts); tests tell them by hand. */
   slaAlerts?: { everyMs?: number }
+  /** How often the weekly digest is looked for (plugins/report-digest.ts); tests make it often. */
+  reportDigest?: { everyMs?: number }
 }
 
 // Request bodies larger than this are refused with 413 before they are read.
@@ -173,7 +175,7 @@ export function buildApp(options: AppOptions) {
   app.register(fileSweep)
   app.register(slaAlerts, { everyMs: (config.slaAlertSeconds ?? 30) * 1000, ...options.slaAlerts })
   // The weekly digest of the reports, to the administrators who asked for it.
-  app.register(reportDigest)
+  app.register(reportDigest, options.reportDigest ?? {})
   // The search index of the discussions from before it, in batches (plugins/search-backfill.ts).
   app.register(searchBackfill)
   // Where mail and webhooks are at home: a restored or copied database holds them until resumed.

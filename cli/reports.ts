@@ -40,7 +40,7 @@ export const reportCommands: Command[] = [
     async ({ sites, reports }, [permalink], _values, io) => {
       const site = await sites.get(permalink!)
       const read = await reports.rebuild(site.id)
-      io.stdout(`reports of ${site.permalink} made again from ${read} discussion${read === 1 ? '' : 's'}\n`)
+      io.stdout(`reports of ${site.permalink} made again; discussions read: ${read}\n`)
     },
   ),
 ]

@@ -254,12 +254,13 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
         for (const d of page) {
           const keys = { supporterId: d.assigneeId, categoryId: d.categoryId, channel: d.channel, tags: tagList(d.tags) }
           if (d.state !== 'spam' && d.stateBefore === null) add({ day: dayOf(d.createdAt), keys, counts: { created: 1 }, times: {} })
-          if (d.firstReplyAt && d.firstReplyMinutes !== null) {
-            add({ day: dayOf(d.firstReplyAt), keys, counts: { firstReplies: 1 }, times: { firstReply: bucketOf(d.firstReplyMinutes), firstReplyBusiness: bucketOf(d.firstReplyBusiness ?? d.firstReplyMinutes) } })
+          // The minutes are written with the moment, both of them (lib/reports.ts reportStep).
+          if (d.firstReplyAt) {
+            add({ day: dayOf(d.firstReplyAt), keys, counts: { firstReplies: 1 }, times: { firstReply: bucketOf(d.firstReplyMinutes!), firstReplyBusiness: bucketOf(d.firstReplyBusiness!) } })
           }
-          if (d.resolvedAt && d.resolutionMinutes !== null) {
+          if (d.resolvedAt) {
             const sla: Partial<Record<Counter, number>> = d.slaPolicyId === null ? {} : d.slaBreached === '' ? { slaKept: 1 } : { slaBreached: 1 }
-            add({ day: dayOf(d.resolvedAt), keys: { ...keys, supporterId: d.resolvedById }, counts: { resolved: 1, ...sla }, times: { resolution: bucketOf(d.resolutionMinutes), resolutionBusiness: bucketOf(d.resolutionBusiness ?? d.resolutionMinutes) } })
+            add({ day: dayOf(d.resolvedAt), keys: { ...keys, supporterId: d.resolvedById }, counts: { resolved: 1, ...sla }, times: { resolution: bucketOf(d.resolutionMinutes!), resolutionBusiness: bucketOf(d.resolutionBusiness!) } })
           }
           if (d.rating && d.ratedAt) add({ day: dayOf(d.ratedAt), keys: { ...keys, supporterId: d.resolvedById ?? d.assigneeId }, counts: d.rating === 'good' ? { ratedGood: 1 } : { ratedBad: 1 }, times: {} })
         }
@@ -288,7 +289,7 @@ export function digestText(siteName: string, week: string, now: Group, before: G
     const change = a !== null && b !== null && a !== b ? ` (${a > b ? '+' : '−'}${shown(Math.abs(a - b))})` : ''
     return `${name}: ${shown(a)}${change}; the week before: ${shown(b)}`
   }
-  const count = (n: number | null) => String(n ?? 0)
+  const count = (n: number | null) => String(n)
   const percent = (n: number | null) => (n === null ? '—' : `${n}%`)
   const figure = (report: ReportName, column: string) => (g: Group) => figuresOf(report, g)[column] ?? null
   return [

@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import t from 'tap'
 import { createSecretBox } from '../../lib/secret-box.ts'
 import { claimedBy, holdsToken, ratingLink, ratingToken } from '../../lib/rating-link.ts'
-import { addHistogram, addHistogramJson, bucketAt, bucketOf, cellOf, CELLS, csvField, EXACT_BELOW, monthsAndDays, periodRowsOf, groupOf, percentile, periodOf, periodsBetween, reportLines, reportQuery, reportStep, rowsOf, toCsv, type DayRow, type ReportWrite } from '../../lib/reports.ts'
+import { addHistogram, addHistogramJson, bucketAt, bucketOf, cellOf, CELLS, csvField, EXACT_BELOW, monthsAndDays, periodRowsOf, groupOf, percentile, periodOf, periodsBetween, reportLines, reportQuery, reportStep, rowsOf, shownMinutes, toCsv, type DayRow, type ReportWrite } from '../../lib/reports.ts'
 import { columnChart, niceCeiling } from '../../lib/svg-chart.ts'
 import { negotiateCsv } from '../../lib/accept.ts'
 
@@ -136,7 +136,7 @@ t.test("the rating link's token: its own discussion and resolution only", async 
   for (const other of [{ ...tag, siteId: 2 }, { ...tag, discussionId: 11 }, { ...tag, number: 4 }, { ...tag, resolvedAt: tag.resolvedAt + 1 }]) t.notOk(holdsToken(box.digest, token, other))
   t.notOk(holdsToken(createSecretBox('j'.repeat(40)).digest, token, tag), 'another server key')
   t.equal(claimedBy(`${token}x`), undefined)
-  t.equal(claimedBy('zzzzzzzzzzzz-1-' + '0'.repeat(32)), undefined, 'a number past what is safe')
+  t.equal(claimedBy('zzzzzzzzzzz-1-' + '0'.repeat(32)), undefined, 'a number past what is safe')
   const d = { siteId: 1, id: 10, number: 3, state: 'resolved', resolvedAt: new Date(tag.resolvedAt) }
   t.equal(ratingLink(box.digest, 'https://help.example', d, tag.resolvedAt), `https://help.example/help/rate/${token}`)
   t.equal(ratingLink(box.digest, 'https://help.example', d, tag.resolvedAt + 8 * 86_400_000), null, 'eight days later')
@@ -150,6 +150,8 @@ t.test('the chart: a round top, every text escaped, a description of its figures
   t.match(svg, /&#60;script&#62;/)
   t.match(svg, /<desc id="c-desc">2 columns, &#60;script&#62;alert\(1\)&#60;\/script&#62; to b\. S&#34;1: from 2 to 2 x\.<\/desc>/)
   t.match(columnChart({ id: 'e', title: 'Empty', unit: 'x', labels: ['a'], series: [{ name: 'S', values: [null] }] }), /S: none/)
+  t.match(columnChart({ id: 'n', title: 'Nothing', unit: 'x', labels: [], series: [] }), /<desc id="n-desc">0 columns,  to \. \.<\/desc>/)
+  t.same([0, 45, 60, 200, 1440, 3000].map(shownMinutes), ['0 min', '45 min', '1 h', '3 h 20 min', '1 d', '2 d 2 h'])
 })
 
 t.test('months and days: whole months read as their rows, the edges as days', async (t) => {

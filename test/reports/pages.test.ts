@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
+import { buildTestApp, supporterWithToken, testClock } from '../fixtures/app.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { signedInPerson } from '../fixtures/web.ts'
 
@@ -33,6 +33,24 @@ t.test('the reports page: the staff only, its refusals said, its CSV, names esca
   t.equal(csv.body, `key,label,created,resolved,reopened,replies\r\n${hostile.id},<img src=x onerror=alert(1)>,1,0,0,0\r\n,Total,1,0,0,0\r\n`)
   t.equal((await ann.web.get('/demo/reports/csv?by=hour')).statusCode, 400)
 
+  // Every report draws its chart; an empty range draws none and says so.
+  for (const report of ['volume', 'first_reply', 'resolution', 'sla', 'satisfaction']) {
+    const shown = await ann.web.get(`/demo/reports?report=${report}&by=week`)
+    t.equal(shown.statusCode, 200, report)
+    t.match(shown.body, /<svg class="chart"/, `${report}: a chart`)
+  }
+  const none = await ann.web.get('/demo/reports?report=volume&by=supporter&from=2020-01-01&to=2020-01-31')
+  t.match(none.body, /Nothing to show in these days\./)
+  t.match((await ann.web.get('/demo/reports?report=volume&by=category&from=2020-01-01&to=2020-01-31')).body, /Nothing to show in these days\./)
+  // A category removed keeps its figures, named by its id.
+  const other = await app.categories.add(ann.site.id, 'Other', true)
+  await app.discussions.removeCategory(ann.site.id, hostile.id, other.id)
+  t.match((await ann.web.get('/demo/reports?report=volume&by=category')).body, new RegExp(`<th scope="row">Category ${hostile.id} \\(removed\\)</th>`))
+  const tagged = await app.inject({ method: 'PUT', url: '/demo/discussions/1', headers: api.bearer, payload: { tags: ['billing'] } })
+  t.equal(tagged.statusCode, 200)
+  await app.inject({ method: 'POST', url: '/demo/discussions/1/resolve', headers: api.bearer })
+  t.match((await ann.web.get('/demo/reports?report=volume&by=tag')).body, /<th scope="row">billing<\/th>/, 'a tag is named as it is')
+
   const customer = await signedInPerson(app, { role: 'customer' })
   const refused = await customer.web.get('/demo/reports')
   t.equal(refused.statusCode, 403)
@@ -46,7 +64,7 @@ t.test('the command line: a report as CSV, the day rows made again; refusals are
   const shown = await cli.run(['reports', 'show', 'acme', 'volume', '--by', 'month', '--from', '2026-01-01', '--to', '2026-02-15'])
   t.equal(shown.code, 0)
   t.equal(shown.stdout, 'key,label,created,resolved,reopened,replies\r\n2026-01-01,2026-01-01,0,0,0,0\r\n2026-02-01,2026-02-01,0,0,0,0\r\n,Total,0,0,0,0\r\n')
-  t.match((await cli.run(['reports', 'rebuild', 'acme'])).stdout, 'reports of acme made again from 0 discussions\n')
+  t.match((await cli.run(['reports', 'rebuild', 'acme'])).stdout, 'reports of acme made again; discussions read: 0\n')
   const unknown = await cli.run(['reports', 'show', 'acme', 'happiness'])
   t.equal(unknown.code, 2)
   t.match(unknown.stderr, /there are volume, first_reply, resolution, sla, satisfaction/)
@@ -54,4 +72,22 @@ t.test('the command line: a report as CSV, the day rows made again; refusals are
   t.equal(by.code, 2)
   t.match(by.stderr, /--by must be one of day, week, month/)
   t.not((await cli.run(['reports', 'show', 'nowhere', 'volume'])).code, 0, 'an unknown site')
+})
+
+t.test('the weekly digest looks for itself every so often, and says when it cannot', async (t) => {
+  const lines: string[] = []
+  const { app, clock } = await buildTestApp(t, { clock: testClock(Date.parse('2026-11-09T07:00:00Z')), reportDigest: { everyMs: 50 }, logStream: { write: (line) => void lines.push(line) } })
+  const ann = await signedInPerson(app, { administrator: true })
+  await app.users.setNotifications(ann.site.id, ann.user.id, { newDiscussions: false, owned: true, digest: true })
+  // The loop may have claimed this week already, before anyone asked: the next week's digest is Ann's.
+  clock.advanceDays(7)
+  const until = async (words: string) => {
+    for (let i = 0; i < 100 && !lines.some((line) => line.includes(words)); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    return lines.find((line) => line.includes(words))
+  }
+  t.match(JSON.parse((await until('weekly digests of the reports queued'))!), { digests: 1 }, 'queued by the loop itself')
+  app.reports.sendDigests = async () => {
+    throw new Error('the database is away')
+  }
+  t.match(JSON.parse((await until('could not queue the weekly digests'))!), { level: 40, err: { message: 'the database is away' } }, 'a failure said, the loop going on')
 })

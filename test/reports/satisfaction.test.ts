@@ -117,7 +117,7 @@ t.test('the site turns ratings off: no links in the mail, and the links sent bef
 })
 
 t.test('a bad rating form is refused with its reason; a webhook hears satisfaction.rated', async (t) => {
-  const { app, api, mailedLink } = await ratingDesk(t)
+  const { app, ann, api, mailedLink } = await ratingDesk(t)
   const hook = await api('POST', '/demo/webhooks', { url: 'https://hooks.example.test/in', events: ['satisfaction.rated'] })
   t.equal(hook.statusCode, 201, hook.body)
   await api('POST', '/demo/discussions/1/comments', { body: 'Done.' })
@@ -126,6 +126,8 @@ t.test('a bad rating form is refused with its reason; a webhook hears satisfacti
   const customer = webClient(app)
   await customer.get(link!)
   t.equal((await customer.post(link!, { rating: 'excellent' })).statusCode, 400)
+  await customer.get(link!)
+  t.equal((await customer.post(link!, { comment: 'No choice made.' })).statusCode, 400, 'no rating chosen')
   await customer.get(link!)
   t.equal((await customer.post(link!, { rating: 'good', comment: 'x'.repeat(2001) })).statusCode, 400)
   t.equal((await customer.request('POST', link!, { rating: 'good' })).statusCode, 403, 'without the form\'s CSRF token')
@@ -136,4 +138,13 @@ t.test('a bad rating form is refused with its reason; a webhook hears satisfacti
   const events = (await rawRows(app, "select payload from outbox where kind = 'webhook'")).map((r) => JSON.parse(String(r.payload)))
   t.same(events.map((e) => e.type), ['satisfaction.rated'], 'told once: the same rating again changes nothing')
   t.match(events[0].data, { number: 1, satisfaction: { rating: 'good', comment: '' } })
+
+  // Made again from the facts, the rating is still counted (the rebuild reads `rating`).
+  t.equal(await app.reports.rebuild(ann.site.id), 2)
+  t.match((await api('GET', '/demo/reports/satisfaction?from=2026-03-01&to=2026-03-01')).json().total, { good: 1, not_good: 0 })
+  // The weekly digest goes from the site's mailbox, to the administrator who asked.
+  await app.users.setNotifications(ann.site.id, ann.user.id, { newDiscussions: false, owned: true, digest: true })
+  t.equal(await app.reportDigest.sendDue(), 1)
+  const digest = (await rawRows(app, "select payload from outbox where kind = 'notification' order by id desc limit 1")).map((r) => JSON.parse(String(r.payload)))[0]
+  t.match(digest, { to: ann.user.email, from: 'Site demo <support@acme.example>', subject: '[Site demo] The week of 2026-02-16' })
 })

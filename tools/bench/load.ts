@@ -1,3 +1,4 @@
+import http from 'node:http'
 import autocannon, { type RequestData } from 'autocannon'
 
 // One measurement: autocannon's programmatic API at a fixed number of connections for a fixed
@@ -75,4 +76,17 @@ export async function measure(target: Target, options: { duration: number; conne
     unexpected,
     statuses,
   }
+}
+
+/** One GET on a kept-alive agent (one request at a time): its time in ms, its status and its body. */
+export function timedGet(agent: http.Agent, url: string, headers: Record<string, string>): Promise<{ ms: number; status: number; body: string }> {
+  const started = performance.now()
+  return new Promise((resolve, reject) => {
+    const sent = http.get(url, { agent, headers }, (response) => {
+      let body = ''
+      response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk))
+      response.on('end', () => resolve({ ms: performance.now() - started, status: response.statusCode!, body }))
+    })
+    sent.on('error', reject)
+  })
 }

@@ -6,7 +6,7 @@ import Database from 'better-sqlite3'
 import { breakdowns, counters, reportNames, reportStep, tallyRows, timings, type ReportFacts } from '../../lib/reports.ts'
 import { seededRandom } from '../../db/stores/seed.ts'
 import { CACHE, copyDataset, postgresDataset, postgresUnavailable, seededDataset, type Dataset } from './datasets.ts'
-import { percentile } from './load.ts'
+import { percentile, timedGet } from './load.ts'
 import { startServer } from './servers.ts'
 
 // npm run bench:reports [-- options]: each report over a year of a million discussions (issue 69),
@@ -98,19 +98,6 @@ async function dataset(): Promise<{ dataset: Dataset; rows: number; from: string
   }
 }
 
-/** One GET on the kept-alive agent; its time in ms. */
-function timed(agent: http.Agent, url: string, token: string): Promise<{ ms: number; status: number; body: string }> {
-  const started = performance.now()
-  return new Promise((resolve, reject) => {
-    const sent = http.get(url, { agent, headers: { authorization: `Bearer ${token}`, accept: V1 } }, (response) => {
-      let body = ''
-      response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk))
-      response.on('end', () => resolve({ ms: performance.now() - started, status: response.statusCode!, body }))
-    })
-    sent.on('error', reject)
-  })
-}
-
 async function latencies(engine: string, data: Dataset, range: { from: string; to: string }) {
   const server = await startServer({ name: `reports-${engine}`, kind: 'service', db: data.db, first: { path: `/${data.site}/reports`, headers: { authorization: `Bearer ${data.token}`, accept: V1 } }, logDir: join(RUN, 'logs') })
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
@@ -122,7 +109,7 @@ async function latencies(engine: string, data: Dataset, range: { from: string; t
         const times: number[] = []
         let body = ''
         for (let i = 0; i < QUERIES + 3; i++) {
-          const answer = await timed(agent, url, data.token)
+          const answer = await timedGet(agent, url, { authorization: `Bearer ${data.token}`, accept: V1 })
           if (answer.status !== 200) throw new Error(`${name} by ${by}: ${answer.status} ${answer.body.slice(0, 200)}`)
           if (i >= 3) times.push(answer.ms)
           body = answer.body

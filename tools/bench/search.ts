@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import Database from 'better-sqlite3'
 import { CACHE, copyDataset, postgresDataset, postgresUnavailable, seededDataset, type Dataset } from './datasets.ts'
-import { measure, percentile } from './load.ts'
+import { measure, percentile, timedGet } from './load.ts'
 import { serviceDesk, REPO } from './service-cli.ts'
 import { startServer, type Server } from './servers.ts'
 
@@ -61,17 +61,7 @@ async function indexAgain(dataset: Dataset): Promise<number> {
 }
 
 /** One GET on the kept-alive agent; its time in ms. */
-function timed(agent: http.Agent, server: Server, path: string, token: string): Promise<{ ms: number; status: number; body: string }> {
-  const started = performance.now()
-  return new Promise((resolve, reject) => {
-    const sent = http.get(`${server.url}${path}`, { agent, headers: { authorization: `Bearer ${token}`, accept: V1 } }, (response) => {
-      let body = ''
-      response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk))
-      response.on('end', () => resolve({ ms: performance.now() - started, status: response.statusCode!, body }))
-    })
-    sent.on('error', reject)
-  })
-}
+const timed = (agent: http.Agent, server: Server, path: string, token: string) => timedGet(agent, `${server.url}${path}`, { authorization: `Bearer ${token}`, accept: V1 })
 
 async function queryLatency(engine: string, dataset: Dataset) {
   const server = await startServer({ name: `search-${engine}`, kind: 'service', db: dataset.db, first: { path: `/${dataset.site}/discussions`, headers: { authorization: `Bearer ${dataset.token}`, accept: V1 } }, logDir: join(RUN, 'logs') })
