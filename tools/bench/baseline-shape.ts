@@ -30,6 +30,17 @@ export interface PageRow {
   next_reply_due_at: number | Date | null
   resolution_due_at: number | Date | null
   sla_breached: string
+  first_reply_at: number | Date | null
+  first_reply_minutes: number | null
+  first_reply_business: number | null
+  resolved_at: number | Date | null
+  resolution_minutes: number | null
+  resolution_business: number | null
+  reopens: number
+  team_replies: number
+  rating: string | null
+  rating_comment: string
+  rated_at: number | Date | null
 }
 
 /** A moment in ISO 8601, UTC, to the second: 2026-03-01T12:00:00Z. */
@@ -90,6 +101,17 @@ const discussionSchema = object({
       { type: 'null' },
     ],
   },
+  facts: object({
+    first_reply_at: { anyOf: [str, { type: 'null' }] },
+    first_reply_minutes: { anyOf: [int, { type: 'null' }] },
+    first_reply_business_minutes: { anyOf: [int, { type: 'null' }] },
+    resolved_at: { anyOf: [str, { type: 'null' }] },
+    resolution_minutes: { anyOf: [int, { type: 'null' }] },
+    resolution_business_minutes: { anyOf: [int, { type: 'null' }] },
+    reopens: int,
+    team_replies: int,
+  }),
+  satisfaction: { anyOf: [object({ rating: str, comment: str, rated_at: str }), { type: 'null' }] },
 })
 export const listingSchema = object({ offset: int, total: int, per_page: int, discussions: { type: 'array', items: discussionSchema } })
 export const siteSchema = object({
@@ -176,6 +198,17 @@ export function discussionJson(row: PageRow, a: Addresses) {
             resolution_due_at: row.resolution_due_at === null ? null : iso(row.resolution_due_at),
             breached: row.sla_breached === '' ? [] : row.sla_breached.split(' '),
           },
+    facts: {
+      first_reply_at: row.first_reply_at === null ? null : iso(row.first_reply_at),
+      first_reply_minutes: row.first_reply_minutes,
+      first_reply_business_minutes: row.first_reply_business,
+      resolved_at: row.resolved_at === null ? null : iso(row.resolved_at),
+      resolution_minutes: row.resolution_minutes,
+      resolution_business_minutes: row.resolution_business,
+      reopens: row.reopens,
+      team_replies: row.team_replies,
+    },
+    satisfaction: row.rating === null || row.rated_at === null ? null : { rating: row.rating, comment: row.rating_comment, rated_at: iso(row.rated_at) },
   }
 }
 
