@@ -36,6 +36,7 @@ import { discussionStores, oauthStore, secondFactorStore, securityLogStore, sess
 import webhookDelivery, { type DeliverySettings } from './plugins/webhooks/delivery.ts'
 import webhookRoutes from './routes/api/webhooks.ts'
 import savedReplyRoutes from './routes/api/saved-replies.ts'
+import ruleRoutes from './routes/api/rules.ts'
 import senderRuleRoutes from './routes/api/sender-rules.ts'
 import { eventRender } from './routes/api/webhook-events.ts'
 import versioning from './plugins/versioning.ts'
@@ -247,8 +248,10 @@ export function buildApp(options: AppOptions) {
       routes.register(auditRoutes)
       // The administrators' webhooks: where the site's events are posted, and how that went.
       routes.register(webhookRoutes)
-      // The site's saved replies: read by its staff, filled in for a discussion; written by its administrators.
+      // The site's saved replies and macros (the same rows): read by its staff, filled in for a discussion; written by its administrators.
       routes.register(savedReplyRoutes)
+      // The site's rules: read by its staff, written and tried by its administrators.
+      routes.register(ruleRoutes)
       // The site's business hours: read by its staff, written by its administrators.
       routes.register(scheduleRoutes)
       // The site's SLA policies: read by its staff, written by its administrators.

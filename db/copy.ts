@@ -39,6 +39,9 @@ export const COPIED_TABLES = [
   // The reports' day rows (their facts are the discussions' columns).
   schema.reportDays,
   schema.savedReplies,
+  // The sites' rules, and each firing (the discussions' history; what keeps a rule on time to once).
+  schema.rules,
+  schema.ruleFirings,
   schema.oauthRecords,
   schema.securityEvents,
   schema.auditEvents,

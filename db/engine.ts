@@ -18,6 +18,7 @@ import { createInvitationStore, type InvitationStore } from './stores/invitation
 import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
 import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.ts'
 import { createSavedReplyStore, type SavedReplyStore } from './stores/saved-replies.ts'
+import { createRuleStore, type RuleStore } from './stores/rules.ts'
 import { createScheduleStore, type ScheduleStore } from './stores/schedules.ts'
 import { createSlaPolicyStore, type SlaPolicyStore } from './stores/sla-policies.ts'
 import { createReportStore, type ReportStore } from './stores/reports.ts'
@@ -123,6 +124,8 @@ export interface EngineStores {
   categories(clock: Clock): CategoryStore
   /** A site's saved replies (db/stores/saved-replies.ts). */
   savedReplies(clock: Clock): SavedReplyStore
+  /** A site's rules (db/stores/rules.ts); their actions' events go to `events`. */
+  rules(clock: Clock, box: SecretBox, events: EventSink): RuleStore
   /** A site's business hours (db/stores/schedules.ts). */
   schedules(clock: Clock): ScheduleStore
   /** A site's SLA policies (db/stores/sla-policies.ts). */
@@ -172,6 +175,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     discussions: (clock, box, events) => guard(createDiscussionStore(port, clock, box, listingOf, events)),
     categories: (clock) => guard(createCategoryStore(port, clock)),
     savedReplies: (clock) => guard(createSavedReplyStore(port, clock)),
+    rules: (clock, box, events) => guard(createRuleStore(port, clock, box, events)),
     schedules: (clock) => guard(createScheduleStore(port, clock)),
     slaPolicies: (clock) => guard(createSlaPolicyStore(port, clock)),
     reports: (clock, siteWeb) => guard(createReportStore(port, clock, siteWeb)),

@@ -25,7 +25,7 @@ export type Access = (typeof accessLevels)[number]
 export const discussionStates = ['new', 'open', 'resolved', 'deleted', 'spam'] as const
 export type DiscussionState = (typeof discussionStates)[number]
 
-export const commentVias = ['api', 'web', 'email', 'mcp'] as const
+export const commentVias = ['api', 'web', 'email', 'mcp', 'rule'] as const
 export type CommentVia = (typeof commentVias)[number]
 
 // What leaves the process through the outbox (db/stores/outbox.ts), and where each message is.
@@ -59,6 +59,7 @@ export const webhookEvents = [
   'sla.warning',
   'sla.breached',
   'satisfaction.rated',
+  'rule.fired',
   'token.created',
   'token.revoked',
   'token.leaked',

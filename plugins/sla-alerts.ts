@@ -5,7 +5,8 @@ import { repeatInBackground } from './background.ts'
 // process tells what is due (db/stores/discussions.ts, tellAlerts): a webhook event and a mail to
 // the owner or the team, queued in the outbox in the transaction that marks the alert told, under
 // the discussion's row lock. However many processes run it, each alert is told once; one told
-// late (every process down at its time) is told at the next run, never lost.
+// late (every process down at its time) is told at the next run, never lost. The rules on time
+// (issue 70; db/stores/rules.ts runDue) fire in the same loop, after the alerts, on the same terms.
 
 export const SLA_ALERTS_EVERY_MS = 30_000
 /** Discussions looked at per transaction batch; a run goes on while batches come back full. */
@@ -13,7 +14,7 @@ const BATCH = 100
 
 declare module 'fastify' {
   interface FastifyInstance {
-    slaAlerts: { tellDue(): Promise<number> }
+    slaAlerts: { tellDue(): Promise<number>; fireRules(): Promise<number> }
   }
 }
 
@@ -27,13 +28,20 @@ export default fp<{ everyMs?: number }>(
         if (batch.discussions < BATCH) return told
       }
     }
-    fastify.decorate('slaAlerts', { tellDue })
+    const fireRules = () => fastify.rules.runDue(BATCH)
+    fastify.decorate('slaAlerts', { tellDue, fireRules })
     repeatInBackground(fastify, { firstAfterMs: everyMs, everyMs }, async () => {
       try {
         const told = await tellDue()
         if (told > 0) fastify.log.info({ sla_alerts: told }, 'SLA warnings and breaches told')
       } catch (error) {
         fastify.log.warn({ err: error }, 'could not tell the SLA warnings and breaches')
+      }
+      try {
+        const fired = await fireRules()
+        if (fired > 0) fastify.log.info({ rules_fired: fired }, 'rules on time fired')
+      } catch (error) {
+        fastify.log.warn({ err: error }, 'could not fire the rules on time')
       }
     })
   },

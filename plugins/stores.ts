@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { CategoryStore } from '../db/stores/categories.ts'
 import type { SavedReplyStore } from '../db/stores/saved-replies.ts'
+import { createRuleSink, type RuleStore } from '../db/stores/rules.ts'
 import type { ScheduleStore } from '../db/stores/schedules.ts'
 import type { SlaPolicyStore } from '../db/stores/sla-policies.ts'
 import type { ReportStore } from '../db/stores/reports.ts'
@@ -38,6 +39,7 @@ declare module 'fastify' {
     discussions: DiscussionStore
     categories: CategoryStore
     savedReplies: SavedReplyStore
+    rules: RuleStore
     schedules: ScheduleStore
     slaPolicies: SlaPolicyStore
     reports: ReportStore
@@ -56,7 +58,10 @@ declare module 'fastify' {
     inventory: CredentialInventory
     secondFactors: SecondFactorStore
     webhooks: WebhookStore
-    /** Tells the site's webhooks of a change, in the change's transaction (db/stores/webhooks.ts); the stores are given it. */
+    /**
+     * Tells the site's webhooks of a change and runs the site's rules it starts, in the change's
+     * transaction (db/stores/webhooks.ts, db/stores/rules.ts); the stores are given it.
+     */
     events: EventSink
     /** Tells of an event whose cause another library wrote (an application authorized): in a transaction of its own, right after. */
     tellAfter(event: StoreEvent): Promise<void>
@@ -93,7 +98,7 @@ export const sessionStore = fp(
  */
 export const webhookStore = fp<{ render: (urls: Urls) => EventRender }>(
   async (fastify, { render }) => {
-    const events = createEventSink(fastify.clock, render(fastify.urls))
+    const events = createRuleSink(createEventSink(fastify.clock, render(fastify.urls)), fastify.clock, fastify.secretBox)
     const webhooks = fastify.database.webhooks(fastify.clock, fastify.secretBox)
     fastify.decorate('webhooks', webhooks)
     fastify.decorate('events', events)
@@ -123,6 +128,7 @@ export const discussionStores = fp(
     fastify.decorate('discussions', fastify.database.discussions(fastify.clock, fastify.secretBox, fastify.events))
     fastify.decorate('categories', fastify.database.categories(fastify.clock))
     fastify.decorate('savedReplies', fastify.database.savedReplies(fastify.clock))
+    fastify.decorate('rules', fastify.database.rules(fastify.clock, fastify.secretBox, fastify.events))
     fastify.decorate('schedules', fastify.database.schedules(fastify.clock))
     fastify.decorate('slaPolicies', fastify.database.slaPolicies(fastify.clock))
     fastify.decorate('reports', fastify.database.reports(fastify.clock, (permalink) => fastify.urls.siteWeb(permalink)))

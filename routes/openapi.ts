@@ -1,3 +1,5 @@
+import { DryRunResult, FieldActionSchema, NewRule, RuleActionSchema, RuleChange, RuleConditionsSchema, RuleListing, RuleResource } from './api/rules.ts'
+import { RuleHistory } from './api/discussions/actions.ts'
 import { ReportLine, ReportListing, ReportResource } from './api/reports.ts'
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fp from 'fastify-plugin'
@@ -118,6 +120,15 @@ export const NAMED_SCHEMAS = {
   SlaPolicyListing,
   NewSlaPolicy,
   SlaPolicyChange,
+  Rule: RuleResource,
+  RuleListing,
+  NewRule,
+  RuleChange,
+  RuleConditions: RuleConditionsSchema,
+  RuleAction: RuleActionSchema,
+  MacroAction: FieldActionSchema,
+  RuleDryRun: DryRunResult,
+  RuleHistory,
   ReportListing,
   Report: ReportResource,
   ReportLine,
@@ -373,6 +384,10 @@ const EVENT_DATA: Record<WebhookEvent | typeof TEST_EVENT, { schema: object; wha
     what: 'A promise of an SLA policy was not kept by its due time: the discussion, and which promise was due when. Told once per due time.',
   },
   'satisfaction.rated': { schema: { $ref: '#/components/schemas/Discussion' }, what: "A customer rated a resolved discussion, or changed their rating: the discussion, its `satisfaction` the rating." },
+  'rule.fired': {
+    schema: { allOf: [{ $ref: '#/components/schemas/Discussion' }, { type: 'object', required: ['rule'], properties: { rule: { type: 'object', required: ['id', 'name'], properties: { id: { type: 'integer' }, name: { type: 'string' } } } } }] },
+    what: 'A rule of the site whose actions ask for it ("post a webhook") fired: the discussion as the rule left it, and the rule.',
+  },
   'token.created': { schema: { $ref: '#/components/schemas/Credential' }, what: 'A personal token was made on the site.' },
   'token.revoked': { schema: { $ref: '#/components/schemas/Credential' }, what: 'A personal token of the site was revoked, by its owner, an administrator or a leak report.' },
   'token.leaked': { schema: { $ref: '#/components/schemas/Credential' }, what: 'A personal token of the site was reported found in public, and revoked (token.revoked is sent too).' },

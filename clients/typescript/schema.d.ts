@@ -385,6 +385,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/{site}/discussions/{number}/apply_macro": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Apply a macro: its text as your reply (placeholders filled in), then its actions, in one go */
+        post: operations["applyMacro"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/{site}/discussions/{number}/rule_firings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The discussion's history of rules: each firing, oldest first */
+        get: operations["listRuleFirings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /** The discussion's history of rules: each firing, oldest first */
+        head: operations["listRuleFiringsHead"];
+        patch?: never;
+        trace?: never;
+    };
     "/{site}/categories": {
         parameters: {
             query?: never;
@@ -875,8 +910,103 @@ export interface paths {
         options?: never;
         /** A saved reply */
         head: operations["getSavedReplyHead"];
-        /** Change its title or text (administrators) */
+        /** Change its title, text or actions (administrators) */
         patch: operations["changeSavedReply"];
+        trace?: never;
+    };
+    "/{site}/macros": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The site's macros (its saved replies, with their actions), by title */
+        get: operations["listMacros"];
+        put?: never;
+        /** A new macro (administrators) */
+        post: operations["addMacro"];
+        delete?: never;
+        options?: never;
+        /** The site's macros (its saved replies, with their actions), by title */
+        head: operations["listMacrosHead"];
+        patch?: never;
+        trace?: never;
+    };
+    "/{site}/macros/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A macro */
+        get: operations["getMacro"];
+        put?: never;
+        post?: never;
+        /** Remove a macro (administrators) */
+        delete: operations["removeMacro"];
+        options?: never;
+        /** A macro */
+        head: operations["getMacroHead"];
+        /** Change its title, text or actions (administrators) */
+        patch: operations["changeMacro"];
+        trace?: never;
+    };
+    "/{site}/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The site's rules, in the order they run */
+        get: operations["listRules"];
+        put?: never;
+        /** A new rule (administrators) */
+        post: operations["addRule"];
+        delete?: never;
+        options?: never;
+        /** The site's rules, in the order they run */
+        head: operations["listRulesHead"];
+        patch?: never;
+        trace?: never;
+    };
+    "/{site}/rules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One rule */
+        get: operations["getRule"];
+        put?: never;
+        post?: never;
+        /** Remove a rule (administrators); its firings stay in the discussions' history */
+        delete: operations["removeRule"];
+        options?: never;
+        /** One rule */
+        head: operations["getRuleHead"];
+        /** Change a rule: its name, place, switch, what starts it, its conditions or actions (administrators) */
+        patch: operations["changeRule"];
+        trace?: never;
+    };
+    "/{site}/rules/dry_run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Which of the newest 1,000 discussions a rule would fire on as they are now, and what it would do; nothing is saved or changed (administrators) */
+        post: operations["dryRunRule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/{site}/schedules": {
@@ -1205,6 +1335,26 @@ export interface webhooks {
          * @description Verify the signature before trusting the body: the typed client exports verifyWebhook, and any Standard Webhooks library does it. A 2xx answer within 10 s delivers it; anything else is tried again (5xx, 408, 429, timeouts, refused connections) for about a day, or ends it (other 4xx, redirects).
          */
         post: operations["satisfactionRatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "rule.fired": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A rule of the site whose actions ask for it ("post a webhook") fired: the discussion as the rule left it, and the rule.
+         * @description Verify the signature before trusting the body: the typed client exports verifyWebhook, and any Standard Webhooks library does it. A 2xx answer within 10 s delivers it; anything else is tried again (5xx, 408, 429, timeouts, refused connections) for about a day, or ends it (other 4xx, redirects).
+         */
+        post: operations["ruleFiredEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1570,7 +1720,7 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             /** @enum {unknown} */
-            via: "api" | "web" | "email" | "mcp";
+            via: "api" | "web" | "email" | "mcp" | "rule";
             /** Format: uri */
             discussion_href: string;
             /** @description The files it carries; an internal note's are the staff's only. */
@@ -1938,7 +2088,7 @@ export interface components {
              * @description What changed: <thing>.<what>.
              * @enum {unknown}
              */
-            action: "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored";
+            action: "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored" | "rule.created" | "rule.changed" | "rule.removed" | "rule.fired";
             /** @description What it was done to, as it was named then: an address, a name, a discussion. */
             target: string;
             actor: {
@@ -1947,10 +2097,10 @@ export interface components {
                 /** @description Their address as it was then, or "the operator". */
                 name: string;
                 /**
-                 * @description How: the pages, the API (MCP included), or the command line.
+                 * @description How: the pages, the API (MCP included), the command line, or a rule of the site (its actor names it).
                  * @enum {unknown}
                  */
-                via: "page" | "api" | "cli";
+                via: "page" | "api" | "cli" | "rule";
                 /** @description The client address of the request; null at the command line. */
                 address: string | null;
             };
@@ -2268,6 +2418,189 @@ export interface components {
             /** @description How many minutes before a due time the warning is told (sla.warning, a mail); 0: none. 30 when not given. */
             warn_minutes?: number;
         };
+        Rule: {
+            id: number;
+            /** Format: uri */
+            href: string;
+            name: string;
+            /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
+            position: number;
+            enabled: boolean;
+            events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+            after_minutes: number | null;
+            business: boolean;
+            /** @enum {unknown} */
+            since: "created" | "updated" | "last_comment";
+            conditions: components["schemas"]["RuleConditions"];
+            actions: components["schemas"]["RuleAction"][];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        RuleListing: {
+            rules: components["schemas"]["Rule"][];
+        };
+        NewRule: {
+            name: string;
+            /** @description Whether it runs; true when not given. */
+            enabled?: boolean;
+            /** @description Where it goes in the order: 1 runs first. The end when not given. */
+            position?: number;
+            /** @description What starts it (a rule on events). */
+            events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+            /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
+            after_minutes?: number | null;
+            /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
+            business?: boolean;
+            /**
+             * @description A rule on time counts from its creation, its last change (updated), or its newest comment.
+             * @enum {unknown}
+             */
+            since?: "created" | "updated" | "last_comment";
+            conditions?: components["schemas"]["RuleConditions"];
+            actions: components["schemas"]["RuleAction"][];
+        };
+        RuleChange: {
+            name?: string;
+            /** @description Whether it runs; true when not given. */
+            enabled?: boolean;
+            /** @description Where it goes in the order: 1 runs first. The end when not given. */
+            position?: number;
+            /** @description What starts it (a rule on events). */
+            events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+            /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
+            after_minutes?: number | null;
+            /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
+            business?: boolean;
+            /**
+             * @description A rule on time counts from its creation, its last change (updated), or its newest comment.
+             * @enum {unknown}
+             */
+            since?: "created" | "updated" | "last_comment";
+            conditions?: components["schemas"]["RuleConditions"];
+            actions?: components["schemas"]["RuleAction"][];
+        };
+        /** @description Every condition given must hold; none given: every discussion. */
+        RuleConditions: {
+            /** @description Its state is one of these */
+            states?: ("new" | "open" | "resolved" | "spam")[];
+            /** @description Its category is one of these (ids) */
+            categories?: number[];
+            /** @description It came by one of these: mail, web (the support site), api (MCP too) */
+            channels?: ("mail" | "web" | "api")[];
+            /** @description It carries all of these tags */
+            tags?: string[];
+            /** @description It carries none of these tags */
+            no_tags?: string[];
+            /** @description Its owner: none, anyone, or one of these supporters */
+            owner?: ("none" | "anyone") | number[];
+            /** @description Its customer's address is at one of these domains */
+            domains?: string[];
+            /** @description One of these words or phrases (any case, whole words) is in its title or the comment that started the rule */
+            words?: string[];
+            /**
+             * @description Who owes the next answer: the team (the customer wrote last) or the customer
+             * @enum {unknown}
+             */
+            awaiting?: "team" | "customer";
+        };
+        /** @description What it does: set category, state or owner, add or remove tags, add an internal note, send a saved reply, mark spam, notify, post a webhook. */
+        RuleAction: {
+            /** @constant */
+            type: "set_category";
+            category: number;
+        } | {
+            /** @constant */
+            type: "set_state";
+            /** @enum {unknown} */
+            state: "open" | "resolved";
+        } | {
+            /** @constant */
+            type: "set_owner";
+            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+            owner: number | ("none" | "round_robin");
+        } | {
+            /** @constant */
+            type: "add_tags";
+            tags: string[];
+        } | {
+            /** @constant */
+            type: "remove_tags";
+            tags: string[];
+        } | {
+            /** @constant */
+            type: "add_note";
+            body: string;
+        } | {
+            /** @constant */
+            type: "send_reply";
+            saved_reply: number;
+        } | {
+            /** @constant */
+            type: "mark_spam";
+        } | {
+            /** @constant */
+            type: "notify";
+            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+            to: ("owner" | "team") | number;
+        } | {
+            /** @constant */
+            type: "webhook";
+        };
+        /** @description What it changes: category, state, owner, tags. */
+        MacroAction: {
+            /** @constant */
+            type: "set_category";
+            category: number;
+        } | {
+            /** @constant */
+            type: "set_state";
+            /** @enum {unknown} */
+            state: "open" | "resolved";
+        } | {
+            /** @constant */
+            type: "set_owner";
+            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+            owner: number | ("none" | "round_robin");
+        } | {
+            /** @constant */
+            type: "add_tags";
+            tags: string[];
+        } | {
+            /** @constant */
+            type: "remove_tags";
+            tags: string[];
+        };
+        RuleDryRun: {
+            /** @description How many discussions were looked at: the newest, up to 1,000, deleted and spam aside. */
+            looked_at: number;
+            matches: {
+                number: number;
+                title: string;
+                /** Format: uri */
+                href: string;
+                /** @description What the rule would do to it, in words. */
+                would: string[];
+            }[];
+        };
+        RuleHistory: {
+            firings: {
+                /** @description The rule, null once removed. */
+                rule: {
+                    id: number;
+                    /** Format: uri */
+                    href: string;
+                } | null;
+                /** @description Its name when it fired. */
+                name: string;
+                /** @description What started it: an event (created, customer_replied...) or time. */
+                trigger: string;
+                actions: components["schemas"]["RuleAction"][];
+                /** Format: date-time */
+                at: string;
+            }[];
+        };
         ReportListing: {
             reports: {
                 /** @enum {unknown} */
@@ -2391,7 +2724,7 @@ export interface components {
             url: string;
             description: string;
             /** @description The events posted to it. */
-            events: ("discussion.created" | "discussion.updated" | "discussion.deleted" | "discussion.restored" | "discussion.spam" | "comment.created" | "sla.warning" | "sla.breached" | "satisfaction.rated" | "token.created" | "token.revoked" | "token.leaked" | "application.authorized")[];
+            events: ("discussion.created" | "discussion.updated" | "discussion.deleted" | "discussion.restored" | "discussion.spam" | "comment.created" | "sla.warning" | "sla.breached" | "satisfaction.rated" | "rule.fired" | "token.created" | "token.revoked" | "token.leaked" | "application.authorized")[];
             /** @description Whether comment.created tells it of internal notes too. */
             internal_comments: boolean;
             /** @description False: nothing is posted to it (switched off by an administrator, or after failing for days). */
@@ -2425,7 +2758,7 @@ export interface components {
             /** @description An https (or http) address of a public host; private ranges only where the operator allows them (SERVICE_WEBHOOK_ALLOW). */
             url: string;
             /** @description The events to post to it. */
-            events: ("discussion.created" | "discussion.updated" | "discussion.deleted" | "discussion.restored" | "discussion.spam" | "comment.created" | "sla.warning" | "sla.breached" | "satisfaction.rated" | "token.created" | "token.revoked" | "token.leaked" | "application.authorized")[];
+            events: ("discussion.created" | "discussion.updated" | "discussion.deleted" | "discussion.restored" | "discussion.spam" | "comment.created" | "sla.warning" | "sla.breached" | "satisfaction.rated" | "rule.fired" | "token.created" | "token.revoked" | "token.leaked" | "application.authorized")[];
             description?: string;
             /** @description Tell comment.created of internal notes too (off by default). */
             internal_comments?: boolean;
@@ -2435,7 +2768,7 @@ export interface components {
             /** @description An https (or http) address of a public host; private ranges only where the operator allows them (SERVICE_WEBHOOK_ALLOW). */
             url?: string;
             /** @description The events to post to it. */
-            events?: ("discussion.created" | "discussion.updated" | "discussion.deleted" | "discussion.restored" | "discussion.spam" | "comment.created" | "sla.warning" | "sla.breached" | "satisfaction.rated" | "token.created" | "token.revoked" | "token.leaked" | "application.authorized")[];
+            events?: ("discussion.created" | "discussion.updated" | "discussion.deleted" | "discussion.restored" | "discussion.spam" | "comment.created" | "sla.warning" | "sla.breached" | "satisfaction.rated" | "rule.fired" | "token.created" | "token.revoked" | "token.leaked" | "application.authorized")[];
             description?: string;
             /** @description Tell comment.created of internal notes too (off by default). */
             internal_comments?: boolean;
@@ -2504,6 +2837,8 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+            actions: components["schemas"]["MacroAction"][];
             /** Format: uri */
             href: string;
         };
@@ -2513,10 +2848,14 @@ export interface components {
         NewSavedReply: {
             title: string;
             body: string;
+            /** @description A macro's actions: set category, state or owner, add or remove tags. */
+            actions?: components["schemas"]["MacroAction"][];
         };
         SavedReplyChange: {
             title?: string;
             body?: string;
+            /** @description A macro's actions: set category, state or owner, add or remove tags. */
+            actions?: components["schemas"]["MacroAction"][];
         };
         SenderRule: {
             id: number;
@@ -10065,6 +10404,958 @@ export interface operations {
             };
         };
     };
+    applyMacro: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
+                "If-Match"?: string;
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description The site permalink. */
+                site: string;
+                /** @description The discussion number. */
+                number: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The macro (a saved reply with actions: GET /{site}/macros). */
+                    macro: number;
+                    /** @description Post its text as an internal note instead of a public reply. */
+                    internal?: boolean;
+                };
+                "application/vnd.service-v1+json": {
+                    /** @description The macro (a saved reply with actions: GET /{site}/macros). */
+                    macro: number;
+                    /** @description Post its text as an internal note instead of a public reply. */
+                    internal?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Discussion"];
+                    "application/json": components["schemas"]["Discussion"];
+                };
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition Failed: the discussion changed since the version If-Match names; the ETag header names the current one. JSON {error: "precondition_failed", message}. */
+            412: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    listRuleFirings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                /** @description The site permalink. */
+                site: string;
+                /** @description The discussion number. */
+                number: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": {
+                        firings: {
+                            /** @description The rule, null once removed. */
+                            rule: {
+                                id: number;
+                                /** Format: uri */
+                                href: string;
+                            } | null;
+                            /** @description Its name when it fired. */
+                            name: string;
+                            /** @description What started it: an event (created, customer_replied...) or time. */
+                            trigger: string;
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "add_note";
+                                body: string;
+                            } | {
+                                /** @enum {string} */
+                                type: "send_reply";
+                                saved_reply: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "mark_spam";
+                            } | {
+                                /** @enum {string} */
+                                type: "notify";
+                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                                to: ("owner" | "team") | number;
+                            } | {
+                                /** @enum {string} */
+                                type: "webhook";
+                            })[];
+                            /** Format: date-time */
+                            at: string;
+                        }[];
+                    };
+                    "application/json": {
+                        firings: {
+                            /** @description The rule, null once removed. */
+                            rule: {
+                                id: number;
+                                /** Format: uri */
+                                href: string;
+                            } | null;
+                            /** @description Its name when it fired. */
+                            name: string;
+                            /** @description What started it: an event (created, customer_replied...) or time. */
+                            trigger: string;
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "add_note";
+                                body: string;
+                            } | {
+                                /** @enum {string} */
+                                type: "send_reply";
+                                saved_reply: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "mark_spam";
+                            } | {
+                                /** @enum {string} */
+                                type: "notify";
+                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                                to: ("owner" | "team") | number;
+                            } | {
+                                /** @enum {string} */
+                                type: "webhook";
+                            })[];
+                            /** Format: date-time */
+                            at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    listRuleFiringsHead: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                /** @description The site permalink. */
+                site: string;
+                /** @description The discussion number. */
+                number: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": {
+                        firings: {
+                            /** @description The rule, null once removed. */
+                            rule: {
+                                id: number;
+                                /** Format: uri */
+                                href: string;
+                            } | null;
+                            /** @description Its name when it fired. */
+                            name: string;
+                            /** @description What started it: an event (created, customer_replied...) or time. */
+                            trigger: string;
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "add_note";
+                                body: string;
+                            } | {
+                                /** @enum {string} */
+                                type: "send_reply";
+                                saved_reply: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "mark_spam";
+                            } | {
+                                /** @enum {string} */
+                                type: "notify";
+                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                                to: ("owner" | "team") | number;
+                            } | {
+                                /** @enum {string} */
+                                type: "webhook";
+                            })[];
+                            /** Format: date-time */
+                            at: string;
+                        }[];
+                    };
+                    "application/json": {
+                        firings: {
+                            /** @description The rule, null once removed. */
+                            rule: {
+                                id: number;
+                                /** Format: uri */
+                                href: string;
+                            } | null;
+                            /** @description Its name when it fired. */
+                            name: string;
+                            /** @description What started it: an event (created, customer_replied...) or time. */
+                            trigger: string;
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "add_note";
+                                body: string;
+                            } | {
+                                /** @enum {string} */
+                                type: "send_reply";
+                                saved_reply: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "mark_spam";
+                            } | {
+                                /** @enum {string} */
+                                type: "notify";
+                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                                to: ("owner" | "team") | number;
+                            } | {
+                                /** @enum {string} */
+                                type: "webhook";
+                            })[];
+                            /** Format: date-time */
+                            at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
     listCategories: {
         parameters: {
             query?: {
@@ -15728,7 +17019,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only lines of this kind of thing (team, category, ...) or this action (team.invited, ...). */
-                action?: "team" | "category" | "policy" | "mailbox" | "webhook" | "saved_reply" | "schedule" | "sla_policy" | "discussion" | "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored";
+                action?: "team" | "category" | "policy" | "mailbox" | "webhook" | "saved_reply" | "schedule" | "sla_policy" | "discussion" | "rule" | "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored" | "rule.created" | "rule.changed" | "rule.removed" | "rule.fired";
                 /** @description Only the changes this account made. */
                 actor?: number;
                 /** @description Where the page starts: a next_cursor given before. */
@@ -15888,7 +17179,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only lines of this kind of thing (team, category, ...) or this action (team.invited, ...). */
-                action?: "team" | "category" | "policy" | "mailbox" | "webhook" | "saved_reply" | "schedule" | "sla_policy" | "discussion" | "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored";
+                action?: "team" | "category" | "policy" | "mailbox" | "webhook" | "saved_reply" | "schedule" | "sla_policy" | "discussion" | "rule" | "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored" | "rule.created" | "rule.changed" | "rule.removed" | "rule.fired";
                 /** @description Only the changes this account made. */
                 actor?: number;
                 /** @description Where the page starts: a next_cursor given before. */
@@ -18199,8 +19490,86 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": components["schemas"]["SavedReplyListing"];
-                    "application/json": components["schemas"]["SavedReplyListing"];
+                    "application/vnd.service-v1+json": {
+                        saved_replies: {
+                            id: number;
+                            title: string;
+                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                            body: string;
+                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                            filled: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            })[];
+                            /** Format: uri */
+                            href: string;
+                        }[];
+                    };
+                    "application/json": {
+                        saved_replies: {
+                            id: number;
+                            title: string;
+                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                            body: string;
+                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                            filled: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            })[];
+                            /** Format: uri */
+                            href: string;
+                        }[];
+                    };
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -18353,8 +19722,62 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["NewSavedReply"];
-                "application/vnd.service-v1+json": components["schemas"]["NewSavedReply"];
+                "application/json": {
+                    title: string;
+                    body: string;
+                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
+                    actions?: ({
+                        /** @enum {string} */
+                        type: "set_category";
+                        category: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "set_state";
+                        /** @enum {unknown} */
+                        state: "open" | "resolved";
+                    } | {
+                        /** @enum {string} */
+                        type: "set_owner";
+                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                        owner: number | ("none" | "round_robin");
+                    } | {
+                        /** @enum {string} */
+                        type: "add_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_tags";
+                        tags: string[];
+                    })[];
+                };
+                "application/vnd.service-v1+json": {
+                    title: string;
+                    body: string;
+                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
+                    actions?: ({
+                        /** @enum {string} */
+                        type: "set_category";
+                        category: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "set_state";
+                        /** @enum {unknown} */
+                        state: "open" | "resolved";
+                    } | {
+                        /** @enum {string} */
+                        type: "set_owner";
+                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                        owner: number | ("none" | "round_robin");
+                    } | {
+                        /** @enum {string} */
+                        type: "add_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_tags";
+                        tags: string[];
+                    })[];
+                };
             };
         };
         responses: {
@@ -18376,8 +19799,82 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
-                    "application/json": components["schemas"]["SavedReply"];
+                    "application/vnd.service-v1+json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
+                    "application/json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
                 };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
@@ -18570,8 +20067,86 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": components["schemas"]["SavedReplyListing"];
-                    "application/json": components["schemas"]["SavedReplyListing"];
+                    "application/vnd.service-v1+json": {
+                        saved_replies: {
+                            id: number;
+                            title: string;
+                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                            body: string;
+                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                            filled: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            })[];
+                            /** Format: uri */
+                            href: string;
+                        }[];
+                    };
+                    "application/json": {
+                        saved_replies: {
+                            id: number;
+                            title: string;
+                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                            body: string;
+                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                            filled: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            })[];
+                            /** Format: uri */
+                            href: string;
+                        }[];
+                    };
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -18746,8 +20321,82 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
-                    "application/json": components["schemas"]["SavedReply"];
+                    "application/vnd.service-v1+json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
+                    "application/json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -19073,8 +20722,82 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
-                    "application/json": components["schemas"]["SavedReply"];
+                    "application/vnd.service-v1+json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
+                    "application/json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -19226,8 +20949,62 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["SavedReplyChange"];
-                "application/vnd.service-v1+json": components["schemas"]["SavedReplyChange"];
+                "application/json": {
+                    title?: string;
+                    body?: string;
+                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
+                    actions?: ({
+                        /** @enum {string} */
+                        type: "set_category";
+                        category: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "set_state";
+                        /** @enum {unknown} */
+                        state: "open" | "resolved";
+                    } | {
+                        /** @enum {string} */
+                        type: "set_owner";
+                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                        owner: number | ("none" | "round_robin");
+                    } | {
+                        /** @enum {string} */
+                        type: "add_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_tags";
+                        tags: string[];
+                    })[];
+                };
+                "application/vnd.service-v1+json": {
+                    title?: string;
+                    body?: string;
+                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
+                    actions?: ({
+                        /** @enum {string} */
+                        type: "set_category";
+                        category: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "set_state";
+                        /** @enum {unknown} */
+                        state: "open" | "resolved";
+                    } | {
+                        /** @enum {string} */
+                        type: "set_owner";
+                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                        owner: number | ("none" | "round_robin");
+                    } | {
+                        /** @enum {string} */
+                        type: "add_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_tags";
+                        tags: string[];
+                    })[];
+                };
             };
         };
         responses: {
@@ -19248,8 +21025,82 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
-                    "application/json": components["schemas"]["SavedReply"];
+                    "application/vnd.service-v1+json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
+                    "application/json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
                 };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
@@ -19351,6 +21202,4344 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    listMacros: {
+        parameters: {
+            query?: {
+                /** @description Fill the placeholders in for this discussion. */
+                discussion?: number;
+            };
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": {
+                        macros: {
+                            id: number;
+                            title: string;
+                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                            body: string;
+                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                            filled: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            })[];
+                            /** Format: uri */
+                            href: string;
+                        }[];
+                    };
+                    "application/json": {
+                        macros: {
+                            id: number;
+                            title: string;
+                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                            body: string;
+                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                            filled: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            })[];
+                            /** Format: uri */
+                            href: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    addMacro: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    title: string;
+                    body: string;
+                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
+                    actions?: ({
+                        /** @enum {string} */
+                        type: "set_category";
+                        category: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "set_state";
+                        /** @enum {unknown} */
+                        state: "open" | "resolved";
+                    } | {
+                        /** @enum {string} */
+                        type: "set_owner";
+                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                        owner: number | ("none" | "round_robin");
+                    } | {
+                        /** @enum {string} */
+                        type: "add_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_tags";
+                        tags: string[];
+                    })[];
+                };
+                "application/vnd.service-v1+json": {
+                    title: string;
+                    body: string;
+                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
+                    actions?: ({
+                        /** @enum {string} */
+                        type: "set_category";
+                        category: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "set_state";
+                        /** @enum {unknown} */
+                        state: "open" | "resolved";
+                    } | {
+                        /** @enum {string} */
+                        type: "set_owner";
+                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                        owner: number | ("none" | "round_robin");
+                    } | {
+                        /** @enum {string} */
+                        type: "add_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_tags";
+                        tags: string[];
+                    })[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
+                    "application/json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
+                };
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    listMacrosHead: {
+        parameters: {
+            query?: {
+                /** @description Fill the placeholders in for this discussion. */
+                discussion?: number;
+            };
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": {
+                        macros: {
+                            id: number;
+                            title: string;
+                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                            body: string;
+                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                            filled: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            })[];
+                            /** Format: uri */
+                            href: string;
+                        }[];
+                    };
+                    "application/json": {
+                        macros: {
+                            id: number;
+                            title: string;
+                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                            body: string;
+                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                            filled: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            })[];
+                            /** Format: uri */
+                            href: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    getMacro: {
+        parameters: {
+            query?: {
+                /** @description Fill the placeholders in for this discussion. */
+                discussion?: number;
+            };
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+                /** @description The saved reply id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
+                    "application/json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    removeMacro: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                site: string;
+                /** @description The saved reply id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    getMacroHead: {
+        parameters: {
+            query?: {
+                /** @description Fill the placeholders in for this discussion. */
+                discussion?: number;
+            };
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+                /** @description The saved reply id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
+                    "application/json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    changeMacro: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                site: string;
+                /** @description The saved reply id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    title?: string;
+                    body?: string;
+                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
+                    actions?: ({
+                        /** @enum {string} */
+                        type: "set_category";
+                        category: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "set_state";
+                        /** @enum {unknown} */
+                        state: "open" | "resolved";
+                    } | {
+                        /** @enum {string} */
+                        type: "set_owner";
+                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                        owner: number | ("none" | "round_robin");
+                    } | {
+                        /** @enum {string} */
+                        type: "add_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_tags";
+                        tags: string[];
+                    })[];
+                };
+                "application/vnd.service-v1+json": {
+                    title?: string;
+                    body?: string;
+                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
+                    actions?: ({
+                        /** @enum {string} */
+                        type: "set_category";
+                        category: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "set_state";
+                        /** @enum {unknown} */
+                        state: "open" | "resolved";
+                    } | {
+                        /** @enum {string} */
+                        type: "set_owner";
+                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                        owner: number | ("none" | "round_robin");
+                    } | {
+                        /** @enum {string} */
+                        type: "add_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_tags";
+                        tags: string[];
+                    })[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
+                    "application/json": {
+                        id: number;
+                        title: string;
+                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
+                        body: string;
+                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
+                        filled: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        })[];
+                        /** Format: uri */
+                        href: string;
+                    };
+                };
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    listRules: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": {
+                        rules: {
+                            id: number;
+                            /** Format: uri */
+                            href: string;
+                            name: string;
+                            /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
+                            position: number;
+                            enabled: boolean;
+                            events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                            after_minutes: number | null;
+                            business: boolean;
+                            /** @enum {unknown} */
+                            since: "created" | "updated" | "last_comment";
+                            conditions: components["schemas"]["RuleConditions"];
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "add_note";
+                                body: string;
+                            } | {
+                                /** @enum {string} */
+                                type: "send_reply";
+                                saved_reply: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "mark_spam";
+                            } | {
+                                /** @enum {string} */
+                                type: "notify";
+                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                                to: ("owner" | "team") | number;
+                            } | {
+                                /** @enum {string} */
+                                type: "webhook";
+                            })[];
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                    };
+                    "application/json": {
+                        rules: {
+                            id: number;
+                            /** Format: uri */
+                            href: string;
+                            name: string;
+                            /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
+                            position: number;
+                            enabled: boolean;
+                            events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                            after_minutes: number | null;
+                            business: boolean;
+                            /** @enum {unknown} */
+                            since: "created" | "updated" | "last_comment";
+                            conditions: components["schemas"]["RuleConditions"];
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "add_note";
+                                body: string;
+                            } | {
+                                /** @enum {string} */
+                                type: "send_reply";
+                                saved_reply: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "mark_spam";
+                            } | {
+                                /** @enum {string} */
+                                type: "notify";
+                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                                to: ("owner" | "team") | number;
+                            } | {
+                                /** @enum {string} */
+                                type: "webhook";
+                            })[];
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    addRule: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @description Whether it runs; true when not given. */
+                    enabled?: boolean;
+                    /** @description Where it goes in the order: 1 runs first. The end when not given. */
+                    position?: number;
+                    /** @description What starts it (a rule on events). */
+                    events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                    /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
+                    after_minutes?: number | null;
+                    /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
+                    business?: boolean;
+                    /**
+                     * @description A rule on time counts from its creation, its last change (updated), or its newest comment.
+                     * @enum {unknown}
+                     */
+                    since?: "created" | "updated" | "last_comment";
+                    conditions?: components["schemas"]["RuleConditions"];
+                    actions: ({
+                        /** @enum {string} */
+                        type: "set_category";
+                        category: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "set_state";
+                        /** @enum {unknown} */
+                        state: "open" | "resolved";
+                    } | {
+                        /** @enum {string} */
+                        type: "set_owner";
+                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                        owner: number | ("none" | "round_robin");
+                    } | {
+                        /** @enum {string} */
+                        type: "add_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "add_note";
+                        body: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "send_reply";
+                        saved_reply: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "mark_spam";
+                    } | {
+                        /** @enum {string} */
+                        type: "notify";
+                        /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                        to: ("owner" | "team") | number;
+                    } | {
+                        /** @enum {string} */
+                        type: "webhook";
+                    })[];
+                };
+                "application/vnd.service-v1+json": {
+                    name: string;
+                    /** @description Whether it runs; true when not given. */
+                    enabled?: boolean;
+                    /** @description Where it goes in the order: 1 runs first. The end when not given. */
+                    position?: number;
+                    /** @description What starts it (a rule on events). */
+                    events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                    /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
+                    after_minutes?: number | null;
+                    /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
+                    business?: boolean;
+                    /**
+                     * @description A rule on time counts from its creation, its last change (updated), or its newest comment.
+                     * @enum {unknown}
+                     */
+                    since?: "created" | "updated" | "last_comment";
+                    conditions?: components["schemas"]["RuleConditions"];
+                    actions: ({
+                        /** @enum {string} */
+                        type: "set_category";
+                        category: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "set_state";
+                        /** @enum {unknown} */
+                        state: "open" | "resolved";
+                    } | {
+                        /** @enum {string} */
+                        type: "set_owner";
+                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                        owner: number | ("none" | "round_robin");
+                    } | {
+                        /** @enum {string} */
+                        type: "add_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "add_note";
+                        body: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "send_reply";
+                        saved_reply: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "mark_spam";
+                    } | {
+                        /** @enum {string} */
+                        type: "notify";
+                        /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                        to: ("owner" | "team") | number;
+                    } | {
+                        /** @enum {string} */
+                        type: "webhook";
+                    })[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": {
+                        id: number;
+                        /** Format: uri */
+                        href: string;
+                        name: string;
+                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
+                        position: number;
+                        enabled: boolean;
+                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                        after_minutes: number | null;
+                        business: boolean;
+                        /** @enum {unknown} */
+                        since: "created" | "updated" | "last_comment";
+                        conditions: components["schemas"]["RuleConditions"];
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "add_note";
+                            body: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "send_reply";
+                            saved_reply: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "mark_spam";
+                        } | {
+                            /** @enum {string} */
+                            type: "notify";
+                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                            to: ("owner" | "team") | number;
+                        } | {
+                            /** @enum {string} */
+                            type: "webhook";
+                        })[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                    "application/json": {
+                        id: number;
+                        /** Format: uri */
+                        href: string;
+                        name: string;
+                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
+                        position: number;
+                        enabled: boolean;
+                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                        after_minutes: number | null;
+                        business: boolean;
+                        /** @enum {unknown} */
+                        since: "created" | "updated" | "last_comment";
+                        conditions: components["schemas"]["RuleConditions"];
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "add_note";
+                            body: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "send_reply";
+                            saved_reply: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "mark_spam";
+                        } | {
+                            /** @enum {string} */
+                            type: "notify";
+                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                            to: ("owner" | "team") | number;
+                        } | {
+                            /** @enum {string} */
+                            type: "webhook";
+                        })[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    listRulesHead: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": {
+                        rules: {
+                            id: number;
+                            /** Format: uri */
+                            href: string;
+                            name: string;
+                            /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
+                            position: number;
+                            enabled: boolean;
+                            events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                            after_minutes: number | null;
+                            business: boolean;
+                            /** @enum {unknown} */
+                            since: "created" | "updated" | "last_comment";
+                            conditions: components["schemas"]["RuleConditions"];
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "add_note";
+                                body: string;
+                            } | {
+                                /** @enum {string} */
+                                type: "send_reply";
+                                saved_reply: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "mark_spam";
+                            } | {
+                                /** @enum {string} */
+                                type: "notify";
+                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                                to: ("owner" | "team") | number;
+                            } | {
+                                /** @enum {string} */
+                                type: "webhook";
+                            })[];
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                    };
+                    "application/json": {
+                        rules: {
+                            id: number;
+                            /** Format: uri */
+                            href: string;
+                            name: string;
+                            /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
+                            position: number;
+                            enabled: boolean;
+                            events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                            after_minutes: number | null;
+                            business: boolean;
+                            /** @enum {unknown} */
+                            since: "created" | "updated" | "last_comment";
+                            conditions: components["schemas"]["RuleConditions"];
+                            actions: ({
+                                /** @enum {string} */
+                                type: "set_category";
+                                category: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "set_state";
+                                /** @enum {unknown} */
+                                state: "open" | "resolved";
+                            } | {
+                                /** @enum {string} */
+                                type: "set_owner";
+                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                                owner: number | ("none" | "round_robin");
+                            } | {
+                                /** @enum {string} */
+                                type: "add_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "remove_tags";
+                                tags: string[];
+                            } | {
+                                /** @enum {string} */
+                                type: "add_note";
+                                body: string;
+                            } | {
+                                /** @enum {string} */
+                                type: "send_reply";
+                                saved_reply: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "mark_spam";
+                            } | {
+                                /** @enum {string} */
+                                type: "notify";
+                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                                to: ("owner" | "team") | number;
+                            } | {
+                                /** @enum {string} */
+                                type: "webhook";
+                            })[];
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    getRule: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+                /** @description The rule id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": {
+                        id: number;
+                        /** Format: uri */
+                        href: string;
+                        name: string;
+                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
+                        position: number;
+                        enabled: boolean;
+                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                        after_minutes: number | null;
+                        business: boolean;
+                        /** @enum {unknown} */
+                        since: "created" | "updated" | "last_comment";
+                        conditions: components["schemas"]["RuleConditions"];
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "add_note";
+                            body: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "send_reply";
+                            saved_reply: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "mark_spam";
+                        } | {
+                            /** @enum {string} */
+                            type: "notify";
+                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                            to: ("owner" | "team") | number;
+                        } | {
+                            /** @enum {string} */
+                            type: "webhook";
+                        })[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                    "application/json": {
+                        id: number;
+                        /** Format: uri */
+                        href: string;
+                        name: string;
+                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
+                        position: number;
+                        enabled: boolean;
+                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                        after_minutes: number | null;
+                        business: boolean;
+                        /** @enum {unknown} */
+                        since: "created" | "updated" | "last_comment";
+                        conditions: components["schemas"]["RuleConditions"];
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "add_note";
+                            body: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "send_reply";
+                            saved_reply: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "mark_spam";
+                        } | {
+                            /** @enum {string} */
+                            type: "notify";
+                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                            to: ("owner" | "team") | number;
+                        } | {
+                            /** @enum {string} */
+                            type: "webhook";
+                        })[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    removeRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                site: string;
+                /** @description The rule id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    getRuleHead: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+                /** @description The rule id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": {
+                        id: number;
+                        /** Format: uri */
+                        href: string;
+                        name: string;
+                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
+                        position: number;
+                        enabled: boolean;
+                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                        after_minutes: number | null;
+                        business: boolean;
+                        /** @enum {unknown} */
+                        since: "created" | "updated" | "last_comment";
+                        conditions: components["schemas"]["RuleConditions"];
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "add_note";
+                            body: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "send_reply";
+                            saved_reply: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "mark_spam";
+                        } | {
+                            /** @enum {string} */
+                            type: "notify";
+                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                            to: ("owner" | "team") | number;
+                        } | {
+                            /** @enum {string} */
+                            type: "webhook";
+                        })[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                    "application/json": {
+                        id: number;
+                        /** Format: uri */
+                        href: string;
+                        name: string;
+                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
+                        position: number;
+                        enabled: boolean;
+                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                        after_minutes: number | null;
+                        business: boolean;
+                        /** @enum {unknown} */
+                        since: "created" | "updated" | "last_comment";
+                        conditions: components["schemas"]["RuleConditions"];
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "add_note";
+                            body: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "send_reply";
+                            saved_reply: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "mark_spam";
+                        } | {
+                            /** @enum {string} */
+                            type: "notify";
+                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                            to: ("owner" | "team") | number;
+                        } | {
+                            /** @enum {string} */
+                            type: "webhook";
+                        })[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    changeRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                site: string;
+                /** @description The rule id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /** @description Whether it runs; true when not given. */
+                    enabled?: boolean;
+                    /** @description Where it goes in the order: 1 runs first. The end when not given. */
+                    position?: number;
+                    /** @description What starts it (a rule on events). */
+                    events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                    /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
+                    after_minutes?: number | null;
+                    /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
+                    business?: boolean;
+                    /**
+                     * @description A rule on time counts from its creation, its last change (updated), or its newest comment.
+                     * @enum {unknown}
+                     */
+                    since?: "created" | "updated" | "last_comment";
+                    conditions?: components["schemas"]["RuleConditions"];
+                    actions?: ({
+                        /** @enum {string} */
+                        type: "set_category";
+                        category: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "set_state";
+                        /** @enum {unknown} */
+                        state: "open" | "resolved";
+                    } | {
+                        /** @enum {string} */
+                        type: "set_owner";
+                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                        owner: number | ("none" | "round_robin");
+                    } | {
+                        /** @enum {string} */
+                        type: "add_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "add_note";
+                        body: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "send_reply";
+                        saved_reply: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "mark_spam";
+                    } | {
+                        /** @enum {string} */
+                        type: "notify";
+                        /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                        to: ("owner" | "team") | number;
+                    } | {
+                        /** @enum {string} */
+                        type: "webhook";
+                    })[];
+                };
+                "application/vnd.service-v1+json": {
+                    name?: string;
+                    /** @description Whether it runs; true when not given. */
+                    enabled?: boolean;
+                    /** @description Where it goes in the order: 1 runs first. The end when not given. */
+                    position?: number;
+                    /** @description What starts it (a rule on events). */
+                    events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                    /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
+                    after_minutes?: number | null;
+                    /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
+                    business?: boolean;
+                    /**
+                     * @description A rule on time counts from its creation, its last change (updated), or its newest comment.
+                     * @enum {unknown}
+                     */
+                    since?: "created" | "updated" | "last_comment";
+                    conditions?: components["schemas"]["RuleConditions"];
+                    actions?: ({
+                        /** @enum {string} */
+                        type: "set_category";
+                        category: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "set_state";
+                        /** @enum {unknown} */
+                        state: "open" | "resolved";
+                    } | {
+                        /** @enum {string} */
+                        type: "set_owner";
+                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                        owner: number | ("none" | "round_robin");
+                    } | {
+                        /** @enum {string} */
+                        type: "add_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "add_note";
+                        body: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "send_reply";
+                        saved_reply: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "mark_spam";
+                    } | {
+                        /** @enum {string} */
+                        type: "notify";
+                        /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                        to: ("owner" | "team") | number;
+                    } | {
+                        /** @enum {string} */
+                        type: "webhook";
+                    })[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": {
+                        id: number;
+                        /** Format: uri */
+                        href: string;
+                        name: string;
+                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
+                        position: number;
+                        enabled: boolean;
+                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                        after_minutes: number | null;
+                        business: boolean;
+                        /** @enum {unknown} */
+                        since: "created" | "updated" | "last_comment";
+                        conditions: components["schemas"]["RuleConditions"];
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "add_note";
+                            body: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "send_reply";
+                            saved_reply: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "mark_spam";
+                        } | {
+                            /** @enum {string} */
+                            type: "notify";
+                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                            to: ("owner" | "team") | number;
+                        } | {
+                            /** @enum {string} */
+                            type: "webhook";
+                        })[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                    "application/json": {
+                        id: number;
+                        /** Format: uri */
+                        href: string;
+                        name: string;
+                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
+                        position: number;
+                        enabled: boolean;
+                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                        after_minutes: number | null;
+                        business: boolean;
+                        /** @enum {unknown} */
+                        since: "created" | "updated" | "last_comment";
+                        conditions: components["schemas"]["RuleConditions"];
+                        actions: ({
+                            /** @enum {string} */
+                            type: "set_category";
+                            category: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "set_state";
+                            /** @enum {unknown} */
+                            state: "open" | "resolved";
+                        } | {
+                            /** @enum {string} */
+                            type: "set_owner";
+                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                            owner: number | ("none" | "round_robin");
+                        } | {
+                            /** @enum {string} */
+                            type: "add_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "remove_tags";
+                            tags: string[];
+                        } | {
+                            /** @enum {string} */
+                            type: "add_note";
+                            body: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "send_reply";
+                            saved_reply: number;
+                        } | {
+                            /** @enum {string} */
+                            type: "mark_spam";
+                        } | {
+                            /** @enum {string} */
+                            type: "notify";
+                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                            to: ("owner" | "team") | number;
+                        } | {
+                            /** @enum {string} */
+                            type: "webhook";
+                        })[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    dryRunRule: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @description Whether it runs; true when not given. */
+                    enabled?: boolean;
+                    /** @description Where it goes in the order: 1 runs first. The end when not given. */
+                    position?: number;
+                    /** @description What starts it (a rule on events). */
+                    events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                    /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
+                    after_minutes?: number | null;
+                    /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
+                    business?: boolean;
+                    /**
+                     * @description A rule on time counts from its creation, its last change (updated), or its newest comment.
+                     * @enum {unknown}
+                     */
+                    since?: "created" | "updated" | "last_comment";
+                    conditions?: components["schemas"]["RuleConditions"];
+                    actions: ({
+                        /** @enum {string} */
+                        type: "set_category";
+                        category: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "set_state";
+                        /** @enum {unknown} */
+                        state: "open" | "resolved";
+                    } | {
+                        /** @enum {string} */
+                        type: "set_owner";
+                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                        owner: number | ("none" | "round_robin");
+                    } | {
+                        /** @enum {string} */
+                        type: "add_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "add_note";
+                        body: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "send_reply";
+                        saved_reply: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "mark_spam";
+                    } | {
+                        /** @enum {string} */
+                        type: "notify";
+                        /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                        to: ("owner" | "team") | number;
+                    } | {
+                        /** @enum {string} */
+                        type: "webhook";
+                    })[];
+                };
+                "application/vnd.service-v1+json": {
+                    name: string;
+                    /** @description Whether it runs; true when not given. */
+                    enabled?: boolean;
+                    /** @description Where it goes in the order: 1 runs first. The end when not given. */
+                    position?: number;
+                    /** @description What starts it (a rule on events). */
+                    events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+                    /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
+                    after_minutes?: number | null;
+                    /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
+                    business?: boolean;
+                    /**
+                     * @description A rule on time counts from its creation, its last change (updated), or its newest comment.
+                     * @enum {unknown}
+                     */
+                    since?: "created" | "updated" | "last_comment";
+                    conditions?: components["schemas"]["RuleConditions"];
+                    actions: ({
+                        /** @enum {string} */
+                        type: "set_category";
+                        category: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "set_state";
+                        /** @enum {unknown} */
+                        state: "open" | "resolved";
+                    } | {
+                        /** @enum {string} */
+                        type: "set_owner";
+                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
+                        owner: number | ("none" | "round_robin");
+                    } | {
+                        /** @enum {string} */
+                        type: "add_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "remove_tags";
+                        tags: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "add_note";
+                        body: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "send_reply";
+                        saved_reply: number;
+                    } | {
+                        /** @enum {string} */
+                        type: "mark_spam";
+                    } | {
+                        /** @enum {string} */
+                        type: "notify";
+                        /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
+                        to: ("owner" | "team") | number;
+                    } | {
+                        /** @enum {string} */
+                        type: "webhook";
+                    })[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["RuleDryRun"];
+                    "application/json": components["schemas"]["RuleDryRun"];
+                };
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Conflict: the first request with this Idempotency-Key is still being answered (JSON {error: "idempotency_key_in_use", message}); repeat it after Retry-After. Other routes answer 409 for their own conflicts too. */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -23612,6 +29801,49 @@ export interface operations {
                      */
                     timestamp: string;
                     data: components["schemas"]["Discussion"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx: delivered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    ruleFiredEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, msg_...: the same on every try of one event; deduplicate by it. */
+                "webhook-id": string;
+                /** @description When this try was signed, in seconds since the epoch; refuse one far from now. */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>" under the secret>; during a rotation two, separated by a space. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "rule.fired";
+                    /**
+                     * Format: date-time
+                     * @description When it happened, to the millisecond.
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["Discussion"] & {
+                        rule: {
+                            id: number;
+                            name: string;
+                        };
+                    };
                 };
             };
         };

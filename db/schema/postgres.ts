@@ -38,6 +38,9 @@ export const sites = pgTable('sites', {
   // "Satisfaction"), and the last week (its Monday) whose digest was mailed to its administrators.
   satisfactionOn: pgBoolean('satisfaction_on').notNull().default(true),
   digestWeek: pgText('digest_week').notNull().default(''),
+  // Moves on with every change to its rules (issue 70; db/stores/rules.ts): a process keeps the
+  // rules it parsed for as long as this is the number it read.
+  rulesVersion: pgInteger('rules_version').notNull().default(0),
 })
 
 const siteReference = () =>
@@ -301,6 +304,8 @@ export const savedReplies = pgTable(
     body: pgText('body').notNull(),
     createdAt: moment('created_at').notNull(),
     updatedAt: moment('updated_at').notNull(),
+    // A macro's actions (issue 70; lib/rules.ts MacroAction), JSON: applied with the reply in one click.
+    actions: pgText('actions').notNull().default('[]'),
   },
   (t) => [pgUniqueIndex('saved_replies_site_title_unique').on(t.siteId, t.title)],
 )
@@ -808,4 +813,50 @@ export const reportDays = pgTable(
     resolutionBusiness: pgText('resolution_business').notNull().default('{}'),
   },
   (t) => [pgPrimaryKey({ columns: [t.siteId, t.dimension, t.day, t.key] })],
+)
+
+// A site's rules (issue 70; lib/rules.ts; db/stores/rules.ts; docs/decisions.md, "Rules and macros"):
+// in `position` order, each on or off; on events (`events`, space-separated triggers) or on time
+// (`after_minutes` since `since`, in business minutes when `business`); `conditions` and `actions`
+// are JSON. `author_id`: the administrator who last saved it, who signs what it writes.
+export const rules = pgTable(
+  'rules',
+  {
+    id: id(),
+    siteId: siteReference(),
+    position: pgInteger('position').notNull(),
+    name: pgText('name').notNull(),
+    enabled: pgBoolean('enabled').notNull().default(true),
+    events: pgText('events').notNull().default(''),
+    afterMinutes: pgInteger('after_minutes'),
+    business: pgBoolean('business').notNull().default(false),
+    since: pgText('since').notNull().default('updated'),
+    conditions: pgText('conditions').notNull().default('{}'),
+    actions: pgText('actions').notNull().default('[]'),
+    authorId: pgInteger('author_id').references(() => users.id, { onDelete: 'set null' }),
+    createdAt: moment('created_at').notNull(),
+    updatedAt: moment('updated_at').notNull(),
+  },
+  (t) => [pgUniqueIndex('rules_site_name_unique').on(t.siteId, t.name)],
+)
+
+// Each time a rule fired on a discussion: its history (the discussion's page and the API), and what
+// makes a rule on time fire once for each moment it counts from (`anchor_at`, unique with the rule
+// and the discussion; null for a rule on events, which fires each time its event comes).
+export const ruleFirings = pgTable(
+  'rule_firings',
+  {
+    id: id(),
+    siteId: siteReference(),
+    ruleId: pgInteger('rule_id').references(() => rules.id, { onDelete: 'set null' }),
+    ruleName: pgText('rule_name').notNull(),
+    discussionId: pgInteger('discussion_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    trigger: pgText('trigger').notNull(),
+    anchorAt: moment('anchor_at'),
+    done: pgText('done').notNull(),
+    at: moment('at').notNull(),
+  },
+  (t) => [pgUniqueIndex('rule_firings_once').on(t.ruleId, t.discussionId, t.anchorAt), pgIndex('rule_firings_discussion').on(t.discussionId, t.id)],
 )

@@ -42,6 +42,9 @@ export const sites = sqliteTable('sites', {
   // "Satisfaction"), and the last week (its Monday) whose digest was mailed to its administrators.
   satisfactionOn: integer('satisfaction_on', { mode: 'boolean' }).notNull().default(true),
   digestWeek: text('digest_week').notNull().default(''),
+  // Moves on with every change to its rules (issue 70; db/stores/rules.ts): a process keeps the
+  // rules it parsed for as long as this is the number it read.
+  rulesVersion: integer('rules_version').notNull().default(0),
 })
 
 /** The site a row belongs to; the row goes with it. */
@@ -364,6 +367,8 @@ export const savedReplies = sqliteTable(
     body: text('body').notNull(),
     createdAt: moment('created_at').notNull(),
     updatedAt: moment('updated_at').notNull(),
+    // A macro's actions (issue 70; lib/rules.ts MacroAction), JSON: applied with the reply in one click.
+    actions: text('actions').notNull().default('[]'),
   },
   (t) => [uniqueIndex('saved_replies_site_title_unique').on(t.siteId, t.title)],
 )
@@ -980,4 +985,50 @@ export const reportDays = sqliteTable(
     resolutionBusiness: text('resolution_business').notNull().default('{}'),
   },
   (t) => [primaryKey({ columns: [t.siteId, t.dimension, t.day, t.key] })],
+)
+
+// A site's rules (issue 70; lib/rules.ts; db/stores/rules.ts; docs/decisions.md, "Rules and macros"):
+// in `position` order, each on or off; on events (`events`, space-separated triggers) or on time
+// (`after_minutes` since `since`, in business minutes when `business`); `conditions` and `actions`
+// are JSON. `author_id`: the administrator who last saved it, who signs what it writes.
+export const rules = sqliteTable(
+  'rules',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    position: integer('position').notNull(),
+    name: text('name').notNull(),
+    enabled: integer('enabled', { mode: 'boolean' }).notNull().default(true),
+    events: text('events').notNull().default(''),
+    afterMinutes: integer('after_minutes'),
+    business: integer('business', { mode: 'boolean' }).notNull().default(false),
+    since: text('since').notNull().default('updated'),
+    conditions: text('conditions').notNull().default('{}'),
+    actions: text('actions').notNull().default('[]'),
+    authorId: integer('author_id').references(() => users.id, { onDelete: 'set null' }),
+    createdAt: moment('created_at').notNull(),
+    updatedAt: moment('updated_at').notNull(),
+  },
+  (t) => [uniqueIndex('rules_site_name_unique').on(t.siteId, t.name)],
+)
+
+// Each time a rule fired on a discussion: its history (the discussion's page and the API), and what
+// makes a rule on time fire once for each moment it counts from (`anchor_at`, unique with the rule
+// and the discussion; null for a rule on events, which fires each time its event comes).
+export const ruleFirings = sqliteTable(
+  'rule_firings',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    ruleId: integer('rule_id').references(() => rules.id, { onDelete: 'set null' }),
+    ruleName: text('rule_name').notNull(),
+    discussionId: integer('discussion_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    trigger: text('trigger').notNull(),
+    anchorAt: moment('anchor_at'),
+    done: text('done').notNull(),
+    at: moment('at').notNull(),
+  },
+  (t) => [uniqueIndex('rule_firings_once').on(t.ruleId, t.discussionId, t.anchorAt), index('rule_firings_discussion').on(t.discussionId, t.id)],
 )

@@ -16,7 +16,7 @@ export interface Actor {
   id: number | null
   /** Their address as it was (or `the operator`), so the line reads the same after the account is gone. */
   name: string
-  via: 'page' | 'api' | 'cli'
+  via: 'page' | 'api' | 'cli' | 'rule'
   /** The client address of the request. */
   address?: string | null
 }
@@ -55,6 +55,10 @@ export const auditActions = [
   'sla_policy.removed',
   'discussion.deleted',
   'discussion.restored',
+  'rule.created',
+  'rule.changed',
+  'rule.removed',
+  'rule.fired',
 ] as const
 export type AuditAction = (typeof auditActions)[number]
 /** The kinds of thing the record tells of: a filter takes one of these, or an action. */

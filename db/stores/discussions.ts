@@ -113,7 +113,7 @@ function refuseSpam(discussion: DiscussionRow, action: Action): void {
 }
 
 /** The discussion, read in the transaction of `port`; `lock` holds its row until that ends. */
-async function getIn(port: StorePort, siteId: number, number: number, lock = false): Promise<DiscussionRow> {
+export async function getIn(port: StorePort, siteId: number, number: number, lock = false): Promise<DiscussionRow> {
   const { discussions, users } = port.tables
   const p = sql.placeholder
   const read = port.prepared(lock ? 'discussions_get_locked' : 'discussions_get', (db) => {
@@ -129,7 +129,7 @@ async function getIn(port: StorePort, siteId: number, number: number, lock = fal
   return discussion
 }
 
-async function categoryOfSite(port: StorePort, siteId: number, id: number) {
+export async function categoryOfSite(port: StorePort, siteId: number, id: number) {
   const { categories } = port.tables
   const p = sql.placeholder
   const read = port.prepared('discussions_category_of_site', (db) =>
@@ -301,6 +301,138 @@ async function checkCategory(port: StorePort, siteId: number, id: number, field:
 /** What an SLA policy's conditions look at in a discussion (lib/sla.ts). */
 const factsOf = (d: DiscussionRow) => ({ categoryId: d.categoryId, tags: tagList(d.tags), authorEmail: d.authorEmail, channel: d.channel })
 
+/** What a write of a discussion is given: the clock, the sink its events go to, and who posts. */
+export interface WriteContext {
+  clock: Clock
+  events: EventSink
+  authorOf: Authors
+}
+
+/**
+ * Reads the discussion under its row lock in the transaction `tx`, asks `decide` what changes,
+ * writes that, moves the counts and tells `events` (as `event`). The discussion as it is after,
+ * read again when the events' rules changed it further (db/stores/rules.ts).
+ */
+export async function changeDiscussionIn(tx: StorePort, { clock, events }: WriteContext, siteId: number, number: number, decide: Decide, expected?: Expected, event: EventOf = () => 'discussion.updated'): Promise<DiscussionRow> {
+  const before = await getIn(tx, siteId, number, true)
+  holdsExpected(before, expected)
+  const changes = await decide(tx, before)
+  if (!changes) return before
+  const moved: DiscussionRow = { ...before, ...changes, updatedAt: new Date(clock()), version: before.version + 1 }
+  const sla = await slaOfWrite(tx, { siteId, before, after: moved, facts: factsOf(moved), at: moved.updatedAt })
+  const report = reportStep({ before: factsOfRow(before), after: { ...moved, tags: tagList(moved.tags) }, sla: { policyId: sla.columns.slaPolicyId, breached: sla.columns.slaBreached }, schedule: sla.schedule, at: moved.updatedAt })
+  const after: DiscussionRow = { ...moved, ...sla.columns, ...report.facts }
+  await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
+  if (after.tags !== before.tags) await retag(tx, after)
+  if (after.title !== before.title) await indexDiscussion(tx, after)
+  const type = event(after)
+  // The site's row before the counts' rows and the reports' day rows, in every write (a create
+  // takes it first of all): two writes that took them in the other order each would wait for the
+  // other (PostgreSQL's deadlock).
+  await siteChanged(tx, { siteId, kind: type, discussionId: before.id, at: after.updatedAt })
+  await moveCount(tx, counted(before), counted(after))
+  await addTallies(tx, siteId, report.tallies)
+  const ruled = await events(tx, { type, siteId, discussion: after, before })
+  await tellSla(tx, clock, events, after, sla.late)
+  return ruled ? getIn(tx, siteId, number) : after
+}
+
+/** resolve, unresolve, toggle, delete, restore, spam or not_spam, in the transaction `tx`. */
+export function actDiscussionIn(tx: StorePort, write: WriteContext, siteId: number, number: number, action: Action, expected?: Expected): Promise<DiscussionRow> {
+  return changeDiscussionIn(tx, write, siteId, number, async (tx, d) => {
+    if (action !== 'restore' && action !== 'delete') refuseDeleted(d)
+    refuseSpam(d, action)
+    const state = stateAfterAction(d.state, action, d.stateBeforeDelete)
+    if (state === d.state) return null
+    // "Not spam" allows its customer: their next mail is never taken for spam (db/stores/senders.ts).
+    if (action === 'not_spam') await allowSenderIn(tx, write.clock, siteId, d.authorEmail)
+    return { state, stateBeforeDelete: state === 'deleted' || state === 'spam' ? d.state : null }
+  }, expected, (after) => (after.state === 'deleted' ? 'discussion.deleted' : after.state === 'spam' ? 'discussion.spam' : action === 'restore' || action === 'not_spam' ? 'discussion.restored' : 'discussion.updated'))
+}
+
+/**
+ * Title, visibility, category, owner and tags, in the transaction `tx`; a deleted discussion must be
+ * restored first. A category or owner that cannot be is refused (invalid) naming the field as the
+ * request named it (`fields`; `category` and `assignee` by default).
+ */
+export function updateDiscussionIn(tx: StorePort, write: WriteContext, siteId: number, number: number, changes: DiscussionChanges, fields: { category?: string; assignee?: string } = {}, expected?: Expected): Promise<DiscussionRow> {
+  const { clock } = write
+  return changeDiscussionIn(tx, write, siteId, number, async (tx, d) => {
+    refuseDeleted(d)
+    if (changes.categoryId !== undefined) await checkCategory(tx, siteId, changes.categoryId, fields.category ?? 'category')
+    const title = changes.title?.trim()
+    const next: Partial<DiscussionRow> = {}
+    if (title !== undefined && title !== d.title) Object.assign(next, { title, permalink: slugify(title, 'discussion') })
+    if (changes.public !== undefined && changes.public !== d.public) next.public = changes.public
+    if (changes.categoryId !== undefined && changes.categoryId !== d.categoryId) next.categoryId = changes.categoryId
+    if (changes.assigneeId !== undefined && changes.assigneeId !== d.assigneeId) {
+      const owner = changes.assigneeId === null ? null : await checkAssignee(tx, siteId, changes.assigneeId, fields.assignee ?? 'assignee')
+      Object.assign(next, { assigneeId: owner?.id ?? null, assigneeName: owner?.name ?? null })
+      if (owner) await notifyAssigned(tx, clock, { siteId, number, title: d.title, ownerId: owner.id, actorId: changes.actor?.id ?? null, actorName: changes.actor?.name ?? null })
+    }
+    if (changes.tags !== undefined) {
+      const kept = keptTags(changes.tags)
+      if (kept !== d.tags) next.tags = kept
+    }
+    return Object.keys(next).length === 0 ? null : next
+  }, expected)
+}
+
+/** Adds a comment in the transaction `tx` and moves the discussion's state as a reply does. */
+export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf }: WriteContext, input: NewComment, expected?: Expected): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
+  const before = await getIn(tx, input.siteId, input.number, true)
+  holdsExpected(before, expected)
+  refuseDeleted(before)
+  if (input.resolve) refuseSpam(before, 'resolve')
+  const author = await authorOf(tx, input.siteId, input)
+  const now = new Date(clock())
+  const number = before.commentsCount + 1
+  const state = input.resolve ? 'resolved' : stateAfterComment(before.state, author.bySupporter, input.internal)
+  const write = writes(tx)
+  const [{ id }] = await write.comment.execute({
+    discussionId: before.id,
+    number,
+    authorId: author.id,
+    bySupporter: author.bySupporter,
+    body: input.body,
+    internal: input.internal,
+    via: input.via,
+    at: now,
+  })
+  if (input.uploads) await claimUploads(tx, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
+  // A public reply of the staff to a discussion that came by mail is mailed, queued with it.
+  if (author.bySupporter && !input.internal) {
+    await queueReplyMail(tx, clock, { siteId: input.siteId, discussionId: before.id, number: before.number, title: before.title, commentId: id, body: input.body })
+  }
+  // The team owes an answer after a customer's public comment, not after its own; a note moves nothing.
+  const awaitingTeam = input.internal ? before.awaitingTeam : !author.bySupporter
+  const sla = await slaOfWrite(tx, { siteId: input.siteId, before, after: { state, awaitingTeam }, facts: factsOf(before), at: now })
+  const report = reportStep({
+    before: factsOfRow(before),
+    after: { ...before, state, tags: tagList(before.tags) },
+    comment: { bySupporter: author.bySupporter, internal: input.internal, authorId: author.id },
+    sla: { policyId: sla.columns.slaPolicyId, breached: sla.columns.slaBreached },
+    schedule: sla.schedule,
+    at: now,
+  })
+  await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now), awaitingTeam: tx.flag(awaitingTeam), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
+  await indexDiscussion(tx, before)
+  // The site's row before the counts' rows, as in every write (`change` above).
+  await siteChanged(tx, { siteId: input.siteId, kind: 'comment.created', discussionId: before.id, commentId: id, at: now })
+  await moveCount(tx, counted(before), counted({ ...before, state }))
+  // The day rows after the site's row and the counts', as in every write (the order of `change` above).
+  await addTallies(tx, input.siteId, report.tallies)
+  const discussion = await getIn(tx, input.siteId, input.number)
+  const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
+  const ruled = await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })
+  await tellSla(tx, clock, events, discussion, sla.late)
+  if (before.assigneeId !== null) {
+    await notifyOwnerOfComment(tx, clock, { siteId: input.siteId, number: before.number, title: before.title, ownerId: before.assigneeId, authorId: author.id, authorName: comment.authorName, body: input.body, internal: input.internal })
+  }
+  // As the rules left it, when one of them changed it (db/stores/rules.ts).
+  return { discussion: ruled ? await getIn(tx, input.siteId, input.number) : discussion, comment }
+}
+
 /**
  * Creates a discussion with its opening post (comment 1) in the transaction of `port` and returns
  * both, as written, telling `events` of it. A category that is not the site's is a StoreError (not_found).
@@ -370,11 +502,12 @@ export async function createDiscussionIn(
     await events(port, { type: 'discussion.spam', siteId: input.siteId, discussion })
     return { discussion, comment }
   }
-  await events(port, { type: 'discussion.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })
   const about = { siteId: input.siteId, number, title }
   await notifyNewDiscussion(port, clock, { ...about, authorId: author.id, authorName: discussion.authorName, body: input.body })
   if (assigneeId !== undefined) await notifyAssigned(port, clock, { ...about, ownerId: assigneeId, actorId: null, actorName: null })
-  return { discussion, comment }
+  // Last: the rules the event starts (db/stores/rules.ts) see it made and its people told; as they left it, when they changed it.
+  const ruled = await events(port, { type: 'discussion.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })
+  return { discussion: ruled ? await getIn(port, input.siteId, number) : discussion, comment }
 }
 
 /**
@@ -392,6 +525,7 @@ export function createDiscussionStore(
   const counts = createDiscussionCounts(port)
   const listing = listingOf(port, counts.total)
   const authorOf = createAuthors(clock, box)
+  const write: WriteContext = { clock, events, authorOf }
   const view = discussionViews(port)
   const p = sql.placeholder
 
@@ -405,49 +539,6 @@ export function createDiscussionStore(
     .limit(p('limit'))
     .offset(p('offset'))
     .prepare('discussions_comments')
-
-  /** Reads the discussion under its row lock, asks `decide` what changes, writes that, moves the counts and tells `events` (as `event`). */
-  function change(siteId: number, number: number, decide: Decide, expected?: Expected, event?: EventOf): Promise<DiscussionRow> {
-    return port.atomic((tx) => changeIn(tx, siteId, number, decide, expected, event))
-  }
-
-  /** `change`, in the transaction `tx`. */
-  async function changeIn(tx: StorePort, siteId: number, number: number, decide: Decide, expected?: Expected, event: EventOf = () => 'discussion.updated'): Promise<DiscussionRow> {
-    const before = await getIn(tx, siteId, number, true)
-    holdsExpected(before, expected)
-    const changes = await decide(tx, before)
-    if (!changes) return before
-    const moved: DiscussionRow = { ...before, ...changes, updatedAt: new Date(clock()), version: before.version + 1 }
-    const sla = await slaOfWrite(tx, { siteId, before, after: moved, facts: factsOf(moved), at: moved.updatedAt })
-    const report = reportStep({ before: factsOfRow(before), after: { ...moved, tags: tagList(moved.tags) }, sla: { policyId: sla.columns.slaPolicyId, breached: sla.columns.slaBreached }, schedule: sla.schedule, at: moved.updatedAt })
-    const after: DiscussionRow = { ...moved, ...sla.columns, ...report.facts }
-    await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
-    if (after.tags !== before.tags) await retag(tx, after)
-    if (after.title !== before.title) await indexDiscussion(tx, after)
-    const type = event(after)
-    // The site's row before the counts' rows and the reports' day rows, in every write (a create
-    // takes it first of all): two writes that took them in the other order each would wait for the
-    // other (PostgreSQL's deadlock).
-    await siteChanged(tx, { siteId, kind: type, discussionId: before.id, at: after.updatedAt })
-    await moveCount(tx, counted(before), counted(after))
-    await addTallies(tx, siteId, report.tallies)
-    await events(tx, { type, siteId, discussion: after })
-    await tellSla(tx, clock, events, after, sla.late)
-    return after
-  }
-
-  /** resolve, unresolve, toggle, delete, restore, spam or not_spam (`act`), in the transaction `tx`. */
-  function actIn(tx: StorePort, siteId: number, number: number, action: Action, expected?: Expected): Promise<DiscussionRow> {
-    return changeIn(tx, siteId, number, async (tx, d) => {
-      if (action !== 'restore' && action !== 'delete') refuseDeleted(d)
-      refuseSpam(d, action)
-      const state = stateAfterAction(d.state, action, d.stateBeforeDelete)
-      if (state === d.state) return null
-      // "Not spam" allows its customer: their next mail is never taken for spam (db/stores/senders.ts).
-      if (action === 'not_spam') await allowSenderIn(tx, clock, siteId, d.authorEmail)
-      return { state, stateBeforeDelete: state === 'deleted' || state === 'spam' ? d.state : null }
-    }, expected, (after) => (after.state === 'deleted' ? 'discussion.deleted' : after.state === 'spam' ? 'discussion.spam' : action === 'restore' || action === 'not_spam' ? 'discussion.restored' : 'discussion.updated'))
-  }
 
   return {
     /** A page of a listing; by due time, of the new and open discussions of its scope only (none of another state has a due time). */
@@ -549,58 +640,7 @@ export function createDiscussionStore(
 
     /** Adds a comment and moves the discussion's state as a reply does. */
     reply(input: NewComment, expected?: Expected): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
-      return port.atomic(async (tx) => {
-        const before = await getIn(tx, input.siteId, input.number, true)
-        holdsExpected(before, expected)
-        refuseDeleted(before)
-        if (input.resolve) refuseSpam(before, 'resolve')
-        const author = await authorOf(tx, input.siteId, input)
-        const now = new Date(clock())
-        const number = before.commentsCount + 1
-        const state = input.resolve ? 'resolved' : stateAfterComment(before.state, author.bySupporter, input.internal)
-        const write = writes(tx)
-        const [{ id }] = await write.comment.execute({
-          discussionId: before.id,
-          number,
-          authorId: author.id,
-          bySupporter: author.bySupporter,
-          body: input.body,
-          internal: input.internal,
-          via: input.via,
-          at: now,
-        })
-        if (input.uploads) await claimUploads(tx, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
-        // A public reply of the staff to a discussion that came by mail is mailed, queued with it.
-        if (author.bySupporter && !input.internal) {
-          await queueReplyMail(tx, clock, { siteId: input.siteId, discussionId: before.id, number: before.number, title: before.title, commentId: id, body: input.body })
-        }
-        // The team owes an answer after a customer's public comment, not after its own; a note moves nothing.
-        const awaitingTeam = input.internal ? before.awaitingTeam : !author.bySupporter
-        const sla = await slaOfWrite(tx, { siteId: input.siteId, before, after: { state, awaitingTeam }, facts: factsOf(before), at: now })
-        const report = reportStep({
-          before: factsOfRow(before),
-          after: { ...before, state, tags: tagList(before.tags) },
-          comment: { bySupporter: author.bySupporter, internal: input.internal, authorId: author.id },
-          sla: { policyId: sla.columns.slaPolicyId, breached: sla.columns.slaBreached },
-          schedule: sla.schedule,
-          at: now,
-        })
-        await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now), awaitingTeam: tx.flag(awaitingTeam), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
-        await indexDiscussion(tx, before)
-        // The site's row before the counts' rows, as in every write (`change` above).
-        await siteChanged(tx, { siteId: input.siteId, kind: 'comment.created', discussionId: before.id, commentId: id, at: now })
-        await moveCount(tx, counted(before), counted({ ...before, state }))
-        // The day rows after the site's row and the counts', as in every write (the order of `change` above).
-        await addTallies(tx, input.siteId, report.tallies)
-        const discussion = await getIn(tx, input.siteId, input.number)
-        const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
-        await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })
-        await tellSla(tx, clock, events, discussion, sla.late)
-        if (before.assigneeId !== null) {
-          await notifyOwnerOfComment(tx, clock, { siteId: input.siteId, number: before.number, title: before.title, ownerId: before.assigneeId, authorId: author.id, authorName: comment.authorName, body: input.body, internal: input.internal })
-        }
-        return { discussion, comment }
-      })
+      return port.atomic((tx) => replyDiscussionIn(tx, write, input, expected))
     },
 
     /**
@@ -609,25 +649,7 @@ export function createDiscussionStore(
      * it (`fields`; `category` and `assignee` by default).
      */
     update(siteId: number, number: number, changes: DiscussionChanges, fields: { category?: string; assignee?: string } = {}, expected?: Expected): Promise<DiscussionRow> {
-      return change(siteId, number, async (tx, d) => {
-        refuseDeleted(d)
-        if (changes.categoryId !== undefined) await checkCategory(tx, siteId, changes.categoryId, fields.category ?? 'category')
-        const title = changes.title?.trim()
-        const next: Partial<DiscussionRow> = {}
-        if (title !== undefined && title !== d.title) Object.assign(next, { title, permalink: slugify(title, 'discussion') })
-        if (changes.public !== undefined && changes.public !== d.public) next.public = changes.public
-        if (changes.categoryId !== undefined && changes.categoryId !== d.categoryId) next.categoryId = changes.categoryId
-        if (changes.assigneeId !== undefined && changes.assigneeId !== d.assigneeId) {
-          const owner = changes.assigneeId === null ? null : await checkAssignee(tx, siteId, changes.assigneeId, fields.assignee ?? 'assignee')
-          Object.assign(next, { assigneeId: owner?.id ?? null, assigneeName: owner?.name ?? null })
-          if (owner) await notifyAssigned(tx, clock, { siteId, number, title: d.title, ownerId: owner.id, actorId: changes.actor?.id ?? null, actorName: changes.actor?.name ?? null })
-        }
-        if (changes.tags !== undefined) {
-          const kept = keptTags(changes.tags)
-          if (kept !== d.tags) next.tags = kept
-        }
-        return Object.keys(next).length === 0 ? null : next
-      }, expected)
+      return port.atomic((tx) => updateDiscussionIn(tx, write, siteId, number, changes, fields, expected))
     },
 
     /**
@@ -657,7 +679,7 @@ export function createDiscussionStore(
         const move = async () => {
           const rows = await tx.locked(tx.db.select({ number: discussions.number }).from(discussions).where(and(eq(discussions.siteId, siteId), eq(discussions.categoryId, port.wide(id)))))
           if (rows.length > 0 && intoId === null) throw new StoreError(`holds ${rows.length} discussion${rows.length === 1 ? '' : 's'}: name the category they move into`, 'conflict', 'into')
-          for (const { number } of rows) await changeIn(tx, siteId, number, async () => ({ categoryId: intoId! }))
+          for (const { number } of rows) await changeDiscussionIn(tx, write, siteId, number, async () => ({ categoryId: intoId! }))
           moved += rows.length
         }
         await move()
@@ -682,7 +704,7 @@ export function createDiscussionStore(
     act(siteId: number, number: number, action: Action, expected?: Expected, by?: Actor): Promise<DiscussionRow> {
       return port.atomic(async (tx) => {
         const before = (await getIn(tx, siteId, number)).state
-        const after = await actIn(tx, siteId, number, action, expected)
+        const after = await actDiscussionIn(tx, write, siteId, number, action, expected)
         // A deletion, and a restore from it, go into the site's record of changes: what cannot be seen after is told there.
         if (before !== after.state && (after.state === 'deleted' || before === 'deleted')) {
           await recordChange(tx, clock, by, siteId, after.state === 'deleted' ? 'discussion.deleted' : 'discussion.restored', `#${number} ${after.title}`)

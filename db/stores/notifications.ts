@@ -131,3 +131,37 @@ export async function notifySla(port: StorePort, clock: Clock, about: About & { 
       : { subject: `[${site}] #${about.number} missed its ${promise}: ${about.title}`, text: `The ${promise} promised on discussion #${about.number} of ${site} was due at ${due}.` },
   )
 }
+
+/**
+ * A rule's "notify" (issue 70; db/stores/rules.ts): to its owner (when someone owns it and asked to
+ * hear of what they own), to the team (those who hear of every new discussion), or to one supporter
+ * of the site, whatever they chose: a rule naming them is their administrator's choice.
+ */
+export async function notifyByRule(port: StorePort, clock: Clock, about: About & { to: 'owner' | 'team' | number; ownerId: number | null; rule: string }): Promise<void> {
+  const told =
+    about.to === 'team'
+      ? await recipients(port, 'notifyNew', false).execute({ siteId: about.siteId })
+      : about.to === 'owner'
+        ? about.ownerId === null
+          ? []
+          : await ownerToTell(port, about.siteId, about.ownerId, 0)
+        : await staffMember(port).execute({ siteId: about.siteId, userId: about.to })
+  await queue(port, clock, about, told, (site) => ({
+    subject: `[${site}] #${about.number}: ${about.title}`,
+    text: `The rule "${about.rule}" of ${site} asks you to look at discussion #${about.number}.`,
+  }))
+}
+
+/** A supporter of the site whose account is on, by id. */
+function staffMember(port: StorePort) {
+  const { memberships, users } = port.tables
+  const p = sql.placeholder
+  return port.prepared('notifications_staff_member', (db) =>
+    db
+      .select({ email: users.email, id: users.id })
+      .from(memberships)
+      .innerJoin(users, eq(users.id, memberships.userId))
+      .where(and(eq(memberships.siteId, p('siteId')), answeringStaff(memberships), eq(users.disabled, false), eq(memberships.userId, port.wide(p('userId')))))
+      .prepare('notifications_staff_member'),
+  )
+}

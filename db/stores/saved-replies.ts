@@ -6,6 +6,8 @@ import { holdsNul } from '../../lib/nul.ts'
 import { changedFields, recordChange, type Actor } from './audit.ts'
 import { StoreError } from './errors.ts'
 import { lockSite } from './sites.ts'
+import { checkActions } from './rules.ts'
+import { MAX_ACTIONS, type FieldAction } from '../../lib/rules.ts'
 
 // A site's saved replies (docs/decisions.md, "The team's queue"): written by its administrators,
 // chosen by any supporter in the reply form, the API and MCP, their placeholders filled in for the
@@ -21,6 +23,8 @@ export const MAX_SAVED_BODY = 65_536
 export interface SavedReplyInput {
   title?: string
   body?: string
+  /** A macro's actions (issue 70): what applying it does besides replying. */
+  actions?: FieldAction[]
 }
 
 function checked(input: SavedReplyInput): SavedReplyInput {
@@ -32,7 +36,8 @@ function checked(input: SavedReplyInput): SavedReplyInput {
   if (body !== undefined && (body.trim() === '' || body.length > MAX_SAVED_BODY || holdsNul(body))) {
     throw new StoreError(`must be 1 to ${MAX_SAVED_BODY} characters, without U+0000`, 'invalid', 'body')
   }
-  return { title, body }
+  if (input.actions && input.actions.length > MAX_ACTIONS) throw new StoreError(`a macro has at most ${MAX_ACTIONS} actions`, 'invalid', 'actions')
+  return { title, body, actions: input.actions }
 }
 
 /** The unique title's refusal, from the database's own (two writes at once cannot both pass). */
@@ -63,15 +68,16 @@ export function createSavedReplyStore(port: StorePort, clock: Clock) {
     find: async (siteId: number, id: number): Promise<SavedReply | undefined> => (await findStatement.execute({ siteId, id }))[0],
 
     /** A new saved reply; at most MAX_SAVED_REPLIES a site (counted under the site's lock). */
-    add(siteId: number, input: Required<SavedReplyInput>, by?: Actor): Promise<SavedReply> {
-      const { title, body } = checked(input) as Required<SavedReplyInput>
+    add(siteId: number, input: Omit<SavedReplyInput, 'actions'> & Required<Pick<SavedReplyInput, 'title' | 'body'>> & Pick<SavedReplyInput, 'actions'>, by?: Actor): Promise<SavedReply> {
+      const { title, body, actions = [] } = checked(input) as Required<SavedReplyInput>
       return titleUnique(title, () =>
         port.atomic(async (tx) => {
           await lockSite(tx, siteId)
           const [{ n }] = await tx.db.select({ n: count() }).from(savedReplies).where(eq(savedReplies.siteId, siteId))
           if (Number(n) >= MAX_SAVED_REPLIES) throw new StoreError(`a site keeps at most ${MAX_SAVED_REPLIES} saved replies; remove one first`, 'limit')
           const at = new Date(clock())
-          const [row] = await tx.db.insert(savedReplies).values({ siteId, title, body, createdAt: at, updatedAt: at }).returning()
+          const checkedActions = await checkActions(tx, siteId, actions)
+          const [row] = await tx.db.insert(savedReplies).values({ siteId, title, body, actions: JSON.stringify(checkedActions), createdAt: at, updatedAt: at }).returning()
           await recordChange(tx, clock, by, siteId, 'saved_reply.created', title)
           return row!
         }),
@@ -79,19 +85,20 @@ export function createSavedReplyStore(port: StorePort, clock: Clock) {
     },
 
     async update(siteId: number, id: number, input: SavedReplyInput, by?: Actor): Promise<SavedReply> {
-      const { title, body } = checked(input)
+      const { title, body, actions } = checked(input)
       const mine = and(eq(savedReplies.siteId, siteId), eq(savedReplies.id, port.wide(id)))
       return titleUnique(title, () =>
         port.atomic(async (tx) => {
           const [before] = await tx.db.select().from(savedReplies).where(mine)
           if (!before) throw notFound(id)
+          const kept = actions === undefined ? undefined : JSON.stringify(await checkActions(tx, siteId, actions))
           const [row] = await tx.db
             .update(savedReplies)
-            .set({ ...(title !== undefined && { title }), ...(body !== undefined && { body }), updatedAt: new Date(clock()) })
+            .set({ ...(title !== undefined && { title }), ...(body !== undefined && { body }), ...(kept !== undefined && { actions: kept }), updatedAt: new Date(clock()) })
             .where(mine)
             .returning()
           // Its title before and after; of its text, that it changed (a saved reply may be long).
-          const difference = changedFields({ title: before.title, text_changed: false }, { title: row!.title, text_changed: row!.body !== before.body })
+          const difference = changedFields({ title: before.title, text_changed: false, actions: before.actions }, { title: row!.title, text_changed: row!.body !== before.body, actions: row!.actions })
           if (Object.keys(difference.after).length > 0) await recordChange(tx, clock, by, siteId, 'saved_reply.changed', before.title, difference)
           return row!
         }),

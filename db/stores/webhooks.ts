@@ -24,7 +24,8 @@ export type WebhookDelivery = Tables['webhookDeliveries']['$inferSelect']
 
 /** What the stores tell of, in the transaction of the change: the rows as written. */
 export type StoreEvent =
-  | { type: 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' | 'satisfaction.rated'; siteId: number; discussion: DiscussionRow }
+  | { type: 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' | 'satisfaction.rated'; siteId: number; discussion: DiscussionRow; /** As it was before the change, where the store has it (the rules' triggers). */ before?: DiscussionRow }
+  | { type: 'rule.fired'; siteId: number; discussion: DiscussionRow; rule: { id: number; name: string } }
   | { type: 'discussion.created' | 'comment.created'; siteId: number; discussion: DiscussionRow; comment: CommentRow; /** Whether the comment carries files (read only then). */ files: boolean }
   | { type: 'sla.warning' | 'sla.breached'; siteId: number; discussion: DiscussionRow; alert: SlaAlert }
   | { type: 'token.created' | 'token.revoked' | 'token.leaked'; siteId: number; token: EventToken }
@@ -58,8 +59,11 @@ export type ShownEvent = StoreEvent & { attachments: Attachment[] }
 /** The v1 JSON of an event's resource (app.ts gives the routes' views); `permalink` is its site's. */
 export type EventRender = (permalink: string, event: ShownEvent) => unknown
 
-/** Tells the site's webhook endpoints of a change, in the transaction `tx` of that change. */
-export type EventSink = (tx: StorePort, event: StoreEvent) => Promise<void>
+/**
+ * Tells the site's webhook endpoints of a change, in the transaction `tx` of that change; true when
+ * what it told of started a rule that changed the discussion (db/stores/rules.ts): the caller reads it again.
+ */
+export type EventSink = (tx: StorePort, event: StoreEvent) => Promise<boolean | void>
 
 /** The sink of stores built without webhooks (the command line's, a store's own tests). */
 export const noEvents: EventSink = async () => {}
@@ -253,7 +257,7 @@ export function createWebhookStore(port: StorePort, clock: Clock, box: SecretBox
 
     /** Tells `events` of `event` in a transaction of its own: for a change another library wrote. */
     tell(events: EventSink, event: StoreEvent): Promise<void> {
-      return port.atomic((tx) => events(tx, event))
+      return port.atomic(async (tx) => void (await events(tx, event)))
     },
 
     /** The endpoint of a row of the outbox, with its site's permalink (the sender's look-up). */

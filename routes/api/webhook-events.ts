@@ -37,6 +37,8 @@ export function eventRender(urls: Urls): EventRender {
         return credentialView(tokenEntry(event.token)) satisfies Static<typeof Credential>
       case 'application.authorized':
         return credentialView(applicationEntry(event.application))
+      case 'rule.fired':
+        return { ...views.discussion(permalink, event.discussion), rule: event.rule }
       case 'sla.warning':
       case 'sla.breached':
         return { ...views.discussion(permalink, event.discussion), alert: { kind: event.alert.kind, due_at: moment(event.alert.due) } }

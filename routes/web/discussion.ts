@@ -26,7 +26,7 @@ import { PAGE, REPLY_FORM_BYTES, TABS, whole } from './queue.ts'
 // with a message (`?done=`): one rule, two doors.
 
 /** How a comment came, as its byline says it. */
-const VIA: Record<CommentVia, string> = { api: ', through the API', mcp: ', by an assistant (MCP)', web: ', on the web', email: ', by mail' }
+const VIA: Record<CommentVia, string> = { api: ', through the API', mcp: ', by an assistant (MCP)', web: ', on the web', email: ', by mail', rule: ', by a rule' }
 
 /** The message shown after an action, by the `done` it came back with. */
 const DONE: Record<string, string> = {

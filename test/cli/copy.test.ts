@@ -83,6 +83,9 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   // The team's queue: an owner (in the counts too), tags and their rows, a saved reply.
   t.equal((await api('PUT', '/demo/discussions/3', { assignee: ann.user.id, tags: ['VAT', 'billing'] })).statusCode, 200)
   await app.savedReplies.add(ann.site.id, { title: 'Thanks', body: 'Thanks, {{customer.name}}.' })
+  // A rule (issue 70) that fires on the next new discussion: its firing is a row to copy too.
+  await app.rules.add(ann.site.id, { name: 'Tag all', events: ['created'], actions: [{ type: 'add_tags', tags: ['seen'] }] }, { id: ann.user.id, name: ann.user.email, via: 'api' })
+  t.equal((await api('POST', `/demo/categories/${questions.id}/discussions`, { title: 'Ruled', body: 'x' })).statusCode, 201)
   await app.senders.set(ann.site.id, 'spammer.example', 'block')
   const credentials = { bearer, legacy, basic: ann.headers }
   const before = await answers(app, credentials)
@@ -107,7 +110,7 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   t.equal(copied.code, 0, copied.stderr)
   const lines = copied.stdout.split('\n')
   t.match(lines[0], /^table\s+sqlite rows\s+postgres rows\s+sha256 \(sqlite\)\s+sha256 \(postgres\)$/)
-  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'web_sessions', 'invitations', 'categories', 'discussions', 'comments', 'discussion_counts', 'discussion_tags', 'report_days', 'saved_replies', 'oauth_records', 'security_events', 'audit_events', 'schedules', 'sla_policies', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows', 'files', 'file_pieces', 'attachments', 'mail_providers', 'mailboxes', 'mail_messages', 'participants', 'sender_rules', 'mail_home', 'webhooks', 'outbox', 'webhook_deliveries', 'customer_links', 'discussion_changes', 'idempotency_keys']
+  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'web_sessions', 'invitations', 'categories', 'discussions', 'comments', 'discussion_counts', 'discussion_tags', 'report_days', 'saved_replies', 'rules', 'rule_firings', 'oauth_records', 'security_events', 'audit_events', 'schedules', 'sla_policies', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows', 'files', 'file_pieces', 'attachments', 'mail_providers', 'mailboxes', 'mail_messages', 'participants', 'sender_rules', 'mail_home', 'webhooks', 'outbox', 'webhook_deliveries', 'customer_links', 'discussion_changes', 'idempotency_keys']
   for (const [i, table] of tables.entries()) {
     const [name, sqliteRows, postgresRows, sqliteSum, postgresSum, verdict] = lines[i + 1]!.split(/\s+/)
     t.same([name, postgresRows, postgresSum, verdict], [table, sqliteRows, sqliteSum, 'same'], table)
@@ -115,10 +118,10 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   t.match(lines[tables.length + 1], new RegExp(`^Copied \\d+ rows in ${tables.length} tables from \\S+service\\.db to postgres://\\S+\\?schema=\\w+; every count and checksum is the same on both sides\\.$`))
   t.equal(lines[tables.length + 2], 'Server key: SERVICE_SECRET opens the copied legacy tokens; run the service on PostgreSQL with this same SERVICE_SECRET.')
   t.match(copied.stderr, /^copied sites: 1 row in \d+ ms\ncopied users: 4 rows in \d+ ms\n/)
-  const counts = Object.fromEntries(lines.slice(1, 27).map((line) => [line.split(/\s+/)[0], Number(line.split(/\s+/)[1])]))
+  const counts = Object.fromEntries(lines.slice(1, 29).map((line) => [line.split(/\s+/)[0], Number(line.split(/\s+/)[1])]))
   t.match(
     counts,
-    { sites: 1, users: 4, memberships: 4, personal_tokens: 1, personal_token_addresses: 1, web_sessions: 1, categories: 2, discussions: 6, comments: 9, oauth_records: 2, security_events: 3, files: 1, file_pieces: 3, attachments: 1 },
+    { sites: 1, users: 4, memberships: 4, personal_tokens: 1, personal_token_addresses: 1, web_sessions: 1, categories: 2, discussions: 7, comments: 10, oauth_records: 2, security_events: 3, files: 1, file_pieces: 3, attachments: 1 },
     "the page's sign-in, the token's first use from its address, and the event added above",
   )
 

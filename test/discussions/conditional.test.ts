@@ -1,25 +1,12 @@
-import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import t, { type Test } from 'tap'
-import { newTestApp, supporterWithToken } from '../fixtures/app.ts'
+import t from 'tap'
+import { newTestApp, sharedDatabase, supporterWithToken } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
-import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // Issue 32, item 5: conditional requests (RFC 9110, section 13). Every GET of the v1 API has an
 // ETag; If-None-Match that names it gets 304 before the page is read; the tag changes with every
 // change to what the answer shows, made by this process or another; If-Match keeps two
 // supporters from overwriting each other.
-
-/** A database two apps can open: a file, or a PostgreSQL schema with its server key. */
-async function sharedDatabase(t: Test) {
-  if (TEST_ENGINE === 'postgres') return { databaseAddress: await postgresTestAddress(t), secret: randomBytes(32).toString('hex') }
-  const dir = mkdtempSync(join(tmpdir(), 'service-desk-etag-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  return { databaseAddress: join(dir, 'desk.db') }
-}
 
 t.test('If-None-Match: 304 with no body while nothing changed, 200 with a new tag after each kind of change', async (t) => {
   const database = await sharedDatabase(t)
