@@ -24,6 +24,7 @@ import { securityLogCommands } from './security-log.ts'
 import { scheduleCommands } from './schedules.ts'
 import { slaCommands } from './sla.ts'
 import { reportCommands } from './reports.ts'
+import { ruleCommands } from './rules.ts'
 import { serveCommand } from './serve.ts'
 
 export { EXIT_BUSY, EXIT_DISK_FULL, EXIT_IO, EXIT_READ_ONLY } from './faults.ts'
@@ -32,7 +33,7 @@ export const EXIT_REFUSED = 1
 export const EXIT_FAILED = 1
 export const EXIT_USAGE = 2
 
-const commands: Command[] = [serveCommand, migrateCommand, ...adminCommands, ...credentialCommands, ...administrationCommands, ...discussionCommands, ...mailboxCommands, ...mailProviderCommands, ...invitationCommands, ...senderCommands, ...webhookCommands, ...oauthClientCommands, ...securityLogCommands, ...scheduleCommands, ...slaCommands, ...reportCommands, backupCommand, copyCommand]
+const commands: Command[] = [serveCommand, migrateCommand, ...adminCommands, ...credentialCommands, ...administrationCommands, ...discussionCommands, ...mailboxCommands, ...mailProviderCommands, ...invitationCommands, ...senderCommands, ...webhookCommands, ...oauthClientCommands, ...securityLogCommands, ...scheduleCommands, ...slaCommands, ...ruleCommands, ...reportCommands, backupCommand, copyCommand]
 
 /* c8 ignore start: the real process's streams; test/cli/serve.test.ts drives them through
    cli/service-desk.js, a process whose coverage is not collected (test/fixtures/child.ts) */

@@ -141,7 +141,7 @@ export function conditionsHold({ conditions: c, words, domains }: ReadyCondition
 /** What a write of a discussion starts, told by its event (the store's: db/stores/webhooks.ts StoreEvent). */
 export type TriggerEvent =
   | { type: 'discussion.created' }
-  | { type: 'comment.created'; comment: { bySupporter: boolean; internal: boolean } }
+  | { type: 'comment.created'; comment: { bySupporter: boolean; internal: boolean }; before?: TriggerFields; discussion: TriggerFields }
   | { type: 'discussion.updated'; before?: TriggerFields; discussion: TriggerFields }
   | { type: 'sla.warning' | 'sla.breached' }
   | { type: string }
@@ -153,8 +153,10 @@ export function triggersOf(event: TriggerEvent): RuleTrigger[] {
     case 'discussion.created':
       return ['created']
     case 'comment.created': {
-      const { comment } = event as { comment: { bySupporter: boolean; internal: boolean } }
-      return [comment.internal ? 'note_added' : comment.bySupporter ? 'team_replied' : 'customer_replied']
+      // A reply may move the state too (the team's first answer opens it; "Send and resolve").
+      const { comment, before, discussion } = event as { comment: { bySupporter: boolean; internal: boolean }; before?: TriggerFields; discussion: TriggerFields }
+      const kind: RuleTrigger = comment.internal ? 'note_added' : comment.bySupporter ? 'team_replied' : 'customer_replied'
+      return before && before.state !== discussion.state ? [kind, 'state_changed'] : [kind]
     }
     case 'discussion.updated': {
       const { before, discussion: after } = event as { before?: TriggerFields; discussion: TriggerFields }

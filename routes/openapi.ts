@@ -1,5 +1,5 @@
 import { DryRunResult, FieldActionSchema, NewRule, RuleActionSchema, RuleChange, RuleConditionsSchema, RuleListing, RuleResource } from './api/rules.ts'
-import { RuleHistory } from './api/discussions/actions.ts'
+import { ApplyMacro, RuleHistory } from './api/discussions/actions.ts'
 import { ReportLine, ReportListing, ReportResource } from './api/reports.ts'
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fp from 'fastify-plugin'
@@ -36,7 +36,7 @@ import { PostFiles, UploadForm, UploadListing, UploadResource } from './api/file
 import { MailboxListing, MailboxResource, NewMailbox } from './api/mailboxes.ts'
 import { InvitationResource, NewInvitation, RoleChange, StaffListing } from './api/team.ts'
 import { NewParticipant, ParticipantListing, ParticipantResource } from './api/discussions/participants.ts'
-import { NewSavedReply, SavedReplyChange, SavedReplyListing, SavedReplyResource } from './api/saved-replies.ts'
+import { MacroListing, NewSavedReply, SavedReplyChange, SavedReplyListing, SavedReplyResource } from './api/saved-replies.ts'
 import { NewSenderRule, SenderRuleListing, SenderRuleResource } from './api/sender-rules.ts'
 import { DeliveryListing, DeliveryResource, NewWebhook, Queued, WebhookChange, WebhookListing, WebhookResource, WebhookWithSecret } from './api/webhooks.ts'
 import { TEST_EVENT } from '../db/stores/webhooks.ts'
@@ -129,6 +129,8 @@ export const NAMED_SCHEMAS = {
   MacroAction: FieldActionSchema,
   RuleDryRun: DryRunResult,
   RuleHistory,
+  ApplyMacro,
+  MacroListing,
   ReportListing,
   Report: ReportResource,
   ReportLine,

@@ -2507,68 +2507,68 @@ export interface components {
         };
         /** @description What it does: set category, state or owner, add or remove tags, add an internal note, send a saved reply, mark spam, notify, post a webhook. */
         RuleAction: {
-            /** @constant */
+            /** @enum {unknown} */
             type: "set_category";
             category: number;
         } | {
-            /** @constant */
+            /** @enum {unknown} */
             type: "set_state";
             /** @enum {unknown} */
             state: "open" | "resolved";
         } | {
-            /** @constant */
+            /** @enum {unknown} */
             type: "set_owner";
             /** @description A supporter's user id, none, or round_robin: the category's next in turn */
             owner: number | ("none" | "round_robin");
         } | {
-            /** @constant */
+            /** @enum {unknown} */
             type: "add_tags";
             tags: string[];
         } | {
-            /** @constant */
+            /** @enum {unknown} */
             type: "remove_tags";
             tags: string[];
         } | {
-            /** @constant */
+            /** @enum {unknown} */
             type: "add_note";
             body: string;
         } | {
-            /** @constant */
+            /** @enum {unknown} */
             type: "send_reply";
             saved_reply: number;
         } | {
-            /** @constant */
+            /** @enum {unknown} */
             type: "mark_spam";
         } | {
-            /** @constant */
+            /** @enum {unknown} */
             type: "notify";
             /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
             to: ("owner" | "team") | number;
         } | {
-            /** @constant */
+            /** @enum {unknown} */
             type: "webhook";
         };
         /** @description What it changes: category, state, owner, tags. */
         MacroAction: {
-            /** @constant */
+            /** @enum {unknown} */
             type: "set_category";
             category: number;
         } | {
-            /** @constant */
+            /** @enum {unknown} */
             type: "set_state";
             /** @enum {unknown} */
             state: "open" | "resolved";
         } | {
-            /** @constant */
+            /** @enum {unknown} */
             type: "set_owner";
             /** @description A supporter's user id, none, or round_robin: the category's next in turn */
             owner: number | ("none" | "round_robin");
         } | {
-            /** @constant */
+            /** @enum {unknown} */
             type: "add_tags";
             tags: string[];
         } | {
-            /** @constant */
+            /** @enum {unknown} */
             type: "remove_tags";
             tags: string[];
         };
@@ -2600,6 +2600,15 @@ export interface components {
                 /** Format: date-time */
                 at: string;
             }[];
+        };
+        ApplyMacro: {
+            /** @description The macro (a saved reply with actions: GET /{site}/macros). */
+            macro: number;
+            /** @description Post its text as an internal note instead of a public reply. */
+            internal?: boolean;
+        };
+        MacroListing: {
+            macros: components["schemas"]["SavedReply"][];
         };
         ReportListing: {
             reports: {
@@ -10423,18 +10432,8 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The macro (a saved reply with actions: GET /{site}/macros). */
-                    macro: number;
-                    /** @description Post its text as an internal note instead of a public reply. */
-                    internal?: boolean;
-                };
-                "application/vnd.service-v1+json": {
-                    /** @description The macro (a saved reply with actions: GET /{site}/macros). */
-                    macro: number;
-                    /** @description Post its text as an internal note instead of a public reply. */
-                    internal?: boolean;
-                };
+                "application/json": components["schemas"]["ApplyMacro"];
+                "application/vnd.service-v1+json": components["schemas"]["ApplyMacro"];
             };
         };
         responses: {
@@ -10704,122 +10703,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        firings: {
-                            /** @description The rule, null once removed. */
-                            rule: {
-                                id: number;
-                                /** Format: uri */
-                                href: string;
-                            } | null;
-                            /** @description Its name when it fired. */
-                            name: string;
-                            /** @description What started it: an event (created, customer_replied...) or time. */
-                            trigger: string;
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "add_note";
-                                body: string;
-                            } | {
-                                /** @enum {string} */
-                                type: "send_reply";
-                                saved_reply: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "mark_spam";
-                            } | {
-                                /** @enum {string} */
-                                type: "notify";
-                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                                to: ("owner" | "team") | number;
-                            } | {
-                                /** @enum {string} */
-                                type: "webhook";
-                            })[];
-                            /** Format: date-time */
-                            at: string;
-                        }[];
-                    };
-                    "application/json": {
-                        firings: {
-                            /** @description The rule, null once removed. */
-                            rule: {
-                                id: number;
-                                /** Format: uri */
-                                href: string;
-                            } | null;
-                            /** @description Its name when it fired. */
-                            name: string;
-                            /** @description What started it: an event (created, customer_replied...) or time. */
-                            trigger: string;
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "add_note";
-                                body: string;
-                            } | {
-                                /** @enum {string} */
-                                type: "send_reply";
-                                saved_reply: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "mark_spam";
-                            } | {
-                                /** @enum {string} */
-                                type: "notify";
-                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                                to: ("owner" | "team") | number;
-                            } | {
-                                /** @enum {string} */
-                                type: "webhook";
-                            })[];
-                            /** Format: date-time */
-                            at: string;
-                        }[];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["RuleHistory"];
+                    "application/json": components["schemas"]["RuleHistory"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -11047,122 +10932,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        firings: {
-                            /** @description The rule, null once removed. */
-                            rule: {
-                                id: number;
-                                /** Format: uri */
-                                href: string;
-                            } | null;
-                            /** @description Its name when it fired. */
-                            name: string;
-                            /** @description What started it: an event (created, customer_replied...) or time. */
-                            trigger: string;
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "add_note";
-                                body: string;
-                            } | {
-                                /** @enum {string} */
-                                type: "send_reply";
-                                saved_reply: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "mark_spam";
-                            } | {
-                                /** @enum {string} */
-                                type: "notify";
-                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                                to: ("owner" | "team") | number;
-                            } | {
-                                /** @enum {string} */
-                                type: "webhook";
-                            })[];
-                            /** Format: date-time */
-                            at: string;
-                        }[];
-                    };
-                    "application/json": {
-                        firings: {
-                            /** @description The rule, null once removed. */
-                            rule: {
-                                id: number;
-                                /** Format: uri */
-                                href: string;
-                            } | null;
-                            /** @description Its name when it fired. */
-                            name: string;
-                            /** @description What started it: an event (created, customer_replied...) or time. */
-                            trigger: string;
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "add_note";
-                                body: string;
-                            } | {
-                                /** @enum {string} */
-                                type: "send_reply";
-                                saved_reply: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "mark_spam";
-                            } | {
-                                /** @enum {string} */
-                                type: "notify";
-                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                                to: ("owner" | "team") | number;
-                            } | {
-                                /** @enum {string} */
-                                type: "webhook";
-                            })[];
-                            /** Format: date-time */
-                            at: string;
-                        }[];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["RuleHistory"];
+                    "application/json": components["schemas"]["RuleHistory"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -19490,86 +19261,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        saved_replies: {
-                            id: number;
-                            title: string;
-                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                            body: string;
-                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                            filled: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            })[];
-                            /** Format: uri */
-                            href: string;
-                        }[];
-                    };
-                    "application/json": {
-                        saved_replies: {
-                            id: number;
-                            title: string;
-                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                            body: string;
-                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                            filled: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            })[];
-                            /** Format: uri */
-                            href: string;
-                        }[];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReplyListing"];
+                    "application/json": components["schemas"]["SavedReplyListing"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -19722,62 +19415,8 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    title: string;
-                    body: string;
-                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
-                    actions?: ({
-                        /** @enum {string} */
-                        type: "set_category";
-                        category: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "set_state";
-                        /** @enum {unknown} */
-                        state: "open" | "resolved";
-                    } | {
-                        /** @enum {string} */
-                        type: "set_owner";
-                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                        owner: number | ("none" | "round_robin");
-                    } | {
-                        /** @enum {string} */
-                        type: "add_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "remove_tags";
-                        tags: string[];
-                    })[];
-                };
-                "application/vnd.service-v1+json": {
-                    title: string;
-                    body: string;
-                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
-                    actions?: ({
-                        /** @enum {string} */
-                        type: "set_category";
-                        category: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "set_state";
-                        /** @enum {unknown} */
-                        state: "open" | "resolved";
-                    } | {
-                        /** @enum {string} */
-                        type: "set_owner";
-                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                        owner: number | ("none" | "round_robin");
-                    } | {
-                        /** @enum {string} */
-                        type: "add_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "remove_tags";
-                        tags: string[];
-                    })[];
-                };
+                "application/json": components["schemas"]["NewSavedReply"];
+                "application/vnd.service-v1+json": components["schemas"]["NewSavedReply"];
             };
         };
         responses: {
@@ -19799,82 +19438,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
+                    "application/json": components["schemas"]["SavedReply"];
                 };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
@@ -20067,86 +19632,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        saved_replies: {
-                            id: number;
-                            title: string;
-                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                            body: string;
-                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                            filled: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            })[];
-                            /** Format: uri */
-                            href: string;
-                        }[];
-                    };
-                    "application/json": {
-                        saved_replies: {
-                            id: number;
-                            title: string;
-                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                            body: string;
-                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                            filled: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            })[];
-                            /** Format: uri */
-                            href: string;
-                        }[];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReplyListing"];
+                    "application/json": components["schemas"]["SavedReplyListing"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -20321,82 +19808,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
+                    "application/json": components["schemas"]["SavedReply"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -20722,82 +20135,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
+                    "application/json": components["schemas"]["SavedReply"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -20949,62 +20288,8 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    title?: string;
-                    body?: string;
-                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
-                    actions?: ({
-                        /** @enum {string} */
-                        type: "set_category";
-                        category: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "set_state";
-                        /** @enum {unknown} */
-                        state: "open" | "resolved";
-                    } | {
-                        /** @enum {string} */
-                        type: "set_owner";
-                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                        owner: number | ("none" | "round_robin");
-                    } | {
-                        /** @enum {string} */
-                        type: "add_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "remove_tags";
-                        tags: string[];
-                    })[];
-                };
-                "application/vnd.service-v1+json": {
-                    title?: string;
-                    body?: string;
-                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
-                    actions?: ({
-                        /** @enum {string} */
-                        type: "set_category";
-                        category: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "set_state";
-                        /** @enum {unknown} */
-                        state: "open" | "resolved";
-                    } | {
-                        /** @enum {string} */
-                        type: "set_owner";
-                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                        owner: number | ("none" | "round_robin");
-                    } | {
-                        /** @enum {string} */
-                        type: "add_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "remove_tags";
-                        tags: string[];
-                    })[];
-                };
+                "application/json": components["schemas"]["SavedReplyChange"];
+                "application/vnd.service-v1+json": components["schemas"]["SavedReplyChange"];
             };
         };
         responses: {
@@ -21025,82 +20310,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
+                    "application/json": components["schemas"]["SavedReply"];
                 };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
@@ -21276,86 +20487,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        macros: {
-                            id: number;
-                            title: string;
-                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                            body: string;
-                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                            filled: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            })[];
-                            /** Format: uri */
-                            href: string;
-                        }[];
-                    };
-                    "application/json": {
-                        macros: {
-                            id: number;
-                            title: string;
-                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                            body: string;
-                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                            filled: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            })[];
-                            /** Format: uri */
-                            href: string;
-                        }[];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["MacroListing"];
+                    "application/json": components["schemas"]["MacroListing"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -21508,62 +20641,8 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    title: string;
-                    body: string;
-                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
-                    actions?: ({
-                        /** @enum {string} */
-                        type: "set_category";
-                        category: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "set_state";
-                        /** @enum {unknown} */
-                        state: "open" | "resolved";
-                    } | {
-                        /** @enum {string} */
-                        type: "set_owner";
-                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                        owner: number | ("none" | "round_robin");
-                    } | {
-                        /** @enum {string} */
-                        type: "add_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "remove_tags";
-                        tags: string[];
-                    })[];
-                };
-                "application/vnd.service-v1+json": {
-                    title: string;
-                    body: string;
-                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
-                    actions?: ({
-                        /** @enum {string} */
-                        type: "set_category";
-                        category: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "set_state";
-                        /** @enum {unknown} */
-                        state: "open" | "resolved";
-                    } | {
-                        /** @enum {string} */
-                        type: "set_owner";
-                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                        owner: number | ("none" | "round_robin");
-                    } | {
-                        /** @enum {string} */
-                        type: "add_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "remove_tags";
-                        tags: string[];
-                    })[];
-                };
+                "application/json": components["schemas"]["NewSavedReply"];
+                "application/vnd.service-v1+json": components["schemas"]["NewSavedReply"];
             };
         };
         responses: {
@@ -21585,82 +20664,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
+                    "application/json": components["schemas"]["SavedReply"];
                 };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
@@ -21853,86 +20858,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        macros: {
-                            id: number;
-                            title: string;
-                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                            body: string;
-                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                            filled: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            })[];
-                            /** Format: uri */
-                            href: string;
-                        }[];
-                    };
-                    "application/json": {
-                        macros: {
-                            id: number;
-                            title: string;
-                            /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                            body: string;
-                            /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                            filled: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            })[];
-                            /** Format: uri */
-                            href: string;
-                        }[];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["MacroListing"];
+                    "application/json": components["schemas"]["MacroListing"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -22107,82 +21034,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
+                    "application/json": components["schemas"]["SavedReply"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -22508,82 +21361,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
+                    "application/json": components["schemas"]["SavedReply"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -22735,62 +21514,8 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    title?: string;
-                    body?: string;
-                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
-                    actions?: ({
-                        /** @enum {string} */
-                        type: "set_category";
-                        category: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "set_state";
-                        /** @enum {unknown} */
-                        state: "open" | "resolved";
-                    } | {
-                        /** @enum {string} */
-                        type: "set_owner";
-                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                        owner: number | ("none" | "round_robin");
-                    } | {
-                        /** @enum {string} */
-                        type: "add_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "remove_tags";
-                        tags: string[];
-                    })[];
-                };
-                "application/vnd.service-v1+json": {
-                    title?: string;
-                    body?: string;
-                    /** @description A macro's actions: set category, state or owner, add or remove tags. */
-                    actions?: ({
-                        /** @enum {string} */
-                        type: "set_category";
-                        category: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "set_state";
-                        /** @enum {unknown} */
-                        state: "open" | "resolved";
-                    } | {
-                        /** @enum {string} */
-                        type: "set_owner";
-                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                        owner: number | ("none" | "round_robin");
-                    } | {
-                        /** @enum {string} */
-                        type: "add_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "remove_tags";
-                        tags: string[];
-                    })[];
-                };
+                "application/json": components["schemas"]["SavedReplyChange"];
+                "application/vnd.service-v1+json": components["schemas"]["SavedReplyChange"];
             };
         };
         responses: {
@@ -22811,82 +21536,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        title: string;
-                        /** @description The text as written, placeholders ({{customer.name}}, {{customer.first_name}}, {{supporter.name}}, {{site.name}}, {{discussion.number}}) included. */
-                        body: string;
-                        /** @description With ?discussion=<number>: the text with its placeholders filled in for that discussion, ready to post. Null otherwise. */
-                        filled: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description What applying it as a macro does besides replying (POST /{site}/discussions/{number}/apply_macro). */
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        })[];
-                        /** Format: uri */
-                        href: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["SavedReply"];
+                    "application/json": components["schemas"]["SavedReply"];
                 };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
@@ -23059,132 +21710,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        rules: {
-                            id: number;
-                            /** Format: uri */
-                            href: string;
-                            name: string;
-                            /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
-                            position: number;
-                            enabled: boolean;
-                            events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                            after_minutes: number | null;
-                            business: boolean;
-                            /** @enum {unknown} */
-                            since: "created" | "updated" | "last_comment";
-                            conditions: components["schemas"]["RuleConditions"];
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "add_note";
-                                body: string;
-                            } | {
-                                /** @enum {string} */
-                                type: "send_reply";
-                                saved_reply: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "mark_spam";
-                            } | {
-                                /** @enum {string} */
-                                type: "notify";
-                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                                to: ("owner" | "team") | number;
-                            } | {
-                                /** @enum {string} */
-                                type: "webhook";
-                            })[];
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                        }[];
-                    };
-                    "application/json": {
-                        rules: {
-                            id: number;
-                            /** Format: uri */
-                            href: string;
-                            name: string;
-                            /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
-                            position: number;
-                            enabled: boolean;
-                            events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                            after_minutes: number | null;
-                            business: boolean;
-                            /** @enum {unknown} */
-                            since: "created" | "updated" | "last_comment";
-                            conditions: components["schemas"]["RuleConditions"];
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "add_note";
-                                body: string;
-                            } | {
-                                /** @enum {string} */
-                                type: "send_reply";
-                                saved_reply: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "mark_spam";
-                            } | {
-                                /** @enum {string} */
-                                type: "notify";
-                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                                to: ("owner" | "team") | number;
-                            } | {
-                                /** @enum {string} */
-                                type: "webhook";
-                            })[];
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                        }[];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["RuleListing"];
+                    "application/json": components["schemas"]["RuleListing"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -23337,128 +21864,8 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                    /** @description Whether it runs; true when not given. */
-                    enabled?: boolean;
-                    /** @description Where it goes in the order: 1 runs first. The end when not given. */
-                    position?: number;
-                    /** @description What starts it (a rule on events). */
-                    events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                    /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
-                    after_minutes?: number | null;
-                    /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
-                    business?: boolean;
-                    /**
-                     * @description A rule on time counts from its creation, its last change (updated), or its newest comment.
-                     * @enum {unknown}
-                     */
-                    since?: "created" | "updated" | "last_comment";
-                    conditions?: components["schemas"]["RuleConditions"];
-                    actions: ({
-                        /** @enum {string} */
-                        type: "set_category";
-                        category: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "set_state";
-                        /** @enum {unknown} */
-                        state: "open" | "resolved";
-                    } | {
-                        /** @enum {string} */
-                        type: "set_owner";
-                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                        owner: number | ("none" | "round_robin");
-                    } | {
-                        /** @enum {string} */
-                        type: "add_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "remove_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "add_note";
-                        body: string;
-                    } | {
-                        /** @enum {string} */
-                        type: "send_reply";
-                        saved_reply: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "mark_spam";
-                    } | {
-                        /** @enum {string} */
-                        type: "notify";
-                        /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                        to: ("owner" | "team") | number;
-                    } | {
-                        /** @enum {string} */
-                        type: "webhook";
-                    })[];
-                };
-                "application/vnd.service-v1+json": {
-                    name: string;
-                    /** @description Whether it runs; true when not given. */
-                    enabled?: boolean;
-                    /** @description Where it goes in the order: 1 runs first. The end when not given. */
-                    position?: number;
-                    /** @description What starts it (a rule on events). */
-                    events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                    /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
-                    after_minutes?: number | null;
-                    /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
-                    business?: boolean;
-                    /**
-                     * @description A rule on time counts from its creation, its last change (updated), or its newest comment.
-                     * @enum {unknown}
-                     */
-                    since?: "created" | "updated" | "last_comment";
-                    conditions?: components["schemas"]["RuleConditions"];
-                    actions: ({
-                        /** @enum {string} */
-                        type: "set_category";
-                        category: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "set_state";
-                        /** @enum {unknown} */
-                        state: "open" | "resolved";
-                    } | {
-                        /** @enum {string} */
-                        type: "set_owner";
-                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                        owner: number | ("none" | "round_robin");
-                    } | {
-                        /** @enum {string} */
-                        type: "add_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "remove_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "add_note";
-                        body: string;
-                    } | {
-                        /** @enum {string} */
-                        type: "send_reply";
-                        saved_reply: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "mark_spam";
-                    } | {
-                        /** @enum {string} */
-                        type: "notify";
-                        /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                        to: ("owner" | "team") | number;
-                    } | {
-                        /** @enum {string} */
-                        type: "webhook";
-                    })[];
-                };
+                "application/json": components["schemas"]["NewRule"];
+                "application/vnd.service-v1+json": components["schemas"]["NewRule"];
             };
         };
         responses: {
@@ -23480,128 +21887,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        /** Format: uri */
-                        href: string;
-                        name: string;
-                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
-                        position: number;
-                        enabled: boolean;
-                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                        after_minutes: number | null;
-                        business: boolean;
-                        /** @enum {unknown} */
-                        since: "created" | "updated" | "last_comment";
-                        conditions: components["schemas"]["RuleConditions"];
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "add_note";
-                            body: string;
-                        } | {
-                            /** @enum {string} */
-                            type: "send_reply";
-                            saved_reply: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "mark_spam";
-                        } | {
-                            /** @enum {string} */
-                            type: "notify";
-                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                            to: ("owner" | "team") | number;
-                        } | {
-                            /** @enum {string} */
-                            type: "webhook";
-                        })[];
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        /** Format: uri */
-                        href: string;
-                        name: string;
-                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
-                        position: number;
-                        enabled: boolean;
-                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                        after_minutes: number | null;
-                        business: boolean;
-                        /** @enum {unknown} */
-                        since: "created" | "updated" | "last_comment";
-                        conditions: components["schemas"]["RuleConditions"];
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "add_note";
-                            body: string;
-                        } | {
-                            /** @enum {string} */
-                            type: "send_reply";
-                            saved_reply: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "mark_spam";
-                        } | {
-                            /** @enum {string} */
-                            type: "notify";
-                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                            to: ("owner" | "team") | number;
-                        } | {
-                            /** @enum {string} */
-                            type: "webhook";
-                        })[];
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["Rule"];
+                    "application/json": components["schemas"]["Rule"];
                 };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
@@ -23809,132 +22096,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        rules: {
-                            id: number;
-                            /** Format: uri */
-                            href: string;
-                            name: string;
-                            /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
-                            position: number;
-                            enabled: boolean;
-                            events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                            after_minutes: number | null;
-                            business: boolean;
-                            /** @enum {unknown} */
-                            since: "created" | "updated" | "last_comment";
-                            conditions: components["schemas"]["RuleConditions"];
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "add_note";
-                                body: string;
-                            } | {
-                                /** @enum {string} */
-                                type: "send_reply";
-                                saved_reply: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "mark_spam";
-                            } | {
-                                /** @enum {string} */
-                                type: "notify";
-                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                                to: ("owner" | "team") | number;
-                            } | {
-                                /** @enum {string} */
-                                type: "webhook";
-                            })[];
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                        }[];
-                    };
-                    "application/json": {
-                        rules: {
-                            id: number;
-                            /** Format: uri */
-                            href: string;
-                            name: string;
-                            /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
-                            position: number;
-                            enabled: boolean;
-                            events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                            after_minutes: number | null;
-                            business: boolean;
-                            /** @enum {unknown} */
-                            since: "created" | "updated" | "last_comment";
-                            conditions: components["schemas"]["RuleConditions"];
-                            actions: ({
-                                /** @enum {string} */
-                                type: "set_category";
-                                category: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "set_state";
-                                /** @enum {unknown} */
-                                state: "open" | "resolved";
-                            } | {
-                                /** @enum {string} */
-                                type: "set_owner";
-                                /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                                owner: number | ("none" | "round_robin");
-                            } | {
-                                /** @enum {string} */
-                                type: "add_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "remove_tags";
-                                tags: string[];
-                            } | {
-                                /** @enum {string} */
-                                type: "add_note";
-                                body: string;
-                            } | {
-                                /** @enum {string} */
-                                type: "send_reply";
-                                saved_reply: number;
-                            } | {
-                                /** @enum {string} */
-                                type: "mark_spam";
-                            } | {
-                                /** @enum {string} */
-                                type: "notify";
-                                /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                                to: ("owner" | "team") | number;
-                            } | {
-                                /** @enum {string} */
-                                type: "webhook";
-                            })[];
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                        }[];
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["RuleListing"];
+                    "application/json": components["schemas"]["RuleListing"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -24106,128 +22269,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        /** Format: uri */
-                        href: string;
-                        name: string;
-                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
-                        position: number;
-                        enabled: boolean;
-                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                        after_minutes: number | null;
-                        business: boolean;
-                        /** @enum {unknown} */
-                        since: "created" | "updated" | "last_comment";
-                        conditions: components["schemas"]["RuleConditions"];
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "add_note";
-                            body: string;
-                        } | {
-                            /** @enum {string} */
-                            type: "send_reply";
-                            saved_reply: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "mark_spam";
-                        } | {
-                            /** @enum {string} */
-                            type: "notify";
-                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                            to: ("owner" | "team") | number;
-                        } | {
-                            /** @enum {string} */
-                            type: "webhook";
-                        })[];
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        /** Format: uri */
-                        href: string;
-                        name: string;
-                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
-                        position: number;
-                        enabled: boolean;
-                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                        after_minutes: number | null;
-                        business: boolean;
-                        /** @enum {unknown} */
-                        since: "created" | "updated" | "last_comment";
-                        conditions: components["schemas"]["RuleConditions"];
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "add_note";
-                            body: string;
-                        } | {
-                            /** @enum {string} */
-                            type: "send_reply";
-                            saved_reply: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "mark_spam";
-                        } | {
-                            /** @enum {string} */
-                            type: "notify";
-                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                            to: ("owner" | "team") | number;
-                        } | {
-                            /** @enum {string} */
-                            type: "webhook";
-                        })[];
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["Rule"];
+                    "application/json": components["schemas"]["Rule"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -24550,128 +22593,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        /** Format: uri */
-                        href: string;
-                        name: string;
-                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
-                        position: number;
-                        enabled: boolean;
-                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                        after_minutes: number | null;
-                        business: boolean;
-                        /** @enum {unknown} */
-                        since: "created" | "updated" | "last_comment";
-                        conditions: components["schemas"]["RuleConditions"];
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "add_note";
-                            body: string;
-                        } | {
-                            /** @enum {string} */
-                            type: "send_reply";
-                            saved_reply: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "mark_spam";
-                        } | {
-                            /** @enum {string} */
-                            type: "notify";
-                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                            to: ("owner" | "team") | number;
-                        } | {
-                            /** @enum {string} */
-                            type: "webhook";
-                        })[];
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        /** Format: uri */
-                        href: string;
-                        name: string;
-                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
-                        position: number;
-                        enabled: boolean;
-                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                        after_minutes: number | null;
-                        business: boolean;
-                        /** @enum {unknown} */
-                        since: "created" | "updated" | "last_comment";
-                        conditions: components["schemas"]["RuleConditions"];
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "add_note";
-                            body: string;
-                        } | {
-                            /** @enum {string} */
-                            type: "send_reply";
-                            saved_reply: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "mark_spam";
-                        } | {
-                            /** @enum {string} */
-                            type: "notify";
-                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                            to: ("owner" | "team") | number;
-                        } | {
-                            /** @enum {string} */
-                            type: "webhook";
-                        })[];
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["Rule"];
+                    "application/json": components["schemas"]["Rule"];
                 };
             };
             /** @description Not Modified: the If-None-Match names the current ETag. No body. */
@@ -24823,128 +22746,8 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name?: string;
-                    /** @description Whether it runs; true when not given. */
-                    enabled?: boolean;
-                    /** @description Where it goes in the order: 1 runs first. The end when not given. */
-                    position?: number;
-                    /** @description What starts it (a rule on events). */
-                    events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                    /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
-                    after_minutes?: number | null;
-                    /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
-                    business?: boolean;
-                    /**
-                     * @description A rule on time counts from its creation, its last change (updated), or its newest comment.
-                     * @enum {unknown}
-                     */
-                    since?: "created" | "updated" | "last_comment";
-                    conditions?: components["schemas"]["RuleConditions"];
-                    actions?: ({
-                        /** @enum {string} */
-                        type: "set_category";
-                        category: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "set_state";
-                        /** @enum {unknown} */
-                        state: "open" | "resolved";
-                    } | {
-                        /** @enum {string} */
-                        type: "set_owner";
-                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                        owner: number | ("none" | "round_robin");
-                    } | {
-                        /** @enum {string} */
-                        type: "add_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "remove_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "add_note";
-                        body: string;
-                    } | {
-                        /** @enum {string} */
-                        type: "send_reply";
-                        saved_reply: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "mark_spam";
-                    } | {
-                        /** @enum {string} */
-                        type: "notify";
-                        /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                        to: ("owner" | "team") | number;
-                    } | {
-                        /** @enum {string} */
-                        type: "webhook";
-                    })[];
-                };
-                "application/vnd.service-v1+json": {
-                    name?: string;
-                    /** @description Whether it runs; true when not given. */
-                    enabled?: boolean;
-                    /** @description Where it goes in the order: 1 runs first. The end when not given. */
-                    position?: number;
-                    /** @description What starts it (a rule on events). */
-                    events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                    /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
-                    after_minutes?: number | null;
-                    /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
-                    business?: boolean;
-                    /**
-                     * @description A rule on time counts from its creation, its last change (updated), or its newest comment.
-                     * @enum {unknown}
-                     */
-                    since?: "created" | "updated" | "last_comment";
-                    conditions?: components["schemas"]["RuleConditions"];
-                    actions?: ({
-                        /** @enum {string} */
-                        type: "set_category";
-                        category: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "set_state";
-                        /** @enum {unknown} */
-                        state: "open" | "resolved";
-                    } | {
-                        /** @enum {string} */
-                        type: "set_owner";
-                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                        owner: number | ("none" | "round_robin");
-                    } | {
-                        /** @enum {string} */
-                        type: "add_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "remove_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "add_note";
-                        body: string;
-                    } | {
-                        /** @enum {string} */
-                        type: "send_reply";
-                        saved_reply: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "mark_spam";
-                    } | {
-                        /** @enum {string} */
-                        type: "notify";
-                        /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                        to: ("owner" | "team") | number;
-                    } | {
-                        /** @enum {string} */
-                        type: "webhook";
-                    })[];
-                };
+                "application/json": components["schemas"]["RuleChange"];
+                "application/vnd.service-v1+json": components["schemas"]["RuleChange"];
             };
         };
         responses: {
@@ -24965,128 +22768,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/vnd.service-v1+json": {
-                        id: number;
-                        /** Format: uri */
-                        href: string;
-                        name: string;
-                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
-                        position: number;
-                        enabled: boolean;
-                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                        after_minutes: number | null;
-                        business: boolean;
-                        /** @enum {unknown} */
-                        since: "created" | "updated" | "last_comment";
-                        conditions: components["schemas"]["RuleConditions"];
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "add_note";
-                            body: string;
-                        } | {
-                            /** @enum {string} */
-                            type: "send_reply";
-                            saved_reply: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "mark_spam";
-                        } | {
-                            /** @enum {string} */
-                            type: "notify";
-                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                            to: ("owner" | "team") | number;
-                        } | {
-                            /** @enum {string} */
-                            type: "webhook";
-                        })[];
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
-                    "application/json": {
-                        id: number;
-                        /** Format: uri */
-                        href: string;
-                        name: string;
-                        /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
-                        position: number;
-                        enabled: boolean;
-                        events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                        after_minutes: number | null;
-                        business: boolean;
-                        /** @enum {unknown} */
-                        since: "created" | "updated" | "last_comment";
-                        conditions: components["schemas"]["RuleConditions"];
-                        actions: ({
-                            /** @enum {string} */
-                            type: "set_category";
-                            category: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "set_state";
-                            /** @enum {unknown} */
-                            state: "open" | "resolved";
-                        } | {
-                            /** @enum {string} */
-                            type: "set_owner";
-                            /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                            owner: number | ("none" | "round_robin");
-                        } | {
-                            /** @enum {string} */
-                            type: "add_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "remove_tags";
-                            tags: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "add_note";
-                            body: string;
-                        } | {
-                            /** @enum {string} */
-                            type: "send_reply";
-                            saved_reply: number;
-                        } | {
-                            /** @enum {string} */
-                            type: "mark_spam";
-                        } | {
-                            /** @enum {string} */
-                            type: "notify";
-                            /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                            to: ("owner" | "team") | number;
-                        } | {
-                            /** @enum {string} */
-                            type: "webhook";
-                        })[];
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    "application/vnd.service-v1+json": components["schemas"]["Rule"];
+                    "application/json": components["schemas"]["Rule"];
                 };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
@@ -25260,128 +22943,8 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                    /** @description Whether it runs; true when not given. */
-                    enabled?: boolean;
-                    /** @description Where it goes in the order: 1 runs first. The end when not given. */
-                    position?: number;
-                    /** @description What starts it (a rule on events). */
-                    events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                    /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
-                    after_minutes?: number | null;
-                    /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
-                    business?: boolean;
-                    /**
-                     * @description A rule on time counts from its creation, its last change (updated), or its newest comment.
-                     * @enum {unknown}
-                     */
-                    since?: "created" | "updated" | "last_comment";
-                    conditions?: components["schemas"]["RuleConditions"];
-                    actions: ({
-                        /** @enum {string} */
-                        type: "set_category";
-                        category: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "set_state";
-                        /** @enum {unknown} */
-                        state: "open" | "resolved";
-                    } | {
-                        /** @enum {string} */
-                        type: "set_owner";
-                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                        owner: number | ("none" | "round_robin");
-                    } | {
-                        /** @enum {string} */
-                        type: "add_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "remove_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "add_note";
-                        body: string;
-                    } | {
-                        /** @enum {string} */
-                        type: "send_reply";
-                        saved_reply: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "mark_spam";
-                    } | {
-                        /** @enum {string} */
-                        type: "notify";
-                        /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                        to: ("owner" | "team") | number;
-                    } | {
-                        /** @enum {string} */
-                        type: "webhook";
-                    })[];
-                };
-                "application/vnd.service-v1+json": {
-                    name: string;
-                    /** @description Whether it runs; true when not given. */
-                    enabled?: boolean;
-                    /** @description Where it goes in the order: 1 runs first. The end when not given. */
-                    position?: number;
-                    /** @description What starts it (a rule on events). */
-                    events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
-                    /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
-                    after_minutes?: number | null;
-                    /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
-                    business?: boolean;
-                    /**
-                     * @description A rule on time counts from its creation, its last change (updated), or its newest comment.
-                     * @enum {unknown}
-                     */
-                    since?: "created" | "updated" | "last_comment";
-                    conditions?: components["schemas"]["RuleConditions"];
-                    actions: ({
-                        /** @enum {string} */
-                        type: "set_category";
-                        category: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "set_state";
-                        /** @enum {unknown} */
-                        state: "open" | "resolved";
-                    } | {
-                        /** @enum {string} */
-                        type: "set_owner";
-                        /** @description A supporter's user id, none, or round_robin: the category's next in turn */
-                        owner: number | ("none" | "round_robin");
-                    } | {
-                        /** @enum {string} */
-                        type: "add_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "remove_tags";
-                        tags: string[];
-                    } | {
-                        /** @enum {string} */
-                        type: "add_note";
-                        body: string;
-                    } | {
-                        /** @enum {string} */
-                        type: "send_reply";
-                        saved_reply: number;
-                    } | {
-                        /** @enum {string} */
-                        type: "mark_spam";
-                    } | {
-                        /** @enum {string} */
-                        type: "notify";
-                        /** @description Its owner, the team (those told of new discussions), or a supporter (user id) */
-                        to: ("owner" | "team") | number;
-                    } | {
-                        /** @enum {string} */
-                        type: "webhook";
-                    })[];
-                };
+                "application/json": components["schemas"]["NewRule"];
+                "application/vnd.service-v1+json": components["schemas"]["NewRule"];
             };
         };
         responses: {

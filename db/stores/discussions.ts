@@ -424,7 +424,7 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
   await addTallies(tx, input.siteId, report.tallies)
   const discussion = await getIn(tx, input.siteId, input.number)
   const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
-  const ruled = await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })
+  const ruled = await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0, before })
   await tellSla(tx, clock, events, discussion, sla.late)
   if (before.assigneeId !== null) {
     await notifyOwnerOfComment(tx, clock, { siteId: input.siteId, number: before.number, title: before.title, ownerId: before.assigneeId, authorId: author.id, authorName: comment.authorName, body: input.body, internal: input.internal })

@@ -252,18 +252,16 @@ const gone = (error: unknown) => error instanceof StoreError && (error.code === 
 
 /**
  * Does what the field actions say (category, owner, tags: one change; then the state) to discussion
- * `d`, in the transaction `tx`, as `actor`. `leaveOutGone`: a target gone since the actions were
- * saved is left out (a rule's); else its StoreError is the caller's (a macro applied by hand).
+ * `d`, in the transaction `tx`, as `actor`. `leaveOutGone`: a category or owner gone since the
+ * actions were saved is left out, the rest done (a rule's); else its StoreError is the caller's (a
+ * macro applied by hand).
  */
 async function applyFields(tx: StorePort, write: WriteContext, d: DiscussionRow, actions: readonly RuleAction[], actor: { id: number; name: string }, leaveOutGone: boolean): Promise<void> {
   const { siteId, number } = d
   const fields = fieldChangesOf(actions, tagList(d.tags))
-  const guarded = async (work: () => Promise<unknown>) => {
-    try {
-      await work()
-    } catch (error) {
-      if (!leaveOutGone || !gone(error)) throw error
-    }
+  if (leaveOutGone) {
+    if (fields.categoryId !== undefined && !(await categoryOfSite(tx, siteId, fields.categoryId))) delete fields.categoryId
+    if (typeof fields.owner === 'number' && !(await checkAssignee(tx, siteId, fields.owner, 'owner').then(() => true, (error: unknown) => (gone(error) ? false : Promise.reject(error))))) delete fields.owner
   }
   if (fields.categoryId !== undefined || fields.owner !== undefined || fields.tags !== undefined) {
     let owner = fields.owner
@@ -273,7 +271,7 @@ async function applyFields(tx: StorePort, write: WriteContext, d: DiscussionRow,
       owner = category ? ((await nextInTurn(tx, siteId, category)) ?? null) : d.assigneeId
     }
     const changes = { categoryId: fields.categoryId, assigneeId: owner, tags: fields.tags, actor }
-    await guarded(() => updateDiscussionIn(tx, write, siteId, number, changes))
+    await updateDiscussionIn(tx, write, siteId, number, changes)
   }
   if (fields.state) {
     const now = await getIn(tx, siteId, number)
@@ -315,8 +313,6 @@ async function fire(tx: StorePort, write: WriteContext, webhooks: EventSink, rul
           const current = await getIn(tx, siteId, number)
           body = fillSavedReply(saved.body, { customerName: current.authorName, supporterName: author?.name ?? '', siteName: site!.name, number })
         }
-        const current = await getIn(tx, siteId, number)
-        if (current.state === 'deleted') break
         await replyDiscussionIn(tx, write, { siteId, number, body, internal: action.type === 'add_note', via: 'rule', supporterId: rule.authorId })
         break
       }

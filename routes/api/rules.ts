@@ -33,21 +33,21 @@ export const RuleConditionsSchema = Type.Object(
 )
 const Tags = Type.Array(Tag, { minItems: 1, maxItems: 20 })
 const FieldActions = [
-  Type.Object({ type: Type.Literal('set_category'), category: Id }, { additionalProperties: false }),
-  Type.Object({ type: Type.Literal('set_state'), state: Type.Enum(settableStates) }, { additionalProperties: false }),
-  Type.Object({ type: Type.Literal('set_owner'), owner: Type.Union([Id, Type.Enum(['none', 'round_robin'])], { description: "A supporter's user id, none, or round_robin: the category's next in turn" }) }, { additionalProperties: false }),
-  Type.Object({ type: Type.Literal('add_tags'), tags: Tags }, { additionalProperties: false }),
-  Type.Object({ type: Type.Literal('remove_tags'), tags: Tags }, { additionalProperties: false }),
+  Type.Object({ type: Type.Enum(['set_category']), category: Id }, { additionalProperties: false }),
+  Type.Object({ type: Type.Enum(['set_state']), state: Type.Enum(settableStates) }, { additionalProperties: false }),
+  Type.Object({ type: Type.Enum(['set_owner']), owner: Type.Union([Id, Type.Enum(['none', 'round_robin'])], { description: "A supporter's user id, none, or round_robin: the category's next in turn" }) }, { additionalProperties: false }),
+  Type.Object({ type: Type.Enum(['add_tags']), tags: Tags }, { additionalProperties: false }),
+  Type.Object({ type: Type.Enum(['remove_tags']), tags: Tags }, { additionalProperties: false }),
 ]
 export const FieldActionSchema = Type.Union(FieldActions, { description: 'What it changes: category, state, owner, tags.' })
 export const RuleActionSchema = Type.Union(
   [
     ...FieldActions,
-    Type.Object({ type: Type.Literal('add_note'), body: Type.String({ minLength: 1, maxLength: MAX_NOTE, pattern: '\\S' }) }, { additionalProperties: false }),
-    Type.Object({ type: Type.Literal('send_reply'), saved_reply: Id }, { additionalProperties: false }),
-    Type.Object({ type: Type.Literal('mark_spam') }, { additionalProperties: false }),
-    Type.Object({ type: Type.Literal('notify'), to: Type.Union([Type.Enum(['owner', 'team']), Id], { description: 'Its owner, the team (those told of new discussions), or a supporter (user id)' }) }, { additionalProperties: false }),
-    Type.Object({ type: Type.Literal('webhook') }, { additionalProperties: false, description: 'Posts rule.fired to the endpoints that ask for it' }),
+    Type.Object({ type: Type.Enum(['add_note']), body: Type.String({ minLength: 1, maxLength: MAX_NOTE, pattern: '\\S' }) }, { additionalProperties: false }),
+    Type.Object({ type: Type.Enum(['send_reply']), saved_reply: Id }, { additionalProperties: false }),
+    Type.Object({ type: Type.Enum(['mark_spam']) }, { additionalProperties: false }),
+    Type.Object({ type: Type.Enum(['notify']), to: Type.Union([Type.Enum(['owner', 'team']), Id], { description: 'Its owner, the team (those told of new discussions), or a supporter (user id)' }) }, { additionalProperties: false }),
+    Type.Object({ type: Type.Enum(['webhook']) }, { additionalProperties: false, description: 'Posts rule.fired to the endpoints that ask for it' }),
   ],
   { description: 'What it does: set category, state or owner, add or remove tags, add an internal note, send a saved reply, mark spam, notify, post a webhook.' },
 )

@@ -2,14 +2,17 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { actorOf } from '../actor.ts'
 import type { StoreError } from '../../db/stores/errors.ts'
 import { MAX_SAVED_BODY, MAX_SAVED_TITLE } from '../../db/stores/saved-replies.ts'
+import type { FieldAction } from '../../lib/rules.ts'
 import { placeholderNames } from '../../lib/team-queue.ts'
 import { sentence } from '../api/discussions/http-errors.ts'
+import { fieldActionsOf, formOf } from './admin-rules.ts'
 import { pageData, refusalOf, requireAdministrator, wholeNumber } from './pages.ts'
 
 // {site_url}/admin/queue: how the site's queue is worked, for its administrators (docs/decisions.md,
 // "The team's queue"): the saved replies every supporter chooses from, and the categories whose new
 // discussions are given to the supporters in turn. The API's /<site>/saved_replies and PATCH
-// /<site>/categories/<id> do the same.
+// /<site>/categories/<id> do the same. A saved reply given actions here is a macro (issue 70):
+// applied from a discussion's page, it replies and does them in one click.
 
 const NOTICES: Record<string, string> = {
   added: 'The saved reply is added: it is offered in every reply form.',
@@ -20,10 +23,26 @@ const NOTICES: Record<string, string> = {
 
 /** A refusal's status, and how its field is named on the page. */
 const STATUS: Partial<Record<StoreError['code'], number>> = { conflict: 409, not_found: 404, limit: 429, invalid: 400, too_large: 413 }
-const FIELDS: Record<string, string> = { title: 'The title', body: 'The text' }
+const FIELDS: Record<string, string> = { title: 'The title', body: 'The text', 'actions[]': 'An action' }
+
+/**
+ * A macro's actions as its form shows them: each field once (the form's actions, routes/web/admin-rules.ts
+ * fieldActionsOf, give each once; tags added or removed by several actions, through the API, are
+ * shown together, which is what they do together).
+ */
+function macroValuesOf(actions: FieldAction[]) {
+  const values = { set_category: '', set_owner: '', add_tags: [] as string[], remove_tags: [] as string[], set_state: '' }
+  for (const a of actions) {
+    if (a.type === 'set_category') values.set_category = String(a.category)
+    else if (a.type === 'set_owner') values.set_owner = String(a.owner)
+    else if (a.type === 'set_state') values.set_state = a.state
+    else values[a.type].push(...a.tags)
+  }
+  return { ...values, add_tags: values.add_tags.join(', '), remove_tags: values.remove_tags.join(', ') }
+}
 
 const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
-  const { urls, savedReplies, categories } = fastify
+  const { urls, savedReplies, categories, users } = fastify
   const base = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/admin/queue`
   const action = { preHandler: [fastify.csrfProtection, requireAdministrator] }
   const field = (body: unknown, name: string) => {
@@ -33,14 +52,15 @@ const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
 
   async function queuePage(request: FastifyRequest, reply: FastifyReply, status = 200, extra: Record<string, unknown> = {}) {
     const site = request.web.site
-    const [replies, { categories: all }] = await Promise.all([savedReplies.list(site.id), categories.list(site.id, 0, -1)])
+    const [replies, { categories: all }, staff] = await Promise.all([savedReplies.list(site.id), categories.list(site.id, 0, -1), users.staffOf(site.id)])
     const done = (request.query as { done?: unknown }).done
     return reply.page(
       'admin_queue',
       pageData(request, reply, {
         title: 'Queue',
-        replies,
+        replies: replies.map((r) => ({ ...r, macro: macroValuesOf(JSON.parse(r.actions) as FieldAction[]) })),
         categories: all,
+        staff,
         placeholders: placeholderNames,
         limits: { title: MAX_SAVED_TITLE, body: MAX_SAVED_BODY },
         values: { title: '', body: '' },
@@ -56,7 +76,7 @@ const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
   async function saved(request: FastifyRequest, reply: FastifyReply, done: string, work: () => Promise<unknown>) {
     const error = await refusalOf(work, ['invalid', 'not_found', 'limit'])
     if (!error) return reply.redirect(`${base(request)}?done=${done}`, 303)
-    const words = [FIELDS[String(error.field)], error.message].filter(Boolean).join(' ')
+    const words = [FIELDS[String(error.field).replace(/\[\d+\]$/, '[]')], error.message].filter(Boolean).join(' ')
     return queuePage(request, reply, STATUS[error.code], { error: sentence(words), values: { title: field(request.body, 'title'), body: field(request.body, 'body') } })
   }
 
@@ -71,7 +91,8 @@ const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
     const id = wholeNumber((request.params as { id: string }).id, 12) ?? 0
     const siteId = request.web.site.id
     if (field(request.body, 'remove') === 'yes') return saved(request, reply, 'removed', () => savedReplies.remove(siteId, id, actorOf(request)))
-    return saved(request, reply, 'changed', () => savedReplies.update(siteId, id, { title: field(request.body, 'title'), body: field(request.body, 'body') }, actorOf(request)))
+    const changes = { title: field(request.body, 'title'), body: field(request.body, 'body'), actions: fieldActionsOf(formOf(request.body)) }
+    return saved(request, reply, 'changed', () => savedReplies.update(siteId, id, changes, actorOf(request)))
   })
 
   // One checkbox per category: those ticked are given in turn, the others not.

@@ -15,15 +15,20 @@ import { clockOf } from '../../db/stores/sla.ts'
 import { readMultipart, sendAttachment } from '../api/files.ts'
 import type { CommentExtras } from '../api/discussions/views.ts'
 import { commentExtras } from '../api/discussions/context.ts'
+import { actionNamesOf } from '../api/rules.ts'
+import { describeAction } from '../../lib/rules.ts'
+import type { RuleFiring } from '../../db/stores/rules.ts'
 import { actorOf } from '../actor.ts'
+import { TRIGGER_NAMES } from './admin-rules.ts'
 import { messageProblem, notFoundPage, refusalOf, pageData, requireSupporter } from './pages.ts'
 import { PAGE, REPLY_FORM_BYTES, TABS, whole } from './queue.ts'
 
 // A discussion's page in the queue (docs/decisions.md, "The queue on the web" and "The team's
 // queue"): {site_url}/discussions/<number>, its conversation, the reply form (public or internal,
-// a saved reply inserted without JavaScript, Send and resolve), its owner, tags and actions. Every
-// action is a form with CSRF protection calling the store the API calls, then back to the page
-// with a message (`?done=`): one rule, two doors.
+// a saved reply inserted without JavaScript, Send and resolve), a macro applied in one click and
+// the rules applied to it (issue 70), its owner, tags and actions. Every action is a form with
+// CSRF protection calling the store the API calls, then back to the page with a message
+// (`?done=`): one rule, two doors.
 
 /** How a comment came, as its byline says it. */
 const VIA: Record<CommentVia, string> = { api: ', through the API', mcp: ', by an assistant (MCP)', web: ', on the web', email: ', by mail', rule: ', by a rule' }
@@ -45,6 +50,7 @@ const DONE: Record<string, string> = {
   tagged: 'Its tags are saved.',
   copied: 'They are copied on its replies from now on.',
   uncopied: 'They are no longer copied on its replies.',
+  macro: 'The macro is applied: its reply is sent and its actions done.',
 }
 
 /** What the page shows on top of the discussion: a refusal, the words of a confirmation, a kept draft. */
@@ -58,7 +64,7 @@ interface Shown {
 }
 
 const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fastify, { fileLimits }) => {
-  const { discussions, categories, files, mailboxes, savedReplies, senders, urls, users } = fastify
+  const { discussions, categories, files, mailboxes, rules, savedReplies, senders, urls, users } = fastify
   // The reply form takes files (multipart/form-data), in this scope only.
   await fastify.register(multipart)
   const base = (request: FastifyRequest) => urls.siteWeb(request.web.site.permalink)
@@ -91,13 +97,14 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
   async function discussionPage(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, shown: Shown = {}) {
     const { site, user } = request.web
     const query = request.query as { done?: unknown; saved_reply?: unknown }
-    const [all, comments, staff, saved, copied, policy] = await Promise.all([
+    const [all, comments, staff, saved, copied, policy, firings] = await Promise.all([
       categories.list(site.id, 0, -1),
       discussions.comments(d.id),
       users.staffOf(site.id),
       savedReplies.list(site.id),
       mailboxes.participants(d.id),
       d.slaPolicyId === null ? undefined : fastify.slaPolicies.find(site.id, d.slaPolicyId),
+      rules.firings(d.id),
     ])
     // What the API shows beside each comment, read as the API reads it.
     const extras = await commentExtras(fastify, comments, d.id)
@@ -140,6 +147,9 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
         categories: all.categories.map((c) => ({ id: c.id, name: c.name, selected: c.id === d.categoryId })),
         staff: staff.map((s) => ({ id: s.id, name: s.name, selected: s.id === d.assigneeId })),
         savedReplies: saved.map((r) => ({ id: r.id, title: r.title, selected: r === chosen })),
+        // The saved replies with actions: the macros.
+        macros: saved.filter((r) => r.actions !== '[]').map((r) => ({ id: r.id, title: r.title })),
+        firings: await firingsShown(site.id, firings),
         actions: actionsFor(d.state),
         // A spam discussion's sender, blocked in one click by an administrator (the sender rules are theirs).
         block: d.state === 'spam' && user!.administrator ? blockChoices(d.authorEmail) : null,
@@ -157,6 +167,13 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
       }),
       shown.status ?? 200,
     )
+  }
+
+  /** The rules applied to the discussion, oldest first: who, why, when, what (the names read only when there are some). */
+  async function firingsShown(siteId: number, firings: RuleFiring[]) {
+    if (firings.length === 0) return []
+    const names = await actionNamesOf(fastify, siteId)
+    return firings.map((f) => ({ name: f.ruleName, why: TRIGGER_NAMES[f.trigger as keyof typeof TRIGGER_NAMES], when: shownMoment(f.at), did: f.actions.map((a) => describeAction(a, names)).join(', ') }))
   }
 
   fastify.get('/discussions/:number', supporters, async (request, reply) => {
@@ -304,6 +321,15 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
     // No field (or not text) is no tags.
     const tags = splitTags(String((request.body as { tags?: unknown }).tags ?? ''))
     return changed(request, reply, d, () => discussions.update(d.siteId, d.number, { tags }), 'tagged')
+  })
+
+  // A macro (a saved reply with actions): its text as the supporter's reply, then its actions, in one go, as the API's apply_macro.
+  fastify.post('/discussions/:number/macro', forms, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return reply
+    const macro = await savedReplies.find(d.siteId, whole((request.body as { macro?: unknown }).macro) ?? 0)
+    if (!macro) return discussionPage(request, reply, d, { status: 400, error: 'Choose one of the macros of this site.' })
+    return changed(request, reply, d, () => rules.applyMacro(d.siteId, d.number, macro.id, request.web.user!, { via: 'web' }), 'macro')
   })
 
   // Blocking a spam discussion's sender, its address or its whole domain: the administrators' (the

@@ -14,6 +14,7 @@ import adminCategoryRoutes from './admin-categories.ts'
 import adminRecordRoutes from './admin-record.ts'
 import adminHoursRoutes from './admin-hours.ts'
 import adminSlaRoutes from './admin-sla.ts'
+import adminRuleRoutes from './admin-rules.ts'
 import adminWebhookRoutes from './admin-webhooks.ts'
 import liveRoutes from './live.ts'
 import adminQueueRoutes from './admin-queue.ts'
@@ -100,6 +101,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(adminRecordRoutes)
       await web.register(adminHoursRoutes)
       await web.register(adminSlaRoutes)
+      await web.register(adminRuleRoutes)
       await web.register(adminWebhookRoutes)
       await web.register(adminQueueRoutes)
       await web.register(queueRoutes)

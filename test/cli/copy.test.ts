@@ -148,8 +148,8 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
     payload: { title: 'After the move', body: 'Works.' },
   })
   t.equal(created.statusCode, 201, created.body)
-  t.match(created.json(), { number: 7 })
-  t.match(await target.query('SELECT max(id) AS id FROM comments'), [{ id: 10 }], 'the comment took id 10')
+  t.match(created.json(), { number: 8, tags: ['seen'] }, 'the rule moved too, and fires there')
+  t.match(await target.query('SELECT max(id) AS id FROM comments'), [{ id: 11 }], 'the comment took id 11')
   const token = await target.run(['token', 'create', 'demo', 'ann@example.test', '--name', 'after'], { env: { SERVICE_SECRET: secret } })
   t.equal(token.code, 0, token.stderr)
   t.match((await target.run(['token', 'list', 'demo'], { env: { SERVICE_SECRET: secret } })).stdout, /^2\tann@example\.test\tafter\t/)

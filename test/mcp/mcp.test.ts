@@ -71,7 +71,7 @@ t.test('the SDK client connects with a personal token, lists the tools, reads an
     t.equal(tool.annotations?.destructiveHint, false)
   }
   const readOnly = tools.filter((tool) => tool.annotations?.readOnlyHint).map((tool) => tool.name)
-  t.same(readOnly, ['list_discussions', 'search_discussions', 'list_changes', 'get_report', 'get_discussion', 'read_attachment', 'list_categories', 'list_participants', 'list_sender_rules', 'list_saved_replies'], 'the tools a Read only token may call are marked')
+  t.same(readOnly, ['list_discussions', 'search_discussions', 'list_changes', 'get_report', 'get_discussion', 'read_attachment', 'list_categories', 'list_participants', 'list_sender_rules', 'list_saved_replies', 'list_macros'], 'the tools a Read only token may call are marked')
 
   const listing = await client.callTool({ name: 'list_discussions', arguments: {} })
   const structured = listing.structuredContent as Structured
@@ -137,6 +137,19 @@ t.test("participants and sender rules: whom a discussion's replies copy, and the
   t.equal((await client.callTool({ name: 'set_sender_rule', arguments: { pattern: 'spammer.example', verdict: 'maybe' } })).isError, true, 'a verdict that is not one is refused before any request')
   t.same((await client.callTool({ name: 'remove_sender_rule', arguments: { id: rule.id } })).content, [{ type: 'text', text: 'Done.' }])
   t.same(await app.senders.list(ann.site.id), [])
+})
+
+t.test('an assistant lists the macros and applies one: the reply, the tags and the state at once (issue 70)', async (t) => {
+  const { app, ann, connect } = await mcpApp(t)
+  const client = await connect(ann.bearer.authorization)
+  const macro = await app.savedReplies.add(ann.site.id, { title: 'Done', body: 'Fixed for you.', actions: [{ type: 'add_tags', tags: ['fixed'] }, { type: 'set_state', state: 'resolved' }] })
+  const listed = (await client.callTool({ name: 'list_macros', arguments: { number: 1 } })).structuredContent as { macros: Array<{ id: number; filled: string; actions: unknown[] }> }
+  t.match(listed.macros, [{ id: macro.id, filled: 'Fixed for you.', actions: [{ type: 'add_tags', tags: ['fixed'] }, { type: 'set_state', state: 'resolved' }] }])
+  const applied = await client.callTool({ name: 'apply_macro', arguments: { number: 1, macro: macro.id, internal: true } })
+  t.match(applied.structuredContent, { state: 'resolved', tags: ['fixed'], comments_count: 2 })
+  const note = (await app.inject({ url: '/demo/discussions/1/comments/2', headers: ann.bearer })).json()
+  t.match(note, { body: 'Fixed for you.', internal: true, via: 'mcp' }, 'an internal note, by the assistant')
+  t.equal((await client.callTool({ name: 'apply_macro', arguments: { number: 1, macro: 999 } })).isError, true, 'an unknown macro is a refusal the model reads')
 })
 
 t.test('a discussion lists its attachments; read_attachment reads a text one, capped, and no other', async (t) => {

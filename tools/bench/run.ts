@@ -97,9 +97,16 @@ const sqliteData = {
   write: copyDataset(main, join(RUN, 'write.db')),
   'write-hook': copyDataset(main, join(RUN, 'write-hook.db')),
   'write-hook-sent': copyDataset(main, join(RUN, 'write-hook-sent.db')),
+  'write-rules': copyDataset(main, join(RUN, 'write-rules.db')),
 }
 for (const data of [sqliteData['write-hook'], sqliteData['write-hook-sent']]) {
   await serviceDesk(['webhook', 'add', main.site, `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, '--events', 'discussion.created'], data.db)
+}
+// 50 rules on the events of the write-rules site, as an administrator writes them: words, tags,
+// domains and categories that the bench's creations never meet, so each is looked at and none fires.
+for (let i = 0; i < 50; i++) {
+  const conditions = [{ words: [`refund-${i}`] }, { tags: [`vip-${i}`] }, { domains: [`customer-${i}.example`] }, { categories: [1], words: [`outage ${i}`] }][i % 4]
+  await serviceDesk(['rules', 'add', main.site, '--name', `Rule ${i}`, '--events', 'created,customer_replied', '--conditions', JSON.stringify(conditions), '--actions', JSON.stringify([{ type: 'add_tags', tags: ['ruled'] }])], sqliteData['write-rules'].db)
 }
 const pgMain = engines.includes('postgres') ? await postgresDataset(main, POSTGRES_URL, log) : undefined
 const dataOf = (plan: ServerPlan): Dataset => (plan.engine === 'postgres' ? pgMain! : sqliteData[plan.data])

@@ -14,7 +14,7 @@ export interface ServerPlan {
   kind: ServerKind
   engine: Engine
   /** Which dataset it serves: the main one (10,000 discussions), the large one, the huge one (the queue's), or a private copy it may write to (`write-hook`: with a webhook endpoint that asks for discussion.created). */
-  data: 'main' | 'large' | 'huge' | 'write' | 'write-hook' | 'write-hook-sent'
+  data: 'main' | 'large' | 'huge' | 'write' | 'write-hook' | 'write-hook-sent' | 'write-rules'
   /** Settings of its own, beside the bench's (service-cli.ts). */
   env?: Record<string, string>
 }
@@ -26,6 +26,8 @@ export const SERVERS: ServerPlan[] = [
   // With a webhook: queuing only (another process would post), and queuing and posting in one process.
   { name: 'service-write-hook', kind: 'service', engine: 'sqlite', data: 'write-hook', env: { SERVICE_OUTBOX_SEND: 'off' } },
   { name: 'service-write-hook-sent', kind: 'service', engine: 'sqlite', data: 'write-hook-sent' },
+  // With 50 rules on events on the site (issue 70), none of which the bench's creations meet.
+  { name: 'service-write-rules', kind: 'service', engine: 'sqlite', data: 'write-rules' },
   { name: 'service-large', kind: 'service', engine: 'sqlite', data: 'large' },
   { name: 'baseline-large', kind: 'baseline', engine: 'sqlite', data: 'large' },
   { name: 'service-huge', kind: 'service', engine: 'sqlite', data: 'huge' },
@@ -84,6 +86,8 @@ export const SCENARIOS: ScenarioRow[] = [
   // bench's own.
   { id: 'create.hook', label: 'POST a discussion, one webhook told (queued)', server: 'service-write-hook', path: '{create}', credential: 'token', expect: 201, post: true, pair: 'create.token' },
   { id: 'create.hook.sent', label: 'POST a discussion, one webhook told and posted by the same process', server: 'service-write-hook-sent', path: '{create}', credential: 'token', expect: 201, post: true, pair: 'create.token' },
+  // The same write on a site with 50 rules on its events (issue 70): each looked at, none firing.
+  { id: 'create.rules', label: 'POST a discussion, 50 rules on the site', server: 'service-write-rules', path: '{create}', credential: 'token', expect: 201, post: true, pair: 'create.token' },
   // The supporter's queue (issue 36): the page a browser gets at the listing's address, signed in,
   // on the main dataset and on the huge one; the page must not slow down with the site's size.
   { id: 'queue.main', label: 'the queue page, 10,000 discussions, signed in', server: 'service', path: '{list}', credential: 'session', expect: 200 },
@@ -127,6 +131,8 @@ export const TARGETS: Array<{ id: string; atLeast: number }> = [
   { id: 'poll.token', atLeast: 0.8 },
   // A write with one webhook endpoint: within 10% of the same write without one.
   { id: 'create.hook', atLeast: 0.9 },
+  // A write on a site with 50 rules: within 10% of the same write on a site with none (issue 70).
+  { id: 'create.rules', atLeast: 0.9 },
   // Within 1.5x of its time at 10,000 discussions: at least two thirds of its throughput there.
   { id: 'queue.huge', atLeast: 2 / 3 },
   // The queue by due time at a million: what the default order costs, within 10%.

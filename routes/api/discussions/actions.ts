@@ -8,7 +8,7 @@ import { apiVia } from '../../../lib/via.ts'
 import { moment } from './views.ts'
 import { RuleActionSchema } from '../rules.ts'
 
-const ApplyMacro = Type.Object(
+export const ApplyMacro = Type.Object(
   {
     macro: Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'The macro (a saved reply with actions: GET /{site}/macros).' }),
     internal: Type.Optional(Type.Boolean({ description: 'Post its text as an internal note instead of a public reply.' })),

@@ -303,6 +303,30 @@ export const MCP_TOOLS: McpTool[] = [
     readOnly: true,
     request: ({ number }) => ({ method: 'GET', path: `/saved_replies${query({ discussion: number })}` }),
   }),
+  tool({
+    name: 'list_macros',
+    title: 'List macros',
+    description:
+      "Lists the help desk's macros: saved replies with actions (set the state, category or owner, add or remove tags) that " +
+      'apply_macro does in one go with the reply. With a discussion number, each text is filled in for it.',
+    input: { number: number.optional() },
+    readOnly: true,
+    request: ({ number }) => ({ method: 'GET', path: `/macros${query({ discussion: number })}` }),
+  }),
+  tool({
+    name: 'apply_macro',
+    title: 'Apply a macro to a discussion',
+    description:
+      "Applies a macro (see list_macros) to a discussion: its text, filled in, is posted as your reply (mailed to the customer as any " +
+      'reply is), or as an internal note with internal=true; then its actions are done. The discussion as it is after is returned.',
+    input: {
+      number,
+      macro: z.number().int().min(1).describe('The macro id, from list_macros.'),
+      internal: z.boolean().optional().describe('Post the text as an internal note, seen by the team only.'),
+    },
+    readOnly: false,
+    request: ({ number, macro, internal }) => ({ method: 'POST', path: `/discussions/${number}/apply_macro`, body: { macro, ...(internal !== undefined && { internal }) } }),
+  }),
 ]
 
 /** The tools a `read` token may not call. */
