@@ -2,7 +2,7 @@ import type { TSchema } from 'typebox'
 import { Compile } from 'typebox/compile'
 import { OPERATOR } from '../db/stores/audit.ts'
 import type { Rule, RuleInput } from '../db/stores/rules.ts'
-import { describeAction, MAX_ACTIONS, MAX_RULES, ruleActionTypes, ruleAnchors, ruleTriggers, type ActionNames, type RuleAction, type RuleAnchor, type RuleConditions, type RuleTrigger } from '../lib/rules.ts'
+import { actionNamesFrom, describeAction, MAX_ACTIONS, MAX_RULES, ruleActionTypes, ruleAnchors, ruleTriggers, type ActionNames, type RuleAction, type RuleAnchor, type RuleConditions, type RuleTrigger } from '../lib/rules.ts'
 import { shown } from '../lib/terminal-text.ts'
 import { RuleActionSchema, RuleConditionsSchema } from '../routes/api/rules.ts'
 import { admin, type Stores } from './admin.ts'
@@ -36,16 +36,12 @@ function line(rule: Rule, names: ActionNames): string {
 /** The names actions point at (the site's categories, staff and saved replies), read once. */
 async function actionNames(stores: Stores, siteId: number, clock: () => number): Promise<ActionNames> {
   const [{ categories }, staff, replies] = await Promise.all([stores.categories.list(siteId, 0, -1), stores.users.staffOf(siteId), stores.engine.savedReplies(clock).list(siteId)])
-  const named = (rows: Array<{ id: number; name: string }>, what: string) => {
-    const names = new Map(rows.map((r) => [r.id, r.name]))
-    return (id: number) => names.get(id) ?? `${what} ${id} (gone)`
-  }
-  return { category: named(categories, 'category'), person: named(staff, 'supporter'), savedReply: named(replies.map((r) => ({ id: r.id, name: r.title })), 'saved reply') }
+  return actionNamesFrom(categories, staff, replies)
 }
 
 // Each JSON option checked as the API checks its body, each problem named by the option and the place.
 const checks = new Map<TSchema, ReturnType<typeof Compile<TSchema>>>()
-const actionSchemas = new Map((RuleActionSchema.anyOf as TSchema[]).map((schema) => [(schema as { properties: { type: { const: string } } }).properties.type.const, schema]))
+const actionSchemas = new Map((RuleActionSchema.anyOf as TSchema[]).map((schema) => [(schema as { properties: { type: { enum: string[] } } }).properties.type.enum[0]!, schema]))
 
 /** The first problem of `value` against `schema`, in words, or undefined. */
 function problemOf(schema: TSchema, value: unknown): string | undefined {

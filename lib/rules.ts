@@ -222,6 +222,15 @@ export interface ActionNames {
   savedReply(id: number): string
 }
 
+/** The names of a site's categories, staff and saved replies as actions show them; one gone since says so. */
+export function actionNamesFrom(categories: ReadonlyArray<{ id: number; name: string }>, staff: ReadonlyArray<{ id: number; name: string }>, savedReplies: ReadonlyArray<{ id: number; title: string }>): ActionNames {
+  const named = (rows: ReadonlyArray<{ id: number; name: string }>, what: string) => {
+    const names = new Map(rows.map((r) => [r.id, r.name]))
+    return (id: number) => names.get(id) ?? `${what} ${id} (gone)`
+  }
+  return { category: named(categories, 'category'), person: named(staff, 'supporter'), savedReply: named(savedReplies.map((r) => ({ id: r.id, name: r.title })), 'saved reply') }
+}
+
 /** What an action does, in a few words (the dry run, the history). */
 export function describeAction(action: RuleAction, names: ActionNames): string {
   switch (action.type) {

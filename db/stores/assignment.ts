@@ -14,6 +14,13 @@ import { answeringStaff } from './staff.ts'
 
 /** The owner named by a change (in the request's `field`), checked in its transaction: a supporter of the site whose account is on. */
 export async function checkAssignee(port: StorePort, siteId: number, userId: number, field: string): Promise<{ id: number; name: string }> {
+  const member = await staffMemberOf(port, siteId, userId)
+  if (!member) throw new StoreError(`is ${userId}, who is not support staff of this site`, 'invalid', field)
+  return member
+}
+
+/** The supporter of the site who can own discussions (signs in, answers), read under a lock; undefined for anyone else. */
+export async function staffMemberOf(port: StorePort, siteId: number, userId: number): Promise<{ id: number; name: string } | undefined> {
   const { memberships, users } = port.tables
   const p = sql.placeholder
   const read = port.prepared('assignment_staff_member', (db) =>
@@ -27,9 +34,7 @@ export async function checkAssignee(port: StorePort, siteId: number, userId: num
       )
       .prepare('assignment_staff_member'),
   )
-  const [member] = await read.execute({ siteId, userId })
-  if (!member) throw new StoreError(`is ${userId}, who is not support staff of this site`, 'invalid', field)
-  return member
+  return (await read.execute({ siteId, userId }))[0]
 }
 
 /**

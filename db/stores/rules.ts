@@ -23,7 +23,7 @@ import {
   type RuleTrigger,
 } from '../../lib/rules.ts'
 import { changedFields, recordChange, type Actor } from './audit.ts'
-import { checkAssignee, nextInTurn } from './assignment.ts'
+import { checkAssignee, nextInTurn, staffMemberOf } from './assignment.ts'
 import { createAuthors } from './discussion-authors.ts'
 import { actDiscussionIn, categoryOfSite, getIn, replyDiscussionIn, updateDiscussionIn, type DiscussionRow, type Expected, type WriteContext } from './discussions.ts'
 import type { CommentVia } from '../values.ts'
@@ -171,7 +171,8 @@ async function checkedRule(tx: StorePort, siteId: number, rule: Omit<Rule, 'id' 
   // A rule on time names the states it looks at: its scan reads the index of each state, not the site.
   if (onTime && !rule.conditions.states?.length) throw invalid('a rule on time names the states it looks at (conditions.states)', 'conditions.states')
   if (rule.actions.length === 0) throw invalid('a rule does something: name one action at least', 'actions')
-  const conditions = { ...rule.conditions }
+  // An empty list asks nothing (the API refuses one; a caller of the store may send one).
+  const conditions = Object.fromEntries(Object.entries(rule.conditions).filter(([, value]) => !(Array.isArray(value) && value.length === 0))) as RuleConditions
   if (conditions.tags) conditions.tags = checkedTags(conditions.tags, 'conditions.tags')
   if (conditions.no_tags) conditions.no_tags = checkedTags(conditions.no_tags, 'conditions.no_tags')
   if (conditions.words?.some((w) => w.trim() === '' || holdsNul(w))) throw invalid('each word is some text, without U+0000', 'conditions.words')
@@ -179,6 +180,18 @@ async function checkedRule(tx: StorePort, siteId: number, rule: Omit<Rule, 'id' 
   if (Array.isArray(conditions.owner)) for (const id of conditions.owner) await checkAssignee(tx, siteId, id, 'conditions.owner')
   return { ...rule, name, conditions, actions: await checkActions(tx, siteId, rule.actions) }
 }
+
+/** A new rule's fields, with what it does not give as a new rule has it. */
+const withDefaults = (input: RuleInput) => ({
+  name: input.name,
+  enabled: input.enabled ?? true,
+  events: input.events ?? [],
+  afterMinutes: input.afterMinutes ?? null,
+  business: input.business ?? false,
+  since: input.since ?? 'updated',
+  conditions: input.conditions ?? {},
+  actions: input.actions,
+})
 
 /** A name taken by another rule of the site: the database's refusal made the API's (two writes at once cannot both pass). */
 async function nameUnique<T>(name: string, write: () => Promise<T>): Promise<T> {
@@ -247,9 +260,6 @@ const anchorOf = (d: Pick<DiscussionRow, 'createdAt' | 'updatedAt' | 'lastUpdate
 /** Who the record of changes says did what a rule did. */
 export const ruleActor = (rule: { name: string }): Actor => ({ id: null, name: `rule "${rule.name}"`, via: 'rule' })
 
-/** Whether a StoreError says what an action points at is gone (invalid or not_found). */
-const gone = (error: unknown) => error instanceof StoreError && (error.code === 'invalid' || error.code === 'not_found')
-
 /**
  * Does what the field actions say (category, owner, tags: one change; then the state) to discussion
  * `d`, in the transaction `tx`, as `actor`. `leaveOutGone`: a category or owner gone since the
@@ -259,16 +269,18 @@ const gone = (error: unknown) => error instanceof StoreError && (error.code === 
 async function applyFields(tx: StorePort, write: WriteContext, d: DiscussionRow, actions: readonly RuleAction[], actor: { id: number; name: string }, leaveOutGone: boolean): Promise<void> {
   const { siteId, number } = d
   const fields = fieldChangesOf(actions, tagList(d.tags))
-  if (leaveOutGone) {
-    if (fields.categoryId !== undefined && !(await categoryOfSite(tx, siteId, fields.categoryId))) delete fields.categoryId
-    if (typeof fields.owner === 'number' && !(await checkAssignee(tx, siteId, fields.owner, 'owner').then(() => true, (error: unknown) => (gone(error) ? false : Promise.reject(error))))) delete fields.owner
+  if (fields.categoryId !== undefined && !(await categoryOfSite(tx, siteId, fields.categoryId))) {
+    if (!leaveOutGone) throw new StoreError(`names category ${fields.categoryId}, which is not a category of this site any more`, 'invalid', 'macro')
+    delete fields.categoryId
   }
+  if (leaveOutGone && typeof fields.owner === 'number' && !(await staffMemberOf(tx, siteId, fields.owner))) delete fields.owner
   if (fields.categoryId !== undefined || fields.owner !== undefined || fields.tags !== undefined) {
     let owner = fields.owner
     if (owner === 'round_robin') {
-      const category = await categoryOfSite(tx, siteId, fields.categoryId ?? d.categoryId)
+      // The category it goes to (there, checked above) or its own: a discussion's category is the site's.
+      const category = (await categoryOfSite(tx, siteId, fields.categoryId ?? d.categoryId))!
       await lockSite(tx, siteId)
-      owner = category ? ((await nextInTurn(tx, siteId, category)) ?? null) : d.assigneeId
+      owner = (await nextInTurn(tx, siteId, category)) ?? null
     }
     const changes = { categoryId: fields.categoryId, assigneeId: owner, tags: fields.tags, actor }
     await updateDiscussionIn(tx, write, siteId, number, changes)
@@ -311,7 +323,7 @@ async function fire(tx: StorePort, write: WriteContext, webhooks: EventSink, rul
           const [site] = await tx.db.select({ name: sites.name }).from(sites).where(eq(sites.id, siteId))
           const [author] = await tx.db.select({ name: users.name }).from(users).where(eq(users.id, rule.authorId))
           const current = await getIn(tx, siteId, number)
-          body = fillSavedReply(saved.body, { customerName: current.authorName, supporterName: author?.name ?? '', siteName: site!.name, number })
+          body = fillSavedReply(saved.body, { customerName: current.authorName, supporterName: author!.name, siteName: site!.name, number })
         }
         await replyDiscussionIn(tx, write, { siteId, number, body, internal: action.type === 'add_note', via: 'rule', supporterId: rule.authorId })
         break
@@ -446,16 +458,7 @@ export function createRuleStore(port: StorePort, clock: Clock, box: SecretBox, e
           await lockSite(tx, siteId)
           const [{ n }] = await tx.db.select({ n: count() }).from(rules).where(eq(rules.siteId, siteId))
           if (Number(n) >= MAX_RULES) throw new StoreError(`a site keeps at most ${MAX_RULES} rules; remove one first`, 'limit')
-          const rule = await checkedRule(tx, siteId, {
-            name: input.name,
-            enabled: input.enabled ?? true,
-            events: input.events ?? [],
-            afterMinutes: input.afterMinutes ?? null,
-            business: input.business ?? false,
-            since: input.since ?? 'updated',
-            conditions: input.conditions ?? {},
-            actions: input.actions,
-          })
+          const rule = await checkedRule(tx, siteId, withDefaults(input))
           const at = new Date(clock())
           const [row] = await tx.db.insert(rules).values({ siteId, position: Number(n) + 1, ...columnsOf(rule), authorId: by.id, createdAt: at, updatedAt: at }).returning()
           if (input.position !== undefined) await renumber(tx, siteId, { id: row!.id, position: input.position })
@@ -544,16 +547,7 @@ export function createRuleStore(port: StorePort, clock: Clock, box: SecretBox, e
      */
     dryRun(siteId: number, input: RuleInput): Promise<{ looked: number; matches: DiscussionRow[]; rule: Omit<Rule, 'id' | 'siteId' | 'position' | 'authorId' | 'createdAt' | 'updatedAt'> }> {
       return port.atomic(async (tx) => {
-        const rule = await checkedRule(tx, siteId, {
-          name: input.name,
-          enabled: true,
-          events: input.events ?? [],
-          afterMinutes: input.afterMinutes ?? null,
-          business: input.business ?? false,
-          since: input.since ?? 'updated',
-          conditions: input.conditions ?? {},
-          actions: input.actions,
-        })
+        const rule = await checkedRule(tx, siteId, withDefaults({ ...input, enabled: true }))
         const ready = readyConditions(rule.conditions)
         const { comments } = tx.tables
         const newest = await tx.db

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type Static, type TSchema } from 'typebox'
 import { MAX_RULE_NAME, MAX_NOTE, type Rule, type RuleInput } from '../../db/stores/rules.ts'
 import { discussionStates } from '../../db/values.ts'
-import { describeAction, MAX_ACTIONS, MAX_CONDITION_VALUES, MAX_RULES, ruleAnchors, ruleTriggers, settableStates, type ActionNames, type RuleAction, type RuleConditions } from '../../lib/rules.ts'
+import { actionNamesFrom, describeAction, MAX_ACTIONS, MAX_CONDITION_VALUES, MAX_RULES, ruleAnchors, ruleTriggers, settableStates, type ActionNames, type RuleAction, type RuleConditions } from '../../lib/rules.ts'
 import { slaChannels } from '../../lib/sla.ts'
 import { actorOf } from '../actor.ts'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
@@ -132,12 +132,8 @@ export function ruleView(base: string, r: Rule): Static<typeof RuleResource> {
 
 /** The names actions point at, for the site (categories, its staff, its saved replies), read once. */
 export async function actionNamesOf(fastify: FastifyInstance, siteId: number): Promise<ActionNames> {
-  const [{ categories }, staff, replies] = await Promise.all([fastify.categories.list(siteId, 0, 1000), fastify.users.staffOf(siteId), fastify.savedReplies.list(siteId)])
-  const named = (rows: Array<{ id: number; name?: string; title?: string }>, what: string) => {
-    const names = new Map(rows.map((r) => [r.id, r.name ?? r.title ?? '']))
-    return (id: number) => names.get(id) ?? `${what} ${id} (gone)`
-  }
-  return { category: named(categories, 'category'), person: named(staff, 'supporter'), savedReply: named(replies, 'saved reply') }
+  const [{ categories }, staff, replies] = await Promise.all([fastify.categories.list(siteId, 0, -1), fastify.users.staffOf(siteId), fastify.savedReplies.list(siteId)])
+  return actionNamesFrom(categories, staff, replies)
 }
 
 const readRoutes: FastifyPluginAsyncTypebox = async (fastify) => {

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { conditionsHold, describeAction, fieldChangesOf, readyConditions, timeRuleDue, triggersOf, wordsPattern, type RuleAction, type RuleConditions, type RuleSubject } from '../../lib/rules.ts'
+import { actionNamesFrom, conditionsHold, describeAction, fieldChangesOf, readyConditions, timeRuleDue, triggersOf, wordsPattern, type RuleAction, type RuleConditions, type RuleSubject } from '../../lib/rules.ts'
 
 // Engines: one (SQLite): pure functions, no database.
 // Issue 70, the pure part of rules: what starts one, whether its conditions hold, what its actions
@@ -110,6 +110,9 @@ t.test('each action in words, with the names of what it points at', async (t) =>
     [{ type: 'webhook' }, 'post a webhook'],
   ]
   for (const [action, words] of actions) t.equal(describeAction(action, names), words)
+  const site = actionNamesFrom([{ id: 2, name: 'Billing' }], [{ id: 3, name: 'Ann' }], [{ id: 4, title: 'Thanks' }])
+  t.same([site.category(2), site.person(3), site.savedReply(4)], ['Billing', 'Ann', 'Thanks'])
+  t.same([site.category(9), site.person(9), site.savedReply(9)], ['category 9 (gone)', 'supporter 9 (gone)', 'saved reply 9 (gone)'], 'one gone since says so')
 })
 
 t.test('a rule on time is due after its minutes by the clock, and by the business hours when it counts them', async (t) => {

@@ -98,6 +98,18 @@ t.test('rules on the other events: a reply of each side, a note, a change of sta
   t.same(await tags(), ['category-changed', 'customer-replied', 'note-added', 'owner-changed', 'state-changed', 'team-replied'])
 })
 
+t.test('a rule on an SLA breach runs in the alerts loop\'s transaction, once', async (t) => {
+  const { app, call, addRule, customerWrites, clock } = await ruledApp(t)
+  t.equal((await call('POST', '/demo/sla_policies', { name: 'Fast', first_reply_minutes: 60, warn_minutes: 0 })).status, 201)
+  await addRule({ name: 'Breached', events: ['sla_breached', 'sla_warning'], actions: [{ type: 'add_tags', tags: ['late'] }, { type: 'set_owner', owner: 'round_robin' }] })
+  const d = await customerWrites('Slow')
+  clock.advance(61 * MINUTE)
+  t.equal(await app.slaAlerts.tellDue(), 1)
+  t.match((await call('GET', `/demo/discussions/${d.number}`)).body, { tags: ['late'], assignee: { id: Number } })
+  t.equal(await app.slaAlerts.tellDue(), 0)
+  t.same((await call('GET', `/demo/discussions/${d.number}/rule_firings`)).body.firings.map((f: { trigger: string }) => f.trigger), ['sla_breached'])
+})
+
 t.test('a rule on time in business hours, over pages of candidates; changed by PATCH between events and time', async (t) => {
   // Friday 17:00 in Berlin; the team works 9 to 18 on weekdays.
   const { app, call, addRule, customerWrites, clock, questions, problems } = await ruledApp(t, Date.parse('2026-12-04T16:00:00Z'))
@@ -152,4 +164,49 @@ t.test('the dry run of a rule on events reads the opening post; conditions name 
   const notify = await call('POST', '/demo/rules', { name: 'n', events: ['created'], actions: [{ type: 'notify', to: other.user.id }] })
   t.equal(notify.status, 400, 'notify someone who is not staff here')
   void ann
+})
+
+t.test('two runs at once fire a rule once; rules on time by their last change, by category and owner; the most rules a site keeps', async (t) => {
+  const { app, ann, call, addRule, customerWrites, clock, questions } = await ruledApp(t)
+  const bob = await supporterWithToken(app, { email: 'bob@example.test' })
+  await addRule({ name: 'Idle unowned', after_minutes: 60, since: 'updated', conditions: { states: ['new'], categories: [questions.id], owner: 'none' }, actions: [{ type: 'notify', to: bob.user.id }] })
+  await addRule({ name: 'Idle owned', after_minutes: 60, since: 'updated', conditions: { states: ['open'], owner: 'anyone' }, actions: [{ type: 'notify', to: 'owner' }] })
+  const first = await customerWrites('Unowned')
+  const second = await customerWrites('Owned')
+  await call('POST', `/demo/discussions/${second.number}/assign?to=${bob.user.id}`)
+  await call('POST', `/demo/discussions/${second.number}/comments`, { body: 'On it.' })
+  clock.advance(61 * MINUTE)
+  // Both scan before either writes: the second finds each firing claimed by the unique index.
+  const runs = await Promise.all([app.rules.runDue(), app.rules.runDue()])
+  t.equal(runs[0] + runs[1], 2, 'two firings in all, each once')
+  const fired = await rawRows(app, 'select rule_name, discussion_id from rule_firings order by rule_name')
+  t.same(fired.map((r) => String(r.rule_name)), ['Idle owned', 'Idle unowned'])
+  void first
+
+  // The most rules a site keeps; a name the store is given as the API would refuse it.
+  const actor = { id: ann.user.id, name: ann.user.email, via: 'api' as const }
+  const plain = { events: ['created' as const], actions: [{ type: 'add_tags' as const, tags: ['x'] }] }
+  await t.rejects(app.rules.add(ann.site.id, { ...plain, name: 'a\u0000b' }, actor), { code: 'invalid', field: 'name' })
+  for (let i = 3; i <= 100; i++) await app.rules.add(ann.site.id, { ...plain, name: `Rule ${i}` }, actor)
+  const over = await call('POST', '/demo/rules', { ...plain, name: 'One too many' })
+  t.equal(over.status, 429)
+  t.match(over.body.message, /at most 100 rules/)
+  t.equal((await call('GET', '/demo/rules/999')).status, 404)
+})
+
+t.test('a macro that opens a discussion again, and one whose category went: refused, nothing done', async (t) => {
+  const { app, ann, call, customerWrites, problems } = await ruledApp(t)
+  const reopen = await app.savedReplies.add(ann.site.id, { title: 'Reopen', body: 'Looking again.', actions: [{ type: 'set_state', state: 'open' }] })
+  const move = await app.savedReplies.add(ann.site.id, { title: 'Move', body: 'Moving it.', actions: [{ type: 'set_category', category: problems.id }, { type: 'set_owner', owner: 'round_robin' }] })
+  const tooMany = Array.from({ length: 21 }, () => ({ type: 'add_tags' as const, tags: ['x'] }))
+  await t.rejects(app.savedReplies.add(ann.site.id, { title: 'Busy', body: 'x', actions: tooMany }), { code: 'invalid', field: 'actions' }, 'at most 20 actions, in the store too')
+  const d = await customerWrites('Again')
+  await call('POST', `/demo/discussions/${d.number}/resolve`)
+  t.match((await call('POST', `/demo/discussions/${d.number}/apply_macro`, { macro: reopen.id })).body, { state: 'open', comments_count: 2 })
+  t.match((await call('POST', `/demo/discussions/${d.number}/apply_macro`, { macro: move.id })).body, { category_href: new RegExp(`/categories/${problems.id}$`), assignee: { id: ann.user.id } }, "moved, and given to the category's next in turn")
+  t.equal((await call('DELETE', `/demo/categories/${problems.id}?into=${d.category_href.split('/').pop()}`)).status, 204)
+  const refused = await call('POST', `/demo/discussions/${d.number}/apply_macro`, { macro: move.id })
+  t.equal(refused.status, 400)
+  t.match(refused.body.message, /not a category of this site any more/)
+  t.equal((await call('GET', `/demo/discussions/${d.number}`)).body.comments_count, 3, 'its reply undone with it')
 })

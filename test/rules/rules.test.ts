@@ -207,6 +207,7 @@ t.test('rules are written by administrators only, checked against their site, an
   t.equal(theirs.status, 400, "another site's category")
   t.match(theirs.body, { message: /not a category of this site/ })
   const mine = (await call('POST', '/demo/rules', good)).body
+  t.match((await call('GET', `/demo/rules/${mine.id}`, undefined, bob.bearer)).body, { id: mine.id, name: 'Tag', href: `https://api.example.test/demo/rules/${mine.id}` })
   t.equal((await call('GET', `/other/rules/${mine.id}`, undefined, other.bearer)).status, 404, "another site's rule is not found")
   t.equal((await call('PATCH', `/other/rules/${mine.id}`, { enabled: false }, other.bearer)).status, 404)
   t.equal((await call('DELETE', `/other/rules/${mine.id}`, undefined, other.bearer)).status, 404)

@@ -183,14 +183,21 @@ t.test('the alerts loop runs by itself every SERVICE_SLA_ALERT_SECONDS, and says
   const general = await addCategory(app, ann.site.id, 'General')
   await app.slaPolicies.add(ann.site.id, { name: 'Fast', conditions: { categories: [], tags: [], domains: [], channels: [] }, scheduleId: null, targets: { firstReply: 5, nextReply: null, resolution: null }, warnBefore: 0 })
   await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Late', body: 'Help.', supporterId: ann.user.id, onBehalfOf: { email: 'carol@customer.test' }, via: 'api' })
+  // A rule on time (issue 70) fires in the same loop.
+  await app.rules.add(ann.site.id, { name: 'Tag the waiting', afterMinutes: 5, since: 'created', conditions: { states: ['new'] }, actions: [{ type: 'add_tags', tags: ['waiting'] }] }, { id: ann.user.id, name: ann.user.email, via: 'api' })
   clock.advance(6 * MINUTE)
   const until = async (words: string) => {
     for (let i = 0; i < 100 && !lines.some((line) => line.includes(words)); i++) await new Promise((resolve) => setTimeout(resolve, 50))
     return lines.find((line) => line.includes(words))
   }
   t.match(JSON.parse((await until('SLA warnings and breaches told'))!), { sla_alerts: 1 }, 'told by the loop itself')
+  t.match(JSON.parse((await until('rules on time fired'))!), { rules_fired: 1 }, 'and the rule fired by it')
   app.discussions.tellAlerts = async () => {
     throw new Error('the database is away')
   }
+  app.rules.runDue = async () => {
+    throw new Error('the rules are away')
+  }
   t.match(JSON.parse((await until('could not tell the SLA warnings and breaches'))!), { level: 40, err: { message: 'the database is away' } }, 'a failure said, the loop going on')
+  t.match(JSON.parse((await until('could not fire the rules on time'))!), { level: 40, err: { message: 'the rules are away' } }, 'the rules too, after the alerts')
 })
