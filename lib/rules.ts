@@ -237,7 +237,7 @@ export function describeAction(action: RuleAction, names: ActionNames): string {
     case 'set_category':
       return `move to ${names.category(action.category)}`
     case 'set_state':
-      return action.state === 'resolved' ? 'resolve' : 'open'
+      return action.state === 'resolved' ? 'resolve' : 'open again'
     case 'set_owner':
       return action.owner === 'none' ? 'give to nobody' : action.owner === 'round_robin' ? "give to the category's next in turn" : `give to ${names.person(action.owner)}`
     case 'add_tags':

@@ -2513,7 +2513,10 @@ export interface components {
         } | {
             /** @enum {unknown} */
             type: "set_state";
-            /** @enum {unknown} */
+            /**
+             * @description resolved: resolve it; open: open a resolved one again (a new one stays new until the team answers).
+             * @enum {unknown}
+             */
             state: "open" | "resolved";
         } | {
             /** @enum {unknown} */
@@ -2556,7 +2559,10 @@ export interface components {
         } | {
             /** @enum {unknown} */
             type: "set_state";
-            /** @enum {unknown} */
+            /**
+             * @description resolved: resolve it; open: open a resolved one again (a new one stays new until the team answers).
+             * @enum {unknown}
+             */
             state: "open" | "resolved";
         } | {
             /** @enum {unknown} */

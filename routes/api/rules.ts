@@ -34,7 +34,7 @@ export const RuleConditionsSchema = Type.Object(
 const Tags = Type.Array(Tag, { minItems: 1, maxItems: 20 })
 const FieldActions = [
   Type.Object({ type: Type.Enum(['set_category']), category: Id }, { additionalProperties: false }),
-  Type.Object({ type: Type.Enum(['set_state']), state: Type.Enum(settableStates) }, { additionalProperties: false }),
+  Type.Object({ type: Type.Enum(['set_state']), state: Type.Enum(settableStates, { description: 'resolved: resolve it; open: open a resolved one again (a new one stays new until the team answers).' }) }, { additionalProperties: false }),
   Type.Object({ type: Type.Enum(['set_owner']), owner: Type.Union([Id, Type.Enum(['none', 'round_robin'])], { description: "A supporter's user id, none, or round_robin: the category's next in turn" }) }, { additionalProperties: false }),
   Type.Object({ type: Type.Enum(['add_tags']), tags: Tags }, { additionalProperties: false }),
   Type.Object({ type: Type.Enum(['remove_tags']), tags: Tags }, { additionalProperties: false }),

@@ -95,7 +95,7 @@ t.test('each action in words, with the names of what it points at', async (t) =>
   const actions: Array<[RuleAction, string]> = [
     [{ type: 'set_category', category: 2 }, 'move to Category2'],
     [{ type: 'set_state', state: 'resolved' }, 'resolve'],
-    [{ type: 'set_state', state: 'open' }, 'open'],
+    [{ type: 'set_state', state: 'open' }, 'open again'],
     [{ type: 'set_owner', owner: 'none' }, 'give to nobody'],
     [{ type: 'set_owner', owner: 'round_robin' }, "give to the category's next in turn"],
     [{ type: 'set_owner', owner: 3 }, 'give to Person3'],

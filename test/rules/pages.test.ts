@@ -174,7 +174,7 @@ t.test("a rule's conditions and actions in words; a hostile name is text", async
   t.match(page, /data-rule="&lt;img src=x onerror=alert\(1\)&gt;"[\s\S]*?<th scope="row">&lt;img src=x onerror=alert\(1\)&gt;<\/th>[\s\S]*?data-if>came by the API or mail, owned by nobody</)
   const everything = `data-when>90 min of business hours after its newest comment</td>\\s*<td data-if>state open or resolved, tagged gold and vip, not tagged muted, owned by ${bob.user.name}, from customer.test, awaiting the customer</td>\\s*<td data-does>reply with &quot;Thanks&quot;, notify ${bob.user.name}, mark spam, untag vip, give to the category&#39;s next in turn<`
   t.match(page, new RegExp(`data-rule="Everything"[\\s\\S]*?${everything}`))
-  t.match(page, /data-rule="Anyone"[\s\S]*?data-when>An SLA breach or its tags change<[\s\S]*?data-if>owned by someone, awaiting the team<[\s\S]*?data-does>open</)
+  t.match(page, /data-rule="Anyone"[\s\S]*?data-when>An SLA breach or its tags change<[\s\S]*?data-if>owned by someone, awaiting the team<[\s\S]*?data-does>open again</)
   t.match(page, /data-rule="Plain"[\s\S]*?data-when>An internal note is added<[\s\S]*?data-if>every discussion<[\s\S]*?data-does>post a webhook</)
   t.match(page, /data-rule="Clock"[\s\S]*?data-when>30 min after it was created<[\s\S]*?data-if>state new<[\s\S]*?data-does>mark spam</)
 
