@@ -417,10 +417,10 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
   })
   await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now), awaitingTeam: tx.flag(awaitingTeam), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
   await indexDiscussion(tx, before)
-  // The site's row before the counts' rows, as in every write (`change` above).
+  // The site's row before the counts' rows, as in every write (changeDiscussionIn above).
   await siteChanged(tx, { siteId: input.siteId, kind: 'comment.created', discussionId: before.id, commentId: id, at: now })
   await moveCount(tx, counted(before), counted({ ...before, state }))
-  // The day rows after the site's row and the counts', as in every write (the order of `change` above).
+  // The day rows after the site's row and the counts', as in every write (the order of changeDiscussionIn above).
   await addTallies(tx, input.siteId, report.tallies)
   const discussion = await getIn(tx, input.siteId, input.number)
   const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]

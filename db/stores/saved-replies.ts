@@ -68,7 +68,7 @@ export function createSavedReplyStore(port: StorePort, clock: Clock) {
     find: async (siteId: number, id: number): Promise<SavedReply | undefined> => (await findStatement.execute({ siteId, id }))[0],
 
     /** A new saved reply; at most MAX_SAVED_REPLIES a site (counted under the site's lock). */
-    add(siteId: number, input: Omit<SavedReplyInput, 'actions'> & Required<Pick<SavedReplyInput, 'title' | 'body'>> & Pick<SavedReplyInput, 'actions'>, by?: Actor): Promise<SavedReply> {
+    async add(siteId: number, input: Omit<SavedReplyInput, 'actions'> & Required<Pick<SavedReplyInput, 'title' | 'body'>> & Pick<SavedReplyInput, 'actions'>, by?: Actor): Promise<SavedReply> {
       const { title, body, actions = [] } = checked(input) as Required<SavedReplyInput>
       return titleUnique(title, () =>
         port.atomic(async (tx) => {
