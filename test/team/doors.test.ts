@@ -5,7 +5,7 @@ import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
 // Engines: one: which door lets whom in, a rule over the stores; the stores themselves run on both elsewhere.
-// Who writes a site's saved replies and sets its categories' turns: its administrators, through
+// Who writes a site's saved replies (macros too) and rules, and sets its categories' turns: its administrators, through
 // every door of the API, and no one else through any (routes/api/saved-replies.ts,
 // routes/api/discussions/categories.ts). The pages' door is test/team/pages.test.ts
 // (Administration → Queue refuses a supporter, 403); MCP offers only the reading of saved replies
@@ -29,6 +29,9 @@ t.test('every door of the API asks the administrator rule of the queue: a suppor
     read: () => app.inject({ url: '/demo/saved_replies', headers: { ...headers, accept: V1 } }),
     add: () => app.inject({ method: 'POST', url: '/demo/saved_replies', headers: json(headers), payload: { title: `Reply ${++n}`, body: 'Hello {{customer.name}}.' } }),
     turns: () => app.inject({ method: 'PATCH', url: `/demo/categories/${general.id}`, headers: json(headers), payload: { round_robin: true } }),
+    // Issue 70: a macro is a saved reply with actions; a rule is written as they are.
+    macro: () => app.inject({ method: 'POST', url: '/demo/macros', headers: json(headers), payload: { title: `Macro ${++n}`, body: 'Done.', actions: [{ type: 'set_state', state: 'resolved' }] } }),
+    rule: () => app.inject({ method: 'POST', url: '/demo/rules', headers: json(headers), payload: { name: `Rule ${++n}`, events: ['created'], actions: [{ type: 'add_tags', tags: ['seen'] }] } }),
   })
 
   // The supporter, through each door: reads (they choose from them), writes nothing.
@@ -37,8 +40,11 @@ t.test('every door of the API asks the administrator rule of the queue: a suppor
     t.equal((await ask(headers).read()).statusCode, 200, `a supporter, ${door}: reads them`)
     t.equal((await ask(headers).add()).statusCode, 403, `a supporter, ${door}: adds none`)
     t.equal((await ask(headers).turns()).statusCode, 403, `a supporter, ${door}: sets no turns`)
+    t.equal((await ask(headers).macro()).statusCode, 403, `a supporter, ${door}: adds no macro`)
+    t.equal((await ask(headers).rule()).statusCode, 403, `a supporter, ${door}: adds no rule`)
   }
   t.same(await app.savedReplies.list(site.id), [])
+  t.same(await app.rules.list(site.id), [])
   t.equal((await app.categories.find(site.id, general.id))!.roundRobin, false)
 
   // The administrator, through each door: writes.
@@ -46,10 +52,13 @@ t.test('every door of the API asks the administrator rule of the queue: a suppor
   for (const [door, headers] of Object.entries(adaDoors)) {
     t.equal((await ask(headers).add()).statusCode, 201, `an administrator, ${door}: adds one`)
     t.equal((await ask(headers).turns()).statusCode, 200, `an administrator, ${door}: sets the turns`)
+    t.equal((await ask(headers).macro()).statusCode, 201, `an administrator, ${door}: adds a macro`)
+    t.equal((await ask(headers).rule()).statusCode, 201, `an administrator, ${door}: adds a rule`)
   }
   await app.users.setAdministrator(site.id, oauthPerson.user.id, true)
   t.equal((await ask(bearer(tokens.access_token)).add()).statusCode, 201, "an administrator's application adds one")
   const readOnly = await supporterWithToken(app, { email: ada.email, access: 'read' })
   t.equal((await ask(bearer(readOnly.value)).add()).statusCode, 403, 'nor a Read only token of an administrator')
-  t.equal((await app.savedReplies.list(site.id)).length, 5)
+  t.equal((await app.savedReplies.list(site.id)).length, 5 + Object.keys(adaDoors).length, 'the saved replies and the macros')
+  t.equal((await app.rules.list(site.id)).length, Object.keys(adaDoors).length)
 })
