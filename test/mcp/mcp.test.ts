@@ -9,7 +9,7 @@ import { legacyTokenOf, supporterWithPassword } from '../fixtures/credentials.ts
 import { discussionApp } from '../fixtures/discussions.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: MCP's transport and tools over the API's own routes; those routes run on both in their own tests, and an MCP write in test/team/collaborators.test.ts.
 // The MCP endpoint (routes/api/mcp) through the official SDK's own client over real HTTP, and its
 // HTTP answers through fetch. test/mcp/oauth.test.ts connects through the OAuth flow.
 

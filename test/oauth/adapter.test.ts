@@ -6,7 +6,7 @@ import { permalinkOfResource } from '../../lib/urls.ts'
 import { accountIdOf, libraryAccount, registrableRedirectUri, signingKey } from '../../plugins/oauth/settings.ts'
 import { buildTestApp, newTestApp } from '../fixtures/app.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the adapter's mapping of the library's records, and pure rules; every method of the store under it runs on both in test/db/stores/oauth.test.ts.
 // The storage adapter of oidc-provider and the pure rules of plugins/oauth, on the engine the
 // suite runs on.
 

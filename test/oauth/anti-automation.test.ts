@@ -5,7 +5,7 @@ import { fingerprint } from '../../lib/token-format.ts'
 import { buildTestApp, START } from '../fixtures/app.ts'
 import { authorizationQuery, oauthTokens, pkce, REDIRECT_URI, registerClient } from '../fixtures/oauth.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: pacing kept in memory and limits checked before any write; the records' expiry and sweep run on both in test/db/stores/oauth.test.ts.
 // Issue 28, item 3: registration and authorization starts answer anyone, so they are paced per
 // client address, registration metadata is bounded, and what nobody completed is forgotten.
 

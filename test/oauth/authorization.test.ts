@@ -9,7 +9,7 @@ import { addCategory } from '../fixtures/discussions.ts'
 import { authorizationQuery, authorize, codeOf, oauthTokens, pkce, REDIRECT_URI, registerClient, tokenRequest } from '../fixtures/oauth.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: OAuth 2.1's rules over the records (discovery, PKCE, codes, refresh, consent); the records' store runs on both in test/db/stores/oauth.test.ts and test/cli/oauth-clients.test.ts.
 // OAuth 2.1 for applications (plugins/oauth, routes/web/oauth.ts) through app.inject, on the
 // engine the suite runs on. test/oauth/browser.test.ts runs the same flow with a real client
 // library, a real server and a real browser.

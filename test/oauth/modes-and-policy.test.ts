@@ -3,7 +3,7 @@ import { BASE_URL, buildTestApp, V1 } from '../fixtures/app.ts'
 import { authorizationQuery, authorize, codeOf, pkce, REDIRECT_URI, registerClient, tokenRequest } from '../fixtures/oauth.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: where an OAuth error goes and what consent gives under the site's rules; the records and the policy run on both in test/db/stores/oauth.test.ts and test/admin/api.test.ts.
 // Issue 45, findings 3, 6 and 10: an error for an application nobody trusts yet is shown on our
 // page in every response mode, with the pages' CSP; the site's write-token rule and longest token
 // lifetime bind what consent gives; and offline_access with prompt=consent ends in a code.

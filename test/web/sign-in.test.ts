@@ -5,7 +5,7 @@ import { SIGN_IN_FAILED } from '../../routes/web/sign-in.ts'
 import { buildTestApp } from '../fixtures/app.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
-// Engines: both: the second factors' and sessions' stores are reached through these pages alone, so each engine must run them.
+// Engines: one: the sign-in page's words, cookies, redirects and limits; its sessions and second factors run on both in test/web/second-factors.test.ts, test/team/live.test.ts and test/web/customers.test.ts.
 
 const SITE = 'https://help.example.test/demo'
 
