@@ -3,7 +3,7 @@ import pg from 'pg'
 import t, { type Test } from 'tap'
 import { buildApp } from '../../../app.ts'
 import { BASE_URL, SITE_URL, testClock } from '../../fixtures/app.ts'
-import { addressOf, copyOfTemplate, dropTestDatabase, emptied, POSTGRES_URL, postgresAnswers, pristineOf } from '../../fixtures/postgres.ts'
+import { addressOf, copyOfTemplate, dropTestDatabase, emptied, onDatabase, POSTGRES_URL, postgresAnswers, pristineOf } from '../../fixtures/postgres.ts'
 
 // Engines: both: it tests the PostgreSQL fixture itself, so it runs in the PostgreSQL pass alone.
 // Within npm test a PostgreSQL test's database is handed to a later test of its process, emptied
@@ -21,21 +21,17 @@ async function copy(t: Test): Promise<string> {
   return name
 }
 
-async function onDatabase<T>(name: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const url = new URL(POSTGRES_URL)
-  url.pathname = `/${name}`
-  const client = new pg.Client({ connectionString: url.toString(), options: '-c search_path=desk' })
-  await client.connect()
-  try {
-    return await work(client)
-  } finally {
-    await client.end()
-  }
+/** A client on the test database `name`, the service's schema first on its path, for `work`. */
+function inDesk<T>(name: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  return onDatabase(name, async (client) => {
+    await client.query('SET search_path = desk')
+    return work(client)
+  })
 }
 
 /** Every table's rows and every sequence's place, as JSON text: two databases alike give the same. */
 function contents(name: string): Promise<string> {
-  return onDatabase(name, async (client) => {
+  return inDesk(name, async (client) => {
     const tables = (await client.query<{ name: string }>("SELECT tablename AS name FROM pg_tables WHERE schemaname = 'desk' ORDER BY 1")).rows
     const rows: Record<string, unknown> = {}
     for (const { name: table } of tables) {
@@ -90,7 +86,7 @@ t.test('what is still connected to a database is ended before it is emptied', { 
   await leftover.query('SELECT * FROM sites FOR UPDATE')
   t.equal(await emptied(name, pristine), true, 'emptied, not waiting on the lock')
   t.match((await ended).message, /terminat/, 'the leftover session was ended')
-  t.equal(await onDatabase(name, async (client) => (await client.query<{ n: number }>('SELECT count(*)::int AS n FROM sites')).rows[0]!.n), 0)
+  t.equal(await inDesk(name, async (client) => (await client.query<{ n: number }>('SELECT count(*)::int AS n FROM sites')).rows[0]!.n), 0)
 })
 
 t.test('a database whose tables a test changed is never handed out again', { skip: down }, async (t) => {
@@ -106,9 +102,9 @@ t.test('a database whose tables a test changed is never handed out again', { ski
   for (const change of changes) {
     const name = await copy(t)
     const pristine = await pristineOf(name)
-    await onDatabase(name, (client) => client.query(change))
+    await inDesk(name, (client) => client.query(change))
     await writeInto(name).catch(() => undefined)
-    const sites = () => onDatabase(name, async (client) => (await client.query<{ n: number }>('SELECT count(*)::int AS n FROM sites')).rows[0]!.n)
+    const sites = () => inDesk(name, async (client) => (await client.query<{ n: number }>('SELECT count(*)::int AS n FROM sites')).rows[0]!.n)
     const written = await sites()
     t.equal(await emptied(name, pristine), false, `refused after: ${change}`)
     t.equal(await sites(), written, 'and left as it was')
