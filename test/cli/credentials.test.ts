@@ -7,7 +7,7 @@ import { cliRunner } from '../fixtures/cli.ts'
 import { makeMultipass } from '../fixtures/credentials.ts'
 import { SQLITE_ONLY } from '../fixtures/postgres.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the credential commands (legacy token, multipass key, the server key's source). Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 
 t.test('legacy-token show and reset; the server reads the same server key', async (t) => {
   const { run, appDatabase, dir, clock } = await cliRunner(t)

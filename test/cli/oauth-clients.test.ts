@@ -11,7 +11,7 @@ import { authorizationQuery, authorize, codeOf, pkce, REDIRECT_URI, registerClie
 import { SQLITE_ONLY } from '../fixtures/postgres.ts'
 import { personWithPassword } from '../fixtures/web.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the oauth-client commands' words and checks; their records' store runs on both in test/db/stores/oauth.test.ts. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // service-desk oauth-client add, list and remove (cli/oauth-clients.ts), on the engine the suite
 // runs on (test/fixtures/cli.ts); the records they write are read by the real authorization server.
 

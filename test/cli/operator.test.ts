@@ -8,7 +8,7 @@ import { cliRunner } from '../fixtures/cli.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 import { SQLITE_ONLY } from '../fixtures/postgres.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the operator's commands: a lost password, a database address refused, help and slips. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // Issue 31: the operator's command line recovers a lost password, refuses a database address it
 // cannot mean, explains itself, and says what it means in words.
 

@@ -3,7 +3,7 @@ import { NO_SITE_YET } from '../../cli/serve.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { startServer } from '../fixtures/server.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: docs/operations.md's team set-up run as a team runs it; a real process on PostgreSQL runs in the test/multiprocess/ files. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // Issue 46: docs/operations.md's "Set up your team", run as a new team runs it: a production
 // start without the demo site, then the site, its people and a first discussion through the API.
 

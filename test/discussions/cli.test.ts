@@ -3,7 +3,7 @@ import { progressBar } from '../../cli/discussions.ts'
 import { testClock } from '../fixtures/app.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the discussion commands' words, options and exits. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 
 /** What the commands left in the database, the same on either engine (numbers as numbers, flags as 0 or 1). */
 async function inspect(query: Awaited<ReturnType<typeof cliRunner>>['query']) {

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { discussionApp } from '../fixtures/discussions.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the API's error answers, field by field. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 
 type Problems = Array<{ field: string; problem: string }>
 

@@ -2,7 +2,7 @@ import t from 'tap'
 import { supporterWithToken } from '../fixtures/app.ts'
 import { addCategory, discussionApp } from '../fixtures/discussions.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: every write route with another site's ids: the routes' scoping, one query for both engines. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // Every write route of the discussions resource, with a body that would be valid.
 const WRITES = (categoryId: number) =>
   [

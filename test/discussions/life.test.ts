@@ -2,7 +2,7 @@ import t from 'tap'
 import { BASE_URL, supporterWithToken } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: a discussion's life through the API, its answers' shapes and links. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 
 const href = (path: string) => `${BASE_URL}/demo${path}`
 

@@ -6,7 +6,7 @@ import { cliRunner } from '../fixtures/cli.ts'
 import { V1 } from '../fixtures/app.ts'
 import { bannerToken, startServer } from '../fixtures/server.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: SQLite's online backup (PostgreSQL's, pg_dump, is test/cli/backup.test.ts, on both). Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // The online backup of a SQLite file (on PostgreSQL, backup runs pg_dump: test/cli/backup.test.ts).
 
 t.test('backup: a checked, private, self-contained copy, and refusals that leave nothing behind', async (t) => {

@@ -9,7 +9,7 @@ import { discussionApp } from '../fixtures/discussions.ts'
 import { SQLITE_ONLY } from '../fixtures/postgres.ts'
 import { bannerToken, startServer } from '../fixtures/server.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: what SIGTERM and a closing app do to connections and to what is pending (a real process on a SQLite file). Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // Issue 6, item 4: SIGTERM stops accepting, lets the request in flight finish, writes the pending
 // last-used times, and closes the database.
 

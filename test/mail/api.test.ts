@@ -2,7 +2,7 @@ import t from 'tap'
 import { supporterWithToken } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the mailboxes' API: who may, and the answers' shapes. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // The site's mailboxes through the API (routes/api/mailboxes.ts): its administrators only, on the
 // engine the suite runs on.
 

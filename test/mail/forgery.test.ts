@@ -7,7 +7,7 @@ import { mailServer, testDns } from '../fixtures/mail.ts'
 import { mailDesk } from '../fixtures/mail-desk.ts'
 import { webClient } from '../fixtures/web.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: what a forged mail may and may not do, decided over the stores' rows, never by the engine. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // Issue 62, the fourth security pass, from the attacker's side and the victim's: mail never speaks
 // for the team, a thread is its customer's, the message a mail came as is its sender's and the
 // staff's, and the limits of the built-in receiver are on what a forger cannot write (the

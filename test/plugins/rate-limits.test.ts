@@ -10,7 +10,7 @@ import { logCapture } from '../fixtures/log.ts'
 import { SQLITE_ONLY } from '../fixtures/postgres.ts'
 import { sharedDatabase, twoApps } from '../multiprocess/two-apps.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: fair use's headers, the 429 before any route, reads and writes apart; its counters run on both in test/multiprocess/rate-limits.test.ts. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // Fair use (issue 33; plugins/rate-limits.ts, lib/rate-limiter.ts), on the suite's engine: the
 // headers, the 429 before any route, reads and writes apart, a 304 free, credentials and addresses
 // kept apart, one count for two apps on one database, and a count that outlives a restart.

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { BASE_URL, buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the site resource's media types, bytes and staff. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // The site resource (routes/api/site.ts): each site's own, in the media type it asks for, the same
 // bytes every time, and to its own staff only.
 

@@ -5,7 +5,7 @@ import { leakSignature, MAX_LEAKS, MAX_REPORT_AGE_S, SIGNATURE_HEADER, TIMESTAMP
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: a signed report of leaked values and what it revokes, the route's rules over the token store. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // POST /token_leaks (routes/token-leaks.ts): a signed report of values found in public revokes
 // every live token among them, logs it in its owner's security log, and says no more than
 // revoked, already_inactive or unknown per value.

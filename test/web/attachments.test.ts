@@ -3,7 +3,7 @@ import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { form, PNG } from '../fixtures/files.ts'
 import { signedInPerson, webClient } from '../fixtures/web.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the reply form's files and the conversation's list of them; the file store runs on both in test/discussions/attachments.test.ts. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // The reply form takes files, and the conversation lists them (issue 47): through app.inject on
 // both engines; test/web/attachments-browser.test.ts sends one from Chromium.
 

@@ -4,7 +4,7 @@ import { TEST_ENGINE } from '../../fixtures/postgres.ts'
 import { twoApps } from '../../multiprocess/two-apps.ts'
 import { BASE_URL, buildTestApp, rawStatement, SITE_URL, supporterWithToken, V1 } from '../../fixtures/app.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the challenges and refusals of the API's credentials, decided before and above the stores. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 
 const metadata = (site: string) => `${BASE_URL}/.well-known/oauth-protected-resource/${site}`
 const tokensPage = (site: string) => `${SITE_URL.replace('{site}', site)}/profile/api_tokens`

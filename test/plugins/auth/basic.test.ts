@@ -5,7 +5,7 @@ import { DEFAULT_LIMITS } from '../../../plugins/auth/limits.ts'
 import { BASE_URL, buildTestApp, rawStatement, supporterWithToken } from '../../fixtures/app.ts'
 import { basic, supporterWithPassword } from '../../fixtures/credentials.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: Basic authentication's rules (the challenge, the remembered passwords, the second factor), above the stores. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 
 const INVALID = `Bearer realm="Service", resource_metadata="${BASE_URL}/.well-known/oauth-protected-resource/demo", scope="read write", error="invalid_token"`
 

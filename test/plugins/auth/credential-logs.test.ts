@@ -4,7 +4,7 @@ import { basic, inDays, legacyTokenOf, makeMultipass, supporterWithPassword } fr
 import { logCapture } from '../../fixtures/log.ts'
 import { webClient } from '../../fixtures/web.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: what the log lines hold of a credential, accepted or refused. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 
 t.test('no credential of any kind reaches a log line, accepted or refused', async (t) => {
   const log = logCapture()

@@ -2,7 +2,7 @@ import t from 'tap'
 import { BASE_URL, buildTestApp, supporterWithToken, V1 } from '../../fixtures/app.ts'
 import { legacyTokenOf } from '../../fixtures/credentials.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the legacy token's rules and challenges, above the stores. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 
 const metadata = (site: string) => `${BASE_URL}/.well-known/oauth-protected-resource/${site}`
 const INVALID = `Bearer realm="Service", resource_metadata="${metadata('demo')}", scope="read write", error="invalid_token"`

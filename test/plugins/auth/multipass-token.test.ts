@@ -3,7 +3,7 @@ import t from 'tap'
 import { decodeMultipass, multipassCipherKey, multipassCipherText, parseExpires } from '../../../plugins/auth/multipass-token.ts'
 import { makeMultipass } from '../../fixtures/credentials.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the multipass token's format and checks. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 
 const KEY = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
 const SITE = 'acme'

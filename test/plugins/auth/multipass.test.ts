@@ -2,7 +2,7 @@ import t from 'tap'
 import { BASE_URL, buildTestApp, SITE_URL, supporterWithToken, V1 } from '../../fixtures/app.ts'
 import { inDays, makeMultipass } from '../../fixtures/credentials.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: multipass sign-in's rules and challenges, above the stores. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 
 const challenge = (site: string, rest: string) =>
   `Bearer realm="Service", resource_metadata="${BASE_URL}/.well-known/oauth-protected-resource/${site}", scope="read write"${rest}`

@@ -2,7 +2,7 @@ import t from 'tap'
 import { BASE_URL, buildTestApp, supporterWithToken } from '../../fixtures/app.ts'
 import { basic, inDays, legacyTokenOf, makeMultipass, supporterWithPassword } from '../../fixtures/credentials.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: one credential per request, decided before the stores. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // docs/decisions.md, "Credentials": exactly one credential per request. Two or more, of two kinds or of
 // one kind twice, get 400 invalid_request whatever their validity; every credential below is valid.
 
