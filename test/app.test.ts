@@ -6,7 +6,7 @@ import { sharedSchemaCompilers } from '../plugins/http/schema-compilers.ts'
 import { BASE_URL, buildTestApp, newTestApp, sqliteOf, supporterWithToken } from './fixtures/app.ts'
 import { logCapture } from './fixtures/log.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the app's own rules (logs without credentials, a generic 500, 404s, the clock, shared schemas); every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 
 t.test('no credential reaches a log line', async (t) => {
   const log = logCapture()

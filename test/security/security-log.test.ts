@@ -7,7 +7,7 @@ import { cliRunner } from '../fixtures/cli.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
-// Engines: one: the security log's events, page, command and pruning, over its store. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
+// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The security log (issue 18): the store on the engine the suite runs on, the events the pages
 // and the command line append, the page, the command, and the pruning.
 

@@ -57,6 +57,13 @@ t.test('an owner is a supporter of the site whose account is on; the counts foll
   }
   t.same((await listed(app, { siteId, state: 'todo', assignee: bob.user.id, categoryId: general.id })).numbers, [1], 'with a category')
   t.equal(await app.discussions.counts.total({ siteId, state: 'todo', assignee: bob.user.id, categoryId: general.id }), 1)
+  // The queue's counts by state and owner (routes/web/queue.ts), for the site and for one category.
+  const owned = async (categoryId?: number) =>
+    (await app.discussions.counts.byStateAndOwner(siteId, categoryId)).filter((row) => row.n > 0).map((row) => `${row.state} ${row.assigneeId} ${row.n}`).sort()
+  const { state } = await app.discussions.get(siteId, d1.number)
+  t.same(await owned(), [`${state} ${ann.user.id} 1`, `${state} ${bob.user.id} 2`].sort())
+  t.same(await owned(general.id), [`${state} ${ann.user.id} 1`, `${state} ${bob.user.id} 1`].sort(), 'one category: Two is in billing')
+  t.same(await owned(billing.id), [`${state} ${bob.user.id} 1`])
 
   // Resolved, moved, given to nobody: each count moves with it.
   await app.discussions.act(siteId, d1.number, 'resolve')

@@ -3,7 +3,7 @@ import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { BROWSER_ACCEPT, personWithPassword, webClient } from '../fixtures/web.ts'
 import { wantsPage } from '../../routes/web/queue.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the queue's and a discussion's pages (states, counts, filters, the conversation, the forms); every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03; the counts by owner in test/team/store.test.ts).
 // The supporter's queue (docs/decisions.md, "The queue on the web"): the queue with its states,
 // counts, category filter and pages; a discussion's page with its conversation, replies, notes
 // and actions through the API's own stores; one address for the page and the API, by Accept; and

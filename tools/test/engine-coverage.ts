@@ -1,13 +1,14 @@
 // Which test files of the PostgreSQL pass run code of the engines that no other file of that pass
 // runs (docs/development.md, "What runs where"): `node tools/test/engine-coverage.ts` runs the
 // pass's files each in a process of its own, with V8's coverage, and reads, for each file, which
-// parts of the engine code (ENGINE_CODE: the stores, the two engines' own code, the database's
-// plugin and errors) it ran. Files are then picked, those kept on both engines by their kind first
+// parts of the engine code (coverage-sets.ts, ENGINE_CODE: the stores, the two engines' own code,
+// the database's plugin and errors) it ran. Files are then picked, those kept on both engines by their kind first
 // (KEPT_BY_KIND), then the one that runs the most engine code not yet run for each second it takes,
 // until every part any file ran is run; a file never picked runs nothing on PostgreSQL that the
 // picked ones do not, and is one that may say `// Engines: one` when what it asks is not something
 // the engines do differently (that is a reading, not a count). Not part of npm test: it takes the
-// PostgreSQL pass's time and more (no batches).
+// PostgreSQL pass's time and more (no batches). `--last-run` reads the coverage its last run left in
+// .tap again (any tap run since replaces it).
 import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
