@@ -3,7 +3,7 @@ import { V1 } from '../fixtures/app.ts'
 import { basic, inDays, legacyTokenOf, makeMultipass, supporterWithPassword } from '../fixtures/credentials.ts'
 import { twoApps } from '../multiprocess/two-apps.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: both: a policy changed through one app is seen by another on the same database at its next request, which each engine tells its own way.
 // Issue 34, item 3: a site's token policy switches the older credentials off and on, and every
 // process sees the change from its next request on (two apps on one database, as two service
 // processes). Runs on the suite's engine: both passes of `npm test`.

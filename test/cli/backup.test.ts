@@ -9,7 +9,7 @@ import { parsePostgresAddress } from '../../lib/database-address.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { POSTGRES_URL, postgresAnswers } from '../fixtures/postgres.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: both: the backup of a PostgreSQL database is pg_dump's, of a SQLite file SQLite's own.
 // `service-desk backup` on PostgreSQL: pg_dump of the service's schema (SQLite's online backup is
 // test/hardening/backup.test.ts). Runs wherever the test server answers.
 

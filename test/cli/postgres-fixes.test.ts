@@ -8,7 +8,7 @@ import { loadConfig } from '../../config.ts'
 import { testClock } from '../fixtures/clock.ts'
 import { POSTGRES_URL, TEST_ENGINE } from '../fixtures/postgres.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: both: the real PostgreSQL server's refusals and the fixes said for them.
 // Issue 31, item 6: a PostgreSQL refusal with a known fix says it, on the real server: a role that
 // may not create the service's schema, a database not made yet, a role not made yet. The same for a
 // command and for serve, which open the database by different paths.

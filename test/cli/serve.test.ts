@@ -17,7 +17,7 @@ import { childEnv } from '../fixtures/child.ts'
 import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { BIN, startServer } from '../fixtures/server.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: both: a real service process on a SQLite file or a PostgreSQL database, started as an operator starts it; a child's coverage is not collected.
 
 /** The database a server starts on: a file in a new data folder, or a fresh PostgreSQL schema with its SERVICE_SECRET. */
 async function tempDb(t: Test): Promise<Record<string, string>> {

@@ -2,7 +2,7 @@ import t from 'tap'
 import { newTestApp, sharedDatabase, supporterWithToken } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: both: an ETag changes with a change made by another process, which each engine tells its own way.
 // Issue 32, item 5: conditional requests (RFC 9110, section 13). Every GET of the v1 API has an
 // ETag; If-None-Match that names it gets 304 before the page is read; the tag changes with every
 // change to what the answer shows, made by this process or another; If-Match keeps two

@@ -2,7 +2,7 @@ import t from 'tap'
 import { BASE_URL, V1 } from '../fixtures/app.ts'
 import { addCategory, discussionApp } from '../fixtures/discussions.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: both: the listing's order and pages, where PostgreSQL and SQLite place NULLs and ties differently unless the query says.
 
 const numbers = (res: { json(): { discussions: Array<{ number: number }> } }) => res.json().discussions.map((d) => d.number)
 const link = (path: string, rel: string) => `<${BASE_URL}/demo${path}>; rel="${rel}"`

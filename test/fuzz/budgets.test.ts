@@ -4,7 +4,7 @@ import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { basic } from '../fixtures/credentials.ts'
 import { runs } from './harness.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: both: attempts at once on one database reserve the failure budgets, and PostgreSQL runs them in transactions side by side where SQLite runs them one after another.
 // Issue 13, item 2, as a property: whatever mix of attempts arrives at once (wrong and right
 // passwords for a few accounts, wrong and right tokens, from a few addresses), no budget is
 // overrun: per address at most `perAddress` guesses are answered 401, per account at most

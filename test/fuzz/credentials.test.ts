@@ -3,7 +3,7 @@ import t from 'tap'
 import { refusedRequest } from './arbitraries.ts'
 import { fuzzApp, keepsContract, runs, send } from './harness.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: both: damaged credentials reach the stores' look-ups as odd text and numbers, which PostgreSQL refuses (U+0000, four-byte integers) where SQLite takes them.
 // Issue 6, item 1: no credential, or only damaged and random ones (Authorization, X-Service-Auth,
 // X-Multipass, auth=, sso=; repeated; oversized; control characters; truncated and bit-flipped
 // tokens and multipass strings), on every API route shape with any method, Accept and body. Every

@@ -4,7 +4,7 @@ import { clientErrorHandler } from '../../plugins/http/framework-errors.ts'
 import { buildTestApp, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { inDays, makeMultipass } from '../fixtures/credentials.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: both: what the fuzzers found pinned, some of it in how PostgreSQL refuses a value SQLite takes.
 // What the fuzzers of this folder found, each pinned by a plain example.
 
 t.test('a path Fastify cannot route gets the JSON error shape, before any credential', async (t) => {

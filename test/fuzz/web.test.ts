@@ -5,7 +5,7 @@ import { webRequest } from './arbitraries.ts'
 import { fuzzApp, keepsContract, runs } from './harness.ts'
 import { FUZZ_PASSWORD } from './seed.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: both: odd form fields and cookies reach the session and token stores as text PostgreSQL refuses where SQLite takes it.
 // Issue 6, item 1, the supporter pages: the sign-in form, sign-out, the profile and token pages,
 // with odd fields, `next` and `sso` values, cookies and CSRF tokens that are genuine, damaged or
 // random. Pages and redirects (within the site) only, never a 5xx; a refusal changes nothing.

@@ -9,7 +9,7 @@ import { discussionApp } from '../fixtures/discussions.ts'
 import { HEALTH_DEADLINE_MS } from '../../routes/health.ts'
 import { webClient, personWithPassword } from '../fixtures/web.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: both: a database that never answers is answered 503 within the check's own deadline, on each engine's own connection.
 
 function tempFile(t: Test) {
   const dir = mkdtempSync(join(tmpdir(), 'service-desk-db-'))

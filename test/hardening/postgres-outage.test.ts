@@ -4,7 +4,7 @@ import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { addCategory } from '../fixtures/discussions.ts'
 import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: both: PostgreSQL going away under a running service.
 // PostgreSQL going away under a running service (a restart, a failover, a cut network): every
 // request that needs it gets 503 with Retry-After, never a 500, nothing half-written stays, and the
 // service serves again as soon as the server answers, without a restart. The "server" here is a

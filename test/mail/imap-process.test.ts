@@ -6,7 +6,7 @@ import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
 import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { BIN, bannerToken, startServer, type RunningServer } from '../fixtures/server.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: both: two service processes on one PostgreSQL database fetch one mailbox (SQLite: one process killed twice); a child's coverage is not collected.
 // Issue 48, nothing lost and nothing doubled across processes: `service-desk serve` fetching an
 // IMAP mailbox (Dovecot) of 200 messages is killed (SIGKILL) in the middle, twice, on SQLite; two
 // processes on one PostgreSQL database fetch one mailbox, the one holding it killed mid-way. Each

@@ -5,7 +5,7 @@ import { basic, supporterWithPassword } from '../fixtures/credentials.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: both: attempts sent at once reserve the budgets before the slow check, in transactions PostgreSQL runs side by side.
 // Issue 13, items 1 and 2: a locked account or address answers 429 to every password, right or
 // wrong, and budgets are reserved before the slow check, so attempts sent at once cannot overrun them.
 

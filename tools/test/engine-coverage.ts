@@ -8,7 +8,7 @@
 // picked ones do not, and is one that may say `// Engines: one` when what it asks is not something
 // the engines do differently (that is a reading, not a count). Not part of npm test: it takes the
 // PostgreSQL pass's time and more (no batches). `--last-run` reads the coverage its last run left in
-// .tap again (any tap run since replaces it).
+// .tap again (any tap run since replaces it); `--keep` is below.
 import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
@@ -44,7 +44,10 @@ for (const name of readdirSync(join(root, '.tap', 'processinfo'))) {
   }
   ran.set(info.externalID, fileRan)
 }
-const kept = files.filter((file) => KEPT_BY_KIND.test(file) && ran.has(file))
+// `--keep <path>` (repeated; a file, or a folder ending in /): files that stay on both for what they
+// ask (concurrency on one database, hostile input, the order of NULLs), counted before the others.
+const asked = process.argv.flatMap((arg, i) => (process.argv[i - 1] === '--keep' ? [arg] : []))
+const kept = files.filter((file) => (KEPT_BY_KIND.test(file) || asked.some((path) => file === path || (path.endsWith('/') && file.startsWith(path)))) && ran.has(file))
 const picked = pickFiles(ran, seconds, kept)
 const describe = (gain: Map<string, number[]>) => {
   const where = [...gain].map(([source, offsets]) => {
@@ -53,7 +56,7 @@ const describe = (gain: Map<string, number[]>) => {
   })
   return where.length > 0 ? where.join('; ') : 'nothing of its own'
 }
-console.log(`\n== kept on both by their kind (${KEPT_BY_KIND}): ${kept.length} files`)
+console.log(`\n== kept on both by their kind (${KEPT_BY_KIND}${asked.length > 0 ? ` and --keep ${asked.join(' ')}` : ''}): ${kept.length} files`)
 for (const p of picked.filter((p) => p.byKind)) console.log(`   ${p.file} (${seconds.get(p.file)?.toFixed(1)} s): ${describe(p.gain)}`)
 console.log('\n== then, in the order picked, each with the lines of engine code it runs that those before it do not:')
 for (const p of picked.filter((p) => !p.byKind)) console.log(`   ${p.file} (${seconds.get(p.file)?.toFixed(1)} s): ${describe(p.gain)}`)

@@ -6,7 +6,7 @@ import { basic, supporterWithPassword } from '../../fixtures/credentials.ts'
 import { logCapture } from '../../fixtures/log.ts'
 import { eventually, twoApps } from '../../multiprocess/two-apps.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: both: two apps on one database share the failure budgets, which PostgreSQL counts across connections.
 // The failure budgets are shared by the processes of one database (plugins/auth/limits.ts): two
 // apps on one database stand for two processes. Real processes: test/multiprocess/.
 
