@@ -11,7 +11,7 @@ import { mailServer } from '../fixtures/mail.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 import { until } from '../fixtures/until.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: fetching from Dovecot (a real IMAP server): what becomes of each message, the mailbox's errors and pages; the lease, the place and a message taken once are asked of the store on both in test/db/stores/mailboxes.test.ts, and two processes on one PostgreSQL database in test/mail/imap-process.test.ts; every other path of the stores it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // Issue 48, mail in by IMAP (plugins/mail/fetcher.ts) against a real IMAP server (Dovecot): the
 // support mailbox fetched, the customer's own mailbox receiving the reply through a real SMTP
 // server, and the customer's answer fetched back into the same discussion; on the suite's engine.

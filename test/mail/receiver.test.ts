@@ -8,7 +8,7 @@ import { mailDesk } from '../fixtures/mail-desk.ts'
 import { selfSigned } from '../fixtures/certificate.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the built-in SMTP receiver: what it takes, refuses and says; a message taken once is asked of the store on both in test/db/stores/mailboxes.test.ts, and every other path of the stores it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // Issue 48, the built-in receiver (plugins/mail/receiver.ts) and the one pipeline behind it
 // (plugins/mail/pipeline.ts): real SMTP, sent by nodemailer as a customer's mail program would, on
 // the engine the suite runs on.
