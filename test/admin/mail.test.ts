@@ -3,7 +3,7 @@ import { buildTestApp, rawRows } from '../fixtures/app.ts'
 import { dovecot, haveDovecot } from '../fixtures/dovecot.ts'
 import { personWithPassword, webClient, signedInPerson } from '../fixtures/web.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the mailboxes on the administration page: their state in words, adding and removing. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // Issue 48: the site's mailboxes on the administration page (routes/web/admin-mail.ts): each
 // mailbox's state (last fetch, last error in words, today's messages), adding and removing,
 // passwords never shown, administrators of this site only.

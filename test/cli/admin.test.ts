@@ -5,7 +5,7 @@ import { isWellFormedPersonalToken } from '../../lib/token-format.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { SQLITE_ONLY, TEST_ENGINE } from '../fixtures/postgres.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the administration commands' words, options and exits. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // The administration commands, on the engine the suite runs on (test/fixtures/cli.ts): the same
 // test code on a SQLite file and on a PostgreSQL schema.
 

@@ -3,7 +3,7 @@ import { buildApp } from '../../app.ts'
 import { BASE_URL, SITE_URL } from '../fixtures/app.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the rules' commands: their words, options, the JSON they check and the dry run. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03); a rule changed by the operator keeps its author in test/rules/actions.test.ts.
 // Issue 70: the sites' rules on the command line (cli/rules.ts): list, add (on events, on time),
 // enable, disable, remove, and the dry run; the JSON of --conditions and --actions checked as the
 // API checks its body, each refusal a usage error (2) or the store's (1), with nothing written.

@@ -187,6 +187,10 @@ t.test('two runs at once fire a rule once; rules on time by their last change, b
   const actor = { id: ann.user.id, name: ann.user.email, via: 'api' as const }
   const plain = { events: ['created' as const], actions: [{ type: 'add_tags' as const, tags: ['x'] }] }
   await t.rejects(app.rules.add(ann.site.id, { ...plain, name: 'a\u0000b' }, actor), { code: 'invalid', field: 'name' })
+  // Changed by the operator (the command line: no account), a rule keeps the author who signs its writes.
+  const renamed = await app.rules.update(ann.site.id, (await app.rules.add(ann.site.id, { ...plain, name: 'Signed' }, actor)).id, { name: 'Signed still' }, { id: null, name: 'the operator', via: 'cli' })
+  t.match(renamed, { name: 'Signed still', authorId: ann.user.id })
+  await app.rules.remove(ann.site.id, renamed.id, actor)
   for (let i = 3; i <= 100; i++) await app.rules.add(ann.site.id, { ...plain, name: `Rule ${i}` }, actor)
   const over = await call('POST', '/demo/rules', { ...plain, name: 'One too many' })
   t.equal(over.status, 429)

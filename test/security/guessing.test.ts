@@ -8,7 +8,7 @@ import { basic } from '../fixtures/credentials.ts'
 import { totpCode } from '../fixtures/totp.ts'
 import { enrollAuthenticator, personWithPassword, signedInPerson, webClient } from '../fixtures/web.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: what a guesser meets: budgets per address folded to IPv6's /64, the second step's end after wrong codes in a row, and what a failure says. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03); the count of wrong codes of an account that is not there in test/web/second-factors.test.ts.
 // Issue 45, findings 4, 8 and 9: every budget kept per address folds IPv6 to its /64; wrong
 // authenticator and recovery codes end after MAX_SECOND_STEP_FAILURES in a row; and a failed
 // sign-in writes the same whether or not the account exists.

@@ -6,7 +6,7 @@ import { basic, legacyTokenOf, supporterWithPassword } from '../fixtures/credent
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: a token's life over a real socket, as a supporter lives it: signed in, made, used from two addresses, read back, revoked. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // Issue 18, items 1 to 3, through a real socket: a supporter signs in, makes a token, uses it from
 // two addresses (127.0.0.1 and 127.0.0.2, both this machine's loopback), reads it back with
 // /personal_tokens/self, sees its addresses on the token page, revokes it; the security log has

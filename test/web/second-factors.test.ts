@@ -113,6 +113,9 @@ t.test('recovery codes work once each; wrong codes lock the second step even for
   const second = await passwordStep(app, ann)
   t.equal((await second.web.post('/demo/login/second_step', { recovery_code: codes[0] })).statusCode, 401, 'used up')
   t.equal(await app.secondFactors.recoveryCodesLeft(ann.user.id), 9)
+  // The wrong codes in a row of an account that is not there: none, and none counted.
+  t.equal(await app.secondFactors.failedCodes(999_999), 0)
+  t.equal(await app.secondFactors.failCode(999_999), 0)
   const { events } = await app.securityLog.list({ userId: ann.user.id, kinds: ['recovery_code_used'], offset: 0, limit: 5 })
   t.match(events, [{ detail: { left: 9 } }])
 
