@@ -12,7 +12,6 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { randomBytes } from 'node:crypto'
 import { addTo, type CoveredFunction, ENGINE_CODE, KEPT_BY_KIND, linesOf, pickFiles, type Ran, ranOffsets } from './coverage-sets.ts'
 import { testPlan } from './plan.ts'
 
@@ -23,7 +22,10 @@ const tap = join(root, 'node_modules', 'tap', 'dist', 'esm', 'run.mjs')
 if (!process.argv.includes('--last-run')) {
   for (const dir of ['coverage', 'processinfo']) rmSync(join(root, '.tap', dir), { recursive: true, force: true })
   console.log(`== ${files.length} files of the PostgreSQL pass, each in a process of its own, with coverage`)
-  const env = { ...process.env, SERVICE_TEST_ENGINE: 'postgres', SERVICE_TEST_RUN: randomBytes(4).toString('hex') }
+  // Without npm test's SERVICE_TEST_RUN: each test's database is copied for it and dropped after it,
+  // as for a file run alone, so nothing is left behind.
+  const { SERVICE_TEST_RUN: _, ...outside } = process.env
+  const env = { ...outside, SERVICE_TEST_ENGINE: 'postgres' }
   const run = spawnSync(process.execPath, [tap, '-R', 'terse', '--allow-incomplete-coverage', '--coverage-report=text-summary', ...files], { cwd: root, env, stdio: 'inherit' })
   if (run.status !== 0) console.log('== some files failed: what they ran still counts, but read it with that in mind')
 }
