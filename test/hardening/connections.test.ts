@@ -24,12 +24,16 @@ async function listening(app: App) {
 /** A raw client connection: what it received, and when and how it ended. */
 interface Raw {
   socket: Socket
+  /** Taken before connecting: the server's clocks for this connection start no earlier. */
   opened: number
   received: () => string
   closed: Promise<{ at: number; data: string }>
 }
 
 async function open(port: number, localAddress?: string): Promise<Raw> {
+  // Before connect(), not after its event: on a loaded machine the 'connect' callback can run
+  // tens of milliseconds after the server accepted, and a cut measured from then looked early.
+  const opened = Date.now()
   const socket = connect({ port, host: '127.0.0.1', ...(localAddress ? { localAddress } : {}) })
   socket.on('error', () => {})
   let data = ''
@@ -39,7 +43,7 @@ async function open(port: number, localAddress?: string): Promise<Raw> {
     socket.once('connect', resolve)
     socket.once('error', reject)
   })
-  return { socket, opened: Date.now(), received: () => data, closed }
+  return { socket, opened, received: () => data, closed }
 }
 
 /** The lines of a refusal kind in the captured log. */
