@@ -8,7 +8,9 @@
 // picked ones do not, and is one that may say `// Engines: one` when what it asks is not something
 // the engines do differently (that is a reading, not a count). Not part of npm test: it takes the
 // PostgreSQL pass's time and more (no batches). `--last-run` reads the coverage its last run left in
-// .tap again (any tap run since replaces it); `--keep` is below.
+// .tap again (any tap run since replaces it); `--keep` is below. Run nothing else with tap in the
+// same checkout meanwhile: every tap run starts by emptying .tap/coverage and .tap/processinfo,
+// this one's data with them.
 import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
