@@ -44,8 +44,9 @@ export interface StorePort {
   /**
    * The statement `build` prepares on this port's database, built once and kept by `name` for as
    * long as the port lives: for the life of the process on SQLite, whose transactions run on the
-   * same connection; on PostgreSQL, for the pool, or for one transaction. Building a statement
-   * (drizzle's SQL from the builder) costs tens of microseconds, running a prepared one a few.
+   * same connection; on PostgreSQL, for the pool's life too, a transaction of the pool running the
+   * pool's statement on its own connection (db/postgres/engine.ts, `onConnection`). Building a
+   * statement (drizzle's SQL from the builder) costs tens of microseconds, running a prepared one a few.
    */
   prepared<S>(name: string, build: (db: Executor) => S): S
   /**

@@ -51,7 +51,7 @@ const NONE = Symbol('none')
  * good, the transaction committed or its work failed and the rollback went through; otherwise
  * (BEGIN, COMMIT or ROLLBACK failed) it is destroyed, and the pool opens another when asked.
  */
-export async function pooledTransaction<T>(pool: pg.Pool, work: (tx: Executor) => Promise<T>): Promise<T> {
+export async function pooledTransaction<T>(pool: pg.Pool, work: (tx: Executor, client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect()
   let workFailure: unknown = NONE
   let failure: unknown = NONE
@@ -59,7 +59,7 @@ export async function pooledTransaction<T>(pool: pg.Pool, work: (tx: Executor) =
     // drizzle on this one connection: its transaction neither takes nor gives back a connection.
     return await drizzlePostgres({ client }).transaction(async (tx) => {
       try {
-        return await work(tx as unknown as Executor)
+        return await work(tx as unknown as Executor, client)
       } catch (error) {
         workFailure = error
         throw error
@@ -75,21 +75,34 @@ export async function pooledTransaction<T>(pool: pg.Pool, work: (tx: Executor) =
   }
 }
 
-/** The port of the shared stores (db/port.ts) on the pool (which admits the requests that arrive), or on a transaction of it. */
-export function postgresPort(q: Executor, admission?: Arrivals): StorePort {
+/** A transaction's connection and the statements of the pool it came from (`onConnection`). */
+interface Lent {
+  pool: pg.Pool
+  statements: StorePort['prepared']
+  client: pg.ClientBase
+}
+
+/**
+ * The port of the shared stores (db/port.ts) on the pool (which admits the requests that arrive), or
+ * on a transaction of it: `lent`, its connection and the pool's statements, when the pool's port
+ * opened it (`atomic`); a transaction opened elsewhere (a test's, the seeder's) builds its own.
+ */
+export function postgresPort(q: Executor, admission?: Arrivals, lent?: Lent): StorePort {
   // drizzle keeps what it runs on as $client: the pool of the engine, or nothing on a transaction.
   const { $client } = q as { $client?: unknown }
   const pool = $client instanceof pg.Pool ? $client : undefined
+  // Built once for the pool's life; a transaction of the pool runs them on its connection.
+  const statements = pool ? preparedOn(q) : (lent?.statements ?? preparedOn(q))
+  const within = (tx: Executor, client: pg.ClientBase) => postgresPort(tx, undefined, pool ? { pool, statements, client } : lent && { ...lent, client })
   const port: StorePort = {
     kind: 'postgres',
     db: q,
     tables,
     // On the pool, a connection of its own that goes back whatever happens (pooledTransaction); in a
     // transaction, a savepoint on its connection.
-    atomic: (work) => (pool ? pooledTransaction(pool, (tx) => work(postgresPort(tx))) : q.transaction((tx) => work(postgresPort(tx)))),
+    atomic: (work) => (pool ? pooledTransaction(pool, (tx, client) => work(within(tx, client))) : q.transaction((tx) => work(lent ? within(tx, lent.client) : postgresPort(tx)))),
     locked: (select, table) => select.for('no key update', table && { of: table }) as typeof select,
-    // Kept for the pool's life, or for one transaction's: a transaction's statements run on its connection.
-    prepared: preparedOn(q),
+    prepared: lent && !pool ? onConnection(lent) : statements,
     wide: (value) => sql`${value}::bigint`,
     moment: (at) => at,
     flag: (value) => value,
@@ -106,6 +119,28 @@ export function postgresPort(q: Executor, admission?: Arrivals): StorePort {
     search: postgresSearch(q),
   }
   return port
+}
+
+/**
+ * `prepared` in a transaction of the pool: the statement the pool built, run on the transaction's
+ * connection, a copy of it whose client is that connection (drizzle's prepared query runs on its
+ * `client`; its text, parameters and mapping are the pool's, built once). Building a statement was
+ * a third of a write's CPU in the service's process when each transaction built its own
+ * (docs/development.md, "Statements built once"). A statement that does not run on the pool's
+ * connections is refused, loudly: a drizzle that kept its connection elsewhere would fail every
+ * write of the suite's PostgreSQL pass here, not run on the pool behind the transaction's back.
+ */
+function onConnection({ pool, statements, client }: Lent): StorePort['prepared'] {
+  const copies = new Map<string, unknown>()
+  return <S>(name: string, build: (db: Executor) => S): S => {
+    let copy = copies.get(name)
+    if (!copy) {
+      const statement = statements(name, build) as { client?: unknown }
+      if (statement.client !== pool) throw new Error(`the statement ${name} does not run on the pool's connections, so it cannot run on a transaction's`)
+      copies.set(name, (copy = Object.create(statement, { client: { value: client } })))
+    }
+    return copy as S
+  }
 }
 
 /**

@@ -53,3 +53,38 @@ t.test('BEGIN unanswered, a work that fails, a connection cut mid-work: a pool o
   t.not(third, second, 'a new connection again')
   t.equal(db.$client.totalCount, 1, 'and the pool holds one, as it may')
 })
+
+t.test("a statement is built once on the pool, and a transaction runs it on its own connection", { skip: down }, async (t) => {
+  const db = await openPostgres(await postgresTestAddress(t), { poolSize: 3 })
+  t.teardown(() => db.$client.end())
+  const port = postgresPort(db)
+  await db.execute(sql`CREATE TABLE prepared_probe (n integer NOT NULL)`)
+  let builds = 0
+  // What the statement sees, and on which server process it runs.
+  const probe = (on: StorePort) =>
+    on.prepared('prepared_probe', (q) => {
+      builds++
+      return q.select({ count: sql<number>`count(*)::int`, pid: sql<number>`pg_backend_pid()` }).from(sql`prepared_probe`).prepare('prepared_probe')
+    })
+  const read = async (on: StorePort) => (await probe(on).execute())[0]!
+
+  await port.atomic(async (tx) => {
+    await tx.db.execute(sql`INSERT INTO prepared_probe VALUES (1)`)
+    const inside = await read(tx)
+    t.equal(inside.count, 1, "the transaction's statement sees its own row, not yet committed")
+    t.equal(inside.pid, (await tx.db.execute(sql`SELECT pg_backend_pid() AS pid`)).rows[0]!.pid, "it runs on the transaction's connection")
+    // Another connection of the pool, at the same moment, does not see it: the pool's own statement.
+    t.equal((await read(port)).count, 0, 'the pool outside sees nothing uncommitted')
+    await tx.atomic(async (savepoint) => t.equal((await read(savepoint)).count, 1, 'a savepoint runs it on the same connection'))
+  })
+  await port.atomic(async (tx) => t.equal((await read(tx)).count, 1, 'a later transaction sees the commit'))
+  t.equal(builds, 1, 'built once, for the pool, whatever the transactions that ran it')
+
+  // A statement that does not run on the pool (one made on a client of the test's) cannot be moved.
+  const elsewhere = await openPostgres(await postgresTestAddress(t), { poolSize: 1 })
+  t.teardown(() => elsewhere.$client.end())
+  await t.rejects(
+    port.atomic(async (tx) => tx.prepared('prepared_elsewhere', () => elsewhere.select({ one: sql`1` }).from(sql`(select 1) one`).prepare('prepared_elsewhere'))),
+    { message: "the statement prepared_elsewhere does not run on the pool's connections, so it cannot run on a transaction's" },
+  )
+})
