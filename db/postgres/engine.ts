@@ -91,18 +91,18 @@ export function postgresPort(q: Executor, admission?: Arrivals, lent?: Lent): St
   // drizzle keeps what it runs on as $client: the pool of the engine, or nothing on a transaction.
   const { $client } = q as { $client?: unknown }
   const pool = $client instanceof pg.Pool ? $client : undefined
-  // Built once for the pool's life; a transaction of the pool runs them on its connection.
-  const statements = pool ? preparedOn(q) : (lent?.statements ?? preparedOn(q))
-  const within = (tx: Executor, client: pg.ClientBase) => postgresPort(tx, undefined, pool ? { pool, statements, client } : lent && { ...lent, client })
+  // Built once for the pool's life; a transaction of the pool (and its savepoints) runs them on its connection.
+  const statements = lent?.statements ?? preparedOn(q)
   const port: StorePort = {
     kind: 'postgres',
     db: q,
     tables,
     // On the pool, a connection of its own that goes back whatever happens (pooledTransaction); in a
     // transaction, a savepoint on its connection.
-    atomic: (work) => (pool ? pooledTransaction(pool, (tx, client) => work(within(tx, client))) : q.transaction((tx) => work(lent ? within(tx, lent.client) : postgresPort(tx)))),
+    atomic: (work) =>
+      pool ? pooledTransaction(pool, (tx, client) => work(postgresPort(tx, undefined, { pool, statements, client }))) : q.transaction((tx) => work(postgresPort(tx, undefined, lent))),
     locked: (select, table) => select.for('no key update', table && { of: table }) as typeof select,
-    prepared: lent && !pool ? onConnection(lent) : statements,
+    prepared: lent ? onConnection(lent) : statements,
     wide: (value) => sql`${value}::bigint`,
     moment: (at) => at,
     flag: (value) => value,
