@@ -12,12 +12,15 @@ import { randomBytes } from 'node:crypto'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import pg from 'pg'
 import { batchesOf, DURATIONS, engineCoverageReport, readDurations, testPlan, timeReport } from './plan.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const TAP = join(ROOT, 'node_modules', 'tap', 'dist', 'esm', 'run.mjs')
 const COVERAGE = join(ROOT, '.tap', 'coverage')
+// Loaded first by tap's runner: what its test processes record of the modules they load leaves node_modules out (the file says why).
+const RUNNER = pathToFileURL(join(ROOT, 'tools', 'test', 'tap-runner.mjs')).href
 const POSTGRES_URL = process.env.SERVICE_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const RECORD = '--record-durations'
 const record = process.argv.includes(RECORD)
@@ -81,7 +84,7 @@ function tap(engine, files, extra) {
   const setupLog = join(setupLogs, engine)
   const batchTimes = join(setupLogs, `${engine}-batches`)
   const env = { ...process.env, SERVICE_TEST_ENGINE: engine, SERVICE_TEST_SETUP_LOG: setupLog, SERVICE_TEST_RUN: RUN, SERVICE_TEST_BATCH_TIMES: batchTimes }
-  const run = spawnSync(process.execPath, [TAP, ...extra, ...args, ...entries.keys()], { cwd: ROOT, env, stdio: 'inherit' })
+  const run = spawnSync(process.execPath, [`--import=${RUNNER}`, TAP, ...extra, ...args, ...entries.keys()], { cwd: ROOT, env, stdio: 'inherit' })
   const wall = (Date.now() - started) / 1000
   console.log(`== ${engine}: ${run.status === 0 ? 'passed' : 'FAILED'} in ${seconds(started)}`)
   if (run.status !== 0) failures.push(...failuresOf(engine, entries, started))
