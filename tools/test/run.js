@@ -202,7 +202,10 @@ async function commitWithoutWaiting() {
 // built with (its signature) are not .taprc's; `tap build` takes 8 s, the look 0.3 s.
 const { TapConfig } = await import('@tapjs/config')
 const { signature } = await import('@tapjs/test')
-if ((await TapConfig.load()).pluginSignature !== signature) {
+// (.taprc alone: this script's own arguments are not tap's to parse)
+const taprc = await new TapConfig().loadPluginConfigFields().loadConfigFile()
+taprc.parse([])
+if (taprc.pluginSignature !== signature) {
   const built = spawnSync(process.execPath, [TAP, 'build'], { cwd: ROOT, stdio: 'inherit' })
   if (built.status !== 0) process.exit(1)
 }
