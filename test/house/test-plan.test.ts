@@ -104,16 +104,16 @@ t.test('files share a process in batches, in their order, up to a batch\'s secon
     ["process.env['SERVICE_X'] = '1'\n", 'it changes its process (environment, directory, listeners, exit code)'],
     ["process.on('exit', () => {})\n", 'it changes its process (environment, directory, listeners, exit code)'],
     ['const m = process.memoryUsage()\n', "it measures its process's memory"],
-    ["import { launchChromium } from '../fixtures/browser.ts'\n", 'it drives the browser'],
   ]
   for (const [source, reason] of reasons) t.equal(ownProcessReason(ROOT, 'test/x/y.test.ts', source), reason, source.trim())
   t.equal(ownProcessReason(ROOT, 'test/x/y.test.ts', "if (process.env.CI === 'true') t.fail('x')\n  t.teardown(() => {})\n"), undefined, 'reading the environment, or an inner teardown, is no reason')
+  t.equal(ownProcessReason(ROOT, 'test/x/y.test.ts', "import { launchChromium } from '../fixtures/browser.ts'\n"), undefined, 'nor driving the browser: a process launches one Chromium for its files (test/fixtures/browser.ts)')
   const alone = (file: string) => file === 'own'
   const seconds = { a: 10, b: 15, c: 10, long: 45, d: 1, e: 1, f: 1 }
   t.same(batchesOf(ROOT, ['long', 'a', 'b', 'own', 'c', 'd', 'e', 'f', 'new'], seconds, { seconds: 30, files: 3 }, alone), [['long'], ['a', 'b'], ['own'], ['c', 'd', 'e'], ['f', 'new']], 'up to 30 s and 3 files a batch; a file not recorded counts 5 s')
   t.same(batchesOf(ROOT, ['a', 'b'], {}, { seconds: 30, files: 8 }, () => true), [['a'], ['b']])
   t.ok(testPlan(ROOT).sqlite.some((file) => ownProcessReason(ROOT, file) === undefined), 'most of the suite may share')
-  t.same(batchesOf(ROOT, ['test/web/browser.test.ts', 'test/lib/mail.test.ts', 'test/lib/accept.test.ts'], {}), [['test/web/browser.test.ts'], ['test/lib/mail.test.ts', 'test/lib/accept.test.ts']], "by default, the files' own sources say which must be alone")
+  t.same(batchesOf(ROOT, ['test/discussions/attachments.test.ts', 'test/lib/mail.test.ts', 'test/lib/accept.test.ts'], {}), [['test/discussions/attachments.test.ts'], ['test/lib/mail.test.ts', 'test/lib/accept.test.ts']], "by default, the files' own sources say which must be alone")
 })
 
 t.test("where a pass's time went: its wall time, its files' times added up, set-up by kind against the rest, and its slowest files", async (t) => {

@@ -8,11 +8,13 @@ import { appendFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
+import { startBatch } from './batch-end.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 
 /** Runs the test files (paths from the root) one after another in this process. */
 export async function runInTurn(files: string[], times = process.env.SERVICE_TEST_BATCH_TIMES): Promise<void> {
+  const closings = startBatch()
   for (const file of files) {
     const started = performance.now()
     await import(pathToFileURL(join(ROOT, file)).href)
@@ -20,4 +22,9 @@ export async function runInTurn(files: string[], times = process.env.SERVICE_TES
     await t.test(`${file}: its tests have ended`, async (t) => void t.pass(file))
     if (times) appendFileSync(times, `${file}\t${((performance.now() - started) / 1000).toFixed(1)}\n`)
   }
+  // What the files shared (test/fixtures/browser.ts: Chromium), closed once they have all run.
+  if (closings.length > 0) await t.test('what the batch shared is closed', async (t) => {
+    for (const close of closings) await close()
+    t.pass(`${closings.length} closed`)
+  })
 }

@@ -106,11 +106,10 @@ export function testPlan(root: string, files = testFiles(root), durations = read
  * 1.7-2 s of CPU before its first assertion, docs/development.md, "Where the time goes"). What
  * another file's tests would feel: hooks on the root test (they would run around the other
  * files' tests too), the process's environment, directory, listeners or exit code changed, a
- * timeout or plan of the whole file, a measure of the process's memory, and the browser (a file
- * of its own, as ever).
+ * timeout or plan of the whole file, and a measure of the process's memory. The files that drive
+ * the browser share one too, and its Chromium (test/fixtures/browser.ts, launchChromium).
  */
 export function ownProcessReason(root: string, file: string, source = readFileSync(join(root, file), 'utf8')): string | undefined {
-  if (drivesBrowser(root, file, source)) return 'it drives the browser'
   if (/^t\.(before|beforeEach|afterEach|after|setTimeout|plan)\(/m.test(source)) return 'it sets hooks, a timeout or a plan on the root test'
   if (/process\.env\.\w+\s*=[^=]|process\.env\[[^\]]+\]\s*=[^=]|delete process\.env|process\.chdir\(|process\.on\(|process\.exitCode/.test(source)) return 'it changes its process (environment, directory, listeners, exit code)'
   if (/process\.memoryUsage\(/.test(source)) return "it measures its process's memory"
