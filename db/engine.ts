@@ -19,6 +19,7 @@ import { createOAuthStore, type OAuthStore } from './stores/oauth.ts'
 import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.ts'
 import { createSavedReplyStore, type SavedReplyStore } from './stores/saved-replies.ts'
 import { createRuleStore, type RuleStore } from './stores/rules.ts'
+import { createMergeStore, type MergeStore } from './stores/merges.ts'
 import { createScheduleStore, type ScheduleStore } from './stores/schedules.ts'
 import { createSlaPolicyStore, type SlaPolicyStore } from './stores/sla-policies.ts'
 import { createReportStore, type ReportStore } from './stores/reports.ts'
@@ -121,6 +122,8 @@ export interface EngineStores {
   tokens(clock: Clock, onFlushError?: (error: unknown) => void, events?: EventSink): TokenStore
   /** `events` hears of each change, in its transaction (db/stores/webhooks.ts). */
   discussions(clock: Clock, box: SecretBox, events?: EventSink): DiscussionStore
+  /** Merges of discussions and their undoing (db/stores/merges.ts); `events` hears of each change. */
+  merges(clock: Clock, box: SecretBox, events?: EventSink): MergeStore
   categories(clock: Clock): CategoryStore
   /** A site's saved replies (db/stores/saved-replies.ts). */
   savedReplies(clock: Clock): SavedReplyStore
@@ -173,6 +176,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     sessions: (clock) => guard(createSessionStore(port, clock)),
     tokens: (clock, onFlushError, events) => guard(createTokenStore(port, clock, onFlushError, events)),
     discussions: (clock, box, events) => guard(createDiscussionStore(port, clock, box, listingOf, events)),
+    merges: (clock, box, events) => guard(createMergeStore(port, clock, box, events)),
     categories: (clock) => guard(createCategoryStore(port, clock)),
     savedReplies: (clock) => guard(createSavedReplyStore(port, clock)),
     rules: (clock, box, events) => guard(createRuleStore(port, clock, box, events)),

@@ -22,7 +22,8 @@ export type FactorKind = (typeof factorKinds)[number]
 export const accessLevels = ['read', 'write'] as const
 export type Access = (typeof accessLevels)[number]
 
-export const discussionStates = ['new', 'open', 'resolved', 'deleted', 'spam'] as const
+// merged: gone into another discussion of its site (issue 71), whose number it keeps (merged_into).
+export const discussionStates = ['new', 'open', 'resolved', 'deleted', 'spam', 'merged'] as const
 export type DiscussionState = (typeof discussionStates)[number]
 
 export const commentVias = ['api', 'web', 'email', 'mcp', 'rule'] as const
@@ -55,6 +56,7 @@ export const webhookEvents = [
   'discussion.deleted',
   'discussion.restored',
   'discussion.spam',
+  'discussion.merged',
   'comment.created',
   'sla.warning',
   'sla.breached',
@@ -68,7 +70,7 @@ export const webhookEvents = [
 export type WebhookEvent = (typeof webhookEvents)[number]
 // What the change feed tells of (db/stores/changes.ts; docs/decisions.md, "Safe retries, cursors and the change feed"):
 // the discussion events of the webhooks, one row each, in commit order.
-export const changeKinds = ['discussion.created', 'discussion.updated', 'discussion.deleted', 'discussion.restored', 'discussion.spam', 'comment.created'] as const
+export const changeKinds = ['discussion.created', 'discussion.updated', 'discussion.deleted', 'discussion.restored', 'discussion.spam', 'discussion.merged', 'comment.created'] as const
 export type ChangeKind = (typeof changeKinds)[number]
 export const outboxStates = ['queued', 'sent', 'failed'] as const
 export type OutboxState = (typeof outboxStates)[number]

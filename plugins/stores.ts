@@ -10,6 +10,7 @@ import type { CredentialInventory } from '../db/stores/credential-inventory.ts'
 import type { CustomerLinkStore } from '../db/stores/customer-links.ts'
 import type { InvitationStore } from '../db/stores/invitations.ts'
 import type { DiscussionStore } from '../db/stores/discussions.ts'
+import type { MergeStore } from '../db/stores/merges.ts'
 import type { SearchStore } from '../db/stores/search.ts'
 import type { ChangeStore } from '../db/stores/changes.ts'
 import type { IdempotencyStore } from '../db/stores/idempotency.ts'
@@ -37,6 +38,8 @@ declare module 'fastify' {
     sessions: SessionStore
     tokens: TokenStore
     discussions: DiscussionStore
+    /** Merges of discussions into others, and their undoing (db/stores/merges.ts). */
+    merges: MergeStore
     categories: CategoryStore
     savedReplies: SavedReplyStore
     rules: RuleStore
@@ -126,6 +129,7 @@ export const tokenStore = fp(
 export const discussionStores = fp(
   async (fastify) => {
     fastify.decorate('discussions', fastify.database.discussions(fastify.clock, fastify.secretBox, fastify.events))
+    fastify.decorate('merges', fastify.database.merges(fastify.clock, fastify.secretBox, fastify.events))
     fastify.decorate('categories', fastify.database.categories(fastify.clock))
     fastify.decorate('savedReplies', fastify.database.savedReplies(fastify.clock))
     fastify.decorate('rules', fastify.database.rules(fastify.clock, fastify.secretBox, fastify.events))

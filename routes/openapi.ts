@@ -9,6 +9,7 @@ import { PERSONAL_TOKEN_PREFIX } from '../lib/token-format.ts'
 import { OAUTH_ROUTES } from '../plugins/oauth/settings.ts'
 import {
   AttachmentResource,
+  MergeBody,
   Category,
   CategoryListing,
   Change,
@@ -130,6 +131,7 @@ export const NAMED_SCHEMAS = {
   RuleDryRun: DryRunResult,
   RuleHistory,
   ApplyMacro,
+  Merge: MergeBody,
   MacroListing,
   ReportListing,
   Report: ReportResource,
@@ -376,6 +378,7 @@ const EVENT_DATA: Record<WebhookEvent | typeof TEST_EVENT, { schema: object; wha
   'discussion.deleted': { schema: { $ref: '#/components/schemas/Discussion' }, what: 'A discussion was deleted (it can be restored).' },
   'discussion.restored': { schema: { $ref: '#/components/schemas/Discussion' }, what: 'A deleted discussion was restored, or one marked spam was marked not spam (the first an endpoint hears of a discussion that arrived as spam).' },
   'discussion.spam': { schema: { $ref: '#/components/schemas/Discussion' }, what: 'A discussion arrived as spam, or was marked spam: nothing more of it is posted until it is marked not spam.' },
+  'discussion.merged': { schema: { $ref: '#/components/schemas/Discussion' }, what: 'A discussion was merged into another of its site (merged_into): its comments moved there, and its address now redirects there. The one merged into is told as discussion.updated; an undone merge as discussion.restored.' },
   'comment.created': { schema: { $ref: '#/components/schemas/Comment' }, what: 'A comment was added: public ones; internal notes only to endpoints that ask for them (internal_comments).' },
   'sla.warning': {
     schema: { allOf: [{ $ref: '#/components/schemas/Discussion' }, { type: 'object', required: ['alert'], properties: { alert: { $ref: '#/components/schemas/SlaAlert' } } }] },

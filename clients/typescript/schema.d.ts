@@ -152,6 +152,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/{site}/discussions/merged": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List merged discussions */
+        get: operations["listMergedDiscussions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /** List merged discussions */
+        head: operations["listMergedDiscussionsHead"];
+        patch?: never;
+        trace?: never;
+    };
     "/{site}/search": {
         parameters: {
             query?: never;
@@ -417,6 +435,40 @@ export interface paths {
         options?: never;
         /** The discussion's history of rules: each firing, oldest first */
         head: operations["listRuleFiringsHead"];
+        patch?: never;
+        trace?: never;
+    };
+    "/{site}/discussions/{number}/merge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Merge a discussion into another of its site: its comments (and their files) move there, its customer and participants join it, and its address redirects there */
+        post: operations["mergeDiscussion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/{site}/discussions/{number}/unmerge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Undo the merge of a discussion: the last merge into a discussion, for a day after it, puts the merged one back as it was */
+        post: operations["unmergeDiscussion"];
+        delete?: never;
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
@@ -1261,6 +1313,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "discussion.merged": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A discussion was merged into another of its site (merged_into): its comments moved there, and its address now redirects there. The one merged into is told as discussion.updated; an undone merge as discussion.restored.
+         * @description Verify the signature before trusting the body: the typed client exports verifyWebhook, and any Standard Webhooks library does it. A 2xx answer within 10 s delivers it; anything else is tried again (5xx, 408, 429, timeouts, refused connections) for about a day, or ends it (other 4xx, redirects).
+         */
+        post: operations["discussionMergedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "comment.created": {
         parameters: {
             query?: never;
@@ -1516,7 +1588,7 @@ export interface components {
             title: string;
             permalink: string;
             /** @enum {unknown} */
-            state: "new" | "open" | "resolved" | "deleted" | "spam";
+            state: "new" | "open" | "resolved" | "deleted" | "spam" | "merged";
             public: boolean;
             /** Format: date-time */
             created_at: string;
@@ -1579,6 +1651,17 @@ export interface components {
             facts: components["schemas"]["DiscussionFacts"];
             /** @description Its customer's rating, once it was resolved; null until they rate it. */
             satisfaction: components["schemas"]["Satisfaction"] | null;
+            /** @description Once merged (state merged): the discussion of its site it went into, which holds its comments now; its own address answers with a redirect there. Null otherwise. */
+            merged_into: {
+                number: number;
+                /** Format: uri */
+                href: string;
+            } | null;
+            /**
+             * Format: uri
+             * @description POST with {"into": <number or href of another discussion of the site>} merges this one into it; POST to …/unmerge undoes the last merge into a discussion for a day.
+             */
+            merge_href: string;
         };
         DiscussionSla: {
             policy: {
@@ -1609,7 +1692,7 @@ export interface components {
             title: string;
             permalink: string;
             /** @enum {unknown} */
-            state: "new" | "open" | "resolved" | "deleted" | "spam";
+            state: "new" | "open" | "resolved" | "deleted" | "spam" | "merged";
             public: boolean;
             /** Format: date-time */
             created_at: string;
@@ -1672,6 +1755,17 @@ export interface components {
             facts: components["schemas"]["DiscussionFacts"];
             /** @description Its customer's rating, once it was resolved; null until they rate it. */
             satisfaction: components["schemas"]["Satisfaction"] | null;
+            /** @description Once merged (state merged): the discussion of its site it went into, which holds its comments now; its own address answers with a redirect there. Null otherwise. */
+            merged_into: {
+                number: number;
+                /** Format: uri */
+                href: string;
+            } | null;
+            /**
+             * Format: uri
+             * @description POST with {"into": <number or href of another discussion of the site>} merges this one into it; POST to …/unmerge undoes the last merge into a discussion for a day.
+             */
+            merge_href: string;
             comments: components["schemas"]["Comment"][];
         };
         DiscussionListing: {
@@ -1746,6 +1840,15 @@ export interface components {
                 last_error: string | null;
                 sent_at: string | null;
             } | null;
+            /** @description For a comment a merge brought here: where it was written. Null otherwise. */
+            moved_from: {
+                /** @description The number of the discussion it was written in. */
+                discussion: number;
+                /** @description Its number there. */
+                comment: number;
+                /** Format: uri */
+                discussion_href: string;
+            } | null;
         };
         CommentListing: {
             /** @description How many come before this page; absent on a page walked by cursor. */
@@ -1772,7 +1875,7 @@ export interface components {
              * @description What happened; the same names as the webhook events.
              * @enum {unknown}
              */
-            type: "discussion.created" | "discussion.updated" | "discussion.deleted" | "discussion.restored" | "discussion.spam" | "comment.created";
+            type: "discussion.created" | "discussion.updated" | "discussion.deleted" | "discussion.restored" | "discussion.spam" | "discussion.merged" | "comment.created";
             /** Format: date-time */
             at: string;
             discussion: components["schemas"]["Discussion"];
@@ -2088,7 +2191,7 @@ export interface components {
              * @description What changed: <thing>.<what>.
              * @enum {unknown}
              */
-            action: "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored" | "rule.created" | "rule.changed" | "rule.removed" | "rule.fired";
+            action: "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored" | "discussion.merged" | "discussion.unmerged" | "rule.created" | "rule.changed" | "rule.removed" | "rule.fired";
             /** @description What it was done to, as it was named then: an address, a name, a discussion. */
             target: string;
             actor: {
@@ -2484,7 +2587,7 @@ export interface components {
         /** @description Every condition given must hold; none given: every discussion. */
         RuleConditions: {
             /** @description Its state is one of these */
-            states?: ("new" | "open" | "resolved" | "spam")[];
+            states?: ("new" | "open" | "resolved" | "spam" | "merged")[];
             /** @description Its category is one of these (ids) */
             categories?: number[];
             /** @description It came by one of these: mail, web (the support site), api (MCP too) */
@@ -2613,6 +2716,10 @@ export interface components {
             /** @description Post its text as an internal note instead of a public reply. */
             internal?: boolean;
         };
+        Merge: {
+            /** @description The discussion of the same site to merge into: its number, or its href (another site's is refused). */
+            into: number | string;
+        };
         MacroListing: {
             macros: components["schemas"]["SavedReply"][];
         };
@@ -2739,7 +2846,7 @@ export interface components {
             url: string;
             description: string;
             /** @description The events posted to it. */
-            events: ("discussion.created" | "discussion.updated" | "discussion.deleted" | "discussion.restored" | "discussion.spam" | "comment.created" | "sla.warning" | "sla.breached" | "satisfaction.rated" | "rule.fired" | "token.created" | "token.revoked" | "token.leaked" | "application.authorized")[];
+            events: ("discussion.created" | "discussion.updated" | "discussion.deleted" | "discussion.restored" | "discussion.spam" | "discussion.merged" | "comment.created" | "sla.warning" | "sla.breached" | "satisfaction.rated" | "rule.fired" | "token.created" | "token.revoked" | "token.leaked" | "application.authorized")[];
             /** @description Whether comment.created tells it of internal notes too. */
             internal_comments: boolean;
             /** @description False: nothing is posted to it (switched off by an administrator, or after failing for days). */
@@ -2773,7 +2880,7 @@ export interface components {
             /** @description An https (or http) address of a public host; private ranges only where the operator allows them (SERVICE_WEBHOOK_ALLOW). */
             url: string;
             /** @description The events to post to it. */
-            events: ("discussion.created" | "discussion.updated" | "discussion.deleted" | "discussion.restored" | "discussion.spam" | "comment.created" | "sla.warning" | "sla.breached" | "satisfaction.rated" | "rule.fired" | "token.created" | "token.revoked" | "token.leaked" | "application.authorized")[];
+            events: ("discussion.created" | "discussion.updated" | "discussion.deleted" | "discussion.restored" | "discussion.spam" | "discussion.merged" | "comment.created" | "sla.warning" | "sla.breached" | "satisfaction.rated" | "rule.fired" | "token.created" | "token.revoked" | "token.leaked" | "application.authorized")[];
             description?: string;
             /** @description Tell comment.created of internal notes too (off by default). */
             internal_comments?: boolean;
@@ -2783,7 +2890,7 @@ export interface components {
             /** @description An https (or http) address of a public host; private ranges only where the operator allows them (SERVICE_WEBHOOK_ALLOW). */
             url?: string;
             /** @description The events to post to it. */
-            events?: ("discussion.created" | "discussion.updated" | "discussion.deleted" | "discussion.restored" | "discussion.spam" | "comment.created" | "sla.warning" | "sla.breached" | "satisfaction.rated" | "rule.fired" | "token.created" | "token.revoked" | "token.leaked" | "application.authorized")[];
+            events?: ("discussion.created" | "discussion.updated" | "discussion.deleted" | "discussion.restored" | "discussion.spam" | "discussion.merged" | "comment.created" | "sla.warning" | "sla.breached" | "satisfaction.rated" | "rule.fired" | "token.created" | "token.revoked" | "token.leaked" | "application.authorized")[];
             description?: string;
             /** @description Tell comment.created of internal notes too (off by default). */
             internal_comments?: boolean;
@@ -5681,6 +5788,354 @@ export interface operations {
             };
         };
     };
+    listMergedDiscussions: {
+        parameters: {
+            query?: {
+                /** @description 1-based page of 30. */
+                page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
+                /** @description 1: public discussions only; 0: private only. */
+                public?: "1" | "0" | "true" | "false";
+                /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
+                since?: string;
+                /** @description Only this user's discussions. */
+                user_id?: number;
+                /** @description Only the discussions of the user with this address. */
+                user_email?: string;
+                /** @description Only the discussions this supporter owns: a user id, me, or none for those nobody owns. */
+                assignee?: string;
+                /** @description Only the discussions carrying this tag. */
+                tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
+            };
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["DiscussionListing"];
+                    "application/json": components["schemas"]["DiscussionListing"];
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    listMergedDiscussionsHead: {
+        parameters: {
+            query?: {
+                /** @description 1-based page of 30. */
+                page?: number;
+                /** @description Walk by cursor: empty to start, then the cursor the Link header (rel="next") or next_cursor gave. Not with page. */
+                cursor?: string;
+                /** @description Newest first by: last activity (the default), creation or last change; or due: the soonest SLA due time first, of what the team owes (new and open; on /discussions, both), those with no clock running last. */
+                sort?: "activity" | "created" | "updated" | "due";
+                /** @description 1: public discussions only; 0: private only. */
+                public?: "1" | "0" | "true" | "false";
+                /** @description A number: discussions numbered above it. A date (YYYY-MM-DD, UTC): sorted by the listing order, at or after it. */
+                since?: string;
+                /** @description Only this user's discussions. */
+                user_id?: number;
+                /** @description Only the discussions of the user with this address. */
+                user_email?: string;
+                /** @description Only the discussions this supporter owns: a user id, me, or none for those nobody owns. */
+                assignee?: string;
+                /** @description Only the discussions carrying this tag. */
+                tag?: string;
+                /** @description breached: only the discussions that broke a promise of an SLA policy. */
+                sla?: "breached";
+            };
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["DiscussionListing"];
+                    "application/json": components["schemas"]["DiscussionListing"];
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
     searchDiscussions: {
         parameters: {
             query: {
@@ -6050,6 +6505,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Default Response */
+            307: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -6692,6 +7165,24 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Default Response */
+            307: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
@@ -6870,6 +7361,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Default Response */
+            307: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -7307,6 +7816,24 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Default Response */
+            307: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
@@ -7483,6 +8010,24 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Default Response */
+            307: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
                 headers: {
@@ -7658,6 +8203,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Default Response */
+            307: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
             };
             /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
             400: {
@@ -11093,6 +11656,513 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    mergeDiscussion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
+                "If-Match"?: string;
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description The site permalink. */
+                site: string;
+                /** @description The discussion number. */
+                number: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Merge"];
+                "application/vnd.service-v1+json": components["schemas"]["Merge"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Discussion"];
+                    "application/json": components["schemas"]["Discussion"];
+                };
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition Failed: the discussion changed since the version If-Match names; the ETag header names the current one. JSON {error: "precondition_failed", message}. */
+            412: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    unmergeDiscussion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of the discussion as you read it (GET of the discussion, same Accept): the change goes ahead only while that is still the discussion's version, else 412. */
+                "If-Match"?: string;
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description The site permalink. */
+                site: string;
+                /** @description The discussion number. */
+                number: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Discussion"];
+                    "application/json": components["schemas"]["Discussion"];
+                };
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Precondition Failed: the discussion changed since the version If-Match names; the ETag header names the current one. JSON {error: "precondition_failed", message}. */
+            412: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16796,7 +17866,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only lines of this kind of thing (team, category, ...) or this action (team.invited, ...). */
-                action?: "team" | "category" | "policy" | "mailbox" | "webhook" | "saved_reply" | "schedule" | "sla_policy" | "discussion" | "rule" | "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored" | "rule.created" | "rule.changed" | "rule.removed" | "rule.fired";
+                action?: "team" | "category" | "policy" | "mailbox" | "webhook" | "saved_reply" | "schedule" | "sla_policy" | "discussion" | "rule" | "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored" | "discussion.merged" | "discussion.unmerged" | "rule.created" | "rule.changed" | "rule.removed" | "rule.fired";
                 /** @description Only the changes this account made. */
                 actor?: number;
                 /** @description Where the page starts: a next_cursor given before. */
@@ -16956,7 +18026,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only lines of this kind of thing (team, category, ...) or this action (team.invited, ...). */
-                action?: "team" | "category" | "policy" | "mailbox" | "webhook" | "saved_reply" | "schedule" | "sla_policy" | "discussion" | "rule" | "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored" | "rule.created" | "rule.changed" | "rule.removed" | "rule.fired";
+                action?: "team" | "category" | "policy" | "mailbox" | "webhook" | "saved_reply" | "schedule" | "sla_policy" | "discussion" | "rule" | "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored" | "discussion.merged" | "discussion.unmerged" | "rule.created" | "rule.changed" | "rule.removed" | "rule.fired";
                 /** @description Only the changes this account made. */
                 actor?: number;
                 /** @description Where the page starts: a next_cursor given before. */
@@ -27208,6 +28278,44 @@ export interface operations {
                 "application/json": {
                     /** @constant */
                     type: "discussion.spam";
+                    /**
+                     * Format: date-time
+                     * @description When it happened, to the millisecond.
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["Discussion"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx: delivered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    discussionMergedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, msg_...: the same on every try of one event; deduplicate by it. */
+                "webhook-id": string;
+                /** @description When this try was signed, in seconds since the epoch; refuse one far from now. */
+                "webhook-timestamp": string;
+                /** @description v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>" under the secret>; during a rotation two, separated by a space. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "discussion.merged";
                     /**
                      * Format: date-time
                      * @description When it happened, to the millisecond.

@@ -192,6 +192,9 @@ export const discussions = pgTable(
     permalink: pgText('permalink').notNull(),
     state: pgText('state', { enum: discussionStates }).notNull(),
     stateBeforeDelete: pgText('state_before_delete', { enum: discussionStates }),
+    // Merged into another discussion of its site (issue 71; docs/decisions.md, "Merge and split"):
+    // that one's number. Its comments went there, its address answers with a redirect to it.
+    mergedInto: pgInteger('merged_into'),
     public: pgBoolean('public').notNull(),
     authorId: pgInteger('author_id')
       .notNull()
@@ -325,6 +328,10 @@ export const comments = pgTable(
     body: pgText('body').notNull(),
     internal: pgBoolean('internal').notNull().default(false),
     via: pgText('via', { enum: commentVias }).notNull(),
+    // Moved here from another discussion of the site by a merge: that one's number, and its own
+    // number there (docs/decisions.md, "Merge and split").
+    movedFrom: pgInteger('moved_from'),
+    movedFromNumber: pgInteger('moved_from_number'),
     createdAt: moment('created_at').notNull(),
   },
   (t) => [pgUniqueIndex('comments_discussion_number_unique').on(t.discussionId, t.number)],
@@ -631,6 +638,32 @@ export const mailHome = pgTable('mail_home', {
   held: pgText('held'),
   changedAt: moment('changed_at').notNull(),
 })
+
+// Each merge of a discussion into another (issue 71; db/stores/merges.ts; docs/decisions.md, "Merge
+// and split"): what undo puts back. The comments moved, JSON [id, number there, its mark before]
+// (a comment may have come from a third one), the participants the target gained, the state and
+// the wait of the one merged, who merged and when; undone_at once undone (the last merge into a
+// discussion may be undone for a day).
+export const discussionMerges = pgTable(
+  'discussion_merges',
+  {
+    id: id(),
+    siteId: siteReference(),
+    fromId: pgInteger('from_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    intoId: pgInteger('into_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    stateBefore: pgText('state_before', { enum: discussionStates }).notNull(),
+    comments: pgText('comments').notNull(),
+    participants: pgText('participants').notNull(),
+    byId: pgInteger('by_id').references(() => users.id, { onDelete: 'set null' }),
+    createdAt: moment('created_at').notNull(),
+    undoneAt: moment('undone_at'),
+  },
+  (t) => [pgIndex('discussion_merges_into_idx').on(t.intoId), pgIndex('discussion_merges_from_idx').on(t.fromId)],
+)
 
 export const participants = pgTable(
   'participants',

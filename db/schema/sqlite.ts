@@ -237,6 +237,9 @@ export const discussions = sqliteTable(
     state: text('state', { enum: discussionStates }).notNull(),
     // The state DELETE moved it from, which restore brings back.
     stateBeforeDelete: text('state_before_delete', { enum: discussionStates }),
+    // Merged into another discussion of its site (issue 71; docs/decisions.md, "Merge and split"):
+    // that one's number. Its comments went there, its address answers with a redirect to it.
+    mergedInto: integer('merged_into'),
     public: integer('public', { mode: 'boolean' }).notNull(),
     authorId: integer('author_id')
       .notNull()
@@ -392,6 +395,10 @@ export const comments = sqliteTable(
     // A note among the staff, not a reply the customer sees.
     internal: integer('internal', { mode: 'boolean' }).notNull().default(false),
     via: text('via', { enum: commentVias }).notNull(),
+    // Moved here from another discussion of the site by a merge: that one's number, and its own
+    // number there (docs/decisions.md, "Merge and split").
+    movedFrom: integer('moved_from'),
+    movedFromNumber: integer('moved_from_number'),
     createdAt: moment('created_at').notNull(),
   },
   (t) => [uniqueIndex('comments_discussion_number_unique').on(t.discussionId, t.number)],
@@ -761,6 +768,32 @@ export const senderRules = sqliteTable(
     createdAt: moment('created_at').notNull(),
   },
   (t) => [uniqueIndex('sender_rules_site_pattern_unique').on(t.siteId, t.pattern)],
+)
+
+// Each merge of a discussion into another (issue 71; db/stores/merges.ts; docs/decisions.md, "Merge
+// and split"): what undo puts back. The comments moved, JSON [id, number there, its mark before]
+// (a comment may have come from a third one), the participants the target gained, the state and
+// the wait of the one merged, who merged and when; undone_at once undone (the last merge into a
+// discussion may be undone for a day).
+export const discussionMerges = sqliteTable(
+  'discussion_merges',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    fromId: integer('from_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    intoId: integer('into_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    stateBefore: text('state_before', { enum: discussionStates }).notNull(),
+    comments: text('comments').notNull(),
+    participants: text('participants').notNull(),
+    byId: integer('by_id').references(() => users.id, { onDelete: 'set null' }),
+    createdAt: moment('created_at').notNull(),
+    undoneAt: moment('undone_at'),
+  },
+  (t) => [index('discussion_merges_into_idx').on(t.intoId), index('discussion_merges_from_idx').on(t.fromId)],
 )
 
 // Who else a discussion's mail goes to (docs/decisions.md, "Mail a team can rely on"): the people a

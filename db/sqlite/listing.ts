@@ -80,7 +80,7 @@ function conditions(shape: Shape): { where: SQL; orderUsable: boolean } {
     if (shape.state === 'one') where.push(sql`+${discussions.state} = ${sql.placeholder('state')}`)
   } else if (driver === 'breached') {
     // Only the breached ones' index: the state is a plain filter.
-    where.push(shape.state === 'one' ? sql`+${discussions.state} = ${sql.placeholder('state')}` : shape.state === 'todo' ? sql`+${discussions.state} in ('new', 'open')` : sql`+${discussions.state} not in ('deleted', 'spam')`)
+    where.push(shape.state === 'one' ? sql`+${discussions.state} = ${sql.placeholder('state')}` : shape.state === 'todo' ? sql`+${discussions.state} in ('new', 'open')` : sql`+${discussions.state} not in ('deleted', 'spam', 'merged')`)
   } else if (shape.state === 'todo' && driver === 'todo') where.push(sql`${discussions.state} in ('new', 'open')`)
   else if (shape.state === 'todo') where.push(isLive(discussions.state), sql`+${discussions.state} in ('new', 'open')`)
   else if (shape.state === 'live') where.push(isLive(discussions.state))

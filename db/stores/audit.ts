@@ -55,6 +55,8 @@ export const auditActions = [
   'sla_policy.removed',
   'discussion.deleted',
   'discussion.restored',
+  'discussion.merged',
+  'discussion.unmerged',
   'rule.created',
   'rule.changed',
   'rule.removed',

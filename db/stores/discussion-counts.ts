@@ -55,7 +55,7 @@ export interface CountedRow {
 export type StateCounts = Record<DiscussionState, number>
 
 export function emptyStateCounts(): StateCounts {
-  return { new: 0, open: 0, resolved: 0, deleted: 0, spam: 0 }
+  return { new: 0, open: 0, resolved: 0, deleted: 0, spam: 0, merged: 0 }
 }
 
 /** Where a count row sorts: a transaction takes its count rows' locks in this order, so two never wait on each other. */

@@ -71,7 +71,7 @@ export interface DiscussionChanges {
   actor?: { id: number; name: string }
 }
 
-const counted = (d: { siteId: number; categoryId: number; state: DiscussionState; public: boolean; assigneeId: number | null }): CountedRow => ({
+export const counted = (d: { siteId: number; categoryId: number; state: DiscussionState; public: boolean; assigneeId: number | null }): CountedRow => ({
   siteId: d.siteId,
   categoryId: d.categoryId,
   state: d.state,
@@ -85,6 +85,9 @@ const counted = (d: { siteId: number; categoryId: number; state: DiscussionState
 // row for a reply or a change), and moves the counts in the same transaction, so they commit with
 // the rows. Numbers and ids a request names are compared through port.wide.
 
+/** How many merges `current` looks past (each merged discussion names the one it went into, never itself). */
+const MAX_MERGE_HOPS = 16
+
 function notFound(number: number): StoreError {
   return new StoreError(`there is no discussion ${number} on this site`, 'not_found', 'number')
 }
@@ -95,11 +98,19 @@ function notFound(number: number): StoreError {
  */
 export type Expected = (version: number) => boolean
 
-function holdsExpected(discussion: DiscussionRow, expected: Expected | undefined): void {
+export function holdsExpected(discussion: DiscussionRow, expected: Expected | undefined): void {
   if (expected && !expected(discussion.version)) throw new VersionMoved(`discussion ${discussion.number}`, discussion.version)
 }
 
-function refuseDeleted(discussion: DiscussionRow): void {
+/** A merged discussion is a pointer to the one it went into (db/stores/merges.ts): written to there, never here. */
+export function refuseMerged(discussion: DiscussionRow): void {
+  if (discussion.state === 'merged') {
+    throw new StoreError(`discussion ${discussion.number} was merged into discussion ${discussion.mergedInto}: write to that one`, 'conflict', 'number')
+  }
+}
+
+export function refuseDeleted(discussion: DiscussionRow): void {
+  refuseMerged(discussion)
   if (discussion.state === 'deleted') {
     throw new StoreError(`discussion ${discussion.number} is deleted; restore it before changing it`, 'conflict', 'number')
   }
@@ -253,6 +264,10 @@ function writes(port: StorePort) {
           assigneeId: given('assigneeId'),
           tags: given('tags'),
           updatedAt: given('at'),
+          lastUpdatedAt: given('lastUpdatedAt'),
+          commentsCount: given('commentsCount'),
+          awaitingTeam: given('awaitingTeam'),
+          mergedInto: given('mergedInto'),
           ...slaSet(),
           ...factSet(),
           version: sql`${discussions.version} + 1`,
@@ -289,7 +304,7 @@ async function retag(port: StorePort, d: DiscussionRow): Promise<void> {
 /** What a change of one discussion writes, decided from it as it is under its lock; null: nothing. */
 type Decide = (tx: StorePort, d: DiscussionRow) => Promise<Partial<DiscussionRow> | null>
 /** What the change feed and the webhooks are told of a change, from the discussion after it. */
-type EventOf = (after: DiscussionRow) => 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam'
+export type EventOf = (after: DiscussionRow) => 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' | 'discussion.merged'
 
 /** The category a discussion is moved to; another site's or an unknown one is an invalid `field`. */
 async function checkCategory(port: StorePort, siteId: number, id: number, field: string) {
@@ -299,7 +314,7 @@ async function checkCategory(port: StorePort, siteId: number, id: number, field:
 }
 
 /** What an SLA policy's conditions look at in a discussion (lib/sla.ts). */
-const factsOf = (d: DiscussionRow) => ({ categoryId: d.categoryId, tags: tagList(d.tags), authorEmail: d.authorEmail, channel: d.channel })
+export const factsOf = (d: DiscussionRow) => ({ categoryId: d.categoryId, tags: tagList(d.tags), authorEmail: d.authorEmail, channel: d.channel })
 
 /** What a write of a discussion is given: the clock, the sink its events go to, and who posts. */
 export interface WriteContext {
@@ -322,7 +337,7 @@ export async function changeDiscussionIn(tx: StorePort, { clock, events }: Write
   const sla = await slaOfWrite(tx, { siteId, before, after: moved, facts: factsOf(moved), at: moved.updatedAt })
   const report = reportStep({ before: factsOfRow(before), after: { ...moved, tags: tagList(moved.tags) }, sla: { policyId: sla.columns.slaPolicyId, breached: sla.columns.slaBreached }, schedule: sla.schedule, at: moved.updatedAt })
   const after: DiscussionRow = { ...moved, ...sla.columns, ...report.facts }
-  await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
+  await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt), lastUpdatedAt: tx.moment(after.lastUpdatedAt), awaitingTeam: tx.flag(after.awaitingTeam), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
   if (after.tags !== before.tags) await retag(tx, after)
   if (after.title !== before.title) await indexDiscussion(tx, after)
   const type = event(after)
@@ -341,6 +356,7 @@ export async function changeDiscussionIn(tx: StorePort, { clock, events }: Write
 export function actDiscussionIn(tx: StorePort, write: WriteContext, siteId: number, number: number, action: Action, expected?: Expected): Promise<DiscussionRow> {
   return changeDiscussionIn(tx, write, siteId, number, async (tx, d) => {
     if (action !== 'restore' && action !== 'delete') refuseDeleted(d)
+    else refuseMerged(d)
     refuseSpam(d, action)
     const state = stateAfterAction(d.state, action, d.stateBeforeDelete)
     if (state === d.state) return null
@@ -497,7 +513,7 @@ export async function createDiscussionIn(
   await addTallies(port, input.siteId, report.tallies)
   await siteChanged(port, { siteId: input.siteId, kind: input.spam ? 'discussion.spam' : 'discussion.created', discussionId: discussion.id, commentId: id, at: now })
   // The opening post's author is the discussion's: the row just read names them.
-  const comment: CommentRow = { id, ...opening, createdAt: now, authorEmail: discussion.authorEmail, authorName: discussion.authorName }
+  const comment: CommentRow = { id, ...opening, createdAt: now, movedFrom: null, movedFromNumber: null, authorEmail: discussion.authorEmail, authorName: discussion.authorName }
   if (input.spam) {
     await events(port, { type: 'discussion.spam', siteId: input.siteId, discussion })
     return { discussion, comment }
@@ -552,6 +568,16 @@ export function createDiscussionStore(
 
     /** The discussion with this number on this site; a StoreError (not_found) otherwise. */
     get: (siteId: number, number: number): Promise<DiscussionRow> => getIn(port, siteId, number),
+
+    /**
+     * The discussion with this number, or when it was merged the one it went into, past those that
+     * went further (db/stores/merges.ts): where its comments, and its mail, are now.
+     */
+    async current(siteId: number, number: number): Promise<DiscussionRow> {
+      let d = await getIn(port, siteId, number)
+      for (let hops = 0; d.state === 'merged' && hops < MAX_MERGE_HOPS; hops++) d = await getIn(port, siteId, d.mergedInto!)
+      return d
+    },
 
     /** The comments of a discussion in the order they were written; all of them unless a page is asked for. */
     comments(discussionId: number, offset = 0, limit = -1): Promise<CommentRow[]> {

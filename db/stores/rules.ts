@@ -1,4 +1,5 @@
 import { and, asc, count, desc, eq, gt, inArray, isNotNull, lte, or, sql, type SQL } from '../drizzle.ts'
+import { isLive } from '../live.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
@@ -554,7 +555,7 @@ export function createRuleStore(port: StorePort, clock: Clock, box: SecretBox, e
           .select({ number: discussions.number, opening: comments.body })
           .from(discussions)
           .innerJoin(comments, and(eq(comments.discussionId, discussions.id), eq(comments.number, 1)))
-          .where(and(eq(discussions.siteId, siteId), sql`${discussions.state} not in ('deleted', 'spam')`))
+          .where(and(eq(discussions.siteId, siteId), isLive(discussions.state)))
           .orderBy(desc(discussions.number))
           .limit(DRY_RUN_DISCUSSIONS)
         const now = new Date(clock())

@@ -24,7 +24,7 @@ export type WebhookDelivery = Tables['webhookDeliveries']['$inferSelect']
 
 /** What the stores tell of, in the transaction of the change: the rows as written. */
 export type StoreEvent =
-  | { type: 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' | 'satisfaction.rated'; siteId: number; discussion: DiscussionRow; /** As it was before the change, where the store has it (the rules' triggers). */ before?: DiscussionRow }
+  | { type: 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' | 'discussion.merged' | 'satisfaction.rated'; siteId: number; discussion: DiscussionRow; /** As it was before the change, where the store has it (the rules' triggers). */ before?: DiscussionRow }
   | { type: 'rule.fired'; siteId: number; discussion: DiscussionRow; rule: { id: number; name: string } }
   | { type: 'discussion.created' | 'comment.created'; siteId: number; discussion: DiscussionRow; comment: CommentRow; /** Whether the comment carries files (read only then). */ files: boolean; /** A reply's discussion as it was before (the rules' triggers: a reply may move its state). */ before?: DiscussionRow }
   | { type: 'sla.warning' | 'sla.breached'; siteId: number; discussion: DiscussionRow; alert: SlaAlert }

@@ -256,7 +256,8 @@ export async function takeMessage(pipeline: Pipeline, mailbox: Mailbox, raw: Buf
   // A supporter's reply address, or a mail to a supporter about a discussion, names its thread.
   const tag = await replyTagOf(pipeline, siteId, parsed)
   const thread = tag?.number ?? (await mailboxes.threadOf(siteId, namedMessages(parsed))) ?? notifiedAbout(box.digest, siteId, namedMessages(parsed))
-  const answered = thread === undefined ? undefined : await discussions.get(siteId, thread).catch(notFoundAsUndefined)
+  // A thread merged into another continues there (db/stores/merges.ts).
+  const answered = thread === undefined ? undefined : await discussions.current(siteId, thread).catch(notFoundAsUndefined)
   const isReply = answered !== undefined && answered.state !== 'deleted'
   // A new discussion from a blocked sender, or one the mail provider or rspamd judged spam, is spam:
   // told to no one, acknowledged to no one. A reply joins its thread as any reply does (its team

@@ -98,7 +98,7 @@ t.test('listing: page, sort, state and filters', async (t) => {
         { field: 'public', problem: 'must be one of: 1, 0, true, false' },
       ],
     ],
-    ['/demo/discussions/pending', [{ field: 'number', problem: 'must be a discussion number or a state: new, open, resolved, deleted, spam' }]],
+    ['/demo/discussions/pending', [{ field: 'number', problem: 'must be a discussion number or a state: new, open, resolved, deleted, spam, merged' }]],
     ['/demo/discussions/open?page=0', [{ field: 'page', problem: 'must be at least 1' }]],
     ['/demo/categories?page=x', [{ field: 'page', problem: 'must be a whole number' }]],
     ['/demo/categories/abc', [{ field: 'id', problem: 'must be a category id' }]],

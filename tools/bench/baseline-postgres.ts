@@ -43,7 +43,7 @@ pool.on('error', () => {})
 
 const SITE = { name: 'site', text: 'SELECT id, name, permalink FROM sites WHERE permalink = $1' }
 // The live total from the per-category counts the schema keeps (discussion_counts), not a count(*).
-const TOTAL = { name: 'total', text: "SELECT coalesce(sum(count), 0)::integer AS n FROM discussion_counts WHERE site_id = $1 AND state not in ('deleted', 'spam')" }
+const TOTAL = { name: 'total', text: "SELECT coalesce(sum(count), 0)::integer AS n FROM discussion_counts WHERE site_id = $1 AND state not in ('deleted', 'spam', 'merged')" }
 // The page's ids from the partial activity index (discussions_site_activity_idx), then only those
 // rows, joined to their authors.
 const PAGE = {
@@ -59,7 +59,7 @@ const PAGE = {
   FROM discussions d JOIN users u ON u.id = d.author_id
   WHERE d.id IN (
     SELECT id FROM discussions
-    WHERE site_id = $1 AND state not in ('deleted', 'spam')
+    WHERE site_id = $1 AND state not in ('deleted', 'spam', 'merged')
     ORDER BY last_updated_at DESC, id DESC
     LIMIT $2 OFFSET $3)
   ORDER BY d.last_updated_at DESC, d.id DESC`,

@@ -47,7 +47,7 @@ db.pragma('query_only = ON')
 
 const siteByPermalink = db.prepare<[string], { id: number; name: string; permalink: string }>('SELECT id, name, permalink FROM sites WHERE permalink = ?')
 // The live total from the per-category counts the schema keeps (discussion_counts), not a count(*).
-const liveTotal = db.prepare<[number], { n: number }>("SELECT coalesce(sum(count), 0) AS n FROM discussion_counts WHERE site_id = ? AND state not in ('deleted', 'spam')")
+const liveTotal = db.prepare<[number], { n: number }>("SELECT coalesce(sum(count), 0) AS n FROM discussion_counts WHERE site_id = ? AND state not in ('deleted', 'spam', 'merged')")
 // The page's ids from the activity index alone (a deep page skips index entries, not rows), then
 // only those rows, joined to their authors. `+` keeps the outer ORDER BY off the index: it sorts 30 rows.
 const livePage = db.prepare<[number, number, number], PageRow>(`
@@ -61,7 +61,7 @@ const livePage = db.prepare<[number, number, number], PageRow>(`
   FROM discussions d JOIN users u ON u.id = d.author_id
   WHERE d.id IN (
     SELECT id FROM discussions
-    WHERE site_id = ? AND state not in ('deleted', 'spam')
+    WHERE site_id = ? AND state not in ('deleted', 'spam', 'merged')
     ORDER BY last_updated_at DESC, id DESC
     LIMIT ? OFFSET ?)
   ORDER BY +d.last_updated_at DESC, d.id DESC`)

@@ -121,7 +121,7 @@ async function writes(engine: string, main: Dataset) {
   }
   // Read from a copy: the cached file stays as the command line closed it.
   const reader = new Database(copyDataset(main, join(RUN, 'numbers.db')).db, { readonly: true })
-  const open = (reader.prepare("SELECT number FROM discussions WHERE state not in ('deleted', 'spam') ORDER BY number").all() as Array<{ number: number }>).map((row) => row.number)
+  const open = (reader.prepare("SELECT number FROM discussions WHERE state not in ('deleted', 'spam', 'merged') ORDER BY number").all() as Array<{ number: number }>).map((row) => row.number)
   reader.close()
   const results = { create: { with: [] as number[], without: [] as number[] }, reply: { with: [] as number[], without: [] as number[] } }
   const body = JSON.stringify({ title: 'Printer on the third floor is out of toner', body: 'Created by npm run bench:search; the toner cartridge is empty again.' })

@@ -11,6 +11,7 @@ import { VersionMoved } from '../../../db/stores/errors.ts'
 import { discussionVersion, tagOf } from '../../../plugins/http/conditional.ts'
 import { httpError } from './http-errors.ts'
 import listingRoutes from './listing.ts'
+import mergeRoutes from './merges.ts'
 import participantRoutes from './participants.ts'
 import searchRoutes from './search.ts'
 import { DISCUSSION_BODY_LIMIT } from './schemas.ts'
@@ -78,6 +79,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
   await fastify.register(showRoutes, context)
   await fastify.register(writeRoutes, context)
   await fastify.register(actionRoutes, context)
+  await fastify.register(mergeRoutes, context)
   await fastify.register(categoryRoutes, context)
   await fastify.register(changeRoutes, context)
   await fastify.register(participantRoutes, context)

@@ -127,6 +127,10 @@ const discussionFields = {
   sla: Type.Union([DiscussionSla, Type.Null()], { description: 'The SLA policy that chose it and its due times; null when no policy of the site chooses it.' }),
   facts: DiscussionFacts,
   satisfaction: Type.Union([Satisfaction, Type.Null()], { description: "Its customer's rating, once it was resolved; null until they rate it." }),
+  merged_into: Type.Union([Type.Object({ number: Type.Integer(), href: Href }), Type.Null()], {
+    description: 'Once merged (state merged): the discussion of its site it went into, which holds its comments now; its own address answers with a redirect there. Null otherwise.',
+  }),
+  merge_href: Type.String({ format: 'uri', description: 'POST with {"into": <number or href of another discussion of the site>} merges this one into it; POST to …/unmerge undoes the last merge into a discussion for a day.' }),
 } satisfies TProperties
 
 export const Discussion = Type.Object(discussionFields)
@@ -165,6 +169,9 @@ export const Comment = Type.Object({
   }),
   mailbox: Type.Union([Type.String(), Type.Null()], { description: 'For a message that came by mail: the address of the site it was sent to (null once that mailbox is removed, or not by mail).' }),
   delivery: Type.Union([Delivery, Type.Null()], { description: "For a public reply of the staff to a discussion that came by mail or that a customer started on the customer's pages: how its mail to the customer is doing. Null otherwise." }),
+  moved_from: Type.Union([Type.Object({ discussion: Type.Integer({ description: 'The number of the discussion it was written in.' }), comment: Type.Integer({ description: 'Its number there.' }), discussion_href: Href }), Type.Null()], {
+    description: 'For a comment a merge brought here: where it was written. Null otherwise.',
+  }),
 })
 
 export const DiscussionWithComments = Type.Object({ ...discussionFields, comments: Type.Array(Comment) })
@@ -329,6 +336,14 @@ export const SearchQuery = Type.Object({
 export const AssignQuery = Type.Object({ to: Assignee('Give it to this supporter of the site (a user id, or me), or to nobody (none).') })
 
 export const ChangeCategoryQuery = Type.Object({ to: Id('The id of the category to move to.', 'must be a category id') })
+export const MergeBody = Type.Object(
+  {
+    into: Type.Union([Type.Integer({ minimum: 1, maximum: 2_147_483_647 }), Type.String({ minLength: 1, maxLength: 2048 })], {
+      description: "The discussion of the same site to merge into: its number, or its href (another site's is refused).",
+    }),
+  },
+  { additionalProperties: false },
+)
 
 // ---- bodies
 

@@ -1,4 +1,4 @@
-import type { FastifyReply } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { TSchema } from 'typebox'
 import { SERIALIZED_JSON } from '../../../lib/accept.ts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
@@ -31,14 +31,31 @@ function inForm(reply: FastifyReply, form: TSchema, answer: Record<string, unkno
 /** GET and HEAD of one discussion with its comments, of its comments page by page, and of one comment. */
 const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, context) => {
   const { discussions, views } = context
-  const response = { 400: InvalidRequestBody, 404: ErrorBody }
+  const response = { 307: ErrorBody, 400: InvalidRequestBody, 404: ErrorBody }
+
+  /**
+   * The discussion a GET names; a merged one answered with a redirect (307: a merge may be undone)
+   * to the one it went into, past those that went further, at the same place under it
+   * (docs/decisions.md, "Merge and split"). Undefined when the redirect is sent.
+   */
+  async function shown(request: FastifyRequest, number: number, reply: FastifyReply, rest = '') {
+    const { permalink, id } = request.auth!.site
+    const discussion = await discussions.get(id, number)
+    if (discussion.state !== 'merged') return discussion
+    const into = await discussions.current(id, discussion.mergedInto!)
+    const query = request.url.indexOf('?')
+    reply.code(307).header('location', `${views.discussionHref(permalink, into.number)}${rest}${query < 0 ? '' : request.url.slice(query)}`)
+    void reply.send({ error: 'merged', message: `Discussion ${discussion.number} was merged into discussion ${discussion.mergedInto}.` })
+    return undefined
+  }
 
   fastify.get(
     '/:site/discussions/:number',
     { schema: { tags: ['discussions'], operationId: 'getDiscussion', summary: 'Show a discussion with its comments', params: ShowParams, response: { 200: DiscussionWithComments, ...response } } },
     async (request, reply) => {
-      const { permalink, id } = request.auth!.site
-      const discussion = await discussions.get(id, request.params.number)
+      const { permalink } = request.auth!.site
+      const discussion = await shown(request, request.params.number, reply)
+      if (!discussion) return reply
       // Its ETag is the one If-Match on a change to it compares (context.ts): made for its address.
       if (notModified(request, reply, discussionVersion(discussion.version), discussionAddress(request))) return reply
       const rows = await discussions.comments(discussion.id)
@@ -61,8 +78,9 @@ const showRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify,
       },
     },
     async (request, reply) => {
-      const { permalink, id } = request.auth!.site
-      const discussion = await discussions.get(id, request.params.number)
+      const { permalink } = request.auth!.site
+      const discussion = await shown(request, request.params.number, reply, '/comments')
+      if (!discussion) return reply
       if (notModified(request, reply, discussionVersion(discussion.version))) return reply
       const { page = 1, cursor } = request.query
       // comments_count is kept with every comment, so it is the total without counting.

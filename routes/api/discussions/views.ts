@@ -103,6 +103,7 @@ export function createViews(urls: Urls) {
       sender_verified: mail?.verified ?? null,
       mailbox: mail?.mailbox ?? null,
       delivery: delivery ? { state: delivery.state, to: delivery.to, cc: delivery.cc, attempts: delivery.attempts, last_error: delivery.lastError, sent_at: delivery.sentAt && moment(delivery.sentAt) } : null,
+      moved_from: row.movedFrom === null ? null : { discussion: row.movedFrom, comment: row.movedFromNumber!, discussion_href: discussionHref(permalink, row.movedFrom) },
     }
   }
 
@@ -161,6 +162,8 @@ export function createViews(urls: Urls) {
           team_replies: row.teamReplies,
         },
         satisfaction: row.rating === null || row.ratedAt === null ? null : { rating: row.rating, comment: row.ratingComment, rated_at: moment(row.ratedAt) },
+        merged_into: row.mergedInto === null ? null : { number: row.mergedInto, href: `${site.discussions}/${row.mergedInto}` },
+        merge_href: `${href}/merge`,
       }
     },
 

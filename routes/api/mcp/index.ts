@@ -13,6 +13,11 @@ import type { ApiRequest } from './tools.ts'
 // At the top level: tsc rewrites the .ts of a dynamic import here for dist/, not inside the plugin.
 const loadServer = () => import('./server.ts')
 
+/** The path under the site that a redirect of the site's API names; undefined for any other place. */
+export function movedPath(location: string, site: string): string | undefined {
+  return location.startsWith(`${site}/`) ? location.slice(site.length) : undefined
+}
+
 const BEARER_METHODS: ReadonlySet<string> = new Set(['personal_token', 'oauth_token'])
 
 export interface McpOptions {
@@ -24,7 +29,7 @@ const mcpRoutes: FastifyPluginAsync<McpOptions> = async (fastify, { allowedOrigi
   const guard = mcpRequestGuard(fastify.config.baseUrl, fastify.config.siteUrl, allowedOrigins)
 
   /** A tool's request, made to the API of the caller's site with the caller's own credential. */
-  async function callApi(request: FastifyRequest, api: ApiRequest) {
+  async function callApi(request: FastifyRequest, api: ApiRequest, follow = true): Promise<{ status: number; body: string; bytes: Buffer; type: string | undefined }> {
     const { site } = request.auth!
     const res = await fastify.inject({
       method: api.method,
@@ -39,6 +44,10 @@ const mcpRoutes: FastifyPluginAsync<McpOptions> = async (fastify, { allowedOrigi
       remoteAddress: request.ip,
       ...(api.body ? { payload: JSON.stringify(api.body) } : {}),
     })
+    // A merged discussion's address redirects to the one it went into (routes/api/discussions/show.ts):
+    // a read follows it, once, as a client would, so the model reads where the comments are.
+    const moved = follow && res.statusCode === 307 && api.method === 'GET' ? movedPath(String(res.headers.location), fastify.urls.site(site.permalink)) : undefined
+    if (moved !== undefined) return callApi(request, { ...api, path: moved }, false)
     return { status: res.statusCode, body: res.body, bytes: res.rawPayload, type: res.headers['content-type'] }
   }
 

@@ -31,7 +31,7 @@ export const MCP_TEXT_BYTES = 100 * 1024
 
 const number = z.number().int().min(1).describe('The discussion number, as in its address: /discussions/<number>.')
 const page = z.number().int().min(1).optional().describe('The page, 30 discussions each; 1 by default.')
-const states = ['new', 'open', 'resolved', 'deleted', 'spam'] as const
+const states = ['new', 'open', 'resolved', 'deleted', 'spam', 'merged'] as const
 
 const assignee = z.string().regex(/^(me|none|[1-9]\d{0,15})$/, 'me, none or a user id')
 
@@ -179,6 +179,25 @@ export const MCP_TOOLS: McpTool[] = [
     },
     readOnly: false,
     request: ({ number, body, internal }) => ({ method: 'POST', path: `/discussions/${number}/comments`, body: { body, internal } }),
+  }),
+  tool({
+    name: 'merge_discussion',
+    title: 'Merge a discussion into another',
+    description:
+      'Merges a discussion into another of the help desk (the same question asked twice, or one outage reported by several customers): ' +
+      'its comments and files move to the end of the other, its customer and participants are copied on it, and its number then leads there. ' +
+      'Answers with the discussion merged into. unmerge_discussion undoes it for a day.',
+    input: { number, into: z.number().int().min(1).describe('The number of the discussion to merge into.') },
+    readOnly: false,
+    request: ({ number, into }) => ({ method: 'POST', path: `/discussions/${number}/merge`, body: { into } }),
+  }),
+  tool({
+    name: 'unmerge_discussion',
+    title: 'Undo a merge',
+    description: 'Puts a merged discussion back as it was before its merge, with its comments. Only the last merge into a discussion, within a day.',
+    input: { number: z.number().int().min(1).describe('The number of the discussion that was merged.') },
+    readOnly: false,
+    request: ({ number }) => ({ method: 'POST', path: `/discussions/${number}/unmerge` }),
   }),
   tool({
     name: 'resolve_discussion',

@@ -1,0 +1,146 @@
+import t from 'tap'
+import { supporterWithToken } from '../fixtures/app.ts'
+import { discussionApp } from '../fixtures/discussions.ts'
+import { form } from '../fixtures/files.ts'
+
+// Engines: both: a merge moves rows between discussions in one transaction (comments renumbered
+// under a unique index, participants, counts, the feed), which each engine must do alike.
+// Merging a discussion into another of its site, and undoing it (issue 71; db/stores/merges.ts;
+// docs/decisions.md, "Merge and split"), through the API as a client sees it.
+
+type Comment = { number: number; body: string; author_email: string; attachments: Array<{ id: number; name: string }>; moved_from: { discussion: number; comment: number; discussion_href: string } | null }
+
+t.test('a merge moves every comment and file once, in time order, marked; its people join; its address redirects; undo puts both back', async (t) => {
+  const fixture = await discussionApp(t)
+  const { app, api, create, clock } = fixture
+  const a = await create({ title: 'Invoice is wrong', body: 'The total is wrong.', author_email: 'carol@example.test' })
+  clock.advance(60_000)
+  const b = await create({ title: 'Invoice 2026-03 again', body: 'Still wrong, see my other mail.', author_email: 'carol.finance@example.test' })
+  clock.advance(60_000)
+  const upload = await form({ file: { name: 'invoice.txt', bytes: Buffer.from('total: 12.00\n') } })
+  const up = (await app.inject({ method: 'POST', url: '/demo/uploads', headers: { ...fixture.ann.bearer, 'content-type': upload.type }, payload: upload.payload })).json().uploads[0]
+  t.equal((await api('POST', `/demo/discussions/${a.number}/comments`, { body: 'Here is what we see.', uploads: [up.id] })).statusCode, 201)
+  t.equal((await api('POST', `/demo/discussions/${a.number}/participants`, { email: 'boss@example.test' })).statusCode, 201)
+  t.equal((await api('POST', `/demo/discussions/${b.number}/participants`, { email: 'boss@example.test' })).statusCode, 201, 'someone on both')
+  const totalBefore = (await api('GET', '/demo/discussions')).json().total
+
+  const merged = await api('POST', `/demo/discussions/${a.number}/merge`, { into: b.number })
+  t.equal(merged.statusCode, 200, merged.body)
+  t.match(merged.json(), { number: b.number, comments_count: 3, state: 'new', merged_into: null, merge_href: `https://api.example.test/demo/discussions/${b.number}/merge` }, 'the answer is the discussion merged into')
+
+  const shown = (await api('GET', `/demo/discussions/${b.number}`)).json() as { comments: Comment[] }
+  t.same(shown.comments.map((c) => [c.number, c.body, c.moved_from && [c.moved_from.discussion, c.moved_from.comment]]), [
+    [1, 'Still wrong, see my other mail.', null],
+    [2, 'The total is wrong.', [a.number, 1]],
+    [3, 'Here is what we see.', [a.number, 2]],
+  ], "its own comments first, as they were; the other's after them in the order they were written, each saying where it was")
+  t.equal(shown.comments[1]!.moved_from!.discussion_href, `https://api.example.test/demo/discussions/${a.number}`)
+  t.same(shown.comments[2]!.attachments.map((f) => [f.id, f.name]), [[up.id, 'invoice.txt']], 'the file went with its comment')
+  t.equal((await api('GET', `/demo/attachments/${up.id}`)).body, 'total: 12.00\n', 'and still downloads')
+  const people = (await api('GET', `/demo/discussions/${b.number}/participants`)).json().participants.map((p: { email: string }) => p.email)
+  t.same(people.sort(), ['boss@example.test', 'carol@example.test'], "the merged one's customer and participants joined, once each")
+
+  const moved = await api('GET', `/demo/discussions/${a.number}?x=1`)
+  t.equal(moved.statusCode, 307, 'a merge may be undone: a temporary redirect')
+  t.equal(moved.headers.location, `https://api.example.test/demo/discussions/${b.number}?x=1`)
+  t.match(moved.json(), { error: 'merged', message: `Discussion ${a.number} was merged into discussion ${b.number}.` })
+  t.equal((await api('GET', `/demo/discussions/${a.number}/comments?page=1`)).headers.location, `https://api.example.test/demo/discussions/${b.number}/comments?page=1`, 'its comments too')
+  t.match((await api('GET', '/demo/discussions/merged')).json(), { total: 1, discussions: [{ number: a.number, state: 'merged', comments_count: 0, merged_into: { number: b.number, href: `https://api.example.test/demo/discussions/${b.number}` } }] }, 'listed among the merged')
+  t.equal((await api('GET', '/demo/discussions')).json().total, totalBefore - 1, 'and no longer among the live ones')
+  const refused = await api('POST', `/demo/discussions/${a.number}/comments`, { body: 'Late words.' })
+  t.equal(refused.statusCode, 409, 'a merged discussion takes no comment')
+  t.match(refused.json().message, `was merged into discussion ${b.number}`)
+  t.equal((await api('POST', `/demo/discussions/${a.number}/resolve`)).statusCode, 409, 'nor an action')
+  t.equal((await api('DELETE', `/demo/discussions/${a.number}`)).statusCode, 409, 'nor a deletion')
+
+  clock.advance(60_000)
+  t.equal((await api('POST', `/demo/discussions/${b.number}/comments`, { body: 'Fixed both, sorry.' })).statusCode, 201)
+  const undone = await api('POST', `/demo/discussions/${a.number}/unmerge`)
+  t.equal(undone.statusCode, 200, undone.body)
+  t.match(undone.json(), { number: a.number, state: 'open', comments_count: 2, merged_into: null })
+  const back = (await api('GET', `/demo/discussions/${a.number}`)).json() as { comments: Comment[] }
+  t.same(back.comments.map((c) => [c.number, c.body, c.moved_from, c.attachments.length]), [[1, 'The total is wrong.', null, 0], [2, 'Here is what we see.', null, 1]], 'its comments back with their numbers and files, unmarked')
+  const there = (await api('GET', `/demo/discussions/${b.number}`)).json() as { comments_count: number; comments: Comment[] }
+  t.same(there.comments.map((c) => [c.number, c.body]), [[1, 'Still wrong, see my other mail.'], [2, 'Fixed both, sorry.']], 'the later reply takes the number left free')
+  t.equal(there.comments_count, 2)
+  t.equal((await api('GET', `/demo/discussions/${b.number}/comments/2`)).json().body, 'Fixed both, sorry.')
+  t.same((await api('GET', `/demo/discussions/${b.number}/participants`)).json().participants.map((p: { email: string }) => p.email), ['boss@example.test'], 'those it brought left; the one it had stays')
+  t.equal((await api('GET', '/demo/discussions')).json().total, totalBefore, 'live again')
+  t.equal((await api('POST', `/demo/discussions/${a.number}/unmerge`)).statusCode, 409, 'undone once')
+  t.equal((await api('POST', `/demo/discussions/${a.number}/comments`, { body: 'Back.' })).statusCode, 201, 'and written to again')
+})
+
+t.test('what a merge refuses: itself, no such discussion, another site, a merged, deleted or spam one, a stale version, and who may not', async (t) => {
+  const fixture = await discussionApp(t)
+  const { app, api, create, ann } = fixture
+  const one = await create({ title: 'One', author_email: 'carol@example.test' })
+  const two = await create({ title: 'Two', author_email: 'dave@example.test' })
+  const gone = await create({ title: 'Gone' })
+  t.equal((await api('DELETE', `/demo/discussions/${gone.number}`)).statusCode, 200)
+  const other = await supporterWithToken(app, { site: 'other', email: 'olga@example.test' })
+  const theirs = await app.discussions.create({ siteId: other.site.id, categoryId: (await app.categories.add(other.site.id, 'Help', true)).id, title: 'Theirs', body: 'Private words.', via: 'api', supporterId: other.user.id })
+
+  const refusal = async (number: number, into: unknown, status: number, field?: string) => {
+    const res = await api('POST', `/demo/discussions/${number}/merge`, { into })
+    t.equal(res.statusCode, status, `${number} into ${JSON.stringify(into)}: ${res.body}`)
+    if (field) t.equal(res.json().fields?.[0]?.field, field)
+    return res.json()
+  }
+  await refusal(one.number, one.number, 400, 'into')
+  await refusal(one.number, 99, 400, 'into')
+  await refusal(99, one.number, 404)
+  await refusal(one.number, 'soon', 400, 'into')
+  await refusal(one.number, 0, 400, 'into')
+  await refusal(one.number, 1.5, 400, 'into')
+  await refusal(one.number, `https://api.example.test/other/discussions/${theirs.discussion.number}`, 400, 'into')
+  await refusal(one.number, `https://api.example.test/demo/discussions/${gone.number}`, 409)
+  await refusal(gone.number, two.number, 409)
+  t.equal((await api('POST', `/demo/discussions/${one.number}/merge`, {})).statusCode, 400, 'into is required')
+  t.equal((await api('POST', `/demo/discussions/${one.number}/merge`, { into: two.number, and: 1 })).statusCode, 400, 'and nothing else')
+  t.equal((await app.inject({ method: 'POST', url: `/other/discussions/${theirs.discussion.number}/merge`, headers: ann.bearer, payload: { into: one.number } })).statusCode, 401, "one site's token does not reach another's")
+  t.equal((await api('GET', `/other/discussions/${theirs.discussion.number}`)).statusCode, 401)
+  t.equal((await app.inject({ method: 'GET', url: `/other/discussions/${theirs.discussion.number}`, headers: other.bearer })).json().comments_count, 1, 'theirs untouched')
+
+  const reader = await supporterWithToken(app, { email: 'reader@example.test', access: 'read' })
+  t.equal((await api('POST', `/demo/discussions/${one.number}/merge`, { into: two.number }, reader.bearer)).statusCode, 403, 'a read token')
+  const cleo = await supporterWithToken(app, { email: 'cleo@example.test' })
+  await app.users.setStaffRole(ann.site.id, cleo.user.id, 'collaborator')
+  t.equal((await api('POST', `/demo/discussions/${one.number}/merge`, { into: two.number }, cleo.bearer)).statusCode, 403, 'a collaborator writes notes only')
+  const stale = await api('POST', `/demo/discussions/${one.number}/merge`, { into: two.number }, { ...ann.bearer, 'if-match': '"v999"' })
+  t.equal(stale.statusCode, 412, 'If-Match of the merged one')
+
+  const byHref = await api('POST', `/demo/discussions/${one.number}/merge`, { into: two.html_href })
+  t.equal(byHref.statusCode, 200, `its page's address names it too: ${byHref.body}`)
+  await refusal(one.number, two.number, 409)
+  await refusal(two.number, one.number, 409)
+  t.equal((await api('GET', `/demo/discussions/${one.number}`)).statusCode, 307)
+  t.equal((await api('GET', `/demo/discussions/${two.number}`)).json().comments_count, 2, 'nothing moved twice')
+})
+
+t.test('the last merge into a discussion is undone for a day, and only the last', async (t) => {
+  const { api, create, clock } = await discussionApp(t)
+  const [one, two, three] = [await create({ title: 'One' }), await create({ title: 'Two' }), await create({ title: 'Three' })]
+  t.equal((await api('POST', `/demo/discussions/${one.number}/merge`, { into: three.number })).statusCode, 200)
+  t.equal((await api('POST', `/demo/discussions/${two.number}/merge`, { into: three.number })).statusCode, 200)
+  const older = await api('POST', `/demo/discussions/${one.number}/unmerge`)
+  t.equal(older.statusCode, 409, 'another merge came after it')
+  t.match(older.json().message, `Only the last merge into discussion ${three.number}`)
+  t.equal((await api('POST', `/demo/discussions/${three.number}/unmerge`)).statusCode, 409, 'a discussion not merged')
+  clock.advanceDays(1)
+  t.equal((await api('POST', `/demo/discussions/${two.number}/unmerge`)).statusCode, 409, 'a day after')
+  t.equal((await api('GET', `/demo/discussions/${three.number}`)).json().comments_count, 3)
+})
+
+t.test('a merge into one merged since redirects to where the comments are now', async (t) => {
+  const { api, create } = await discussionApp(t)
+  const [one, two, three] = [await create({ title: 'One' }), await create({ title: 'Two' }), await create({ title: 'Three' })]
+  t.equal((await api('POST', `/demo/discussions/${one.number}/merge`, { into: two.number })).statusCode, 200)
+  t.equal((await api('POST', `/demo/discussions/${two.number}/merge`, { into: three.number })).statusCode, 200)
+  t.equal((await api('GET', `/demo/discussions/${one.number}`)).headers.location, `https://api.example.test/demo/discussions/${three.number}`)
+  const comments = (await api('GET', `/demo/discussions/${three.number}`)).json().comments as Comment[]
+  t.same(comments.map((c) => c.moved_from && [c.moved_from.discussion, c.moved_from.comment]), [null, [two.number, 1], [one.number, 1]], 'each comment says where it was written first')
+  t.equal((await api('POST', `/demo/discussions/${one.number}/unmerge`)).statusCode, 409, 'the one it went into went further: undo that first')
+  t.equal((await api('POST', `/demo/discussions/${two.number}/unmerge`)).statusCode, 200)
+  t.equal((await api('POST', `/demo/discussions/${one.number}/unmerge`)).statusCode, 200, 'then this one')
+  t.same(((await api('GET', `/demo/discussions/${one.number}`)).json().comments as Comment[]).map((c) => c.moved_from), [null])
+})
