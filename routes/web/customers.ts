@@ -370,7 +370,12 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
 
   fastify.get('/help/:number', page, async (request, reply) => {
     const d = await discussionOf(request, reply)
-    return d && discussionPage(request, reply, d)
+    if (d?.state !== 'merged') return d && discussionPage(request, reply, d)
+    // Merged into another (db/stores/merges.ts): there, when the viewer may read that one too; else
+    // said, without a word of the other (its customer may be someone else).
+    const into = await discussions.current(d.siteId, d.number)
+    if (readable(request, into)) return reply.redirect(`${base(request)}/${into.number}`, 307)
+    return notice(request, reply, 200, 'This discussion continues elsewhere', 'The team merged it into another discussion about the same thing. You are copied on its replies by mail, and your answers to them reach the team.')
   })
 
   /** The discussion of a form, when it is the signed-in customer's own: a public one of someone else's is read, not answered. */

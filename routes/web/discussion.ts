@@ -19,6 +19,7 @@ import { actionNamesOf } from '../api/rules.ts'
 import { describeAction } from '../../lib/rules.ts'
 import type { RuleFiring } from '../../db/stores/rules.ts'
 import { actorOf } from '../actor.ts'
+import { mergeTarget } from '../../lib/merge-target.ts'
 import { TRIGGER_NAMES } from './admin-rules.ts'
 import { messageProblem, notFoundPage, refusalOf, pageData, requireSupporter } from './pages.ts'
 import { PAGE, REPLY_FORM_BYTES, TABS, whole } from './queue.ts'
@@ -51,6 +52,8 @@ const DONE: Record<string, string> = {
   copied: 'They are copied on its replies from now on.',
   uncopied: 'They are no longer copied on its replies.',
   macro: 'The macro is applied: its reply is sent and its actions done.',
+  merged: 'The discussion is merged into this one: its comments are below, marked with where they were written. Undo puts it back for a day.',
+  unmerged: 'The merge is undone: the discussion is back as it was, with its comments.',
 }
 
 /** What the page shows on top of the discussion: a refusal, the words of a confirmation, a kept draft. */
@@ -64,7 +67,7 @@ interface Shown {
 }
 
 const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fastify, { fileLimits }) => {
-  const { discussions, categories, files, mailboxes, rules, savedReplies, senders, urls, users } = fastify
+  const { discussions, categories, files, mailboxes, merges, rules, savedReplies, senders, urls, users } = fastify
   // The reply form takes files (multipart/form-data), in this scope only.
   await fastify.register(multipart)
   const base = (request: FastifyRequest) => urls.siteWeb(request.web.site.permalink)
@@ -97,7 +100,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
   async function discussionPage(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, shown: Shown = {}) {
     const { site, user } = request.web
     const query = request.query as { done?: unknown; saved_reply?: unknown }
-    const [all, comments, staff, saved, copied, policy, firings] = await Promise.all([
+    const [all, comments, staff, saved, copied, policy, firings, mergedHere] = await Promise.all([
       categories.list(site.id, 0, -1),
       discussions.comments(d.id),
       users.staffOf(site.id),
@@ -105,6 +108,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
       mailboxes.participants(d.id),
       d.slaPolicyId === null ? undefined : fastify.slaPolicies.find(site.id, d.slaPolicyId),
       rules.firings(d.id),
+      merges.mergesInto(d.id),
     ])
     // What the API shows beside each comment, read as the API reads it.
     const extras = await commentExtras(fastify, comments, d.id)
@@ -142,7 +146,11 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
           bySupporter: c.bySupporter,
           via: c.via === 'email' && extras(c).mail?.mailbox ? `, by mail to ${extras(c).mail!.mailbox}` : VIA[c.via],
           when: shownMoment(c.createdAt),
+          movedFrom: c.movedFrom === null ? null : { number: c.movedFrom, comment: c.movedFromNumber },
         })),
+        // The discussions merged into this one; the last may be undone for a day (db/stores/merges.ts).
+        merges: mergedHere.map((m) => ({ number: m.fromNumber, title: m.fromTitle, comments: m.comments, when: shownMoment(m.createdAt), undoable: m.undoable })),
+        mergeable: d.state !== 'deleted' && d.state !== 'spam',
         participants: copied.map((p) => ({ email: p.email, name: p.name, how: p.addedBy === 'mail' ? "copied on the customer's mail" : 'added by the team' })),
         categories: all.categories.map((c) => ({ id: c.id, name: c.name, selected: c.id === d.categoryId })),
         staff: staff.map((s) => ({ id: s.id, name: s.name, selected: s.id === d.assigneeId })),
@@ -178,7 +186,10 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
 
   fastify.get('/discussions/:number', supporters, async (request, reply) => {
     const d = await discussionOf(request, reply)
-    return d && discussionPage(request, reply, d)
+    if (d?.state !== 'merged') return d && discussionPage(request, reply, d)
+    // A merged discussion's page is the one it went into (db/stores/merges.ts), for as long as it is merged.
+    const into = await discussions.current(d.siteId, d.number)
+    return reply.redirect(`${base(request)}/discussions/${into.number}`, 307)
   })
 
   /**
@@ -283,6 +294,26 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
       return reply.page('confirm_delete', pageData(request, reply, { title: `Delete “${d.title}”?`, discussion: { number: d.number, title: d.title, href: `${base(request)}/discussions/${d.number}` } }))
     }
     return changed(request, reply, d, () => discussions.act(d.siteId, d.number, action as Action, undefined, actorOf(request)), action as string)
+  })
+
+  // Merging into another discussion of the site, named by its number or address (lib/merge-target.ts):
+  // then to that one's page, where the comments are now.
+  fastify.post('/discussions/:number/merge', forms, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return reply
+    const into = (request.body as { into?: unknown } | undefined)?.into
+    const target = typeof into === 'string' ? mergeTarget(into, [`${base(request)}/discussions`, urls.discussions(request.web.site.permalink)]) : { problem: 'is missing' }
+    if ('problem' in target) return discussionPage(request, reply, d, { status: 400, error: `That was not done: the discussion to merge into ${target.problem}. Give its number (#12) or its address.` })
+    return (await change(request, reply, d, () => merges.merge(d.siteId, d.number, target.number, actorOf(request)))) ? back(request, reply, target.number, 'merged') : reply
+  })
+
+  // Undoing the last merge into the page's discussion: the discussion merged is back (its own page).
+  fastify.post('/discussions/:number/unmerge', forms, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return reply
+    const from = whole((request.body as { from?: unknown } | undefined)?.from)
+    if (from === undefined) return discussionPage(request, reply, d, { status: 400, error: 'That was not done: say which merge to undo.' })
+    return (await change(request, reply, d, () => merges.unmerge(d.siteId, from, actorOf(request)))) ? back(request, reply, from, 'unmerged') : reply
   })
 
   fastify.post('/discussions/:number/category', forms, async (request, reply) => {

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { supporterWithToken } from '../fixtures/app.ts'
+import { personWithPassword, signedInPerson, webClient } from '../fixtures/web.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import { form } from '../fixtures/files.ts'
 
@@ -143,4 +144,52 @@ t.test('a merge into one merged since redirects to where the comments are now', 
   t.equal((await api('POST', `/demo/discussions/${two.number}/unmerge`)).statusCode, 200)
   t.equal((await api('POST', `/demo/discussions/${one.number}/unmerge`)).statusCode, 200, 'then this one')
   t.same(((await api('GET', `/demo/discussions/${one.number}`)).json().comments as Comment[]).map((c) => c.moved_from), [null])
+})
+
+t.test('on the pages: merge by number or address, the comments marked, the old page leads there, undo for a day; a customer follows only where they may read', async (t) => {
+  const { app, create, problems } = await discussionApp(t)
+  const carol = await personWithPassword(app, { role: 'customer', email: 'carol@example.test' })
+  const mine = await create({ title: 'Printer jams', body: 'It jams.', author_email: carol.email }, problems.id)
+  const theirs = await create({ title: 'Printers down', body: 'All of them.', author_email: 'dave@example.test' }, problems.id)
+  const { web } = await signedInPerson(app)
+  const page = await web.get(`/demo/discussions/${mine.number}`)
+  t.match(page.body, /data-merge-form/)
+
+  const bad = await web.post(`/demo/discussions/${mine.number}/merge`, { into: 'soon' })
+  t.equal(bad.statusCode, 400)
+  t.match(bad.body, /the discussion to merge into is not a discussion&#39;s number or address/)
+  const forged = await web.request('POST', `/demo/discussions/${mine.number}/merge`, { into: `#${theirs.number}` })
+  t.equal(forged.statusCode, 403, 'a form without the CSRF token of the page is refused')
+  const merged = await web.post(`/demo/discussions/${mine.number}/merge`, { into: `#${theirs.number}` })
+  t.equal(merged.statusCode, 303)
+  t.equal(merged.headers.location, `https://help.example.test/demo/discussions/${theirs.number}?done=merged`)
+  const there = await web.get(merged.headers.location as string)
+  t.match(there.body, new RegExp(`data-merge="${mine.number}">#${mine.number} Printer jams`))
+  t.match(there.body, new RegExp(`data-moved-from="${mine.number}">From discussion #${mine.number}, comment 1<`))
+  t.match(there.body, /Undo this merge/)
+  const old = await web.get(`/demo/discussions/${mine.number}`)
+  t.equal(old.statusCode, 307)
+  t.equal(old.headers.location, `https://help.example.test/demo/discussions/${theirs.number}`)
+
+  const customer = webClient(app)
+  await customer.signIn(carol.email, carol.password)
+  const elsewhere = await customer.get(`/demo/help/${mine.number}`)
+  t.equal(elsewhere.statusCode, 200, "the other discussion is someone else's: it is not shown")
+  t.match(elsewhere.body, /This discussion continues elsewhere/)
+  t.notMatch(elsewhere.body, /Printers down|dave/)
+
+  await web.get(`/demo/discussions/${theirs.number}`)
+  const undone = await web.post(`/demo/discussions/${theirs.number}/unmerge`, { from: String(mine.number) })
+  t.equal(undone.statusCode, 303)
+  t.equal(undone.headers.location, `https://help.example.test/demo/discussions/${mine.number}?done=unmerged`)
+  t.match((await web.get(undone.headers.location as string)).body, /The merge is undone/)
+  t.match((await customer.get(`/demo/help/${mine.number}`)).body, /It jams\./, 'hers again')
+  t.equal((await web.post(`/demo/discussions/${theirs.number}/unmerge`, { from: String(mine.number) })).statusCode, 409, 'undone once')
+
+  const own = await create({ title: 'Printer jams again', body: 'Again.', author_email: carol.email }, problems.id)
+  await web.get(`/demo/discussions/${mine.number}`)
+  t.equal((await web.post(`/demo/discussions/${mine.number}/merge`, { into: `https://help.example.test/demo/discussions/${own.number}` })).statusCode, 303, 'by its address')
+  const followed = await customer.get(`/demo/help/${mine.number}`)
+  t.equal(followed.statusCode, 307, 'her own: she follows it there')
+  t.equal(followed.headers.location, `https://help.example.test/demo/help/${own.number}`)
 })

@@ -123,3 +123,27 @@ t.test('an endpoint gets only the events it asks for; internal notes only when i
   t.equal((await api('POST', `/other/webhooks/${mine.id}/test`, undefined, other.bearer)).statusCode, 404)
   t.equal((await api('GET', '/demo/webhooks', undefined, other.bearer)).statusCode, 401)
 })
+
+t.test('a merge is told: the one merged as discussion.merged, the one merged into as updated, an undo as restored; the change feed says the same', async (t) => {
+  const { app, admin, api, create } = await webhookApp(t)
+  const hook = await receiver(t)
+  const { secret } = (await admin('POST', '/demo/webhooks', { url: hook.url, events: ['discussion.merged', 'discussion.updated', 'discussion.restored'] })).json()
+  const [one, two] = [await create({ title: 'One' }), await create({ title: 'Two' })]
+  t.equal((await api('POST', `/demo/discussions/${one.number}/merge`, { into: two.number })).statusCode, 200)
+  t.equal((await api('POST', `/demo/discussions/${one.number}/unmerge`)).statusCode, 200)
+  await app.sendOutbox()
+  const events = verified(t, hook.received, secret).map((e) => [e.type, e.data.number, e.data.state, (e.data.merged_into as { number: number } | null)?.number ?? null, e.data.comments_count])
+  t.same(events.sort((a, b) => String(a).localeCompare(String(b))), [
+    ['discussion.merged', one.number, 'merged', two.number, 0],
+    ['discussion.restored', one.number, 'open', null, 1],
+    ['discussion.updated', two.number, 'open', null, 1],
+    ['discussion.updated', two.number, 'open', null, 2],
+  ].sort((a, b) => String(a).localeCompare(String(b))), 'each once, each with the discussion as it was then')
+  const feed = (await api('GET', '/demo/changes')).json().changes as Array<{ type: string; discussion: { number: number } }>
+  t.same(feed.slice(2).map((c) => [c.type, c.discussion.number]), [
+    ['discussion.merged', one.number],
+    ['discussion.updated', two.number],
+    ['discussion.updated', two.number],
+    ['discussion.restored', one.number],
+  ], 'in the order they were made')
+})
