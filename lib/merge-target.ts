@@ -21,8 +21,9 @@ export function mergeTarget(into: number | string, own: readonly string[]): { nu
   }
   for (const prefix of own) {
     const rest = text.startsWith(`${prefix}/`) ? /^(\d{1,10})\/?(?:[?#].*)?$/.exec(text.slice(prefix.length + 1)) : null
-    const n = rest ? numberOf(rest[1]!) : undefined
-    if (n !== undefined) return { number: n }
+    if (!rest) continue
+    const n = numberOf(rest[1]!)
+    return n === undefined ? { problem: 'is not a discussion number' } : { number: n }
   }
   if (/^https?:\/\/.*\/discussions\/\d+\/?(?:[?#].*)?$/.test(text)) return { problem: 'is the address of a discussion of another site: a discussion merges into one of its own site' }
   return { problem: "is not a discussion's number or address" }

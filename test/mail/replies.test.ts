@@ -302,3 +302,26 @@ t.test('mail to a site that has no category yet is not lost: the sender is asked
   t.match((await transport.sendMail({ from: 'carol@customer.example', to: 'help@bare.example', subject: 'Hi', text: 'Hello.' })).response, /^250 /, 'taken once it has one')
   t.equal((await app.discussions.get(site.id, 1))?.categoryId, general.id, 'in its first category by creation, though Billing sorts first')
 })
+
+t.test("after a merge, mail answering either old thread joins the merged discussion, and its replies copy the merged one's customer", async (t) => {
+  const { app, smtp, customerSends, api } = await desk(t)
+  await customerSends({ subject: 'Printer on fire', messageId: '<fire@customer.example>', text: 'It smokes.' })
+  await customerSends({ from: 'Dave <dave@customer.example>', subject: 'Printers down', messageId: '<down@customer.example>', text: 'All of them.' })
+  await api('POST', '/demo/discussions/1/comments', { body: 'Unplug it, please.' })
+  t.equal(await app.sendOutbox(), 1)
+  const toCarol = await simpleParser(smtp.mails[0]!.raw)
+  const merged = await api('POST', '/demo/discussions/1/merge', { into: 2 })
+  t.match(merged, { number: 2, comments_count: 3 })
+
+  await customerSends({ subject: toCarol.subject, messageId: '<answer@customer.example>', inReplyTo: toCarol.messageId, references: [toCarol.messageId!], text: 'Unplugged.' })
+  await customerSends({ subject: 'Re: Printer on fire', messageId: '<again@customer.example>', inReplyTo: '<fire@customer.example>', references: ['<fire@customer.example>'], text: 'Still smoking.' })
+  const thread = await api('GET', '/demo/discussions/2')
+  t.match(thread.comments.slice(3), [{ body: 'Unplugged.', author_email: 'carol@customer.example', internal: false, via: 'email' }, { body: 'Still smoking.', author_email: 'carol@customer.example', internal: false }], "both land in the merged discussion as its participant's answers")
+  t.equal((await api('GET', '/demo/discussions')).total, 1, 'no new discussion')
+
+  await api('POST', '/demo/discussions/2/comments', { body: 'A technician is on the way to both of you.' })
+  t.equal(await app.sendOutbox(), 1)
+  const toBoth = smtp.mails[1]!
+  t.same(toBoth.to.sort(), ['carol@customer.example', 'dave@customer.example'], "mailed to its customer, copying the merged one's")
+  t.match((await simpleParser(toBoth.raw)).subject, /\[#2\] Printers down/)
+})

@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { fileResult, toolResult, writeToolsCalled } from '../../routes/api/mcp/server.ts'
 import { MCP_TEXT_BYTES, MCP_TOOLS } from '../../routes/api/mcp/tools.ts'
+import { movedPath } from '../../routes/api/mcp/index.ts'
 import { form, PNG } from '../fixtures/files.ts'
 import { supporterWithToken, V1 } from '../fixtures/app.ts'
 import { legacyTokenOf, supporterWithPassword } from '../fixtures/credentials.ts'
@@ -150,6 +151,22 @@ t.test('an assistant lists the macros and applies one: the reply, the tags and t
   const note = (await app.inject({ url: '/demo/discussions/1/comments/2', headers: ann.bearer })).json()
   t.match(note, { body: 'Fixed for you.', internal: true, via: 'mcp' }, 'an internal note, by the assistant')
   t.equal((await client.callTool({ name: 'apply_macro', arguments: { number: 1, macro: 999 } })).isError, true, 'an unknown macro is a refusal the model reads')
+})
+
+t.test('an assistant merges a discussion into another, reads it at its old number, and undoes the merge (issue 71)', async (t) => {
+  const { ann, connect, create } = await mcpApp(t)
+  const client = await connect(ann.bearer.authorization)
+  await create({ title: 'Printers down', body: 'All of them.' })
+  const merged = await client.callTool({ name: 'merge_discussion', arguments: { number: 1, into: 2 } })
+  t.match(merged.structuredContent, { number: 2, comments_count: 2 })
+  const read = await client.callTool({ name: 'get_discussion', arguments: { number: 1 } })
+  t.notOk(read.isError)
+  t.match(read.structuredContent, { number: 2, title: 'Printers down', comments: [{ body: 'All of them.' }, { body: 'It smokes.', moved_from: { discussion: 1, comment: 1 } }] }, 'the old number reads where the comments are')
+  t.equal((await client.callTool({ name: 'merge_discussion', arguments: { number: 2, into: 2 } })).isError, true, 'a refusal the model reads')
+  const undone = await client.callTool({ name: 'unmerge_discussion', arguments: { number: 1 } })
+  t.match(undone.structuredContent, { number: 1, state: 'open', comments_count: 1, merged_into: null })
+  t.equal(movedPath('https://api.example.test/demo/discussions/2', 'https://api.example.test/demo'), '/discussions/2')
+  t.equal(movedPath('https://elsewhere.example/demo/discussions/2', 'https://api.example.test/demo'), undefined, 'a redirect elsewhere is not followed')
 })
 
 t.test('a discussion lists its attachments; read_attachment reads a text one, capped, and no other', async (t) => {
