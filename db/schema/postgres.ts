@@ -192,9 +192,6 @@ export const discussions = pgTable(
     permalink: pgText('permalink').notNull(),
     state: pgText('state', { enum: discussionStates }).notNull(),
     stateBeforeDelete: pgText('state_before_delete', { enum: discussionStates }),
-    // Merged into another discussion of its site (issue 71; docs/decisions.md, "Merge and split"):
-    // that one's number. Its comments went there, its address answers with a redirect to it.
-    mergedInto: pgInteger('merged_into'),
     public: pgBoolean('public').notNull(),
     authorId: pgInteger('author_id')
       .notNull()
@@ -247,6 +244,11 @@ export const discussions = pgTable(
     rating: pgText('rating', { enum: ratings }),
     ratingComment: pgText('rating_comment').notNull().default(''),
     ratedAt: moment('rated_at'),
+    // Merged into another discussion of its site (issue 71; docs/decisions.md, "Merge and split"):
+    // that one's number. Its comments went there, its address answers with a redirect to it.
+    mergedInto: pgInteger('merged_into'),
+    // Made by a split (issue 71): the number of the discussion its first comments were taken from.
+    splitFrom: pgInteger('split_from'),
   },
   (t) => [
     pgUniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
@@ -328,11 +330,11 @@ export const comments = pgTable(
     body: pgText('body').notNull(),
     internal: pgBoolean('internal').notNull().default(false),
     via: pgText('via', { enum: commentVias }).notNull(),
+    createdAt: moment('created_at').notNull(),
     // Moved here from another discussion of the site by a merge: that one's number, and its own
     // number there (docs/decisions.md, "Merge and split").
     movedFrom: pgInteger('moved_from'),
     movedFromNumber: pgInteger('moved_from_number'),
-    createdAt: moment('created_at').notNull(),
   },
   (t) => [pgUniqueIndex('comments_discussion_number_unique').on(t.discussionId, t.number)],
 )

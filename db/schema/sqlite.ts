@@ -237,9 +237,6 @@ export const discussions = sqliteTable(
     state: text('state', { enum: discussionStates }).notNull(),
     // The state DELETE moved it from, which restore brings back.
     stateBeforeDelete: text('state_before_delete', { enum: discussionStates }),
-    // Merged into another discussion of its site (issue 71; docs/decisions.md, "Merge and split"):
-    // that one's number. Its comments went there, its address answers with a redirect to it.
-    mergedInto: integer('merged_into'),
     public: integer('public', { mode: 'boolean' }).notNull(),
     authorId: integer('author_id')
       .notNull()
@@ -303,6 +300,11 @@ export const discussions = sqliteTable(
     rating: text('rating', { enum: ratings }),
     ratingComment: text('rating_comment').notNull().default(''),
     ratedAt: moment('rated_at'),
+    // Merged into another discussion of its site (issue 71; docs/decisions.md, "Merge and split"):
+    // that one's number. Its comments went there, its address answers with a redirect to it.
+    mergedInto: integer('merged_into'),
+    // Made by a split (issue 71): the number of the discussion its first comments were taken from.
+    splitFrom: integer('split_from'),
   },
   (t) => [
     uniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
@@ -395,11 +397,11 @@ export const comments = sqliteTable(
     // A note among the staff, not a reply the customer sees.
     internal: integer('internal', { mode: 'boolean' }).notNull().default(false),
     via: text('via', { enum: commentVias }).notNull(),
+    createdAt: moment('created_at').notNull(),
     // Moved here from another discussion of the site by a merge: that one's number, and its own
     // number there (docs/decisions.md, "Merge and split").
     movedFrom: integer('moved_from'),
     movedFromNumber: integer('moved_from_number'),
-    createdAt: moment('created_at').notNull(),
   },
   (t) => [uniqueIndex('comments_discussion_number_unique').on(t.discussionId, t.number)],
 )

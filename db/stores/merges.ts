@@ -104,7 +104,7 @@ export function createMergeStore(port: StorePort, clock: Clock, box: SecretBox, 
      * into, as it is after. `expected` is the merged one's If-Match. Refused: the discussion
      * itself, one that is not the site's (invalid `into`), and a merged, deleted or spam one (conflict).
      */
-    merge(siteId: number, number: number, into: number, by?: Actor, expected?: Expected): Promise<DiscussionRow> {
+    merge(siteId: number, number: number, into: number, by: Actor, expected?: Expected): Promise<DiscussionRow> {
       return port.atomic(async (tx) => {
         if (into === number) throw new StoreError('is the discussion itself: name another one', 'invalid', 'into')
         const [from, target] = await lockBoth(tx, siteId, number, into)
@@ -137,7 +137,7 @@ export function createMergeStore(port: StorePort, clock: Clock, box: SecretBox, 
           there.add(email)
           joined.push(email)
         }
-        await tx.db.insert(discussionMerges).values({ siteId, fromId: from.id, intoId: target.id, stateBefore: from.state, comments: JSON.stringify(moved), participants: JSON.stringify(joined), byId: by?.id ?? null, createdAt: now })
+        await tx.db.insert(discussionMerges).values({ siteId, fromId: from.id, intoId: target.id, stateBefore: from.state, comments: JSON.stringify(moved), participants: JSON.stringify(joined), byId: by.id, createdAt: now })
         await changeDiscussionIn(tx, write, siteId, from.number, async () => ({ state: 'merged', mergedInto: target.number, commentsCount: 0, awaitingTeam: false }), undefined, () => 'discussion.merged')
         const owing = await owed(tx, target.id)
         const lastUpdatedAt = new Date(Math.max(target.lastUpdatedAt.getTime(), from.lastUpdatedAt.getTime()))
@@ -155,7 +155,7 @@ export function createMergeStore(port: StorePort, clock: Clock, box: SecretBox, 
      * when it is not merged, when the target was merged since or took another merge after it, and a
      * day after it was made.
      */
-    unmerge(siteId: number, number: number, by?: Actor): Promise<DiscussionRow> {
+    unmerge(siteId: number, number: number, by: Actor): Promise<DiscussionRow> {
       return port.atomic(async (tx) => {
         const seen = await getIn(tx, siteId, number)
         if (seen.state !== 'merged') throw new StoreError(`discussion ${number} is not merged into another`, 'conflict', 'number')
@@ -168,9 +168,9 @@ export function createMergeStore(port: StorePort, clock: Clock, box: SecretBox, 
         const moved = JSON.parse(merge.comments) as Moved[]
         // The moved comments leave the target's end, or its middle once others came after them: those
         // take the numbers left free (they sat after the moved ones, which were numbered in a row).
-        const placed = moved.length === 0 ? [] : await tx.db.select({ number: comments.number }).from(comments).where(and(eq(comments.discussionId, target.id), inArray(comments.id, moved.map(([id]) => id))))
+        const placed = await tx.db.select({ number: comments.number }).from(comments).where(and(eq(comments.discussionId, target.id), inArray(comments.id, moved.map(([id]) => id))))
         for (const [id, n, movedFrom, movedFromNumber] of moved) await tx.db.update(comments).set({ discussionId: from.id, number: n, movedFrom, movedFromNumber }).where(and(eq(comments.id, id), eq(comments.discussionId, target.id)))
-        if (placed.length > 0) await closeGap(tx, target.id, Math.max(...placed.map((c) => c.number)), placed.length)
+        await closeGap(tx, target.id, Math.max(...placed.map((c) => c.number)), placed.length)
         for (const email of JSON.parse(merge.participants) as string[]) await tx.db.delete(participants).where(and(eq(participants.discussionId, target.id), eq(participants.email, email)))
         await tx.db.update(discussionMerges).set({ undoneAt: new Date(clock()) }).where(eq(discussionMerges.id, merge.id))
         const owingThere = await owed(tx, target.id)

@@ -163,10 +163,10 @@ export async function alertsDue(port: StorePort, now: Date, limit: number): Prom
 /**
  * Tells the alerts of a discussion, in the transaction that records them told: a webhook event each
  * (sla.warning, sla.breached) and a mail to its owner or the team (db/stores/notifications.ts).
- * Nothing of a discussion marked spam or deleted is told (its clocks stopped with the move anyway).
+ * Nothing of a discussion marked spam, deleted or merged is told (its clocks stopped with the move anyway).
  */
 export async function tellSla(port: StorePort, clock: Clock, events: EventSink, discussion: DiscussionRow, alerts: readonly SlaAlert[]): Promise<void> {
-  if (discussion.state === 'spam' || discussion.state === 'deleted') return
+  if (discussion.state === 'spam' || discussion.state === 'deleted' || discussion.state === 'merged') return
   for (const alert of alerts) {
     await events(port, { type: alert.alert === 'warning' ? 'sla.warning' : 'sla.breached', siteId: discussion.siteId, discussion, alert })
     await notifySla(port, clock, { siteId: discussion.siteId, number: discussion.number, title: discussion.title, ownerId: discussion.assigneeId, alert })

@@ -399,8 +399,11 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
   async function change(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, work: () => Promise<unknown>, draft = '') {
     const error = await refusalOf(work)
     if (!error) return true
-    if (error.code === 'conflict') await discussionOf(request, reply)
-    else await discussionPage(request, reply, d, 413, `That was not sent: ${error.message}. Choose fewer or smaller files, then send it again.`, draft)
+    if (error.code === 'conflict') {
+      // Deleted meanwhile: the not-found page; merged meanwhile (db/stores/merges.ts): its page says where it went.
+      const now = await discussionOf(request, reply)
+      if (now) await reply.redirect(`${base(request)}/${now.number}`, 303)
+    } else await discussionPage(request, reply, d, 413, `That was not sent: ${error.message}. Choose fewer or smaller files, then send it again.`, draft)
     return false
   }
 

@@ -96,6 +96,9 @@ t.test('what a merge refuses: itself, no such discussion, another site, a merged
   await refusal(one.number, `https://api.example.test/other/discussions/${theirs.discussion.number}`, 400, 'into')
   await refusal(one.number, `https://api.example.test/demo/discussions/${gone.number}`, 409)
   await refusal(gone.number, two.number, 409)
+  const junk = await create({ title: 'Buy now' })
+  t.equal((await api('POST', `/demo/discussions/${junk.number}/spam`)).statusCode, 200)
+  t.match((await refusal(one.number, junk.number, 409)).message, `Discussion ${junk.number} is marked spam: it cannot be merged.`)
   t.equal((await api('POST', `/demo/discussions/${one.number}/merge`, {})).statusCode, 400, 'into is required')
   t.equal((await api('POST', `/demo/discussions/${one.number}/merge`, { into: two.number, and: 1 })).statusCode, 400, 'and nothing else')
   t.equal((await app.inject({ method: 'POST', url: `/other/discussions/${theirs.discussion.number}/merge`, headers: ann.bearer, payload: { into: one.number } })).statusCode, 401, "one site's token does not reach another's")
@@ -116,6 +119,18 @@ t.test('what a merge refuses: itself, no such discussion, another site, a merged
   await refusal(two.number, one.number, 409)
   t.equal((await api('GET', `/demo/discussions/${one.number}`)).statusCode, 307)
   t.equal((await api('GET', `/demo/discussions/${two.number}`)).json().comments_count, 2, 'nothing moved twice')
+})
+
+t.test("a resolved discussion given a customer's unanswered question is open again, and owes the answer", async (t) => {
+  const { api, create } = await discussionApp(t)
+  const done = await create({ title: 'Done', author_email: 'carol@example.test' })
+  t.equal((await api('POST', `/demo/discussions/${done.number}/comments`, { body: 'Fixed.' })).statusCode, 201)
+  t.equal((await api('POST', `/demo/discussions/${done.number}/resolve`)).json().state, 'resolved')
+  const asked = await create({ title: 'Also', author_email: 'carol@example.test' })
+  const merged = (await api('POST', `/demo/discussions/${asked.number}/merge`, { into: done.number })).json()
+  t.match(merged, { state: 'open', facts: { reopens: 1 } })
+  t.match((await api('GET', '/demo/discussions/new')).json(), { total: 0 }, 'the question merged is in no listing of its own')
+  t.match((await api('GET', '/demo/discussions/open')).json(), { total: 1, discussions: [{ number: done.number }] })
 })
 
 t.test('the last merge into a discussion is undone for a day, and only the last', async (t) => {
@@ -152,6 +167,9 @@ t.test('on the pages: merge by number or address, the comments marked, the old p
   const mine = await create({ title: 'Printer jams', body: 'It jams.', author_email: carol.email }, problems.id)
   const theirs = await create({ title: 'Printers down', body: 'All of them.', author_email: 'dave@example.test' }, problems.id)
   const { web } = await signedInPerson(app)
+  const customer = webClient(app)
+  await customer.signIn(carol.email, carol.password)
+  t.match((await customer.get(`/demo/help/${mine.number}`)).body, /It jams\./, 'her page, open before the merge')
   const page = await web.get(`/demo/discussions/${mine.number}`)
   t.match(page.body, /data-merge-form/)
 
@@ -171,8 +189,9 @@ t.test('on the pages: merge by number or address, the comments marked, the old p
   t.equal(old.statusCode, 307)
   t.equal(old.headers.location, `https://help.example.test/demo/discussions/${theirs.number}`)
 
-  const customer = webClient(app)
-  await customer.signIn(carol.email, carol.password)
+  const late = await customer.post(`/demo/help/${mine.number}/reply`, { body: 'Written before it moved.' })
+  t.equal(late.statusCode, 303, 'her answer from the page shown before the merge is refused')
+  t.equal(late.headers.location, `https://help.example.test/demo/help/${mine.number}`, 'and she is shown where it went')
   const elsewhere = await customer.get(`/demo/help/${mine.number}`)
   t.equal(elsewhere.statusCode, 200, "the other discussion is someone else's: it is not shown")
   t.match(elsewhere.body, /This discussion continues elsewhere/)

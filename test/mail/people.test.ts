@@ -81,8 +81,8 @@ t.test("a customer's Cc and To join the discussion: each reply copies them, and 
   t.equal((await web.post('/demo/discussions/99/participants', { email: 'x@customer.example' })).statusCode, 404)
 
   // The database away while a thread is looked up: the sender is asked to try again, nothing taken.
-  const get = app.discussions.get
-  app.discussions.get = async () => {
+  const current = app.discussions.current
+  app.discussions.current = async () => {
     throw new Error('the database is away')
   }
   const refused = await sends({ from: 'boss@customer.example', to: 'support@acme.example', subject: 'Re: x', inReplyTo: out!.mail.messageId, text: 'Again.' }).then(
@@ -90,7 +90,7 @@ t.test("a customer's Cc and To join the discussion: each reply copies them, and 
     (error: { responseCode: number }) => error,
   )
   t.match(refused, { responseCode: 451 })
-  app.discussions.get = get
+  app.discussions.current = current
   t.equal((await json('GET', '/demo/discussions/1')).comments.length, 4)
 })
 

@@ -95,7 +95,7 @@ t.test('refusals say why; hostile queries answer 400 or a result, never 500', as
   const refused: Array<[string, RegExp]> = [
     ['"', /^has a quote that is not closed$/],
     ['-printer', /only what to leave out/],
-    ['state:lost', /a state is one of new, open, resolved, deleted, spam, todo/],
+    ['state:lost', /a state is one of new, open, resolved, deleted, spam, merged, todo/],
     ['category:Nowhere', /no such category/],
     ['after:2026-02-30', /not a date written YYYY-MM-DD/],
     ['tag:!!', /gives tag:!!, which cannot be a tag/],

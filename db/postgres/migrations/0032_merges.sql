@@ -19,6 +19,7 @@ DROP INDEX "discussions_assignee_activity_idx";--> statement-breakpoint
 ALTER TABLE "comments" ADD COLUMN "moved_from" integer;--> statement-breakpoint
 ALTER TABLE "comments" ADD COLUMN "moved_from_number" integer;--> statement-breakpoint
 ALTER TABLE "discussions" ADD COLUMN "merged_into" integer;--> statement-breakpoint
+ALTER TABLE "discussions" ADD COLUMN "split_from" integer;--> statement-breakpoint
 ALTER TABLE "discussion_merges" ADD CONSTRAINT "discussion_merges_site_id_sites_id_fk" FOREIGN KEY ("site_id") REFERENCES "sites"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "discussion_merges" ADD CONSTRAINT "discussion_merges_from_id_discussions_id_fk" FOREIGN KEY ("from_id") REFERENCES "discussions"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "discussion_merges" ADD CONSTRAINT "discussion_merges_into_id_discussions_id_fk" FOREIGN KEY ("into_id") REFERENCES "discussions"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint

@@ -23,6 +23,7 @@ DROP INDEX `discussions_site_updated_idx`;--> statement-breakpoint
 DROP INDEX `discussions_category_activity_idx`;--> statement-breakpoint
 DROP INDEX `discussions_assignee_activity_idx`;--> statement-breakpoint
 ALTER TABLE `discussions` ADD `merged_into` integer;--> statement-breakpoint
+ALTER TABLE `discussions` ADD `split_from` integer;--> statement-breakpoint
 CREATE INDEX `discussions_site_activity_idx` ON `discussions` (`site_id`,`last_updated_at`) WHERE "discussions"."state" not in ('deleted', 'spam', 'merged');--> statement-breakpoint
 CREATE INDEX `discussions_site_created_idx` ON `discussions` (`site_id`,`created_at`) WHERE "discussions"."state" not in ('deleted', 'spam', 'merged');--> statement-breakpoint
 CREATE INDEX `discussions_site_updated_idx` ON `discussions` (`site_id`,`updated_at`) WHERE "discussions"."state" not in ('deleted', 'spam', 'merged');--> statement-breakpoint

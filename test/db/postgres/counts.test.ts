@@ -77,8 +77,8 @@ t.test('bump, move, total and byCategory answer alike on SQLite and PostgreSQL',
   t.same(await script(await postgres(t)), expected)
   // What the script shows, so a store that answers nothing on both would not pass.
   t.same(expected.at(-1), [
-    [1, { new: 2, open: 0, resolved: 0, deleted: 1, spam: 1 }],
-    [2, { new: 0, open: 4, resolved: 0, deleted: 0, spam: 0 }],
+    [1, { new: 2, open: 0, resolved: 0, deleted: 1, spam: 1, merged: 0 }],
+    [2, { new: 0, open: 4, resolved: 0, deleted: 0, spam: 0, merged: 0 }],
   ])
   t.same(expected.slice(-6, -1), [
     [{ state: 'live' }, 6],
