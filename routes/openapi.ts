@@ -10,6 +10,7 @@ import { OAUTH_ROUTES } from '../plugins/oauth/settings.ts'
 import {
   AttachmentResource,
   MergeBody,
+  SplitBody,
   Category,
   CategoryListing,
   Change,
@@ -132,6 +133,7 @@ export const NAMED_SCHEMAS = {
   RuleHistory,
   ApplyMacro,
   Merge: MergeBody,
+  Split: SplitBody,
   MacroListing,
   ReportListing,
   Report: ReportResource,

@@ -57,6 +57,7 @@ export const auditActions = [
   'discussion.restored',
   'discussion.merged',
   'discussion.unmerged',
+  'discussion.split',
   'rule.created',
   'rule.changed',
   'rule.removed',

@@ -4,7 +4,8 @@ import type { CommentVia, DiscussionState } from '../values.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { tagList, tagsOf } from '../../lib/team-queue.ts'
-import { channelOf, dueAlerts } from '../../lib/sla.ts'
+import { channelOf, dueAlerts, type SlaChannel } from '../../lib/sla.ts'
+import type { Schedule } from '../../lib/business-time.ts'
 import { checkAssignee, nextInTurn } from './assignment.ts'
 import { slugify } from './categories.ts'
 import { createAuthors, type Authors, type PostedBy } from './discussion-authors.ts'
@@ -219,11 +220,12 @@ function writes(port: StorePort) {
           createdAt: p('at'),
           updatedAt: p('at'),
           lastUpdatedAt: p('at'),
-          commentsCount: 1,
+          commentsCount: p('commentsCount'),
           awaitingTeam: p('awaitingTeam'),
           startedOnTheWeb: p('startedOnTheWeb'),
           assigneeId: p('assigneeId'),
           channel: p('channel'),
+          splitFrom: p('splitFrom'),
           ...slaSet(),
         })
         .prepare('discussions_insert'),
@@ -449,6 +451,49 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
   return { discussion: ruled ? await getIn(tx, input.siteId, input.number) : discussion, comment }
 }
 
+/** What a new discussion's row is made of: a created one's (createDiscussionIn), or a split's (db/stores/merges.ts). */
+export interface NewRow {
+  siteId: number
+  categoryId: number
+  title: string
+  state: DiscussionState
+  stateBefore: DiscussionState | null
+  public: boolean
+  authorId: number
+  /** Its customer's address, which an SLA policy's domains look at ('' for none). */
+  customerEmail: string
+  awaitingTeam: boolean
+  startedOnTheWeb: boolean
+  assigneeId: number | null
+  channel: SlaChannel
+  splitFrom: number | null
+  /** How many comments it starts with: 1, the opening post, but for a split. */
+  commentsCount: number
+  at: Date
+}
+
+/**
+ * Inserts a new discussion's row, numbered next on its site, with its SLA clocks; the row as read
+ * back and its SLA policy's schedule (for the reports). The caller holds the site's lock (lockSite)
+ * from before this until it commits, so the next create reads the number after this one.
+ */
+export async function insertDiscussionIn(port: StorePort, row: NewRow): Promise<{ discussion: DiscussionRow; schedule: Schedule | null }> {
+  const write = writes(port)
+  const [{ n }] = await write.lastNumber.execute({ siteId: row.siteId })
+  const number = (n ?? 0) + 1
+  const facts = { categoryId: row.categoryId, tags: [], authorEmail: row.customerEmail, channel: row.channel }
+  const sla = await slaOfWrite(port, { siteId: row.siteId, before: null, after: { state: row.state, awaitingTeam: row.awaitingTeam }, facts, at: row.at })
+  await write.insert.execute({ ...row, ...boundColumns(port, sla.columns), number, permalink: slugify(row.title, 'discussion'), at: row.at })
+  return { discussion: await getIn(port, row.siteId, number), schedule: sla.schedule }
+}
+
+/** A new discussion counted: in its counts' row, and in the reports' day rows (the site's row, when taken, before these). */
+export async function countNewIn(port: StorePort, discussion: DiscussionRow, schedule: Schedule | null): Promise<void> {
+  await bumpCount(port, counted(discussion), 1)
+  const report = reportStep({ before: null, after: { ...discussion, tags: [] }, sla: { policyId: discussion.slaPolicyId, breached: discussion.slaBreached }, schedule, at: discussion.createdAt })
+  await addTallies(port, discussion.siteId, report.tallies)
+}
+
 /**
  * Creates a discussion with its opening post (comment 1) in the transaction of `port` and returns
  * both, as written, telling `events` of it. A category that is not the site's is a StoreError (not_found).
@@ -466,35 +511,30 @@ export async function createDiscussionIn(
   const category = await categoryOfSite(port, input.siteId, input.categoryId)
   if (!category) throw new StoreError(`there is no category ${input.categoryId} on this site`, 'not_found', 'category')
   const author = await authorOf(port, input.siteId, input)
-  const [{ n }] = await write.lastNumber.execute({ siteId: input.siteId })
-  const number = (n ?? 0) + 1
   const title = input.title.trim()
   const now = new Date(clock())
   // A customer's new discussion in a round-robin category goes to the next supporter in turn.
   const assigneeId = !author.bySupporter && !input.spam && category.roundRobin ? await nextInTurn(port, input.siteId, { id: input.categoryId, lastAssigneeId: category.lastAssigneeId }) : undefined
   const state = input.spam ? 'spam' : initialState(author.bySupporter)
-  const channel = channelOf(input.via)
-  // A supporter's own discussion has no customer yet: no domain chooses it.
-  const facts = { categoryId: input.categoryId, tags: [], authorEmail: input.onBehalfOf?.email ?? '', channel }
-  const sla = await slaOfWrite(port, { siteId: input.siteId, before: null, after: { state, awaitingTeam: !author.bySupporter }, facts, at: now })
-  await write.insert.execute({
-    ...boundColumns(port, sla.columns),
-    channel,
+  const { discussion, schedule } = await insertDiscussionIn(port, {
     siteId: input.siteId,
-    number,
+    categoryId: input.categoryId,
     title,
-    permalink: slugify(title, 'discussion'),
     state,
     stateBefore: input.spam ? initialState(author.bySupporter) : null,
     public: input.public ?? category.public,
     authorId: author.id,
-    categoryId: input.categoryId,
-    at: now,
+    // A supporter's own discussion has no customer yet: no domain chooses it.
+    customerEmail: input.onBehalfOf?.email ?? '',
     awaitingTeam: !author.bySupporter,
     startedOnTheWeb: input.via === 'web' && !author.bySupporter,
     assigneeId: assigneeId ?? null,
+    channel: channelOf(input.via),
+    splitFrom: null,
+    commentsCount: 1,
+    at: now,
   })
-  const discussion = await getIn(port, input.siteId, number)
+  const { number } = discussion
   const opening = {
     discussionId: discussion.id,
     number: 1,
@@ -507,10 +547,7 @@ export async function createDiscussionIn(
   const [{ id }] = await write.comment.execute({ ...opening, at: now })
   await indexDiscussion(port, discussion, { body: input.body })
   if (input.uploads) await claimUploads(port, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
-  await bumpCount(port, counted(discussion), 1)
-  // The reports' day rows last, as in every write (the site's row first, then the counts').
-  const report = reportStep({ before: null, after: { ...discussion, tags: [] }, sla: { policyId: discussion.slaPolicyId, breached: discussion.slaBreached }, schedule: sla.schedule, at: now })
-  await addTallies(port, input.siteId, report.tallies)
+  await countNewIn(port, discussion, schedule)
   await siteChanged(port, { siteId: input.siteId, kind: input.spam ? 'discussion.spam' : 'discussion.created', discussionId: discussion.id, commentId: id, at: now })
   // The opening post's author is the discussion's: the row just read names them.
   const comment: CommentRow = { id, ...opening, createdAt: now, movedFrom: null, movedFromNumber: null, authorEmail: discussion.authorEmail, authorName: discussion.authorName }

@@ -1,12 +1,15 @@
-import { and, asc, desc, eq, gt, inArray, isNull, sql } from '../drizzle.ts'
+import { and, asc, desc, eq, gt, gte, inArray, isNull, sql } from '../drizzle.ts'
 import type { StorePort } from '../port.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
 import { normalAddress } from '../../lib/mail.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
-import type { DiscussionState } from '../values.ts'
+import type { CommentVia, DiscussionState } from '../values.ts'
 import { recordChange, type Actor } from './audit.ts'
 import { createAuthors } from './discussion-authors.ts'
-import { changeDiscussionIn, getIn, holdsExpected, type DiscussionRow, type Expected, type WriteContext } from './discussions.ts'
+import { changeDiscussionIn, countNewIn, getIn, holdsExpected, insertDiscussionIn, replyDiscussionIn, type CommentRow, type DiscussionRow, type Expected, type WriteContext } from './discussions.ts'
+import { discussionViews } from './discussion-listing.ts'
+import { siteChanged } from './changes.ts'
+import { lockSite } from './sites.ts'
 import { StoreError } from './errors.ts'
 import { MAX_PARTICIPANTS } from './mail.ts'
 import { indexDiscussion } from './search.ts'
@@ -42,15 +45,22 @@ export interface MergeRow {
 
 const refusedStates: readonly DiscussionState[] = ['merged', 'deleted', 'spam']
 
-/** Refuses a discussion that cannot take part in a merge, naming the request's `field`. */
-function refuseToMerge(d: DiscussionRow, field: string): void {
+/** Refuses a discussion that cannot take part in a merge (or a split: `done`), naming the request's `field`. */
+function refuseToMerge(d: DiscussionRow, field: string, done = 'merged'): void {
   if (!refusedStates.includes(d.state)) return
   const why = d.state === 'merged' ? `was merged into discussion ${d.mergedInto}` : `is ${d.state === 'spam' ? 'marked spam' : 'deleted'}`
-  throw new StoreError(`discussion ${d.number} ${why}: it cannot be merged`, 'conflict', field)
+  throw new StoreError(`discussion ${d.number} ${why}: it cannot be ${done}`, 'conflict', field)
+}
+
+/** What a split takes: a comment, and those after it with `following`; the new discussion's title (the discussion's own by default). */
+export interface SplitAsked {
+  comment: number
+  following: boolean
+  title?: string
 }
 
 export function createMergeStore(port: StorePort, clock: Clock, box: SecretBox, events: EventSink = noEvents) {
-  const { comments, discussionMerges, discussions, participants } = port.tables
+  const { attachments, comments, discussionMerges, discussions, mailMessages, participants, users } = port.tables
   const write: WriteContext = { clock, events, authorOf: createAuthors(clock, box) }
 
   /** Discussion `number` under its row lock; one that is not there is refused naming `field`. */
@@ -181,6 +191,76 @@ export function createMergeStore(port: StorePort, clock: Clock, box: SecretBox, 
         await indexDiscussion(tx, back)
         await recordChange(tx, clock, by, siteId, 'discussion.unmerged', `#${from.number} ${from.title}`, { from: `#${target.number} ${target.title}`, comments: moved.length })
         return back
+      })
+    },
+
+    /**
+     * Splits discussion `number`: comment `asked.comment` (and those after it, with `following`)
+     * become a new discussion of the same category, visibility and owner, whose customer is the
+     * comment's author (the discussion's own when the staff wrote it). The comments keep their files
+     * and their mail thread, each marked where it was written; after one taken alone, the later
+     * comments take the number left free. The new discussion names the one it came from
+     * (split_from), and a note of `supporterId` in that one names the new one: the link both ways.
+     * The opening post stays (invalid), and so does an internal note (a discussion opens with what
+     * its customer sees); a merged, deleted or spam discussion is not split (conflict).
+     */
+    split(siteId: number, number: number, asked: SplitAsked, supporterId: number, via: CommentVia, by: Actor, expected?: Expected): Promise<DiscussionRow> {
+      return port.atomic(async (tx) => {
+        const from = await getIn(tx, siteId, number, true)
+        holdsExpected(from, expected)
+        refuseToMerge(from, 'number', 'split')
+        if (asked.comment === 1) throw new StoreError('is the opening post, which stays: split from a later comment', 'invalid', 'comment')
+        const view = discussionViews(tx).comment
+        const taken = await tx.db
+          .select(view)
+          .from(comments)
+          .innerJoin(users, eq(users.id, comments.authorId))
+          .where(and(eq(comments.discussionId, from.id), asked.following ? gte(comments.number, tx.wide(asked.comment)) : eq(comments.number, tx.wide(asked.comment))))
+          .orderBy(asc(comments.number))
+        const first = taken[0]
+        if (!first) throw new StoreError(`discussion ${number} has no comment ${asked.comment}`, 'not_found', 'comment')
+        if (first.internal) throw new StoreError('is an internal note: a discussion starts with what its customer sees', 'invalid', 'comment')
+        // The site's row before any count's or report's row, as in every write (db/stores/discussions.ts).
+        await lockSite(tx, siteId)
+        const now = new Date(clock())
+        const customer = first.bySupporter ? { id: from.authorId, email: from.authorEmail } : { id: first.authorId, email: first.authorEmail }
+        const answered = taken.some((c) => c.bySupporter && !c.internal)
+        const newestPublic = taken.filter((c) => !c.internal).at(-1)!
+        const { discussion, schedule } = await insertDiscussionIn(tx, {
+          siteId,
+          categoryId: from.categoryId,
+          title: (asked.title ?? from.title).trim(),
+          state: answered ? 'open' : 'new',
+          stateBefore: null,
+          public: from.public,
+          authorId: customer.id,
+          customerEmail: customer.email,
+          awaitingTeam: !newestPublic.bySupporter,
+          startedOnTheWeb: false,
+          assigneeId: from.assigneeId,
+          channel: from.channel,
+          splitFrom: from.number,
+          commentsCount: taken.length,
+          at: now,
+        })
+        for (const [i, c] of taken.entries()) {
+          const mark = c.movedFrom === null ? { movedFrom: from.number, movedFromNumber: c.number } : { movedFrom: c.movedFrom, movedFromNumber: c.movedFromNumber }
+          await tx.db.update(comments).set({ discussionId: discussion.id, number: i + 1, ...mark }).where(eq(comments.id, c.id))
+        }
+        const ids = taken.map((c) => c.id)
+        // A customer's answer to a message taken along joins the new discussion.
+        await tx.db.update(mailMessages).set({ discussionId: discussion.id }).where(inArray(mailMessages.commentId, ids))
+        if (!asked.following) await closeGap(tx, from.id, asked.comment, 1)
+        await changeDiscussionIn(tx, write, siteId, from.number, async (tx, d) => ({ commentsCount: d.commentsCount - taken.length, awaitingTeam: await owed(tx, from.id) }))
+        await replyDiscussionIn(tx, write, { siteId, number: from.number, body: `Split into discussion #${discussion.number}: ${discussion.title}`, internal: true, via, supporterId })
+        await countNewIn(tx, discussion, schedule)
+        await indexDiscussion(tx, discussion)
+        await siteChanged(tx, { siteId, kind: 'discussion.created', discussionId: discussion.id, commentId: first.id, at: now })
+        const [file] = await tx.db.select({ id: attachments.id }).from(attachments).where(eq(attachments.commentId, first.id)).limit(1)
+        const opening: CommentRow = { ...first, discussionId: discussion.id, number: 1, ...(first.movedFrom === null ? { movedFrom: from.number, movedFromNumber: first.number } : {}) }
+        await events(tx, { type: 'discussion.created', siteId, discussion, comment: opening, files: file !== undefined })
+        await recordChange(tx, clock, by, siteId, 'discussion.split', `#${from.number} ${from.title}`, { into: `#${discussion.number} ${discussion.title}`, comments: taken.length })
+        return getIn(tx, siteId, discussion.number)
       })
     },
 

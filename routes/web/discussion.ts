@@ -23,6 +23,7 @@ import { mergeTarget } from '../../lib/merge-target.ts'
 import { TRIGGER_NAMES } from './admin-rules.ts'
 import { messageProblem, notFoundPage, refusalOf, pageData, requireSupporter } from './pages.ts'
 import { PAGE, REPLY_FORM_BYTES, TABS, whole } from './queue.ts'
+import { MAX_TITLE } from '../api/discussions/schemas.ts'
 
 // A discussion's page in the queue (docs/decisions.md, "The queue on the web" and "The team's
 // queue"): {site_url}/discussions/<number>, its conversation, the reply form (public or internal,
@@ -54,6 +55,7 @@ const DONE: Record<string, string> = {
   macro: 'The macro is applied: its reply is sent and its actions done.',
   merged: 'The discussion is merged into this one: its comments are below, marked with where they were written. Undo puts it back for a day.',
   unmerged: 'The merge is undone: the discussion is back as it was, with its comments.',
+  split: 'This discussion was split off: its first comments are marked with where they were written, and a note there points here.',
 }
 
 /** What the page shows on top of the discussion: a refusal, the words of a confirmation, a kept draft. */
@@ -151,6 +153,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
         // The discussions merged into this one; the last may be undone for a day (db/stores/merges.ts).
         merges: mergedHere.map((m) => ({ number: m.fromNumber, title: m.fromTitle, comments: m.comments, when: shownMoment(m.createdAt), undoable: m.undoable })),
         mergeable: d.state !== 'deleted' && d.state !== 'spam',
+        splitFrom: d.splitFrom === null ? null : { number: d.splitFrom, href: `${base(request)}/discussions/${d.splitFrom}` },
         participants: copied.map((p) => ({ email: p.email, name: p.name, how: p.addedBy === 'mail' ? "copied on the customer's mail" : 'added by the team' })),
         categories: all.categories.map((c) => ({ id: c.id, name: c.name, selected: c.id === d.categoryId })),
         staff: staff.map((s) => ({ id: s.id, name: s.name, selected: s.id === d.assigneeId })),
@@ -305,6 +308,19 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
     const target = typeof into === 'string' ? mergeTarget(into, [`${base(request)}/discussions`, urls.discussions(request.web.site.permalink)]) : { problem: 'is missing' }
     if ('problem' in target) return discussionPage(request, reply, d, { status: 400, error: `That was not done: the discussion to merge into ${target.problem}. Give its number (#12) or its address.` })
     return (await change(request, reply, d, () => merges.merge(d.siteId, d.number, target.number, actorOf(request)))) ? back(request, reply, target.number, 'merged') : reply
+  })
+
+  // A new discussion of one comment (and those after it, when ticked): then to its page.
+  fastify.post('/discussions/:number/split', forms, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return reply
+    const body = (request.body ?? {}) as { comment?: unknown; following?: unknown; title?: unknown }
+    const comment = whole(body.comment)
+    if (comment === undefined) return discussionPage(request, reply, d, { status: 400, error: 'That was not done: give the number of the comment the new discussion starts with.' })
+    const title = typeof body.title === 'string' && body.title.trim() !== '' ? body.title.trim().slice(0, MAX_TITLE) : undefined
+    let made: DiscussionRow | undefined
+    const split = () => merges.split(d.siteId, d.number, { comment, following: body.following === 'yes', title }, request.web.user!.id, 'web', actorOf(request)).then((m) => void (made = m))
+    return (await change(request, reply, d, split)) ? back(request, reply, made!.number, 'split') : reply
   })
 
   // Undoing the last merge into the page's discussion: the discussion merged is back (its own page).

@@ -52,7 +52,7 @@ const WRITES = [
   'delete /{site}/discussions/{number}',
   'post /{site}/discussions/{number}/participants',
   'delete /{site}/discussions/{number}/participants/{email}',
-  ...['resolve', 'unresolve', 'toggle', 'restore', 'spam', 'not_spam', 'change_category', 'assign', 'merge', 'unmerge'].map((action) => `post /{site}/discussions/{number}/${action}`),
+  ...['resolve', 'unresolve', 'toggle', 'restore', 'spam', 'not_spam', 'change_category', 'assign', 'merge', 'unmerge', 'split'].map((action) => `post /{site}/discussions/{number}/${action}`),
   'patch /{site}/categories/{id}',
   'post /{site}/categories',
   'delete /{site}/categories/{id}',

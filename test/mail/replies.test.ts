@@ -325,3 +325,16 @@ t.test("after a merge, mail answering either old thread joins the merged discuss
   t.same(toBoth.to.sort(), ['carol@customer.example', 'dave@customer.example'], "mailed to its customer, copying the merged one's")
   t.match((await simpleParser(toBoth.raw)).subject, /\[#2\] Printers down/)
 })
+
+t.test('after a split, an answer to a message taken along joins the new discussion; one to the first stays', async (t) => {
+  const { customerSends, api } = await desk(t)
+  await customerSends({ subject: 'Printer', messageId: '<printer@customer.example>', text: 'It jams.' })
+  await customerSends({ subject: 'Re: Printer', messageId: '<invoice@customer.example>', inReplyTo: '<printer@customer.example>', references: ['<printer@customer.example>'], text: 'Also, the invoice is wrong.' })
+  t.equal((await api('GET', '/demo/discussions/1')).comments_count, 2)
+  const split = await api('POST', '/demo/discussions/1/split', { comment: 2, title: 'Invoice' })
+  t.match(split, { number: 2, author_email: 'carol@customer.example', comments_count: 1 })
+  await customerSends({ subject: 'Re: Printer', messageId: '<invoice2@customer.example>', inReplyTo: '<invoice@customer.example>', references: ['<printer@customer.example>', '<invoice@customer.example>'], text: 'It says 12.00, not 21.00.' })
+  await customerSends({ subject: 'Re: Printer', messageId: '<printer2@customer.example>', inReplyTo: '<printer@customer.example>', references: ['<printer@customer.example>'], text: 'Still jams.' })
+  t.same((await api('GET', '/demo/discussions/2')).comments.map((c: { body: string }) => c.body), ['Also, the invoice is wrong.', 'It says 12.00, not 21.00.'])
+  t.same((await api('GET', '/demo/discussions/1')).comments.map((c: { body: string }) => c.body), ['It jams.', 'Split into discussion #2: Invoice', 'Still jams.'])
+})

@@ -3,9 +3,10 @@ import { actorOf } from '../../actor.ts'
 import { mergeTarget } from '../../../lib/merge-target.ts'
 import { InvalidRequest } from '../../../plugins/http/validation.ts'
 import { expectedVersion, type DiscussionContext } from './context.ts'
-import { Discussion, errorResponses, MergeBody, NumberParams } from './schemas.ts'
+import { Discussion, errorResponses, MergeBody, NumberParams, SplitBody } from './schemas.ts'
+import { apiVia } from '../../../lib/via.ts'
 
-// POST /<site>/discussions/<number>/merge and …/unmerge (issue 71; db/stores/merges.ts;
+// POST /<site>/discussions/<number>/merge, …/unmerge and …/split (issue 71; db/stores/merges.ts;
 // docs/decisions.md, "Merge and split"). A merged discussion's GET answers with a redirect (show.ts).
 
 const mergeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify, { views }) => {
@@ -28,6 +29,27 @@ const mergeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
       const target = mergeTarget(request.body.into, [fastify.urls.discussions(site.permalink), `${fastify.urls.siteWeb(site.permalink)}/discussions`])
       if ('problem' in target) throw new InvalidRequest([{ field: 'into', problem: target.problem }])
       return views.discussion(site.permalink, await fastify.merges.merge(site.id, request.params.number, target.number, actorOf(request), expectedVersion(request)))
+    },
+  )
+
+  fastify.post(
+    '/:site/discussions/:number/split',
+    {
+      schema: {
+        tags: ['discussions'],
+        operationId: 'splitDiscussion',
+        summary: 'Make a new discussion of a comment (and those after it): same category, its author the customer, a link both ways',
+        params: NumberParams,
+        body: SplitBody,
+        response: { 201: Discussion, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const { site, user } = request.auth!
+      const { comment, following = false, title } = request.body
+      const made = await fastify.merges.split(site.id, request.params.number, { comment, following, title }, user.id, apiVia(request.headers), actorOf(request), expectedVersion(request))
+      const shown = views.discussion(site.permalink, made)
+      return reply.code(201).header('location', shown.href).send(shown)
     },
   )
 

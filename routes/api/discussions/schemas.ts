@@ -131,6 +131,10 @@ const discussionFields = {
     description: 'Once merged (state merged): the discussion of its site it went into, which holds its comments now; its own address answers with a redirect there. Null otherwise.',
   }),
   merge_href: Type.String({ format: 'uri', description: 'POST with {"into": <number or href of another discussion of the site>} merges this one into it; POST to …/unmerge undoes the last merge into a discussion for a day.' }),
+  split_from: Type.Union([Type.Object({ number: Type.Integer(), href: Href }), Type.Null()], {
+    description: 'Made by a split: the discussion its first comments were taken from (a note there names this one). Null otherwise.',
+  }),
+  split_href: Type.String({ format: 'uri', description: 'POST with {"comment": <number>, "following": true|false, "title": "…"} makes a new discussion of that comment (and those after it).' }),
 } satisfies TProperties
 
 export const Discussion = Type.Object(discussionFields)
@@ -336,6 +340,14 @@ export const SearchQuery = Type.Object({
 export const AssignQuery = Type.Object({ to: Assignee('Give it to this supporter of the site (a user id, or me), or to nobody (none).') })
 
 export const ChangeCategoryQuery = Type.Object({ to: Id('The id of the category to move to.', 'must be a category id') })
+export const SplitBody = Type.Object(
+  {
+    comment: Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'The comment the new discussion starts with (not the opening post, not an internal note).' }),
+    following: Type.Optional(Type.Boolean({ description: 'Take the comments after it too. False by default: that one alone, the later ones taking its number.' })),
+    title: Type.Optional(Text(MAX_TITLE, "The new discussion's title; this one's by default.")),
+  },
+  { additionalProperties: false },
+)
 export const MergeBody = Type.Object(
   {
     into: Type.Union([Type.Integer({ minimum: 1, maximum: 2_147_483_647 }), Type.String({ minLength: 1, maxLength: 2048 })], {

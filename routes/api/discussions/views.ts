@@ -164,6 +164,8 @@ export function createViews(urls: Urls) {
         satisfaction: row.rating === null || row.ratedAt === null ? null : { rating: row.rating, comment: row.ratingComment, rated_at: moment(row.ratedAt) },
         merged_into: row.mergedInto === null ? null : { number: row.mergedInto, href: `${site.discussions}/${row.mergedInto}` },
         merge_href: `${href}/merge`,
+        split_from: row.splitFrom === null ? null : { number: row.splitFrom, href: `${site.discussions}/${row.splitFrom}` },
+        split_href: `${href}/split`,
       }
     },
 

@@ -192,6 +192,21 @@ export const MCP_TOOLS: McpTool[] = [
     request: ({ number, into }) => ({ method: 'POST', path: `/discussions/${number}/merge`, body: { into } }),
   }),
   tool({
+    name: 'split_discussion',
+    title: 'Split a discussion',
+    description:
+      'Makes a new discussion of one comment (and, with following, those after it) when a discussion holds a second question: ' +
+      'same category, the comment\'s author its customer, and a note in the old one pointing to it. Answers with the new discussion.',
+    input: {
+      number,
+      comment: z.number().int().min(2).describe('The comment the new discussion starts with (see get_discussion).'),
+      following: z.boolean().optional().describe('Take the comments after it too. False by default.'),
+      title: z.string().optional().describe("The new discussion's title; the old one's by default."),
+    },
+    readOnly: false,
+    request: ({ number, comment, following, title }) => ({ method: 'POST', path: `/discussions/${number}/split`, body: { comment, following, title } }),
+  }),
+  tool({
     name: 'unmerge_discussion',
     title: 'Undo a merge',
     description: 'Puts a merged discussion back as it was before its merge, with its comments. Only the last merge into a discussion, within a day.',
