@@ -34,6 +34,7 @@ import administration from './plugins/administration.ts'
 import securityLogPruning from './plugins/security-log-pruning.ts'
 import { discussionStores, oauthStore, secondFactorStore, securityLogStore, sessionStore, siteStore, tokenStore, userStore, webhookStore } from './plugins/stores.ts'
 import webhookDelivery, { type DeliverySettings } from './plugins/webhooks/delivery.ts'
+import presence from './plugins/presence.ts'
 import webhookRoutes from './routes/api/webhooks.ts'
 import savedReplyRoutes from './routes/api/saved-replies.ts'
 import ruleRoutes from './routes/api/rules.ts'
@@ -179,6 +180,8 @@ export function buildApp(options: AppOptions) {
   app.register(reportDigest, options.reportDigest ?? {})
   // The search index of the discussions from before it, in batches (plugins/search-backfill.ts).
   app.register(searchBackfill)
+  // Who else is on a discussion's page, told between the processes and kept by none (plugins/presence.ts).
+  app.register(presence)
   // Where mail and webhooks are at home: a restored or copied database holds them until resumed.
   app.register(mailHome)
   // Mail, when SERVICE_SMTP_URL is set; then mails 7 days and 1 day before a personal token expires.

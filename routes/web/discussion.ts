@@ -24,6 +24,7 @@ import { TRIGGER_NAMES } from './admin-rules.ts'
 import { messageProblem, notFoundPage, refusalOf, pageData, requireSupporter } from './pages.ts'
 import { PAGE, REPLY_FORM_BYTES, TABS, whole } from './queue.ts'
 import { MAX_TITLE } from '../api/discussions/schemas.ts'
+import { REPLYING_BEAT_MS } from '../../plugins/presence.ts'
 
 // A discussion's page in the queue (docs/decisions.md, "The queue on the web" and "The team's
 // queue"): {site_url}/discussions/<number>, its conversation, the reply form (public or internal,
@@ -175,6 +176,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
         seen: shown.seen ?? d.commentsCount,
         fileLimits: { count: MESSAGE_LIMITS.files, size: shownSize(fileLimits.fileBytes) },
         live: `${base(request)}/live`,
+        presenceEvery: REPLYING_BEAT_MS,
       }),
       shown.status ?? 200,
     )

@@ -2,6 +2,8 @@ import type { ServerResponse } from 'node:http'
 import type { FastifyPluginAsync } from 'fastify'
 import { isStaffRole } from '../../db/stores/staff.ts'
 import { requireSupporter } from './pages.ts'
+import { whole } from './queue.ts'
+import { PRESENCE_BEAT_MS, type PresenceState } from '../../plugins/presence.ts'
 
 // The live pages (docs/decisions.md, "The team's queue"): {site_url}/live is a stream of
 // Server-Sent Events that says "change" whenever the site's discussions changed, in this process
@@ -50,12 +52,49 @@ const liveRoutes: FastifyPluginAsync = async (fastify) => {
     stream.write('retry: 2000\n\n')
     const heartbeat = setInterval(() => void send(': still here\n\n'), LIVE_HEARTBEAT_MS)
     streams.add(stream)
+    // A discussion's page (?discussion=<number>) is told who else is on it, and says it is there.
+    const present = whole((request.query as { discussion?: unknown }).discussion)
+    const leave = present === undefined ? undefined : bePresent(site.id, present, request.web.user!, (text) => void send(text))
     stream.on('close', () => {
       stop()
+      leave?.()
       clearInterval(heartbeat)
       clearTimeout(pending)
       streams.delete(stream)
     })
+  })
+
+  /**
+   * The page of discussion `number` of the site, open for `user`: says so now and every PRESENCE_BEAT_MS to
+   * every process, and tells `send` who else is there whenever that changes. Returns its leaving.
+   */
+  function bePresent(siteId: number, number: number, user: { id: number; name: string }, send: (text: string) => void) {
+    const { presence } = fastify
+    const say = (state: PresenceState) => presence.say({ site: siteId, number, user: user.id, name: user.name, state }).catch((error: unknown) => fastify.log.warn({ err: error }, 'a presence could not be told'))
+    // Told when who is there changed: a word that changes nothing (a page's beat) is not told again.
+    let shown: string | undefined
+    const show = () => {
+      const text = `event: presence\ndata: ${JSON.stringify({ others: presence.others(siteId, number, user.id) })}\n\n`
+      if (text !== shown) send((shown = text))
+    }
+    const unwatch = presence.watch(siteId, number, show)
+    show()
+    void say('here')
+    const beat = setInterval(() => void say('here'), PRESENCE_BEAT_MS)
+    return () => {
+      unwatch()
+      clearInterval(beat)
+      void say('left')
+    }
+  }
+
+  // Typing in a discussion's reply form (views/assets/live.js), told to the others on its page.
+  fastify.post('/discussions/:number/presence', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
+    const number = whole((request.params as { number: string }).number)
+    if (number === undefined) return reply.code(404).send()
+    const { user, site } = request.web
+    await fastify.presence.say({ site: site.id, number, user: user!.id, name: user!.name, state: 'replying' })
+    return reply.code(204).send()
   })
 }
 

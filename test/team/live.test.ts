@@ -5,6 +5,7 @@ import { postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { bannerToken, freePort, startServer, type RunningServer } from '../fixtures/server.ts'
 import { BROWSER_ACCEPT, personWithPassword, webClient } from '../fixtures/web.ts'
 import { twoApps } from '../multiprocess/two-apps.ts'
+import { PRESENCE_TTL_MS, REPLYING_TTL_MS } from '../../plugins/presence.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The live pages' stream (routes/web/live.ts) over a real socket: a change to the site's
@@ -17,6 +18,8 @@ async function listen(t: Test, url: string, cookie: string) {
   const controller = new AbortController()
   const res = await fetch(url, { headers: { cookie, accept: 'text/event-stream' }, signal: controller.signal, redirect: 'manual' })
   const events: string[] = []
+  // Each event with its data, parsed (the presence events'), in the order told.
+  const told: Array<{ event: string; data: unknown }> = []
   let ended = false
   if (res.status === 200) {
     const reader = res.body!.getReader()
@@ -33,6 +36,8 @@ async function listen(t: Test, url: string, cookie: string) {
             text = text.slice(end + 2)
             const event = /^event: (.+)$/m.exec(block)
             if (event) events.push(event[1]!)
+            const data = /^data: (.+)$/m.exec(block)
+            if (event && data) told.push({ event: event[1]!, data: JSON.parse(data[1]!) })
           }
         }
       } catch {
@@ -42,7 +47,7 @@ async function listen(t: Test, url: string, cookie: string) {
     })()
   }
   t.teardown(() => controller.abort())
-  return { res, events, ended: () => ended }
+  return { res, events, told, ended: () => ended, abort: () => controller.abort() }
 }
 
 type App = Awaited<ReturnType<typeof buildTestApp>>['app']
@@ -222,3 +227,67 @@ async function signInOver(server: RunningServer, email: string, password: string
   }
   return cookie()
 }
+
+t.test("who is here: a discussion page's stream tells who else is on it and who is replying, whichever app they came through; gone when they leave", async (t) => {
+  const { one, two, clock } = await twoApps(t)
+  const bases: string[] = []
+  for (const app of [one, two]) {
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    bases.push(`http://127.0.0.1:${(app.server.address() as { port: number }).port}`)
+  }
+  const ann = await personWithPassword(one, { email: 'ann@example.test' })
+  const general = await one.categories.add(ann.site.id, 'General', true)
+  await one.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Printer', body: 'x', supporterId: ann.user.id, via: 'api' })
+  await one.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Other', body: 'y', supporterId: ann.user.id, via: 'api' })
+  const bob = await personWithPassword(two, { email: 'bob@example.test' })
+  const anns = webClient(one, 'demo', bases[0])
+  await anns.signIn(ann.email, ann.password)
+  const bobs = webClient(two, 'demo', bases[1])
+  await bobs.signIn(bob.email, bob.password)
+  const presence = (stream: Awaited<ReturnType<typeof listen>>) => stream.told.filter((e) => e.event === 'presence').map((e) => (e.data as { others: unknown[] }).others)
+  const last = (stream: Awaited<ReturnType<typeof listen>>) => JSON.stringify(presence(stream).at(-1))
+
+  const bobsPage = await listen(t, `${bases[1]}/demo/live?discussion=1`, cookieOf(bobs))
+  const elsewhere = await listen(t, `${bases[1]}/demo/live?discussion=2`, cookieOf(bobs))
+  t.ok(await until(() => last(bobsPage) === '[]', 2000), 'nobody else there yet')
+  const annsPage = await listen(t, `${bases[0]}/demo/live?discussion=1`, cookieOf(anns))
+  const annHere = JSON.stringify([{ name: ann.user.name, replying: false }])
+  t.ok(await until(() => last(bobsPage) === annHere, 2000), `Bob's page, served by the other app, is told Ann is there: ${last(bobsPage)}`)
+  t.ok(await until(() => last(annsPage) === JSON.stringify([{ name: bob.user.name, replying: false }]), 2000), 'and Ann of Bob')
+
+  await anns.get('/demo/discussions/1')
+  const started = Date.now()
+  t.equal((await anns.post('/demo/discussions/1/presence')).statusCode, 204)
+  t.ok(await until(() => last(bobsPage) === JSON.stringify([{ name: ann.user.name, replying: true }]), 2000), `Ann is replying, told within two seconds (${Date.now() - started} ms)`)
+  clock.advance(REPLYING_TTL_MS)
+  t.ok(await until(() => last(bobsPage) === annHere, 2500), 'she stopped typing: still there, no longer replying')
+
+  const before = bobsPage.told.length
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal(bobsPage.told.length, before, 'nothing told while nothing changes')
+  t.same(presence(elsewhere), [[]], "another discussion's page is told nothing of this one")
+
+  annsPage.abort()
+  t.ok(await until(() => last(bobsPage) === '[]', 2000), 'Ann closed her page: gone within seconds')
+
+  // A process that stopped without a word: what it said lapses.
+  const gone = { site: ann.site.id, number: 1, user: 999, name: 'Gone Process', state: 'here' } as const
+  await one.presence.say(gone)
+  await one.presence.say(gone)
+  t.ok(await until(() => last(bobsPage) === JSON.stringify([{ name: 'Gone Process', replying: false }]), 2000))
+  clock.advance(PRESENCE_TTL_MS)
+  t.ok(await until(() => last(bobsPage) === '[]', 2500), 'unsaid for PRESENCE_TTL_MS: gone')
+  // Whatever else is published on the channel (another version's words) is passed over.
+  for (const payload of ['not json', '{}', JSON.stringify({ site: ann.site.id, number: 1, user: 5, name: 'X', state: 'dancing' }), JSON.stringify({ site: ann.site.id, number: 1, user: -1, name: 'X', state: 'here' })]) await one.database.events.publish('presence', payload)
+
+  // Only the site's staff may say it, and only from its pages (the form's CSRF token).
+  t.equal((await anns.request('POST', '/demo/discussions/1/presence', {})).statusCode, 403, 'without the token of a page')
+  const customer = await personWithPassword(one, { role: 'customer' })
+  const shopper = webClient(one, 'demo', bases[0])
+  await shopper.signIn(customer.email, customer.password)
+  await shopper.get('/demo/help')
+  t.equal((await shopper.post('/demo/discussions/1/presence')).statusCode, 403, 'a customer')
+  t.equal((await listen(t, `${bases[0]}/demo/live?discussion=1`, cookieOf(shopper))).res.status, 403, 'nor listen')
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.equal(last(bobsPage), '[]', 'and nobody appeared')
+})

@@ -33,9 +33,22 @@ if (live && 'EventSource' in window) {
       }
     }
   }
+  // A discussion's page: who else is on it, and who is writing a reply (plugins/presence.ts).
+  const presence = document.querySelector('[data-presence]')
   const open = () => {
-    source = new EventSource(live.dataset.live)
+    source = new EventSource(presence ? `${live.dataset.live}?discussion=${presence.dataset.discussion}` : live.dataset.live)
     source.addEventListener('change', refresh)
+    source.addEventListener('presence', (event) => showPresence(presence, JSON.parse(event.data).others))
+  }
+  const typing = document.querySelector('form[data-reply] textarea[name="body"]')
+  if (presence && typing) {
+    let told = 0
+    typing.addEventListener('input', () => {
+      if (Date.now() - told < Number(presence.dataset.every)) return
+      told = Date.now()
+      const csrf = typing.form.elements._csrf.value
+      void fetch(presence.dataset.presence, { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: csrf }) }).catch(() => {})
+    })
   }
   document.addEventListener('visibilitychange', () => {
     if (document.hidden) {
@@ -60,4 +73,10 @@ function announce() {
   const names = [...new Set(others.map((c) => c.dataset.authorName))].join(', ')
   notice.textContent = `${names} wrote since you opened this page: read it above before you send yours.`
   notice.hidden = false
+}
+
+/** Says who else is on the page, and who of them is writing a reply; nothing when nobody is. */
+function showPresence(element, others) {
+  element.textContent = others.map((p) => `${p.name} is ${p.replying ? 'replying' : 'viewing this discussion'}`).join('; ')
+  element.hidden = others.length === 0
 }
