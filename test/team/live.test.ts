@@ -206,6 +206,24 @@ t.test('two processes on PostgreSQL: a change through one reaches a page of the 
   const took = Date.now() - started
   t.match(page, 'Written through process one.', 'the page process two serves has it')
   t.ok(took < 2000, `within two seconds (${took} ms)`)
+
+  // Who is here (issue 71), across the two processes: Bob on process one's page of the discussion
+  // sees the banner's supporter, on process two's, there and then replying.
+  const { app: helper } = await buildTestApp(t, { config: { databaseAddress: env.SERVICE_DB, secret: env.SERVICE_SECRET } })
+  const bob = await personWithPassword(helper, { email: 'bob@example.test' })
+  const bobs = await listen(t, `http://127.0.0.1:${one.port}/demo/live?discussion=${number}`, await signInOver(one, bob.email, bob.password))
+  const others = () => JSON.stringify(bobs.told.filter((e) => e.event === 'presence').at(-1)?.data)
+  const there = await listen(t, `http://127.0.0.1:${two.port}/demo/live?discussion=${number}`, cookie)
+  t.equal(there.res.status, 200)
+  t.ok(await until(() => /"replying":false/.test(others()), 2000), `Bob, on process one, sees the supporter of process two there: ${others()}`)
+  const form = await (await fetch(`http://127.0.0.1:${two.port}/demo/discussions/${number}`, { headers: { cookie, accept: BROWSER_ACCEPT } })).text()
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(form)![1]!
+  const typed = Date.now()
+  const said = await fetch(`http://127.0.0.1:${two.port}/demo/discussions/${number}/presence`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: csrf }) })
+  t.equal(said.status, 204)
+  t.ok(await until(() => /"replying":true/.test(others()), 2000), `and replying, within two seconds (${Date.now() - typed} ms)`)
+  there.abort()
+  t.ok(await until(() => others() === '{"others":[]}', 2000), 'gone once the page closed')
 })
 
 /** Signs in on a running server's pages as a browser does; the session's cookie. */
