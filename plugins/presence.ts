@@ -144,7 +144,10 @@ export default fp(
   async (fastify) => {
     const presence = createPresence(fastify.database.events, fastify.clock)
     fastify.decorate('presence', presence)
-    fastify.addHook('onReady', () => presence.listen())
+    // Not hearing the others yet is no reason not to serve: the engine keeps trying (db/engine.ts, EngineEvents).
+    fastify.addHook('onReady', async () => {
+      await presence.listen().catch((error: unknown) => fastify.log.warn({ err: error }, "could not hear the other processes' presence on discussions yet; trying again"))
+    })
     fastify.addHook('onClose', async () => presence.close())
   },
   { name: 'presence', fastify: '5.x', dependencies: ['database', 'config'] },

@@ -45,6 +45,10 @@ export interface MergeRow {
 
 const refusedStates: readonly DiscussionState[] = ['merged', 'deleted', 'spam']
 
+/** Where a comment taken from discussion `from` was written: there, or where its own mark says when it came from a third one. */
+const markOf = (c: { number: number; movedFrom: number | null; movedFromNumber: number | null }, from: number) =>
+  c.movedFrom === null ? { movedFrom: from, movedFromNumber: c.number } : { movedFrom: c.movedFrom, movedFromNumber: c.movedFromNumber }
+
 /** Refuses a discussion that cannot take part in a merge (or a split: `done`), naming the request's `field`. */
 function refuseToMerge(d: DiscussionRow, field: string, done = 'merged'): void {
   if (!refusedStates.includes(d.state)) return
@@ -128,9 +132,7 @@ export function createMergeStore(port: StorePort, clock: Clock, box: SecretBox, 
           .orderBy(asc(comments.createdAt), asc(comments.number))
         const moved: Moved[] = []
         for (const [i, c] of taken.entries()) {
-          // A comment that came from a third discussion keeps that mark: where it was first written.
-          const mark = c.movedFrom === null ? { movedFrom: from.number, movedFromNumber: c.number } : { movedFrom: c.movedFrom, movedFromNumber: c.movedFromNumber }
-          await tx.db.update(comments).set({ discussionId: target.id, number: target.commentsCount + 1 + i, ...mark }).where(eq(comments.id, c.id))
+          await tx.db.update(comments).set({ discussionId: target.id, number: target.commentsCount + 1 + i, ...markOf(c, from.number) }).where(eq(comments.id, c.id))
           moved.push([c.id, c.number, c.movedFrom, c.movedFromNumber])
         }
         // Its customer (unless the staff started it for nobody) and its participants join the target's.
@@ -244,8 +246,7 @@ export function createMergeStore(port: StorePort, clock: Clock, box: SecretBox, 
           at: now,
         })
         for (const [i, c] of taken.entries()) {
-          const mark = c.movedFrom === null ? { movedFrom: from.number, movedFromNumber: c.number } : { movedFrom: c.movedFrom, movedFromNumber: c.movedFromNumber }
-          await tx.db.update(comments).set({ discussionId: discussion.id, number: i + 1, ...mark }).where(eq(comments.id, c.id))
+          await tx.db.update(comments).set({ discussionId: discussion.id, number: i + 1, ...markOf(c, from.number) }).where(eq(comments.id, c.id))
         }
         const ids = taken.map((c) => c.id)
         // A customer's answer to a message taken along joins the new discussion.
@@ -257,7 +258,7 @@ export function createMergeStore(port: StorePort, clock: Clock, box: SecretBox, 
         await indexDiscussion(tx, discussion)
         await siteChanged(tx, { siteId, kind: 'discussion.created', discussionId: discussion.id, commentId: first.id, at: now })
         const [file] = await tx.db.select({ id: attachments.id }).from(attachments).where(eq(attachments.commentId, first.id)).limit(1)
-        const opening: CommentRow = { ...first, discussionId: discussion.id, number: 1, ...(first.movedFrom === null ? { movedFrom: from.number, movedFromNumber: first.number } : {}) }
+        const opening: CommentRow = { ...first, discussionId: discussion.id, number: 1, ...markOf(first, from.number) }
         await events(tx, { type: 'discussion.created', siteId, discussion, comment: opening, files: file !== undefined })
         await recordChange(tx, clock, by, siteId, 'discussion.split', `#${from.number} ${from.title}`, { into: `#${discussion.number} ${discussion.title}`, comments: taken.length })
         return getIn(tx, siteId, discussion.number)

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http'
 import type { FastifyPluginAsync } from 'fastify'
 import { isStaffRole } from '../../db/stores/staff.ts'
 import { requireSupporter } from './pages.ts'
-import { whole } from './queue.ts'
+import { PAGE, whole } from './queue.ts'
 import { PRESENCE_BEAT_MS, type PresenceState } from '../../plugins/presence.ts'
 
 // The live pages (docs/decisions.md, "The team's queue"): {site_url}/live is a stream of
@@ -89,7 +89,8 @@ const liveRoutes: FastifyPluginAsync = async (fastify) => {
   }
 
   // Typing in a discussion's reply form (views/assets/live.js), told to the others on its page.
-  fastify.post('/discussions/:number/presence', { preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
+  // (A page's route: a browser's Accept, as every form of the pages, routes/web/queue.ts.)
+  fastify.post('/discussions/:number/presence', { ...PAGE, preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
     const number = whole((request.params as { number: string }).number)
     if (number === undefined) return reply.code(404).send()
     const { user, site } = request.web

@@ -244,6 +244,14 @@ t.test('a split makes a discussion of the comment chosen (and those after it): i
   const after = (await api('GET', `/demo/discussions/${long.number}`)).json()
   t.same(after.comments.map((c: Comment) => [c.number, c.body.slice(0, 12)]), [[1, 'The printer '], [2, `Split into d`], [3, 'Split into d']], 'the later comments take the number left free')
   t.equal((await api('GET', `/demo/discussions/${long.number}/comments/3`)).json().body, `Split into discussion #${alone.json().number}: Printer and invoice`)
+
+  // A merge found wrong a day later: its comments split off again, still saying where they were written.
+  const other = await create({ title: 'Other', body: 'Another thing.', author_email: 'dave@example.test' })
+  t.equal((await api('POST', `/demo/discussions/${other.number}/merge`, { into: long.number })).statusCode, 200)
+  clock.advanceDays(2)
+  const back = await api('POST', `/demo/discussions/${long.number}/split`, { comment: 4, following: true, title: 'Other again' })
+  t.match(back.json(), { author_email: 'dave@example.test', comments_count: 1 })
+  t.match((await api('GET', `/demo/discussions/${back.json().number}`)).json().comments, [{ body: 'Another thing.', moved_from: { discussion: other.number, comment: 1 } }])
 })
 
 t.test('what a split refuses: the opening post, a note, no such comment, a merged, deleted or spam discussion, a bad body, who may not', async (t) => {

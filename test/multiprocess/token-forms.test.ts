@@ -135,5 +135,6 @@ t.test('an app that cannot hear the other processes at start says so, and serves
   await app.ready()
   t.match(log.text(), "could not hear the other processes' authentication failures yet")
   t.match(log.text(), "could not hear the other processes' used token forms yet")
+  t.match(log.text(), "could not hear the other processes' presence on discussions yet")
   t.equal((await app.inject({ url: '/healthz' })).statusCode, 200)
 })

@@ -219,7 +219,7 @@ t.test('two processes on PostgreSQL: a change through one reaches a page of the 
   const form = await (await fetch(`http://127.0.0.1:${two.port}/demo/discussions/${number}`, { headers: { cookie, accept: BROWSER_ACCEPT } })).text()
   const csrf = /name="_csrf" value="([^"]+)"/.exec(form)![1]!
   const typed = Date.now()
-  const said = await fetch(`http://127.0.0.1:${two.port}/demo/discussions/${number}/presence`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: csrf }) })
+  const said = await fetch(`http://127.0.0.1:${two.port}/demo/discussions/${number}/presence`, { method: 'POST', headers: { cookie, accept: BROWSER_ACCEPT, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: csrf }) })
   t.equal(said.status, 204)
   t.ok(await until(() => /"replying":true/.test(others()), 2000), `and replying, within two seconds (${Date.now() - typed} ms)`)
   there.abort()
@@ -276,6 +276,7 @@ t.test("who is here: a discussion page's stream tells who else is on it and who 
   await anns.get('/demo/discussions/1')
   const started = Date.now()
   t.equal((await anns.post('/demo/discussions/1/presence')).statusCode, 204)
+  t.equal((await anns.post('/demo/discussions/first/presence')).statusCode, 404, 'a discussion number or nothing')
   t.ok(await until(() => last(bobsPage) === JSON.stringify([{ name: ann.user.name, replying: true }]), 2000), `Ann is replying, told within two seconds (${Date.now() - started} ms)`)
   clock.advance(REPLYING_TTL_MS)
   t.ok(await until(() => last(bobsPage) === annHere, 2500), 'she stopped typing: still there, no longer replying')

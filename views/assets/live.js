@@ -47,7 +47,7 @@ if (live && 'EventSource' in window) {
       if (Date.now() - told < Number(presence.dataset.every)) return
       told = Date.now()
       const csrf = typing.form.elements._csrf.value
-      void fetch(presence.dataset.presence, { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: csrf }) }).catch(() => {})
+      void fetch(presence.dataset.presence, { method: 'POST', credentials: 'same-origin', headers: { accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: csrf }) }).catch(() => {})
     })
   }
   document.addEventListener('visibilitychange', () => {
