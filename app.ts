@@ -37,6 +37,7 @@ import webhookDelivery, { type DeliverySettings } from './plugins/webhooks/deliv
 import presence from './plugins/presence.ts'
 import webhookRoutes from './routes/api/webhooks.ts'
 import savedReplyRoutes from './routes/api/saved-replies.ts'
+import fieldRoutes from './routes/api/fields.ts'
 import ruleRoutes from './routes/api/rules.ts'
 import senderRuleRoutes from './routes/api/sender-rules.ts'
 import { eventRender } from './routes/api/webhook-events.ts'
@@ -253,6 +254,7 @@ export function buildApp(options: AppOptions) {
       routes.register(webhookRoutes)
       // The site's saved replies and macros (the same rows): read by its staff, filled in for a discussion; written by its administrators.
       routes.register(savedReplyRoutes)
+      routes.register(fieldRoutes)
       // The site's rules: read by its staff, written and tried by its administrators.
       routes.register(ruleRoutes)
       // The site's business hours: read by its staff, written by its administrators.

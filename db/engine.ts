@@ -20,6 +20,7 @@ import { createRateLimitStore, type RateLimitStore } from './stores/rate-limits.
 import { createSavedReplyStore, type SavedReplyStore } from './stores/saved-replies.ts'
 import { createRuleStore, type RuleStore } from './stores/rules.ts'
 import { createMergeStore, type MergeStore } from './stores/merges.ts'
+import { createFieldStore, type FieldStore } from './stores/fields.ts'
 import { createScheduleStore, type ScheduleStore } from './stores/schedules.ts'
 import { createSlaPolicyStore, type SlaPolicyStore } from './stores/sla-policies.ts'
 import { createReportStore, type ReportStore } from './stores/reports.ts'
@@ -125,6 +126,8 @@ export interface EngineStores {
   /** Merges of discussions and their undoing (db/stores/merges.ts); `events` hears of each change. */
   merges(clock: Clock, box: SecretBox, events?: EventSink): MergeStore
   categories(clock: Clock): CategoryStore
+  /** A site's custom fields (db/stores/fields.ts). */
+  fields(clock: Clock): FieldStore
   /** A site's saved replies (db/stores/saved-replies.ts). */
   savedReplies(clock: Clock): SavedReplyStore
   /** A site's rules (db/stores/rules.ts); their actions' events go to `events`. */
@@ -178,6 +181,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     discussions: (clock, box, events) => guard(createDiscussionStore(port, clock, box, listingOf, events)),
     merges: (clock, box, events) => guard(createMergeStore(port, clock, box, events)),
     categories: (clock) => guard(createCategoryStore(port, clock)),
+    fields: (clock) => guard(createFieldStore(port, clock)),
     savedReplies: (clock) => guard(createSavedReplyStore(port, clock)),
     rules: (clock, box, events) => guard(createRuleStore(port, clock, box, events)),
     schedules: (clock) => guard(createScheduleStore(port, clock)),

@@ -11,6 +11,7 @@ import type { CustomerLinkStore } from '../db/stores/customer-links.ts'
 import type { InvitationStore } from '../db/stores/invitations.ts'
 import type { DiscussionStore } from '../db/stores/discussions.ts'
 import type { MergeStore } from '../db/stores/merges.ts'
+import type { FieldStore } from '../db/stores/fields.ts'
 import type { SearchStore } from '../db/stores/search.ts'
 import type { ChangeStore } from '../db/stores/changes.ts'
 import type { IdempotencyStore } from '../db/stores/idempotency.ts'
@@ -40,6 +41,8 @@ declare module 'fastify' {
     discussions: DiscussionStore
     /** Merges of discussions into others, and their undoing (db/stores/merges.ts). */
     merges: MergeStore
+    /** A site's custom fields (db/stores/fields.ts). */
+    fields: FieldStore
     categories: CategoryStore
     savedReplies: SavedReplyStore
     rules: RuleStore
@@ -130,6 +133,7 @@ export const discussionStores = fp(
   async (fastify) => {
     fastify.decorate('discussions', fastify.database.discussions(fastify.clock, fastify.secretBox, fastify.events))
     fastify.decorate('merges', fastify.database.merges(fastify.clock, fastify.secretBox, fastify.events))
+    fastify.decorate('fields', fastify.database.fields(fastify.clock))
     fastify.decorate('categories', fastify.database.categories(fastify.clock))
     fastify.decorate('savedReplies', fastify.database.savedReplies(fastify.clock))
     fastify.decorate('rules', fastify.database.rules(fastify.clock, fastify.secretBox, fastify.events))

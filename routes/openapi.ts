@@ -1,6 +1,7 @@
 import { DryRunResult, FieldActionSchema, NewRule, RuleActionSchema, RuleChange, RuleConditionsSchema, RuleListing, RuleResource } from './api/rules.ts'
 import { ApplyMacro, RuleHistory } from './api/discussions/actions.ts'
 import { ReportLine, ReportListing, ReportResource } from './api/reports.ts'
+import { FieldChange, FieldListing, FieldResource, NewField } from './api/fields.ts'
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fp from 'fastify-plugin'
 import { JSON_MEDIA_TYPE, V1_MEDIA_TYPE } from '../lib/accept.ts'
@@ -133,6 +134,10 @@ export const NAMED_SCHEMAS = {
   RuleHistory,
   ApplyMacro,
   Merge: MergeBody,
+  Field: FieldResource,
+  FieldListing,
+  NewField,
+  FieldChange,
   Split: SplitBody,
   MacroListing,
   ReportListing,

@@ -4,6 +4,7 @@ import { NEVER, slaChannels } from '../../lib/sla.ts'
 import { dimensions, ratings } from '../../lib/reports.ts'
 import { pgBoolean, pgCustomType, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
 import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, senderVerdicts, securityKinds, writeTokenRules } from '../values.ts'
+import { fieldAudiences, fieldKinds } from '../../lib/fields.ts'
 
 // The PostgreSQL schema: the SQLite one (db/schema/sqlite.ts) table for table, column for column, with the
 // same names, constraints and indexes, so the stores read the same rows from either engine and
@@ -249,6 +250,9 @@ export const discussions = pgTable(
     mergedInto: pgInteger('merged_into'),
     // Made by a split (issue 71): the number of the discussion its first comments were taken from.
     splitFrom: pgInteger('split_from'),
+    // Its custom fields' values (issue 72; db/stores/fields.ts), JSON by key, as the API shows them;
+    // found through field_values.
+    fields: pgText('fields').notNull().default('{}'),
   },
   (t) => [
     pgUniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
@@ -640,6 +644,45 @@ export const mailHome = pgTable('mail_home', {
   held: pgText('held'),
   changedAt: moment('changed_at').notNull(),
 })
+
+// A site's custom fields (issue 72; db/stores/fields.ts; docs/decisions.md, "Custom fields"): what
+// its discussions may carry besides their own columns. A removed field stays, marked: its key is
+// never another's, and the values given stay on their discussions.
+export const fields = pgTable(
+  'fields',
+  {
+    id: id(),
+    siteId: siteReference(),
+    key: pgText('key').notNull(),
+    name: pgText('name').notNull(),
+    kind: pgText('kind', { enum: fieldKinds }).notNull(),
+    audience: pgText('audience', { enum: fieldAudiences }).notNull(),
+    required: pgBoolean('required').notNull().default(false),
+    // JSON: what choice and choices may be.
+    choices: pgText('choices').notNull().default('[]'),
+    position: pgInteger('position').notNull(),
+    createdAt: moment('created_at').notNull(),
+    removedAt: moment('removed_at'),
+  },
+  (t) => [pgUniqueIndex('fields_site_key_unique').on(t.siteId, t.key)],
+)
+
+// Each value of a discussion's fields as a filter finds it (db/stores/fields.ts): a canonical text
+// (lib/fields.ts), one row per choice of several, written with the discussion's row.
+export const fieldValues = pgTable(
+  'field_values',
+  {
+    siteId: siteReference(),
+    fieldId: pgInteger('field_id')
+      .notNull()
+      .references(() => fields.id, { onDelete: 'cascade' }),
+    discussionId: pgInteger('discussion_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    value: pgText('value').notNull(),
+  },
+  (t) => [pgPrimaryKey({ columns: [t.discussionId, t.fieldId, t.value] }), pgIndex('field_values_site_field_value_idx').on(t.siteId, t.fieldId, t.value, t.discussionId)],
+)
 
 // Each merge of a discussion into another (issue 71; db/stores/merges.ts; docs/decisions.md, "Merge
 // and split"): what undo puts back. The comments moved, JSON [id, number there, its mark before]

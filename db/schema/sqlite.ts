@@ -4,6 +4,7 @@ import { NEVER, slaChannels } from '../../lib/sla.ts'
 import { dimensions, ratings } from '../../lib/reports.ts'
 import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from '../drizzle.ts'
 import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, senderVerdicts, securityKinds, writeTokenRules } from '../values.ts'
+import { fieldAudiences, fieldKinds } from '../../lib/fields.ts'
 
 // Every moment is stored as integer milliseconds since the epoch (UTC), read back as a Date.
 const moment = (name: string) => integer(name, { mode: 'timestamp_ms' })
@@ -305,6 +306,9 @@ export const discussions = sqliteTable(
     mergedInto: integer('merged_into'),
     // Made by a split (issue 71): the number of the discussion its first comments were taken from.
     splitFrom: integer('split_from'),
+    // Its custom fields' values (issue 72; db/stores/fields.ts), JSON by key, as the API shows them;
+    // found through field_values.
+    fields: text('fields').notNull().default('{}'),
   },
   (t) => [
     uniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
@@ -770,6 +774,45 @@ export const senderRules = sqliteTable(
     createdAt: moment('created_at').notNull(),
   },
   (t) => [uniqueIndex('sender_rules_site_pattern_unique').on(t.siteId, t.pattern)],
+)
+
+// A site's custom fields (issue 72; db/stores/fields.ts; docs/decisions.md, "Custom fields"): what
+// its discussions may carry besides their own columns. A removed field stays, marked: its key is
+// never another's, and the values given stay on their discussions.
+export const fields = sqliteTable(
+  'fields',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    key: text('key').notNull(),
+    name: text('name').notNull(),
+    kind: text('kind', { enum: fieldKinds }).notNull(),
+    audience: text('audience', { enum: fieldAudiences }).notNull(),
+    required: integer('required', { mode: 'boolean' }).notNull().default(false),
+    // JSON: what choice and choices may be.
+    choices: text('choices').notNull().default('[]'),
+    position: integer('position').notNull(),
+    createdAt: moment('created_at').notNull(),
+    removedAt: moment('removed_at'),
+  },
+  (t) => [uniqueIndex('fields_site_key_unique').on(t.siteId, t.key)],
+)
+
+// Each value of a discussion's fields as a filter finds it (db/stores/fields.ts): a canonical text
+// (lib/fields.ts), one row per choice of several, written with the discussion's row.
+export const fieldValues = sqliteTable(
+  'field_values',
+  {
+    siteId: siteReference(),
+    fieldId: integer('field_id')
+      .notNull()
+      .references(() => fields.id, { onDelete: 'cascade' }),
+    discussionId: integer('discussion_id')
+      .notNull()
+      .references(() => discussions.id, { onDelete: 'cascade' }),
+    value: text('value').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.discussionId, t.fieldId, t.value] }), index('field_values_site_field_value_idx').on(t.siteId, t.fieldId, t.value, t.discussionId)],
 )
 
 // Each merge of a discussion into another (issue 71; db/stores/merges.ts; docs/decisions.md, "Merge

@@ -25,6 +25,7 @@ import { policiesFollowCategory } from './sla-policies.ts'
 import { alertsDue, boundColumns, clockOf, columnsOf, policiesOf, slaOfWrite, tellSla } from './sla.ts'
 import { noEvents, type EventSink } from './webhooks.ts'
 import { addRating, addTallies } from './reports.ts'
+import { indexValuesIn, valuesAfter, valuesJson, valuesOf } from './fields.ts'
 import { dayOf, RATING_DAYS, reportStep, type Rating, type ReportFacts } from '../../lib/reports.ts'
 
 export type { CommentRow, DiscussionRow } from './discussion-listing.ts'
@@ -46,6 +47,8 @@ export interface NewDiscussion extends PostedBy {
    * nobody, told to no one (no notification, no webhook but discussion.spam).
    */
   spam?: boolean
+  /** Values of the site's custom fields, by key (db/stores/fields.ts). */
+  fields?: Record<string, unknown>
 }
 
 export interface NewComment extends PostedBy {
@@ -70,6 +73,8 @@ export interface DiscussionChanges {
   tags?: string[]
   /** Who makes the change (the owner is told of a discussion given them by someone else). */
   actor?: { id: number; name: string }
+  /** Values of the site's custom fields, by key; null clears one (db/stores/fields.ts). */
+  fields?: Record<string, unknown>
 }
 
 export const counted = (d: { siteId: number; categoryId: number; state: DiscussionState; public: boolean; assigneeId: number | null }): CountedRow => ({
@@ -226,6 +231,7 @@ function writes(port: StorePort) {
           assigneeId: p('assigneeId'),
           channel: p('channel'),
           splitFrom: p('splitFrom'),
+          fields: p('fields'),
           ...slaSet(),
         })
         .prepare('discussions_insert'),
@@ -270,6 +276,7 @@ function writes(port: StorePort) {
           commentsCount: given('commentsCount'),
           awaitingTeam: given('awaitingTeam'),
           mergedInto: given('mergedInto'),
+          fields: given('fields'),
           ...slaSet(),
           ...factSet(),
           version: sql`${discussions.version} + 1`,
@@ -341,6 +348,7 @@ export async function changeDiscussionIn(tx: StorePort, { clock, events }: Write
   const after: DiscussionRow = { ...moved, ...sla.columns, ...report.facts }
   await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt), lastUpdatedAt: tx.moment(after.lastUpdatedAt), awaitingTeam: tx.flag(after.awaitingTeam), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
   if (after.tags !== before.tags) await retag(tx, after)
+  if (after.fields !== before.fields) await indexValuesIn(tx, siteId, before.id, valuesOf(after.fields))
   if (after.title !== before.title) await indexDiscussion(tx, after)
   const type = event(after)
   // The site's row before the counts' rows and the reports' day rows, in every write (a create
@@ -391,6 +399,10 @@ export function updateDiscussionIn(tx: StorePort, write: WriteContext, siteId: n
     if (changes.tags !== undefined) {
       const kept = keptTags(changes.tags)
       if (kept !== d.tags) next.tags = kept
+    }
+    if (changes.fields !== undefined) {
+      const kept = valuesJson(await valuesAfter(tx, siteId, valuesOf(d.fields), changes.fields))
+      if (kept !== d.fields) next.fields = kept
     }
     return Object.keys(next).length === 0 ? null : next
   }, expected)
@@ -467,6 +479,8 @@ export interface NewRow {
   assigneeId: number | null
   channel: SlaChannel
   splitFrom: number | null
+  /** Its custom fields' values, as the row keeps them (db/stores/fields.ts, valuesJson). */
+  fields: string
   /** How many comments it starts with: 1, the opening post, but for a split. */
   commentsCount: number
   at: Date
@@ -484,7 +498,9 @@ export async function insertDiscussionIn(port: StorePort, row: NewRow): Promise<
   const facts = { categoryId: row.categoryId, tags: [], authorEmail: row.customerEmail, channel: row.channel }
   const sla = await slaOfWrite(port, { siteId: row.siteId, before: null, after: { state: row.state, awaitingTeam: row.awaitingTeam }, facts, at: row.at })
   await write.insert.execute({ ...row, ...boundColumns(port, sla.columns), number, permalink: slugify(row.title, 'discussion'), at: row.at })
-  return { discussion: await getIn(port, row.siteId, number), schedule: sla.schedule }
+  const discussion = await getIn(port, row.siteId, number)
+  if (row.fields !== '{}') await indexValuesIn(port, row.siteId, discussion.id, valuesOf(row.fields))
+  return { discussion, schedule: sla.schedule }
 }
 
 /** A new discussion counted: in its counts' row, and in the reports' day rows (the site's row, when taken, before these). */
@@ -516,6 +532,7 @@ export async function createDiscussionIn(
   // A customer's new discussion in a round-robin category goes to the next supporter in turn.
   const assigneeId = !author.bySupporter && !input.spam && category.roundRobin ? await nextInTurn(port, input.siteId, { id: input.categoryId, lastAssigneeId: category.lastAssigneeId }) : undefined
   const state = input.spam ? 'spam' : initialState(author.bySupporter)
+  const values = input.fields ? await valuesAfter(port, input.siteId, {}, input.fields) : {}
   const { discussion, schedule } = await insertDiscussionIn(port, {
     siteId: input.siteId,
     categoryId: input.categoryId,
@@ -531,6 +548,7 @@ export async function createDiscussionIn(
     assigneeId: assigneeId ?? null,
     channel: channelOf(input.via),
     splitFrom: null,
+    fields: valuesJson(values),
     commentsCount: 1,
     at: now,
   })

@@ -242,6 +242,8 @@ export function createMergeStore(port: StorePort, clock: Clock, box: SecretBox, 
           assigneeId: from.assigneeId,
           channel: from.channel,
           splitFrom: from.number,
+          // The same customer, the same order or plan: its fields' values go with it.
+          fields: from.fields,
           commentsCount: taken.length,
           at: now,
         })

@@ -53,7 +53,7 @@ t.test('replying and changing: bad fields, nothing to change, unknown category',
     [{ field: 'body', problem: 'must be at most 65536 characters' }],
     'a reply over the length limit',
   )
-  invalid(t, await api('PUT', '/demo/discussions/1', {}), [{ field: '(request body)', problem: 'names nothing to change: send title, public, category, assignee or tags' }], 'empty PUT')
+  invalid(t, await api('PUT', '/demo/discussions/1', {}), [{ field: '(request body)', problem: 'names nothing to change: send title, public, category, assignee, tags or fields' }], 'empty PUT')
   invalid(t, await api('PUT', '/demo/discussions/1', { category: 'two' }), [{ field: 'category', problem: 'must be a category id' }], 'category not a number')
   invalid(
     t,

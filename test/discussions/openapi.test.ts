@@ -28,6 +28,8 @@ const READS = [
   '/{site}/webhooks/{id}',
   '/{site}/webhooks/{id}/deliveries',
   '/{site}/saved_replies',
+  '/{site}/fields',
+  '/{site}/fields/{id}',
   '/{site}/saved_replies/{id}',
   '/{site}/macros',
   '/{site}/macros/{id}',
@@ -53,6 +55,9 @@ const WRITES = [
   'post /{site}/discussions/{number}/participants',
   'delete /{site}/discussions/{number}/participants/{email}',
   ...['resolve', 'unresolve', 'toggle', 'restore', 'spam', 'not_spam', 'change_category', 'assign', 'merge', 'unmerge', 'split'].map((action) => `post /{site}/discussions/{number}/${action}`),
+  'post /{site}/fields',
+  'patch /{site}/fields/{id}',
+  'delete /{site}/fields/{id}',
   'patch /{site}/categories/{id}',
   'post /{site}/categories',
   'delete /{site}/categories/{id}',
@@ -130,7 +135,7 @@ t.test('every API route is in the document, and nothing else', async (t) => {
 
   // Any discussion or category route registered in the app, now or later, must be documented.
   const toPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
-  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|staff|invitations|webhooks|saved_replies|macros|rules|sender_rules|search|changes|audit_log|schedules|sla_policies|reports)/.test(r.url))
+  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|staff|invitations|webhooks|saved_replies|fields|macros|rules|sender_rules|search|changes|audit_log|schedules|sla_policies|reports)/.test(r.url))
   t.equal(apiShaped.length, EXPECTED.length - 2, 'all but the site resource')
   for (const r of apiShaped) t.ok(documented.includes(`${r.method} ${toPath(r.url)}`), `${r.method} ${r.url} is documented`)
   t.notOk(Object.keys(doc.paths).some((p) => p.includes('*') || p.includes('openapi') || p.includes('well-known')))

@@ -1,4 +1,5 @@
 import { ratings } from '../../../lib/reports.ts'
+import { FIELD_KEY, MAX_CHOICES, MAX_FIELDS } from '../../../lib/fields.ts'
 import { Type, type TProperties } from 'typebox'
 import { changeKinds, commentVias, discussionStates, outboxStates } from '../../../db/values.ts'
 import { sorts } from '../../../db/stores/discussion-listing.ts'
@@ -127,6 +128,10 @@ const discussionFields = {
   sla: Type.Union([DiscussionSla, Type.Null()], { description: 'The SLA policy that chose it and its due times; null when no policy of the site chooses it.' }),
   facts: DiscussionFacts,
   satisfaction: Type.Union([Satisfaction, Type.Null()], { description: "Its customer's rating, once it was resolved; null until they rate it." }),
+  fields: Type.Object({}, {
+    additionalProperties: Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Array(Type.String())]),
+    description: "Its custom fields' values, by key: text, link, date (YYYY-MM-DD) and choice as a string, number as a number, yes_no as a boolean, choices as a list (GET /{site}/fields says each field's kind). A removed field's value stays readable here.",
+  }),
   merged_into: Type.Union([Type.Object({ number: Type.Integer(), href: Href }), Type.Null()], {
     description: 'Once merged (state merged): the discussion of its site it went into, which holds its comments now; its own address answers with a redirect there. Null otherwise.',
   }),
@@ -375,10 +380,19 @@ const uploads = {
   ),
 }
 
+/** Values of the site's custom fields by key (GET /{site}/fields says each one's kind); null clears one. */
+const FieldsGiven = Type.Object({}, {
+  additionalProperties: Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Array(Type.String(), { maxItems: MAX_CHOICES }), Type.Null()]),
+  propertyNames: { pattern: FIELD_KEY.source },
+  maxProperties: MAX_FIELDS,
+  description: "Values of the site's custom fields, by key (GET /{site}/fields lists them and their kinds); null clears one.",
+})
+
 export const CreateBody = Type.Object({
   title: Text(MAX_TITLE, 'The subject.'),
   body: Text(MAX_BODY, 'The opening post.'),
   public: Type.Optional(Type.Boolean({ description: "Defaults to the category's visibility." })),
+  fields: Type.Optional(FieldsGiven),
   ...onBehalf,
   ...uploads,
 })
@@ -396,6 +410,7 @@ export const UpdateBody = Type.Object({
   category: Type.Optional(Id('Move to the category with this id.', 'must be a category id')),
   assignee: Type.Optional(Type.Union([Id('Give it to this supporter of the site.', 'must be a user id or null'), Type.Null()], { description: 'The supporter who owns it, or null for nobody.' })),
   tags: Type.Optional(Tags),
+  fields: Type.Optional(FieldsGiven),
 })
 
 // ---- answers that are not the resource

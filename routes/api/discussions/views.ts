@@ -1,4 +1,5 @@
 import type { Static } from 'typebox'
+import { valuesOf } from '../../../db/stores/fields.ts'
 import { createKeptTexts } from '../../../lib/kept-texts.ts'
 import type { Urls } from '../../../lib/urls.ts'
 import type { Category as CategoryRow } from '../../../db/stores/categories.ts'
@@ -162,6 +163,7 @@ export function createViews(urls: Urls) {
           team_replies: row.teamReplies,
         },
         satisfaction: row.rating === null || row.ratedAt === null ? null : { rating: row.rating, comment: row.ratingComment, rated_at: moment(row.ratedAt) },
+        fields: valuesOf(row.fields),
         merged_into: row.mergedInto === null ? null : { number: row.mergedInto, href: `${site.discussions}/${row.mergedInto}` },
         merge_href: `${href}/merge`,
         split_from: row.splitFrom === null ? null : { number: row.splitFrom, href: `${site.discussions}/${row.splitFrom}` },

@@ -56,6 +56,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
         onBehalfOf: onBehalfOf(request.body),
         via: apiVia(request.headers),
         uploads: request.body.uploads,
+        fields: request.body.fields as Record<string, unknown> | undefined,
       })
       const resource = views.discussion(site.permalink, discussion)
       const comments = [views.comment(site.permalink, discussion.number, comment, (await commentExtras(context, [comment]))(comment))]
@@ -103,7 +104,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
       schema: {
         tags: ['discussions'],
         operationId: 'updateDiscussion',
-        summary: 'Change the title, visibility, category, owner or tags of a discussion',
+        summary: 'Change the title, visibility, category, owner, tags or custom fields of a discussion',
         params: NumberParams,
         body: UpdateBody,
         response: { 200: Discussion, ...errorResponses },
@@ -111,11 +112,11 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
     },
     async (request) => {
       const { site, user } = request.auth!
-      const { title, public: isPublic, category, assignee, tags } = request.body
-      if (title === undefined && isPublic === undefined && category === undefined && assignee === undefined && tags === undefined) {
-        throw new InvalidRequest([{ field: WHOLE_BODY, problem: 'names nothing to change: send title, public, category, assignee or tags' }])
+      const { title, public: isPublic, category, assignee, tags, fields } = request.body
+      if (title === undefined && isPublic === undefined && category === undefined && assignee === undefined && tags === undefined && fields === undefined) {
+        throw new InvalidRequest([{ field: WHOLE_BODY, problem: 'names nothing to change: send title, public, category, assignee, tags or fields' }])
       }
-      const changes = { title, public: isPublic, categoryId: category, assigneeId: assignee, tags, actor: user }
+      const changes = { title, public: isPublic, categoryId: category, assigneeId: assignee, tags, fields: fields as Record<string, unknown> | undefined, actor: user }
       const changed = await discussions.update(site.id, request.params.number, changes, {}, expectedVersion(request))
       return views.discussion(site.permalink, changed)
     },

@@ -1,0 +1,151 @@
+import { and, asc, count, eq, isNull, sql } from '../drizzle.ts'
+import type { StorePort, Tables } from '../port.ts'
+import type { Clock } from '../../lib/clock.ts'
+import { definitionProblem, fieldValue, indexedTexts, MAX_FIELDS, type FieldAudience, type FieldKind, type FieldValue } from '../../lib/fields.ts'
+import { isUniqueViolation } from '../../lib/database-errors.ts'
+import { changedFields, recordChange, type Actor } from './audit.ts'
+import { StoreError } from './errors.ts'
+import { bumpSiteVersion, lockSite } from './sites.ts'
+
+// A site's custom fields (issue 72; lib/fields.ts; docs/decisions.md, "Custom fields"): defined by
+// its administrators, given values on its discussions by the team. A discussion keeps its values
+// twice, in its row as the API shows them (`fields`, JSON, as its tags are kept) and as the rows of
+// field_values a filter finds it by, written in the same transaction. A field removed stays, marked
+// removed: its key is never another field's, and its values stay readable on their discussions.
+
+export type Field = Tables['fields']['$inferSelect']
+
+export interface FieldInput {
+  key: string
+  name: string
+  kind: FieldKind
+  audience?: FieldAudience
+  required?: boolean
+  choices?: string[]
+}
+
+export type FieldChange = Partial<Pick<FieldInput, 'name' | 'audience' | 'required' | 'choices'>>
+
+/** A field's values as a discussion's row keeps them: by key. */
+export type FieldValues = Record<string, FieldValue>
+
+/** The values kept in a discussion's row. */
+export const valuesOf = (json: string): FieldValues => JSON.parse(json) as FieldValues
+
+/** The site's fields that take values now (not removed), in their order. */
+export async function activeFieldsIn(port: StorePort, siteId: number): Promise<Field[]> {
+  const { fields } = port.tables
+  return port.db.select().from(fields).where(and(eq(fields.siteId, siteId), isNull(fields.removedAt))).orderBy(asc(fields.position), asc(fields.id))
+}
+
+/**
+ * The values after `given` (by key; null clears one) is applied to `before`, checked against the
+ * site's fields: a key that is no field of the site, or a value its kind does not take, is refused
+ * (invalid, naming `fields.<key>`).
+ */
+export async function valuesAfter(port: StorePort, siteId: number, before: FieldValues, given: Record<string, unknown>): Promise<FieldValues> {
+  const fields = new Map((await activeFieldsIn(port, siteId)).map((f) => [f.key, f]))
+  const after: FieldValues = { ...before }
+  for (const [key, raw] of Object.entries(given)) {
+    const field = fields.get(key)
+    if (!field) throw new StoreError(`is not a field of this site (GET /<site>/fields lists them)`, 'invalid', `fields.${key}`)
+    const checked = fieldValue({ key, kind: field.kind, choices: JSON.parse(field.choices) as string[] }, raw)
+    if ('problem' in checked) throw new StoreError(checked.problem, 'invalid', `fields.${key}`)
+    if (checked.value === null || (Array.isArray(checked.value) && checked.value.length === 0)) delete after[key]
+    else after[key] = checked.value
+  }
+  return after
+}
+
+/** The JSON a row keeps of `values`: keys sorted, so the same values are the same text. */
+export const valuesJson = (values: FieldValues): string => JSON.stringify(Object.fromEntries(Object.entries(values).sort(([a], [b]) => a.localeCompare(b))))
+
+/** The rows a filter finds discussion `discussionId` by, made again from its values (in the write's transaction). */
+export async function indexValuesIn(port: StorePort, siteId: number, discussionId: number, values: FieldValues): Promise<void> {
+  const { fieldValues } = port.tables
+  await port.db.delete(fieldValues).where(eq(fieldValues.discussionId, discussionId))
+  if (Object.keys(values).length === 0) return
+  const ids = new Map((await activeFieldsIn(port, siteId)).map((f) => [f.key, f.id]))
+  const rows = Object.entries(values).flatMap(([key, value]) => (ids.has(key) ? indexedTexts(value).map((text) => ({ siteId, discussionId, fieldId: ids.get(key)!, value: text })) : []))
+  if (rows.length > 0) await port.db.insert(fieldValues).values(rows)
+}
+
+/** The unique key's refusal, from the database's own (two writes at once cannot both pass). */
+async function keyUnique<T>(key: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write()
+  } catch (error) {
+    if (isUniqueViolation(error)) throw new StoreError(`is "${key}", which a field of this site has (or had: a removed field's key stays its own)`, 'conflict', 'key')
+    throw error
+  }
+}
+
+function checkedDefinition(input: { key: string; name: string; kind: FieldKind; choices: string[] }) {
+  const problem = definitionProblem(input)
+  if (problem) throw new StoreError(problem.problem, 'invalid', problem.field)
+}
+
+export function createFieldStore(port: StorePort, clock: Clock) {
+  const { db, tables: { fields } } = port
+  const mine = (siteId: number, id: number) => and(eq(fields.siteId, siteId), eq(fields.id, port.wide(id)))
+  const notFound = (id: number) => new StoreError(`there is no field ${id} on this site`, 'not_found', 'id')
+
+  return {
+    /** The site's fields in their order; the removed ones too when asked (for export). */
+    list: async (siteId: number, { removed = false } = {}): Promise<Field[]> =>
+      removed ? db.select().from(fields).where(eq(fields.siteId, siteId)).orderBy(asc(fields.position), asc(fields.id)) : activeFieldsIn(port, siteId),
+
+    find: async (siteId: number, id: number): Promise<Field | undefined> => (await db.select().from(fields).where(mine(siteId, id)))[0],
+
+    /** A new field, last in the order; at most MAX_FIELDS a site (counted under the site's lock). */
+    add(siteId: number, input: FieldInput, by: Actor): Promise<Field> {
+      const choices = input.choices ?? []
+      checkedDefinition({ ...input, choices })
+      return keyUnique(input.key, () =>
+        port.atomic(async (tx) => {
+          await lockSite(tx, siteId)
+          const [{ n }] = await tx.db.select({ n: count() }).from(fields).where(and(eq(fields.siteId, siteId), isNull(fields.removedAt)))
+          if (Number(n) >= MAX_FIELDS) throw new StoreError(`a site has at most ${MAX_FIELDS} fields; remove one first`, 'limit')
+          const [{ last }] = await tx.db.select({ last: sql<number | null>`max(${fields.position})` }).from(fields).where(eq(fields.siteId, siteId))
+          const [made] = await tx.db
+            .insert(fields)
+            .values({ siteId, key: input.key, name: input.name.trim(), kind: input.kind, audience: input.audience ?? 'team', required: input.required ?? false, choices: JSON.stringify(choices), position: (last ?? 0) + 1, createdAt: new Date(clock()) })
+            .returning()
+          await recordChange(tx, clock, by, siteId, 'field.created', made!.key, { kind: made!.kind, audience: made!.audience })
+          await bumpSiteVersion(tx, siteId)
+          return made!
+        }),
+      )
+    },
+
+    /**
+     * Its name, audience, whether it is required, and its choices (a choice taken away stays on the
+     * discussions that have it until they are changed); its key and kind never change.
+     */
+    async update(siteId: number, id: number, change: FieldChange, by: Actor): Promise<Field> {
+      return port.atomic(async (tx) => {
+        const [before] = await tx.locked(tx.db.select().from(fields).where(mine(siteId, id)))
+        if (!before || before.removedAt !== null) throw notFound(id)
+        const next = { name: change.name?.trim() ?? before.name, audience: change.audience ?? before.audience, required: change.required ?? before.required, choices: change.choices ?? (JSON.parse(before.choices) as string[]) }
+        checkedDefinition({ key: before.key, kind: before.kind, name: next.name, choices: next.choices })
+        const [after] = await tx.db.update(fields).set({ ...next, choices: JSON.stringify(next.choices) }).where(eq(fields.id, before.id)).returning()
+        const difference = changedFields({ name: before.name, audience: before.audience, required: before.required, choices: JSON.parse(before.choices) as string[] }, next)
+        if (Object.keys(difference.after).length > 0) await recordChange(tx, clock, by, siteId, 'field.changed', before.key, difference)
+        await bumpSiteVersion(tx, siteId)
+        return after!
+      })
+    },
+
+    /** Removes a field: no value is given to it from now on, and no filter finds by it; those given stay readable. */
+    async remove(siteId: number, id: number, by: Actor): Promise<void> {
+      await port.atomic(async (tx) => {
+        const [removed] = await tx.db.update(fields).set({ removedAt: new Date(clock()) }).where(and(mine(siteId, id), isNull(fields.removedAt))).returning()
+        if (!removed) throw notFound(id)
+        await recordChange(tx, clock, by, siteId, 'field.removed', removed.key)
+        await bumpSiteVersion(tx, siteId)
+      })
+    },
+  }
+}
+
+export type FieldStore = ReturnType<typeof createFieldStore>

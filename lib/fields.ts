@@ -1,0 +1,133 @@
+// Custom fields (issue 72; docs/decisions.md, "Custom fields"): what a site's field is, and what a
+// value of each kind may be, as pure functions. A value is kept twice: in the discussion's row as
+// the API shows it (its `fields`, JSON, like its tags), and as the rows a filter finds it by, each
+// a canonical text (db/stores/fields.ts): a number as JavaScript writes it, a date as YYYY-MM-DD
+// (which sorts as dates do), yes/no as true or false, each of several choices a row of its own.
+
+export const fieldKinds = ['text', 'number', 'date', 'choice', 'choices', 'yes_no', 'link'] as const
+export type FieldKind = (typeof fieldKinds)[number]
+
+/** Who sees a field: the team only, or its customers too (asked on the support site's new discussion form). */
+export const fieldAudiences = ['team', 'customers'] as const
+export type FieldAudience = (typeof fieldAudiences)[number]
+
+/**
+ * The most fields a site has (docs/decisions.md, "Custom fields"): each is read and checked on every
+ * write of a discussion and shown on every page of one, and Zammad slows past 150-200 (zammad#4754).
+ */
+export const MAX_FIELDS = 50
+/** A field's key: what the API's `fields`, the listing's `?field.<key>=` and the search's `<key>:` name it by. */
+export const FIELD_KEY = /^[a-z][a-z0-9_]{0,39}$/
+export const MAX_FIELD_NAME = 100
+export const MAX_CHOICES = 100
+export const MAX_CHOICE = 100
+export const MAX_TEXT_VALUE = 1_000
+export const MAX_LINK = 2_048
+/** Numbers kept exactly: within what a double holds to the unit. */
+const MAX_NUMBER = 1e15
+
+/** What a value of a field is checked against. */
+export interface FieldShape {
+  key: string
+  kind: FieldKind
+  choices: readonly string[]
+}
+
+/** A value as the API shows it. */
+export type FieldValue = string | number | boolean | string[]
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
+
+/** Whether `text` is a date of the calendar, YYYY-MM-DD. */
+function isDate(text: string): boolean {
+  const m = DATE.exec(text)
+  if (!m) return false
+  const at = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])))
+  return at.getUTCFullYear() === Number(m[1]) && at.getUTCMonth() === Number(m[2]) - 1 && at.getUTCDate() === Number(m[3])
+}
+
+function isLink(text: string): boolean {
+  if (text.length > MAX_LINK || /\s/.test(text)) return false
+  try {
+    const url = new URL(text)
+    return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== ''
+  } catch {
+    return false
+  }
+}
+
+/** Text a person wrote: no control character but the line breaks and tabs. */
+const plain = (text: string) => !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(text)
+
+/**
+ * A value given for `field` (the API's JSON), as it is kept and shown, or the problem with it; null
+ * clears the field.
+ */
+export function fieldValue(field: FieldShape, given: unknown): { value: FieldValue | null } | { problem: string } {
+  if (given === null) return { value: null }
+  switch (field.kind) {
+    case 'text': {
+      if (typeof given !== 'string') return { problem: 'must be text' }
+      const text = given.trim()
+      if (text === '') return { problem: 'must not be blank (null clears it)' }
+      if (text.length > MAX_TEXT_VALUE || !plain(text)) return { problem: `must be at most ${MAX_TEXT_VALUE} characters, without control characters` }
+      return { value: text }
+    }
+    case 'number':
+      if (typeof given !== 'number' || !Number.isFinite(given) || Math.abs(given) > MAX_NUMBER) return { problem: `must be a number between -${MAX_NUMBER} and ${MAX_NUMBER}` }
+      return { value: Object.is(given, -0) ? 0 : given }
+    case 'date':
+      return typeof given === 'string' && isDate(given) ? { value: given } : { problem: 'must be a date, YYYY-MM-DD' }
+    case 'choice':
+      return typeof given === 'string' && field.choices.includes(given) ? { value: given } : { problem: `must be one of ${field.choices.join(', ')}` }
+    case 'choices': {
+      if (!Array.isArray(given) || !given.every((c): c is string => typeof c === 'string' && field.choices.includes(c))) return { problem: `must be a list of ${field.choices.join(', ')}` }
+      // In the field's order, each once: the same set is the same value.
+      const chosen = field.choices.filter((c) => given.includes(c))
+      return { value: chosen }
+    }
+    case 'yes_no':
+      return typeof given === 'boolean' ? { value: given } : { problem: 'must be true or false' }
+    case 'link':
+      return typeof given === 'string' && isLink(given.trim()) ? { value: given.trim() } : { problem: 'must be an http or https address' }
+  }
+}
+
+/** The texts a filter finds a value by: one, or one per choice of several (none for an empty list). */
+export function indexedTexts(value: FieldValue): string[] {
+  if (Array.isArray(value)) return value
+  return [String(value)]
+}
+
+/** A filter's text (`?field.<key>=`, the search's `<key>:`) as the rows keep it, or the problem with it. */
+export function filterText(field: FieldShape, text: string): { text: string } | { problem: string } {
+  switch (field.kind) {
+    case 'number': {
+      const n = text.trim() === '' ? Number.NaN : Number(text)
+      return Number.isFinite(n) ? { text: String(Object.is(n, -0) ? 0 : n) } : { problem: 'must be a number' }
+    }
+    case 'yes_no':
+      return /^(true|yes)$/i.test(text) ? { text: 'true' } : /^(false|no)$/i.test(text) ? { text: 'false' } : { problem: 'must be true or false' }
+    case 'date':
+      return isDate(text) ? { text } : { problem: 'must be a date, YYYY-MM-DD' }
+    case 'choice':
+    case 'choices':
+      return field.choices.includes(text) ? { text } : { problem: `must be one of ${field.choices.join(', ')}` }
+    case 'text':
+    case 'link':
+      return text.trim() === '' ? { problem: 'must not be blank' } : { text: text.trim() }
+  }
+}
+
+/** The problem with a field's definition, or undefined: its key, name, and choices for the kinds that have them. */
+export function definitionProblem(field: { key: string; name: string; kind: FieldKind; choices: readonly string[] }): { field: string; problem: string } | undefined {
+  if (!FIELD_KEY.test(field.key)) return { field: 'key', problem: 'must be lower-case letters, digits and _, starting with a letter, at most 40' }
+  const name = field.name.trim()
+  if (name === '' || name.length > MAX_FIELD_NAME || !plain(name)) return { field: 'name', problem: `must be 1 to ${MAX_FIELD_NAME} characters, without control characters` }
+  const chosen = field.kind === 'choice' || field.kind === 'choices'
+  if (!chosen) return field.choices.length === 0 ? undefined : { field: 'choices', problem: `are for the kinds choice and choices, not ${field.kind}` }
+  if (field.choices.length === 0 || field.choices.length > MAX_CHOICES) return { field: 'choices', problem: `must be 1 to ${MAX_CHOICES}` }
+  if (new Set(field.choices).size !== field.choices.length) return { field: 'choices', problem: 'must each be given once' }
+  const bad = field.choices.find((c) => c.trim() !== c || c === '' || c.length > MAX_CHOICE || !plain(c))
+  return bad === undefined ? undefined : { field: 'choices', problem: `must each be 1 to ${MAX_CHOICE} characters, without spaces around them: "${bad}"` }
+}

@@ -1,0 +1,104 @@
+import t from 'tap'
+import { supporterWithToken } from '../fixtures/app.ts'
+import { discussionApp } from '../fixtures/discussions.ts'
+import { MAX_FIELDS } from '../../lib/fields.ts'
+
+// Engines: both: the fields and their values are rows written with the discussion in one transaction, and filtered by an index, which each engine must do alike.
+// A site's custom fields (issue 72; db/stores/fields.ts; docs/decisions.md, "Custom fields"):
+// defined by administrators, given values on discussions through the API, each kind checked.
+
+async function fieldsApp(t: Parameters<typeof discussionApp>[0]) {
+  const made = await discussionApp(t)
+  const boss = await supporterWithToken(made.app, { email: 'boss@example.test' })
+  await made.app.users.setAdministrator(made.ann.site.id, boss.user.id, true)
+  const admin = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) => made.api(method, url, payload, boss.bearer)
+  const add = async (field: object) => {
+    const res = await admin('POST', '/demo/fields', field)
+    if (res.statusCode !== 201) throw new Error(`field refused: ${res.statusCode} ${res.body}`)
+    return res.json()
+  }
+  return { ...made, boss, admin, add }
+}
+
+t.test('administrators define fields; the team reads them; values of each kind are set, shown, cleared, and refused when wrong', async (t) => {
+  const { api, add, create } = await fieldsApp(t)
+  const order = await add({ key: 'order_number', name: 'Order number', kind: 'text' })
+  t.match(order, { key: 'order_number', name: 'Order number', kind: 'text', audience: 'team', required: false, choices: [], position: 1, removed_at: null, href: `https://api.example.test/demo/fields/${order.id}` })
+  await add({ key: 'seats', name: 'Seats', kind: 'number' })
+  await add({ key: 'renewal', name: 'Renewal', kind: 'date', audience: 'customers', required: true })
+  await add({ key: 'plan', name: 'Plan', kind: 'choice', choices: ['Basic', 'Pro'] })
+  await add({ key: 'products', name: 'Products', kind: 'choices', choices: ['Desk', 'Chat', 'Mail'] })
+  await add({ key: 'vip', name: 'VIP', kind: 'yes_no' })
+  await add({ key: 'crm', name: 'CRM record', kind: 'link' })
+  t.same((await api('GET', '/demo/fields')).json().fields.map((f: { key: string; position: number }) => [f.key, f.position]), [['order_number', 1], ['seats', 2], ['renewal', 3], ['plan', 4], ['products', 5], ['vip', 6], ['crm', 7]], 'any supporter reads them, in order')
+
+  const given = { order_number: ' A-1002 ', seats: 12, renewal: '2027-01-31', plan: 'Pro', products: ['Mail', 'Desk'], vip: true, crm: 'https://crm.example/c/7' }
+  const d = await create({ title: 'Invoice', fields: given })
+  t.same(d.fields, { crm: 'https://crm.example/c/7', order_number: 'A-1002', plan: 'Pro', products: ['Desk', 'Mail'], renewal: '2027-01-31', seats: 12, vip: true }, 'given on create, kept canonical')
+  const changed = await api('PUT', `/demo/discussions/${d.number}`, { fields: { seats: 15, vip: null, products: [] } })
+  t.equal(changed.statusCode, 200, changed.body)
+  t.same(changed.json().fields, { crm: 'https://crm.example/c/7', order_number: 'A-1002', plan: 'Pro', renewal: '2027-01-31', seats: 15 }, 'changed one, cleared two (null, and no choice), the rest kept')
+  const version = (await api('GET', `/demo/discussions/${d.number}`)).headers.etag
+  t.equal((await api('PUT', `/demo/discussions/${d.number}`, { fields: { seats: 15 } })).statusCode, 200)
+  t.equal((await api('GET', `/demo/discussions/${d.number}`)).headers.etag, version, 'the same value again changes nothing')
+
+  const refusals: Array<[object, string, RegExp]> = [
+    [{ seats: '15' }, 'fields.seats', /number/],
+    [{ renewal: '2027-02-30' }, 'fields.renewal', /YYYY-MM-DD/],
+    [{ plan: 'Gold' }, 'fields.plan', /one of Basic, Pro/],
+    [{ products: ['Desk', 'Fax'] }, 'fields.products', /list of Desk, Chat, Mail/],
+    [{ vip: 'yes' }, 'fields.vip', /true or false/],
+    [{ crm: 'javascript:alert(1)' }, 'fields.crm', /http/],
+    [{ order_number: '   ' }, 'fields.order_number', /blank/],
+    [{ colour: 'red' }, 'fields.colour', /not a field of this site/],
+  ]
+  for (const [fields, field, problem] of refusals) {
+    const res = await api('PUT', `/demo/discussions/${d.number}`, { fields })
+    t.equal(res.statusCode, 400, JSON.stringify(fields))
+    t.match(res.json().fields, [{ field, problem }])
+  }
+  t.equal((await api('PUT', `/demo/discussions/${d.number}`, { fields: { 'Bad Key': 1 } })).statusCode, 400, 'a key that cannot be one')
+  t.equal((await api('POST', '/demo/categories/1/discussions', { title: 'x', body: 'y', fields: { seats: 'many' } })).statusCode, 400, 'refused on create too')
+  t.equal((await api('GET', '/demo/discussions')).json().total, 1, 'and nothing made')
+  t.same((await api('GET', `/demo/discussions/${d.number}`)).json().fields.seats, 15, 'nothing changed by a refusal')
+})
+
+t.test('a field is changed, removed (its values stay readable, its key its own), and only administrators write them', async (t) => {
+  const { app, api, admin, add, create } = await fieldsApp(t)
+  const plan = await add({ key: 'plan', name: 'Plan', kind: 'choice', choices: ['Basic', 'Pro'] })
+  const d = await create({ fields: { plan: 'Pro' } })
+  const renamed = await admin('PATCH', `/demo/fields/${plan.id}`, { name: 'Subscription', choices: ['Basic', 'Pro', 'Enterprise'], audience: 'customers' })
+  t.match(renamed.json(), { key: 'plan', name: 'Subscription', kind: 'choice', audience: 'customers', choices: ['Basic', 'Pro', 'Enterprise'] })
+  t.equal((await admin('PATCH', `/demo/fields/${plan.id}`, { kind: 'text' })).statusCode, 400, 'its kind stays')
+  t.equal((await admin('PATCH', `/demo/fields/${plan.id}`, { choices: ['A', 'A'] })).statusCode, 400)
+  t.equal((await admin('PATCH', `/demo/fields/${plan.id}`, {})).statusCode, 400, 'something to change')
+  t.equal((await admin('POST', '/demo/fields', { key: 'plan', name: 'Again', kind: 'text' })).statusCode, 409, 'a key once')
+  t.equal((await admin('POST', '/demo/fields', { key: 'Plan', name: 'x', kind: 'text' })).statusCode, 400)
+  t.equal((await admin('POST', '/demo/fields', { key: 'size', name: 'x', kind: 'choice' })).statusCode, 400, 'a choice needs its choices')
+  t.equal((await admin('POST', '/demo/fields', { key: 'size', name: 'x', kind: 'colour' })).statusCode, 400)
+
+  const supporter = await api('POST', '/demo/fields', { key: 'mine', name: 'Mine', kind: 'text' })
+  t.equal(supporter.statusCode, 403, 'a supporter reads them, does not write them')
+  t.equal((await api('DELETE', `/demo/fields/${plan.id}`)).statusCode, 403)
+  const other = await supporterWithToken(app, { site: 'other', email: 'olga@example.test' })
+  await app.users.setAdministrator(other.site.id, other.user.id, true)
+  t.equal((await app.inject({ method: 'GET', url: `/other/fields/${plan.id}`, headers: other.bearer })).statusCode, 404, "another site's administrator does not see it")
+  t.equal((await app.inject({ method: 'DELETE', url: `/other/fields/${plan.id}`, headers: other.bearer })).statusCode, 404, 'nor removes it')
+  t.equal((await app.inject({ method: 'GET', url: '/other/fields', headers: other.bearer })).json().fields.length, 0)
+
+  t.equal((await admin('DELETE', `/demo/fields/${plan.id}`)).statusCode, 204)
+  t.equal((await admin('DELETE', `/demo/fields/${plan.id}`)).statusCode, 404, 'removed once')
+  t.same((await api('GET', '/demo/fields')).json().fields, [], 'no longer listed')
+  t.match((await api('GET', '/demo/fields?removed=true')).json().fields, [{ key: 'plan', removed_at: /Z$/ }], 'but kept')
+  t.same((await api('GET', `/demo/discussions/${d.number}`)).json().fields, { plan: 'Pro' }, 'its values stay readable')
+  t.match((await api('PUT', `/demo/discussions/${d.number}`, { fields: { plan: 'Basic' } })).json(), { fields: [{ field: 'fields.plan', problem: /not a field/ }] }, 'and take no new one')
+  t.equal((await admin('POST', '/demo/fields', { key: 'plan', name: 'Plan', kind: 'text' })).statusCode, 409, 'its key stays its own')
+  t.equal((await admin('PATCH', `/demo/fields/${plan.id}`, { name: 'Back' })).statusCode, 404)
+  t.equal((await api('GET', '/demo/fields/999')).statusCode, 404)
+
+  for (let i = 1; i < MAX_FIELDS; i++) await add({ key: `f${i}`, name: `F${i}`, kind: 'yes_no' })
+  t.equal((await admin('POST', '/demo/fields', { key: 'last', name: 'Last', kind: 'text' })).statusCode, 201, `${MAX_FIELDS} fields`)
+  const over = await admin('POST', '/demo/fields', { key: 'over', name: 'Over', kind: 'text' })
+  t.equal(over.statusCode, 429, `not ${MAX_FIELDS + 1}`)
+  t.match(over.json().message, `at most ${MAX_FIELDS} fields`)
+})
