@@ -3,7 +3,7 @@ import { isLive } from '../live.ts'
 import { assigneeNameOf, countScope, listingShape, totalFromCounts, type CountTotal, type ListingShape, type DiscussionListing, type DiscussionRow, type ListingQuery } from '../stores/discussion-listing.ts'
 import type { Executor } from '../port.ts'
 import type { PgDb } from './client.ts'
-import { discussions, discussionTags, users } from '../schema/postgres.ts'
+import { discussions, discussionTags, fieldValues, users } from '../schema/postgres.ts'
 
 /** An id compared as bigint (db/port.ts, `wide`). */
 const big = (value: SQLWrapper) => sql`${value}::bigint`
@@ -30,7 +30,7 @@ const orderOf = (shape: ListingShape) => (shape.sort === 'due' ? [asc(discussion
 /** A short name of the shape, for its prepared statements (unique app-wide with their prefix). */
 function shapeKey(shape: ListingShape): string {
   const flag = (b: boolean) => (b ? '1' : '0')
-  return `${shape.state}_${flag(shape.category)}${flag(shape.public)}${flag(shape.author)}${flag(shape.tag)}${flag(shape.breached)}_${shape.assignee}_${shape.since}_${flag(shape.before)}_${shape.sort}`
+  return `${shape.state}_${flag(shape.category)}${flag(shape.public)}${flag(shape.author)}${flag(shape.tag)}${flag(shape.field)}${flag(shape.breached)}_${shape.assignee}_${shape.since}_${flag(shape.before)}_${shape.sort}`
 }
 
 function conditions(shape: ListingShape): SQL {
@@ -43,6 +43,9 @@ function conditions(shape: ListingShape): SQL {
   if (shape.assignee === 'none') where.push(sql`${discussions.assigneeId} is null`)
   if (shape.tag) {
     where.push(sql`${discussions.id} in (select ${discussionTags.discussionId} from ${discussionTags} where ${discussionTags.siteId} = ${p('siteId')} and ${discussionTags.tag} = ${p('tag')})`)
+  }
+  if (shape.field) {
+    where.push(sql`${discussions.id} in (select ${fieldValues.discussionId} from ${fieldValues} where ${fieldValues.siteId} = ${p('siteId')} and ${fieldValues.fieldId} = ${p('fieldId')} and ${fieldValues.value} = ${p('fieldValue')})`)
   }
   if (shape.breached) where.push(sql`${discussions.slaBreached} <> ''`)
   if (shape.category) where.push(eq(discussions.categoryId, big(p('categoryId'))))
@@ -65,6 +68,8 @@ function parameters(query: ListingQuery): Record<string, unknown> {
     authorId: query.authorId,
     assignee: query.assignee,
     tag: query.tag,
+    fieldId: query.field?.id,
+    fieldValue: query.field?.value,
     since: query.since === undefined ? undefined : query.since.kind === 'number' ? query.since.after : new Date(query.since.from),
     before: query.before,
     limit: query.limit,

@@ -1,7 +1,7 @@
 import { and, eq, getTableColumns, inArray, sql, type Column, type Placeholder, type SQL, type SQLWrapper } from '../drizzle.ts'
 import { isLive } from '../live.ts'
 import type { Db } from './client.ts'
-import { discussions, discussionTags, users } from '../schema/sqlite.ts'
+import { discussions, discussionTags, fieldValues, users } from '../schema/sqlite.ts'
 import {
   assigneeNameOf,
   countScope,
@@ -33,12 +33,12 @@ const IDENTITY = new Set(['SQLiteInteger', 'SQLiteText'])
 
 const ORDER_COLUMN = { activity: discussions.lastUpdatedAt, created: discussions.createdAt, updated: discussions.updatedAt, number: discussions.number, due: discussions.dueAt }
 
-// Past this many matches, `since=<number>` (or a tag) reads the page in listing order instead of
-// through the number index (or the tag's), which would sort every match first.
+// Past this many matches, `since=<number>` (or a tag, or a field's value) reads the page in listing
+// order instead of through the number index (or the tag's, the value's), which would sort every match first.
 export const NARROW_SINCE = 5_000
 
-/** The index that reads a page: the listing order's, an author's, the number's, a category's, an owner's, the tag's, the queue's first tab's, the breached ones' or the order by due time's. */
-type Driver = 'order' | 'author' | 'number' | 'category' | 'assignee' | 'tag' | 'todo' | 'breached' | 'due'
+/** The index that reads a page: the listing order's, an author's, the number's, a category's, an owner's, the tag's, a field value's, the queue's first tab's, the breached ones' or the order by due time's. */
+type Driver = 'order' | 'author' | 'number' | 'category' | 'assignee' | 'tag' | 'field' | 'todo' | 'breached' | 'due'
 
 type Shape = ListingShape & { driver: Driver }
 
@@ -55,6 +55,7 @@ function firstDriver(query: ListingQuery): Driver {
   if (query.sort === 'due') return 'due'
   if (query.since?.kind === 'number' || query.sort === 'number') return 'number'
   if (query.tag !== undefined) return 'tag'
+  if (query.field !== undefined) return 'field'
   // The owner's index holds the live discussions only.
   if (query.assignee !== undefined && (query.state === 'live' || query.state === 'todo')) return 'assignee'
   if (query.categoryId !== undefined && query.sort === 'activity') return 'category'
@@ -90,6 +91,10 @@ function conditions(shape: Shape): { where: SQL; orderUsable: boolean } {
   if (shape.tag) {
     const tagged = sql`select ${discussionTags.discussionId} from ${discussionTags} where ${discussionTags.siteId} = ${sql.placeholder('siteId')} and ${discussionTags.tag} = ${sql.placeholder('tag')}`
     where.push(sql`${column(discussions.id, driver === 'tag')} in (${tagged})`)
+  }
+  if (shape.field) {
+    const valued = sql`select ${fieldValues.discussionId} from ${fieldValues} where ${fieldValues.siteId} = ${sql.placeholder('siteId')} and ${fieldValues.fieldId} = ${sql.placeholder('fieldId')} and ${fieldValues.value} = ${sql.placeholder('fieldValue')}`
+    where.push(sql`${column(discussions.id, driver === 'field')} in (${valued})`)
   }
   if (shape.breached) where.push(sql`${column(discussions.slaBreached, driver === 'breached')} <> ''`)
   if (shape.category) where.push(sql`${column(discussions.categoryId, driver === 'category')} = ${sql.placeholder('categoryId')}`)
@@ -195,6 +200,8 @@ export function createSqliteListing(db: Db, countTotal: CountTotal): DiscussionL
       authorId: query.authorId,
       assignee: query.assignee,
       tag: query.tag,
+      fieldId: query.field?.id,
+      fieldValue: query.field?.value,
       since: query.since?.kind === 'number' ? query.since.after : query.since?.from,
       before: query.before,
       limit: query.limit,
@@ -205,8 +212,8 @@ export function createSqliteListing(db: Db, countTotal: CountTotal): DiscussionL
   /** The driver of the page, once the number of matches is known. */
   function pageDriver(query: ListingQuery, total: number): Driver {
     const driver = firstDriver(query)
-    if ((driver !== 'number' && driver !== 'tag') || total <= NARROW_SINCE) return driver
-    return firstDriver({ ...query, since: undefined, tag: undefined })
+    if ((driver !== 'number' && driver !== 'tag' && driver !== 'field') || total <= NARROW_SINCE) return driver
+    return firstDriver({ ...query, since: undefined, tag: undefined, field: undefined })
   }
 
   return {

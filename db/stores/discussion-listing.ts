@@ -26,6 +26,8 @@ export interface ListingQuery {
   assignee?: number
   /** Discussions carrying this tag (as kept: lib/team-queue.ts, tagOf). */
   tag?: string
+  /** Discussions whose custom field `id` holds this value, as field_values keeps it (lib/fields.ts, filterText). */
+  field?: { id: number; value: string }
   /** Only those that broke a promise of an SLA policy (lib/sla.ts). */
   breached?: boolean
   since?: Since
@@ -79,6 +81,7 @@ export interface ListingShape {
   author: boolean
   assignee: 'any' | 'none' | 'one'
   tag: boolean
+  field: boolean
   breached: boolean
   since: 'none' | 'number' | 'date'
   before: boolean
@@ -93,6 +96,7 @@ export function listingShape(query: ListingQuery): ListingShape {
     author: query.authorId !== undefined,
     assignee: query.assignee === undefined ? 'any' : query.assignee === 0 ? 'none' : 'one',
     tag: query.tag !== undefined,
+    field: query.field !== undefined,
     breached: query.breached === true,
     since: query.since?.kind ?? 'none',
     before: query.before !== undefined,
@@ -106,9 +110,9 @@ export type CountTotal = (scope: CountScope) => Promise<number>
 /** The engine's listing over the port the discussion store runs on (the database, or a transaction of it). */
 export type ListingOf = (port: StorePort, total: CountTotal) => DiscussionListing
 
-/** Whether the listing's total is a sum of the counts (no author, no `since`, no tag, not only the breached). */
+/** Whether the listing's total is a sum of the counts (no author, no `since`, no tag, no field, not only the breached). */
 export function totalFromCounts(query: ListingQuery): boolean {
-  return query.authorId === undefined && query.since === undefined && query.tag === undefined && query.breached !== true
+  return query.authorId === undefined && query.since === undefined && query.tag === undefined && query.field === undefined && query.breached !== true
 }
 
 /** The scope of the counts a listing's total sums. */

@@ -102,3 +102,55 @@ t.test('a field is changed, removed (its values stay readable, its key its own),
   t.equal(over.statusCode, 429, `not ${MAX_FIELDS + 1}`)
   t.match(over.json().message, `at most ${MAX_FIELDS} fields`)
 })
+
+t.test('a listing filtered by a field: each kind by its own text, with the other filters, paged with the filter kept', async (t) => {
+  const { api, add, create, admin } = await fieldsApp(t)
+  await add({ key: 'order_number', name: 'Order', kind: 'text' })
+  await add({ key: 'seats', name: 'Seats', kind: 'number' })
+  await add({ key: 'products', name: 'Products', kind: 'choices', choices: ['Desk', 'Chat'] })
+  await add({ key: 'vip', name: 'VIP', kind: 'yes_no' })
+  const plan = await add({ key: 'plan', name: 'Plan', kind: 'choice', choices: ['Basic', 'Pro'] })
+  const one = await create({ title: 'One', fields: { order_number: 'A-1002', seats: 12, products: ['Desk', 'Chat'], vip: true } })
+  const two = await create({ title: 'Two', fields: { order_number: 'A-1003', seats: 12.5, products: ['Chat'], plan: 'Pro' } })
+  await create({ title: 'Three' })
+  const numbers = async (query: string) => {
+    const res = await api('GET', `/demo/discussions?${query}`)
+    t.equal(res.statusCode, 200, `${query}: ${res.statusCode === 200 ? '' : res.body}`)
+    return (res.json().discussions as Array<{ number: number }>).map((d) => d.number).sort()
+  }
+  t.same(await numbers('field.order_number=A-1002'), [one.number])
+  t.same(await numbers('field.seats=12.0'), [one.number], 'a number by its value')
+  t.same(await numbers('field.seats=12.5'), [two.number])
+  t.same(await numbers('field.products=Chat'), [one.number, two.number], 'one of several choices')
+  t.same(await numbers('field.vip=yes'), [one.number])
+  t.same(await numbers('field.plan=Basic'), [])
+  t.same(await numbers('field.products=Chat&tag=none-such'), [], 'with a tag')
+  t.equal((await api('GET', '/demo/discussions?field.products=Chat')).json().total, 2, 'counted')
+  t.same(await numbers('field.products=Chat&user_email=ann@example.test'), [one.number, two.number], 'with an author')
+  t.same(await numbers('field.products=Chat&user_email=nobody@example.test'), [])
+  t.match((await api('GET', '/demo/discussions/resolved?field.products=Chat')).json(), { total: 0 }, 'within a state')
+  t.equal((await api('PUT', `/demo/discussions/${two.number}`, { fields: { products: ['Desk'] } })).statusCode, 200)
+  t.same(await numbers('field.products=Chat'), [one.number], 'a changed value is found by its new value only')
+  t.same(await numbers('field.products=Desk'), [one.number, two.number])
+
+  for (let i = 0; i < 31; i++) await create({ title: `Many ${i}`, fields: { vip: false } })
+  const first = await api('GET', '/demo/discussions?field.vip=false')
+  t.match(first.json(), { total: 31 })
+  t.match(first.headers.link, /field\.vip=false/, 'the pages keep the filter')
+
+  const refused: Array<[string, string, RegExp]> = [
+    ['field.colour=red', 'field.colour', /not a field/],
+    ['field.seats=many', 'field.seats', /number/],
+    ['field.vip=maybe', 'field.vip', /true or false/],
+    ['field.plan=Gold', 'field.plan', /one of Basic, Pro/],
+    ['field.seats=1&field.vip=true', 'field.vip', /one field/],
+    ['field.seats=1&field.seats=2', 'field.seats', /once/],
+  ]
+  for (const [query, field, problem] of refused) {
+    const res = await api('GET', `/demo/discussions?${query}`)
+    t.equal(res.statusCode, 400, query)
+    t.match(res.json().fields, [{ field, problem }], query)
+  }
+  t.equal((await admin('DELETE', `/demo/fields/${plan.id}`)).statusCode, 204)
+  t.equal((await api('GET', '/demo/discussions?field.plan=Pro')).statusCode, 400, 'a removed field filters nothing')
+})

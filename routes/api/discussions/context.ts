@@ -4,6 +4,7 @@ import type { DiscussionStore, Expected } from '../../../db/stores/discussions.t
 import type { FileStore } from '../../../db/stores/files.ts'
 import type { OutboxStore } from '../../../db/stores/outbox.ts'
 import type { MailStore } from '../../../db/stores/mail.ts'
+import type { FieldStore } from '../../../db/stores/fields.ts'
 import type { CommentRow } from '../../../db/stores/discussions.ts'
 import { discussionVersion, ifMatch } from '../../../plugins/http/conditional.ts'
 import { byComment, createViews, type CommentExtras, type Views } from './views.ts'
@@ -15,6 +16,8 @@ export interface DiscussionContext {
   files: FileStore
   outbox: OutboxStore
   mailboxes: MailStore
+  /** The site's custom fields (the listing's `?field.<key>=`). */
+  fields: FieldStore
   views: Views
 }
 
@@ -57,6 +60,7 @@ export function discussionContext(fastify: FastifyInstance): DiscussionContext {
     files: fastify.files,
     outbox: fastify.outbox,
     mailboxes: fastify.mailboxes,
+    fields: fastify.fields,
     views: createViews(fastify.urls),
   }
 }

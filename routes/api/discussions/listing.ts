@@ -17,6 +17,8 @@ import type { DiscussionContext } from './context.ts'
 import { Discussion, DiscussionListing, ListingQuery, PagedForm, PER_PAGE, WalkedForm } from './schemas.ts'
 import { cursorLinks, envelope, PAGE_WITH_CURSOR, pageLinks, walkedPage } from './views.ts'
 import { cursorOf, positionOf } from '../../../lib/cursors.ts'
+import { filterText } from '../../../lib/fields.ts'
+import type { FieldStore } from '../../../db/stores/fields.ts'
 
 /** `since` as a number (discussions numbered above it) or a UTC date (at or after its midnight). */
 export function parseSince(since: string | undefined): Since | undefined {
@@ -54,6 +56,27 @@ function refuseDueOf(state: StateScope): void {
   if (state === 'resolved' || state === 'deleted' || state === 'spam') throw new InvalidRequest([{ field: 'sort', problem: `cannot be due for ${state} discussions: due times run for new and open ones only` }])
 }
 
+/**
+ * The field a listing is filtered by (`?field.<key>=<value>`), as field_values keeps its value; none
+ * without one. One field a listing, a key of one of the site's fields, a value its kind takes (400).
+ */
+async function fieldFilter(fields: FieldStore, siteId: number, query: Record<string, unknown>): Promise<{ filter?: { id: number; value: string }; kept: Record<string, string> }> {
+  const named = Object.keys(query).filter((name) => name.startsWith(FIELD_PARAM))
+  if (named.length === 0) return { kept: {} }
+  if (named.length > 1) throw new InvalidRequest([{ field: named[1]!, problem: 'is a second field: a listing is filtered by one field (and a tag)' }])
+  const name = named[0]!
+  const given = query[name]
+  if (typeof given !== 'string') throw new InvalidRequest([{ field: name, problem: 'must be given once' }])
+  const field = (await fields.list(siteId)).find((f) => f.key === name.slice(FIELD_PARAM.length))
+  if (!field) throw new InvalidRequest([{ field: name, problem: 'is not a field of this site (GET /<site>/fields lists them)' }])
+  const text = filterText({ key: field.key, kind: field.kind, choices: JSON.parse(field.choices) as string[] }, given)
+  if ('problem' in text) throw new InvalidRequest([{ field: name, problem: text.problem }])
+  return { filter: { id: field.id, value: text.text }, kept: { [name]: given } }
+}
+
+/** The listing's filter by a custom field: `?field.<key>=<value>`. */
+const FIELD_PARAM = 'field.'
+
 export interface ListingRequest {
   auth: Authenticated | null
   query: Static<typeof ListingQuery>
@@ -64,7 +87,7 @@ export interface ListingRequest {
  * the envelope of docs/decisions.md and RFC 8288 Link headers pointing at `address`.
  */
 export async function listDiscussions(
-  { discussions, views }: DiscussionContext,
+  { discussions, fields, views }: DiscussionContext,
   users: UserStore,
   request: ListingRequest,
   reply: FastifyReply,
@@ -85,6 +108,7 @@ export async function listDiscussions(
   }
   // An address nobody has matches no discussion; 0 is no user's id.
   const authorId = user_email === undefined ? user_id : ((await users.find(user_email))?.id ?? 0)
+  const field = await fieldFilter(fields, site.id, request.query as Record<string, unknown>)
   const { total, discussions: rows } = await discussions.list({
     siteId: site.id,
     siteVersion: site.version,
@@ -94,11 +118,12 @@ export async function listDiscussions(
     // Nobody's (0) for none; a tag that cannot be one is carried by no discussion (the empty page).
     assignee: assignee === undefined ? undefined : (assigneeOf(assignee, request.auth!.user.id) ?? NO_ASSIGNEE),
     tag: tag === undefined ? undefined : keptTag(tag),
+    field: field.filter,
     breached: sla === 'breached',
     since,
     ...(before === undefined ? { sort, offset: (page - 1) * PER_PAGE, limit: PER_PAGE } : { sort: 'number', before, offset: 0, limit: PER_PAGE + 1 }),
   })
-  const kept = { sort: request.query.sort, public: query.public, since: query.since, user_id, user_email, assignee, tag, sla }
+  const kept = { sort: request.query.sort, public: query.public, since: query.since, user_id, user_email, assignee, tag, sla, ...field.kept }
   let shown = rows
   let around: Record<string, unknown>
   if (before === undefined) {

@@ -80,7 +80,7 @@ const pgTables = new Map(Object.values(pgSchema).filter((v) => is(v, PgTable)).m
 
 t.test('the same tables on both engines', async (t) => {
   t.same([...pgTables.keys()].sort(), [...sqliteTables.keys()].sort())
-  t.same([...pgTables.keys()].sort(), ['attachments', 'audit_events', 'categories', 'comments', 'customer_links', 'discussion_changes', 'discussion_counts', 'discussion_merges', 'discussion_tags', 'discussions', 'file_pieces', 'files', 'idempotency_keys', 'invitations', 'mail_home', 'mail_messages', 'mail_providers', 'mailboxes', 'memberships', 'oauth_records', 'outbox', 'participants', 'personal_token_addresses', 'personal_tokens', 'rate_limit_windows', 'recovery_codes', 'report_days', 'rule_firings', 'rules', 'saved_replies', 'schedules', 'search_backfill', 'second_factors', 'security_events', 'sender_rules', 'sites', 'sla_policies', 'used_challenges', 'users', 'web_sessions', 'webhook_deliveries', 'webhooks'])
+  t.same([...pgTables.keys()].sort(), ['attachments', 'audit_events', 'categories', 'comments', 'customer_links', 'discussion_changes', 'discussion_counts', 'discussion_merges', 'discussion_tags', 'discussions', 'field_values', 'fields', 'file_pieces', 'files', 'idempotency_keys', 'invitations', 'mail_home', 'mail_messages', 'mail_providers', 'mailboxes', 'memberships', 'oauth_records', 'outbox', 'participants', 'personal_token_addresses', 'personal_tokens', 'rate_limit_windows', 'recovery_codes', 'report_days', 'rule_firings', 'rules', 'saved_replies', 'schedules', 'search_backfill', 'second_factors', 'security_events', 'sender_rules', 'sites', 'sla_policies', 'used_challenges', 'users', 'web_sessions', 'webhook_deliveries', 'webhooks'])
 })
 
 t.test('table by table: columns, keys, indexes and foreign keys alike', async (t) => {
