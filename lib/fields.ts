@@ -1,3 +1,5 @@
+import { FILTERS } from './search-text.ts'
+
 // Custom fields (issue 72; docs/decisions.md, "Custom fields"): what a site's field is, and what a
 // value of each kind may be, as pure functions. A value is kept twice: in the discussion's row as
 // the API shows it (its `fields`, JSON, like its tags), and as the rows a filter finds it by, each
@@ -122,6 +124,7 @@ export function filterText(field: FieldShape, text: string): { text: string } | 
 /** The problem with a field's definition, or undefined: its key, name, and choices for the kinds that have them. */
 export function definitionProblem(field: { key: string; name: string; kind: FieldKind; choices: readonly string[] }): { field: string; problem: string } | undefined {
   if (!FIELD_KEY.test(field.key)) return { field: 'key', problem: 'must be lower-case letters, digits and _, starting with a letter, at most 40' }
+  if ((FILTERS as readonly string[]).includes(field.key)) return { field: 'key', problem: `is a filter of the search (${FILTERS.join(', ')}): the search names a field by its key` }
   const name = field.name.trim()
   if (name === '' || name.length > MAX_FIELD_NAME || !plain(name)) return { field: 'name', problem: `must be 1 to ${MAX_FIELD_NAME} characters, without control characters` }
   const chosen = field.kind === 'choice' || field.kind === 'choices'

@@ -114,6 +114,8 @@ export interface SearchQuery {
   find: string[][]
   exclude: string[][]
   filters: Partial<Record<FilterName, string>>
+  /** Custom fields' values asked for, by key (`order_number:A-1002`: issue 72). */
+  fields: Record<string, string>
 }
 
 /** Why a query cannot be read: a sentence for the 400. */
@@ -127,25 +129,19 @@ const TERM = /(-?)(?:"([^"]*)("?)|([^\s"]+))/gu
  * `name:value` (`name:"a value"`). Something that looks like a filter but names none
  * (`http://...`, `error:`) is words. Throws QueryProblem saying what is wrong.
  */
-export function parseQuery(text: string): SearchQuery {
+export function parseQuery(text: string, fieldKeys: readonly string[] = []): SearchQuery {
   if (text.length > MAX_QUERY) throw new QueryProblem(`is longer than ${MAX_QUERY} characters`)
-  const query: SearchQuery = { find: [], exclude: [], filters: {} }
+  const query: SearchQuery = { find: [], exclude: [], filters: {}, fields: {} }
   // A filter's quoted value: name:"value" is one term, so it is read before the others.
-  const rest = text.replace(/(^|\s)([a-z]+):"([^"]*)"/giu, (whole, space: string, name: string, value: string) => {
-    const filter = filterName(name)
-    if (!filter) return whole
-    setFilter(query, filter, value)
+  const rest = text.replace(/(^|\s)([a-z][a-z0-9_]*):"([^"]*)"/giu, (whole, space: string, name: string, value: string) => {
+    if (!setNamed(query, name, value, fieldKeys)) return whole
     return `${space} `
   })
   for (const [, minus, quoted, closed, plain] of rest.matchAll(TERM)) {
     if (quoted !== undefined && closed === '') throw new QueryProblem('has a quote that is not closed')
     if (plain !== undefined && minus === '') {
       const colon = plain.indexOf(':')
-      const filter = colon > 0 ? filterName(plain.slice(0, colon)) : undefined
-      if (filter && colon < plain.length - 1) {
-        setFilter(query, filter, plain.slice(colon + 1))
-        continue
-      }
+      if (colon > 0 && colon < plain.length - 1 && setNamed(query, plain.slice(0, colon), plain.slice(colon + 1), fieldKeys)) continue
     }
     const words = wordsOf(quoted ?? plain!)
     // Nothing to look for in it (punctuation alone: `*`, `'); --`).
@@ -159,7 +155,7 @@ export function parseQuery(text: string): SearchQuery {
   if (terms.flat().length > MAX_TERMS) throw new QueryProblem(`holds more than ${MAX_TERMS} words`)
   if (terms.filter((words) => words.length > 1).flat().length > MAX_PHRASED_WORDS) throw new QueryProblem(`holds more than ${MAX_PHRASED_WORDS} words in phrases`)
   if (query.find.length === 0 && query.exclude.length > 0) throw new QueryProblem('says only what to leave out: add a word to look for')
-  if (query.find.length === 0 && Object.keys(query.filters).length === 0) throw new QueryProblem('has nothing to look for: give a word, a "phrase" or a filter')
+  if (query.find.length === 0 && Object.keys(query.filters).length === 0 && Object.keys(query.fields).length === 0) throw new QueryProblem('has nothing to look for: give a word, a "phrase" or a filter')
   return query
 }
 
@@ -168,10 +164,17 @@ function filterName(name: string): FilterName | undefined {
   return (FILTERS as readonly string[]).includes(lower) ? (lower as FilterName) : undefined
 }
 
-function setFilter(query: SearchQuery, name: FilterName, value: string): void {
-  if (query.filters[name] !== undefined) throw new QueryProblem(`gives ${name}: twice`)
-  if (value.trim() === '') throw new QueryProblem(`gives ${name}: without a value`)
-  query.filters[name] = value.trim()
+/** Sets the filter, or the field, `name` names; false when it names neither (its text is words). */
+function setNamed(query: SearchQuery, name: string, value: string, fieldKeys: readonly string[]): boolean {
+  const filter = filterName(name)
+  const key = filter === undefined && fieldKeys.includes(name) ? name : undefined
+  if (filter === undefined && key === undefined) return false
+  const label = filter ?? key!
+  if ((filter ? query.filters[filter] : query.fields[key!]) !== undefined) throw new QueryProblem(`gives ${label}: twice`)
+  if (value.trim() === '') throw new QueryProblem(`gives ${label}: without a value`)
+  if (filter) query.filters[filter] = value.trim()
+  else query.fields[key!] = value.trim()
+  return true
 }
 
 /**

@@ -4,6 +4,8 @@ import { unguarded, type StorePort } from '../port.ts'
 import { discussionStates } from '../values.ts'
 import { parseQuery, searchDocument, snippetOf, type SearchQuery, type Snippet } from '../../lib/search-text.ts'
 import { tagOf } from '../../lib/team-queue.ts'
+import { filterText } from '../../lib/fields.ts'
+import { activeFieldsIn, type Field } from './fields.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { dayStart } from '../../lib/clock.ts'
 import { NO_ASSIGNEE, SCOPE_STATES, type StateScope } from './discussion-counts.ts'
@@ -86,6 +88,8 @@ interface Filters {
   breached?: boolean
   from?: Date
   before?: Date
+  /** Custom fields' values, as field_values keeps them (`<key>:<value>`). */
+  fields: Array<{ id: number; value: string }>
 }
 
 const STATE_FILTERS: readonly string[] = [...discussionStates, 'todo']
@@ -94,9 +98,9 @@ const STATE_FILTERS: readonly string[] = [...discussionStates, 'todo']
 const unreadable = (problem: string) => new StoreError(problem, 'invalid', 'q')
 
 /** The query read (lib/search-text.ts), or the refusal saying why it cannot be. */
-function readQuery(q: string): SearchQuery {
+function readQuery(q: string, fieldKeys: readonly string[]): SearchQuery {
   try {
-    return parseQuery(q)
+    return parseQuery(q, fieldKeys)
   } catch (error) {
     // parseQuery throws QueryProblem only: a sentence about the query.
     throw unreadable((error as Error).message)
@@ -118,13 +122,19 @@ function dayOf(name: string, value: string): Date {
 
 export function createSearchStore(port: StorePort) {
   const { db, tables } = port
-  const { discussions, categories, comments, discussionTags, users, searchBackfill } = tables
+  const { discussions, categories, comments, discussionTags, fieldValues, users, searchBackfill } = tables
   const view = discussionViews(port)
 
   /** The query's filters, looked up on the site; a customer may filter by state, category and dates only. */
-  async function filtersOf(siteId: number, searcher: Searcher, query: SearchQuery): Promise<Filters> {
+  async function filtersOf(siteId: number, searcher: Searcher, query: SearchQuery, searchable: Field[]): Promise<Filters> {
     const given = query.filters
-    const filters: Filters = { state: 'live' }
+    const filters: Filters = { state: 'live', fields: [] }
+    for (const [key, text] of Object.entries(query.fields)) {
+      const field = searchable.find((f) => f.key === key)!
+      const kept = filterText({ key, kind: field.kind, choices: JSON.parse(field.choices) as string[] }, text)
+      if ('problem' in kept) throw unreadable(`gives ${key}:${text}, and the field ${key} ${kept.problem}`)
+      filters.fields.push({ id: field.id, value: kept.text })
+    }
     if (!searcher.staff) {
       const teamOnly = (['from', 'assignee', 'tag', 'sla'] as const).find((name) => given[name] !== undefined)
       if (teamOnly) throw unreadable(`gives ${teamOnly}:, which only the team may search by`)
@@ -183,6 +193,9 @@ export function createSearchStore(port: StorePort) {
     if (filters.tag !== undefined) {
       where.push(inArray(discussions.id, db.select({ id: discussionTags.discussionId }).from(discussionTags).where(and(eq(discussionTags.siteId, siteId), eq(discussionTags.tag, filters.tag)))))
     }
+    for (const field of filters.fields) {
+      where.push(inArray(discussions.id, db.select({ id: fieldValues.discussionId }).from(fieldValues).where(and(eq(fieldValues.siteId, siteId), eq(fieldValues.fieldId, field.id), eq(fieldValues.value, field.value)))))
+    }
     if (filters.breached) where.push(ne(discussions.slaBreached, ''))
     if (filters.from !== undefined) where.push(gte(discussions.createdAt, filters.from))
     if (filters.before !== undefined) where.push(lt(discussions.createdAt, filters.before))
@@ -239,8 +252,10 @@ export function createSearchStore(port: StorePort) {
      */
     async find(request: SearchRequest): Promise<SearchAnswer> {
       const { siteId, searcher } = request
-      const query = readQuery(request.q)
-      const filters = await filtersOf(siteId, searcher, query)
+      // The fields the searcher may filter by: the team's all, a customer's those shown to customers.
+      const searchable = (await activeFieldsIn(port, siteId)).filter((f) => searcher.staff || f.audience === 'customers')
+      const query = readQuery(request.q, searchable.map((f) => f.key))
+      const filters = await filtersOf(siteId, searcher, query, searchable)
       const where = scopeOf(siteId, searcher, filters)
       // Words: the index finds them. Filters alone: the newest discussions they keep.
       const window =

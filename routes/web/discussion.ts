@@ -25,6 +25,8 @@ import { messageProblem, notFoundPage, refusalOf, pageData, requireSupporter } f
 import { PAGE, REPLY_FORM_BYTES, TABS, whole } from './queue.ts'
 import { MAX_TITLE } from '../api/discussions/schemas.ts'
 import { REPLYING_BEAT_MS } from '../../plugins/presence.ts'
+import { valuesOf, type Field, type FieldValues } from '../../db/stores/fields.ts'
+import type { FieldValue } from '../../lib/fields.ts'
 
 // A discussion's page in the queue (docs/decisions.md, "The queue on the web" and "The team's
 // queue"): {site_url}/discussions/<number>, its conversation, the reply form (public or internal,
@@ -54,6 +56,7 @@ const DONE: Record<string, string> = {
   copied: 'They are copied on its replies from now on.',
   uncopied: 'They are no longer copied on its replies.',
   macro: 'The macro is applied: its reply is sent and its actions done.',
+  fields: 'Its fields are saved.',
   merged: 'The discussion is merged into this one: its comments are below, marked with where they were written. Undo puts it back for a day.',
   unmerged: 'The merge is undone: the discussion is back as it was, with its comments.',
   split: 'This discussion was split off: its first comments are marked with where they were written, and a note there points here.',
@@ -103,7 +106,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
   async function discussionPage(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, shown: Shown = {}) {
     const { site, user } = request.web
     const query = request.query as { done?: unknown; saved_reply?: unknown }
-    const [all, comments, staff, saved, copied, policy, firings, mergedHere] = await Promise.all([
+    const [all, comments, staff, saved, copied, policy, firings, mergedHere, defined] = await Promise.all([
       categories.list(site.id, 0, -1),
       discussions.comments(d.id),
       users.staffOf(site.id),
@@ -112,6 +115,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
       d.slaPolicyId === null ? undefined : fastify.slaPolicies.find(site.id, d.slaPolicyId),
       rules.firings(d.id),
       merges.mergesInto(d.id),
+      fastify.fields.list(site.id),
     ])
     // What the API shows beside each comment, read as the API reads it.
     const extras = await commentExtras(fastify, comments, d.id)
@@ -154,6 +158,8 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
         // The discussions merged into this one; the last may be undone for a day (db/stores/merges.ts).
         merges: mergedHere.map((m) => ({ number: m.fromNumber, title: m.fromTitle, comments: m.comments, when: shownMoment(m.createdAt), undoable: m.undoable })),
         mergeable: d.state !== 'deleted' && d.state !== 'spam',
+        // Its custom fields (issue 72): each with its value, shown and set by kind.
+        fields: fieldsShown(defined, valuesOf(d.fields)),
         splitFrom: d.splitFrom === null ? null : { number: d.splitFrom, href: `${base(request)}/discussions/${d.splitFrom}` },
         participants: copied.map((p) => ({ email: p.email, name: p.name, how: p.addedBy === 'mail' ? "copied on the customer's mail" : 'added by the team' })),
         categories: all.categories.map((c) => ({ id: c.id, name: c.name, selected: c.id === d.categoryId })),
@@ -207,7 +213,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
     if (!error) return true
     // A discussion is never removed from its site (deleting it is a state), so it is read again.
     const now = await discussions.get(d.siteId, d.number)
-    if (error.code === 'invalid') await discussionPage(request, reply, now, { ...kept, status: 400, error: `That was not done: ${error.field === 'assignee' ? 'the owner ' : ''}${error.message}.` })
+    if (error.code === 'invalid') await discussionPage(request, reply, now, { ...kept, status: 400, error: `That was not done: ${error.field === 'assignee' ? 'the owner ' : error.field?.startsWith('fields.') ? `${error.field.slice('fields.'.length)} ` : ''}${error.message}.` })
     else if (error.code === 'too_large') await discussionPage(request, reply, now, { ...kept, status: 413, error: `That was not sent: ${error.message}. Choose fewer or smaller files, then send it again.` })
     else await discussionPage(request, reply, now, { ...kept, status: 409, error: `That was not done: ${error.message}. Someone changed the discussion since the page was shown.` })
     return false
@@ -364,6 +370,14 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
     return changed(request, reply, d, () => mailboxes.addParticipants(d, [{ email: email.slice(0, 254) }], 'team', true), 'copied')
   })
 
+  // Its custom fields, as the form sends them (fieldsGiven): the API's PUT of `fields`.
+  fastify.post('/discussions/:number/fields', forms, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return reply
+    const given = fieldsGiven(await fastify.fields.list(d.siteId), (request.body ?? {}) as Record<string, unknown>)
+    return changed(request, reply, d, () => discussions.update(d.siteId, d.number, { fields: given }), 'fields')
+  })
+
   fastify.post('/discussions/:number/tags', forms, async (request, reply) => {
     const d = await discussionOf(request, reply)
     if (!d) return reply
@@ -437,6 +451,40 @@ function pageExtras({ attachments = [], delivery, mail }: CommentExtras, base: s
 function deliveryLine(delivery: Delivery): string {
   const state = delivery.state === 'failed' ? `failed (${delivery.lastError})` : delivery.state === 'queued' && delivery.lastError ? `queued, to be tried again (${delivery.lastError})` : delivery.state
   return `Mailed to ${delivery.to}${delivery.cc.length > 0 ? `, copying ${delivery.cc.join(', ')}` : ''}: ${state}`
+}
+
+/** A discussion's custom fields as its page shows them: the site's fields with its values, and the values of fields removed since. */
+export function fieldsShown(defined: Field[], values: FieldValues) {
+  const shown = (value: FieldValue | undefined) => (value === undefined ? '' : Array.isArray(value) ? value.join(', ') : typeof value === 'boolean' ? (value ? 'Yes' : 'No') : String(value))
+  const active = defined.map((f) => {
+    const value = values[f.key]
+    const choices = JSON.parse(f.choices) as string[]
+    return { key: f.key, name: f.name, kind: f.kind, shown: shown(value), value: value === undefined || Array.isArray(value) ? '' : String(value), choices: choices.map((c) => ({ choice: c, chosen: Array.isArray(value) ? value.includes(c) : value === c })) }
+  })
+  const removed = Object.entries(values).filter(([key]) => !defined.some((f) => f.key === key)).map(([key, value]) => ({ key, shown: shown(value) }))
+  return { active, removed }
+}
+
+/**
+ * What the fields form sends, as the API's `fields` takes it: each field of the site by `f.<key>`,
+ * an empty one cleared, a number as a number (what is not one goes as text, refused with the
+ * field's name), yes/no from yes or no, several choices as the boxes ticked (none: cleared).
+ */
+export function fieldsGiven(defined: Field[], body: Record<string, unknown>): Record<string, unknown> {
+  const given: Record<string, unknown> = {}
+  for (const f of defined) {
+    const raw = body[`f.${f.key}`]
+    if (f.kind === 'choices') {
+      given[f.key] = (Array.isArray(raw) ? raw : raw === undefined ? [] : [raw]).map(String)
+      continue
+    }
+    const text = typeof raw === 'string' ? raw.trim() : ''
+    if (text === '') given[f.key] = null
+    else if (f.kind === 'number') given[f.key] = Number.isFinite(Number(text)) ? Number(text) : text
+    else if (f.kind === 'yes_no') given[f.key] = text === 'yes' ? true : text === 'no' ? false : text
+    else given[f.key] = text
+  }
+  return given
 }
 
 /** The actions a discussion in this state offers on its page, as buttons. */

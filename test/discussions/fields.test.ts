@@ -2,6 +2,7 @@ import t from 'tap'
 import { supporterWithToken } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import { MAX_FIELDS } from '../../lib/fields.ts'
+import { personWithPassword, signedInPerson, webClient } from '../fixtures/web.ts'
 
 // Engines: both: the fields and their values are rows written with the discussion in one transaction, and filtered by an index, which each engine must do alike.
 // A site's custom fields (issue 72; db/stores/fields.ts; docs/decisions.md, "Custom fields"):
@@ -153,4 +154,65 @@ t.test('a listing filtered by a field: each kind by its own text, with the other
   }
   t.equal((await admin('DELETE', `/demo/fields/${plan.id}`)).statusCode, 204)
   t.equal((await api('GET', '/demo/discussions?field.plan=Pro')).statusCode, 400, 'a removed field filters nothing')
+})
+
+t.test("the search filters by a field's key; a customer's search knows only the fields shown to customers", async (t) => {
+  const { app, api, add, create } = await fieldsApp(t)
+  await add({ key: 'order_number', name: 'Order', kind: 'text' })
+  await add({ key: 'plan', name: 'Plan', kind: 'choice', choices: ['Basic', 'Pro'], audience: 'customers' })
+  const carol = await personWithPassword(app, { role: 'customer', email: 'carol@example.test' })
+  const one = await create({ title: 'Invoice wrong', body: 'The invoice total is wrong.', fields: { order_number: 'A-1002', plan: 'Pro' }, author_email: 'carol@example.test' })
+  await create({ title: 'Invoice late', body: 'The invoice is late.', fields: { order_number: 'A-1003', plan: 'Basic' } })
+  const found = async (q: string) => {
+    const res = await api('GET', `/demo/search?q=${encodeURIComponent(q)}`)
+    t.equal(res.statusCode, 200, `${q}: ${res.statusCode === 200 ? '' : res.body}`)
+    return (res.json().results as Array<{ discussion: { number: number } }>).map((r) => r.discussion.number)
+  }
+  t.same(await found('order_number:A-1002'), [one.number], 'a field alone')
+  t.same(await found('invoice plan:Pro'), [one.number], 'with words')
+  t.same(await found('invoice plan:"Basic" order_number:A-1002'), [], 'several, all of them')
+  const bad = await api('GET', `/demo/search?q=${encodeURIComponent('plan:Gold')}`)
+  t.equal(bad.statusCode, 400)
+  t.match(bad.json().fields, [{ field: 'q', problem: 'gives plan:Gold, and the field plan must be one of Basic, Pro' }])
+
+  const customer = webClient(app)
+  await customer.signIn(carol.email, carol.password)
+  const page = async (q: string) => (await customer.get(`/demo/help/search?q=${encodeURIComponent(q)}`)).body
+  t.match(await page('invoice plan:Pro'), /Invoice wrong/, 'her own, by a field shown to customers')
+  t.notMatch(await page('invoice plan:Basic'), /Invoice wrong/)
+  t.notMatch(await page('order_number:A-1002'), /Invoice wrong/, "a field of the team's is words to her: nothing found by its value")
+})
+
+t.test('on the discussion page: the values shown, a form by kind, a wrong value refused with the field named; a collaborator gets no form', async (t) => {
+  const { app, add, create, admin, ann } = await fieldsApp(t)
+  const siteId = ann.site.id
+  await add({ key: 'order_number', name: 'Order number', kind: 'text' })
+  await add({ key: 'seats', name: 'Seats', kind: 'number' })
+  await add({ key: 'products', name: 'Products', kind: 'choices', choices: ['Desk', 'Chat'] })
+  await add({ key: 'vip', name: 'VIP', kind: 'yes_no' })
+  const old = await add({ key: 'legacy', name: 'Legacy', kind: 'text' })
+  const d = await create({ title: 'Fields', fields: { order_number: 'A-1002', legacy: 'kept' } })
+  t.equal((await admin('DELETE', `/demo/fields/${old.id}`)).statusCode, 204)
+  const { web } = await signedInPerson(app)
+  const page = (await web.get(`/demo/discussions/${d.number}`)).body
+  t.match(page, /<dt>Order number<\/dt><dd data-field="order_number">A-1002<\/dd>/)
+  t.match(page, /data-field="legacy">kept</, "a removed field's value, still shown")
+  t.match(page, /name="f\.seats" type="number"/)
+  t.match(page, /type="checkbox" name="f\.products" value="Chat"/)
+
+  const saved = await web.post(`/demo/discussions/${d.number}/fields`, { 'f.order_number': 'A-1003', 'f.seats': '12', 'f.vip': 'yes', 'f.products': 'Chat' })
+  t.equal(saved.statusCode, 303)
+  t.match(saved.headers.location, /\?done=fields$/)
+  t.same((await app.discussions.get(siteId, d.number)).fields, JSON.stringify({ legacy: 'kept', order_number: 'A-1003', products: ['Chat'], seats: 12, vip: true }))
+  const wrong = await web.post(`/demo/discussions/${d.number}/fields`, { 'f.order_number': 'A-1003', 'f.seats': 'twelve' })
+  t.equal(wrong.statusCode, 400)
+  t.match(wrong.body, /That was not done: seats must be a number/)
+  const cleared = await web.post(`/demo/discussions/${d.number}/fields`, { 'f.order_number': '', 'f.seats': '12' })
+  t.equal(cleared.statusCode, 303)
+  t.same(JSON.parse((await app.discussions.get(siteId, d.number)).fields), { legacy: 'kept', seats: 12 }, 'an empty box clears, no box ticked clears')
+
+  const cleo = await signedInPerson(app, { email: 'cleo@example.test' })
+  await app.users.setStaffRole(siteId, cleo.user.id, 'collaborator')
+  t.notMatch((await cleo.web.get(`/demo/discussions/${d.number}`)).body, /data-fields-form/, 'a collaborator writes notes only')
+  t.equal((await cleo.web.post(`/demo/discussions/${d.number}/fields`, { 'f.seats': '1' })).statusCode, 403)
 })

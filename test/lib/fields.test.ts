@@ -71,6 +71,7 @@ t.test("a field's definition: its key, its name, and choices for the kinds that 
   t.equal(definitionProblem({ ...ok, kind: 'choices', choices: ['Basic', 'Pro'] }), undefined)
   t.match(definitionProblem({ ...ok, key: 'Order' }), { field: 'key' })
   t.match(definitionProblem({ ...ok, key: '1st' }), { field: 'key' })
+  t.match(definitionProblem({ ...ok, key: 'tag' }), { field: 'key', problem: /a filter of the search/ })
   t.match(definitionProblem({ ...ok, key: 'a'.repeat(41) }), { field: 'key' })
   t.match(definitionProblem({ ...ok, name: ' ' }), { field: 'name' })
   t.match(definitionProblem({ ...ok, name: 'x'.repeat(101) }), { field: 'name' })

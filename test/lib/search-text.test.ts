@@ -67,7 +67,7 @@ t.test('a document: the sections apart, every word with its positions, the engin
 })
 
 t.test('the query language: words, phrases, exclusions, filters; what cannot be read is said', async (t) => {
-  t.same(parseQuery('Printer  "on FIRE" -toner -"paper jam"'), { find: [['printer'], ['on', 'fire']], exclude: [['toner'], ['paper', 'jam']], filters: {} })
+  t.same(parseQuery('Printer  "on FIRE" -toner -"paper jam"'), { find: [['printer'], ['on', 'fire']], exclude: [['toner'], ['paper', 'jam']], filters: {}, fields: {} })
   t.same(parseQuery('e-mail x-200').find, [['e', 'mail'], ['x', '200']], 'a word of several parts is a phrase')
   t.same(parseQuery('invoice state:open Category:"Feature requests" from:carol@example.com assignee:me tag:vip after:2026-01-01 before:2026-02-01'), {
     find: [['invoice']],
@@ -97,8 +97,18 @@ t.test('the query language: words, phrases, exclusions, filters; what cannot be 
     ['"a b c d e f g h" "i j k l m n o p" "q r"', /more than 16 words in phrases/],
   ]
   for (const [query, problem] of problems) t.throws(() => parseQuery(query), { constructor: QueryProblem, message: problem }, JSON.stringify(query.slice(0, 40)))
-  t.same(parseQuery(`${'printer '.repeat(120)}"on fire" "on fire" -toner -toner`), { find: [['printer'], ['on', 'fire']], exclude: [['toner']], filters: {} }, 'a word or phrase said again is looked for once')
+  t.same(parseQuery(`${'printer '.repeat(120)}"on fire" "on fire" -toner -toner`), { find: [['printer'], ['on', 'fire']], exclude: [['toner']], filters: {}, fields: {} }, 'a word or phrase said again is looked for once')
   t.same(parseQuery('"a b c d e f g h" "i j k l m n o p" q').find.length, 3, 'at the bounds: taken')
+})
+
+t.test("the site's custom fields are filters by their keys; any other name:value stays words", async (t) => {
+  const keys = ['order_number', 'plan2']
+  t.same(parseQuery('invoice order_number:A-1002', keys), { find: [['invoice']], exclude: [], filters: {}, fields: { order_number: 'A-1002' } })
+  t.same(parseQuery('plan2:"Pro plan" state:open', keys), { find: [], exclude: [], filters: { state: 'open' }, fields: { plan2: 'Pro plan' } }, 'quoted, beside a filter; a field alone is something to look for')
+  t.same(parseQuery('order_number:A-1002').find, [['order_number'], ['a'], ['1002']], 'a key the searcher may not use is words')
+  t.same(parseQuery('Plan2:Pro', keys).find, [['plan2'], ['pro']], 'keys are lower case')
+  t.throws(() => parseQuery('order_number:A order_number:B', keys), { message: 'gives order_number: twice' })
+  t.throws(() => parseQuery('plan2:" "', keys), { message: 'gives plan2: without a value' })
 })
 
 t.test('a query as FTS5 and PostgreSQL take it', async (t) => {

@@ -72,7 +72,7 @@ t.test('the SDK client connects with a personal token, lists the tools, reads an
     t.equal(tool.annotations?.destructiveHint, false)
   }
   const readOnly = tools.filter((tool) => tool.annotations?.readOnlyHint).map((tool) => tool.name)
-  t.same(readOnly, ['list_discussions', 'search_discussions', 'list_changes', 'get_report', 'get_discussion', 'read_attachment', 'list_categories', 'list_participants', 'list_sender_rules', 'list_saved_replies', 'list_macros'], 'the tools a Read only token may call are marked')
+  t.same(readOnly, ['list_discussions', 'search_discussions', 'list_changes', 'get_report', 'get_discussion', 'read_attachment', 'list_categories', 'list_participants', 'list_sender_rules', 'list_fields', 'list_saved_replies', 'list_macros'], 'the tools a Read only token may call are marked')
 
   const listing = await client.callTool({ name: 'list_discussions', arguments: {} })
   const structured = listing.structuredContent as Structured
@@ -170,6 +170,21 @@ t.test('an assistant merges a discussion into another, reads it at its old numbe
   t.match(split.structuredContent, { number: 3, title: 'Toner', split_from: { number: 1 }, comments_count: 1 })
   t.equal(movedPath('https://api.example.test/demo/discussions/2', 'https://api.example.test/demo'), '/discussions/2')
   t.equal(movedPath('https://elsewhere.example/demo/discussions/2', 'https://api.example.test/demo'), undefined, 'a redirect elsewhere is not followed')
+})
+
+t.test("an assistant lists the custom fields and sets a discussion's values by key; a wrong value is a refusal it reads (issue 72)", async (t) => {
+  const { app, ann, connect } = await mcpApp(t)
+  const client = await connect(ann.bearer.authorization)
+  const by = { id: ann.user.id, name: ann.user.email, via: 'api' as const }
+  await app.fields.add(ann.site.id, { key: 'order_number', name: 'Order number', kind: 'text' }, by)
+  await app.fields.add(ann.site.id, { key: 'plan', name: 'Plan', kind: 'choice', choices: ['Basic', 'Pro'] }, by)
+  const listed = (await client.callTool({ name: 'list_fields', arguments: {} })).structuredContent as { fields: Array<{ key: string; kind: string }> }
+  t.same(listed.fields.map((f) => [f.key, f.kind]), [['order_number', 'text'], ['plan', 'choice']])
+  const set = await client.callTool({ name: 'set_fields', arguments: { number: 1, fields: { order_number: 'A-1002', plan: 'Pro' } } })
+  t.match(set.structuredContent, { number: 1, fields: { order_number: 'A-1002', plan: 'Pro' } })
+  const wrong = await client.callTool({ name: 'set_fields', arguments: { number: 1, fields: { plan: 'Gold' } } })
+  t.equal(wrong.isError, true)
+  t.match(JSON.stringify(wrong.content), /fields\.plan must be one of Basic, Pro/)
 })
 
 t.test('a discussion lists its attachments; read_attachment reads a text one, capped, and no other', async (t) => {

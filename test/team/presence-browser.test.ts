@@ -11,6 +11,12 @@ t.test('Bob sees Ann on the page, sees her replying within two seconds of her ty
   const bob = await personWithPassword(app, { email: 'bob@example.test' })
   const general = await app.categories.add(ann.site.id, 'General', true)
   await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Printer on fire', body: 'It smokes.', supporterId: ann.user.id, onBehalfOf: { email: 'carla@example.test', name: 'Carla' }, via: 'api' })
+  // Its custom fields of every kind, so that axe-core looks at their form too (issue 72).
+  const by = { id: ann.user.id, name: ann.user.email, via: 'api' as const }
+  for (const [key, kind, choices] of [['order_number', 'text'], ['seats', 'number'], ['renewal', 'date'], ['plan', 'choice', ['Basic', 'Pro']], ['products', 'choices', ['Desk', 'Chat']], ['vip', 'yes_no'], ['crm', 'link']] as const) {
+    await app.fields.add(ann.site.id, { key, name: key.replace('_', ' '), kind, choices: choices ? [...choices] : undefined }, by)
+  }
+  await app.discussions.update(ann.site.id, 1, { fields: { order_number: 'A-1002', plan: 'Pro', products: ['Chat'], vip: true } })
   const browser = await launchChromium(t)
   const [annsPage, bobsPage] = await Promise.all([0, 1].map(async () => (await browser.newContext({ viewport: { width: 1000, height: 900 } })).newPage()))
   await signInOnPage(annsPage!, base, ann)
@@ -21,7 +27,7 @@ t.test('Bob sees Ann on the page, sees her replying within two seconds of her ty
   await annsPage!.goto(`${base}/demo/discussions/1`)
   await shown.getByText(`${ann.user.name} is viewing this discussion`).waitFor({ timeout: 2_000 })
   t.pass('Ann is there')
-  await noViolations(t, bobsPage!, 'a discussion page saying who else is on it')
+  await noViolations(t, bobsPage!, 'a discussion page saying who else is on it, with its fields and their form')
 
   const started = Date.now()
   await annsPage!.locator('#reply-body').pressSequentially('On my way', { delay: 20 })

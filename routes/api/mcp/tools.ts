@@ -328,6 +328,23 @@ export const MCP_TOOLS: McpTool[] = [
     request: ({ number, tags }) => ({ method: 'PUT', path: `/discussions/${number}`, body: { tags } }),
   }),
   tool({
+    name: 'list_fields',
+    title: 'List custom fields',
+    description: "Lists the help desk's custom fields (an order number, a plan, a product...): each one's key, name, kind (text, number, date, choice, choices, yes_no, link) and choices. set_fields gives a discussion values by these keys.",
+    input: {},
+    readOnly: true,
+    request: () => ({ method: 'GET', path: '/fields' }),
+  }),
+  tool({
+    name: 'set_fields',
+    title: "Set a discussion's custom fields",
+    description:
+      "Sets custom fields of a discussion by key (list_fields names them): text, link, date (YYYY-MM-DD) and choice as a string, number as a number, yes_no as true or false, choices as a list; null clears one. The fields not named stay as they are.",
+    input: { number, fields: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string()), z.null()])).describe('The values, by key.') },
+    readOnly: false,
+    request: ({ number, fields }) => ({ method: 'PUT', path: `/discussions/${number}`, body: { fields } }),
+  }),
+  tool({
     name: 'list_saved_replies',
     title: 'List saved replies',
     description:
