@@ -43,6 +43,8 @@ export interface RuleConditions {
   words?: string[]
   /** Who owes the next answer: the team (the customer wrote last) or the customer. */
   awaiting?: 'team' | 'customer'
+  /** Custom fields (issue 72), by key: its value is one of these, as a filter reads it (lib/fields.ts, filterText). */
+  fields?: Record<string, string[]>
 }
 
 /** The states an action may set: the team's own ones (spam has its action, deleted is not a rule's). */
@@ -58,6 +60,8 @@ export type FieldAction =
 
 export type RuleAction =
   | FieldAction
+  /** Custom fields' values by key, null clearing one (issue 72): a rule's; a macro's are next. */
+  | { type: 'set_fields'; fields: Record<string, unknown> }
   | { type: 'add_note'; body: string }
   | { type: 'send_reply'; saved_reply: number }
   | { type: 'mark_spam' }
@@ -65,7 +69,7 @@ export type RuleAction =
   | { type: 'webhook' }
 
 export const fieldActionTypes = ['set_category', 'set_state', 'set_owner', 'add_tags', 'remove_tags'] as const
-export const ruleActionTypes = [...fieldActionTypes, 'add_note', 'send_reply', 'mark_spam', 'notify', 'webhook'] as const
+export const ruleActionTypes = [...fieldActionTypes, 'set_fields', 'add_note', 'send_reply', 'mark_spam', 'notify', 'webhook'] as const
 
 /**
  * How deep rules may start rules: the events of a write start rules (depth 1), the events of their
@@ -93,6 +97,8 @@ export interface RuleSubject {
   title: string
   /** The comment that started the rule (or the opening post of a new discussion), when there is one. */
   message?: string
+  /** Its custom fields' values, by key, as a filter reads each (lib/fields.ts, indexedTexts). */
+  fields: Readonly<Record<string, readonly string[]>>
 }
 
 const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
@@ -135,6 +141,7 @@ export function conditionsHold({ conditions: c, words, domains }: ReadyCondition
   if (c.awaiting && (c.awaiting === 'team') !== s.awaitingTeam) return false
   if (domains && !domains.has(domainOf(s.authorEmail))) return false
   if (words && !words.test(s.title) && !(s.message !== undefined && words.test(s.message))) return false
+  if (c.fields && !Object.entries(c.fields).every(([key, wanted]) => (s.fields[key] ?? []).some((value) => wanted.includes(value)))) return false
   return true
 }
 
@@ -184,6 +191,8 @@ export interface FieldChanges {
   /** A supporter, null for nobody, or the category's next in turn. */
   owner?: number | null | 'round_robin'
   tags?: string[]
+  /** Custom fields' values by key (null clears one), as the API's PUT takes them. */
+  fields?: Record<string, unknown>
 }
 
 export function fieldChangesOf(actions: readonly RuleAction[], tags: readonly string[]): FieldChanges {
@@ -208,6 +217,9 @@ export function fieldChangesOf(actions: readonly RuleAction[], tags: readonly st
       case 'remove_tags':
         kept = kept.filter((t) => !action.tags.includes(t))
         tagsMoved = true
+        break
+      case 'set_fields':
+        changes.fields = { ...changes.fields, ...action.fields }
         break
     }
   }
@@ -244,6 +256,8 @@ export function describeAction(action: RuleAction, names: ActionNames): string {
       return `tag ${action.tags.join(', ')}`
     case 'remove_tags':
       return `untag ${action.tags.join(', ')}`
+    case 'set_fields':
+      return `set ${Object.entries(action.fields).map(([key, value]) => (value === null ? `no ${key}` : `${key} to ${Array.isArray(value) ? value.join(', ') : String(value)}`)).join(', ')}`
     case 'add_note':
       return 'add an internal note'
     case 'send_reply':

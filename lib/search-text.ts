@@ -167,7 +167,7 @@ function filterName(name: string): FilterName | undefined {
 /** Sets the filter, or the field, `name` names; false when it names neither (its text is words). */
 function setNamed(query: SearchQuery, name: string, value: string, fieldKeys: readonly string[]): boolean {
   const filter = filterName(name)
-  const key = filter === undefined && fieldKeys.includes(name) ? name : undefined
+  const key = filter === undefined && fieldKeys.includes(name.toLowerCase()) ? name.toLowerCase() : undefined
   if (filter === undefined && key === undefined) return false
   const label = filter ?? key!
   if ((filter ? query.filters[filter] : query.fields[key!]) !== undefined) throw new QueryProblem(`gives ${label}: twice`)

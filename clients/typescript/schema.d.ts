@@ -2701,8 +2701,12 @@ export interface components {
              * @enum {unknown}
              */
             awaiting?: "team" | "customer";
+            /** @description Custom fields, by key: its value is one of these (a number, a date YYYY-MM-DD, true or false, a choice, a text), as ?field.<key>= reads it */
+            fields?: {
+                [key: string]: string[];
+            };
         };
-        /** @description What it does: set category, state or owner, add or remove tags, add an internal note, send a saved reply, mark spam, notify, post a webhook. */
+        /** @description What it does: set category, state or owner, add or remove tags, set custom fields, add an internal note, send a saved reply, mark spam, notify, post a webhook. */
         RuleAction: {
             /** @enum {unknown} */
             type: "set_category";
@@ -2728,6 +2732,13 @@ export interface components {
             /** @enum {unknown} */
             type: "remove_tags";
             tags: string[];
+        } | {
+            /** @enum {unknown} */
+            type: "set_fields";
+            /** @description Custom fields' values by key, as a discussion's PUT takes them (null clears one) */
+            fields: {
+                [key: string]: string | number | boolean | string[] | null;
+            };
         } | {
             /** @enum {unknown} */
             type: "add_note";

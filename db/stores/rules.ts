@@ -1,5 +1,7 @@
 import { and, asc, count, desc, eq, gt, inArray, isNotNull, lte, or, sql, type SQL } from '../drizzle.ts'
 import { isLive } from '../live.ts'
+import { filterText, indexedTexts } from '../../lib/fields.ts'
+import { activeFieldsIn, valuesAfter, valuesOf } from './fields.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
@@ -147,6 +149,17 @@ export async function checkActions(tx: StorePort, siteId: number, actions: RuleA
       case 'remove_tags':
         checked.push({ type: action.type, tags: checkedTags(action.tags, at) })
         break
+      case 'set_fields': {
+        // Checked as a PUT of them would be, each refusal naming its place in the rule.
+        try {
+          await valuesAfter(tx, siteId, {}, action.fields)
+        } catch (error) {
+          if (error instanceof StoreError && error.code === 'invalid') throw invalid(error.message, `${at}.${error.field}`)
+          throw error
+        }
+        checked.push(action)
+        break
+      }
       case 'add_note':
         if (action.body.trim() === '' || action.body.length > MAX_NOTE || holdsNul(action.body)) throw invalid(`must be a note of 1 to ${MAX_NOTE} characters, without U+0000`, at)
         checked.push(action)
@@ -160,6 +173,22 @@ export async function checkActions(tx: StorePort, siteId: number, actions: RuleA
       default:
         checked.push(action)
     }
+  }
+  return checked
+}
+
+/** A rule's conditions on custom fields: each key a field of the site, each value one its kind takes, kept as a filter reads it. */
+async function checkedFieldConditions(tx: StorePort, siteId: number, conditions: Record<string, string[]>): Promise<Record<string, string[]>> {
+  const fields = await activeFieldsIn(tx, siteId)
+  const checked: Record<string, string[]> = {}
+  for (const [key, values] of Object.entries(conditions)) {
+    const field = fields.find((f) => f.key === key)
+    if (!field) throw invalid('is not a field of this site (GET /<site>/fields lists them)', `conditions.fields.${key}`)
+    checked[key] = values.map((value) => {
+      const text = filterText({ key, kind: field.kind, choices: JSON.parse(field.choices) as string[] }, value)
+      if ('problem' in text) throw invalid(text.problem, `conditions.fields.${key}`)
+      return text.text
+    })
   }
   return checked
 }
@@ -179,6 +208,7 @@ async function checkedRule(tx: StorePort, siteId: number, rule: Omit<Rule, 'id' 
   if (conditions.words?.some((w) => w.trim() === '' || holdsNul(w))) throw invalid('each word is some text, without U+0000', 'conditions.words')
   for (const id of conditions.categories ?? []) if (!(await categoryOfSite(tx, siteId, id))) throw invalid(`names category ${id}, which is not a category of this site`, 'conditions.categories')
   if (Array.isArray(conditions.owner)) for (const id of conditions.owner) await checkAssignee(tx, siteId, id, 'conditions.owner')
+  if (conditions.fields) conditions.fields = await checkedFieldConditions(tx, siteId, conditions.fields)
   return { ...rule, name, conditions, actions: await checkActions(tx, siteId, rule.actions) }
 }
 
@@ -244,6 +274,7 @@ const shownRule = (r: Pick<Rule, 'name' | 'enabled' | 'events' | 'afterMinutes' 
 
 /** What a rule's conditions are held against: the discussion, and the comment that started it. */
 const subjectOf = (d: DiscussionRow, message?: string): RuleSubject => ({
+  fields: Object.fromEntries(Object.entries(valuesOf(d.fields)).map(([key, value]) => [key, indexedTexts(value)])),
   state: d.state,
   categoryId: d.categoryId,
   channel: d.channel,
@@ -275,7 +306,12 @@ async function applyFields(tx: StorePort, write: WriteContext, d: DiscussionRow,
     delete fields.categoryId
   }
   if (leaveOutGone && typeof fields.owner === 'number' && !(await staffMemberOf(tx, siteId, fields.owner))) delete fields.owner
-  if (fields.categoryId !== undefined || fields.owner !== undefined || fields.tags !== undefined) {
+  // A rule's fields removed since it was saved are left out; a macro's are the caller's refusal.
+  if (fields.fields && leaveOutGone) {
+    const active = new Set((await activeFieldsIn(tx, siteId)).map((f) => f.key))
+    fields.fields = Object.fromEntries(Object.entries(fields.fields).filter(([key]) => active.has(key)))
+  }
+  if (fields.categoryId !== undefined || fields.owner !== undefined || fields.tags !== undefined || fields.fields !== undefined) {
     let owner = fields.owner
     if (owner === 'round_robin') {
       // The category it goes to (there, checked above) or its own: a discussion's category is the site's.
@@ -283,7 +319,7 @@ async function applyFields(tx: StorePort, write: WriteContext, d: DiscussionRow,
       await lockSite(tx, siteId)
       owner = (await nextInTurn(tx, siteId, category)) ?? null
     }
-    const changes = { categoryId: fields.categoryId, assigneeId: owner, tags: fields.tags, actor }
+    const changes = { categoryId: fields.categoryId, assigneeId: owner, tags: fields.tags, fields: fields.fields, actor }
     await updateDiscussionIn(tx, write, siteId, number, changes)
   }
   if (fields.state) {

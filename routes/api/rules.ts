@@ -5,6 +5,7 @@ import { MAX_RULE_NAME, MAX_NOTE, type Rule, type RuleInput } from '../../db/sto
 import { discussionStates } from '../../db/values.ts'
 import { actionNamesFrom, describeAction, MAX_ACTIONS, MAX_CONDITION_VALUES, MAX_RULES, ruleAnchors, ruleTriggers, settableStates, type ActionNames, type RuleAction, type RuleConditions } from '../../lib/rules.ts'
 import { slaChannels } from '../../lib/sla.ts'
+import { FIELD_KEY, MAX_FIELDS } from '../../lib/fields.ts'
 import { actorOf } from '../actor.ts'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
 import { moment } from './discussions/views.ts'
@@ -28,6 +29,14 @@ export const RuleConditionsSchema = Type.Object(
     domains: Type.Optional(Listed(Type.String({ minLength: 1, maxLength: 253 }), "Its customer's address is at one of these domains")),
     words: Type.Optional(Listed(Type.String({ minLength: 1, maxLength: 200 }), 'One of these words or phrases (any case, whole words) is in its title or the comment that started the rule')),
     awaiting: Type.Optional(Type.Enum(['team', 'customer'], { description: 'Who owes the next answer: the team (the customer wrote last) or the customer' })),
+    fields: Type.Optional(
+      Type.Object({}, {
+        additionalProperties: Listed(Type.String({ minLength: 1, maxLength: 1_000 }), 'its value is one of these'),
+        propertyNames: { pattern: FIELD_KEY.source },
+        maxProperties: MAX_FIELDS,
+        description: 'Custom fields, by key: its value is one of these (a number, a date YYYY-MM-DD, true or false, a choice, a text), as ?field.<key>= reads it',
+      }),
+    ),
   },
   { additionalProperties: false, description: 'Every condition given must hold; none given: every discussion.' },
 )
@@ -43,13 +52,26 @@ export const FieldActionSchema = Type.Union(FieldActions, { description: 'What i
 export const RuleActionSchema = Type.Union(
   [
     ...FieldActions,
+    Type.Object(
+      {
+        type: Type.Enum(['set_fields']),
+        fields: Type.Object({}, {
+          additionalProperties: Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Array(Type.String()), Type.Null()]),
+          propertyNames: { pattern: FIELD_KEY.source },
+          minProperties: 1,
+          maxProperties: MAX_FIELDS,
+          description: "Custom fields' values by key, as a discussion's PUT takes them (null clears one)",
+        }),
+      },
+      { additionalProperties: false },
+    ),
     Type.Object({ type: Type.Enum(['add_note']), body: Type.String({ minLength: 1, maxLength: MAX_NOTE, pattern: '\\S' }) }, { additionalProperties: false }),
     Type.Object({ type: Type.Enum(['send_reply']), saved_reply: Id }, { additionalProperties: false }),
     Type.Object({ type: Type.Enum(['mark_spam']) }, { additionalProperties: false }),
     Type.Object({ type: Type.Enum(['notify']), to: Type.Union([Type.Enum(['owner', 'team']), Id], { description: 'Its owner, the team (those told of new discussions), or a supporter (user id)' }) }, { additionalProperties: false }),
     Type.Object({ type: Type.Enum(['webhook']) }, { additionalProperties: false, description: 'Posts rule.fired to the endpoints that ask for it' }),
   ],
-  { description: 'What it does: set category, state or owner, add or remove tags, add an internal note, send a saved reply, mark spam, notify, post a webhook.' },
+  { description: 'What it does: set category, state or owner, add or remove tags, set custom fields, add an internal note, send a saved reply, mark spam, notify, post a webhook.' },
 )
 const Name = Type.String({ minLength: 1, maxLength: MAX_RULE_NAME, pattern: '\\S', errorMessage: { pattern: 'must not be blank' } })
 const fields = {

@@ -160,6 +160,7 @@ function conditionsInWords(c: RuleConditions, names: ActionNames): string {
     c.domains && `from ${or(c.domains)}`,
     c.words && `mentions ${or(c.words.map((w) => `“${w}”`))}`,
     c.awaiting && `awaiting the ${c.awaiting}`,
+    c.fields && Object.entries(c.fields).map(([key, values]) => `${key} ${or(values)}`).join(', '),
   ]
   return parts.filter(Boolean).join(', ') || 'every discussion'
 }

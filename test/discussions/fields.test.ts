@@ -216,3 +216,34 @@ t.test('on the discussion page: the values shown, a form by kind, a wrong value 
   t.notMatch((await cleo.web.get(`/demo/discussions/${d.number}`)).body, /data-fields-form/, 'a collaborator writes notes only')
   t.equal((await cleo.web.post(`/demo/discussions/${d.number}/fields`, { 'f.seats': '1' })).statusCode, 403)
 })
+
+t.test('a rule on a field: its conditions by value, its action setting values; refused when it names what is not there', async (t) => {
+  const { app, api, admin, add, create } = await fieldsApp(t)
+  await add({ key: 'plan', name: 'Plan', kind: 'choice', choices: ['Basic', 'Pro'] })
+  const vip = await add({ key: 'vip', name: 'VIP', kind: 'yes_no' })
+  const rule = async (body: object) => admin('POST', '/demo/rules', body)
+  t.equal((await rule({ name: 'Pro plans', events: ['created'], conditions: { fields: { plan: ['Pro'] } }, actions: [{ type: 'add_tags', tags: ['pro'] }] })).statusCode, 201)
+  t.equal((await rule({ name: 'Urgent is VIP', events: ['created'], conditions: { words: ['urgent'] }, actions: [{ type: 'set_fields', fields: { vip: true } }, { type: 'add_tags', tags: ['urgent'] }] })).statusCode, 201)
+  const pro = await create({ title: 'Urgent: invoice', fields: { plan: 'Pro' } })
+  t.match(pro, { tags: ['pro', 'urgent'], fields: { plan: 'Pro', vip: true } }, 'both rules fired on create: one on the value, one setting one')
+  t.match(await create({ title: 'Invoice', fields: { plan: 'Basic' } }), { tags: [], fields: { plan: 'Basic' } }, 'another value: nothing')
+  t.same((await api('GET', '/demo/discussions?field.vip=true')).json().discussions.map((d: { number: number }) => d.number), [pro.number], "a rule's values are found as any")
+  const { web } = await signedInPerson(app, { administrator: true })
+  const page = (await web.get('/demo/admin/rules')).body
+  t.match(page, /data-if>plan Pro</, "the rules' page says the condition")
+  t.match(page, /data-does>set vip to true, tag urgent</, 'and the action')
+
+  const refused: Array<[object, string]> = [
+    [{ conditions: { fields: { colour: ['red'] } } }, 'conditions.fields.colour'],
+    [{ conditions: { fields: { plan: ['Gold'] } } }, 'conditions.fields.plan'],
+    [{ actions: [{ type: 'set_fields', fields: { vip: 'yes' } }] }, 'actions[0].fields.vip'],
+    [{ actions: [{ type: 'set_fields', fields: { colour: 'red' } }] }, 'actions[0].fields.colour'],
+  ]
+  for (const [body, field] of refused) {
+    const res = await rule({ name: 'Wrong', events: ['created'], actions: [{ type: 'add_tags', tags: ['x'] }], ...body })
+    t.equal(res.statusCode, 400, JSON.stringify(body))
+    t.match(res.json().fields, [{ field }])
+  }
+  t.equal((await admin('DELETE', `/demo/fields/${vip.id}`)).statusCode, 204)
+  t.match(await create({ title: 'Urgent again' }), { tags: ['urgent'], fields: {} }, 'a field removed since: that action left out, the others done')
+})

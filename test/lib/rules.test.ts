@@ -6,6 +6,7 @@ import { actionNamesFrom, conditionsHold, describeAction, fieldChangesOf, readyC
 // change of the fields, and how an action reads.
 
 const subject: RuleSubject = {
+  fields: { plan: ['Pro'], products: ['Desk', 'Chat'] },
   state: 'new',
   categoryId: 3,
   channel: 'mail',
@@ -56,6 +57,10 @@ t.test('each condition holds or not on its own; none given holds for every discu
   t.notOk(holds({ words: ['receipt'] }, { message: undefined }), 'no message: the title only')
   t.ok(holds({ words: ['ünïcode'] }, { title: 'Ünïcode here' }), 'letters beyond ASCII are word letters')
   t.notOk(holds({ words: ['code'] }, { title: 'Ünïcode here' }), 'so a word inside them is no word')
+  t.ok(holds({ fields: { plan: ['Basic', 'Pro'] } }), "a custom field's value is one of these")
+  t.ok(holds({ fields: { products: ['Chat'] } }), 'one of several choices is enough')
+  t.notOk(holds({ fields: { plan: ['Basic'] } }))
+  t.notOk(holds({ fields: { plan: ['Pro'], seats: ['3'] } }), 'every field named: one without a value does not hold')
   t.equal(wordsPattern([]), null)
 })
 
@@ -86,6 +91,7 @@ t.test('field actions fold into one change: the last of each field, tags added a
   ]
   t.same(fieldChangesOf(actions, ['vip', 'billing']), { tags: ['a', 'b', 'billing'], categoryId: 5, owner: null, state: 'resolved' })
   t.same(fieldChangesOf([{ type: 'set_owner', owner: 'round_robin' }], []), { owner: 'round_robin' })
+  t.same(fieldChangesOf([{ type: 'set_fields', fields: { plan: 'Pro', seats: 3 } }, { type: 'set_fields', fields: { seats: null } }], []), { fields: { plan: 'Pro', seats: null } }, "custom fields' values, the later action's over the earlier's")
   t.same(fieldChangesOf([{ type: 'set_owner', owner: 9 }], []), { owner: 9 })
   t.same(fieldChangesOf([{ type: 'webhook' }], ['x']), {}, 'no field action: no change, the tags untouched')
 })
@@ -108,6 +114,7 @@ t.test('each action in words, with the names of what it points at', async (t) =>
     [{ type: 'notify', to: 'team' }, 'notify the team'],
     [{ type: 'notify', to: 5 }, 'notify Person5'],
     [{ type: 'webhook' }, 'post a webhook'],
+    [{ type: 'set_fields', fields: { plan: 'Pro', products: ['Desk', 'Chat'], vip: null } }, 'set plan to Pro, products to Desk, Chat, no vip'],
   ]
   for (const [action, words] of actions) t.equal(describeAction(action, names), words)
   const site = actionNamesFrom([{ id: 2, name: 'Billing' }], [{ id: 3, name: 'Ann' }], [{ id: 4, title: 'Thanks' }])

@@ -73,6 +73,7 @@ t.test('the query language: words, phrases, exclusions, filters; what cannot be 
     find: [['invoice']],
     exclude: [],
     filters: { state: 'open', category: 'Feature requests', from: 'carol@example.com', assignee: 'me', tag: 'vip', after: '2026-01-01', before: '2026-02-01' },
+    fields: {},
   })
   t.same(parseQuery('state:resolved').filters, { state: 'resolved' }, 'filters alone')
   t.same(parseQuery('say:"hello world" printer').find, [['say'], ['hello', 'world'], ['printer']], 'a quoted value of no filter: a word and a phrase')
@@ -105,8 +106,8 @@ t.test("the site's custom fields are filters by their keys; any other name:value
   const keys = ['order_number', 'plan2']
   t.same(parseQuery('invoice order_number:A-1002', keys), { find: [['invoice']], exclude: [], filters: {}, fields: { order_number: 'A-1002' } })
   t.same(parseQuery('plan2:"Pro plan" state:open', keys), { find: [], exclude: [], filters: { state: 'open' }, fields: { plan2: 'Pro plan' } }, 'quoted, beside a filter; a field alone is something to look for')
-  t.same(parseQuery('order_number:A-1002').find, [['order_number'], ['a'], ['1002']], 'a key the searcher may not use is words')
-  t.same(parseQuery('Plan2:Pro', keys).find, [['plan2'], ['pro']], 'keys are lower case')
+  t.same(parseQuery('order_number:A-1002').find, [['order', 'number', 'a', '1002']], 'a key the searcher may not use is words')
+  t.same(parseQuery('Plan2:Pro', keys).fields, { plan2: 'Pro' }, 'a key in any case, as the filters')
   t.throws(() => parseQuery('order_number:A order_number:B', keys), { message: 'gives order_number: twice' })
   t.throws(() => parseQuery('plan2:" "', keys), { message: 'gives plan2: without a value' })
 })
