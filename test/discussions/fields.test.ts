@@ -62,6 +62,9 @@ t.test('administrators define fields; the team reads them; values of each kind a
   t.equal((await api('POST', '/demo/categories/1/discussions', { title: 'x', body: 'y', fields: { seats: 'many' } })).statusCode, 400, 'refused on create too')
   t.equal((await api('GET', '/demo/discussions')).json().total, 1, 'and nothing made')
   t.same((await api('GET', `/demo/discussions/${d.number}`)).json().fields.seats, 15, 'nothing changed by a refusal')
+  const none = Object.fromEntries(Object.keys(given).map((key) => [key, null]))
+  t.same((await api('PUT', `/demo/discussions/${d.number}`, { fields: none })).json().fields, {}, 'every one cleared')
+  t.equal((await api('GET', '/demo/discussions?field.seats=15')).json().total, 0, 'and found by none')
 })
 
 t.test('a field is changed, removed (its values stay readable, its key its own), and only administrators write them', async (t) => {
@@ -73,6 +76,8 @@ t.test('a field is changed, removed (its values stay readable, its key its own),
   t.equal((await admin('PATCH', `/demo/fields/${plan.id}`, { kind: 'text' })).statusCode, 400, 'its kind stays')
   t.equal((await admin('PATCH', `/demo/fields/${plan.id}`, { choices: ['A', 'A'] })).statusCode, 400)
   t.equal((await admin('PATCH', `/demo/fields/${plan.id}`, {})).statusCode, 400, 'something to change')
+  t.match((await admin('PATCH', `/demo/fields/${plan.id}`, { required: true })).json(), { name: 'Subscription', required: true, choices: ['Basic', 'Pro', 'Enterprise'] }, 'one thing changed, the rest kept')
+  t.match((await api('GET', `/demo/fields/${plan.id}`)).json(), { key: 'plan', required: true }, 'one field, read by a supporter')
   t.equal((await admin('POST', '/demo/fields', { key: 'plan', name: 'Again', kind: 'text' })).statusCode, 409, 'a key once')
   t.equal((await admin('POST', '/demo/fields', { key: 'Plan', name: 'x', kind: 'text' })).statusCode, 400)
   t.equal((await admin('POST', '/demo/fields', { key: 'size', name: 'x', kind: 'choice' })).statusCode, 400, 'a choice needs its choices')
