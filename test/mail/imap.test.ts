@@ -116,6 +116,16 @@ t.test("a customer's mail in the support mailbox becomes a discussion; the reply
   })
   t.match(answered.comments[2], { body: 'It worked, thanks.', via: 'email', author_email: 'carol@customer.example' })
   t.equal((await listing()).total, 2, 'no new discussion')
+
+  // Issue 71: her discussion merged into Dave's, her next answer to our reply, fetched, joins that one.
+  t.equal((await api('POST', '/demo/discussions/1/merge', { into: 2 })).statusCode, 200)
+  await imap.deliver('support', [message({ subject: `Re: ${reply.subject}`, id: '<fourth@customer.example>', inReplyTo: reply.messageId, body: 'And again.' })])
+  const merged = await until('the answer in the merged discussion', async () => {
+    const thread = (await api('GET', '/demo/discussions/2')).json()
+    return thread.comments.length === 5 && thread
+  })
+  t.match(merged.comments[4], { body: 'And again.', via: 'email', author_email: 'carol@customer.example', internal: false })
+  t.equal((await listing()).total, 1, 'no new discussion: the merged one is no longer listed')
 })
 
 t.test('bad mail gets a clear outcome and never stops the mailbox; an automatic reply is never answered', async (t) => {
