@@ -293,7 +293,9 @@ t.test("who is here: a discussion page's stream tells who else is on it and who 
   const gone = { site: ann.site.id, number: 1, user: 999, name: 'Gone Process', state: 'here' } as const
   await one.presence.say(gone)
   await one.presence.say(gone)
-  t.ok(await until(() => last(bobsPage) === JSON.stringify([{ name: 'Gone Process', replying: false }]), 2000))
+  // A third word, seen: the events arrive in order (NOTIFY's commit order), so both before it were heard.
+  await one.presence.say({ ...gone, user: 998, name: 'Marker' })
+  t.ok(await until(() => last(bobsPage) === JSON.stringify([{ name: 'Gone Process', replying: false }, { name: 'Marker', replying: false }]), 2000))
   clock.advance(PRESENCE_TTL_MS)
   t.ok(await until(() => last(bobsPage) === '[]', 2500), 'unsaid for PRESENCE_TTL_MS: gone')
   // Whatever else is published on the channel (another version's words) is passed over.
