@@ -41,7 +41,7 @@ export interface Present {
 }
 
 /** The word in a payload, or undefined for anything else (a payload of another version, or none). */
-export function wordOf(payload: string): PresenceWord | undefined {
+function wordOf(payload: string): PresenceWord | undefined {
   try {
     const word = JSON.parse(payload) as Partial<PresenceWord>
     const whole = (n: unknown) => typeof n === 'number' && Number.isSafeInteger(n) && n > 0

@@ -77,7 +77,7 @@ export interface DiscussionChanges {
   fields?: Record<string, unknown>
 }
 
-export const counted = (d: { siteId: number; categoryId: number; state: DiscussionState; public: boolean; assigneeId: number | null }): CountedRow => ({
+const counted = (d: { siteId: number; categoryId: number; state: DiscussionState; public: boolean; assigneeId: number | null }): CountedRow => ({
   siteId: d.siteId,
   categoryId: d.categoryId,
   state: d.state,
@@ -109,13 +109,13 @@ export function holdsExpected(discussion: DiscussionRow, expected: Expected | un
 }
 
 /** A merged discussion is a pointer to the one it went into (db/stores/merges.ts): written to there, never here. */
-export function refuseMerged(discussion: DiscussionRow): void {
+function refuseMerged(discussion: DiscussionRow): void {
   if (discussion.state === 'merged') {
     throw new StoreError(`discussion ${discussion.number} was merged into discussion ${discussion.mergedInto}: write to that one`, 'conflict', 'number')
   }
 }
 
-export function refuseDeleted(discussion: DiscussionRow): void {
+function refuseDeleted(discussion: DiscussionRow): void {
   refuseMerged(discussion)
   if (discussion.state === 'deleted') {
     throw new StoreError(`discussion ${discussion.number} is deleted; restore it before changing it`, 'conflict', 'number')
@@ -313,7 +313,7 @@ async function retag(port: StorePort, d: DiscussionRow): Promise<void> {
 /** What a change of one discussion writes, decided from it as it is under its lock; null: nothing. */
 type Decide = (tx: StorePort, d: DiscussionRow) => Promise<Partial<DiscussionRow> | null>
 /** What the change feed and the webhooks are told of a change, from the discussion after it. */
-export type EventOf = (after: DiscussionRow) => 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' | 'discussion.merged'
+type EventOf = (after: DiscussionRow) => 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' | 'discussion.merged'
 
 /** The category a discussion is moved to; another site's or an unknown one is an invalid `field`. */
 async function checkCategory(port: StorePort, siteId: number, id: number, field: string) {
@@ -323,7 +323,7 @@ async function checkCategory(port: StorePort, siteId: number, id: number, field:
 }
 
 /** What an SLA policy's conditions look at in a discussion (lib/sla.ts). */
-export const factsOf = (d: DiscussionRow) => ({ categoryId: d.categoryId, tags: tagList(d.tags), authorEmail: d.authorEmail, channel: d.channel })
+const factsOf = (d: DiscussionRow) => ({ categoryId: d.categoryId, tags: tagList(d.tags), authorEmail: d.authorEmail, channel: d.channel })
 
 /** What a write of a discussion is given: the clock, the sink its events go to, and who posts. */
 export interface WriteContext {
