@@ -53,6 +53,12 @@ t.test('a collaborator reads and writes internal notes through every door of the
       ['taking it', 'POST', '/demo/discussions/1/assign?to=me', {}],
       ['a new discussion', 'POST', `/demo/categories/${general.id}/discussions`, { title: 'Mine', body: 'Words.' }],
       ['deleting it', 'DELETE', '/demo/discussions/1', undefined],
+      // Issues 71 and 72: a merge, a split, an undo, fields' values and definitions.
+      ['merging it', 'POST', '/demo/discussions/1/merge', { into: 2 }],
+      ['splitting it', 'POST', '/demo/discussions/1/split', { comment: 2 }],
+      ['undoing a merge', 'POST', '/demo/discussions/1/unmerge', {}],
+      ['setting its fields', 'PUT', '/demo/discussions/1', { fields: { plan: 'Pro' } }],
+      ['defining a field', 'POST', '/demo/fields', { key: 'plan', name: 'Plan', kind: 'text' }],
     ] as const) {
       const refused = await ask(method, url, payload)
       t.equal(refused.statusCode, 403, `${door}: ${what} is refused`)
@@ -92,6 +98,9 @@ t.test('through MCP: the note tool goes through, a reply to the customer is a to
   t.equal(reply.isError, true, 'a reply to the customer is refused')
   t.match(reply.content[0]!.text, NOTES_ONLY)
   t.equal((await call('resolve_discussion', { number: 1 })).isError, true, 'so is resolving it')
+  t.equal((await call('merge_discussion', { number: 1, into: 2 })).isError, true, 'merging it')
+  t.equal((await call('split_discussion', { number: 1, comment: 2 })).isError, true, 'splitting it')
+  t.equal((await call('set_fields', { number: 1, fields: { plan: 'Pro' } })).isError, true, 'setting its fields')
 })
 
 t.test('on the pages: the queue and the discussion read, a note sent; every other form refused', async (t) => {
@@ -104,7 +113,7 @@ t.test('on the pages: the queue and the discussion read, a note sent; every othe
   t.equal(page.statusCode, 200)
   t.match(page.body, /data-notes-only/)
   t.match(page.body, /<input type="hidden" name="internal" value="yes">/)
-  t.notMatch(page.body, /\/act"|\/assign"|\/tags"|\/participants"|\/category"|name="then" value="resolve"/, 'no form she may not send is offered')
+  t.notMatch(page.body, /\/act"|\/assign"|\/tags"|\/participants"|\/category"|\/merge"|\/split"|\/fields"|name="then" value="resolve"/, 'no form she may not send is offered')
   const noted = await web.postFiles('/demo/discussions/1/reply', { body: 'Known bug, fixed in 2.1.', internal: 'yes' })
   t.equal(noted.statusCode, 303)
   t.match(noted.headers.location, /done=noted/)
@@ -119,6 +128,10 @@ t.test('on the pages: the queue and the discussion read, a note sent; every othe
     ['/demo/discussions/1/assign', { to: 'me' }],
     ['/demo/discussions/1/tags', { tags: 'mine' }],
     ['/demo/discussions/1/participants', { email: 'boss@example.test' }],
+    ['/demo/discussions/1/merge', { into: '#2' }],
+    ['/demo/discussions/1/split', { comment: '2' }],
+    ['/demo/discussions/1/unmerge', { from: '2' }],
+    ['/demo/discussions/1/fields', { 'f.plan': 'Pro' }],
   ] as const) {
     t.equal((await web.post(path, fields)).statusCode, 403, `${path} is refused`)
   }
