@@ -301,3 +301,22 @@ t.test('a split on the page: to the new discussion, which says where it came fro
   t.match(page, /Second question\./)
   t.match((await web.get(`/demo/discussions/${d.number}`)).body, new RegExp(`Split into discussion #${d.number + 1}: Second one`))
 })
+
+t.test('a merge that fails at its last step leaves nothing half-written: both discussions as they were', async (t) => {
+  const { app, api, create, ann } = await discussionApp(t)
+  const one = await create({ title: 'One', author_email: 'carol@example.test' })
+  const two = await create({ title: 'Two' })
+  t.equal((await api('POST', `/demo/discussions/${one.number}/participants`, { email: 'boss@example.test' })).statusCode, 201)
+  // The target's change is told last: a sink that fails there fails the merge after every row moved.
+  const failing = app.database.merges(app.clock, app.secretBox, async (_tx, event) => {
+    if (event.type === 'discussion.updated') throw new Error('the connection ended')
+  })
+  const by = { id: ann.user.id, name: ann.user.email, via: 'api' as const }
+  await t.rejects(failing.merge(ann.site.id, one.number, two.number, by), { message: 'the connection ended' })
+  const shown = (await api('GET', `/demo/discussions/${one.number}`)).json()
+  t.match(shown, { state: 'new', merged_into: null, comments_count: 1, comments: [{ number: 1, moved_from: null }] })
+  t.match((await api('GET', `/demo/discussions/${two.number}`)).json(), { comments_count: 1 })
+  t.same((await api('GET', `/demo/discussions/${two.number}/participants`)).json().participants, [], 'no participant joined')
+  t.same((await api('GET', '/demo/changes')).json().changes.filter((c: { type: string }) => c.type === 'discussion.merged'), [], 'nothing told')
+  t.equal((await api('POST', `/demo/discussions/${one.number}/merge`, { into: two.number })).statusCode, 200, 'and it can be merged after')
+})
