@@ -55,7 +55,7 @@ const PAGE = {
          d.assignee_id, (SELECT name FROM users a WHERE a.id = d.assignee_id) AS assignee_name, d.tags,
          d.sla_policy_id, d.first_reply_due_at, d.next_reply_due_at, d.resolution_due_at, d.sla_breached,
          d.first_reply_at, d.first_reply_minutes, d.first_reply_business, d.resolved_at, d.resolution_minutes, d.resolution_business,
-         d.reopens, d.team_replies, d.rating, d.rating_comment, d.rated_at
+         d.reopens, d.team_replies, d.rating, d.rating_comment, d.rated_at, d.fields, d.merged_into, d.split_from
   FROM discussions d JOIN users u ON u.id = d.author_id
   WHERE d.id IN (
     SELECT id FROM discussions

@@ -41,6 +41,10 @@ export interface PageRow {
   rating: string | null
   rating_comment: string
   rated_at: number | Date | null
+  /** Custom fields' values, JSON (issue 72); the numbers of a merge's and a split's other discussion (issue 71). */
+  fields: string
+  merged_into: number | null
+  split_from: number | null
 }
 
 /** A moment in ISO 8601, UTC, to the second: 2026-03-01T12:00:00Z. */
@@ -112,6 +116,11 @@ const discussionSchema = object({
     team_replies: int,
   }),
   satisfaction: { anyOf: [object({ rating: str, comment: str, rated_at: str }), { type: 'null' }] },
+  fields: { type: 'object', additionalProperties: true },
+  merged_into: { anyOf: [object({ number: int, href: str }), { type: 'null' }] },
+  merge_href: str,
+  split_from: { anyOf: [object({ number: int, href: str }), { type: 'null' }] },
+  split_href: str,
 })
 export const listingSchema = object({ offset: int, total: int, per_page: int, discussions: { type: 'array', items: discussionSchema } })
 export const siteSchema = object({
@@ -209,6 +218,11 @@ export function discussionJson(row: PageRow, a: Addresses) {
       team_replies: row.team_replies,
     },
     satisfaction: row.rating === null || row.rated_at === null ? null : { rating: row.rating, comment: row.rating_comment, rated_at: iso(row.rated_at) },
+    fields: JSON.parse(row.fields) as Record<string, unknown>,
+    merged_into: row.merged_into === null ? null : { number: row.merged_into, href: `${a.discussions}/${row.merged_into}` },
+    merge_href: `${href}/merge`,
+    split_from: row.split_from === null ? null : { number: row.split_from, href: `${a.discussions}/${row.split_from}` },
+    split_href: `${href}/split`,
   }
 }
 
