@@ -8,6 +8,8 @@ import { createAuthors } from './discussion-authors.ts'
 import { createDiscussionIn } from './discussions.ts'
 import { noEvents, type EventSink } from './webhooks.ts'
 import { queueCustomerMail, type OutboxMail } from './outbox.ts'
+import { activeFieldsIn, shapeOf, type FieldValues } from './fields.ts'
+import { fieldValue } from '../../lib/fields.ts'
 import { isStaffRole } from './staff.ts'
 import { findUserByEmail, roleOn } from './users.ts'
 
@@ -31,6 +33,8 @@ export interface PendingDiscussion {
   body: string
   categoryId: number
   public: boolean
+  /** Its values of the fields shown to customers (issue 72), as checked when it was written. */
+  fields?: FieldValues
 }
 
 export type LinkAsked = { kind: 'queued' } | { kind: 'limited'; retryAfter: number }
@@ -158,11 +162,28 @@ export function createCustomerLinkStore(port: StorePort, clock: Clock, box: Secr
           via: 'web',
           supporterId: 0,
           onBehalfOf: { email: link.email, name: pending.name },
+          fields: await stillAsked(tx, siteId, pending.fields ?? {}),
         }, events)
         await tx.db.update(customerLinks).set({ discussionId: discussion.id, payload: null }).where(eq(customerLinks.id, link.id))
         return { kind: 'posted', number: discussion.number, userId: await signInAs(tx, siteId, discussion.authorId), again: false }
       })
     },
+  }
+
+  /**
+   * The values a visitor gave that their fields take still, when the link is followed (up to
+   * LINK_MINUTES later): a field removed since, or no longer shown to customers, or whose choices
+   * changed so that the value is not one, is left out rather than the message lost.
+   */
+  async function stillAsked(tx: StorePort, siteId: number, given: FieldValues): Promise<FieldValues> {
+    const asked = (await activeFieldsIn(tx, siteId)).filter((f) => f.audience === 'customers')
+    const kept: FieldValues = {}
+    for (const f of asked) {
+      if (given[f.key] === undefined) continue
+      const checked = fieldValue(shapeOf(f), given[f.key])
+      if ('value' in checked && checked.value !== null) kept[f.key] = checked.value
+    }
+    return kept
   }
 
   /** A link that could not be taken: used already (a posted discussion is named again), or past its time. */

@@ -1,7 +1,7 @@
 import { and, asc, count, eq, isNull, sql } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
-import { definitionProblem, fieldValue, indexedTexts, MAX_FIELDS, type FieldAudience, type FieldKind, type FieldValue } from '../../lib/fields.ts'
+import { definitionProblem, fieldValue, indexedTexts, MAX_FIELDS, type FieldAudience, type FieldKind, type FieldShape, type FieldValue } from '../../lib/fields.ts'
 import { isUniqueViolation } from '../../lib/database-errors.ts'
 import { changedFields, recordChange, type Actor } from './audit.ts'
 import { StoreError } from './errors.ts'
@@ -29,6 +29,9 @@ export type FieldChange = Partial<Pick<FieldInput, 'name' | 'audience' | 'requir
 /** A field's values as a discussion's row keeps them: by key. */
 export type FieldValues = Record<string, FieldValue>
 
+/** What a value of `field` is checked against (lib/fields.ts): its key, kind and choices. */
+export const shapeOf = (field: Field): FieldShape => ({ key: field.key, kind: field.kind, choices: JSON.parse(field.choices) as string[] })
+
 /** The values kept in a discussion's row. */
 export const valuesOf = (json: string): FieldValues => JSON.parse(json) as FieldValues
 
@@ -49,7 +52,7 @@ export async function valuesAfter(port: StorePort, siteId: number, before: Field
   for (const [key, raw] of Object.entries(given)) {
     const field = fields.get(key)
     if (!field) throw new StoreError(`is not a field of this site (GET /<site>/fields lists them)`, 'invalid', `fields.${key}`)
-    const checked = fieldValue({ key, kind: field.kind, choices: JSON.parse(field.choices) as string[] }, raw)
+    const checked = fieldValue(shapeOf(field), raw)
     if ('problem' in checked) throw new StoreError(checked.problem, 'invalid', `fields.${key}`)
     if (checked.value === null || (Array.isArray(checked.value) && checked.value.length === 0)) delete after[key]
     else after[key] = checked.value

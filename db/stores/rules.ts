@@ -1,7 +1,7 @@
 import { and, asc, count, desc, eq, gt, inArray, isNotNull, lte, or, sql, type SQL } from '../drizzle.ts'
 import { isLive } from '../live.ts'
 import { filterText, indexedTexts } from '../../lib/fields.ts'
-import { activeFieldsIn, valuesAfter, valuesOf } from './fields.ts'
+import { activeFieldsIn, shapeOf, valuesAfter, valuesOf } from './fields.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
@@ -185,7 +185,7 @@ async function checkedFieldConditions(tx: StorePort, siteId: number, conditions:
     const field = fields.find((f) => f.key === key)
     if (!field) throw invalid('is not a field of this site (GET /<site>/fields lists them)', `conditions.fields.${key}`)
     checked[key] = values.map((value) => {
-      const text = filterText({ key, kind: field.kind, choices: JSON.parse(field.choices) as string[] }, value)
+      const text = filterText(shapeOf(field), value)
       if ('problem' in text) throw invalid(text.problem, `conditions.fields.${key}`)
       return text.text
     })

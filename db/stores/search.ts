@@ -5,7 +5,7 @@ import { discussionStates } from '../values.ts'
 import { parseQuery, searchDocument, snippetOf, type SearchQuery, type Snippet } from '../../lib/search-text.ts'
 import { tagOf } from '../../lib/team-queue.ts'
 import { filterText } from '../../lib/fields.ts'
-import { activeFieldsIn, type Field } from './fields.ts'
+import { activeFieldsIn, shapeOf, type Field } from './fields.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { dayStart } from '../../lib/clock.ts'
 import { NO_ASSIGNEE, SCOPE_STATES, type StateScope } from './discussion-counts.ts'
@@ -131,7 +131,7 @@ export function createSearchStore(port: StorePort) {
     const filters: Filters = { state: 'live', fields: [] }
     for (const [key, text] of Object.entries(query.fields)) {
       const field = searchable.find((f) => f.key === key)!
-      const kept = filterText({ key, kind: field.kind, choices: JSON.parse(field.choices) as string[] }, text)
+      const kept = filterText(shapeOf(field), text)
       if ('problem' in kept) throw unreadable(`gives ${key}:${text}, and the field ${key} ${kept.problem}`)
       filters.fields.push({ id: field.id, value: kept.text })
     }

@@ -18,6 +18,8 @@ import { commentExtras } from '../api/discussions/context.ts'
 import { MAX_TITLE } from '../api/discussions/schemas.ts'
 import { messageProblem, notFoundPage, pageData, queryString, refusalOf, wholeNumber } from './pages.ts'
 import { REPLY_FORM_BYTES } from './queue.ts'
+import { customerFields, fieldsShown } from './field-form.ts'
+import { valuesOf, type Field, type FieldValues } from '../../db/stores/fields.ts'
 import { searchForPage, shownResult } from './search.ts'
 
 // The customer's side (docs/decisions.md, "The customer's side"): {site_url}/help and the pages
@@ -144,9 +146,13 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
     )
   })
 
-  /** The new discussion form, with what was typed and what is wrong with it. */
-  async function newForm(request: FastifyRequest, reply: FastifyReply, status = 200, values: Record<string, string> = {}, problems: Record<string, string> = {}) {
+  /** The site's custom fields shown to its customers (issue 72), in their order: asked on the new discussion form, shown on their discussions. */
+  const customersFields = async (siteId: number): Promise<Field[]> => (await fastify.fields.list(siteId)).filter((f) => f.audience === 'customers')
+
+  /** The new discussion form, with what was typed and what is wrong with it (a custom field's problem by its key). */
+  async function newForm(request: FastifyRequest, reply: FastifyReply, status = 200, values: Record<string, string> = {}, problems: Record<string, string> = {}, fieldProblems: Record<string, string> = {}, fieldValues: FieldValues = {}) {
     const { site } = request.web
+    const asked = await customersFields(site.id)
     return reply.page(
       'help_new',
       pageData(request, reply, {
@@ -156,6 +162,8 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
         mayBePublic: site.publicDiscussions,
         values: { title: '', body: '', name: '', email: '', public: '', ...values },
         problems,
+        fields: fieldsShown(asked, fieldValues).active.map((f, i) => ({ ...f, required: asked[i]!.required })),
+        fieldProblems,
         fileLimits: { count: MESSAGE_LIMITS.files, size: shownSize(fileLimits.fileBytes) },
         help: base(request),
       }),
@@ -190,7 +198,8 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
     const { user, site } = request.web
     if (!request.isMultipart() || !user || isStaffRole(user.role)) return
     const { fields, uploads } = await readMultipart(fastify, request, fileLimits, { siteId: site.id, userId: user.id })
-    request.body = Object.fromEntries([...fields].map(([name, values]) => [name, values[0]]))
+    // Several values of a name (a custom field's boxes ticked) stay a list, as a urlencoded form's do.
+    request.body = Object.fromEntries([...fields].map(([name, values]) => [name, values.length === 1 ? values[0] : values]))
     request.uploaded = uploads.map((u) => u.id)
   }
   const dropUploads = async (request: FastifyRequest) => {
@@ -216,17 +225,19 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
       if (emailWrong) problems.email = `Give the address we should answer: ${emailWrong}.`
       if (nameProblem(values.name)) problems.name = 'Give your name: 1 to 100 characters, without U+0000 (NUL).'
     }
-    if (Object.keys(problems).length > 0) {
+    // The fields shown to customers only: a team-only field's name in the form is passed over.
+    const given = customerFields(await customersFields(site.id), body)
+    if (Object.keys(problems).length > 0 || Object.keys(given.problems).length > 0) {
       await dropUploads(request)
       if (request.uploaded?.length) problems.files = 'Choose the files again too.'
-      return newForm(request, reply, 400, values, problems)
+      return newForm(request, reply, 400, values, problems, given.problems, given.shown)
     }
     // Public only when the customer chose it and the site shows public discussions.
     const isPublic = values.public === 'yes' && site.publicDiscussions
     if (user === null) {
       // The field only robots fill (hidden from people and screen readers): answered as a success, nothing kept.
       if (field(body, 'website') !== '') return checkYourMail(request, reply, values.email)
-      const pending: PendingDiscussion = { name: values.name, title: values.title, body: values.body, categoryId: category!.id, public: isPublic }
+      const pending: PendingDiscussion = { name: values.name, title: values.title, body: values.body, categoryId: category!.id, public: isPublic, fields: given.values }
       const asked = await customerLinks.ask({
         siteId: site.id,
         purpose: 'discussion',
@@ -261,6 +272,7 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
       supporterId: user.id,
       onBehalfOf: { email: user.email },
       uploads: request.uploaded,
+      fields: given.values,
     })
     return reply.redirect(`${base(request)}/${discussion.number}`, 303)
   })
@@ -347,6 +359,8 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
       pageData(request, reply, {
         title: d.title,
         discussion: { number: d.number, title: d.title, solved: d.state === 'resolved', public: d.public, own, href: `${base(request)}/${d.number}` },
+        // The values of the fields shown to customers, to its customer only: never a team-only one.
+        fields: own ? fieldsShown(await customersFields(d.siteId), valuesOf(d.fields)).active.filter((f) => f.shown !== '') : [],
         comments: comments.map((c) => ({
           number: c.number,
           body: c.body,

@@ -25,8 +25,8 @@ import { messageProblem, notFoundPage, refusalOf, pageData, requireSupporter } f
 import { PAGE, REPLY_FORM_BYTES, TABS, whole } from './queue.ts'
 import { MAX_TITLE } from '../api/discussions/schemas.ts'
 import { REPLYING_BEAT_MS } from '../../plugins/presence.ts'
-import { valuesOf, type Field, type FieldValues } from '../../db/stores/fields.ts'
-import type { FieldValue } from '../../lib/fields.ts'
+import { valuesOf } from '../../db/stores/fields.ts'
+import { fieldsGiven, fieldsShown } from './field-form.ts'
 
 // A discussion's page in the queue (docs/decisions.md, "The queue on the web" and "The team's
 // queue"): {site_url}/discussions/<number>, its conversation, the reply form (public or internal,
@@ -451,40 +451,6 @@ function pageExtras({ attachments = [], delivery, mail }: CommentExtras, base: s
 function deliveryLine(delivery: Delivery): string {
   const state = delivery.state === 'failed' ? `failed (${delivery.lastError})` : delivery.state === 'queued' && delivery.lastError ? `queued, to be tried again (${delivery.lastError})` : delivery.state
   return `Mailed to ${delivery.to}${delivery.cc.length > 0 ? `, copying ${delivery.cc.join(', ')}` : ''}: ${state}`
-}
-
-/** A discussion's custom fields as its page shows them: the site's fields with its values, and the values of fields removed since. */
-export function fieldsShown(defined: Field[], values: FieldValues) {
-  const shown = (value: FieldValue | undefined) => (value === undefined ? '' : Array.isArray(value) ? value.join(', ') : typeof value === 'boolean' ? (value ? 'Yes' : 'No') : String(value))
-  const active = defined.map((f) => {
-    const value = values[f.key]
-    const choices = JSON.parse(f.choices) as string[]
-    return { key: f.key, name: f.name, kind: f.kind, shown: shown(value), value: value === undefined || Array.isArray(value) ? '' : String(value), choices: choices.map((c) => ({ choice: c, chosen: Array.isArray(value) ? value.includes(c) : value === c })) }
-  })
-  const removed = Object.entries(values).filter(([key]) => !defined.some((f) => f.key === key)).map(([key, value]) => ({ key, shown: shown(value) }))
-  return { active, removed }
-}
-
-/**
- * What the fields form sends, as the API's `fields` takes it: each field of the site by `f.<key>`,
- * an empty one cleared, a number as a number (what is not one goes as text, refused with the
- * field's name), yes/no from yes or no, several choices as the boxes ticked (none: cleared).
- */
-export function fieldsGiven(defined: Field[], body: Record<string, unknown>): Record<string, unknown> {
-  const given: Record<string, unknown> = {}
-  for (const f of defined) {
-    const raw = body[`f.${f.key}`]
-    if (f.kind === 'choices') {
-      given[f.key] = (Array.isArray(raw) ? raw : raw === undefined ? [] : [raw]).map(String)
-      continue
-    }
-    const text = typeof raw === 'string' ? raw.trim() : ''
-    if (text === '') given[f.key] = null
-    else if (f.kind === 'number') given[f.key] = Number.isFinite(Number(text)) ? Number(text) : text
-    else if (f.kind === 'yes_no') given[f.key] = text === 'yes' ? true : text === 'no' ? false : text
-    else given[f.key] = text
-  }
-  return given
 }
 
 /** The actions a discussion in this state offers on its page, as buttons. */

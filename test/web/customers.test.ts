@@ -1,8 +1,7 @@
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { rawStatement, supporterWithToken } from '../fixtures/app.ts'
 import { form as filesForm } from '../fixtures/files.ts'
-import { mailReader, mailServer } from '../fixtures/mail.ts'
-import { mailDesk } from '../fixtures/mail-desk.ts'
+import { desk, main } from '../fixtures/customer-desk.ts'
 import { signedInPerson, webClient } from '../fixtures/web.ts'
 import { makeMultipass } from '../fixtures/credentials.ts'
 import { LINK_MINUTES, LINKS_PER_ADDRESS, LINKS_PER_EMAIL } from '../../db/stores/customer-links.ts'
@@ -14,40 +13,6 @@ import { STARTED_PER_HOUR } from '../../routes/web/customers.ts'
 // minutes, on their site only; a customer reaches only their own discussions and public ones, never
 // an internal note or anyone's email; the limits, the field only robots fill, and the site's two
 // switches. Mail goes through the outbox to a real SMTP server.
-
-type Web = ReturnType<typeof webClient>
-
-/** The page's own part: the header names the signed-in person, to them. */
-const main = (body: string) => /<main>([\s\S]*)<\/main>/.exec(body)![1]!
-
-async function desk(t: Test) {
-  const smtp = await mailServer(t)
-  const { app, clock, ann, general, send } = await mailDesk(t, { config: { mail: { smtpUrl: smtp.url, from: 'Service Desk <desk@service.example>' } } })
-  const internal = await app.categories.add(ann.site.id, 'Team only', false)
-  const api = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) => app.inject({ method, url, headers: ann.bearer, ...(payload ? { payload } : {}) })
-  const mails = mailReader(app, smtp)
-  const linkIn = (text: string | undefined) => /https:\/\/help\.example\.test(\/demo\/help\/(?:sign_in|link)\/service_cln_\w+)/.exec(text ?? '')?.[1]
-  /** A visitor's browser writes a discussion through the new discussion form. */
-  async function write(web: Web, fields: Record<string, string>) {
-    await web.get('/demo/help/new')
-    return web.post('/demo/help/new', { category: String(general.id), title: 'Printer on fire', body: 'It smokes.', ...fields })
-  }
-  /** Follows a mailed link as a browser does: its page, then its button. */
-  async function follow(web: Web, link: string) {
-    t.equal((await web.get(link)).statusCode, 200, 'the link opens a page with a button')
-    return web.post(link)
-  }
-  /** A customer of the site signed in by a mailed link. */
-  async function customer(email: string) {
-    const web = webClient(app)
-    await web.get('/demo/help/sign_in')
-    await web.post('/demo/help/sign_in', { email })
-    const [mail] = await mails()
-    t.equal((await follow(web, linkIn(mail!.text)!)).headers.location, 'https://help.example.test/demo/help')
-    return web
-  }
-  return { app, clock, ann, general, internal, send, smtp, api, mails, linkIn, write, follow, customer }
-}
 
 const discussionCount = async (app: Awaited<ReturnType<typeof desk>>['app'], siteId: number) => (await app.discussions.list({ siteId, state: 'live', sort: 'activity', offset: 0, limit: 10 })).total
 

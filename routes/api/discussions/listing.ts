@@ -18,7 +18,7 @@ import { Discussion, DiscussionListing, ListingQuery, PagedForm, PER_PAGE, Walke
 import { cursorLinks, envelope, PAGE_WITH_CURSOR, pageLinks, walkedPage } from './views.ts'
 import { cursorOf, positionOf } from '../../../lib/cursors.ts'
 import { filterText } from '../../../lib/fields.ts'
-import type { FieldStore } from '../../../db/stores/fields.ts'
+import { shapeOf, type FieldStore } from '../../../db/stores/fields.ts'
 
 /** `since` as a number (discussions numbered above it) or a UTC date (at or after its midnight). */
 export function parseSince(since: string | undefined): Since | undefined {
@@ -69,7 +69,7 @@ async function fieldFilter(fields: FieldStore, siteId: number, query: Record<str
   if (typeof given !== 'string') throw new InvalidRequest([{ field: name, problem: 'must be given once' }])
   const field = (await fields.list(siteId)).find((f) => f.key === name.slice(FIELD_PARAM.length))
   if (!field) throw new InvalidRequest([{ field: name, problem: 'is not a field of this site (GET /<site>/fields lists them)' }])
-  const text = filterText({ key: field.key, kind: field.kind, choices: JSON.parse(field.choices) as string[] }, given)
+  const text = filterText(shapeOf(field), given)
   if ('problem' in text) throw new InvalidRequest([{ field: name, problem: text.problem }])
   return { filter: { id: field.id, value: text.text }, kept: { [name]: given } }
 }
