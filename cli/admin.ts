@@ -15,6 +15,7 @@ import type { Access } from '../db/values.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { ScheduleStore } from '../db/stores/schedules.ts'
 import type { ReportStore } from '../db/stores/reports.ts'
+import type { FieldStore } from '../db/stores/fields.ts'
 import type { SlaPolicyStore } from '../db/stores/sla-policies.ts'
 import { isPostgresAddress } from '../lib/database-address.ts'
 import { hashPassword, randomPassword } from '../lib/password.ts'
@@ -74,6 +75,8 @@ export interface Stores extends CommandDatabase {
   slaPolicies: SlaPolicyStore
   /** The sites' reports (cli/reports.ts). */
   reports: ReportStore
+  /** The sites' custom fields (cli/fields.ts). */
+  fields: FieldStore
   /** What the stores tell the sites' webhooks of, as the server does (a token revoked here is told too). */
   events: EventSink
   /** The service's public addresses, as the server makes them (a provider's redirect address, say). */
@@ -141,6 +144,7 @@ function storesOf(stores: EngineStores, clock: Clock, box: SecretBox, events: Ev
     invitations: stores.invitations(clock, box),
     schedules: stores.schedules(clock),
     slaPolicies: stores.slaPolicies(clock),
+    fields: stores.fields(clock),
     reports: stores.reports(clock, (permalink) => urls.siteWeb(permalink)),
   }
 }

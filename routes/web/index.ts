@@ -11,6 +11,7 @@ import administrationRoutes from './administration.ts'
 import adminMailRoutes from './admin-mail.ts'
 import adminTeamRoutes from './admin-team.ts'
 import adminCategoryRoutes from './admin-categories.ts'
+import adminFieldRoutes from './admin-fields.ts'
 import adminRecordRoutes from './admin-record.ts'
 import adminHoursRoutes from './admin-hours.ts'
 import adminSlaRoutes from './admin-sla.ts'
@@ -98,6 +99,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(adminMailRoutes)
       await web.register(adminTeamRoutes)
       await web.register(adminCategoryRoutes)
+      await web.register(adminFieldRoutes)
       await web.register(adminRecordRoutes)
       await web.register(adminHoursRoutes)
       await web.register(adminSlaRoutes)

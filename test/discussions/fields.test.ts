@@ -252,3 +252,54 @@ t.test('a rule on a field: its conditions by value, its action setting values; r
   t.equal((await admin('DELETE', `/demo/fields/${vip.id}`)).statusCode, 204)
   t.match(await create({ title: 'Urgent again' }), { tags: ['urgent'], fields: {} }, 'a field removed since: that action left out, the others done')
 })
+
+t.test('Administration -> Fields: add each kind, change, remove; each refusal said on the page; administrators of this site only', async (t) => {
+  const { app, api } = await fieldsApp(t)
+  const boss = await signedInPerson(app, { administrator: true, email: 'chief@example.test' })
+  await boss.web.get('/demo/admin/fields')
+  const added = await boss.web.post('/demo/admin/fields', { name: 'Plan', key: 'plan', kind: 'choice', audience: 'customers', required: 'yes', choices: 'Basic\r\n\r\n Pro \n' })
+  t.equal(added.headers.location, 'https://help.example.test/demo/admin/fields?done=added')
+  t.match((await api('GET', '/demo/fields')).json().fields, [{ key: 'plan', name: 'Plan', kind: 'choice', audience: 'customers', required: true, choices: ['Basic', 'Pro'] }], 'one choice a line, blank lines passed over')
+  t.equal((await boss.web.post('/demo/admin/fields', { name: 'Order', key: 'order_number', kind: 'text', choices: 'ignored' })).statusCode, 303, "a kind without choices takes none of the box's")
+  const page = (await boss.web.get('/demo/admin/fields?done=added')).body
+  t.match(page, /The field is added\./)
+  t.match(page, /data-field-row="plan"[\s\S]*?<code>plan<\/code> · One choice[\s\S]*?<textarea id="choices-\d+" name="choices" rows="3">Basic\nPro<\/textarea>/)
+  t.match(page, /aria-current="page">Fields</)
+
+  const plan = (await api('GET', '/demo/fields')).json().fields[0]
+  const order = (await api('GET', '/demo/fields')).json().fields[1]
+  const refused = [
+    ['/demo/admin/fields', { name: 'Plan again', key: 'plan', kind: 'text' }, 409, /The field&#39;s key is &quot;plan&quot;, which a field of this site has/],
+    ['/demo/admin/fields', { name: 'Bad', key: 'Bad Key', kind: 'text' }, 400, /The field&#39;s key must be lower-case letters/],
+    ['/demo/admin/fields', { name: 'Odd', key: 'odd', kind: 'colour' }, 400, /kind must be one of text, number, date, choice, choices, yes_no, link/],
+    ['/demo/admin/fields', { name: 'Tier', key: 'tier', kind: 'choice', choices: '' }, 400, /The field&#39;s choices must be 1 to 100/],
+    ['/demo/admin/fields', { name: 'State', key: 'state', kind: 'text' }, 400, /is a filter of the search/],
+    [`/demo/admin/fields/${plan.id}`, { name: ' ' }, 400, /The field&#39;s name must be 1 to 100 characters/],
+    [`/demo/admin/fields/${plan.id}`, { name: 'Plan', choices: 'A\nA' }, 400, /must each be given once/],
+    ['/demo/admin/fields/999999', { name: 'Gone' }, 404, /there is no field 999999 on this site/],
+  ] as const
+  for (const [path, form, status, words] of refused) {
+    const answer = await boss.web.post(path, form)
+    t.equal(answer.statusCode, status, `${path} ${JSON.stringify(form)}`)
+    t.match(answer.body, words)
+  }
+  t.equal((await api('GET', '/demo/fields')).json().fields.length, 2, 'nothing made by a refusal')
+
+  t.equal((await boss.web.post(`/demo/admin/fields/${plan.id}`, { name: 'Subscription', audience: 'team', choices: 'Basic\nPro\nEnterprise' })).statusCode, 303)
+  t.match((await api('GET', `/demo/fields/${plan.id}`)).json(), { key: 'plan', kind: 'choice', name: 'Subscription', audience: 'team', required: false, choices: ['Basic', 'Pro', 'Enterprise'] }, 'changed on its row, unticked is not required')
+  t.equal((await boss.web.post(`/demo/admin/fields/${order.id}`, { remove: 'yes' })).headers.location, 'https://help.example.test/demo/admin/fields?done=removed')
+  const after = (await boss.web.get('/demo/admin/fields')).body
+  t.match(after, /data-removed-field="order_number"><code>order_number<\/code> · Order · Text/, 'listed as removed')
+  t.notMatch(after, /data-field-row="order_number"/)
+  t.match((await api('GET', `/demo/fields/${order.id}`)).json(), { removed_at: String })
+
+  // A supporter, and another site's administrator, are kept out.
+  const sam = await signedInPerson(app, { email: 'sam@example.test' })
+  t.equal((await sam.web.get('/demo/admin/fields')).statusCode, 403)
+  await sam.web.get('/demo/discussions')
+  t.equal((await sam.web.post('/demo/admin/fields', { name: 'X', key: 'x', kind: 'text' })).statusCode, 403)
+  const other = await signedInPerson(app, { administrator: true, site: 'other', email: 'olga@example.test' })
+  await other.web.get('/other/admin/fields')
+  t.equal((await other.web.post(`/other/admin/fields/${plan.id}`, { remove: 'yes' })).statusCode, 404, "another site's field is none of hers")
+  t.equal((await api('GET', `/demo/fields/${plan.id}`)).json().removed_at, null)
+})
