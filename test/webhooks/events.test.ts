@@ -147,3 +147,21 @@ t.test('a merge is told: the one merged as discussion.merged, the one merged int
     ['discussion.restored', one.number],
   ], 'in the order they were made')
 })
+
+t.test("a field's value set, changed and cleared is told as discussion.updated, with the values as the API shows them; the change feed says the same", async (t) => {
+  const { admin, api, create, app } = await webhookApp(t)
+  const hook = await receiver(t)
+  const { secret } = (await admin('POST', '/demo/webhooks', { url: hook.url, events: ['discussion.updated'] })).json()
+  t.equal((await admin('POST', '/demo/fields', { key: 'plan', name: 'Plan', kind: 'choice', choices: ['Basic', 'Pro'] })).statusCode, 201)
+  t.equal((await admin('POST', '/demo/fields', { key: 'seats', name: 'Seats', kind: 'number' })).statusCode, 201)
+  const d = await create({ title: 'Upgrade', fields: { plan: 'Basic' } })
+  for (const fields of [{ plan: 'Pro', seats: 12 }, { seats: 12 }, { plan: null }]) t.equal((await api('PUT', `/demo/discussions/${d.number}`, { fields })).statusCode, 200)
+  await app.sendOutbox()
+  // Sent each on its own (an endpoint gets them in any order): the values of each change, once.
+  const told = verified(t, hook.received, secret).map((e) => JSON.stringify([e.type, e.data.fields]))
+  t.same(told.sort(), [JSON.stringify(['discussion.updated', { plan: 'Pro', seats: 12 }]), JSON.stringify(['discussion.updated', { seats: 12 }])].sort(), 'each change once; the same value again is no change, and tells nothing')
+  // The feed names each change, with the discussion as it is now.
+  const feed = (await api('GET', '/demo/changes')).json().changes as Array<{ type: string; discussion: { fields: object } }>
+  t.same(feed.map((c) => c.type), ['discussion.created', 'discussion.updated', 'discussion.updated'])
+  t.same(feed.at(-1)!.discussion.fields, { seats: 12 })
+})
