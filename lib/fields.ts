@@ -121,6 +121,38 @@ export function filterText(field: FieldShape, text: string): { text: string } | 
   }
 }
 
+/** A search's match of a field: one value (as the rows keep it), or for a date a range, both ends included. */
+export type FieldMatch = { text: string } | { from: string | null; to: string | null }
+
+/** The day before or after `day` (YYYY-MM-DD). */
+function nextDay(day: string, by: 1 | -1): string {
+  const [y, m, d] = day.split('-').map(Number)
+  return new Date(Date.UTC(y!, m! - 1, d! + by)).toISOString().slice(0, 10)
+}
+
+const RANGE = /^(>=|<=|>|<)(.*)$|^(.*)\.\.(.*)$/s
+
+/**
+ * The search's `<key>:<text>`: what filterText reads, and for a date field a range as the
+ * search's after: and before: are written: `>2026-01-31` (after that day), `>=`, `<`, `<=`, and
+ * `2026-01-01..2026-03-31` (both days included). Dates as YYYY-MM-DD sort as text, so a range is
+ * a range of the rows' texts.
+ */
+export function fieldMatch(field: FieldShape, text: string): FieldMatch | { problem: string } {
+  const range = field.kind === 'date' ? RANGE.exec(text) : null
+  if (!range) return filterText(field, text)
+  const wrong = { problem: 'must be a date, YYYY-MM-DD, or a range of dates: >DATE, >=DATE, <DATE, <=DATE, DATE..DATE' }
+  const [, op, day, first, last] = range
+  if (op !== undefined) {
+    if (!isDate(day!)) return wrong
+    if (op === '>') return { from: nextDay(day!, 1), to: null }
+    if (op === '>=') return { from: day!, to: null }
+    return op === '<' ? { from: null, to: nextDay(day!, -1) } : { from: null, to: day! }
+  }
+  if (!isDate(first!) || !isDate(last!)) return wrong
+  return first! <= last! ? { from: first!, to: last! } : { problem: `is a range that ends (${last}) before it starts (${first})` }
+}
+
 /** The problem with a field's definition, or undefined: its key, name, and choices for the kinds that have them. */
 export function definitionProblem(field: { key: string; name: string; kind: FieldKind; choices: readonly string[] }): { field: string; problem: string } | undefined {
   if (!FIELD_KEY.test(field.key)) return { field: 'key', problem: 'must be lower-case letters, digits and _, starting with a letter, at most 40' }

@@ -1,10 +1,10 @@
-import { and, asc, count, desc, eq, gte, inArray, isNull, lt, ne, or, sql, type SQL } from '../drizzle.ts'
+import { and, asc, count, desc, eq, gte, inArray, isNull, lt, lte, ne, or, sql, type SQL } from '../drizzle.ts'
 import { isLive } from '../live.ts'
 import { unguarded, type StorePort } from '../port.ts'
 import { discussionStates } from '../values.ts'
 import { parseQuery, searchDocument, snippetOf, type SearchQuery, type Snippet } from '../../lib/search-text.ts'
 import { tagOf } from '../../lib/team-queue.ts'
-import { filterText } from '../../lib/fields.ts'
+import { fieldMatch, type FieldMatch } from '../../lib/fields.ts'
 import { activeFieldsIn, shapeOf, type Field } from './fields.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { dayStart } from '../../lib/clock.ts'
@@ -89,7 +89,7 @@ interface Filters {
   from?: Date
   before?: Date
   /** Custom fields' values, as field_values keeps them (`<key>:<value>`). */
-  fields: Array<{ id: number; value: string }>
+  fields: Array<{ id: number } & FieldMatch>
 }
 
 const STATE_FILTERS: readonly string[] = [...discussionStates, 'todo']
@@ -131,9 +131,9 @@ export function createSearchStore(port: StorePort) {
     const filters: Filters = { state: 'live', fields: [] }
     for (const [key, text] of Object.entries(query.fields)) {
       const field = searchable.find((f) => f.key === key)!
-      const kept = filterText(shapeOf(field), text)
+      const kept = fieldMatch(shapeOf(field), text)
       if ('problem' in kept) throw unreadable(`gives ${key}:${text}, and the field ${key} ${kept.problem}`)
-      filters.fields.push({ id: field.id, value: kept.text })
+      filters.fields.push({ id: field.id, ...kept })
     }
     if (!searcher.staff) {
       const teamOnly = (['from', 'assignee', 'tag', 'sla'] as const).find((name) => given[name] !== undefined)
@@ -194,7 +194,9 @@ export function createSearchStore(port: StorePort) {
       where.push(inArray(discussions.id, db.select({ id: discussionTags.discussionId }).from(discussionTags).where(and(eq(discussionTags.siteId, siteId), eq(discussionTags.tag, filters.tag)))))
     }
     for (const field of filters.fields) {
-      where.push(inArray(discussions.id, db.select({ id: fieldValues.discussionId }).from(fieldValues).where(and(eq(fieldValues.siteId, siteId), eq(fieldValues.fieldId, field.id), eq(fieldValues.value, field.value)))))
+      // One value, or a range of dates (YYYY-MM-DD sorts as text): either way the index's order.
+      const value = 'text' in field ? eq(fieldValues.value, field.text) : and(field.from === null ? undefined : gte(fieldValues.value, field.from), field.to === null ? undefined : lte(fieldValues.value, field.to))
+      where.push(inArray(discussions.id, db.select({ id: fieldValues.discussionId }).from(fieldValues).where(and(eq(fieldValues.siteId, siteId), eq(fieldValues.fieldId, field.id), value))))
     }
     if (filters.breached) where.push(ne(discussions.slaBreached, ''))
     if (filters.from !== undefined) where.push(gte(discussions.createdAt, filters.from))

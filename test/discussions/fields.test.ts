@@ -176,6 +176,17 @@ t.test("the search filters by a field's key; a customer's search knows only the 
   t.same(await found('order_number:A-1002'), [one.number], 'a field alone')
   t.same(await found('invoice plan:Pro'), [one.number], 'with words')
   t.same(await found('invoice plan:"Basic" order_number:A-1002'), [], 'several, all of them')
+  // A date field by a range, as after: and before: are written.
+  await add({ key: 'renewal', name: 'Renewal', kind: 'date' })
+  const [jan, feb, mar] = [await create({ title: 'Renew A', fields: { renewal: '2026-01-31' } }), await create({ title: 'Renew B', fields: { renewal: '2026-02-01' } }), await create({ title: 'Renew C', fields: { renewal: '2026-03-31' } })]
+  t.same((await found('renewal:>2026-01-31')).sort(), [feb.number, mar.number], 'after a day: not that day')
+  t.same((await found('renewal:>=2026-01-31')).sort(), [jan.number, feb.number, mar.number])
+  t.same(await found('renewal:<2026-02-01'), [jan.number])
+  t.same((await found('renewal:2026-02-01..2026-03-31')).sort(), [feb.number, mar.number], 'both ends included')
+  t.same(await found('renew renewal:2026-01-31'), [jan.number], 'one day, with words')
+  const backwards = await api('GET', `/demo/search?q=${encodeURIComponent('renewal:2026-03-01..2026-01-01')}`)
+  t.equal(backwards.statusCode, 400)
+  t.match(backwards.json().fields, [{ field: 'q', problem: 'gives renewal:2026-03-01..2026-01-01, and the field renewal is a range that ends (2026-01-01) before it starts (2026-03-01)' }])
   const bad = await api('GET', `/demo/search?q=${encodeURIComponent('plan:Gold')}`)
   t.equal(bad.statusCode, 400)
   t.match(bad.json().fields, [{ field: 'q', problem: 'gives plan:Gold, and the field plan must be one of Basic, Pro' }])

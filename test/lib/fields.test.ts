@@ -1,5 +1,5 @@
 import t from 'tap'
-import { definitionProblem, fieldValue, filterText, indexedTexts, type FieldKind } from '../../lib/fields.ts'
+import { definitionProblem, fieldMatch, fieldValue, filterText, indexedTexts, type FieldKind } from '../../lib/fields.ts'
 
 // Engines: one: pure functions of their arguments.
 // What a custom field's value may be, kind by kind (lib/fields.ts), and what a filter names.
@@ -81,4 +81,20 @@ t.test("a field's definition: its key, its name, and choices for the kinds that 
   t.match(definitionProblem({ ...ok, kind: 'choice', choices: ['A', 'A'] }), { field: 'choices', problem: /once/ })
   t.match(definitionProblem({ ...ok, kind: 'choice', choices: [' A'] }), { field: 'choices', problem: /" A"/ })
   t.match(definitionProblem({ ...ok, kind: 'choice', choices: [''] }), { field: 'choices' })
+})
+
+t.test("the search's match of a field: a value, or for a date a range, both ends included", async (t) => {
+  const date = { key: 'renewal', kind: 'date' as const, choices: [] }
+  t.same(fieldMatch(date, '2026-03-01'), { text: '2026-03-01' }, 'one day')
+  t.same(fieldMatch(date, '>2026-02-28'), { from: '2026-03-01', to: null }, 'after a day: from the next (a leap year too)')
+  t.same(fieldMatch(date, '>2028-02-28'), { from: '2028-02-29', to: null })
+  t.same(fieldMatch(date, '>=2026-02-28'), { from: '2026-02-28', to: null })
+  t.same(fieldMatch(date, '<2026-01-01'), { from: null, to: '2025-12-31' }, 'before a day: to the one before, across a year')
+  t.same(fieldMatch(date, '<=2026-01-01'), { from: null, to: '2026-01-01' })
+  t.same(fieldMatch(date, '2026-01-01..2026-03-31'), { from: '2026-01-01', to: '2026-03-31' })
+  t.same(fieldMatch(date, '2026-01-01..2026-01-01'), { from: '2026-01-01', to: '2026-01-01' }, 'a range of one day')
+  for (const wrong of ['>', '>2026-02-30', '>=tomorrow', '2026-01-01..', '..2026-01-01', '2026-1-1..2026-02-01', '>>2026-01-01']) t.match(fieldMatch(date, wrong), { problem: /date, YYYY-MM-DD, or a range of dates/ }, wrong)
+  t.match(fieldMatch(date, '2026-03-01..2026-01-01'), { problem: 'is a range that ends (2026-01-01) before it starts (2026-03-01)' })
+  t.same(fieldMatch({ key: 'ref', kind: 'text', choices: [] }, '>A-1..B'), { text: '>A-1..B' }, 'a text is never a range: its value as written')
+  t.same(fieldMatch({ key: 'seats', kind: 'number', choices: [] }, '12.0'), { text: '12' }, 'other kinds as the filter reads them')
 })

@@ -337,7 +337,7 @@ export const SearchQuery = Type.Object({
     minLength: 1,
     maxLength: MAX_QUERY,
     description:
-      'Words (every one must be there; accents and case do not matter), "a phrase", -excluded words or phrases, and filters: state:new|open|resolved|deleted|spam|todo (without one: every state but deleted and spam), category:<name or id>, from:<email>, assignee:me|none|<email>, tag:<tag>, sla:breached, after:YYYY-MM-DD, before:YYYY-MM-DD, and <key>:<value> for each of the site\'s custom fields (GET /{site}/fields).',
+      'Words (every one must be there; accents and case do not matter), "a phrase", -excluded words or phrases, and filters: state:new|open|resolved|deleted|spam|todo (without one: every state but deleted and spam), category:<name or id>, from:<email>, assignee:me|none|<email>, tag:<tag>, sla:breached, after:YYYY-MM-DD, before:YYYY-MM-DD, and <key>:<value> for each of the site\'s custom fields (GET /{site}/fields); a date field by a range too: <key>:>YYYY-MM-DD, >=, <, <=, or <key>:YYYY-MM-DD..YYYY-MM-DD (both days included).',
   }),
   page: Type.Optional(Page),
 })
