@@ -36,6 +36,11 @@ export const COPIED_TABLES = [
   schema.discussionCounts,
   // The team's queue: each discussion's tag rows, and the sites' saved replies.
   schema.discussionTags,
+  // Custom fields: each site's, removed ones too, and each discussion's values as a filter finds them.
+  schema.fields,
+  schema.fieldValues,
+  // Merges: what an undo within the day puts back.
+  schema.discussionMerges,
   // The reports' day rows (their facts are the discussions' columns).
   schema.reportDays,
   schema.savedReplies,

@@ -10,6 +10,10 @@ import { supporterWithPassword } from '../fixtures/credentials.ts'
 import { POSTGRES_URL, postgresAnswers } from '../fixtures/postgres.ts'
 import { webClient } from '../fixtures/web.ts'
 import { form } from '../fixtures/files.ts'
+import { COPIED_TABLES } from '../../db/copy.ts'
+import { getPgTableConfig } from '../../db/drizzle-postgres.ts'
+import * as sqliteSchema from '../../db/schema/sqlite.ts'
+import { getTableConfig, is, SQLiteTable } from '../../db/drizzle.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // `service-desk copy`: a SQLite database built through the service, moved to a fresh PostgreSQL
@@ -23,6 +27,13 @@ if (down && process.env.CI === 'true') t.fail(down)
 const options = { skip: down }
 
 type App = ReturnType<typeof buildApp>
+
+t.test("every table of the schema is copied but the search backfill's mark (the target makes its index again)", async (t) => {
+  // The SQLite schema's tables: the PostgreSQL one has the same (test/db/postgres/schema.test.ts).
+  const tables = Object.values(sqliteSchema).filter((value) => is(value, SQLiteTable)).map((table) => getTableConfig(table as Parameters<typeof getTableConfig>[0]).name)
+  const copied = COPIED_TABLES.map((table) => getPgTableConfig(table).name)
+  t.same([...copied, 'search_backfill'].sort(), tables.sort(), 'a new table is copied, or named here as not')
+})
 
 /** A SQLite database made through the service: the app on the file, its stores and its pages. */
 async function buildSource(t: Test, secret: string | undefined) {
@@ -87,6 +98,11 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   await app.rules.add(ann.site.id, { name: 'Tag all', events: ['created'], actions: [{ type: 'add_tags', tags: ['seen'] }] }, { id: ann.user.id, name: ann.user.email, via: 'api' })
   t.equal((await api('POST', `/demo/categories/${questions.id}/discussions`, { title: 'Ruled', body: 'x' })).statusCode, 201)
   await app.senders.set(ann.site.id, 'spammer.example', 'block')
+  // Custom fields (issue 72) and a merge (issue 71): the field, its values' rows, what undo needs.
+  const by = { id: ann.user.id, name: ann.user.email, via: 'api' as const }
+  await app.fields.add(ann.site.id, { key: 'plan', name: 'Plan', kind: 'choices', choices: ['Basic', 'Pro'] }, by)
+  t.equal((await api('PUT', '/demo/discussions/4', { fields: { plan: ['Basic', 'Pro'] } })).statusCode, 200)
+  t.equal((await app.inject({ method: 'POST', url: '/demo/discussions/6/merge', headers: { authorization: `Bearer ${bearer}`, accept: V1 }, payload: { into: 4 } })).statusCode, 200)
   const credentials = { bearer, legacy, basic: ann.headers }
   const before = await answers(app, credentials)
   t.same(before.map((answer) => answer.status), [200, 200, 200, 200, 200, 200, 200, 200], 'every credential works on SQLite')
@@ -110,7 +126,7 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   t.equal(copied.code, 0, copied.stderr)
   const lines = copied.stdout.split('\n')
   t.match(lines[0], /^table\s+sqlite rows\s+postgres rows\s+sha256 \(sqlite\)\s+sha256 \(postgres\)$/)
-  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'web_sessions', 'invitations', 'categories', 'discussions', 'comments', 'discussion_counts', 'discussion_tags', 'report_days', 'saved_replies', 'rules', 'rule_firings', 'oauth_records', 'security_events', 'audit_events', 'schedules', 'sla_policies', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows', 'files', 'file_pieces', 'attachments', 'mail_providers', 'mailboxes', 'mail_messages', 'participants', 'sender_rules', 'mail_home', 'webhooks', 'outbox', 'webhook_deliveries', 'customer_links', 'discussion_changes', 'idempotency_keys']
+  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'web_sessions', 'invitations', 'categories', 'discussions', 'comments', 'discussion_counts', 'discussion_tags', 'fields', 'field_values', 'discussion_merges', 'report_days', 'saved_replies', 'rules', 'rule_firings', 'oauth_records', 'security_events', 'audit_events', 'schedules', 'sla_policies', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows', 'files', 'file_pieces', 'attachments', 'mail_providers', 'mailboxes', 'mail_messages', 'participants', 'sender_rules', 'mail_home', 'webhooks', 'outbox', 'webhook_deliveries', 'customer_links', 'discussion_changes', 'idempotency_keys']
   for (const [i, table] of tables.entries()) {
     const [name, sqliteRows, postgresRows, sqliteSum, postgresSum, verdict] = lines[i + 1]!.split(/\s+/)
     t.same([name, postgresRows, postgresSum, verdict], [table, sqliteRows, sqliteSum, 'same'], table)
@@ -118,10 +134,10 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   t.match(lines[tables.length + 1], new RegExp(`^Copied \\d+ rows in ${tables.length} tables from \\S+service\\.db to postgres://\\S+\\?schema=\\w+; every count and checksum is the same on both sides\\.$`))
   t.equal(lines[tables.length + 2], 'Server key: SERVICE_SECRET opens the copied legacy tokens; run the service on PostgreSQL with this same SERVICE_SECRET.')
   t.match(copied.stderr, /^copied sites: 1 row in \d+ ms\ncopied users: 4 rows in \d+ ms\n/)
-  const counts = Object.fromEntries(lines.slice(1, 29).map((line) => [line.split(/\s+/)[0], Number(line.split(/\s+/)[1])]))
+  const counts = Object.fromEntries(lines.slice(1, tables.length + 1).map((line) => [line.split(/\s+/)[0], Number(line.split(/\s+/)[1])]))
   t.match(
     counts,
-    { sites: 1, users: 4, memberships: 4, personal_tokens: 1, personal_token_addresses: 1, web_sessions: 1, categories: 2, discussions: 7, comments: 10, oauth_records: 2, security_events: 3, files: 1, file_pieces: 3, attachments: 1 },
+    { sites: 1, users: 4, memberships: 4, personal_tokens: 1, personal_token_addresses: 1, web_sessions: 1, categories: 2, discussions: 7, comments: 10, fields: 1, field_values: 2, discussion_merges: 1, oauth_records: 2, security_events: 3, files: 1, file_pieces: 3, attachments: 1 },
     "the page's sign-in, the token's first use from its address, and the event added above",
   )
 
