@@ -38,6 +38,7 @@ import presence from './plugins/presence.ts'
 import webhookRoutes from './routes/api/webhooks.ts'
 import savedReplyRoutes from './routes/api/saved-replies.ts'
 import fieldRoutes from './routes/api/fields.ts'
+import customerRoutes from './routes/api/customers.ts'
 import ruleRoutes from './routes/api/rules.ts'
 import senderRuleRoutes from './routes/api/sender-rules.ts'
 import { eventRender } from './routes/api/webhook-events.ts'
@@ -255,6 +256,8 @@ export function buildApp(options: AppOptions) {
       // The site's saved replies and macros (the same rows): read by its staff, filled in for a discussion; written by its administrators.
       routes.register(savedReplyRoutes)
       routes.register(fieldRoutes)
+      // A customer of the site, with the team's record of them (its customer fields' values).
+      routes.register(customerRoutes)
       // The site's rules: read by its staff, written and tried by its administrators.
       routes.register(ruleRoutes)
       // The site's business hours: read by its staff, written by its administrators.

@@ -13,6 +13,10 @@ export type FieldKind = (typeof fieldKinds)[number]
 export const fieldAudiences = ['team', 'customers'] as const
 export type FieldAudience = (typeof fieldAudiences)[number]
 
+/** What a field's values are kept on: each discussion, or each customer of the site (their company, their plan). */
+export const fieldSubjects = ['discussion', 'customer'] as const
+export type FieldSubject = (typeof fieldSubjects)[number]
+
 /**
  * The most fields a site has (docs/decisions.md, "Custom fields"): each is read and checked on every
  * write of a discussion and shown on every page of one, and Zammad slows past 150-200 (zammad#4754).
@@ -154,7 +158,10 @@ export function fieldMatch(field: FieldShape, text: string): FieldMatch | { prob
 }
 
 /** The problem with a field's definition, or undefined: its key, name, and choices for the kinds that have them. */
-export function definitionProblem(field: { key: string; name: string; kind: FieldKind; choices: readonly string[] }): { field: string; problem: string } | undefined {
+export function definitionProblem(field: { key: string; name: string; kind: FieldKind; choices: readonly string[]; of?: FieldSubject; audience?: FieldAudience; required?: boolean }): { field: string; problem: string } | undefined {
+  // A customer's field is the team's record of them: never asked of them, never shown to them.
+  if (field.of === 'customer' && field.audience === 'customers') return { field: 'audience', problem: "is the team's for a field of customers: their values are the team's record of them" }
+  if (field.of === 'customer' && field.required) return { field: 'required', problem: "is for the fields of discussions asked of customers: a field of customers is never asked" }
   if (!FIELD_KEY.test(field.key)) return { field: 'key', problem: 'must be lower-case letters, digits and _, starting with a letter, at most 40' }
   if ((FILTERS as readonly string[]).includes(field.key)) return { field: 'key', problem: `is a filter of the search (${FILTERS.join(', ')}): the search names a field by its key` }
   const name = field.name.trim()

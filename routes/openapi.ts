@@ -2,6 +2,7 @@ import { DryRunResult, FieldActionSchema, NewRule, RuleActionSchema, RuleChange,
 import { ApplyMacro, RuleHistory } from './api/discussions/actions.ts'
 import { ReportLine, ReportListing, ReportResource } from './api/reports.ts'
 import { FieldChange, FieldListing, FieldResource, NewField } from './api/fields.ts'
+import { CustomerChange, CustomerResource } from './api/customers.ts'
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fp from 'fastify-plugin'
 import { JSON_MEDIA_TYPE, V1_MEDIA_TYPE } from '../lib/accept.ts'
@@ -138,6 +139,8 @@ export const NAMED_SCHEMAS = {
   FieldListing,
   NewField,
   FieldChange,
+  Customer: CustomerResource,
+  CustomerChange,
   Split: SplitBody,
   MacroListing,
   ReportListing,

@@ -4,7 +4,7 @@ import { NEVER, slaChannels } from '../../lib/sla.ts'
 import { dimensions, ratings } from '../../lib/reports.ts'
 import { pgBoolean, pgCustomType, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
 import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, senderVerdicts, securityKinds, writeTokenRules } from '../values.ts'
-import { fieldAudiences, fieldKinds } from '../../lib/fields.ts'
+import { fieldAudiences, fieldKinds, fieldSubjects } from '../../lib/fields.ts'
 
 // The PostgreSQL schema: the SQLite one (db/schema/sqlite.ts) table for table, column for column, with the
 // same names, constraints and indexes, so the stores read the same rows from either engine and
@@ -91,6 +91,8 @@ export const memberships = pgTable(
     collaborator: pgBoolean('collaborator').notNull().default(false),
     // An administrator who asked for the weekly digest of the reports (issue 69).
     notifyDigest: pgBoolean('notify_digest').notNull().default(false),
+    queueFields: pgText('queue_fields').notNull().default('[]'),
+    fields: pgText('fields').notNull().default('{}'),
   },
   (t) => [pgPrimaryKey({ columns: [t.siteId, t.userId] }), pgIndex('memberships_user_idx').on(t.userId), pgIndex('memberships_site_role_idx').on(t.siteId, t.role, t.userId)],
 )
@@ -663,6 +665,8 @@ export const fields = pgTable(
     position: pgInteger('position').notNull(),
     createdAt: moment('created_at').notNull(),
     removedAt: moment('removed_at'),
+    // What its values are kept on: each discussion (the default), or each customer of the site.
+    of: pgText('of', { enum: fieldSubjects }).notNull().default('discussion'),
   },
   (t) => [pgUniqueIndex('fields_site_key_unique').on(t.siteId, t.key)],
 )

@@ -4,7 +4,7 @@ import { NEVER, slaChannels } from '../../lib/sla.ts'
 import { dimensions, ratings } from '../../lib/reports.ts'
 import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from '../drizzle.ts'
 import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, senderVerdicts, securityKinds, writeTokenRules } from '../values.ts'
-import { fieldAudiences, fieldKinds } from '../../lib/fields.ts'
+import { fieldAudiences, fieldKinds, fieldSubjects } from '../../lib/fields.ts'
 
 // Every moment is stored as integer milliseconds since the epoch (UTC), read back as a Date.
 const moment = (name: string) => integer(name, { mode: 'timestamp_ms' })
@@ -109,6 +109,10 @@ export const memberships = sqliteTable(
     collaborator: integer('collaborator', { mode: 'boolean' }).notNull().default(false),
     // An administrator who asked for the weekly digest of the reports (issue 69).
     notifyDigest: integer('notify_digest', { mode: 'boolean' }).notNull().default(false),
+    // A supporter's columns of the queue (issue 72): the keys of the site's fields they show, JSON.
+    queueFields: text('queue_fields').notNull().default('[]'),
+    // A customer's values of the site's customer fields (issue 72; db/stores/fields.ts), JSON by key.
+    fields: text('fields').notNull().default('{}'),
   },
   (t) => [
     primaryKey({ columns: [t.siteId, t.userId] }),
@@ -794,6 +798,8 @@ export const fields = sqliteTable(
     position: integer('position').notNull(),
     createdAt: moment('created_at').notNull(),
     removedAt: moment('removed_at'),
+    // What its values are kept on: each discussion (the default), or each customer of the site.
+    of: text('of', { enum: fieldSubjects }).notNull().default('discussion'),
   },
   (t) => [uniqueIndex('fields_site_key_unique').on(t.siteId, t.key)],
 )

@@ -50,6 +50,7 @@ export const auditActions = [
   'field.created',
   'field.changed',
   'field.removed',
+  'customer.fields_changed',
   'schedule.created',
   'schedule.changed',
   'schedule.removed',

@@ -1,11 +1,12 @@
 import { and, asc, count, eq, isNull, sql } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
-import { definitionProblem, fieldValue, indexedTexts, MAX_FIELDS, type FieldAudience, type FieldKind, type FieldShape, type FieldValue } from '../../lib/fields.ts'
+import { definitionProblem, fieldValue, indexedTexts, MAX_FIELDS, type FieldAudience, type FieldKind, type FieldShape, type FieldSubject, type FieldValue } from '../../lib/fields.ts'
 import { isUniqueViolation } from '../../lib/database-errors.ts'
 import { changedFields, recordChange, type Actor } from './audit.ts'
 import { StoreError } from './errors.ts'
 import { bumpSiteVersion, lockSite } from './sites.ts'
+import { membershipOn } from './staff.ts'
 
 // A site's custom fields (issue 72; lib/fields.ts; docs/decisions.md, "Custom fields"): defined by
 // its administrators, given values on its discussions by the team. A discussion keeps its values
@@ -22,6 +23,8 @@ export interface FieldInput {
   audience?: FieldAudience
   required?: boolean
   choices?: string[]
+  /** What its values are kept on: each discussion (the default), or each customer. */
+  of?: FieldSubject
 }
 
 export type FieldChange = Partial<Pick<FieldInput, 'name' | 'audience' | 'required' | 'choices'>>
@@ -35,10 +38,10 @@ export const shapeOf = (field: Field): FieldShape => ({ key: field.key, kind: fi
 /** The values kept in a discussion's row. */
 export const valuesOf = (json: string): FieldValues => JSON.parse(json) as FieldValues
 
-/** The site's fields that take values now (not removed), in their order. */
-export async function activeFieldsIn(port: StorePort, siteId: number): Promise<Field[]> {
+/** The site's fields that take values now (not removed), of its discussions or of its customers, in their order. */
+export async function activeFieldsIn(port: StorePort, siteId: number, of: FieldSubject = 'discussion'): Promise<Field[]> {
   const { fields } = port.tables
-  return port.db.select().from(fields).where(and(eq(fields.siteId, siteId), isNull(fields.removedAt))).orderBy(asc(fields.position), asc(fields.id))
+  return port.db.select().from(fields).where(and(eq(fields.siteId, siteId), isNull(fields.removedAt), eq(fields.of, of))).orderBy(asc(fields.position), asc(fields.id))
 }
 
 /**
@@ -46,12 +49,12 @@ export async function activeFieldsIn(port: StorePort, siteId: number): Promise<F
  * site's fields: a key that is no field of the site, or a value its kind does not take, is refused
  * (invalid, naming `fields.<key>`).
  */
-export async function valuesAfter(port: StorePort, siteId: number, before: FieldValues, given: Record<string, unknown>): Promise<FieldValues> {
-  const fields = new Map((await activeFieldsIn(port, siteId)).map((f) => [f.key, f]))
+export async function valuesAfter(port: StorePort, siteId: number, before: FieldValues, given: Record<string, unknown>, of: FieldSubject = 'discussion'): Promise<FieldValues> {
+  const fields = new Map((await activeFieldsIn(port, siteId, of)).map((f) => [f.key, f]))
   const after: FieldValues = { ...before }
   for (const [key, raw] of Object.entries(given)) {
     const field = fields.get(key)
-    if (!field) throw new StoreError(`is not a field of this site (GET /<site>/fields lists them)`, 'invalid', `fields.${key}`)
+    if (!field) throw new StoreError(`is not a field of this site's ${of === 'discussion' ? 'discussions' : 'customers'} (GET /<site>/fields lists them)`, 'invalid', `fields.${key}`)
     const checked = fieldValue(shapeOf(field), raw)
     if ('problem' in checked) throw new StoreError(checked.problem, 'invalid', `fields.${key}`)
     if (checked.value === null || (Array.isArray(checked.value) && checked.value.length === 0)) delete after[key]
@@ -83,7 +86,7 @@ async function keyUnique<T>(key: string, write: () => Promise<T>): Promise<T> {
   }
 }
 
-function checkedDefinition(input: { key: string; name: string; kind: FieldKind; choices: string[] }) {
+function checkedDefinition(input: { key: string; name: string; kind: FieldKind; choices: string[]; of: FieldSubject; audience: FieldAudience; required: boolean }) {
   const problem = definitionProblem(input)
   if (problem) throw new StoreError(problem.problem, 'invalid', problem.field)
 }
@@ -94,16 +97,21 @@ export function createFieldStore(port: StorePort, clock: Clock) {
   const notFound = (id: number) => new StoreError(`there is no field ${id} on this site`, 'not_found', 'id')
 
   return {
-    /** The site's fields in their order; the removed ones too when asked (for export). */
-    list: async (siteId: number, { removed = false } = {}): Promise<Field[]> =>
-      removed ? db.select().from(fields).where(eq(fields.siteId, siteId)).orderBy(asc(fields.position), asc(fields.id)) : activeFieldsIn(port, siteId),
+    /** The site's fields in their order, of its discussions or its customers or both; the removed ones too when asked (for export). */
+    list: async (siteId: number, { removed = false, of }: { removed?: boolean; of?: FieldSubject } = {}): Promise<Field[]> =>
+      db
+        .select()
+        .from(fields)
+        .where(and(eq(fields.siteId, siteId), removed ? undefined : isNull(fields.removedAt), of === undefined ? undefined : eq(fields.of, of)))
+        .orderBy(asc(fields.position), asc(fields.id)),
 
     find: async (siteId: number, id: number): Promise<Field | undefined> => (await db.select().from(fields).where(mine(siteId, id)))[0],
 
     /** A new field, last in the order; at most MAX_FIELDS a site (counted under the site's lock). */
     add(siteId: number, input: FieldInput, by: Actor): Promise<Field> {
       const choices = input.choices ?? []
-      checkedDefinition({ ...input, choices })
+      const of = input.of ?? 'discussion'
+      checkedDefinition({ ...input, choices, of, audience: input.audience ?? 'team', required: input.required ?? false })
       return keyUnique(input.key, () =>
         port.atomic(async (tx) => {
           await lockSite(tx, siteId)
@@ -112,9 +120,9 @@ export function createFieldStore(port: StorePort, clock: Clock) {
           const [{ last }] = await tx.db.select({ last: sql<number | null>`max(${fields.position})` }).from(fields).where(eq(fields.siteId, siteId))
           const [made] = await tx.db
             .insert(fields)
-            .values({ siteId, key: input.key, name: input.name.trim(), kind: input.kind, audience: input.audience ?? 'team', required: input.required ?? false, choices: JSON.stringify(choices), position: (last ?? 0) + 1, createdAt: new Date(clock()) })
+            .values({ siteId, key: input.key, name: input.name.trim(), kind: input.kind, audience: input.audience ?? 'team', required: input.required ?? false, choices: JSON.stringify(choices), of, position: (last ?? 0) + 1, createdAt: new Date(clock()) })
             .returning()
-          await recordChange(tx, clock, by, siteId, 'field.created', made!.key, { kind: made!.kind, audience: made!.audience })
+          await recordChange(tx, clock, by, siteId, 'field.created', made!.key, { kind: made!.kind, audience: made!.audience, of: made!.of })
           await bumpSiteVersion(tx, siteId)
           return made!
         }),
@@ -130,12 +138,48 @@ export function createFieldStore(port: StorePort, clock: Clock) {
         const [before] = await tx.locked(tx.db.select().from(fields).where(mine(siteId, id)))
         if (!before || before.removedAt !== null) throw notFound(id)
         const next = { name: change.name?.trim() ?? before.name, audience: change.audience ?? before.audience, required: change.required ?? before.required, choices: change.choices ?? (JSON.parse(before.choices) as string[]) }
-        checkedDefinition({ key: before.key, kind: before.kind, name: next.name, choices: next.choices })
+        checkedDefinition({ key: before.key, kind: before.kind, of: before.of, ...next })
         const [after] = await tx.db.update(fields).set({ ...next, choices: JSON.stringify(next.choices) }).where(eq(fields.id, before.id)).returning()
         const difference = changedFields({ name: before.name, audience: before.audience, required: before.required, choices: JSON.parse(before.choices) as string[] }, next)
         if (Object.keys(difference.after).length > 0) await recordChange(tx, clock, by, siteId, 'field.changed', before.key, difference)
         await bumpSiteVersion(tx, siteId)
         return after!
+      })
+    },
+
+    /** A customer of the site with their values of its customer fields; undefined when they are none of its customers. */
+    async customer(siteId: number, userId: number): Promise<Customer | undefined> {
+      const { memberships, users } = port.tables
+      const [found] = await db
+        .select({ id: users.id, name: users.name, email: users.email, fields: memberships.fields })
+        .from(memberships)
+        .innerJoin(users, eq(users.id, memberships.userId))
+        .where(and(membershipOn(memberships, siteId, userId), eq(memberships.role, 'customer')))
+      return found && { ...found, fields: valuesOf(found.fields) }
+    },
+
+    /**
+     * A customer's values of the site's customer fields, as a discussion's are given (by key; null
+     * clears one; each checked by its kind, refused naming `fields.<key>`), each change a line of
+     * the record of changes; undefined when they are none of its customers.
+     */
+    async setCustomerValues(siteId: number, userId: number, given: Record<string, unknown>, by: Actor): Promise<Customer | undefined> {
+      const { memberships, users } = port.tables
+      return port.atomic(async (tx) => {
+        const [row] = await tx.locked(
+          tx.db.select({ fields: memberships.fields, email: users.email }).from(memberships).innerJoin(users, eq(users.id, memberships.userId)).where(and(membershipOn(memberships, siteId, userId), eq(memberships.role, 'customer'))),
+        )
+        if (!row) return undefined
+        const before = valuesOf(row.fields)
+        const kept = valuesJson(await valuesAfter(tx, siteId, before, given, 'customer'))
+        if (kept !== row.fields) {
+          await tx.db.update(memberships).set({ fields: kept }).where(membershipOn(memberships, siteId, userId))
+          const after = valuesOf(kept)
+          const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key])).sort()
+          const difference = { before: Object.fromEntries(keys.map((key) => [key, before[key] ?? null])), after: Object.fromEntries(keys.map((key) => [key, after[key] ?? null])) }
+          await recordChange(tx, clock, by, siteId, 'customer.fields_changed', row.email, difference)
+        }
+        return createFieldStore(tx, clock).customer(siteId, userId)
       })
     },
 
@@ -149,6 +193,14 @@ export function createFieldStore(port: StorePort, clock: Clock) {
       })
     },
   }
+}
+
+/** A customer of a site, as its team sees them. */
+export interface Customer {
+  id: number
+  name: string
+  email: string
+  fields: FieldValues
 }
 
 export type FieldStore = ReturnType<typeof createFieldStore>

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type Static } from 'typebox'
 import { actorOf } from '../actor.ts'
 import type { Field } from '../../db/stores/fields.ts'
-import { FIELD_KEY, fieldAudiences, fieldKinds, MAX_CHOICE, MAX_CHOICES, MAX_FIELD_NAME } from '../../lib/fields.ts'
+import { FIELD_KEY, fieldAudiences, fieldKinds, fieldSubjects, MAX_CHOICE, MAX_CHOICES, MAX_FIELD_NAME } from '../../lib/fields.ts'
 import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
 import { moment } from './discussions/views.ts'
 import { notFound } from './discussions/http-errors.ts'
@@ -19,6 +19,7 @@ export const FieldResource = Type.Object({
   name: Type.String(),
   kind: Type.Enum(fieldKinds, { description: 'text, number, date (YYYY-MM-DD), choice (one of `choices`), choices (several), yes_no (true or false), link (an http or https address).' }),
   audience: Type.Enum(fieldAudiences, { description: 'team: the team only; customers: shown to its customers too.' }),
+  of: Type.Enum(fieldSubjects, { description: "discussion: each discussion has its values (the resource's `fields`); customer: each customer of the site has theirs (GET /{site}/customers/{id}), the team's record of them." }),
   required: Type.Boolean({ description: "Asked of every customer's new discussion on the support site (a field for customers)." }),
   choices: Type.Array(Type.String(), { description: 'For choice and choices: what may be chosen, in order.' }),
   position: Type.Integer(),
@@ -36,13 +37,14 @@ export const NewField = Type.Object(
     audience: Type.Optional(Type.Enum(fieldAudiences, { description: 'team by default.' })),
     required: Type.Optional(Type.Boolean()),
     choices: Type.Optional(Choices),
+    of: Type.Optional(Type.Enum(fieldSubjects, { description: 'discussion by default; never changes.' })),
   },
   { additionalProperties: false },
 )
 export const FieldChange = Type.Object({ name: Type.Optional(Name), audience: Type.Optional(Type.Enum(fieldAudiences)), required: Type.Optional(Type.Boolean()), choices: Type.Optional(Choices) }, { additionalProperties: false, minProperties: 1 })
 export const FieldListing = Type.Object({ fields: Type.Array(FieldResource) })
 const FieldParams = Type.Object({ site: SiteParams.properties.site, id: Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'The field id.' }) })
-const ListQuery = Type.Object({ removed: Type.Optional(Type.Enum(['true', 'false'], { description: 'true: the removed fields too.' })) })
+const ListQuery = Type.Object({ removed: Type.Optional(Type.Enum(['true', 'false'], { description: 'true: the removed fields too.' })), of: Type.Optional(Type.Enum(fieldSubjects, { description: "Only the fields of discussions, or of customers (without it: both)." })) })
 const errors = { 400: InvalidRequestBody, 404: ErrorBody }
 
 function view(fastify: FastifyInstance, request: FastifyRequest, field: Field): Static<typeof FieldResource> {
@@ -52,6 +54,7 @@ function view(fastify: FastifyInstance, request: FastifyRequest, field: Field): 
     name: field.name,
     kind: field.kind,
     audience: field.audience,
+    of: field.of,
     required: field.required,
     choices: JSON.parse(field.choices) as string[],
     position: field.position,
@@ -65,7 +68,7 @@ const readRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get(
     '/:site/fields',
     { schema: { tags: ['fields'], operationId: 'listFields', summary: "The site's custom fields, in order", params: SiteParams, querystring: ListQuery, response: { 200: FieldListing, ...errors } } },
-    async (request) => ({ fields: (await fastify.fields.list(request.auth!.site.id, { removed: request.query.removed === 'true' })).map((f) => view(fastify, request, f)) }),
+    async (request) => ({ fields: (await fastify.fields.list(request.auth!.site.id, { removed: request.query.removed === 'true', of: request.query.of })).map((f) => view(fastify, request, f)) }),
   )
   fastify.get(
     '/:site/fields/:id',

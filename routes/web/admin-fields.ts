@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { FieldChange, FieldInput } from '../../db/stores/fields.ts'
-import { fieldAudiences, fieldKinds, type FieldAudience, type FieldKind } from '../../lib/fields.ts'
+import { fieldAudiences, fieldKinds, type FieldAudience, type FieldKind, type FieldSubject } from '../../lib/fields.ts'
 import { actorOf } from '../actor.ts'
 import { sentence } from '../api/discussions/http-errors.ts'
 import { requireConfirmed } from './confirm.ts'
@@ -28,11 +28,11 @@ const adminFieldRoutes: FastifyPluginAsync = async (fastify) => {
   const action = { preHandler: [fastify.csrfProtection, requireAdministrator, requireConfirmed('administration', '/admin/fields')] }
   const form = (request: FastifyRequest) => (request.body ?? {}) as Record<string, unknown>
   const text = (value: unknown) => (typeof value === 'string' ? value : '')
-  const empty = { key: '', name: '', kind: 'text', audience: 'team', required: '', choices: '' }
+  const empty = { key: '', name: '', kind: 'text', audience: 'team', required: '', choices: '', of: 'discussion' }
 
   async function fieldsPage(request: FastifyRequest, reply: FastifyReply, status = 200, extra: Record<string, unknown> = {}) {
     const all = await fields.list(request.web.site.id, { removed: true })
-    const row = (f: (typeof all)[number]) => ({ ...f, kindName: KIND_NAMES[f.kind], choicesText: (JSON.parse(f.choices) as string[]).join('\n'), chosen: f.kind === 'choice' || f.kind === 'choices' })
+    const row = (f: (typeof all)[number]) => ({ ...f, kindName: KIND_NAMES[f.kind], ofCustomers: f.of === 'customer', choicesText: (JSON.parse(f.choices) as string[]).join('\n'), chosen: f.kind === 'choice' || f.kind === 'choices' })
     const done = (request.query as { done?: unknown }).done
     return reply.page(
       'admin_fields',
@@ -64,10 +64,10 @@ const adminFieldRoutes: FastifyPluginAsync = async (fastify) => {
 
   fastify.post('/admin/fields', action, async (request, reply) => {
     const body = form(request)
-    const values = { key: text(body.key).trim(), name: text(body.name), kind: text(body.kind), audience: audienceOf(body.audience), required: body.required === 'yes' ? 'yes' : '', choices: text(body.choices) }
+    const values = { key: text(body.key).trim(), name: text(body.name), kind: text(body.kind), audience: audienceOf(body.audience), required: body.required === 'yes' ? 'yes' : '', choices: text(body.choices), of: body.of === 'customer' ? 'customer' : 'discussion' }
     if (!(fieldKinds as readonly string[]).includes(values.kind)) return fieldsPage(request, reply, 400, { error: `The field's kind must be one of ${fieldKinds.join(', ')}.`, values })
     const kind = values.kind as FieldKind
-    const input: FieldInput = { key: values.key, name: values.name, kind, audience: values.audience, required: values.required === 'yes', choices: kind === 'choice' || kind === 'choices' ? choicesOf(values.choices) : [] }
+    const input: FieldInput = { key: values.key, name: values.name, kind, audience: values.audience, required: values.required === 'yes', choices: kind === 'choice' || kind === 'choices' ? choicesOf(values.choices) : [], of: values.of as FieldSubject }
     return changed(request, reply, 'added', () => fields.add(request.web.site.id, input, actorOf(request)), values)
   })
 

@@ -147,7 +147,7 @@ const customerRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (fa
   })
 
   /** The site's custom fields shown to its customers (issue 72), in their order: asked on the new discussion form, shown on their discussions. */
-  const customersFields = async (siteId: number): Promise<Field[]> => (await fastify.fields.list(siteId)).filter((f) => f.audience === 'customers')
+  const customersFields = async (siteId: number): Promise<Field[]> => (await fastify.fields.list(siteId, { of: 'discussion' })).filter((f) => f.audience === 'customers')
 
   /** The new discussion form, with what was typed and what is wrong with it (a custom field's problem by its key). */
   async function newForm(request: FastifyRequest, reply: FastifyReply, status = 200, values: Record<string, string> = {}, problems: Record<string, string> = {}, fieldProblems: Record<string, string> = {}, fieldValues: FieldValues = {}) {

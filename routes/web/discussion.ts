@@ -57,6 +57,7 @@ const DONE: Record<string, string> = {
   uncopied: 'They are no longer copied on its replies.',
   macro: 'The macro is applied: its reply is sent and its actions done.',
   fields: 'Its fields are saved.',
+  customer_fields: "The customer's fields are saved.",
   merged: 'The discussion is merged into this one: its comments are below, marked with where they were written. Undo puts it back for a day.',
   unmerged: 'The merge is undone: the discussion is back as it was, with its comments.',
   split: 'This discussion was split off: its first comments are marked with where they were written, and a note there points here.',
@@ -106,7 +107,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
   async function discussionPage(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, shown: Shown = {}) {
     const { site, user } = request.web
     const query = request.query as { done?: unknown; saved_reply?: unknown }
-    const [all, comments, staff, saved, copied, policy, firings, mergedHere, defined] = await Promise.all([
+    const [all, comments, staff, saved, copied, policy, firings, mergedHere, defined, ofCustomers, customer] = await Promise.all([
       categories.list(site.id, 0, -1),
       discussions.comments(d.id),
       users.staffOf(site.id),
@@ -115,7 +116,10 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
       d.slaPolicyId === null ? undefined : fastify.slaPolicies.find(site.id, d.slaPolicyId),
       rules.firings(d.id),
       merges.mergesInto(d.id),
-      fastify.fields.list(site.id),
+      fastify.fields.list(site.id, { of: 'discussion' }),
+      fastify.fields.list(site.id, { of: 'customer' }),
+      // Its customer, with the team's record of them: the author, when a customer of the site.
+      fastify.fields.customer(site.id, d.authorId),
     ])
     // What the API shows beside each comment, read as the API reads it.
     const extras = await commentExtras(fastify, comments, d.id)
@@ -160,6 +164,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
         mergeable: d.state !== 'deleted' && d.state !== 'spam',
         // Its custom fields (issue 72): each with its value, shown and set by kind.
         fields: fieldsShown(defined, valuesOf(d.fields)),
+        customerFields: customer && ofCustomers.length > 0 ? fieldsShown(ofCustomers, customer.fields) : null,
         splitFrom: d.splitFrom === null ? null : { number: d.splitFrom, href: `${base(request)}/discussions/${d.splitFrom}` },
         participants: copied.map((p) => ({ email: p.email, name: p.name, how: p.addedBy === 'mail' ? "copied on the customer's mail" : 'added by the team' })),
         categories: all.categories.map((c) => ({ id: c.id, name: c.name, selected: c.id === d.categoryId })),
@@ -213,7 +218,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
     if (!error) return true
     // A discussion is never removed from its site (deleting it is a state), so it is read again.
     const now = await discussions.get(d.siteId, d.number)
-    if (error.code === 'invalid') await discussionPage(request, reply, now, { ...kept, status: 400, error: `That was not done: ${error.field === 'assignee' ? 'the owner ' : error.field?.startsWith('fields.') ? `${error.field.slice('fields.'.length)} ` : ''}${error.message}.` })
+    if (error.code === 'invalid') await discussionPage(request, reply, now, { ...kept, status: 400, error: `That was not done: ${error.field === 'assignee' ? 'the owner ' : error.field === 'customer' ? 'its author ' : error.field?.startsWith('fields.') ? `${error.field.slice('fields.'.length)} ` : ''}${error.message}.` })
     else if (error.code === 'too_large') await discussionPage(request, reply, now, { ...kept, status: 413, error: `That was not sent: ${error.message}. Choose fewer or smaller files, then send it again.` })
     else await discussionPage(request, reply, now, { ...kept, status: 409, error: `That was not done: ${error.message}. Someone changed the discussion since the page was shown.` })
     return false
@@ -374,8 +379,18 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
   fastify.post('/discussions/:number/fields', forms, async (request, reply) => {
     const d = await discussionOf(request, reply)
     if (!d) return reply
-    const given = fieldsGiven(await fastify.fields.list(d.siteId), (request.body ?? {}) as Record<string, unknown>)
+    const given = fieldsGiven(await fastify.fields.list(d.siteId, { of: 'discussion' }), (request.body ?? {}) as Record<string, unknown>)
     return changed(request, reply, d, () => discussions.update(d.siteId, d.number, { fields: given }), 'fields')
+  })
+
+  // Its customer's fields (of: customer), as the form sends them: the API's PUT /<site>/customers/<id>.
+  fastify.post('/discussions/:number/customer_fields', forms, async (request, reply) => {
+    const d = await discussionOf(request, reply)
+    if (!d) return reply
+    const given = fieldsGiven(await fastify.fields.list(d.siteId, { of: 'customer' }), (request.body ?? {}) as Record<string, unknown>)
+    return changed(request, reply, d, async () => {
+      if (!(await fastify.fields.setCustomerValues(d.siteId, d.authorId, given, actorOf(request)))) throw new StoreError('is no customer of this site: the discussion was started by its team', 'invalid', 'customer')
+    }, 'customer_fields')
   })
 
   fastify.post('/discussions/:number/tags', forms, async (request, reply) => {

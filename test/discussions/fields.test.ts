@@ -314,3 +314,68 @@ t.test('Administration -> Fields: add each kind, change, remove; each refusal sa
   t.equal((await other.web.post(`/other/admin/fields/${plan.id}`, { remove: 'yes' })).statusCode, 404, "another site's field is none of hers")
   t.equal((await api('GET', `/demo/fields/${plan.id}`)).json().removed_at, null)
 })
+
+t.test("fields of customers: each customer's own, read and set through /customers/<id> and the discussion page, never a discussion's, never shown to the customer", async (t) => {
+  const { app, api, admin, add, create, ann } = await fieldsApp(t)
+  await add({ key: 'order_number', name: 'Order number', kind: 'text' })
+  await add({ key: 'company', name: 'Company', kind: 'text', of: 'customer' })
+  await add({ key: 'size', name: 'Company size', kind: 'choice', choices: ['Small', 'Large'], of: 'customer' })
+  for (const [body, field, problem] of [
+    [{ key: 'vip', name: 'VIP', kind: 'yes_no', of: 'customer', audience: 'customers' }, 'audience', /the team's for a field of customers/],
+    [{ key: 'vip', name: 'VIP', kind: 'yes_no', of: 'customer', required: true }, 'required', /never asked/],
+    [{ key: 'vip', name: 'VIP', kind: 'yes_no', of: 'ticket' }, 'of', /./],
+  ] as const) {
+    const refused = await admin('POST', '/demo/fields', body)
+    t.equal(refused.statusCode, 400, JSON.stringify(body))
+    t.match(refused.json().fields, [{ field, problem }])
+  }
+  t.same((await api('GET', '/demo/fields?of=customer')).json().fields.map((f: { key: string; of: string }) => [f.key, f.of]), [['company', 'customer'], ['size', 'customer']], 'listed by what they are kept on')
+  t.same((await api('GET', '/demo/fields?of=discussion')).json().fields.map((f: { key: string }) => f.key), ['order_number'])
+
+  const carol = await personWithPassword(app, { role: 'customer', email: 'carol@example.test' })
+  const one = await create({ title: 'First', author_email: 'carol@example.test' })
+  const two = await create({ title: 'Second', author_email: 'carol@example.test' })
+  const carolId = (await app.users.find('carol@example.test'))!.id
+  t.match((await api('GET', `/demo/customers/${carolId}`)).json(), { id: carolId, email: 'carol@example.test', fields: {}, discussions_href: `https://api.example.test/demo/discussions?user_id=${carolId}`, href: `https://api.example.test/demo/customers/${carolId}` })
+  const set = await api('PUT', `/demo/customers/${carolId}`, { fields: { company: ' Acme ', size: 'Large' } })
+  t.equal(set.statusCode, 200, set.body)
+  t.same(set.json().fields, { company: 'Acme', size: 'Large' }, 'kept as a discussion keeps its values')
+  t.same((await api('PUT', `/demo/customers/${carolId}`, { fields: { size: null } })).json().fields, { company: 'Acme' }, 'one cleared, the other kept')
+  for (const [fields, field, problem] of [
+    [{ size: 'Huge' }, 'fields.size', /one of Small, Large/],
+    [{ order_number: 'A-1' }, 'fields.order_number', /not a field of this site's customers/],
+  ] as const) {
+    const res = await api('PUT', `/demo/customers/${carolId}`, { fields })
+    t.equal(res.statusCode, 400)
+    t.match(res.json().fields, [{ field, problem }])
+  }
+  const onDiscussion = await api('PUT', `/demo/discussions/${one.number}`, { fields: { company: 'Acme' } })
+  t.equal(onDiscussion.statusCode, 400, "a customer's field is no discussion's")
+  t.match(onDiscussion.json().fields, [{ field: 'fields.company', problem: /not a field of this site's discussions/ }])
+  t.equal((await api('PUT', `/demo/customers/${carolId}`, {})).statusCode, 400, 'fields are needed')
+  t.equal((await api('GET', `/demo/customers/${ann.user.id}`)).statusCode, 404, 'a supporter is no customer')
+  t.equal((await api('GET', '/demo/customers/999999')).statusCode, 404)
+  const olga = await supporterWithToken(app, { site: 'other', email: 'olga@example.test' })
+  t.equal((await api('GET', `/other/customers/${carolId}`, undefined, olga.bearer)).statusCode, 404, "another site's supporter: she is none of its customers")
+  t.equal((await api('PUT', `/other/customers/${carolId}`, { fields: { company: 'Evil' } }, olga.bearer)).statusCode, 404)
+  t.equal((await api('GET', `/demo/customers/${carolId}`, undefined, olga.bearer)).statusCode, 401, "nor may she read this site's")
+
+  // The discussion page: the customer's values among the facts, a form of their own; both discussions of hers say the same.
+  const { web } = await signedInPerson(app)
+  const page = (await web.get(`/demo/discussions/${one.number}`)).body
+  t.match(page, /<dt>Company <span class="muted">\(customer\)<\/span><\/dt><dd data-customer-field="company">Acme<\/dd>/)
+  t.match(page, /data-customer-fields-form[\s\S]*?name="f\.size"/)
+  const saved = await web.post(`/demo/discussions/${one.number}/customer_fields`, { 'f.company': 'Acme GmbH', 'f.size': 'Small' })
+  t.match(saved.headers.location, /\?done=customer_fields$/)
+  t.match((await web.get(`/demo/discussions/${two.number}`)).body, /data-customer-field="size">Small</, "her other discussion shows the same: the values are hers")
+  t.equal((await web.post(`/demo/discussions/${one.number}/customer_fields`, { 'f.size': 'Huge' })).statusCode, 400)
+  const staffStarted = await create({ title: 'Ours' })
+  t.notMatch((await web.get(`/demo/discussions/${staffStarted.number}`)).body, /data-customer-fields-form/, 'a discussion the team started has no customer to describe')
+  const record = (await admin('GET', '/demo/audit_log?action=customer.fields_changed')).json()
+  t.match(record.entries, [{ action: 'customer.fields_changed', target: 'carol@example.test', detail: { before: { company: 'Acme', size: null }, after: { company: 'Acme GmbH', size: 'Small' } } }], 'each change a line of the record, the newest first')
+
+  // Never shown to her.
+  const customer = webClient(app)
+  await customer.signIn(carol.email, carol.password)
+  t.notMatch((await customer.get(`/demo/help/${one.number}`)).body, /Acme|Company/, 'the team\'s record of her is the team\'s')
+})

@@ -67,7 +67,7 @@ async function fieldFilter(fields: FieldStore, siteId: number, query: Record<str
   const name = named[0]!
   const given = query[name]
   if (typeof given !== 'string') throw new InvalidRequest([{ field: name, problem: 'must be given once' }])
-  const field = (await fields.list(siteId)).find((f) => f.key === name.slice(FIELD_PARAM.length))
+  const field = (await fields.list(siteId, { of: 'discussion' })).find((f) => f.key === name.slice(FIELD_PARAM.length))
   if (!field) throw new InvalidRequest([{ field: name, problem: 'is not a field of this site (GET /<site>/fields lists them)' }])
   const text = filterText(shapeOf(field), given)
   if ('problem' in text) throw new InvalidRequest([{ field: name, problem: text.problem }])

@@ -381,7 +381,7 @@ const uploads = {
 }
 
 /** Values of the site's custom fields by key (GET /{site}/fields says each one's kind); null clears one. */
-const FieldsGiven = Type.Object({}, {
+export const FieldsGiven = Type.Object({}, {
   additionalProperties: Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Array(Type.String(), { maxItems: MAX_CHOICES }), Type.Null()]),
   propertyNames: { pattern: FIELD_KEY.source },
   maxProperties: MAX_FIELDS,

@@ -330,7 +330,7 @@ export const MCP_TOOLS: McpTool[] = [
   tool({
     name: 'list_fields',
     title: 'List custom fields',
-    description: "Lists the help desk's custom fields (an order number, a plan, a product...): each one's key, name, kind (text, number, date, choice, choices, yes_no, link) and choices. set_fields gives a discussion values by these keys.",
+    description: "Lists the help desk's custom fields (an order number, a plan, a product...): each one's key, name, kind (text, number, date, choice, choices, yes_no, link), choices, and what it is kept on (of: discussion or customer). set_fields gives a discussion values by the keys of the fields of discussions.",
     input: {},
     readOnly: true,
     request: () => ({ method: 'GET', path: '/fields' }),
