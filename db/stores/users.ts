@@ -337,6 +337,16 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
         .where(membershipOn(memberships, siteId, userId))
     },
 
+    /** The keys of the site's fields the supporter shows as columns of their queue (issue 72), in the order chosen. */
+    async queueFields(siteId: number, userId: number): Promise<string[]> {
+      const [found] = await db.select({ keys: memberships.queueFields }).from(memberships).where(membershipOn(memberships, siteId, userId))
+      return found ? (JSON.parse(found.keys) as string[]) : []
+    },
+
+    async setQueueFields(siteId: number, userId: number, keys: string[]): Promise<void> {
+      await db.update(memberships).set({ queueFields: JSON.stringify(keys) }).where(membershipOn(memberships, siteId, userId))
+    },
+
     /** The account with this id, or undefined (an OAuth grant names its account by id). */
     async byId(id: number): Promise<User | undefined> {
       return (await byIdStatement.execute({ id }))[0]

@@ -8,6 +8,8 @@ import { tagList, tagOf } from '../../lib/team-queue.ts'
 import { NEVER } from '../../lib/sla.ts'
 import { MAX_BODY } from '../api/discussions/schemas.ts'
 import { pageData, queryString, requireSupporter, wholeNumber } from './pages.ts'
+import { fieldsShown } from './field-form.ts'
+import { valuesOf, type Field } from '../../db/stores/fields.ts'
 
 // The supporter's queue (docs/decisions.md, "The queue on the web"): {site_url}/discussions and
 // {site_url}/discussions/<number>, the addresses the API's html_href names. Where the site URL
@@ -88,7 +90,7 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
     return (await categories.list(siteId, 0, -1)).categories
   }
 
-  const row = (request: FastifyRequest, d: DiscussionRow, names: Map<number, string>, tagHref: (tag: string) => string, now: number) => ({
+  const row = (request: FastifyRequest, d: DiscussionRow, names: Map<number, string>, tagHref: (tag: string) => string, now: number, columns: Field[]) => ({
     number: d.number,
     title: d.title,
     state: d.state,
@@ -109,6 +111,26 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
     // Started by a customer on the customer's pages (routes/web/customers.ts).
     fromWeb: d.startedOnTheWeb,
     href: `${base(request)}/discussions/${d.number}`,
+    // The values of the fields the supporter shows as columns, in their order.
+    columns: columns.length === 0 ? [] : fieldsShown(columns, valuesOf(d.fields)).active.map((f) => f.shown),
+  })
+
+  /** The fields of discussions the supporter chose as columns, in the site's order (a removed one left out). */
+  async function columnsOf(siteId: number, userId: number): Promise<{ all: Field[]; chosen: Field[] }> {
+    const [all, keys] = await Promise.all([fastify.fields.list(siteId, { of: 'discussion' }), fastify.users.queueFields(siteId, userId)])
+    return { all, chosen: all.filter((f) => keys.includes(f.key)) }
+  }
+
+  // The columns of the queue, chosen per supporter: the fields of discussions ticked.
+  fastify.post('/discussions/columns', { ...PAGE, preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
+    const { site, user } = request.web
+    const ticked = (request.body as { column?: unknown } | undefined)?.column
+    const asked = (Array.isArray(ticked) ? ticked : ticked === undefined ? [] : [ticked]).map(String)
+    const { all } = await columnsOf(site.id, user!.id)
+    await fastify.users.setQueueFields(site.id, user!.id, all.filter((f) => asked.includes(f.key)).map((f) => f.key))
+    const back = (request.body as { back?: unknown }).back
+    // Back to the queue as it was shown (its own address only: no open redirect).
+    return reply.redirect(typeof back === 'string' && back.startsWith('?') ? `${base(request)}/discussions${back}` : `${base(request)}/discussions`, 303)
   })
 
   fastify.get('/discussions', { ...PAGE, preHandler: requireSupporter }, async (request, reply) => {
@@ -127,6 +149,7 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
     // By due time where due times run (what the team owes); by last activity anywhere else.
     const byDue = query.sort === 'due' && DUE_TABS.includes(tab.scope)
     const breached = query.sla === 'breached'
+    const columns = await columnsOf(site.id, user!.id)
     const { total, discussions: rows } = await discussions.list({
       ...scope,
       state: tab.scope,
@@ -163,7 +186,10 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
         // A tag asked for that cannot be one: said, and nothing is filtered by it.
         tagProblem: asked && 'problem' in asked ? `Tag: ${asked.problem}.` : null,
         total,
-        rows: rows.map((d) => row(request, d, names, (t) => filters({ tag: t, page: undefined }), fastify.clock())),
+        rows: rows.map((d) => row(request, d, names, (t) => filters({ tag: t, page: undefined }), fastify.clock(), columns.chosen)),
+        columns: columns.chosen.map((f) => ({ key: f.key, name: f.name })),
+        columnChoices: columns.all.map((f) => ({ key: f.key, name: f.name, chosen: columns.chosen.includes(f) })),
+        here: queryString({ ...kept, page: page === 1 ? undefined : page }),
         sortable: DUE_TABS.includes(tab.scope),
         byDue,
         breached,

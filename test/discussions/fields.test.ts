@@ -379,3 +379,32 @@ t.test("fields of customers: each customer's own, read and set through /customer
   await customer.signIn(carol.email, carol.password)
   t.notMatch((await customer.get(`/demo/help/${one.number}`)).body, /Acme|Company/, 'the team\'s record of her is the team\'s')
 })
+
+t.test("the queue's columns: each supporter chooses the fields shown, their own choice only", async (t) => {
+  const { app, add, create, admin } = await fieldsApp(t)
+  await add({ key: 'plan', name: 'Plan', kind: 'choice', choices: ['Basic', 'Pro'] })
+  const seats = await add({ key: 'seats', name: 'Seats', kind: 'number' })
+  await add({ key: 'company', name: 'Company', kind: 'text', of: 'customer' })
+  await create({ title: 'Upgrade', fields: { plan: 'Pro', seats: 12 } })
+  await create({ title: 'Question' })
+  const ann = await signedInPerson(app, { email: 'ann.page@example.test' })
+  const bob = await signedInPerson(app, { email: 'bob.page@example.test' })
+  const queue = await ann.web.get('/demo/discussions?state=live')
+  t.match(queue.body, /<summary>Columns<\/summary>[\s\S]*?value="plan"[\s\S]*?value="seats"/, 'the fields of discussions offered')
+  t.notMatch(queue.body, /name="column" value="company"/, "a customer's field is no column of discussions")
+  t.notMatch(queue.body, /<th scope="col" data-column=/, 'none shown until chosen')
+
+  const chosen = await ann.web.post('/demo/discussions/columns', { column: 'seats', back: '?state=live' })
+  t.equal(chosen.headers.location, 'https://help.example.test/demo/discussions?state=live', 'back to the queue as it was')
+  await ann.web.request('POST', '/demo/discussions/columns', `_csrf=${encodeURIComponent(ann.web.field('_csrf'))}&column=plan&column=seats&column=nothing&back=https%3A%2F%2Fevil.example%2F`)
+  const after = (await ann.web.get('/demo/discussions?state=live')).body
+  t.match(after, /<th scope="col" data-column="plan">Plan<\/th><th scope="col" data-column="seats">Seats<\/th><\/tr>/, "in the site's order; an unknown key passed over")
+  t.match(after, /data-discussion="1">[\s\S]*?<td data-label="Plan" data-field="plan">Pro<\/td><td data-label="Seats" data-field="seats">12<\/td>/)
+  t.match(after, /data-discussion="2">[\s\S]*?data-field="plan">—</, 'a dash where there is no value')
+  t.notMatch((await bob.web.get('/demo/discussions?state=live')).body, /data-column=/, "Bob's queue is his own")
+  t.equal((await ann.web.post('/demo/discussions/columns', { column: 'plan' }).then(() => ann.web.request('POST', '/demo/discussions/columns', 'column=plan'))).statusCode, 403, 'no CSRF token, no change')
+
+  // A field removed leaves the columns.
+  t.equal((await admin('DELETE', `/demo/fields/${seats.id}`)).statusCode, 204)
+  t.notMatch((await ann.web.get('/demo/discussions?state=live')).body, /data-column="seats"/)
+})

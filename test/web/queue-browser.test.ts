@@ -95,6 +95,17 @@ t.test('a supporter works a discussion from the queue in Chromium, and the API s
   await page.reload()
   t.equal(await page.locator('[data-state]').textContent(), 'open', 'the API unresolved it')
 
+  // Custom fields as columns of her queue (issue 72), chosen under Columns.
+  await app.fields.add(ann.site.id, { key: 'order_number', name: 'Order number', kind: 'text' }, { id: null, name: 'the operator', via: 'cli' })
+  await app.discussions.update(ann.site.id, discussion.number, { fields: { order_number: 'A-1042' } })
+  await page.goto(`${base}/demo/discussions`)
+  await page.getByText('Columns', { exact: true }).click()
+  await page.getByLabel('Order number').check()
+  await page.getByRole('button', { name: 'Show these' }).click()
+  await page.locator('th[data-column="order_number"]').waitFor()
+  t.equal(await page.locator(`tr[data-discussion="${discussion.number}"] td[data-field="order_number"]`).textContent(), 'A-1042', 'the value in its column')
+  await noViolations(t, page, 'the queue with a column of a field')
+
   // On a phone: the queue at 360 px wide, nothing wider than the screen.
   const phone = await (await browser.newContext({ viewport: { width: 360, height: 740 } })).newPage()
   await phone.context().addCookies((await page.context().cookies()).map((c) => ({ ...c })))
