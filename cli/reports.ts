@@ -12,7 +12,7 @@ export const reportCommands: Command[] = [
       words: ['reports', 'show'],
       args: ['<site>', '<report>'],
       options: {
-        by: { type: 'string', value: 'BY', about: 'day, week, month, supporter, category, channel or tag (day)' },
+        by: { type: 'string', value: 'BY', about: 'day, week, month, supporter, category, channel, tag, or field.<key> (a custom field of one choice, several or yes/no) (day)' },
         from: { type: 'string', value: 'YYYY-MM-DD', about: 'the first day, UTC (29 days before --to)' },
         to: { type: 'string', value: 'YYYY-MM-DD', about: 'the last day, included (today)' },
       },

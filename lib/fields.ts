@@ -99,6 +99,14 @@ export function fieldValue(field: FieldShape, given: unknown): { value: FieldVal
   }
 }
 
+/** The kinds of field a report is broken down by: those of few values. */
+export const REPORTED_KINDS: readonly FieldKind[] = ['choice', 'choices', 'yes_no']
+
+/** What a discussion's values are counted under in the reports (lib/reports.ts): `key=value` for each value of the fields in `reported`. */
+export function reportedValues(values: Record<string, FieldValue>, reported: ReadonlySet<string>): string[] {
+  return Object.entries(values).flatMap(([key, value]) => (reported.has(key) ? indexedTexts(value).map((text) => `${key}=${text}`) : [])).sort()
+}
+
 /** The texts a filter finds a value by: one, or one per choice of several (none for an empty list). */
 export function indexedTexts(value: FieldValue): string[] {
   if (Array.isArray(value)) return value

@@ -18,7 +18,7 @@ export const timings = ['firstReply', 'firstReplyBusiness', 'resolution', 'resol
 export type Timing = (typeof timings)[number]
 
 /** What a day row is about: the site as a whole, or one supporter, category, channel or tag. */
-export const dimensions = ['all', 'supporter', 'category', 'channel', 'tag'] as const
+export const dimensions = ['all', 'supporter', 'category', 'channel', 'tag', 'field'] as const
 export type Dimension = (typeof dimensions)[number]
 
 /** A histogram of minutes: the lower bound of each bucket (bucketOf) and how many fell in it. */
@@ -149,6 +149,8 @@ export interface TallyKeys {
   categoryId: number
   channel: string
   tags: readonly string[]
+  /** Its values of the fields with few values (choice, choices, yes/no), each `key=value` (lib/fields.ts reportedValues). */
+  fields?: readonly string[]
 }
 
 /** What one write adds to the day rows of one set of keys. */
@@ -162,7 +164,7 @@ export interface Tally {
 
 /** The (dimension, key) pairs of the day rows a tally adds to. */
 export function rowsOf(keys: TallyKeys): Array<[Dimension, string]> {
-  return [['all', ''], ['supporter', keys.supporterId === null ? '' : String(keys.supporterId)], ['category', String(keys.categoryId)], ['channel', keys.channel], ...keys.tags.map((tag): [Dimension, string] => ['tag', tag])]
+  return [['all', ''], ['supporter', keys.supporterId === null ? '' : String(keys.supporterId)], ['category', String(keys.categoryId)], ['channel', keys.channel], ...keys.tags.map((tag): [Dimension, string] => ['tag', tag]), ...(keys.fields ?? []).map((value): [Dimension, string] => ['field', value])]
 }
 
 /** The UTC day of a moment, YYYY-MM-DD: what day rows are kept by. */
@@ -235,7 +237,7 @@ export interface ReportWrite {
   /** The facts before the write; null: it creates the discussion. */
   before: (ReportFacts & { state: string }) | null
   /** The discussion after the write. */
-  after: { state: string; assigneeId: number | null; categoryId: number; channel: string; tags: readonly string[]; createdAt: Date }
+  after: { state: string; assigneeId: number | null; categoryId: number; channel: string; tags: readonly string[]; reportedFields?: readonly string[]; createdAt: Date }
   /** A comment the write adds (a reply), with its author. */
   comment?: { bySupporter: boolean; internal: boolean; authorId: number }
   /** The SLA after the write: whether a policy chooses it, and what it broke. */
@@ -257,7 +259,7 @@ export function reportStep(write: ReportWrite): { facts: ReportFacts; tallies: T
   const { after, at, comment } = write
   const facts = Object.fromEntries(Object.keys(noFacts).map((name) => [name, (write.before ?? noFacts)[name as keyof ReportFacts]])) as unknown as ReportFacts
   const day = dayOf(at)
-  const keys: TallyKeys = { supporterId: after.assigneeId, categoryId: after.categoryId, channel: after.channel, tags: after.tags }
+  const keys: TallyKeys = { supporterId: after.assigneeId, categoryId: after.categoryId, channel: after.channel, tags: after.tags, fields: after.reportedFields ?? [] }
   const business = (to: Date) => (write.schedule ? businessMinutesBetween(write.schedule, after.createdAt, to) : minutesBetween(after.createdAt, to))
   const tallies: Tally[] = []
   if (write.before === null) {
@@ -324,6 +326,9 @@ export const timingsOf: Record<ReportName, readonly Timing[]> = {
 /** How a report is broken down: by period (day, week from Monday, month) or by a dimension. */
 export const breakdowns = ['day', 'week', 'month', 'supporter', 'category', 'channel', 'tag'] as const
 export type Breakdown = (typeof breakdowns)[number]
+/** What a report is broken down by: a breakdown, or a custom field's values (`field.<key>`: one choice, several, yes/no). */
+export type ReportBy = Breakdown | `field.${string}`
+const FIELD_BY = /^field\.[a-z][a-z0-9_]{0,39}$/
 
 /** The longest range a report covers: two years, so this year stands beside the last. */
 export const MAX_REPORT_DAYS = 731
@@ -415,7 +420,7 @@ export const columnsOf = (name: ReportName): string[] => Object.keys(figuresOf(n
  * The lines of a report from its day rows: one per period (every period of the range, empty ones
  * too, so a chart has no gaps) or one per group found (the most active first).
  */
-export function reportLines(name: ReportName, by: Breakdown, range: { from: string; to: string }, rows: readonly DayRow[]): Array<{ key: string; group: Group }> {
+export function reportLines(name: ReportName, by: ReportBy, range: { from: string; to: string }, rows: readonly DayRow[]): Array<{ key: string; group: Group }> {
   const groups = new Map<string, Group>()
   const period = by === 'day' || by === 'week' || by === 'month' ? by : null
   if (period) for (const p of periodsBetween(range.from, range.to, period)) groups.set(p, emptyGroup())
@@ -461,7 +466,7 @@ export function toCsv(columns: readonly string[], lines: readonly ReportLine[]):
 }
 
 /** A report's range and breakdown as asked (the API's query, the page's form), or what is wrong with it and where. */
-export function reportQuery(asked: { from?: string; to?: string; by?: string }, today: string): { from: string; to: string; by: Breakdown } | { problem: string; field: string } {
+export function reportQuery(asked: { from?: string; to?: string; by?: string }, today: string): { from: string; to: string; by: ReportBy } | { problem: string; field: string } {
   const to = asked.to || today
   if (dayStart(to) === undefined) return { problem: 'must be a day, YYYY-MM-DD', field: 'to' }
   const from = asked.from || new Date(dayStart(to)! - 29 * DAY_MS).toISOString().slice(0, 10)
@@ -469,8 +474,8 @@ export function reportQuery(asked: { from?: string; to?: string; by?: string }, 
   if (from > to) return { problem: 'must not be after `to`', field: 'from' }
   if ((dayStart(to)! - dayStart(from)!) / DAY_MS + 1 > MAX_REPORT_DAYS) return { problem: `must be at most ${MAX_REPORT_DAYS} days before \`to\``, field: 'from' }
   const by = asked.by || 'day'
-  if (!(breakdowns as readonly string[]).includes(by)) return { problem: `must be one of ${breakdowns.join(', ')}`, field: 'by' }
-  return { from, to, by: by as Breakdown }
+  if (!(breakdowns as readonly string[]).includes(by) && !FIELD_BY.test(by)) return { problem: `must be one of ${breakdowns.join(', ')}, or field.<key> (a custom field of one choice, several or yes/no)`, field: 'by' }
+  return { from, to, by: by as ReportBy }
 }
 
 /** Minutes as a person reads them: 2 d 4 h, 3 h 20 min, 45 min. */

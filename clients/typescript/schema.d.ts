@@ -1239,13 +1239,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One report over a range of days, by period or by supporter, category, channel or tag; CSV with Accept: text/csv */
+        /** One report over a range of days, by period or by supporter, category, channel, tag or custom field; CSV with Accept: text/csv */
         get: operations["getReport"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** One report over a range of days, by period or by supporter, category, channel or tag; CSV with Accept: text/csv */
+        /** One report over a range of days, by period or by supporter, category, channel, tag or custom field; CSV with Accept: text/csv */
         head: operations["getReportHead"];
         patch?: never;
         trace?: never;
@@ -2948,8 +2948,8 @@ export interface components {
             /** @enum {unknown} */
             name: "volume" | "first_reply" | "resolution" | "sla" | "satisfaction";
             description: string;
-            /** @enum {unknown} */
-            by: "day" | "week" | "month" | "supporter" | "category" | "channel" | "tag";
+            /** @description day, week, month, supporter, category, channel, tag, or field.<key>: a custom field of one choice, several or yes/no. */
+            by: string;
             /** Format: date */
             from: string;
             /** Format: date */
@@ -29242,7 +29242,7 @@ export interface operations {
                 from?: string;
                 /** @description The last day (UTC), YYYY-MM-DD, included; today when not given. */
                 to?: string;
-                /** @description How its lines are broken down: day, week, month, supporter, category, channel, tag; day when not given. */
+                /** @description How its lines are broken down: day, week, month, supporter, category, channel, tag, or field.<key> (a custom field of discussions of one choice, several choices or yes/no: a line per value); day when not given. */
                 by?: string;
             };
             header?: {
@@ -29422,7 +29422,7 @@ export interface operations {
                 from?: string;
                 /** @description The last day (UTC), YYYY-MM-DD, included; today when not given. */
                 to?: string;
-                /** @description How its lines are broken down: day, week, month, supporter, category, channel, tag; day when not given. */
+                /** @description How its lines are broken down: day, week, month, supporter, category, channel, tag, or field.<key> (a custom field of discussions of one choice, several choices or yes/no: a line per value); day when not given. */
                 by?: string;
             };
             header?: {

@@ -25,7 +25,7 @@ import { policiesFollowCategory } from './sla-policies.ts'
 import { alertsDue, boundColumns, clockOf, columnsOf, policiesOf, slaOfWrite, tellSla } from './sla.ts'
 import { noEvents, type EventSink } from './webhooks.ts'
 import { addRating, addTallies } from './reports.ts'
-import { indexValuesIn, valuesAfter, valuesJson, valuesOf } from './fields.ts'
+import { indexValuesIn, reportedFieldsIn, valuesAfter, valuesJson, valuesOf } from './fields.ts'
 import { dayOf, RATING_DAYS, reportStep, type Rating, type ReportFacts } from '../../lib/reports.ts'
 
 export type { CommentRow, DiscussionRow } from './discussion-listing.ts'
@@ -344,7 +344,7 @@ export async function changeDiscussionIn(tx: StorePort, { clock, events }: Write
   if (!changes) return before
   const moved: DiscussionRow = { ...before, ...changes, updatedAt: new Date(clock()), version: before.version + 1 }
   const sla = await slaOfWrite(tx, { siteId, before, after: moved, facts: factsOf(moved), at: moved.updatedAt })
-  const report = reportStep({ before: factsOfRow(before), after: { ...moved, tags: tagList(moved.tags) }, sla: { policyId: sla.columns.slaPolicyId, breached: sla.columns.slaBreached }, schedule: sla.schedule, at: moved.updatedAt })
+  const report = reportStep({ before: factsOfRow(before), after: { ...moved, tags: tagList(moved.tags), reportedFields: await reportedFieldsIn(tx, siteId, moved.fields) }, sla: { policyId: sla.columns.slaPolicyId, breached: sla.columns.slaBreached }, schedule: sla.schedule, at: moved.updatedAt })
   const after: DiscussionRow = { ...moved, ...sla.columns, ...report.facts }
   await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt), lastUpdatedAt: tx.moment(after.lastUpdatedAt), awaitingTeam: tx.flag(after.awaitingTeam), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
   if (after.tags !== before.tags) await retag(tx, after)
@@ -439,7 +439,7 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
   const sla = await slaOfWrite(tx, { siteId: input.siteId, before, after: { state, awaitingTeam }, facts: factsOf(before), at: now })
   const report = reportStep({
     before: factsOfRow(before),
-    after: { ...before, state, tags: tagList(before.tags) },
+    after: { ...before, state, tags: tagList(before.tags), reportedFields: await reportedFieldsIn(tx, input.siteId, before.fields) },
     comment: { bySupporter: author.bySupporter, internal: input.internal, authorId: author.id },
     sla: { policyId: sla.columns.slaPolicyId, breached: sla.columns.slaBreached },
     schedule: sla.schedule,
@@ -506,7 +506,7 @@ export async function insertDiscussionIn(port: StorePort, row: NewRow): Promise<
 /** A new discussion counted: in its counts' row, and in the reports' day rows (the site's row, when taken, before these). */
 export async function countNewIn(port: StorePort, discussion: DiscussionRow, schedule: Schedule | null): Promise<void> {
   await bumpCount(port, counted(discussion), 1)
-  const report = reportStep({ before: null, after: { ...discussion, tags: [] }, sla: { policyId: discussion.slaPolicyId, breached: discussion.slaBreached }, schedule, at: discussion.createdAt })
+  const report = reportStep({ before: null, after: { ...discussion, tags: [], reportedFields: await reportedFieldsIn(port, discussion.siteId, discussion.fields) }, sla: { policyId: discussion.slaPolicyId, breached: discussion.slaBreached }, schedule, at: discussion.createdAt })
   await addTallies(port, discussion.siteId, report.tallies)
 }
 

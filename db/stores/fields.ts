@@ -1,7 +1,7 @@
-import { and, asc, count, eq, isNull, sql } from '../drizzle.ts'
+import { and, asc, count, eq, inArray, isNull, sql } from '../drizzle.ts'
 import type { StorePort, Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
-import { definitionProblem, fieldValue, indexedTexts, MAX_FIELDS, type FieldAudience, type FieldKind, type FieldShape, type FieldSubject, type FieldValue } from '../../lib/fields.ts'
+import { definitionProblem, fieldValue, indexedTexts, MAX_FIELDS, REPORTED_KINDS, reportedValues, type FieldAudience, type FieldKind, type FieldShape, type FieldSubject, type FieldValue } from '../../lib/fields.ts'
 import { isUniqueViolation } from '../../lib/database-errors.ts'
 import { changedFields, recordChange, type Actor } from './audit.ts'
 import { StoreError } from './errors.ts'
@@ -61,6 +61,18 @@ export async function valuesAfter(port: StorePort, siteId: number, before: Field
     else after[key] = checked.value
   }
   return after
+}
+
+/** The keys of the site's fields a report is broken down by (REPORTED_KINDS), removed ones too: what was counted stays readable. */
+export async function reportedKeysIn(port: StorePort, siteId: number): Promise<Set<string>> {
+  const { fields } = port.tables
+  const rows = await port.db.select({ key: fields.key }).from(fields).where(and(eq(fields.siteId, siteId), eq(fields.of, 'discussion'), inArray(fields.kind, [...REPORTED_KINDS])))
+  return new Set(rows.map((r) => r.key))
+}
+
+/** What a discussion's values (its row's JSON) are counted under in the reports; no query for a discussion without values. */
+export async function reportedFieldsIn(port: StorePort, siteId: number, json: string): Promise<string[]> {
+  return json === '{}' ? [] : reportedValues(valuesOf(json), await reportedKeysIn(port, siteId))
 }
 
 /** The JSON a row keeps of `values`: keys sorted, so the same values are the same text. */

@@ -2,8 +2,11 @@ import { and, asc, eq, gt, gte, inArray, lt, lte, sql, type SQL } from '../drizz
 import { DAY_MS, dayStart, type Clock } from '../../lib/clock.ts'
 import { fromOf, siteMailbox, type OutboxMail } from './outbox.ts'
 import { given, type StorePort, type Tables } from '../port.ts'
-import { bucketOf, counters, dayOf, figuresOf, groupOf, monthsAndDays, periodOf, periodRowsOf, reportLines, shownMinutes, tallyRows, timings, timingsOf, type Breakdown, type Group, type Counter, type DayRow, type Dimension, type ReportLine, type ReportName, type Tally, type Timing } from '../../lib/reports.ts'
+import { bucketOf, counters, dayOf, figuresOf, groupOf, monthsAndDays, periodOf, periodRowsOf, reportLines, shownMinutes, tallyRows, timings, timingsOf, type ReportBy, type Group, type Counter, type DayRow, type Dimension, type ReportLine, type ReportName, type Tally, type Timing } from '../../lib/reports.ts'
 import { tagList } from '../../lib/team-queue.ts'
+import { reportedValues } from '../../lib/fields.ts'
+import { StoreError } from './errors.ts'
+import { reportedFieldsIn, reportedKeysIn, valuesOf } from './fields.ts'
 
 // The reports' day rows (issue 69; lib/reports.ts; docs/decisions.md, "Reports"): what each write
 // that moves a discussion's facts adds to them, in its own transaction, by one atomic upsert of all
@@ -65,7 +68,7 @@ export async function addTallies(port: StorePort, siteId: number, tallies: reado
 }
 
 /** A rating given, changed (`before`: the one it replaces) or taken back, on the day it was first given. */
-export async function addRating(port: StorePort, siteId: number, d: { categoryId: number; channel: string; tags: string; resolvedById: number | null; assigneeId: number | null }, day: string, before: string | null, after: string): Promise<void> {
+export async function addRating(port: StorePort, siteId: number, d: { categoryId: number; channel: string; tags: string; fields: string; resolvedById: number | null; assigneeId: number | null }, day: string, before: string | null, after: string): Promise<void> {
   const counts: Partial<Record<Counter, number>> = {}
   const count = (rating: string, by: number) => {
     const counter = rating === 'good' ? 'ratedGood' : 'ratedBad'
@@ -73,7 +76,7 @@ export async function addRating(port: StorePort, siteId: number, d: { categoryId
   }
   if (before !== null) count(before, -1)
   count(after, 1)
-  const keys = { supporterId: d.resolvedById ?? d.assigneeId, categoryId: d.categoryId, channel: d.channel, tags: tagList(d.tags) }
+  const keys = { supporterId: d.resolvedById ?? d.assigneeId, categoryId: d.categoryId, channel: d.channel, tags: tagList(d.tags), fields: await reportedFieldsIn(port, siteId, d.fields) }
   await addTallies(port, siteId, [{ day, keys, counts, times: {} }])
 }
 
@@ -126,7 +129,7 @@ const CHANNEL_NAMES: Record<string, string> = { mail: 'Mail', web: 'Support site
 /** A report as the API, the CSV and the page show it. */
 export interface Report {
   name: ReportName
-  by: Breakdown
+  by: ReportBy
   from: string
   to: string
   /** One per period of the range, or one per group found (the most active first). */
@@ -140,7 +143,7 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
   const { categories, users } = port.tables
 
   /** What each key of a dimension is called: a supporter's name, a category's, a channel's; a period and a tag as they are. */
-  async function labels(siteId: number, by: Breakdown, keys: string[]): Promise<Map<string, string>> {
+  async function labels(siteId: number, by: ReportBy, keys: string[]): Promise<Map<string, string>> {
     const ids = keys.filter((k) => k !== '').map(Number)
     if (by === 'supporter') {
       const found = ids.length === 0 ? [] : await port.db.select({ id: users.id, name: users.name }).from(users).where(inArray(users.id, ids))
@@ -151,16 +154,24 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
       return new Map(found.map((c): [string, string] => [String(c.id), c.name]))
     }
     if (by === 'channel') return new Map(Object.entries(CHANNEL_NAMES))
+    if (by.startsWith('field.')) return new Map([['true', 'Yes'], ['false', 'No']])
     return new Map()
+  }
+
+  /** The rows of one field's values (`key=value` of the field dimension), each keyed by its value; refused for a key that is no reported field. */
+  async function fieldRows(siteId: number, key: string, from: string, to: string, name: ReportName): Promise<DayRow[]> {
+    if (!(await reportedKeysIn(port, siteId)).has(key)) throw new StoreError(`names ${key}, which is no field of this site's discussions of one choice, several choices or yes/no`, 'invalid', 'by')
+    const prefix = `${key}=`
+    return (await monthRows(port, siteId, 'field', from, to, timingsOf[name])).filter((row) => row.key.startsWith(prefix)).map((row) => ({ ...row, key: row.key.slice(prefix.length) }))
   }
 
   return {
     /** A report of the site over the days from `from` to `to` (both included, UTC), broken down `by`. */
-    async report(siteId: number, name: ReportName, by: Breakdown, from: string, to: string): Promise<Report> {
+    async report(siteId: number, name: ReportName, by: ReportBy, from: string, to: string): Promise<Report> {
       // By day or week, the site's day rows; by month or a group, whole months' rows and the days at the edges.
       const byDays = by === 'day' || by === 'week'
       const site = byDays ? await dayRows(port, siteId, 'all', from, to, timingsOf[name]) : await monthRows(port, siteId, 'all', from, to, timingsOf[name])
-      const rows = byDays || by === 'month' ? site : await monthRows(port, siteId, by, from, to, timingsOf[name])
+      const rows = byDays || by === 'month' ? site : by.startsWith('field.') ? await fieldRows(siteId, by.slice('field.'.length), from, to, name) : await monthRows(port, siteId, by as Dimension, from, to, timingsOf[name])
       const lines = reportLines(name, by, { from, to }, rows)
       const named = await labels(siteId, by, lines.map((l) => l.key))
       const label = (key: string) => named.get(key) ?? (by === 'supporter' ? `Person ${key} (gone)` : by === 'category' ? `Category ${key} (removed)` : key)
@@ -220,6 +231,8 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
       const { discussions, reportDays } = port.tables
       const rows = tallyRows()
       const add = rows.add
+      // The fields a report is broken down by, read once for the site.
+      const reported = await reportedKeysIn(port, siteId)
       let read = 0
       for (let after = 0; ; ) {
         const page = await port.db
@@ -232,6 +245,7 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
             categoryId: discussions.categoryId,
             channel: discussions.channel,
             tags: discussions.tags,
+            fields: discussions.fields,
             firstReplyAt: discussions.firstReplyAt,
             firstReplyMinutes: discussions.firstReplyMinutes,
             firstReplyBusiness: discussions.firstReplyBusiness,
@@ -252,7 +266,7 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
         after = page[page.length - 1]!.id
         read += page.length
         for (const d of page) {
-          const keys = { supporterId: d.assigneeId, categoryId: d.categoryId, channel: d.channel, tags: tagList(d.tags) }
+          const keys = { supporterId: d.assigneeId, categoryId: d.categoryId, channel: d.channel, tags: tagList(d.tags), fields: d.fields === '{}' ? [] : reportedValues(valuesOf(d.fields), reported) }
           if (d.state !== 'spam' && d.stateBefore === null) add({ day: dayOf(d.createdAt), keys, counts: { created: 1 }, times: {} })
           // The minutes are written with the moment, both of them (lib/reports.ts reportStep).
           if (d.firstReplyAt) {

@@ -29,7 +29,7 @@ export const ReportLine = Type.Object(
 export const ReportResource = Type.Object({
   name: Type.Enum(reportNames),
   description: Type.String(),
-  by: Type.Enum(breakdowns),
+  by: Type.String({ description: `${breakdowns.join(', ')}, or field.<key>: a custom field of one choice, several or yes/no.` }),
   from: Type.String({ format: 'date' }),
   to: Type.String({ format: 'date' }),
   columns: Type.Array(Type.String(), { description: 'The figures of each line, in order (the CSV\'s columns after key and label).' }),
@@ -40,7 +40,7 @@ export const ReportResource = Type.Object({
 const ReportQuery = Type.Object({
   from: Type.Optional(Type.String({ description: 'The first day (UTC), YYYY-MM-DD; 29 days before `to` when not given.' })),
   to: Type.Optional(Type.String({ description: 'The last day (UTC), YYYY-MM-DD, included; today when not given.' })),
-  by: Type.Optional(Type.String({ description: `How its lines are broken down: ${breakdowns.join(', ')}; day when not given.` })),
+  by: Type.Optional(Type.String({ description: `How its lines are broken down: ${breakdowns.join(', ')}, or field.<key> (a custom field of discussions of one choice, several choices or yes/no: a line per value); day when not given.` })),
 })
 const ReportParams = Type.Object({ site: SiteParams.properties.site, name: Type.String({ description: `The report: ${reportNames.join(', ')}.` }) })
 const tags = ['Reports']
@@ -59,7 +59,7 @@ const reportRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       schema: {
         tags,
         operationId: 'getReport',
-        summary: 'One report over a range of days, by period or by supporter, category, channel or tag; CSV with Accept: text/csv',
+        summary: 'One report over a range of days, by period or by supporter, category, channel, tag or custom field; CSV with Accept: text/csv',
         params: ReportParams,
         querystring: ReportQuery,
         response: { 200: ReportResource, 400: InvalidRequestBody, 404: ErrorBody, 406: ErrorBody },

@@ -1,4 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { REPORTED_KINDS } from '../../lib/fields.ts'
+import { StoreError } from '../../db/stores/errors.ts'
 import { breakdowns, columnsOf, reportNames, reportQuery, reports, shownMinutes, toCsv, type Breakdown, type ReportLine, type ReportName } from '../../lib/reports.ts'
 import { columnChart, type Series } from '../../lib/svg-chart.ts'
 import { PAGE } from './queue.ts'
@@ -57,13 +59,23 @@ const reportPageRoutes: FastifyPluginAsync = async (fastify) => {
     const name = (reportNames as string[]).includes(text('report') ?? '') ? (text('report') as ReportName) : 'volume'
     const found = reportQuery({ from: text('from'), to: text('to'), by: text('by') }, today())
     if ('problem' in found) return { name, problem: `“${found.field === 'by' ? 'By' : found.field === 'from' ? 'From' : 'To'}” ${found.problem}.`, form: { from: text('from') ?? '', to: text('to') ?? '', by: text('by') ?? 'day' } }
-    return { name, query: found, report: await store.report(request.web.site.id, name, found.by, found.from, found.to) }
+    const form = { from: found.from, to: found.to, by: found.by }
+    try {
+      return { name, query: found, report: await store.report(request.web.site.id, name, found.by, found.from, found.to) }
+    } catch (error) {
+      // A field.<key> that is no field reported by: said on the page, as a wrong date is.
+      if (error instanceof StoreError && error.field === 'by') return { name, problem: `“By” ${error.message}.`, form }
+      throw error
+    }
   }
 
   async function page(request: FastifyRequest, reply: FastifyReply) {
     const found = await asked(request)
     const base = urls.siteWeb(request.web.site.permalink)
-    const options = { reports: reportNames.map((n) => ({ value: n, label: REPORT_TITLES[n], description: reports[n] })), breakdowns: breakdowns.map((b) => ({ value: b, label: BREAKDOWN_NAMES[b] })) }
+    // The fields of discussions of few values (lib/fields.ts REPORTED_KINDS) break a report down too.
+    const reported = (await fastify.fields.list(request.web.site.id, { of: 'discussion' })).filter((f) => REPORTED_KINDS.includes(f.kind))
+    const byOptions = [...breakdowns.map((b) => ({ value: b as string, label: BREAKDOWN_NAMES[b] })), ...reported.map((f) => ({ value: `field.${f.key}`, label: `Field: ${f.name}` }))]
+    const options = { reports: reportNames.map((n) => ({ value: n, label: REPORT_TITLES[n], description: reports[n] })), breakdowns: byOptions }
     if ('problem' in found) {
       return reply.page('reports', pageData(request, reply, { title: 'Reports', ...options, chosen: { report: found.name, ...found.form }, error: found.problem, report: null }), 400)
     }
@@ -72,7 +84,8 @@ const reportPageRoutes: FastifyPluginAsync = async (fastify) => {
     const minutes = (column: string) => column.endsWith('_minutes')
     const shown = (line: ReportLine) => ({ label: line.label, cells: columns.map((c) => (minutes(c) ? shownMinutes(line[c] as number | null) : line[c] === null ? '—' : String(line[c]))) })
     const chart = chartOf(name, report.lines)
-    const title = `${REPORT_TITLES[name]} by ${BREAKDOWN_NAMES[query.by].toLowerCase()}, ${query.from} to ${query.to}`
+    const byName = byOptions.find((o) => o.value === query.by)?.label ?? query.by
+    const title = `${REPORT_TITLES[name]} by ${query.by.startsWith('field.') ? byName.slice('Field: '.length) : byName.toLowerCase()}, ${query.from} to ${query.to}`
     return reply.page(
       'reports',
       pageData(request, reply, {

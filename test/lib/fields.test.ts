@@ -1,5 +1,5 @@
 import t from 'tap'
-import { definitionProblem, fieldMatch, fieldValue, filterText, indexedTexts, type FieldKind } from '../../lib/fields.ts'
+import { definitionProblem, fieldMatch, fieldValue, filterText, indexedTexts, reportedValues, type FieldKind } from '../../lib/fields.ts'
 
 // Engines: one: pure functions of their arguments.
 // What a custom field's value may be, kind by kind (lib/fields.ts), and what a filter names.
@@ -97,4 +97,11 @@ t.test("the search's match of a field: a value, or for a date a range, both ends
   t.match(fieldMatch(date, '2026-03-01..2026-01-01'), { problem: 'is a range that ends (2026-01-01) before it starts (2026-03-01)' })
   t.same(fieldMatch({ key: 'ref', kind: 'text', choices: [] }, '>A-1..B'), { text: '>A-1..B' }, 'a text is never a range: its value as written')
   t.same(fieldMatch({ key: 'seats', kind: 'number', choices: [] }, '12.0'), { text: '12' }, 'other kinds as the filter reads them')
+})
+
+t.test('what a discussion is counted under in the reports: key=value of the fields reported by, each choice of several', async (t) => {
+  const reported = new Set(['plan', 'products', 'vip'])
+  t.same(reportedValues({ plan: 'Pro', products: ['Chat', 'Desk'], vip: false, order_number: 'A-1', seats: 3 }, reported), ['plan=Pro', 'products=Chat', 'products=Desk', 'vip=false'], 'a text or a number is no breakdown')
+  t.same(reportedValues({}, reported), [])
+  t.same(reportedValues({ plan: 'Pro' }, new Set()), [])
 })

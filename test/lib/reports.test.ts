@@ -66,15 +66,15 @@ t.test('periods: days, weeks from Monday, months, every one of a range', async (
 
 t.test('what each write adds: created, the first reply under who wrote it, resolved under the owner, reopened', async (t) => {
   const created = new Date('2026-11-02T10:00:00Z')
-  const after = { state: 'new', assigneeId: 7, categoryId: 3, channel: 'mail', tags: ['billing'], createdAt: created }
+  const after = { state: 'new', assigneeId: 7, categoryId: 3, channel: 'mail', tags: ['billing'], reportedFields: ['plan=Pro'], createdAt: created }
   const base: ReportWrite = { before: null, after, sla: { policyId: null, breached: '' }, schedule: null, at: created }
-  t.same(reportStep(base).tallies, [{ day: '2026-11-02', keys: { supporterId: 7, categoryId: 3, channel: 'mail', tags: ['billing'] }, counts: { created: 1 }, times: {} }])
+  t.same(reportStep(base).tallies, [{ day: '2026-11-02', keys: { supporterId: 7, categoryId: 3, channel: 'mail', tags: ['billing'], fields: ['plan=Pro'] }, counts: { created: 1 }, times: {} }])
   t.same(reportStep({ ...base, after: { ...after, state: 'spam' } }).tallies, [], 'spam arriving is not counted as created')
 
   const noFacts = reportStep(base).facts
   const at = new Date('2026-11-02T12:30:00Z')
   const reply = reportStep({ ...base, before: { ...noFacts, state: 'new' }, after: { ...after, state: 'open' }, comment: { bySupporter: true, internal: false, authorId: 9 }, at })
-  t.same(reply.tallies, [{ day: '2026-11-02', keys: { supporterId: 9, categoryId: 3, channel: 'mail', tags: ['billing'] }, counts: { replies: 1, firstReplies: 1 }, times: { firstReply: 150, firstReplyBusiness: 150 } }])
+  t.same(reply.tallies, [{ day: '2026-11-02', keys: { supporterId: 9, categoryId: 3, channel: 'mail', tags: ['billing'], fields: ['plan=Pro'] }, counts: { replies: 1, firstReplies: 1 }, times: { firstReply: 150, firstReplyBusiness: 150 } }])
   t.match(reply.facts, { firstReplyMinutes: 150, teamReplies: 1 })
   t.notOk('state' in reply.facts, 'the facts never carry a state (they are spread over the row)')
   const second = reportStep({ ...base, before: { ...reply.facts, state: 'open' }, after: { ...after, state: 'open' }, comment: { bySupporter: true, internal: false, authorId: 9 }, at })
@@ -88,6 +88,7 @@ t.test('what each write adds: created, the first reply under who wrote it, resol
   t.same(reportStep({ ...base, before: { ...resolved.facts, state: 'resolved' }, after: { ...after, state: 'open' }, at }).tallies[0]!.counts, { reopened: 1 })
   t.same(reportStep({ ...base, before: { ...resolved.facts, state: 'deleted' }, after: { ...after, state: 'resolved' }, at }).tallies, [], 'a restore to resolved is no resolution')
   t.same(rowsOf({ supporterId: null, categoryId: 3, channel: 'web', tags: ['a', 'b'] }), [['all', ''], ['supporter', ''], ['category', '3'], ['channel', 'web'], ['tag', 'a'], ['tag', 'b']])
+  t.same(rowsOf({ supporterId: 1, categoryId: 3, channel: 'web', tags: [], fields: ['plan=Pro', 'vip=true'] }).slice(4), [['field', 'plan=Pro'], ['field', 'vip=true']], 'a row for each value of a field reported by')
 })
 
 t.test('lines: every period, groups by what they count, the most first', async (t) => {

@@ -51,6 +51,22 @@ t.test('the reports page: the staff only, its refusals said, its CSV, names esca
   await app.inject({ method: 'POST', url: '/demo/discussions/1/resolve', headers: api.bearer })
   t.match((await ann.web.get('/demo/reports?report=volume&by=tag')).body, /<th scope="row">billing<\/th>/, 'a tag is named as it is')
 
+  // By a custom field of few values (issue 72): offered, its values the lines; another field refused in words.
+  await app.fields.add(ann.site.id, { key: 'plan', name: 'Plan', kind: 'choice', choices: ['Basic', 'Pro'] }, { id: null, name: 'the operator', via: 'cli' })
+  await app.fields.add(ann.site.id, { key: 'ref', name: 'Reference', kind: 'text' }, { id: null, name: 'the operator', via: 'cli' })
+  t.equal((await app.inject({ method: 'PUT', url: '/demo/discussions/1', headers: api.bearer, payload: { fields: { plan: 'Pro' } } })).statusCode, 200)
+  await app.inject({ method: 'POST', url: '/demo/discussions/1/unresolve', headers: api.bearer })
+  await app.inject({ method: 'POST', url: '/demo/discussions/1/resolve', headers: api.bearer })
+  const byPlan = await ann.web.get('/demo/reports?report=volume&by=field.plan')
+  t.equal(byPlan.statusCode, 200)
+  t.match(byPlan.body, /<option value="field\.plan" selected>Field: Plan<\/option>/)
+  t.notMatch(byPlan.body, /value="field\.ref"/, 'a text field is no breakdown')
+  t.match(byPlan.body, /Volume by Plan, /)
+  t.match(byPlan.body, /<th scope="row">Pro<\/th>/)
+  const byRef = await ann.web.get('/demo/reports?report=volume&by=field.ref')
+  t.equal(byRef.statusCode, 400)
+  t.match(byRef.body, /“By” names ref, which is no field of this site&#39;s discussions of one choice, several choices or yes\/no\./)
+
   const customer = await signedInPerson(app, { role: 'customer' })
   const refused = await customer.web.get('/demo/reports')
   t.equal(refused.statusCode, 403)

@@ -201,3 +201,45 @@ t.test('the weekly digest: once a week, to the administrators who asked, however
   t.equal(await app.reportDigest.sendDue(), 1, 'the next week, the next digest')
   t.match((await digests())[1].text, /New discussions: 0 \(−20\); the week before: 20/)
 })
+
+t.test('a report by a custom field: a line per value (each choice of several, yes and no), counted as the value stood when it happened; the rebuild agrees', async (t) => {
+  const { app, call, create, ann, clock } = await reportApp(t)
+  for (const field of [
+    { key: 'plan', name: 'Plan', kind: 'choice', choices: ['Basic', 'Pro'] },
+    { key: 'products', name: 'Products', kind: 'choices', choices: ['Desk', 'Chat'] },
+    { key: 'vip', name: 'VIP', kind: 'yes_no' },
+    { key: 'order_number', name: 'Order number', kind: 'text' },
+  ]) t.equal((await call('POST', '/demo/fields', field)).status, 201)
+  const basic = await create({ fields: { plan: 'Basic', products: ['Desk', 'Chat'], vip: true, order_number: 'A-1' } })
+  const pro = await create({ fields: { plan: 'Pro', products: ['Chat'] } })
+  const none = await create({})
+  clock.advance(60 * MINUTE)
+  // Replied while Basic; then moved to Pro and resolved: each counted under the value of its moment.
+  t.equal((await call('POST', `/demo/discussions/${basic.number}/comments`, { body: 'On it.' })).status, 201)
+  t.equal((await call('PUT', `/demo/discussions/${basic.number}`, { fields: { plan: 'Pro' } })).status, 200)
+  for (const d of [basic, pro, none]) t.equal((await call('POST', `/demo/discussions/${d.number}/resolve`)).status, 200)
+  const lines = async (name: string, by: string) => {
+    const answer = await call('GET', `/demo/reports/${name}?from=2026-11-02&to=2026-11-02&by=${by}`)
+    t.equal(answer.status, 200, `${name} by ${by}`)
+    return (answer.body.lines as Array<{ key: string; label: string; created?: number; resolved?: number; count?: number }>).map((l) => [l.key, l.label, l.created ?? l.count, l.resolved ?? null])
+  }
+  t.same(await lines('volume', 'field.plan'), [['Pro', 'Pro', 1, 2], ['Basic', 'Basic', 1, 0]], 'made Basic and Pro; both resolved as Pro; the one without a plan in no line')
+  t.same(await lines('volume', 'field.products'), [['Chat', 'Chat', 2, 2], ['Desk', 'Desk', 1, 1]], 'a discussion under each of its choices')
+  t.same(await lines('volume', 'field.vip'), [['true', 'Yes', 1, 1]])
+  t.same(await lines('first_reply', 'field.plan'), [['Basic', 'Basic', 1, null]], 'its first reply while it was Basic')
+  const total = (await call('GET', '/demo/reports/volume?from=2026-11-02&to=2026-11-02&by=field.plan')).body.total
+  t.match(total, { created: 3, resolved: 3 }, "the total is the site's, not the lines' sum")
+
+  for (const by of ['field.order_number', 'field.colour', 'field.Plan']) {
+    const refused = await call('GET', `/demo/reports/volume?by=${by}`)
+    t.equal(refused.status, 400, by)
+    t.equal(refused.body.fields[0].field, 'by', by)
+  }
+  const csv = await app.inject({ url: '/demo/reports/volume?from=2026-11-02&to=2026-11-02&by=field.vip', headers: { ...ann.bearer, accept: 'text/csv' } })
+  t.match(csv.body, /^key,label,created,/)
+  t.match(csv.body, /\r\ntrue,Yes,1,/)
+
+  // Made again from the discussions' facts: created and resolved under the values they have now.
+  t.equal(await app.reports.rebuild(ann.site.id), 3)
+  t.same(await lines('volume', 'field.plan'), [['Pro', 'Pro', 2, 2]], 'after a rebuild, each under its value now')
+})
