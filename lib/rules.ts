@@ -15,6 +15,7 @@ export const ruleTriggers = [
   'category_changed',
   'owner_changed',
   'tags_changed',
+  'fields_changed',
   'sla_warning',
   'sla_breached',
 ] as const
@@ -57,19 +58,19 @@ export type FieldAction =
   | { type: 'set_owner'; owner: number | 'none' | 'round_robin' }
   | { type: 'add_tags'; tags: string[] }
   | { type: 'remove_tags'; tags: string[] }
+  /** Custom fields' values by key, null clearing one (issue 72). */
+  | { type: 'set_fields'; fields: Record<string, unknown> }
 
 export type RuleAction =
   | FieldAction
-  /** Custom fields' values by key, null clearing one (issue 72): a rule's; a macro's are next. */
-  | { type: 'set_fields'; fields: Record<string, unknown> }
   | { type: 'add_note'; body: string }
   | { type: 'send_reply'; saved_reply: number }
   | { type: 'mark_spam' }
   | { type: 'notify'; to: 'owner' | 'team' | number }
   | { type: 'webhook' }
 
-export const fieldActionTypes = ['set_category', 'set_state', 'set_owner', 'add_tags', 'remove_tags'] as const
-export const ruleActionTypes = [...fieldActionTypes, 'set_fields', 'add_note', 'send_reply', 'mark_spam', 'notify', 'webhook'] as const
+export const fieldActionTypes = ['set_category', 'set_state', 'set_owner', 'add_tags', 'remove_tags', 'set_fields'] as const
+export const ruleActionTypes = [...fieldActionTypes, 'add_note', 'send_reply', 'mark_spam', 'notify', 'webhook'] as const
 
 /**
  * How deep rules may start rules: the events of a write start rules (depth 1), the events of their
@@ -153,7 +154,7 @@ export type TriggerEvent =
   | { type: 'sla.warning' | 'sla.breached' }
   | { type: string }
 
-type TriggerFields = { state: string; categoryId: number; assigneeId: number | null; tags: string }
+type TriggerFields = { state: string; categoryId: number; assigneeId: number | null; tags: string; fields?: string }
 
 export function triggersOf(event: TriggerEvent): RuleTrigger[] {
   switch (event.type) {
@@ -173,6 +174,8 @@ export function triggersOf(event: TriggerEvent): RuleTrigger[] {
       if (before.categoryId !== after.categoryId) found.push('category_changed')
       if (before.assigneeId !== after.assigneeId) found.push('owner_changed')
       if (before.tags !== after.tags) found.push('tags_changed')
+      // Its custom fields' values (the row's JSON, keys sorted: the same values are the same text).
+      if (before.fields !== after.fields) found.push('fields_changed')
       return found
     }
     case 'sla.warning':

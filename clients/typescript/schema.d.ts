@@ -2642,7 +2642,7 @@ export interface components {
             /** @description Its place in the order: rules run in it, each on the discussion as the ones before left it. */
             position: number;
             enabled: boolean;
-            events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+            events: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "fields_changed" | "sla_warning" | "sla_breached")[];
             after_minutes: number | null;
             business: boolean;
             /** @enum {unknown} */
@@ -2664,7 +2664,7 @@ export interface components {
             /** @description Where it goes in the order: 1 runs first. The end when not given. */
             position?: number;
             /** @description What starts it (a rule on events). */
-            events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+            events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "fields_changed" | "sla_warning" | "sla_breached")[];
             /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
             after_minutes?: number | null;
             /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
@@ -2684,7 +2684,7 @@ export interface components {
             /** @description Where it goes in the order: 1 runs first. The end when not given. */
             position?: number;
             /** @description What starts it (a rule on events). */
-            events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "sla_warning" | "sla_breached")[];
+            events?: ("created" | "customer_replied" | "team_replied" | "note_added" | "state_changed" | "category_changed" | "owner_changed" | "tags_changed" | "fields_changed" | "sla_warning" | "sla_breached")[];
             /** @description A rule on time: it fires this many minutes after `since`, once for each such moment. */
             after_minutes?: number | null;
             /** @description A rule on time: minutes of the business hours of the discussion's SLA policy (around the clock without one). */
@@ -2778,7 +2778,7 @@ export interface components {
             /** @enum {unknown} */
             type: "webhook";
         };
-        /** @description What it changes: category, state, owner, tags. */
+        /** @description What it changes: category, state, owner, tags, custom fields. */
         MacroAction: {
             /** @enum {unknown} */
             type: "set_category";
@@ -2804,6 +2804,13 @@ export interface components {
             /** @enum {unknown} */
             type: "remove_tags";
             tags: string[];
+        } | {
+            /** @enum {unknown} */
+            type: "set_fields";
+            /** @description Custom fields' values by key, as a discussion's PUT takes them (null clears one) */
+            fields: {
+                [key: string]: string | number | boolean | string[] | null;
+            };
         };
         RuleDryRun: {
             /** @description How many discussions were looked at: the newest, up to 1,000, deleted and spam aside. */
@@ -3182,13 +3189,13 @@ export interface components {
         NewSavedReply: {
             title: string;
             body: string;
-            /** @description A macro's actions: set category, state or owner, add or remove tags. */
+            /** @description A macro's actions: set category, state or owner, add or remove tags, set custom fields. */
             actions?: components["schemas"]["MacroAction"][];
         };
         SavedReplyChange: {
             title?: string;
             body?: string;
-            /** @description A macro's actions: set category, state or owner, add or remove tags. */
+            /** @description A macro's actions: set category, state or owner, add or remove tags, set custom fields. */
             actions?: components["schemas"]["MacroAction"][];
         };
         SenderRule: {

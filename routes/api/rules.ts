@@ -47,24 +47,24 @@ const FieldActions = [
   Type.Object({ type: Type.Enum(['set_owner']), owner: Type.Union([Id, Type.Enum(['none', 'round_robin'])], { description: "A supporter's user id, none, or round_robin: the category's next in turn" }) }, { additionalProperties: false }),
   Type.Object({ type: Type.Enum(['add_tags']), tags: Tags }, { additionalProperties: false }),
   Type.Object({ type: Type.Enum(['remove_tags']), tags: Tags }, { additionalProperties: false }),
+  Type.Object(
+    {
+      type: Type.Enum(['set_fields']),
+      fields: Type.Object({}, {
+        additionalProperties: Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Array(Type.String()), Type.Null()]),
+        propertyNames: { pattern: FIELD_KEY.source },
+        minProperties: 1,
+        maxProperties: MAX_FIELDS,
+        description: "Custom fields' values by key, as a discussion's PUT takes them (null clears one)",
+      }),
+    },
+    { additionalProperties: false },
+  ),
 ]
-export const FieldActionSchema = Type.Union(FieldActions, { description: 'What it changes: category, state, owner, tags.' })
+export const FieldActionSchema = Type.Union(FieldActions, { description: 'What it changes: category, state, owner, tags, custom fields.' })
 export const RuleActionSchema = Type.Union(
   [
     ...FieldActions,
-    Type.Object(
-      {
-        type: Type.Enum(['set_fields']),
-        fields: Type.Object({}, {
-          additionalProperties: Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Array(Type.String()), Type.Null()]),
-          propertyNames: { pattern: FIELD_KEY.source },
-          minProperties: 1,
-          maxProperties: MAX_FIELDS,
-          description: "Custom fields' values by key, as a discussion's PUT takes them (null clears one)",
-        }),
-      },
-      { additionalProperties: false },
-    ),
     Type.Object({ type: Type.Enum(['add_note']), body: Type.String({ minLength: 1, maxLength: MAX_NOTE, pattern: '\\S' }) }, { additionalProperties: false }),
     Type.Object({ type: Type.Enum(['send_reply']), saved_reply: Id }, { additionalProperties: false }),
     Type.Object({ type: Type.Enum(['mark_spam']) }, { additionalProperties: false }),

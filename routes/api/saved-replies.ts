@@ -31,7 +31,7 @@ export const SavedReplyResource = Type.Object({
 
 const Title = Type.String({ minLength: 1, maxLength: MAX_SAVED_TITLE, pattern: '\\S', errorMessage: { pattern: 'must not be blank' } })
 const Body = Type.String({ minLength: 1, maxLength: MAX_SAVED_BODY, pattern: '\\S', errorMessage: { pattern: 'must not be blank' } })
-const Actions = Type.Array(FieldActionSchema, { maxItems: MAX_ACTIONS, description: 'A macro\'s actions: set category, state or owner, add or remove tags.' })
+const Actions = Type.Array(FieldActionSchema, { maxItems: MAX_ACTIONS, description: 'A macro\'s actions: set category, state or owner, add or remove tags, set custom fields.' })
 export const NewSavedReply = Type.Object({ title: Title, body: Body, actions: Type.Optional(Actions) })
 export const SavedReplyChange = Type.Object({ title: Type.Optional(Title), body: Type.Optional(Body), actions: Type.Optional(Actions) }, { minProperties: 1 })
 export const SavedReplyListing = Type.Object({ saved_replies: Type.Array(SavedReplyResource) })

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { actorOf } from '../actor.ts'
 import type { StoreError } from '../../db/stores/errors.ts'
 import { MAX_SAVED_BODY, MAX_SAVED_TITLE } from '../../db/stores/saved-replies.ts'
-import type { FieldAction } from '../../lib/rules.ts'
+import { actionNamesFrom, describeAction, type FieldAction } from '../../lib/rules.ts'
 import { placeholderNames } from '../../lib/team-queue.ts'
 import { sentence } from '../api/discussions/http-errors.ts'
 import { fieldActionsOf, formOf } from './admin-rules.ts'
@@ -32,13 +32,16 @@ const FIELDS: Record<string, string> = { title: 'The title', body: 'The text', '
  */
 function macroValuesOf(actions: FieldAction[]) {
   const values = { set_category: '', set_owner: '', add_tags: [] as string[], remove_tags: [] as string[], set_state: '' }
+  const fields: string[] = []
   for (const a of actions) {
     if (a.type === 'set_category') values.set_category = String(a.category)
     else if (a.type === 'set_owner') values.set_owner = String(a.owner)
     else if (a.type === 'set_state') values.set_state = a.state
+    // Custom fields are set through the API (a value of each kind is no box of this form): said, and kept when the form is saved.
+    else if (a.type === 'set_fields') fields.push(describeAction(a, actionNamesFrom([], [], [])))
     else values[a.type].push(...a.tags)
   }
-  return { ...values, add_tags: values.add_tags.join(', '), remove_tags: values.remove_tags.join(', ') }
+  return { ...values, add_tags: values.add_tags.join(', '), remove_tags: values.remove_tags.join(', '), fields: fields.join('; ') }
 }
 
 const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
@@ -91,8 +94,13 @@ const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
     const id = wholeNumber((request.params as { id: string }).id, 12) ?? 0
     const siteId = request.web.site.id
     if (field(request.body, 'remove') === 'yes') return saved(request, reply, 'removed', () => savedReplies.remove(siteId, id, actorOf(request)))
-    const changes = { title: field(request.body, 'title'), body: field(request.body, 'body'), actions: fieldActionsOf(formOf(request.body)) }
-    return saved(request, reply, 'changed', () => savedReplies.update(siteId, id, changes, actorOf(request)))
+    return saved(request, reply, 'changed', async () => {
+      // The custom fields it sets (given through the API) stay: the form has no boxes for them.
+      const before = (await savedReplies.list(siteId)).find((r) => r.id === id)
+      const setsFields = before ? (JSON.parse(before.actions) as FieldAction[]).filter((a) => a.type === 'set_fields') : []
+      const changes = { title: field(request.body, 'title'), body: field(request.body, 'body'), actions: [...fieldActionsOf(formOf(request.body)), ...setsFields] }
+      return savedReplies.update(siteId, id, changes, actorOf(request))
+    })
   })
 
   // One checkbox per category: those ticked are given in turn, the others not.

@@ -43,6 +43,7 @@ export const TRIGGER_NAMES: Record<RuleTrigger | 'time', string> = {
   category_changed: 'Its category changes',
   owner_changed: 'Its owner changes',
   tags_changed: 'Its tags change',
+  fields_changed: 'Its custom fields change',
   sla_warning: 'An SLA warning',
   sla_breached: 'An SLA breach',
   time: 'Its time came',

@@ -260,6 +260,14 @@ t.test('a rule on a field: its conditions by value, its action setting values; r
     t.equal(res.statusCode, 400, JSON.stringify(body))
     t.match(res.json().fields, [{ field }])
   }
+  // On a field changed: a plan moved to Pro is tagged; a change of another kind, or the same value again, starts nothing.
+  t.equal((await rule({ name: 'Upgraded', events: ['fields_changed'], conditions: { fields: { plan: ['Pro'] } }, actions: [{ type: 'add_tags', tags: ['upgraded'] }] })).statusCode, 201)
+  const basic = await create({ title: 'Plans', fields: { plan: 'Basic' } })
+  t.same((await api('PUT', `/demo/discussions/${basic.number}`, { title: 'Plans and prices' })).json().tags, [], 'a title changed: no field changed')
+  t.same((await api('PUT', `/demo/discussions/${basic.number}`, { fields: { plan: 'Basic' } })).json().tags, [], 'the same value again: no change')
+  t.same((await api('PUT', `/demo/discussions/${basic.number}`, { fields: { plan: 'Pro' } })).json().tags, ['upgraded'], 'moved to Pro: the rule on a field changed fired')
+  t.match((await web.get('/demo/admin/rules')).body, /<option value="fields_changed">Its custom fields change<\/option>|value="fields_changed"[^>]*> ?Its custom fields change/, 'offered on the page')
+
   t.equal((await admin('DELETE', `/demo/fields/${vip.id}`)).statusCode, 204)
   t.match(await create({ title: 'Urgent again' }), { tags: ['urgent'], fields: {} }, 'a field removed since: that action left out, the others done')
 })
@@ -407,4 +415,24 @@ t.test("the queue's columns: each supporter chooses the fields shown, their own 
   // A field removed leaves the columns.
   t.equal((await admin('DELETE', `/demo/fields/${seats.id}`)).statusCode, 204)
   t.notMatch((await ann.web.get('/demo/discussions?state=live')).body, /data-column="seats"/)
+})
+
+t.test('a macro sets custom fields: given through the API, checked when saved, applied with its reply, kept when its form is saved', async (t) => {
+  const { app, api, admin, add, create } = await fieldsApp(t)
+  await add({ key: 'plan', name: 'Plan', kind: 'choice', choices: ['Basic', 'Pro'] })
+  const wrong = await admin('POST', '/demo/saved_replies', { title: 'Upgrade', body: 'Done.', actions: [{ type: 'set_fields', fields: { plan: 'Gold' } }] })
+  t.equal(wrong.statusCode, 400)
+  t.match(wrong.json().fields, [{ field: 'actions[0].fields.plan', problem: /one of Basic, Pro/ }])
+  const macro = await admin('POST', '/demo/saved_replies', { title: 'Upgrade', body: 'You are on Pro now.', actions: [{ type: 'set_fields', fields: { plan: 'Pro' } }, { type: 'add_tags', tags: ['upgraded'] }] })
+  t.equal(macro.statusCode, 201, macro.body)
+  const d = await create({ fields: { plan: 'Basic' } })
+  const applied = await api('POST', `/demo/discussions/${d.number}/apply_macro`, { macro: macro.json().id })
+  t.match(applied.json(), { fields: { plan: 'Pro' }, tags: ['upgraded'], comments_count: 2 }, 'replied, then set and tagged')
+
+  // Its form on Administration -> Queue says what it sets, and saving the form keeps it.
+  const { web } = await signedInPerson(app, { administrator: true })
+  const page = (await web.get('/demo/admin/queue')).body
+  t.match(page, /data-macro-fields>It also sets custom fields: set plan to Pro/)
+  t.equal((await web.post(`/demo/admin/queue/replies/${macro.json().id}`, { title: 'Upgrade to Pro', body: 'You are on Pro now.', add_tags: 'upgraded, pro' })).statusCode, 303)
+  t.same((await admin('GET', `/demo/saved_replies/${macro.json().id}`)).json().actions, [{ type: 'add_tags', tags: ['pro', 'upgraded'] }, { type: 'set_fields', fields: { plan: 'Pro' } }])
 })

@@ -73,6 +73,8 @@ t.test('what starts a rule: the kind of write, and for a change each field that 
   t.same(triggersOf({ type: 'discussion.updated', discussion: fields }), [], 'a change without its before starts nothing')
   t.same(triggersOf({ type: 'discussion.updated', before: fields, discussion: fields }), [])
   t.same(triggersOf({ type: 'discussion.updated', before: fields, discussion: { state: 'open', categoryId: 2, assigneeId: 5, tags: 'x' } }), ['state_changed', 'category_changed', 'owner_changed', 'tags_changed'])
+  t.same(triggersOf({ type: 'discussion.updated', before: { ...fields, fields: '{}' }, discussion: { ...fields, fields: '{"plan":"Pro"}' } }), ['fields_changed'], "its custom fields' values")
+  t.same(triggersOf({ type: 'discussion.updated', before: { ...fields, fields: '{"plan":"Pro"}' }, discussion: { ...fields, fields: '{"plan":"Pro"}' } }), [])
   t.same(triggersOf({ type: 'sla.warning' }), ['sla_warning'])
   t.same(triggersOf({ type: 'sla.breached' }), ['sla_breached'])
   t.same(triggersOf({ type: 'token.created' }), [])
