@@ -1,9 +1,9 @@
 import http from 'node:http'
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
 import Database from 'better-sqlite3'
-import { CACHE, copyDataset, postgresDataset, postgresUnavailable, seededDataset, type Dataset } from './datasets.ts'
+import { copyDataset, postgresDataset, seededDataset, type Dataset } from './datasets.ts'
+import { datasetRun } from './dataset-run.ts'
 import { percentile, timedGet } from './load.ts'
 import { REPO } from './service-cli.ts'
 import { startServer } from './servers.ts'
@@ -21,23 +21,12 @@ import { startServer } from './servers.ts'
 // text field's values), where the index, not the page, is the cost. The table goes to
 // tools/bench/results/fields.md.
 
-const { values: flags } = parseArgs({ options: { size: { type: 'string' }, engine: { type: 'string' }, queries: { type: 'string' }, postgres: { type: 'string' } } })
-const SIZE = Number(flags.size ?? 1_000_000)
-const QUERIES = Number(flags.queries ?? 400)
-const POSTGRES_URL = flags.postgres ?? process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const { size: SIZE, queries: QUERIES, postgresUrl: POSTGRES_URL, engines, dir: RUN, log } = await datasetRun('fields', { queries: 400 })
 const TARGET = 1.2
-const RUN = join(CACHE, 'fields-run')
 const V1 = 'application/vnd.service-v1+json'
 const VALUES = 20
 /** The narrow filter's values: one discussion in NARROW has each. */
 const NARROW = 1_000
-
-const began = performance.now()
-const log = (line: string) => console.log(`[${((performance.now() - began) / 1000).toFixed(0).padStart(4)} s] ${line}`)
-rmSync(RUN, { recursive: true, force: true })
-mkdirSync(RUN, { recursive: true })
-const engines = (flags.engine ?? 'both') === 'both' ? ['sqlite', 'postgres'] : [flags.engine!]
-if (engines.includes('postgres') && (await postgresUnavailable(POSTGRES_URL))) throw new Error(`PostgreSQL does not answer at ${new URL(POSTGRES_URL).host}`)
 
 /**
  * Tags and field values written into a copy of the dataset as the stores write them: tag `t<i>`

@@ -1,11 +1,11 @@
 import http from 'node:http'
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
 import Database from 'better-sqlite3'
 import { breakdowns, counters, reportNames, reportStep, tallyRows, timings, type ReportFacts } from '../../lib/reports.ts'
 import { seededRandom } from '../../db/stores/seed.ts'
-import { CACHE, copyDataset, postgresDataset, postgresUnavailable, seededDataset, type Dataset } from './datasets.ts'
+import { copyDataset, postgresDataset, seededDataset, type Dataset } from './datasets.ts'
+import { datasetRun } from './dataset-run.ts'
 import { percentile, timedGet } from './load.ts'
 import { startServer } from './servers.ts'
 
@@ -20,22 +20,11 @@ import { startServer } from './servers.ts'
 // on one kept-alive connection: the median and the 99th percentile (target: 200 ms).
 // The table goes to tools/bench/results/reports.md.
 
-const { values: flags } = parseArgs({ options: { size: { type: 'string' }, engine: { type: 'string' }, queries: { type: 'string' }, postgres: { type: 'string' } } })
-const SIZE = Number(flags.size ?? 1_000_000)
-const QUERIES = Number(flags.queries ?? 20)
-const POSTGRES_URL = flags.postgres ?? process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const { size: SIZE, queries: QUERIES, postgresUrl: POSTGRES_URL, engines, dir: RUN, log } = await datasetRun('reports', { queries: 20 })
 const TARGET_MS = 200
-const RUN = join(CACHE, 'reports-run')
 const V1 = 'application/vnd.service-v1+json'
 const DAY = 86_400_000
 const MINUTE = 60_000
-
-const began = performance.now()
-const log = (line: string) => console.log(`[${((performance.now() - began) / 1000).toFixed(0).padStart(4)} s] ${line}`)
-rmSync(RUN, { recursive: true, force: true })
-mkdirSync(RUN, { recursive: true })
-const engines = (flags.engine ?? 'both') === 'both' ? ['sqlite', 'postgres'] : [flags.engine!]
-if (engines.includes('postgres') && (await postgresUnavailable(POSTGRES_URL))) throw new Error(`PostgreSQL does not answer at ${new URL(POSTGRES_URL).host}`)
 
 /** The day rows a year of SIZE discussions leaves, ending yesterday (UTC): made by reportStep, as the writes make them. */
 function yearOfDayRows(siteId: number, end: number) {

@@ -1,10 +1,10 @@
 import { execFileSync } from 'node:child_process'
 import http from 'node:http'
-import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
 import Database from 'better-sqlite3'
-import { CACHE, copyDataset, postgresDataset, postgresUnavailable, seededDataset, type Dataset } from './datasets.ts'
+import { CACHE, copyDataset, postgresDataset, seededDataset, type Dataset } from './datasets.ts'
+import { datasetRun } from './dataset-run.ts'
 import { measure, percentile, timedGet } from './load.ts'
 import { serviceDesk, REPO } from './service-cli.ts'
 import { startServer, type Server } from './servers.ts'
@@ -20,34 +20,13 @@ import { startServer, type Server } from './servers.ts'
 //   and replies in alternating rounds (target: within 15%).
 // The table goes to tools/bench/results/search.md.
 
-const { values: flags } = parseArgs({
-  options: {
-    size: { type: 'string' },
-    engine: { type: 'string' },
-    queries: { type: 'string' },
-    rounds: { type: 'string' },
-    postgres: { type: 'string' },
-  },
-})
-const SIZE = Number(flags.size ?? 1_000_000)
-const QUERIES = Number(flags.queries ?? 400)
-const ROUNDS = Number(flags.rounds ?? 3)
-const POSTGRES_URL = flags.postgres ?? process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const { size: SIZE, queries: QUERIES, rounds: ROUNDS, postgresUrl: POSTGRES_URL, engines, dir: RUN, log } = await datasetRun('search', { queries: 400, rounds: 3 })
 /** The last commit without search: its service writes no index. */
 const BEFORE = '4323950'
-const RUN = join(CACHE, 'search-run')
 const V1 = 'application/vnd.service-v1+json'
 // One-word queries: words of the seed's discussions (all of them common: each in 5% to 60% of the
 // discussions, so every one meets the window), and one found nowhere.
 const WORDS = ['invoice', 'password', 'webhook', 'dashboard', 'receipt', 'calendar', 'duplicates', 'phone', 'slow', 'error', 'screenshot', 'documentation', 'zeppelin']
-
-const began = performance.now()
-const log = (line: string) => console.log(`[${((performance.now() - began) / 1000).toFixed(0).padStart(4)} s] ${line}`)
-rmSync(RUN, { recursive: true, force: true })
-mkdirSync(RUN, { recursive: true })
-
-const engines = (flags.engine ?? 'both') === 'both' ? ['sqlite', 'postgres'] : [flags.engine!]
-if (engines.includes('postgres') && (await postgresUnavailable(POSTGRES_URL))) throw new Error(`PostgreSQL does not answer at ${new URL(POSTGRES_URL).host}`)
 
 const ms = (n: number) => `${n.toFixed(1)} ms`
 const lines: string[] = [`# Search at ${SIZE.toLocaleString('en')} discussions (npm run bench:search, ${new Date().toISOString().slice(0, 10)})`, '']
