@@ -129,7 +129,7 @@ t.test('Ann runs the team from the browser: a supporter and a collaborator join,
   await annPage.getByLabel('Name', { exact: true }).last().fill('Plan')
   await annPage.getByLabel(/^Key/).fill('plan')
   await annPage.getByLabel('Kind').selectOption({ label: 'One choice' })
-  await annPage.getByLabel('Shown to').last().selectOption('customers')
+  await annPage.getByLabel('Shown to', { exact: true }).last().selectOption('customers')
   await annPage.getByLabel(/^Choices, one a line/).last().fill('Basic\nPro')
   await annPage.getByRole('button', { name: 'Add' }).click()
   await annPage.getByRole('status').filter({ hasText: 'The field is added.' }).waitFor()
