@@ -107,6 +107,21 @@ export function reportedValues(values: Record<string, FieldValue>, reported: Rea
   return Object.entries(values).flatMap(([key, value]) => (reported.has(key) ? indexedTexts(value).map((text) => `${key}=${text}`) : [])).sort()
 }
 
+/**
+ * Of values given by key (null clearing one), those `fields` take still: a key that is no field of
+ * theirs, or a value its kind no longer takes (a choice taken away), is left out. For values kept
+ * a while before they are written: a visitor's until their link is followed, a macro's.
+ */
+export function stillTaken(fields: readonly FieldShape[], given: Record<string, unknown>): Record<string, FieldValue | null> {
+  const kept: Record<string, FieldValue | null> = {}
+  for (const field of fields) {
+    if (!(field.key in given)) continue
+    const checked = fieldValue(field, given[field.key])
+    if ('value' in checked) kept[field.key] = checked.value
+  }
+  return kept
+}
+
 /** The texts a filter finds a value by: one, or one per choice of several (none for an empty list). */
 export function indexedTexts(value: FieldValue): string[] {
   if (Array.isArray(value)) return value
@@ -157,7 +172,8 @@ export function fieldMatch(field: FieldShape, text: string): FieldMatch | { prob
   const [, op, day, first, last] = range
   if (op !== undefined) {
     if (!isDate(day!)) return wrong
-    if (op === '>') return { from: nextDay(day!, 1), to: null }
+    // After the last day there is: nothing (the next "day" would not sort after it as text).
+    if (op === '>') return day === '9999-12-31' ? { problem: 'is a range after the last day there is' } : { from: nextDay(day!, 1), to: null }
     if (op === '>=') return { from: day!, to: null }
     return op === '<' ? { from: null, to: nextDay(day!, -1) } : { from: null, to: day! }
   }

@@ -9,7 +9,7 @@ import { createDiscussionIn } from './discussions.ts'
 import { noEvents, type EventSink } from './webhooks.ts'
 import { queueCustomerMail, type OutboxMail } from './outbox.ts'
 import { activeFieldsIn, shapeOf, type FieldValues } from './fields.ts'
-import { fieldValue } from '../../lib/fields.ts'
+import { stillTaken } from '../../lib/fields.ts'
 import { isStaffRole } from './staff.ts'
 import { findUserByEmail, roleOn } from './users.ts'
 
@@ -177,13 +177,7 @@ export function createCustomerLinkStore(port: StorePort, clock: Clock, box: Secr
    */
   async function stillAsked(tx: StorePort, siteId: number, given: FieldValues): Promise<FieldValues> {
     const asked = (await activeFieldsIn(tx, siteId)).filter((f) => f.audience === 'customers')
-    const kept: FieldValues = {}
-    for (const f of asked) {
-      if (given[f.key] === undefined) continue
-      const checked = fieldValue(shapeOf(f), given[f.key])
-      if ('value' in checked && checked.value !== null) kept[f.key] = checked.value
-    }
-    return kept
+    return stillTaken(asked.map(shapeOf), given) as FieldValues
   }
 
   /** A link that could not be taken: used already (a posted discussion is named again), or past its time. */

@@ -140,7 +140,7 @@ export interface Report {
 
 /** The reports over the day rows of the sites; the weekly digest (`sendDigests`) mails them. */
 export function createReportStore(port: StorePort, clock: Clock, siteWeb: (permalink: string) => string) {
-  const { categories, users } = port.tables
+  const { categories, users, fields: fieldsTable } = port.tables
 
   /** What each key of a dimension is called: a supporter's name, a category's, a channel's; a period and a tag as they are. */
   async function labels(siteId: number, by: ReportBy, keys: string[]): Promise<Map<string, string>> {
@@ -154,7 +154,11 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
       return new Map(found.map((c): [string, string] => [String(c.id), c.name]))
     }
     if (by === 'channel') return new Map(Object.entries(CHANNEL_NAMES))
-    if (by.startsWith('field.')) return new Map([['true', 'Yes'], ['false', 'No']])
+    if (by.startsWith('field.')) {
+      // Yes and no for a yes/no field; a choice is named as it is (even one written "true").
+      const [field] = await port.db.select({ kind: fieldsTable.kind }).from(fieldsTable).where(and(eq(fieldsTable.siteId, siteId), eq(fieldsTable.key, by.slice('field.'.length))))
+      return field?.kind === 'yes_no' ? new Map([['true', 'Yes'], ['false', 'No']]) : new Map()
+    }
     return new Map()
   }
 

@@ -185,7 +185,10 @@ export function createSearchStore(port: StorePort) {
     if (!searcher.staff) {
       const theirs = searcher.userId === null ? undefined : eq(discussions.authorId, searcher.userId)
       const shown = searcher.publicToo ? eq(discussions.public, true) : undefined
-      where.push(isLive(discussions.state), or(theirs, shown) ?? sql`1 = 0`)
+      // A custom field's value is the discussion's customer's (an order number, a plan): a
+      // customer's search finds by it among their own discussions only, never a public one of
+      // someone else's, so no value of another customer is told by what it finds.
+      where.push(isLive(discussions.state), (filters.fields.length > 0 ? theirs : or(theirs, shown)) ?? sql`1 = 0`)
     }
     if (filters.categoryId !== undefined) where.push(eq(discussions.categoryId, filters.categoryId))
     if (filters.authorId !== undefined) where.push(eq(discussions.authorId, filters.authorId))

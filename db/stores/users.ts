@@ -337,7 +337,7 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
         .where(membershipOn(memberships, siteId, userId))
     },
 
-    /** The keys of the site's fields the supporter shows as columns of their queue (issue 72), in the order chosen. */
+    /** The keys of the site's fields the supporter shows as columns of their queue (issue 72); shown in the site's order. */
     async queueFields(siteId: number, userId: number): Promise<string[]> {
       const [found] = await db.select({ keys: memberships.queueFields }).from(memberships).where(membershipOn(memberships, siteId, userId))
       return found ? (JSON.parse(found.keys) as string[]) : []

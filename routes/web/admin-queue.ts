@@ -3,6 +3,8 @@ import { actorOf } from '../actor.ts'
 import type { StoreError } from '../../db/stores/errors.ts'
 import { MAX_SAVED_BODY, MAX_SAVED_TITLE } from '../../db/stores/saved-replies.ts'
 import { actionNamesFrom, describeAction, type FieldAction } from '../../lib/rules.ts'
+import { stillTaken } from '../../lib/fields.ts'
+import { shapeOf } from '../../db/stores/fields.ts'
 import { placeholderNames } from '../../lib/team-queue.ts'
 import { sentence } from '../api/discussions/http-errors.ts'
 import { fieldActionsOf, formOf } from './admin-rules.ts'
@@ -96,8 +98,13 @@ const adminQueueRoutes: FastifyPluginAsync = async (fastify) => {
     if (field(request.body, 'remove') === 'yes') return saved(request, reply, 'removed', () => savedReplies.remove(siteId, id, actorOf(request)))
     return saved(request, reply, 'changed', async () => {
       // The custom fields it sets (given through the API) stay: the form has no boxes for them.
-      const before = (await savedReplies.list(siteId)).find((r) => r.id === id)
-      const setsFields = before ? (JSON.parse(before.actions) as FieldAction[]).filter((a) => a.type === 'set_fields') : []
+      // (Those the site's fields take still: a field removed or a choice taken away since is left out, not a reason to refuse the form.)
+      const [before, defined] = await Promise.all([savedReplies.list(siteId).then((all) => all.find((r) => r.id === id)), fastify.fields.list(siteId, { of: 'discussion' })])
+      const setsFields = (before ? (JSON.parse(before.actions) as FieldAction[]) : []).flatMap((a) => {
+        if (a.type !== 'set_fields') return []
+        const fields = stillTaken(defined.map(shapeOf), a.fields)
+        return Object.keys(fields).length > 0 ? [{ ...a, fields }] : []
+      })
       const changes = { title: field(request.body, 'title'), body: field(request.body, 'body'), actions: [...fieldActionsOf(formOf(request.body)), ...setsFields] }
       return savedReplies.update(siteId, id, changes, actorOf(request))
     })

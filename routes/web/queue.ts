@@ -122,7 +122,8 @@ const queueRoutes: FastifyPluginAsync = async (fastify) => {
   }
 
   // The columns of the queue, chosen per supporter: the fields of discussions ticked.
-  fastify.post('/discussions/columns', { ...PAGE, preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
+  // A collaborator's choice is of their own account too (routes/web/pages.ts requireSupporter).
+  fastify.post('/discussions/columns', { ...PAGE, config: { ownAccount: true }, preHandler: [fastify.csrfProtection, requireSupporter] }, async (request, reply) => {
     const { site, user } = request.web
     const ticked = (request.body as { column?: unknown } | undefined)?.column
     const asked = (Array.isArray(ticked) ? ticked : ticked === undefined ? [] : [ticked]).map(String)

@@ -84,8 +84,10 @@ const reportPageRoutes: FastifyPluginAsync = async (fastify) => {
     const minutes = (column: string) => column.endsWith('_minutes')
     const shown = (line: ReportLine) => ({ label: line.label, cells: columns.map((c) => (minutes(c) ? shownMinutes(line[c] as number | null) : line[c] === null ? '—' : String(line[c]))) })
     const chart = chartOf(name, report.lines)
-    const byName = byOptions.find((o) => o.value === query.by)?.label ?? query.by
-    const title = `${REPORT_TITLES[name]} by ${query.by.startsWith('field.') ? byName.slice('Field: '.length) : byName.toLowerCase()}, ${query.from} to ${query.to}`
+    // A field by its name; one removed since (still reported by) by its key.
+    const chosenBy = byOptions.find((o) => o.value === query.by)
+    const byName = query.by.startsWith('field.') ? (chosenBy?.label.slice('Field: '.length) ?? query.by.slice('field.'.length)) : (chosenBy?.label ?? query.by).toLowerCase()
+    const title = `${REPORT_TITLES[name]} by ${byName}, ${query.from} to ${query.to}`
     return reply.page(
       'reports',
       pageData(request, reply, {

@@ -404,13 +404,21 @@ t.test("the queue's columns: each supporter chooses the fields shown, their own 
 
   const chosen = await ann.web.post('/demo/discussions/columns', { column: 'seats', back: '?state=live' })
   t.equal(chosen.headers.location, 'https://help.example.test/demo/discussions?state=live', 'back to the queue as it was')
-  await ann.web.request('POST', '/demo/discussions/columns', `_csrf=${encodeURIComponent(ann.web.field('_csrf'))}&column=plan&column=seats&column=nothing&back=https%3A%2F%2Fevil.example%2F`)
+  const elsewhere = await ann.web.request('POST', '/demo/discussions/columns', `_csrf=${encodeURIComponent(ann.web.field('_csrf'))}&column=plan&column=seats&column=nothing&back=https%3A%2F%2Fevil.example%2F`)
+  t.equal(elsewhere.headers.location, 'https://help.example.test/demo/discussions', 'a back that is no query of the queue leads to the queue')
   const after = (await ann.web.get('/demo/discussions?state=live')).body
   t.match(after, /<th scope="col" data-column="plan">Plan<\/th><th scope="col" data-column="seats">Seats<\/th><\/tr>/, "in the site's order; an unknown key passed over")
   t.match(after, /data-discussion="1">[\s\S]*?<td data-label="Plan" data-field="plan">Pro<\/td><td data-label="Seats" data-field="seats">12<\/td>/)
   t.match(after, /data-discussion="2">[\s\S]*?data-field="plan">—</, 'a dash where there is no value')
   t.notMatch((await bob.web.get('/demo/discussions?state=live')).body, /data-column=/, "Bob's queue is his own")
-  t.equal((await ann.web.post('/demo/discussions/columns', { column: 'plan' }).then(() => ann.web.request('POST', '/demo/discussions/columns', 'column=plan'))).statusCode, 403, 'no CSRF token, no change')
+  t.equal((await ann.web.request('POST', '/demo/discussions/columns', 'column=plan')).statusCode, 403, 'no CSRF token')
+  t.match((await ann.web.get('/demo/discussions?state=live')).body, /data-column="plan">Plan<\/th><th scope="col" data-column="seats">/, 'and no change')
+  // A collaborator chooses theirs too: their own account's choice, not a change of the discussions.
+  const cleo = await signedInPerson(app, { email: 'cleo.page@example.test' })
+  await app.users.setStaffRole(ann.site.id, cleo.user.id, 'collaborator')
+  await cleo.web.get('/demo/discussions')
+  t.equal((await cleo.web.post('/demo/discussions/columns', { column: 'plan' })).statusCode, 303)
+  t.match((await cleo.web.get('/demo/discussions')).body, /data-column="plan"/)
 
   // A field removed leaves the columns.
   t.equal((await admin('DELETE', `/demo/fields/${seats.id}`)).statusCode, 204)
@@ -435,4 +443,10 @@ t.test('a macro sets custom fields: given through the API, checked when saved, a
   t.match(page, /data-macro-fields>It also sets custom fields: set plan to Pro/)
   t.equal((await web.post(`/demo/admin/queue/replies/${macro.json().id}`, { title: 'Upgrade to Pro', body: 'You are on Pro now.', add_tags: 'upgraded, pro' })).statusCode, 303)
   t.same((await admin('GET', `/demo/saved_replies/${macro.json().id}`)).json().actions, [{ type: 'add_tags', tags: ['pro', 'upgraded'] }, { type: 'set_fields', fields: { plan: 'Pro' } }])
+  // Its choice taken away since: the form still saves, that value left out.
+  const plan = (await admin('GET', '/demo/fields')).json().fields[0]
+  t.equal((await admin('PATCH', `/demo/fields/${plan.id}`, { choices: ['Basic', 'Enterprise'] })).statusCode, 200)
+  await web.get('/demo/admin/queue')
+  t.equal((await web.post(`/demo/admin/queue/replies/${macro.json().id}`, { title: 'Upgrade', body: 'Upgraded.' })).statusCode, 303)
+  t.same((await admin('GET', `/demo/saved_replies/${macro.json().id}`)).json().actions, [], 'what the fields no longer take is left out, not a reason to refuse the form')
 })

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { definitionProblem, fieldMatch, fieldValue, filterText, indexedTexts, reportedValues, type FieldKind } from '../../lib/fields.ts'
+import { definitionProblem, fieldMatch, fieldValue, filterText, indexedTexts, reportedValues, stillTaken, type FieldKind } from '../../lib/fields.ts'
 
 // Engines: one: pure functions of their arguments.
 // What a custom field's value may be, kind by kind (lib/fields.ts), and what a filter names.
@@ -95,6 +95,7 @@ t.test("the search's match of a field: a value, or for a date a range, both ends
   t.same(fieldMatch(date, '2026-01-01..2026-01-01'), { from: '2026-01-01', to: '2026-01-01' }, 'a range of one day')
   for (const wrong of ['>', '>2026-02-30', '>=tomorrow', '2026-01-01..', '..2026-01-01', '2026-1-1..2026-02-01', '>>2026-01-01']) t.match(fieldMatch(date, wrong), { problem: /date, YYYY-MM-DD, or a range of dates/ }, wrong)
   t.match(fieldMatch(date, '2026-03-01..2026-01-01'), { problem: 'is a range that ends (2026-01-01) before it starts (2026-03-01)' })
+  t.match(fieldMatch(date, '>9999-12-31'), { problem: 'is a range after the last day there is' }, 'no day after the last (its next would not sort after it)')
   t.same(fieldMatch({ key: 'ref', kind: 'text', choices: [] }, '>A-1..B'), { text: '>A-1..B' }, 'a text is never a range: its value as written')
   t.same(fieldMatch({ key: 'seats', kind: 'number', choices: [] }, '12.0'), { text: '12' }, 'other kinds as the filter reads them')
 })
@@ -104,4 +105,10 @@ t.test('what a discussion is counted under in the reports: key=value of the fiel
   t.same(reportedValues({ plan: 'Pro', products: ['Chat', 'Desk'], vip: false, order_number: 'A-1', seats: 3 }, reported), ['plan=Pro', 'products=Chat', 'products=Desk', 'vip=false'], 'a text or a number is no breakdown')
   t.same(reportedValues({}, reported), [])
   t.same(reportedValues({ plan: 'Pro' }, new Set()), [])
+})
+
+t.test('values kept a while are those the fields take still', async (t) => {
+  const fields = [{ key: 'plan', kind: 'choice' as const, choices: ['Basic', 'Pro'] }, { key: 'vip', kind: 'yes_no' as const, choices: [] }]
+  t.same(stillTaken(fields, { plan: 'Pro', vip: null, gone: 'x' }), { plan: 'Pro', vip: null }, 'a key no longer a field left out; null kept')
+  t.same(stillTaken(fields, { plan: 'Gold', vip: 'yes' }), {}, 'a value the kind no longer takes left out')
 })

@@ -63,6 +63,16 @@ t.test('the reports page: the staff only, its refusals said, its CSV, names esca
   t.notMatch(byPlan.body, /value="field\.ref"/, 'a text field is no breakdown')
   t.match(byPlan.body, /Volume by Plan, /)
   t.match(byPlan.body, /<th scope="row">Pro<\/th>/)
+  // A choice written "true" is named as it is: Yes and No are a yes/no field's.
+  await app.fields.add(ann.site.id, { key: 'flag', name: 'Flag', kind: 'choice', choices: ['true', 'false'] }, { id: null, name: 'the operator', via: 'cli' })
+  t.equal((await app.inject({ method: 'PUT', url: '/demo/discussions/1', headers: api.bearer, payload: { fields: { flag: 'true' } } })).statusCode, 200)
+  await app.inject({ method: 'POST', url: '/demo/discussions/1/unresolve', headers: api.bearer })
+  await app.inject({ method: 'POST', url: '/demo/discussions/1/resolve', headers: api.bearer })
+  t.match((await ann.web.get('/demo/reports?report=volume&by=field.flag')).body, /<th scope="row">true<\/th>/)
+  // A field removed since: still reported by, named by its key.
+  const plan = (await app.fields.list(ann.site.id)).find((f) => f.key === 'plan')!
+  await app.fields.remove(ann.site.id, plan.id, { id: null, name: 'the operator', via: 'cli' })
+  t.match((await ann.web.get('/demo/reports?report=volume&by=field.plan')).body, /Volume by plan, /)
   const byRef = await ann.web.get('/demo/reports?report=volume&by=field.ref')
   t.equal(byRef.statusCode, 400)
   t.match(byRef.body, /“By” names ref, which is no field of this site&#39;s discussions of one choice, several choices or yes\/no\./)

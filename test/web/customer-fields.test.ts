@@ -109,6 +109,10 @@ t.test("a field of the team's never reaches a customer: not on her page, in her 
   const theirs = main((await dave.get('/demo/help/1')).body)
   t.match(theirs, /Refund/)
   t.notMatch(theirs, /data-field|TEAM-ONLY-7731/, "another customer sees no value of hers")
+  // Nor can he find her discussion by a value of hers, though he reads it: a field finds among his own only.
+  t.match(main((await dave.get(`/demo/help/search?q=${encodeURIComponent('refund')}`)).body), /Refund/, 'her public discussion is found by its words')
+  for (const q of ['plan:Pro', 'refund plan:Pro', 'plan:Basic']) t.notMatch(main((await dave.get(`/demo/help/search?q=${encodeURIComponent(q)}`)).body), /Refund/, `${q}: not by her plan`)
+  t.notMatch(main((await webClient(app).get(`/demo/help/search?q=${encodeURIComponent('plan:Pro')}`)).body), /Refund/, 'nor a visitor')
 
   const site = (await app.sites.find('demo'))!
   const multipass = makeMultipass({ email: 'carol@customer.example', expires: new Date(Date.now() + 3_600_000).toISOString() }, site.multipassKey, 'demo')
