@@ -107,7 +107,7 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
   async function discussionPage(request: FastifyRequest, reply: FastifyReply, d: DiscussionRow, shown: Shown = {}) {
     const { site, user } = request.web
     const query = request.query as { done?: unknown; saved_reply?: unknown }
-    const [all, comments, staff, saved, copied, policy, firings, mergedHere, defined, ofCustomers, customer] = await Promise.all([
+    const [all, comments, staff, saved, copied, policy, firings, mergedHere, siteFields, customer] = await Promise.all([
       categories.list(site.id, 0, -1),
       discussions.comments(d.id),
       users.staffOf(site.id),
@@ -116,11 +116,13 @@ const discussionRoutes: FastifyPluginAsync<{ fileLimits: FileLimits }> = async (
       d.slaPolicyId === null ? undefined : fastify.slaPolicies.find(site.id, d.slaPolicyId),
       rules.firings(d.id),
       merges.mergesInto(d.id),
-      fastify.fields.list(site.id, { of: 'discussion' }),
-      fastify.fields.list(site.id, { of: 'customer' }),
+      // The site's fields, of discussions and of customers, read once.
+      fastify.fields.list(site.id),
       // Its customer, with the team's record of them: the author, when a customer of the site.
       fastify.fields.customer(site.id, d.authorId),
     ])
+    const defined = siteFields.filter((f) => f.of === 'discussion')
+    const ofCustomers = siteFields.filter((f) => f.of === 'customer')
     // What the API shows beside each comment, read as the API reads it.
     const extras = await commentExtras(fastify, comments, d.id)
     // A saved reply chosen (a GET, so it works without JavaScript): its text, filled in, is the draft.
