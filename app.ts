@@ -32,12 +32,13 @@ import expiryNotices from './plugins/expiry-notices.ts'
 import mail from './plugins/mail.ts'
 import administration from './plugins/administration.ts'
 import securityLogPruning from './plugins/security-log-pruning.ts'
-import { discussionStores, oauthStore, secondFactorStore, securityLogStore, sessionStore, siteStore, tokenStore, userStore, webhookStore } from './plugins/stores.ts'
+import { discussionStores, oauthStore, secondFactorStore, securityLogStore, signInProviderStore, sessionStore, siteStore, tokenStore, userStore, webhookStore } from './plugins/stores.ts'
 import webhookDelivery, { type DeliverySettings } from './plugins/webhooks/delivery.ts'
 import presence from './plugins/presence.ts'
 import webhookRoutes from './routes/api/webhooks.ts'
 import savedReplyRoutes from './routes/api/saved-replies.ts'
 import fieldRoutes from './routes/api/fields.ts'
+import signInProviderRoutes from './routes/api/sign-in-providers.ts'
 import customerRoutes from './routes/api/customers.ts'
 import ruleRoutes from './routes/api/rules.ts'
 import senderRuleRoutes from './routes/api/sender-rules.ts'
@@ -56,6 +57,7 @@ import mailHome from './plugins/mail/home.ts'
 import mailReceiver from './plugins/mail/receiver.ts'
 import mailSender from './plugins/mail/sender.ts'
 import mailOAuth from './plugins/mail/oauth.ts'
+import companySignIn from './plugins/company-sign-in.ts'
 import { DEFAULT_FILE_LIMITS } from './lib/files.ts'
 import discussionRoutes from './routes/api/discussions/index.ts'
 import mcpRoutes from './routes/api/mcp/index.ts'
@@ -175,6 +177,9 @@ export function buildApp(options: AppOptions) {
   app.register(oauthStore)
   app.register(securityLogStore)
   app.register(secondFactorStore)
+  app.register(signInProviderStore)
+  // Staff sign in with the company's account: the protocol with the sites' identity providers.
+  app.register(companySignIn)
   app.register(securityLogPruning, { days: config.securityLogDays ?? DEFAULT_SECURITY_LOG_DAYS })
   app.register(fileSweep)
   app.register(slaAlerts, { everyMs: (config.slaAlertSeconds ?? 30) * 1000, ...options.slaAlerts })
@@ -256,6 +261,8 @@ export function buildApp(options: AppOptions) {
       // The site's saved replies and macros (the same rows): read by its staff, filled in for a discussion; written by its administrators.
       routes.register(savedReplyRoutes)
       routes.register(fieldRoutes)
+      // The site's identity providers, for its staff's sign-in with the company's account (its administrators').
+      routes.register(signInProviderRoutes)
       // A customer of the site, with the team's record of them (its customer fields' values).
       routes.register(customerRoutes)
       // The site's rules: read by its staff, written and tried by its administrators.

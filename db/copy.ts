@@ -27,6 +27,9 @@ export const COPIED_TABLES = [
   schema.memberships,
   schema.personalTokens,
   schema.personalTokenAddresses,
+  // The staff's identity providers and who their subjects are, before the sessions they made.
+  schema.signInProviders,
+  schema.signInLinks,
   schema.webSessions,
   // Invitations to the staff: one mailed before the move is taken after it, once.
   schema.invitations,

@@ -21,6 +21,7 @@ import { createSavedReplyStore, type SavedReplyStore } from './stores/saved-repl
 import { createRuleStore, type RuleStore } from './stores/rules.ts'
 import { createMergeStore, type MergeStore } from './stores/merges.ts'
 import { createFieldStore, type FieldStore } from './stores/fields.ts'
+import { createSignInProviderStore, type SignInProviderStore } from './stores/sign-in-providers.ts'
 import { createScheduleStore, type ScheduleStore } from './stores/schedules.ts'
 import { createSlaPolicyStore, type SlaPolicyStore } from './stores/sla-policies.ts'
 import { createReportStore, type ReportStore } from './stores/reports.ts'
@@ -166,6 +167,8 @@ export interface EngineStores {
   inventory(clock: Clock): CredentialInventory
   /** Second factors and recovery codes (db/stores/second-factors.ts); the box seals and digests them. */
   secondFactors(clock: Clock, box: SecretBox): SecondFactorStore
+  /** The sites' identity providers for their staff's sign-in (db/stores/sign-in-providers.ts); the box seals their secrets. */
+  signInProviders(clock: Clock, box: SecretBox): SignInProviderStore
   /** What fair use took from each key's budget, shared by the processes (db/stores/rate-limits.ts). */
   rateLimits(): RateLimitStore
 }
@@ -201,6 +204,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     securityLog: (clock) => guard(createSecurityLog(port, clock)),
     inventory: (clock) => guard(createCredentialInventory(port, clock)),
     secondFactors: (clock, box) => guard(createSecondFactorStore(port, clock, box)),
+    signInProviders: (clock, box) => guard(createSignInProviderStore(port, clock, box)),
     rateLimits: () => guard(createRateLimitStore(port)),
   }
 }

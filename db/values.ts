@@ -102,5 +102,7 @@ export const securityKinds = [
   'second_factor_failed',
   'codes_unlocked',
   'role_changed',
+  'provider_linked',
+  'signed_out_by_provider',
 ] as const
 export type SecurityKind = (typeof securityKinds)[number]

@@ -1,4 +1,6 @@
-import type { Configuration } from 'openid-client'
+import { createDiscovery, exchangeCode, openIdLibrary, startAuthorization, type Discovery, type PendingSignIn } from './openid.ts'
+
+export type { PendingSignIn }
 
 // Mailboxes connected with OAuth (docs/decisions.md, "Mailboxes connected with OAuth"): the
 // applications the operator registers at Microsoft 365, Google Workspace or another OpenID
@@ -152,40 +154,10 @@ export function addressOfClaims(claims: Record<string, unknown> | undefined): st
   return address && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(address) ? address : undefined
 }
 
-/** How long the service waits on a provider's answer. */
-const TIMEOUT_SECONDS = 15
-
-/** What a sign-in at the provider needs kept until the browser comes back (in the browser's own sealed cookie). */
-export interface PendingSignIn {
-  state: string
-  nonce: string
-  verifier: string
-}
-
-/** The protocol with the providers, through openid-client: its discovered configurations cached per application for an hour. */
-export function createMailOAuth() {
-  const cache = new Map<string, { at: number; config: Promise<Configuration> }>()
-  // The authorization endpoints found, by application: a page whose form goes there must let it (its CSP's form-action).
-  const authorizationEndpoints = new Map<string, string>()
-  const library = () => import('openid-client')
-
-  async function configOf(settings: ProviderSettings): Promise<Configuration> {
-    const key = `${settings.issuer} ${settings.clientId} ${settings.clientSecret}`
-    const known = cache.get(key)
-    if (known && Date.now() - known.at < 60 * 60_000) return known.config
-    const client = await library()
-    const execute = new URL(settings.issuer).protocol === 'http:' ? [client.allowInsecureRequests] : []
-    const config = client.discovery(new URL(settings.issuer), settings.clientId, settings.clientSecret, undefined, { execute, timeout: TIMEOUT_SECONDS }).then((found) => {
-      found.timeout = TIMEOUT_SECONDS
-      const endpoint = found.serverMetadata().authorization_endpoint
-      if (endpoint) authorizationEndpoints.set(key, endpoint)
-      return found
-    })
-    cache.set(key, { at: Date.now(), config })
-    // A failed discovery is not kept: the next try asks again.
-    config.catch(() => cache.delete(key))
-    return config
-  }
+/** The protocol with the providers, through openid-client (lib/openid.ts: their configurations discovered once an hour). */
+export function createMailOAuth(discovery: Discovery = createDiscovery()) {
+  const { configOf } = discovery
+  const library = openIdLibrary
 
   const tokensOf = (answer: { access_token: string; refresh_token?: string; expires_in?: number }, refreshToken: string | undefined, now: number): MailTokens => {
     const refresh = answer.refresh_token ?? refreshToken
@@ -199,37 +171,16 @@ export function createMailOAuth() {
      * Where a browser sent to these applications' sign-ins goes: their issuers' origins, and their
      * authorization endpoints' where discovery found them elsewhere (a page's CSP lets its forms go there).
      */
-    signInOrigins(all: ProviderSettings[]): string[] {
-      const origins = all.flatMap((settings) => {
-        const endpoint = authorizationEndpoints.get(`${settings.issuer} ${settings.clientId} ${settings.clientSecret}`)
-        return [new URL(settings.issuer).origin, ...(endpoint ? [new URL(endpoint).origin] : [])]
-      })
-      return [...new Set(origins)]
-    },
+    signInOrigins: discovery.signInOrigins,
 
     /** The provider's sign-in address for the browser, and what to keep until it comes back. */
     async start(settings: ProviderSettings, redirectUri: string, loginHint?: string): Promise<{ url: string; pending: PendingSignIn }> {
-      const client = await library()
-      const config = await configOf(settings)
-      const pending = { state: client.randomState(), nonce: client.randomNonce(), verifier: client.randomPKCECodeVerifier() }
-      const url = client.buildAuthorizationUrl(config, {
-        redirect_uri: redirectUri,
-        scope: settings.scopes.join(' '),
-        response_type: 'code',
-        code_challenge: await client.calculatePKCECodeChallenge(pending.verifier),
-        code_challenge_method: 'S256',
-        state: pending.state,
-        nonce: pending.nonce,
-        ...settings.authorizationParameters,
-        ...(loginHint && { login_hint: loginHint }),
-      })
-      return { url: url.href, pending }
+      return startAuthorization(discovery, settings, redirectUri, { scope: settings.scopes.join(' '), ...settings.authorizationParameters, ...(loginHint && { login_hint: loginHint }) })
     },
 
     /** The browser came back to `callback`: the code exchanged (state, nonce and PKCE checked), the mailbox's address and tokens. */
     async finish(settings: ProviderSettings, callback: URL, pending: PendingSignIn, now: number): Promise<{ address: string; tokens: MailTokens }> {
-      const client = await library()
-      const answer = await client.authorizationCodeGrant(await configOf(settings), callback, { pkceCodeVerifier: pending.verifier, expectedState: pending.state, expectedNonce: pending.nonce, idTokenExpected: true })
+      const answer = await exchangeCode(discovery, settings, callback, pending)
       const address = addressOfClaims(answer.claims() as Record<string, unknown> | undefined)
       if (!address) throw Object.assign(new Error('the provider did not say the account\'s mail address (its ID token has no verified email)'), { error: 'no_address' })
       return { address, tokens: tokensOf(answer, undefined, now) }

@@ -6,17 +6,19 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Role } from '../db/values.ts'
 import type { Site } from '../db/stores/sites.ts'
-import { SESSION_LIFETIME_MS } from '../db/stores/sessions.ts'
+import { SESSION_LIFETIME_MS, type SessionVia } from '../db/stores/sessions.ts'
 
 export interface WebContext {
   site: Site
   /** The signed-in user on this site, or null. */
-  user: { id: number; email: string; name: string; role: Role | null; administrator: boolean; collaborator: boolean; confirmedAt: Date } | null
+  user: { id: number; email: string; name: string; role: Role | null; administrator: boolean; collaborator: boolean; confirmedAt: Date; provider: { id: number; mfa: boolean } | null } | null
   sessionId: string | null
   /** A signed-out visitor's pre-session: what their forms' CSRF tokens are bound to until sign-in. */
   preSession: string | null
   /** The account whose password was right a moment ago on this site, waiting for its second factor. */
   pending: number | null
+  /** When that first step was a sign-in at one of the site's identity providers: the session it makes keeps it. */
+  pendingVia: SessionVia | null
 }
 
 declare module 'fastify' {
@@ -24,13 +26,13 @@ declare module 'fastify' {
     web: WebContext
   }
   interface FastifyReply {
-    /** Starts a new session (a new id, so a planted one is never kept) and sets its cookie. */
-    signIn(request: FastifyRequest, userId: number): Promise<void>
+    /** Starts a new session (a new id, so a planted one is never kept) and sets its cookie; `via`: signed in at an identity provider. */
+    signIn(request: FastifyRequest, userId: number, via?: SessionVia | null): Promise<void>
     /**
      * Notes, in a signed cookie of a few minutes, that this account's password was right on this
      * site: the second step of its sign-in (routes/web/sign-in.ts) reads it. Nobody is signed in yet.
      */
-    holdSignIn(request: FastifyRequest, userId: number): void
+    holdSignIn(request: FastifyRequest, userId: number, via?: SessionVia): void
     /** Ends the session, if any, and clears its cookie. */
     signOut(request: FastifyRequest): Promise<void>
     /** The CSRF token of the forms on this page, bound to the session (or pre-session) and site. */
@@ -86,10 +88,13 @@ export default fp<SessionsOptions>(
       return unsigned?.valid ? unsigned.value : null
     }
 
-    /** The account of a second-step cookie still valid for this site, or null. */
-    const pendingOf = (value: string | null, siteId: number) => {
-      const [site, user, until] = (value ?? '').split('.').map(Number)
-      return site === siteId && until > fastify.clock() && Number.isSafeInteger(user) ? user : null
+    /** The account of a second-step cookie still valid for this site (and the provider it signed in at), or null. */
+    const pendingOf = (value: string | null, siteId: number): { user: number; via: SessionVia | null } | null => {
+      const parts = (value ?? '').split('.')
+      const [site, user, until, providerId, mfa] = parts.map(Number)
+      if (site !== siteId || !(until! > fastify.clock()) || !Number.isSafeInteger(user)) return null
+      const via = parts.length === 6 && Number.isSafeInteger(providerId) ? { providerId: providerId!, mfa: mfa === 1, sid: parts[5] === '' ? null : Buffer.from(parts[5]!, 'base64url').toString() } : null
+      return { user: user!, via }
     }
 
     const cookieOptions = (permalink: string) =>
@@ -102,29 +107,32 @@ export default fp<SessionsOptions>(
       }
       const sessionId = signedCookie(request, SESSION_COOKIE)
       const found = sessionId === null ? undefined : await sessions.find(sessionId, site.id)
+      const pending = found ? null : pendingOf(signedCookie(request, SECOND_STEP_COOKIE), site.id)
       request.web = {
         site,
         sessionId: found ? sessionId : null,
         preSession: found ? null : signedCookie(request, PRE_SESSION_COOKIE),
-        pending: found ? null : pendingOf(signedCookie(request, SECOND_STEP_COOKIE), site.id),
-        user: found ? { id: found.userId, email: found.email, name: found.name, role: found.role, administrator: found.administrator, collaborator: found.collaborator, confirmedAt: found.confirmedAt } : null,
+        pending: pending?.user ?? null,
+        pendingVia: pending?.via ?? null,
+        user: found ? { id: found.userId, email: found.email, name: found.name, role: found.role, administrator: found.administrator, collaborator: found.collaborator, confirmedAt: found.confirmedAt, provider: found.provider } : null,
       }
     })
 
     // These two answer a promise of nothing, never the reply: a reply is a thenable that settles
     // when the answer has been sent, so a promise resolved with it would wait for itself.
-    fastify.decorateReply('signIn', async function (this: FastifyReply, request: FastifyRequest, userId: number) {
+    fastify.decorateReply('signIn', async function (this: FastifyReply, request: FastifyRequest, userId: number, via?: SessionVia | null) {
       if (request.web.sessionId) await sessions.destroy(request.web.sessionId)
-      const id = await sessions.create(request.web.site.id, userId)
+      const id = await sessions.create(request.web.site.id, userId, via ?? undefined)
       // The pre-session ends here: the forms of the new session carry tokens bound to it.
       if (request.web.preSession) this.clearCookie(PRE_SESSION_COOKIE, cookieOptions(request.web.site.permalink))
       if (request.web.pending !== null) this.clearCookie(SECOND_STEP_COOKIE, cookieOptions(request.web.site.permalink))
       this.setCookie(SESSION_COOKIE, id, { ...cookieOptions(request.web.site.permalink), maxAge: SESSION_LIFETIME_MS / 1000 })
     })
 
-    fastify.decorateReply('holdSignIn', function (this: FastifyReply, request: FastifyRequest, userId: number) {
+    fastify.decorateReply('holdSignIn', function (this: FastifyReply, request: FastifyRequest, userId: number, via?: SessionVia) {
       const { site } = request.web
-      this.setCookie(SECOND_STEP_COOKIE, `${site.id}.${userId}.${fastify.clock() + SECOND_STEP_MS}`, { ...cookieOptions(site.permalink), maxAge: SECOND_STEP_MS / 1000 })
+      const provider = via ? `.${via.providerId}.${via.mfa ? 1 : 0}.${Buffer.from(via.sid ?? '').toString('base64url')}` : ''
+      this.setCookie(SECOND_STEP_COOKIE, `${site.id}.${userId}.${fastify.clock() + SECOND_STEP_MS}${provider}`, { ...cookieOptions(site.permalink), maxAge: SECOND_STEP_MS / 1000 })
     })
 
     fastify.decorateReply('csrfToken', function (this: FastifyReply, request: FastifyRequest) {

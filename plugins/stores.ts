@@ -20,6 +20,7 @@ import type { MailStore } from '../db/stores/mail.ts'
 import type { OutboxStore } from '../db/stores/outbox.ts'
 import type { OAuthStore } from '../db/stores/oauth.ts'
 import type { SecondFactorStore } from '../db/stores/second-factors.ts'
+import type { SignInProviderStore } from '../db/stores/sign-in-providers.ts'
 import type { SecurityLogStore } from '../db/stores/security-log.ts'
 import type { SessionStore } from '../db/stores/sessions.ts'
 import type { SiteStore } from '../db/stores/sites.ts'
@@ -63,6 +64,8 @@ declare module 'fastify' {
     securityLog: SecurityLogStore
     inventory: CredentialInventory
     secondFactors: SecondFactorStore
+    /** The identity providers the sites' staff sign in at (db/stores/sign-in-providers.ts). */
+    signInProviders: SignInProviderStore
     webhooks: WebhookStore
     /**
      * Tells the site's webhooks of a change and runs the site's rules it starts, in the change's
@@ -167,6 +170,14 @@ export const secondFactorStore = fp(
     fastify.decorate('secondFactors', fastify.database.secondFactors(fastify.clock, fastify.secretBox))
   },
   { ...STORE, name: 'second-factor-store', dependencies: [...STORE.dependencies, 'server-key'] },
+)
+
+/** The identity providers of the staff's sign-in; the server key's box seals their client secrets. */
+export const signInProviderStore = fp(
+  async (fastify) => {
+    fastify.decorate('signInProviders', fastify.database.signInProviders(fastify.clock, fastify.secretBox))
+  },
+  { ...STORE, name: 'sign-in-provider-store', dependencies: [...STORE.dependencies, 'server-key'] },
 )
 
 /** The security log of the accounts (issue 18), and the credentials inventory of the sites' administrators. */

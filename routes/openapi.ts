@@ -2,6 +2,7 @@ import { DryRunResult, FieldActionSchema, NewRule, RuleActionSchema, RuleChange,
 import { ApplyMacro, RuleHistory } from './api/discussions/actions.ts'
 import { ReportLine, ReportListing, ReportResource } from './api/reports.ts'
 import { FieldChange, FieldListing, FieldResource, NewField } from './api/fields.ts'
+import { NewSignInProvider, SignInProviderChange, SignInProviderListing, SignInProviderResource } from './api/sign-in-providers.ts'
 import { CustomerChange, CustomerResource } from './api/customers.ts'
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fp from 'fastify-plugin'
@@ -135,6 +136,10 @@ export const NAMED_SCHEMAS = {
   RuleHistory,
   ApplyMacro,
   Merge: MergeBody,
+  SignInProvider: SignInProviderResource,
+  SignInProviderListing,
+  NewSignInProvider,
+  SignInProviderChange,
   Field: FieldResource,
   FieldListing,
   NewField,

@@ -42,6 +42,7 @@ export const sites = pgTable('sites', {
   // Moves on with every change to its rules (issue 70; db/stores/rules.ts): a process keeps the
   // rules it parsed for as long as this is the number it read.
   rulesVersion: pgInteger('rules_version').notNull().default(0),
+  companySignInOnly: pgBoolean('company_sign_in_only').notNull().default(false),
 })
 
 const siteReference = () =>
@@ -166,8 +167,44 @@ export const webSessions = pgTable(
     createdAt: moment('created_at').notNull(),
     expiresAt: moment('expires_at').notNull(),
     confirmedAt: moment('confirmed_at'),
+    providerId: pgInteger('provider_id').references(() => signInProviders.id, { onDelete: 'set null' }),
+    providerSid: pgText('provider_sid'),
+    providerMfa: pgBoolean('provider_mfa').notNull().default(false),
   },
-  (t) => [pgIndex('web_sessions_user_idx').on(t.userId), pgIndex('web_sessions_expiry_idx').on(t.expiresAt)],
+  (t) => [pgIndex('web_sessions_user_idx').on(t.userId), pgIndex('web_sessions_expiry_idx').on(t.expiresAt), pgIndex('web_sessions_provider_idx').on(t.providerId)],
+)
+
+export const signInProviders = pgTable(
+  'sign_in_providers',
+  {
+    id: id(),
+    siteId: siteReference(),
+    name: pgText('name').notNull(),
+    kind: pgText('kind').notNull(),
+    issuer: pgText('issuer').notNull(),
+    clientId: pgText('client_id').notNull(),
+    secret: pgText('secret').notNull(),
+    domains: pgText('domains').notNull().default('[]'),
+    domainRole: pgText('domain_role'),
+    trustMfa: pgBoolean('trust_mfa').notNull().default(false),
+    createdAt: moment('created_at').notNull(),
+    updatedAt: moment('updated_at').notNull(),
+  },
+  (t) => [pgUniqueIndex('sign_in_providers_site_name_unique').on(t.siteId, t.name)],
+)
+
+export const signInLinks = pgTable(
+  'sign_in_links',
+  {
+    providerId: pgInteger('provider_id')
+      .notNull()
+      .references(() => signInProviders.id, { onDelete: 'cascade' }),
+    subject: pgText('subject').notNull(),
+    userId: userReference(),
+    createdAt: moment('created_at').notNull(),
+    lastSignInAt: moment('last_sign_in_at').notNull(),
+  },
+  (t) => [pgPrimaryKey({ columns: [t.providerId, t.subject] }), pgUniqueIndex('sign_in_links_user_unique').on(t.providerId, t.userId), pgIndex('sign_in_links_user_idx').on(t.userId)],
 )
 
 export const categories = pgTable(

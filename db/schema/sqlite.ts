@@ -46,6 +46,10 @@ export const sites = sqliteTable('sites', {
   // Moves on with every change to its rules (issue 70; db/stores/rules.ts): a process keeps the
   // rules it parsed for as long as this is the number it read.
   rulesVersion: integer('rules_version').notNull().default(0),
+  // Whether its support staff sign in with the company's account only (issue 73; docs/decisions.md,
+  // "Staff sign-in with the company's account"): no password on its pages, Basic and the legacy
+  // token refused on its API.
+  companySignInOnly: integer('company_sign_in_only', { mode: 'boolean' }).notNull().default(false),
 })
 
 /** The site a row belongs to; the row goes with it. */
@@ -204,8 +208,53 @@ export const webSessions = sqliteTable(
     // When the person last proved it was them in this session (sudo mode, docs/decisions.md,
     // "Confirming it is you"); null: at sign-in, created_at.
     confirmedAt: moment('confirmed_at'),
+    // A session made by signing in at the company's identity provider (issue 73): which of the
+    // site's providers, the provider's session id (`sid`, what its back-channel logout names), and
+    // whether the provider said it asked a second factor that the site trusts.
+    providerId: integer('provider_id').references(() => signInProviders.id, { onDelete: 'set null' }),
+    providerSid: text('provider_sid'),
+    providerMfa: integer('provider_mfa', { mode: 'boolean' }).notNull().default(false),
   },
-  (t) => [index('web_sessions_user_idx').on(t.userId), index('web_sessions_expiry_idx').on(t.expiresAt)],
+  (t) => [index('web_sessions_user_idx').on(t.userId), index('web_sessions_expiry_idx').on(t.expiresAt), index('web_sessions_provider_idx').on(t.providerId)],
+)
+
+// The identity providers a site's staff sign in at (issue 73; db/stores/sign-in-providers.ts): an
+// OpenID Connect application registered at the company's Google, Microsoft Entra ID, Okta,
+// Keycloak... Its client secret sealed; the email domains whose new people join the staff (JSON
+// array) and as what; whether the provider's own second factor (amr/acr) stands for ours.
+export const signInProviders = sqliteTable(
+  'sign_in_providers',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    siteId: siteReference(),
+    name: text('name').notNull(),
+    kind: text('kind').notNull(),
+    issuer: text('issuer').notNull(),
+    clientId: text('client_id').notNull(),
+    secret: text('secret').notNull(),
+    domains: text('domains').notNull().default('[]'),
+    domainRole: text('domain_role'),
+    trustMfa: integer('trust_mfa', { mode: 'boolean' }).notNull().default(false),
+    createdAt: moment('created_at').notNull(),
+    updatedAt: moment('updated_at').notNull(),
+  },
+  (t) => [uniqueIndex('sign_in_providers_site_name_unique').on(t.siteId, t.name)],
+)
+
+// Who a provider's subject (`sub`) is here: linked at a person's first sign-in with it, checked at
+// every one after (an address the company gives to someone else later does not open the account).
+export const signInLinks = sqliteTable(
+  'sign_in_links',
+  {
+    providerId: integer('provider_id')
+      .notNull()
+      .references(() => signInProviders.id, { onDelete: 'cascade' }),
+    subject: text('subject').notNull(),
+    userId: userReference(),
+    createdAt: moment('created_at').notNull(),
+    lastSignInAt: moment('last_sign_in_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.providerId, t.subject] }), uniqueIndex('sign_in_links_user_unique').on(t.providerId, t.userId), index('sign_in_links_user_idx').on(t.userId)],
 )
 
 // Discussions (docs/decisions.md, "Discussions (v1 shape)"). Everything below belongs to one site; every

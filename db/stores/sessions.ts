@@ -9,6 +9,13 @@ import { isStaffRole } from './staff.ts'
 /** How long a supporter stays signed in. */
 export const SESSION_LIFETIME_MS = 7 * DAY_MS
 
+/** A session made by signing in at a site's identity provider (issue 73): which, its session there, and whether it asked a second factor the site trusts. */
+export interface SessionVia {
+  providerId: number
+  sid: string | null
+  mfa: boolean
+}
+
 /**
  * Server-side web sessions, one store for both engines (db/port.ts). The cookie carries a random
  * 256-bit id; the table keeps only its SHA-256, so a copy of the database signs nobody in.
@@ -29,6 +36,8 @@ export function createSessionStore(port: StorePort, clock: Clock) {
       role: memberships.role,
       administrator: memberships.administrator,
       collaborator: memberships.collaborator,
+      providerId: webSessions.providerId,
+      providerMfa: webSessions.providerMfa,
     })
     .from(webSessions)
     .innerJoin(users, eq(users.id, webSessions.userId))
@@ -41,13 +50,14 @@ export function createSessionStore(port: StorePort, clock: Clock) {
   }
 
   return {
-    /** A new session; the returned id goes into the cookie and nowhere else. */
-    async create(siteId: number, userId: number): Promise<string> {
+    /** A new session; the returned id goes into the cookie and nowhere else. `via`: made by signing in at one of the site's identity providers. */
+    async create(siteId: number, userId: number, via?: SessionVia): Promise<string> {
       const id = randomBytes(32).toString('base64url')
       const now = clock()
+      const provider = via && { providerId: via.providerId, providerSid: via.sid, providerMfa: via.mfa }
       await db
         .insert(webSessions)
-        .values({ fingerprint: fingerprint(id), siteId, userId, createdAt: new Date(now), expiresAt: new Date(now + SESSION_LIFETIME_MS) })
+        .values({ fingerprint: fingerprint(id), siteId, userId, createdAt: new Date(now), expiresAt: new Date(now + SESSION_LIFETIME_MS), ...provider })
       // Expired sessions of anyone are swept as new ones are made, so the table stays small.
       await db.delete(webSessions).where(lte(webSessions.expiresAt, new Date(now)))
       return id
@@ -66,7 +76,8 @@ export function createSessionStore(port: StorePort, clock: Clock) {
       const collaborator = isStaffRole(session.role) && session.collaborator === true
       // Signing in is the first proof; confirming it is you again moves it on.
       const confirmedAt = session.confirmedAt ?? session.createdAt
-      return { userId: session.userId, email: session.email, name: session.name, role: session.role, administrator, collaborator, confirmedAt }
+      const provider = session.providerId === null ? null : { id: session.providerId, mfa: session.providerMfa }
+      return { userId: session.userId, email: session.email, name: session.name, role: session.role, administrator, collaborator, confirmedAt, provider }
     },
 
     destroy,

@@ -30,14 +30,20 @@ export interface SitePolicy {
   newDiscussionsToTeam: boolean
   /** Whether customers are asked to rate a resolved discussion (issue 69; routes/web/ratings.ts). */
   satisfactionOn: boolean
+  /**
+   * Whether its support staff sign in with the company's account only (issue 73;
+   * routes/web/company-sign-in.ts): no password or passkey of theirs on the pages, and Basic and the
+   * legacy token refused on the API whatever their own switches say.
+   */
+  companySignInOnly: boolean
 }
 
-export const DEFAULT_POLICY: SitePolicy = { tokenMaxDays: MAX_TOKEN_DAYS, writeTokens: 'everyone', legacyTokenOn: true, multipassOn: true, passwordOn: true, staffSecondFactor: false, visitorDiscussions: true, publicDiscussions: true, newDiscussionsToTeam: true, satisfactionOn: true }
+export const DEFAULT_POLICY: SitePolicy = { tokenMaxDays: MAX_TOKEN_DAYS, writeTokens: 'everyone', legacyTokenOn: true, multipassOn: true, passwordOn: true, staffSecondFactor: false, visitorDiscussions: true, publicDiscussions: true, newDiscussionsToTeam: true, satisfactionOn: true, companySignInOnly: false }
 
 /** The policy columns of a site row. */
 export function policyOf(site: SitePolicy): SitePolicy {
-  const { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor, visitorDiscussions, publicDiscussions, newDiscussionsToTeam, satisfactionOn } = site
-  return { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor, visitorDiscussions, publicDiscussions, newDiscussionsToTeam, satisfactionOn }
+  const { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor, visitorDiscussions, publicDiscussions, newDiscussionsToTeam, satisfactionOn, companySignInOnly } = site
+  return { tokenMaxDays, writeTokens, legacyTokenOn, multipassOn, passwordOn, staffSecondFactor, visitorDiscussions, publicDiscussions, newDiscussionsToTeam, satisfactionOn, companySignInOnly }
 }
 
 /** The lifetimes the token page offers under a longest one: the usual ones up to it, and the limit itself. */
@@ -106,6 +112,7 @@ export const POLICY_NAMES: Record<keyof SitePolicy, string> = {
   publicDiscussions: 'public_discussions',
   newDiscussionsToTeam: 'new_discussions_to_team',
   satisfactionOn: 'satisfaction',
+  companySignInOnly: 'company_sign_in_only',
 }
 
 /** The credentials a site may switch off, by the authentication method they are. */
@@ -113,8 +120,12 @@ export type SwitchableMethod = 'legacy_token' | 'multipass' | 'password'
 
 const SWITCHES: Record<SwitchableMethod, keyof SitePolicy> = { legacy_token: 'legacyTokenOn', multipass: 'multipassOn', password: 'passwordOn' }
 
+/** The credentials of the staff's own that signing in with the company's account only switches off on the API. */
+const COMPANY_ONLY_OFF: ReadonlySet<string> = new Set<SwitchableMethod>(['password', 'legacy_token'])
+
 /** The method, when the policy switches it off; undefined for one it takes (personal tokens and OAuth always). */
 export function switchedOff(policy: SitePolicy, method: string): SwitchableMethod | undefined {
+  if (policy.companySignInOnly && COMPANY_ONLY_OFF.has(method)) return method as SwitchableMethod
   return method in SWITCHES && policy[SWITCHES[method as SwitchableMethod]] === false ? (method as SwitchableMethod) : undefined
 }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { asc, eq, sql } from '../drizzle.ts'
+import { and, asc, eq, sql } from '../drizzle.ts'
 import { unguarded, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
@@ -108,6 +108,26 @@ export async function insertSiteUnlessTaken(port: StorePort, clock: Clock, perma
  * Sites, one store for both engines (db/port.ts). The look-up by permalink, asked on every API
  * request, is remembered where the engine can tell a change cheaply (port.remember).
  */
+/**
+ * Refuses (a StoreError) to let a site's staff sign in with the company's account only while that
+ * would lock them out: the site has no identity provider, or the administrator switching it on has
+ * never signed in with one (so has not seen it work). The operator's command line may: it is the
+ * way back in (docs/decisions.md, "Staff sign-in with the company's account").
+ */
+async function companyAccountsWork(tx: StorePort, siteId: number, by: Actor | undefined): Promise<void> {
+  const { signInProviders, signInLinks } = tx.tables
+  const providers = await tx.db.select({ id: signInProviders.id }).from(signInProviders).where(eq(signInProviders.siteId, siteId))
+  if (providers.length === 0) throw new StoreError("add the company's identity provider first (Administration -> Sign-in): nobody could sign in", 'conflict', 'company_sign_in_only')
+  if (by?.id === null || by?.id === undefined) return
+  const [linked] = await tx.db
+    .select({ subject: signInLinks.subject })
+    .from(signInLinks)
+    .innerJoin(signInProviders, eq(signInProviders.id, signInLinks.providerId))
+    .where(and(eq(signInProviders.siteId, siteId), eq(signInLinks.userId, by.id)))
+    .limit(1)
+  if (!linked) throw new StoreError("sign in with the company's account yourself first, so you know it works: with passwords off you could not sign in otherwise", 'conflict', 'company_sign_in_only')
+}
+
 export function createSiteStore(port: StorePort, clock: Clock) {
   const { db, tables: { sites } } = port
   const byPermalink = db
@@ -164,6 +184,7 @@ export function createSiteStore(port: StorePort, clock: Clock) {
         if (!site) throw new StoreError('there is no such site', 'not_found', 'site')
         const before = policyOf(site)
         const after = changedPolicy(before, changes)
+        if (after.companySignInOnly && !before.companySignInOnly) await companyAccountsWork(tx, siteId, by)
         await tx.db.update(sites).set(after).where(eq(sites.id, siteId))
         // By the names the API, the CLI and the security log give the fields.
         const named = (policy: SitePolicy) => Object.fromEntries(Object.entries(policy).map(([k, v]) => [POLICY_NAMES[k as keyof SitePolicy], v]))

@@ -71,6 +71,10 @@ export const Policy = Type.Object({
   public_discussions: Type.Boolean({ description: "Whether the customer's pages show the site's public discussions beside a customer's own." }),
   new_discussions_to_team: Type.Boolean({ description: 'Whether a supporter who has not chosen on their profile is mailed about every new discussion (on for a new site).' }),
   satisfaction: Type.Boolean({ description: 'Whether customers are asked to rate each resolved discussion, by a link in the mail and on its page (on for a new site).' }),
+  company_sign_in_only: Type.Boolean({
+    description:
+      "Whether the support staff sign in with the company's account only (GET /{site}/sign_in_providers): no password or passkey of theirs on the pages, and Basic and the legacy token refused whatever `password` and `legacy_token` say. Switched on only once the site has a provider and the administrator switching it signed in with one.",
+  }),
 })
 
 export const PolicyChange = Type.Object(
@@ -126,6 +130,7 @@ const policyView = (policy: SitePolicy): Static<typeof Policy> => ({
   public_discussions: policy.publicDiscussions,
   new_discussions_to_team: policy.newDiscussionsToTeam,
   satisfaction: policy.satisfactionOn,
+  company_sign_in_only: policy.companySignInOnly,
 })
 
 const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -183,7 +188,7 @@ const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     async (request, reply) => {
       const policy = policyOf(request.auth!.site)
       // The policy's values are its version.
-      const version = `p${policy.tokenMaxDays}${policy.writeTokens[0]}${[policy.legacyTokenOn, policy.multipassOn, policy.passwordOn, policy.staffSecondFactor, policy.visitorDiscussions, policy.publicDiscussions, policy.newDiscussionsToTeam, policy.satisfactionOn].map(Number).join('')}`
+      const version = `p${policy.tokenMaxDays}${policy.writeTokens[0]}${[policy.legacyTokenOn, policy.multipassOn, policy.passwordOn, policy.staffSecondFactor, policy.visitorDiscussions, policy.publicDiscussions, policy.newDiscussionsToTeam, policy.satisfactionOn, policy.companySignInOnly].map(Number).join('')}`
       if (notModified(request, reply, version)) return reply
       return policyView(policy)
     },
@@ -198,7 +203,7 @@ const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
         summary: "Change the site's token policy; a shorter lifetime that leaves tokens over it answers 409 with a dry run until existing_tokens says what to do",
         params: SiteParams,
         body: PolicyChange,
-        response: { 200: PolicyAnswer, 400: InvalidRequestBody, 403: ErrorBody, 409: ChoiceBody },
+        response: { 200: PolicyAnswer, 400: InvalidRequestBody, 403: ErrorBody, 409: Type.Union([ChoiceBody, ErrorBody]) },
       },
     },
     async (request, reply) => {
@@ -214,13 +219,14 @@ const administrationRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
         publicDiscussions: fields.public_discussions,
         newDiscussionsToTeam: fields.new_discussions_to_team,
         satisfactionOn: fields.satisfaction,
+        companySignInOnly: fields.company_sign_in_only,
       }
       try {
         const { after, shortened, leftOver } = await administration.setPolicy(request.auth!.site, changes, existing, actor(request))
         return { policy: policyView(after), shortened, left_over: leftOver }
       } catch (error) {
-        // The schema let through only values the policy takes: the question is the one refusal left.
-        if (!(error instanceof ChoiceNeeded)) throw error
+        // The schema let through only values the policy takes: the question, and a switch that would lock the staff out.
+        if (!(error instanceof ChoiceNeeded)) throw httpError(error)
         return reply.code(409).send({ error: 'conflict', message: sentence(error.message), dry_run: { max_token_days: error.days, tokens: error.tokens, people: error.people } })
       }
     },

@@ -2,6 +2,8 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncH
 import { failureHeaders } from '../../plugins/auth/limits.ts'
 import { codesLockedMessage, logPageEvent, pageData, requireSupporter, safeNext, secondStepAttempt, tooMany } from './pages.ts'
 import { authenticationOptions, passkeyAnswer } from './passkeys.ts'
+import { confirmingProvider } from './company-sign-in.ts'
+import { providersCsp } from './sign-in.ts'
 
 // Sudo mode (docs/decisions.md, "Confirming it is you"): creating a personal token and what
 // administrators change ask the person to have signed in, or confirmed their password, within the
@@ -10,6 +12,8 @@ import { authenticationOptions, passkeyAnswer } from './passkeys.ts'
 // sign-in (a wrong one counts towards the account's lockout), and brings them back to the page
 // the action is on. With a second factor, the person confirms with it instead: a code of their app
 // or one of their passkeys (the password alone is what a thief would have).
+
+export const COMPANY_ONLY_CONFIRM = "This site's staff sign in with the company's account, not a password: sign out, and sign in again with the company's account."
 
 /** What each confirmation is for, as the page says it. */
 export const PURPOSES = {
@@ -65,9 +69,12 @@ const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastif
     const next = safeNext(fields.next, sitePath(request)) ?? ''
     const userId = request.web.user!.id
     const data = pageData(request, reply, { title: 'Confirm it is you', purpose: PURPOSES[reason], reason, next, minutes: sudoMinutes, error: fields.error ?? null })
+    // A session the company's identity provider made confirms there, signing in anew (routes/web/company-sign-in.ts).
+    const provider = await confirmingProvider(request)
+    if (provider) return reply.page('confirm', { ...data, provider: { name: provider.name }, withCode: false, withPassword: false, passkey: null }, status, await providersCsp(request, [provider]))
     const kinds = await secondFactors.kinds(userId)
     const passkey = kinds.has('passkey') ? JSON.stringify(await authenticationOptions(request, 'confirm', await secondFactors.passkeysOf(userId))) : null
-    return reply.page('confirm', { ...data, withCode: kinds.has('totp'), withPassword: kinds.size === 0, passkey }, status)
+    return reply.page('confirm', { ...data, provider: null, withCode: kinds.has('totp'), withPassword: kinds.size === 0 && !request.web.site.companySignInOnly, passkey }, status)
   }
 
   /** The proof the form sent: with a second factor, a passkey or a code of the person's app; else their password. */
@@ -96,6 +103,9 @@ const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastif
   fastify.post('/confirm', { preHandler: [fastify.csrfProtection, requireSupporter], config: { beforeSecondFactor: true, ownAccount: true } }, async (request, reply) => {
     const body = (request.body ?? {}) as { password?: unknown; code?: unknown; passkey?: unknown; next?: unknown; for?: unknown }
     const fields = { reason: body.for, next: body.next }
+    // Confirmed at the company's identity provider, not here, when that is where the person signs in.
+    if (await confirmingProvider(request)) return form(request, reply, 403, fields)
+    if (request.web.site.companySignInOnly && body.password !== undefined) return form(request, reply, 403, { ...fields, error: COMPANY_ONLY_CONFIRM })
     // The sign-in's checks, slow-down and budgets, for this account only.
     const outcome = await proven(request, body)
     if (outcome.kind === 'verified') {

@@ -19,7 +19,8 @@ declare module 'fastify' {
 export async function enrollmentDue(request: FastifyRequest): Promise<boolean> {
   const { site, user } = request.web
   // The API asks the same rule of the password and the legacy token (plugins/auth/site-rules.ts).
-  return !!user && site.staffSecondFactor && heldForSecondFactor(site, isStaffRole(user.role), await request.server.secondFactors.has(user.id))
+  // A session the company's identity provider made with its second factor, which the site trusts, has one (routes/web/company-sign-in.ts).
+  return !!user && site.staffSecondFactor && !user.provider?.mfa && heldForSecondFactor(site, isStaffRole(user.role), await request.server.secondFactors.has(user.id))
 }
 
 /** preHandler of every page: a supporter who must add a second factor first is sent to the profile to add one. */

@@ -32,6 +32,8 @@ import { pageData } from './pages.ts'
 import queueRoutes, { addPageConstraint } from './queue.ts'
 import searchRoutes from './search.ts'
 import signInRoutes from './sign-in.ts'
+import companySignInRoutes from './company-sign-in.ts'
+import adminSignInRoutes from './admin-sign-in.ts'
 import forgottenPasswordRoutes from './forgotten-password.ts'
 
 export interface WebOptions {
@@ -87,6 +89,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
         return reply.page('error', pageData(request, reply, { title, message }), status >= 500 ? 500 : status)
       })
       await web.register(signInRoutes)
+      await web.register(companySignInRoutes)
       await web.register(forgottenPasswordRoutes)
       // Before the pages whose actions ask for it: it decorates the scope with how long it lasts.
       await web.register(fp(confirmRoutes), { sudoMinutes })
@@ -97,6 +100,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(securityLogRoutes)
       await web.register(administrationRoutes)
       await web.register(adminMailRoutes)
+      await web.register(adminSignInRoutes)
       await web.register(adminTeamRoutes)
       await web.register(adminCategoryRoutes)
       await web.register(adminFieldRoutes)

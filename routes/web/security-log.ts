@@ -35,6 +35,8 @@ export const KIND_LABELS: Record<SecurityKind, string> = {
   codes_unlocked: 'Codes unlocked by an operator',
   second_factor_failed: 'Second factor failed',
   role_changed: 'Role on the staff changed',
+  provider_linked: "Linked to the company's account",
+  signed_out_by_provider: "Signed out by the company's identity provider",
 }
 
 const ACTORS: Record<string, string> = {

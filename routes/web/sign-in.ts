@@ -5,6 +5,8 @@ import { shownMoment } from '../../lib/clock.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
 import { codesLockedMessage, logPageEvent, pageData, safeNext, safeTo, secondStepAttempt, tellPerson, tooMany } from './pages.ts'
 import { authenticationOptions, passkeyAnswer } from './passkeys.ts'
+import { SECURITY_HEADERS } from '../../plugins/views.ts'
+import type { SignInProvider } from '../../db/stores/sign-in-providers.ts'
 
 
 export const SIGN_IN_FAILED = 'Wrong email or password.'
@@ -13,8 +15,35 @@ export const SSO_STAFF = 'Support staff sign in here with their email and passwo
 export const SSO_OFF = 'Single sign-on links are switched off for this site. Sign in with your email and password.'
 
 
+export const COMPANY_ONLY = "The support staff of this site sign in with the company's account: use its button above."
+
 /** Signing in and out is open before a second factor the site requires (routes/web/enrollment.ts). */
-const OPEN = { beforeSecondFactor: true }
+export const OPEN = { beforeSecondFactor: true }
+
+/** Where a signed-in person goes by default: support staff to the queue, a customer to their discussions (routes/web/customers.ts). */
+export async function homeOf(request: FastifyRequest, userId: number): Promise<string> {
+  const { users, urls } = request.server
+  return `${urls.siteWeb(request.web.site.permalink)}${isStaffRole(await users.role(request.web.site.id, userId)) ? '/discussions' : '/help'}`
+}
+
+/** The page's CSP, letting its forms go on to the site's identity providers (a sign-in there is a redirect from our own form's answer). */
+export async function providersCsp(request: FastifyRequest, providers: SignInProvider[]): Promise<Record<string, string>> {
+  if (providers.length === 0) return {}
+  const { signInProviders, companySignIn } = request.server
+  const settings = providers.flatMap((p) => signInProviders.settingsOf(p) ?? [])
+  return { 'content-security-policy': SECURITY_HEADERS['content-security-policy'].replace("form-action 'self'", ["form-action 'self'", ...companySignIn.signInOrigins(settings)].join(' ')) }
+}
+
+/**
+ * The sign-in page: the site's identity providers' buttons first (the company's account), then the
+ * email and password, and a passkey (one that holds the account signs in by itself: routes/web/passkeys.ts).
+ */
+export async function signInPage(request: FastifyRequest, reply: FastifyReply, status: number, extra: Record<string, unknown>) {
+  const providers = await request.server.signInProviders.list(request.web.site.id)
+  const data = pageData(request, reply, { title: 'Sign in', email: '', error: null, next: '', ...extra })
+  const buttons = providers.map((p) => ({ id: p.id, name: p.name }))
+  return reply.page('sign_in', { ...data, providers: buttons, companyOnly: request.web.site.companySignInOnly, passkey: JSON.stringify(await authenticationOptions(request, 'sign_in')) }, status, await providersCsp(request, providers))
+}
 
 interface SignInBody {
   email?: unknown
@@ -28,15 +57,10 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
   const { users, urls, clock, passwords, authLimits, securityLog, secondFactors } = fastify
 
   const sitePath = (request: FastifyRequest) => new URL(urls.siteWeb(request.web.site.permalink)).pathname
-  /** Where a signed-in person goes by default: support staff to the queue, a customer to their discussions (routes/web/customers.ts). */
-  const home = async (request: FastifyRequest, userId: number) =>
-    `${urls.siteWeb(request.web.site.permalink)}${isStaffRole(await users.role(request.web.site.id, userId)) ? '/discussions' : '/help'}`
-
-  // The page offers a passkey too: one that holds the account signs in by itself (routes/web/passkeys.ts).
-  async function form(request: FastifyRequest, reply: FastifyReply, status: number, extra: Record<string, unknown>) {
-    const data = pageData(request, reply, { title: 'Sign in', email: '', error: null, next: '', ...extra })
-    return reply.page('sign_in', { ...data, passkey: JSON.stringify(await authenticationOptions(request, 'sign_in')) }, status)
-  }
+  const home = homeOf
+  const form = signInPage
+  /** Whether the site's staff sign in with the company's account only and this account is of its staff: no password or passkey of ours signs them in. */
+  const companyOnly = async (request: FastifyRequest, userId: number) => request.web.site.companySignInOnly && isStaffRole(await users.role(request.web.site.id, userId))
 
   /**
    * Multipass single sign-on (deprecated): a valid token signs its user in, creating a customer
@@ -111,6 +135,13 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     const email = typeof body.email === 'string' ? body.email.trim() : ''
     const password = typeof body.password === 'string' ? body.password : ''
     const next = safeNext(body.next, sitePath(request)) ?? ''
+    // The staff of a site that signs them in with the company's account: refused before their
+    // password is checked, so this page never says whether it was right (docs/decisions.md).
+    const named = request.web.site.companySignInOnly ? await users.find(email) : undefined
+    if (named && (await companyOnly(request, named.id))) {
+      await logPageEvent(request, 'sign_in_failed', { with: 'password', refused: "the company's account only" }, named.id)
+      return form(request, reply, 403, { email, next, error: COMPANY_ONLY })
+    }
 
     // The same checks, slow-down and bound as Basic on the API (fastify.passwords).
     const verdict = await passwords.verify(email, password, request.ip)
@@ -130,7 +161,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     // With a second factor, the password is the first of two steps (docs/decisions.md, "Second factors").
     if (await secondFactors.has(user.id)) {
       reply.holdSignIn(request, user.id)
-      return secondStep(request, reply, user.id, 200, { next })
+      return secondStepPage(request, reply, user.id, 200, { next })
     }
     await reply.signIn(request, user.id)
     await logPageEvent(request, 'sign_in_succeeded', undefined, user.id)
@@ -138,7 +169,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
   })
 
   /** The second step's page: a code of an app, a passkey, or a recovery code, as the account has them. */
-  async function secondStep(request: FastifyRequest, reply: FastifyReply, userId: number, status: number, extra: { next: string; error?: string }) {
+  async function secondStepPage(request: FastifyRequest, reply: FastifyReply, userId: number, status: number, extra: { next: string; error?: string }) {
     const data = pageData(request, reply, { title: 'Sign in: second step', error: null, ...extra })
     const kinds = await secondFactors.kinds(userId)
     const passkeys = kinds.has('passkey') ? await secondFactors.passkeysOf(userId) : []
@@ -149,7 +180,7 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.get('/login/second_step', { config: OPEN }, async (request, reply) => {
     if (request.web.pending === null) return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/login`, 303)
     const next = safeNext((request.query as { next?: unknown }).next, sitePath(request)) ?? ''
-    return secondStep(request, reply, request.web.pending, 200, { next })
+    return secondStepPage(request, reply, request.web.pending, 200, { next })
   })
 
   fastify.post('/login/second_step', { preHandler: fastify.csrfProtection, config: OPEN }, async (request, reply) => {
@@ -164,18 +195,19 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
       if (code !== '' && (await secondFactors.checkTotp(user.id, code))) return 'code'
       return recovery !== '' && (await secondFactors.useRecoveryCode(user.id, recovery)) ? 'recovery code' : null
     })
-    if (checked !== null && typeof checked === 'object' && checked.kind === 'codes_locked') return secondStep(request, reply, user.id, 403, { next, error: codesLockedMessage() })
+    if (checked !== null && typeof checked === 'object' && checked.kind === 'codes_locked') return secondStepPage(request, reply, user.id, 403, { next, error: codesLockedMessage() })
     if (checked !== null && typeof checked === 'object') {
       reply.headers({ ...failureHeaders(authLimits, request.ip), 'retry-after': String(checked.retryAfter) })
-      return secondStep(request, reply, user.id, 429, { next, error: tooMany(checked.retryAfter) })
+      return secondStepPage(request, reply, user.id, 429, { next, error: tooMany(checked.retryAfter) })
     }
     if (checked === null) {
       await logPageEvent(request, 'second_factor_failed', undefined, user.id)
       const error = body.passkey !== undefined ? 'That passkey did not work. Try again, or use another way.' : 'That code is not right, or was used already. Enter the code your app shows now, or a recovery code.'
-      return secondStep(request, reply, user.id, 401, { next, error })
+      return secondStepPage(request, reply, user.id, 401, { next, error })
     }
-    await reply.signIn(request, user.id)
-    await logPageEvent(request, 'sign_in_succeeded', { second_factor: checked }, user.id)
+    const via = request.web.pendingVia
+    await reply.signIn(request, user.id, via)
+    await logPageEvent(request, 'sign_in_succeeded', { second_factor: checked, ...(via && { with: 'company account' }) }, user.id)
     if (checked === 'recovery code') {
       const left = await secondFactors.recoveryCodesLeft(user.id)
       await logPageEvent(request, 'recovery_code_used', { left }, user.id)
@@ -202,6 +234,10 @@ const signInRoutes: FastifyPluginAsync = async (fastify) => {
     if (!user || user.disabled || !(await users.role(request.web.site.id, user.id))) {
       reply.headers(failureHeaders(authLimits, request.ip))
       return form(request, reply, 401, { next, error: 'That passkey does not sign in to an account of this site. Sign in with your email and password.' })
+    }
+    if (await companyOnly(request, user.id)) {
+      await logPageEvent(request, 'sign_in_failed', { with: 'passkey', refused: "the company's account only" }, user.id)
+      return form(request, reply, 403, { next, error: COMPANY_ONLY })
     }
     await reply.signIn(request, user.id)
     await logPageEvent(request, 'sign_in_succeeded', { with: 'passkey' }, user.id)

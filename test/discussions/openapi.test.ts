@@ -31,6 +31,8 @@ const READS = [
   '/{site}/fields',
   '/{site}/fields/{id}',
   '/{site}/customers/{id}',
+  '/{site}/sign_in_providers',
+  '/{site}/sign_in_providers/{id}',
   '/{site}/saved_replies/{id}',
   '/{site}/macros',
   '/{site}/macros/{id}',
@@ -60,6 +62,9 @@ const WRITES = [
   'patch /{site}/fields/{id}',
   'delete /{site}/fields/{id}',
   'put /{site}/customers/{id}',
+  'post /{site}/sign_in_providers',
+  'patch /{site}/sign_in_providers/{id}',
+  'delete /{site}/sign_in_providers/{id}',
   'patch /{site}/categories/{id}',
   'post /{site}/categories',
   'delete /{site}/categories/{id}',
@@ -137,7 +142,7 @@ t.test('every API route is in the document, and nothing else', async (t) => {
 
   // Any discussion or category route registered in the app, now or later, must be documented.
   const toPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
-  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|staff|invitations|webhooks|saved_replies|fields|customers|macros|rules|sender_rules|search|changes|audit_log|schedules|sla_policies|reports)/.test(r.url))
+  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|staff|invitations|webhooks|saved_replies|fields|customers|sign_in_providers|macros|rules|sender_rules|search|changes|audit_log|schedules|sla_policies|reports)/.test(r.url))
   t.equal(apiShaped.length, EXPECTED.length - 2, 'all but the site resource')
   for (const r of apiShaped) t.ok(documented.includes(`${r.method} ${toPath(r.url)}`), `${r.method} ${r.url} is documented`)
   t.notOk(Object.keys(doc.paths).some((p) => p.includes('*') || p.includes('openapi') || p.includes('well-known')))
