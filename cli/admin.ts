@@ -16,6 +16,7 @@ import type { Clock } from '../lib/clock.ts'
 import type { ScheduleStore } from '../db/stores/schedules.ts'
 import type { ReportStore } from '../db/stores/reports.ts'
 import type { FieldStore } from '../db/stores/fields.ts'
+import type { SignInProviderStore } from '../db/stores/sign-in-providers.ts'
 import type { SlaPolicyStore } from '../db/stores/sla-policies.ts'
 import { isPostgresAddress } from '../lib/database-address.ts'
 import { hashPassword, randomPassword } from '../lib/password.ts'
@@ -77,6 +78,8 @@ export interface Stores extends CommandDatabase {
   reports: ReportStore
   /** The sites' custom fields (cli/fields.ts). */
   fields: FieldStore
+  /** The sites' identity providers for their staff (cli/sign-in-providers.ts). */
+  signInProviders: SignInProviderStore
   /** What the stores tell the sites' webhooks of, as the server does (a token revoked here is told too). */
   events: EventSink
   /** The service's public addresses, as the server makes them (a provider's redirect address, say). */
@@ -145,6 +148,7 @@ function storesOf(stores: EngineStores, clock: Clock, box: SecretBox, events: Ev
     schedules: stores.schedules(clock),
     slaPolicies: stores.slaPolicies(clock),
     fields: stores.fields(clock),
+    signInProviders: stores.signInProviders(clock, box),
     reports: stores.reports(clock, (permalink) => urls.siteWeb(permalink)),
   }
 }

@@ -68,6 +68,7 @@ export function policyChanges(values: Values): Partial<SitePolicy> {
     publicDiscussions: onOff('public-discussions', values['public-discussions']),
     newDiscussionsToTeam: onOff('new-discussions-to-team', values['new-discussions-to-team']),
     satisfactionOn: onOff('satisfaction', values.satisfaction),
+    companySignInOnly: onOff('company-sign-in-only', values['company-sign-in-only']),
   }
 }
 
@@ -168,10 +169,11 @@ export const administrationCommands: Command[] = [
         'public-discussions': { ...ON_OFF, about: "whether the customer's pages show the site's public discussions" },
         'new-discussions-to-team': { ...ON_OFF, about: 'whether a supporter who has not chosen on their profile is mailed about every new discussion' },
         satisfaction: { ...ON_OFF, about: 'whether customers are asked to rate each resolved discussion' },
+        'company-sign-in-only': { ...ON_OFF, about: "whether the support staff sign in with the company's account only (`sign-in-provider`); off is the way back in if the provider fails" },
         shorten: { type: 'boolean', about: 'shorten the active tokens over a shorter lifetime to end within it (owners mailed)' },
         leave: { type: 'boolean', about: 'leave the active tokens over a shorter lifetime as they are' },
       },
-      usage: 'site policy <site> [--max-token-days N [--shorten | --leave]] [--write-tokens everyone|administrators] [--legacy-token on|off] [--multipass on|off] [--password on|off] [--staff-second-factor on|off] [--visitor-discussions on|off] [--public-discussions on|off] [--new-discussions-to-team on|off] [--satisfaction on|off]',
+      usage: 'site policy <site> [--max-token-days N [--shorten | --leave]] [--write-tokens everyone|administrators] [--legacy-token on|off] [--multipass on|off] [--password on|off] [--staff-second-factor on|off] [--visitor-discussions on|off] [--public-discussions on|off] [--new-discussions-to-team on|off] [--satisfaction on|off] [--company-sign-in-only on|off]',
       summary:
         "Print the site's token policy; the options change it. A shorter lifetime that leaves active tokens over it is refused with their count until --shorten or --leave says what happens to them.",
       atomic: false,
