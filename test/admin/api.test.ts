@@ -91,7 +91,7 @@ t.test('the inventory, a revocation all or nothing, and a policy change with its
   t.equal((await tighten({ max_token_days: 400, existing_tokens: 'leave' })).statusCode, 400)
   const left = await tighten({ max_token_days: 30, existing_tokens: 'leave', multipass: false })
   t.equal(left.statusCode, 200)
-  t.same(left.json(), { policy: { max_token_days: 30, write_tokens: 'everyone', legacy_token: true, multipass: false, password: true, staff_second_factor: false, visitor_discussions: true, public_discussions: true, new_discussions_to_team: false, satisfaction: true }, shortened: 0, left_over: 2 })
+  t.same(left.json(), { policy: { max_token_days: 30, write_tokens: 'everyone', legacy_token: true, multipass: false, password: true, staff_second_factor: false, visitor_discussions: true, public_discussions: true, new_discussions_to_team: false, satisfaction: true, company_sign_in_only: false }, shortened: 0, left_over: 2 })
   t.equal((await app.tokens.find(kept.site.id, kept.token.id))!.expiresAt.getTime(), kept.token.expiresAt.getTime(), 'left as it was')
   const shortened = await tighten({ max_token_days: 7, existing_tokens: 'shorten' })
   t.equal(shortened.json().shortened, 2)

@@ -45,7 +45,7 @@ t.test('administrators, the inventory and the policy from the command line', asy
     t.equal(refused.stderr, `service-desk: ${option} does not take "${value}"; see service-desk credentials --help\n`)
   }
 
-  t.equal((await ok(['site', 'policy', 'acme'])).stdout, 'max_token_days\t365\nwrite_tokens\teveryone\nlegacy_token\ton\nmultipass\ton\npassword\ton\nstaff_second_factor\toff\nvisitor_discussions\ton\npublic_discussions\ton\nnew_discussions_to_team\ton\nsatisfaction\ton\n')
+  t.equal((await ok(['site', 'policy', 'acme'])).stdout, 'max_token_days\t365\nwrite_tokens\teveryone\nlegacy_token\ton\nmultipass\ton\npassword\ton\nstaff_second_factor\toff\nvisitor_discussions\ton\npublic_discussions\ton\nnew_discussions_to_team\ton\nsatisfaction\ton\ncompany_sign_in_only\toff\n')
   for (const [argv, message] of [
     [['--max-token-days', '400'], '--max-token-days must be a whole number of days from 1 to 365, not "400"'],
     [['--max-token-days', '0'], '--max-token-days must be a whole number of days from 1 to 365, not "0"'],
@@ -60,7 +60,7 @@ t.test('administrators, the inventory and the policy from the command line', asy
   t.equal((await ok(['site', 'policy', 'acme'])).stdout.split('\n')[0], 'max_token_days\t365', 'nothing changed by the refusals')
 
   const left = await ok(['site', 'policy', 'acme', '--max-token-days', '90', '--leave', '--legacy-token', 'off', '--write-tokens', 'administrators', '--staff-second-factor', 'on'], { env: mail })
-  t.equal(left.stdout, 'max_token_days\t90\nwrite_tokens\tadministrators\nlegacy_token\toff\nmultipass\ton\npassword\ton\nstaff_second_factor\ton\nvisitor_discussions\ton\npublic_discussions\ton\nnew_discussions_to_team\ton\nsatisfaction\ton\n')
+  t.equal(left.stdout, 'max_token_days\t90\nwrite_tokens\tadministrators\nlegacy_token\toff\nmultipass\ton\npassword\ton\nstaff_second_factor\ton\nvisitor_discussions\ton\npublic_discussions\ton\nnew_discussions_to_team\ton\nsatisfaction\ton\ncompany_sign_in_only\toff\n')
   t.equal(left.stderr, '1 token left lasting longer than 90 days\n')
   t.equal(smtp.mails.length, 0, 'nobody mailed when tokens are left as they are')
   const refusedToken = await run(['token', 'create', 'acme', 'bob@example.test', '--name', 'long', '--access', 'read', '--expires', '365'])

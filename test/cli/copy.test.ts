@@ -103,6 +103,9 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   await app.fields.add(ann.site.id, { key: 'plan', name: 'Plan', kind: 'choices', choices: ['Basic', 'Pro'] }, by)
   t.equal((await api('PUT', '/demo/discussions/4', { fields: { plan: ['Basic', 'Pro'] } })).statusCode, 200)
   t.equal((await app.inject({ method: 'POST', url: '/demo/discussions/6/merge', headers: { authorization: `Bearer ${bearer}`, accept: V1 }, payload: { into: 4 } })).statusCode, 200)
+  // A provider of the staff's sign-in (issue 73) and Ann's subject linked to it.
+  const acme = await app.signInProviders.add(ann.site.id, { name: 'Acme', kind: 'google', clientId: 'acme-client', clientSecret: 'acme-secret' }, by)
+  t.equal((await app.signInProviders.admit(acme, 'subject-of-ann', ann.user.email, 'Ann', { address: null })).kind, 'admitted')
   const credentials = { bearer, legacy, basic: ann.headers }
   const before = await answers(app, credentials)
   t.same(before.map((answer) => answer.status), [200, 200, 200, 200, 200, 200, 200, 200], 'every credential works on SQLite')
@@ -126,7 +129,7 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   t.equal(copied.code, 0, copied.stderr)
   const lines = copied.stdout.split('\n')
   t.match(lines[0], /^table\s+sqlite rows\s+postgres rows\s+sha256 \(sqlite\)\s+sha256 \(postgres\)$/)
-  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'web_sessions', 'invitations', 'categories', 'discussions', 'comments', 'discussion_counts', 'discussion_tags', 'fields', 'field_values', 'discussion_merges', 'report_days', 'saved_replies', 'rules', 'rule_firings', 'oauth_records', 'security_events', 'audit_events', 'schedules', 'sla_policies', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows', 'files', 'file_pieces', 'attachments', 'mail_providers', 'mailboxes', 'mail_messages', 'participants', 'sender_rules', 'mail_home', 'webhooks', 'outbox', 'webhook_deliveries', 'customer_links', 'discussion_changes', 'idempotency_keys']
+  const tables = ['sites', 'users', 'memberships', 'personal_tokens', 'personal_token_addresses', 'sign_in_providers', 'sign_in_links', 'web_sessions', 'invitations', 'categories', 'discussions', 'comments', 'discussion_counts', 'discussion_tags', 'fields', 'field_values', 'discussion_merges', 'report_days', 'saved_replies', 'rules', 'rule_firings', 'oauth_records', 'security_events', 'audit_events', 'schedules', 'sla_policies', 'second_factors', 'recovery_codes', 'used_challenges', 'rate_limit_windows', 'files', 'file_pieces', 'attachments', 'mail_providers', 'mailboxes', 'mail_messages', 'participants', 'sender_rules', 'mail_home', 'webhooks', 'outbox', 'webhook_deliveries', 'customer_links', 'discussion_changes', 'idempotency_keys']
   for (const [i, table] of tables.entries()) {
     const [name, sqliteRows, postgresRows, sqliteSum, postgresSum, verdict] = lines[i + 1]!.split(/\s+/)
     t.same([name, postgresRows, postgresSum, verdict], [table, sqliteRows, sqliteSum, 'same'], table)
@@ -137,7 +140,7 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   const counts = Object.fromEntries(lines.slice(1, tables.length + 1).map((line) => [line.split(/\s+/)[0], Number(line.split(/\s+/)[1])]))
   t.match(
     counts,
-    { sites: 1, users: 4, memberships: 4, personal_tokens: 1, personal_token_addresses: 1, web_sessions: 1, categories: 2, discussions: 7, comments: 10, fields: 1, field_values: 2, discussion_merges: 1, oauth_records: 2, security_events: 3, files: 1, file_pieces: 3, attachments: 1 },
+    { sites: 1, users: 4, memberships: 4, personal_tokens: 1, personal_token_addresses: 1, sign_in_providers: 1, sign_in_links: 1, web_sessions: 1, categories: 2, discussions: 7, comments: 10, fields: 1, field_values: 2, discussion_merges: 1, oauth_records: 2, security_events: 3, files: 1, file_pieces: 3, attachments: 1 },
     "the page's sign-in, the token's first use from its address, and the event added above",
   )
 
@@ -155,6 +158,9 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   const downloaded = await moved.inject({ url: attachment, headers: { authorization: `Bearer ${bearer}` } })
   t.equal(downloaded.statusCode, 200)
   t.ok(downloaded.rawPayload.equals(file), 'the file downloads byte for byte from PostgreSQL')
+  const provider = (await moved.signInProviders.find(ann.site.id, acme.id))!
+  t.same(moved.signInProviders.settingsOf(provider), { issuer: 'https://accounts.google.com', clientId: 'acme-client', clientSecret: 'acme-secret' }, "the provider's secret opens there")
+  t.equal(await moved.signInProviders.subjectOf(acme.id, ann.user.id), 'subject-of-ann', "Ann's subject is linked there")
 
   // New rows take the ids after the copied ones.
   const created = await moved.inject({
