@@ -213,6 +213,7 @@ t.test("with the company's account only: the password form, Basic and the legacy
   t.match((await annWeb.get(on.headers.location as string)).body, /The staff sign in with the company.{1,5}s account only/)
   t.equal((await app.securityLog.list({ userId: ann.user.id, kinds: ['policy_changed'], offset: 0, limit: 1 })).events[0]!.detail.company_sign_in_only, 'false -> true')
   t.equal((await app.inject({ method: 'GET', url: '/demo/policy', headers: bob.bearer })).json().company_sign_in_only, true)
+  t.match((await annWeb.get('/demo/admin/policy')).body, /data-company-only>The staff sign in with the company/, 'the token policy page says the switches below are overruled')
 
   const password = webClient(app)
   const form = await password.signIn(ann.email, ann.password)
