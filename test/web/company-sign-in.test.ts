@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { buildTestApp, newSite, supporterWithToken, V1 } from '../fixtures/app.ts'
+import { buildTestApp, newSite, rawStatement, supporterWithToken, V1 } from '../fixtures/app.ts'
 import { basic, legacyTokenOf } from '../fixtures/credentials.ts'
 import { DESK, identityProvider, subjectOf, type IdentityProvider } from '../fixtures/identity-provider.ts'
 import { freePort } from '../fixtures/server.ts'
@@ -387,4 +387,82 @@ t.test('the providers through the API: administrators only, the secret never rea
   t.equal((await call('DELETE', `/demo/sign_in_providers/${provider.id}`)).statusCode, 204)
   t.equal((await call('GET', `/demo/sign_in_providers/${provider.id}`)).statusCode, 404)
   t.equal((await app.inject({ method: 'PATCH', url: '/demo/policy', headers: admin.bearer, payload: { company_sign_in_only: true } })).statusCode, 409, 'nobody could sign in: refused until someone has')
+})
+
+t.test('Administration -> Sign-in: a provider added, changed and removed on the page, each refusal said, both outsiders kept out', async (t) => {
+  const { app } = await buildTestApp(t)
+  const ann = await personWithPassword(app, { email: 'ann@acme.example' })
+  await app.users.setAdministrator(ann.site.id, ann.user.id, true)
+  const { site } = ann
+  const web = webClient(app)
+  await web.signIn(ann.email, ann.password)
+  const page = await web.get('/demo/admin/sign_in')
+  t.match(page.body, /<code data-redirect-address>https:\/\/help\.example\.test\/demo\/login\/provider\/callback<\/code>/)
+
+  const form = { kind: 'microsoft', name: 'Acme Entra', tenant: 'acme.onmicrosoft.com', client_id: 'c-1', client_secret: 'entra-secret-of-acme', domains: 'acme.example, acme.org', domain_role: 'collaborator', trust_mfa: 'yes' }
+  const added = await web.post('/demo/admin/sign_in', form)
+  t.equal(added.statusCode, 303, added.body)
+  const [provider] = await app.signInProviders.list(site.id)
+  t.match(provider, { name: 'Acme Entra', kind: 'microsoft', issuer: 'https://login.microsoftonline.com/acme.onmicrosoft.com/v2.0', clientId: 'c-1', domainRole: 'collaborator', trustMfa: true })
+  t.same(JSON.parse(provider!.domains), ['acme.example', 'acme.org'])
+  const listed = await web.get(added.headers.location as string)
+  t.match(listed.body, /The provider is added/)
+  t.match(listed.body, new RegExp(`/demo/login/provider/${provider!.id}/logout`), 'its back-channel logout address is shown')
+  t.notMatch(listed.body, /entra-secret-of-acme/, 'the secret is never shown')
+
+  for (const [change, words, status] of [
+    [{ ...form, name: 'Any', tenant: 'common' }, /The tenant must be your company/, 400],
+    [{ ...form, name: 'Acme Entra' }, /named Acme Entra already/, 409],
+    [{ ...form, name: 'Bad', domains: 'acme example!' }, /is not a domain name/, 400],
+    [{ ...form, kind: 'saml' }, /Choose the kind of provider/, 400],
+  ] as const) {
+    const refused = await web.post('/demo/admin/sign_in', change)
+    t.equal(refused.statusCode, status, String(words))
+    t.match(refused.body, words)
+    t.notMatch(refused.body, /entra-secret-of-acme/, 'the secret is not sent back in a refused form')
+  }
+  t.equal((await app.signInProviders.list(site.id)).length, 1, 'nothing written by a refusal')
+
+  const changed = await web.post(`/demo/admin/sign_in/${provider!.id}`, { name: 'Acme', client_id: 'c-2', client_secret: '', domains: '', domain_role: '', trust_mfa: '' })
+  t.equal(changed.statusCode, 303)
+  const after = (await app.signInProviders.find(site.id, provider!.id))!
+  t.match(after, { name: 'Acme', clientId: 'c-2', domainRole: null, trustMfa: false, domains: '[]' })
+  t.same(app.signInProviders.settingsOf(after)?.clientSecret, 'entra-secret-of-acme', 'an empty secret box keeps the secret')
+
+  // Outsiders: a supporter of the site, and another site's administrator.
+  const pat = await personWithPassword(app, { email: 'pat@acme.example' })
+  const supporter = webClient(app)
+  await supporter.signIn(pat.email, pat.password)
+  t.equal((await supporter.get('/demo/admin/sign_in')).statusCode, 403)
+  t.equal((await supporter.post(`/demo/admin/sign_in/${provider!.id}`, { remove: 'yes' })).statusCode, 403)
+  const olga = await personWithPassword(app, { site: 'other', email: 'olga@other.example' })
+  await app.users.setAdministrator(olga.site.id, olga.user.id, true)
+  const outsider = webClient(app, 'other')
+  await outsider.signIn(olga.email, olga.password)
+  await outsider.get('/other/admin/sign_in')
+  t.equal((await outsider.post(`/other/admin/sign_in/${provider!.id}`, { remove: 'yes' })).statusCode, 404, "another site's administrator cannot reach this site's provider")
+  t.ok(await app.signInProviders.find(site.id, provider!.id), 'still there')
+
+  await web.get('/demo/admin/sign_in')
+  const removed = await web.post(`/demo/admin/sign_in/${provider!.id}`, { remove: 'yes' })
+  t.equal(removed.statusCode, 303)
+  t.same(await app.signInProviders.list(site.id), [])
+  t.same((await app.securityLog.changes({ siteId: site.id, action: 'sign_in_provider', limit: 5 })).map((l) => l.action), ['sign_in_provider.removed', 'sign_in_provider.changed', 'sign_in_provider.added'])
+})
+
+t.test("a provider that cannot be reached, or whose secret is sealed under another key, is said so; nobody is signed in", async (t) => {
+  const { app } = await buildTestApp(t)
+  const ann = await personWithPassword(app, { email: 'ann@acme.example' })
+  const gone = await app.signInProviders.add(ann.site.id, { name: 'Gone', kind: 'oidc', issuer: `http://127.0.0.1:${await freePort()}`, clientId: 'c', clientSecret: 's' })
+  const web = webClient(app)
+  await web.get('/demo/login')
+  const unreachable = await web.post('/demo/login/provider', { provider: String(gone.id) })
+  t.equal(unreachable.statusCode, 502)
+  t.match(unreachable.body, /Gone could not be reached/)
+
+  await rawStatement(app, 'UPDATE sign_in_providers SET secret = ? WHERE id = ?', ['sealed-under-another-key', gone.id])
+  const sealed = await web.post('/demo/login/provider', { provider: String(gone.id) })
+  t.equal(sealed.statusCode, 400)
+  t.match(sealed.body, /sealed under another server key/)
+  t.notOk(await onQueue(web))
 })
