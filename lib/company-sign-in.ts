@@ -55,6 +55,8 @@ export interface SignInClaims {
   acr?: unknown
   auth_time?: unknown
   sid?: unknown
+  /** Google's hosted domain: the Workspace an account belongs to (none for a personal Google account). */
+  hd?: unknown
 }
 
 const yes = (value: unknown) => value === true || value === 'true' || value === 1 || value === '1'
@@ -64,10 +66,14 @@ const yes = (value: unknown) => value === true || value === 'true' || value === 
  * (`email_verified`, or Microsoft's `xms_edov`). A provider that lets its users type any address
  * unchecked must not make them anyone here (the "nOAuth" mistake).
  */
-export function verifiedAddress(claims: SignInClaims): { address: string } | { refused: 'no_email' | 'unverified' } {
+export function verifiedAddress(claims: SignInClaims, kind: ProviderKind): { address: string } | { refused: 'no_email' | 'unverified' | 'not_workspace' } {
   const email = typeof claims.email === 'string' ? normalAddress(claims.email) : ''
   if (!isMailAddress(email)) return { refused: 'no_email' }
-  return yes(claims.email_verified) || yes(claims.xms_edov) ? { address: email } : { refused: 'unverified' }
+  if (!(yes(claims.email_verified) || yes(claims.xms_edov))) return { refused: 'unverified' }
+  // Google: an account of the company's Workspace, whose domain is its address's; a personal
+  // Google account may carry a verified address of the company's domain (an old colleague's).
+  if (kind === 'google' && (typeof claims.hd !== 'string' || claims.hd.toLowerCase() !== email.slice(email.lastIndexOf('@') + 1))) return { refused: 'not_workspace' }
+  return { address: email }
 }
 
 /** The `acr` values that name a sign-in with more than one factor (the PAPE policies). */
@@ -93,10 +99,11 @@ export function newcomerName(claims: SignInClaims, address: string): string {
 }
 
 /**
- * Whether an ID token of a re-authentication is fresh: the provider signed the person in again after
- * it was asked to (`auth_time`, when it gives one; a minute's drift between clocks allowed).
+ * Whether an ID token of a re-authentication is fresh: the provider says (`auth_time`) it signed the
+ * person in again after it was asked to, a minute's drift between clocks allowed. A provider that
+ * does not say confirms nothing: it may have answered from its session without asking.
  */
-export const freshAuthentication = (claims: SignInClaims, askedAt: number) => typeof claims.auth_time !== 'number' || claims.auth_time * 1000 >= askedAt - 60_000
+export const freshAuthentication = (claims: SignInClaims, askedAt: number) => typeof claims.auth_time === 'number' && claims.auth_time * 1000 >= askedAt - 60_000
 
 /** The event a back-channel logout token carries (OpenID Connect Back-Channel Logout 1.0, 2.4). */
 const LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout'

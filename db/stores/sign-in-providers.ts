@@ -1,4 +1,6 @@
 import { and, asc, eq, type SQL } from '../drizzle.ts'
+import ipaddr from 'ipaddr.js'
+import { refusedClass } from '../../lib/webhook-address.ts'
 import { unguarded, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
@@ -74,8 +76,12 @@ function checkedClient(clientId: string | undefined, clientSecret: string | unde
   if (clientSecret !== undefined && !isClientSecret(clientSecret)) throw new StoreError('the client secret must be the one the provider gave, printable on one line', 'invalid', 'client_secret')
 }
 
-/** The issuer of a new provider: its preset's, or the one given for any other. */
-function issuerOf(input: ProviderInput): string {
+/**
+ * The issuer of a new provider: its preset's, or the one given for any other. `operator`: given at
+ * the command line (or by the service itself), which may name a provider on this machine or the
+ * operator's network; a site's administrators may not (the service would fetch it: SSRF).
+ */
+function issuerOf(input: ProviderInput, operator: boolean): string {
   if (!(providerKinds as readonly string[]).includes(input.kind)) throw new StoreError(`the kind must be ${providerKinds.join(', ')}`, 'invalid', 'kind')
   if (input.kind === 'google') return PRESET_ISSUERS.google('')
   if (input.kind === 'microsoft') {
@@ -87,8 +93,14 @@ function issuerOf(input: ProviderInput): string {
   const issuer = (input.issuer ?? '').trim().replace(/\/$/, '')
   const problem = issuer === '' ? "must be the provider's issuer address, such as https://login.example.com" : issuerProblem(issuer)
   if (problem) throw new StoreError(`the issuer ${problem}`, 'invalid', 'issuer')
+  const host = new URL(issuer).hostname.replace(/^\[(.*)\]$/, '$1')
+  if (/(^|\.)(login\.microsoftonline\.com|b2clogin\.com)$/i.test(host)) throw new StoreError('the issuer of Microsoft Entra ID is given as a provider of the kind microsoft, with your tenant', 'invalid', 'issuer')
+  if (!operator && !publicHost(host)) throw new StoreError('the issuer must be a public address: one on this machine or a private network is for the operator to add (service-desk sign-in-provider add)', 'invalid', 'issuer')
   return issuer
 }
+
+/** Whether a host is a name or a public address as webhooks judge one (lib/webhook-address.ts): not localhost, a loopback, private or link-local address. */
+const publicHost = (host: string) => (ipaddr.isValid(host) ? refusedClass(host) === null : host !== 'localhost' && !host.endsWith('.localhost'))
 
 export function createSignInProviderStore(port: StorePort, clock: Clock, box: SecretBox) {
   const { db, tables: { signInProviders, signInLinks, memberships, users, webSessions } } = port
@@ -129,7 +141,7 @@ export function createSignInProviderStore(port: StorePort, clock: Clock, box: Se
 
     async add(siteId: number, input: ProviderInput, by?: Actor): Promise<SignInProvider> {
       const name = checkedName(input.name)
-      const issuer = issuerOf(input)
+      const issuer = issuerOf(input, by === undefined || by.via === 'cli')
       checkedClient(input.clientId, input.clientSecret)
       const domains = checkedDomains(input.domains ?? [])
       const now = new Date(clock())

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { and, asc, eq, sql } from '../drizzle.ts'
+import { and, asc, eq, inArray, isNull, sql } from '../drizzle.ts'
 import { unguarded, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
@@ -7,6 +7,7 @@ import { permalinkProblem } from '../../lib/permalink.ts'
 import { StoreError } from './errors.ts'
 import { changedFields, recordChange, type Actor } from './audit.ts'
 import { changedPolicy, POLICY_NAMES, policyOf, type SitePolicy } from './site-policy.ts'
+import { STAFF_ROLE } from './staff.ts'
 
 export type Site = Tables['sites']['$inferSelect']
 
@@ -128,6 +129,13 @@ async function companyAccountsWork(tx: StorePort, siteId: number, by: Actor | un
   if (!linked) throw new StoreError("sign in with the company's account yourself first, so you know it works: with passwords off you could not sign in otherwise", 'conflict', 'company_sign_in_only')
 }
 
+/** Ends the sessions of the site's staff that no identity provider made. */
+async function endOwnSessionsOfStaff(tx: StorePort, siteId: number): Promise<void> {
+  const { webSessions, memberships } = tx.tables
+  const staff = tx.db.select({ id: memberships.userId }).from(memberships).where(and(eq(memberships.siteId, siteId), eq(memberships.role, STAFF_ROLE)))
+  await tx.db.delete(webSessions).where(and(eq(webSessions.siteId, siteId), isNull(webSessions.providerId), inArray(webSessions.userId, staff)))
+}
+
 export function createSiteStore(port: StorePort, clock: Clock) {
   const { db, tables: { sites } } = port
   const byPermalink = db
@@ -184,8 +192,11 @@ export function createSiteStore(port: StorePort, clock: Clock) {
         if (!site) throw new StoreError('there is no such site', 'not_found', 'site')
         const before = policyOf(site)
         const after = changedPolicy(before, changes)
-        if (after.companySignInOnly && !before.companySignInOnly) await companyAccountsWork(tx, siteId, by)
+        const companyOnlyNow = after.companySignInOnly && !before.companySignInOnly
+        if (companyOnlyNow) await companyAccountsWork(tx, siteId, by)
         await tx.db.update(sites).set(after).where(eq(sites.id, siteId))
+        // The staff's sessions of a password or a passkey end with it: from now on they sign in at the provider.
+        if (companyOnlyNow) await endOwnSessionsOfStaff(tx, siteId)
         // By the names the API, the CLI and the security log give the fields.
         const named = (policy: SitePolicy) => Object.fromEntries(Object.entries(policy).map(([k, v]) => [POLICY_NAMES[k as keyof SitePolicy], v]))
         const changed = changedFields(named(before), named(after))

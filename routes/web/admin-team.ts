@@ -40,7 +40,7 @@ const CLOSED: Record<Exclude<InvitationLook['kind'], 'open'>, string> = {
 }
 
 const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
-  const { invitations, urls, passwords, authLimits, secondFactors, securityLog } = fastify
+  const { invitations, urls, passwords, authLimits, secondFactors } = fastify
   const base = (request: FastifyRequest) => urls.siteWeb(request.web.site.permalink)
   const action = { preHandler: [fastify.csrfProtection, requireAdministrator, requireConfirmed('administration', '/admin/team')] }
 
@@ -143,13 +143,22 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
     const text = (name: string) => (typeof body[name] === 'string' ? (body[name] as string) : '')
     const mode = modeOf(request, look, value)
 
-    /** Takes the invitation for the account and signs them in (their sessions on the site ended: their rights rose); to the queue. */
+    /**
+     * Signs in the person who took the invitation, and to the queue; on a site whose staff sign in
+     * with the company's account only, to the sign-in page instead, where they do (their sessions on
+     * the site ended with the invitation: their rights rose).
+     */
+    const welcome = async (userId: number, role: string) => {
+      await logPageEvent(request, 'staff_added', { by: 'invitation', role }, userId)
+      if (site.companySignInOnly) return reply.redirect(`${base(request)}/login`, 303)
+      await reply.signIn(request, userId)
+      return reply.redirect(`${base(request)}/discussions`, 303)
+    }
+    /** Takes the invitation for the account. */
     const join = async (userId: number) => {
       const taken = await invitations.accept(site.id, value, { userId }, { address: request.ip })
       if (taken.kind !== 'accepted') return invitationPage(request, reply, taken)
-      await reply.signIn(request, userId)
-      await securityLog.append({ userId, siteId: site.id, kind: 'staff_added', address: request.ip, actor: 'page', detail: { by: 'invitation', role: taken.role } })
-      return reply.redirect(`${base(request)}/discussions`, 303)
+      return welcome(userId, taken.role)
     }
 
     if (mode === 'other') return invitationPage(request, reply, look)
@@ -182,9 +191,7 @@ const adminTeamRoutes: FastifyPluginAsync = async (fastify) => {
       // An account a mail sign-in made chooses its password with the invitation, in its transaction.
       const taken = await invitations.accept(site.id, value, look.account ? { userId: look.account.id, passwordHash } : { newcomer: { name, passwordHash } }, { address: request.ip })
       if (taken.kind !== 'accepted') return invitationPage(request, reply, taken)
-      await reply.signIn(request, taken.userId)
-      await logPageEvent(request, 'staff_added', { by: 'invitation', role: taken.role }, taken.userId)
-      return reply.redirect(`${base(request)}/discussions`, 303)
+      return welcome(taken.userId, taken.role)
     } catch (error) {
       if (!(error instanceof StoreError)) throw error
       return invitationPage(request, reply, look, 400, sentence(error.message))

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { freshAuthentication, mfaAtProvider, newcomerName, verifiedAddress, type SignInClaims } from '../../lib/company-sign-in.ts'
+import { freshAuthentication, mfaAtProvider, newcomerName, verifiedAddress, type ProviderKind, type SignInClaims } from '../../lib/company-sign-in.ts'
 import type { PendingSignIn } from '../../lib/openid.ts'
 import { createBoundedSet } from '../../lib/bounded-set.ts'
 import type { AdmissionRefusal, SignInProvider } from '../../db/stores/sign-in-providers.ts'
@@ -7,6 +7,7 @@ import type { SessionVia } from '../../db/stores/sessions.ts'
 import { PURPOSES, type Purpose } from './confirm.ts'
 import { logPageEvent, pageData, requireSupporter, safeNext } from './pages.ts'
 import { homeOf, OPEN, signInPage } from './sign-in.ts'
+import { confirmingProvider } from './providers.ts'
 
 // Staff sign in with the company's account (issue 73; docs/decisions.md, "Staff sign-in with the
 // company's account"; lib/company-sign-in.ts). A button of the sign-in page posts here; the browser
@@ -34,25 +35,14 @@ interface Pending extends PendingSignIn {
 }
 
 /** What the sign-in page says of each refusal. */
-const REFUSALS: Record<AdmissionRefusal | 'unverified' | 'no_email', string> = {
+const REFUSALS: Record<AdmissionRefusal | 'unverified' | 'no_email' | 'not_workspace', string> = {
+  not_workspace: "signed you in with an account outside your company's Google Workspace (a personal Google account, perhaps). Sign in with your work account.",
   no_email: "did not say your email address. Ask your administrator to let the application read it (the email scope).",
   unverified: 'says your email address is not verified. Verify it there, or ask your administrator.',
   disabled: 'signed you in, but your account here is switched off. Ask an administrator of this site.',
   not_staff: "signed you in, but you are not on this site's staff. Ask an administrator of this site to invite you.",
   customer: 'signed you in as a customer of this site: customers sign in on the support site.',
   linked_elsewhere: 'signed you in as another account than the one linked to your address here. Sign in there with your own account, or ask an administrator.',
-}
-
-/**
- * The provider a signed-in person confirms it is them at (sudo mode): the one their session came
- * from; on a site whose staff sign in with the company's account only, one they are linked to.
- * Undefined: they confirm with our own second factor or password (routes/web/confirm.ts).
- */
-export async function confirmingProvider(request: FastifyRequest): Promise<SignInProvider | undefined> {
-  const { signInProviders } = request.server
-  const { site, user } = request.web
-  const id = user!.provider?.id ?? (site.companySignInOnly ? await signInProviders.linkedOn(site.id, user!.id) : undefined)
-  return id === undefined ? undefined : signInProviders.find(site.id, id)
 }
 
 const companySignInRoutes: FastifyPluginAsync = async (fastify) => {
@@ -86,8 +76,9 @@ const companySignInRoutes: FastifyPluginAsync = async (fastify) => {
 
   /** A provider of this site by the id a form or an address gives, or undefined. */
   async function providerOf(request: FastifyRequest, value: unknown): Promise<SignInProvider | undefined> {
+    // An id column holds at most 2^31 - 1 (PostgreSQL's integer).
     const id = typeof value === 'string' && /^\d{1,10}$/.test(value) ? Number(value) : NaN
-    return Number.isSafeInteger(id) ? signInProviders.find(request.web.site.id, id) : undefined
+    return id >= 1 && id <= 2_147_483_647 ? signInProviders.find(request.web.site.id, id) : undefined
   }
 
   fastify.post('/login/provider', { preHandler: fastify.csrfProtection, config: OPEN }, async (request, reply) => {
@@ -100,7 +91,7 @@ const companySignInRoutes: FastifyPluginAsync = async (fastify) => {
   })
 
   // Sudo mode for a session the provider made: the person signs in there anew (routes/web/confirm.ts).
-  fastify.post('/confirm/provider', { preHandler: [fastify.csrfProtection, requireSupporter], config: OPEN }, async (request, reply) => {
+  fastify.post('/confirm/provider', { preHandler: [fastify.csrfProtection, requireSupporter], config: { ...OPEN, ownAccount: true } }, async (request, reply) => {
     const body = (request.body ?? {}) as { for?: unknown; next?: unknown }
     const user = request.web.user!
     const provider = await confirmingProvider(request)
@@ -147,7 +138,7 @@ const companySignInRoutes: FastifyPluginAsync = async (fastify) => {
     }
     if (pending.confirm) return confirmed(request, reply, provider, claims, pending)
 
-    const address = verifiedAddress(claims)
+    const address = verifiedAddress(claims, provider.kind as ProviderKind)
     if ('refused' in address) {
       await logPageEvent(request, 'sign_in_failed', { with: provider.name, refused: address.refused }, null)
       return refused(request, reply, 403, `${provider.name} ${REFUSALS[address.refused]}`, next)

@@ -2,8 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncH
 import { failureHeaders } from '../../plugins/auth/limits.ts'
 import { codesLockedMessage, logPageEvent, pageData, requireSupporter, safeNext, secondStepAttempt, tooMany } from './pages.ts'
 import { authenticationOptions, passkeyAnswer } from './passkeys.ts'
-import { confirmingProvider } from './company-sign-in.ts'
-import { providersCsp } from './sign-in.ts'
+import { confirmingProvider, providersCsp } from './providers.ts'
 
 // Sudo mode (docs/decisions.md, "Confirming it is you"): creating a personal token and what
 // administrators change ask the person to have signed in, or confirmed their password, within the

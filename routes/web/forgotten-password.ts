@@ -2,6 +2,8 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { LINK_MINUTES } from '../../db/stores/customer-links.ts'
 import { isMailAddress } from '../../lib/mail.ts'
 import { logPageEvent, pageData } from './pages.ts'
+import { COMPANY_ONLY, signInPage } from './sign-in.ts'
+import { isStaffRole } from '../../db/stores/staff.ts'
 
 // A forgotten password (docs/decisions.md, "A forgotten password"): "Forgot your password?" on the
 // sign-in page mails a supporter of the site a link (valid LINK_MINUTES, once, for this site only,
@@ -64,6 +66,11 @@ const forgottenPasswordRoutes: FastifyPluginAsync = async (fastify) => {
     if (followed.kind !== 'signed_in') {
       const why = followed.kind === 'expired' ? `It was valid for ${LINK_MINUTES} minutes.` : followed.kind === 'used' ? 'It was used already: each link works once.' : 'It is not a link of this site, or it was changed.'
       return page(request, reply, 410, { error: `This link no longer works. ${why} Ask for a new one below.` })
+    }
+    // The staff of a site that signs them in with the company's account only: a mailed link is no way around it.
+    if (request.web.site.companySignInOnly && isStaffRole(await fastify.users.role(request.web.site.id, followed.userId))) {
+      await logPageEvent(request, 'sign_in_failed', { with: 'password reset link', refused: "the company's account only" }, followed.userId)
+      return signInPage(request, reply, 403, { error: COMPANY_ONLY })
     }
     const next = `${new URL(base(request)).pathname}/profile?forgotten=1`
     // With a second factor, the link is the first of two steps, as a password is.

@@ -28,6 +28,7 @@ import securityLogRoutes from './security-log.ts'
 import profileRoutes from './profile.ts'
 import secondFactorRoutes from './second-factors.ts'
 import { secondFactorFirst } from './enrollment.ts'
+import { accountWideOwnSession } from './providers.ts'
 import { pageData } from './pages.ts'
 import queueRoutes, { addPageConstraint } from './queue.ts'
 import searchRoutes from './search.ts'
@@ -64,6 +65,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
         cookiePath: (permalink) => new URL(fastify.urls.siteWeb(permalink)).pathname,
       })
       web.addHook('preHandler', secondFactorFirst)
+      web.addHook('preHandler', accountWideOwnSession)
       web.setErrorHandler(async (error: FastifyError, request, reply) => {
         // A locked or full database file: the page's change did not happen; say so, and when to retry.
         const unavailable = answerUnavailable(error, request, reply)

@@ -55,8 +55,10 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
    * person is staff holds them for a second factor (it opens every such site: plugins/auth/site-rules.ts),
    * and only after a recent sign-in or confirmation (routes/web/confirm.ts), as a new personal token.
    */
-  async function legacyTokenState(request: FastifyRequest): Promise<'held' | 'confirm' | 'shown'> {
+  async function legacyTokenState(request: FastifyRequest): Promise<'held' | 'company' | 'confirm' | 'shown'> {
     const user = request.web.user!
+    // A session of a site's identity provider does not reach what opens every site (routes/web/providers.ts).
+    if (user.provider) return 'company'
     const required = (await users.staffSites(user.id)).some((site) => site.secondFactorRequired)
     if (required && !(await fastify.secondFactors.has(user.id))) return 'held'
     return confirmedRecently(request) ? 'shown' : 'confirm'
@@ -81,7 +83,7 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
     const profile = `${urls.siteWeb(request.web.site.permalink)}/profile`
     if (!isStaffRole(request.web.user.role)) return reply.redirect(profile, 303)
     const state = await legacyTokenState(request)
-    if (state === 'held') return reply.redirect(profile, 303)
+    if (state === 'held' || state === 'company') return reply.redirect(profile, 303)
     if (state === 'confirm') return confirmFirst(request, reply, 'legacy', '/profile/reset_api_token')
   }
 
@@ -98,7 +100,7 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
   // A supporter's own name and password (issue 46): the name at once, the password after a recent
   // sign-in or confirmation with the password or a second factor (routes/web/confirm.ts), which
   // signs out every other session of theirs and is logged.
-  fastify.post('/profile/name', { preHandler: [fastify.csrfProtection, requireSupporter], config: { ownAccount: true } }, async (request, reply) => {
+  fastify.post('/profile/name', { preHandler: [fastify.csrfProtection, requireSupporter], config: { ownAccount: true, accountWide: true } }, async (request, reply) => {
     const given = (request.body as { name?: unknown }).name
     const name = typeof given === 'string' ? given : ''
     const problem = nameProblem(name)
@@ -116,7 +118,7 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
     return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile?notifications=1#notifications-title`, 303)
   })
 
-  fastify.post('/profile/password', { preHandler: [fastify.csrfProtection, requireSupporter, requireConfirmed('password', '/profile')], config: { ownAccount: true } }, async (request, reply) => {
+  fastify.post('/profile/password', { preHandler: [fastify.csrfProtection, requireSupporter, requireConfirmed('password', '/profile')], config: { ownAccount: true, accountWide: true } }, async (request, reply) => {
     const body = request.body as { password?: unknown; repeated?: unknown }
     const password = typeof body.password === 'string' ? body.password : ''
     const problem = newPasswordProblem(password, typeof body.repeated === 'string' ? body.repeated : '')
@@ -129,11 +131,11 @@ const profileRoutes: FastifyPluginAsync = async (fastify) => {
     return reply.redirect(`${urls.siteWeb(request.web.site.permalink)}/profile?password=1`, 303)
   })
 
-  fastify.get('/profile/reset_api_token', { preHandler: mayReset }, async (request, reply) => {
+  fastify.get('/profile/reset_api_token', { preHandler: mayReset, config: { accountWide: true } }, async (request, reply) => {
     return reply.page('reset_api_token', pageData(request, reply, { title: 'Reset API Token' }))
   })
 
-  fastify.post('/profile/reset_api_token', { preHandler: [fastify.csrfProtection, mayReset] }, async (request, reply) => {
+  fastify.post('/profile/reset_api_token', { preHandler: [fastify.csrfProtection, mayReset], config: { accountWide: true } }, async (request, reply) => {
     await users.legacyTokens.reset(request.web.user!.id)
     await logPageEvent(request, 'legacy_token_reset')
     // Redirected, so that a reload shows the page again instead of resetting once more.

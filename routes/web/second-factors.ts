@@ -36,9 +36,9 @@ const secondFactorRoutes: FastifyPluginAsync = async (fastify) => {
   const profile = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/profile`
   const issuer = (request: FastifyRequest) => `${request.web.site.name} Service Desk`
   // Adding or removing a factor: CSRF, support staff, and a recent confirmation, back to the profile.
-  const change = { preHandler: [fastify.csrfProtection, requireSupporter, requireConfirmed('factor', '/profile')], config: { ownAccount: true } }
+  const change = { preHandler: [fastify.csrfProtection, requireSupporter, requireConfirmed('factor', '/profile')], config: { ownAccount: true, accountWide: true } }
   // Adding one is open before a second factor the site requires (routes/web/enrollment.ts).
-  const adding = { ...change, config: { beforeSecondFactor: true, ownAccount: true } }
+  const adding = { ...change, config: { beforeSecondFactor: true, ownAccount: true, accountWide: true } }
 
   async function enrollmentPage(request: FastifyRequest, reply: FastifyReply, pending: { id: number; secret: string; uri: string; name: string }, status = 200, error: string | null = null) {
     return reply.page(

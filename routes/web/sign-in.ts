@@ -5,8 +5,7 @@ import { shownMoment } from '../../lib/clock.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
 import { codesLockedMessage, logPageEvent, pageData, safeNext, safeTo, secondStepAttempt, tellPerson, tooMany } from './pages.ts'
 import { authenticationOptions, passkeyAnswer } from './passkeys.ts'
-import { SECURITY_HEADERS } from '../../plugins/views.ts'
-import type { SignInProvider } from '../../db/stores/sign-in-providers.ts'
+import { providersCsp } from './providers.ts'
 
 
 export const SIGN_IN_FAILED = 'Wrong email or password.'
@@ -24,14 +23,6 @@ export const OPEN = { beforeSecondFactor: true }
 export async function homeOf(request: FastifyRequest, userId: number): Promise<string> {
   const { users, urls } = request.server
   return `${urls.siteWeb(request.web.site.permalink)}${isStaffRole(await users.role(request.web.site.id, userId)) ? '/discussions' : '/help'}`
-}
-
-/** The page's CSP, letting its forms go on to the site's identity providers (a sign-in there is a redirect from our own form's answer). */
-export async function providersCsp(request: FastifyRequest, providers: SignInProvider[]): Promise<Record<string, string>> {
-  if (providers.length === 0) return {}
-  const { signInProviders, companySignIn } = request.server
-  const settings = providers.flatMap((p) => signInProviders.settingsOf(p) ?? [])
-  return { 'content-security-policy': SECURITY_HEADERS['content-security-policy'].replace("form-action 'self'", ["form-action 'self'", ...companySignIn.signInOrigins(settings)].join(' ')) }
 }
 
 /**

@@ -6,11 +6,14 @@ import { domainOf, freshAuthentication, mfaAtProvider, newcomerName, ofDomains, 
 // from amr and acr, the domains and tenants an administrator gives.
 
 t.test('an address signs in only when the provider verified it', async (t) => {
-  t.same(verifiedAddress({ sub: 's', email: ' Ann@Acme.Example ', email_verified: true }), { address: 'ann@acme.example' })
-  t.same(verifiedAddress({ sub: 's', email: 'ann@acme.example', email_verified: 'true' }), { address: 'ann@acme.example' }, 'as some providers send it: a string')
-  t.same(verifiedAddress({ sub: 's', email: 'ann@acme.example', xms_edov: true }), { address: 'ann@acme.example' }, "Microsoft's verified domain owner")
-  for (const verified of [false, 'false', undefined, null, 0, 'yes', {}]) t.same(verifiedAddress({ sub: 's', email: 'ann@acme.example', email_verified: verified }), { refused: 'unverified' }, String(verified))
-  for (const email of [undefined, '', 'ann', 'ann@', 42, ['ann@acme.example'], 'ann @acme.example']) t.same(verifiedAddress({ sub: 's', email, email_verified: true }), { refused: 'no_email' }, JSON.stringify(email))
+  t.same(verifiedAddress({ sub: 's', email: ' Ann@Acme.Example ', email_verified: true }, 'oidc'), { address: 'ann@acme.example' })
+  t.same(verifiedAddress({ sub: 's', email: 'ann@acme.example', email_verified: 'true' }, 'oidc'), { address: 'ann@acme.example' }, 'as some providers send it: a string')
+  t.same(verifiedAddress({ sub: 's', email: 'ann@acme.example', xms_edov: true }, 'oidc'), { address: 'ann@acme.example' }, "Microsoft's verified domain owner")
+  for (const verified of [false, 'false', undefined, null, 0, 'yes', {}]) t.same(verifiedAddress({ sub: 's', email: 'ann@acme.example', email_verified: verified }, 'oidc'), { refused: 'unverified' }, String(verified))
+  t.same(verifiedAddress({ sub: 's', email: 'ann@acme.example', email_verified: true, hd: 'acme.example' }, 'google'), { address: 'ann@acme.example' }, "Google: an account of the company's Workspace")
+  t.same(verifiedAddress({ sub: 's', email: 'ann@acme.example', email_verified: true }, 'google'), { refused: 'not_workspace' }, 'Google: a personal account with a verified company address')
+  t.same(verifiedAddress({ sub: 's', email: 'ann@acme.example', email_verified: true, hd: 'other.example' }, 'google'), { refused: 'not_workspace' }, "Google: another Workspace's account")
+  for (const email of [undefined, '', 'ann', 'ann@', 42, ['ann@acme.example'], 'ann @acme.example']) t.same(verifiedAddress({ sub: 's', email, email_verified: true }, 'oidc'), { refused: 'no_email' }, JSON.stringify(email))
 })
 
 t.test("the provider's second factor: amr naming mfa or another factor beside the password, or a multi-factor acr", async (t) => {
@@ -50,5 +53,6 @@ t.test("a newcomer's name, and a re-authentication's freshness", async (t) => {
   t.ok(freshAuthentication({ sub: 's', auth_time: asked / 1000 + 5 }, asked))
   t.ok(freshAuthentication({ sub: 's', auth_time: asked / 1000 - 30 }, asked), "a minute's drift of the clocks")
   t.notOk(freshAuthentication({ sub: 's', auth_time: asked / 1000 - 3600 }, asked), 'a sign-in of an hour ago is not anew')
-  t.ok(freshAuthentication({ sub: 's' }, asked), 'a provider that does not say (Entra without its optional claim)')
+  t.notOk(freshAuthentication({ sub: 's' }, asked), 'a provider that does not say confirms nothing (Entra without its optional claim)')
+  t.notOk(freshAuthentication({ sub: 's', auth_time: String(asked / 1000) }, asked), 'a number, not a text')
 })

@@ -327,3 +327,16 @@ t.test('taken off the staff through the team API: every door of the API refuses 
   t.equal((await app.inject({ method: 'DELETE', url: `/demo/staff/${uma.user.id}`, headers: annToken.bearer })).statusCode, 204)
   for (const [door, headers] of Object.entries(doors)) t.equal((await app.inject({ url: '/demo/discussions', headers: { ...headers, accept: V1 } })).statusCode, 403, `off the staff, ${door}`)
 })
+
+t.test("on a site whose staff sign in with the company's account only, taking an invitation signs nobody in: the sign-in page is next", async (t) => {
+  const { app, ann, invite } = await desk(t)
+  await app.signInProviders.add(ann.site.id, { name: 'Acme', kind: 'google', clientId: 'c', clientSecret: 's' })
+  const link = await invite('erin@example.test')
+  await app.sites.setPolicy(ann.site.id, { companySignInOnly: true })
+  const erin = webClient(app)
+  await erin.get(link)
+  const joined = await erin.post(link, { name: 'Erin', password: 'erins own password', repeated: 'erins own password' })
+  t.equal(joined.headers.location, `${SITE}/demo/login`)
+  t.equal((await erin.get('/demo/discussions')).statusCode, 303, 'not signed in: she signs in with the company account')
+  t.same(await app.users.staffRole(ann.site.id, (await app.users.find('erin@example.test'))!.id), 'supporter', 'on the team')
+})

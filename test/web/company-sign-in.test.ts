@@ -175,7 +175,7 @@ t.test('the answer is bound to the browser: a replayed, a swapped or a planted a
 })
 
 t.test('a new person of a named domain joins the staff as a collaborator; one of another domain does not', async (t) => {
-  const { app, site, idp, acme } = await desk(t, { provider: { domains: ['acme.example'], domainRole: 'collaborator' } })
+  const { app, clock, site, idp, acme } = await desk(t, { provider: { domains: ['acme.example'], domainRole: 'collaborator' } })
   idp.accounts.set('newbie@acme.example', { email: 'newbie@acme.example', email_verified: true, name: 'New Bie' })
   const web = webClient(app)
   t.equal((await companySignIn(web, idp, 'newbie@acme.example', acme.id)).statusCode, 303)
@@ -186,6 +186,13 @@ t.test('a new person of a named domain joins the staff as a collaborator; one of
   t.equal((await app.securityLog.list({ userId: newbie.id, kinds: ['staff_added'], offset: 0, limit: 5 })).events.length, 1)
   const [joined] = await app.securityLog.changes({ siteId: site.id, action: 'team.joined', limit: 1 })
   t.match(joined, { target: 'newbie@acme.example', detail: { role: 'collaborator', by: 'Acme' } })
+
+  // A collaborator confirms it is them at the provider too (their own account's forms).
+  clock.advance(16 * MINUTE)
+  await web.get('/demo/confirm?for=token')
+  const toConfirm = await web.post('/demo/confirm/provider', { for: 'token', next: '/demo/profile/api_tokens' })
+  t.equal(toConfirm.statusCode, 303)
+  t.equal(new URL(toConfirm.headers.location as string).origin, idp.issuer)
 
   const other = webClient(app)
   const refused = await companySignIn(other, idp, 'newbie@acme.example.evil.example', acme.id)
@@ -205,11 +212,19 @@ t.test("with the company's account only: the password form, Basic and the legacy
   t.match(locked.json().message, /ign in with the company.{1,5}s account yourself first/)
   const annWeb = webClient(app)
   t.equal((await companySignIn(annWeb, idp, 'ann@acme.example', acme.id)).statusCode, 303)
+  const byPassword = webClient(app)
+  await byPassword.signIn(ann.email, ann.password)
+  const carolBefore = await personWithPassword(app, { email: 'carol@customer.example', role: 'customer' })
+  const carolWeb = webClient(app)
+  await carolWeb.signIn(carolBefore.email, carolBefore.password)
   // Ann has: on the page, she switches it on.
   await annWeb.get('/demo/admin/sign_in')
   const on = await annWeb.post('/demo/admin/sign_in/policy', { company_only: 'on' })
   t.equal(on.statusCode, 303, on.body)
   t.equal((await app.sites.find('demo'))!.companySignInOnly, true)
+  t.notOk(await onQueue(byPassword), "her session of a password ended with the switch")
+  t.ok(await onQueue(annWeb), "the company's account's session stays")
+  t.equal((await carolWeb.get('/demo/help')).statusCode, 200, "a customer's session is not concerned")
   t.match((await annWeb.get(on.headers.location as string)).body, /The staff sign in with the company.{1,5}s account only/)
   t.equal((await app.securityLog.list({ userId: ann.user.id, kinds: ['policy_changed'], offset: 0, limit: 1 })).events[0]!.detail.company_sign_in_only, 'false -> true')
   t.equal((await app.inject({ method: 'GET', url: '/demo/policy', headers: bob.bearer })).json().company_sign_in_only, true)
@@ -233,8 +248,7 @@ t.test("with the company's account only: the password form, Basic and the legacy
   t.equal((await app.inject({ method: 'GET', url: '/demo/discussions', headers: bob.bearer })).statusCode, 200, 'a personal token still works')
 
   // A customer is not concerned: her password still signs her in.
-  const carol = await personWithPassword(app, { email: 'carol@customer.example', role: 'customer' })
-  t.equal((await webClient(app).signIn(carol.email, carol.password)).statusCode, 303)
+  t.equal((await webClient(app).signIn(carolBefore.email, carolBefore.password)).statusCode, 303)
 
   // The last provider stays while it is on; off again, the password works.
   const removal = await app.inject({ method: 'DELETE', url: `/demo/sign_in_providers/${acme.id}`, headers: bob.bearer })
@@ -315,6 +329,30 @@ t.test('sudo mode sends Ann back to the provider to sign in anew; another accoun
   t.equal((await web.createToken({ ...TOKEN_FORM, name: 'not confirmed' })).statusCode, 303, 'still to confirm')
 })
 
+t.test("a session of the company's account acts on this site only: the account's password, name, legacy token and second factors are not reached", async (t) => {
+  const { app, acme, idp } = await desk(t)
+  const web = webClient(app)
+  await companySignIn(web, idp, 'ann@acme.example', acme.id)
+  const profile = await web.get('/demo/profile')
+  t.match(profile.body, /data-legacy-company/)
+  t.notMatch(profile.body, /id="legacy-token"/, 'the legacy token is not shown')
+  for (const [path, form] of [
+    ['/demo/profile/password', { current: 'x', password: 'a new password here', repeated: 'a new password here' }],
+    ['/demo/profile/name', { name: 'Mallory' }],
+    ['/demo/profile/reset_api_token', {}],
+    ['/demo/profile/two_factor/totp', { name: 'Phone' }],
+    ['/demo/profile/two_factor/recovery_codes', {}],
+  ] as const) {
+    await web.get('/demo/profile')
+    const refused = await web.post(path, form)
+    t.equal(refused.statusCode, 403, path)
+    t.match(refused.body, /changed in a session of your own/, path)
+  }
+  t.equal((await web.get('/demo/profile/reset_api_token')).statusCode, 403)
+  t.equal((await app.users.find('ann@acme.example'))!.name !== 'Mallory', true, 'the name stays')
+  t.equal(await app.secondFactors.has((await app.users.find('ann@acme.example'))!.id), false, 'no factor added')
+})
+
 t.test("the provider's back-channel logout ends the sessions it made, and nothing else's", async (t) => {
   const { app, ann, acme, idp } = await desk(t, { listen: true })
   const web = webClient(app)
@@ -335,6 +373,7 @@ t.test("the provider's back-channel logout ends the sessions it made, and nothin
   t.equal(forged.json().error, 'invalid_request')
   const none = await app.inject({ method: 'POST', url: `/demo/login/provider/${acme.id}/logout`, payload: '', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
   t.equal(none.statusCode, 400)
+  t.equal((await app.inject({ method: 'POST', url: '/demo/login/provider/9999999999/logout', payload: 'logout_token=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).statusCode, 404, 'an id past the column, no crash')
   await newSite(app, 'other')
   t.equal((await app.inject({ method: 'POST', url: `/other/login/provider/${acme.id}/logout`, payload: 'logout_token=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).statusCode, 404)
 })
@@ -364,10 +403,17 @@ t.test('the providers through the API: administrators only, the secret never rea
     [{ name: 'Plain', kind: 'oidc', issuer: 'http://sso.acme.example', client_id: 'c', client_secret: 's' }, 'issuer'],
     [{ name: 'Bad', kind: 'oidc', issuer: 'https://sso.acme.example', client_id: 'c', client_secret: 's', domains: ['not a domain'] }, 'domains'],
     [{ name: 'Acme Google', kind: 'google', client_id: 'c', client_secret: 's' }, 'name'],
+    [{ name: 'Local', kind: 'oidc', issuer: 'http://127.0.0.1:8080', client_id: 'c', client_secret: 's' }, 'public address'],
+    [{ name: 'Inside', kind: 'oidc', issuer: 'https://10.0.0.5/realms/x', client_id: 'c', client_secret: 's' }, 'public address'],
+    [{ name: 'Metadata', kind: 'oidc', issuer: 'https://169.254.169.254', client_id: 'c', client_secret: 's' }, 'public address'],
+    [{ name: 'Here', kind: 'oidc', issuer: 'https://localhost:8443', client_id: 'c', client_secret: 's' }, 'public address'],
+    [{ name: 'Mapped', kind: 'oidc', issuer: 'https://[::ffff:127.0.0.1]', client_id: 'c', client_secret: 's' }, 'public address'],
+    [{ name: 'Any Entra', kind: 'oidc', issuer: 'https://login.microsoftonline.com/common/v2.0', client_id: 'c', client_secret: 's' }, 'kind microsoft'],
   ] as const) {
     const refused = await call('POST', '/demo/sign_in_providers', admin, body)
     t.ok(refused.statusCode === 400 || refused.statusCode === 409, `${field}: ${refused.statusCode}`)
     t.match(refused.body, new RegExp(field === 'name' ? 'named Acme Google already' : field), field)
+    t.notMatch(refused.body, /Something went wrong/, field)
   }
   t.equal((await call('POST', '/demo/sign_in_providers', admin, { name: 'X', kind: 'saml', client_id: 'c', client_secret: 's' })).statusCode, 400)
 

@@ -143,3 +143,15 @@ t.test('a person or a client asking too often is told to wait', async (t) => {
   t.match(limited.body, /Too many links were asked for/)
   t.equal((await mails()).length, LINKS_PER_EMAIL)
 })
+
+t.test("on a site whose staff sign in with the company's account only, a mailed link signs no supporter in", async (t) => {
+  const { app, ann, mails, ask, follow, linkIn } = await desk(t)
+  await app.signInProviders.add(ann.site.id, { name: 'Acme', kind: 'google', clientId: 'c', clientSecret: 's' })
+  t.equal((await ask(ann.email)).statusCode, 200)
+  const link = linkIn((await mails())[0]!.text)!
+  await app.sites.setPolicy(ann.site.id, { companySignInOnly: true })
+  const followed = await follow(link)
+  t.equal(followed.statusCode, 403)
+  t.match(followed.body, /sign in with the company.{1,5}s account/)
+  t.equal((await app.securityLog.list({ userId: ann.user.id, kinds: ['sign_in_failed'], offset: 0, limit: 1 })).events[0]!.detail.with, 'password reset link')
+})
