@@ -17,6 +17,8 @@ import type { ScheduleStore } from '../db/stores/schedules.ts'
 import type { ReportStore } from '../db/stores/reports.ts'
 import type { FieldStore } from '../db/stores/fields.ts'
 import type { SignInProviderStore } from '../db/stores/sign-in-providers.ts'
+import type { CustomerDataStore } from '../db/stores/customer-data.ts'
+import type { FileStore } from '../db/stores/files.ts'
 import type { SlaPolicyStore } from '../db/stores/sla-policies.ts'
 import { isPostgresAddress } from '../lib/database-address.ts'
 import { hashPassword, randomPassword } from '../lib/password.ts'
@@ -80,6 +82,10 @@ export interface Stores extends CommandDatabase {
   fields: FieldStore
   /** The sites' identity providers for their staff (cli/sign-in-providers.ts). */
   signInProviders: SignInProviderStore
+  /** What a site holds of one customer (cli/customers.ts). */
+  customerData: CustomerDataStore
+  /** The sites' files, read piece by piece for an export. */
+  files: FileStore
   /** What the stores tell the sites' webhooks of, as the server does (a token revoked here is told too). */
   events: EventSink
   /** The service's public addresses, as the server makes them (a provider's redirect address, say). */
@@ -149,6 +155,8 @@ function storesOf(stores: EngineStores, clock: Clock, box: SecretBox, events: Ev
     slaPolicies: stores.slaPolicies(clock),
     fields: stores.fields(clock),
     signInProviders: stores.signInProviders(clock, box),
+    customerData: stores.customerData(clock),
+    files: stores.files(clock),
     reports: stores.reports(clock, (permalink) => urls.siteWeb(permalink)),
   }
 }

@@ -17,6 +17,7 @@ import { webhookCommands } from './webhooks.ts'
 import { senderCommands } from './senders.ts'
 import { fieldCommands } from './fields.ts'
 import { signInProviderCommands } from './sign-in-providers.ts'
+import { customerCommands } from './customers.ts'
 import { isPostgresAddress } from '../lib/database-address.ts'
 import { databaseFiles, describeFault, NOTHING_CHANGED, ownWords, postgresFix, type FaultScope } from './faults.ts'
 import { closest, commandHelp, groupHelp, groupOf, overview } from './help.ts'
@@ -35,7 +36,7 @@ export const EXIT_REFUSED = 1
 export const EXIT_FAILED = 1
 export const EXIT_USAGE = 2
 
-const commands: Command[] = [serveCommand, migrateCommand, ...adminCommands, ...credentialCommands, ...administrationCommands, ...discussionCommands, ...mailboxCommands, ...mailProviderCommands, ...invitationCommands, ...senderCommands, ...fieldCommands, ...signInProviderCommands, ...webhookCommands, ...oauthClientCommands, ...securityLogCommands, ...scheduleCommands, ...slaCommands, ...ruleCommands, ...reportCommands, backupCommand, copyCommand]
+const commands: Command[] = [serveCommand, migrateCommand, ...adminCommands, ...credentialCommands, ...administrationCommands, ...discussionCommands, ...mailboxCommands, ...mailProviderCommands, ...invitationCommands, ...senderCommands, ...fieldCommands, ...signInProviderCommands, ...customerCommands, ...webhookCommands, ...oauthClientCommands, ...securityLogCommands, ...scheduleCommands, ...slaCommands, ...ruleCommands, ...reportCommands, backupCommand, copyCommand]
 
 /* c8 ignore start: the real process's streams; test/cli/serve.test.ts drives them through
    cli/service-desk.js, a process whose coverage is not collected (test/fixtures/child.ts) */

@@ -22,6 +22,7 @@ import { createRuleStore, type RuleStore } from './stores/rules.ts'
 import { createMergeStore, type MergeStore } from './stores/merges.ts'
 import { createFieldStore, type FieldStore } from './stores/fields.ts'
 import { createSignInProviderStore, type SignInProviderStore } from './stores/sign-in-providers.ts'
+import { createCustomerDataStore, type CustomerDataStore } from './stores/customer-data.ts'
 import { createScheduleStore, type ScheduleStore } from './stores/schedules.ts'
 import { createSlaPolicyStore, type SlaPolicyStore } from './stores/sla-policies.ts'
 import { createReportStore, type ReportStore } from './stores/reports.ts'
@@ -169,6 +170,8 @@ export interface EngineStores {
   secondFactors(clock: Clock, box: SecretBox): SecondFactorStore
   /** The sites' identity providers for their staff's sign-in (db/stores/sign-in-providers.ts); the box seals their secrets. */
   signInProviders(clock: Clock, box: SecretBox): SignInProviderStore
+  /** What a site holds of one customer, for their export (db/stores/customer-data.ts). */
+  customerData(clock: Clock): CustomerDataStore
   /** What fair use took from each key's budget, shared by the processes (db/stores/rate-limits.ts). */
   rateLimits(): RateLimitStore
 }
@@ -205,6 +208,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     inventory: (clock) => guard(createCredentialInventory(port, clock)),
     secondFactors: (clock, box) => guard(createSecondFactorStore(port, clock, box)),
     signInProviders: (clock, box) => guard(createSignInProviderStore(port, clock, box)),
+    customerData: (clock) => guard(createCustomerDataStore(port, clock)),
     rateLimits: () => guard(createRateLimitStore(port)),
   }
 }

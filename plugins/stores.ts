@@ -21,6 +21,7 @@ import type { OutboxStore } from '../db/stores/outbox.ts'
 import type { OAuthStore } from '../db/stores/oauth.ts'
 import type { SecondFactorStore } from '../db/stores/second-factors.ts'
 import type { SignInProviderStore } from '../db/stores/sign-in-providers.ts'
+import type { CustomerDataStore } from '../db/stores/customer-data.ts'
 import type { SecurityLogStore } from '../db/stores/security-log.ts'
 import type { SessionStore } from '../db/stores/sessions.ts'
 import type { SiteStore } from '../db/stores/sites.ts'
@@ -66,6 +67,8 @@ declare module 'fastify' {
     secondFactors: SecondFactorStore
     /** The identity providers the sites' staff sign in at (db/stores/sign-in-providers.ts). */
     signInProviders: SignInProviderStore
+    /** What a site holds of one customer, for their export (db/stores/customer-data.ts). */
+    customerData: CustomerDataStore
     webhooks: WebhookStore
     /**
      * Tells the site's webhooks of a change and runs the site's rules it starts, in the change's
@@ -176,6 +179,7 @@ export const secondFactorStore = fp(
 export const signInProviderStore = fp(
   async (fastify) => {
     fastify.decorate('signInProviders', fastify.database.signInProviders(fastify.clock, fastify.secretBox))
+    fastify.decorate('customerData', fastify.database.customerData(fastify.clock))
   },
   { ...STORE, name: 'sign-in-provider-store', dependencies: [...STORE.dependencies, 'server-key'] },
 )

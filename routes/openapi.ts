@@ -3,7 +3,7 @@ import { ApplyMacro, RuleHistory } from './api/discussions/actions.ts'
 import { ReportLine, ReportListing, ReportResource } from './api/reports.ts'
 import { FieldChange, FieldListing, FieldResource, NewField } from './api/fields.ts'
 import { NewSignInProvider, SignInProviderChange, SignInProviderListing, SignInProviderResource } from './api/sign-in-providers.ts'
-import { CustomerChange, CustomerResource } from './api/customers.ts'
+import { CustomerChange, CustomerListing, CustomerResource } from './api/customers.ts'
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fp from 'fastify-plugin'
 import { JSON_MEDIA_TYPE, V1_MEDIA_TYPE } from '../lib/accept.ts'
@@ -146,6 +146,7 @@ export const NAMED_SCHEMAS = {
   FieldChange,
   Customer: CustomerResource,
   CustomerChange,
+  CustomerListing,
   Split: SplitBody,
   MacroListing,
   ReportListing,

@@ -1119,6 +1119,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/{site}/customers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The customer of the site with this address (none or one): to find whose data to export */
+        get: operations["findCustomers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /** The customer of the site with this address (none or one): to find whose data to export */
+        head: operations["findCustomersHead"];
+        patch?: never;
+        trace?: never;
+    };
+    "/{site}/customers/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Everything the site holds of a customer, as a ZIP of JSON and their files (administrators): what they could see, never an internal note or another customer's text */
+        post: operations["exportCustomer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/{site}/rules": {
         parameters: {
             query?: never;
@@ -2347,7 +2382,7 @@ export interface components {
              * @description What changed: <thing>.<what>.
              * @enum {unknown}
              */
-            action: "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "field.created" | "field.changed" | "field.removed" | "customer.fields_changed" | "sign_in_provider.added" | "sign_in_provider.changed" | "sign_in_provider.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored" | "discussion.merged" | "discussion.unmerged" | "discussion.split" | "rule.created" | "rule.changed" | "rule.removed" | "rule.fired";
+            action: "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "field.created" | "field.changed" | "field.removed" | "customer.fields_changed" | "customer.exported" | "sign_in_provider.added" | "sign_in_provider.changed" | "sign_in_provider.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored" | "discussion.merged" | "discussion.unmerged" | "discussion.split" | "rule.created" | "rule.changed" | "rule.removed" | "rule.fired";
             /** @description What it was done to, as it was named then: an address, a name, a discussion. */
             target: string;
             actor: {
@@ -3038,6 +3073,9 @@ export interface components {
             fields: {
                 [key: string]: string | number | boolean | string[] | null;
             };
+        };
+        CustomerListing: {
+            customers: components["schemas"]["Customer"][];
         };
         Split: {
             /** @description The comment the new discussion starts with (not the opening post, not an internal note). */
@@ -18449,7 +18487,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only lines of this kind of thing (team, category, ...) or this action (team.invited, ...). */
-                action?: "team" | "category" | "policy" | "mailbox" | "webhook" | "saved_reply" | "field" | "customer" | "sign_in_provider" | "schedule" | "sla_policy" | "discussion" | "rule" | "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "field.created" | "field.changed" | "field.removed" | "customer.fields_changed" | "sign_in_provider.added" | "sign_in_provider.changed" | "sign_in_provider.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored" | "discussion.merged" | "discussion.unmerged" | "discussion.split" | "rule.created" | "rule.changed" | "rule.removed" | "rule.fired";
+                action?: "team" | "category" | "policy" | "mailbox" | "webhook" | "saved_reply" | "field" | "customer" | "sign_in_provider" | "schedule" | "sla_policy" | "discussion" | "rule" | "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "field.created" | "field.changed" | "field.removed" | "customer.fields_changed" | "customer.exported" | "sign_in_provider.added" | "sign_in_provider.changed" | "sign_in_provider.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored" | "discussion.merged" | "discussion.unmerged" | "discussion.split" | "rule.created" | "rule.changed" | "rule.removed" | "rule.fired";
                 /** @description Only the changes this account made. */
                 actor?: number;
                 /** @description Where the page starts: a next_cursor given before. */
@@ -18609,7 +18647,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only lines of this kind of thing (team, category, ...) or this action (team.invited, ...). */
-                action?: "team" | "category" | "policy" | "mailbox" | "webhook" | "saved_reply" | "field" | "customer" | "sign_in_provider" | "schedule" | "sla_policy" | "discussion" | "rule" | "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "field.created" | "field.changed" | "field.removed" | "customer.fields_changed" | "sign_in_provider.added" | "sign_in_provider.changed" | "sign_in_provider.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored" | "discussion.merged" | "discussion.unmerged" | "discussion.split" | "rule.created" | "rule.changed" | "rule.removed" | "rule.fired";
+                action?: "team" | "category" | "policy" | "mailbox" | "webhook" | "saved_reply" | "field" | "customer" | "sign_in_provider" | "schedule" | "sla_policy" | "discussion" | "rule" | "team.invited" | "team.invitation_sent_again" | "team.invitation_withdrawn" | "team.joined" | "team.added" | "team.role_changed" | "team.removed" | "category.created" | "category.changed" | "category.removed" | "policy.changed" | "mailbox.added" | "mailbox.connected" | "mailbox.removed" | "webhook.created" | "webhook.changed" | "webhook.secret_rotated" | "webhook.removed" | "saved_reply.created" | "saved_reply.changed" | "saved_reply.removed" | "field.created" | "field.changed" | "field.removed" | "customer.fields_changed" | "customer.exported" | "sign_in_provider.added" | "sign_in_provider.changed" | "sign_in_provider.removed" | "schedule.created" | "schedule.changed" | "schedule.removed" | "sla_policy.created" | "sla_policy.changed" | "sla_policy.removed" | "discussion.deleted" | "discussion.restored" | "discussion.merged" | "discussion.unmerged" | "discussion.split" | "rule.created" | "rule.changed" | "rule.removed" | "rule.fired";
                 /** @description Only the changes this account made. */
                 actor?: number;
                 /** @description Where the page starts: a next_cursor given before. */
@@ -26202,6 +26240,545 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    findCustomers: {
+        parameters: {
+            query: {
+                /** @description Their address, as they wrote it or in any case. */
+                email: string;
+            };
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["CustomerListing"];
+                    "application/json": components["schemas"]["CustomerListing"];
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    findCustomersHead: {
+        parameters: {
+            query: {
+                /** @description Their address, as they wrote it or in any case. */
+                email: string;
+            };
+            header?: {
+                /** @description The ETag of an answer you hold (or several, or *): while it is still current, the answer is 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["CustomerListing"];
+                    "application/json": components["schemas"]["CustomerListing"];
+                };
+            };
+            /** @description Not Modified: the If-None-Match names the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: JSON {error, message, fields} naming each field at fault; or the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The database or the password checks are busy for a moment. Retry-After says when to try again. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    exportCustomer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A key of your own for this request (draft-ietf-httpapi-idempotency-key-header; "quoted" or bare, 1 to 255 visible ASCII characters), unique per request: a repeat with the same key and the same request within 24 hours is answered with the first answer (Idempotent-Replayed: true) and does nothing again. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                site: string;
+                /** @description The customer's id: their discussions' author id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description application/zip: README.txt, customer.json, discussions/<number>.json, files/. */
+            200: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": string;
+                    "application/json": string;
+                };
+            };
+            /** @description Refused before the route: the credential was sent wrongly (more than one, or a token in the URL): text/plain, with a WWW-Authenticate challenge whose error is "invalid_request". */
+            400: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description No credential, or one that is wrong, revoked, expired or made for another site. WWW-Authenticate carries the challenge. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A Read only token on a write, or a credential whose owner is not on the site's support staff. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.service-v1+json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Accept header allows neither application/vnd.service-v1+json nor application/json. */
+            406: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Conflict: the first request with this Idempotency-Key is still being answered (JSON {error: "idempotency_key_in_use", message}); repeat it after Retry-After. Other routes answer 409 for their own conflicts too. */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable: this Idempotency-Key was sent with another request (method, address or body) within 24 hours. JSON {error: "idempotency_key_reused", message}. */
+            422: {
+                headers: {
+                    "Service-Token-Expiration": components["headers"]["Service-Token-Expiration"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Used": components["headers"]["X-RateLimit-Used"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-RateLimit-Resource": components["headers"]["X-RateLimit-Resource"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too many requests: past the rate limit of the credential (reads or writes) or, without an accepted credential, of the client address (JSON {error: "rate_limited", message}); or too many failed authentications from this address or for this account (text/plain). Retry-After says when to try again. */

@@ -51,6 +51,7 @@ export const auditActions = [
   'field.changed',
   'field.removed',
   'customer.fields_changed',
+  'customer.exported',
   'sign_in_provider.added',
   'sign_in_provider.changed',
   'sign_in_provider.removed',

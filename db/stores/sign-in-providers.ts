@@ -121,8 +121,7 @@ export function createSignInProviderStore(port: StorePort, clock: Clock, box: Se
       return await work()
     } catch (error) {
       // The one unique index besides the id: the site's names.
-      if (isUniqueViolation(error)) throw new StoreError(`this site has a sign-in provider named ${name} already`, 'conflict', 'name')
-      throw error
+      throw isUniqueViolation(error) ? new StoreError(`this site has a sign-in provider named ${name} already`, 'conflict', 'name') : error
     }
   }
 
@@ -250,18 +249,6 @@ export function createSignInProviderStore(port: StorePort, clock: Clock, box: Se
     async subjectOf(providerId: number, userId: number): Promise<string | undefined> {
       const [link] = await db.select({ subject: signInLinks.subject }).from(signInLinks).where(and(eq(signInLinks.providerId, providerId), eq(signInLinks.userId, userId)))
       return link?.subject
-    },
-
-    /** A provider of the site the person is linked to (they signed in with it), or undefined. */
-    async linkedOn(siteId: number, userId: number): Promise<number | undefined> {
-      const [link] = await db
-        .select({ providerId: signInLinks.providerId })
-        .from(signInLinks)
-        .innerJoin(signInProviders, eq(signInProviders.id, signInLinks.providerId))
-        .where(and(eq(signInProviders.siteId, siteId), eq(signInLinks.userId, userId)))
-        .orderBy(asc(signInLinks.providerId))
-        .limit(1)
-      return link?.providerId
     },
 
     /**

@@ -114,7 +114,7 @@ export default fp<{ waitMs?: number; pollMs?: number; pruneEveryMs?: number }>(
       request.idempotency = undefined
       const { owner, key, at } = held
       try {
-        // Every POST of the API answers JSON text (none answers 204 or a stream).
+        // A POST of the API answers JSON text; a customer's export answers a stream, whose key is let go (a repeat exports again).
         if (reply.statusCode >= 200 && reply.statusCode < 300 && typeof payload === 'string') {
           const headers: Record<string, string> = {}
           for (const name of KEPT_HEADERS) {

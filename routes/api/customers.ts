@@ -6,6 +6,7 @@ import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
 import { FieldsGiven } from './discussions/schemas.ts'
 import { notFound } from './discussions/http-errors.ts'
 import { answeredAsDiscussions } from './administrators-only.ts'
+import { exportZip } from '../../lib/customer-export.ts'
 
 // A customer of a site and the team's record of them (issue 72; docs/decisions.md, "Custom
 // fields"): their values of the site's customer fields (`of: customer`), read by its staff, set by
@@ -23,6 +24,8 @@ export const CustomerResource = Type.Object({
 const CustomerParams = Type.Object({ site: SiteParams.properties.site, id: Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: "The customer's id: their discussions' author id." }) })
 export const CustomerChange = Type.Object({ fields: FieldsGiven }, { additionalProperties: false })
 const errors = { 400: InvalidRequestBody, 404: ErrorBody }
+const FindQuery = Type.Object({ email: Type.String({ minLength: 1, maxLength: 254, description: 'Their address, as they wrote it or in any case.' }) })
+export const CustomerListing = Type.Object({ customers: Type.Array(CustomerResource) })
 
 const customerRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   answeredAsDiscussions(fastify)
@@ -44,6 +47,41 @@ const customerRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       const found = await fastify.fields.customer(site.id, request.params.id)
       if (!found) throw none(request.params.id)
       return view(site.permalink, found)
+    },
+  )
+  fastify.get(
+    '/:site/customers',
+    { schema: { tags: ['customers'], operationId: 'findCustomers', summary: 'The customer of the site with this address (none or one): to find whose data to export', params: SiteParams, querystring: FindQuery, response: { 200: CustomerListing, ...errors } } },
+    async (request) => {
+      const { site } = request.auth!
+      const account = await fastify.users.find(request.query.email)
+      const found = account && (await fastify.fields.customer(site.id, account.id))
+      return { customers: found ? [view(site.permalink, found)] : [] }
+    },
+  )
+  fastify.post(
+    '/:site/customers/:id/export',
+    {
+      schema: {
+        tags: ['customers'],
+        operationId: 'exportCustomer',
+        summary: "Everything the site holds of a customer, as a ZIP of JSON and their files (administrators): what they could see, never an internal note or another customer's text",
+        params: CustomerParams,
+        response: { 200: Type.Unsafe<string>({ type: 'string', format: 'binary', description: 'application/zip: README.txt, customer.json, discussions/<number>.json, files/.' }), 403: ErrorBody, 404: ErrorBody },
+      },
+    },
+    async (request, reply) => {
+      const { site, user } = request.auth!
+      if (!(await fastify.users.isAdministrator(site.id, user.id))) throw Object.assign(new Error("Only administrators of this site can export a customer's data."), { statusCode: 403, code: 'forbidden' })
+      const data = await fastify.customerData.exportOf(site.id, request.params.id)
+      if (!data) throw none(request.params.id)
+      await fastify.customerData.recordExport(site.id, data.account.email, actorOf(request))
+      const zip = exportZip(site.name, data, (fileId, seq) => fastify.files.piece(fileId, seq), new Date(fastify.clock()))
+      return reply
+        .type('application/zip')
+        .header('content-disposition', `attachment; filename="${site.permalink}-customer-${data.account.id}.zip"`)
+        .header('cache-control', 'no-store')
+        .send(zip as unknown as string)
     },
   )
   fastify.put(

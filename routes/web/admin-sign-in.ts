@@ -35,7 +35,7 @@ const adminSignInRoutes: FastifyPluginAsync = async (fastify) => {
   const empty = { name: '', kind: 'google', issuer: '', tenant: '', client_id: '', domains: '', domain_role: '', trust_mfa: '' }
 
   async function signInPageOfAdmin(request: FastifyRequest, reply: FastifyReply, status = 200, extra: Record<string, unknown> = {}) {
-    const rows = (await signInProviders.list(request.web.site.id)).map((p) => ({ ...p, kindName: KIND_NAMES[p.kind as ProviderKind] ?? p.kind, domainsText: domainsOf(p).join(', '), sealed: signInProviders.settingsOf(p) === null }))
+    const rows = (await signInProviders.list(request.web.site.id)).map((p) => ({ ...p, kindName: KIND_NAMES[p.kind as ProviderKind], domainsText: domainsOf(p).join(', '), sealed: signInProviders.settingsOf(p) === null }))
     const done = (request.query as { done?: unknown }).done
     return reply.page(
       'admin_sign_in',

@@ -12,8 +12,6 @@ import { confirmingProvider, providersCsp } from './providers.ts'
 // the action is on. With a second factor, the person confirms with it instead: a code of their app
 // or one of their passkeys (the password alone is what a thief would have).
 
-export const COMPANY_ONLY_CONFIRM = "This site's staff sign in with the company's account, not a password: sign out, and sign in again with the company's account."
-
 /** What each confirmation is for, as the page says it. */
 export const PURPOSES = {
   token: 'create a personal API token',
@@ -73,7 +71,7 @@ const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastif
     if (provider) return reply.page('confirm', { ...data, provider: { name: provider.name }, withCode: false, withPassword: false, passkey: null }, status, await providersCsp(request, [provider]))
     const kinds = await secondFactors.kinds(userId)
     const passkey = kinds.has('passkey') ? JSON.stringify(await authenticationOptions(request, 'confirm', await secondFactors.passkeysOf(userId))) : null
-    return reply.page('confirm', { ...data, provider: null, withCode: kinds.has('totp'), withPassword: kinds.size === 0 && !request.web.site.companySignInOnly, passkey }, status)
+    return reply.page('confirm', { ...data, provider: null, withCode: kinds.has('totp'), withPassword: kinds.size === 0, passkey }, status)
   }
 
   /** The proof the form sent: with a second factor, a passkey or a code of the person's app; else their password. */
@@ -102,9 +100,9 @@ const confirmRoutes: FastifyPluginAsync<{ sudoMinutes: number }> = async (fastif
   fastify.post('/confirm', { preHandler: [fastify.csrfProtection, requireSupporter], config: { beforeSecondFactor: true, ownAccount: true } }, async (request, reply) => {
     const body = (request.body ?? {}) as { password?: unknown; code?: unknown; passkey?: unknown; next?: unknown; for?: unknown }
     const fields = { reason: body.for, next: body.next }
-    // Confirmed at the company's identity provider, not here, when that is where the person signs in.
+    // A session the company's identity provider made is confirmed there, not here. (On a site whose
+    // staff sign in with it only, every session of its staff is one: the others ended at the switch.)
     if (await confirmingProvider(request)) return form(request, reply, 403, fields)
-    if (request.web.site.companySignInOnly && body.password !== undefined) return form(request, reply, 403, { ...fields, error: COMPANY_ONLY_CONFIRM })
     // The sign-in's checks, slow-down and budgets, for this account only.
     const outcome = await proven(request, body)
     if (outcome.kind === 'verified') {

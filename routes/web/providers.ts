@@ -17,14 +17,12 @@ export async function providersCsp(request: FastifyRequest, providers: SignInPro
 
 /**
  * The provider a signed-in person confirms it is them at (sudo mode): the one their session came
- * from; on a site whose staff sign in with the company's account only, one they are linked to.
- * Undefined: they confirm with our own second factor or password (routes/web/confirm.ts).
+ * from, while the site has it. Undefined: they confirm with our own second factor or password
+ * (routes/web/confirm.ts).
  */
 export async function confirmingProvider(request: FastifyRequest): Promise<SignInProvider | undefined> {
-  const { signInProviders } = request.server
   const { site, user } = request.web
-  const id = user!.provider?.id ?? (site.companySignInOnly ? await signInProviders.linkedOn(site.id, user!.id) : undefined)
-  return id === undefined ? undefined : signInProviders.find(site.id, id)
+  return user!.provider ? request.server.signInProviders.find(site.id, user!.provider.id) : undefined
 }
 
 declare module 'fastify' {

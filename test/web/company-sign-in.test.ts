@@ -367,6 +367,27 @@ t.test("the provider's back-channel logout ends the sessions it made, and nothin
   t.ok(await onQueue(byPassword), 'her session by password is not the provider\'s')
   t.equal((await app.securityLog.list({ userId: ann.user.id, kinds: ['signed_out_by_provider'], offset: 0, limit: 1 })).events.length, 1)
 
+  // Tokens of the provider's signing: by subject alone it ends her provider's sessions; each is taken once; one not of a logout is refused.
+  const again = webClient(app)
+  await companySignIn(again, idp, 'ann@acme.example', acme.id)
+  t.ok(await onQueue(again))
+  const post = (token: string) => app.inject({ method: 'POST', url: `/demo/login/provider/${acme.id}/logout`, payload: `logout_token=${token}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+  const bySubject = await idp.logoutToken({ sub: subjectOf('ann@acme.example') })
+  t.equal((await post(bySubject)).statusCode, 200)
+  t.notOk(await onQueue(again), 'ended by her subject')
+  t.ok(await onQueue(byPassword), 'her own session stays')
+  t.match((await post(bySubject)).json(), { error: 'invalid_request', error_description: 'this logout token was used already' })
+  for (const [what, claims] of [
+    ['no logout event', { sub: subjectOf('ann@acme.example'), event: false }],
+    ['a nonce', { sub: subjectOf('ann@acme.example'), nonce: 'n' }],
+    ['no jti', { sub: subjectOf('ann@acme.example'), jti: null }],
+    ['neither subject nor session', {}],
+  ] as const) {
+    const refused = await post(await idp.logoutToken(claims))
+    t.equal(refused.statusCode, 400, what)
+  }
+  t.equal((await post(await idp.logoutToken({ sub: 'nobody-here' }))).statusCode, 200, 'a subject nobody is linked to ends nothing')
+
   // A logout token of nobody's making, or to another site's address.
   const forged = await app.inject({ method: 'POST', url: `/demo/login/provider/${acme.id}/logout`, payload: 'logout_token=eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
   t.equal(forged.statusCode, 400)
@@ -430,6 +451,7 @@ t.test('the providers through the API: administrators only, the secret never rea
   t.equal((await call('DELETE', `/other/sign_in_providers/${provider.id}`, outsider)).statusCode, 404)
 
   t.equal((await call('GET', '/demo/sign_in_providers')).json().sign_in_providers.length, 2)
+  t.match((await call('GET', `/demo/sign_in_providers/${provider.id}`)).json(), { id: provider.id, name: 'Acme Google', trust_mfa: true })
   t.equal((await call('DELETE', `/demo/sign_in_providers/${provider.id}`)).statusCode, 204)
   t.equal((await call('GET', `/demo/sign_in_providers/${provider.id}`)).statusCode, 404)
   t.equal((await app.inject({ method: 'PATCH', url: '/demo/policy', headers: admin.bearer, payload: { company_sign_in_only: true } })).statusCode, 409, 'nobody could sign in: refused until someone has')
@@ -474,6 +496,19 @@ t.test('Administration -> Sign-in: a provider added, changed and removed on the 
   const after = (await app.signInProviders.find(site.id, provider!.id))!
   t.match(after, { name: 'Acme', clientId: 'c-2', domainRole: null, trustMfa: false, domains: '[]' })
   t.same(app.signInProviders.settingsOf(after)?.clientSecret, 'entra-secret-of-acme', 'an empty secret box keeps the secret')
+  await web.get('/demo/admin/sign_in')
+  t.equal((await web.post(`/demo/admin/sign_in/${provider!.id}`, { name: 'Acme', client_id: 'c-2', client_secret: 'a-new-secret', domains: 'acme.example', domain_role: 'supporter', trust_mfa: 'yes' })).statusCode, 303)
+  t.same(app.signInProviders.settingsOf((await app.signInProviders.find(site.id, provider!.id))!)?.clientSecret, 'a-new-secret', 'a new secret replaces the old')
+  await rawStatement(app, 'UPDATE sign_in_providers SET secret = ? WHERE id = ?', ['sealed-under-another-key', provider!.id])
+  t.match((await web.get('/demo/admin/sign_in')).body, /its secret is sealed under another server key/)
+
+  // The switch: refused while Ann never signed in with a provider (she would lock herself out); off stays off.
+  const locked = await web.post('/demo/admin/sign_in/policy', { company_only: 'on' })
+  t.equal(locked.statusCode, 409)
+  t.match(locked.body, /ign in with the company.{1,5}s account yourself first/)
+  await web.get('/demo/admin/sign_in')
+  const off = await web.post('/demo/admin/sign_in/policy', { company_only: 'off' })
+  t.equal(off.headers.location, 'https://help.example.test/demo/admin/sign_in?done=both')
 
   // Outsiders: a supporter of the site, and another site's administrator.
   const pat = await personWithPassword(app, { email: 'pat@acme.example' })
@@ -493,7 +528,7 @@ t.test('Administration -> Sign-in: a provider added, changed and removed on the 
   const removed = await web.post(`/demo/admin/sign_in/${provider!.id}`, { remove: 'yes' })
   t.equal(removed.statusCode, 303)
   t.same(await app.signInProviders.list(site.id), [])
-  t.same((await app.securityLog.changes({ siteId: site.id, action: 'sign_in_provider', limit: 5 })).map((l) => l.action), ['sign_in_provider.removed', 'sign_in_provider.changed', 'sign_in_provider.added'])
+  t.same((await app.securityLog.changes({ siteId: site.id, action: 'sign_in_provider', limit: 5 })).map((l) => l.action), ['sign_in_provider.removed', 'sign_in_provider.changed', 'sign_in_provider.changed', 'sign_in_provider.added'])
 })
 
 t.test("a provider that cannot be reached, or whose secret is sealed under another key, is said so; nobody is signed in", async (t) => {

@@ -145,6 +145,17 @@ t.test('without a browser, an independent authenticator: registered once, and ea
   t.equal(signedIn.statusCode, 303, 'a fresh challenge, answered right, signs in')
   t.equal((await visitor.get('/demo/profile/api_tokens')).statusCode, 200)
 
+  // On a site whose staff sign in with the company's account only, a passkey signs no member of the staff in.
+  await app.signInProviders.add(bob.site.id, { name: 'Acme', kind: 'google', clientId: 'c', clientSecret: 's' })
+  await app.sites.setPolicy(bob.site.id, { companySignInOnly: true })
+  const company = webClient(app)
+  const offered = optionsIn((await company.get('/demo/login')).body)
+  const refused = await company.post('/demo/login/passkey', { passkey: key.answer(offered) })
+  t.equal(refused.statusCode, 403)
+  t.match(refused.body, /sign in with the company.{1,5}s account/)
+  t.equal((await company.get('/demo/profile/api_tokens')).statusCode, 303, 'not signed in')
+  await app.sites.setPolicy(bob.site.id, { companySignInOnly: false })
+
   // A disabled account's passkey opens nothing.
   await app.users.setDisabled(bob.email, true)
   const late = webClient(app)

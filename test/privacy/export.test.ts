@@ -1,0 +1,73 @@
+import t from 'tap'
+import { supporterWithToken } from '../fixtures/app.ts'
+import { desk } from '../fixtures/customer-desk.ts'
+import { until } from '../fixtures/until.ts'
+import { unzip } from '../fixtures/zip.ts'
+
+// Engines: both: the export reads every table a customer is in, which each engine must answer alike.
+// Issue 74, item 1: an administrator exports everything the site holds of one customer as a ZIP:
+// exactly their own (another customer's reply in a shared public discussion is named, not copied;
+// no internal note), their files and kept mails; found by their address; each export a line of the
+// record of changes. Outsiders (a supporter, another site's administrator) are refused.
+
+t.test("an administrator exports a customer's data: exactly their own, and their files and mails", async (t) => {
+  const { app, ann, general, send, api } = await desk(t)
+  await app.users.setAdministrator(ann.site.id, ann.user.id, true)
+  // Carol writes by mail, with a file; Ann replies, and leaves a note among the team.
+  await send({ subject: 'Printer on fire', text: 'It smokes since Monday.', messageId: '<carol-1@customer.example>', attachments: [{ filename: 'smoke.txt', content: 'a photo of smoke, in words' }] })
+  const [first] = await until('the mail taken in', async () => (await api('GET', '/demo/discussions')).json().discussions)
+  t.equal((await api('POST', `/demo/discussions/${first.number}/comments`, { body: 'Unplug it, please.' })).statusCode, 201)
+  t.equal((await api('POST', `/demo/discussions/${first.number}/comments`, { body: 'Carol again. Keep calm.', internal: true })).statusCode, 201)
+  // Dave's public discussion, where the team copies Carol; and another of Dave's she is not on.
+  const daves = await api('POST', `/demo/categories/${general.id}/discussions`, { title: 'Scanner jams', body: 'Dave here: my scanner jams.', author_email: 'dave@customer.example', author_name: 'Dave' })
+  t.equal(daves.statusCode, 201, daves.body)
+  t.equal((await api('POST', `/demo/categories/${general.id}/discussions`, { title: 'Dave alone', body: 'Only Dave.', author_email: 'dave@customer.example', author_name: 'Dave' })).statusCode, 201)
+  t.equal((await api('POST', `/demo/discussions/${daves.json().number}/participants`, { email: 'Carol@Customer.example' })).statusCode, 201)
+  t.equal((await api('POST', `/demo/discussions/${daves.json().number}/comments`, { body: 'Carol had this too: blow on it.' })).statusCode, 201)
+
+  const found = await api('GET', '/demo/customers?email=CAROL@customer.example')
+  t.equal(found.statusCode, 200)
+  const [carolFound] = found.json().customers
+  t.match(carolFound, { email: 'carol@customer.example', name: 'Carol Customer' })
+  t.same((await api('GET', '/demo/customers?email=nobody@example.test')).json(), { customers: [] })
+
+  const exported = await api('POST', `/demo/customers/${carolFound.id}/export`)
+  t.equal(exported.statusCode, 200, exported.body.slice(0, 200))
+  t.equal(exported.headers['content-type'], 'application/zip')
+  t.equal(exported.headers['content-disposition'], `attachment; filename="demo-customer-${carolFound.id}.zip"`)
+  const zip = await unzip(exported.rawPayload)
+  const names = [...zip.keys()].sort()
+  t.same(names.filter((n) => !n.startsWith('files/')), ['README.txt', 'customer.json', `discussions/${first.number}.json`, `discussions/${daves.json().number}.json`])
+  const customerJson = JSON.parse(zip.get('customer.json')!.toString())
+  t.match(customerJson, { site: 'Site demo', account: { id: carolFound.id, name: 'Carol Customer', email: 'carol@customer.example' }, discussions: [first.number, daves.json().number] })
+  t.match(customerJson.mails, [{ message_id: 'carol-1@customer.example', sender: 'carol@customer.example', discussion: first.number }])
+
+  const own = JSON.parse(zip.get(`discussions/${first.number}.json`)!.toString())
+  t.match(own, { number: first.number, title: 'Printer on fire', role: 'started' })
+  t.same(own.comments.map((c: { from: string }) => c.from), ['you', 'support'], 'her message and the reply; the note is not there')
+  t.match(own.comments[0].body, /It smokes since Monday/)
+  t.notMatch(zip.get(`discussions/${first.number}.json`)!.toString(), /Keep calm/, 'no internal note')
+  const sent = own.comments[0].attachments as Array<{ name: string; file: string }>
+  const smoke = sent.find((a) => a.name === 'smoke.txt')!
+  t.equal(zip.get(smoke.file)?.toString(), 'a photo of smoke, in words', 'her file, byte for byte')
+  t.ok(sent.some((a) => zip.get(a.file)?.toString().includes('Message-ID: <carol-1@customer.example>')), 'her mail as it came')
+
+  const shared = JSON.parse(zip.get(`discussions/${daves.json().number}.json`)!.toString())
+  t.equal(shared.role, 'copied')
+  t.same(shared.comments.map((c: { from: string; name: string; body: string | null }) => [c.from, c.name, c.body]), [['another customer', 'Dave', null], ['support', ann.user.name, 'Carol had this too: blow on it.']], "Dave's text is named, not copied")
+  t.notMatch(exported.rawPayload.toString('latin1'), /my scanner jams|Only Dave/, "nothing of Dave's text anywhere in the ZIP")
+
+  const [line] = await app.securityLog.changes({ siteId: ann.site.id, action: 'customer.exported', limit: 1 })
+  t.match(line, { target: 'carol@customer.example', actorId: ann.user.id, via: 'api' })
+
+  // Outsiders: a supporter of the site, another site's administrator, a member of the staff, an unknown id.
+  const bob = await supporterWithToken(app, { email: 'bob@example.test' })
+  t.equal((await app.inject({ method: 'POST', url: `/demo/customers/${carolFound.id}/export`, headers: bob.bearer })).statusCode, 403)
+  const olga = await supporterWithToken(app, { site: 'other', email: 'olga@other.example' })
+  await app.users.setAdministrator(olga.site.id, olga.user.id, true)
+  t.equal((await app.inject({ method: 'POST', url: `/other/customers/${carolFound.id}/export`, headers: olga.bearer })).statusCode, 404, "not a customer of Olga's site")
+  t.equal((await app.inject({ method: 'GET', url: '/other/customers?email=carol@customer.example', headers: olga.bearer })).json().customers.length, 0)
+  t.equal((await api('POST', `/demo/customers/${bob.user.id}/export`)).statusCode, 404, 'a member of the staff is no customer')
+  t.equal((await api('POST', '/demo/customers/99999/export')).statusCode, 404)
+  t.equal((await api('GET', '/demo/customers')).statusCode, 400, 'an address is asked for')
+})
