@@ -44,10 +44,10 @@ export const senderVerdicts = ['allow', 'block'] as const
 export type SenderVerdict = (typeof senderVerdicts)[number]
 export type ParticipantSource = (typeof participantSources)[number]
 
-export const outboxKinds = ['reply_mail', 'acknowledgement', 'sign_in_link', 'confirmation', 'webhook', 'webhook_disabled', 'notification', 'mailbox_problem', 'password_reset', 'invitation'] as const
+export const outboxKinds = ['reply_mail', 'acknowledgement', 'sign_in_link', 'confirmation', 'webhook', 'webhook_disabled', 'notification', 'mailbox_problem', 'password_reset', 'invitation', 'data_export'] as const
 export type OutboxKind = (typeof outboxKinds)[number]
-// What a mailed link does when followed (db/stores/customer-links.ts): a customer's sign-in, a visitor's discussion, a supporter's forgotten password.
-export const linkPurposes = ['sign_in', 'discussion', 'password_reset'] as const
+// What a mailed link does when followed (db/stores/customer-links.ts): a customer's sign-in, a visitor's discussion, a supporter's forgotten password, a customer's copy of their data.
+export const linkPurposes = ['sign_in', 'discussion', 'password_reset', 'data_export'] as const
 export type LinkPurpose = (typeof linkPurposes)[number]
 // The events a webhook endpoint can ask for (docs/decisions.md, "Webhooks"): each posts the v1 JSON of its resource.
 export const webhookEvents = [

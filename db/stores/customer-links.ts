@@ -77,9 +77,12 @@ export function createCustomerLinkStore(port: StorePort, clock: Clock, box: Secr
 
   /** Whether a link of the purpose goes by mail to the address: a visitor's discussion always; a sign-in to a customer, a password's to a supporter. */
   const mailedTo = async (tx: StorePort, siteId: number, purpose: LinkPurpose, email: string) =>
-    purpose === 'discussion' || (purpose === 'sign_in' ? await customerOf(tx, siteId, email) : await supporterOf(tx, siteId, email)) !== undefined
+    purpose === 'discussion' || (await personOf(tx, siteId, purpose, email)) !== undefined
 
-  const OUTBOX_KIND = { sign_in: 'sign_in_link', discussion: 'confirmation', password_reset: 'password_reset' } as const
+  /** Who a link of a person is for: a customer to sign in or to have their data; a supporter to set a password. */
+  const personOf = (tx: StorePort, siteId: number, purpose: LinkPurpose, email: string) => (purpose === 'password_reset' ? supporterOf(tx, siteId, email) : customerOf(tx, siteId, email))
+
+  const OUTBOX_KIND = { sign_in: 'sign_in_link', discussion: 'confirmation', password_reset: 'password_reset', data_export: 'data_export' } as const
 
   return {
     /**
@@ -144,9 +147,9 @@ export function createCustomerLinkStore(port: StorePort, clock: Clock, box: Secr
           .where(and(eq(customerLinks.id, link.id), isNull(customerLinks.usedAt), gt(customerLinks.expiresAt, now)))
           .returning({ id: customerLinks.id })
         if (taken.length === 0) return again(tx, link.id)
-        if (purpose === 'sign_in' || purpose === 'password_reset') {
-          // Who the link is for, as they are now: a customer to sign in, a supporter to set a password.
-          const user = purpose === 'sign_in' ? await customerOf(tx, siteId, link.email) : await supporterOf(tx, siteId, link.email)
+        if (purpose !== 'discussion') {
+          // Who the link is for, as they are now: a customer to sign in or to have their data, a supporter to set a password.
+          const user = await personOf(tx, siteId, purpose, link.email)
           return user ? { kind: 'signed_in', userId: user.id } : { kind: 'invalid' }
         }
         const known = await findUserByEmail(tx, link.email)

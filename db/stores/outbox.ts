@@ -58,7 +58,7 @@ const addressesOf = (mail: OutboxMail) => ({ to: mail.to, cc: mail.cc ?? [] })
 const MAX_REFERENCES = 20
 
 /** The kinds whose mail holds a link that signs in or posts: kept sealed under the server key until sent. */
-const SEALED: ReadonlySet<OutboxKind> = new Set(['sign_in_link', 'confirmation', 'password_reset', 'invitation'])
+const SEALED: ReadonlySet<OutboxKind> = new Set(['sign_in_link', 'confirmation', 'password_reset', 'invitation', 'data_export'])
 
 /** The mail of an outbox row, opened when its kind is kept sealed; null when it cannot be opened (another server key). */
 export function mailOf(row: Pick<OutboxRow, 'kind' | 'payload'>, box: SecretBox): OutboxMail | null {
@@ -87,7 +87,7 @@ const newMessageId = (what: string, address: string) => `<${what}.${randomBytes(
  * by the service's own mailer (SERVICE_SMTP_URL): a site's mailbox keeps a copy of what it sends in
  * its Sent folder, which its delegates and the provider's administrators can read.
  */
-export async function queueCustomerMail(port: StorePort, clock: Clock, box: SecretBox, input: { siteId: number; kind: 'sign_in_link' | 'confirmation' | 'password_reset' | 'invitation'; mail: (siteName: string) => Pick<OutboxMail, 'to' | 'subject' | 'text'> }): Promise<void> {
+export async function queueCustomerMail(port: StorePort, clock: Clock, box: SecretBox, input: { siteId: number; kind: 'sign_in_link' | 'confirmation' | 'password_reset' | 'invitation' | 'data_export'; mail: (siteName: string) => Pick<OutboxMail, 'to' | 'subject' | 'text'> }): Promise<void> {
   const { site, mailbox } = await siteMailbox(port, input.siteId)
   const bySite = mailbox && input.kind !== 'password_reset' && input.kind !== 'invitation'
   const mail: OutboxMail = { ...input.mail(site.name), ...(bySite && { from: fromOf(site.name, mailbox.address), mailboxId: mailbox.id }), automatic: true }

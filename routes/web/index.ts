@@ -22,6 +22,7 @@ import adminQueueRoutes from './admin-queue.ts'
 import discussionRoutes from './discussion.ts'
 import confirmRoutes from './confirm.ts'
 import customerRoutes from './customers.ts'
+import customerExportRoutes from './customer-export.ts'
 import apiTokenRoutes from './api-tokens.ts'
 import oauthRoutes from './oauth.ts'
 import securityLogRoutes from './security-log.ts'
@@ -118,6 +119,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(discussionRoutes, { fileLimits })
       await web.register(liveRoutes)
       await web.register(customerRoutes, { fileLimits })
+      await web.register(customerExportRoutes)
       await web.register(ratingRoutes)
     },
     { prefix: webPrefix(siteUrl) },

@@ -3,6 +3,7 @@ import { supporterWithToken } from '../fixtures/app.ts'
 import { desk } from '../fixtures/customer-desk.ts'
 import { until } from '../fixtures/until.ts'
 import { unzip } from '../fixtures/zip.ts'
+import { webClient as webClientOf } from '../fixtures/web.ts'
 
 // Engines: both: the export reads every table a customer is in, which each engine must answer alike.
 // Issue 74, item 1: an administrator exports everything the site holds of one customer as a ZIP:
@@ -60,6 +61,20 @@ t.test("an administrator exports a customer's data: exactly their own, and their
   const [line] = await app.securityLog.changes({ siteId: ann.site.id, action: 'customer.exported', limit: 1 })
   t.match(line, { target: 'carol@customer.example', actorId: ann.user.id, via: 'api' })
 
+  // Her rating of a resolved discussion is hers too.
+  const resolved = await api('POST', `/demo/discussions/${first.number}/resolve`, {})
+  t.equal(resolved.statusCode, 200)
+  await app.discussions.rate(ann.site.id, first.number, new Date(resolved.json().last_updated_at ?? Date.now()).getTime(), 'good', 'Quick!')
+  const rated = JSON.parse((await unzip((await api('POST', `/demo/customers/${carolFound.id}/export`)).rawPayload)).get(`discussions/${first.number}.json`)!.toString())
+  t.match(rated.rating, { rating: 'good', comment: 'Quick!' })
+  // A customer with nothing on the site yet: an export of their account alone.
+  const erin = await app.users.insert({ email: 'erin@customer.example', name: 'Erin' }, null)
+  await app.users.addStaff(ann.site.id, erin.id)
+  await app.users.removeStaff(ann.site.id, erin.id)
+  const alone = await unzip((await api('POST', `/demo/customers/${erin.id}/export`)).rawPayload)
+  t.same([...alone.keys()].sort(), ['README.txt', 'customer.json'])
+  t.same(JSON.parse(alone.get('customer.json')!.toString()).discussions, [])
+
   // Outsiders: a supporter of the site, another site's administrator, a member of the staff, an unknown id.
   const bob = await supporterWithToken(app, { email: 'bob@example.test' })
   t.equal((await app.inject({ method: 'POST', url: `/demo/customers/${carolFound.id}/export`, headers: bob.bearer })).statusCode, 403)
@@ -70,4 +85,45 @@ t.test("an administrator exports a customer's data: exactly their own, and their
   t.equal((await api('POST', `/demo/customers/${bob.user.id}/export`)).statusCode, 404, 'a member of the staff is no customer')
   t.equal((await api('POST', '/demo/customers/99999/export')).statusCode, 404)
   t.equal((await api('GET', '/demo/customers')).statusCode, 400, 'an address is asked for')
+})
+
+t.test('a customer downloads a copy of their own data from the support site, by a link mailed to them', async (t) => {
+  const { app, ann, api, general, mails, customer } = await desk(t)
+  t.equal((await api('POST', `/demo/categories/${general.id}/discussions`, { title: 'My order', body: 'Where is order 12?', author_email: 'carol@customer.example', author_name: 'Carol' })).statusCode, 201)
+  t.equal((await api('POST', `/demo/categories/${general.id}/discussions`, { title: 'Dave asks', body: 'Dave wonders.', author_email: 'dave@customer.example', author_name: 'Dave' })).statusCode, 201)
+  await mails()
+  const carol = await customer('carol@customer.example')
+  const home = await carol.get('/demo/help')
+  t.match(home.body, /Download a copy of your data/)
+  const asked = await carol.post('/demo/help/export')
+  t.equal(asked.statusCode, 200)
+  t.match(asked.body, /We mailed carol@customer\.example a link/)
+  const [mail] = await mails()
+  t.same(mail!.envelope, ['carol@customer.example'])
+  t.equal(mail!.subject, 'A copy of your data on Site demo')
+  const link = /https:\/\/help\.example\.test(\/demo\/help\/export\/service_cln_\w+)/.exec(mail!.text ?? '')![1]!
+
+  // The link's page has a button; its answer is the ZIP, once; in any browser (the mailbox is the proof).
+  const elsewhere = webClientOf(app)
+  t.match((await elsewhere.get(link)).body, /Download a copy of your data/)
+  /** The link's button pressed in `web`: the answer with its bytes as they came. */
+  const press = async (web: ReturnType<typeof webClientOf>, path: string) => {
+    const csrf = /name="_csrf" value="([^"]+)"/.exec((await web.get(path)).body)![1]!
+    return app.inject({ method: 'POST', url: path, headers: { cookie: [...web.jar].map(([k, v]) => `${k}=${v}`).join('; '), 'content-type': 'application/x-www-form-urlencoded' }, payload: `_csrf=${encodeURIComponent(csrf)}` })
+  }
+  const zipped = await press(elsewhere, link)
+  t.equal(zipped.statusCode, 200)
+  t.equal(zipped.headers['content-type'], 'application/zip')
+  const zip = await unzip(zipped.rawPayload)
+  t.match(JSON.parse(zip.get('customer.json')!.toString()), { account: { email: 'carol@customer.example' }, discussions: [1] })
+  t.notOk([...zip.keys()].some((n) => n === 'discussions/2.json'), "Dave's discussion is not hers")
+  t.equal((await press(elsewhere, link)).statusCode, 410, 'each link works once')
+  const [line] = await app.securityLog.changes({ siteId: ann.site.id, action: 'customer.exported', limit: 1 })
+  t.match(line, { target: 'carol@customer.example', via: 'page' })
+
+  // A visitor is sent to sign in; a changed link downloads nothing.
+  const visitor = webClientOf(app)
+  await visitor.get('/demo/help/sign_in')
+  t.equal((await visitor.post('/demo/help/export')).headers.location, 'https://help.example.test/demo/help/sign_in')
+  t.equal((await press(visitor, `${link}x`)).statusCode, 410)
 })

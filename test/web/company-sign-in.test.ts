@@ -547,3 +547,55 @@ t.test("a provider that cannot be reached, or whose secret is sealed under anoth
   t.match(sealed.body, /sealed under another server key/)
   t.notOk(await onQueue(web))
 })
+
+t.test("the answer's edges: late, of a provider removed meanwhile, refused without words, with where to go next; sudo's own", async (t) => {
+  const { app, clock, ann, acme, idp, site } = await desk(t)
+  const start = async (web: Web, next = '') => {
+    await web.get('/demo/login')
+    return new URL((await web.post('/demo/login/provider', { provider: String(acme.id), next })).headers.location as string)
+  }
+  const late = webClient(app)
+  const lateUrl = await start(late)
+  clock.advance(11 * MINUTE)
+  const tooLate = await late.get(await idp.signIn(lateUrl.href, 'ann@acme.example'))
+  t.equal(tooLate.statusCode, 400)
+  t.match(tooLate.body, /took longer than 10 minutes/)
+
+  const plain = webClient(app)
+  const plainUrl = await start(plain)
+  const no = await plain.get(`${CALLBACK}?error=access_denied&state=${plainUrl.searchParams.get('state')}`)
+  t.match(no.body, /Acme did not sign you in \(access_denied\)\./)
+
+  // Sudo: without `next`, back to the token page; an unknown purpose is the token's; an answer of another sign-in confirms nothing, and is logged as hers.
+  const web = webClient(app)
+  await web.get(await idp.signIn((await start(web)).href, 'ann@acme.example'))
+  clock.advance(16 * MINUTE)
+  await web.get('/demo/confirm?for=token')
+  const confirmAt = new URL((await web.post('/demo/confirm/provider', { for: 'nonsense' })).headers.location as string)
+  idp.swapNextIdToken(await idp.idTokenOf('ann@acme.example', 'another sign-in'))
+  t.equal((await web.get(await idp.signIn(confirmAt.href, 'ann@acme.example'))).statusCode, 401)
+  const [failed] = (await app.securityLog.list({ userId: ann.user.id, kinds: ['sign_in_failed'], offset: 0, limit: 1 })).events
+  t.match(failed!.detail, { with: 'Acme' })
+  await web.get('/demo/confirm?for=token')
+  const confirmAgain = (await web.post('/demo/confirm/provider', { for: 'nonsense' })).headers.location as string
+  t.equal((await web.get(await idp.signIn(confirmAgain, 'ann@acme.example'))).headers.location, 'https://help.example.test/demo/profile/api_tokens')
+
+  // Where to go next is kept across the provider, and across our second step.
+  const onward = webClient(app)
+  t.equal((await onward.get(await idp.signIn((await start(onward, '/demo/search')).href, 'ann@acme.example'))).headers.location, 'https://help.example.test/demo/search')
+  const own = webClient(app)
+  await own.signIn(ann.email, ann.password)
+  await enrollAuthenticator(own, clock())
+  t.equal((await own.post('/demo/confirm/provider', { for: 'token' })).headers.location, 'https://help.example.test/demo/confirm', "a password's session confirms here")
+  const held = webClient(app)
+  const step = await held.get(await idp.signIn((await start(held, '/demo/search')).href, 'ann@acme.example'))
+  t.equal(step.headers.location, `https://help.example.test/demo/login/second_step?next=${encodeURIComponent('/demo/search')}`)
+
+  // The provider removed while the browser was at it.
+  const removed = webClient(app)
+  const removedUrl = await start(removed)
+  await app.signInProviders.remove(site.id, acme.id)
+  const gone = await removed.get(await idp.signIn(removedUrl.href, 'ann@acme.example'))
+  t.equal(gone.statusCode, 400)
+  t.match(gone.body, /no longer one of this site/)
+})
