@@ -109,6 +109,9 @@ export function createCustomerDataStore(port: StorePort, clock: Clock) {
             .orderBy(asc(attachments.id))
       const mails = own.length === 0 ? [] : await db.select().from(mailMessages).where(and(inArray(mailMessages.commentId, own), eq(mailMessages.outbound, false))).orderBy(asc(mailMessages.id))
       const numberOf = new Map(rows.map((r) => [r.d.id, r.d.number]))
+      // Each discussion's comments, and its files by comment, found once (not scanned again per discussion).
+      const commentsOf = Map.groupBy(shown, (s) => s.c.discussionId)
+      const filesOf = Map.groupBy(sent, (a) => a.commentId!)
       const exported = rows.map(({ d, category }): ExportedDiscussion => ({
         number: d.number,
         title: d.title,
@@ -116,22 +119,20 @@ export function createCustomerDataStore(port: StorePort, clock: Clock) {
         public: d.public,
         category,
         created_at: at(d.createdAt),
-        role: d.authorId === userId ? 'started' : shown.some((s) => s.c.discussionId === d.id && s.c.authorId === userId) ? 'wrote' : 'copied',
+        role: d.authorId === userId ? 'started' : commentsOf.get(d.id)?.some((s) => s.c.authorId === userId) ? 'wrote' : 'copied',
         rating: d.authorId === userId && d.rating ? { rating: d.rating, comment: d.ratingComment, rated_at: d.ratedAt && at(d.ratedAt) } : null,
-        comments: shown
-          .filter((s) => s.c.discussionId === d.id)
-          .map(({ c, name }) => {
-            const from = c.authorId === userId ? 'you' : c.bySupporter ? 'support' : 'another customer'
-            return {
-              number: c.number,
-              created_at: at(c.createdAt),
-              from,
-              name,
-              body: from === 'another customer' ? null : c.body,
-              via: c.via,
-              attachments: sent.filter((a) => a.commentId === c.id).map((a) => ({ id: a.id, name: a.name, content_type: a.contentType, size: a.size, file: filePath(a.id, a.name) })),
-            }
-          }),
+        comments: (commentsOf.get(d.id) ?? []).map(({ c, name }) => {
+          const from = c.authorId === userId ? 'you' : c.bySupporter ? 'support' : 'another customer'
+          return {
+            number: c.number,
+            created_at: at(c.createdAt),
+            from,
+            name,
+            body: from === 'another customer' ? null : c.body,
+            via: c.via,
+            attachments: (filesOf.get(c.id) ?? []).map((a) => ({ id: a.id, name: a.name, content_type: a.contentType, size: a.size, file: filePath(a.id, a.name) })),
+          }
+        }),
       }))
       return {
         account: { id: person.id, name: person.name, email: person.email, created_at: at(person.createdAt), on_site_since: at(person.since) },

@@ -8,7 +8,7 @@ import { addMailboxFrom, describeMailboxes, removeMailboxOf } from '../api/mailb
 import { sentence } from '../api/discussions/http-errors.ts'
 import { SECURITY_HEADERS } from '../../plugins/views.ts'
 import { requireConfirmed } from './confirm.ts'
-import { pageData, requireAdministrator } from './pages.ts'
+import { pageData, requireAdministrator, sealedOnceCookie } from './pages.ts'
 
 // {site_url}/admin/mail: the site's mailboxes for its administrators (docs/decisions.md, "Mail"),
 // as the API's /<site>/mailboxes shows them (routes/api/mailboxes.ts): how mail arrives and
@@ -43,11 +43,11 @@ interface Connecting extends PendingSignIn {
 }
 
 const adminMailRoutes: FastifyPluginAsync = async (fastify) => {
-  const { urls, mailboxes, categories, secretBox } = fastify
+  const { urls, mailboxes, categories } = fastify
   const base = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/admin/mail`
   /** Where a provider sends the administrator back: the redirect address registered with the application. */
   const callback = (request: FastifyRequest) => `${base(request)}/connected`
-  const connectCookie = (request: FastifyRequest) => ({ path: new URL(base(request)).pathname, httpOnly: true, sameSite: 'lax', secure: base(request).startsWith('https:') }) as const
+  const connectCookie = sealedOnceCookie<Connecting>(CONNECT_COOKIE, base)
   const action = { preHandler: [fastify.csrfProtection, requireAdministrator, requireConfirmed('administration', '/admin/mail')] }
 
   async function mailPage(request: FastifyRequest, reply: FastifyReply, status = 200, extra: Record<string, unknown> = {}) {
@@ -128,17 +128,14 @@ const adminMailRoutes: FastifyPluginAsync = async (fastify) => {
     }
     const shared = text('shared').toLowerCase()
     const connecting: Connecting = { ...started.pending, site: request.web.site.id, user: request.web.user!.id, provider: provider.name, shared: shared === '' ? null : shared, category: category === '' ? null : Number(category), acknowledge: body.acknowledge === 'on', until: fastify.clock() + CONNECT_MS }
-    reply.setCookie(CONNECT_COOKIE, secretBox.seal(JSON.stringify(connecting)), { ...connectCookie(request), maxAge: CONNECT_MS / 1000 })
+    connectCookie.put(request, reply, connecting, CONNECT_MS)
     return reply.redirect(started.url, 303)
   })
 
   // The provider sends the administrator back here: the mailbox is connected with the address it signed them in as.
   fastify.get('/admin/mail/connected', { preHandler: requireAdministrator }, async (request, reply) => {
-    const raw = request.cookies[CONNECT_COOKIE]
-    const plain = raw === undefined ? null : secretBox.open(raw)
-    const connecting = plain === null ? null : (JSON.parse(plain) as Connecting)
     // Once: a sign-in's answer is never taken twice.
-    reply.clearCookie(CONNECT_COOKIE, connectCookie(request))
+    const connecting = connectCookie.take(request, reply)
     const again = 'Start again with Connect.'
     if (!connecting || connecting.site !== request.web.site.id || connecting.user !== request.web.user!.id) {
       return mailPage(request, reply, 400, { error: `This answer of a mail provider was not asked for by you in this browser. ${again}` })

@@ -5,7 +5,7 @@ import { createBoundedSet } from '../../lib/bounded-set.ts'
 import type { AdmissionRefusal, SignInProvider } from '../../db/stores/sign-in-providers.ts'
 import type { SessionVia } from '../../db/stores/sessions.ts'
 import { PURPOSES, type Purpose } from './confirm.ts'
-import { logPageEvent, pageData, requireSupporter, safeNext } from './pages.ts'
+import { logPageEvent, pageData, requireSupporter, safeNext, sealedOnceCookie } from './pages.ts'
 import { homeOf, OPEN, signInPage } from './sign-in.ts'
 import { confirmingProvider } from './providers.ts'
 
@@ -46,7 +46,7 @@ const REFUSALS: Record<AdmissionRefusal | 'unverified' | 'no_email' | 'not_works
 }
 
 const companySignInRoutes: FastifyPluginAsync = async (fastify) => {
-  const { urls, signInProviders, companySignIn, secretBox, secondFactors, sessions, clock } = fastify
+  const { urls, signInProviders, companySignIn, secondFactors, sessions, clock } = fastify
   // A logout token is taken once (OpenID Connect Back-Channel Logout 1.0, 2.6: its jti).
   const logoutsSeen = createBoundedSet<string>(10_000)
 
@@ -54,7 +54,7 @@ const companySignInRoutes: FastifyPluginAsync = async (fastify) => {
   const sitePath = (request: FastifyRequest) => new URL(siteBase(request)).pathname
   /** Where every provider sends the browser back: the redirect address registered with the application. */
   const callback = (request: FastifyRequest) => `${siteBase(request)}/login/provider/callback`
-  const cookieOptions = (request: FastifyRequest) => ({ path: sitePath(request), httpOnly: true, sameSite: 'lax', secure: siteBase(request).startsWith('https:') }) as const
+  const pendingCookie = sealedOnceCookie<Pending>(COOKIE, siteBase)
 
   const refused = (request: FastifyRequest, reply: FastifyReply, status: number, error: string, next = '') => signInPage(request, reply, status, { error, next })
 
@@ -70,7 +70,7 @@ const companySignInRoutes: FastifyPluginAsync = async (fastify) => {
       return refused(request, reply, 502, `${provider.name} could not be reached. Try again in a while; if it lasts, tell an administrator of this site.`, next)
     }
     const pending: Pending = { ...started.pending, site: request.web.site.id, provider: provider.id, next, confirm, at: clock(), wallAt: Date.now() }
-    reply.setCookie(COOKIE, secretBox.seal(JSON.stringify(pending)), { ...cookieOptions(request), maxAge: PENDING_MS / 1000 })
+    pendingCookie.put(request, reply, pending, PENDING_MS)
     return reply.redirect(started.url, 303)
   }
 
@@ -100,16 +100,9 @@ const companySignInRoutes: FastifyPluginAsync = async (fastify) => {
     return toProvider(request, reply, provider, safeNext(body.next, sitePath(request)) ?? '', { user: user.id, reason })
   })
 
-  /** The cookie's sign-in under way, opened and cleared: an answer is never taken twice. */
-  function takePending(request: FastifyRequest, reply: FastifyReply): Pending | null {
-    const raw = request.cookies[COOKIE]
-    const plain = raw === undefined ? null : secretBox.open(raw)
-    reply.clearCookie(COOKIE, cookieOptions(request))
-    return plain === null ? null : (JSON.parse(plain) as Pending)
-  }
-
   fastify.get('/login/provider/callback', { config: OPEN }, async (request, reply) => {
-    const pending = takePending(request, reply)
+    // Opened and cleared: an answer is never taken twice.
+    const pending = pendingCookie.take(request, reply)
     const query = request.query as { state?: unknown; error?: unknown; error_description?: unknown }
     const again = 'Start again with its button.'
     // Nothing asked for in this browser, or an answer to another sign-in (its state): never taken,

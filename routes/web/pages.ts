@@ -200,3 +200,28 @@ export async function secondStepAttempt<R>(request: FastifyRequest, user: { id: 
   }
   return result
 }
+
+/**
+ * A sign-in at a provider under way, kept in a cookie of this browser sealed with the server key
+ * (`HttpOnly`, `SameSite=Lax` so it comes back with the provider's redirect, on `path`): put when
+ * the browser is sent there, taken once when it comes back (cleared at once, whatever it holds).
+ * The mailboxes' OAuth (routes/web/admin-mail.ts) and the staff's sign-in at the company's provider
+ * (routes/web/company-sign-in.ts) keep theirs so.
+ */
+export function sealedOnceCookie<T>(name: string, path: (request: FastifyRequest) => string) {
+  const options = (request: FastifyRequest) => {
+    const at = path(request)
+    return { path: new URL(at).pathname, httpOnly: true, sameSite: 'lax', secure: at.startsWith('https:') } as const
+  }
+  return {
+    put(request: FastifyRequest, reply: FastifyReply, value: T, ms: number): void {
+      reply.setCookie(name, request.server.secretBox.seal(JSON.stringify(value)), { ...options(request), maxAge: ms / 1000 })
+    },
+    take(request: FastifyRequest, reply: FastifyReply): T | null {
+      const raw = request.cookies[name]
+      const plain = raw === undefined ? null : request.server.secretBox.open(raw)
+      reply.clearCookie(name, options(request))
+      return plain === null ? null : (JSON.parse(plain) as T)
+    },
+  }
+}
