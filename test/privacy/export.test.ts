@@ -15,7 +15,7 @@ t.test("an administrator exports a customer's data: exactly their own, and their
   const { app, ann, general, send, api } = await desk(t)
   await app.users.setAdministrator(ann.site.id, ann.user.id, true)
   // Carol writes by mail, with a file; Ann replies, and leaves a note among the team.
-  await send({ subject: 'Printer on fire', text: 'It smokes since Monday.', messageId: '<carol-1@customer.example>', attachments: [{ filename: 'smoke.txt', content: 'a photo of smoke, in words' }] })
+  await send({ subject: 'Printer on fire', text: 'It smokes since Monday.', messageId: '<carol-1@customer.example>', attachments: [{ filename: 'smoke.txt', content: 'a photo of smoke, in words' }, { filename: '../../etc/passwd\u202e.txt', content: 'hostile name' }] })
   const [first] = await until('the mail taken in', async () => (await api('GET', '/demo/discussions')).json().discussions)
   t.equal((await api('POST', `/demo/discussions/${first.number}/comments`, { body: 'Unplug it, please.' })).statusCode, 201)
   t.equal((await api('POST', `/demo/discussions/${first.number}/comments`, { body: 'Carol again. Keep calm.', internal: true })).statusCode, 201)
@@ -38,6 +38,8 @@ t.test("an administrator exports a customer's data: exactly their own, and their
   t.equal(exported.headers['content-disposition'], `attachment; filename="demo-customer-${carolFound.id}.zip"`)
   const zip = await unzip(exported.rawPayload)
   const names = [...zip.keys()].sort()
+  // A file name a stranger chose never leaves its folder in the ZIP, nor carries a control of direction.
+  for (const name of names) t.match(name, /^(README\.txt|customer\.json|discussions\/\d+\.json|files\/\d+-[^/\\\u202e]+)$/, name)
   t.same(names.filter((n) => !n.startsWith('files/')), ['README.txt', 'customer.json', `discussions/${first.number}.json`, `discussions/${daves.json().number}.json`])
   const customerJson = JSON.parse(zip.get('customer.json')!.toString())
   t.match(customerJson, { site: 'Site demo', account: { id: carolFound.id, name: 'Carol Customer', email: 'carol@customer.example' }, discussions: [first.number, daves.json().number] })

@@ -246,6 +246,13 @@ t.test("with the company's account only: the password form, Basic and the legacy
   const byLegacy = await app.inject({ method: 'GET', url: '/demo/discussions', headers: { ...accept, 'x-service-auth': legacy.value } })
   t.equal(byLegacy.statusCode, 401)
   t.equal((await app.inject({ method: 'GET', url: '/demo/discussions', headers: bob.bearer })).statusCode, 200, 'a personal token still works')
+  // MCP is a door of the API: Basic is refused there too, before any tool runs; a personal token is taken.
+  const mcp = (authorization: string) =>
+    app.inject({ method: 'POST', url: '/demo/mcp', headers: { authorization, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } })
+  const mcpBasic = await mcp(basic(ann.email, ann.password).authorization)
+  t.equal(mcpBasic.statusCode, 401)
+  t.match(mcpBasic.headers['www-authenticate'], /switched off for this site/)
+  t.equal((await mcp(bob.bearer.authorization)).statusCode, 200, 'MCP with a personal token')
 
   // A customer is not concerned: her password still signs her in.
   t.equal((await webClient(app).signIn(carolBefore.email, carolBefore.password)).statusCode, 303)
