@@ -40,6 +40,7 @@ import savedReplyRoutes from './routes/api/saved-replies.ts'
 import fieldRoutes from './routes/api/fields.ts'
 import signInProviderRoutes from './routes/api/sign-in-providers.ts'
 import customerRoutes from './routes/api/customers.ts'
+import privacyRoutes from './routes/api/privacy.ts'
 import ruleRoutes from './routes/api/rules.ts'
 import senderRuleRoutes from './routes/api/sender-rules.ts'
 import { eventRender } from './routes/api/webhook-events.ts'
@@ -265,6 +266,8 @@ export function buildApp(options: AppOptions) {
       routes.register(signInProviderRoutes)
       // A customer of the site, with the team's record of them (its customer fields' values).
       routes.register(customerRoutes)
+      // A customer's data on request (issue 74): their export, their erasure, the site's retention.
+      routes.register(privacyRoutes)
       // The site's rules: read by its staff, written and tried by its administrators.
       routes.register(ruleRoutes)
       // The site's business hours: read by its staff, written by its administrators.

@@ -23,6 +23,7 @@ import { createMergeStore, type MergeStore } from './stores/merges.ts'
 import { createFieldStore, type FieldStore } from './stores/fields.ts'
 import { createSignInProviderStore, type SignInProviderStore } from './stores/sign-in-providers.ts'
 import { createCustomerDataStore, type CustomerDataStore } from './stores/customer-data.ts'
+import { createErasureStore, type ErasureStore } from './stores/erasure.ts'
 import { createScheduleStore, type ScheduleStore } from './stores/schedules.ts'
 import { createSlaPolicyStore, type SlaPolicyStore } from './stores/sla-policies.ts'
 import { createReportStore, type ReportStore } from './stores/reports.ts'
@@ -172,6 +173,7 @@ export interface EngineStores {
   signInProviders(clock: Clock, box: SecretBox): SignInProviderStore
   /** What a site holds of one customer, for their export (db/stores/customer-data.ts). */
   customerData(clock: Clock): CustomerDataStore
+  erasure(clock: Clock, box: SecretBox, events?: EventSink): ErasureStore
   /** What fair use took from each key's budget, shared by the processes (db/stores/rate-limits.ts). */
   rateLimits(): RateLimitStore
 }
@@ -209,6 +211,7 @@ export function storesOver(port: StorePort, listingOf: ListingOf): EngineStores 
     secondFactors: (clock, box) => guard(createSecondFactorStore(port, clock, box)),
     signInProviders: (clock, box) => guard(createSignInProviderStore(port, clock, box)),
     customerData: (clock) => guard(createCustomerDataStore(port, clock)),
+    erasure: (clock, box, events) => guard(createErasureStore(port, clock, box, events)),
     rateLimits: () => guard(createRateLimitStore(port)),
   }
 }

@@ -66,12 +66,17 @@ export const webhookEvents = [
   'token.revoked',
   'token.leaked',
   'application.authorized',
+  'customer.erased',
 ] as const
 export type WebhookEvent = (typeof webhookEvents)[number]
 // What the change feed tells of (db/stores/changes.ts; docs/decisions.md, "Safe retries, cursors and the change feed"):
 // the discussion events of the webhooks, one row each, in commit order.
-export const changeKinds = ['discussion.created', 'discussion.updated', 'discussion.deleted', 'discussion.restored', 'discussion.spam', 'discussion.merged', 'comment.created'] as const
+export const changeKinds = ['discussion.created', 'discussion.updated', 'discussion.deleted', 'discussion.restored', 'discussion.spam', 'discussion.merged', 'comment.created', 'customer.erased'] as const
 export type ChangeKind = (typeof changeKinds)[number]
+// What erasing a customer does to the discussions they started (issue 74; db/stores/erasure.ts):
+// keeps them with their text and their name taken out, or deletes them.
+export const erasureModes = ['anonymise', 'delete'] as const
+export type ErasureMode = (typeof erasureModes)[number]
 export const outboxStates = ['queued', 'sent', 'failed'] as const
 export type OutboxState = (typeof outboxStates)[number]
 

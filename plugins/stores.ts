@@ -22,6 +22,7 @@ import type { OAuthStore } from '../db/stores/oauth.ts'
 import type { SecondFactorStore } from '../db/stores/second-factors.ts'
 import type { SignInProviderStore } from '../db/stores/sign-in-providers.ts'
 import type { CustomerDataStore } from '../db/stores/customer-data.ts'
+import type { ErasureStore } from '../db/stores/erasure.ts'
 import type { SecurityLogStore } from '../db/stores/security-log.ts'
 import type { SessionStore } from '../db/stores/sessions.ts'
 import type { SiteStore } from '../db/stores/sites.ts'
@@ -69,6 +70,8 @@ declare module 'fastify' {
     signInProviders: SignInProviderStore
     /** What a site holds of one customer, for their export (db/stores/customer-data.ts). */
     customerData: CustomerDataStore
+    /** A customer's erasure, and the site's retention (db/stores/erasure.ts). */
+    erasure: ErasureStore
     webhooks: WebhookStore
     /**
      * Tells the site's webhooks of a change and runs the site's rules it starts, in the change's
@@ -134,7 +137,7 @@ export const tokenStore = fp(
   { ...STORE, name: 'token-store', dependencies: [...STORE.dependencies, 'webhook-store'] },
 )
 
-/** Discussions, their comments, the files attached to them, the categories they are filed in, and the mail that makes them. */
+/** Discussions, their comments, the files attached to them, the categories they are filed in, the mail that makes them, and a customer's data on request. */
 export const discussionStores = fp(
   async (fastify) => {
     fastify.decorate('discussions', fastify.database.discussions(fastify.clock, fastify.secretBox, fastify.events))
@@ -155,6 +158,8 @@ export const discussionStores = fp(
     fastify.decorate('outbox', fastify.database.outbox(fastify.clock))
     fastify.decorate('customerLinks', fastify.database.customerLinks(fastify.clock, fastify.secretBox, fastify.events))
     fastify.decorate('invitations', fastify.database.invitations(fastify.clock, fastify.secretBox))
+    fastify.decorate('customerData', fastify.database.customerData(fastify.clock))
+    fastify.decorate('erasure', fastify.database.erasure(fastify.clock, fastify.secretBox, fastify.events))
   },
   { ...STORE, name: 'discussion-stores', dependencies: [...STORE.dependencies, 'server-key', 'webhook-store'] },
 )
@@ -179,7 +184,6 @@ export const secondFactorStore = fp(
 export const signInProviderStore = fp(
   async (fastify) => {
     fastify.decorate('signInProviders', fastify.database.signInProviders(fastify.clock, fastify.secretBox))
-    fastify.decorate('customerData', fastify.database.customerData(fastify.clock))
   },
   { ...STORE, name: 'sign-in-provider-store', dependencies: [...STORE.dependencies, 'server-key'] },
 )

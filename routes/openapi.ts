@@ -4,6 +4,7 @@ import { ReportLine, ReportListing, ReportResource } from './api/reports.ts'
 import { FieldChange, FieldListing, FieldResource, NewField } from './api/fields.ts'
 import { NewSignInProvider, SignInProviderChange, SignInProviderListing, SignInProviderResource } from './api/sign-in-providers.ts'
 import { CustomerChange, CustomerListing, CustomerResource } from './api/customers.ts'
+import { ErasureBody, ErasureResource, PrivacyChange, PrivacyResource } from './api/privacy.ts'
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import fp from 'fastify-plugin'
 import { JSON_MEDIA_TYPE, V1_MEDIA_TYPE } from '../lib/accept.ts'
@@ -147,6 +148,10 @@ export const NAMED_SCHEMAS = {
   Customer: CustomerResource,
   CustomerChange,
   CustomerListing,
+  Erasure: ErasureResource,
+  ErasureRequest: ErasureBody,
+  Privacy: PrivacyResource,
+  PrivacyChange,
   Split: SplitBody,
   MacroListing,
   ReportListing,
@@ -413,6 +418,21 @@ const EVENT_DATA: Record<WebhookEvent | typeof TEST_EVENT, { schema: object; wha
   'token.revoked': { schema: { $ref: '#/components/schemas/Credential' }, what: 'A personal token of the site was revoked, by its owner, an administrator or a leak report.' },
   'token.leaked': { schema: { $ref: '#/components/schemas/Credential' }, what: 'A personal token of the site was reported found in public, and revoked (token.revoked is sent too).' },
   'application.authorized': { schema: { $ref: '#/components/schemas/Credential' }, what: 'A person authorized an OAuth application on the site.' },
+  'customer.erased': {
+    schema: {
+      type: 'object',
+      required: ['customer_id', 'erased_customer_id', 'erased_at', 'deleted', 'anonymised', 'others'],
+      properties: {
+        customer_id: { type: 'integer', description: 'The id the customer had (their discussions\' author id): nothing of them is left to read.' },
+        erased_customer_id: { type: 'integer', description: "The site's account that now signs what they wrote." },
+        erased_at: { type: 'string', format: 'date-time' },
+        deleted: { type: 'array', items: { type: 'integer' }, description: 'The numbers of the discussions they started, deleted (the site erases that way).' },
+        anonymised: { type: 'array', items: { type: 'integer' }, description: 'The numbers of the discussions they started, kept without them.' },
+        others: { type: 'array', items: { type: 'integer' }, description: 'The numbers of the other discussions they wrote in or were copied on, their part taken out.' },
+      },
+    },
+    what: "A customer was erased at their request (GDPR article 17): what became of their discussions. Each is also in the change feed (customer.erased); a copy kept of them elsewhere is the endpoint's to delete.",
+  },
   [TEST_EVENT]: { schema: { type: 'object', required: ['webhook'], properties: { webhook: { $ref: '#/components/schemas/Webhook' } } }, what: 'Sent when an administrator asks for a test: the endpoint itself.' },
 }
 

@@ -3,7 +3,7 @@ import { isLive } from '../live.ts'
 import { NEVER, slaChannels } from '../../lib/sla.ts'
 import { dimensions, ratings } from '../../lib/reports.ts'
 import { pgBoolean, pgCustomType, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
-import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, senderVerdicts, securityKinds, writeTokenRules } from '../values.ts'
+import { accessLevels, changeKinds, erasureModes, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, senderVerdicts, securityKinds, writeTokenRules } from '../values.ts'
 import { fieldAudiences, fieldKinds, fieldSubjects } from '../../lib/fields.ts'
 
 // The PostgreSQL schema: the SQLite one (db/schema/sqlite.ts) table for table, column for column, with the
@@ -43,6 +43,8 @@ export const sites = pgTable('sites', {
   // rules it parsed for as long as this is the number it read.
   rulesVersion: pgInteger('rules_version').notNull().default(0),
   companySignInOnly: pgBoolean('company_sign_in_only').notNull().default(false),
+  erasureMode: pgText('erasure_mode', { enum: erasureModes }).notNull().default('anonymise'),
+  retentionMonths: pgInteger('retention_months'),
 })
 
 const siteReference = () =>
@@ -292,6 +294,7 @@ export const discussions = pgTable(
     // Its custom fields' values (issue 72; db/stores/fields.ts), JSON by key, as the API shows them;
     // found through field_values.
     fields: pgText('fields').notNull().default('{}'),
+    erasedAt: moment('erased_at'),
   },
   (t) => [
     pgUniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
@@ -379,7 +382,7 @@ export const comments = pgTable(
     movedFrom: pgInteger('moved_from'),
     movedFromNumber: pgInteger('moved_from_number'),
   },
-  (t) => [pgUniqueIndex('comments_discussion_number_unique').on(t.discussionId, t.number)],
+  (t) => [pgUniqueIndex('comments_discussion_number_unique').on(t.discussionId, t.number), pgIndex('comments_author_idx').on(t.authorId)],
 )
 
 export const discussionCounts = pgTable(
@@ -764,7 +767,7 @@ export const participants = pgTable(
     addedBy: pgText('added_by', { enum: participantSources }).notNull(),
     createdAt: moment('created_at').notNull(),
   },
-  (t) => [pgUniqueIndex('participants_discussion_email_unique').on(t.discussionId, t.email)],
+  (t) => [pgUniqueIndex('participants_discussion_email_unique').on(t.discussionId, t.email), pgIndex('participants_site_email_idx').on(t.siteId, t.email)],
 )
 
 // A site's webhook endpoint (db/stores/webhooks.ts; docs/decisions.md, "Webhooks"): where its events

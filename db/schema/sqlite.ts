@@ -3,7 +3,7 @@ import { isLive } from '../live.ts'
 import { NEVER, slaChannels } from '../../lib/sla.ts'
 import { dimensions, ratings } from '../../lib/reports.ts'
 import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from '../drizzle.ts'
-import { accessLevels, changeKinds, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, senderVerdicts, securityKinds, writeTokenRules } from '../values.ts'
+import { accessLevels, changeKinds, erasureModes, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, senderVerdicts, securityKinds, writeTokenRules } from '../values.ts'
 import { fieldAudiences, fieldKinds, fieldSubjects } from '../../lib/fields.ts'
 
 // Every moment is stored as integer milliseconds since the epoch (UTC), read back as a Date.
@@ -50,6 +50,11 @@ export const sites = sqliteTable('sites', {
   // "Staff sign-in with the company's account"): no password on its pages, Basic and the legacy
   // token refused on its API.
   companySignInOnly: integer('company_sign_in_only', { mode: 'boolean' }).notNull().default(false),
+  // A customer's data on request (issue 74; docs/decisions.md, "A customer's data on request"): what
+  // erasing a customer does to the discussions they started (kept, anonymised; or deleted), and
+  // after how many months its resolved discussions are deleted (null: kept).
+  erasureMode: text('erasure_mode', { enum: erasureModes }).notNull().default('anonymise'),
+  retentionMonths: integer('retention_months'),
 })
 
 /** The site a row belongs to; the row goes with it. */
@@ -362,6 +367,10 @@ export const discussions = sqliteTable(
     // Its custom fields' values (issue 72; db/stores/fields.ts), JSON by key, as the API shows them;
     // found through field_values.
     fields: text('fields').notNull().default('{}'),
+    // When it was deleted for good (issue 74: its customer erased, or the site's retention): what
+    // is left is its number, dates and facts for the reports, in the deleted state; no comment, no
+    // title, never restored.
+    erasedAt: moment('erased_at'),
   },
   (t) => [
     uniqueIndex('discussions_site_number_unique').on(t.siteId, t.number),
@@ -460,7 +469,8 @@ export const comments = sqliteTable(
     movedFrom: integer('moved_from'),
     movedFromNumber: integer('moved_from_number'),
   },
-  (t) => [uniqueIndex('comments_discussion_number_unique').on(t.discussionId, t.number)],
+  // A person's comments (their export and erasure, issue 74).
+  (t) => [uniqueIndex('comments_discussion_number_unique').on(t.discussionId, t.number), index('comments_author_idx').on(t.authorId)],
 )
 
 // How many discussions a site has per category, state and visibility, kept in the same transaction
@@ -913,7 +923,7 @@ export const participants = sqliteTable(
     addedBy: text('added_by', { enum: participantSources }).notNull(),
     createdAt: moment('created_at').notNull(),
   },
-  (t) => [uniqueIndex('participants_discussion_email_unique').on(t.discussionId, t.email)],
+  (t) => [uniqueIndex('participants_discussion_email_unique').on(t.discussionId, t.email), index('participants_site_email_idx').on(t.siteId, t.email)],
 )
 
 // Where the database's mail and webhooks are at home (docs/decisions.md, "Mail a team can rely on"):

@@ -16,7 +16,7 @@ export interface Actor {
   id: number | null
   /** Their address as it was (or `the operator`), so the line reads the same after the account is gone. */
   name: string
-  via: 'page' | 'api' | 'cli' | 'rule'
+  via: 'page' | 'api' | 'cli' | 'rule' | 'service'
   /** The client address of the request. */
   address?: string | null
 }
@@ -52,6 +52,9 @@ export const auditActions = [
   'field.removed',
   'customer.fields_changed',
   'customer.exported',
+  'customer.erased',
+  'privacy.changed',
+  'retention.deleted',
   'sign_in_provider.added',
   'sign_in_provider.changed',
   'sign_in_provider.removed',

@@ -367,6 +367,7 @@ export function actDiscussionIn(tx: StorePort, write: WriteContext, siteId: numb
   return changeDiscussionIn(tx, write, siteId, number, async (tx, d) => {
     if (action !== 'restore' && action !== 'delete') refuseDeleted(d)
     else refuseMerged(d)
+    if (d.erasedAt) throw new StoreError(`discussion ${d.number} was deleted for good (its customer erased, or the site's retention): nothing of it is left to restore`, 'conflict', 'number')
     refuseSpam(d, action)
     const state = stateAfterAction(d.state, action, d.stateBeforeDelete)
     if (state === d.state) return null

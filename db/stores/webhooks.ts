@@ -30,6 +30,18 @@ export type StoreEvent =
   | { type: 'sla.warning' | 'sla.breached'; siteId: number; discussion: DiscussionRow; alert: SlaAlert }
   | { type: 'token.created' | 'token.revoked' | 'token.leaked'; siteId: number; token: EventToken }
   | { type: 'application.authorized'; siteId: number; application: EventApplication }
+  | { type: 'customer.erased'; siteId: number; erasure: EventErasure }
+
+/** A customer erased (db/stores/erasure.ts): who they were by id, and the discussions' numbers by what became of them. */
+export interface EventErasure {
+  customerId: number
+  /** The site's account that now signs what they wrote. */
+  erasedId: number
+  at: Date
+  deleted: number[]
+  anonymised: number[]
+  others: number[]
+}
 
 /** A personal token as its events show it (without its value, which is nowhere). */
 export interface EventToken {

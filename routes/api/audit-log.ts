@@ -20,7 +20,7 @@ export const AuditLine = Type.Object({
   actor: Type.Object({
     id: Type.Union([Type.Integer(), Type.Null()], { description: "The person's account; null for the operator (or an account since deleted)." }),
     name: Type.String({ description: 'Their address as it was then, or "the operator".' }),
-    via: Type.Enum(['page', 'api', 'cli', 'rule'], { description: 'How: the pages, the API (MCP included), the command line, or a rule of the site (its actor names it).' }),
+    via: Type.Enum(['page', 'api', 'cli', 'rule', 'service'], { description: "How: the pages, the API (MCP included), the command line, a rule of the site (its actor names it), or the service's own work (the site's retention)." }),
     address: Type.Union([Type.String(), Type.Null()], { description: 'The client address of the request; null at the command line.' }),
   }),
   detail: Type.Object({}, { additionalProperties: true, description: 'What changed: {before, after} of the fields that changed (each value text, a number, yes/no, a list or null), or what was made or removed. Never a secret.' }),

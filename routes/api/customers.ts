@@ -6,7 +6,6 @@ import { ErrorBody, InvalidRequestBody, SiteParams } from '../schemas.ts'
 import { FieldsGiven } from './discussions/schemas.ts'
 import { notFound } from './discussions/http-errors.ts'
 import { answeredAsDiscussions } from './administrators-only.ts'
-import { exportZip } from '../../lib/customer-export.ts'
 
 // A customer of a site and the team's record of them (issue 72; docs/decisions.md, "Custom
 // fields"): their values of the site's customer fields (`of: customer`), read by its staff, set by
@@ -57,31 +56,6 @@ const customerRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       const account = await fastify.users.find(request.query.email)
       const found = account && (await fastify.fields.customer(site.id, account.id))
       return { customers: found ? [view(site.permalink, found)] : [] }
-    },
-  )
-  fastify.post(
-    '/:site/customers/:id/export',
-    {
-      schema: {
-        tags: ['customers'],
-        operationId: 'exportCustomer',
-        summary: "Everything the site holds of a customer, as a ZIP of JSON and their files (administrators): what they could see, never an internal note or another customer's text",
-        params: CustomerParams,
-        response: { 200: Type.Unsafe<string>({ type: 'string', format: 'binary', description: 'application/zip: README.txt, customer.json, discussions/<number>.json, files/.' }), 403: ErrorBody, 404: ErrorBody },
-      },
-    },
-    async (request, reply) => {
-      const { site, user } = request.auth!
-      if (!(await fastify.users.isAdministrator(site.id, user.id))) throw Object.assign(new Error("Only administrators of this site can export a customer's data."), { statusCode: 403, code: 'forbidden' })
-      const data = await fastify.customerData.exportOf(site.id, request.params.id)
-      if (!data) throw none(request.params.id)
-      await fastify.customerData.recordExport(site.id, data.account.email, actorOf(request))
-      const zip = exportZip(site.name, data, (fileId, seq) => fastify.files.piece(fileId, seq), new Date(fastify.clock()))
-      return reply
-        .type('application/zip')
-        .header('content-disposition', `attachment; filename="${site.permalink}-customer-${data.account.id}.zip"`)
-        .header('cache-control', 'no-store')
-        .send(zip as unknown as string)
     },
   )
   fastify.put(

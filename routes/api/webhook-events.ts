@@ -37,6 +37,8 @@ export function eventRender(urls: Urls): EventRender {
         return credentialView(tokenEntry(event.token)) satisfies Static<typeof Credential>
       case 'application.authorized':
         return credentialView(applicationEntry(event.application))
+      case 'customer.erased':
+        return { customer_id: event.erasure.customerId, erased_customer_id: event.erasure.erasedId, erased_at: moment(event.erasure.at), deleted: event.erasure.deleted, anonymised: event.erasure.anonymised, others: event.erasure.others }
       case 'rule.fired':
         return { ...views.discussion(permalink, event.discussion), rule: event.rule }
       case 'sla.warning':

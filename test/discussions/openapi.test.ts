@@ -32,6 +32,7 @@ const READS = [
   '/{site}/fields/{id}',
   '/{site}/customers',
   '/{site}/customers/{id}',
+  '/{site}/privacy',
   '/{site}/sign_in_providers',
   '/{site}/sign_in_providers/{id}',
   '/{site}/saved_replies/{id}',
@@ -64,6 +65,8 @@ const WRITES = [
   'delete /{site}/fields/{id}',
   'put /{site}/customers/{id}',
   'post /{site}/customers/{id}/export',
+  'post /{site}/customers/{id}/erase',
+  'put /{site}/privacy',
   'post /{site}/sign_in_providers',
   'patch /{site}/sign_in_providers/{id}',
   'delete /{site}/sign_in_providers/{id}',
@@ -144,7 +147,7 @@ t.test('every API route is in the document, and nothing else', async (t) => {
 
   // Any discussion or category route registered in the app, now or later, must be documented.
   const toPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
-  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|staff|invitations|webhooks|saved_replies|fields|customers|sign_in_providers|macros|rules|sender_rules|search|changes|audit_log|schedules|sla_policies|reports)/.test(r.url))
+  const apiShaped = routes.filter((r) => /^\/:site\/(discussions|categories|personal_tokens|credentials|policy|uploads|attachments|mailboxes|staff|invitations|webhooks|saved_replies|fields|customers|privacy|sign_in_providers|macros|rules|sender_rules|search|changes|audit_log|schedules|sla_policies|reports)/.test(r.url))
   t.equal(apiShaped.length, EXPECTED.length - 2, 'all but the site resource')
   for (const r of apiShaped) t.ok(documented.includes(`${r.method} ${toPath(r.url)}`), `${r.method} ${r.url} is documented`)
   t.notOk(Object.keys(doc.paths).some((p) => p.includes('*') || p.includes('openapi') || p.includes('well-known')))

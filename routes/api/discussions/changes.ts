@@ -89,7 +89,8 @@ const changeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastif
       reply.header('link', `<${urls.site(site.permalink)}/changes?after=${next}>; rel="next"`)
       return {
         changes: page.map((change) => {
-          // A discussion is never removed (a delete is a state), nor a comment: each change's are there.
+          // A discussion is never removed (a delete is a state; one deleted for good keeps its row), and
+          // a comment removed takes its changes with it: each change's are there.
           const discussion = discussions.get(change.discussionId)!
           const comment = change.commentId === null ? undefined : comments.get(change.commentId)!
           return {
