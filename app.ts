@@ -51,6 +51,7 @@ import mailboxRoutes from './routes/api/mailboxes.ts'
 import teamRoutes from './routes/api/team.ts'
 import fileSweep from './plugins/file-sweep.ts'
 import slaAlerts from './plugins/sla-alerts.ts'
+import retention from './plugins/retention.ts'
 import reportDigest from './plugins/report-digest.ts'
 import searchBackfill from './plugins/search-backfill.ts'
 import mailFetcher from './plugins/mail/fetcher.ts'
@@ -83,7 +84,7 @@ declare module 'fastify' {
 
 export interface AppOptions {
   config: Pick<Config, 'baseUrl' | 'siteUrl' | 'databaseAddress' | 'secret'> &
-    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'mailAttachBytes' | 'sudoMinutes' | 'files' | 'mailReceiver' | 'mailFetchSeconds' | 'slaAlertSeconds' | 'mailSpamHeaders' | 'mailRspamd' | 'webhooks' | 'outboxSend'>> & {
+    Partial<Pick<Config, 'trustProxy' | 'limits' | 'rateLimits' | 'hsts' | 'logLevel' | 'postgres' | 'oauthRegistration' | 'mcpAllowedOrigins' | 'leakReportKey' | 'securityLogDays' | 'mail' | 'mailAttachBytes' | 'sudoMinutes' | 'files' | 'mailReceiver' | 'mailFetchSeconds' | 'slaAlertSeconds' | 'retentionSeconds' | 'mailSpamHeaders' | 'mailRspamd' | 'webhooks' | 'outboxSend'>> & {
       /** The timeouts and caps (config.ts); each one left out takes its default (lib/connections.ts). */
       connections?: Partial<ConnectionSettings>
     }
@@ -184,6 +185,8 @@ export function buildApp(options: AppOptions) {
   app.register(securityLogPruning, { days: config.securityLogDays ?? DEFAULT_SECURITY_LOG_DAYS })
   app.register(fileSweep)
   app.register(slaAlerts, { everyMs: (config.slaAlertSeconds ?? 30) * 1000, ...options.slaAlerts })
+  // Each site's retention: its resolved discussions past the months it keeps them, deleted.
+  app.register(retention, { everyMs: (config.retentionSeconds ?? 3_600) * 1000 })
   // The weekly digest of the reports, to the administrators who asked for it.
   app.register(reportDigest, options.reportDigest ?? {})
   // The search index of the discussions from before it, in batches (plugins/search-backfill.ts).

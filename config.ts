@@ -62,6 +62,8 @@ export interface Config {
   mailFetchSeconds: number
   /** SERVICE_SLA_ALERT_SECONDS: how often SLA warnings and breaches are looked for (plugins/sla-alerts.ts). */
   slaAlertSeconds: number
+  /** SERVICE_RETENTION_SECONDS: how often the sites' retention runs (plugins/retention.ts). */
+  retentionSeconds: number
   /** SERVICE_MAIL_SPAM_HEADERS: whether a mail provider's spam verdict in a message's headers makes it spam (lib/mail.ts, spamReason). */
   mailSpamHeaders: boolean
   /** SERVICE_RSPAMD_URL and SERVICE_RSPAMD_TIMEOUT: the rspamd whose verdict a new discussion's mail gets when no rule or header decided (lib/rspamd.ts); none without it. */
@@ -137,6 +139,7 @@ export const SETTINGS: ReadonlyArray<{ variable: string; fallback: string; about
   { variable: 'SERVICE_MAIL_RECEIVER_CERT', fallback: 'none: no STARTTLS', about: 'a PEM file of the certificate (with its chain) the receiver offers STARTTLS with, for the name the MX record points at' },
   { variable: 'SERVICE_MAIL_RECEIVER_KEY', fallback: 'none', about: "the PEM file of that certificate's private key; both or neither" },
   { variable: 'SERVICE_SLA_ALERT_SECONDS', fallback: '`30`', about: 'how often each process looks for SLA warnings and breaches that are due (each is told once, by one process); a warning is told at most this late' },
+  { variable: 'SERVICE_RETENTION_SECONDS', fallback: '`3600`', about: "how often each process deletes the discussions past their site's retention (Administration -> Customers' data; each is deleted once, by one process)" },
   { variable: 'SERVICE_MAIL_FETCH_SECONDS', fallback: '`60`', about: "how often the sites' IMAP mailboxes are looked at for new mail when their servers do not announce it (IDLE), and how soon another process takes over a mailbox whose process died (three times this)" },
   { variable: 'SERVICE_MAIL_SPAM_HEADERS', fallback: '`on`', about: "`off`: a mail provider's spam verdict in a message's headers (`X-Spam-Flag: YES`, `X-Spam-Status: Yes`, Microsoft 365's `SFV:SPM`) is not read; only the sites' blocked senders make mail spam" },
   { variable: 'SERVICE_RSPAMD_URL', fallback: 'none: rspamd is not asked', about: "`http://127.0.0.1:11333`, rspamd's normal worker: a new discussion's mail that no sender rule or provider's header decided is sent to its `/checkv2`, and is spam when rspamd's action is `reject`, `add header` or `rewrite subject`; rspamd down or slower than `SERVICE_RSPAMD_TIMEOUT` lets the mail in, with a warning in the log" },
@@ -457,6 +460,7 @@ export function loadConfig(source: ConfigSource): Config {
     securityLogDays: parseCount(source, 'SERVICE_SECURITY_LOG_DAYS', DEFAULT_SECURITY_LOG_DAYS, 3_650),
     mailFetchSeconds: parseCount(source, 'SERVICE_MAIL_FETCH_SECONDS', 60, 3_600),
     slaAlertSeconds: parseCount(source, 'SERVICE_SLA_ALERT_SECONDS', 30, 3_600),
+    retentionSeconds: parseCount(source, 'SERVICE_RETENTION_SECONDS', 3_600, 86_400),
     mailSpamHeaders: parseSwitch(source, 'SERVICE_MAIL_SPAM_HEADERS', true),
     ...parseRspamd(source),
     webhooks: parseWebhooks(source),

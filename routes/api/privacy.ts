@@ -127,6 +127,24 @@ const privacyRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   )
 
   fastify.get(
+    '/:site/customers/:id/erasure',
+    {
+      schema: {
+        tags: ['customers'],
+        operationId: 'planErasure',
+        summary: "What erasing a customer would do now (administrators): the dry run, read-only (the MCP tool's)",
+        params: CustomerParams,
+        response: { 200: ErasureResource, 400: InvalidRequestBody, 403: ErrorBody, 404: ErrorBody },
+      },
+    },
+    async (request) => {
+      const plan = await fastify.erasure.plan(request.auth!.site.id, request.params.id)
+      if (!plan) throw none(request.params.id)
+      return erasureView(plan, null)
+    },
+  )
+
+  fastify.get(
     '/:site/privacy',
     { schema: { tags: ['site'], operationId: 'getPrivacy', summary: "The site's privacy settings: what erasing a customer does, its retention, and how many discussions the retention would delete now", params: SiteParams, querystring: RetentionQuery, response: { 200: PrivacyResource, 400: InvalidRequestBody, 403: ErrorBody } } },
     async (request) => {

@@ -58,6 +58,25 @@ t.test('an assistant sees the SLA: the due times of each discussion, the order b
   t.same(breached.discussions[0]!.sla.breached, ['first_reply'])
 })
 
+t.test("an assistant says what erasing a customer would do, with a Read only token of an administrator, and erases nothing", async (t) => {
+  const made = await mcpApp(t)
+  const { app, create, connect } = made
+  await create({ title: 'Mine', body: 'Carol writes.', author_email: 'carol@customer.test', author_name: 'Carol' })
+  const admin = await supporterWithToken(app, { access: 'read', email: 'adele@example.test' })
+  await app.users.setAdministrator(admin.site.id, admin.user.id, true)
+  const client = await connect(admin.bearer.authorization)
+  const found = (await client.callTool({ name: 'find_customer', arguments: { email: 'CAROL@customer.test' } })).structuredContent as { customers: Array<{ id: number }> }
+  t.equal(found.customers.length, 1)
+  const plan = await client.callTool({ name: 'plan_erasure', arguments: { customer: found.customers[0]!.id } })
+  t.notOk(plan.isError)
+  t.match(plan.structuredContent, { dry_run: true, erasure: 'anonymise', discussions: 1, others: 0, comments: 1, account: 'removed', done: null })
+  t.equal((await app.inject({ method: 'POST', url: `/demo/customers/${found.customers[0]!.id}/erase`, headers: admin.bearer, payload: {} })).statusCode, 403, 'a Read only token erases nothing')
+  t.equal(((await client.callTool({ name: 'find_customer', arguments: { email: 'carol@customer.test' } })).structuredContent as { customers: unknown[] }).customers.length, 1, 'she is still there')
+  // A supporter who is not an administrator hears the API's refusal.
+  const bob = await supporterWithToken(app, { access: 'read', email: 'bob@example.test' })
+  t.equal((await (await connect(bob.bearer.authorization)).callTool({ name: 'plan_erasure', arguments: { customer: found.customers[0]!.id } })).isError, true)
+})
+
 t.test('the SDK client connects with a personal token, lists the tools, reads and writes', async (t) => {
   const made = await mcpApp(t)
   const { ann, connect, lines } = made
@@ -72,7 +91,7 @@ t.test('the SDK client connects with a personal token, lists the tools, reads an
     t.equal(tool.annotations?.destructiveHint, false)
   }
   const readOnly = tools.filter((tool) => tool.annotations?.readOnlyHint).map((tool) => tool.name)
-  t.same(readOnly, ['list_discussions', 'search_discussions', 'list_changes', 'get_report', 'get_discussion', 'read_attachment', 'list_categories', 'list_participants', 'list_sender_rules', 'list_fields', 'list_saved_replies', 'list_macros'], 'the tools a Read only token may call are marked')
+  t.same(readOnly, ['list_discussions', 'search_discussions', 'list_changes', 'get_report', 'get_discussion', 'read_attachment', 'list_categories', 'list_participants', 'list_sender_rules', 'list_fields', 'list_saved_replies', 'list_macros', 'find_customer', 'plan_erasure'], 'the tools a Read only token may call are marked')
 
   const listing = await client.callTool({ name: 'list_discussions', arguments: {} })
   const structured = listing.structuredContent as Structured

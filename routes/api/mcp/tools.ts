@@ -378,6 +378,26 @@ export const MCP_TOOLS: McpTool[] = [
     readOnly: false,
     request: ({ number, macro, internal }) => ({ method: 'POST', path: `/discussions/${number}/apply_macro`, body: { macro, ...(internal !== undefined && { internal }) } }),
   }),
+  tool({
+    name: 'find_customer',
+    title: 'Find a customer by address',
+    description: "Finds the help desk's customer with an email address (in any case): their id, name, address and values of the customer fields; an empty list when there is none.",
+    input: { email: z.string().min(1).max(254).describe('Their address.') },
+    readOnly: true,
+    request: ({ email }) => ({ method: 'GET', path: `/customers${query({ email })}` }),
+  }),
+  tool({
+    name: 'plan_erasure',
+    title: "Say what erasing a customer would do",
+    description:
+      "For a customer's request to be forgotten (GDPR article 17), administrators only: what erasing them would do now, " +
+      'without doing it: how many discussions they started (deleted or kept anonymised, as the site chose), how many others they ' +
+      'wrote in or were copied on, their comments, files and mails, and whether their account goes. The erasure itself is done ' +
+      'by an administrator on the page or the API, never by this tool.',
+    input: { customer: z.number().int().min(1).describe('The customer id, from find_customer.') },
+    readOnly: true,
+    request: ({ customer }) => ({ method: 'GET', path: `/customers/${customer}/erasure` }),
+  }),
 ]
 
 /** The tools a `read` token may not call. */
