@@ -17,6 +17,7 @@ import type { ScheduleStore } from '../db/stores/schedules.ts'
 import type { ReportStore } from '../db/stores/reports.ts'
 import type { FieldStore } from '../db/stores/fields.ts'
 import type { SignInProviderStore } from '../db/stores/sign-in-providers.ts'
+import type { ErasureStore } from '../db/stores/erasure.ts'
 import type { CustomerDataStore } from '../db/stores/customer-data.ts'
 import type { FileStore } from '../db/stores/files.ts'
 import type { SlaPolicyStore } from '../db/stores/sla-policies.ts'
@@ -84,6 +85,8 @@ export interface Stores extends CommandDatabase {
   signInProviders: SignInProviderStore
   /** What a site holds of one customer (cli/customers.ts). */
   customerData: CustomerDataStore
+  /** A customer's erasure and the sites' privacy settings (cli/customers.ts). */
+  erasure: ErasureStore
   /** The sites' files, read piece by piece for an export. */
   files: FileStore
   /** What the stores tell the sites' webhooks of, as the server does (a token revoked here is told too). */
@@ -156,6 +159,7 @@ function storesOf(stores: EngineStores, clock: Clock, box: SecretBox, events: Ev
     fields: stores.fields(clock),
     signInProviders: stores.signInProviders(clock, box),
     customerData: stores.customerData(clock),
+    erasure: stores.erasure(clock, box, events),
     files: stores.files(clock),
     reports: stores.reports(clock, (permalink) => urls.siteWeb(permalink)),
   }

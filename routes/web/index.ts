@@ -36,6 +36,7 @@ import searchRoutes from './search.ts'
 import signInRoutes from './sign-in.ts'
 import companySignInRoutes from './company-sign-in.ts'
 import adminSignInRoutes from './admin-sign-in.ts'
+import adminPrivacyRoutes from './admin-privacy.ts'
 import forgottenPasswordRoutes from './forgotten-password.ts'
 
 export interface WebOptions {
@@ -104,6 +105,7 @@ const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudo
       await web.register(administrationRoutes)
       await web.register(adminMailRoutes)
       await web.register(adminSignInRoutes)
+      await web.register(adminPrivacyRoutes)
       await web.register(adminTeamRoutes)
       await web.register(adminCategoryRoutes)
       await web.register(adminFieldRoutes)

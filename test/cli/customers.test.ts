@@ -8,9 +8,10 @@ import { unzip } from '../fixtures/zip.ts'
 
 // Engines: one: the command writes what the store reads (test/privacy/export.test.ts reads it on both engines).
 // A customer's export on the command line (cli/customers.ts; issue 74): the ZIP written to a new
-// file, never over one; the record of changes says the operator did it; no customer, no file.
+// file, never over one; the record of changes says the operator did it; no customer, no file. Their
+// erasure (a dry run first) and the site's privacy settings.
 
-t.test('customer export writes the ZIP to a new file, and refuses an address that is no customer', async (t) => {
+t.test('customer export writes the ZIP to a new file, customer erase erases them, site privacy sets how', async (t) => {
   const { run, appDatabase, dir, clock } = await cliRunner(t)
   await run(['site', 'add', 'demo'])
   await run(['user', 'add', 'ann@example.test'])
@@ -35,4 +36,21 @@ t.test('customer export writes the ZIP to a new file, and refuses an address tha
   t.match((await run(['customer', 'export', 'demo', 'ann@example.test', join(dir, 'ann.zip')])).stderr, 'ann@example.test is no customer of demo')
   t.match((await run(['customer', 'export', 'demo', 'nobody@example.test', join(dir, 'nobody.zip')])).stderr, 'is no customer of demo')
   t.match((await run(['audit', 'demo', '--action', 'customer.exported'])).stdout, /customer\.exported.*carol@customer\.example/)
+
+  // The erasure: the site's settings, a dry run, then the erasure; the address is gone, the line stays without it.
+  t.match((await run(['site', 'privacy', 'demo'])).stdout, 'erasure: anonymise\nretention: off\n')
+  t.match((await run(['site', 'privacy', 'demo', '--erasure', 'delete', '--retention-months', '24'])).stdout, 'erasure: delete\nretention: 24 months (0 discussions due now)\n')
+  t.match((await run(['site', 'privacy', 'demo', '--erasure', 'shred'])).stderr, '--erasure must be anonymise or delete')
+  t.match((await run(['site', 'privacy', 'demo', '--retention-months', '0'])).stderr, '--retention-months must be off or a whole number from 1 to 120')
+  t.match((await run(['site', 'privacy', 'demo', '--retention-months', 'off'])).stdout, 'retention: off')
+  const dry = await run(['customer', 'erase', 'demo', 'carol@customer.example', '--dry-run'])
+  t.equal(dry.stdout, 'would erase carol@customer.example: 1 discussions they started (deleted), 0 others they wrote in or were copied on, 1 comments, 0 files, 0 mails; their account removed\n')
+  const erased = await run(['customer', 'erase', 'demo', 'carol@customer.example'])
+  t.equal(erased.code, 0, erased.stderr)
+  t.match(erased.stdout, /^erased carol@customer\.example: 1 discussions/)
+  t.match((await run(['customer', 'erase', 'demo', 'carol@customer.example'])).stderr, 'is no customer of demo')
+  const record = (await run(['audit', 'demo'])).stdout
+  t.match(record, /customer\.erased/)
+  t.notMatch(record, /carol@customer\.example/, 'the record keeps the export, without her address')
+  t.match((await app.inject({ method: 'GET', url: '/demo/discussions/1', headers })).json(), { state: 'deleted', title: '(deleted)' })
 })
