@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, inArray, isNull, lt, ne, notExists, or, sql } from '../drizzle.ts'
+import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, ne, notExists, or, sql } from '../drizzle.ts'
 import type { StorePort } from '../port.ts'
 import type { ErasureMode } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -82,13 +82,27 @@ const RETENTION: Actor = { id: null, name: 'the retention', via: 'service' }
 export const MAX_RETENTION_MONTHS = 120
 
 /** Discussions a step or a retention batch takes in one transaction. */
-export const ERASURE_BATCH = 25
+export const ERASURE_BATCH = 10
 
 /** The states the retention deletes, past its age: resolved, and what was deleted or marked spam. */
 const RETAINED_STATES = ['resolved', 'deleted', 'spam'] as const
 
-/** Outbox rows read at a time when looking for the mail queued to an erased customer. */
-const OUTBOX_PAGE = 500
+/** Rows read at a time when looking through a site's mail, security lines and record for an erased customer. */
+const PAGE = 500
+
+/** The ids of the rows that `test` keeps among those `read` gives a page at a time (each page after the last id). */
+async function pagedIds<R extends { id: number }>(read: (after: number) => Promise<R[]>, test: (row: R) => boolean): Promise<number[]> {
+  const found: number[] = []
+  for (let after = 0; ; ) {
+    const page = await read(after)
+    for (const row of page) if (test(row)) found.push(row.id)
+    if (page.length < PAGE) return found
+    after = page[page.length - 1]!.id
+  }
+}
+
+/** `ids` in lists of at most PAGE, each a statement's parameters. */
+const chunks = (ids: number[]) => Array.from({ length: Math.ceil(ids.length / PAGE) }, (_, i) => ids.slice(i * PAGE, (i + 1) * PAGE))
 
 /** The kinds of mail that go to a customer with no comment of theirs to find them by (sealed). */
 const LINK_KINDS = ['sign_in_link', 'confirmation', 'data_export'] as const
@@ -113,17 +127,20 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
     return other !== undefined
   }
 
-  /** The site's discussions that hold them: started, written in, or copied on. */
-  const holding = (siteId: number, userId: number, email: string) =>
-    and(
-      eq(discussions.siteId, siteId),
-      isNull(discussions.erasedAt),
-      or(
-        eq(discussions.authorId, userId),
-        inArray(discussions.id, db.select({ id: comments.discussionId }).from(comments).where(eq(comments.authorId, userId))),
-        inArray(discussions.id, db.select({ id: participants.discussionId }).from(participants).where(and(eq(participants.siteId, siteId), eq(participants.email, emailKey(email))))),
-      ),
-    )
+  /**
+   * The site's discussions that still hold them (started, written in, or copied on), by id, at most
+   * `limit` of each kind: three reads by index (their discussions, their comments, their address
+   * among the participants), never a scan of the site's discussions.
+   */
+  async function holding(q: StorePort, siteId: number, userId: number, email: string, limit: number): Promise<Array<{ id: number; authorId: number }>> {
+    const live = and(eq(discussions.siteId, siteId), isNull(discussions.erasedAt))
+    const [started, wrote, copied] = await Promise.all([
+      q.db.select({ id: discussions.id, authorId: discussions.authorId }).from(discussions).where(and(live, eq(discussions.authorId, userId))).limit(limit),
+      q.db.selectDistinct({ id: discussions.id, authorId: discussions.authorId }).from(comments).innerJoin(discussions, eq(discussions.id, comments.discussionId)).where(and(eq(comments.authorId, userId), live)).limit(limit),
+      q.db.select({ id: discussions.id, authorId: discussions.authorId }).from(participants).innerJoin(discussions, eq(discussions.id, participants.discussionId)).where(and(eq(participants.siteId, siteId), eq(participants.email, emailKey(email)), live)).limit(limit),
+    ])
+    return [...new Map([...started, ...wrote, ...copied].map((d) => [d.id, d])).values()].sort((a, b) => a.id - b.id)
+  }
 
   /** The site's account that signs what erased customers wrote: made the first time, a customer of the site that cannot sign in. */
   async function erasedAccount(tx: StorePort, siteId: number): Promise<number> {
@@ -287,7 +304,7 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
       const person = await customerOf(port, siteId, userId)
       if (!person) return undefined
       const [site] = await db.select({ mode: sites.erasureMode }).from(sites).where(eq(sites.id, siteId))
-      const held = await db.select({ id: discussions.id, authorId: discussions.authorId }).from(discussions).where(holding(siteId, userId, person.email))
+      const held = await holding(port, siteId, userId, person.email, Number.MAX_SAFE_INTEGER)
       const ids = held.map((d) => d.id)
       const theirs = ids.length === 0 ? [] : await db.select({ id: comments.id }).from(comments).where(and(eq(comments.authorId, userId), inArray(comments.discussionId, ids)))
       const commentIds = theirs.map((c) => c.id)
@@ -315,7 +332,7 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
         const done: ErasureStep = { deleted: [], anonymised: [], others: [] }
         const person = await customerOf(tx, siteId, userId)
         if (!person) return done
-        const ids = (await tx.db.select({ id: discussions.id }).from(discussions).where(holding(siteId, userId, person.email)).orderBy(asc(discussions.id)).limit(limit)).map((d) => d.id)
+        const ids = (await holding(tx, siteId, userId, person.email, limit)).slice(0, limit).map((d) => d.id)
         if (ids.length === 0) return done
         const [site] = await tx.db.select({ mode: sites.erasureMode }).from(sites).where(eq(sites.id, siteId))
         const erasedId = await erasedAccount(tx, siteId)
@@ -346,39 +363,44 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
       const key = emailKey(person.email)
       const containing = `%${key}%`
       const scrub = scrubberOf(person)
-      // The sealed mail of their links (to sign in, to post, to download), read a page at a time outside the transaction.
-      const queued: number[] = []
-      for (let after = 0; ; ) {
-        const page = await db
-          .select({ id: outbox.id, kind: outbox.kind, payload: outbox.payload })
-          .from(outbox)
-          .where(and(eq(outbox.siteId, siteId), isNull(outbox.commentId), inArray(outbox.kind, [...LINK_KINDS]), gt(outbox.id, after)))
-          .orderBy(asc(outbox.id))
-          .limit(OUTBOX_PAGE)
-        for (const row of page) if (mailOf(row, box)?.to.toLowerCase().includes(key)) queued.push(row.id)
-        if (page.length < OUTBOX_PAGE) break
-        after = page[page.length - 1]!.id
-      }
+      const { securityEvents, auditEvents } = tables
+      const names = (text: string) => text.toLowerCase().includes(key)
+      // What names them among the site's rows that may be many, read a page at a time before the
+      // transaction (never one long read, nor a scan holding the site): mail not tied to a comment
+      // (their links' sealed mail opened, the webhooks' events read), security lines, the record's lines.
+      const mail = await pagedIds(
+        (after) => db.select({ id: outbox.id, kind: outbox.kind, payload: outbox.payload }).from(outbox).where(and(eq(outbox.siteId, siteId), isNull(outbox.commentId), gt(outbox.id, after))).orderBy(asc(outbox.id)).limit(PAGE),
+        (row) => ((LINK_KINDS as readonly string[]).includes(row.kind) ? (mailOf(row, box)?.to ?? '') : row.payload).toLowerCase().includes(key),
+      )
+      const security = await pagedIds(
+        (after) => db.select({ id: securityEvents.id, userId: securityEvents.userId, detail: securityEvents.detail }).from(securityEvents).where(and(eq(securityEvents.siteId, siteId), gt(securityEvents.id, after))).orderBy(asc(securityEvents.id)).limit(PAGE),
+        (row) => row.userId === userId || names(row.detail),
+      )
+      const record = await pagedIds(
+        (after) => db.select({ id: auditEvents.id, target: auditEvents.target, detail: auditEvents.detail }).from(auditEvents).where(and(eq(auditEvents.siteId, siteId), gt(auditEvents.id, after))).orderBy(asc(auditEvents.id)).limit(PAGE),
+        (row) => names(row.target) || names(row.detail),
+      )
       return port.atomic(async (tx) => {
-        const { customerLinks, invitations, securityEvents, personalTokens, webSessions, auditEvents, rateLimitWindows, oauthRecords } = tx.tables
+        const { customerLinks, invitations, personalTokens, webSessions, rateLimitWindows, oauthRecords } = tx.tables
         await lockSite(tx, siteId)
         if (!(await customerOf(tx, siteId, userId))) return false
-        if (queued.length > 0) await tx.db.delete(outbox).where(inArray(outbox.id, queued))
-        // Their webhook events and other mail not tied to a comment, which name them in the clear.
-        const loose = await tx.db.select({ id: outbox.id, payload: outbox.payload }).from(outbox).where(and(eq(outbox.siteId, siteId), isNull(outbox.commentId), sql`lower(${outbox.payload}) like ${containing}`))
-        if (loose.length > 0) await tx.db.delete(outbox).where(inArray(outbox.id, loose.map((o) => o.id)))
+        for (const ids of chunks(mail)) await tx.db.delete(outbox).where(inArray(outbox.id, ids))
+        for (const ids of chunks(security)) await tx.db.delete(securityEvents).where(inArray(securityEvents.id, ids))
         await tx.db.delete(customerLinks).where(and(eq(customerLinks.siteId, siteId), sql`lower(${customerLinks.email}) = ${key}`))
         await tx.db.delete(invitations).where(and(eq(invitations.siteId, siteId), sql`lower(${invitations.email}) = ${key}`))
-        await tx.db.delete(securityEvents).where(and(eq(securityEvents.siteId, siteId), or(eq(securityEvents.userId, userId), sql`lower(${securityEvents.detail}) like ${containing}`)))
+        // Written since the pages were read (a sign-in refused meanwhile, say).
+        await tx.db.delete(securityEvents).where(and(eq(securityEvents.siteId, siteId), eq(securityEvents.userId, userId)))
         await tx.db.delete(personalTokens).where(and(eq(personalTokens.siteId, siteId), eq(personalTokens.userId, userId)))
         await tx.db.delete(webSessions).where(and(eq(webSessions.siteId, siteId), eq(webSessions.userId, userId)))
         await tx.db.delete(rateLimitWindows).where(sql`lower(${rateLimitWindows.key}) like ${containing}`)
         // The lines of the record that name them: kept (what the team did stays on record), without them.
-        for (const line of await tx.db.select({ id: auditEvents.id, target: auditEvents.target, detail: auditEvents.detail }).from(auditEvents).where(and(eq(auditEvents.siteId, siteId), or(sql`lower(${auditEvents.target}) like ${containing}`, sql`lower(${auditEvents.detail}) like ${containing}`)))) {
-          await tx.db.update(auditEvents).set({ target: scrub(line.target), detail: scrub(line.detail) === line.detail ? line.detail : '{}' }).where(eq(auditEvents.id, line.id))
+        for (const ids of chunks(record)) {
+          for (const line of await tx.db.select({ id: auditEvents.id, target: auditEvents.target, detail: auditEvents.detail }).from(auditEvents).where(inArray(auditEvents.id, ids))) {
+            await tx.db.update(auditEvents).set({ target: scrub(line.target), detail: scrub(line.detail) === line.detail ? line.detail : '{}' }).where(eq(auditEvents.id, line.id))
+          }
         }
         // Their uploads no comment took.
-        const uploads = await tx.db.delete(attachments).where(and(eq(attachments.siteId, siteId), eq(attachments.uploaderId, userId), isNull(attachments.commentId))).returning({ fileId: attachments.fileId })
+        const uploads = await tx.db.delete(attachments).where(and(isNotNull(attachments.expiresAt), eq(attachments.siteId, siteId), eq(attachments.uploaderId, userId), isNull(attachments.commentId))).returning({ fileId: attachments.fileId })
         await dropUnusedFiles(tx, uploads.map((u) => u.fileId))
         await tx.db.delete(memberships).where(and(eq(memberships.siteId, siteId), eq(memberships.userId, userId)))
         const kept = await elsewhere(tx, siteId, userId)
@@ -443,9 +465,19 @@ export type ErasureStore = ReturnType<typeof createErasureStore>
 export { ERASED }
 
 /**
+ * Lets the requests that waited for a step go through before the next one: as long as the step
+ * took (at most 50 ms), so an erasure or a retention takes at most half of the connection, and a
+ * request waiting behind a step finds none in its way when it asks again (a request asks for the
+ * connection several times: its credential, its discussion, its comments).
+ */
+export function yieldAfter(stepMs: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.min(Math.max(stepMs, 1), 50)))
+}
+
+/**
  * Erases the customer of the site: the dry run's plan, then steps until no discussion holds them,
- * each its own transaction with the event loop let go between them (requests go on meanwhile),
- * then the end. Over the guarded store, as the routes and the command line have it. Undefined when
+ * each its own transaction with a pause between them (requests go on meanwhile),
+ * then the end (yieldAfter). Over the guarded store, as the routes and the command line have it. Undefined when
  * the id is no customer of the site.
  */
 export async function eraseCustomer(store: ErasureStore, siteId: number, userId: number, by: Actor): Promise<{ plan: ErasurePlan; done: ErasureStep } | undefined> {
@@ -453,12 +485,13 @@ export async function eraseCustomer(store: ErasureStore, siteId: number, userId:
   if (!plan) return undefined
   const done: ErasureStep = { deleted: [], anonymised: [], others: [] }
   for (;;) {
+    const began = performance.now()
     const step = await store.step(siteId, userId)
     if (step.deleted.length + step.anonymised.length + step.others.length === 0) break
     done.deleted.push(...step.deleted)
     done.anonymised.push(...step.anonymised)
     done.others.push(...step.others)
-    await new Promise((resolve) => setImmediate(resolve))
+    await yieldAfter(performance.now() - began)
   }
   // Gone meanwhile (erased by another request): what this one did is all it did.
   await store.finish(siteId, userId, by, done)

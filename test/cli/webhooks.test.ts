@@ -18,7 +18,7 @@ t.test('webhook add, list, switch, rotate, test and remove; bad input is refused
   t.equal(
     (await cli.run(['webhook', 'list', 'acme'])).stdout,
     '1\thttps://hooks.example.com/desk\tdiscussion.created,comment.created\ton\t-\tChat\n' +
-      '2\thttps://all.example.com/\tdiscussion.created,discussion.updated,discussion.deleted,discussion.restored,discussion.spam,discussion.merged,comment.created,sla.warning,sla.breached,satisfaction.rated,rule.fired,token.created,token.revoked,token.leaked,application.authorized\ton\t-\t-\n',
+      '2\thttps://all.example.com/\tdiscussion.created,discussion.updated,discussion.deleted,discussion.restored,discussion.spam,discussion.merged,comment.created,sla.warning,sla.breached,satisfaction.rated,rule.fired,token.created,token.revoked,token.leaked,application.authorized,customer.erased\ton\t-\t-\n',
   )
   t.equal((await cli.run(['webhook', 'list', 'other'])).stdout, '', "another site's list is its own")
 

@@ -33,6 +33,7 @@ const READS = [
   '/{site}/customers',
   '/{site}/customers/{id}',
   '/{site}/privacy',
+  '/{site}/customers/{id}/erasure',
   '/{site}/sign_in_providers',
   '/{site}/sign_in_providers/{id}',
   '/{site}/saved_replies/{id}',
