@@ -1,5 +1,8 @@
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type Static } from 'typebox'
+import type { Actor } from '../../db/stores/audit.ts'
+import type { CustomerExport } from '../../db/stores/customer-data.ts'
 import { eraseCustomer, MAX_RETENTION_MONTHS, type ErasurePlan, type ErasureStep } from '../../db/stores/erasure.ts'
 import { erasureModes } from '../../db/values.ts'
 import { exportZip } from '../../lib/customer-export.ts'
@@ -57,6 +60,17 @@ export const PrivacyChange = Type.Object(
 
 const RetentionQuery = Type.Object({ retention_months: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RETENTION_MONTHS, description: 'The dry run of another retention: how many it would delete now.' })) })
 
+/**
+ * Answers a customer's export (db/stores/customer-data.ts) as a ZIP named `fileName`, streamed, kept
+ * nowhere, after its line in the record of changes (`by`: an administrator, the operator, or the
+ * customer themselves): the API's, the administrators' page's and the customer's own download.
+ */
+export async function sendExport(fastify: FastifyInstance, reply: FastifyReply, site: { id: number; name: string }, data: CustomerExport, by: Actor, fileName: string) {
+  await fastify.customerData.recordExport(site.id, data.account.email, by)
+  const zip = exportZip(site.name, data, (fileId, seq) => fastify.files.piece(fileId, seq), new Date(fastify.clock()))
+  return reply.type('application/zip').header('content-disposition', `attachment; filename="${fileName}"`).header('cache-control', 'no-store').send(zip)
+}
+
 /** The erasure's answer: the plan, and what was done. */
 export function erasureView(plan: ErasurePlan, done: ErasureStep | null): Static<typeof ErasureResource> {
   return { customer: plan.customer, dry_run: done === null, erasure: plan.mode, discussions: plan.discussions, others: plan.others, comments: plan.comments, files: plan.files, mails: plan.mails, account: plan.account, done }
@@ -91,13 +105,7 @@ const privacyRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       const { site } = request.auth!
       const data = await fastify.customerData.exportOf(site.id, request.params.id)
       if (!data) throw none(request.params.id)
-      await fastify.customerData.recordExport(site.id, data.account.email, actorOf(request))
-      const zip = exportZip(site.name, data, (fileId, seq) => fastify.files.piece(fileId, seq), new Date(fastify.clock()))
-      return reply
-        .type('application/zip')
-        .header('content-disposition', `attachment; filename="${site.permalink}-customer-${data.account.id}.zip"`)
-        .header('cache-control', 'no-store')
-        .send(zip as unknown as string)
+      return sendExport(fastify, reply, site, data, actorOf(request), `${site.permalink}-customer-${data.account.id}.zip`)
     },
   )
 

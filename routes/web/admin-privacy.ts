@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { eraseCustomer, MAX_RETENTION_MONTHS } from '../../db/stores/erasure.ts'
 import type { ErasureMode } from '../../db/values.ts'
-import { exportZip } from '../../lib/customer-export.ts'
 import { actorOf } from '../actor.ts'
+import { sendExport } from '../api/privacy.ts'
 import { requireConfirmed } from './confirm.ts'
 import { pageData, requireAdministrator, wholeNumber } from './pages.ts'
 
@@ -18,7 +18,7 @@ const NOTICES: Record<string, string> = {
 }
 
 const adminPrivacyRoutes: FastifyPluginAsync = async (fastify) => {
-  const { urls, erasure, customerData, users, files } = fastify
+  const { urls, erasure, customerData, users } = fastify
   const base = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/admin/privacy`
   const action = { preHandler: [fastify.csrfProtection, requireAdministrator, requireConfirmed('administration', '/admin/privacy')] }
 
@@ -68,13 +68,7 @@ const adminPrivacyRoutes: FastifyPluginAsync = async (fastify) => {
     const { site } = request.web
     const data = await customerData.exportOf(site.id, wholeNumber((request.params as { id: string }).id, 10) ?? 0)
     if (!data) return privacyPage(request, reply, 404, { error: 'There is no such customer on this site.' })
-    await customerData.recordExport(site.id, data.account.email, actorOf(request))
-    const zip = exportZip(site.name, data, (fileId, seq) => files.piece(fileId, seq), new Date(fastify.clock()))
-    return reply
-      .type('application/zip')
-      .header('content-disposition', `attachment; filename="${site.permalink}-customer-${data.account.id}.zip"`)
-      .header('cache-control', 'no-store')
-      .send(zip)
+    return sendExport(fastify, reply, site, data, actorOf(request), `${site.permalink}-customer-${data.account.id}.zip`)
   })
 
   fastify.post('/admin/privacy/:id/erase', action, async (request, reply) => {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { LINK_MINUTES } from '../../db/stores/customer-links.ts'
 import { isStaffRole } from '../../db/stores/staff.ts'
-import { exportZip } from '../../lib/customer-export.ts'
+import { sendExport } from '../api/privacy.ts'
 import { pageData } from './pages.ts'
 
 // A customer's copy of their data, asked on the support site (issue 74; docs/decisions.md, "A
@@ -11,7 +11,7 @@ import { pageData } from './pages.ts'
 // export makes (lib/customer-export.ts), recorded in the site's record of changes.
 
 const customerExportRoutes: FastifyPluginAsync = async (fastify) => {
-  const { customerLinks, customerData, urls, files, clock } = fastify
+  const { customerLinks, customerData, urls } = fastify
   const help = (request: FastifyRequest) => `${urls.siteWeb(request.web.site.permalink)}/help`
   const notice = (request: FastifyRequest, reply: FastifyReply, status: number, title: string, message: string) =>
     reply.page('help_notice', pageData(request, reply, { title, message, help: help(request) }), status)
@@ -53,13 +53,7 @@ const customerExportRoutes: FastifyPluginAsync = async (fastify) => {
       const why = followed.kind === 'expired' ? `It was valid for ${LINK_MINUTES} minutes.` : followed.kind === 'used' ? 'It was used already: each link works once.' : 'It is not a link of this site, or it was changed.'
       return notice(request, reply, 410, 'This link no longer works', `${why} Sign in and ask for a new one on your discussions page.`)
     }
-    await customerData.recordExport(site.id, data.account.email, { id: data.account.id, name: data.account.email, via: 'page', address: request.ip })
-    const zip = exportZip(site.name, data, (fileId, seq) => files.piece(fileId, seq), new Date(clock()))
-    return reply
-      .type('application/zip')
-      .header('content-disposition', `attachment; filename="${site.permalink}-my-data.zip"`)
-      .header('cache-control', 'no-store')
-      .send(zip)
+    return sendExport(fastify, reply, site, data, { id: data.account.id, name: data.account.email, via: 'page', address: request.ip }, `${site.permalink}-my-data.zip`)
   })
 }
 
