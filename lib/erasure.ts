@@ -17,6 +17,9 @@ export const ERASED_NAME = 'Erased customer'
 /** The address of that account: one per site, under a domain that never receives mail (RFC 2606). */
 export const erasedAddress = (siteId: number) => `erased-customer-${siteId}@erased.invalid`
 
+/** What an erased person's own account is left with when no other site has them: an address of no one. */
+export const emptiedAddress = (userId: number) => `erased-account-${userId}@erased.invalid`
+
 /** The parts of a name worth looking for on their own: two letters or more. */
 const namePartsOf = (name: string) => name.split(/[^\p{L}\p{N}'-]+/u).filter((part) => [...part].length >= 2)
 

@@ -652,7 +652,7 @@ export const mailMessages = pgTable(
     senderVerified: pgBoolean('sender_verified'),
     spamReason: pgText('spam_reason'),
   },
-  (t) => [pgUniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), pgIndex('mail_messages_discussion_idx').on(t.discussionId)],
+  (t) => [pgUniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), pgIndex('mail_messages_discussion_idx').on(t.discussionId), pgIndex('mail_messages_comment_idx').on(t.commentId)],
 )
 
 export const senderRules = pgTable(
@@ -891,7 +891,7 @@ export const discussionChanges = pgTable(
     commentId: pgInteger('comment_id').references(() => comments.id, { onDelete: 'cascade' }),
     at: moment('at').notNull(),
   },
-  (t) => [pgPrimaryKey({ columns: [t.siteId, t.seq] }), pgIndex('discussion_changes_discussion_idx').on(t.discussionId)],
+  (t) => [pgPrimaryKey({ columns: [t.siteId, t.seq] }), pgIndex('discussion_changes_discussion_idx').on(t.discussionId), pgIndex('discussion_changes_comment_idx').on(t.commentId)],
 )
 
 // Idempotency-Key, as on SQLite (db/schema/sqlite.ts).

@@ -821,7 +821,8 @@ export const mailMessages = sqliteTable(
     // Why it was taken for spam (plugins/mail/spam.ts); null when it was not.
     spamReason: text('spam_reason'),
   },
-  (t) => [uniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), index('mail_messages_discussion_idx').on(t.discussionId)],
+  // By comment too: a comment deleted (an erasure, the retention) finds its kept mails by it, as the foreign key's cascade does.
+  (t) => [uniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), index('mail_messages_discussion_idx').on(t.discussionId), index('mail_messages_comment_idx').on(t.commentId)],
 )
 
 // What a site says of a sender (db/stores/senders.ts; docs/decisions.md, "Spam"): an address or a
@@ -1082,7 +1083,8 @@ export const discussionChanges = sqliteTable(
     commentId: integer('comment_id').references(() => comments.id, { onDelete: 'cascade' }),
     at: moment('at').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.siteId, t.seq] }), index('discussion_changes_discussion_idx').on(t.discussionId)],
+  // By comment too: a comment deleted (an erasure, the retention) takes its changes with it through the foreign key's cascade, which looks them up by it.
+  (t) => [primaryKey({ columns: [t.siteId, t.seq] }), index('discussion_changes_discussion_idx').on(t.discussionId), index('discussion_changes_comment_idx').on(t.commentId)],
 )
 
 // Idempotency-Key (plugins/http/idempotency.ts): a key a credential sent with a POST, the digest of

@@ -4,7 +4,7 @@ import type { ErasureMode } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { NEVER } from '../../lib/sla.ts'
-import { ERASED, ERASED_NAME, ERASED_TITLE, REMOVED_COMMENT, erasedAddress, monthsBefore, scrubbedJson, scrubberOf } from '../../lib/erasure.ts'
+import { ERASED, ERASED_NAME, ERASED_TITLE, REMOVED_COMMENT, emptiedAddress, erasedAddress, monthsBefore, scrubbedJson, scrubberOf } from '../../lib/erasure.ts'
 import { recordChange, type Actor } from './audit.ts'
 import { slugify } from './categories.ts'
 import { siteChanged } from './changes.ts'
@@ -51,7 +51,7 @@ export interface ErasurePlan {
   files: number
   /** Their mails taken in. */
   mails: number
-  /** Whether their account goes (on no other site) or stays, taken off this site only. */
+  /** Whether their account goes (on no other site: emptied, its row a disabled one of no one) or stays, taken off this site only. */
   account: 'removed' | 'kept'
 }
 
@@ -354,12 +354,12 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
      * The erasure's end, once no discussion holds them (`step` found none): the mail queued to them,
      * their links, sessions, tokens and security lines on the site, its record of changes cleaned of
      * their address, their membership, and their account when no other site has them; a line
-     * `customer.erased` in the record of changes, and the event. False when they are not (or no
-     * longer) a customer of the site.
+     * `customer.erased` in the record of changes, and the event. `none` when they are not (or no
+     * longer) a customer of the site; `more` when a discussion holds them again (a step first).
      */
-    async finish(siteId: number, userId: number, by: Actor, told: ErasureStep): Promise<boolean> {
+    async finish(siteId: number, userId: number, by: Actor, told: ErasureStep): Promise<'erased' | 'none' | 'more'> {
       const person = await customerOf(port, siteId, userId)
-      if (!person) return false
+      if (!person) return 'none'
       const key = emailKey(person.email)
       const containing = `%${key}%`
       const scrub = scrubberOf(person)
@@ -383,7 +383,9 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
       return port.atomic(async (tx) => {
         const { customerLinks, invitations, personalTokens, webSessions, rateLimitWindows, oauthRecords } = tx.tables
         await lockSite(tx, siteId)
-        if (!(await customerOf(tx, siteId, userId))) return false
+        if (!(await customerOf(tx, siteId, userId))) return 'none'
+        // Something of theirs came since the last step (a mail of theirs taken in): steps again first.
+        if ((await holding(tx, siteId, userId, person.email, 1)).length > 0) return 'more'
         for (const ids of chunks(mail)) await tx.db.delete(outbox).where(inArray(outbox.id, ids))
         for (const ids of chunks(security)) await tx.db.delete(securityEvents).where(inArray(securityEvents.id, ids))
         await tx.db.delete(customerLinks).where(and(eq(customerLinks.siteId, siteId), sql`lower(${customerLinks.email}) = ${key}`))
@@ -405,15 +407,21 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
         await tx.db.delete(memberships).where(and(eq(memberships.siteId, siteId), eq(memberships.userId, userId)))
         const kept = await elsewhere(tx, siteId, userId)
         if (!kept) {
+          // Their account goes: everything of it deleted, its row left empty and disabled (a name
+          // and an address of no one), since deleting the row would have the database look through
+          // every discussion and file for a reference to it (the foreign keys) in this transaction.
+          const { secondFactors, recoveryCodes, signInLinks } = tx.tables
+          for (const table of [personalTokens, webSessions, secondFactors, recoveryCodes, securityEvents, signInLinks]) await tx.db.delete(table).where(eq(table.userId, userId))
           await tx.db.delete(oauthRecords).where(eq(oauthRecords.accountId, String(userId)))
-          await tx.db.delete(users).where(eq(users.id, userId))
+          const nobody = emptiedAddress(userId)
+          await tx.db.update(users).set({ name: ERASED_NAME, email: nobody, emailKey: nobody, passwordHash: null, disabled: true, passwordChangedAt: null, legacyTokenFingerprint: null, legacyTokenEncrypted: null, legacyTokenExpiresAt: null, secondStepFailures: 0 }).where(eq(users.id, userId))
         }
         const erasedId = await erasedAccount(tx, siteId)
         const at = new Date(clock())
         const target = `customer ${userId}`
         await recordChange(tx, clock, by, siteId, 'customer.erased', target, { deleted: told.deleted.length, anonymised: told.anonymised.length, others: told.others.length, account: kept ? 'kept' : 'removed' })
         await events(tx, { type: 'customer.erased', siteId, erasure: { customerId: userId, erasedId, at, ...told } })
-        return true
+        return 'erased'
       })
     },
 
@@ -484,16 +492,17 @@ export async function eraseCustomer(store: ErasureStore, siteId: number, userId:
   const plan = await store.plan(siteId, userId)
   if (!plan) return undefined
   const done: ErasureStep = { deleted: [], anonymised: [], others: [] }
-  for (;;) {
-    const began = performance.now()
-    const step = await store.step(siteId, userId)
-    if (step.deleted.length + step.anonymised.length + step.others.length === 0) break
-    done.deleted.push(...step.deleted)
-    done.anonymised.push(...step.anonymised)
-    done.others.push(...step.others)
-    await yieldAfter(performance.now() - began)
-  }
-  // Gone meanwhile (erased by another request): what this one did is all it did.
-  await store.finish(siteId, userId, by, done)
+  do {
+    for (;;) {
+      const began = performance.now()
+      const step = await store.step(siteId, userId)
+      if (step.deleted.length + step.anonymised.length + step.others.length === 0) break
+      done.deleted.push(...step.deleted)
+      done.anonymised.push(...step.anonymised)
+      done.others.push(...step.others)
+      await yieldAfter(performance.now() - began)
+    }
+    // Gone meanwhile (erased by another request): what this one did is all it did.
+  } while ((await store.finish(siteId, userId, by, done)) === 'more')
   return { plan, done }
 }
