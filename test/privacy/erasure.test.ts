@@ -2,6 +2,7 @@ import t from 'tap'
 import { rawRows, supporterWithToken } from '../fixtures/app.ts'
 import { desk } from '../fixtures/customer-desk.ts'
 import { until } from '../fixtures/until.ts'
+import { webClient } from '../fixtures/web.ts'
 
 // Engines: both: the erasure writes to every table a customer is in, and the test reads every
 // table of the database afterwards, each engine's own.
@@ -55,6 +56,17 @@ t.test('an administrator erases a customer: a dry run, then nothing of them in a
   t.equal((await api('POST', `/demo/discussions/${daves.number}/participants`, { email: CAROL.email, name: CAROL.name })).statusCode, 201)
   t.equal((await api('POST', `/demo/discussions/${daves.number}/comments`, { body: 'Mine jams too.', author_email: CAROL.email })).statusCode, 201)
   t.equal((await api('POST', `/demo/discussions/${daves.number}/comments`, { body: 'Thanks Dave and Carol: blow on it.' })).statusCode, 201)
+  // Her phone in a field of her discussion; Dave's discussion she is copied on merged into another of his (the merge's undo names her).
+  await app.fields.add(ann.site.id, { key: 'phone', name: 'Phone', kind: 'text', audience: 'team' }, { id: null, name: 'the operator', via: 'cli' })
+  t.equal((await app.inject({ method: 'PUT', url: `/demo/discussions/${hers.number}`, headers: ann.bearer, payload: { fields: { phone: 'Carol: 555-0100' } } })).statusCode, 200)
+  const third = (await api('POST', `/demo/categories/${general.id}/discussions`, { title: 'Scanner again', body: 'Dave again.', author_email: 'dave@customer.example', author_name: 'Dave' })).json()
+  const fourth = (await api('POST', `/demo/categories/${general.id}/discussions`, { title: 'Scanner, all of it', body: 'Dave, all.', author_email: 'dave@customer.example', author_name: 'Dave' })).json()
+  t.equal((await api('POST', `/demo/discussions/${third.number}/participants`, { email: CAROL.email })).statusCode, 201)
+  t.equal((await api('POST', `/demo/discussions/${third.number}/merge`, { into: fourth.number })).statusCode, 200)
+  // She asked for a sign-in link on the support site: a link and its sealed mail wait.
+  const visitor = webClient(app)
+  await visitor.get('/demo/help/sign_in')
+  t.equal((await visitor.post('/demo/help/sign_in', { email: CAROL.email })).statusCode, 200)
   const daveBefore = (await api('GET', `/demo/discussions/${alone.number}/comments`)).json()
   const carol = (await api('GET', `/demo/customers?email=${CAROL.email}`)).json().customers[0]
   t.equal((await api('POST', `/demo/customers/${carol.id}/export`)).statusCode, 200, 'an export leaves a line naming her in the record')
@@ -63,12 +75,14 @@ t.test('an administrator erases a customer: a dry run, then nothing of them in a
   // The dry run says what will go, and changes nothing.
   const dry = await api('POST', `/demo/customers/${carol.id}/erase`, { dry_run: true })
   t.equal(dry.statusCode, 200, dry.body)
-  t.same(dry.json(), { customer: { id: carol.id, name: CAROL.name, email: CAROL.email }, dry_run: true, erasure: 'anonymise', discussions: 2, others: 1, comments: 3, files: 2, mails: 1, account: 'removed', done: null })
+  t.same(dry.json(), { customer: { id: carol.id, name: CAROL.name, email: CAROL.email }, dry_run: true, erasure: 'anonymise', discussions: 2, others: 3, comments: 3, files: 2, mails: 1, account: 'removed', done: null })
   t.equal((await api('GET', `/demo/customers?email=${CAROL.email}`)).json().customers.length, 1)
 
   const erased = await api('POST', `/demo/customers/${carol.id}/erase`, {})
   t.equal(erased.statusCode, 200, erased.body)
-  t.match(erased.json(), { dry_run: false, account: 'removed', done: { deleted: [], anonymised: [hers.number, second.json().number], others: [daves.number] } })
+  t.match(erased.json(), { dry_run: false, account: 'removed', done: { deleted: [], anonymised: [hers.number, second.json().number], others: [daves.number, third.number, fourth.number] } })
+  t.same((await rawRows(app, 'select id from discussion_merges')), [], "the merge whose undo named her can no longer be undone")
+  t.same((await api('GET', `/demo/discussions/${hers.number}`)).json().fields, { phone: '[erased]: 555-0100' })
 
   // Nothing of her in any table; search finds nothing of her.
   t.same(await tablesHolding(app, NEEDLES), [], 'no table holds her address, her name or her file')
@@ -85,18 +99,18 @@ t.test('an administrator erases a customer: a dry run, then nothing of them in a
   t.same(shared.map((c: { body: string }) => c.body), ['Dave here: my scanner jams.', "(Removed at the customer's request.)", 'Thanks Dave and [erased]: blow on it.'])
   t.same((await api('GET', `/demo/discussions/${daves.number}/participants`)).json().participants, [], 'she is no longer copied')
   t.same((await api('GET', `/demo/discussions/${alone.number}/comments`)).json(), daveBefore, "Dave's own discussion is untouched")
-  t.equal((await api('GET', '/demo/search?q=scanner')).json().results.length, 1, "Dave's words are found")
+  t.same((await api('GET', '/demo/search?q=jams')).json().results.map((r: { discussion: { number: number } }) => r.discussion.number), [daves.number], "Dave's words are found")
 
   // The change feed tells of each; the webhooks hear it once; the record of changes keeps the line without her.
   const feed = (await api('GET', '/demo/changes')).json()
   const told = (feed.changes as Array<{ type: string; discussion: { number: number; author_name: string } }>).filter((c) => c.type === 'customer.erased')
-  t.same(told.map((c) => c.discussion.number), [hers.number, second.json().number, daves.number])
+  t.same(told.map((c) => c.discussion.number), [hers.number, second.json().number, daves.number, third.number, fourth.number])
   const hooks = await rawRows(app, "select payload from outbox where kind = 'webhook'")
   const erasedEvents = hooks.map((h) => JSON.parse(String(h.payload))).filter((e) => e.type === 'customer.erased')
   t.equal(erasedEvents.length, 1)
-  t.match(erasedEvents[0].data, { customer_id: carol.id, anonymised: [hers.number, second.json().number], others: [daves.number] })
+  t.match(erasedEvents[0].data, { customer_id: carol.id, anonymised: [hers.number, second.json().number], others: [daves.number, third.number, fourth.number] })
   const [line] = await app.securityLog.changes({ siteId: ann.site.id, action: 'customer.erased', limit: 1 })
-  t.match(line, { target: `customer ${carol.id}`, actorId: ann.user.id, detail: { anonymised: 2, others: 1, account: 'removed' } })
+  t.match(line, { target: `customer ${carol.id}`, actorId: ann.user.id, detail: { anonymised: 2, others: 3, account: 'removed' } })
   const [exportLine] = await app.securityLog.changes({ siteId: ann.site.id, action: 'customer.exported', limit: 1 })
   t.equal(exportLine!.target, '[erased]', 'the export stays on record, without her address')
 
@@ -104,7 +118,7 @@ t.test('an administrator erases a customer: a dry run, then nothing of them in a
   t.equal((await api('POST', `/demo/customers/${carol.id}/erase`, {})).statusCode, 404)
   // Her discussions' counts still add up.
   const listed = (await api('GET', '/demo/discussions')).json()
-  t.equal(listed.total, 4)
+  t.equal(listed.total, 5, 'four live and the one merged')
 })
 
 t.test('a site that deletes: her discussions are deleted for good, never restored; the counts stay right', async (t) => {
@@ -163,4 +177,29 @@ t.test("the erasure's refusals: supporters, another site's administrator, the st
   t.equal((await api('GET', '/demo/privacy?retention_months=x')).statusCode, 400)
   // Nothing was erased by any of it.
   t.equal((await api('GET', `/demo/customers?email=${CAROL.email}`)).json().customers.length, 1)
+})
+
+t.test('an erasure stopped halfway goes on when run again; what of theirs came meanwhile is erased too', async (t) => {
+  const { app, ann, general, api } = await desk(t)
+  await app.users.setAdministrator(ann.site.id, ann.user.id, true)
+  const write = (title: string) => api('POST', `/demo/categories/${general.id}/discussions`, { title, body: `${CAROL.name} asks.`, author_email: CAROL.email, author_name: CAROL.name })
+  for (const title of ['One', 'Two', 'Three']) t.equal((await write(title)).statusCode, 201)
+  const carol = (await api('GET', `/demo/customers?email=${CAROL.email}`)).json().customers[0]
+  // A process stops after one step of one discussion.
+  t.same(await app.erasure.step(ann.site.id, carol.id, 1), { deleted: [], anonymised: [1], others: [] })
+  t.match((await api('GET', `/demo/customers/${carol.id}/erasure`)).json(), { discussions: 2, comments: 2 }, 'the dry run says what is left')
+  // The steps are done, then a mail of hers comes before the end: the end says there is more.
+  await app.erasure.step(ann.site.id, carol.id)
+  t.equal((await write('Four, meanwhile')).statusCode, 201)
+  t.equal(await app.erasure.finish(ann.site.id, carol.id, { id: ann.user.id, name: ann.user.email, via: 'api' }, { deleted: [], anonymised: [], others: [] }), 'more')
+  const erased = await api('POST', `/demo/customers/${carol.id}/erase`, {})
+  t.equal(erased.statusCode, 200)
+  t.same(erased.json().done, { deleted: [], anonymised: [4], others: [] }, 'the run again goes on with what is left')
+  const titles = (await api('GET', '/demo/discussions')).json().discussions.map((d: { title: string; author_name: string }) => [d.title, d.author_name])
+  t.same(titles.sort(), [['Four, meanwhile', 'Erased customer'], ['One', 'Erased customer'], ['Three', 'Erased customer'], ['Two', 'Erased customer']])
+  t.equal(await app.erasure.finish(ann.site.id, carol.id, { id: ann.user.id, name: ann.user.email, via: 'api' }, { deleted: [], anonymised: [], others: [] }), 'none', 'no customer any more')
+  // Her account is emptied: no name, no address, no way in.
+  const [row] = await rawRows(app, 'select name, email, password_hash, disabled from users where id = ?', [carol.id])
+  t.match(row, { name: 'Erased customer', email: `erased-account-${carol.id}@erased.invalid`, password_hash: null })
+  t.ok(row!.disabled === 1 || row!.disabled === true)
 })
