@@ -33,7 +33,7 @@ import { noEvents, type EventSink } from './webhooks.ts'
 // Each discussion is told to the change feed (`customer.erased`) and its search document written
 // again; the webhooks hear `customer.erased` once, at the end. Run again, an erasure goes on where
 // it stopped: each step takes the discussions that still hold them.
-// The retention deletes a site's resolved discussions (and deleted and spam ones) whose last
+// The retention deletes a site's resolved discussions (and those marked spam) whose last
 // activity is older than its months, the same way, a batch per transaction under the site's lock.
 
 /** What an erasure will do, or did: the dry run's answer and the erasure's. */
@@ -84,8 +84,12 @@ export const MAX_RETENTION_MONTHS = 120
 /** Discussions a step or a retention batch takes in one transaction. */
 export const ERASURE_BATCH = 10
 
-/** The states the retention deletes, past its age: resolved, and what was deleted or marked spam. */
-const RETAINED_STATES = ['resolved', 'deleted', 'spam'] as const
+/**
+ * The states the retention deletes, past its age: resolved, and spam. Not deleted ones: what the
+ * retention and the erasures deleted for good stays in that state, and a look among deleted ones by
+ * age would go through all of those every time (their index has no way to leave them out).
+ */
+const RETAINED_STATES = ['resolved', 'spam'] as const
 
 /** Rows read at a time when looking through a site's mail, security lines and record for an erased customer. */
 const PAGE = 500
@@ -461,7 +465,7 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
     },
   }
 
-  /** The site's discussions the retention deletes: resolved (deleted, spam) and idle since before `cutoff`. */
+  /** The site's discussions the retention deletes: resolved (or spam) and idle since before `cutoff`. */
   function retained(siteId: number, cutoff: Date) {
     return and(eq(discussions.siteId, siteId), inArray(discussions.state, [...RETAINED_STATES]), lt(discussions.lastUpdatedAt, cutoff), isNull(discussions.erasedAt))
   }

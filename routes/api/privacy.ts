@@ -45,7 +45,7 @@ export const ErasureResource = Type.Object({
 
 export const PrivacyResource = Type.Object({
   erasure: Type.Enum(erasureModes, { description: 'What erasing a customer does to the discussions they started: anonymise (kept, their text and name taken out) or delete.' }),
-  retention_months: Type.Union([Type.Integer({ minimum: 1, maximum: MAX_RETENTION_MONTHS }), Type.Null()], { description: 'Resolved discussions (and deleted and spam ones) are deleted this many months after their last activity; null: kept.' }),
+  retention_months: Type.Union([Type.Integer({ minimum: 1, maximum: MAX_RETENTION_MONTHS }), Type.Null()], { description: 'Resolved discussions (and those marked spam) are deleted this many months after their last activity; null: kept.' }),
   retention_due: Type.Integer({ description: 'How many discussions the retention would delete now (its dry run).' }),
   href: Type.String({ format: 'uri' }),
 })

@@ -17,18 +17,20 @@ t.test('the retention deletes exactly the discussions past the age, in batches, 
   const api = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object) => call(method, url, payload)
   const create = async (title: string) => (await made({ title, body: `${title}, by Carol.`, author_email: 'carol@customer.test' }, questions.id)) as { number: number }
 
-  // 50 resolved (one with a file), one deleted, one left open: idle for seven months.
+  // 50 resolved (one with a file), one marked spam, one deleted, one left open: idle for seven months.
   const old: number[] = []
   for (let i = 0; i < 50; i++) old.push((await create(`Old ${i}`)).number)
   const upload = await form({ file: { name: 'invoice.txt', bytes: Buffer.from('total: 12.00\n') } })
   const up = (await app.inject({ method: 'POST', url: '/demo/uploads', headers: { ...ann.bearer, 'content-type': upload.type }, payload: upload.payload })).json().uploads[0]
   t.equal((await api('POST', `/demo/discussions/${old[0]}/comments`, { body: 'The invoice.', uploads: [up.id] })).statusCode, 201)
   for (const number of old) t.equal((await api('POST', `/demo/discussions/${number}/resolve`, {})).statusCode, 200)
-  const deleted = (await create('Old and deleted')).number
-  t.equal((await api('DELETE', `/demo/discussions/${deleted}`)).statusCode, 200)
+  const spam = (await create('Old spam')).number
+  t.equal((await api('POST', `/demo/discussions/${spam}/spam`, {})).statusCode, 200)
+  const binned = (await create('Old and in the bin')).number
+  t.equal((await api('DELETE', `/demo/discussions/${binned}`)).statusCode, 200)
   const open = (await create('Old but open')).number
   const idle = new Date(clock() - 7 * MONTH)
-  await rawStatement(app, `update discussions set last_updated_at = ? where number in (${[...old, deleted, open].join(', ')})`, [idle])
+  await rawStatement(app, `update discussions set last_updated_at = ? where number in (${[...old, spam, binned, open].join(', ')})`, [idle])
   // Five resolved within the age.
   for (let i = 0; i < 5; i++) await api('POST', `/demo/discussions/${(await create(`Fresh ${i}`)).number}/resolve`, {})
 
@@ -44,7 +46,7 @@ t.test('the retention deletes exactly the discussions past the age, in batches, 
   const lines = await app.securityLog.changes({ siteId: ann.site.id, action: 'retention.deleted', limit: 100 })
   t.equal(lines.length, 6, 'in batches of 10')
   const told = lines.flatMap((line) => (line.detail.numbers as string[]).map(Number)).sort((x, y) => x - y)
-  t.same(told, [...old, deleted].sort((x, y) => x - y), 'exactly the discussions past the age, each once')
+  t.same(told, [...old, spam].sort((x, y) => x - y), 'exactly the discussions past the age, each once')
   t.match(lines[0], { actor: 'the retention', via: 'service', actorId: null })
 
   // What was deleted is gone, its file too; what was not is whole.
@@ -53,9 +55,10 @@ t.test('the retention deletes exactly the discussions past the age, in batches, 
   t.same(await rawRows(app, 'select id from files'), [], 'the file went with its discussion')
   t.match((await api('GET', `/demo/discussions/${old[3]}`)).json(), { state: 'deleted', title: '(deleted)', comments_count: 0 })
   t.match((await api('GET', `/demo/discussions/${open}`)).json(), { state: 'new', title: 'Old but open', comments_count: 1 })
+  t.match((await api('GET', `/demo/discussions/${binned}`)).json(), { state: 'deleted', title: 'Old and in the bin', comments_count: 1 }, 'the bin is not emptied by age')
   t.equal((await api('GET', '/demo/discussions/resolved')).json().total, 5)
   t.equal((await api('GET', '/demo/discussions')).json().total, 6)
-  t.equal((await api('GET', '/demo/search?q=Old')).json().results.length, 1, 'search finds only the open one')
+  t.equal((await api('GET', '/demo/search?q=Old')).json().results.length, 1, 'search finds only the open one (the bin is not searched)')
   t.equal((await api('GET', '/demo/privacy')).json().retention_due, 0)
   t.equal(await app.retention.run(), 0, 'run again, nothing more')
   // Set back to keep them: nothing is due, whatever their age.
