@@ -82,7 +82,7 @@ const RETENTION: Actor = { id: null, name: 'the retention', via: 'service' }
 export const MAX_RETENTION_MONTHS = 120
 
 /** Discussions a step or a retention batch takes in one transaction. */
-export const ERASURE_BATCH = 10
+export const ERASURE_BATCH = 5
 
 /**
  * The states the retention deletes, past its age: resolved, and spam. Not deleted ones: what the

@@ -44,7 +44,7 @@ t.test('the retention deletes exactly the discussions past the age, in batches, 
 
   t.equal(await app.retention.run(), 51)
   const lines = await app.securityLog.changes({ siteId: ann.site.id, action: 'retention.deleted', limit: 100 })
-  t.equal(lines.length, 6, 'in batches of 10')
+  t.equal(lines.length, 11, 'in batches of 5')
   const told = lines.flatMap((line) => (line.detail.numbers as string[]).map(Number)).sort((x, y) => x - y)
   t.same(told, [...old, spam].sort((x, y) => x - y), 'exactly the discussions past the age, each once')
   t.match(lines[0], { actor: 'the retention', via: 'service', actorId: null })

@@ -70,14 +70,17 @@ await serviceDesk(['staff', 'admin', prepared.dataset.site, prepared.dataset.ema
 log(`customer ${prepared.customer} (${prepared.email}) started ${THEIRS} of ${SIZE.toLocaleString('en')} discussions`)
 const ms = (n: number) => `${n.toFixed(1)} ms`
 const rows: string[] = []
+// PostgreSQL's copy is made first: the SQLite run erases the customer in the file it is copied from.
+const datasets = new Map<string, Dataset>()
+for (const engine of engines) datasets.set(engine, engine === 'sqlite' ? prepared.dataset : await postgresDataset(prepared.dataset, POSTGRES_URL, log, `bench_erasure_${SIZE}`))
 for (const engine of engines) {
-  const dataset = engine === 'sqlite' ? prepared.dataset : await postgresDataset(prepared.dataset, POSTGRES_URL, log, `bench_erasure_${SIZE}`)
+  const dataset = datasets.get(engine)!
   const headers = { authorization: `Bearer ${dataset.token}`, accept: V1 }
   const server = await startServer({ name: `erasure-${engine}`, kind: 'service', db: dataset.db, first: { path: `/${dataset.site}/discussions`, headers }, logDir: join(RUN, 'logs') })
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
   try {
     const plan = JSON.parse((await post(`${server.url}/${dataset.site}/customers/${prepared.customer}/erase`, headers, { dry_run: true })).body) as { discussions: number; comments: number }
-    if (plan.discussions < THEIRS) throw new Error(`the dry run says ${plan.discussions} discussions, fewer than ${THEIRS}`)
+    if (!(plan.discussions >= THEIRS)) throw new Error(`the dry run says ${plan.discussions} discussions, fewer than ${THEIRS}`)
     log(`the dry run: ${plan.discussions} discussions they started, ${plan.comments} comments`)
     await reader(server.url, dataset, agent, new Promise((resolve) => setTimeout(resolve, 1_000)))
     const alone = summary(await reader(server.url, dataset, agent, new Promise((resolve) => setTimeout(resolve, ALONE_MS))))
@@ -116,7 +119,7 @@ const lines = [
   '|---|---|---|---|---|---|',
   ...rows,
   '',
-  `One customer of the seeded ${SIZE.toLocaleString('en')} made the author of every ${Math.floor(SIZE / THEIRS).toLocaleString('en')}th discussion (${THEIRS.toLocaleString('en')}) and its opening post. A reader asks GET /<site>/discussions/<n> one after another on one kept-alive connection: ${ALONE_MS / 1000} s alone, then while POST /<site>/customers/<id>/erase runs (anonymise, the default: each discussion's texts rewritten, its search document written again, a change in the feed), 25 discussions a transaction.`,
+  `One customer of the seeded ${SIZE.toLocaleString('en')} made the author of every ${Math.floor(SIZE / THEIRS).toLocaleString('en')}th discussion (${THEIRS.toLocaleString('en')}) and its opening post. A reader asks GET /<site>/discussions/<n> one after another on one kept-alive connection: ${ALONE_MS / 1000} s alone, then while POST /<site>/customers/<id>/erase runs (anonymise, the default: each discussion's texts rewritten, its search document written again, a change in the feed), 5 discussions a transaction, each followed by a pause as long as it took.`,
   '',
 ]
 writeFileSync(join(REPO, 'tools', 'bench', 'results', 'erasure.md'), lines.join('\n'))
