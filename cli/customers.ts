@@ -13,8 +13,10 @@ import { UsageError, type Command } from './command.ts'
 
 /** What an erasure does, in words: the dry run's answer. */
 const planText = (plan: ErasurePlan) =>
-  `${plan.customer.email}: ${plan.discussions} discussions they started (${plan.mode === 'delete' ? 'deleted' : 'kept anonymised'}), ` +
-  `${plan.others} others they wrote in or were copied on, ${plan.comments} comments, ${plan.files} files, ${plan.mails} mails; their account ${plan.account === 'kept' ? 'kept for their other sites' : 'removed'}\n`
+  `${plan.customer.email}: ${plan.discussions} discussions they started (${MODE_WORDS[plan.mode]}), ` +
+  `${plan.others} others they wrote in or were copied on, ${plan.comments} comments, ${plan.files} files, ${plan.mails} mails; their account ${ACCOUNT_WORDS[plan.account]}\n`
+const MODE_WORDS: Record<ErasurePlan['mode'], string> = { delete: 'deleted', anonymise: 'kept anonymised' }
+const ACCOUNT_WORDS: Record<ErasurePlan['account'], string> = { kept: 'kept for their other sites', removed: 'removed' }
 
 export const customerCommands: Command[] = [
   admin(

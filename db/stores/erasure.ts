@@ -28,8 +28,8 @@ import { noEvents, type EventSink } from './webhooks.ts'
 //   reports' facts, in the deleted state, never restored) or kept anonymised, as the site chose.
 // - In every discussion they wrote in or were copied on: what they wrote reads REMOVED_COMMENT,
 //   signed by the site's erased-customer account; their files and kept mails are deleted; their
-//   name and address are taken out of the title, the team's replies and notes, the fields and the
-//   rules' history; they are no longer a participant; mail about it that names them is dropped.
+//   name and address are taken out of the title, the team's replies and notes and the fields;
+//   they are no longer a participant; mail about it that names them is dropped.
 // Each discussion is told to the change feed (`customer.erased`) and its search document written
 // again; the webhooks hear `customer.erased` once, at the end. Run again, an erasure goes on where
 // it stopped: each step takes the discussions that still hold them.
@@ -133,17 +133,19 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
 
   /**
    * The site's discussions that still hold them (started, written in, or copied on), by id, at most
-   * `limit` of each kind: three reads by index (their discussions, their comments, their address
-   * among the participants), never a scan of the site's discussions.
+   * `limit` they started and every other: reads by index (their discussions, their comments, their
+   * address among the participants), never a scan of the site's discussions.
    */
   async function holding(q: StorePort, siteId: number, userId: number, email: string, limit: number): Promise<Array<{ id: number; authorId: number }>> {
     const live = and(eq(discussions.siteId, siteId), isNull(discussions.erasedAt))
-    const [started, wrote, copied] = await Promise.all([
-      q.db.select({ id: discussions.id, authorId: discussions.authorId }).from(discussions).where(and(live, eq(discussions.authorId, userId))).limit(limit),
-      q.db.selectDistinct({ id: discussions.id, authorId: discussions.authorId }).from(comments).innerJoin(discussions, eq(discussions.id, comments.discussionId)).where(and(eq(comments.authorId, userId), live)).limit(limit),
-      q.db.select({ id: discussions.id, authorId: discussions.authorId }).from(participants).innerJoin(discussions, eq(discussions.id, participants.discussionId)).where(and(eq(participants.siteId, siteId), eq(participants.email, emailKey(email)), live)).limit(limit),
-    ])
-    return [...new Map([...started, ...wrote, ...copied].map((d) => [d.id, d])).values()].sort((a, b) => a.id - b.id)
+    const started = await q.db.select({ id: discussions.id, authorId: discussions.authorId }).from(discussions).where(and(live, eq(discussions.authorId, userId))).limit(limit)
+    // The discussions of their comments and of their address, read by those indexes first and then
+    // by id: a join ordered for a limit had PostgreSQL walk every discussion of the site.
+    const wrote = await q.db.selectDistinct({ id: comments.discussionId }).from(comments).where(eq(comments.authorId, userId))
+    const copied = await q.db.select({ id: participants.discussionId }).from(participants).where(and(eq(participants.siteId, siteId), eq(participants.email, emailKey(email))))
+    const others = [...new Set([...wrote, ...copied].map((d) => d.id))]
+    const joined = others.length === 0 ? [] : await q.db.select({ id: discussions.id, authorId: discussions.authorId }).from(discussions).where(and(live, inArray(discussions.id, others)))
+    return [...new Map([...started, ...joined].map((d) => [d.id, d])).values()].sort((a, b) => a.id - b.id)
   }
 
   /** The site's account that signs what erased customers wrote: made the first time, a customer of the site that cannot sign in. */
@@ -223,7 +225,7 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
    * address out of everything else in it.
    */
   async function anonymise(tx: StorePort, d: DiscussionRow, person: { id: number; name: string; email: string }, erasedId: number): Promise<void> {
-    const { discussionMerges, ruleFirings } = tx.tables
+    const { discussionMerges } = tx.tables
     const scrub = scrubberOf(person)
     const now = new Date(clock())
     const all = await tx.db.select({ id: comments.id, authorId: comments.authorId, body: comments.body }).from(comments).where(eq(comments.discussionId, d.id))
@@ -240,18 +242,14 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
     }
     // Mail about it (to them, copying them, telling the team what they wrote): whatever names them.
     if (all.length > 0) {
-      const mail = await tx.db.select({ id: outbox.id, payload: outbox.payload }).from(outbox).where(inArray(outbox.commentId, all.map((c) => c.id)))
-      const naming = mail.filter((m) => theirs.length > 0 || scrub(m.payload) !== m.payload).map((m) => m.id)
+      const mail = await tx.db.select({ id: outbox.id, commentId: outbox.commentId, payload: outbox.payload }).from(outbox).where(inArray(outbox.commentId, all.map((c) => c.id)))
+      const naming = mail.filter((m) => theirs.includes(m.commentId!) || scrub(m.payload) !== m.payload).map((m) => m.id)
       if (naming.length > 0) await tx.db.delete(outbox).where(inArray(outbox.id, naming))
     }
     await tx.db.delete(participants).where(and(eq(participants.discussionId, d.id), eq(participants.email, emailKey(person.email))))
     for (const m of await tx.db.select({ id: discussionMerges.id, participants: discussionMerges.participants }).from(discussionMerges).where(or(eq(discussionMerges.fromId, d.id), eq(discussionMerges.intoId, d.id)))) {
       // What an undo would put back names them: that merge can no longer be undone.
       if (scrub(m.participants) !== m.participants) await tx.db.delete(discussionMerges).where(eq(discussionMerges.id, m.id))
-    }
-    for (const f of await tx.db.select({ id: ruleFirings.id, done: ruleFirings.done }).from(ruleFirings).where(eq(ruleFirings.discussionId, d.id))) {
-      const done = scrub(f.done)
-      if (done !== f.done) await tx.db.update(ruleFirings).set({ done }).where(eq(ruleFirings.id, f.id))
     }
     const title = scrub(d.title)
     const fields = scrubbedJson(d.fields, scrub)
@@ -385,7 +383,7 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
         (row) => names(row.target) || names(row.detail),
       )
       return port.atomic(async (tx) => {
-        const { customerLinks, invitations, personalTokens, webSessions, rateLimitWindows, oauthRecords } = tx.tables
+        const { customerLinks, invitations, personalTokens, webSessions, rateLimitWindows, oauthRecords, senderRules } = tx.tables
         await lockSite(tx, siteId)
         if (!(await customerOf(tx, siteId, userId))) return 'none'
         // Something of theirs came since the last step (a mail of theirs taken in): steps again first.
@@ -399,6 +397,8 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
         await tx.db.delete(personalTokens).where(and(eq(personalTokens.siteId, siteId), eq(personalTokens.userId, userId)))
         await tx.db.delete(webSessions).where(and(eq(webSessions.siteId, siteId), eq(webSessions.userId, userId)))
         await tx.db.delete(rateLimitWindows).where(sql`lower(${rateLimitWindows.key}) like ${containing}`)
+        // What the site said of their address (allowed by "not spam", or blocked); of their domain stays.
+        await tx.db.delete(senderRules).where(and(eq(senderRules.siteId, siteId), eq(senderRules.pattern, key)))
         // The lines of the record that name them: kept (what the team did stays on record), without them.
         for (const ids of chunks(record)) {
           for (const line of await tx.db.select({ id: auditEvents.id, target: auditEvents.target, detail: auditEvents.detail }).from(auditEvents).where(inArray(auditEvents.id, ids))) {

@@ -54,7 +54,7 @@ const adminPrivacyRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.post('/admin/privacy/find', { preHandler: [fastify.csrfProtection, requireAdministrator] }, (request, reply) => privacyPage(request, reply))
 
   fastify.post('/admin/privacy', action, async (request, reply) => {
-    const body = (request.body ?? {}) as Record<string, unknown>
+    const body = request.body as Record<string, unknown>
     const mode = body.erasure === 'delete' || body.erasure === 'anonymise' ? (body.erasure as ErasureMode) : undefined
     const text = typeof body.retention_months === 'string' ? body.retention_months.trim() : ''
     const months = text === '' ? null : (wholeNumber(text, 3) ?? 0)

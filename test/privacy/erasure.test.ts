@@ -1,5 +1,5 @@
 import t from 'tap'
-import { rawRows, supporterWithToken } from '../fixtures/app.ts'
+import { rawRows, rawStatement, supporterWithToken } from '../fixtures/app.ts'
 import { desk } from '../fixtures/customer-desk.ts'
 import { until } from '../fixtures/until.ts'
 import { webClient } from '../fixtures/web.ts'
@@ -131,6 +131,9 @@ t.test('a site that deletes: her discussions are deleted for good, never restore
   for (const title of ['One of hers', 'Two of hers']) started.push((await api('POST', `/demo/categories/${general.id}/discussions`, { title, body: `${CAROL.name} writes.`, author_email: CAROL.email, author_name: CAROL.name })).json())
   const daves = (await api('POST', `/demo/categories/${general.id}/discussions`, { title: 'Dave', body: 'Dave writes.', author_email: 'dave@customer.example' })).json()
   await api('POST', `/demo/discussions/${started[1].number}/resolve`, {})
+  // A third of hers merged into Dave's: her comment moved there, the one merged left without any.
+  const merged = (await api('POST', `/demo/categories/${general.id}/discussions`, { title: 'Three of hers', body: 'Mine, merged.', author_email: CAROL.email, author_name: CAROL.name })).json()
+  t.equal((await api('POST', `/demo/discussions/${merged.number}/merge`, { into: daves.number })).statusCode, 200)
   const carol = (await api('GET', `/demo/customers?email=${CAROL.email}`)).json().customers[0]
   // She is a customer of another site too: her account stays for it.
   const other = await supporterWithToken(app, { site: 'other', email: 'olga@other.example' })
@@ -139,7 +142,8 @@ t.test('a site that deletes: her discussions are deleted for good, never restore
 
   const erased = await api('POST', `/demo/customers/${carol.id}/erase`, {})
   t.equal(erased.statusCode, 200, erased.body)
-  t.match(erased.json(), { erasure: 'delete', account: 'kept', done: { deleted: started.map((d) => d.number), anonymised: [], others: [] } })
+  t.match(erased.json(), { erasure: 'delete', account: 'kept', done: { deleted: [...started.map((d) => d.number), merged.number], anonymised: [], others: [daves.number] } })
+  t.same((await api('GET', `/demo/discussions/${daves.number}/comments`)).json().comments.map((c: { body: string }) => c.body), ['Dave writes.', "(Removed at the customer's request.)"], "her comment merged into Dave's is taken out")
   t.ok(await app.users.find(CAROL.email), 'her account stays for the other site')
   t.equal((await app.inject({ method: 'GET', url: `/other/customers?email=${CAROL.email}`, headers: other.bearer })).json().customers.length, 1)
   const gone = (await api('GET', `/demo/discussions/${started[0].number}`)).json()
@@ -149,10 +153,10 @@ t.test('a site that deletes: her discussions are deleted for good, never restore
   t.same((await api('GET', `/demo/discussions/${started[0].number}/comments`)).json().comments, [])
   // The listing's total (a sum of the kept counts) is the count of what is there.
   const live = (await api('GET', '/demo/discussions')).json()
-  t.equal(live.total, 1, JSON.stringify(live.discussions.map((d: { number: number; state: string }) => [d.number, d.state])))
+  t.equal(live.total, 1)
   t.equal(live.discussions[0].number, daves.number)
   const deleted = (await api('GET', '/demo/discussions/deleted')).json()
-  t.equal(deleted.total, 2)
+  t.equal(deleted.total, 3, 'hers and the one merged')
   t.equal((await api('GET', '/demo/discussions/resolved')).json().total, 0)
 })
 
@@ -175,6 +179,13 @@ t.test("the erasure's refusals: supporters, another site's administrator, the st
   t.equal((await api('PUT' as 'POST', '/demo/privacy', { retention_months: 0 })).statusCode, 400)
   t.equal((await api('PUT' as 'POST', '/demo/privacy', { retention_months: 121 })).statusCode, 400)
   t.equal((await api('GET', '/demo/privacy?retention_months=x')).statusCode, 400)
+  t.equal((await api('GET', '/demo/customers/99999/erasure')).statusCode, 404)
+  t.same(await app.erasure.step(ann.site.id, 99999), { deleted: [], anonymised: [], others: [] }, 'a step for no customer does nothing')
+  // A customer with nothing on the site: a dry run of nothing but the account.
+  const erin = await app.users.insert({ email: 'erin@customer.example', name: 'Erin' }, null)
+  await app.users.addStaff(ann.site.id, erin.id)
+  await app.users.removeStaff(ann.site.id, erin.id)
+  t.match((await api('GET', `/demo/customers/${erin.id}/erasure`)).json(), { discussions: 0, others: 0, comments: 0, files: 0, mails: 0, account: 'removed' })
   // Nothing was erased by any of it.
   t.equal((await api('GET', `/demo/customers?email=${CAROL.email}`)).json().customers.length, 1)
 })
@@ -185,6 +196,14 @@ t.test('an erasure stopped halfway goes on when run again; what of theirs came m
   const write = (title: string) => api('POST', `/demo/categories/${general.id}/discussions`, { title, body: `${CAROL.name} asks.`, author_email: CAROL.email, author_name: CAROL.name })
   for (const title of ['One', 'Two', 'Three']) t.equal((await write(title)).statusCode, 201)
   const carol = (await api('GET', `/demo/customers?email=${CAROL.email}`)).json().customers[0]
+  // More lines naming her than a page of the end's reads: the record's (her address the target, or in
+  // the detail) and the security log's; and a sender rule of her address.
+  const now = new Date()
+  for (let i = 0; i < 260; i++) {
+    await rawStatement(app, "insert into audit_events (site_id, actor, via, action, target, detail, created_at) values (?, 'the operator', 'cli', 'customer.fields_changed', ?, ?, ?)", [ann.site.id, i % 2 ? CAROL.email : 'someone', i % 2 ? '{}' : JSON.stringify({ after: { contact: CAROL.email } }), now])
+    await rawStatement(app, "insert into security_events (site_id, kind, created_at, detail) values (?, 'sign_in_failed', ?, ?)", [ann.site.id, now, JSON.stringify({ email: CAROL.email })])
+  }
+  await app.senders.set(ann.site.id, CAROL.email, 'allow')
   // A process stops after one step of one discussion.
   t.same(await app.erasure.step(ann.site.id, carol.id, 1), { deleted: [], anonymised: [1], others: [] })
   t.match((await api('GET', `/demo/customers/${carol.id}/erasure`)).json(), { discussions: 2, comments: 2 }, 'the dry run says what is left')
@@ -198,6 +217,10 @@ t.test('an erasure stopped halfway goes on when run again; what of theirs came m
   const titles = (await api('GET', '/demo/discussions')).json().discussions.map((d: { title: string; author_name: string }) => [d.title, d.author_name])
   t.same(titles.sort(), [['Four, meanwhile', 'Erased customer'], ['One', 'Erased customer'], ['Three', 'Erased customer'], ['Two', 'Erased customer']])
   t.equal(await app.erasure.finish(ann.site.id, carol.id, { id: ann.user.id, name: ann.user.email, via: 'api' }, { deleted: [], anonymised: [], others: [] }), 'none', 'no customer any more')
+  t.same(await rawRows(app, 'select id from audit_events where lower(target) like ? or lower(detail) like ?', ['%carol.q%', '%carol.q%']), [], "the record's lines are kept without her")
+  t.equal((await rawRows(app, 'select id from audit_events where detail = ?', ['{}'])).length >= 260, true, 'all of them kept')
+  t.same(await rawRows(app, 'select id from security_events where lower(detail) like ?', ['%carol.q%']), [])
+  t.same(await rawRows(app, 'select id from sender_rules'), [], 'the sender rule of her address is gone')
   // Her account is emptied: no name, no address, no way in.
   const [row] = await rawRows(app, 'select name, email, password_hash, disabled from users where id = ?', [carol.id])
   t.match(row, { name: 'Erased customer', email: `erased-account-${carol.id}@erased.invalid`, password_hash: null })

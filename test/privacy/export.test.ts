@@ -90,7 +90,7 @@ t.test("an administrator exports a customer's data: exactly their own, and their
 })
 
 t.test('a customer downloads a copy of their own data from the support site, by a link mailed to them', async (t) => {
-  const { app, ann, api, general, mails, customer } = await desk(t)
+  const { app, ann, api, general, mails, customer, clock } = await desk(t)
   t.equal((await api('POST', `/demo/categories/${general.id}/discussions`, { title: 'My order', body: 'Where is order 12?', author_email: 'carol@customer.example', author_name: 'Carol' })).statusCode, 201)
   t.equal((await api('POST', `/demo/categories/${general.id}/discussions`, { title: 'Dave asks', body: 'Dave wonders.', author_email: 'dave@customer.example', author_name: 'Dave' })).statusCode, 201)
   await mails()
@@ -128,4 +128,27 @@ t.test('a customer downloads a copy of their own data from the support site, by 
   await visitor.get('/demo/help/sign_in')
   t.equal((await visitor.post('/demo/help/export')).headers.location, 'https://help.example.test/demo/help/sign_in')
   t.equal((await press(visitor, `${link}x`)).statusCode, 410)
+
+  // A link followed too late, or after she was erased, downloads nothing; asking too often waits.
+  const late = async () => {
+    await carol.post('/demo/help/export')
+    const [again] = await mails()
+    return /https:\/\/help\.example\.test(\/demo\/help\/export\/service_cln_\w+)/.exec(again!.text ?? '')![1]!
+  }
+  const expired = await late()
+  clock.advance(16 * 60 * 1000)
+  const tooLate = await press(elsewhere, expired)
+  t.equal(tooLate.statusCode, 410)
+  t.match(tooLate.body, /It was valid for 15 minutes/)
+  for (let i = 0; i < 5; i++) await carol.post('/demo/help/export')
+  const limited = await carol.post('/demo/help/export')
+  t.equal(limited.statusCode, 429)
+  t.ok(Number(limited.headers['retry-after']) > 0)
+  await mails()
+  clock.advance(2 * 60 * 60 * 1000)
+  const pending = await late()
+  await app.users.setAdministrator(ann.site.id, ann.user.id, true)
+  const carolId = (await api('GET', '/demo/customers?email=carol@customer.example')).json().customers[0].id
+  t.equal((await api('POST', `/demo/customers/${carolId}/erase`, {})).statusCode, 200)
+  t.equal((await press(elsewhere, pending)).statusCode, 410, 'erased meanwhile: her link went with her')
 })

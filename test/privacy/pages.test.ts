@@ -39,6 +39,8 @@ t.test("an administrator finds a customer, downloads their data and erases them 
   t.match(unticked.body, /cannot be undone/)
   t.equal((await web.post('/demo/admin/privacy/99999/erase', { understood: 'yes' })).statusCode, 404)
   t.equal((await web.post('/demo/admin/privacy/99999/export')).statusCode, 404)
+  t.equal((await web.post('/demo/admin/privacy/abc/export')).statusCode, 404)
+  t.equal((await web.post('/demo/admin/privacy/abc/erase', { understood: 'yes' })).statusCode, 404)
   const erased = await web.post(`/demo/admin/privacy/${carolId}/erase`, { understood: 'yes' })
   t.equal(erased.statusCode, 303)
   t.match((await web.get(erased.headers.location as string)).body, /The customer is erased/)

@@ -2,6 +2,7 @@ import t from 'tap'
 import { rawRows, rawStatement } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import { form } from '../fixtures/files.ts'
+import { until } from '../fixtures/until.ts'
 
 // Engines: both: the retention's batches take the site's lock, which each engine holds its own way.
 // Issue 74, item 3: a site that keeps its resolved discussions six months has those idle longer
@@ -63,4 +64,24 @@ t.test('the retention deletes exactly the discussions past the age, in batches, 
   t.equal(await app.retention.run(), 0, 'run again, nothing more')
   // Set back to keep them: nothing is due, whatever their age.
   t.match((await api('PUT', '/demo/privacy', { retention_months: null, erasure: 'delete' })).json(), { retention_months: null, erasure: 'delete', retention_due: 0 })
+})
+
+t.test('the retention runs in the background of every process, and says when it could not', async (t) => {
+  const lines: string[] = []
+  const { app, ann, api, create, questions, clock } = await discussionApp(t, { config: { retentionSeconds: 1 }, logStream: { write: (line) => void lines.push(line) } })
+  await app.users.setAdministrator(ann.site.id, ann.user.id, true)
+  const { number } = await create({ title: 'Old', body: 'Old words.' }, questions.id)
+  await api('POST', `/demo/discussions/${number}/resolve`, {})
+  await rawStatement(app, 'update discussions set last_updated_at = ? where number = ?', [new Date(clock() - 13 * MONTH), number])
+  await api('PUT', '/demo/privacy', { retention_months: 12 })
+  await until('deleted by the loop', async () => (await api('GET', `/demo/discussions/${number}`)).json().state === 'deleted' || undefined)
+  t.ok(lines.some((line) => line.includes('"retention_deleted":1')), 'and said so')
+  // A failure is said, and the loop goes on.
+  const retain = app.erasure.retain
+  app.erasure.retain = async () => {
+    throw new Error('the database went away')
+  }
+  t.teardown(() => void (app.erasure.retain = retain))
+  await until('the failure said', async () => lines.some((line) => line.includes("could not delete the discussions past their site's retention")) || undefined)
+  t.pass('the loop said why it could not')
 })
