@@ -3199,7 +3199,7 @@ export interface components {
              * @enum {unknown}
              */
             erasure: "anonymise" | "delete";
-            /** @description Resolved discussions (and deleted and spam ones) are deleted this many months after their last activity; null: kept. */
+            /** @description Resolved discussions (and those marked spam) are deleted this many months after their last activity; null: kept. */
             retention_months: number | null;
             /** @description How many discussions the retention would delete now (its dry run). */
             retention_due: number;
@@ -3212,7 +3212,7 @@ export interface components {
              * @enum {unknown}
              */
             erasure?: "anonymise" | "delete";
-            /** @description Resolved discussions (and deleted and spam ones) are deleted this many months after their last activity; null: kept. */
+            /** @description Resolved discussions (and those marked spam) are deleted this many months after their last activity; null: kept. */
             retention_months?: number | null;
         };
         Split: {
