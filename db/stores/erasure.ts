@@ -141,10 +141,17 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
     const started = await q.db.select({ id: discussions.id, authorId: discussions.authorId }).from(discussions).where(and(live, eq(discussions.authorId, userId))).limit(limit)
     // The discussions of their comments and of their address, read by those indexes first and then
     // by id: a join ordered for a limit had PostgreSQL walk every discussion of the site.
-    const wrote = await q.db.selectDistinct({ id: comments.discussionId }).from(comments).where(eq(comments.authorId, userId))
+    const wrote = await q.db.select({ id: comments.discussionId }).from(comments).where(eq(comments.authorId, userId))
     const copied = await q.db.select({ id: participants.discussionId }).from(participants).where(and(eq(participants.siteId, siteId), eq(participants.email, emailKey(email))))
-    const others = [...new Set([...wrote, ...copied].map((d) => d.id))]
-    const joined = others.length === 0 ? [] : await q.db.select({ id: discussions.id, authorId: discussions.authorId }).from(discussions).where(and(live, inArray(discussions.id, others)))
+    const others = [...new Set([...wrote, ...copied].map((d) => d.id))].sort((x, y) => x - y)
+    // By id alone, a few at a time until `limit` are found, the site and the state checked here:
+    // with the site in the query, SQLite took an index of the site's discussions and read them all
+    // (266 ms at a million); all at once, a thousand rows read each step for five.
+    const joined: Array<{ id: number; authorId: number }> = []
+    for (let i = 0; i < others.length && joined.length < limit; i += Math.min(limit, PAGE)) {
+      const rows = await q.db.select({ id: discussions.id, authorId: discussions.authorId, siteId: discussions.siteId, erasedAt: discussions.erasedAt }).from(discussions).where(inArray(discussions.id, others.slice(i, i + Math.min(limit, PAGE))))
+      for (const d of rows) if (d.siteId === siteId && d.erasedAt === null) joined.push({ id: d.id, authorId: d.authorId })
+    }
     return [...new Map([...started, ...joined].map((d) => [d.id, d])).values()].sort((a, b) => a.id - b.id)
   }
 
