@@ -1,6 +1,7 @@
 import t from 'tap'
 import { ERASED, erasedAddress, monthsBefore, scrubbedJson, scrubberOf } from '../../lib/erasure.ts'
 
+// Engines: one: pure functions of their text, no database.
 // lib/erasure.ts: taking a person out of a text, as an erasure does to what the team wrote (issue 74).
 
 t.test('a person is taken out of a text: address, whole name, each part, as whole words, in any case', async (t) => {
