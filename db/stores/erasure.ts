@@ -373,13 +373,19 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
       const containing = `%${key}%`
       const scrub = scrubberOf(person)
       const { securityEvents, auditEvents } = tables
-      const names = (text: string) => text.toLowerCase().includes(key)
+      // Their address, or their whole name (the team's mail tells of "Zoe Marlow started a discussion"):
+      // not each part of it here, where a mail about anyone else could hold one.
+      const fullName = person.name.trim().toLowerCase()
+      const names = (text: string) => {
+        const lower = text.toLowerCase()
+        return lower.includes(key) || (fullName.length >= 3 && lower.includes(fullName))
+      }
       // What names them among the site's rows that may be many, read a page at a time before the
       // transaction (never one long read, nor a scan holding the site): mail not tied to a comment
       // (their links' sealed mail opened, the webhooks' events read), security lines, the record's lines.
       const mail = await pagedIds(
         (after) => db.select({ id: outbox.id, kind: outbox.kind, payload: outbox.payload }).from(outbox).where(and(eq(outbox.siteId, siteId), isNull(outbox.commentId), gt(outbox.id, after))).orderBy(asc(outbox.id)).limit(PAGE),
-        (row) => ((LINK_KINDS as readonly string[]).includes(row.kind) ? (mailOf(row, box)?.to ?? '') : row.payload).toLowerCase().includes(key),
+        (row) => names((LINK_KINDS as readonly string[]).includes(row.kind) ? (mailOf(row, box)?.to ?? '') : row.payload),
       )
       const security = await pagedIds(
         (after) => db.select({ id: securityEvents.id, userId: securityEvents.userId, detail: securityEvents.detail }).from(securityEvents).where(and(eq(securityEvents.siteId, siteId), gt(securityEvents.id, after))).orderBy(asc(securityEvents.id)).limit(PAGE),

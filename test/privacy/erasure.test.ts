@@ -193,7 +193,10 @@ t.test("the erasure's refusals: supporters, another site's administrator, the st
 t.test('an erasure stopped halfway goes on when run again; what of theirs came meanwhile is erased too', async (t) => {
   const { app, ann, general, api } = await desk(t)
   await app.users.setAdministrator(ann.site.id, ann.user.id, true)
-  const write = (title: string) => api('POST', `/demo/categories/${general.id}/discussions`, { title, body: `${CAROL.name} asks.`, author_email: CAROL.email, author_name: CAROL.name })
+  // Bob hears of every new discussion: the mail telling him names her.
+  const bob = await supporterWithToken(app, { email: 'bob@example.test' })
+  await app.users.setNotifications(ann.site.id, bob.user.id, { newDiscussions: true, owned: true, digest: false })
+  const write = (title: string) => api('POST', `/demo/categories/${general.id}/discussions`, { title, body: 'A question.', author_email: CAROL.email, author_name: CAROL.name })
   for (const title of ['One', 'Two', 'Three']) t.equal((await write(title)).statusCode, 201)
   const carol = (await api('GET', `/demo/customers?email=${CAROL.email}`)).json().customers[0]
   // More lines naming her than a page of the end's reads: the record's (her address the target, or in
@@ -221,6 +224,7 @@ t.test('an erasure stopped halfway goes on when run again; what of theirs came m
   t.equal((await rawRows(app, 'select id from audit_events where detail = ?', ['{}'])).length >= 260, true, 'all of them kept')
   t.same(await rawRows(app, 'select id from security_events where lower(detail) like ?', ['%carol.q%']), [])
   t.same(await rawRows(app, 'select id from sender_rules'), [], 'the sender rule of her address is gone')
+  t.same(await rawRows(app, 'select kind from outbox where lower(payload) like ?', ['%quintessa%']), [], 'no mail left naming her (the team told of her new discussions by name)')
   // Her account is emptied: no name, no address, no way in.
   const [row] = await rawRows(app, 'select name, email, password_hash, disabled from users where id = ?', [carol.id])
   t.match(row, { name: 'Erased customer', email: `erased-account-${carol.id}@erased.invalid`, password_hash: null })
