@@ -30,14 +30,20 @@ const liveRoutes: FastifyPluginAsync = async (fastify) => {
     const write = (text: string) => void (stream.writableEnded || stream.write(text))
     // Each word is told only while the session is still a supporter's: signed out, disabled or taken
     // off the staff (in any process), the stream ends instead, before it tells of another change.
+    // Words are told in the order they were sent: each waits for the one before it, since two
+    // look-ups of the session may come back in either order (PostgreSQL's pool, a loaded machine:
+    // who is here was once told [Gone, Marker] and then the older [Gone], and stayed wrong).
+    let told: Promise<void> = Promise.resolve()
     const send = (text: string) =>
-      fastify.sessions.find(sessionId!, site.id).then(
-        (session) => (session && isStaffRole(session.role) ? write(text) : stream.end()),
-        (error: unknown) => {
-          request.log.warn({ err: error }, 'the live stream could not check its session; it ends')
-          stream.end()
-        },
-      )
+      (told = told.then(() =>
+        fastify.sessions.find(sessionId!, site.id).then(
+          (session) => (session && isStaffRole(session.role) ? write(text) : void stream.end()),
+          (error: unknown) => {
+            request.log.warn({ err: error }, 'the live stream could not check its session; it ends')
+            stream.end()
+          },
+        ),
+      ))
     let pending: NodeJS.Timeout | undefined
     const tell = () => {
       pending ??= setTimeout(() => {

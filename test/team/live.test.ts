@@ -246,6 +246,35 @@ async function signInOver(server: RunningServer, email: string, password: string
   return cookie()
 }
 
+t.test("a page's stream tells who is here in the order it changed, whichever look-up of the session comes back first", async (t) => {
+  const { app } = await buildTestApp(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  const ann = await personWithPassword(app, { email: 'ann@example.test' })
+  const general = await app.categories.add(ann.site.id, 'General', true)
+  await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Printer', body: 'x', supporterId: ann.user.id, via: 'api' })
+  const anns = webClient(app, 'demo', base)
+  await anns.signIn(ann.email, ann.password)
+  const page = await listen(t, `${base}/demo/live?discussion=1`, cookieOf(anns))
+  const last = () => JSON.stringify(page.told.filter((e) => e.event === 'presence').at(-1)?.data)
+  t.ok(await until(() => last() === '{"others":[]}', 2000), 'nobody else there yet')
+  // Each word is told once the session is checked; the first check of the two comes back last.
+  const find = app.sessions.find.bind(app.sessions)
+  let slow = 1
+  app.sessions.find = async (...args: Parameters<typeof find>) => {
+    const delay = slow-- > 0
+    const found = await find(...args)
+    if (delay) await new Promise((resolve) => setTimeout(resolve, 300))
+    return found
+  }
+  await app.presence.say({ site: ann.site.id, number: 1, user: 999, name: 'Bea', state: 'here' })
+  await app.presence.say({ site: ann.site.id, number: 1, user: 998, name: 'Cy', state: 'here' })
+  const both = JSON.stringify({ others: [{ name: 'Bea', replying: false }, { name: 'Cy', replying: false }] })
+  t.ok(await until(() => last() === both, 2000), 'both told')
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  t.same(page.told.filter((e) => e.event === 'presence').map((e) => (e.data as { others: Array<{ name: string }> }).others.map((o) => o.name)), [[], ['Bea'], ['Bea', 'Cy']], 'in the order it changed, the last one last')
+})
+
 t.test("who is here: a discussion page's stream tells who else is on it and who is replying, whichever app they came through; gone when they leave", async (t) => {
   const { one, two, clock } = await twoApps(t)
   const bases: string[] = []
