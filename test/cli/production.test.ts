@@ -41,9 +41,9 @@ const older = olderNode()
 
 t.test("started by an older Node, the command hands itself to the project's own", { skip: older ? false : 'no Node older than 22 here' }, async (t) => {
   if (!older) return
-  const printed = spawnSync(older, [BIN, '--version'], { encoding: 'utf8', env: childEnv() })
+  const printed = spawnSync(older, [BIN, '--version'], { encoding: 'utf8', env: childEnv({}, { preload: false }) })
   t.equal(printed.status, 0, printed.stderr)
   t.match(printed.stdout, /^service-desk \d+\.\d+\.\d+\n$/)
-  const refused = spawnSync(older, [BIN, 'no-such-command'], { encoding: 'utf8', env: childEnv() })
+  const refused = spawnSync(older, [BIN, 'no-such-command'], { encoding: 'utf8', env: childEnv({}, { preload: false }) })
   t.equal(refused.status, 2, "the command's exit code comes back through")
 })

@@ -27,6 +27,7 @@ t.test("a child started with childEnv has tap's hook, told to record nothing, an
   t.equal(child.exclude, '/./', 'but its exclusion matches every file, so it records none')
   t.equal(new RegExp(child.exclude!.slice(1, -1)).test('/any/module.js'), true)
   t.equal(child.coverage, null, 'and V8 collects no coverage')
+  t.match(child.options, /--import=file:\S+\/tools\/test\/preload\.mjs/, 'it loads the preload first, as the test processes do')
   t.equal(childEnv({ SERVICE_EXAMPLE: 'kept' }).SERVICE_EXAMPLE, 'kept', "the test's own variables are passed")
 })
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import t from 'tap'
-import { batchesOf, BOTH_ENGINES_IN_ONE, BROWSER_FIXTURE, declaredEngines, drivesBrowser, ENGINE_FIXTURE, engineCoverageReport, longestFirst, ownProcessReason, readsEngine, references, testFiles, testPlan, timeReport } from '../../tools/test/plan.ts'
+import { batchesOf, BOTH_ENGINES_IN_ONE, BROWSER_FIXTURE, declaredEngines, drivesBrowser, ENGINE_FIXTURE, engineCoverageReport, longestFirst, ownProcessReason, readsEngine, references, runOrder, testFiles, testPlan, timeReport } from '../../tools/test/plan.ts'
 
 // Engines: one: nothing here reaches a database of the suite's engine.
 // The rule of tools/test/plan.ts, which decides the passes of `npm test`: each file says which
@@ -116,19 +116,34 @@ t.test('files share a process in batches, in their order, up to a batch\'s secon
   t.same(batchesOf(ROOT, ['test/discussions/attachments.test.ts', 'test/lib/mail.test.ts', 'test/lib/accept.test.ts'], {}), [['test/discussions/attachments.test.ts'], ['test/lib/mail.test.ts', 'test/lib/accept.test.ts']], "by default, the files' own sources say which must be alone")
 })
 
-t.test("where a pass's time went: its wall time, its files' times added up, set-up by kind against the rest, and its slowest files", async (t) => {
-  const report = timeReport('postgres', 600.4, { 'test/a.test.ts': 100, 'test/b.test.ts': 300, 'test/c.test.ts': 0.5 }, 'app\t1000\nPostgreSQL database\t250\napp\t3000\nnot a line\n\nDovecot\tx\n', 2)
+t.test('one run for both passes: the longest first, files alone and batches in turn, a file not recorded first of all', async (t) => {
+  const entry = (engine: 'sqlite' | 'postgres', files: string[], seconds: number) => ({ engine, files, seconds })
+  const long = entry('postgres', ['test/m/processes.test.ts'], 80)
+  const longer = entry('postgres', ['test/m/webhooks.test.ts'], 90)
+  const browser = entry('sqlite', ['test/w/browser.test.ts'], 50)
+  const own = entry('sqlite', ['test/x/own.test.ts'], 2)
+  const fresh = entry('sqlite', ['test/x/new.test.ts'], Infinity)
+  const batch = (n: number, seconds: number, engine: 'sqlite' | 'postgres' = 'sqlite') => entry(engine, [`test/b/${n}a.test.ts`, `test/b/${n}b.test.ts`], seconds)
+  const [b1, b2, b3, b4] = [batch(1, 28), batch(2, 30, 'postgres'), batch(3, 12), batch(4, 28, 'postgres')]
+  t.same(runOrder([own, b1, long, b2, browser, b3, longer, b4]), [longer, b2, long, b1, browser, b4, own, b3], 'alone and batches in turn, each longest first; ties keep their order')
+  t.same(runOrder([b1, long, fresh]).map((e) => e.files[0]), ['test/x/new.test.ts', 'test/b/1a.test.ts', 'test/m/processes.test.ts'], 'a file not recorded starts first')
+  t.same(runOrder([b1, b3]), [b1, b3], 'batches alone')
+  t.same(runOrder([]), [])
+})
+
+t.test("where a pass's time went: its files' times added up, set-up by kind against the rest, and its slowest files", async (t) => {
+  const report = timeReport('postgres', { 'test/a.test.ts': 100, 'test/b.test.ts': 300, 'test/c.test.ts': 0.5 }, 'app\t1000\nPostgreSQL database\t250\napp\t3000\nnot a line\n\nDovecot\tx\n', 2)
   t.equal(
     report,
     [
-      "== where the postgres pass's time went: 600 s; its 3 files' own times add up to 401 s",
+      "== where the postgres pass's time went: its 3 files' own times add up to 401 s",
       '   set-up 4 s of it (1%): app 4 s (2 times), PostgreSQL database 0 s (1 times); the tests\' own work 396 s (99%)',
       '   its 2 slowest files:',
       '     300.0 s  test/b.test.ts',
       '     100.0 s  test/a.test.ts',
     ].join('\n'),
   )
-  t.match(timeReport('sqlite', 0, {}, ''), /its 0 files' own times add up to 0 s\n   set-up 0 s of it \(-\); the tests' own work 0 s \(-\)\n   its 0 slowest files:$/, 'an empty pass')
+  t.match(timeReport('sqlite', {}, ''), /its 0 files' own times add up to 0 s\n   set-up 0 s of it \(-\); the tests' own work 0 s \(-\)\n   its 0 slowest files:$/, 'an empty pass')
 })
 
 t.test("each engine's own coverage of the stores: the shares, the store files PostgreSQL runs fewer lines of, and the floor", async (t) => {

@@ -1,4 +1,4 @@
-// A batch of test files in one process (tools/test/run.js writes the file that calls this;
+// A batch of test files in one process (tools/test/run.js writes the file that calls runEntry;
 // tools/test/plan.ts, batchesOf, says which files share one): each file is imported in turn, its
 // tests queued on the root test as when it runs alone, and the next file is imported only once
 // they have all ended, so no two files' tests ever run at once. How long each file took is
@@ -11,6 +11,18 @@ import t from 'tap'
 import { startBatch } from './batch-end.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
+
+/**
+ * One process of a run (tools/test/run.js writes the file that calls this): the environment the
+ * run gave this process (its engine, where its set-up times and its files' times go) set, then its
+ * file imported as when tap runs it alone, or its files in turn.
+ */
+export async function runEntry(env: Record<string, string>, files: string[]): Promise<void> {
+  // Before any test file is imported: the fixtures read the engine as they load (test/fixtures/postgres.ts).
+  Object.assign(process.env, env)
+  if (files.length === 1) await import(pathToFileURL(join(ROOT, files[0]!)).href)
+  else await runInTurn(files)
+}
 
 /** Runs the test files (paths from the root) one after another in this process. */
 export async function runInTurn(files: string[], times = process.env.SERVICE_TEST_BATCH_TIMES): Promise<void> {

@@ -40,12 +40,25 @@ export function references(root: string, file: string, source: string): string[]
   return [...found]
 }
 
+/**
+ * What each file on disk refers to, by its path, read once a process: the plan asks it of each
+ * test file and of all they import, again for every test file (the house test's plans took 10 s of
+ * CPU before; the files do not change while a plan is made).
+ */
+const referencedOnDisk = new Map<string, string[]>()
+function referencesOnDisk(root: string, file: string): string[] {
+  const path = join(root, file)
+  let found = referencedOnDisk.get(path)
+  if (!found) referencedOnDisk.set(path, (found = references(root, file, readFileSync(path, 'utf8'))))
+  return found
+}
+
 /** Whether `file` reaches the engine fixture through what it refers to, transitively. */
-export function readsEngine(root: string, file: string, read = (path: string) => readFileSync(join(root, path), 'utf8'), seen = new Set<string>()): boolean {
+export function readsEngine(root: string, file: string, seen = new Set<string>()): boolean {
   if (file === ENGINE_FIXTURE) return true
   if (seen.has(file) || !/\.(ts|js|mjs)$/.test(file) || file.startsWith('node_modules/')) return false
   seen.add(file)
-  return references(root, file, read(file)).some((next) => readsEngine(root, next, read, seen))
+  return referencesOnDisk(root, file).some((next) => readsEngine(root, next, seen))
 }
 
 /**
@@ -143,16 +156,44 @@ export function batchesOf(root: string, files: string[], seconds: Record<string,
   return batches
 }
 
+/** One process of a run: the engine its files run on, its files (one: a file alone), and their recorded seconds added up (Infinity when one is not recorded). */
+export interface RunEntry {
+  engine: 'sqlite' | 'postgres'
+  files: string[]
+  seconds: number
+}
+
+/**
+ * The order in which a run starts its processes (tap starts them in the order of their names,
+ * four at a time; tools/test/run.js names each by its place here). Both passes are one run, so
+ * that neither waits on the other's last files: each pass used to end on a few long files alone,
+ * two cores half idle, and the PostgreSQL pass started only then. The longest first, so that the
+ * run ends on short ones; the files that run alone (real processes, browsers, mail servers: long,
+ * and waiting on what they started much of the time) and the batches (short files, busy) taken in
+ * turn, so that the longest files start early beside batches, never the four longest together
+ * (tried once with the passes apart: they were all real service processes, and the pass slowed).
+ * Ties keep their order.
+ */
+export function runOrder(entries: RunEntry[]): RunEntry[] {
+  const longest = (list: RunEntry[]) => list.sort((a, b) => (a.seconds === b.seconds ? 0 : b.seconds - a.seconds))
+  const alone = longest(entries.filter((entry) => entry.files.length === 1))
+  const batches = longest(entries.filter((entry) => entry.files.length > 1))
+  const order: RunEntry[] = []
+  for (let i = 0; i < Math.max(alone.length, batches.length); i++) order.push(...alone.slice(i, i + 1), ...batches.slice(i, i + 1))
+  return order
+}
+
 /** How many of a pass's slowest files its report names. */
 export const SLOWEST_NAMED = 15
 
 /**
- * Where a pass's time went, in words for the end of `npm test`: its wall time; its files' own
- * times added up (files run side by side, so this is more than the wall time); the part of that
- * spent in set-up, by kind, from the lines the fixtures wrote (`kind<TAB>ms`:
- * test/fixtures/setup-time.ts), the rest being the tests' own work; and its slowest files.
+ * Where an engine's files' time went, in words for the end of `npm test` (which says first how
+ * long the run took, both engines side by side): its files' own times added up (files run side by
+ * side, so this is more than the run's wall time); the part of that spent in set-up, by kind, from
+ * the lines the fixtures wrote (`kind<TAB>ms`: test/fixtures/setup-time.ts), the rest being the
+ * tests' own work; and its slowest files.
  */
-export function timeReport(engine: string, wallSeconds: number, seconds: Record<string, number>, setupLines: string, slowest = SLOWEST_NAMED): string {
+export function timeReport(engine: string, seconds: Record<string, number>, setupLines: string, slowest = SLOWEST_NAMED): string {
   const files = Object.entries(seconds).sort(([a, x], [b, y]) => y - x || a.localeCompare(b))
   const total = files.reduce((sum, [, s]) => sum + s, 0)
   const kinds = new Map<string, { ms: number; count: number }>()
@@ -166,7 +207,7 @@ export function timeReport(engine: string, wallSeconds: number, seconds: Record<
   const share = (part: number) => (total > 0 ? `${Math.round((100 * part) / total)}%` : '-')
   const byKind = [...kinds.entries()].sort(([, a], [, b]) => b.ms - a.ms).map(([kind, k]) => `${kind} ${Math.round(k.ms / 1000)} s (${k.count} times)`)
   return [
-    `== where the ${engine} pass's time went: ${Math.round(wallSeconds)} s; its ${files.length} files' own times add up to ${Math.round(total)} s`,
+    `== where the ${engine} pass's time went: its ${files.length} files' own times add up to ${Math.round(total)} s`,
     `   set-up ${Math.round(setup)} s of it (${share(setup)})${byKind.length > 0 ? `: ${byKind.join(', ')}` : ''}; the tests' own work ${Math.round(total - setup)} s (${share(total - setup)})`,
     `   its ${Math.min(slowest, files.length)} slowest files:`,
     ...files.slice(0, slowest).map(([file, s]) => `   ${s.toFixed(1).padStart(7)} s  ${file}`),

@@ -1,24 +1,26 @@
-// npm test: the whole suite, on SQLite and then on PostgreSQL (docs/development.md, "The suite"),
-// with the coverage of both runs checked together (each engine's own code is covered by its run).
-// tools/test/plan.ts says which file runs in which pass: a file that cannot tell the engines apart
-// runs once. PostgreSQL is SERVICE_TEST_POSTGRES_URL, by default the local server; when none
-// answers the second run is skipped and the output says so, except under CI=true, where that is a
-// failure. Arguments go to tap (`npm test -- --disable-coverage`), but for `--record-durations`,
-// which writes how long each file took in each pass into tools/test/durations.json after a run
-// that passed: the plan starts the longest files first. Runs on the Node that runs this script;
-// tests load the TypeScript sources as that Node does (type stripping), see .taprc.
+// npm test: the whole suite, on SQLite and on PostgreSQL, as one run (docs/development.md, "The
+// suite"), with the coverage of both engines checked together (each engine's own code is covered
+// by its pass). tools/test/plan.ts says which file runs in which pass (a file that cannot tell the
+// engines apart runs once), which files share a process (batchesOf) and in which order the
+// processes of both passes start (runOrder). PostgreSQL is SERVICE_TEST_POSTGRES_URL, by default
+// the local server; when none answers its pass is left out and the output says so, except under
+// CI=true, where that is a failure. Arguments go to tap (`npm test -- --disable-coverage`), but for
+// `--record-durations`, which writes how long each file took in each pass into
+// tools/test/durations.json after a run that passed: the order follows them. Runs on the Node that
+// runs this script; tests load the TypeScript sources as that Node does (type stripping), see .taprc.
 import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import pg from 'pg'
-import { batchesOf, DURATIONS, engineCoverageReport, readDurations, testPlan, timeReport } from './plan.ts'
+import { batchesOf, DURATIONS, engineCoverageReport, readDurations, runOrder, testPlan, timeReport } from './plan.ts'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const TAP = join(ROOT, 'node_modules', 'tap', 'dist', 'esm', 'run.mjs')
 const COVERAGE = join(ROOT, '.tap', 'coverage')
+const PROCESSINFO = join(ROOT, '.tap', 'processinfo')
 // Loaded first by tap's runner: what its test processes record of the modules they load leaves node_modules out (the file says why).
 const RUNNER = pathToFileURL(join(ROOT, 'tools', 'test', 'tap-runner.mjs')).href
 const POSTGRES_URL = process.env.SERVICE_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -36,11 +38,11 @@ const durations = { sqlite: {}, postgres: {} }
 // tracker's) shows the coverage table and these, not the failing line thousands of lines up.
 const failures = []
 
-/** The failed assertions of this pass's files (entries: what tap ran, and the files each held), each with its file and the lines of its report after it (its diagnostics). */
-function failuresOf(engine, entries, started) {
+/** The failed assertions of the run's processes (entries: what tap ran, and the engine and files of each), each with its file and the lines of its report after it (its diagnostics). */
+function failuresOf(entries, started) {
   const found = []
-  for (const [entry, batch] of entries) {
-    const file = batch.length === 1 ? entry : `${entry} (${batch.join(', ')})`
+  for (const [entry, { engine, files }] of entries) {
+    const file = `${entry} (${files.join(', ')})`
     const result = join(ROOT, '.tap', 'test-results', `${entry}.tap`)
     if (!existsSync(result) || statSync(result).mtimeMs < started) continue
     const lines = readFileSync(result, 'utf8').split('\n')
@@ -52,64 +54,104 @@ function failuresOf(engine, entries, started) {
   return found
 }
 
-/** Where the time of the passes went, said at the end of the output (docs/development.md, "Where the time goes"). */
+/** Where the run's time went, said at the end of the output (docs/development.md, "Where the time goes"). */
 const timeReports = []
 const setupLogs = mkdtempSync(join(tmpdir(), 'service-desk-setup-'))
 
-/** Where a run writes its batches (tools/test/batch.ts): under .tap, which coverage and tap's tracking of files leave out. */
+/** Where a run writes its entries (tools/test/batch.ts): under .tap, which coverage and tap's tracking of files leave out. */
 const BATCHES = join(ROOT, '.tap', 'batches')
 
+/** What a process of an engine's pass is given (tools/test/batch.ts, runEntry): its engine, and where its set-up times and its files' times go. */
+const envOf = (engine) => ({ SERVICE_TEST_ENGINE: engine, SERVICE_TEST_SETUP_LOG: join(setupLogs, engine), SERVICE_TEST_BATCH_TIMES: join(setupLogs, `${engine}-batches`) })
+
 /**
- * The files tap is given for a pass: each file that runs alone as itself, each batch of files
- * (tools/test/plan.ts, batchesOf) as a file written here that runs them in turn, named after the
- * files it holds (its first, and how many more) so a failure's output says where to look.
+ * The files tap is given for the run: for each pass, each file that runs alone and each batch of
+ * files (tools/test/plan.ts, batchesOf), the two passes together in the run's order (runOrder), as
+ * a file written here that sets its engine and runs its files (tools/test/batch.ts, runEntry),
+ * named by its place (tap starts what it is given in the order of the names), its engine and its
+ * files (its first, and how many more) so a failure's output says where to look.
  */
-function entriesOf(engine, files) {
+function entriesOf(engines) {
+  const recorded = readDurations(ROOT)
+  const made = engines.flatMap((engine) =>
+    batchesOf(ROOT, plan[engine], recorded[engine]).map((files) => ({ engine, files, seconds: files.reduce((sum, file) => sum + (recorded[engine][file] ?? Infinity), 0) })),
+  )
+  rmSync(BATCHES, { recursive: true, force: true })
+  mkdirSync(BATCHES, { recursive: true })
   const entries = new Map()
-  batchesOf(ROOT, files, readDurations(ROOT)[engine]).forEach((batch, i) => {
-    if (batch.length === 1) return entries.set(batch[0], batch)
-    const entry = join('.tap', 'batches', `${engine}-${String(i).padStart(3, '0')}-${batch[0].replace(/^test\//, '').replace(/\.test\.ts$/, '').replace(/\W+/g, '-')}-and-${batch.length - 1}.test.ts`)
-    writeFileSync(join(ROOT, entry), `// Written by tools/test/run.js for one pass: these files, one after another in one process.\nimport { runInTurn } from '../../tools/test/batch.ts'\nawait runInTurn(${JSON.stringify(batch)})\n`)
-    entries.set(entry, batch)
+  runOrder(made).forEach(({ engine, files }, i) => {
+    const more = files.length > 1 ? `-and-${files.length - 1}` : ''
+    const entry = join('.tap', 'batches', `${String(i).padStart(3, '0')}-${engine}-${files[0].replace(/^test\//, '').replace(/\.test\.ts$/, '').replace(/\W+/g, '-')}${more}.test.ts`)
+    const what = files.length > 1 ? 'these files, one after another in one process' : 'this file, alone in its process'
+    writeFileSync(join(ROOT, entry), `// Written by tools/test/run.js for one run: ${what}, on ${engine}.\nimport { runEntry } from '../../tools/test/batch.ts'\nawait runEntry(${JSON.stringify(envOf(engine))}, ${JSON.stringify(files)})\n`)
+    entries.set(entry, { engine, files })
   })
   return entries
 }
 
-function tap(engine, files, extra) {
-  rmSync(BATCHES, { recursive: true, force: true })
-  mkdirSync(BATCHES, { recursive: true })
-  const entries = entriesOf(engine, files)
-  console.log(`\n== the suite on ${engine} (Node ${process.version}): ${files.length} files, in ${entries.size} processes`)
+/** Runs both passes' processes in one tap run (tools/test/plan.ts, runOrder); true when it passed. */
+function tap(engines, extra) {
+  const entries = entriesOf(engines)
+  const counts = engines.map((engine) => `${plan[engine].length} on ${engine}`).join(', ')
+  console.log(`\n== the suite (Node ${process.version}): ${counts}, in ${entries.size} processes`)
   const started = Date.now()
-  const setupLog = join(setupLogs, engine)
-  const batchTimes = join(setupLogs, `${engine}-batches`)
-  const env = { ...process.env, SERVICE_TEST_ENGINE: engine, SERVICE_TEST_SETUP_LOG: setupLog, SERVICE_TEST_RUN: RUN, SERVICE_TEST_BATCH_TIMES: batchTimes }
+  const env = { ...process.env, SERVICE_TEST_RUN: RUN }
   const run = spawnSync(process.execPath, [`--import=${RUNNER}`, TAP, ...extra, ...args, ...entries.keys()], { cwd: ROOT, env, stdio: 'inherit' })
   const wall = (Date.now() - started) / 1000
-  console.log(`== ${engine}: ${run.status === 0 ? 'passed' : 'FAILED'} in ${seconds(started)}`)
-  if (run.status !== 0) failures.push(...failuresOf(engine, entries, started))
-  // What each file took: a file alone, from the results tap keeps of this pass (its last line,
+  console.log(`== the suite: ${run.status === 0 ? 'passed' : 'FAILED'} in ${seconds(started)}`)
+  if (run.status !== 0) failures.push(...failuresOf(entries, started))
+  // What each file took: a file alone, from the results tap keeps of this run (its last line,
   // `# time=…ms`); a file of a batch, from what the batch wrote (tools/test/batch.ts).
-  for (const [entry, batch] of entries) {
-    if (batch.length > 1) continue
+  for (const [entry, { engine, files }] of entries) {
+    if (files.length > 1) continue
     const result = join(ROOT, '.tap', 'test-results', `${entry}.tap`)
     const time = existsSync(result) && statSync(result).mtimeMs >= started && /# time=([\d.]+)ms\s*$/.exec(readFileSync(result, 'utf8'))
-    if (time) durations[engine][entry] = Math.round(Number(time[1]) / 100) / 10
+    if (time) durations[engine][files[0]] = Math.round(Number(time[1]) / 100) / 10
   }
-  for (const line of existsSync(batchTimes) ? readFileSync(batchTimes, 'utf8').split('\n') : []) {
-    const [file, took] = line.split('\t')
-    if (file && took) durations[engine][file] = Number(took)
+  timeReports.push(`== the suite took ${Math.round(wall)} s, both engines side by side`)
+  for (const engine of engines) {
+    const { SERVICE_TEST_SETUP_LOG: setupLog, SERVICE_TEST_BATCH_TIMES: batchTimes } = envOf(engine)
+    for (const line of existsSync(batchTimes) ? readFileSync(batchTimes, 'utf8').split('\n') : []) {
+      const [file, took] = line.split('\t')
+      if (file && took) durations[engine][file] = Number(took)
+    }
+    timeReports.push(timeReport(engine, durations[engine], existsSync(setupLog) ? readFileSync(setupLog, 'utf8') : ''))
   }
-  timeReports.push(timeReport(engine, wall, durations[engine], existsSync(setupLog) ? readFileSync(setupLog, 'utf8') : ''))
-  if (coverage) storeCoverage[engine] = coverageOfThisPass()
-  return run.status ?? 1
+  // Each engine's coverage of the stores, alone: the run's coverage set aside meanwhile, then put back for the report of both.
+  if (coverage && existsSync(COVERAGE)) {
+    const all = `${COVERAGE}-of-the-run`
+    rmSync(all, { recursive: true, force: true })
+    renameSync(COVERAGE, all)
+    try {
+      for (const engine of engines) storeCoverage[engine] = coverageOf(engine, entries, all)
+    } finally {
+      rmSync(COVERAGE, { recursive: true, force: true })
+      renameSync(all, COVERAGE)
+    }
+  }
+  return run.status === 0
 }
 
-/** Each pass's coverage of the stores, by file (relative path: lines and branches, covered and total). */
+/** Each engine's coverage of the stores, by file (relative path: lines and branches, covered and total). */
 const storeCoverage = {}
 
-/** This pass's coverage of every file under db/, read from a json-summary report of its own coverage alone. */
-function coverageOfThisPass() {
+/**
+ * An engine's coverage of every file under db/, from a json-summary report of the coverage its
+ * processes wrote, alone: `all` holds the run's (tap's record of each process names what tap ran
+ * in it, or the process it was started from), and the engine's are put where the report reads.
+ */
+function coverageOf(engine, entries, all) {
+  const records = new Map()
+  for (const name of readdirSync(PROCESSINFO)) {
+    const record = JSON.parse(readFileSync(join(PROCESSINFO, name), 'utf8'))
+    records.set(record.uuid, record)
+  }
+  const engineOf = (record) => (record === undefined ? undefined : (entries.get(record.externalID)?.engine ?? engineOf(records.get(record.parent))))
+  rmSync(COVERAGE, { recursive: true, force: true })
+  mkdirSync(COVERAGE, { recursive: true })
+  for (const name of readdirSync(all)) {
+    if (engineOf(records.get(name.replace(/\.json$/, ''))) === engine) cpSync(join(all, name), join(COVERAGE, name))
+  }
   spawnSync(process.execPath, [TAP, 'report', 'json-summary', '--allow-incomplete-coverage'], { cwd: ROOT, stdio: 'ignore' })
   const path = join(ROOT, '.tap', 'report', 'coverage-summary.json')
   if (!existsSync(path)) return {}
@@ -124,8 +166,8 @@ function coverageOfThisPass() {
 
 /**
  * This run's name: each PostgreSQL test's database (a copy of the migrated template:
- * test/fixtures/postgres.ts) carries it, and the run drops its own once the pass is over, when a
- * DROP DATABASE's checkpoint finds little to write, rather than one by one during the pass.
+ * test/fixtures/postgres.ts) carries it, and the run drops its own once it is over, when a
+ * DROP DATABASE's checkpoint finds little to write, rather than one by one during the run.
  */
 const RUN = randomBytes(4).toString('hex')
 
@@ -210,38 +252,33 @@ if (taprc.pluginSignature !== signature) {
   if (built.status !== 0) process.exit(1)
 }
 
-// Each run checks nothing by itself; the report at the end checks the two runs' coverage together.
+// The run checks nothing by itself; the report at the end checks both engines' coverage together.
 const partial = coverage ? ['--allow-incomplete-coverage', '--coverage-report=none'] : []
-let failed = tap('sqlite', plan.sqlite, partial) !== 0
-const kept = mkdtempSync(join(tmpdir(), 'service-desk-coverage-'))
+const engines = ['sqlite']
+let failed = false
+if (await postgresAnswers()) {
+  await commitWithoutWaiting()
+  engines.push('postgres')
+} else if (process.env.CI === 'true') {
+  console.log('== PostgreSQL: no server answers, and under CI=true that is a failure')
+  failed = true
+} else {
+  console.log('== PostgreSQL: SKIPPED, no server answers (set SERVICE_TEST_POSTGRES_URL, or start one)')
+}
 try {
-  if (coverage && existsSync(COVERAGE)) cpSync(COVERAGE, kept, { recursive: true })
-  if (await postgresAnswers()) {
-    await commitWithoutWaiting()
-    try {
-      failed = tap('postgres', plan.postgres, partial) !== 0 || failed
-    } finally {
-      await dropThisRunsDatabases()
-    }
-  } else if (process.env.CI === 'true') {
-    console.log('== PostgreSQL: no server answers, and under CI=true that is a failure')
-    failed = true
-  } else {
-    console.log('== PostgreSQL: SKIPPED, no server answers (set SERVICE_TEST_POSTGRES_URL, or start one)')
-  }
-  if (coverage && storeCoverage.sqlite && storeCoverage.postgres) {
-    const report = engineCoverageReport(storeCoverage.sqlite, storeCoverage.postgres)
-    console.log(`\n${report.text}`)
-    if (!report.held) failed = true
-  }
-  if (coverage) {
-    cpSync(kept, COVERAGE, { recursive: true })
-    console.log('\n== coverage of both runs')
-    const report = spawnSync(process.execPath, [TAP, 'report'], { cwd: ROOT, stdio: 'inherit' })
-    failed = report.status !== 0 || failed
-  }
+  failed = !tap(engines, partial) || failed
 } finally {
-  rmSync(kept, { recursive: true, force: true })
+  if (engines.includes('postgres')) await dropThisRunsDatabases()
+}
+if (coverage && storeCoverage.sqlite && storeCoverage.postgres) {
+  const report = engineCoverageReport(storeCoverage.sqlite, storeCoverage.postgres)
+  console.log(`\n${report.text}`)
+  if (!report.held) failed = true
+}
+if (coverage) {
+  console.log('\n== coverage of both engines')
+  const report = spawnSync(process.execPath, [TAP, 'report'], { cwd: ROOT, stdio: 'inherit' })
+  failed = report.status !== 0 || failed
 }
 if (record) {
   if (failed) console.log(`== ${DURATIONS} not written: the run did not pass`)
