@@ -52,6 +52,15 @@ export interface CountedRow {
   assigneeId: number
 }
 
+/** The counts' row a discussion is counted in. */
+export const counted = (d: { siteId: number; categoryId: number; state: DiscussionState; public: boolean; assigneeId: number | null }): CountedRow => ({
+  siteId: d.siteId,
+  categoryId: d.categoryId,
+  state: d.state,
+  public: d.public,
+  assigneeId: d.assigneeId ?? NO_ASSIGNEE,
+})
+
 export type StateCounts = Record<DiscussionState, number>
 
 export function emptyStateCounts(): StateCounts {

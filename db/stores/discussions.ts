@@ -9,7 +9,7 @@ import type { Schedule } from '../../lib/business-time.ts'
 import { checkAssignee, nextInTurn } from './assignment.ts'
 import { slugify } from './categories.ts'
 import { createAuthors, type Authors, type PostedBy } from './discussion-authors.ts'
-import { bumpCount, createDiscussionCounts, moveCount, NO_ASSIGNEE, type CountedRow } from './discussion-counts.ts'
+import { bumpCount, counted, createDiscussionCounts, moveCount } from './discussion-counts.ts'
 import { discussionViews, type CommentRow, type DiscussionRow, type ListingOf, type ListingQuery } from './discussion-listing.ts'
 import { initialState, stateAfterAction, stateAfterComment, type Action } from './discussion-states.ts'
 import { StoreError, VersionMoved } from './errors.ts'
@@ -76,14 +76,6 @@ export interface DiscussionChanges {
   /** Values of the site's custom fields, by key; null clears one (db/stores/fields.ts). */
   fields?: Record<string, unknown>
 }
-
-const counted = (d: { siteId: number; categoryId: number; state: DiscussionState; public: boolean; assigneeId: number | null }): CountedRow => ({
-  siteId: d.siteId,
-  categoryId: d.categoryId,
-  state: d.state,
-  public: d.public,
-  assigneeId: d.assigneeId ?? NO_ASSIGNEE,
-})
 
 // The discussions, one store for both engines (db/port.ts). Every write is one transaction that
 // first locks what it decides on (port.locked: the site's row for a create, so two creates on one

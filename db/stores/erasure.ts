@@ -8,7 +8,7 @@ import { ERASED, ERASED_NAME, ERASED_TITLE, REMOVED_COMMENT, emptiedAddress, era
 import { recordChange, type Actor } from './audit.ts'
 import { slugify } from './categories.ts'
 import { siteChanged } from './changes.ts'
-import { moveCount, NO_ASSIGNEE } from './discussion-counts.ts'
+import { counted, moveCount } from './discussion-counts.ts'
 import type { DiscussionRow } from './discussion-listing.ts'
 import { getIn } from './discussions.ts'
 import { indexValuesIn, valuesOf } from './fields.ts'
@@ -483,8 +483,6 @@ export function createErasureStore(port: StorePort, clock: Clock, box: SecretBox
     return and(eq(discussions.siteId, siteId), inArray(discussions.state, [...RETAINED_STATES]), lt(discussions.lastUpdatedAt, cutoff), isNull(discussions.erasedAt))
   }
 }
-
-const counted = (d: Pick<DiscussionRow, 'siteId' | 'categoryId' | 'state' | 'public' | 'assigneeId'>) => ({ siteId: d.siteId, categoryId: d.categoryId, state: d.state, public: d.public, assigneeId: d.assigneeId ?? NO_ASSIGNEE })
 
 export type ErasureStore = ReturnType<typeof createErasureStore>
 export { ERASED }
