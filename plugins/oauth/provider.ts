@@ -7,7 +7,7 @@ import { generateToken, OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX } 
 import { permalinkOfResource, type Urls } from '../../lib/urls.ts'
 import { recordAdapter } from './adapter.ts'
 import { METADATA_LIMITS } from './anti-automation.ts'
-import { ACCESS_TOKEN_TTL_S, accountIdOf, API_SCOPES, GRANT_TTL_S, INTERACTION_TTL_S, libraryAccount, OAUTH_ROUTES, REFRESH_TOKEN_TTL_S, registrableRedirectUri, signingKey } from './settings.ts'
+import { ACCESS_TOKEN_TTL_S, accountIdOf, API_SCOPES, GRANT_TTL_S, INTERACTION_TTL_S, libraryAccount, OAUTH_ROUTES, refreshTokenTtl, registrableRedirectUri, signingKey } from './settings.ts'
 
 // The OAuth 2.1 authorization server of the service (docs/decisions.md, "OAuth for applications"),
 // on oidc-provider: one issuer, the API's base URL, for every site; an access token is bound by
@@ -117,7 +117,7 @@ export function createProvider(options: ProviderOptions): Provider {
       AuthorizationCode: 60,
       // Never past its grant, whose end the site's longest token lifetime sets (routes/web/oauth.ts).
       // (A refresh token is issued only with its grant: the code's exchange and the refresh load it.)
-      RefreshToken: (ctx) => Math.max(1, Math.min(REFRESH_TOKEN_TTL_S, ctx.oidc.entities.Grant!.exp! - Math.floor(Date.now() / 1000))),
+      RefreshToken: (ctx) => refreshTokenTtl(ctx.oidc.entities.Grant!.exp!, Math.floor(Date.now() / 1000)),
       Grant: GRANT_TTL_S,
       // An authorization waits this long for its sign-in and consent; an abandoned one is swept after.
       Interaction: INTERACTION_TTL_S,

@@ -29,6 +29,16 @@ export const REFRESH_TOKEN_TTL_S = 30 * 24 * 60 * 60
 export const GRANT_TTL_S = 365 * 24 * 60 * 60
 export const INTERACTION_TTL_S = 15 * 60
 
+/**
+ * A refresh token's lifetime in seconds, at `nowS`, under a grant that ends at `grantExp`: never
+ * past the grant. The library asks for the lifetime before it reads the clock it adds it to (a
+ * token's save reads its remaining time, then the moment it is issued at), so a second may turn
+ * between the two readings: one second is kept in hand for it.
+ */
+export function refreshTokenTtl(grantExp: number, nowS: number): number {
+  return Math.max(1, Math.min(REFRESH_TOKEN_TTL_S, grantExp - nowS - 1))
+}
+
 /** An account as the library wants it; the API's scopes carry no identity, so its claims are its id alone. */
 export function libraryAccount(sub: string) {
   return { accountId: sub, claims: async () => ({ sub }) }

@@ -3,7 +3,7 @@ import t from 'tap'
 import { oauthErrorPage } from '../../plugins/oauth/index.ts'
 import { accessTokenReader, EXPIRED_TOKEN_KEPT_MS, recordAdapter, recordColumns } from '../../plugins/oauth/adapter.ts'
 import { permalinkOfResource } from '../../lib/urls.ts'
-import { accountIdOf, libraryAccount, registrableRedirectUri, signingKey } from '../../plugins/oauth/settings.ts'
+import { accountIdOf, libraryAccount, REFRESH_TOKEN_TTL_S, refreshTokenTtl, registrableRedirectUri, signingKey } from '../../plugins/oauth/settings.ts'
 import { buildTestApp, newTestApp } from '../fixtures/app.ts'
 
 // Engines: one: the adapter's mapping of the library's records, and pure rules; every method of the store under it runs on both in test/db/stores/oauth.test.ts.
@@ -122,4 +122,15 @@ t.test('expired records are swept in the background, and a failed sweep is logge
   }
   for (let i = 0; i < 100 && !lines.some((l) => l.includes('could not remove expired OAuth records')); i++) await new Promise((r) => setTimeout(r, 10))
   t.match(lines.find((l) => l.includes('could not remove expired OAuth records')), 'sweep refused')
+})
+
+t.test("a refresh token never outlives its grant, even when the library's two readings of the clock fall either side of a second", async (t) => {
+  const grantExp = 1_000_000
+  for (const now of [grantExp - 7 * 86_400, grantExp - 60, grantExp - 2]) {
+    // The library asks for the lifetime at `now`, then issues the token at the next second at the latest.
+    t.ok(now + 1 + refreshTokenTtl(grantExp, now) <= grantExp, `not past the grant, asked ${grantExp - now} s before its end`)
+    t.ok(now + refreshTokenTtl(grantExp, now) >= grantExp - 1, 'and ends within a second of it')
+  }
+  t.equal(refreshTokenTtl(grantExp + REFRESH_TOKEN_TTL_S * 2, 0), REFRESH_TOKEN_TTL_S, 'a long grant: the longest a refresh token lives')
+  t.equal(refreshTokenTtl(grantExp, grantExp), 1, 'a grant at its end: a second, never nothing (the library refuses a lifetime of 0)')
 })
