@@ -73,6 +73,7 @@ import rootRoutes from './routes/root.ts'
 import tokenLeakRoutes from './routes/token-leaks.ts'
 import wellKnownRoutes from './routes/well-known.ts'
 import webPages from './routes/web/index.ts'
+import { addPageConstraint } from './routes/web/queue.ts'
 import idempotency from './plugins/http/idempotency.ts'
 
 declare module 'fastify' {
@@ -135,6 +136,9 @@ export function buildApp(options: AppOptions) {
     schemaController: sharedSchemaCompilers,
   })
   app.decorate('refusals', refusals)
+  // The queue's pages share their addresses with the API where the site URL does (routes/web/queue.ts).
+  // Before any route: the router builds its whole tree again for every strategy added.
+  addPageConstraint(app)
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     // A locked, full or unwritable database file: the request did not happen; try again later.

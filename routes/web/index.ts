@@ -31,7 +31,7 @@ import secondFactorRoutes from './second-factors.ts'
 import { secondFactorFirst } from './enrollment.ts'
 import { accountWideOwnSession } from './providers.ts'
 import { pageData } from './pages.ts'
-import queueRoutes, { addPageConstraint } from './queue.ts'
+import queueRoutes from './queue.ts'
 import searchRoutes from './search.ts'
 import signInRoutes from './sign-in.ts'
 import companySignInRoutes from './company-sign-in.ts'
@@ -56,8 +56,6 @@ export function webPrefix(siteUrl: string): string {
 const webPages: FastifyPluginAsync<WebOptions> = async (fastify, { siteUrl, sudoMinutes, fileLimits }) => {
   // Derived from the server key, so signed cookies (and sessions) survive a restart.
   const secret = createHmac('sha256', fastify.serverKey).update('service-desk web cookies').digest()
-  // The queue's pages share their addresses with the API where the site URL does (routes/web/queue.ts).
-  addPageConstraint(fastify)
   await fastify.register(
     async (web) => {
       await web.register(views)
