@@ -75,24 +75,85 @@ export function sqlitePort(db: Db): StorePort {
     }
   }
 
+  /**
+   * Group commit (docs/decisions.md, "Writes as light as reads"): a transaction that ends while
+   * another waits for the connection leaves its own open for it, and the last of them commits them
+   * all at once, with one sync of the log for all, where each would have waited for its own. Each
+   * runs as before, alone on the connection and in order, the ones after the first each in a
+   * savepoint (its failure undoes its own work only); each is answered only once the COMMIT that
+   * holds it has returned, so an answer never tells of a write that a crash could still lose. A
+   * share of the connection (a read) is first in line only after a COMMIT: nothing reads what is
+   * not committed. The ended transactions still waiting for the COMMIT, or undefined when none is
+   * open.
+   */
+  let group: Array<{ resolve: () => void; reject: (error: unknown) => void }> | undefined
+
+  /** Settles the transactions of the group: committed, or lost with `error`. */
+  function settle(error?: unknown): void {
+    const members = group ?? []
+    group = undefined
+    for (const member of members) {
+      if (error === undefined) member.resolve()
+      else member.reject(error)
+    }
+  }
+
+  /**
+   * One top-level transaction, with the connection alone: its result, and what resolves once it is
+   * committed (a COMMIT left to a transaction after it) or rejects when that COMMIT failed.
+   */
+  async function inGroup<T>(work: () => Promise<T>): Promise<{ result: T; committed?: Promise<void> }> {
+    const joined = group !== undefined
+    // IMMEDIATE: the write lock first, so another process's write makes this one wait (up to the
+    // busy timeout) at the start rather than fail halfway.
+    if (!joined) client.exec('BEGIN IMMEDIATE')
+    let result: T
+    try {
+      result = joined ? await nested(work) : await work()
+    } catch (error) {
+      if (!joined) undo(['ROLLBACK'], error)
+      // Undone to its savepoint; or SQLite ended the whole transaction, and with it those before.
+      if (!client.inTransaction) settle(error)
+      else if (!gate.exclusiveNext) {
+        try {
+          commitGroup()
+        } catch {
+          // A failed COMMIT is given to the transactions it held; this one fails with its own error.
+        }
+      }
+      throw error
+    }
+    if (gate.exclusiveNext && (group?.length ?? 0) + 1 < GROUP_MOST) {
+      const committed = new Promise<void>((resolve, reject) => (group ??= []).push({ resolve, reject }))
+      // Awaited by its caller once the gate has let go; a failure meanwhile is not unhandled.
+      committed.catch(() => {})
+      return { result, committed }
+    }
+    commitGroup()
+    return { result }
+  }
+
+  /** Commits the open transaction, settling the group's members; a failed COMMIT is thrown to its caller and given to each of them. */
+  function commitGroup(): void {
+    try {
+      client.exec('COMMIT')
+    } catch (error) {
+      if (client.inTransaction) client.exec('ROLLBACK')
+      settle(error)
+      throw error
+    }
+    settle()
+  }
+
   const port: StorePort = {
     kind: 'sqlite',
     db: db as unknown as Executor,
     tables: tables as unknown as Tables,
-    atomic(work) {
+    async atomic(work) {
       if (gate.inExclusive) return nested(() => work(port))
-      return gate.exclusive(async () => {
-        // IMMEDIATE: the write lock first, so another process's write makes this one wait (up to
-        // the busy timeout) at the start rather than fail halfway.
-        client.exec('BEGIN IMMEDIATE')
-        try {
-          const result = await work(port)
-          client.exec('COMMIT')
-          return result
-        } catch (error) {
-          return undo(['ROLLBACK'], error)
-        }
-      })
+      const { result, committed } = await gate.exclusive(() => inGroup(() => work(port)))
+      await committed
+      return result
     },
     locked: (select) => select,
     // Kept for the connection's life, transactions included: they run on the same connection.
@@ -119,6 +180,12 @@ export function sqlitePort(db: Db): StorePort {
 }
 
 const gates = new WeakMap<Db, Gate>()
+
+/**
+ * The most transactions one COMMIT holds: the first of them waits for the others' work before it
+ * is answered (under load, well under a millisecond each).
+ */
+export const GROUP_MOST = 16
 
 /** `store` with each method, nested stores' alike, run as a share of the connection. */
 function guarded<S extends object>(gate: Gate, store: S): S {

@@ -43,6 +43,11 @@ export class Gate {
     return !this.#exclusive && this.#waiting.length === 0
   }
 
+  /** Whether the first in line waits to have the connection alone (a transaction): it goes in next. */
+  get exclusiveNext(): boolean {
+    return this.#waiting[0]?.exclusive === true
+  }
+
   /** Runs `work` as a share of the connection. */
   shared<T>(work: () => Promise<T>): Promise<T> {
     return this.#held() ? work() : this.#within(false, work)

@@ -439,13 +439,14 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
     at: now,
   })
   await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now), awaitingTeam: tx.flag(awaitingTeam), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
+  // The row as that statement left it, as changeDiscussionIn makes its own: nothing to read again.
+  const discussion: DiscussionRow = { ...before, state, commentsCount: number, updatedAt: now, lastUpdatedAt: now, awaitingTeam, ...sla.columns, ...report.facts, version: before.version + 1 }
   await indexDiscussion(tx, before)
   // The site's row before the counts' rows, as in every write (changeDiscussionIn above).
   await siteChanged(tx, { siteId: input.siteId, kind: 'comment.created', discussionId: before.id, commentId: id, at: now })
   await moveCount(tx, counted(before), counted({ ...before, state }))
   // The day rows after the site's row and the counts', as in every write (the order of changeDiscussionIn above).
   await addTallies(tx, input.siteId, report.tallies)
-  const discussion = await getIn(tx, input.siteId, input.number)
   const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
   const ruled = await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0, before })
   await tellSla(tx, clock, events, discussion, sla.late)

@@ -182,6 +182,7 @@ export function createOutboxStore(port: StorePort, clock: Clock) {
   const p = sql.placeholder
   // Due: queued, its time come, and held by no live lease. Mail and webhooks are read apart: mail
   // leaves in order, one row after another; webhooks several at once (plugins/mail/sender.ts).
+  const deliveryOf = port.prepared('outbox_delivery_of', (db) => db.select().from(outbox).where(and(eq(outbox.commentId, p('commentId')), eq(outbox.kind, 'reply_mail'))).prepare('outbox_delivery_of'))
   const dueWhere = and(eq(outbox.state, 'queued'), lte(outbox.nextAttemptAt, p('now')), or(isNull(outbox.leaseUntil), lt(outbox.leaseUntil, p('now'))))
   const dueMail = db.select().from(outbox).where(and(dueWhere, ne(outbox.kind, 'webhook'))).orderBy(asc(outbox.id)).limit(p('limit')).prepare('outbox_due_mail')
 
@@ -260,7 +261,10 @@ export function createOutboxStore(port: StorePort, clock: Clock) {
     /** How the mail of these comments is doing, by comment. */
     async deliveries(commentIds: number[]): Promise<Map<number, Delivery>> {
       if (commentIds.length === 0) return new Map()
-      const rows = await db.select().from(outbox).where(and(inArray(outbox.commentId, commentIds), eq(outbox.kind, 'reply_mail')))
+      // One comment (a write's answer) by a statement prepared once: building one is most of the read.
+      const rows = commentIds.length === 1
+        ? await deliveryOf.execute({ commentId: commentIds[0] })
+        : await db.select().from(outbox).where(and(inArray(outbox.commentId, commentIds), eq(outbox.kind, 'reply_mail')))
       return new Map(
         rows.map((row) => [
           row.commentId!,

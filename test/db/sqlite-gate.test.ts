@@ -1,6 +1,6 @@
 import t from 'tap'
 import { openDatabase } from '../../db/sqlite/client.ts'
-import { sqlitePort } from '../../db/sqlite/engine.ts'
+import { GROUP_MOST, sqlitePort } from '../../db/sqlite/engine.ts'
 import { Gate } from '../../db/sqlite/gate.ts'
 import { sqliteStores } from '../fixtures/stores.ts'
 
@@ -26,6 +26,10 @@ function database() {
     },
     async note(who: string) {
       note(who)
+    },
+    /** What a read sees, and whether a transaction is open on the connection as it runs. */
+    async read() {
+      return { rows: notes(), inTransaction: db.$client.inTransaction }
     },
     /** A store method that opens a transaction of its own. */
     atomically: (who: string) => port.atomic(async () => note(who)),
@@ -103,6 +107,139 @@ t.test('a transaction SQLite ended by itself: the failure that ended it is what 
   })
   await t.rejects(caught, { message: /the transaction has ended/ }, 'a savepoint would have opened a transaction of its own')
   t.same(notes(), [], 'and committed this on its own')
+})
+
+/** The connection's transaction statements as they run, and what the test marks between them. */
+function logged(db: ReturnType<typeof database>['db']) {
+  const log: string[] = []
+  const exec = db.$client.exec.bind(db.$client)
+  let failCommit: Error | undefined
+  db.$client.exec = (source: string) => {
+    log.push(source.replace(/ sd_\d+$/, ''))
+    if (source === 'COMMIT' && failCommit) {
+      const error = failCommit
+      failCommit = undefined
+      throw error
+    }
+    return exec(source)
+  }
+  return { log, failNextCommit: (error: Error) => void (failCommit = error) }
+}
+
+t.test('transactions that end while others wait are committed together, each answered only once its COMMIT has returned', async (t) => {
+  const { db, port, notes, note } = database()
+  const { log } = logged(db)
+  const write = (who: string) =>
+    port.atomic(async () => {
+      note(who)
+      await tick()
+      return who
+    }).then((result) => {
+      log.push(`answered ${result}`)
+      return result
+    })
+  t.same(await Promise.all([write('A'), write('B'), write('C')]), ['A', 'B', 'C'])
+  t.same(log, ['BEGIN IMMEDIATE', 'SAVEPOINT', 'RELEASE', 'SAVEPOINT', 'RELEASE', 'COMMIT', 'answered A', 'answered B', 'answered C'], 'one BEGIN, one COMMIT, and no answer before it')
+  t.same(notes(), ['A', 'B', 'C'])
+  t.notOk(db.$client.inTransaction)
+
+  // The other party: one that comes alone is committed at once, as before.
+  log.length = 0
+  await write('D')
+  t.same(log, ['BEGIN IMMEDIATE', 'COMMIT', 'answered D'])
+})
+
+t.test('in a group, a transaction that fails undoes its own work only; the others are committed', async (t) => {
+  const { db, port, notes, note } = database()
+  const { log } = logged(db)
+  const kept = port.atomic(async () => note('A'))
+  const failed = port.atomic(async () => {
+    note('B')
+    await tick()
+    throw new Error('B changes its mind')
+  })
+  const after = port.atomic(async () => note('C'))
+  await t.rejects(failed, { message: 'B changes its mind' })
+  await Promise.all([kept, after])
+  t.same(notes(), ['A', 'C'], "B's write alone is undone")
+  t.same(log, ['BEGIN IMMEDIATE', 'SAVEPOINT', 'ROLLBACK TO', 'RELEASE', 'SAVEPOINT', 'RELEASE', 'COMMIT'])
+
+  // The last of a group failing: the ones before it are still committed.
+  log.length = 0
+  const first = port.atomic(async () => note('D'))
+  const last = port.atomic(async () => {
+    note('E')
+    throw new Error('E fails')
+  })
+  await t.rejects(last, { message: 'E fails' })
+  await first
+  t.same(notes(), ['A', 'C', 'D'])
+  t.same(log, ['BEGIN IMMEDIATE', 'SAVEPOINT', 'ROLLBACK TO', 'RELEASE', 'COMMIT'])
+  t.notOk(db.$client.inTransaction)
+})
+
+t.test('a COMMIT that fails loses every transaction it held, and each of them is told', async (t) => {
+  const { db, port, notes, note } = database()
+  const { failNextCommit } = logged(db)
+  failNextCommit(Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' }))
+  const writes = ['A', 'B', 'C'].map((who) => port.atomic(async () => note(who)))
+  for (const write of writes) await t.rejects(write, { code: 'SQLITE_IOERR' })
+  t.same(notes(), [], 'none of them was kept')
+  t.notOk(db.$client.inTransaction, 'rolled back')
+  await port.atomic(async () => note('later'))
+  t.same(notes(), ['later'], 'and the next one is committed as usual')
+
+  // A transaction of a group failing while the COMMIT it left to the group fails too: its own failure is what it is told.
+  failNextCommit(new Error('disk I/O error'))
+  const held = port.atomic(async () => note('D'))
+  const failing = port.atomic(async () => {
+    throw new Error('its own failure')
+  })
+  await t.rejects(failing, { message: 'its own failure' })
+  await t.rejects(held, { message: 'disk I/O error' })
+  t.same(notes(), ['later'])
+})
+
+t.test('a transaction of a group that SQLite ended by itself loses those before it, and each is told', async (t) => {
+  const { db, port, notes, note } = database()
+  const before = port.atomic(async () => note('A'))
+  const ending = port.atomic(async () => {
+    note('B')
+    db.$client.exec('ROLLBACK')
+    throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' })
+  })
+  const after = port.atomic(async () => note('C'))
+  await t.rejects(ending, { code: 'SQLITE_FULL' })
+  await t.rejects(before, { code: 'SQLITE_FULL' }, 'what it held was lost with it')
+  await after
+  t.same(notes(), ['C'], 'the one after began a transaction of its own')
+})
+
+t.test('a read asked for between two transactions comes after a COMMIT: it never sees what is not committed', async (t) => {
+  const { db, port, notes, note, guarded } = database()
+  const { log } = logged(db)
+  const first = port.atomic(async () => {
+    note('A')
+    await tick()
+  })
+  // The other party: a read, in line behind A, before B.
+  const read = guarded.read()
+  const second = port.atomic(async () => note('B'))
+  await Promise.all([first, second])
+  const seen = await read
+  t.same(seen, { rows: ['A'], inTransaction: false }, 'A alone, committed')
+  t.same(log, ['BEGIN IMMEDIATE', 'COMMIT', 'BEGIN IMMEDIATE', 'COMMIT'], 'A was not left open for B across the read')
+  t.same(notes(), ['A', 'B'])
+})
+
+t.test(`at most ${GROUP_MOST} transactions in one COMMIT`, async (t) => {
+  const { db, port, notes, note } = database()
+  const { log } = logged(db)
+  const many = Array.from({ length: GROUP_MOST + 5 }, (_, i) => port.atomic(async () => note(`w${i}`)))
+  await Promise.all(many)
+  t.equal(log.filter((s) => s === 'COMMIT').length, 2, 'a full group is committed, and the rest form the next')
+  t.equal(log.indexOf('COMMIT'), log.indexOf('BEGIN IMMEDIATE') + 1 + 2 * (GROUP_MOST - 1), `the first COMMIT after ${GROUP_MOST} transactions`)
+  t.equal(notes().length, GROUP_MOST + 5)
 })
 
 t.test('a timer set inside a store call waits like anyone once the call has ended', async (t) => {

@@ -26,6 +26,8 @@ export interface Dataset {
   tokens: string[]
   legacyToken: string
   categoryId: number
+  /** The numbers of discussions a reply may go to (none deleted), each reply of a run to the next: a private copy's, for the writes. */
+  replies?: number[]
 }
 
 /** The tokens besides the first, each request of a `tokens` scenario carrying the next (scenarios.ts). */

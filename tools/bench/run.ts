@@ -4,6 +4,7 @@ import { mkdirSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import Database from 'better-sqlite3'
 import { bodyDifference } from './compare.ts'
 import { CACHE, copyDataset, postgresDataset, postgresUnavailable, seededDataset, type Dataset } from './datasets.ts'
 import { measure } from './load.ts'
@@ -86,6 +87,15 @@ mkdirSync(RUN, { recursive: true })
 const main = await seededDataset(MAIN_SIZE, log)
 const large = await seededDataset(LARGE_SIZE, log)
 const huge = await seededDataset(HUGE_SIZE, log)
+/** The discussions of the dataset a reply may go to (none deleted), shuffled the same way each run: the replies spread over them. */
+function repliable(data: Dataset): number[] {
+  const db = new Database(data.db, { readonly: true })
+  try {
+    return db.prepare<[string], number>("SELECT d.number FROM discussions d JOIN sites s ON s.id = d.site_id WHERE s.permalink = ? AND d.state <> 'deleted' ORDER BY (d.number * 7919) % 10007").pluck().all(data.site)
+  } finally {
+    db.close()
+  }
+}
 // The webhook receiver of the write-hook server: answers every delivery 204 at once.
 const receiver = http.createServer((request, response) => request.resume().on('end', () => response.writeHead(204).end()))
 await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
@@ -94,7 +104,8 @@ const sqliteData = {
   main: copyDataset(main, join(RUN, 'main.db')),
   large: copyDataset(large, join(RUN, 'large.db')),
   huge: copyDataset(huge, join(RUN, 'huge.db')),
-  write: copyDataset(main, join(RUN, 'write.db')),
+  write: { ...copyDataset(main, join(RUN, 'write.db')), replies: repliable(main) },
+  'write-job': { ...copyDataset(main, join(RUN, 'write-job.db')), replies: repliable(main) },
   'write-hook': copyDataset(main, join(RUN, 'write-hook.db')),
   'write-hook-sent': copyDataset(main, join(RUN, 'write-hook-sent.db')),
   'write-rules': copyDataset(main, join(RUN, 'write-rules.db')),

@@ -14,7 +14,7 @@ export interface ServerPlan {
   kind: ServerKind
   engine: Engine
   /** Which dataset it serves: the main one (10,000 discussions), the large one, the huge one (the queue's), or a private copy it may write to (`write-hook`: with a webhook endpoint that asks for discussion.created). */
-  data: 'main' | 'large' | 'huge' | 'write' | 'write-hook' | 'write-hook-sent' | 'write-rules'
+  data: 'main' | 'large' | 'huge' | 'write' | 'write-job' | 'write-hook' | 'write-hook-sent' | 'write-rules'
   /** Settings of its own, beside the bench's (service-cli.ts). */
   env?: Record<string, string>
 }
@@ -23,6 +23,8 @@ export const SERVERS: ServerPlan[] = [
   { name: 'service', kind: 'service', engine: 'sqlite', data: 'main' },
   { name: 'baseline', kind: 'baseline', engine: 'sqlite', data: 'main' },
   { name: 'service-write', kind: 'service', engine: 'sqlite', data: 'write' },
+  // The writes as the same job done plainly (issue 75), on a copy of their own.
+  { name: 'baseline-write', kind: 'baseline', engine: 'sqlite', data: 'write-job', env: { BASELINE_WRITES: 'on' } },
   // With a webhook: queuing only (another process would post), and queuing and posting in one process.
   { name: 'service-write-hook', kind: 'service', engine: 'sqlite', data: 'write-hook', env: { SERVICE_OUTBOX_SEND: 'off' } },
   { name: 'service-write-hook-sent', kind: 'service', engine: 'sqlite', data: 'write-hook-sent' },
@@ -47,6 +49,8 @@ export interface ScenarioRow {
   sameAs?: string
   /** A POST of a new discussion. */
   post?: boolean
+  /** A POST of a reply, each to the next of the dataset's discussions (`{reply}` in the path). */
+  reply?: boolean
   /** A poll: sends If-None-Match with the ETag of the scenario's first answer (a 304 expected). */
   conditional?: boolean
 }
@@ -84,6 +88,11 @@ export const SCENARIOS: ScenarioRow[] = [
   // in the write's transaction (posted by another process: SERVICE_OUTBOX_SEND=off here); and, as
   // context, the write with its delivery made by the same process meanwhile, to a receiver of the
   // bench's own.
+  // The writes against the same job done plainly, on their own copies of the main dataset (issue 75).
+  { id: 'create.job', label: 'POST a discussion, personal token, same job done plainly', server: 'baseline-write', path: '/job{create}', credential: 'token', expect: 201, post: true },
+  { id: 'create.token.job', label: 'POST a discussion, personal token, against the same job done plainly', server: 'service-write', path: '{create}', credential: 'token', expect: 201, post: true, pair: 'create.job' },
+  { id: 'reply.job', label: 'POST a reply, personal token, same job done plainly', server: 'baseline-write', path: '/job{reply}', credential: 'token', expect: 201, reply: true },
+  { id: 'reply.token.job', label: 'POST a reply, personal token, against the same job done plainly', server: 'service-write', path: '{reply}', credential: 'token', expect: 201, reply: true, pair: 'reply.job' },
   { id: 'create.hook', label: 'POST a discussion, one webhook told (queued)', server: 'service-write-hook', path: '{create}', credential: 'token', expect: 201, post: true, pair: 'create.token' },
   { id: 'create.hook.sent', label: 'POST a discussion, one webhook told and posted by the same process', server: 'service-write-hook-sent', path: '{create}', credential: 'token', expect: 201, post: true, pair: 'create.token' },
   // The same write on a site with 50 rules on its events (issue 70): each looked at, none firing.
@@ -131,6 +140,9 @@ export const TARGETS: Array<{ id: string; atLeast: number }> = [
   { id: 'poll.token', atLeast: 0.8 },
   // A write with one webhook endpoint: within 10% of the same write without one.
   { id: 'create.hook', atLeast: 0.9 },
+  // A create and a reply at least 0.70 of the same job done plainly (issue 75).
+  { id: 'create.token.job', atLeast: 0.7 },
+  { id: 'reply.token.job', atLeast: 0.7 },
   // A write on a site with 50 rules: within 10% of the same write on a site with none (issue 70).
   { id: 'create.rules', atLeast: 0.9 },
   // Within 1.5x of its time at 10,000 discussions: at least two thirds of its throughput there.
@@ -167,6 +179,13 @@ export function requestOf(row: ScenarioRow, data: Dataset, session = ''): Reques
     const all = [data.token, ...data.tokens]
     let next = 0
     return { path, headers, setupRequest: (request) => ({ ...request, headers: { ...request.headers, authorization: `Bearer ${all[next++ % all.length]}` } }) }
+  }
+  if (row.reply) {
+    const numbers = data.replies ?? []
+    if (numbers.length === 0) throw new Error(`${row.id}: the dataset of ${row.server} names no discussions to reply to`)
+    let next = 0
+    const replyPath = () => path.replace('{reply}', `/${data.site}/discussions/${numbers[next++ % numbers.length]}/comments`)
+    return { method: 'POST', path: replyPath(), headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ body: 'Answered by npm run bench.' }), setupRequest: (request) => ({ ...request, path: replyPath() }) }
   }
   if (!row.post) return { path, headers }
   return { method: 'POST', path, headers, body: JSON.stringify({ title: 'Printer on the third floor is out of toner', body: 'Created by npm run bench.' }) }

@@ -46,7 +46,8 @@ export async function commentExtras(context: Pick<DiscussionContext, 'files' | '
   const [attachments, deliveries, origins] = await Promise.all([
     discussionId === undefined ? Promise.all(ids.map((id) => context.files.ofComment(id))).then((lists) => lists.flat()) : context.files.ofDiscussion(discussionId),
     context.outbox.deliveries(ids),
-    context.mailboxes.origins(ids),
+    // Only a message taken in by mail has a mail origin (plugins/mail/pipeline.ts records it with its comment).
+    context.mailboxes.origins(rows.filter((c) => c.via === 'email').map((c) => c.id)),
   ])
   const carried = byComment(attachments)
   return (row) => ({ attachments: carried.get(row.id), delivery: deliveries.get(row.id), mail: origins.get(row.id) })
