@@ -51,8 +51,10 @@ export function sqliteEngine(db: Db): Engine {
  */
 export function sqlitePort(db: Db): StorePort {
   const client = db.$client
-  const gate = gates.get(db) ?? new Gate()
-  gates.set(db, gate)
+  // The gate and the open group belong to the connection, whichever of its ports takes a turn.
+  const connection = connections.get(db) ?? { gate: new Gate(), group: undefined }
+  connections.set(db, connection)
+  const { gate } = connection
   let savepoints = 0
 
   /** Undoes what failed, where SQLite has not undone it itself (a full disk or an I/O error ends the whole transaction); the failure is what is thrown. */
@@ -83,15 +85,14 @@ export function sqlitePort(db: Db): StorePort {
    * savepoint (its failure undoes its own work only); each is answered only once the COMMIT that
    * holds it has returned, so an answer never tells of a write that a crash could still lose. A
    * share of the connection (a read) is first in line only after a COMMIT: nothing reads what is
-   * not committed. The ended transactions still waiting for the COMMIT, or undefined when none is
-   * open.
+   * not committed. The connection's `group`: the ended transactions still waiting for the COMMIT,
+   * or undefined when none is open.
    */
-  let group: Array<{ resolve: () => void; reject: (error: unknown) => void }> | undefined
 
   /** Settles the transactions of the group: committed, or lost with `error`. */
   function settle(error?: unknown): void {
-    const members = group ?? []
-    group = undefined
+    const members = connection.group ?? []
+    connection.group = undefined
     for (const member of members) {
       if (error === undefined) member.resolve()
       else member.reject(error)
@@ -103,7 +104,7 @@ export function sqlitePort(db: Db): StorePort {
    * committed (a COMMIT left to a transaction after it) or rejects when that COMMIT failed.
    */
   async function inGroup<T>(work: () => Promise<T>): Promise<{ result: T; committed?: Promise<void> }> {
-    const joined = group !== undefined
+    const joined = connection.group !== undefined
     // IMMEDIATE: the write lock first, so another process's write makes this one wait (up to the
     // busy timeout) at the start rather than fail halfway.
     if (!joined) client.exec('BEGIN IMMEDIATE')
@@ -123,8 +124,8 @@ export function sqlitePort(db: Db): StorePort {
       }
       throw error
     }
-    if (gate.exclusiveNext && (group?.length ?? 0) + 1 < GROUP_MOST) {
-      const committed = new Promise<void>((resolve, reject) => (group ??= []).push({ resolve, reject }))
+    if (gate.exclusiveNext && (connection.group?.length ?? 0) + 1 < GROUP_MOST) {
+      const committed = new Promise<void>((resolve, reject) => (connection.group ??= []).push({ resolve, reject }))
       // Awaited by its caller once the gate has let go; a failure meanwhile is not unhandled.
       committed.catch(() => {})
       return { result, committed }
@@ -179,7 +180,12 @@ export function sqlitePort(db: Db): StorePort {
   return port
 }
 
-const gates = new WeakMap<Db, Gate>()
+/** What the ports of one connection share: its gate, and the transactions of the group left open for the next. */
+interface Connection {
+  readonly gate: Gate
+  group: Array<{ resolve: () => void; reject: (error: unknown) => void }> | undefined
+}
+const connections = new WeakMap<Db, Connection>()
 
 /**
  * The most transactions one COMMIT holds: the first of them waits for the others' work before it

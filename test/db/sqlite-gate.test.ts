@@ -113,17 +113,19 @@ t.test('a transaction SQLite ended by itself: the failure that ended it is what 
 function logged(db: ReturnType<typeof database>['db']) {
   const log: string[] = []
   const exec = db.$client.exec.bind(db.$client)
-  let failCommit: Error | undefined
+  let failCommit: { error: Error; rolledBack: boolean } | undefined
   db.$client.exec = (source: string) => {
     log.push(source.replace(/ sd_\d+$/, ''))
     if (source === 'COMMIT' && failCommit) {
-      const error = failCommit
+      const { error, rolledBack } = failCommit
       failCommit = undefined
+      // SQLite ends the transaction itself on some failures (a full disk, an I/O error).
+      if (rolledBack) exec('ROLLBACK')
       throw error
     }
     return exec(source)
   }
-  return { log, failNextCommit: (error: Error) => void (failCommit = error) }
+  return { log, failNextCommit: (error: Error, rolledBack = false) => void (failCommit = { error, rolledBack }) }
 }
 
 t.test('transactions that end while others wait are committed together, each answered only once its COMMIT has returned', async (t) => {
@@ -189,6 +191,13 @@ t.test('a COMMIT that fails loses every transaction it held, and each of them is
   await port.atomic(async () => note('later'))
   t.same(notes(), ['later'], 'and the next one is committed as usual')
 
+  // The same when SQLite itself ended the transaction it could not commit.
+  failNextCommit(Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' }), true)
+  const ended = ['X', 'Y'].map((who) => port.atomic(async () => note(who)))
+  for (const write of ended) await t.rejects(write, { code: 'SQLITE_FULL' })
+  t.same(notes(), ['later'])
+  t.notOk(db.$client.inTransaction)
+
   // A transaction of a group failing while the COMMIT it left to the group fails too: its own failure is what it is told.
   failNextCommit(new Error('disk I/O error'))
   const held = port.atomic(async () => note('D'))
@@ -230,6 +239,15 @@ t.test('a read asked for between two transactions comes after a COMMIT: it never
   t.same(seen, { rows: ['A'], inTransaction: false }, 'A alone, committed')
   t.same(log, ['BEGIN IMMEDIATE', 'COMMIT', 'BEGIN IMMEDIATE', 'COMMIT'], 'A was not left open for B across the read')
   t.same(notes(), ['A', 'B'])
+})
+
+t.test("two ports of one connection share its group: one's transaction joins what the other left open", async (t) => {
+  const { db, port, notes, note } = database()
+  const { log } = logged(db)
+  const other = sqlitePort(db)
+  await Promise.all([port.atomic(async () => note('A')), other.atomic(async () => note('B')), port.atomic(async () => note('C'))])
+  t.same(notes(), ['A', 'B', 'C'])
+  t.same(log, ['BEGIN IMMEDIATE', 'SAVEPOINT', 'RELEASE', 'SAVEPOINT', 'RELEASE', 'COMMIT'], 'one transaction, not a BEGIN inside it')
 })
 
 t.test(`at most ${GROUP_MOST} transactions in one COMMIT`, async (t) => {
