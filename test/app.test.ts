@@ -1,8 +1,11 @@
 import { SQLITE_ONLY } from './fixtures/postgres.ts'
+import { AjvCompiler } from '@fastify/ajv-compiler'
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import t from 'tap'
 import { buildApp } from '../app.ts'
 import { systemClock } from '../lib/clock.ts'
 import { sharedSchemaCompilers } from '../plugins/http/schema-compilers.ts'
+import { compiledCheck, strictValidatorCompiler } from '../plugins/http/validation.ts'
 import { BASE_URL, buildTestApp, newTestApp, sqliteOf, supporterWithToken } from './fixtures/app.ts'
 import { logCapture } from './fixtures/log.ts'
 
@@ -91,5 +94,48 @@ t.test("the apps of one process share Fastify's compiled schemas: one function p
   const validate = buildValidator!({}, { customOptions: {} })(part)
   t.equal(buildValidator!({}, { customOptions: {} })(part), validate, 'a validator is compiled once too')
   t.equal(validate({ id: 'seven' }), false)
+  t.match(validate.errors, [{ instancePath: '/id', keyword: 'type' }], 'its errors where Fastify reads them')
   t.equal(validate({ id: 7 }), true)
+  t.equal(validate.errors, null, 'and none after a value that passes')
+  t.not(buildValidator!({}, { customOptions: {} })({ ...part, httpPart: 'querystring' }), validate, 'another part of the request is its own')
+})
+
+t.test('a schema is compiled at its first use: a start compiles none, and a schema that cannot be compiled fails where it is used', async (t) => {
+  const { buildSerializer, buildValidator } = sharedSchemaCompilers!.compilersFactory!
+  const broken = { type: 'object', properties: { id: { type: 'no such type' } } }
+  const serializer = buildSerializer!({}, {})({ schema: broken, method: 'GET', url: '/broken', httpStatus: '200' })
+  t.throws(() => serializer({ id: 1 }), 'the serializer fails at its first call, not when the route was added')
+  const validate = buildValidator!({}, { customOptions: {} })({ schema: broken, method: 'POST', url: '/broken', httpPart: 'body' })
+  t.throws(() => validate({ id: 1 }), 'the validator likewise')
+})
+
+t.test("every route's schemas compile: what a first request would find broken, the suite finds first", async (t) => {
+  const { app } = await newTestApp(t)
+  const routes: Array<{ method: string; url: string; schema: Record<string, unknown>; typebox: boolean }> = []
+  app.addHook('onRoute', function (route) {
+    // TypeBox's compiler where the route's plugin set it (plugins/http/validation.ts), Ajv's elsewhere.
+    const typebox = this.validatorCompiler === strictValidatorCompiler
+    if (route.schema) routes.push({ method: String(route.method), url: route.url, schema: route.schema as Record<string, unknown>, typebox })
+  })
+  await app.ready()
+  // The compilers the shared ones defer to, which compile as they are asked.
+  const serializers = SerializerSelector()({}, {})
+  const validators = AjvCompiler()({}, { customOptions: {} })
+  let compiled = 0
+  for (const route of routes) {
+    for (const httpPart of ['body', 'querystring', 'params', 'headers'] as const) {
+      const schema = route.schema[httpPart] as object | undefined
+      if (schema === undefined) continue
+      if (route.typebox) compiledCheck(schema as never)
+      else validators({ schema, method: route.method, url: route.url, httpPart })
+      compiled++
+    }
+    for (const [httpStatus, schema] of Object.entries((route.schema.response ?? {}) as Record<string, object>)) {
+      serializers({ schema, method: route.method, url: route.url, httpStatus })
+      compiled++
+    }
+  }
+  t.ok(routes.some((route) => route.typebox) && routes.some((route) => !route.typebox), 'both compilers have routes')
+  t.ok(routes.length > 150, `${routes.length} routes with schemas`)
+  t.ok(compiled > 700, `${compiled} schemas compiled`)
 })

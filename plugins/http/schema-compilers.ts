@@ -17,7 +17,14 @@ import type { FastifyServerOptions } from 'fastify'
 type SerializerFactory = ReturnType<typeof SerializerSelector>
 type Serializer = (value: unknown) => string
 
-const validators = AjvCompiler()
+//
+// Each is compiled at its first use, not at the start (docs/decisions.md, "Writes as light as
+// reads"): the service has some 380 routes and most processes use few of them, and compiling them
+// all was about 0.6 s of CPU of every start (of the service, of each process the tests start, of
+// each test process's first app). test/plugins/schema-compilers.test.ts compiles every route's
+// schemas, so a schema that cannot be compiled still fails the suite, not a request.
+
+const newValidator = AjvCompiler()
 const newSerializer = SerializerSelector()
 const serializers = new WeakMap<object, Map<string, Serializer>>()
 
@@ -29,12 +36,50 @@ const buildSerializer: SerializerFactory = (externalSchemas, options) => {
     let built = serializers.get(schema)
     if (!built) serializers.set(schema, (built = new Map()))
     let serialize = built.get(key)
-    if (!serialize) built.set(key, (serialize = compile(route) as Serializer))
+    if (!serialize) {
+      let compiled: Serializer | undefined
+      serialize = (value) => (compiled ??= compile(route) as Serializer)(value)
+      built.set(key, serialize)
+    }
     return serialize
+  }
+}
+
+type ValidatorFactory = typeof newValidator
+type Validate = ((data: unknown, context?: unknown) => unknown) & { errors?: unknown; schemaEnv?: unknown }
+
+/**
+ * Ajv's validators, each compiled at its first call. Fastify passes an Ajv validator its parent
+ * (so that a coerced root value is kept) when the function has `schemaEnv`, as Ajv's have; the
+ * stand-in has it from the start, and gives the errors of each call where Fastify reads them.
+ */
+const validators = new WeakMap<object, Map<string, Validate>>()
+
+const buildValidator: ValidatorFactory = (externalSchemas, options) => {
+  const compile = newValidator(externalSchemas, options)
+  const key = JSON.stringify([externalSchemas, options])
+  return (route) => {
+    const schema = route.schema as object
+    let built = validators.get(schema)
+    if (!built) validators.set(schema, (built = new Map()))
+    const part = `${key} ${route.httpPart}`
+    let validate = built.get(part)
+    if (!validate) {
+      let compiled: Validate | undefined
+      const stand: Validate = (data, context) => {
+        compiled ??= compile(route) as Validate
+        const result = compiled(data, context)
+        stand.errors = compiled.errors
+        return result
+      }
+      stand.schemaEnv = true
+      built.set(part, (validate = stand))
+    }
+    return validate as ReturnType<ReturnType<ValidatorFactory>>
   }
 }
 
 /** The `schemaController` option of every app: compilers shared across the apps of this process. */
 export const sharedSchemaCompilers: FastifyServerOptions['schemaController'] = {
-  compilersFactory: { buildValidator: validators, buildSerializer },
+  compilersFactory: { buildValidator, buildSerializer },
 }

@@ -65,11 +65,18 @@ function withOwnMessages(schema: Schema, errors: FastifySchemaValidationError[])
 // Compiled once per schema and process, as Fastify's own compilers are (plugins/http/schema-compilers.ts).
 const compiled = new WeakMap<TSchema, ReturnType<typeof Compile<TSchema>>>()
 
-/** TypeBox validation for every part of a request, reporting all the problems of a part at once. */
-export const strictValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
+/** The schema's TypeBox validator, compiled at its first use (plugins/http/schema-compilers.ts says why). */
+export function compiledCheck(schema: TSchema): ReturnType<typeof Compile<TSchema>> {
   let check = compiled.get(schema)
   if (!check) compiled.set(schema, (check = Compile(schema)))
+  return check
+}
+
+/** TypeBox validation for every part of a request, reporting all the problems of a part at once. */
+export const strictValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
+  let check: ReturnType<typeof Compile<TSchema>> | undefined
   return (value) => {
+    check ??= compiledCheck(schema)
     const converted = httpPart === 'body' ? value : convertIntegers(schema as Schema, value as object)
     if (check.Check(converted)) return { value: converted }
     return { error: withOwnMessages(schema as Schema, check.Errors(converted) as FastifySchemaValidationError[]) }
