@@ -21,28 +21,31 @@ type Serializer = (value: unknown) => string
 // Each is compiled at its first use, not at the start (docs/decisions.md, "Writes as light as
 // reads"): the service has some 380 routes and most processes use few of them, and compiling them
 // all was about 0.6 s of CPU of every start (of the service, of each process the tests start, of
-// each test process's first app). test/plugins/schema-compilers.test.ts compiles every route's
+// each test process's first app). test/app.test.ts compiles every route's
 // schemas, so a schema that cannot be compiled still fails the suite, not a request.
 
 const newValidator = AjvCompiler()
 const newSerializer = SerializerSelector()
+
+/** What `cache` keeps for the schema object under `key`, made by `make` the first time. */
+function keptFor<F>(cache: WeakMap<object, Map<string, F>>, schema: object, key: string, make: () => F): F {
+  let built = cache.get(schema)
+  if (!built) cache.set(schema, (built = new Map()))
+  let kept = built.get(key)
+  if (!kept) built.set(key, (kept = make()))
+  return kept
+}
+
 const serializers = new WeakMap<object, Map<string, Serializer>>()
 
 const buildSerializer: SerializerFactory = (externalSchemas, options) => {
   const compile = newSerializer(externalSchemas, options)
   const key = JSON.stringify([externalSchemas, options])
-  return (route) => {
-    const schema = route.schema as object
-    let built = serializers.get(schema)
-    if (!built) serializers.set(schema, (built = new Map()))
-    let serialize = built.get(key)
-    if (!serialize) {
+  return (route) =>
+    keptFor(serializers, route.schema as object, key, () => {
       let compiled: Serializer | undefined
-      serialize = (value) => (compiled ??= compile(route) as Serializer)(value)
-      built.set(key, serialize)
-    }
-    return serialize
-  }
+      return (value) => (compiled ??= compile(route) as Serializer)(value)
+    })
 }
 
 type ValidatorFactory = typeof newValidator
@@ -58,13 +61,8 @@ const validators = new WeakMap<object, Map<string, Validate>>()
 const buildValidator: ValidatorFactory = (externalSchemas, options) => {
   const compile = newValidator(externalSchemas, options)
   const key = JSON.stringify([externalSchemas, options])
-  return (route) => {
-    const schema = route.schema as object
-    let built = validators.get(schema)
-    if (!built) validators.set(schema, (built = new Map()))
-    const part = `${key} ${route.httpPart}`
-    let validate = built.get(part)
-    if (!validate) {
+  return (route) =>
+    keptFor(validators, route.schema as object, `${key} ${route.httpPart}`, () => {
       let compiled: Validate | undefined
       const stand: Validate = (data, context) => {
         compiled ??= compile(route) as Validate
@@ -73,10 +71,8 @@ const buildValidator: ValidatorFactory = (externalSchemas, options) => {
         return result
       }
       stand.schemaEnv = true
-      built.set(part, (validate = stand))
-    }
-    return validate as ReturnType<ReturnType<ValidatorFactory>>
-  }
+      return stand
+    }) as ReturnType<ReturnType<ValidatorFactory>>
 }
 
 /** The `schemaController` option of every app: compilers shared across the apps of this process. */
