@@ -10,6 +10,11 @@ export interface PostgresOptions {
   statementTimeoutMs?: number
   /** How long a request waits for a free connection before it is answered 503. */
   connectTimeoutMs?: number
+  /**
+   * How long a start may wait for the schema's migration, its own or another process's it waits
+   * behind (a statement of it, or the wait for the lock); not a request's statement timeout.
+   */
+  migrationTimeoutMs?: number
   /** Told of a connection that broke (the process logs it; it never ends the process). */
   onConnectionError?: (error: Error) => void
 }
@@ -17,6 +22,7 @@ export interface PostgresOptions {
 export const DEFAULT_POOL_SIZE = 10
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 5_000
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000
+export const DEFAULT_MIGRATION_TIMEOUT_MS = 10 * 60_000
 
 export function isPostgresAddress(address: string): boolean {
   return /^postgres(ql)?:\/\//i.test(address)

@@ -2,7 +2,7 @@ import pg from 'pg'
 import { sql } from '../drizzle.ts'
 import { drizzlePostgres, migratePostgres, type NodePgDatabase } from '../drizzle-postgres.ts'
 import { resources } from '../../lib/resources.ts'
-import { parsePostgresAddress, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS, type PostgresOptions } from '../../lib/database-address.ts'
+import { parsePostgresAddress, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MIGRATION_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS, type PostgresOptions } from '../../lib/database-address.ts'
 import * as schema from '../schema/postgres.ts'
 
 export type PgDb = NodePgDatabase<typeof schema> & { $client: pg.Pool }
@@ -60,44 +60,42 @@ export function guardConnection(client: pg.Client, onError: (error: Error) => vo
 // first one, while processes on other schemas (tests, several services on one database) go on.
 const migrationLock = (schema: string) => `service-desk migrate ${schema}`
 
-/** A pool on the database, its schema brought up to date (under a lock, so processes take turns). */
+/**
+ * A pool on the database, its schema brought up to date first (under a lock, so processes take
+ * turns). The migration has a connection of its own, outside the pool, with the migration's
+ * deadline rather than a request's statement timeout: a process started beside one that is
+ * migrating waits for it in the lock, and a slow migration statement (an index on a large table)
+ * is not cancelled at the statement timeout (docs/decisions.md, "The database's bad moments").
+ */
 export async function openPostgres(address: string, options: PostgresOptions = {}): Promise<PgDb> {
   const { connectionString, schema: schemaName } = parsePostgresAddress(address)
   const onError = (error: Error) => options.onConnectionError?.(error)
-  const pool = new pg.Pool({
+  const opening = {
     connectionString,
-    max: options.poolSize ?? DEFAULT_POOL_SIZE,
     connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-    ...connectionSettings(options),
     application_name: 'service-desk',
     options: `-c search_path=${schemaName}`,
-  })
+  }
+  const migrating = new pg.Client({ ...opening, ...connectionSettings({ statementTimeoutMs: options.migrationTimeoutMs ?? DEFAULT_MIGRATION_TIMEOUT_MS }) })
+  guardConnection(migrating, onError)
+  try {
+    await migrating.connect()
+    await migrating.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [migrationLock(schemaName)])
+    // The lock is the session's: ending the connection (below, on every path) lets it go.
+    await migrating.query(`CREATE SCHEMA IF NOT EXISTS "${schemaName}"`)
+    await migratePostgres(drizzlePostgres({ client: migrating, schema }), {
+      migrationsFolder: resources.postgresMigrations,
+      migrationsSchema: schemaName,
+    })
+  } finally {
+    await migrating.end()
+  }
+  const pool = new pg.Pool({ ...opening, max: options.poolSize ?? DEFAULT_POOL_SIZE, ...connectionSettings(options) })
   // An idle connection that breaks (the server restarted) is dropped by the pool; a lent one by
   // the request that holds it, which gets its error (a 503); neither ends the process.
   pool.on('error', onError)
   pool.on('connect', (client) => guardConnection(client, onError))
-  const db = drizzlePostgres({ client: pool, schema }) as PgDb
-  try {
-    const client = await pool.connect()
-    try {
-      await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [migrationLock(schemaName)])
-      try {
-        await client.query(`CREATE SCHEMA IF NOT EXISTS "${schemaName}"`)
-        await migratePostgres(drizzlePostgres({ client, schema }), {
-          migrationsFolder: resources.postgresMigrations,
-          migrationsSchema: schemaName,
-        })
-      } finally {
-        await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [migrationLock(schemaName)])
-      }
-    } finally {
-      client.release()
-    }
-  } catch (error) {
-    await pool.end()
-    throw error
-  }
-  return db
+  return drizzlePostgres({ client: pool, schema }) as PgDb
 }
 
 /** Resolves when the database answers a real read. */

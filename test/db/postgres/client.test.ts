@@ -41,19 +41,28 @@ async function closedPort(): Promise<number> {
   return port
 }
 
-/** client.ts with a pg whose pools are kept here, to see whether a failed open ended its own. */
+/** client.ts with a pg whose pools and clients it makes are kept here, to see whether a failed open ended its own. */
 async function recordingClient(t: Test) {
   const pools: pg.Pool[] = []
+  const clients: { ended: boolean }[] = []
   class RecordingPool extends pg.Pool {
     constructor(config?: pg.PoolConfig) {
       super(config)
       pools.push(this)
     }
   }
+  class RecordingClient extends pg.Client {
+    record = { ended: false }
+    constructor(config?: pg.ClientConfig) {
+      super(config)
+      clients.push(this.record)
+      this.on('end', () => (this.record.ended = true))
+    }
+  }
   const client = await t.mockImport<typeof import('../../../db/postgres/client.ts')>('../../../db/postgres/client.ts', {
-    pg: { default: Object.create(pg, { Pool: { value: RecordingPool } }) },
+    pg: { default: Object.create(pg, { Pool: { value: RecordingPool }, Client: { value: RecordingClient } }) },
   })
-  return { openPostgres: client.openPostgres, pools }
+  return { openPostgres: client.openPostgres, pools, clients }
 }
 
 t.test('the pool has the settings asked for, and the tables are in the schema of the address', options, async (t) => {
@@ -96,34 +105,58 @@ t.test('four engines opening one new schema at once, as four processes starting 
   t.same(await direct(`SELECT count(*)::integer AS n FROM "${schemaOf(address)}".__drizzle_migrations`), [{ n: MIGRATIONS }], 'a later start migrates nothing')
 })
 
-t.test('a server that does not answer: the open fails with the driver\'s error and its pool is ended', options, async (t) => {
-  const { openPostgres: open, pools } = await recordingClient(t)
+t.test('a server that does not answer: the open fails with the driver\'s error, and no pool is made', options, async (t) => {
+  const { openPostgres: open, pools, clients } = await recordingClient(t)
   const error = await open(`postgres://postgres@127.0.0.1:${await closedPort()}/test?schema=nowhere`, { connectTimeoutMs: 2_000 }).catch((e: unknown) => e)
   t.match(error, { code: 'ECONNREFUSED' })
   t.match(unavailableStore(error), { code: 'ECONNREFUSED', retryAfter: 5, body: { error: 'service_unavailable', message: /cannot be reached/ } })
-  t.equal(pools.length, 1)
-  t.ok(pools[0]!.ended, 'the pool is ended')
-  t.equal(pools[0]!.totalCount, 0)
+  t.same(pools, [], 'the pool is made only once the schema is migrated')
+  t.equal(clients.length, 1, 'the migration\'s connection was tried')
   await t.rejects(openPostgres(`postgres://postgres@127.0.0.1:${await closedPort()}/test`), { code: 'ECONNREFUSED' }, 'the module itself, unmocked')
 })
 
-t.test('a migration that fails: the error is thrown, the lock released, the pool and its connection ended', options, async (t) => {
-  const { openPostgres: open, pools } = await recordingClient(t)
+t.test('a migration that fails: the error is thrown, its connection ended with the lock, no pool is made', options, async (t) => {
+  const { openPostgres: open, pools, clients } = await recordingClient(t)
   const address = await freshPostgresAddress(t)
   // A schema that holds a table of the same name already, not the service's.
   await direct(`CREATE SCHEMA "${schemaOf(address)}"; CREATE TABLE "${schemaOf(address)}".sites (other text)`)
   const error = await open(address, { poolSize: 1 }).catch((e: unknown) => e)
   t.match(error, { cause: { code: '42P07', message: 'relation "sites" already exists' } })
   t.equal(unavailableStore(error), null, 'no outage: a start that fails for good')
-  t.equal(pools.length, 1)
-  t.ok(pools[0]!.ended, 'the pool is ended')
-  t.equal(pools[0]!.totalCount, 0, 'its connection closed')
+  t.same(pools, [], 'no pool')
+  t.same(clients, [{ ended: true }], 'the migration\'s connection ended')
   // The schema's advisory lock went with it: opened again, the migration fails on the table, not on
-  // waiting for the lock (which the statement timeout would end with 57014).
-  const other = await freshPostgresAddress(t)
-  const db = await openPostgres(other, { poolSize: 1, connectTimeoutMs: 2_000, statementTimeoutMs: 2_000 })
+  // waiting for the lock (which the migration's deadline would end with 57014).
+  await t.rejects(openPostgres(address, { poolSize: 1, migrationTimeoutMs: 2_000 }), { cause: { code: '42P07' } }, 'the module itself, unmocked')
+})
+
+t.test('a start beside a migration that takes longer than the statement timeout waits for it, up to the migration\'s deadline', options, async (t) => {
+  // Another process migrating the schema: a connection holding its lock, as openPostgres takes it.
+  const address = await freshPostgresAddress(t)
+  const lock = `service-desk migrate ${schemaOf(address)}`
+  const other = new pg.Client({ connectionString: POSTGRES_URL })
+  await other.connect()
+  t.teardown(() => other.end())
+  await other.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [lock])
+  const started = Date.now()
+  const opening = openPostgres(address, { poolSize: 1, statementTimeoutMs: 300 })
+  await new Promise((resolve) => setTimeout(resolve, 1_000))
+  await other.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lock])
+  const db = await opening
   t.teardown(() => db.$client.end())
-  await t.rejects(openPostgres(address, { poolSize: 1, statementTimeoutMs: 2_000 }), { cause: { code: '42P07' } }, 'the module itself, unmocked')
+  t.ok(Date.now() - started >= 1_000, 'it waited for the lock, past three statement timeouts')
+  t.same(await direct(`SELECT count(*)::integer AS n FROM "${schemaOf(address)}".__drizzle_migrations`), [{ n: MIGRATIONS }], 'then migrated the schema')
+  t.same((await db.$client.query("SELECT current_setting('statement_timeout') AS timeout")).rows, [{ timeout: '300ms' }], 'the pool\'s requests keep the statement timeout')
+
+  // A migration that never ends: the start gives up at the migration's deadline, and says why.
+  const stuck = await freshPostgresAddress(t)
+  const stuckLock = `service-desk migrate ${schemaOf(stuck)}`
+  await other.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [stuckLock])
+  const { openPostgres: open, pools, clients } = await recordingClient(t)
+  await t.rejects(open(stuck, { migrationTimeoutMs: 500 }), { code: '57014' }, 'cancelled at the migration\'s deadline')
+  t.same(pools, [], 'no pool')
+  t.same(clients, [{ ended: true }], 'the waiting connection ended')
+  t.same(await direct('SELECT count(*)::integer AS n FROM information_schema.schemata WHERE schema_name = $1', [schemaOf(stuck)]), [{ n: 0 }], 'nothing of the schema made')
 })
 
 t.test('a schema name that would need quoting is refused before any connection', async (t) => {
