@@ -5,6 +5,7 @@ import { buildApp } from '../app.ts'
 import { CONFIG_VARIABLES, loadConfig, SETTINGS, type Config } from '../config.ts'
 import { V1_MEDIA_TYPE } from '../lib/accept.ts'
 import { LineBatch } from '../lib/line-batch.ts'
+import { settleMemory, SETTLE_AFTER_MS } from '../lib/memory.ts'
 import { createUrls } from '../lib/urls.ts'
 import { isPostgresAddress, redactPostgresAddress } from '../lib/database-address.ts'
 import packageJson from '../package.json' with { type: 'json' }
@@ -73,10 +74,15 @@ export function servingLine(config: Config, listening: string, permalinks: strin
 /** What a start without any site says (SERVICE_DEMO=off on a new database). */
 export const NO_SITE_YET = 'No site yet: make one with `service-desk site add <site>`, then its people (docs/operations.md, "Set up your team").\n'
 
-/** Builds the app on the configured file, bootstraps a first run, listens, and says so (the banner on a first run). */
-export async function startService(config: Config, io: Pick<Io, 'stdout' | 'stderr' | 'clock'>, logStream: { write(line: string): void }) {
+/**
+ * Builds the app on the configured file, bootstraps a first run, listens, and says so (the banner on
+ * a first run); a second after it listens, gives back the memory its start grew (`settle`, lib/memory.ts).
+ */
+export async function startService(config: Config, io: Pick<Io, 'stdout' | 'stderr' | 'clock'>, logStream: { write(line: string): void }, settle = settleMemory) {
   const created = isNewSqliteFile(config.databaseAddress, { creates: true })
   const app = buildApp({ config, clock: io.clock, logStream })
+  let settling: NodeJS.Timeout | undefined
+  app.addHook('onClose', async () => clearTimeout(settling))
   await app.ready()
   // Production says SERVICE_DEMO=off: no demo site, and no password in the log (docs/operations.md).
   const firstRun = config.demo ? await app.database.bootstrapFirstRun(app.clock, app.secretBox) : null
@@ -90,6 +96,7 @@ export async function startService(config: Config, io: Pick<Io, 'stdout' | 'stde
   const permalinks = (await app.sites.list()).map((site) => site.permalink)
   io.stderr(servingLine(config, listeningAt(app.server.address() as AddressInfo), permalinks, created))
   if (permalinks.length === 0) io.stderr(NO_SITE_YET)
+  settling = setTimeout(settle, SETTLE_AFTER_MS).unref()
   return app
 }
 

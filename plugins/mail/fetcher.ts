@@ -11,7 +11,7 @@ import { MAX_MESSAGE_BYTES } from '../../lib/mail.ts'
 import { renewalDue } from '../../lib/mail-oauth.ts'
 import { repeatInBackground } from '../background.ts'
 import { SignInUnavailable, type MailAccess } from './oauth.ts'
-import { UNCHECKED, type FetchPosition, type Outcome, type Pipeline, type SpamSettings } from './pipeline.ts'
+import type { FetchPosition, Outcome, Pipeline, SpamSettings } from './pipeline.ts'
 
 // Mail in by IMAP (docs/decisions.md, "Mail"): for each mailbox with an IMAP address, one process
 // at a time (the one holding the mailbox's lease in the database) keeps a connection open,
@@ -200,7 +200,7 @@ export default fp<{ everyMs?: number; limits: FileLimits; spam?: SpamSettings }>
      * the fetch's place, in UID order; false when another process holds the mailbox now.
      */
     async function fetchNew(client: ImapFlow, mailbox: Mailbox, validity: string, pipeline: Pipeline): Promise<boolean> {
-      const { takeMessage } = await loadPipeline()
+      const { takeMessage, UNCHECKED } = await loadPipeline()
       let from = mailbox.imapPosition
       const [knownValidity, lastUid] = from?.split(':') ?? []
       // A new mailbox, or one whose UIDs the server renumbered (UIDVALIDITY changed): from its

@@ -26,6 +26,11 @@ t.test('the service process loads compiled JavaScript only', async (t) => {
   t.ok(modules.some((url) => url.endsWith('/dist/app.js')), 'the compiled app is loaded')
   t.same(modules.filter((url) => url.endsWith('.ts') || url.endsWith('.mts')), [], 'no TypeScript source')
   t.same(modules.filter((url) => /\/node_modules\/(tsx|typescript|esbuild)\//.test(url)), [], 'no TypeScript loader or compiler')
+  // What only some requests or some settings need is loaded at their first use, not by every start
+  // (docs/decisions.md, "Writes as light as reads (issue 75)"): mail's parser alone, with what it
+  // brings, is 1.5 MB of JavaScript that a process taking no mail would load and keep for nothing.
+  const onDemand = /\/node_modules\/(mailparser|mailauth|smtp-server|imapflow|nodemailer|oidc-provider|openid-client|@modelcontextprotocol\/sdk|@simplewebauthn\/server|date-holidays|qrcode|otplib|file-type|jose|pg)\//
+  t.same(modules.filter((url) => onDemand.test(url)), [], 'no library of mail, OAuth, MCP, passkeys, holidays or PostgreSQL')
 })
 
 /** A Node older than the engines allow, as these machines have at /usr/bin/node, or none. */

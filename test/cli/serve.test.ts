@@ -11,6 +11,7 @@ import packageJson from '../../package.json' with { type: 'json' }
 import { DEFAULT_LIMITS } from '../../plugins/auth/limits.ts'
 import { main } from '../../cli/main.ts'
 import { firstRunBanner, LOG_FLUSH_MS, NO_SITE_YET, startService } from '../../cli/serve.ts'
+import { SETTLE_AFTER_MS } from '../../lib/memory.ts'
 import { testClock } from '../fixtures/app.ts'
 import { logCapture } from '../fixtures/log.ts'
 import { childEnv } from '../fixtures/child.ts'
@@ -185,6 +186,19 @@ t.test('in-process start: banner on the first start only, never in the log; wher
   const { port: again } = second.server.address() as { port: number }
   t.match(said, new RegExp(`^service-desk \\S+ listening on http://127\\.0\\.0\\.1:${again}: the API at .*/demo, .*; database \\S+\\n$`), 'the line again, the database not new')
   await second.close()
+})
+
+t.test('a started service gives back the memory its start grew, once, a second after it listens; not after it closed', async (t) => {
+  const config = loadConfig({ env: { ...(await tempDb(t)), PORT: '0', SERVICE_DEMO: 'off' }, flags: {} })
+  const io = { stdout: () => {}, stderr: () => {}, clock: testClock() }
+  let settled = 0
+  const app = await startService(config, io, logCapture().stream, () => void settled++)
+  const closed = await startService(config, io, logCapture().stream, () => void (settled += 100))
+  await closed.close()
+  t.equal(settled, 0, 'not at once: the first requests come first')
+  await new Promise((resolve) => setTimeout(resolve, SETTLE_AFTER_MS + 200))
+  t.equal(settled, 1, 'once, by the running service; the closed one does not')
+  await app.close()
 })
 
 t.test('in-process start with SERVICE_DEMO=off: no demo site, no secret printed, and what to do next', async (t) => {
