@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto'
 import { parseArgs } from 'node:util'
-import Fastify from 'fastify'
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import pg from 'pg'
 import pino from 'pino'
-import { addresses, bareSchema, bearerOf, discussionJson, HEADERS, listingSchema, logLine, NOT_FOUND, notFoundSchema, pageLinks, pageOf, PER_PAGE, siteJson, siteSchema, tokenStatus, type PageRow, type TokenRow } from './baseline-shape.ts'
+import { addresses, bareSchema, bearerOf, commentJson, discussionJson, HEADERS, listingSchema, logLine, NEW_ROW, NOT_FOUND, notFoundSchema, pageLinks, pageOf, PER_PAGE, siteJson, siteSchema, slug, tokenStatus, type PageRow, type TokenRow } from './baseline-shape.ts'
 
 // The baseline on PostgreSQL: tools/bench/baseline.ts with `pg` in place of better-sqlite3, the
 // limit of bare Fastify and the same driver, with the same pool size as the service
@@ -17,7 +17,14 @@ import { addresses, bareSchema, bearerOf, discussionJson, HEADERS, listingSchema
 // It answers GET /:site/discussions[?page=N], GET /:site, GET /bare and GET /job/:site (the site to
 // a personal token: the token's digest and the site in one round trip, one log line), as
 // tools/bench/baseline.ts does; elsewhere with no authentication, no logging, no media-type
-// negotiation and no validation beyond reading `page`.
+// negotiation and no validation beyond reading `page`. Started with BASELINE_WRITES=on on a schema
+// of its own (issue 75), the two writes as tools/bench/baseline.ts answers them: a new discussion
+// (the token and site in one round trip, then in one transaction the site's row locked for the next
+// number, the category, the discussion, its opening comment, its search row and the count) and a
+// reply (the token and site, then in one transaction the discussion locked, its comment, counters
+// and state, its search row made again from its comments, the counts moved). Its search row is
+// PostgreSQL's own `to_tsvector('simple', ...)` of the same texts, weighted by section as the
+// service's: the stack doing that job, where the service writes its own words' positions.
 //
 // node --import tsx tools/bench/baseline-postgres.ts --db postgres://...?schema=NAME --pool N --port N --base-url URL --site-url URL
 
@@ -117,6 +124,137 @@ app.get('/:site/discussions', { schema: { response: { 200: listingSchema, 404: n
   reply.headers(HEADERS).header('link', pageLinks(a, page, total))
   return { offset, total, per_page: PER_PAGE, discussions: rows.map((row) => discussionJson(row, a)) }
 })
+
+if (process.env.BASELINE_WRITES === 'on') writeRoutes()
+
+/** The writes as the same job done plainly: each request's statements, named (prepared once by the server), in one transaction. */
+function writeRoutes() {
+  // The site with the token made for it, its owner's state, role and name there: one round trip.
+  const WRITER = {
+    name: 'writer',
+    text: `
+    SELECT s.id, s.permalink, t.expires_at, t.revoked_at, t.access, u.disabled, m.role, u.id AS user_id, u.email, u.name
+    FROM sites s
+    LEFT JOIN personal_tokens t ON t.fingerprint = $1 AND t.site_id = s.id
+    LEFT JOIN users u ON u.id = t.user_id
+    LEFT JOIN memberships m ON m.site_id = s.id AND m.user_id = t.user_id
+    WHERE s.permalink = $2`,
+  }
+  const LOCK_SITE = { name: 'lock_site', text: 'SELECT id FROM sites WHERE id = $1 FOR UPDATE' }
+  const CATEGORY = { name: 'category', text: 'SELECT public FROM categories WHERE id = $1 AND site_id = $2' }
+  const LAST_NUMBER = { name: 'last_number', text: 'SELECT max(number) AS n FROM discussions WHERE site_id = $1' }
+  const INSERT_DISCUSSION = {
+    name: 'insert_discussion',
+    text: `INSERT INTO discussions (site_id, number, title, permalink, state, public, author_id, category_id, created_at, updated_at, last_updated_at, comments_count, awaiting_team)
+      VALUES ($1, $2, $3, $4, 'open', $5, $6, $7, $8, $8, $8, 1, false) RETURNING id`,
+  }
+  const INSERT_COMMENT = { name: 'insert_comment', text: "INSERT INTO comments (discussion_id, number, author_id, by_supporter, body, internal, via, created_at) VALUES ($1, $2, $3, true, $4, false, 'api', $5) RETURNING id" }
+  const SEARCH = {
+    name: 'search',
+    text: `INSERT INTO discussion_search (discussion_id, document)
+      VALUES ($1, setweight(to_tsvector('simple', $2), 'A') || setweight(to_tsvector('simple', $3), 'B') || setweight(to_tsvector('simple', $4), 'C'))
+      ON CONFLICT (discussion_id) DO UPDATE SET document = excluded.document`,
+  }
+  const COUNT = {
+    name: 'count',
+    text: `INSERT INTO discussion_counts (site_id, category_id, state, public, assignee_id, count) VALUES ($1, $2, $3, $4, 0, $5)
+      ON CONFLICT (site_id, category_id, state, public, assignee_id) DO UPDATE SET count = discussion_counts.count + excluded.count`,
+  }
+  const DISCUSSION = { name: 'discussion', text: 'SELECT id, title, state, public, category_id, comments_count FROM discussions WHERE site_id = $1 AND number = $2 FOR UPDATE' }
+  const TEXTS = { name: 'texts', text: 'SELECT body, internal FROM comments WHERE discussion_id = $1 ORDER BY number' }
+  const AFTER_COMMENT = { name: 'after_comment', text: 'UPDATE discussions SET comments_count = $1, state = $2, updated_at = $3, last_updated_at = $3, awaiting_team = false WHERE id = $4' }
+
+  /** Runs `work` in one transaction on one connection of the pool. */
+  async function transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await pool.connect()
+    try {
+      await client.query('BEGIN')
+      const result = await work(client)
+      await client.query('COMMIT')
+      return result
+    } catch (error) {
+      await client.query('ROLLBACK')
+      throw error
+    } finally {
+      client.release()
+    }
+  }
+  type Writer = { id: number; permalink: string; user_id: number; email: string; name: string } & TokenRow
+  /** The request's writer, or the refusal's status; one log line either way, as the service writes. */
+  async function writer(request: FastifyRequest, reply: FastifyReply) {
+    const token = bearerOf(request.headers.authorization)
+    const row = token === undefined ? undefined : (await pool.query<Writer>({ ...WRITER, values: [createHash('sha256').update(token).digest('hex'), (request.params as { site: string }).site] })).rows[0]
+    const status = row === undefined ? 401 : row.access !== 'write' ? 403 : tokenStatus(row, Date.now())
+    return { row, status, logged: (code: number) => log.write(logLine(request.method, request.url, request.ip, code, reply.elapsedTime)) }
+  }
+
+  app.post('/job/:site/categories/:id/discussions', async (request, reply) => {
+    const { row, status, logged } = await writer(request, reply)
+    if (status !== 200) {
+      logged(status)
+      return reply.code(status).send({ error: status === 401 ? 'invalid_token' : 'staff_only' })
+    }
+    const { title: asked, body, public: askedPublic } = request.body as { title: string; body: string; public?: boolean }
+    const title = asked.trim()
+    const categoryId = Number((request.params as { id: string }).id)
+    const at = new Date()
+    const made = await transaction(async (client) => {
+      await client.query({ ...LOCK_SITE, values: [row!.id] })
+      const found = (await client.query<{ public: boolean }>({ ...CATEGORY, values: [categoryId, row!.id] })).rows[0]
+      if (!found) return undefined
+      const isPublic = askedPublic ?? found.public
+      const number = ((await client.query<{ n: number | null }>({ ...LAST_NUMBER, values: [row!.id] })).rows[0].n ?? 0) + 1
+      const { id } = (await client.query<{ id: number }>({ ...INSERT_DISCUSSION, values: [row!.id, number, title, slug(title), isPublic, row!.user_id, categoryId, at] })).rows[0]
+      const comment = (await client.query<{ id: number }>({ ...INSERT_COMMENT, values: [id, 1, row!.user_id, body, at] })).rows[0]
+      await client.query({ ...SEARCH, values: [id, title, body, ''] })
+      await client.query({ ...COUNT, values: [row!.id, categoryId, 'open', isPublic, 1] })
+      return { number, isPublic, commentId: comment.id }
+    })
+    if (!made) {
+      logged(404)
+      return reply.code(404).send(NOT_FOUND)
+    }
+    logged(201)
+    const a = addresses(baseUrl, siteUrl, row!.permalink)
+    const item = discussionJson({ ...NEW_ROW, number: made.number, title, permalink: slug(title), public: made.isPublic, author_id: row!.user_id, category_id: categoryId, created_at: at, updated_at: at, last_updated_at: at, author_email: row!.email, author_name: row!.name }, a)
+    reply.code(201).headers(HEADERS).header('location', item.href)
+    return { ...item, comments: [commentJson(a, made.number, { id: made.commentId, number: 1, body, created_at: at.getTime() }, row!)] }
+  })
+
+  app.post('/job/:site/discussions/:number/comments', async (request, reply) => {
+    const { row, status, logged } = await writer(request, reply)
+    if (status !== 200) {
+      logged(status)
+      return reply.code(status).send({ error: status === 401 ? 'invalid_token' : 'staff_only' })
+    }
+    const { body } = request.body as { body: string }
+    const number = Number((request.params as { number: string }).number)
+    const at = new Date()
+    const made = await transaction(async (client) => {
+      const d = (await client.query<{ id: number; title: string; state: string; public: boolean; category_id: number; comments_count: number }>({ ...DISCUSSION, values: [row!.id, number] })).rows[0]
+      if (!d || d.state === 'deleted') return undefined
+      const next = d.comments_count + 1
+      const { id } = (await client.query<{ id: number }>({ ...INSERT_COMMENT, values: [d.id, next, row!.user_id, body, at] })).rows[0]
+      const state = d.state === 'new' ? 'open' : d.state
+      await client.query({ ...AFTER_COMMENT, values: [next, state, at, d.id] })
+      const texts = (await client.query<{ body: string; internal: boolean }>({ ...TEXTS, values: [d.id] })).rows
+      const text = (internal: boolean) => texts.filter((c) => c.internal === internal).map((c) => c.body).join('\n')
+      await client.query({ ...SEARCH, values: [d.id, d.title, text(false), text(true)] })
+      if (state !== d.state) {
+        await client.query({ ...COUNT, values: [row!.id, d.category_id, d.state, d.public, -1] })
+        await client.query({ ...COUNT, values: [row!.id, d.category_id, state, d.public, 1] })
+      }
+      return { id, number: next }
+    })
+    if (!made) {
+      logged(404)
+      return reply.code(404).send(NOT_FOUND)
+    }
+    logged(201)
+    const json = commentJson(addresses(baseUrl, siteUrl, row!.permalink), number, { id: made.id, number: made.number, body, created_at: at.getTime() }, row!)
+    return reply.code(201).headers(HEADERS).header('location', json.href).send(json)
+  })
+}
 
 await app.listen({ port: Number(values.port), host: '127.0.0.1' })
 

@@ -266,3 +266,54 @@ export function tokenStatus(row: TokenRow, now: number): 200 | 401 | 403 {
 export function logLine(method: string, url: string, address: string, statusCode: number, responseTime: number): string {
   return `${JSON.stringify({ level: 30, time: Date.now(), req: { method, url, remoteAddress: address }, res: { statusCode }, responseTime, msg: 'request completed' })}\n`
 }
+
+// ---- the writes (BASELINE_WRITES=on, issue 75)
+
+/** A new discussion's permalink from its title, as the service makes it. */
+export const slug = (title: string) => title.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 60) || 'discussion'
+
+/** A supporter's comment made through the API, in v1. */
+export function commentJson(a: Addresses, number: number, comment: { id: number; number: number; body: string; created_at: number }, author: { email: string; name: string }) {
+  return {
+    href: `${a.discussions}/${number}/comments/${comment.number}`,
+    id: comment.id,
+    number: comment.number,
+    body: comment.body,
+    internal: false,
+    created_at: new Date(comment.created_at).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    author_email: author.email,
+    author_name: author.name,
+    by_supporter: true,
+    via: 'api',
+    attachments: [],
+  }
+}
+
+/** What a new discussion's row holds beyond what the request gives. */
+export const NEW_ROW: Omit<PageRow, 'number' | 'title' | 'permalink' | 'public' | 'author_id' | 'category_id' | 'created_at' | 'updated_at' | 'last_updated_at' | 'author_email' | 'author_name'> = {
+  // A supporter's own discussion opens open: the team has nothing to answer (the service's initialState).
+  state: 'open',
+  comments_count: 1,
+  assignee_id: null,
+  assignee_name: null,
+  tags: '',
+  sla_policy_id: null,
+  first_reply_due_at: null,
+  next_reply_due_at: null,
+  resolution_due_at: null,
+  sla_breached: '',
+  first_reply_at: null,
+  first_reply_minutes: null,
+  first_reply_business: null,
+  resolved_at: null,
+  resolution_minutes: null,
+  resolution_business: null,
+  reopens: 0,
+  team_replies: 0,
+  rating: null,
+  rating_comment: '',
+  rated_at: null,
+  fields: '{}',
+  merged_into: null,
+  split_from: null,
+}

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util'
 import Database from 'better-sqlite3'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import pino from 'pino'
-import { addresses, type Addresses, bareSchema, bearerOf, discussionJson, HEADERS, listingSchema, logLine, NOT_FOUND, notFoundSchema, pageLinks, pageOf, PER_PAGE, siteJson, siteSchema, tokenStatus, type PageRow, type TokenRow } from './baseline-shape.ts'
+import { addresses, bareSchema, bearerOf, commentJson, discussionJson, HEADERS, listingSchema, logLine, NEW_ROW, NOT_FOUND, notFoundSchema, pageLinks, pageOf, PER_PAGE, siteJson, siteSchema, slug, tokenStatus, type PageRow, type TokenRow } from './baseline-shape.ts'
 
 // The baseline: the limit of this stack for the same pages. The house rule: a benchmark's
 // baseline never imports the project's own modules; it is the bare stack doing the same job, so
@@ -164,21 +164,6 @@ function writeRoutes() {
     const status = row === undefined ? 401 : row.access !== 'write' ? 403 : tokenStatus(row, Date.now())
     return { row, status, logged: (code: number) => log.write(logLine(request.method, request.url, request.ip, code, reply.elapsedTime)) }
   }
-  const slug = (title: string) => title.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 60) || 'discussion'
-  const commentJson = (a: Addresses, number: number, comment: { id: number; number: number; body: string; created_at: number }, author: { email: string; name: string }) => ({
-    href: `${a.discussions}/${number}/comments/${comment.number}`,
-    id: comment.id,
-    number: comment.number,
-    body: comment.body,
-    internal: false,
-    created_at: new Date(comment.created_at).toISOString().replace(/\.\d{3}Z$/, 'Z'),
-    author_email: author.email,
-    author_name: author.name,
-    by_supporter: true,
-    via: 'api',
-    attachments: [],
-  })
-
   const create = db.transaction((site: number, categoryId: number, isPublic: number, title: string, body: string, userId: number, at: number) => {
     const number = (lastNumber.get(site)!.n ?? 0) + 1
     const { id } = insertDiscussion.get(site, number, title, slug(title), isPublic, userId, categoryId, at, at, at) as { id: number }
@@ -244,35 +229,6 @@ function writeRoutes() {
     const json = commentJson(addresses(baseUrl, siteUrl, row!.permalink), number, { id: made.id, number: made.number, body, created_at: at }, row!)
     return reply.code(201).headers(HEADERS).header('location', json.href).send(json)
   })
-}
-
-/** What a new discussion's row holds beyond what the request gives. */
-const NEW_ROW: Omit<PageRow, 'number' | 'title' | 'permalink' | 'public' | 'author_id' | 'category_id' | 'created_at' | 'updated_at' | 'last_updated_at' | 'author_email' | 'author_name'> = {
-  // A supporter's own discussion opens open: the team has nothing to answer (the service's initialState).
-  state: 'open',
-  comments_count: 1,
-  assignee_id: null,
-  assignee_name: null,
-  tags: '',
-  sla_policy_id: null,
-  first_reply_due_at: null,
-  next_reply_due_at: null,
-  resolution_due_at: null,
-  sla_breached: '',
-  first_reply_at: null,
-  first_reply_minutes: null,
-  first_reply_business: null,
-  resolved_at: null,
-  resolution_minutes: null,
-  resolution_business: null,
-  reopens: 0,
-  team_replies: 0,
-  rating: null,
-  rating_comment: '',
-  rated_at: null,
-  fields: '{}',
-  merged_into: null,
-  split_from: null,
 }
 
 await app.listen({ port: Number(values.port), host: '127.0.0.1' })

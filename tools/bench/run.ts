@@ -39,7 +39,8 @@ if (flags.help) {
   --connections N  concurrent connections of every measurement (default 16)
   --engine E       sqlite, postgres or both (default both)
   --postgres URL   the PostgreSQL server (default BENCH_POSTGRES_URL, else ${DEFAULT_POSTGRES}); its
-                   datasets are the schemas bench_10000 and bench_100000 there, made again each run
+                   datasets are the schemas bench_10000 (read) and bench_write_10000 and
+                   bench_write_job_10000 (the writes' copies) there, made again each run
 
 A run of both engines and ${FULL_ROUNDS} rounds or more is added to tools/bench/results/history.jsonl and
 its table written to tools/bench/results/latest.md; any other run's table goes to tools/bench/.cache/.
@@ -119,8 +120,14 @@ for (let i = 0; i < 50; i++) {
   const conditions = [{ words: [`refund-${i}`] }, { tags: [`vip-${i}`] }, { domains: [`customer-${i}.example`] }, { categories: [1], words: [`outage ${i}`] }][i % 4]
   await serviceDesk(['rules', 'add', main.site, '--name', `Rule ${i}`, '--events', 'created,customer_replied', '--conditions', JSON.stringify(conditions), '--actions', JSON.stringify([{ type: 'add_tags', tags: ['ruled'] }])], sqliteData['write-rules'].db)
 }
-const pgMain = engines.includes('postgres') ? await postgresDataset(main, POSTGRES_URL, log) : undefined
-const dataOf = (plan: ServerPlan): Dataset => (plan.engine === 'postgres' ? pgMain! : sqliteData[plan.data])
+// On PostgreSQL, the main dataset, and the writes' two copies of it in schemas of their own.
+const pgData: Partial<Record<ServerPlan['data'], Dataset>> = {}
+if (engines.includes('postgres')) {
+  pgData.main = await postgresDataset(main, POSTGRES_URL, log)
+  pgData.write = { ...(await postgresDataset(main, POSTGRES_URL, log, `bench_write_${main.discussions}`)), replies: repliable(main) }
+  pgData['write-job'] = { ...(await postgresDataset(main, POSTGRES_URL, log, `bench_write_job_${main.discussions}`)), replies: repliable(main) }
+}
+const dataOf = (plan: ServerPlan): Dataset => (plan.engine === 'postgres' ? pgData[plan.data]! : sqliteData[plan.data])
 
 // ---- the service's JavaScript: cli/build.js compiles dist/ when it is stale, done here so that no timed start includes a build
 log(`service: ${execFileSync(process.execPath, [join(REPO, 'cli', 'build.js')], { cwd: REPO, encoding: 'utf8' }).trim()}`)
