@@ -31,7 +31,7 @@ async function run() {
     process.stderr.write(`service-desk: ${error.message}\n`)
     process.exit(1)
   }
-  const { main } = await import('../dist/cli/main.js')
+  const { main } = await import('../dist/main.js')
   const code = await main(process.argv.slice(2))
   if (code !== undefined) process.exitCode = code
 }

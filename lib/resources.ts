@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module'
-import { basename, dirname, join } from 'node:path'
+import { dirname, join } from 'node:path'
 
 /** The files the service reads at run time, and how the SQLite addon is found. */
 export interface Resources {
@@ -17,13 +17,13 @@ export interface Resources {
   sqliteBinding: string | undefined
 }
 
-// Resolved from the package root, which is the same in a checkout and in an installed package
-// (tsc does not copy views/ or db/sqlite/migrations/ next to a compiled file). The single executable
-// swaps this module for tools/build/sea/resources.ts, which unpacks the same files from itself.
-/** The package root, seen from the folder of this module: compiled, that is dist/lib (cli/build.js). */
+// Resolved from the package root, which is the same in a checkout and in an installed package: the
+// parent of this module's folder, lib/ for the sources, dist/ for the built service (cli/build.js
+// bundles it into dist/ itself; views/ and the migrations stay where they are). The single
+// executable swaps this module for tools/build/sea/resources.ts, which unpacks the same files from itself.
+/** The package root, seen from the folder of this module. */
 export function packageRoot(moduleDir: string): string {
-  const up = dirname(moduleDir)
-  return basename(up) === 'dist' ? dirname(up) : up
+  return dirname(moduleDir)
 }
 
 const ROOT = packageRoot(import.meta.dirname)

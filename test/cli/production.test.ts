@@ -7,7 +7,7 @@ import { childEnv } from '../fixtures/child.ts'
 import { BIN } from '../fixtures/server.ts'
 
 // Engines: one: nothing here reaches a database of the suite's engine.
-// Issue 14, item 4: the command runs plain JavaScript compiled into dist/ (cli/build.js); no
+// Issue 14, item 4: the command runs plain JavaScript built into dist/ (cli/build.js); no
 // TypeScript source and no TypeScript loader is loaded by the service's process.
 
 t.test('the service process loads compiled JavaScript only', async (t) => {
@@ -23,7 +23,12 @@ t.test('the service process loads compiled JavaScript only', async (t) => {
   t.equal(result.status, 0, result.stderr)
   t.match(result.stdout, /^service-desk \d+\.\d+\.\d+\n$/)
   const modules = readFileSync(record, 'utf8').trim().split('\n')
-  t.ok(modules.some((url) => url.endsWith('/dist/app.js')), 'the compiled app is loaded')
+  t.ok(modules.some((url) => url.endsWith('/dist/main.js')), 'the built command is loaded')
+  // Bundled, with TypeBox: a few dozen files of dist/, none of TypeBox's 683 (docs/decisions.md,
+  // "Compiled JavaScript in production").
+  const ours = modules.filter((url) => url.includes('/dist/'))
+  t.ok(ours.length < 60, `${ours.length} modules of dist/`)
+  t.same(modules.filter((url) => url.includes('/node_modules/typebox/')), [], 'TypeBox is in the bundle')
   t.same(modules.filter((url) => url.endsWith('.ts') || url.endsWith('.mts')), [], 'no TypeScript source')
   t.same(modules.filter((url) => /\/node_modules\/(tsx|typescript|esbuild)\//.test(url)), [], 'no TypeScript loader or compiler')
   // What only some requests or some settings need is loaded at their first use, not by every start
