@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -36,6 +36,22 @@ t.test('the service process loads compiled JavaScript only', async (t) => {
   // brings, is 1.5 MB of JavaScript that a process taking no mail would load and keep for nothing.
   const onDemand = /\/node_modules\/(mailparser|mailauth|smtp-server|imapflow|nodemailer|oidc-provider|openid-client|@modelcontextprotocol\/sdk|@simplewebauthn\/server|date-holidays|qrcode|otplib|file-type|jose|pg)\//
   t.same(modules.filter((url) => onDemand.test(url)), [], 'no library of mail, OAuth, MCP, passkeys, holidays or PostgreSQL')
+})
+
+t.test('the command keeps V8\'s compiled code between starts, in the system\'s temporary folder', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'service-desk-tmp-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const env = childEnv({ TMPDIR: dir, NODE_OPTIONS: '' })
+  delete env.NODE_COMPILE_CACHE
+  delete env.NODE_DISABLE_COMPILE_CACHE
+  const result = spawnSync(process.execPath, [BIN, '--version'], { env, encoding: 'utf8' })
+  t.equal(result.status, 0, result.stderr)
+  const cache = join(dir, 'node-compile-cache')
+  t.ok(existsSync(cache) && readdirSync(cache).length > 0, 'the cache is written')
+  const off = mkdtempSync(join(tmpdir(), 'service-desk-tmp-'))
+  t.teardown(() => rmSync(off, { recursive: true, force: true }))
+  t.equal(spawnSync(process.execPath, [BIN, '--version'], { env: { ...env, TMPDIR: off, NODE_DISABLE_COMPILE_CACHE: '1' } }).status, 0)
+  t.notOk(existsSync(join(off, 'node-compile-cache')), 'NODE_DISABLE_COMPILE_CACHE=1 turns it off')
 })
 
 /** A Node older than the engines allow, as these machines have at /usr/bin/node, or none. */
