@@ -6,8 +6,8 @@
 // loads a module at first use (OAuth, MCP, mail...), with TypeBox (683 small modules of its own);
 // every other package stays in node_modules as it is. Loading about 1,000 modules fewer is a third
 // of the service's start (1.13-1.24 s to the first answer before, 0.83-0.94 s after, on an empty
-// site). The build does not check types, as tsc's did not either (`--noCheck`): the type check is
-// `npm run check`'s (tools/check/run.ts), which CI runs; a syntax error still fails the build.
+// site). The build does not check types: the type check is `npm run check`'s (tools/check/run.ts),
+// which CI runs; a syntax error still fails the build.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
@@ -80,7 +80,7 @@ function externals() {
 }
 
 /** esbuild's settings: cli/main.ts (what cli/service-desk.js runs) and what it imports, as ES modules in `outdir`. */
-export function buildOptions(outdir) {
+function buildOptions(outdir) {
   return {
     absWorkingDir: ROOT,
     entryPoints: [{ in: join(ROOT, 'cli', 'main.ts'), out: 'main' }],

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import pg from 'pg'
 import pino from 'pino'
-import { addresses, bareSchema, bearerOf, commentJson, discussionJson, HEADERS, listingSchema, logLine, NEW_ROW, NOT_FOUND, notFoundSchema, pageLinks, pageOf, PER_PAGE, siteJson, siteSchema, slug, tokenStatus, type PageRow, type TokenRow } from './baseline-shape.ts'
+import { addresses, bareSchema, bearerOf, commentJson, discussionJson, HEADERS, listingSchema, logLine, NEW_ROW, NOT_FOUND, notFoundSchema, pageLinks, pageOf, PER_PAGE, refusal, siteJson, siteSchema, slug, tokenStatus, type PageRow, type TokenRow } from './baseline-shape.ts'
 
 // The baseline on PostgreSQL: tools/bench/baseline.ts with `pg` in place of better-sqlite3, the
 // limit of bare Fastify and the same driver, with the same pool size as the service
@@ -106,9 +106,9 @@ app.get('/job/:site', { schema: { response: { 200: siteSchema, 401: notFoundSche
   const token = bearerOf(request.headers.authorization)
   const values = token === undefined ? undefined : [createHash('sha256').update(token).digest('hex'), (request.params as { site: string }).site]
   const row = values === undefined ? undefined : (await pool.query<{ id: number; name: string; permalink: string } & TokenRow>({ ...SITE_WITH_TOKEN, values })).rows[0]
-  const status = row === undefined ? 401 : tokenStatus(row, Date.now())
+  const status = tokenStatus(row, Date.now())
   log.write(logLine(request.method, request.url, request.ip, status, reply.elapsedTime))
-  if (status !== 200) return reply.code(status).send({ error: status === 401 ? 'invalid_token' : 'staff_only' })
+  if (status !== 200) return reply.code(status).send(refusal(status))
   reply.headers(HEADERS)
   return siteJson(baseUrl, row!, addresses(baseUrl, siteUrl, row!.permalink))
 })
@@ -184,7 +184,7 @@ function writeRoutes() {
   async function writer(request: FastifyRequest, reply: FastifyReply) {
     const token = bearerOf(request.headers.authorization)
     const row = token === undefined ? undefined : (await pool.query<Writer>({ ...WRITER, values: [createHash('sha256').update(token).digest('hex'), (request.params as { site: string }).site] })).rows[0]
-    const status = row === undefined ? 401 : row.access !== 'write' ? 403 : tokenStatus(row, Date.now())
+    const status = tokenStatus(row, Date.now(), 'write')
     return { row, status, logged: (code: number) => log.write(logLine(request.method, request.url, request.ip, code, reply.elapsedTime)) }
   }
 
@@ -192,7 +192,7 @@ function writeRoutes() {
     const { row, status, logged } = await writer(request, reply)
     if (status !== 200) {
       logged(status)
-      return reply.code(status).send({ error: status === 401 ? 'invalid_token' : 'staff_only' })
+      return reply.code(status).send(refusal(status))
     }
     const { title: asked, body, public: askedPublic } = request.body as { title: string; body: string; public?: boolean }
     const title = asked.trim()
@@ -225,7 +225,7 @@ function writeRoutes() {
     const { row, status, logged } = await writer(request, reply)
     if (status !== 200) {
       logged(status)
-      return reply.code(status).send({ error: status === 401 ? 'invalid_token' : 'staff_only' })
+      return reply.code(status).send(refusal(status))
     }
     const { body } = request.body as { body: string }
     const number = Number((request.params as { number: string }).number)

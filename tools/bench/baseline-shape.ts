@@ -255,8 +255,13 @@ export interface TokenRow {
   role: string | null
 }
 
-/** The status the service answers for such a token on a GET: 200, 401 (unknown, revoked, disabled owner, expired), 403 (not staff). */
-export function tokenStatus(row: TokenRow, now: number): 200 | 401 | 403 {
+/**
+ * The status the service answers for such a token (or none found): 200, 401 (none, unknown,
+ * revoked, disabled owner, expired), 403 (not staff; for a write, a token of read access first).
+ */
+export function tokenStatus(row: TokenRow | undefined, now: number, asked: 'read' | 'write' = 'read'): 200 | 401 | 403 {
+  if (row === undefined) return 401
+  if (asked === 'write' && row.access !== 'write') return 403
   if (row.expires_at === null || row.revoked_at !== null || row.disabled === true || row.disabled === 1) return 401
   if ((typeof row.expires_at === 'number' ? row.expires_at : row.expires_at.getTime()) <= now) return 401
   return row.role === 'supporter' ? 200 : 403
@@ -266,6 +271,9 @@ export function tokenStatus(row: TokenRow, now: number): 200 | 401 | 403 {
 export function logLine(method: string, url: string, address: string, statusCode: number, responseTime: number): string {
   return `${JSON.stringify({ level: 30, time: Date.now(), req: { method, url, remoteAddress: address }, res: { statusCode }, responseTime, msg: 'request completed' })}\n`
 }
+
+/** The body of a refusal, as the service words it. */
+export const refusal = (status: 401 | 403) => ({ error: status === 401 ? 'invalid_token' : 'staff_only' })
 
 // ---- the writes (BASELINE_WRITES=on, issue 75)
 

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util'
 import Database from 'better-sqlite3'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import pino from 'pino'
-import { addresses, bareSchema, bearerOf, commentJson, discussionJson, HEADERS, listingSchema, logLine, NEW_ROW, NOT_FOUND, notFoundSchema, pageLinks, pageOf, PER_PAGE, siteJson, siteSchema, slug, tokenStatus, type PageRow, type TokenRow } from './baseline-shape.ts'
+import { addresses, bareSchema, bearerOf, commentJson, discussionJson, HEADERS, listingSchema, logLine, NEW_ROW, NOT_FOUND, notFoundSchema, pageLinks, pageOf, PER_PAGE, refusal, siteJson, siteSchema, slug, tokenStatus, type PageRow, type TokenRow } from './baseline-shape.ts'
 
 // The baseline: the limit of this stack for the same pages. The house rule: a benchmark's
 // baseline never imports the project's own modules; it is the bare stack doing the same job, so
@@ -108,9 +108,9 @@ app.get('/:site', { schema: { response: { 200: siteSchema, 404: notFoundSchema }
 app.get('/job/:site', { schema: { response: { 200: siteSchema, 401: notFoundSchema, 403: notFoundSchema } } }, async (request, reply) => {
   const token = bearerOf(request.headers.authorization)
   const row = token === undefined ? undefined : siteWithToken.get(createHash('sha256').update(token).digest('hex'), (request.params as { site: string }).site)
-  const status = row === undefined ? 401 : tokenStatus(row, Date.now())
+  const status = tokenStatus(row, Date.now())
   log.write(logLine(request.method, request.url, request.ip, status, reply.elapsedTime))
-  if (status !== 200) return reply.code(status).send({ error: status === 401 ? 'invalid_token' : 'staff_only' })
+  if (status !== 200) return reply.code(status).send(refusal(status))
   reply.headers(HEADERS)
   return siteJson(baseUrl, row!, addresses(baseUrl, siteUrl, row!.permalink))
 })
@@ -161,7 +161,7 @@ function writeRoutes() {
   function writer(request: FastifyRequest, reply: FastifyReply) {
     const token = bearerOf(request.headers.authorization)
     const row = token === undefined ? undefined : writerOf.get(createHash('sha256').update(token).digest('hex'), (request.params as { site: string }).site)
-    const status = row === undefined ? 401 : row.access !== 'write' ? 403 : tokenStatus(row, Date.now())
+    const status = tokenStatus(row, Date.now(), 'write')
     return { row, status, logged: (code: number) => log.write(logLine(request.method, request.url, request.ip, code, reply.elapsedTime)) }
   }
   const create = db.transaction((site: number, categoryId: number, isPublic: number, title: string, body: string, userId: number, at: number) => {
@@ -176,7 +176,7 @@ function writeRoutes() {
     const { row, status, logged } = writer(request, reply)
     if (status !== 200) {
       logged(status)
-      return reply.code(status).send({ error: status === 401 ? 'invalid_token' : 'staff_only' })
+      return reply.code(status).send(refusal(status))
     }
     const { title, body, public: asked } = request.body as { title: string; body: string; public?: boolean }
     const categoryId = Number((request.params as { id: string }).id)
@@ -215,7 +215,7 @@ function writeRoutes() {
     const { row, status, logged } = writer(request, reply)
     if (status !== 200) {
       logged(status)
-      return reply.code(status).send({ error: status === 401 ? 'invalid_token' : 'staff_only' })
+      return reply.code(status).send(refusal(status))
     }
     const { body } = request.body as { body: string }
     const number = Number((request.params as { number: string }).number)
