@@ -23,7 +23,7 @@ import { bumpSiteVersion, lockSite } from './sites.ts'
 import { recordChange, type Actor } from './audit.ts'
 import { policiesFollowCategory } from './sla-policies.ts'
 import { alertsDue, boundColumns, clockOf, columnsOf, policiesOf, slaOfWrite, tellSla } from './sla.ts'
-import { noEvents, type EventSink } from './webhooks.ts'
+import { listenersIn, noEvents, type EventSink } from './webhooks.ts'
 import { addRating, addTallies } from './reports.ts'
 import { indexValuesIn, reportedFieldsIn, valuesAfter, valuesJson, valuesOf } from './fields.ts'
 import { dayOf, RATING_DAYS, reportStep, type Rating, type ReportFacts } from '../../lib/reports.ts'
@@ -317,6 +317,22 @@ async function checkCategory(port: StorePort, siteId: number, id: number, field:
 /** What an SLA policy's conditions look at in a discussion (lib/sla.ts). */
 const factsOf = (d: DiscussionRow) => ({ categoryId: d.categoryId, tags: tagList(d.tags), authorEmail: d.authorEmail, channel: d.channel })
 
+/**
+ * What a write made beside its comment, in its own transaction: attachments (the uploads it claimed)
+ * and a reply mail queued. What it did not make, its answer does not read (routes/api/discussions/context.ts).
+ */
+export interface Made {
+  files: boolean
+  mailed: boolean
+}
+
+/** A discussion written with a comment: both as the write left them, and what it made beside the comment. */
+export interface Written {
+  discussion: DiscussionRow
+  comment: CommentRow
+  made: Made
+}
+
 /** What a write of a discussion is given: the clock, the sink its events go to, and who posts. */
 export interface WriteContext {
   clock: Clock
@@ -343,13 +359,15 @@ export async function changeDiscussionIn(tx: StorePort, { clock, events }: Write
   if (after.fields !== before.fields) await indexValuesIn(tx, siteId, before.id, valuesOf(after.fields))
   if (after.title !== before.title) await indexDiscussion(tx, after)
   const type = event(after)
+  // Read before the site's row is taken (replyDiscussionIn).
+  const listeners = await listenersIn(tx, siteId)
   // The site's row before the counts' rows and the reports' day rows, in every write (a create
   // takes it first of all): two writes that took them in the other order each would wait for the
   // other (PostgreSQL's deadlock).
   await siteChanged(tx, { siteId, kind: type, discussionId: before.id, at: after.updatedAt })
   await moveCount(tx, counted(before), counted(after))
   await addTallies(tx, siteId, report.tallies)
-  const ruled = await events(tx, { type, siteId, discussion: after, before })
+  const ruled = await events(tx, { type, siteId, discussion: after, before, listeners })
   await tellSla(tx, clock, events, after, sla.late)
   return ruled ? getIn(tx, siteId, number) : after
 }
@@ -402,7 +420,7 @@ export function updateDiscussionIn(tx: StorePort, write: WriteContext, siteId: n
 }
 
 /** Adds a comment in the transaction `tx` and moves the discussion's state as a reply does. */
-export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf }: WriteContext, input: NewComment, expected?: Expected): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
+export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf }: WriteContext, input: NewComment, expected?: Expected): Promise<Written> {
   const before = await getIn(tx, input.siteId, input.number, true)
   holdsExpected(before, expected)
   refuseDeleted(before)
@@ -424,9 +442,7 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
   })
   if (input.uploads) await claimUploads(tx, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
   // A public reply of the staff to a discussion that came by mail is mailed, queued with it.
-  if (author.bySupporter && !input.internal) {
-    await queueReplyMail(tx, clock, { siteId: input.siteId, discussionId: before.id, number: before.number, title: before.title, commentId: id, body: input.body })
-  }
+  const mailed = author.bySupporter && !input.internal && (await queueReplyMail(tx, clock, { siteId: input.siteId, discussionId: before.id, number: before.number, title: before.title, commentId: id, body: input.body, startedOnTheWeb: before.startedOnTheWeb }))
   // The team owes an answer after a customer's public comment, not after its own; a note moves nothing.
   const awaitingTeam = input.internal ? before.awaitingTeam : !author.bySupporter
   const sla = await slaOfWrite(tx, { siteId: input.siteId, before, after: { state, awaitingTeam }, facts: factsOf(before), at: now })
@@ -442,19 +458,21 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
   // The row as that statement left it, as changeDiscussionIn makes its own: nothing to read again.
   const discussion: DiscussionRow = { ...before, state, commentsCount: number, updatedAt: now, lastUpdatedAt: now, awaitingTeam, ...sla.columns, ...report.facts, version: before.version + 1 }
   await indexDiscussion(tx, before)
+  // Read before the site's row is taken: every statement after it is one more that the site's other writes wait for.
+  const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
+  const listeners = await listenersIn(tx, input.siteId)
   // The site's row before the counts' rows, as in every write (changeDiscussionIn above).
   await siteChanged(tx, { siteId: input.siteId, kind: 'comment.created', discussionId: before.id, commentId: id, at: now })
   await moveCount(tx, counted(before), counted({ ...before, state }))
   // The day rows after the site's row and the counts', as in every write (the order of changeDiscussionIn above).
   await addTallies(tx, input.siteId, report.tallies)
-  const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
-  const ruled = await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0, before })
+  const ruled = await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0, before, listeners })
   await tellSla(tx, clock, events, discussion, sla.late)
   if (before.assigneeId !== null) {
     await notifyOwnerOfComment(tx, clock, { siteId: input.siteId, number: before.number, title: before.title, ownerId: before.assigneeId, authorId: author.id, authorName: comment.authorName, body: input.body, internal: input.internal })
   }
   // As the rules left it, when one of them changed it (db/stores/rules.ts).
-  return { discussion: ruled ? await getIn(tx, input.siteId, input.number) : discussion, comment }
+  return { discussion: ruled ? await getIn(tx, input.siteId, input.number) : discussion, comment, made: { files: (input.uploads?.length ?? 0) > 0, mailed } }
 }
 
 /** What a new discussion's row is made of: a created one's (createDiscussionIn), or a split's (db/stores/merges.ts). */
@@ -514,8 +532,11 @@ export async function createDiscussionIn(
   authorOf: Authors,
   input: NewDiscussion,
   events: EventSink = noEvents,
-): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
+): Promise<Written> {
   const write = writes(port)
+  // Read before the site's row is taken, as every read that needs no lock: each statement after it
+  // is one more that the site's other writes wait for. A spam's event tells no rule and no webhook.
+  const listeners = input.spam ? undefined : await listenersIn(port, input.siteId)
   // Held until commit: the next create on this site reads the highest number after this one's.
   await lockSite(port, input.siteId)
   const category = await categoryOfSite(port, input.siteId, input.categoryId)
@@ -563,16 +584,18 @@ export async function createDiscussionIn(
   await siteChanged(port, { siteId: input.siteId, kind: input.spam ? 'discussion.spam' : 'discussion.created', discussionId: discussion.id, commentId: id, at: now })
   // The opening post's author is the discussion's: the row just read names them.
   const comment: CommentRow = { id, ...opening, createdAt: now, movedFrom: null, movedFromNumber: null, authorEmail: discussion.authorEmail, authorName: discussion.authorName }
+  // A new discussion's opening post is mailed to no one as a reply (its notices are the staff's own mail).
+  const made = { files: (input.uploads?.length ?? 0) > 0, mailed: false }
   if (input.spam) {
     await events(port, { type: 'discussion.spam', siteId: input.siteId, discussion })
-    return { discussion, comment }
+    return { discussion, comment, made }
   }
   const about = { siteId: input.siteId, number, title }
   await notifyNewDiscussion(port, clock, { ...about, authorId: author.id, authorName: discussion.authorName, body: input.body })
   if (assigneeId !== undefined) await notifyAssigned(port, clock, { ...about, ownerId: assigneeId, actorId: null, actorName: null })
   // Last: the rules the event starts (db/stores/rules.ts) see it made and its people told; as they left it, when they changed it.
-  const ruled = await events(port, { type: 'discussion.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0 })
-  return { discussion: ruled ? await getIn(port, input.siteId, number) : discussion, comment }
+  const ruled = await events(port, { type: 'discussion.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0, listeners })
+  return { discussion: ruled ? await getIn(port, input.siteId, number) : discussion, comment, made }
 }
 
 /**
@@ -651,7 +674,7 @@ export function createDiscussionStore(
      * Creates a discussion with its opening post (comment 1) and returns both, as written: no
      * need to read them back. A category that is not the site's is a StoreError (not_found).
      */
-    create(input: NewDiscussion): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
+    create(input: NewDiscussion): Promise<Written> {
       return port.atomic((tx) => createDiscussionIn(tx, clock, authorOf, input, events))
     },
 
@@ -714,7 +737,7 @@ export function createDiscussionStore(
     },
 
     /** Adds a comment and moves the discussion's state as a reply does. */
-    reply(input: NewComment, expected?: Expected): Promise<{ discussion: DiscussionRow; comment: CommentRow }> {
+    reply(input: NewComment, expected?: Expected): Promise<Written> {
       return port.atomic((tx) => replyDiscussionIn(tx, write, input, expected))
     },
 

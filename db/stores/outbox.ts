@@ -102,14 +102,15 @@ export async function queueCustomerMail(port: StorePort, clock: Clock, box: Secr
  * References name the messages of the discussion); when a customer started it on the customer's
  * pages, to them, from the site's first mailbox or the service's From. Its Message-ID is recorded
  * as the discussion's when it leaves from a mailbox, so the customer's answer by mail finds it.
- * Nothing for a discussion that came neither way.
+ * Nothing for a discussion that came neither way. Whether a mail was queued.
  */
 export async function queueReplyMail(
   port: StorePort,
   clock: Clock,
-  reply: { siteId: number; discussionId: number; number: number; title: string; commentId: number; body: string | ((siteName: string) => string) },
+  // startedOnTheWeb, when the caller has the discussion's row: false spares the read of whether it was.
+  reply: { siteId: number; discussionId: number; number: number; title: string; commentId: number; body: string | ((siteName: string) => string); startedOnTheWeb?: boolean },
   kind: OutboxKind = 'reply_mail',
-): Promise<void> {
+): Promise<boolean> {
   const { discussions, mailboxes, mailMessages, outbox, participants, sites, users } = port.tables
   // The discussion's customer's newest message: a thread is theirs, and no one else who wrote into
   // it (naming its Message-ID) becomes where the team's replies go.
@@ -123,12 +124,12 @@ export async function queueReplyMail(
     .where(and(eq(mailMessages.discussionId, reply.discussionId), eq(mailMessages.outbound, false), eq(mailMessages.automatic, false), eq(mailMessages.sender, users.email)))
     .orderBy(desc(mailMessages.id))
     .limit(1)
-  const customer = last ? { mailbox: { id: last.mailboxId, address: last.address }, site: { name: last.siteName, permalink: last.permalink }, to: last.sender } : await startedOnTheWeb(port, reply)
+  const customer = last ? { mailbox: { id: last.mailboxId, address: last.address }, site: { name: last.siteName, permalink: last.permalink }, to: last.sender } : reply.startedOnTheWeb === false ? undefined : await startedOnTheWeb(port, reply)
   // The discussion's participants are copied on a reply (an acknowledgement answers its sender
   // alone); on a discussion its customer cannot be mailed about, the reply goes to them instead.
   const copied = kind === 'acknowledgement' ? [] : (await port.db.select({ email: participants.email }).from(participants).where(eq(participants.discussionId, reply.discussionId)).orderBy(asc(participants.id))).map((p) => p.email).filter((email) => email !== customer?.to)
   const from = customer ?? (copied.length > 0 ? { ...(await siteMailbox(port, reply.siteId)), to: copied.shift()! } : undefined)
-  if (!from) return
+  if (!from) return false
   const thread = await port.db
     .select({ messageId: mailMessages.messageId })
     .from(mailMessages)
@@ -152,7 +153,7 @@ export async function queueReplyMail(
   }
   const now = new Date(clock())
   await port.db.insert(outbox).values({ siteId: reply.siteId, commentId: reply.commentId, kind, payload: JSON.stringify(mail), nextAttemptAt: now, createdAt: now })
-  if (!from.mailbox) return
+  if (!from.mailbox) return true
   await port.db.insert(mailMessages).values({
     siteId: reply.siteId,
     messageId: messageId!,
@@ -163,6 +164,7 @@ export async function queueReplyMail(
     outbound: true,
     createdAt: now,
   })
+  return true
 }
 
 /** Where the reply to a discussion a customer started on the customer's pages goes: to them, from the site's mailbox if any. */
@@ -194,7 +196,7 @@ export function createOutboxStore(port: StorePort, clock: Clock) {
      * Queues the acknowledgement of a new discussion by mail (in the transaction that opened it):
      * an automatic answer to its sender, from the mailbox, threaded like a reply.
      */
-    acknowledge(opened: { siteId: number; discussionId: number; number: number; title: string; commentId: number }): Promise<void> {
+    acknowledge(opened: { siteId: number; discussionId: number; number: number; title: string; commentId: number }): Promise<boolean> {
       const body = (siteName: string) => [
         `Thank you for writing to ${siteName}. Your message is #${opened.number}, "${opened.title}", and the team will answer it by mail.`,
         'To add to it, answer this mail; please keep "[#' + opened.number + ']" in the subject.',

@@ -385,10 +385,11 @@ async function fire(tx: StorePort, write: WriteContext, webhooks: EventSink, rul
 /** The site's rules on events that are on, in order: parsed once per version of them, per process. */
 function createRuleCache() {
   const kept = new Map<number, { version: number; rules: ReadyRule[] }>()
-  return async function eventRulesOf(tx: StorePort, siteId: number): Promise<ReadyRule[]> {
+  /** `known`: the version the write read with its listeners (db/stores/webhooks.ts, listenersIn), when it did. */
+  return async function eventRulesOf(tx: StorePort, siteId: number, known?: number): Promise<ReadyRule[]> {
     const { rules, sites } = tx.tables
     const versionOf = tx.prepared('rules_version_of_site', (db) => db.select({ version: sites.rulesVersion }).from(sites).where(eq(sites.id, sql.placeholder('siteId'))).prepare('rules_version_of_site'))
-    const [row] = await versionOf.execute({ siteId })
+    const [row] = known === undefined ? await versionOf.execute({ siteId }) : [{ version: known }]
     // A site that never had a rule: nothing more to read.
     if (!row || row.version === 0) return []
     const cached = kept.get(siteId)
@@ -421,7 +422,7 @@ export function createRuleSink(inner: EventSink, clock: Clock, box: SecretBox): 
       if (depth >= MAX_RULE_DEPTH || !('discussion' in event)) return false
       const triggers = triggersOf(event as Parameters<typeof triggersOf>[0])
       if (triggers.length === 0) return false
-      const rules = await eventRulesOf(tx, event.siteId)
+      const rules = await eventRulesOf(tx, event.siteId, 'listeners' in event ? event.listeners?.rulesVersion : undefined)
       if (rules.length === 0) return false
       const chain = fired ?? new Set<string>()
       const write: WriteContext = { clock, events: sinkAt(depth + 1, chain), authorOf }

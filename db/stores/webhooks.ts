@@ -24,9 +24,9 @@ export type WebhookDelivery = Tables['webhookDeliveries']['$inferSelect']
 
 /** What the stores tell of, in the transaction of the change: the rows as written. */
 export type StoreEvent =
-  | { type: 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' | 'discussion.merged' | 'satisfaction.rated'; siteId: number; discussion: DiscussionRow; /** As it was before the change, where the store has it (the rules' triggers). */ before?: DiscussionRow }
+  | { type: 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' | 'discussion.merged' | 'satisfaction.rated'; siteId: number; discussion: DiscussionRow; /** As it was before the change, where the store has it (the rules' triggers). */ before?: DiscussionRow; listeners?: Listeners }
   | { type: 'rule.fired'; siteId: number; discussion: DiscussionRow; rule: { id: number; name: string } }
-  | { type: 'discussion.created' | 'comment.created'; siteId: number; discussion: DiscussionRow; comment: CommentRow; /** Whether the comment carries files (read only then). */ files: boolean; /** A reply's discussion as it was before (the rules' triggers: a reply may move its state). */ before?: DiscussionRow }
+  | { type: 'discussion.created' | 'comment.created'; siteId: number; discussion: DiscussionRow; comment: CommentRow; /** Whether the comment carries files (read only then). */ files: boolean; /** A reply's discussion as it was before (the rules' triggers: a reply may move its state). */ before?: DiscussionRow; /** Who listens on the site, when the write read it (listenersIn): the sinks read nothing more. */ listeners?: Listeners }
   | { type: 'sla.warning' | 'sla.breached'; siteId: number; discussion: DiscussionRow; alert: SlaAlert }
   | { type: 'token.created' | 'token.revoked' | 'token.leaked'; siteId: number; token: EventToken }
   | { type: 'application.authorized'; siteId: number; application: EventApplication }
@@ -76,6 +76,35 @@ export type EventRender = (permalink: string, event: ShownEvent) => unknown
  * what it told of started a rule that changed the discussion (db/stores/rules.ts): the caller reads it again.
  */
 export type EventSink = (tx: StorePort, event: StoreEvent) => Promise<boolean | void>
+
+/**
+ * Who listens to a site's events: its webhooks that are on (with the site's permalink, their
+ * payloads' links) and the version of its rules (db/stores/rules.ts reads them again when it moved).
+ * One statement. A new discussion or a reply reads it before it takes the site's row and gives it
+ * with its event, so its events read nothing while the site's other writes wait for that row.
+ */
+export interface Listeners {
+  rulesVersion: number
+  webhooks: Array<{ id: number; events: string; internalComments: boolean; permalink: string }>
+}
+
+export async function listenersIn(tx: StorePort, siteId: number): Promise<Listeners> {
+  const { sites, webhooks } = tx.tables
+  const read = tx.prepared('webhooks_listeners', (db) =>
+    db
+      .select({ rulesVersion: sites.rulesVersion, permalink: sites.permalink, id: webhooks.id, events: webhooks.events, internalComments: webhooks.internalComments })
+      .from(sites)
+      .leftJoin(webhooks, and(eq(webhooks.siteId, sites.id), eq(webhooks.enabled, true)))
+      .where(eq(sites.id, sql.placeholder('siteId')))
+      .orderBy(asc(webhooks.id))
+      .prepare('webhooks_listeners'),
+  )
+  const rows = await read.execute({ siteId })
+  return {
+    rulesVersion: rows[0]?.rulesVersion ?? 0,
+    webhooks: rows.flatMap(({ id, events, internalComments, permalink }) => (id === null ? [] : [{ id, events: events!, internalComments: internalComments!, permalink }])),
+  }
+}
 
 /** The sink of stores built without webhooks (the command line's, a store's own tests). */
 export const noEvents: EventSink = async () => {}
@@ -131,16 +160,8 @@ export const eventsOf = (webhook: Pick<Webhook, 'events'>): WebhookEvent[] => we
 export function createEventSink(clock: Clock, render: EventRender): EventSink {
   return async (tx, event) => {
     if ('discussion' in event && event.discussion.state === 'spam' && event.type !== 'discussion.spam') return
-    const { outbox, sites, webhooks } = tx.tables
-    const subscribers = tx.prepared('webhooks_subscribers', (db) =>
-      db
-        .select({ id: webhooks.id, events: webhooks.events, internalComments: webhooks.internalComments, permalink: sites.permalink })
-        .from(webhooks)
-        .innerJoin(sites, eq(sites.id, webhooks.siteId))
-        .where(and(eq(webhooks.siteId, sql.placeholder('siteId')), eq(webhooks.enabled, true)))
-        .prepare('webhooks_subscribers'),
-    )
-    const endpoints = await subscribers.execute({ siteId: event.siteId })
+    const { outbox } = tx.tables
+    const endpoints = ('listeners' in event && event.listeners ? event.listeners : await listenersIn(tx, event.siteId)).webhooks
     if (endpoints.length === 0) return
     const internal = event.type === 'comment.created' && event.comment.internal
     const targets = endpoints.filter((endpoint) => eventsOf(endpoint).includes(event.type) && (!internal || endpoint.internalComments))

@@ -9,7 +9,7 @@ import { bodyDifference } from './compare.ts'
 import { CACHE, copyDataset, postgresDataset, postgresUnavailable, seededDataset, type Dataset } from './datasets.ts'
 import { measure } from './load.ts'
 import { FULL_ROUNDS, IDLE_AFTER_ROUNDS_MS, median, record, RESULTS, summarize, table, type Round } from './results.ts'
-import { requestOf, SCENARIOS, SERVERS, TARGETS, type Engine, type ScenarioRow, type ServerPlan } from './scenarios.ts'
+import { chosen, requestOf, SCENARIOS, SERVERS, TARGETS, type Engine, type ScenarioRow, type ServerPlan } from './scenarios.ts'
 import { REPO, serviceDesk } from './service-cli.ts'
 import { probe, signIn, startServer, type Answer, type Server } from './servers.ts'
 
@@ -26,6 +26,7 @@ const { values: flags } = parseArgs({
     connections: { type: 'string' },
     engine: { type: 'string' },
     postgres: { type: 'string' },
+    only: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 })
@@ -38,6 +39,8 @@ if (flags.help) {
   --duration S     seconds per measurement (default 2)
   --connections N  concurrent connections of every measurement (default 16)
   --engine E       sqlite, postgres or both (default both)
+  --only IDS       these scenarios alone (comma-separated ids, e.g. pg.create.token.job), with
+                   the ones they are compared with; no start-up is measured, no result recorded
   --postgres URL   the PostgreSQL server (default BENCH_POSTGRES_URL, else ${DEFAULT_POSTGRES}); its
                    datasets are the schemas bench_10000 (read) and bench_write_10000 and
                    bench_write_job_10000 (the writes' copies) there, made again each run
@@ -81,13 +84,17 @@ if (engine !== 'sqlite') {
   else engines.push('postgres')
 }
 if (engines.length === 0) process.exit(1)
+const rows = chosen(SCENARIOS.filter((row) => SERVERS.some((plan) => plan.name === row.server && engines.includes(plan.engine))), flags.only)
+const plans = SERVERS.filter((plan) => rows.some((row) => row.server === plan.name))
+/** Whether a server of the run serves this dataset (on this engine): what no server serves is not made. */
+const served = (data: ServerPlan['data'], on?: Engine) => plans.some((plan) => plan.data === data && (on === undefined || plan.engine === on))
 rmSync(RUN, { recursive: true, force: true })
 mkdirSync(RUN, { recursive: true })
 
 // ---- data: the seeded SQLite databases (cached) and this run's private copies; on PostgreSQL, a copy of the main one
 const main = await seededDataset(MAIN_SIZE, log)
-const large = await seededDataset(LARGE_SIZE, log)
-const huge = await seededDataset(HUGE_SIZE, log)
+const large = served('large') ? await seededDataset(LARGE_SIZE, log) : main
+const huge = served('huge') ? await seededDataset(HUGE_SIZE, log) : main
 /** The discussions of the dataset a reply may go to (none deleted), shuffled the same way each run: the replies spread over them. */
 function repliable(data: Dataset): number[] {
   const db = new Database(data.db, { readonly: true })
@@ -123,17 +130,15 @@ for (let i = 0; i < 50; i++) {
 // On PostgreSQL, the main dataset, and the writes' two copies of it in schemas of their own.
 const pgData: Partial<Record<ServerPlan['data'], Dataset>> = {}
 if (engines.includes('postgres')) {
-  pgData.main = await postgresDataset(main, POSTGRES_URL, log)
-  pgData.write = { ...(await postgresDataset(main, POSTGRES_URL, log, `bench_write_${main.discussions}`)), replies: repliable(main) }
-  pgData['write-job'] = { ...(await postgresDataset(main, POSTGRES_URL, log, `bench_write_job_${main.discussions}`)), replies: repliable(main) }
+  if (served('main', 'postgres')) pgData.main = await postgresDataset(main, POSTGRES_URL, log)
+  if (served('write', 'postgres')) pgData.write = { ...(await postgresDataset(main, POSTGRES_URL, log, `bench_write_${main.discussions}`)), replies: repliable(main) }
+  if (served('write-job', 'postgres')) pgData['write-job'] = { ...(await postgresDataset(main, POSTGRES_URL, log, `bench_write_job_${main.discussions}`)), replies: repliable(main) }
 }
 const dataOf = (plan: ServerPlan): Dataset => (plan.engine === 'postgres' ? pgData[plan.data]! : sqliteData[plan.data])
 
 // ---- the service's JavaScript: cli/build.js compiles dist/ when it is stale, done here so that no timed start includes a build
 log(`service: ${execFileSync(process.execPath, [join(REPO, 'cli', 'build.js')], { cwd: REPO, encoding: 'utf8' }).trim()}`)
 
-const plans = SERVERS.filter((plan) => engines.includes(plan.engine))
-const rows = SCENARIOS.filter((row) => plans.some((plan) => plan.name === row.server))
 // A server has started when it answers the listing (the service to a token): the start-up measured.
 const firstOf = (plan: ServerPlan) =>
   requestOf({ id: 'first', label: 'first', server: plan.name, path: '{list}', credential: plan.kind === 'service' ? 'token' : 'none', expect: 200 }, dataOf(plan))
@@ -142,7 +147,7 @@ const start = (plan: ServerPlan, name = plan.name) => startServer({ name, kind: 
 // ---- start-up: the service and its baseline alone, from spawn to the first answer, several times;
 // and the service on the huge dataset (issue 32: under a second at 1,000,000 discussions)
 const startup: Record<string, number> = {}
-for (const plan of plans.filter((p) => p.data === 'main' || p.name === 'service-huge')) {
+for (const plan of plans.filter((p) => flags.only === undefined && (p.data === 'main' || p.name === 'service-huge'))) {
   const times: number[] = []
   for (let i = 0; i < STARTS; i++) {
     const server = await start(plan, `${plan.name}-start-${i + 1}`)
@@ -224,7 +229,8 @@ for (let round = 0; round < settings.rounds; round++) {
   rounds.push(results)
 }
 // Idle memory after the load.
-await sleep(IDLE_AFTER_ROUNDS_MS)
+// (Not for a run of chosen scenarios, which measures no memory: --only.)
+if (flags.only === undefined) await sleep(IDLE_AFTER_ROUNDS_MS)
 const idleRssMb = residentMb()
 await Promise.all([...servers.values()].map((server) => server.stop()))
 
@@ -239,6 +245,6 @@ const run = summarize(rows, rounds, TARGETS, {
   startRssMb,
   idleRssMb,
 })
-const full = engines.length === 2 && settings.rounds >= FULL_ROUNDS && !quick
+const full = engines.length === 2 && settings.rounds >= FULL_ROUNDS && !quick && flags.only === undefined
 console.log(`\n${table(run)}`)
 log(`written: ${record(run, full ? RESULTS : CACHE, full).join(', ')}`)

@@ -131,6 +131,19 @@ export const SCENARIOS: ScenarioRow[] = [
   { id: 'pg.reply.token.job', label: 'PostgreSQL: POST a reply, personal token, against the same job done plainly', server: 'pg-service-write', path: '{reply}', credential: 'token', expect: 201, reply: true, pair: 'pg.reply.job' },
 ]
 
+/**
+ * The rows `--only` names (comma-separated ids), with the ones they are compared with; every row
+ * when it names none. An id that is no row's is an error, so a typing slip measures nothing silently.
+ */
+export function chosen(rows: ScenarioRow[], only: string | undefined): ScenarioRow[] {
+  if (only === undefined) return rows
+  const ids = new Set(only.split(',').map((id) => id.trim()).filter((id) => id !== ''))
+  const unknown = [...ids].filter((id) => !rows.some((row) => row.id === id))
+  if (ids.size === 0 || unknown.length > 0) throw new Error(`--only: no scenario ${unknown.join(', ') || 'named'} (npm run bench -- --help)`)
+  for (const row of rows) if (ids.has(row.id) && row.pair) ids.add(row.pair)
+  return rows.filter((row) => ids.has(row.id))
+}
+
 /** The targets the figures are held to: the ratio of a scenario's throughput to its pair's, per round, by the median. */
 export const TARGETS: Array<{ id: string; atLeast: number }> = [
   // At or above the baselines' since issue 54 (0.90 before): SQLite's figures no worse than they were.

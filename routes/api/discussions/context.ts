@@ -5,7 +5,7 @@ import type { FileStore } from '../../../db/stores/files.ts'
 import type { OutboxStore } from '../../../db/stores/outbox.ts'
 import type { MailStore } from '../../../db/stores/mail.ts'
 import type { FieldStore } from '../../../db/stores/fields.ts'
-import type { CommentRow } from '../../../db/stores/discussions.ts'
+import type { CommentRow, Made } from '../../../db/stores/discussions.ts'
 import { discussionVersion, ifMatch } from '../../../plugins/http/conditional.ts'
 import { byComment, createViews, type CommentExtras, type Views } from './views.ts'
 
@@ -39,13 +39,14 @@ export function expectedVersion(request: FastifyRequest): Expected | undefined {
  * attachments, how a reply's mail is doing, and for a message that came by mail the address it came to and DMARC's word on its sender. Three reads,
  * whatever the number of comments: of the whole discussion's attachments when `discussionId` is
  * given (a page of comments), else of these comments'. The API's views and the discussion's page
- * (routes/web/queue.ts) both show them.
+ * (routes/web/queue.ts) both show them. For comments a write has just made, `made` says which of
+ * these it made: what it did not is not read.
  */
-export async function commentExtras(context: Pick<DiscussionContext, 'files' | 'outbox' | 'mailboxes'>, rows: CommentRow[], discussionId?: number): Promise<(row: CommentRow) => CommentExtras> {
+export async function commentExtras(context: Pick<DiscussionContext, 'files' | 'outbox' | 'mailboxes'>, rows: CommentRow[], discussionId?: number, made?: Made): Promise<(row: CommentRow) => CommentExtras> {
   const ids = rows.map((c) => c.id)
   const [attachments, deliveries, origins] = await Promise.all([
-    discussionId === undefined ? Promise.all(ids.map((id) => context.files.ofComment(id))).then((lists) => lists.flat()) : context.files.ofDiscussion(discussionId),
-    context.outbox.deliveries(ids),
+    made?.files === false ? [] : discussionId === undefined ? Promise.all(ids.map((id) => context.files.ofComment(id))).then((lists) => lists.flat()) : context.files.ofDiscussion(discussionId),
+    made?.mailed === false ? new Map() : context.outbox.deliveries(ids),
     // Only a message taken in by mail has a mail origin (plugins/mail/pipeline.ts records it with its comment).
     context.mailboxes.origins(rows.filter((c) => c.via === 'email').map((c) => c.id)),
   ])

@@ -46,7 +46,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
       const { site, user } = request.auth!
       const { title, body } = request.body
       // The store checks the category: one of another site or none is its not_found, a 404 here.
-      const { discussion, comment } = await discussions.create({
+      const { discussion, comment, made } = await discussions.create({
         siteId: site.id,
         categoryId: request.params.id,
         title,
@@ -59,7 +59,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
         fields: request.body.fields as Record<string, unknown> | undefined,
       })
       const resource = views.discussion(site.permalink, discussion)
-      const comments = [views.comment(site.permalink, discussion.number, comment, (await commentExtras(context, [comment]))(comment))]
+      const comments = [views.comment(site.permalink, discussion.number, comment, (await commentExtras(context, [comment], undefined, made))(comment))]
       return reply.code(201).header('location', resource.href).send({ ...resource, comments })
     },
   )
@@ -83,7 +83,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
     },
     async (request, reply) => {
       const { site, user } = request.auth!
-      const { comment, discussion } = await discussions.reply({
+      const { comment, discussion, made } = await discussions.reply({
         siteId: site.id,
         number: request.params.number,
         body: request.body.body,
@@ -93,7 +93,7 @@ const writeRoutes: FastifyPluginAsyncTypebox<DiscussionContext> = async (fastify
         via: apiVia(request.headers),
         uploads: request.body.uploads,
       }, expectedVersion(request))
-      const resource = views.comment(site.permalink, discussion.number, comment, (await commentExtras(context, [comment]))(comment))
+      const resource = views.comment(site.permalink, discussion.number, comment, (await commentExtras(context, [comment], undefined, made))(comment))
       return reply.code(201).header('location', resource.href).send(resource)
     },
   )

@@ -1,0 +1,91 @@
+import pg from 'pg'
+import t, { type Test } from 'tap'
+import { rawRows } from '../../fixtures/app.ts'
+import { discussionApp } from '../../fixtures/discussions.ts'
+import { POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
+
+// Engines: both: it reads the statements the service sends to PostgreSQL, so it runs in the PostgreSQL pass alone.
+// Every write of a site takes the site's row and holds it to COMMIT, so what a write says after it
+// took that row is what the site's other writes wait for (docs/decisions.md, "Writes as light as
+// reads (issue 75)"). Who listens to the write's event (webhooks, the rules' version) is read
+// before; and the answer reads no reply mail and no files that the write did not make.
+
+const down = (await postgresAnswers()) ? false : `PostgreSQL at ${POSTGRES_URL} does not answer`
+if (down && process.env.CI === 'true') t.fail(down)
+const options = { skip: down }
+
+/** The text of every statement any pg client of this process sends while `work` runs, in order. */
+async function statementsOf(t: Test, work: () => Promise<unknown>): Promise<string[]> {
+  const sent: string[] = []
+  const query = pg.Client.prototype.query
+  const recording = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
+    sent.push(typeof config === 'string' ? config : String((config as { text?: string }).text))
+    return (query as (...args: unknown[]) => unknown).call(this, config, ...rest)
+  }
+  pg.Client.prototype.query = recording as typeof query
+  t.teardown(() => void (pg.Client.prototype.query = query))
+  try {
+    await work()
+  } finally {
+    pg.Client.prototype.query = query
+  }
+  return sent.map((text) => text.replace(/\s+/g, ' ').trim().toLowerCase())
+}
+
+const SITE_ROW = /^(update "sites" set "version"|select "id" from "sites" where "sites"\."id" = \$1 for no key update)/
+const READ = /^select /
+const ANSWER_READS = /from "(outbox|attachments)"/
+
+/** The statements from the one that takes the site's row to COMMIT. */
+function afterSiteRow(t: Test, statements: string[]): string[] {
+  const taken = statements.findIndex((text) => SITE_ROW.test(text))
+  t.not(taken, -1, 'the write takes the site\'s row')
+  const committed = statements.indexOf('commit')
+  t.ok(committed > taken, 'and commits after')
+  return statements.slice(taken + 1, committed)
+}
+
+/** A site whose webhook hears every event the writes tell, and whose rule is not met: both are asked. */
+async function listenedDesk(t: Test) {
+  const desk = await discussionApp(t)
+  t.equal(desk.app.database.kind, 'postgres', 'the app runs on PostgreSQL')
+  await desk.app.webhooks.add(desk.ann.site.id, { url: 'https://hooks.example.test/in', events: ['discussion.created', 'comment.created', 'discussion.updated'] })
+  await desk.app.rules.add(desk.ann.site.id, { name: 'Never', events: ['created', 'customer_replied'], conditions: { words: ['never-said'] }, actions: [{ type: 'add_tags', tags: ['ruled'] }] }, { id: desk.ann.user.id, name: desk.ann.user.email, via: 'api' })
+  return desk
+}
+
+t.test('a reply: no read once the site\'s row is taken, and its answer reads no mail or files it did not make', options, async (t) => {
+  const desk = await listenedDesk(t)
+  const { number } = await desk.create()
+  let answer: { statusCode: number; json(): { delivery: unknown; attachments: unknown[] } } | undefined
+  const statements = await statementsOf(t, async () => (answer = await desk.api('POST', `/demo/discussions/${number}/comments`, { body: 'An answer.' })))
+  t.equal(answer!.statusCode, 201)
+  t.match(answer!.json(), { delivery: null, attachments: [] })
+  const held = afterSiteRow(t, statements)
+  t.same(held.filter((text) => READ.test(text)), [], 'nothing read while the site\'s other writes wait')
+  t.ok(held.some((text) => text.startsWith('insert into "outbox"')), 'the webhook\'s event is queued in the transaction')
+  t.ok(statements.some((text) => /from "sites" left join "webhooks"/.test(text)), 'its listeners read, in one statement')
+  t.same(statements.filter((text) => ANSWER_READS.test(text) && READ.test(text)), [], 'no read of a reply mail or files it did not make')
+  const queued = await rawRows(desk.app, "SELECT count(*) AS n FROM outbox WHERE kind = 'webhook'")
+  t.equal(Number(queued[0]!.n), 2, 'the create\'s event and the reply\'s, each queued once')
+})
+
+t.test('a new discussion: its listeners read before it takes the site\'s row; its answer reads no mail or files it did not make', options, async (t) => {
+  const desk = await listenedDesk(t)
+  let answer: { statusCode: number } | undefined
+  const statements = await statementsOf(t, async () => (answer = await desk.api('POST', `/demo/categories/${desk.questions.id}/discussions`, { title: 'A question', body: 'Some words.' })))
+  t.equal(answer!.statusCode, 201)
+  const held = afterSiteRow(t, statements)
+  t.same(held.filter((text) => /"webhooks"|"rules_version"/.test(text)), [], 'no read of who listens while the site\'s row is held')
+  t.same(statements.filter((text) => ANSWER_READS.test(text) && READ.test(text)), [], 'no read of a reply mail or files it did not make')
+})
+
+t.test('a change of state: who listens read before the site\'s row', options, async (t) => {
+  const desk = await listenedDesk(t)
+  const { number } = await desk.create()
+  let answer: { statusCode: number } | undefined
+  const statements = await statementsOf(t, async () => (answer = await desk.api('POST', `/demo/discussions/${number}/resolve`)))
+  t.equal(answer!.statusCode, 200)
+  const held = afterSiteRow(t, statements)
+  t.same(held.filter((text) => /"webhooks"|"rules_version"/.test(text)), [], 'no read of who listens while the site\'s row is held')
+})
