@@ -15,10 +15,10 @@ import { initialState, stateAfterAction, stateAfterComment, type Action } from '
 import { StoreError, VersionMoved } from './errors.ts'
 import { claimUploads } from './files.ts'
 import { allowSenderIn } from './senders.ts'
-import { notifyAssigned, notifyNewDiscussion, notifyOwnerOfComment } from './notifications.ts'
+import { hearsOfNew, notifyAssigned, notifyNewDiscussion, notifyOwnerOfComment } from './notifications.ts'
 import { queueReplyMail } from './outbox.ts'
 import { indexDiscussion } from './search.ts'
-import { siteChanged } from './changes.ts'
+import { recordChanges, siteChanged } from './changes.ts'
 import { bumpSiteVersion, lockSite } from './sites.ts'
 import { recordChange, type Actor } from './audit.ts'
 import { policiesFollowCategory } from './sla-policies.ts'
@@ -500,7 +500,7 @@ export interface NewRow {
 
 /**
  * Inserts a new discussion's row, numbered next on its site, with its SLA clocks; the row as read
- * back and its SLA policy's schedule (for the reports). The caller holds the site's lock (lockSite)
+ * back and its SLA policy's schedule (for the reports). The caller holds the site's row (lockSite, or bumpSiteVersion)
  * from before this until it commits, so the next create reads the number after this one.
  */
 export async function insertDiscussionIn(port: StorePort, row: NewRow): Promise<{ discussion: DiscussionRow; schedule: Schedule | null }> {
@@ -535,17 +535,24 @@ export async function createDiscussionIn(
 ): Promise<Written> {
   const write = writes(port)
   // Read before the site's row is taken, as every read that needs no lock: each statement after it
-  // is one more that the site's other writes wait for. A spam's event tells no rule and no webhook.
-  const listeners = input.spam ? undefined : await listenersIn(port, input.siteId)
-  // Held until commit: the next create on this site reads the highest number after this one's.
-  await lockSite(port, input.siteId)
-  const category = await categoryOfSite(port, input.siteId, input.categoryId)
+  // is one more that the site's other writes wait for. The category's settings are as they were
+  // when the create began (a change of them takes the site's row); its turn is read again under it.
+  let category = await categoryOfSite(port, input.siteId, input.categoryId)
   if (!category) throw new StoreError(`there is no category ${input.categoryId} on this site`, 'not_found', 'category')
+  // A spam's event tells no rule and no webhook, and no one hears of it.
+  const listeners = input.spam ? undefined : await listenersIn(port, input.siteId)
+  const hearing = input.spam ? [] : await hearsOfNew(port, input.siteId)
+  // Taken by moving the site's version (this create's change), and held until commit: the next
+  // create on this site reads the highest number after this one's. The author after it: a new
+  // customer's account and membership are written under it, as every write that adds them does.
+  await bumpSiteVersion(port, input.siteId)
   const author = await authorOf(port, input.siteId, input)
   const title = input.title.trim()
   const now = new Date(clock())
-  // A customer's new discussion in a round-robin category goes to the next supporter in turn.
-  const assigneeId = !author.bySupporter && !input.spam && category.roundRobin ? await nextInTurn(port, input.siteId, { id: input.categoryId, lastAssigneeId: category.lastAssigneeId }) : undefined
+  // A customer's new discussion in a round-robin category goes to the next supporter in turn, read under the site's row.
+  const inTurn = !author.bySupporter && !input.spam && category.roundRobin
+  if (inTurn) category = (await categoryOfSite(port, input.siteId, input.categoryId))!
+  const assigneeId = inTurn && category.roundRobin ? await nextInTurn(port, input.siteId, { id: input.categoryId, lastAssigneeId: category.lastAssigneeId }) : undefined
   const state = input.spam ? 'spam' : initialState(author.bySupporter)
   const values = input.fields ? await valuesAfter(port, input.siteId, {}, input.fields) : {}
   const { discussion, schedule } = await insertDiscussionIn(port, {
@@ -581,7 +588,8 @@ export async function createDiscussionIn(
   await indexDiscussion(port, discussion, { body: input.body })
   if (input.uploads) await claimUploads(port, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
   await countNewIn(port, discussion, schedule)
-  await siteChanged(port, { siteId: input.siteId, kind: input.spam ? 'discussion.spam' : 'discussion.created', discussionId: discussion.id, commentId: id, at: now })
+  // The site's version moved when its row was taken, above.
+  await recordChanges(port, input.siteId, [{ kind: input.spam ? 'discussion.spam' : 'discussion.created', discussionId: discussion.id, commentId: id, at: now }])
   // The opening post's author is the discussion's: the row just read names them.
   const comment: CommentRow = { id, ...opening, createdAt: now, movedFrom: null, movedFromNumber: null, authorEmail: discussion.authorEmail, authorName: discussion.authorName }
   // A new discussion's opening post is mailed to no one as a reply (its notices are the staff's own mail).
@@ -591,7 +599,7 @@ export async function createDiscussionIn(
     return { discussion, comment, made }
   }
   const about = { siteId: input.siteId, number, title }
-  await notifyNewDiscussion(port, clock, { ...about, authorId: author.id, authorName: discussion.authorName, body: input.body })
+  await notifyNewDiscussion(port, clock, hearing.filter((r) => r.id !== author.id), { ...about, authorName: discussion.authorName, body: input.body })
   if (assigneeId !== undefined) await notifyAssigned(port, clock, { ...about, ownerId: assigneeId, actorId: null, actorName: null })
   // Last: the rules the event starts (db/stores/rules.ts) see it made and its people told; as they left it, when they changed it.
   const ruled = await events(port, { type: 'discussion.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0, listeners })

@@ -35,7 +35,13 @@ const quoted = (text: string) => (text.length <= QUOTED_CHARS ? text : `${text.s
  * Queues a mail to each recipient: from the site's first mailbox, answerable by mail (each
  * recipient's reply address, lib/reply-address.ts), when the site has one; else from the service.
  */
-async function queue(port: StorePort, clock: Clock, about: About, recipients: Array<{ email: string; id: number }>, mail: (site: string) => Pick<OutboxMail, 'subject' | 'text'>) {
+/** A supporter a notification goes to. */
+export interface Recipient {
+  email: string
+  id: number
+}
+
+async function queue(port: StorePort, clock: Clock, about: About, recipients: Recipient[], mail: (site: string) => Pick<OutboxMail, 'subject' | 'text'>) {
   if (recipients.length === 0) return
   const { site, mailbox } = await siteMailbox(port, about.siteId)
   const at = new Date(clock())
@@ -79,9 +85,16 @@ function recipients(port: StorePort, choice: 'notifyNew' | 'notifyOwned', one: b
   )
 }
 
-/** A new discussion, to the site's supporters who asked for every one (its author aside). */
-export async function notifyNewDiscussion(port: StorePort, clock: Clock, about: About & { authorId: number; authorName: string; body: string }): Promise<void> {
-  const told = (await recipients(port, 'notifyNew', false).execute({ siteId: about.siteId })).filter((r) => r.id !== about.authorId)
+/**
+ * Who hears of new discussions: the site's supporters who asked for every one. Read by a create
+ * before it takes the site's row (db/stores/discussions.ts), which leaves its author out.
+ */
+export function hearsOfNew(port: StorePort, siteId: number): Promise<Recipient[]> {
+  return recipients(port, 'notifyNew', false).execute({ siteId })
+}
+
+/** A new discussion, to those who hear of it (hearsOfNew, its author aside). */
+export async function notifyNewDiscussion(port: StorePort, clock: Clock, told: Recipient[], about: About & { authorName: string; body: string }): Promise<void> {
   await queue(port, clock, about, told, (site) => ({
     subject: `[${site}] New discussion #${about.number}: ${about.title}`,
     text: `${about.authorName} started a discussion on ${site}:\n\n${quoted(about.body)}`,
@@ -89,7 +102,7 @@ export async function notifyNewDiscussion(port: StorePort, clock: Clock, about: 
 }
 
 /** The owner of the discussion, when they are staff of its site and asked to hear of it; never the person acting. */
-async function ownerToTell(port: StorePort, siteId: number, ownerId: number, actorId: number): Promise<Array<{ email: string; id: number }>> {
+async function ownerToTell(port: StorePort, siteId: number, ownerId: number, actorId: number): Promise<Recipient[]> {
   if (ownerId === actorId) return []
   return recipients(port, 'notifyOwned', true).execute({ siteId, userId: ownerId })
 }

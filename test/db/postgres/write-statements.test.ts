@@ -77,7 +77,21 @@ t.test('a new discussion: its listeners read before it takes the site\'s row; it
   t.equal(answer!.statusCode, 201)
   const held = afterSiteRow(t, statements)
   t.same(held.filter((text) => /"webhooks"|"rules_version"/.test(text)), [], 'no read of who listens while the site\'s row is held')
+  t.same(held.filter((text) => READ.test(text) && /from "(categories|memberships)"/.test(text)), [], 'nor of its category or of who hears of it')
   t.same(statements.filter((text) => ANSWER_READS.test(text) && READ.test(text)), [], 'no read of a reply mail or files it did not make')
+})
+
+t.test('a customer\'s new discussion in a category that gives them in turn: the turn read under the site\'s row', options, async (t) => {
+  const desk = await listenedDesk(t)
+  await desk.app.categories.change(desk.ann.site.id, desk.problems.id, { roundRobin: true })
+  let answer: { statusCode: number; json(): unknown } | undefined
+  const asked = { title: 'Help', body: 'It broke.', author_email: 'carol@customer.example' }
+  const statements = await statementsOf(t, async () => (answer = await desk.api('POST', `/demo/categories/${desk.problems.id}/discussions`, asked)))
+  t.equal(answer!.statusCode, 201)
+  t.match(answer!.json(), { assignee: { id: desk.ann.user.id } }, 'given to the supporter next in turn')
+  const held = afterSiteRow(t, statements)
+  t.ok(held.some((text) => READ.test(text) && /from "categories"/.test(text)), 'the category read again once the row is taken')
+  t.ok(held.some((text) => text.startsWith('update "categories" set "last_assignee_id"')), 'and its turn moved')
 })
 
 t.test('a change of state: who listens read before the site\'s row', options, async (t) => {
