@@ -13,7 +13,7 @@ import type { PgDb } from './client.ts'
 import { searchDocument, tsvectorOf } from '../../lib/search-text.ts'
 import { postgresPort } from './engine.ts'
 import { discussionChanges, discussions, sites } from '../schema/postgres.ts'
-import { seededChanges } from '../stores/changes.ts'
+import { seededChanges, seededChangesTaken } from '../stores/changes.ts'
 
 // `service-desk seed` on PostgreSQL: the draws of db/stores/seed.ts (the same seed gives the same
 // discussions, comments, customers and counts on both engines; test/cli/seed.test.ts seeds one of
@@ -180,6 +180,7 @@ export async function seedPostgresDiscussions(
         JOIN discussions d ON d.site_id = ${site.id} AND d.number = v.number`)
       // The feed tells of them (db/stores/changes.ts), as of every discussion made.
       await tx.execute(seededChanges({ discussionChanges, discussions }, site.id, first))
+      await tx.execute(seededChangesTaken({ discussionChanges, sites }, site.id))
       for (const key of [...moved.keys()].sort()) await bumpCount(postgresPort(tx), moved.get(key)!.row, moved.get(key)!.n)
       await bumpSiteVersion(postgresPort(tx), site.id)
       return said.number.length

@@ -45,6 +45,9 @@ export const sites = pgTable('sites', {
   companySignInOnly: pgBoolean('company_sign_in_only').notNull().default(false),
   erasureMode: pgText('erasure_mode', { enum: erasureModes }).notNull().default('anonymise'),
   retentionMonths: pgInteger('retention_months'),
+  // The number of its change feed's last change (db/stores/changes.ts): moved with its version by
+  // the write that takes the site's row, which numbers its changes from it.
+  changesSeq: pgInteger('changes_seq').notNull().default(0),
 })
 
 const siteReference = () =>

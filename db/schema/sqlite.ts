@@ -55,6 +55,9 @@ export const sites = sqliteTable('sites', {
   // after how many months its resolved discussions are deleted (null: kept).
   erasureMode: text('erasure_mode', { enum: erasureModes }).notNull().default('anonymise'),
   retentionMonths: integer('retention_months'),
+  // The number of its change feed's last change (db/stores/changes.ts): moved with its version by
+  // the write that takes the site's row, which numbers its changes from it.
+  changesSeq: integer('changes_seq').notNull().default(0),
 })
 
 /** The site a row belongs to; the row goes with it. */

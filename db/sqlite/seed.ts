@@ -1,7 +1,7 @@
 import { and, eq, sql } from '../drizzle.ts'
 import type { Db } from './client.ts'
 import { comments, discussionChanges, discussionCounts, discussions, memberships, sites, users } from '../schema/sqlite.ts'
-import { seededChanges } from '../stores/changes.ts'
+import { seededChanges, seededChangesTaken } from '../stores/changes.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { slugify } from '../stores/categories.ts'
@@ -174,6 +174,7 @@ export async function seedSqliteDiscussions(
         }
         // The feed tells of them (db/stores/changes.ts), as of every discussion made.
         db.run(seededChanges({ discussionChanges, discussions } as never, site.id, first))
+        db.run(seededChangesTaken({ discussionChanges, sites } as never, site.id))
         for (const key of [...moved.keys()].sort()) {
           const { row, n } = moved.get(key)!
           bump.run({ ...row, public: row.public ? 1 : 0, n })

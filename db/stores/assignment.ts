@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, inArray, sql } from '../drizzle.ts'
+import { and, asc, eq, gt, sql } from '../drizzle.ts'
 import { recordChanges } from './changes.ts'
 import type { StorePort } from '../port.ts'
 import { moveCounts, NO_ASSIGNEE } from './discussion-counts.ts'
@@ -73,7 +73,7 @@ export async function nextInTurn(port: StorePort, siteId: number, category: { id
  * each is a change of the feed (db/stores/changes.ts) at `at`.
  */
 export async function unassignEverything(port: StorePort, at: Date, userId: number, siteId?: number): Promise<number> {
-  const { discussions, sites } = port.tables
+  const { discussions } = port.tables
   const theirs = and(eq(discussions.assigneeId, userId), siteId === undefined ? undefined : eq(discussions.siteId, siteId))
   const changed = await port.db
     .update(discussions)
@@ -81,10 +81,9 @@ export async function unassignEverything(port: StorePort, at: Date, userId: numb
     .where(theirs)
     .returning({ id: discussions.id, siteId: discussions.siteId, categoryId: discussions.categoryId, state: discussions.state, public: discussions.public })
   if (changed.length === 0) return 0
-  // The sites' rows before the counts' rows, as in every write (db/stores/discussions.ts).
-  const touched = [...new Set(changed.map((d) => d.siteId))]
-  await port.db.update(sites).set({ version: sql`${sites.version} + 1` }).where(inArray(sites.id, touched))
-  // Each a change of its site's feed, under the site's row lock the version's bump took.
+  // The sites' rows before the counts' rows, as in every write (db/stores/discussions.ts), in the
+  // order of their ids; each change numbered in its site's feed by the statement that takes its row.
+  const touched = [...new Set(changed.map((d) => d.siteId))].sort((a, b) => a - b)
   for (const siteId of touched) {
     await recordChanges(port, siteId, changed.filter((d) => d.siteId === siteId).map((d) => ({ kind: 'discussion.updated' as const, discussionId: d.id, at })))
   }

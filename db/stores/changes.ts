@@ -2,14 +2,14 @@ import { and, asc, eq, gt, inArray, sql } from '../drizzle.ts'
 import type { StorePort } from '../port.ts'
 import type { ChangeKind } from '../values.ts'
 import { discussionViews, type CommentRow, type DiscussionRow } from './discussion-listing.ts'
-import { bumpSiteVersion } from './sites.ts'
 
 // The change feed (docs/decisions.md, "Safe retries, cursors and the change feed"): every create,
 // change, comment, delete and restore of a site's discussions, one row each, numbered per site in
-// the order the changes committed. The number is the highest so far plus one, read and written in
-// the change's transaction while it holds the site's row lock (taken by the version's bump just
-// before, `siteChanged`), so a transaction that would number after another waits for that one to
-// commit or roll back: a reader that has seen number n never later finds a row under n appear.
+// the order the changes committed. The numbers are the site's (its row's changes_seq), taken in the
+// change's transaction by the statement that moves the site's version and so takes the site's row
+// lock (`takeSite`, `siteChanged`), so a transaction that would number after another waits for
+// that one to commit or roll back: a reader that has seen number n never later finds a row under n
+// appear. A number taken by a transaction that rolls back is taken back with it.
 
 /** A change as the feed keeps it. */
 export interface Change {
@@ -30,37 +30,59 @@ export interface ChangeOf {
 }
 
 /**
- * The site's version moves on (sites.ts) and the feed records the change, in the transaction of
- * `port`: every change to a discussion calls this once, so neither happens without the other.
+ * Takes the site's row in the transaction of `port`, until it ends, by moving the site's version on
+ * (every change to what the API shows of the site does: docs/decisions.md, "Conditional requests"),
+ * and with it the next `changes` numbers of its feed: the last number taken. The first lock of every
+ * write of a site's discussions: the counts' rows and the reports' day rows are taken after it.
  */
-export async function siteChanged(port: StorePort, change: ChangeOf): Promise<void> {
-  await bumpSiteVersion(port, change.siteId)
-  await recordChanges(port, change.siteId, [change])
+export async function takeSite(port: StorePort, siteId: number, changes: number): Promise<number> {
+  const { sites } = port.tables
+  const p = sql.placeholder
+  const take = port.prepared('changes_take_site', (db) =>
+    db
+      .update(sites)
+      .set({ version: sql`${sites.version} + 1`, changesSeq: sql`${sites.changesSeq} + ${p('changes')}` })
+      .where(eq(sites.id, p('siteId')))
+      .returning({ last: sites.changesSeq })
+      .prepare('changes_take_site'),
+  )
+  return (await take.execute({ siteId, changes }))[0]!.last
+}
+
+/** Records changes of one site numbered up to `last`, the last of the numbers takeSite took for them. */
+export async function recordChangesTo(port: StorePort, siteId: number, last: number, changes: Array<Omit<ChangeOf, 'siteId'>>): Promise<void> {
+  const { discussionChanges } = port.tables
+  const p = sql.placeholder
+  const insert = port.prepared('changes_insert', (db) =>
+    db
+      .insert(discussionChanges)
+      .values({ siteId: p('siteId'), seq: p('seq'), kind: p('kind'), discussionId: p('discussionId'), commentId: p('commentId'), at: p('at') })
+      .prepare('changes_insert'),
+  )
+  let seq = last - changes.length
+  for (const change of changes) {
+    await insert.execute({ siteId, seq: ++seq, kind: change.kind, discussionId: change.discussionId, commentId: change.commentId ?? null, at: change.at })
+  }
+}
+
+/** Takes the site's row (takeSite) and records its changes, numbered in order after its last. */
+export async function recordChanges(port: StorePort, siteId: number, changes: Array<Omit<ChangeOf, 'siteId'>>): Promise<void> {
+  await recordChangesTo(port, siteId, await takeSite(port, siteId, changes.length), changes)
 }
 
 /**
- * Records changes of one site, numbered in order after its last; the caller holds the site's row
- * lock (its version moved in this transaction), which makes the numbers the commit order.
+ * The site's version moves on and the feed records the change, in the transaction of `port`: every
+ * change to a discussion calls this once, so neither happens without the other. On PostgreSQL one
+ * statement, so that the site's row, once taken, waits on one round trip less: the statements that
+ * follow it are what the site's other writes wait for (docs/decisions.md, "Writes as light as reads").
  */
-export async function recordChanges(port: StorePort, siteId: number, changes: Array<Omit<ChangeOf, 'siteId'>>): Promise<void> {
-  const { discussionChanges } = port.tables
-  const p = sql.placeholder
-  const next = port.prepared('changes_insert', (db) =>
-    db
-      .insert(discussionChanges)
-      .values({
-        siteId: p('siteId'),
-        seq: sql`(select coalesce(max(${discussionChanges.seq}), 0) + 1 from ${discussionChanges} where ${discussionChanges.siteId} = ${p('siteId')})`,
-        kind: p('kind'),
-        discussionId: p('discussionId'),
-        commentId: p('commentId'),
-        at: p('at'),
-      })
-      .prepare('changes_insert'),
-  )
-  for (const change of changes) {
-    await next.execute({ siteId, kind: change.kind, discussionId: change.discussionId, commentId: change.commentId ?? null, at: change.at })
-  }
+export async function siteChanged(port: StorePort, change: ChangeOf): Promise<void> {
+  if (port.kind === 'sqlite') return recordChanges(port, change.siteId, [change])
+  const { discussionChanges, sites } = port.tables
+  await port.db.execute(sql`
+    with taken as (update ${sites} set version = version + 1, changes_seq = changes_seq + 1 where id = ${change.siteId} returning changes_seq)
+    insert into ${discussionChanges} (site_id, seq, kind, discussion_id, comment_id, at)
+    select ${change.siteId}, taken.changes_seq, ${change.kind}, ${change.discussionId}, ${change.commentId ?? null}, ${change.at} from taken`)
 }
 
 /** The feed's reads: a page of a site's changes after a number, and the rows they are about. */
@@ -102,7 +124,8 @@ export type ChangeStore = ReturnType<typeof createChangeStore>
 /**
  * The seed's batch of discussions as changes (db/sqlite/seed.ts, db/postgres/seed.ts): each
  * discussion of the site numbered `first` or higher, created, in number order after the site's
- * last change; run in the batch's transaction, which holds the site's lock.
+ * last change; run in the batch's transaction, which holds the site's lock, and followed by
+ * seededChangesTaken.
  */
 export function seededChanges(tables: Pick<StorePort['tables'], 'discussionChanges' | 'discussions'>, siteId: number, first: number) {
   const { discussionChanges, discussions } = tables
@@ -110,4 +133,10 @@ export function seededChanges(tables: Pick<StorePort['tables'], 'discussionChang
     select ${discussions.siteId}, (select coalesce(max(${discussionChanges.seq}), 0) from ${discussionChanges} where ${discussionChanges.siteId} = ${siteId})
       + row_number() over (order by ${discussions.number}), 'discussion.created', ${discussions.id}, null, ${discussions.createdAt}
     from ${discussions} where ${discussions.siteId} = ${siteId} and ${discussions.number} >= ${first}`
+}
+
+/** After seededChanges: the site's feed numbers on from the last change the seed recorded (takeSite). */
+export function seededChangesTaken(tables: Pick<StorePort['tables'], 'discussionChanges' | 'sites'>, siteId: number) {
+  const { discussionChanges, sites } = tables
+  return sql`update ${sites} set changes_seq = (select coalesce(max(${discussionChanges.seq}), 0) from ${discussionChanges} where ${discussionChanges.siteId} = ${siteId}) where ${sites.id} = ${siteId}`
 }

@@ -18,7 +18,7 @@ import { allowSenderIn } from './senders.ts'
 import { hearsOfNew, notifyAssigned, notifyNewDiscussion, notifyOwnerOfComment } from './notifications.ts'
 import { queueReplyMail } from './outbox.ts'
 import { indexDiscussion } from './search.ts'
-import { recordChanges, siteChanged } from './changes.ts'
+import { recordChangesTo, siteChanged, takeSite } from './changes.ts'
 import { bumpSiteVersion, lockSite } from './sites.ts'
 import { recordChange, type Actor } from './audit.ts'
 import { policiesFollowCategory } from './sla-policies.ts'
@@ -500,7 +500,7 @@ export interface NewRow {
 
 /**
  * Inserts a new discussion's row, numbered next on its site, with its SLA clocks; the row as read
- * back and its SLA policy's schedule (for the reports). The caller holds the site's row (lockSite, or bumpSiteVersion)
+ * back and its SLA policy's schedule (for the reports). The caller holds the site's row (lockSite, or takeSite)
  * from before this until it commits, so the next create reads the number after this one.
  */
 export async function insertDiscussionIn(port: StorePort, row: NewRow): Promise<{ discussion: DiscussionRow; schedule: Schedule | null }> {
@@ -542,10 +542,10 @@ export async function createDiscussionIn(
   // A spam's event tells no rule and no webhook, and no one hears of it.
   const listeners = input.spam ? undefined : await listenersIn(port, input.siteId)
   const hearing = input.spam ? [] : await hearsOfNew(port, input.siteId)
-  // Taken by moving the site's version (this create's change), and held until commit: the next
+  // Taken by moving the site's version with this create's number in the feed, and held until commit: the next
   // create on this site reads the highest number after this one's. The author after it: a new
   // customer's account and membership are written under it, as every write that adds them does.
-  await bumpSiteVersion(port, input.siteId)
+  const changeSeq = await takeSite(port, input.siteId, 1)
   const author = await authorOf(port, input.siteId, input)
   const title = input.title.trim()
   const now = new Date(clock())
@@ -588,8 +588,8 @@ export async function createDiscussionIn(
   await indexDiscussion(port, discussion, { body: input.body })
   if (input.uploads) await claimUploads(port, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
   await countNewIn(port, discussion, schedule)
-  // The site's version moved when its row was taken, above.
-  await recordChanges(port, input.siteId, [{ kind: input.spam ? 'discussion.spam' : 'discussion.created', discussionId: discussion.id, commentId: id, at: now }])
+  // Numbered when the site's row was taken, above.
+  await recordChangesTo(port, input.siteId, changeSeq, [{ kind: input.spam ? 'discussion.spam' : 'discussion.created', discussionId: discussion.id, commentId: id, at: now }])
   // The opening post's author is the discussion's: the row just read names them.
   const comment: CommentRow = { id, ...opening, createdAt: now, movedFrom: null, movedFromNumber: null, authorEmail: discussion.authorEmail, authorName: discussion.authorName }
   // A new discussion's opening post is mailed to no one as a reply (its notices are the staff's own mail).

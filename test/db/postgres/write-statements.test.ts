@@ -32,7 +32,7 @@ async function statementsOf(t: Test, work: () => Promise<unknown>): Promise<stri
   return sent.map((text) => text.replace(/\s+/g, ' ').trim().toLowerCase())
 }
 
-const SITE_ROW = /^(update "sites" set "version"|select "id" from "sites" where "sites"\."id" = \$1 for no key update)/
+const SITE_ROW = /^(with taken as \(update "sites" set version|update "sites" set "version"|select "id" from "sites" where "sites"\."id" = \$1 for no key update)/
 const READ = /^select /
 const ANSWER_READS = /from "(outbox|attachments)"/
 
