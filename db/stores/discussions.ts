@@ -368,7 +368,7 @@ export async function changeDiscussionIn(tx: StorePort, { clock, events }: Write
   await moveCount(tx, counted(before), counted(after))
   await addTallies(tx, siteId, report.tallies)
   const ruled = await events(tx, { type, siteId, discussion: after, before, listeners })
-  await tellSla(tx, clock, events, after, sla.late)
+  await tellSla(tx, clock, events, after, sla.late, listeners)
   return ruled ? getIn(tx, siteId, number) : after
 }
 
@@ -461,16 +461,17 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
   // Read before the site's row is taken: every statement after it is one more that the site's other writes wait for.
   const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
   const listeners = await listenersIn(tx, input.siteId)
+  // Its owner hears of it (as the discussion was before: the rules below may give it to another), queued before the row too.
+  if (before.assigneeId !== null) {
+    await notifyOwnerOfComment(tx, clock, { siteId: input.siteId, number: before.number, title: before.title, ownerId: before.assigneeId, authorId: author.id, authorName: comment.authorName, body: input.body, internal: input.internal })
+  }
   // The site's row before the counts' rows, as in every write (changeDiscussionIn above).
   await siteChanged(tx, { siteId: input.siteId, kind: 'comment.created', discussionId: before.id, commentId: id, at: now })
   await moveCount(tx, counted(before), counted({ ...before, state }))
   // The day rows after the site's row and the counts', as in every write (the order of changeDiscussionIn above).
   await addTallies(tx, input.siteId, report.tallies)
   const ruled = await events(tx, { type: 'comment.created', siteId: input.siteId, discussion, comment, files: (input.uploads?.length ?? 0) > 0, before, listeners })
-  await tellSla(tx, clock, events, discussion, sla.late)
-  if (before.assigneeId !== null) {
-    await notifyOwnerOfComment(tx, clock, { siteId: input.siteId, number: before.number, title: before.title, ownerId: before.assigneeId, authorId: author.id, authorName: comment.authorName, body: input.body, internal: input.internal })
-  }
+  await tellSla(tx, clock, events, discussion, sla.late, listeners)
   // As the rules left it, when one of them changed it (db/stores/rules.ts).
   return { discussion: ruled ? await getIn(tx, input.siteId, input.number) : discussion, comment, made: { files: (input.uploads?.length ?? 0) > 0, mailed } }
 }

@@ -6,7 +6,7 @@ import { createBoundedMap } from '../../lib/bounded-set.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { DiscussionRow } from './discussion-listing.ts'
 import { notifySla } from './notifications.ts'
-import type { EventSink } from './webhooks.ts'
+import type { EventSink, Listeners } from './webhooks.ts'
 
 // The SLA clocks of the discussions (issue 68; lib/sla.ts; docs/decisions.md, "SLA policies"): the
 // site's policies read in the transaction of each write, and the clock's columns moved with the
@@ -165,10 +165,10 @@ export async function alertsDue(port: StorePort, now: Date, limit: number): Prom
  * (sla.warning, sla.breached) and a mail to its owner or the team (db/stores/notifications.ts).
  * Nothing of a discussion marked spam, deleted or merged is told (its clocks stopped with the move anyway).
  */
-export async function tellSla(port: StorePort, clock: Clock, events: EventSink, discussion: DiscussionRow, alerts: readonly SlaAlert[]): Promise<void> {
+export async function tellSla(port: StorePort, clock: Clock, events: EventSink, discussion: DiscussionRow, alerts: readonly SlaAlert[], listeners?: Listeners): Promise<void> {
   if (discussion.state === 'spam' || discussion.state === 'deleted' || discussion.state === 'merged') return
   for (const alert of alerts) {
-    await events(port, { type: alert.alert === 'warning' ? 'sla.warning' : 'sla.breached', siteId: discussion.siteId, discussion, alert })
+    await events(port, { type: alert.alert === 'warning' ? 'sla.warning' : 'sla.breached', siteId: discussion.siteId, discussion, alert, listeners })
     await notifySla(port, clock, { siteId: discussion.siteId, number: discussion.number, title: discussion.title, ownerId: discussion.assigneeId, alert })
   }
 }

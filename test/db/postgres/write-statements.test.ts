@@ -1,6 +1,6 @@
 import pg from 'pg'
 import t, { type Test } from 'tap'
-import { rawRows } from '../../fixtures/app.ts'
+import { rawRows, supporterWithToken } from '../../fixtures/app.ts'
 import { discussionApp } from '../../fixtures/discussions.ts'
 import { POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
 
@@ -68,6 +68,19 @@ t.test('a reply: no read once the site\'s row is taken, and its answer reads no 
   t.same(statements.filter((text) => ANSWER_READS.test(text) && READ.test(text)), [], 'no read of a reply mail or files it did not make')
   const queued = await rawRows(desk.app, "SELECT count(*) AS n FROM outbox WHERE kind = 'webhook'")
   t.equal(Number(queued[0]!.n), 2, 'the create\'s event and the reply\'s, each queued once')
+})
+
+t.test('a reply on a discussion another supporter owns: its owner is told before the site\'s row is taken', options, async (t) => {
+  const desk = await listenedDesk(t)
+  const bob = await supporterWithToken(desk.app, { email: 'bob@example.test' })
+  const { number } = await desk.create()
+  t.equal((await desk.api('PUT', `/demo/discussions/${number}`, { assignee: bob.user.id })).statusCode, 200)
+  const statements = await statementsOf(t, () => desk.api('POST', `/demo/discussions/${number}/comments`, { body: 'An answer.' }))
+  const held = afterSiteRow(t, statements)
+  t.same(held.filter((text) => READ.test(text)), [], 'nothing read while the site\'s other writes wait')
+  const told = await rawRows(desk.app, "SELECT payload FROM outbox WHERE kind = 'notification' ORDER BY id")
+  const subjects = told.map((row) => JSON.parse(String(row.payload)) as { to: string; subject: string }).map((mail) => `${mail.to} ${mail.subject}`)
+  t.same(subjects, ['bob@example.test [Site demo] #1 is yours: A question', 'bob@example.test [Site demo] Reply on #1: A question'], 'Bob told it is his, then of the reply, once')
 })
 
 t.test('a new discussion: its listeners read before it takes the site\'s row; its answer reads no mail or files it did not make', options, async (t) => {
