@@ -31,16 +31,16 @@ interface About {
 
 const quoted = (text: string) => (text.length <= QUOTED_CHARS ? text : `${text.slice(0, QUOTED_CHARS)}…`)
 
-/**
- * Queues a mail to each recipient: from the site's first mailbox, answerable by mail (each
- * recipient's reply address, lib/reply-address.ts), when the site has one; else from the service.
- */
 /** A supporter a notification goes to. */
 export interface Recipient {
   email: string
   id: number
 }
 
+/**
+ * Queues a mail to each recipient: from the site's first mailbox, answerable by mail (each
+ * recipient's reply address, lib/reply-address.ts), when the site has one; else from the service.
+ */
 async function queue(port: StorePort, clock: Clock, about: About, recipients: Recipient[], mail: (site: string) => Pick<OutboxMail, 'subject' | 'text'>) {
   if (recipients.length === 0) return
   const { site, mailbox } = await siteMailbox(port, about.siteId)

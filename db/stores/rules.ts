@@ -34,7 +34,7 @@ import { StoreError } from './errors.ts'
 import { notifyByRule } from './notifications.ts'
 import { policiesOf } from './sla.ts'
 import { lockSite } from './sites.ts'
-import type { EventSink, StoreEvent } from './webhooks.ts'
+import { listenersIn, type EventSink, type StoreEvent } from './webhooks.ts'
 
 // A site's rules (issue 70; lib/rules.ts; docs/decisions.md, "Rules and macros"): kept here, run
 // in the transaction of the write whose event starts them (`createRuleSink`, which every store's
@@ -385,22 +385,20 @@ async function fire(tx: StorePort, write: WriteContext, webhooks: EventSink, rul
 /** The site's rules on events that are on, in order: parsed once per version of them, per process. */
 function createRuleCache() {
   const kept = new Map<number, { version: number; rules: ReadyRule[] }>()
-  /** `known`: the version the write read with its listeners (db/stores/webhooks.ts, listenersIn), when it did. */
-  return async function eventRulesOf(tx: StorePort, siteId: number, known?: number): Promise<ReadyRule[]> {
-    const { rules, sites } = tx.tables
-    const versionOf = tx.prepared('rules_version_of_site', (db) => db.select({ version: sites.rulesVersion }).from(sites).where(eq(sites.id, sql.placeholder('siteId'))).prepare('rules_version_of_site'))
-    const [row] = known === undefined ? await versionOf.execute({ siteId }) : [{ version: known }]
-    // A site that never had a rule: nothing more to read.
-    if (!row || row.version === 0) return []
+  /** `version`: the site's rules' version, read with its listeners (db/stores/webhooks.ts, listenersIn). */
+  return async function eventRulesOf(tx: StorePort, siteId: number, version: number): Promise<ReadyRule[]> {
+    const { rules } = tx.tables
+    // A site that never had a rule (or is gone): nothing more to read.
+    if (version === 0) return []
     const cached = kept.get(siteId)
-    if (cached?.version === row.version) return cached.rules
+    if (cached?.version === version) return cached.rules
     const rows = await tx.db
       .select()
       .from(rules)
       .where(and(eq(rules.siteId, siteId), eq(rules.enabled, true), sql`${rules.afterMinutes} is null`))
       .orderBy(asc(rules.position), asc(rules.id))
     const ready = rows.map((r) => readied(ruleOf(r)))
-    kept.set(siteId, { version: row.version, rules: ready })
+    kept.set(siteId, { version, rules: ready })
     return ready
   }
 }
@@ -418,11 +416,15 @@ export function createRuleSink(inner: EventSink, clock: Clock, box: SecretBox): 
   /** The sink at `depth` of one write's chain of rules; `fired`: the rules (on discussions) it fired. */
   const sinkAt = (depth: number, fired: Set<string> | null): EventSink =>
     async (tx: StorePort, event: StoreEvent) => {
-      await inner(tx, event)
-      if (depth >= MAX_RULE_DEPTH || !('discussion' in event)) return false
-      const triggers = triggersOf(event as Parameters<typeof triggersOf>[0])
-      if (triggers.length === 0) return false
-      const rules = await eventRulesOf(tx, event.siteId, 'listeners' in event ? event.listeners?.rulesVersion : undefined)
+      const triggers = depth < MAX_RULE_DEPTH && 'discussion' in event ? triggersOf(event as Parameters<typeof triggersOf>[0]) : []
+      if (!('discussion' in event) || triggers.length === 0) {
+        await inner(tx, event)
+        return false
+      }
+      // Who listens, read once for the webhooks and the rules when the write did not.
+      const listeners = event.listeners ?? (await listenersIn(tx, event.siteId))
+      await inner(tx, { ...event, listeners })
+      const rules = await eventRulesOf(tx, event.siteId, listeners.rulesVersion)
       if (rules.length === 0) return false
       const chain = fired ?? new Set<string>()
       const write: WriteContext = { clock, events: sinkAt(depth + 1, chain), authorOf }

@@ -23,14 +23,18 @@ export type Webhook = Tables['webhooks']['$inferSelect']
 export type WebhookDelivery = Tables['webhookDeliveries']['$inferSelect']
 
 /** What the stores tell of, in the transaction of the change: the rows as written. */
-export type StoreEvent =
-  | { type: 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' | 'discussion.merged' | 'satisfaction.rated'; siteId: number; discussion: DiscussionRow; /** As it was before the change, where the store has it (the rules' triggers). */ before?: DiscussionRow; listeners?: Listeners }
+export type StoreEvent = (
+  | { type: 'discussion.updated' | 'discussion.deleted' | 'discussion.restored' | 'discussion.spam' | 'discussion.merged' | 'satisfaction.rated'; siteId: number; discussion: DiscussionRow; /** As it was before the change, where the store has it (the rules' triggers). */ before?: DiscussionRow }
   | { type: 'rule.fired'; siteId: number; discussion: DiscussionRow; rule: { id: number; name: string } }
-  | { type: 'discussion.created' | 'comment.created'; siteId: number; discussion: DiscussionRow; comment: CommentRow; /** Whether the comment carries files (read only then). */ files: boolean; /** A reply's discussion as it was before (the rules' triggers: a reply may move its state). */ before?: DiscussionRow; /** Who listens on the site, when the write read it (listenersIn): the sinks read nothing more. */ listeners?: Listeners }
-  | { type: 'sla.warning' | 'sla.breached'; siteId: number; discussion: DiscussionRow; alert: SlaAlert; listeners?: Listeners }
+  | { type: 'discussion.created' | 'comment.created'; siteId: number; discussion: DiscussionRow; comment: CommentRow; /** Whether the comment carries files (read only then). */ files: boolean; /** A reply's discussion as it was before (the rules' triggers: a reply may move its state). */ before?: DiscussionRow }
+  | { type: 'sla.warning' | 'sla.breached'; siteId: number; discussion: DiscussionRow; alert: SlaAlert }
   | { type: 'token.created' | 'token.revoked' | 'token.leaked'; siteId: number; token: EventToken }
   | { type: 'application.authorized'; siteId: number; application: EventApplication }
   | { type: 'customer.erased'; siteId: number; erasure: EventErasure }
+) & {
+  /** Who listens on the site, when the write read it (listenersIn) or the rules' sink did: the webhooks' sink reads nothing more. */
+  listeners?: Listeners
+}
 
 /** A customer erased (db/stores/erasure.ts): who they were by id, and the discussions' numbers by what became of them. */
 export interface EventErasure {
@@ -161,7 +165,7 @@ export function createEventSink(clock: Clock, render: EventRender): EventSink {
   return async (tx, event) => {
     if ('discussion' in event && event.discussion.state === 'spam' && event.type !== 'discussion.spam') return
     const { outbox } = tx.tables
-    const endpoints = ('listeners' in event && event.listeners ? event.listeners : await listenersIn(tx, event.siteId)).webhooks
+    const endpoints = (event.listeners ?? (await listenersIn(tx, event.siteId))).webhooks
     if (endpoints.length === 0) return
     const internal = event.type === 'comment.created' && event.comment.internal
     const targets = endpoints.filter((endpoint) => eventsOf(endpoint).includes(event.type) && (!internal || endpoint.internalComments))
