@@ -1,7 +1,7 @@
 import t from 'tap'
 import { cliRunner } from '../fixtures/cli.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the fields command's words and refusals; every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-05).
 // A site's custom fields on the command line (cli/fields.ts; issue 72): added, listed and removed
 // as the API has them; a refusal changes nothing and says why.
 

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { cliRunner } from '../fixtures/cli.ts'
 
-// Engines: both: what it asks goes through the stores, and each engine must answer it alike.
+// Engines: one: the command's words and refusals; every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-05; the switch refused without a provider in test/db/stores/sign-in-providers.test.ts).
 // A site's identity providers on the command line (cli/sign-in-providers.ts; issue 73): added,
 // listed and removed as the API has them, the secret from standard input and never printed; the
 // operator's `site policy --company-sign-in-only off` is the way back in.

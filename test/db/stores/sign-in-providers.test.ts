@@ -12,6 +12,9 @@ t.test('each field of a provider is checked; a refusal writes nothing', async (t
   const ann = await personWithPassword(app)
   const site = ann.site.id
   const good = { name: 'Acme', kind: 'oidc' as const, issuer: 'https://sso.acme.example/realms/staff/', clientId: 'desk', clientSecret: 's3cret' }
+  // The company's account alone, with no provider to sign in at: refused, even to the operator (no actor), and nothing written.
+  await t.rejects(app.sites.setPolicy(site, { companySignInOnly: true }), { code: 'conflict', field: 'company_sign_in_only' })
+  t.equal((await app.sites.find(ann.site.permalink))!.companySignInOnly, false)
   const made = await app.signInProviders.add(site, good)
   t.equal(made.issuer, 'https://sso.acme.example/realms/staff', 'the trailing slash left out')
   for (const [change, field] of [
