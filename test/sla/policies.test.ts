@@ -286,7 +286,8 @@ t.test('two looks for the same alerts at once tell each once', async (t) => {
   clock.advance(11 * MINUTE)
   const [one, two] = await Promise.all([app.discussions.tellAlerts(), app.discussions.tellAlerts()])
   t.equal(one.alerts + two.alerts, 5, 'five breaches between them')
-  t.equal(one.discussions + two.discussions, 10, 'each looked at every discussion it read as due')
+  // Each reads what is due when it starts: a look that starts after the other told one reads fewer (seen on a loaded machine).
+  t.ok(one.discussions <= 5 && two.discussions <= 5 && one.discussions + two.discussions >= 5, `each looked at what it read as due (${one.discussions} and ${two.discussions})`)
 })
 
 t.test('a change keeps what it does not name, and two changes at once keep each other', async (t) => {
