@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import t, { type Test } from 'tap'
 import { buildApp } from '../../../app.ts'
-import { BASE_URL, SITE_URL, testClock } from '../../fixtures/app.ts'
+import { BASE_URL, rawRowsAt, SITE_URL, testClock } from '../../fixtures/app.ts'
 import { addressOf, copyOfTemplate, dropTestDatabase, emptied, onDatabase, POSTGRES_URL, postgresAnswers, pristineOf } from '../../fixtures/postgres.ts'
 
 // Engines: both: it tests the PostgreSQL fixture itself, so it runs in the PostgreSQL pass alone.
@@ -10,7 +10,8 @@ import { addressOf, copyOfTemplate, dropTestDatabase, emptied, onDatabase, POSTG
 // (test/fixtures/postgres.ts, docs/development.md "Where the time goes"): what the later test gets
 // must be what a fresh copy of the template is, row for row and sequence for sequence, and a
 // database whose tables a test changed (a table dropped, a trigger added to make a store fail) is
-// never handed out again.
+// never handed out again. A test's statements behind the stores' back go through one session of
+// its database, which the emptying ends.
 
 const down = (await postgresAnswers()) ? false : `PostgreSQL at ${POSTGRES_URL} does not answer`
 
@@ -109,4 +110,15 @@ t.test('a database whose tables a test changed is never handed out again', { ski
     t.equal(await emptied(name, pristine), false, `refused after: ${change}`)
     t.equal(await sites(), written, 'and left as it was')
   }
+})
+
+t.test("a test's statements behind the stores' back share one session of its database, which its emptying ends", { skip: down }, async (t) => {
+  const name = await copy(t)
+  const session = async () => Number((await rawRowsAt(addressOf(name), 'SELECT pg_backend_pid() AS pid'))[0]!.pid)
+  const first = await session()
+  t.same(await Promise.all([session(), session()]), [first, first], 'the next statements, side by side too, on the same session')
+  t.equal(await emptied(name, await pristineOf(name)), true)
+  const next = await session()
+  t.not(next, first, "emptied for the next test: the last test's session was ended, and a new one started")
+  t.equal(await session(), next, 'and kept for its statements')
 })
