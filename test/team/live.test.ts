@@ -6,6 +6,7 @@ import { bannerToken, freePort, startServer, type RunningServer } from '../fixtu
 import { BROWSER_ACCEPT, personWithPassword, webClient } from '../fixtures/web.ts'
 import { twoApps } from '../multiprocess/two-apps.ts'
 import { PRESENCE_TTL_MS, REPLYING_TTL_MS } from '../../plugins/presence.ts'
+import { LIVE_COALESCE_MS } from '../../routes/web/live.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The live pages' stream (routes/web/live.ts) over a real socket: a change to the site's
@@ -95,11 +96,15 @@ t.test('the stream tells the site staff of each change, and no one else of anyth
   await new Promise((resolve) => setTimeout(resolve, 600))
   t.same(stream.events, ['change'], "nothing of the other site's")
 
-  // Changes close together are told as one; a later one again.
-  for (let i = 0; i < 3; i++) await app.discussions.reply({ siteId: ann.site.id, number: 1, body: `r${i}`, internal: false, supporterId: ann.user.id, via: 'api' })
+  // Changes close together are told as one; a later one again. Made side by side, so that they
+  // commit within the window even on a loaded machine; three that took longer than the window to
+  // commit (seen on PostgreSQL in a loaded run) may each be told, but never more than once.
+  const replying = Date.now()
+  await Promise.all([0, 1, 2].map((i) => app.discussions.reply({ siteId: ann.site.id, number: 1, body: `r${i}`, internal: false, supporterId: ann.user.id, via: 'api' })))
+  const took = Date.now() - replying
   t.ok(await until(() => stream.events.length >= 2, 2000))
   await new Promise((resolve) => setTimeout(resolve, 400))
-  t.ok(stream.events.length <= 3, `three changes at once told as few (${stream.events.length - 1})`)
+  t.ok(stream.events.length - 1 <= (took < LIVE_COALESCE_MS ? 2 : 3), `three changes at once told as few (${stream.events.length - 1}; made in ${took} ms)`)
   t.notOk(stream.ended(), 'open past the request timeout')
   const told = stream.events.length
   await app.discussions.act(ann.site.id, 1, 'resolve')
