@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import { SECRET_VARIABLE } from '../config.ts'
 import { isPostgresAddress, redactPostgresAddress } from '../lib/database-address.ts'
 import { keyFileFor } from '../lib/server-key.ts'
+import { grouped } from '../lib/numbers.ts'
 import type { CopyReport } from '../db/copy.ts'
 import { UsageError, type Command, type Io } from './command.ts'
 
@@ -76,7 +77,7 @@ export const copyCommand: Command = {
     if (!isPostgresAddress(to)) throw new UsageError(`--to must be a postgres:// address, not "${to}"`)
     const { copyDatabase, sealedUnder } = await import('../db/copy.ts')
     const report = await copyDatabase(from, to, {
-      onTable: (table, rows, ms) => io.stderr(`copied ${table}: ${rows.toLocaleString('en')} row${rows === 1 ? '' : 's'} in ${ms} ms\n`),
+      onTable: (table, rows, ms) => io.stderr(`copied ${table}: ${grouped(rows)} row${rows === 1 ? '' : 's'} in ${ms} ms\n`),
     })
     io.stdout(checkTable(report))
     const rows = report.tables.reduce((sum, t) => sum + t.source.rows, 0)
@@ -86,7 +87,7 @@ export const copyCommand: Command = {
       io.stdout(`The copy differs from ${from} in ${differing.join(', ')}: it was rolled back, nothing was copied to ${target}.\n`)
       return EXIT_DIFFERS
     }
-    io.stdout(`Copied ${rows.toLocaleString('en')} rows in ${report.tables.length} tables from ${from} to ${target}; every count and checksum is the same on both sides.\n`)
+    io.stdout(`Copied ${grouped(rows)} rows in ${report.tables.length} tables from ${from} to ${target}; every count and checksum is the same on both sides.\n`)
     serverKeyAdvice(report, from, io, sealedUnder)
     return 0
   },

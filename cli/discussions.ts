@@ -1,6 +1,7 @@
 import { seedSqliteDiscussions } from '../db/sqlite/seed.ts'
 import { OPERATOR } from '../db/stores/audit.ts'
 import { shown } from '../lib/terminal-text.ts'
+import { grouped } from '../lib/numbers.ts'
 import { admin } from './admin.ts'
 import { UsageError, type Command, type Io } from './command.ts'
 
@@ -9,7 +10,7 @@ const MAX_SEED = 10_000_000
 function parseCount(value: string | boolean | undefined): number {
   if (value === undefined) throw new UsageError('--discussions is required: say how many discussions to create')
   if (!/^[1-9]\d{0,7}$/.test(String(value)) || Number(value) > MAX_SEED) {
-    throw new UsageError(`--discussions must be a whole number from 1 to ${MAX_SEED.toLocaleString('en')}, not "${value}"`)
+    throw new UsageError(`--discussions must be a whole number from 1 to ${grouped(MAX_SEED)}, not "${value}"`)
   }
   return Number(value)
 }
@@ -26,9 +27,9 @@ export function progressBar(io: Io, started: number) {
     const width = 30
     const filled = Math.round((done / total) * width)
     const seconds = Math.max(1, io.clock() - started) / 1000
-    const rate = Math.round(done / seconds).toLocaleString('en')
+    const rate = grouped(Math.round(done / seconds))
     const percent = String(Math.floor((done / total) * 100)).padStart(3)
-    const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${percent}%  ${done.toLocaleString('en')}/${total.toLocaleString('en')}  ${rate}/s`
+    const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${percent}%  ${grouped(done)}/${grouped(total)}  ${rate}/s`
     io.stderr(`\r${bar}${done === total ? '\n' : ''}`)
   }
 }

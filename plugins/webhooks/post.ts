@@ -1,8 +1,14 @@
 import { lookup as dnsLookup } from 'node:dns/promises'
-import http from 'node:http'
-import https from 'node:https'
+import type { Agent } from 'node:http'
 import type { LookupFunction } from 'node:net'
 import { literalAddress, refusedAddress, refusedClass, type AllowedRange } from '../../lib/webhook-address.ts'
+
+// Node's http and https as its CommonJS modules: an ES import of `node:http` makes Node build the
+// module's ES namespace, which reads every export, and Node 24's http exports WebSocket through a
+// getter that loads undici (its fetch; 745 KB of source and about 3 MB of heap) into every process
+// at start (docs/decisions.md, "A start loads what every start needs").
+const http = process.getBuiltinModule('node:http')
+const https = process.getBuiltinModule('node:https')
 
 // One try of a webhook delivery (docs/decisions.md, "Webhooks"): the host's addresses looked up
 // once and each checked (lib/webhook-address.ts), the connection made to the address checked (the
@@ -60,9 +66,9 @@ const ANSWER_READ = 64 * 1024
  * oldest pool goes when there are AGENTS_KEPT.
  */
 export function createConnections(kept = AGENTS_KEPT) {
-  const agents = new Map<string, http.Agent>()
+  const agents = new Map<string, Agent>()
   return {
-    agentFor(url: URL, to: { address: string; family: number }): http.Agent {
+    agentFor(url: URL, to: { address: string; family: number }): Agent {
       const key = `${url.protocol}//${url.host} ${to.address}`
       let agent = agents.get(key)
       if (!agent) {
@@ -96,7 +102,7 @@ export type Connections = ReturnType<typeof createConnections>
  * `request.reusedSocket` advises: an event may arrive twice, as it may after any retry, and the
  * receiver tells by its id (docs/decisions.md, "Webhooks").
  */
-export function post(url: URL, agent: http.Agent, headers: Record<string, string>, body: string, timeoutMs: number): Promise<Answer> {
+export function post(url: URL, agent: Agent, headers: Record<string, string>, body: string, timeoutMs: number): Promise<Answer> {
   const deadline = performance.now() + timeoutMs
   return postOnce(url, agent, headers, body, timeoutMs).catch((error: NodeJS.ErrnoException & { reused?: boolean }) => {
     if (!error.reused || (error.code !== 'ECONNRESET' && error.code !== 'EPIPE')) throw error
@@ -104,7 +110,7 @@ export function post(url: URL, agent: http.Agent, headers: Record<string, string
   })
 }
 
-function postOnce(url: URL, agent: http.Agent, headers: Record<string, string>, body: string, timeoutMs: number): Promise<Answer> {
+function postOnce(url: URL, agent: Agent, headers: Record<string, string>, body: string, timeoutMs: number): Promise<Answer> {
   const client = url.protocol === 'https:' ? https : http
   return new Promise((resolve, reject) => {
     const request = client.request(url, { method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(body) }, agent })

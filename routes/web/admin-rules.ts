@@ -9,6 +9,7 @@ import { actionNamesOf, ruleInputOf } from '../api/rules.ts'
 import { sentence } from '../api/discussions/http-errors.ts'
 import { actorOf } from '../actor.ts'
 import { requireConfirmed } from './confirm.ts'
+import { grouped } from '../../lib/numbers.ts'
 import { pageData, refusalOf, requireAdministrator, wholeNumber } from './pages.ts'
 
 // {site_url}/admin/rules: the site's rules for its administrators (issue 70; docs/decisions.md,
@@ -222,7 +223,7 @@ const adminRuleRoutes: FastifyPluginAsync = async (fastify) => {
     const values = formOf(request.body)
     const minutes = wholeNumber(values.after_minutes, 6)
     if (values.after_minutes !== '' && (minutes === undefined || minutes > MAX_MINUTES)) {
-      return rulesPage(request, reply, 400, { values, error: `The minutes must be a whole number from 1 to ${MAX_MINUTES.toLocaleString('en')}.` })
+      return rulesPage(request, reply, 400, { values, error: `The minutes must be a whole number from 1 to ${grouped(MAX_MINUTES)}.` })
     }
     let answered: unknown
     const error = await refusalOf(async () => (answered = await work(ruleFrom(values, minutes), values)), ['invalid', 'conflict', 'limit'])

@@ -6,6 +6,7 @@ import { emailKey } from '../../db/stores/users.ts'
 import { MAX_SECOND_STEP_FAILURES } from '../../db/stores/second-factors.ts'
 import { StoreError } from '../../db/stores/errors.ts'
 import { holdsNul } from '../../lib/nul.ts'
+import { grouped } from '../../lib/numbers.ts'
 import { MAX_BODY } from '../api/discussions/schemas.ts'
 
 // What every page template receives, and the checks pages share.
@@ -18,7 +19,7 @@ export function wholeNumber(value: unknown, digits: number): number | undefined 
 /** What is wrong with the text of a message from a form, as the page says it (the API's rule, routes/api/discussions/schemas.ts), or null. */
 export function messageProblem(text: string): string | null {
   if (!/\S/.test(text)) return 'Write a message first.'
-  if (text.length > MAX_BODY) return `A message holds at most ${MAX_BODY.toLocaleString('en')} characters.`
+  if (text.length > MAX_BODY) return `A message holds at most ${grouped(MAX_BODY)} characters.`
   if (holdsNul(text)) return 'The message holds the character U+0000 (NUL), which cannot be saved. Remove it and send it again.'
   return null
 }

@@ -8,6 +8,7 @@ import { MAX_QUERY } from '../../../lib/search-text.ts'
 import { NUL_PROBLEM } from '../../../lib/nul.ts'
 import { MAX_TAG_LENGTH, MAX_TAGS } from '../../../lib/team-queue.ts'
 import { slaKinds } from '../../../lib/sla.ts'
+import { grouped } from '../../../lib/numbers.ts'
 import { ErrorBody, InvalidRequestBody } from '../../schemas.ts'
 
 // The v1 shapes of docs/decisions.md ("Discussions (v1 shape)"): what the routes accept and answer.
@@ -248,7 +249,7 @@ export const SearchResult = Type.Object({
 })
 export const SearchListing = Type.Object({
   ...page,
-  capped: Type.Boolean({ description: `More than ${WINDOW.toLocaleString('en')} discussions match: the newest ${WINDOW.toLocaleString('en')} are ranked and paged; narrow the query to reach older ones.` }),
+  capped: Type.Boolean({ description: `More than ${grouped(WINDOW)} discussions match: the newest ${grouped(WINDOW)} are ranked and paged; narrow the query to reach older ones.` }),
   results: Type.Array(SearchResult, { description: 'Best match first.' }),
 })
 export const CommentListing = Type.Object({ ...walked, comments: Type.Array(Comment) })
