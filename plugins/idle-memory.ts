@@ -1,12 +1,12 @@
-import { setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import fp from 'fastify-plugin'
+import { settleMemory } from '../lib/memory.ts'
 
 // Memory given back when the server is idle (issue 32, item 4; docs/decisions.md, "Memory is
 // given back when the server is idle"). Under load V8 grows its young generation to tens of
 // megabytes and keeps it; a service that is busy for a minute and idle for an hour held it all
 // hour. Once the server has been idle for a minute after it grew, one full collection that also
-// shrinks the heap's spaces gives the pages back, as a browser does for a tab in the background.
+// shrinks the heap's spaces gives the pages back, as a browser does for a tab in the background:
+// the collection a started service runs once (lib/memory.ts).
 
 export interface IdleMemorySettings {
   /** How often the server looks whether requests arrived. */
@@ -18,21 +18,6 @@ export interface IdleMemorySettings {
 }
 
 export const DEFAULT_IDLE_MEMORY: IdleMemorySettings = { lookMs: 2000, idleMs: 60_000, growthBytes: 8 * 1024 * 1024 }
-
-let collect: ((options: object) => void) | undefined
-
-/**
- * V8's full collection in its memory-reducing flavour, which shrinks the young generation and
- * releases free pages. Node has no API for it: V8's `gc` function is exposed to a context of its
- * own (never to the service's globals), made once.
- */
-export function reduceMemory(): void {
-  if (!collect) {
-    setFlagsFromString('--expose-gc')
-    collect = runInNewContext('gc') as (options: object) => void
-  }
-  collect({ type: 'major', execution: 'sync', flavor: 'last-resort' })
-}
 
 export interface IdleMemoryOptions extends Partial<IdleMemorySettings> {
   /** The resident memory now, in bytes (tests give their own). */
@@ -53,7 +38,7 @@ export default fp<IdleMemoryOptions>(
   async (fastify, options) => {
     const { lookMs, idleMs, growthBytes } = { ...DEFAULT_IDLE_MEMORY, ...options }
     const residentBytes = options.residentBytes ?? (() => process.memoryUsage.rss())
-    const reduce = options.reduce ?? reduceMemory
+    const reduce = options.reduce ?? settleMemory
     let arrived = 0
     let arrivedAtLastLook = 0
     let idleFor = 0

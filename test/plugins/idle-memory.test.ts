@@ -1,7 +1,8 @@
 import { getHeapStatistics } from 'node:v8'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
-import idleMemory, { reduceMemory, type IdleMemoryOptions } from '../../plugins/idle-memory.ts'
+import idleMemory, { type IdleMemoryOptions } from '../../plugins/idle-memory.ts'
+import { settleMemory } from '../../lib/memory.ts'
 import { buildTestApp } from '../fixtures/app.ts'
 
 // Engines: one: HTTP's own rules (headers, limits, refusals, memory), decided before any store is reached.
@@ -103,10 +104,10 @@ t.test('the reduction gives the heap back for real, and exposes nothing to the g
   const before = getHeapStatistics().total_heap_size
   t.ok(garbage.length)
   garbage = undefined
-  reduceMemory()
+  settleMemory()
   const after = getHeapStatistics().total_heap_size
   t.ok(before - after > 16 * 1024 * 1024, `the heap shrank from ${before} to ${after} bytes`)
-  reduceMemory()
+  settleMemory()
   t.equal('gc' in globalThis, false, 'V8 gc function stays in a context of its own')
 })
 
