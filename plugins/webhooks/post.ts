@@ -6,7 +6,7 @@ import { literalAddress, refusedAddress, refusedClass, type AllowedRange } from 
 // Node's http and https as its CommonJS modules: an ES import of `node:http` makes Node build the
 // module's ES namespace, which reads every export, and Node 24's http exports WebSocket through a
 // getter that loads undici (its fetch; 745 KB of source and about 3 MB of heap) into every process
-// at start (docs/decisions.md, "A start loads what every start needs").
+// at start (docs/decisions.md, "What a start paid for without asking").
 const http = process.getBuiltinModule('node:http')
 const https = process.getBuiltinModule('node:https')
 
