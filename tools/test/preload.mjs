@@ -82,6 +82,13 @@ const bundled = (specifier) => {
   return existsSync(file) ? pathToFileURL(file).href : undefined
 }
 
+// - No source maps: tap's process tracking turns them on in every test process and every process
+//   a test starts (a service, a command), and Node then reads the map of each module that names
+//   one as it loads it (drizzle's 447, the MCP SDK's 174, dist/'s 4 MB). None is ours to read: our
+//   TypeScript is stripped in place, so its lines and columns are the source's, in stack traces
+//   and coverage alike.
+process.setSourceMapsEnabled(false)
+
 registerHooks({
   resolve(specifier, context, next) {
     const url = bundled(specifier)
