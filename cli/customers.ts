@@ -33,7 +33,7 @@ export const customerCommands: Command[] = [
       const data = account && (await customerData.exportOf(site.id, account.id))
       if (!data) throw new UsageError(`${email} is no customer of ${site.permalink}`)
       await customerData.recordExport(site.id, data.account.email, OPERATOR)
-      await pipeline(exportZip(site.name, data, (fileId, seq) => files.piece(fileId, seq), new Date(io.clock())), createWriteStream(file!, { flags: 'wx' }))
+      await pipeline(await exportZip(site.name, data, (fileId, seq) => files.piece(fileId, seq), new Date(io.clock())), createWriteStream(file!, { flags: 'wx' }))
       io.stdout(`${file}: ${data.discussions.length} discussions and ${data.files.length} files of ${data.account.email}\n`)
     },
   ),

@@ -1,10 +1,11 @@
 import { Readable } from 'node:stream'
-import { ZipFile } from 'yazl'
 import type { CustomerExport } from '../db/stores/customer-data.ts'
 
 // The ZIP of a customer's export (issue 74; db/stores/customer-data.ts): JSON a person or a program
 // reads, and their files as they sent them, written by yazl as it is read (a file's pieces are read
-// one at a time: the export of a customer with large files never sits whole in memory).
+// one at a time: the export of a customer with large files never sits whole in memory). yazl is
+// loaded by the first export, not by every start (docs/decisions.md, "What a start paid for
+// without asking").
 
 /** Reads piece `seq` of a file; undefined past its last. */
 export type PieceReader = (fileId: number, seq: number) => Promise<Buffer | undefined>
@@ -35,7 +36,8 @@ function readme(siteName: string, data: CustomerExport, at: Date): string {
 }
 
 /** The ZIP as a stream: customer.json, one JSON per discussion, the files, and a README. */
-export function exportZip(siteName: string, data: CustomerExport, piece: PieceReader, at: Date): Readable {
+export async function exportZip(siteName: string, data: CustomerExport, piece: PieceReader, at: Date): Promise<Readable> {
+  const { ZipFile } = await import('yazl')
   const zip = new ZipFile()
   const options = { mtime: at }
   zip.addBuffer(Buffer.from(readme(siteName, data, at)), 'README.txt', options)

@@ -67,7 +67,7 @@ const RetentionQuery = Type.Object({ retention_months: Type.Optional(Type.Intege
  */
 export async function sendExport(fastify: FastifyInstance, reply: FastifyReply, site: { id: number; name: string }, data: CustomerExport, by: Actor, fileName: string) {
   await fastify.customerData.recordExport(site.id, data.account.email, by)
-  const zip = exportZip(site.name, data, (fileId, seq) => fastify.files.piece(fileId, seq), new Date(fastify.clock()))
+  const zip = await exportZip(site.name, data, (fileId, seq) => fastify.files.piece(fileId, seq), new Date(fastify.clock()))
   return reply.type('application/zip').header('content-disposition', `attachment; filename="${fileName}"`).header('cache-control', 'no-store').send(zip)
 }
 
