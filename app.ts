@@ -4,6 +4,7 @@ import { DEFAULT_LIMITS } from './plugins/auth/limits.ts'
 import { systemClock, type Clock } from './lib/clock.ts'
 import { defaultConnectionSettings, guardConnections, timeoutOptions, type ConnectionSettings } from './lib/connections.ts'
 import { createClientErrorHandler, frameworkErrors, refuseConnect } from './plugins/http/framework-errors.ts'
+import { nameEveryPlugin } from './plugins/http/plugin-names.ts'
 import { NUL_PROBLEM } from './lib/nul.ts'
 import { redactUrl } from './lib/redact.ts'
 import { createRefusalLog, type RefusalLog, type RefusalLogOptions } from './lib/refusals.ts'
@@ -135,6 +136,8 @@ export function buildApp(options: AppOptions) {
     // Each route schema compiled once per process, however many apps it builds (the suite's).
     schemaController: sharedSchemaCompilers,
   })
+  // Each plugin named by its function before Fastify looks for it among every loaded module (plugins/http/plugin-names.ts).
+  nameEveryPlugin(app)
   app.decorate('refusals', refusals)
   // The queue's pages share their addresses with the API where the site URL does (routes/web/queue.ts).
   // Before any route: the router builds its whole tree again for every strategy added.
