@@ -1,5 +1,5 @@
 import { and, asc, count, eq, sql } from '../drizzle.ts'
-import { pageBounds, type StorePort, type Tables } from '../port.ts'
+import { onFirstUse, pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { changedFields, recordChange, type Actor } from './audit.ts'
@@ -65,31 +65,31 @@ export async function addCategory(port: StorePort, clock: Clock, siteId: number,
 export function createCategoryStore(port: StorePort, clock: Clock) {
   const { db, tables: { categories } } = port
   const p = sql.placeholder
-  const byId = db
+  const byId = onFirstUse(() => db
     .select()
     .from(categories)
     .where(and(eq(categories.id, port.wide(p('id'))), eq(categories.siteId, p('siteId'))))
-    .prepare('categories_by_id')
+    .prepare('categories_by_id'))
 
   // A site has a handful of categories, so counting them is cheap; listed by name like a menu,
   // case-insensitively.
-  const page = db
+  const page = onFirstUse(() => db
     .select()
     .from(categories)
     .where(eq(categories.siteId, p('siteId')))
     .orderBy(port.folded(categories.name), asc(categories.id))
     .limit(p('limit'))
     .offset(p('offset'))
-    .prepare('categories_page')
+    .prepare('categories_page'))
 
   // The site's first category by creation: where mail goes when a mailbox names none.
-  const firstMade = db.select().from(categories).where(eq(categories.siteId, p('siteId'))).orderBy(asc(categories.id)).limit(1).prepare('categories_first_made')
+  const firstMade = onFirstUse(() => db.select().from(categories).where(eq(categories.siteId, p('siteId'))).orderBy(asc(categories.id)).limit(1).prepare('categories_first_made'))
 
-  const total = db
+  const total = onFirstUse(() => db
     .select({ n: count() })
     .from(categories)
     .where(eq(categories.siteId, p('siteId')))
-    .prepare('categories_total')
+    .prepare('categories_total'))
 
   return {
     /** The category of this site with this id; undefined for another site's or an unknown id. */

@@ -1,5 +1,5 @@
 import { and, asc, eq, gt, inArray, sql } from '../drizzle.ts'
-import type { StorePort } from '../port.ts'
+import { onFirstUse, type StorePort } from '../port.ts'
 import type { ChangeKind } from '../values.ts'
 import { discussionViews, type CommentRow, type DiscussionRow } from './discussion-listing.ts'
 
@@ -90,13 +90,13 @@ export function createChangeStore(port: StorePort) {
   const { db, tables: { comments, discussionChanges, discussions, users } } = port
   const view = discussionViews(port)
   const p = sql.placeholder
-  const after = db
+  const after = onFirstUse(() => db
     .select({ seq: discussionChanges.seq, kind: discussionChanges.kind, discussionId: discussionChanges.discussionId, commentId: discussionChanges.commentId, at: discussionChanges.at })
     .from(discussionChanges)
     .where(and(eq(discussionChanges.siteId, p('siteId')), gt(discussionChanges.seq, port.wide(p('after')))))
     .orderBy(asc(discussionChanges.seq))
     .limit(p('limit'))
-    .prepare('changes_after')
+    .prepare('changes_after'))
 
   return {
     /** At most `limit` changes of the site numbered above `after`, in order. */

@@ -1,6 +1,6 @@
 import { and, eq, inArray, sql, type SQL } from '../drizzle.ts'
 import { isLive } from '../live.ts'
-import type { StorePort } from '../port.ts'
+import { onFirstUse, type StorePort } from '../port.ts'
 import type { DiscussionState } from '../values.ts'
 
 // How many discussions a site has per category, state, visibility and owner. Every write that creates a
@@ -161,12 +161,12 @@ export function createDiscussionCounts(port: StorePort) {
       .prepare(`discussion_counts_by_owner_${category ? 1 : 0}`)
   const byOwnerStatements = [byOwner(false), byOwner(true)]
 
-  const byCategoryStatement = db
+  const byCategoryStatement = onFirstUse(() => db
     .select({ categoryId: discussionCounts.categoryId, state: discussionCounts.state, n: sql<number>`CAST(sum(${discussionCounts.count}) AS integer)` })
     .from(discussionCounts)
     .where(eq(discussionCounts.siteId, p('siteId')))
     .groupBy(discussionCounts.categoryId, discussionCounts.state)
-    .prepare('discussion_counts_by_category')
+    .prepare('discussion_counts_by_category'))
 
   // The totals asked for with a site's version, by scope, for the last version of each site asked
   // for: another version lets them all go (docs/decisions.md, "One round trip to authenticate").

@@ -1,5 +1,5 @@
 import { and, asc, count, eq, gt, inArray, sql, type SQL } from '../drizzle.ts'
-import { given, pageBounds, type StorePort, type Tables } from '../port.ts'
+import { given, onFirstUse, pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { CommentVia, DiscussionState } from '../values.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
@@ -627,7 +627,7 @@ export function createDiscussionStore(
   const p = sql.placeholder
 
   // The reads outside a write, prepared once.
-  const commentsOf = db
+  const commentsOf = onFirstUse(() => db
     .select(view.comment)
     .from(comments)
     .innerJoin(users, eq(users.id, comments.authorId))
@@ -635,7 +635,7 @@ export function createDiscussionStore(
     .orderBy(asc(comments.number))
     .limit(p('limit'))
     .offset(p('offset'))
-    .prepare('discussions_comments')
+    .prepare('discussions_comments'))
 
   return {
     /** A page of a listing; by due time, of the new and open discussions of its scope only (none of another state has a due time). */

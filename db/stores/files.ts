@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { and, asc, eq, gt, inArray, isNull, like, lt, notLike, sql } from '../drizzle.ts'
-import type { StorePort } from '../port.ts'
+import { onFirstUse, type StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { detectContentType, MESSAGE_LIMITS, MiB, SNIFF_BYTES, type FileLimits } from '../../lib/files.ts'
 import { StoreError } from './errors.ts'
@@ -153,35 +153,35 @@ export function createFileStore(port: StorePort, clock: Clock) {
   const p = sql.placeholder
   const view = columns(port)
 
-  const insertPiece = db.insert(filePieces).values({ fileId: p('fileId'), seq: p('seq'), bytes: p('bytes') }).prepare('files_piece_insert')
-  const readPiece = db
+  const insertPiece = onFirstUse(() => db.insert(filePieces).values({ fileId: p('fileId'), seq: p('seq'), bytes: p('bytes') }).prepare('files_piece_insert'))
+  const readPiece = onFirstUse(() => db
     .select({ bytes: filePieces.bytes })
     .from(filePieces)
     .where(and(eq(filePieces.fileId, p('fileId')), eq(filePieces.seq, p('seq'))))
-    .prepare('files_piece')
-  const ofDiscussion = db
+    .prepare('files_piece'))
+  const ofDiscussion = onFirstUse(() => db
     .select(view)
     .from(attachments)
     .innerJoin(files, eq(files.id, attachments.fileId))
     .innerJoin(comments, eq(comments.id, attachments.commentId))
     .where(eq(comments.discussionId, p('discussionId')))
     .orderBy(asc(attachments.id))
-    .prepare('files_of_discussion')
-  const ofComment = db
+    .prepare('files_of_discussion'))
+  const ofComment = onFirstUse(() => db
     .select(view)
     .from(attachments)
     .innerJoin(files, eq(files.id, attachments.fileId))
     .where(eq(attachments.commentId, p('commentId')))
     .orderBy(asc(attachments.id))
-    .prepare('files_of_comment')
-  const found = db
+    .prepare('files_of_comment'))
+  const found = onFirstUse(() => db
     .select({ ...view, internal: sql<boolean | number | null>`${comments.internal}`, discussionNumber: discussions.number })
     .from(attachments)
     .innerJoin(files, eq(files.id, attachments.fileId))
     .leftJoin(comments, eq(comments.id, attachments.commentId))
     .leftJoin(discussions, eq(discussions.id, comments.discussionId))
     .where(and(eq(attachments.id, port.wide(p('id'))), eq(attachments.siteId, p('siteId'))))
-    .prepare('files_find')
+    .prepare('files_find'))
 
   const usage = (siteId: number) => usageIn(port, siteId)
 

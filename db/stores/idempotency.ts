@@ -1,5 +1,5 @@
 import { and, eq, lt, sql } from '../drizzle.ts'
-import type { StorePort } from '../port.ts'
+import { onFirstUse, type StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 
@@ -34,19 +34,19 @@ export function createIdempotencyStore(port: StorePort, clock: Clock, box: Secre
   const { idempotencyKeys: keys } = port.tables
   const p = sql.placeholder
   const ofKey = and(eq(keys.siteId, p('siteId')), eq(keys.credential, p('credential')), eq(keys.key, p('key')))
-  const insert = port.db
+  const insert = onFirstUse(() => port.db
     .insert(keys)
     .values({ siteId: p('siteId'), credential: p('credential'), key: p('key'), fingerprint: p('fingerprint'), createdAt: p('at') })
     .onConflictDoNothing()
     .returning({ key: keys.key })
-    .prepare('idempotency_claim')
-  const takeOver = port.db
+    .prepare('idempotency_claim'))
+  const takeOver = onFirstUse(() => port.db
     .update(keys)
     .set({ fingerprint: sql`${p('fingerprint')}`, createdAt: sql`${p('at')}`, status: null, answer: null })
     .where(and(ofKey, lt(keys.createdAt, sql`${p('before')}`)))
     .returning({ key: keys.key })
-    .prepare('idempotency_take_over')
-  const read = port.db.select({ fingerprint: keys.fingerprint, status: keys.status, answer: keys.answer }).from(keys).where(ofKey).prepare('idempotency_read')
+    .prepare('idempotency_take_over'))
+  const read = onFirstUse(() => port.db.select({ fingerprint: keys.fingerprint, status: keys.status, answer: keys.answer }).from(keys).where(ofKey).prepare('idempotency_read'))
 
   /** The key's row as the claim at `claimedAt` made it (not a claim made since, once it expired). */
   const heldSince = (owner: KeyOwner, key: string, claimedAt: Date) =>

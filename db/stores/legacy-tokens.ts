@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { eq, sql } from '../drizzle.ts'
-import { unguarded, type StorePort } from '../port.ts'
+import { onFirstUse, unguarded, type StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { fingerprint } from '../../lib/token-format.ts'
@@ -70,7 +70,7 @@ export function createLegacyTokenStore(port: StorePort, clock: Clock, box: Secre
   const { db, tables: { memberships, users } } = port
   // The one read of the authentication path: the owner of the token, through the unique index,
   // and the owner's role on the site asked for, through the memberships primary key.
-  const byFingerprint = db
+  const byFingerprint = onFirstUse(() => db
     .select({
       id: users.id,
       email: users.email,
@@ -83,7 +83,7 @@ export function createLegacyTokenStore(port: StorePort, clock: Clock, box: Secre
     .from(users)
     .leftJoin(memberships, membershipOn(memberships, sql.placeholder('siteId'), users.id))
     .where(eq(users.legacyTokenFingerprint, sql.placeholder('fingerprint')))
-    .prepare('legacy_tokens_by_fingerprint')
+    .prepare('legacy_tokens_by_fingerprint'))
 
   // Remembered until the database changes (port.remember), like the personal tokens' look-up.
   const lookupOnSite = port.remember(async (key) => {

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from '../drizzle.ts'
-import type { StorePort, Tables } from '../port.ts'
+import { onFirstUse, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { isMailAddress, isSmtpUrl, normalAddress, untagged, type ImapSettings } from '../../lib/mail.ts'
 import type { ParticipantSource } from '../values.ts'
@@ -68,12 +68,12 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
   const { db, tables: { categories, discussions, mailboxes, mailHome, mailMessages, memberships, participants, users } } = port
   const home = async () => (await db.select().from(mailHome).where(eq(mailHome.id, 1)))[0]
   const p = sql.placeholder
-  const byAddress = db.select().from(mailboxes).where(eq(mailboxes.address, p('address'))).prepare('mail_mailbox_by_address')
-  const knownMessage = db
+  const byAddress = onFirstUse(() => db.select().from(mailboxes).where(eq(mailboxes.address, p('address'))).prepare('mail_mailbox_by_address'))
+  const knownMessage = onFirstUse(() => db
     .select({ id: mailMessages.id })
     .from(mailMessages)
     .where(and(eq(mailMessages.siteId, p('siteId')), eq(mailMessages.messageId, p('messageId'))))
-    .prepare('mail_known_message')
+    .prepare('mail_known_message'))
 
   // What the views show of a comment that came by mail (`origins`): where it came, DMARC's word on it.
   const originsOf = (on: StorePort['db'], which: SQL) =>
@@ -82,7 +82,7 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
       .from(mailMessages)
       .leftJoin(mailboxes, eq(mailboxes.id, mailMessages.mailboxId))
       .where(and(which, eq(mailMessages.outbound, false)))
-  const originOf = port.prepared('mail_origin_of', (on) => originsOf(on, eq(mailMessages.commentId, p('commentId'))).prepare('mail_origin_of'))
+  const originOf = onFirstUse(() => port.prepared('mail_origin_of', (on) => originsOf(on, eq(mailMessages.commentId, p('commentId'))).prepare('mail_origin_of')))
 
   const reaches = async (address: string): Promise<Mailbox | undefined> => {
     const clean = normalAddress(address)

@@ -1,5 +1,5 @@
 import { and, desc, eq, isNull, lte, sql, type Column, type SQL } from '../drizzle.ts'
-import { given, type StorePort } from '../port.ts'
+import { given, onFirstUse, type StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 
 // oidc-provider's records (sessions, grants, codes, tokens, registered clients...) under the OAuth
@@ -85,13 +85,13 @@ export function createOAuthStore(port: StorePort, clock: Clock) {
   const key = and(eq(records.model, sql.placeholder('model')), eq(records.id, sql.placeholder('id')))
 
   // The statements asked on every request are prepared once.
-  const insert = db
+  const insert = onFirstUse(() => db
     .insert(records)
     .values(UPSERT_VALUES)
     .onConflictDoUpdate({ target: [records.model, records.id], set: replacedOnUpsert(records) })
-    .prepare('oauth_records_upsert')
+    .prepare('oauth_records_upsert'))
 
-  const byKey = db.select().from(records).where(and(key, live(given('now')))).prepare('oauth_records_by_key')
+  const byKey = onFirstUse(() => db.select().from(records).where(and(key, live(given('now')))).prepare('oauth_records_by_key'))
   const byColumn = (column: Column, name: string) =>
     db
       .select()
@@ -102,17 +102,17 @@ export function createOAuthStore(port: StorePort, clock: Clock) {
       .prepare(name)
   const by = { uid: byColumn(records.uid, 'oauth_records_by_uid'), userCode: byColumn(records.userCode, 'oauth_records_by_user_code') }
 
-  const consume = db
+  const consume = onFirstUse(() => db
     .update(records)
     .set({ consumedAt: given('now') })
     .where(and(key, isNull(records.consumedAt)))
-    .prepare('oauth_records_consume')
-  const remove = db.delete(records).where(key).prepare('oauth_records_destroy')
-  const touch = db
+    .prepare('oauth_records_consume'))
+  const remove = onFirstUse(() => db.delete(records).where(key).prepare('oauth_records_destroy'))
+  const touch = onFirstUse(() => db
     .update(records)
     .set({ lastUsedAt: given('at') })
     .where(and(key, sql`(${records.lastUsedAt} IS NULL OR ${records.lastUsedAt} < ${given('before')})`))
-    .prepare('oauth_records_record_use')
+    .prepare('oauth_records_record_use'))
 
   return {
     /** Inserts the record, or replaces an existing one's (model, id) whole: created and last used stay, consumed is cleared. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { and, asc, desc, eq, inArray, isNull, lt, lte, ne, notInArray, or, sql } from '../drizzle.ts'
 import { withoutNul } from '../../lib/nul.ts'
-import type { StorePort, Tables } from '../port.ts'
+import { onFirstUse, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
 import type { OutboxKind, OutboxState } from '../values.ts'
@@ -184,9 +184,9 @@ export function createOutboxStore(port: StorePort, clock: Clock) {
   const p = sql.placeholder
   // Due: queued, its time come, and held by no live lease. Mail and webhooks are read apart: mail
   // leaves in order, one row after another; webhooks several at once (plugins/mail/sender.ts).
-  const deliveryOf = port.prepared('outbox_delivery_of', (db) => db.select().from(outbox).where(and(eq(outbox.commentId, p('commentId')), eq(outbox.kind, 'reply_mail'))).prepare('outbox_delivery_of'))
+  const deliveryOf = onFirstUse(() => port.prepared('outbox_delivery_of', (db) => db.select().from(outbox).where(and(eq(outbox.commentId, p('commentId')), eq(outbox.kind, 'reply_mail'))).prepare('outbox_delivery_of')))
   const dueWhere = and(eq(outbox.state, 'queued'), lte(outbox.nextAttemptAt, p('now')), or(isNull(outbox.leaseUntil), lt(outbox.leaseUntil, p('now'))))
-  const dueMail = db.select().from(outbox).where(and(dueWhere, ne(outbox.kind, 'webhook'))).orderBy(asc(outbox.id)).limit(p('limit')).prepare('outbox_due_mail')
+  const dueMail = onFirstUse(() => db.select().from(outbox).where(and(dueWhere, ne(outbox.kind, 'webhook'))).orderBy(asc(outbox.id)).limit(p('limit')).prepare('outbox_due_mail'))
 
   /** The row, while the lease a claim took is still its own (a lease ended and taken by another process is not). */
   const held = (id: number, lease: Date | null | undefined) => (lease ? and(eq(outbox.id, id), eq(outbox.leaseUntil, lease)) : eq(outbox.id, id))

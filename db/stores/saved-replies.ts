@@ -1,5 +1,5 @@
 import { and, asc, count, eq, sql } from '../drizzle.ts'
-import type { StorePort, Tables } from '../port.ts'
+import { onFirstUse, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { isUniqueViolation } from '../../lib/database-errors.ts'
 import { holdsNul } from '../../lib/nul.ts'
@@ -53,12 +53,12 @@ async function titleUnique<T>(title: string | undefined, write: () => Promise<T>
 export function createSavedReplyStore(port: StorePort, clock: Clock) {
   const { db, tables: { savedReplies } } = port
   const p = sql.placeholder
-  const listStatement = db.select().from(savedReplies).where(eq(savedReplies.siteId, p('siteId'))).orderBy(port.folded(savedReplies.title), asc(savedReplies.id)).prepare('saved_replies_list')
-  const findStatement = db
+  const listStatement = onFirstUse(() => db.select().from(savedReplies).where(eq(savedReplies.siteId, p('siteId'))).orderBy(port.folded(savedReplies.title), asc(savedReplies.id)).prepare('saved_replies_list'))
+  const findStatement = onFirstUse(() => db
     .select()
     .from(savedReplies)
     .where(and(eq(savedReplies.siteId, p('siteId')), eq(savedReplies.id, port.wide(p('id')))))
-    .prepare('saved_replies_find')
+    .prepare('saved_replies_find'))
   const notFound = (id: number) => new StoreError(`there is no saved reply ${id} on this site`, 'not_found', 'id')
 
   return {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { and, count, desc, eq, isNotNull, isNull, lt, or, sql, type Placeholder } from '../drizzle.ts'
 import type { FactorKind } from '../values.ts'
-import type { StorePort, Tables } from '../port.ts'
+import { onFirstUse, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
@@ -97,7 +97,7 @@ export function createSecondFactorStore(port: StorePort, clock: Clock, box: Secr
   const confirmed = (userId: number | Placeholder) => and(eq(secondFactors.userId, userId), isNotNull(secondFactors.confirmedAt))
 
   // Asked on the API's path (Basic) and before every page of a site that requires a factor: prepared once.
-  const factorCount = db.select({ n: count() }).from(secondFactors).where(confirmed(sql.placeholder('userId'))).prepare('second_factors_count')
+  const factorCount = onFirstUse(() => db.select({ n: count() }).from(secondFactors).where(confirmed(sql.placeholder('userId'))).prepare('second_factors_count'))
 
   async function has(userId: number): Promise<boolean> {
     const [{ n }] = await factorCount.execute({ userId })

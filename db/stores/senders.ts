@@ -1,5 +1,5 @@
 import { and, asc, count, eq, inArray, sql } from '../drizzle.ts'
-import type { StorePort, Tables } from '../port.ts'
+import { onFirstUse, type StorePort, type Tables } from '../port.ts'
 import type { SenderVerdict } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { StoreError } from './errors.ts'
@@ -62,7 +62,7 @@ export async function allowSenderIn(port: StorePort, clock: Clock, siteId: numbe
 export function createSenderStore(port: StorePort, clock: Clock) {
   const { db, tables: { senderRules } } = port
   const p = sql.placeholder
-  const listStatement = db.select().from(senderRules).where(eq(senderRules.siteId, p('siteId'))).orderBy(asc(senderRules.pattern)).prepare('sender_rules_list')
+  const listStatement = onFirstUse(() => db.select().from(senderRules).where(eq(senderRules.siteId, p('siteId'))).orderBy(asc(senderRules.pattern)).prepare('sender_rules_list'))
 
   return {
     /** The site's rules, by pattern. */

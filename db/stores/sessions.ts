@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { and, count, eq, gt, lte, ne, sql } from '../drizzle.ts'
-import type { StorePort } from '../port.ts'
+import { onFirstUse, type StorePort } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { DAY_MS } from '../../lib/clock.ts'
 import { fingerprint } from '../../lib/token-format.ts'
@@ -23,7 +23,7 @@ export interface SessionVia {
 export function createSessionStore(port: StorePort, clock: Clock) {
   const { db, tables: { memberships, users, webSessions } } = port
   // Asked on every request of the supporter pages.
-  const byFingerprint = db
+  const byFingerprint = onFirstUse(() => db
     .select({
       siteId: webSessions.siteId,
       userId: webSessions.userId,
@@ -43,7 +43,7 @@ export function createSessionStore(port: StorePort, clock: Clock) {
     .innerJoin(users, eq(users.id, webSessions.userId))
     .leftJoin(memberships, and(eq(memberships.siteId, webSessions.siteId), eq(memberships.userId, webSessions.userId)))
     .where(eq(webSessions.fingerprint, sql.placeholder('fingerprint')))
-    .prepare('sessions_by_fingerprint')
+    .prepare('sessions_by_fingerprint'))
 
   async function destroy(id: string): Promise<void> {
     await db.delete(webSessions).where(eq(webSessions.fingerprint, fingerprint(id)))

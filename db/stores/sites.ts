@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { and, asc, eq, inArray, isNull, sql } from '../drizzle.ts'
-import { unguarded, type StorePort, type Tables } from '../port.ts'
+import { onFirstUse, unguarded, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul } from '../../lib/nul.ts'
 import { permalinkProblem } from '../../lib/permalink.ts'
@@ -79,7 +79,7 @@ export async function bumpSiteVersion(port: StorePort, siteId: number): Promise<
 export function keptSites(port: StorePort): (siteId: number, version: number) => Promise<Site | undefined> {
   const { sites } = port.tables
   const kept = new Map<number, Site | undefined>()
-  const byId = port.db.select().from(sites).where(eq(sites.id, sql.placeholder('siteId'))).prepare('sites_by_id')
+  const byId = onFirstUse(() => port.db.select().from(sites).where(eq(sites.id, sql.placeholder('siteId'))).prepare('sites_by_id'))
   return async (siteId, version) => {
     const known = kept.get(siteId)
     if (known?.version === version) return known
@@ -138,11 +138,11 @@ async function endOwnSessionsOfStaff(tx: StorePort, siteId: number): Promise<voi
 
 export function createSiteStore(port: StorePort, clock: Clock) {
   const { db, tables: { sites } } = port
-  const byPermalink = db
+  const byPermalink = onFirstUse(() => db
     .select()
     .from(sites)
     .where(eq(sites.permalink, sql.placeholder('permalink')))
-    .prepare('sites_by_permalink')
+    .prepare('sites_by_permalink'))
 
   const remembered = port.remember(async (permalink) => (await byPermalink.execute({ permalink }))[0])
 

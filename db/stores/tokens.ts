@@ -1,5 +1,5 @@
 import { and, count, countDistinct, desc, eq, gt, inArray, isNull, notInArray, sql } from '../drizzle.ts'
-import { unguarded, type StorePort } from '../port.ts'
+import { onFirstUse, unguarded, type StorePort } from '../port.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
 import { fingerprint, generatePersonalToken } from '../../lib/token-format.ts'
 import { holdsNul } from '../../lib/nul.ts'
@@ -79,13 +79,13 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
   // index (a leaked token's report); remembered until the database changes (port.remember), as the
   // authentication path's read below, so a revocation, a disabled owner or a change of staff, by
   // this process or another, is seen on the very next request.
-  const byFingerprint = db
+  const byFingerprint = onFirstUse(() => db
     .select(tokenSelection)
     .from(personalTokens)
     .innerJoin(users, eq(users.id, personalTokens.userId))
     .leftJoin(memberships, ownerMembership)
     .where(eq(personalTokens.fingerprint, sql.placeholder('fingerprint')))
-    .prepare('tokens_by_fingerprint')
+    .prepare('tokens_by_fingerprint'))
   const lookupByFingerprint = port.remember(async (key) => (await byFingerprint.execute({ fingerprint: key }))[0])
   type AuthToken = NonNullable<Awaited<ReturnType<typeof lookupByFingerprint>>>
 
@@ -95,14 +95,14 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
   // statement for the requests admitted together on PostgreSQL, where nothing is remembered
   // between requests (port.onArrival); one request's, remembered, on SQLite. The rest of a site's
   // row is kept by its version (keptSites).
-  const onSitesByFingerprints = db
+  const onSitesByFingerprints = onFirstUse(() => db
     .select({ permalink: sites.permalink, site: sites.id, siteVersion: sites.version, fingerprint: personalTokens.fingerprint, ...tokenSelection })
     .from(sites)
     .leftJoin(personalTokens, and(port.anyOf(personalTokens.fingerprint, 'fingerprints'), eq(personalTokens.siteId, sites.id)))
     .leftJoin(users, eq(users.id, personalTokens.userId))
     .leftJoin(memberships, ownerMembership)
     .where(port.anyOf(sites.permalink, 'permalinks'))
-    .prepare('tokens_on_sites_by_fingerprints')
+    .prepare('tokens_on_sites_by_fingerprints'))
   const siteAt = keptSites(port)
   // A key is the token's fingerprint, a space, and the permalink.
   const lookupOnSite = port.onArrival(async (keys) => {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { and, eq, inArray, ne, or, sql } from '../drizzle.ts'
-import type { StorePort, Tables } from '../port.ts'
+import { onFirstUse, type StorePort, type Tables } from '../port.ts'
 import type { Role, StaffRole } from '../values.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { holdsNul, withoutNul } from '../../lib/nul.ts'
@@ -230,11 +230,11 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
   const { db, tables: { memberships, sites, users } } = port
   const legacyTokens = createLegacyTokenStore(port, clock, box)
 
-  const byIdStatement = db
+  const byIdStatement = onFirstUse(() => db
     .select()
     .from(users)
     .where(eq(users.id, sql.placeholder('id')))
-    .prepare('users_by_id')
+    .prepare('users_by_id'))
 
   async function get(email: string): Promise<User> {
     const user = await findUserByEmail(port, email)

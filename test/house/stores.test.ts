@@ -58,3 +58,45 @@ t.test('no engine keeps stores of its own', async (t) => {
     t.notOk(readdirSync(resolve(STORES, '..', engine)).includes('stores'), `db/${engine}/stores`)
   }
 })
+
+// A store's statements are built at their first use (`onFirstUse`, db/port.ts), not as the store is
+// made: every app makes every store as it starts and runs few of their statements (docs/decisions.md,
+// "What a start paid for without asking"). A statement bound in a store's factory (`create…Store`)
+// straight from its drizzle database or its port's `prepared` is built with the store.
+const EAGER = /^ {2}const \w+ = (?:port\.db|db|port\.prepared)\b/
+
+/** The statements `source`'s store factories build as they run, as `line: text`. */
+export function eagerStatements(source: string): string[] {
+  const found: string[] = []
+  let inFactory = false
+  source.split('\n').forEach((line, i) => {
+    if (/^export function create\w*Store\(/.test(line)) inFactory = true
+    else if (line === '}') inFactory = false
+    else if (inFactory && EAGER.test(line)) found.push(`${i + 1}: ${line.trim()}`)
+  })
+  return found
+}
+
+t.test("no store builds its statements as it is made: each at its first use", async (t) => {
+  for (const name of shared) t.same(eagerStatements(readFileSync(join(STORES, name), 'utf8')), [], name)
+})
+
+t.test('the eager statements rule finds what it looks for', async (t) => {
+  const source = [
+    'function helper(port: StorePort) {',
+    "  const read = port.prepared('per_call', (db) => db.select().from(x).prepare('per_call'))",
+    '}',
+    'export function createThingStore(port: StorePort) {',
+    "  const byId = db.select().from(x).prepare('by_id')",
+    "  const byKey = port.db.select().from(x).prepare('by_key')",
+    "  const kept = port.prepared('kept', (db) => db.select().from(x).prepare('kept'))",
+    "  const later = onFirstUse(() => db.select().from(x).prepare('later'))",
+    '  const { db } = port',
+    '}',
+  ].join('\n')
+  t.same(eagerStatements(source), [
+    "5: const byId = db.select().from(x).prepare('by_id')",
+    "6: const byKey = port.db.select().from(x).prepare('by_key')",
+    "7: const kept = port.prepared('kept', (db) => db.select().from(x).prepare('kept'))",
+  ])
+})
