@@ -1,4 +1,5 @@
-import { DateTime } from 'luxon'
+import type { DateTime } from 'luxon'
+import { dateTime } from './luxon.ts'
 
 // Business time (issue 68; docs/decisions.md, "Business hours"): a team's working hours per weekday
 // in an IANA time zone, several intervals a day (split shifts), and dates whose hours differ (a
@@ -34,7 +35,7 @@ function openOn(schedule: Schedule, day: DateTime): Array<[number, number]> {
 }
 
 /** The local day of an instant in the schedule's zone. */
-const dayOf = (schedule: Schedule, at: number) => DateTime.fromMillis(at, { zone: schedule.timeZone }).startOf('day')
+const dayOf = (schedule: Schedule, at: number) => dateTime().fromMillis(at, { zone: schedule.timeZone }).startOf('day')
 
 /**
  * The moment `minutes` business minutes after `from`; `from` itself for none; null when the
@@ -70,7 +71,7 @@ export function businessMinutesBetween(schedule: Schedule, from: Date, to: Date)
 
 /** Whether `zone` is an IANA time zone this runtime knows. */
 export function isTimeZone(zone: string): boolean {
-  return zone.length <= 64 && DateTime.now().setZone(zone).isValid
+  return zone.length <= 64 && dateTime().now().setZone(zone).isValid
 }
 
 /** What is wrong with a day's hours, or null: whole minutes, each start before its end, in order, not overlapping, at most 8. */
