@@ -1,5 +1,5 @@
 import type { DateTime } from 'luxon'
-import { dateTime } from './luxon.ts'
+import { dateTime } from './packages.ts'
 
 // Business time (issue 68; docs/decisions.md, "Business hours"): a team's working hours per weekday
 // in an IANA time zone, several intervals a day (split shifts), and dates whose hours differ (a

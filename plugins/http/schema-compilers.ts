@@ -1,6 +1,7 @@
-import { AjvCompiler } from '@fastify/ajv-compiler'
-import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
+import type { AjvCompiler } from '@fastify/ajv-compiler'
+import type { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { FastifyServerOptions } from 'fastify'
+import { ajvCompilerFactory, serializerSelector } from '../../lib/packages.ts'
 
 // Fastify's own schema compilers (Ajv for what comes in, fast-json-stringify for what goes out),
 // shared by every app this process builds, so that each route schema is compiled once per process
@@ -24,8 +25,12 @@ type Serializer = (value: unknown) => string
 // each test process's first app). test/app.test.ts compiles every route's
 // schemas, so a schema that cannot be compiled still fails the suite, not a request.
 
-const newValidator = AjvCompiler()
-const newSerializer = SerializerSelector()
+// The compilers themselves (Ajv, fast-json-stringify) are loaded at the first schema compiled, not
+// by every start (lib/packages.ts): a process that has answered nothing has compiled nothing.
+let validatorFactory: ReturnType<typeof AjvCompiler> | undefined
+let serializerFactory: ReturnType<typeof SerializerSelector> | undefined
+const newValidator: ReturnType<typeof AjvCompiler> = (externalSchemas, options) => (validatorFactory ??= ajvCompilerFactory()())(externalSchemas, options)
+const newSerializer: ReturnType<typeof SerializerSelector> = (externalSchemas, options) => (serializerFactory ??= serializerSelector()())(externalSchemas, options)
 
 /** What `cache` keeps for the schema object under `key`, made by `make` the first time. */
 function keptFor<F>(cache: WeakMap<object, Map<string, F>>, schema: object, key: string, make: () => F): F {
@@ -39,12 +44,12 @@ function keptFor<F>(cache: WeakMap<object, Map<string, F>>, schema: object, key:
 const serializers = new WeakMap<object, Map<string, Serializer>>()
 
 const buildSerializer: SerializerFactory = (externalSchemas, options) => {
-  const compile = newSerializer(externalSchemas, options)
+  let compile: ReturnType<SerializerFactory> | undefined
   const key = JSON.stringify([externalSchemas, options])
   return (route) =>
     keptFor(serializers, route.schema as object, key, () => {
       let compiled: Serializer | undefined
-      return (value) => (compiled ??= compile(route) as Serializer)(value)
+      return (value) => (compiled ??= (compile ??= newSerializer(externalSchemas, options))(route) as Serializer)(value)
     })
 }
 
@@ -59,13 +64,13 @@ type Validate = ((data: unknown, context?: unknown) => unknown) & { errors?: unk
 const validators = new WeakMap<object, Map<string, Validate>>()
 
 const buildValidator: ValidatorFactory = (externalSchemas, options) => {
-  const compile = newValidator(externalSchemas, options)
+  let compile: ReturnType<ValidatorFactory> | undefined
   const key = JSON.stringify([externalSchemas, options])
   return (route) =>
     keptFor(validators, route.schema as object, `${key} ${route.httpPart}`, () => {
       let compiled: Validate | undefined
       const stand: Validate = (data, context) => {
-        compiled ??= compile(route) as Validate
+        compiled ??= (compile ??= newValidator(externalSchemas, options))(route) as Validate
         const result = compiled(data, context)
         stand.errors = compiled.errors
         return result

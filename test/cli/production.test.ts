@@ -37,8 +37,8 @@ t.test('the service process loads compiled JavaScript only', async (t) => {
   // What only some requests or some settings need is loaded at their first use, not by every start
   // (docs/decisions.md, "Writes as light as reads (issue 75)"): mail's parser alone, with what it
   // brings, is 1.5 MB of JavaScript that a process taking no mail would load and keep for nothing.
-  const onDemand = /\/node_modules\/(mailparser|mailauth|smtp-server|imapflow|nodemailer|oidc-provider|openid-client|@modelcontextprotocol\/sdk|@simplewebauthn\/server|date-holidays|qrcode|otplib|file-type|jose|pg|yazl|luxon)\//
-  t.same(modules.filter((url) => onDemand.test(url)), [], 'no library of mail, OAuth, MCP, passkeys, holidays, business time, PostgreSQL or exports')
+  const onDemand = /\/node_modules\/(mailparser|mailauth|smtp-server|imapflow|nodemailer|oidc-provider|openid-client|@modelcontextprotocol\/sdk|@simplewebauthn\/server|date-holidays|qrcode|otplib|file-type|jose|pg|yazl|luxon|ajv|@fastify\/fast-json-stringify-compiler)\//
+  t.same(modules.filter((url) => onDemand.test(url)), [], 'no library of mail, OAuth, MCP, passkeys, holidays, business time, schema compilers, PostgreSQL or exports')
   // Nor ICU's data: a locale-sensitive call as the modules load (a number written with
   // toLocaleString in a schema's description) paged about 5 MB of the node binary in for good. Nor
   // undici: an ES import of node:http loads it (its WebSocket export), about 3 MB of heap.

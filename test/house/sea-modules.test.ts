@@ -3,8 +3,8 @@ import * as checkout from '../../db/drizzle.ts'
 import * as executable from '../../tools/build/sea/drizzle.ts'
 import * as postgresCheckout from '../../db/drizzle-postgres.ts'
 import * as postgresExecutable from '../../tools/build/sea/postgres-drizzle.ts'
-import * as luxonCheckout from '../../lib/luxon.ts'
-import * as luxonExecutable from '../../tools/build/sea/luxon.ts'
+import * as packagesCheckout from '../../lib/packages.ts'
+import * as packagesExecutable from '../../tools/build/sea/packages.ts'
 
 // Engines: one: nothing here reaches a database of the suite's engine.
 // The single executable swaps db/drizzle.ts for tools/build/sea/drizzle.ts: both must offer the
@@ -21,7 +21,10 @@ t.test('the two doors to drizzle\'s PostgreSQL side offer the same names', async
   }
 })
 
-t.test('the two doors to luxon offer the same names, and the same DateTime', async (t) => {
-  t.same(Object.keys(luxonExecutable).sort(), Object.keys(luxonCheckout).sort())
-  t.equal(luxonExecutable.dateTime().fromISO('2026-12-06T10:00:00Z').toMillis(), luxonCheckout.dateTime().fromISO('2026-12-06T10:00:00Z').toMillis(), 'both read a moment alike')
+t.test('the two doors to the packages taken at first use offer the same names, and the same packages', async (t) => {
+  t.same(Object.keys(packagesExecutable).sort(), Object.keys(packagesCheckout).sort())
+  for (const name of Object.keys(packagesCheckout) as Array<keyof typeof packagesCheckout>) {
+    // The executable's luxon is its ES build, the checkout's its CommonJS one: the same export, by its name.
+    t.equal(packagesExecutable[name]().name, packagesCheckout[name]().name, `${name}: the same export of the same package`)
+  }
 })

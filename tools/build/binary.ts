@@ -42,11 +42,11 @@ function assetFiles(): Record<string, string> {
   return assets
 }
 
-// Inside the executable, lib/resources.ts, lib/luxon.ts, db/drizzle.ts, db/drizzle-postgres.ts and @node-rs/argon2 are replaced by the versions in sea/.
+// Inside the executable, lib/resources.ts, lib/packages.ts, db/drizzle.ts, db/drizzle-postgres.ts and @node-rs/argon2 are replaced by the versions in sea/.
 function seaModules(): Plugin {
   const swaps = new Map([
     [join(REPO, 'lib', 'resources.ts'), join(REPO, 'tools', 'build', 'sea', 'resources.ts')],
-    [join(REPO, 'lib', 'luxon.ts'), join(REPO, 'tools', 'build', 'sea', 'luxon.ts')],
+    [join(REPO, 'lib', 'packages.ts'), join(REPO, 'tools', 'build', 'sea', 'packages.ts')],
     [join(REPO, 'db', 'drizzle.ts'), join(REPO, 'tools', 'build', 'sea', 'drizzle.ts')],
     [join(REPO, 'db', 'drizzle-postgres.ts'), join(REPO, 'tools', 'build', 'sea', 'postgres-drizzle.ts')],
     ['@node-rs/argon2', join(REPO, 'tools', 'build', 'sea', 'argon2.ts')],
@@ -54,7 +54,7 @@ function seaModules(): Plugin {
   return {
     name: 'sea-modules',
     setup(esbuild) {
-      esbuild.onResolve({ filter: /resources\.ts$|luxon\.ts$|drizzle(-postgres)?\.ts$|^@node-rs\/argon2$/ }, (args) => {
+      esbuild.onResolve({ filter: /resources\.ts$|packages\.ts$|drizzle(-postgres)?\.ts$|^@node-rs\/argon2$/ }, (args) => {
         const key = args.path.startsWith('.') ? resolve(args.resolveDir, args.path) : args.path
         const swap = swaps.get(key)
         return swap && !args.importer.startsWith(join(REPO, 'tools', 'build')) ? { path: swap } : undefined
