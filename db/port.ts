@@ -176,8 +176,8 @@ export function pageBounds(offset: number, limit: number): { offset: number; lim
  * A store's statement built at its first execution, not when its store is made: every app (each
  * process's, each test's) makes all its stores as it starts, and a process runs few of their
  * statements; building one (drizzle's SQL, then SQLite's compile) is tens of microseconds, and all
- * of them were about a tenth of an app's build (docs/decisions.md, "What a start paid for without
- * asking"). Built once, it is kept for the store's life, as before.
+ * of them were about a tenth of an app's build (docs/decisions.md, "What every build paid for").
+ * Built once, it is kept for the store's life, as before.
  */
 export function onFirstUse<S extends { execute(...args: never[]): unknown }>(build: () => S): Pick<S, 'execute'> {
   let statement: S | undefined

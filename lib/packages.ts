@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module'
 
-// Packages taken at their first use, not by every start (docs/decisions.md, "What a start paid for
-// without asking"): each by its CommonJS build, with require, since their callers are synchronous.
+// Packages taken at their first use, not by every start (docs/decisions.md, "What every build paid
+// for"): each by its CommonJS build, with require, since their callers are synchronous.
 // The single executable, which has no node_modules beside it, takes them from
 // tools/build/sea/packages.ts instead (tools/build/binary.ts swaps the modules);
 // test/cli/production.test.ts fails a start that loads one.

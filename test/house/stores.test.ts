@@ -61,7 +61,7 @@ t.test('no engine keeps stores of its own', async (t) => {
 
 // A store's statements are built at their first use (`onFirstUse`, db/port.ts), not as the store is
 // made: every app makes every store as it starts and runs few of their statements (docs/decisions.md,
-// "What a start paid for without asking"). A statement bound in a store's factory (`create…Store`)
+// "What every build paid for"). A statement bound in a store's factory (`create…Store`)
 // straight from its drizzle database or its port's `prepared` is built with the store.
 const EAGER = /^ {2}const \w+ = (?:port\.db|db|port\.prepared)\b/
 
