@@ -4,17 +4,17 @@ import { logCapture } from '../fixtures/log.ts'
 import { mailServer } from '../fixtures/mail.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // Issue 34: the administrators' resources of the v1 API (docs/decisions.md, "Site
 // administrators"): only an administrator of the site reads or changes them, with any credential;
 // changes need write access; a revocation is all or nothing; a tightening needs a choice.
 
 const json = (headers: Record<string, string>) => ({ ...headers, 'content-type': 'application/json' })
 
-t.test('only an administrator of the site reaches its credentials and policy', { skip: ONCE && "which people reach the administrators' credentials and policy: runs in the SQLite pass" }, async (t) => {
+t.test('only an administrator of the site reaches its credentials and policy', onSqlite("which people reach the administrators' credentials and policy"), async (t) => {
   const { app } = await buildTestApp(t)
   const admin = await supporterWithToken(app, { email: 'admin@example.test' })
   await app.users.setAdministrator(admin.site.id, admin.user.id, true)
@@ -105,7 +105,7 @@ t.test('the inventory, a revocation all or nothing, and a policy change with its
   t.equal(created.json().max_token_days, 7)
 })
 
-t.test('the administrators\' reads answer with an ETag, 304 while nothing changed, a new tag after a change', { skip: ONCE && "the administrators' reads' ETags and 304s: runs in the SQLite pass" }, async (t) => {
+t.test('the administrators\' reads answer with an ETag, 304 while nothing changed, a new tag after a change', onSqlite("the administrators' reads' ETags and 304s"), async (t) => {
   const { app } = await buildTestApp(t)
   const admin = await supporterWithToken(app, { email: 'admin@example.test' })
   await app.users.setAdministrator(admin.site.id, admin.user.id, true)
@@ -151,7 +151,7 @@ t.test('a policy change for a site that is gone, and a shortening that finds not
   t.same(await app.tokens.shorten(site.id, 7), [])
 })
 
-t.test('a mail the server refuses is logged, without the address of the server, and the revocation stands', { skip: ONCE && 'a mail the server refuses, and the log line it leaves: runs in the SQLite pass' }, async (t) => {
+t.test('a mail the server refuses is logged, without the address of the server, and the revocation stands', onSqlite('a mail the server refuses, and the log line it leaves'), async (t) => {
   const smtp = await mailServer(t)
   smtp.state.refuse = true
   const log = logCapture()
@@ -167,7 +167,7 @@ t.test('a mail the server refuses is logged, without the address of the server, 
   t.notMatch(log.text(), 's3cret-smtp', 'never the SMTP credentials')
 })
 
-t.test('an unexpected failure of a policy change is a 500, on the API and the page', { skip: ONCE && 'a failure of ours shown as a 500 on the API and the page: runs in the SQLite pass' }, async (t) => {
+t.test('an unexpected failure of a policy change is a 500, on the API and the page', onSqlite('a failure of ours shown as a 500 on the API and the page'), async (t) => {
   const { app } = await buildTestApp(t)
   const admin = await personWithPassword(app)
   await app.users.setAdministrator(admin.site.id, admin.user.id, true)

@@ -6,10 +6,10 @@ import { rawRows, supporterWithToken } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import { twoApps } from '../multiprocess/two-apps.ts'
 import { personWithPassword } from '../fixtures/web.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // The change feed (docs/decisions.md, "Safe retries, cursors and the change feed"), on the suite's
 // engine: every kind of change in commit order, each with its discussion as it is now; the cursor
 // and the end of the stream; long polling that answers at the change; nothing of a refused write;
@@ -156,7 +156,7 @@ t.test('the seed and a database from before the feed: every discussion starts it
   t.same(next.changes.map((c) => c.discussion.title), ['New'], 'numbered on after them')
 })
 
-t.test('MCP: list_changes, through the SDK client: what changed since the cursor it gave last time', { skip: ONCE && "the change feed's MCP tool and its tool error: runs in the SQLite pass" }, async (t) => {
+t.test('MCP: list_changes, through the SDK client: what changed since the cursor it gave last time', onSqlite("the change feed's MCP tool and its tool error"), async (t) => {
   const { app, ann, create } = await discussionApp(t)
   await create({ title: 'Before' })
   await app.listen({ port: 0, host: '127.0.0.1' })

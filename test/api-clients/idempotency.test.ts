@@ -5,10 +5,10 @@ import { eventually } from '../multiprocess/two-apps.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import { form } from '../fixtures/files.ts'
 import { credentialOf, keyOf } from '../../plugins/http/idempotency.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // Idempotency-Key on the API's POSTs (docs/decisions.md, "Safe retries, cursors and the change
 // feed"), on the suite's engine: one key, one change, whatever the number of repeats and however
 // they overlap; the same key with another request refused; a refused request lets its key go;
@@ -174,7 +174,7 @@ t.test("keys are the credential's and the site's own", async (t) => {
   t.equal(await count(app, ann.site.id), 3)
 })
 
-t.test('the header: quoted or bare, else a 400 naming it; every POST of the API but uploads and MCP', { skip: ONCE && "the header's forms and the routes that take it: runs in the SQLite pass" }, async (t) => {
+t.test('the header: quoted or bare, else a 400 naming it; every POST of the API but uploads and MCP', onSqlite("the header's forms and the routes that take it"), async (t) => {
   const { app, ann, questions, api } = await discussionApp(t)
   const url = `/demo/categories/${questions.id}/discussions`
   for (const bad of ['""', '"unclosed', 'a'.repeat(256), 'clé', '"a"b"', ' ']) {

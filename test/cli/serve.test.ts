@@ -15,11 +15,11 @@ import { SETTLE_AFTER_MS } from '../../lib/memory.ts'
 import { testClock } from '../fixtures/app.ts'
 import { logCapture } from '../fixtures/log.ts'
 import { childEnv } from '../fixtures/child.ts'
-import { ONCE, postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
+import { onSqlite, postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { BIN, startServer } from '../fixtures/server.ts'
 
 // Engines: both: a real service process on a SQLite file or a PostgreSQL database, started as an operator starts it; a child's coverage is not collected.
-// What a start refuses or says before it opens a database, and the memory it gives back, run once (ONCE).
+// What a start refuses or says before it opens a database, and the memory it gives back, run once (onSqlite).
 
 /** The database a server starts on: a file in a new data folder, or a fresh PostgreSQL schema with its SERVICE_SECRET. */
 async function tempDb(t: Test): Promise<Record<string, string>> {
@@ -76,7 +76,7 @@ t.test('first run over a real socket: the demo site, the banner once, a working 
   await second.stop()
 })
 
-t.test('a bad configuration value stops start-up with one clear line', { skip: ONCE && 'a configuration refused before any database is opened: runs in the SQLite pass' }, async (t) => {
+t.test('a bad configuration value stops start-up with one clear line', onSqlite('a configuration refused before any database is opened'), async (t) => {
   const db = await tempDb(t)
   const result = spawnSync(process.execPath, [BIN, 'serve'], {
     env: childEnv({ ...db, SERVICE_BASE_URL: 'not a url' }),
@@ -87,7 +87,7 @@ t.test('a bad configuration value stops start-up with one clear line', { skip: O
   t.equal(result.stdout, '')
 })
 
-t.test('a real process: SERVICE_LOG_LEVEL=warn and the timeout flags, refusals logged and flushed at shutdown', { skip: ONCE && "the log and the socket's timeouts: runs in the SQLite pass" }, async (t) => {
+t.test('a real process: SERVICE_LOG_LEVEL=warn and the timeout flags, refusals logged and flushed at shutdown', onSqlite("the log and the socket's timeouts"), async (t) => {
   const db = await tempDb(t)
   const server = await startServer(t, { ...db, SERVICE_LOG_LEVEL: 'warn' }, ['--headers-timeout', '1', '--request-timeout', '2'], { ready: 'health' })
   t.equal((await fetch(`${server.base}/healthz`)).status, 200)
@@ -112,7 +112,7 @@ t.test('a real process: SERVICE_LOG_LEVEL=warn and the timeout flags, refusals l
   t.equal(lines.length, 1, 'and no line per request, nor the start-up lines of info')
 })
 
-t.test('a timeout or a cap that does not fit stops start-up with one clear line (exit 2)', { skip: ONCE && 'a configuration refused before any database is opened: runs in the SQLite pass' }, async (t) => {
+t.test('a timeout or a cap that does not fit stops start-up with one clear line (exit 2)', onSqlite('a configuration refused before any database is opened'), async (t) => {
   const run = (argv: string[], env: Record<string, string> = {}) => {
     let stderr = ''
     return main(argv, { stdout: () => {}, stderr: (text) => void (stderr += text), env, readStdin: async () => '', clock: testClock() }).then((code) => ({ code, stderr }))
@@ -129,7 +129,7 @@ t.test('a timeout or a cap that does not fit stops start-up with one clear line 
   t.match(await run(['serve', '--log-level', 'loud']), { code: 2, stderr: /^service-desk: --log-level must be one of trace, debug, info, warn, error, fatal, silent, not "loud"\n$/ })
 })
 
-t.test('the banner uses the configured public addresses', { skip: ONCE && "the banner's words: runs in the SQLite pass" }, async (t) => {
+t.test('the banner uses the configured public addresses', onSqlite("the banner's words"), async (t) => {
   const banner = firstRunBanner(
     {
       ...loadConfig({ env: {}, flags: {}, openFiles: 1024 }),
@@ -189,7 +189,7 @@ t.test('in-process start: banner on the first start only, never in the log; wher
   await second.close()
 })
 
-t.test('a started service gives back the memory its start grew, once, a second after it listens; not after it closed', { skip: ONCE && 'the memory given back: runs in the SQLite pass' }, async (t) => {
+t.test('a started service gives back the memory its start grew, once, a second after it listens; not after it closed', onSqlite('the memory given back'), async (t) => {
   const config = loadConfig({ env: { ...(await tempDb(t)), PORT: '0', SERVICE_DEMO: 'off' }, flags: {} })
   const io = { stdout: () => {}, stderr: () => {}, clock: testClock() }
   let settled = 0

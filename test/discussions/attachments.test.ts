@@ -6,10 +6,10 @@ import { newTestApp, supporterWithToken } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import fileSweep from '../../plugins/file-sweep.ts'
 import { PNG, form, type FormValue } from '../fixtures/files.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 
 const MiB = 1024 * 1024
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
@@ -92,7 +92,7 @@ t.test('the same file twice is stored once; the space it takes is counted once',
   t.equal(b!.name, 'copy of a.bin', 'each keeps its own name')
 })
 
-t.test('the type comes from the bytes; only images named as what they are are shown inline', { skip: ONCE && 'what the bytes are and the headers they are served with: runs in the SQLite pass' }, async (t) => {
+t.test('the type comes from the bytes; only images named as what they are are shown inline', onSqlite('what the bytes are and the headers they are served with'), async (t) => {
   const fixture = await discussionApp(t)
   const { api } = fixture
   const html = Buffer.from('<!DOCTYPE html><html><body><script>alert(document.cookie)</script></body></html>')
@@ -256,7 +256,7 @@ t.test('limits: a file over the limit and a full site are refused, and nothing i
   t.equal(await app.files.usage(ann.site.id), usage)
 })
 
-t.test('a file over the limit is refused before it is read whole', { skip: ONCE && "a request's body refused as it streams: runs in the SQLite pass" }, async (t) => {
+t.test('a file over the limit is refused before it is read whole', onSqlite("a request's body refused as it streams"), async (t) => {
   const fixture = await discussionApp(t, { config: { files: { fileBytes: 2 * MiB, siteBytes: 100 * MiB } } })
   const { app, ann } = fixture
   await app.listen({ port: 0, host: '127.0.0.1' })

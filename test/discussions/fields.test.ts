@@ -3,10 +3,10 @@ import { supporterWithToken } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import { MAX_FIELDS } from '../../lib/fields.ts'
 import { personWithPassword, signedInPerson, webClient } from '../fixtures/web.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: the fields and their values are rows written with the discussion in one transaction, and filtered by an index, which each engine must do alike.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // A site's custom fields (issue 72; db/stores/fields.ts; docs/decisions.md, "Custom fields"):
 // defined by administrators, given values on discussions through the API, each kind checked.
 
@@ -201,7 +201,7 @@ t.test("the search filters by a field's key; a customer's search knows only the 
   t.notMatch(await page('order_number:A-1002'), /Invoice wrong/, "a field of the team's is words to her: nothing found by its value")
 })
 
-t.test('on the discussion page: the values shown, a form by kind, a wrong value refused with the field named; a collaborator gets no form', { skip: ONCE && "the discussion page's words and forms: runs in the SQLite pass" }, async (t) => {
+t.test('on the discussion page: the values shown, a form by kind, a wrong value refused with the field named; a collaborator gets no form', onSqlite("the discussion page's words and forms"), async (t) => {
   const { app, add, create, admin, ann } = await fieldsApp(t)
   const siteId = ann.site.id
   await add({ key: 'order_number', name: 'Order number', kind: 'text' })
@@ -274,7 +274,7 @@ t.test('a rule on a field: its conditions by value, its action setting values; r
   t.match(await create({ title: 'Urgent again' }), { tags: ['urgent'], fields: {} }, 'a field removed since: that action left out, the others done')
 })
 
-t.test('Administration -> Fields: add each kind, change, remove; each refusal said on the page; administrators of this site only', { skip: ONCE && "the administration page's words and forms: runs in the SQLite pass" }, async (t) => {
+t.test('Administration -> Fields: add each kind, change, remove; each refusal said on the page; administrators of this site only', onSqlite("the administration page's words and forms"), async (t) => {
   const { app, api } = await fieldsApp(t)
   const boss = await signedInPerson(app, { administrator: true, email: 'chief@example.test' })
   await boss.web.get('/demo/admin/fields')

@@ -1,10 +1,10 @@
 import t from 'tap'
 import { BASE_URL, V1 } from '../fixtures/app.ts'
 import { addCategory, discussionApp } from '../fixtures/discussions.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: the listing's order and pages, where PostgreSQL and SQLite place NULLs and ties differently unless the query says.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 
 const numbers = (res: { json(): { discussions: Array<{ number: number }> } }) => res.json().discussions.map((d) => d.number)
 const link = (path: string, rel: string) => `<${BASE_URL}/demo${path}>; rel="${rel}"`
@@ -76,7 +76,7 @@ t.test('pages of 30, Link headers, and a page past the end', async (t) => {
   )
 })
 
-t.test('HEAD answers like GET without a body', { skip: ONCE && 'HEAD answered as GET without a body: runs in the SQLite pass' }, async (t) => {
+t.test('HEAD answers like GET without a body', onSqlite('HEAD answered as GET without a body'), async (t) => {
   const { api, create } = await discussionApp(t)
   for (let i = 0; i < 31; i++) await create()
   for (const url of ['/demo/discussions?page=2', '/demo/discussions/open', '/demo/discussions/1', '/demo/categories', '/demo']) {
@@ -207,7 +207,7 @@ t.test('categories: listed by name with their counts, one by one, and their disc
   t.match(page2.headers.link, /rel="prev"/)
 })
 
-t.test('V1 and plain JSON clients get the same listing', { skip: ONCE && 'the same listing for v1 and plain JSON clients: runs in the SQLite pass' }, async (t) => {
+t.test('V1 and plain JSON clients get the same listing', onSqlite('the same listing for v1 and plain JSON clients'), async (t) => {
   const { app, ann, create } = await discussionApp(t)
   await create()
   const v1 = await app.inject({ url: '/demo/discussions', headers: { authorization: ann.bearer.authorization, accept: V1 } })

@@ -3,11 +3,11 @@ import { supporterWithToken } from '../fixtures/app.ts'
 import { personWithPassword, signedInPerson, webClient } from '../fixtures/web.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import { form } from '../fixtures/files.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: a merge moves rows between discussions in one transaction (comments renumbered
 // under a unique index, participants, counts, the feed), which each engine must do alike.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // Merging a discussion into another of its site, and undoing it (issue 71; db/stores/merges.ts;
 // docs/decisions.md, "Merge and split"), through the API as a client sees it.
 
@@ -163,7 +163,7 @@ t.test('a merge into one merged since redirects to where the comments are now', 
   t.same(((await api('GET', `/demo/discussions/${one.number}`)).json().comments as Comment[]).map((c) => c.moved_from), [null])
 })
 
-t.test('on the pages: merge by number or address, the comments marked, the old page leads there, undo for a day; a customer follows only where they may read', { skip: ONCE && "the merge and undo forms, the pages' words, and where a customer is led: runs in the SQLite pass" }, async (t) => {
+t.test('on the pages: merge by number or address, the comments marked, the old page leads there, undo for a day; a customer follows only where they may read', onSqlite("the merge and undo forms, the pages' words, and where a customer is led"), async (t) => {
   const { app, create, problems } = await discussionApp(t)
   const carol = await personWithPassword(app, { role: 'customer', email: 'carol@example.test' })
   const mine = await create({ title: 'Printer jams', body: 'It jams.', author_email: carol.email }, problems.id)
@@ -282,7 +282,7 @@ t.test('what a split refuses: the opening post, a note, no such comment, a merge
   t.equal((await api('GET', `/demo/discussions/${one.number}`)).json().comments_count, 4, 'nothing moved by a refusal')
 })
 
-t.test('a split on the page: to the new discussion, which says where it came from', { skip: ONCE && "the split form and the new discussion's page: runs in the SQLite pass" }, async (t) => {
+t.test('a split on the page: to the new discussion, which says where it came from', onSqlite("the split form and the new discussion's page"), async (t) => {
   const { app, api, create } = await discussionApp(t)
   const d = await create({ title: 'Two questions', body: 'First question.', author_email: 'carol@example.test' })
   t.equal((await api('POST', `/demo/discussions/${d.number}/comments`, { body: 'Second question.', author_email: 'carol@example.test' })).statusCode, 201)

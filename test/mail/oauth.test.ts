@@ -5,10 +5,10 @@ import { mailServer, readMail } from '../fixtures/mail.ts'
 import { DESK_CLIENT, mailProvider } from '../fixtures/mail-provider.ts'
 import { signedInPerson, webClient } from '../fixtures/web.ts'
 import { until } from '../fixtures/until.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: the connections, their tokens and the renewals are the stores', which each engine must keep alike.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // Issue 66, mailboxes connected with OAuth, through the pages as a browser drives them (app.inject,
 // cookies kept) against real peers: a provider of the tests (oidc-provider) standing in for
 // Microsoft 365, Dovecot signing in with XOAUTH2 by asking that provider about each token, and an
@@ -156,7 +156,7 @@ t.test('the provider revokes the grant: the mailbox says so, its administrators 
   t.match(readMail(smtp.mails[0]!).text, /Still there\?/)
 })
 
-t.test('the answer of a sign-in is taken only in the browser, by the administrator and on the site that asked, once and in time', { skip: ONCE && "a provider's answer checked against the browser's sealed cookie: runs in the SQLite pass" }, async (t) => {
+t.test('the answer of a sign-in is taken only in the browser, by the administrator and on the site that asked, once and in time', onSqlite("a provider's answer checked against the browser's sealed cookie"), async (t) => {
   const { provider, app, clock, ann, mailbox } = await desk(t)
   await ann.web.get('/demo/admin/mail')
   const started = await ann.web.post('/demo/admin/mail/connect', { provider: 'microsoft' })

@@ -8,10 +8,10 @@ import { LEASE_MS, NO_WAY_OUT } from '../../plugins/mail/sender.ts'
 import { mailDesk } from '../fixtures/mail-desk.ts'
 import { webClient, personWithPassword } from '../fixtures/web.ts'
 import { form, PNG } from '../fixtures/files.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // Issue 48, mail out: a public reply of the staff to a discussion that came by mail is queued in
 // the outbox with the reply (db/stores/outbox.ts) and sent by the sender (plugins/mail/sender.ts):
 // a real SMTP server catches it, and the customer's answer to it comes back through the receiver.
@@ -73,7 +73,7 @@ t.test("a reply's files go with its mail, byte for byte; past the operator's lim
   )
 })
 
-t.test("an odd file name goes into the mail's headers encoded, never as words of a header of its own", { skip: ONCE && "an odd file name in a mail's headers: runs in the SQLite pass" }, async (t) => {
+t.test("an odd file name goes into the mail's headers encoded, never as words of a header of its own", onSqlite("an odd file name in a mail's headers"), async (t) => {
   const { app, smtp, customerSends, api, upload } = await desk(t)
   await customerSends({ subject: 'Odd', messageId: '<odd@customer.example>', text: 'A name?' })
   const file = await upload('Rechnung "März"; filename=evil.exe — 𝒳 ü.pdf', Buffer.from('%PDF-1.4\n'))
@@ -210,7 +210,7 @@ t.test('a bounce of a reply is recorded on that reply, not posted; a flood from 
   t.equal(await customerSends({ from: 'flood@spam.example', subject: 'Later', messageId: '<spam-later@spam.example>', text: 'Again.' }).then(() => 'taken'), 'taken', 'a minute later')
 })
 
-t.test('the sender runs by itself in the background, and says so when it cannot', { skip: ONCE && "the sender's loop in the background and its log line: runs in the SQLite pass" }, async (t) => {
+t.test('the sender runs by itself in the background, and says so when it cannot', onSqlite("the sender's loop in the background and its log line"), async (t) => {
   const smtp = await mailServer(t)
   const lines: string[] = []
   const { app, ann, send } = await mailDesk(t, {

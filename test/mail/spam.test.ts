@@ -8,11 +8,11 @@ import { LOOPBACK, receiver } from '../fixtures/webhooks.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 import { blockChoices } from '../../routes/web/discussion.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: what it asks goes through the stores (the sender rules, the spam state's counts,
 // listings and partial indexes), and each engine must answer it alike.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // Issue 65, spam stays out of the queue: mail from a blocked sender, or one the mail provider
 // marked, arrives in the spam state, acknowledged to no one, notified to no one, told to webhooks
 // only as discussion.spam; "Not spam" brings it back and allows its sender; an allowed sender's
@@ -104,7 +104,7 @@ t.test('mail from a blocked domain is spam: out of the queue and its counts, tol
   t.equal((await json('GET', '/demo/discussions/4')).state, 'spam')
 })
 
-t.test("a mail provider's verdict makes mail spam; an allowed sender's never is; SERVICE_MAIL_SPAM_HEADERS=off reads none", { skip: ONCE && "a mail provider's spam headers read as a verdict: runs in the SQLite pass" }, async (t) => {
+t.test("a mail provider's verdict makes mail spam; an allowed sender's never is; SERVICE_MAIL_SPAM_HEADERS=off reads none", onSqlite("a mail provider's spam headers read as a verdict"), async (t) => {
   const { send, json, left } = await desk(t)
   await send({ subject: 'Flagged', text: 'x', headers: { 'X-Spam-Flag': 'YES', 'X-Spam-Status': 'Yes, score=9.1' } })
   await send({ subject: 'Status only', text: 'x', headers: { 'X-Spam-Status': 'Yes, score=7.0 required=5.0' } })
@@ -154,7 +154,7 @@ t.test('the spam pages: the queue has a Spam tab, the discussion says it is spam
   t.equal((await json('GET', '/demo/discussions/1')).state, 'spam')
 })
 
-t.test("a spam discussion's page blocks its sender in one click, for an administrator: the address, or everyone at its domain", { skip: ONCE && "the page's block buttons and who may press them: runs in the SQLite pass" }, async (t) => {
+t.test("a spam discussion's page blocks its sender in one click, for an administrator: the address, or everyone at its domain", onSqlite("the page's block buttons and who may press them"), async (t) => {
   const { app, ann, send, json } = await desk(t)
   await send({ from: 'offers@mail.spammer.example', subject: 'Pills', text: 'Buy.', headers: { 'X-Spam-Flag': 'YES' } })
   await send({ subject: 'A question', text: 'Hello.' })
@@ -220,7 +220,7 @@ t.test("the sender rules are the site's administrators': a supporter, another si
   t.equal((await api('POST', '/demo/sender_rules', { pattern: 'd7.example', verdict: 'allow' })).statusCode, 201, 'one it has, set again')
 })
 
-t.test('the sender rules on the command line: block, allow, list, remove, and what is refused', { skip: ONCE && "the sender commands' output and refusals: runs in the SQLite pass" }, async (t) => {
+t.test('the sender rules on the command line: block, allow, list, remove, and what is refused', onSqlite("the sender commands' output and refusals"), async (t) => {
   const { run } = await cliRunner(t)
   await run(['site', 'add', 'acme'])
   const blocked = await run(['sender', 'block', 'acme', '*.Spammer.Example'])

@@ -8,12 +8,12 @@ import { DAY_MS } from '../../lib/clock.ts'
 import { BASE_URL, buildTestApp, SITE_URL, supporterWithToken, testClock } from '../fixtures/app.ts'
 import { logCapture } from '../fixtures/log.ts'
 import { mailServer, readMail, type Mail } from '../fixtures/mail.ts'
-import { ONCE, postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
+import { onSqlite, postgresTestAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
 import { buildApp } from '../../app.ts'
 import { until } from '../fixtures/until.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // Issue 18, item 5: mails 7 days before a personal token expires and on its last day, sent to a
 // real SMTP server (smtp-server, started here) by the service's own transport (nodemailer).
 
@@ -133,7 +133,7 @@ t.test('two processes on one database send each notice once', async (t) => {
   t.equal(new Set(smtp.mails.map((mail) => mail.to[0])).size, 10, 'one to each owner')
 })
 
-t.test('the mail says what and when, and where to make a new token', { skip: ONCE && "a notice mail's words: runs in the SQLite pass" }, async (t) => {
+t.test('the mail says what and when, and where to make a new token', onSqlite("a notice mail's words"), async (t) => {
   const notice = {
     tokenId: 1,
     name: 'Nightly export',

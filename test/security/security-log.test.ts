@@ -5,12 +5,12 @@ import { securityKinds } from '../../db/stores/security-log.ts'
 import { buildTestApp, newTestApp } from '../fixtures/app.ts'
 import { cliRunner } from '../fixtures/cli.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 import { personWithPassword, webClient } from '../fixtures/web.ts'
 
 // Engines: both: the store's tests (its filters, a lockout logged once per window, the pruning) go
 // through the stores, which each engine must answer alike; the page's and the command's words, and
-// the labels, run once (ONCE).
+// the labels, run once (onSqlite).
 // The security log (issue 18): the store on the engine the suite runs on, the events the pages
 // and the command line append, the page, the command, and the pruning.
 
@@ -41,7 +41,7 @@ t.test('the store: append, list newest first with filters and paging, prune', as
   t.equal((await app.securityLog.list({ offset: 0, limit: 10 })).total, 2)
 })
 
-t.test('the page: sign-ins, tokens and applications of the person, newest first, by kind, paged', { skip: ONCE && "the page's words: runs in the SQLite pass" }, async (t) => {
+t.test('the page: sign-ins, tokens and applications of the person, newest first, by kind, paged', onSqlite("the page's words"), async (t) => {
   const { app } = await buildTestApp(t)
   await app.sites.add('demo', 'Demo help')
   const person = await personWithPassword(app)
@@ -103,7 +103,7 @@ t.test('a lockout is logged once per failure window, and applications are logged
   ])
 })
 
-t.test('the command line: what it does is logged, and security-log lists it', { skip: ONCE && "the command's output: runs in the SQLite pass" }, async (t) => {
+t.test('the command line: what it does is logged, and security-log lists it', onSqlite("the command's output"), async (t) => {
   const cli = await cliRunner(t)
   await cli.run(['site', 'add', 'demo'])
   await cli.run(['user', 'add', 'ann@example.test'])
@@ -165,7 +165,7 @@ t.test('a pruning that fails is logged, and a pruning that removes says how many
   t.match(lines.find((l) => l.includes('could not remove old security log events')), 'disk on fire')
 })
 
-t.test('every kind has a label, and an event reads as a line', { skip: ONCE && "the labels: runs in the SQLite pass" }, async (t) => {
+t.test('every kind has a label, and an event reads as a line', onSqlite("the labels"), async (t) => {
   t.same(Object.keys(KIND_LABELS).sort(), [...securityKinds].sort())
   t.same(describeEvent({ id: 1, userId: 1, siteId: null, kind: 'token_revoked', createdAt: new Date(0), address: null, actor: 'leak_report', detail: { url: 'https://x', source: '', none: null, expires_at: '2026-12-25T18:29:39.808Z' } }), {
     what: 'Token revoked',
@@ -178,7 +178,7 @@ t.test('every kind has a label, and an event reads as a line', { skip: ONCE && "
   t.equal(describeEvent({ id: 1, userId: 1, siteId: null, kind: 'lockout', createdAt: new Date(0), address: null, actor: 'robot', detail: {} }).by, 'robot')
 })
 
-t.test('names from records cannot forge lines or drive the terminal in security-log and token list (issue 28)', { skip: ONCE && "what a terminal is shown: runs in the SQLite pass" }, async (t) => {
+t.test('names from records cannot forge lines or drive the terminal in security-log and token list (issue 28)', onSqlite("what a terminal is shown"), async (t) => {
   const cli = await cliRunner(t)
   await cli.run(['site', 'add', 'demo'])
   await cli.run(['user', 'add', 'ann@example.test'])

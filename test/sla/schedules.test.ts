@@ -4,10 +4,10 @@ import { cliRunner } from '../fixtures/cli.ts'
 import { signedInPerson } from '../fixtures/web.ts'
 import { addBusinessMinutes } from '../../lib/business-time.ts'
 import { businessSchedule } from '../../db/stores/schedules.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: the schedules are rows of the stores, which each engine must keep alike.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // Issue 68, item 1 (the first part): a site's business hours through the API, read by its staff and
 // written by its administrators: weekdays in a zone, split shifts, holidays and one-offs; every
 // refusal names its field; the sites kept apart; each change in the record; and a deadline
@@ -96,7 +96,7 @@ t.test('an administrator keeps business hours; the staff reads them; every refus
   t.equal((await call(ann, 'POST', '/demo/schedules', { ...berlin, name: 'One more' })).status, 429)
 })
 
-t.test("a country's public holidays prefilled, on the API and the command line", { skip: ONCE && "a country's public holidays worked out before the store, and what a place refuses: runs in the SQLite pass" }, async (t) => {
+t.test("a country's public holidays prefilled, on the API and the command line", onSqlite("a country's public holidays worked out before the store, and what a place refuses"), async (t) => {
   const { app, clock } = await buildTestApp(t)
   const ann = await supporterWithToken(app, { email: 'ann@example.test' })
   await app.users.setAdministrator(ann.site.id, ann.user.id, true)
@@ -120,7 +120,7 @@ t.test("a country's public holidays prefilled, on the API and the command line",
   }
 })
 
-t.test('the command line: add with hours and holidays, list, remove; each refusal a usage error', { skip: ONCE && "the schedule commands' output and their usage errors: runs in the SQLite pass" }, async (t) => {
+t.test('the command line: add with hours and holidays, list, remove; each refusal a usage error', onSqlite("the schedule commands' output and their usage errors"), async (t) => {
   const cli = await cliRunner(t)
   t.equal((await cli.run(['site', 'add', 'acme'])).code, 0)
   const added = await cli.run(['schedule', 'add', 'acme', 'Berlin', '--zone', 'Europe/Berlin', '--hours', 'mon-fri 09:00-12:00,13:00-18:00; sat 10:00-14:00', '--holidays', 'DE'])
@@ -174,7 +174,7 @@ t.test("the store's own checks, whatever door calls it", async (t) => {
   t.same(await app.securityLog.changes({ siteId, limit: 10 }), [], 'a store call without an actor records nothing')
 })
 
-t.test('Administration -> Business hours: add with holidays, remove; each refusal said on the page; administrators only', { skip: ONCE && "the business hours page's words, forms and refusals: runs in the SQLite pass" }, async (t) => {
+t.test('Administration -> Business hours: add with holidays, remove; each refusal said on the page; administrators only', onSqlite("the business hours page's words, forms and refusals"), async (t) => {
   const { app } = await buildTestApp(t)
   const ann = await signedInPerson(app, { administrator: true, email: 'ann@example.test' })
   const bob = await signedInPerson(app, { email: 'bob@example.test' })

@@ -5,10 +5,10 @@ import { form, PNG } from '../fixtures/files.ts'
 import { oauthTokens } from '../fixtures/oauth.ts'
 import { until } from '../fixtures/until.ts'
 import { personWithPassword, signedInPerson } from '../fixtures/web.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: the role is the membership's, read by every door's own query on each engine.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // Issue 67, item 2: a collaborator of a site (docs/decisions.md, "Collaborators") reads the queue and
 // the discussions and writes internal notes only, through every door: the pages, a personal token,
 // the legacy token, a password, a multipass, an OAuth application, and MCP. From their side: every
@@ -80,7 +80,7 @@ t.test('a collaborator reads and writes internal notes through every door of the
   t.equal((await app.inject({ method: 'POST', url: '/demo/discussions/1/comments', headers: { ...doors['personal token'], accept: V1, 'content-type': note.type }, payload: note.payload })).statusCode, 201, 'a note may carry a file')
 })
 
-t.test('through MCP: the note tool goes through, a reply to the customer is a tool error', { skip: ONCE && 'the MCP tools a collaborator may and may not call: runs in the SQLite pass' }, async (t) => {
+t.test('through MCP: the note tool goes through, a reply to the customer is a tool error', onSqlite('the MCP tools a collaborator may and may not call'), async (t) => {
   const { app, cleo } = await desk(t)
   const token = await supporterWithToken(app, { email: cleo.email })
   await app.listen({ port: 0, host: '127.0.0.1' })

@@ -6,10 +6,10 @@ import { mailReader, mailServer } from '../fixtures/mail.ts'
 import { totpCode } from '../fixtures/totp.ts'
 import { enrollAuthenticator, personWithPassword, signedInPerson, webClient } from '../fixtures/web.ts'
 import { INVITATION_DAYS } from '../../db/stores/invitations.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: the invitations, memberships and sessions are the stores', which each engine must keep alike.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // Issue 67, item 1: an administrator invites on Administration -> Team and through the API; the
 // invited person joins from the mailed link (a real SMTP server), as a newcomer or with the account
 // they have (its password, then its second factor); and from the other side: someone who is not an
@@ -77,7 +77,7 @@ t.test('an administrator invites Bob as a supporter and Dee as an administrator;
   t.match(again.body, /It was used already/)
 })
 
-t.test('someone with an account proves it: its password, then its second factor', { skip: ONCE && "an account's password, then its second factor, asked before joining: runs in the SQLite pass" }, async (t) => {
+t.test('someone with an account proves it: its password, then its second factor', onSqlite("an account's password, then its second factor, asked before joining"), async (t) => {
   const { app, clock, invite } = await desk(t)
   await newSite(app, 'other')
   const cleo = await signedInPerson(app, { site: 'other', email: 'cleo@example.test' })
@@ -330,7 +330,7 @@ t.test('taken off the staff through the team API: every door of the API refuses 
   for (const [door, headers] of Object.entries(doors)) t.equal((await app.inject({ url: '/demo/discussions', headers: { ...headers, accept: V1 } })).statusCode, 403, `off the staff, ${door}`)
 })
 
-t.test("on a site whose staff sign in with the company's account only, taking an invitation signs nobody in: the sign-in page is next", { skip: ONCE && "where a newcomer goes after joining a site of the company's account only: runs in the SQLite pass" }, async (t) => {
+t.test("on a site whose staff sign in with the company's account only, taking an invitation signs nobody in: the sign-in page is next", onSqlite("where a newcomer goes after joining a site of the company's account only"), async (t) => {
   const { app, ann, invite } = await desk(t)
   await app.signInProviders.add(ann.site.id, { name: 'Acme', kind: 'google', clientId: 'c', clientSecret: 's' })
   const link = await invite('erin@example.test')

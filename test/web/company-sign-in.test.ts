@@ -4,11 +4,11 @@ import { basic, legacyTokenOf } from '../fixtures/credentials.ts'
 import { DESK, identityProvider, subjectOf, type IdentityProvider } from '../fixtures/identity-provider.ts'
 import { freePort } from '../fixtures/server.ts'
 import { enrollAuthenticator, personWithPassword, webClient } from '../fixtures/web.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: who a provider's answer signs in (links, newcomers of a domain, refusals) is decided
 // in one transaction of the store, and the sessions it makes are ended by its back-channel logout.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // Issue 73: staff sign in with the company's account, against a provider of the tests
 // (oidc-provider: test/fixtures/identity-provider.ts) through the pages as a browser drives them;
 // the whole walk in Chromium is test/web/company-sign-in-browser.test.ts.
@@ -119,7 +119,7 @@ t.test('refused: an unverified address, a customer, a stranger, a disabled accou
   for (const odd of ['', 'x', '-1', '99999999999', '1e3']) t.equal((await web.post('/demo/login/provider', { provider: odd })).statusCode, 404, `provider ${JSON.stringify(odd)}`)
 })
 
-t.test('the answer is bound to the browser: a replayed, a swapped or a planted answer is refused, and so is a wrong nonce or an ID token of another application', { skip: ONCE && 'an answer bound to the browser that asked for it: runs in the SQLite pass' }, async (t) => {
+t.test('the answer is bound to the browser: a replayed, a swapped or a planted answer is refused, and so is a wrong nonce or an ID token of another application', onSqlite('an answer bound to the browser that asked for it'), async (t) => {
   const { app, acme, idp } = await desk(t)
   const web = webClient(app)
   await web.get('/demo/login')
@@ -338,7 +338,7 @@ t.test('sudo mode sends Ann back to the provider to sign in anew; another accoun
   t.equal((await web.createToken({ ...TOKEN_FORM, name: 'not confirmed' })).statusCode, 303, 'still to confirm')
 })
 
-t.test("a session of the company's account acts on this site only: the account's password, name, legacy token and second factors are not reached", { skip: ONCE && "the forms refused to a session of the company's account: runs in the SQLite pass" }, async (t) => {
+t.test("a session of the company's account acts on this site only: the account's password, name, legacy token and second factors are not reached", onSqlite("the forms refused to a session of the company's account"), async (t) => {
   const { app, acme, idp } = await desk(t)
   const web = webClient(app)
   await companySignIn(web, idp, 'ann@acme.example', acme.id)
@@ -540,7 +540,7 @@ t.test('Administration -> Sign-in: a provider added, changed and removed on the 
   t.same((await app.securityLog.changes({ siteId: site.id, action: 'sign_in_provider', limit: 5 })).map((l) => l.action), ['sign_in_provider.removed', 'sign_in_provider.changed', 'sign_in_provider.changed', 'sign_in_provider.added'])
 })
 
-t.test("a provider that cannot be reached, or whose secret is sealed under another key, is said so; nobody is signed in", { skip: ONCE && 'a provider unreachable or its secret unreadable, said in words: runs in the SQLite pass' }, async (t) => {
+t.test("a provider that cannot be reached, or whose secret is sealed under another key, is said so; nobody is signed in", onSqlite('a provider unreachable or its secret unreadable, said in words'), async (t) => {
   const { app } = await buildTestApp(t)
   const ann = await personWithPassword(app, { email: 'ann@acme.example' })
   const gone = await app.signInProviders.add(ann.site.id, { name: 'Gone', kind: 'oidc', issuer: `http://127.0.0.1:${await freePort()}`, clientId: 'c', clientSecret: 's' })
@@ -557,7 +557,7 @@ t.test("a provider that cannot be reached, or whose secret is sealed under anoth
   t.notOk(await onQueue(web))
 })
 
-t.test("the answer's edges: late, of a provider removed meanwhile, refused without words, with where to go next; sudo's own", { skip: ONCE && "a provider's answer refused late or after its removal, and where each goes next: runs in the SQLite pass" }, async (t) => {
+t.test("the answer's edges: late, of a provider removed meanwhile, refused without words, with where to go next; sudo's own", onSqlite("a provider's answer refused late or after its removal, and where each goes next"), async (t) => {
   const { app, clock, ann, acme, idp, site } = await desk(t)
   const start = async (web: Web, next = '') => {
     await web.get('/demo/login')

@@ -6,10 +6,10 @@ import { signedInPerson, webClient } from '../fixtures/web.ts'
 import { makeMultipass } from '../fixtures/credentials.ts'
 import { LINK_MINUTES, LINKS_PER_ADDRESS, LINKS_PER_EMAIL } from '../../db/stores/customer-links.ts'
 import { STARTED_PER_HOUR } from '../../routes/web/customers.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // Issue 49, the customer's side (routes/web/customers.ts, db/stores/customer-links.ts): a visitor
 // writes and nothing exists until the mailed link is followed; sign-in links work once, for 15
 // minutes, on their site only; a customer reaches only their own discussions and public ones, never
@@ -299,7 +299,7 @@ t.test("the site's switches: visitors may write, public discussions are shown", 
   t.match((await visitor.get('/demo/help')).body, 'Shared answer')
 })
 
-t.test('where people land: a visitor at the support site, staff at the queue, a multipass customer at their discussions', { skip: ONCE && 'where each kind of person lands: runs in the SQLite pass' }, async (t) => {
+t.test('where people land: a visitor at the support site, staff at the queue, a multipass customer at their discussions', onSqlite('where each kind of person lands'), async (t) => {
   const { app, ann, general } = await desk(t)
   const visitor = webClient(app)
   t.equal((await visitor.get('/demo/')).headers.location, 'https://help.example.test/demo/help')

@@ -4,10 +4,10 @@ import { mailReader, mailServer } from '../fixtures/mail.ts'
 import { totpCode } from '../fixtures/totp.ts'
 import { enrollAuthenticator, personWithPassword, signedInPerson, webClient } from '../fixtures/web.ts'
 import { LINK_MINUTES, LINKS_PER_EMAIL } from '../../db/stores/customer-links.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: the links and the sessions are the stores', which each engine must keep alike.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // Issue 67, item 4: "Forgot your password?" on the sign-in page, as a supporter and as a stranger
 // would use it: the link is mailed (a real SMTP server) only to a supporter of the site, the page
 // says the same for any address, the link works once, for 15 minutes, on its own site, asks for the
@@ -115,7 +115,7 @@ t.test('not after 15 minutes, not on another site, and not for someone who left 
   t.equal((await follow(link)).statusCode, 410)
 })
 
-t.test('a person with a second factor is asked for it after the link, as after a password', { skip: ONCE && 'the second step asked after a link, as after a password: runs in the SQLite pass' }, async (t) => {
+t.test('a person with a second factor is asked for it after the link, as after a password', onSqlite('the second step asked after a link, as after a password'), async (t) => {
   const { app, clock, mails, ask, linkIn } = await desk(t)
   const dana = await signedInPerson(app, { email: 'dana@example.test' })
   const { secret } = await enrollAuthenticator(dana.web, clock())
@@ -146,7 +146,7 @@ t.test('a person or a client asking too often is told to wait', async (t) => {
   t.equal((await mails()).length, LINKS_PER_EMAIL)
 })
 
-t.test("on a site whose staff sign in with the company's account only, a mailed link signs no supporter in", { skip: ONCE && "a link refused to the staff of a site of the company's account only: runs in the SQLite pass" }, async (t) => {
+t.test("on a site whose staff sign in with the company's account only, a mailed link signs no supporter in", onSqlite("a link refused to the staff of a site of the company's account only"), async (t) => {
   const { app, ann, mails, ask, follow, linkIn } = await desk(t)
   await app.signInProviders.add(ann.site.id, { name: 'Acme', kind: 'google', clientId: 'c', clientSecret: 's' })
   t.equal((await ask(ann.email)).statusCode, 200)

@@ -4,10 +4,10 @@ import { basic } from '../fixtures/credentials.ts'
 import { mailServer, readMail } from '../fixtures/mail.ts'
 import { totpCode } from '../fixtures/totp.ts'
 import { enrollAuthenticator, personWithPassword, webClient } from '../fixtures/web.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: the second factors' and sessions' stores are reached through these pages alone, so each engine must run them.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // Second factors (docs/decisions.md, "Second factors"): an authenticator app enrolled on the
 // profile, the sign-in's second step, recovery codes, the lockout, replays, and Basic on the API.
 // Codes are computed by test/fixtures/totp.ts, not by the library the service uses.
@@ -137,7 +137,7 @@ t.test('recovery codes work once each; wrong codes lock the second step even for
   t.equal((await later.web.post('/demo/login/second_step', { code: totpCode(secret, clock()) })).statusCode, 303, 'after the window')
 })
 
-t.test("Basic on the API is refused for an account with a second factor, and told why only with the right password", { skip: ONCE && 'Basic on the API refused to an account with a second factor, and its words: runs in the SQLite pass' }, async (t) => {
+t.test("Basic on the API is refused for an account with a second factor, and told why only with the right password", onSqlite('Basic on the API refused to an account with a second factor, and its words'), async (t) => {
   const { app, clock } = await buildTestApp(t)
   const { ann } = await enrolled(app, clock)
   const right = await app.inject({ url: '/demo', headers: basic(ann.email, ann.password) })
@@ -183,7 +183,7 @@ t.test('removing the factor asks for a fresh confirmation, and takes the recover
   t.equal(await app.secondFactors.has(again.ann.user.id), true)
 })
 
-t.test('mails, when mail is set up: a factor added and removed, a recovery code used; never a code', { skip: ONCE && "the security notices' mails and their words: runs in the SQLite pass" }, async (t) => {
+t.test('mails, when mail is set up: a factor added and removed, a recovery code used; never a code', onSqlite("the security notices' mails and their words"), async (t) => {
   const smtp = await mailServer(t)
   const { app, clock } = await buildTestApp(t, { config: { mail: { smtpUrl: smtp.url, from: 'Desk <desk@example.test>' } } })
   const { ann, web, codes } = await enrolled(app, clock)

@@ -8,10 +8,10 @@ import { sharedDatabase } from '../multiprocess/two-apps.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import { mailServer, readMail } from '../fixtures/mail.ts'
 import { LOOPBACK, receiver } from '../fixtures/webhooks.ts'
-import { ONCE } from '../fixtures/postgres.ts'
+import { onSqlite } from '../fixtures/postgres.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
-// The tests that ask nothing the engines do differently run once (ONCE).
+// The tests that ask nothing the engines do differently run once (onSqlite).
 // How deliveries behave under faults (plugins/webhooks/delivery.ts): the retries on their schedule
 // (the clock injected, the jitter fixed at none), the same webhook-id on every try, the log, "send
 // again", what ends a delivery at once, and an endpoint switched off after failing for days, its
@@ -197,7 +197,7 @@ t.test('the test event, rotation with both secrets signing for a day, changes an
   t.same((await admin('GET', '/demo/webhooks')).json(), { webhooks: [] })
 })
 
-t.test('only administrators manage webhooks; a supporter is refused', { skip: ONCE && "which people may manage a site's webhooks: runs in the SQLite pass" }, async (t) => {
+t.test('only administrators manage webhooks; a supporter is refused', onSqlite("which people may manage a site's webhooks"), async (t) => {
   const { admin, api } = await webhookApp(t)
   const hook = await receiver(t)
   t.equal((await admin('POST', '/demo/webhooks', { url: hook.url, events: ['comment.created'] })).statusCode, 201)
@@ -208,7 +208,7 @@ t.test('only administrators manage webhooks; a supporter is refused', { skip: ON
   t.equal((await api('POST', '/demo/webhooks/1/rotate')).statusCode, 403)
 })
 
-t.test('no request forgery: addresses of this machine and its networks are refused, each with its reason', { skip: ONCE && 'addresses of this machine and its networks refused, and names that lead to them: runs in the SQLite pass' }, async (t) => {
+t.test('no request forgery: addresses of this machine and its networks are refused, each with its reason', onSqlite('addresses of this machine and its networks refused, and names that lead to them'), async (t) => {
   const names: Record<string, string> = { 'loopback.example.test': '127.0.0.1', 'public.example.test': '93.184.215.14' }
   const odd: Record<string, () => Promise<Array<{ address: string; family: number }>>> = {
     'empty.example.test': async () => [],
@@ -255,7 +255,7 @@ t.test('no request forgery: addresses of this machine and its networks are refus
   t.equal((await app.webhooks.deliveries(id)).length, 1, 'the refused one: not')
 })
 
-t.test('a redirect to loopback is never followed', { skip: ONCE && 'a redirect to loopback, not followed: runs in the SQLite pass' }, async (t) => {
+t.test('a redirect to loopback is never followed', onSqlite('a redirect to loopback, not followed'), async (t) => {
   const { app, admin, create } = await webhookApp(t)
   const inside = await receiver(t)
   const outside = await receiver(t, (response) => response.writeHead(307, { location: inside.url }).end())
@@ -267,7 +267,7 @@ t.test('a redirect to loopback is never followed', { skip: ONCE && 'a redirect t
   t.match((await app.webhooks.deliveries(id))[0], { status: 307, error: `answered 307, a redirect to ${inside.url}, which is not followed` })
 })
 
-t.test('a name is connected to at the address it was checked at: no second look-up', { skip: ONCE && 'a name looked up once and connected to at that address: runs in the SQLite pass' }, async (t) => {
+t.test('a name is connected to at the address it was checked at: no second look-up', onSqlite('a name looked up once and connected to at that address'), async (t) => {
   const hook = await receiver(t)
   // No DNS answers for this name on this machine: only the look-up the check made can reach the receiver.
   const looked: string[] = []
@@ -451,7 +451,7 @@ t.test('a site has at most 20 webhooks; two added at once do not pass it', async
   t.equal((await admin('GET', '/demo/webhooks')).json().webhooks.length, 20)
 })
 
-t.test('what an answer comes to, and the jitter of a wait', { skip: ONCE && 'what an answer comes to, and the jitter of a wait: runs in the SQLite pass' }, async (t) => {
+t.test('what an answer comes to, and the jitter of a wait', onSqlite('what an answer comes to, and the jitter of a wait'), async (t) => {
   const answer = (status: number, location?: string) => judge({ status, answer: '', location })
   t.same(answer(204), { delivered: true })
   t.same(answer(302), { delivered: false, words: 'answered 302, a redirect, which is not followed', again: false })
@@ -462,7 +462,7 @@ t.test('what an answer comes to, and the jitter of a wait', { skip: ONCE && 'wha
   t.equal(retryDelay(RETRY_SCHEDULE_MS.length + 1, Math.random), null, 'then no more')
 })
 
-t.test('a name server that does not answer: the try ends at its deadline, and is made again later', { skip: ONCE && 'a name server that does not answer: runs in the SQLite pass' }, async (t) => {
+t.test('a name server that does not answer: the try ends at its deadline, and is made again later', onSqlite('a name server that does not answer'), async (t) => {
   const { app, admin, create } = await webhookApp(t, { resolve: () => new Promise(() => {}), timeoutMs: 200 })
   const { id } = (await admin('POST', '/demo/webhooks', { url: 'https://silent.example.test/hook', events: ['discussion.created'] })).json()
   await create()
@@ -470,7 +470,7 @@ t.test('a name server that does not answer: the try ends at its deadline, and is
   t.match((await app.webhooks.deliveries(id))[0], { status: null, error: 'no answer within 0.2 s (looking up silent.example.test)' })
 })
 
-t.test('https to a server that does not speak it fails and is tried again; a long answer is kept to its first 500 characters', { skip: ONCE && 'https to a server that does not speak it, and a long answer cut short: runs in the SQLite pass' }, async (t) => {
+t.test('https to a server that does not speak it fails and is tried again; a long answer is kept to its first 500 characters', onSqlite('https to a server that does not speak it, and a long answer cut short'), async (t) => {
   const { app, admin, create } = await webhookApp(t)
   const hook = await receiver(t, (response) => response.end('x'.repeat(100_000)))
   const tls = (await admin('POST', '/demo/webhooks', { url: hook.url.replace('http:', 'https:'), events: ['discussion.created'] })).json().id
@@ -483,7 +483,7 @@ t.test('https to a server that does not speak it fails and is tried again; a lon
   t.equal(kept.answer, 'x'.repeat(500))
 })
 
-t.test('deliveries to one endpoint share a kept connection; the pools kept are bounded', { skip: ONCE && 'a kept connection and the pools kept: runs in the SQLite pass' }, async (t) => {
+t.test('deliveries to one endpoint share a kept connection; the pools kept are bounded', onSqlite('a kept connection and the pools kept'), async (t) => {
   const { app, admin, create } = await webhookApp(t)
   const hook = await receiver(t)
   await admin('POST', '/demo/webhooks', { url: hook.url, events: ['discussion.created'] })
@@ -503,7 +503,7 @@ t.test('deliveries to one endpoint share a kept connection; the pools kept are b
   t.not(connections.agentFor(new URL('http://a.example.test/'), to), a, 'the oldest went')
 })
 
-t.test('a kept connection the endpoint resets as it is reused is tried once more on a new one; a reset on a new connection is a failed try', { skip: ONCE && 'a connection reset as it is reused, or when new: runs in the SQLite pass' }, async (t) => {
+t.test('a kept connection the endpoint resets as it is reused is tried once more on a new one; a reset on a new connection is a failed try', onSqlite('a connection reset as it is reused, or when new'), async (t) => {
   const { app, admin, create } = await webhookApp(t, { timeoutMs: 10_000 })
   // An endpoint that closes each kept connection as its second request arrives (a reset, no answer),
   // as one whose idle time ran out just then does; and one that resets every request.
