@@ -109,6 +109,16 @@ t.test('a schema is compiled at its first use: a start compiles none, and a sche
   t.throws(() => validate({ id: 1 }), 'the validator likewise')
 })
 
+t.test("the service's Ajv compiles a schema without checking it against JSON Schema's own first: the suite checks every route's (below)", async (t) => {
+  const { buildValidator } = sharedSchemaCompilers!.compilersFactory!
+  let made: { opts: { validateSchema?: unknown } } | undefined
+  // Options of their own (Ajv's default, written out), so that this test's Ajv is a new one, made before its eyes.
+  const validate = buildValidator!({}, { customOptions: { allErrors: false }, onCreate: (ajv) => void (made = ajv) })({ schema: { type: 'object', properties: { n: { type: 'integer' } } }, method: 'POST', url: '/meta', httpPart: 'body' })
+  t.equal(validate({ n: 1 }), true)
+  t.equal(validate({ n: 'one' }), false)
+  t.equal(made?.opts.validateSchema, false, 'its Ajv validates no schema')
+})
+
 t.test("every route's schemas compile: what a first request would find broken, the suite finds first", async (t) => {
   const { app } = await newTestApp(t)
   const routes: Array<{ method: string; url: string; schema: Record<string, unknown>; typebox: boolean }> = []
@@ -138,4 +148,5 @@ t.test("every route's schemas compile: what a first request would find broken, t
   t.ok(routes.some((route) => route.typebox) && routes.some((route) => !route.typebox), 'both compilers have routes')
   t.ok(routes.length > 150, `${routes.length} routes with schemas`)
   t.ok(compiled > 700, `${compiled} schemas compiled`)
+  t.throws(() => validators({ schema: { type: 'string', minLength: 'five' }, method: 'POST', url: '/meta', httpPart: 'body' }), /schema is invalid/, "each checked against JSON Schema's own rules: one outside them fails here")
 })

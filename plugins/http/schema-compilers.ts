@@ -27,9 +27,18 @@ type Serializer = (value: unknown) => string
 
 // The compilers themselves (Ajv, fast-json-stringify) are loaded at the first schema compiled, not
 // by every start (lib/packages.ts): a process that has answered nothing has compiled nothing.
+//
+// Ajv checks a schema against JSON Schema's own meta-schema before it compiles it, and compiles that
+// meta-schema to do so at the first schema of the process: 15-20 ms of CPU, paid by the first
+// request to a route Ajv validates (the site's root `GET /<site>`, OAuth's protected resource, the
+// credentials and the policy: the API's other routes are TypeBox's), for a check of schemas that do
+// not change once written. The suite makes it (test/app.test.ts: every route's schemas, compiled by
+// Ajv with its defaults); the service's Ajv does not make it again. Measured: a started service's
+// first `GET /demo` answered in 355 ms against 381 (medians of 9 starts each, taking turns).
 let validatorFactory: ReturnType<typeof AjvCompiler> | undefined
 let serializerFactory: ReturnType<typeof SerializerSelector> | undefined
-const newValidator: ReturnType<typeof AjvCompiler> = (externalSchemas, options) => (validatorFactory ??= ajvCompilerFactory()())(externalSchemas, options)
+const newValidator: ReturnType<typeof AjvCompiler> = (externalSchemas, options) =>
+  (validatorFactory ??= ajvCompilerFactory()())(externalSchemas, { ...options, customOptions: { ...options?.customOptions, validateSchema: false } } as typeof options)
 const newSerializer: ReturnType<typeof SerializerSelector> = (externalSchemas, options) => (serializerFactory ??= serializerSelector()())(externalSchemas, options)
 
 /** What `cache` keeps for the schema object under `key`, made by `make` the first time. */
