@@ -2,6 +2,7 @@ import type { AjvCompiler } from '@fastify/ajv-compiler'
 import type { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { FastifyServerOptions } from 'fastify'
 import { ajvCompilerFactory, serializerSelector } from '../../lib/packages.ts'
+import { serializerSchema } from '../../lib/serializer-schema.ts'
 
 // Fastify's own schema compilers (Ajv for what comes in, fast-json-stringify for what goes out),
 // shared by every app this process builds, so that each route schema is compiled once per process
@@ -58,7 +59,8 @@ const buildSerializer: SerializerFactory = (externalSchemas, options) => {
   return (route) =>
     keptFor(serializers, route.schema as object, key, () => {
       let compiled: Serializer | undefined
-      return (value) => (compiled ??= (compile ??= newSerializer(externalSchemas, options))(route) as Serializer)(value)
+      // Its nullable fields as type lists, which fast-json-stringify decides without Ajv (lib/serializer-schema.ts).
+      return (value) => (compiled ??= (compile ??= newSerializer(externalSchemas, options))({ ...route, schema: serializerSchema(route.schema) }) as Serializer)(value)
     })
 }
 
