@@ -8,7 +8,7 @@
 // each (`{ anyOf: [{ type: 'string', format: 'date-time' }, { type: 'null' }] }` becomes
 // `{ type: ['null', 'string'], format: 'date-time' }`): the same JSON for every value either
 // matches. The routes' schemas, which validation and the OpenAPI document read, are not touched:
-// this is a copy.
+// this is a copy (docs/decisions.md, "What every build paid for").
 
 /** Keywords that only describe: an option's may be dropped when the options are merged. */
 const ANNOTATIONS = new Set(['description', 'title', 'examples', 'example', '$comment', 'deprecated', 'readOnly', 'writeOnly'])
