@@ -67,6 +67,8 @@ const str = { type: 'string' } as const
 const int = { type: 'integer' } as const
 const bool = { type: 'boolean' } as const
 const object = (properties: Record<string, object>) => ({ type: 'object', properties, required: Object.keys(properties), additionalProperties: false })
+/** A field that may be null, as a type list: fast-json-stringify writes it from the value's type, with no validator to ask. */
+const orNull = (schema: { type: string }) => ({ ...schema, type: [schema.type, 'null'] })
 
 const discussionSchema = object({
   href: str,
@@ -90,36 +92,33 @@ const discussionSchema = object({
   toggle_href: str,
   restore_href: str,
   change_category_href: str,
-  assignee: { anyOf: [object({ id: int, name: str }), { type: 'null' }] },
+  assignee: orNull(object({ id: int, name: str })),
   assign_href: str,
   tags: { type: 'array', items: str },
-  sla: {
-    anyOf: [
-      object({
-        policy: object({ id: int, href: str }),
-        first_reply_due_at: { anyOf: [str, { type: 'null' }] },
-        next_reply_due_at: { anyOf: [str, { type: 'null' }] },
-        resolution_due_at: { anyOf: [str, { type: 'null' }] },
-        breached: { type: 'array', items: str },
-      }),
-      { type: 'null' },
-    ],
-  },
+  sla: orNull(
+    object({
+      policy: object({ id: int, href: str }),
+      first_reply_due_at: orNull(str),
+      next_reply_due_at: orNull(str),
+      resolution_due_at: orNull(str),
+      breached: { type: 'array', items: str },
+    }),
+  ),
   facts: object({
-    first_reply_at: { anyOf: [str, { type: 'null' }] },
-    first_reply_minutes: { anyOf: [int, { type: 'null' }] },
-    first_reply_business_minutes: { anyOf: [int, { type: 'null' }] },
-    resolved_at: { anyOf: [str, { type: 'null' }] },
-    resolution_minutes: { anyOf: [int, { type: 'null' }] },
-    resolution_business_minutes: { anyOf: [int, { type: 'null' }] },
+    first_reply_at: orNull(str),
+    first_reply_minutes: orNull(int),
+    first_reply_business_minutes: orNull(int),
+    resolved_at: orNull(str),
+    resolution_minutes: orNull(int),
+    resolution_business_minutes: orNull(int),
     reopens: int,
     team_replies: int,
   }),
-  satisfaction: { anyOf: [object({ rating: str, comment: str, rated_at: str }), { type: 'null' }] },
+  satisfaction: orNull(object({ rating: str, comment: str, rated_at: str })),
   fields: { type: 'object', additionalProperties: true },
-  merged_into: { anyOf: [object({ number: int, href: str }), { type: 'null' }] },
+  merged_into: orNull(object({ number: int, href: str })),
   merge_href: str,
-  split_from: { anyOf: [object({ number: int, href: str }), { type: 'null' }] },
+  split_from: orNull(object({ number: int, href: str })),
   split_href: str,
 })
 export const listingSchema = object({ offset: int, total: int, per_page: int, discussions: { type: 'array', items: discussionSchema } })
