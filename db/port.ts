@@ -140,6 +140,19 @@ export interface SearchIndex {
  */
 export const given = (name: string): SQL => sql`${sql.placeholder(name)}`
 
+/**
+ * A statement written as SQL, prepared by `name` on PostgreSQL (parsed and planned by the server once
+ * per connection, as the builders' `prepare(name)` are): `text` names its values with
+ * sql.placeholder, and `execute` binds them and answers the driver's result. Built inside
+ * `port.prepared`, it runs on a transaction's connection as the builders' statements do
+ * (db/postgres/engine.ts, `onConnection`). For what the builders cannot say (a data-modifying
+ * WITH, a cast to tsvector); PostgreSQL only.
+ */
+export function namedStatement<R = Record<string, unknown>>(db: Executor, name: string, text: SQL): { execute(values: Record<string, unknown>): Promise<{ rows: R[] }> } {
+  const { dialect, session } = db as unknown as { dialect: { sqlToQuery(text: SQL): { sql: string; params: unknown[] } }; session: { prepareQuery(query: unknown, fields: undefined, name: string, arrayMode: false): { execute(values: Record<string, unknown>): Promise<{ rows: R[] }> } } }
+  return session.prepareQuery(dialect.sqlToQuery(text), undefined, name, false)
+}
+
 /** `prepared` over `db`: each statement built on it once, kept by its name in this closure. */
 export function preparedOn(db: Executor): StorePort['prepared'] {
   const statements = new Map<string, unknown>()

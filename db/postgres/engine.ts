@@ -93,6 +93,7 @@ export function postgresPort(q: Executor, admission?: Arrivals, lent?: Lent): St
   const pool = $client instanceof pg.Pool ? $client : undefined
   // Built once for the pool's life; a transaction of the pool (and its savepoints) runs them on its connection.
   const statements = lent?.statements ?? preparedOn(q)
+  const prepared = lent ? onConnection(lent) : statements
   const port: StorePort = {
     kind: 'postgres',
     db: q,
@@ -102,7 +103,7 @@ export function postgresPort(q: Executor, admission?: Arrivals, lent?: Lent): St
     atomic: (work) =>
       pool ? pooledTransaction(pool, (tx, client) => work(postgresPort(tx, undefined, { pool, statements, client }))) : q.transaction((tx) => work(postgresPort(tx, undefined, lent))),
     locked: (select, table) => select.for('no key update', table && { of: table }) as typeof select,
-    prepared: lent ? onConnection(lent) : statements,
+    prepared,
     wide: (value) => sql`${value}::bigint`,
     moment: (at) => at,
     flag: (value) => value,
@@ -116,7 +117,7 @@ export function postgresPort(q: Executor, admission?: Arrivals, lent?: Lent): St
     anyOf: (column: Column, name: string) => sql`${column} = any(${sql.placeholder(name)})`,
     list: (values) => values,
     guard: (store) => store,
-    search: postgresSearch(q),
+    search: postgresSearch(q, prepared),
   }
   return port
 }

@@ -1,5 +1,5 @@
 import { sql } from '../drizzle.ts'
-import type { Executor, SearchIndex } from '../port.ts'
+import { namedStatement, type Executor, type SearchIndex, type StorePort } from '../port.ts'
 import { discussions } from '../schema/postgres.ts'
 import { tsqueryOf, tsvectorOf } from '../../lib/search-text.ts'
 
@@ -8,13 +8,16 @@ import { tsqueryOf, tsvectorOf } from '../../lib/search-text.ts'
 // word with its positions, weighted by section), under a GIN index. No text search configuration
 // is applied, so the words are SQLite's.
 
-export function postgresSearch(q: Executor): SearchIndex {
+export function postgresSearch(q: Executor, prepared: StorePort['prepared']): SearchIndex {
   return {
-    // `fresh` changes nothing here: one statement either way.
+    // `fresh` changes nothing here: one statement either way, prepared once (every write of a discussion's texts runs it).
     async write(discussionId, document) {
-      await q.execute(sql`
-        insert into discussion_search (discussion_id, document) values (${discussionId}, cast(${tsvectorOf(document)} as tsvector))
-        on conflict (discussion_id) do update set document = excluded.document`)
+      const write = prepared('search_write', (db) =>
+        namedStatement(db, 'search_write', sql`
+          insert into discussion_search (discussion_id, document) values (${sql.placeholder('id')}, cast(${sql.placeholder('document')} as tsvector))
+          on conflict (discussion_id) do update set document = excluded.document`),
+      )
+      await write.execute({ id: discussionId, document: tsvectorOf(document) })
     },
 
     // One statement a batch. A write since the batch read the comments wrote a fresher document

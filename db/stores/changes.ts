@@ -1,5 +1,5 @@
 import { and, asc, eq, gt, inArray, sql } from '../drizzle.ts'
-import { onFirstUse, type StorePort } from '../port.ts'
+import { namedStatement, onFirstUse, type StorePort } from '../port.ts'
 import type { ChangeKind } from '../values.ts'
 import { discussionViews, type CommentRow, type DiscussionRow } from './discussion-listing.ts'
 
@@ -79,10 +79,14 @@ export async function recordChanges(port: StorePort, siteId: number, changes: Ar
 export async function siteChanged(port: StorePort, change: ChangeOf): Promise<void> {
   if (port.kind === 'sqlite') return recordChanges(port, change.siteId, [change])
   const { discussionChanges, sites } = port.tables
-  await port.db.execute(sql`
-    with taken as (update ${sites} set version = version + 1, changes_seq = changes_seq + 1 where id = ${change.siteId} returning changes_seq)
-    insert into ${discussionChanges} (site_id, seq, kind, discussion_id, comment_id, at)
-    select ${change.siteId}, taken.changes_seq, ${change.kind}, ${change.discussionId}, ${change.commentId ?? null}, ${change.at} from taken`)
+  const p = sql.placeholder
+  const changed = port.prepared('changes_site_changed', (db) =>
+    namedStatement(db, 'changes_site_changed', sql`
+      with taken as (update ${sites} set version = version + 1, changes_seq = changes_seq + 1 where id = ${p('siteId')} returning changes_seq)
+      insert into ${discussionChanges} (site_id, seq, kind, discussion_id, comment_id, at)
+      select ${p('siteId')}, taken.changes_seq, ${p('kind')}, ${p('discussionId')}, ${p('commentId')}, ${p('at')} from taken`),
+  )
+  await changed.execute({ siteId: change.siteId, kind: change.kind, discussionId: change.discussionId, commentId: change.commentId ?? null, at: change.at })
 }
 
 /** The feed's reads: a page of a site's changes after a number, and the rows they are about. */

@@ -51,11 +51,25 @@ export type DiscussionRow = Tables['discussions']['$inferSelect'] & { authorEmai
 export function assigneeNameOf(columns: { assigneeId: Column }, users: { id: Column; name: Column }) {
   return sql<string | null>`(select ${users.name} from ${users} where ${users.id} = ${columns.assigneeId})`
 }
-/** The columns of a read of discussions (joined to their authors) and of comments (likewise), on the port's tables. */
+/** A column of the user `id` names, as a subquery (a lookup of the users' primary key). */
+const userColumn = <T>(users: { id: Column }, column: Column, id: Column) => sql<T>`(select ${column} from ${users} where ${users.id} = ${id})`
+
+/**
+ * The columns of a read of discussions (joined to their authors) and of comments (likewise), on the
+ * port's tables; and the same rows as an insert's RETURNING gives them (`inserted...`), the author's
+ * address and name by subquery, so that a write has its row without reading it back.
+ */
 export function discussionViews({ tables: { comments, discussions, users } }: StorePort) {
   return {
     discussion: { ...getTableColumns(discussions), authorEmail: users.email, authorName: users.name, assigneeName: assigneeNameOf(discussions, users) },
     comment: { ...getTableColumns(comments), authorEmail: users.email, authorName: users.name },
+    insertedDiscussion: {
+      ...getTableColumns(discussions),
+      authorEmail: userColumn<string>(users, users.email, discussions.authorId),
+      authorName: userColumn<string>(users, users.name, discussions.authorId),
+      assigneeName: assigneeNameOf(discussions, users),
+    },
+    insertedComment: { ...getTableColumns(comments), authorEmail: userColumn<string>(users, users.email, comments.authorId), authorName: userColumn<string>(users, users.name, comments.authorId) },
   }
 }
 

@@ -226,6 +226,7 @@ function writes(port: StorePort) {
           fields: p('fields'),
           ...slaSet(),
         })
+        .returning(discussionViews(port).insertedDiscussion)
         .prepare('discussions_insert'),
     ),
     comment: port.prepared('discussions_comment_insert', (db) =>
@@ -241,7 +242,7 @@ function writes(port: StorePort) {
           via: p('via'),
           createdAt: p('at'),
         })
-        .returning({ id: comments.id })
+        .returning(discussionViews(port).insertedComment)
         .prepare('discussions_comment_insert'),
     ),
     afterComment: port.prepared('discussions_after_comment', (db) =>
@@ -430,7 +431,7 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
   const number = before.commentsCount + 1
   const state = input.resolve ? 'resolved' : stateAfterComment(before.state, author.bySupporter, input.internal)
   const write = writes(tx)
-  const [{ id }] = await write.comment.execute({
+  const [comment] = await write.comment.execute({
     discussionId: before.id,
     number,
     authorId: author.id,
@@ -440,6 +441,7 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
     via: input.via,
     at: now,
   })
+  const { id } = comment!
   if (input.uploads) await claimUploads(tx, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
   // A public reply of the staff to a discussion that came by mail is mailed, queued with it.
   const mailed = author.bySupporter && !input.internal && (await queueReplyMail(tx, clock, { siteId: input.siteId, discussionId: before.id, number: before.number, title: before.title, commentId: id, body: input.body, startedOnTheWeb: before.startedOnTheWeb }))
@@ -459,7 +461,6 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
   const discussion: DiscussionRow = { ...before, state, commentsCount: number, updatedAt: now, lastUpdatedAt: now, awaitingTeam, ...sla.columns, ...report.facts, version: before.version + 1 }
   await indexDiscussion(tx, before)
   // Read before the site's row is taken: every statement after it is one more that the site's other writes wait for.
-  const comment = (await commentOf(tx).execute({ discussionId: before.id, number }))[0]
   const listeners = await listenersIn(tx, input.siteId)
   // Its owner hears of it (as the discussion was before: the rules below may give it to another), queued before the row too.
   if (before.assigneeId !== null) {
@@ -500,8 +501,8 @@ export interface NewRow {
 }
 
 /**
- * Inserts a new discussion's row, numbered next on its site, with its SLA clocks; the row as read
- * back and its SLA policy's schedule (for the reports). The caller holds the site's row (lockSite, or takeSite)
+ * Inserts a new discussion's row, numbered next on its site, with its SLA clocks; the row as its
+ * insert returned it (discussionViews, insertedDiscussion) and its SLA policy's schedule (for the reports). The caller holds the site's row (lockSite, or takeSite)
  * from before this until it commits, so the next create reads the number after this one.
  */
 export async function insertDiscussionIn(port: StorePort, row: NewRow): Promise<{ discussion: DiscussionRow; schedule: Schedule | null }> {
@@ -510,8 +511,7 @@ export async function insertDiscussionIn(port: StorePort, row: NewRow): Promise<
   const number = (n ?? 0) + 1
   const facts = { categoryId: row.categoryId, tags: [], authorEmail: row.customerEmail, channel: row.channel }
   const sla = await slaOfWrite(port, { siteId: row.siteId, before: null, after: { state: row.state, awaitingTeam: row.awaitingTeam }, facts, at: row.at })
-  await write.insert.execute({ ...row, ...boundColumns(port, sla.columns), number, permalink: slugify(row.title, 'discussion'), at: row.at })
-  const discussion = await getIn(port, row.siteId, number)
+  const [discussion] = await write.insert.execute({ ...row, ...boundColumns(port, sla.columns), number, permalink: slugify(row.title, 'discussion'), at: row.at })
   if (row.fields !== '{}') await indexValuesIn(port, row.siteId, discussion.id, valuesOf(row.fields))
   return { discussion, schedule: sla.schedule }
 }

@@ -112,29 +112,36 @@ export async function queueReplyMail(
   kind: OutboxKind = 'reply_mail',
 ): Promise<boolean> {
   const { discussions, mailboxes, mailMessages, outbox, participants, sites, users } = port.tables
+  const discussionId = sql.placeholder('discussionId')
   // The discussion's customer's newest message: a thread is theirs, and no one else who wrote into
   // it (naming its Message-ID) becomes where the team's replies go.
-  const [last] = await port.db
-    .select({ messageId: mailMessages.messageId, sender: mailMessages.sender, mailboxId: mailboxes.id, address: mailboxes.address, siteName: sites.name, permalink: sites.permalink })
-    .from(mailMessages)
-    .innerJoin(mailboxes, eq(mailboxes.id, mailMessages.mailboxId))
-    .innerJoin(sites, eq(sites.id, mailboxes.siteId))
-    .innerJoin(discussions, eq(discussions.id, mailMessages.discussionId))
-    .innerJoin(users, eq(users.id, discussions.authorId))
-    .where(and(eq(mailMessages.discussionId, reply.discussionId), eq(mailMessages.outbound, false), eq(mailMessages.automatic, false), eq(mailMessages.sender, users.email)))
-    .orderBy(desc(mailMessages.id))
-    .limit(1)
+  const customerMessage = port.prepared('outbox_reply_customer', (db) =>
+    db
+      .select({ messageId: mailMessages.messageId, sender: mailMessages.sender, mailboxId: mailboxes.id, address: mailboxes.address, siteName: sites.name, permalink: sites.permalink })
+      .from(mailMessages)
+      .innerJoin(mailboxes, eq(mailboxes.id, mailMessages.mailboxId))
+      .innerJoin(sites, eq(sites.id, mailboxes.siteId))
+      .innerJoin(discussions, eq(discussions.id, mailMessages.discussionId))
+      .innerJoin(users, eq(users.id, discussions.authorId))
+      .where(and(eq(mailMessages.discussionId, discussionId), eq(mailMessages.outbound, false), eq(mailMessages.automatic, false), eq(mailMessages.sender, users.email)))
+      .orderBy(desc(mailMessages.id))
+      .limit(1)
+      .prepare('outbox_reply_customer'),
+  )
+  const [last] = await customerMessage.execute({ discussionId: reply.discussionId })
   const customer = last ? { mailbox: { id: last.mailboxId, address: last.address }, site: { name: last.siteName, permalink: last.permalink }, to: last.sender } : reply.startedOnTheWeb === false ? undefined : await startedOnTheWeb(port, reply)
   // The discussion's participants are copied on a reply (an acknowledgement answers its sender
   // alone); on a discussion its customer cannot be mailed about, the reply goes to them instead.
-  const copied = kind === 'acknowledgement' ? [] : (await port.db.select({ email: participants.email }).from(participants).where(eq(participants.discussionId, reply.discussionId)).orderBy(asc(participants.id))).map((p) => p.email).filter((email) => email !== customer?.to)
+  const participantsOf = port.prepared('outbox_reply_participants', (db) =>
+    db.select({ email: participants.email }).from(participants).where(eq(participants.discussionId, discussionId)).orderBy(asc(participants.id)).prepare('outbox_reply_participants'),
+  )
+  const copied = kind === 'acknowledgement' ? [] : (await participantsOf.execute({ discussionId: reply.discussionId })).map((p) => p.email).filter((email) => email !== customer?.to)
   const from = customer ?? (copied.length > 0 ? { ...(await siteMailbox(port, reply.siteId)), to: copied.shift()! } : undefined)
   if (!from) return false
-  const thread = await port.db
-    .select({ messageId: mailMessages.messageId })
-    .from(mailMessages)
-    .where(eq(mailMessages.discussionId, reply.discussionId))
-    .orderBy(asc(mailMessages.id))
+  const threadOf = port.prepared('outbox_reply_thread', (db) =>
+    db.select({ messageId: mailMessages.messageId }).from(mailMessages).where(eq(mailMessages.discussionId, discussionId)).orderBy(asc(mailMessages.id)).prepare('outbox_reply_thread'),
+  )
+  const thread = await threadOf.execute({ discussionId: reply.discussionId })
   const ids = thread.map((m) => m.messageId)
   const references = ids.length <= MAX_REFERENCES ? ids : [ids[0]!, ...ids.slice(-(MAX_REFERENCES - 1))]
   const messageId = from.mailbox && newMessageId(`reply-${reply.commentId}`, from.mailbox.address)

@@ -14,12 +14,22 @@ const down = (await postgresAnswers()) ? false : `PostgreSQL at ${POSTGRES_URL} 
 if (down && process.env.CI === 'true') t.fail(down)
 const options = { skip: down }
 
-/** The text of every statement any pg client of this process sends while `work` runs, in order. */
-async function statementsOf(t: Test, work: () => Promise<unknown>): Promise<string[]> {
-  const sent: string[] = []
+/** A statement sent, and the connection (pg client) it was sent on. */
+interface Sent {
+  text: string
+  client: unknown
+}
+
+/**
+ * Every statement any pg client of this process sends while `work` runs, in order, with the
+ * connection it went on: the app's own background work (the search's backfill, the mailboxes'
+ * loop) may run transactions on other connections of the pool meanwhile.
+ */
+async function statementsOf(t: Test, work: () => Promise<unknown>): Promise<Sent[]> {
+  const sent: Sent[] = []
   const query = pg.Client.prototype.query
   const recording = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
-    sent.push(typeof config === 'string' ? config : String((config as { text?: string }).text))
+    sent.push({ text: typeof config === 'string' ? config : String((config as { text?: string }).text), client: this })
     return (query as (...args: unknown[]) => unknown).call(this, config, ...rest)
   }
   pg.Client.prototype.query = recording as typeof query
@@ -29,20 +39,25 @@ async function statementsOf(t: Test, work: () => Promise<unknown>): Promise<stri
   } finally {
     pg.Client.prototype.query = query
   }
-  return sent.map((text) => text.replace(/\s+/g, ' ').trim().toLowerCase())
+  return sent.map(({ text, client }) => ({ text: text.replace(/\s+/g, ' ').trim().toLowerCase(), client }))
 }
+
+/** The texts of the statements. */
+const textsOf = (statements: Sent[]) => statements.map((s) => s.text)
 
 const SITE_ROW = /^(with taken as \(update "sites" set version|update "sites" set "version"|select "id" from "sites" where "sites"\."id" = \$1 for no key update)/
 const READ = /^select /
 const ANSWER_READS = /from "(outbox|attachments)"/
 
-/** The statements from the one that takes the site's row to COMMIT. */
-function afterSiteRow(t: Test, statements: string[]): string[] {
-  const taken = statements.findIndex((text) => SITE_ROW.test(text))
-  t.not(taken, -1, 'the write takes the site\'s row')
-  const committed = statements.indexOf('commit')
-  t.ok(committed > taken, 'and commits after')
-  return statements.slice(taken + 1, committed)
+/** The statements from the one that takes the site's row to COMMIT, on the write's connection. */
+function afterSiteRow(t: Test, statements: Sent[]): string[] {
+  const taken = statements.find((s) => SITE_ROW.test(s.text))
+  t.ok(taken, 'the write takes the site\'s row')
+  const own = textsOf(statements.filter((s) => s.client === taken?.client))
+  const at = own.findIndex((text) => SITE_ROW.test(text))
+  const committed = own.indexOf('commit', at)
+  t.ok(committed > at, 'and commits after')
+  return own.slice(at + 1, committed)
 }
 
 /** A site whose webhook hears every event the writes tell, and whose rule is not met: both are asked. */
@@ -64,8 +79,8 @@ t.test('a reply: no read once the site\'s row is taken, and its answer reads no 
   const held = afterSiteRow(t, statements)
   t.same(held.filter((text) => READ.test(text)), [], 'nothing read while the site\'s other writes wait')
   t.ok(held.some((text) => text.startsWith('insert into "outbox"')), 'the webhook\'s event is queued in the transaction')
-  t.ok(statements.some((text) => /from "sites" left join "webhooks"/.test(text)), 'its listeners read, in one statement')
-  t.same(statements.filter((text) => ANSWER_READS.test(text) && READ.test(text)), [], 'no read of a reply mail or files it did not make')
+  t.ok(textsOf(statements).some((text) => /from "sites" left join "webhooks"/.test(text)), 'its listeners read, in one statement')
+  t.same(textsOf(statements).filter((text) => ANSWER_READS.test(text) && READ.test(text)), [], 'no read of a reply mail or files it did not make')
   const queued = await rawRows(desk.app, "SELECT count(*) AS n FROM outbox WHERE kind = 'webhook'")
   t.equal(Number(queued[0]!.n), 2, 'the create\'s event and the reply\'s, each queued once')
 })
@@ -91,7 +106,7 @@ t.test('a new discussion: its listeners read before it takes the site\'s row; it
   const held = afterSiteRow(t, statements)
   t.same(held.filter((text) => /"webhooks"|"rules_version"/.test(text)), [], 'no read of who listens while the site\'s row is held')
   t.same(held.filter((text) => READ.test(text) && /from "(categories|memberships)"/.test(text)), [], 'nor of its category or of who hears of it')
-  t.same(statements.filter((text) => ANSWER_READS.test(text) && READ.test(text)), [], 'no read of a reply mail or files it did not make')
+  t.same(textsOf(statements).filter((text) => ANSWER_READS.test(text) && READ.test(text)), [], 'no read of a reply mail or files it did not make')
 })
 
 t.test('a customer\'s new discussion in a category that gives them in turn: the turn read under the site\'s row', options, async (t) => {
