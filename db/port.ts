@@ -100,6 +100,20 @@ export interface StorePort {
   guard<S extends object>(store: S): S
   /** The full-text index, which each engine keeps its own way (db/sqlite/search.ts, db/postgres/search.ts). */
   readonly search: SearchIndex
+  /**
+   * What `make` makes, once per engine (its transactions share it), kept by `name` for the engine's
+   * life: what the stores remember between requests (db/stores/sites.ts, keptSites).
+   */
+  kept<V>(name: string, make: () => V): V
+  /**
+   * PostgreSQL: `run` once the transaction this port is in has committed, never when it rolls back
+   * (a savepoint's, when the transaction around it commits with it); on the pool outside any
+   * transaction, at once; on a transaction opened elsewhere (a test's), never. For what a process
+   * keeps of a row its own write moved (db/stores/sites.ts, siteMovedBy). Absent on SQLite, whose
+   * reads are in the process and remembered by its read cache, so nothing is kept that a commit
+   * could move on.
+   */
+  onCommitted?(run: () => void): void
 }
 
 /** What a search asks of the index: the newest discussions that match, among those `where` keeps. */

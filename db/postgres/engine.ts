@@ -75,11 +75,13 @@ export async function pooledTransaction<T>(pool: pg.Pool, work: (tx: Executor, c
   }
 }
 
-/** A transaction's connection and the statements of the pool it came from (`onConnection`). */
+/** A transaction's connection, the statements and kept things of the pool it came from (`onConnection`), and what runs once it commits. */
 interface Lent {
   pool: pg.Pool
   statements: StorePort['prepared']
+  kept: StorePort['kept']
   client: pg.ClientBase
+  committed: Array<() => void>
 }
 
 /**
@@ -93,15 +95,28 @@ export function postgresPort(q: Executor, admission?: Arrivals, lent?: Lent): St
   const pool = $client instanceof pg.Pool ? $client : undefined
   // Built once for the pool's life; a transaction of the pool (and its savepoints) runs them on its connection.
   const statements = lent?.statements ?? preparedOn(q)
+  const kept = lent?.kept ?? (preparedOn(q) as StorePort['kept'])
   const prepared = lent ? onConnection(lent) : statements
   const port: StorePort = {
     kind: 'postgres',
     db: q,
     tables,
-    // On the pool, a connection of its own that goes back whatever happens (pooledTransaction); in a
-    // transaction, a savepoint on its connection.
-    atomic: (work) =>
-      pool ? pooledTransaction(pool, (tx, client) => work(postgresPort(tx, undefined, { pool, statements, client }))) : q.transaction((tx) => work(postgresPort(tx, undefined, lent))),
+    // On the pool, a connection of its own that goes back whatever happens (pooledTransaction), and
+    // what waited for its commit run after; in a transaction, a savepoint on its connection, whose
+    // own waiting work joins the transaction's once it is released.
+    async atomic(work) {
+      if (pool) {
+        const committed: Array<() => void> = []
+        const result = await pooledTransaction(pool, (tx, client) => work(postgresPort(tx, undefined, { pool, statements, kept, client, committed })))
+        for (const run of committed) run()
+        return result
+      }
+      if (!lent) return q.transaction((tx) => work(postgresPort(tx)))
+      const committed: Array<() => void> = []
+      const result = await q.transaction((tx) => work(postgresPort(tx, undefined, { ...lent, committed })))
+      lent.committed.push(...committed)
+      return result
+    },
     locked: (select, table) => select.for('no key update', table && { of: table }) as typeof select,
     prepared,
     wide: (value) => sql`${value}::bigint`,
@@ -118,6 +133,8 @@ export function postgresPort(q: Executor, admission?: Arrivals, lent?: Lent): St
     list: (values) => values,
     guard: (store) => store,
     search: postgresSearch(q, prepared),
+    kept,
+    onCommitted: lent ? (run) => void lent.committed.push(run) : pool ? (run) => run() : () => {},
   }
   return port
 }

@@ -176,6 +176,7 @@ export function sqlitePort(db: Db): StorePort {
     list: (values) => JSON.stringify(values),
     guard: (store) => guarded(gate, store),
     search: sqliteSearch(db),
+    kept: preparedOn(db as unknown as Executor) as StorePort['kept'],
   }
   return port
 }

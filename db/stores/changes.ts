@@ -1,5 +1,6 @@
 import { and, asc, eq, gt, inArray, sql } from '../drizzle.ts'
 import { namedStatement, onFirstUse, type StorePort } from '../port.ts'
+import { siteMovedBy } from './sites.ts'
 import type { ChangeKind } from '../values.ts'
 import { discussionViews, type CommentRow, type DiscussionRow } from './discussion-listing.ts'
 
@@ -43,10 +44,12 @@ export async function takeSite(port: StorePort, siteId: number, changes: number)
       .update(sites)
       .set({ version: sql`${sites.version} + 1`, changesSeq: sql`${sites.changesSeq} + ${p('changes')}` })
       .where(eq(sites.id, p('siteId')))
-      .returning({ last: sites.changesSeq })
+      .returning({ last: sites.changesSeq, version: sites.version })
       .prepare('changes_take_site'),
   )
-  return (await take.execute({ siteId, changes }))[0]!.last
+  const [{ last, version }] = await take.execute({ siteId, changes })
+  port.onCommitted?.(() => siteMovedBy(port, siteId, { version, changesSeq: last }))
+  return last
 }
 
 /** Records changes of one site numbered up to `last`, the last of the numbers takeSite took for them. */
@@ -82,11 +85,13 @@ export async function siteChanged(port: StorePort, change: ChangeOf): Promise<vo
   const p = sql.placeholder
   const changed = port.prepared('changes_site_changed', (db) =>
     namedStatement(db, 'changes_site_changed', sql`
-      with taken as (update ${sites} set version = version + 1, changes_seq = changes_seq + 1 where id = ${p('siteId')} returning changes_seq)
+      with taken as (update ${sites} set version = version + 1, changes_seq = changes_seq + 1 where id = ${p('siteId')} returning changes_seq, version)
       insert into ${discussionChanges} (site_id, seq, kind, discussion_id, comment_id, at)
-      select ${p('siteId')}, taken.changes_seq, ${p('kind')}, ${p('discussionId')}, ${p('commentId')}, ${p('at')} from taken`),
+      select ${p('siteId')}, taken.changes_seq, ${p('kind')}, ${p('discussionId')}, ${p('commentId')}, ${p('at')} from taken
+      returning seq, (select version from taken) as version`),
   )
-  await changed.execute({ siteId: change.siteId, kind: change.kind, discussionId: change.discussionId, commentId: change.commentId ?? null, at: change.at })
+  const { rows: [moved] } = await changed.execute({ siteId: change.siteId, kind: change.kind, discussionId: change.discussionId, commentId: change.commentId ?? null, at: change.at })
+  if (moved) port.onCommitted?.(() => siteMovedBy(port, change.siteId, { version: Number(moved.version), changesSeq: Number(moved.seq) }))
 }
 
 /** The feed's reads: a page of a site's changes after a number, and the rows they are about. */

@@ -78,7 +78,7 @@ export async function bumpSiteVersion(port: StorePort, siteId: number): Promise<
  */
 export function keptSites(port: StorePort): (siteId: number, version: number) => Promise<Site | undefined> {
   const { sites } = port.tables
-  const kept = new Map<number, Site | undefined>()
+  const kept = keptSiteRows(port)
   const byId = onFirstUse(() => port.db.select().from(sites).where(eq(sites.id, sql.placeholder('siteId'))).prepare('sites_by_id'))
   return async (siteId, version) => {
     const known = kept.get(siteId)
@@ -89,6 +89,21 @@ export function keptSites(port: StorePort): (siteId: number, version: number) =>
     kept.set(siteId, site)
     return site
   }
+}
+
+/** The sites' rows this engine's processes keep (keptSites), by id. */
+const keptSiteRows = (port: StorePort) => port.kept('kept_sites', () => new Map<number, Site | undefined>())
+
+/**
+ * After this process's write moved the site's version by one and its feed's number with it, and
+ * nothing else of its row (db/stores/changes.ts, siteChanged and takeSite), and committed: the kept
+ * row, when it is the one just before, is the row now, as read (`version`, `changesSeq`: what the
+ * write's RETURNING said). Otherwise another write came between, and the next request reads the row.
+ */
+export function siteMovedBy(port: StorePort, siteId: number, moved: { version: number; changesSeq: number }): void {
+  const kept = keptSiteRows(port)
+  const known = kept.get(siteId)
+  if (known?.version === moved.version - 1) kept.set(siteId, { ...known, ...moved })
 }
 
 /**

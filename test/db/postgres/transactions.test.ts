@@ -88,3 +88,44 @@ t.test("a statement is built once on the pool, and a transaction runs it on its 
     { message: "the statement prepared_elsewhere does not run on the pool's connections, so it cannot run on a transaction's" },
   )
 })
+
+t.test('what waits for a commit runs after it, never after a rollback; what is kept is the pool\'s, whatever the transaction', { skip: down }, async (t) => {
+  const db = await openPostgres(await postgresTestAddress(t), { poolSize: 2 })
+  t.teardown(() => db.$client.end())
+  const port = postgresPort(db)
+  const ran: string[] = []
+  const committed = port.atomic(async (tx) => {
+    tx.onCommitted!(() => ran.push('the transaction'))
+    await tx.atomic(async (savepoint) => savepoint.onCommitted!(() => ran.push('its savepoint')))
+    await t.rejects(
+      tx.atomic(async (savepoint) => {
+        savepoint.onCommitted!(() => ran.push('a savepoint rolled back'))
+        throw new Error('undone')
+      }),
+    )
+    t.same(ran, [], 'nothing runs before the COMMIT')
+    return 'done'
+  })
+  t.equal(await committed, 'done')
+  t.same(ran, ['the transaction', 'its savepoint'], "after it, the transaction's own and its released savepoint's, in order; the rolled back savepoint's never")
+
+  ran.length = 0
+  await t.rejects(
+    port.atomic(async (tx) => {
+      tx.onCommitted!(() => ran.push('a transaction rolled back'))
+      throw new Error('undone')
+    }),
+  )
+  t.same(ran, [], 'a transaction that rolls back runs none of it')
+  port.onCommitted!(() => ran.push('outside any transaction'))
+  t.same(ran, ['outside any transaction'], 'outside one, at once')
+
+  // A transaction opened elsewhere (a test's, the seeder's): its port cannot know when it commits.
+  await db.transaction(async (tx) => postgresPort(tx).onCommitted!(() => ran.push('elsewhere')))
+  t.same(ran, ['outside any transaction'], "on a transaction opened elsewhere, never")
+
+  const made = () => new Map<number, string>()
+  const kept = port.kept('probe', made)
+  await port.atomic(async (tx) => t.equal(tx.kept('probe', made), kept, "a transaction's is the pool's"))
+  t.equal(port.kept('probe', made), kept, 'made once, kept by its name')
+})

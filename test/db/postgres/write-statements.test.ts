@@ -131,3 +131,30 @@ t.test('a change of state: who listens read before the site\'s row', options, as
   const held = afterSiteRow(t, statements)
   t.same(held.filter((text) => /"webhooks"|"rules_version"/.test(text)), [], 'no read of who listens while the site\'s row is held')
 })
+
+t.test("the site's row a write of this process moved is kept, not read again; another's change between is read", options, async (t) => {
+  const desk = await listenedDesk(t)
+  const siteId = desk.ann.site.id
+  const SITE_READ = /^select "id", "permalink", "name", .* from "sites" where "sites"\."id" = \$1$/
+  const siteReads = (statements: Sent[]) => textsOf(statements).filter((text) => SITE_READ.test(text)).length
+  const versionNow = async () => Number((await rawRows(desk.app, 'SELECT version FROM sites WHERE id = ?', [siteId]))[0]!.version)
+  await desk.create()
+  let site: { headers: Record<string, unknown>; json(): { name: string } } | undefined
+  t.equal(siteReads(await statementsOf(t, async () => (site = await desk.api('GET', '/demo')))), 0, "after the create, the site's row is the one kept")
+  t.match(site!.headers.etag, new RegExp(`^"s${await versionNow()}-`), 'its validator the version the write moved it to')
+  t.equal(siteReads(await statementsOf(t, () => desk.api('POST', '/demo/discussions/1/comments', { body: 'An answer.' }))), 0, 'nor read by the next write')
+
+  // Another process renames the site: the next request reads the row (the version it reads is not the one kept).
+  await rawRows(desk.app, "UPDATE sites SET name = 'Renamed desk' WHERE id = ?", [siteId])
+  t.equal(siteReads(await statementsOf(t, () => desk.api('POST', '/demo/discussions/1/comments', { body: 'Another.' }))), 1, 'a rename by another: the next request reads the row')
+  t.equal(siteReads(await statementsOf(t, async () => (site = await desk.api('GET', '/demo')))), 0, "and its write keeps it moved")
+  t.equal(site!.json().name, 'Renamed desk')
+
+  // Renamed again between this process's last read and its next write: the write moves the version
+  // by two from the one kept, and the row is read again rather than taken for the kept one.
+  await rawRows(desk.app, "UPDATE sites SET name = 'Renamed twice' WHERE id = ?", [siteId])
+  await desk.app.discussions.reply({ siteId, number: 1, body: 'By the store.', internal: false, via: 'api', supporterId: desk.ann.user.id })
+  t.equal(siteReads(await statementsOf(t, async () => (site = await desk.api('GET', '/demo')))), 1, "the row read again: the version moved by more than this process's write")
+  t.equal(site!.json().name, 'Renamed twice', "the other's change seen")
+  t.match(site!.headers.etag, new RegExp(`^"s${await versionNow()}-`), 'its validator the version now')
+})
