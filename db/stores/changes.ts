@@ -33,10 +33,11 @@ export interface ChangeOf {
 /**
  * Takes the site's row in the transaction of `port`, until it ends, by moving the site's version on
  * (every change to what the API shows of the site does: docs/decisions.md, "Conditional requests"),
- * and with it the next `changes` numbers of its feed: the last number taken. The first lock of every
- * write of a site's discussions: the counts' rows and the reports' day rows are taken after it.
+ * and with it the next `changes` numbers of its feed: the last number taken (`last`), and the site's
+ * rules' version as it is under the row's lock (db/stores/sites.ts, bumpRulesVersion). The first lock of
+ * every write of a site's discussions: the counts' rows and the reports' day rows are taken after it.
  */
-export async function takeSite(port: StorePort, siteId: number, changes: number): Promise<number> {
+export async function takeSite(port: StorePort, siteId: number, changes: number): Promise<{ last: number; rulesVersion: number }> {
   const { sites } = port.tables
   const p = sql.placeholder
   const take = port.prepared('changes_take_site', (db) =>
@@ -44,12 +45,12 @@ export async function takeSite(port: StorePort, siteId: number, changes: number)
       .update(sites)
       .set({ version: sql`${sites.version} + 1`, changesSeq: sql`${sites.changesSeq} + ${p('changes')}` })
       .where(eq(sites.id, p('siteId')))
-      .returning({ last: sites.changesSeq, version: sites.version })
+      .returning({ last: sites.changesSeq, version: sites.version, rulesVersion: sites.rulesVersion })
       .prepare('changes_take_site'),
   )
-  const [{ last, version }] = await take.execute({ siteId, changes })
+  const [{ last, version, rulesVersion }] = await take.execute({ siteId, changes })
   port.onCommitted?.(() => siteMovedBy(port, siteId, { version, changesSeq: last }))
-  return last
+  return { last, rulesVersion }
 }
 
 /** Records changes of one site numbered up to `last`, the last of the numbers takeSite took for them. */
@@ -70,7 +71,7 @@ export async function recordChangesTo(port: StorePort, siteId: number, last: num
 
 /** Takes the site's row (takeSite) and records its changes, numbered in order after its last. */
 export async function recordChanges(port: StorePort, siteId: number, changes: Array<Omit<ChangeOf, 'siteId'>>): Promise<void> {
-  await recordChangesTo(port, siteId, await takeSite(port, siteId, changes.length), changes)
+  await recordChangesTo(port, siteId, (await takeSite(port, siteId, changes.length)).last, changes)
 }
 
 /**

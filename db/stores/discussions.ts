@@ -352,7 +352,9 @@ export async function changeDiscussionIn(tx: StorePort, { clock, events }: Write
   const changes = await decide(tx, before)
   if (!changes) return before
   const moved: DiscussionRow = { ...before, ...changes, updatedAt: new Date(clock()), version: before.version + 1 }
-  const sla = await slaOfWrite(tx, { siteId, before, after: moved, facts: factsOf(moved), at: moved.updatedAt })
+  // Who listens, read before the site's row is taken (replyDiscussionIn); its rules' version says whether the SLA policies kept are the site's.
+  const listeners = await listenersIn(tx, siteId)
+  const sla = await slaOfWrite(tx, { siteId, before, after: moved, facts: factsOf(moved), at: moved.updatedAt, rulesVersion: listeners.rulesVersion })
   const report = reportStep({ before: factsOfRow(before), after: { ...moved, tags: tagList(moved.tags), reportedFields: await reportedFieldsIn(tx, siteId, moved.fields) }, sla: { policyId: sla.columns.slaPolicyId, breached: sla.columns.slaBreached }, schedule: sla.schedule, at: moved.updatedAt })
   const after: DiscussionRow = { ...moved, ...sla.columns, ...report.facts }
   await writes(tx).save.execute({ ...after, id: before.id, public: after.public ? 1 : 0, at: tx.moment(after.updatedAt), lastUpdatedAt: tx.moment(after.lastUpdatedAt), awaitingTeam: tx.flag(after.awaitingTeam), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
@@ -360,8 +362,6 @@ export async function changeDiscussionIn(tx: StorePort, { clock, events }: Write
   if (after.fields !== before.fields) await indexValuesIn(tx, siteId, before.id, valuesOf(after.fields))
   if (after.title !== before.title) await indexDiscussion(tx, after)
   const type = event(after)
-  // Read before the site's row is taken (replyDiscussionIn).
-  const listeners = await listenersIn(tx, siteId)
   // The site's row before the counts' rows and the reports' day rows, in every write (a create
   // takes it first of all): two writes that took them in the other order each would wait for the
   // other (PostgreSQL's deadlock).
@@ -447,7 +447,10 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
   const mailed = author.bySupporter && !input.internal && (await queueReplyMail(tx, clock, { siteId: input.siteId, discussionId: before.id, number: before.number, title: before.title, commentId: id, body: input.body, startedOnTheWeb: before.startedOnTheWeb }))
   // The team owes an answer after a customer's public comment, not after its own; a note moves nothing.
   const awaitingTeam = input.internal ? before.awaitingTeam : !author.bySupporter
-  const sla = await slaOfWrite(tx, { siteId: input.siteId, before, after: { state, awaitingTeam }, facts: factsOf(before), at: now })
+  // Read before the site's row is taken: every statement after it is one more that the site's other
+  // writes wait for. Its rules' version says whether the SLA policies kept are the site's (policiesOf).
+  const listeners = await listenersIn(tx, input.siteId)
+  const sla = await slaOfWrite(tx, { siteId: input.siteId, before, after: { state, awaitingTeam }, facts: factsOf(before), at: now, rulesVersion: listeners.rulesVersion })
   const report = reportStep({
     before: factsOfRow(before),
     after: { ...before, state, tags: tagList(before.tags), reportedFields: await reportedFieldsIn(tx, input.siteId, before.fields) },
@@ -460,8 +463,6 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
   // The row as that statement left it, as changeDiscussionIn makes its own: nothing to read again.
   const discussion: DiscussionRow = { ...before, state, commentsCount: number, updatedAt: now, lastUpdatedAt: now, awaitingTeam, ...sla.columns, ...report.facts, version: before.version + 1 }
   await indexDiscussion(tx, before)
-  // Read before the site's row is taken: every statement after it is one more that the site's other writes wait for.
-  const listeners = await listenersIn(tx, input.siteId)
   // Its owner hears of it (as the discussion was before: the rules below may give it to another), queued before the row too.
   if (before.assigneeId !== null) {
     await notifyOwnerOfComment(tx, clock, { siteId: input.siteId, number: before.number, title: before.title, ownerId: before.assigneeId, authorId: author.id, authorName: comment.authorName, body: input.body, internal: input.internal })
@@ -498,6 +499,8 @@ export interface NewRow {
   /** How many comments it starts with: 1, the opening post, but for a split. */
   commentsCount: number
   at: Date
+  /** The site's rules' version under the site's row (takeSite), when the caller read it: its SLA policies may be the ones kept. */
+  rulesVersion?: number
 }
 
 /**
@@ -510,7 +513,7 @@ export async function insertDiscussionIn(port: StorePort, row: NewRow): Promise<
   const [{ n }] = await write.lastNumber.execute({ siteId: row.siteId })
   const number = (n ?? 0) + 1
   const facts = { categoryId: row.categoryId, tags: [], authorEmail: row.customerEmail, channel: row.channel }
-  const sla = await slaOfWrite(port, { siteId: row.siteId, before: null, after: { state: row.state, awaitingTeam: row.awaitingTeam }, facts, at: row.at })
+  const sla = await slaOfWrite(port, { siteId: row.siteId, before: null, after: { state: row.state, awaitingTeam: row.awaitingTeam }, facts, at: row.at, rulesVersion: row.rulesVersion })
   const [discussion] = await write.insert.execute({ ...row, ...boundColumns(port, sla.columns), number, permalink: slugify(row.title, 'discussion'), at: row.at })
   if (row.fields !== '{}') await indexValuesIn(port, row.siteId, discussion.id, valuesOf(row.fields))
   return { discussion, schedule: sla.schedule }
@@ -546,7 +549,7 @@ export async function createDiscussionIn(
   // Taken by moving the site's version with this create's number in the feed, and held until commit: the next
   // create on this site reads the highest number after this one's. The author after it: a new
   // customer's account and membership are written under it, as every write that adds them does.
-  const changeSeq = await takeSite(port, input.siteId, 1)
+  const { last: changeSeq, rulesVersion } = await takeSite(port, input.siteId, 1)
   const author = await authorOf(port, input.siteId, input)
   const title = input.title.trim()
   const now = new Date(clock())
@@ -574,6 +577,7 @@ export async function createDiscussionIn(
     fields: valuesJson(values),
     commentsCount: 1,
     at: now,
+    rulesVersion,
   })
   const { number } = discussion
   const opening = {

@@ -33,7 +33,7 @@ import type { CommentVia } from '../values.ts'
 import { StoreError } from './errors.ts'
 import { notifyByRule } from './notifications.ts'
 import { policiesOf } from './sla.ts'
-import { lockSite } from './sites.ts'
+import { bumpRulesVersion, lockSite } from './sites.ts'
 import { listenersIn, type EventSink, type StoreEvent } from './webhooks.ts'
 
 // A site's rules (issue 70; lib/rules.ts; docs/decisions.md, "Rules and macros"): kept here, run
@@ -246,11 +246,6 @@ const columnsOf = (rule: Pick<Rule, 'name' | 'enabled' | 'events' | 'afterMinute
   actions: JSON.stringify(rule.actions),
 })
 
-/** Moves the site's rules' version on (in the transaction of the change): each process reads its rules again. */
-async function rulesChanged(tx: StorePort, siteId: number) {
-  const { sites } = tx.tables
-  await tx.db.update(sites).set({ rulesVersion: sql`${sites.rulesVersion} + 1` }).where(eq(sites.id, siteId))
-}
 
 /** The site's rules in order, numbered 1.. again after `moved` takes `position` (the end when beyond it). */
 async function renumber(tx: StorePort, siteId: number, moved?: { id: number; position: number }) {
@@ -502,7 +497,7 @@ export function createRuleStore(port: StorePort, clock: Clock, box: SecretBox, e
           const at = new Date(clock())
           const [row] = await tx.db.insert(rules).values({ siteId, position: Number(n) + 1, ...columnsOf(rule), authorId: by.id, createdAt: at, updatedAt: at }).returning()
           if (input.position !== undefined) await renumber(tx, siteId, { id: row!.id, position: input.position })
-          await rulesChanged(tx, siteId)
+          await bumpRulesVersion(tx, siteId)
           await recordChange(tx, clock, by, siteId, 'rule.created', rule.name, shownRule(rule))
           return ruleOf((await tx.db.select().from(rules).where(eq(rules.id, row!.id)))[0]!)
         }),
@@ -529,7 +524,7 @@ export function createRuleStore(port: StorePort, clock: Clock, box: SecretBox, e
           })
           await tx.db.update(rules).set({ ...columnsOf(rule), authorId: by.id ?? before.authorId, updatedAt: new Date(clock()) }).where(eq(rules.id, row.id))
           if (input.position !== undefined) await renumber(tx, siteId, { id: row.id, position: input.position })
-          await rulesChanged(tx, siteId)
+          await bumpRulesVersion(tx, siteId)
           const difference = changedFields(shownRule(before), shownRule(rule))
           if (input.position !== undefined && input.position !== before.position) {
             difference.before.position = before.position
@@ -547,7 +542,7 @@ export function createRuleStore(port: StorePort, clock: Clock, box: SecretBox, e
         const [removed] = await tx.db.delete(rules).where(mine(siteId, id)).returning({ name: rules.name })
         if (!removed) throw notFound(id)
         await renumber(tx, siteId)
-        await rulesChanged(tx, siteId)
+        await bumpRulesVersion(tx, siteId)
         await recordChange(tx, clock, by, siteId, 'rule.removed', removed.name)
       })
     },

@@ -5,7 +5,7 @@ import { hoursProblem, isTimeZone, type Interval, type Schedule } from '../../li
 import { holdsNul } from '../../lib/nul.ts'
 import { changedFields, recordChange, type Actor } from './audit.ts'
 import { namedOncePerSite, StoreError } from './errors.ts'
-import { lockSite } from './sites.ts'
+import { bumpRulesVersion, lockSite } from './sites.ts'
 
 // A site's business hours (issue 68; docs/decisions.md, "Business hours"), one store for both
 // engines: a named schedule per team (Berlin, Austin), each the hours of its weekdays in an IANA
@@ -145,6 +145,8 @@ export function createScheduleStore(port: StorePort, clock: Clock) {
             .where(mine(siteId, id))
             .returning()
           const after = scheduleOf(row!)
+          // The SLA policies counting in these hours read them again (db/stores/sla.ts, policiesOf).
+          await bumpRulesVersion(tx, siteId)
           const difference = changedFields(shown(before), shown(after))
           if (Object.keys(difference.after).length > 0) await recordChange(tx, clock, by, siteId, 'schedule.changed', before.name, difference)
           return after

@@ -70,6 +70,17 @@ export async function bumpSiteVersion(port: StorePort, siteId: number): Promise<
 }
 
 /**
+ * Moves the site's rules' version on, in the transaction of a change to what a write of its
+ * discussions consults besides the discussion: its rules (db/stores/rules.ts), its SLA policies and
+ * their schedules (db/stores/sla-policies.ts, db/stores/schedules.ts). Each process keeps what it
+ * read of them for as long as this is the number it reads (db/stores/rules.ts, db/stores/sla.ts).
+ */
+export async function bumpRulesVersion(port: StorePort, siteId: number): Promise<void> {
+  const { sites } = port.tables
+  await port.db.update(sites).set({ rulesVersion: sql`${sites.rulesVersion} + 1` }).where(eq(sites.id, siteId))
+}
+
+/**
  * A site's row by its id, kept for as long as its version is the one asked for: every change to a
  * site's row moves its version (a trigger of the migration hot_path sees to it, whoever writes), so
  * a caller that read the version in the same statement as what it decides on (the authentication

@@ -6,7 +6,7 @@ import { NEVER, slaChannels, type SlaChannel, type SlaConditions, type SlaTarget
 import { tagOf } from '../../lib/team-queue.ts'
 import { changedFields, recordChange, type Actor } from './audit.ts'
 import { namedOncePerSite, StoreError } from './errors.ts'
-import { bumpSiteVersion, lockSite } from './sites.ts'
+import { bumpRulesVersion, bumpSiteVersion, lockSite } from './sites.ts'
 
 // A site's SLA policies (issue 68; docs/decisions.md, "SLA policies"), one store for both engines:
 // ordered rules choosing discussions by category, tag, the customer's domain and channel, each
@@ -204,6 +204,7 @@ export function createSlaPolicyStore(port: StorePort, clock: Clock) {
           const index = Math.min(Math.max((checked.position ?? order.length + 1) - 1, 0), order.length)
           await reorder(tx, [...order.slice(0, index), made, ...order.slice(index)])
           made.position = index + 1
+          await bumpRulesVersion(tx, siteId)
           await recordChange(tx, clock, by, siteId, 'sla_policy.created', made.name, shown(made))
           return made
         }),
@@ -238,6 +239,7 @@ export function createSlaPolicyStore(port: StorePort, clock: Clock) {
             after.position = index + 1
           }
           const difference = changedFields(shown(before), shown(after))
+          await bumpRulesVersion(tx, siteId)
           if (Object.keys(difference.after).length > 0) await recordChange(tx, clock, by, siteId, 'sla_policy.changed', before.name, difference)
           return after
         }),
@@ -263,6 +265,7 @@ export function createSlaPolicyStore(port: StorePort, clock: Clock) {
         if (held.length > 0) await bumpSiteVersion(tx, siteId)
         await tx.db.delete(slaPolicies).where(eq(slaPolicies.id, id))
         await reorder(tx, order.filter((p) => p.id !== id))
+        await bumpRulesVersion(tx, siteId)
         await recordChange(tx, clock, by, siteId, 'sla_policy.removed', gone.name, { discussions: held.length })
         return held.length
       })
@@ -279,11 +282,14 @@ export type SlaPolicyStore = ReturnType<typeof createSlaPolicyStore>
  */
 export async function policiesFollowCategory(port: StorePort, siteId: number, id: number, intoId: number | null): Promise<void> {
   const { slaPolicies } = port.tables
+  let changed = false
   for (const row of await port.db.select().from(slaPolicies).where(eq(slaPolicies.siteId, siteId))) {
     const policy = rowOf(row)
     if (!policy.conditions.categories.includes(id)) continue
     const categories = [...new Set(policy.conditions.categories.map((c) => (c === id ? intoId : c)).filter((c) => c !== null))]
     if (categories.length === 0) throw new StoreError(`the SLA policy "${policy.name}" chooses by this category alone: change it first`, 'conflict', 'category')
     await port.db.update(slaPolicies).set({ categories: categories.join(' ') }).where(eq(slaPolicies.id, policy.id))
+    changed = true
   }
+  if (changed) await bumpRulesVersion(port, siteId)
 }

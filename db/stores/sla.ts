@@ -99,8 +99,28 @@ function scheduleOf(row: { id: number; timeZone: string; week: string; days: str
   return schedule
 }
 
-/** The site's policies in order, each with its schedule, read on `port` (by one statement prepared once per port). */
-export async function policiesOf(port: StorePort, siteId: number): Promise<SlaPolicy[]> {
+/**
+ * The site's policies in order, each with its schedule. Given the site's rules' version as the
+ * caller's transaction read it before (db/stores/sites.ts, bumpRulesVersion: every change of the
+ * policies or their hours moves it), on PostgreSQL the policies this process read at that version
+ * are taken without a statement, and what is read is kept once its transaction committed (a read
+ * at an older version, or in a transaction that rolled back, is not). Otherwise read on `port` (one
+ * statement prepared once per port; on SQLite, a read in the process).
+ */
+export async function policiesOf(port: StorePort, siteId: number, rulesVersion?: number): Promise<SlaPolicy[]> {
+  if (rulesVersion === undefined || !port.onCommitted) return readPolicies(port, siteId)
+  const kept = port.kept('sla_policies', () => new Map<number, { version: number; policies: SlaPolicy[] }>())
+  const known = kept.get(siteId)
+  if (known?.version === rulesVersion) return known.policies
+  const policies = await readPolicies(port, siteId)
+  port.onCommitted(() => {
+    // The policies were read after the version was: they are at least as new as it says.
+    if ((kept.get(siteId)?.version ?? -1) < rulesVersion) kept.set(siteId, { version: rulesVersion, policies })
+  })
+  return policies
+}
+
+async function readPolicies(port: StorePort, siteId: number): Promise<SlaPolicy[]> {
   const { schedules, slaPolicies } = port.tables
   const read = port.prepared('sla_policies_of_site', (db) =>
     db
@@ -136,6 +156,8 @@ export interface SlaWrite {
   after: { state: DiscussionRow['state']; awaitingTeam: boolean }
   facts: SlaFacts
   at: Date
+  /** The site's rules' version, read earlier in the write's transaction (listenersIn; takeSite): its policies may be the ones kept (policiesOf). */
+  rulesVersion?: number
 }
 
 /**
@@ -143,7 +165,7 @@ export interface SlaWrite {
  * write), and the hours of its policy (the reports' business minutes count in them).
  */
 export async function slaOfWrite(port: StorePort, write: SlaWrite): Promise<{ columns: SlaColumns; late: SlaAlert[]; schedule: Schedule | null }> {
-  const policies = await policiesOf(port, write.siteId)
+  const policies = await policiesOf(port, write.siteId, write.rulesVersion)
   const policy = policyFor(policies, write.facts) ?? null
   const { clock, late } = slaAfter(write.before ? clockOf(write.before) : noClock, { owedBefore: write.before ? isOwed(write.before) : false, owedAfter: isOwed(write.after), at: write.at }, policy)
   return { columns: columnsOf(clock), late, schedule: policy?.schedule ?? null }

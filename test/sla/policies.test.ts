@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { rawRows, supporterWithToken, testClock } from '../fixtures/app.ts'
+import { newTestApp, rawRows, sharedDatabase, supporterWithToken, testClock } from '../fixtures/app.ts'
 import { addCategory, discussionApp } from '../fixtures/discussions.ts'
 
 // Engines: both: the clocks are columns every write moves in its transaction, and the alerts are
@@ -303,4 +303,46 @@ t.test('a change keeps what it does not name, and two changes at once keep each 
   t.same([after.first_reply_minutes, after.next_reply_minutes, after.resolution_minutes], [45, 30, 600], 'every target kept')
   t.equal((await call('PATCH', `/demo/sla_policies/${made.id}`, { conditions: { categories: [] } })).body.conditions.categories.length, 0, 'an empty list: any category')
   t.equal((await call('PATCH', '/demo/sla_policies/999', { name: 'X' })).status, 404)
+})
+
+t.test("a policy or its hours changed by another process: this one's next create and reply apply them", async (t) => {
+  // What a process keeps of a site's policies (db/stores/sla.ts, policiesOf, on PostgreSQL) is the
+  // site's rules' version's; every change of them by the other process moves that version.
+  const database = await sharedDatabase(t)
+  const clock = testClock(FRIDAY_1755_BERLIN)
+  const first = await newTestApp(t, { clock, config: database })
+  await first.app.ready()
+  const ann = await supporterWithToken(first.app, { email: 'ann@example.test' })
+  await first.app.users.setAdministrator(ann.site.id, ann.user.id, true)
+  const questions = await addCategory(first.app, ann.site.id, 'Questions', true)
+  const billing = await addCategory(first.app, ann.site.id, 'Billing', true)
+  const call = async (app: typeof first.app, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) => {
+    const answer = await app.inject({ method, url, headers: ann.bearer, ...(payload && { payload }) })
+    return { status: answer.statusCode, body: answer.body === '' ? null : answer.json() }
+  }
+  const create = async (categoryId = questions.id) => (await call(first.app, 'POST', `/demo/categories/${categoryId}/discussions`, { title: 'Help', body: 'Words.', author_email: 'carol@customer.test' })).body
+  const second = await newTestApp(t, { clock, config: database })
+  await second.app.ready()
+  t.equal((await create()).sla, null, 'no policy yet')
+
+  const berlin = (await call(second.app, 'POST', '/demo/schedules', { name: 'Berlin', time_zone: 'Europe/Berlin', hours: WEEKDAYS })).body
+  const policy = (await call(second.app, 'POST', '/demo/sla_policies', { name: 'Standard', schedule_id: berlin.id, first_reply_minutes: 240, resolution_minutes: 960 })).body
+  t.equal((await create()).sla.first_reply_due_at, '2026-12-07T11:55:00Z', "the other's new policy: Monday 12:55 in Berlin")
+  const replied = await create()
+  t.equal((await call(second.app, 'PATCH', `/demo/schedules/${berlin.id}`, { days: [{ date: '2026-12-07', name: 'A holiday', hours: [] }] })).status, 200)
+  t.equal((await create()).sla.first_reply_due_at, '2026-12-08T11:55:00Z', "the other's holiday: due Tuesday 12:55")
+  t.equal((await call(second.app, 'PATCH', `/demo/sla_policies/${policy.id}`, { first_reply_minutes: 60 })).status, 200)
+  t.equal((await create()).sla.first_reply_due_at, '2026-12-08T08:55:00Z', "the other's target: five minutes on Friday, 55 on Tuesday")
+  t.equal((await call(second.app, 'PATCH', `/demo/sla_policies/${policy.id}`, { resolution_minutes: 60 })).status, 200)
+  t.equal((await call(first.app, 'POST', `/demo/discussions/${replied.number}/comments`, { body: 'Looking.', author_email: 'carol@customer.test' })).status, 201)
+  t.equal((await call(first.app, 'GET', `/demo/discussions/${replied.number}`)).body.sla.resolution_due_at, '2026-12-08T08:55:00Z', "a reply applies the other's resolution target")
+
+  // A first policy that chooses Billing; Billing removed into Questions by the other: it chooses Questions.
+  const quick = (await call(second.app, 'POST', '/demo/sla_policies', { name: 'Billing', position: 1, conditions: { categories: [billing.id] }, first_reply_minutes: 30 })).body
+  t.equal((await create(billing.id)).sla.policy.id, quick.id, 'Billing chosen in Billing')
+  t.equal((await create()).sla.policy.id, policy.id, 'and not in Questions')
+  t.equal((await call(second.app, 'DELETE', `/demo/categories/${billing.id}?into=${questions.id}`)).status, 204)
+  t.equal((await create()).sla.policy.id, quick.id, 'Billing removed into Questions: its policy now chooses Questions')
+  t.equal((await call(second.app, 'DELETE', `/demo/sla_policies/${quick.id}`)).status, 204)
+  t.equal((await create()).sla.policy.id, policy.id, "the other removed it: Standard again")
 })
