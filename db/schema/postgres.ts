@@ -39,8 +39,9 @@ export const sites = pgTable('sites', {
   // "Satisfaction"), and the last week (its Monday) whose digest was mailed to its administrators.
   satisfactionOn: pgBoolean('satisfaction_on').notNull().default(true),
   digestWeek: pgText('digest_week').notNull().default(''),
-  // Moves on with every change to its rules (issue 70; db/stores/rules.ts): a process keeps the
-  // rules it parsed for as long as this is the number it read.
+  // Moves on with every change to its rules (issue 70; db/stores/rules.ts), its SLA policies and
+  // the hours they count in (db/stores/sites.ts, bumpRulesVersion): a process keeps the rules it
+  // parsed and the policies it read for as long as this is the number it read.
   rulesVersion: pgInteger('rules_version').notNull().default(0),
   companySignInOnly: pgBoolean('company_sign_in_only').notNull().default(false),
   erasureMode: pgText('erasure_mode', { enum: erasureModes }).notNull().default('anonymise'),

@@ -43,8 +43,9 @@ export const sites = sqliteTable('sites', {
   // "Satisfaction"), and the last week (its Monday) whose digest was mailed to its administrators.
   satisfactionOn: integer('satisfaction_on', { mode: 'boolean' }).notNull().default(true),
   digestWeek: text('digest_week').notNull().default(''),
-  // Moves on with every change to its rules (issue 70; db/stores/rules.ts): a process keeps the
-  // rules it parsed for as long as this is the number it read.
+  // Moves on with every change to its rules (issue 70; db/stores/rules.ts), its SLA policies and
+  // the hours they count in (db/stores/sites.ts, bumpRulesVersion): a process keeps the rules it
+  // parsed and the policies it read for as long as this is the number it read.
   rulesVersion: integer('rules_version').notNull().default(0),
   // Whether its support staff sign in with the company's account only (issue 73; docs/decisions.md,
   // "Staff sign-in with the company's account"): no password on its pages, Basic and the legacy
