@@ -113,10 +113,11 @@ export async function queueReplyMail(
 ): Promise<boolean> {
   const { discussions, mailboxes, mailMessages, outbox, participants, sites, users } = port.tables
   const discussionId = sql.placeholder('discussionId')
-  // The discussion's customer's newest message: a thread is theirs, and no one else who wrote into
-  // it (naming its Message-ID) becomes where the team's replies go.
-  const customerMessage = port.prepared('outbox_reply_customer', (db) =>
-    db
+  // Who a reply goes to, in one statement: the discussion's customer's newest message (a thread is
+  // theirs, and no one else who wrote into it, naming its Message-ID, becomes where the team's
+  // replies go), beside each of its participants in order (one row without any).
+  const people = port.prepared('outbox_reply_people', (db) => {
+    const customer = db
       .select({ messageId: mailMessages.messageId, sender: mailMessages.sender, mailboxId: mailboxes.id, address: mailboxes.address, siteName: sites.name, permalink: sites.permalink })
       .from(mailMessages)
       .innerJoin(mailboxes, eq(mailboxes.id, mailMessages.mailboxId))
@@ -126,16 +127,22 @@ export async function queueReplyMail(
       .where(and(eq(mailMessages.discussionId, discussionId), eq(mailMessages.outbound, false), eq(mailMessages.automatic, false), eq(mailMessages.sender, users.email)))
       .orderBy(desc(mailMessages.id))
       .limit(1)
-      .prepare('outbox_reply_customer'),
-  )
-  const [last] = await customerMessage.execute({ discussionId: reply.discussionId })
-  const customer = last ? { mailbox: { id: last.mailboxId, address: last.address }, site: { name: last.siteName, permalink: last.permalink }, to: last.sender } : reply.startedOnTheWeb === false ? undefined : await startedOnTheWeb(port, reply)
+      .as('customer')
+    return db
+      .select({ messageId: customer.messageId, sender: customer.sender, mailboxId: customer.mailboxId, address: customer.address, siteName: customer.siteName, permalink: customer.permalink, participant: participants.email })
+      .from(discussions)
+      .leftJoin(customer, sql`true`)
+      .leftJoin(participants, eq(participants.discussionId, discussions.id))
+      .where(eq(discussions.id, discussionId))
+      .orderBy(asc(participants.id))
+      .prepare('outbox_reply_people')
+  })
+  const rows = await people.execute({ discussionId: reply.discussionId })
+  const last = rows[0]?.messageId ? rows[0] : undefined
+  const customer = last ? { mailbox: { id: last.mailboxId!, address: last.address! }, site: { name: last.siteName!, permalink: last.permalink! }, to: last.sender! } : reply.startedOnTheWeb === false ? undefined : await startedOnTheWeb(port, reply)
   // The discussion's participants are copied on a reply (an acknowledgement answers its sender
   // alone); on a discussion its customer cannot be mailed about, the reply goes to them instead.
-  const participantsOf = port.prepared('outbox_reply_participants', (db) =>
-    db.select({ email: participants.email }).from(participants).where(eq(participants.discussionId, discussionId)).orderBy(asc(participants.id)).prepare('outbox_reply_participants'),
-  )
-  const copied = kind === 'acknowledgement' ? [] : (await participantsOf.execute({ discussionId: reply.discussionId })).map((p) => p.email).filter((email) => email !== customer?.to)
+  const copied = kind === 'acknowledgement' ? [] : rows.flatMap((row) => (row.participant === null ? [] : [row.participant])).filter((email) => email !== customer?.to)
   const from = customer ?? (copied.length > 0 ? { ...(await siteMailbox(port, reply.siteId)), to: copied.shift()! } : undefined)
   if (!from) return false
   const threadOf = port.prepared('outbox_reply_thread', (db) =>
