@@ -129,8 +129,14 @@ export function ownProcessReason(root: string, file: string, source = readFileSy
   return undefined
 }
 
-/** The most recorded seconds, and the most files, one batch takes: a batch is one file to tap, under its timeout, and four run side by side. */
-export const BATCH = { seconds: 30, files: 8 }
+/**
+ * The most recorded seconds, and the most files, one batch takes: a batch is one file to tap, under
+ * its timeout (.taprc: 480 s, room for a batch of 90 recorded seconds on a machine 2.7 times slower
+ * than the one that recorded them), and four run side by side. Fewer, longer processes load the
+ * service and warm its code fewer times: 31 processes where 30 s and 8 files made 82, the suite 292 s
+ * against 336-353 s on one machine (docs/development.md, "A twenty-second look").
+ */
+export const BATCH = { seconds: 90, files: 20 }
 
 /**
  * A pass's files in batches, in the order given (longest first): a file that needs a process of
