@@ -114,7 +114,32 @@ export interface StorePort {
    * could move on.
    */
   onCommitted?(run: () => void): void
+  /**
+   * PostgreSQL, in a transaction `atomic` opened on the pool (and its savepoints): `send` is one of
+   * the transaction's last statements, sent once its work is done, in the order of `order` (then of
+   * the calls), each behind the one before without waiting for its answer, and the COMMIT (a
+   * savepoint's RELEASE) behind them; a failure of one fails the transaction (the savepoint) with
+   * its error. Absent elsewhere: see `lastly`, which sends at once there.
+   */
+  last?(order: string, send: () => Promise<unknown>): void
 }
+
+/**
+ * A write to a row that every write of a site writes (the site's row, its counts' and its day rows:
+ * db/stores/changes.ts, discussion-counts.ts, reports.ts), which holds it until its transaction
+ * ends: one of the transaction's last statements where the port has them (`StorePort.last`), so a
+ * row another write of the site waits for is taken just before the COMMIT that gives it back
+ * (docs/decisions.md, "Writes as light as reads (issue 75)"); sent now elsewhere. `send` must send
+ * its statement before it first awaits. The orders: the sites' rows ('a|' and the site's id), then
+ * the feed's rows a create numbered ('b'), the counts' rows ('c|' and their lock order), the day rows ('d').
+ */
+export async function lastly(port: StorePort, order: string, send: () => Promise<unknown>): Promise<void> {
+  if (port.last) port.last(order, send)
+  else await send()
+}
+
+/** The order of a site's row among a transaction's last statements (lastly): by id, as every write takes several. */
+export const siteOrder = (siteId: number): string => `a|${String(siteId).padStart(16, '0')}`
 
 /** What a search asks of the index: the newest discussions that match, among those `where` keeps. */
 export interface SearchWindow {

@@ -82,6 +82,58 @@ interface Lent {
   kept: StorePort['kept']
   client: pg.ClientBase
   committed: Array<() => void>
+  /** The transaction's (or savepoint's) last statements (StorePort.last). */
+  last: LastStatements['add']
+}
+
+/**
+ * The last statements of a transaction or savepoint (StorePort.last). `send` sends them all at the
+ * end of its work: node-postgres sends a connection's queued statements one behind the other as the
+ * server says it is ready, in its socket's handler, so none waits for the process's other work, and
+ * the COMMIT queued after them ends the transaction as soon as they are done. A statement that
+ * fails aborts the transaction, whose COMMIT the server then answers as a ROLLBACK without an
+ * error: `failure` is its error, which the transaction throws.
+ */
+function lastStatements() {
+  const queued: Array<{ order: string; send: () => Promise<unknown> }> = []
+  let sent: Promise<Array<PromiseSettledResult<unknown>>> = Promise.resolve([])
+  return {
+    add(order: string, send: () => Promise<unknown>): void {
+      queued.push({ order, send })
+    },
+    /** Sends them in their order (a stable sort: the calls' order within one); nothing is awaited. */
+    send(): void {
+      const inOrder = queued.splice(0).sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0))
+      sent = Promise.allSettled(inOrder.map((statement) => statement.send()))
+    },
+    /** The first of their failures, once all have answered. */
+    async failure(): Promise<unknown> {
+      return (await sent).find((r): r is PromiseRejectedResult => r.status === 'rejected')?.reason
+    },
+  }
+}
+type LastStatements = ReturnType<typeof lastStatements>
+
+/**
+ * Runs `work` in `transaction` (a transaction or savepoint) with its last statements (`lastStatements`),
+ * sent as its work ends; a failure of one of them is the transaction's.
+ */
+async function withLast<T, C>(transaction: (work: (tx: Executor, client: C) => Promise<T>) => Promise<T>, work: (tx: Executor, client: C, last: LastStatements['add']) => Promise<T>): Promise<T> {
+  const last = lastStatements()
+  let result: T
+  try {
+    result = await transaction(async (tx, client) => {
+      const done = await work(tx, client, last.add)
+      last.send()
+      return done
+    })
+  } catch (error) {
+    // A savepoint's RELEASE fails after a statement of its own failed: that one is the cause.
+    throw (await last.failure()) ?? error
+  }
+  const failed = await last.failure()
+  if (failed !== undefined) throw failed
+  return result
 }
 
 /**
@@ -104,16 +156,16 @@ export function postgresPort(q: Executor, admission?: Arrivals, lent?: Lent): St
     // On the pool, a connection of its own that goes back whatever happens (pooledTransaction), and
     // what waited for its commit run after; in a transaction, a savepoint on its connection, whose
     // own waiting work joins the transaction's once it is released.
-    async atomic(work) {
+    async atomic<T>(work: (port: StorePort) => Promise<T>): Promise<T> {
       if (pool) {
         const committed: Array<() => void> = []
-        const result = await pooledTransaction(pool, (tx, client) => work(postgresPort(tx, undefined, { pool, statements, kept, client, committed })))
+        const result = await withLast<T, pg.PoolClient>((inner) => pooledTransaction(pool, inner), (tx, client, last) => work(postgresPort(tx, undefined, { pool, statements, kept, client, committed, last })))
         for (const run of committed) run()
         return result
       }
       if (!lent) return q.transaction((tx) => work(postgresPort(tx)))
       const committed: Array<() => void> = []
-      const result = await q.transaction((tx) => work(postgresPort(tx, undefined, { ...lent, committed })))
+      const result = await withLast<T, pg.ClientBase>((inner) => q.transaction((tx) => inner(tx as unknown as Executor, lent.client)), (tx, _client, last) => work(postgresPort(tx, undefined, { ...lent, committed, last })))
       lent.committed.push(...committed)
       return result
     },
@@ -135,6 +187,7 @@ export function postgresPort(q: Executor, admission?: Arrivals, lent?: Lent): St
     search: postgresSearch(q, prepared),
     kept,
     onCommitted: lent ? (run) => void lent.committed.push(run) : pool ? (run) => run() : () => {},
+    ...(lent && { last: lent.last }),
   }
   return port
 }

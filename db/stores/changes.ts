@@ -1,5 +1,5 @@
 import { and, asc, eq, gt, inArray, sql } from '../drizzle.ts'
-import { namedStatement, onFirstUse, type StorePort } from '../port.ts'
+import { lastly, namedStatement, onFirstUse, siteOrder, type StorePort } from '../port.ts'
 import { siteMovedBy } from './sites.ts'
 import type { ChangeKind } from '../values.ts'
 import { discussionViews, type CommentRow, type DiscussionRow } from './discussion-listing.ts'
@@ -65,7 +65,9 @@ export async function recordChangesTo(port: StorePort, siteId: number, last: num
   )
   let seq = last - changes.length
   for (const change of changes) {
-    await insert.execute({ siteId, seq: ++seq, kind: change.kind, discussionId: change.discussionId, commentId: change.commentId ?? null, at: change.at })
+    const row = { siteId, seq: ++seq, kind: change.kind, discussionId: change.discussionId, commentId: change.commentId ?? null, at: change.at }
+    // Numbered already: one of the transaction's last statements, behind the site's row it holds.
+    await lastly(port, 'b', () => insert.execute(row))
   }
 }
 
@@ -77,8 +79,9 @@ export async function recordChanges(port: StorePort, siteId: number, changes: Ar
 /**
  * The site's version moves on and the feed records the change, in the transaction of `port`: every
  * change to a discussion calls this once, so neither happens without the other. On PostgreSQL one
- * statement, so that the site's row, once taken, waits on one round trip less: the statements that
- * follow it are what the site's other writes wait for (docs/decisions.md, "Writes as light as reads").
+ * statement, one of the transaction's last (`lastly`), so that the site's row is taken just before
+ * the COMMIT that gives it back: what follows it is what the site's other writes wait for
+ * (docs/decisions.md, "Writes as light as reads").
  */
 export async function siteChanged(port: StorePort, change: ChangeOf): Promise<void> {
   if (port.kind === 'sqlite') return recordChanges(port, change.siteId, [change])
@@ -91,8 +94,11 @@ export async function siteChanged(port: StorePort, change: ChangeOf): Promise<vo
       select ${p('siteId')}, taken.changes_seq, ${p('kind')}, ${p('discussionId')}, ${p('commentId')}, ${p('at')} from taken
       returning seq, (select version from taken) as version`),
   )
-  const { rows: [moved] } = await changed.execute({ siteId: change.siteId, kind: change.kind, discussionId: change.discussionId, commentId: change.commentId ?? null, at: change.at })
-  if (moved) port.onCommitted?.(() => siteMovedBy(port, change.siteId, { version: Number(moved.version), changesSeq: Number(moved.seq) }))
+  const values = { siteId: change.siteId, kind: change.kind, discussionId: change.discussionId, commentId: change.commentId ?? null, at: change.at }
+  await lastly(port, siteOrder(change.siteId), async () => {
+    const { rows: [moved] } = await changed.execute(values)
+    if (moved) port.onCommitted?.(() => siteMovedBy(port, change.siteId, { version: Number(moved.version), changesSeq: Number(moved.seq) }))
+  })
 }
 
 /** The feed's reads: a page of a site's changes after a number, and the rows they are about. */

@@ -1,6 +1,6 @@
 import { and, eq, inArray, sql, type SQL } from '../drizzle.ts'
 import { isLive } from '../live.ts'
-import { onFirstUse, type StorePort } from '../port.ts'
+import { lastly, onFirstUse, type StorePort } from '../port.ts'
 import type { DiscussionState } from '../values.ts'
 
 // How many discussions a site has per category, state, visibility and owner. Every write that creates a
@@ -91,7 +91,8 @@ export async function bumpCount(port: StorePort, row: CountedRow, delta: number)
       })
       .prepare('discussion_counts_bump'),
   )
-  await bump.execute({ ...row, delta })
+  // One of the transaction's last statements, after the site's row, in the counts' lock order.
+  await lastly(port, `c|${rowKey(row)}`, () => bump.execute({ ...row, delta }))
 }
 
 /** Moves one discussion from the count of `before` to that of `after`, when they differ. Call inside the write's transaction. */

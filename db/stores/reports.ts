@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, gte, inArray, lt, lte, sql, type SQL } from '../drizzle.ts'
 import { DAY_MS, dayStart, type Clock } from '../../lib/clock.ts'
 import { fromOf, siteMailbox, type OutboxMail } from './outbox.ts'
-import { given, type StorePort, type Tables } from '../port.ts'
+import { given, lastly, type StorePort, type Tables } from '../port.ts'
 import { bucketOf, counters, dayOf, figuresOf, groupOf, monthsAndDays, periodOf, periodRowsOf, reportLines, shownMinutes, tallyRows, timings, timingsOf, type ReportBy, type Group, type Counter, type DayRow, type Dimension, type ReportLine, type ReportName, type Tally, type Timing } from '../../lib/reports.ts'
 import { tagList } from '../../lib/team-queue.ts'
 import { reportedValues } from '../../lib/fields.ts'
@@ -63,7 +63,9 @@ export async function addTallies(port: StorePort, siteId: number, tallies: reado
       params[`${t}Bucket`] = bucket === undefined ? null : String(bucket)
     }
     rows.forEach(([day, dimension, key], i) => Object.assign(params, { [`y${i}`]: day, [`d${i}`]: dimension, [`k${i}`]: key }))
-    await addStatement(port, rows.length).execute(params)
+    // One of the transaction's last statements, after the site's row and the counts'.
+    const add = addStatement(port, rows.length)
+    await lastly(port, 'd', () => add.execute(params))
   }
 }
 

@@ -2,7 +2,7 @@ import t from 'tap'
 import { sql } from '../../../db/drizzle.ts'
 import { openPostgres } from '../../../db/postgres/client.ts'
 import { postgresPort } from '../../../db/postgres/engine.ts'
-import type { StorePort } from '../../../db/port.ts'
+import { lastly, type StorePort } from '../../../db/port.ts'
 import { POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../../fixtures/postgres.ts'
 import { tcpProxy } from '../../fixtures/tcp-proxy.ts'
 
@@ -128,4 +128,73 @@ t.test('what waits for a commit runs after it, never after a rollback; what is k
   const kept = port.kept('probe', made)
   await port.atomic(async (tx) => t.equal(tx.kept('probe', made), kept, "a transaction's is the pool's"))
   t.equal(port.kept('probe', made), kept, 'made once, kept by its name')
+})
+
+t.test("a transaction's last statements: after its work, in their order, sent with its COMMIT; one that fails fails it, and a savepoint's its savepoint", { skip: down }, async (t) => {
+  const address = await postgresTestAddress(t)
+  const direct = await openPostgres(address, { poolSize: 2 })
+  t.teardown(() => direct.$client.end())
+  await direct.execute(sql`CREATE TABLE last_probe (id serial PRIMARY KEY, n integer NOT NULL)`)
+  const real = new URL(POSTGRES_URL)
+  const proxy = await tcpProxy(t, { host: real.hostname, port: Number(real.port || 5432) })
+  const through = new URL(address)
+  through.host = `127.0.0.1:${proxy.port}`
+  const db = await openPostgres(through.toString(), { poolSize: 1 })
+  t.teardown(() => db.$client.end())
+  const port = postgresPort(db)
+  const probe = async () => (await direct.execute(sql`SELECT n FROM last_probe ORDER BY id`)).rows.map((row) => Number(row.n))
+  const add = (tx: StorePort, n: number | string) => () => tx.db.execute(sql`INSERT INTO last_probe (n) VALUES (${n})`)
+
+  // The server is answered nothing back once the work is done: only a client that sends the last
+  // statements and the COMMIT without waiting for their answers has the transaction committed.
+  const ran: string[] = []
+  const committing = port.atomic(async (tx) => {
+    await lastly(tx, 'b', add(tx, 2))
+    await lastly(tx, 'a', add(tx, 1))
+    tx.onCommitted!(() => ran.push('committed'))
+    await add(tx, 0)()
+    t.same(await probe(), [], 'nothing seen before the COMMIT')
+    proxy.set('hold-answers')
+  })
+  let seen: number[] = []
+  for (let waited = 0; waited < 5_000 && seen.length < 3; waited += 20) {
+    seen = await probe()
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  t.same(seen, [0, 1, 2], 'committed while no answer has come back: the work\'s statement, then the last ones in their order')
+  t.same(ran, [], 'what waits for the commit waits for its answer')
+  proxy.set('pass')
+  await committing
+  t.same(ran, ['committed'])
+
+  // A last statement that fails: the transaction is rolled back, with that statement's error.
+  await direct.execute(sql`TRUNCATE last_probe`)
+  ran.length = 0
+  await t.rejects(
+    port.atomic(async (tx) => {
+      await add(tx, 0)()
+      await lastly(tx, 'a', add(tx, 'not a number'))
+      await lastly(tx, 'b', add(tx, 2))
+      tx.onCommitted!(() => ran.push('committed'))
+    }),
+    { cause: { message: /invalid input syntax for type integer/ } },
+  )
+  t.same(await probe(), [], 'nothing of it stays')
+  t.same(ran, [], 'and nothing that waited for its commit runs')
+
+  // A savepoint's last statements are sent at its end: one that fails undoes the savepoint alone.
+  await port.atomic(async (tx) => {
+    await tx.atomic(async (savepoint) => lastly(savepoint, 'a', add(savepoint, 1)))
+    await t.rejects(tx.atomic(async (savepoint) => {
+      await add(savepoint, 3)()
+      await lastly(savepoint, 'a', add(savepoint, 'not a number'))
+    }), { cause: { message: /invalid input syntax for type integer/ } }, "the savepoint fails with its last statement's error")
+    await lastly(tx, 'a', add(tx, 2))
+  })
+  t.same(await probe(), [1, 2], "the released savepoint's last statement and the transaction's; the failed savepoint's none")
+
+  // Outside a transaction of the pool, at once.
+  await lastly(port, 'a', add(port, 9))
+  t.same(await probe(), [1, 2, 9], 'on the pool, sent at once')
+  await direct.execute(sql`DROP TABLE last_probe`)
 })

@@ -7,7 +7,8 @@ import { POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
 // Engines: both: it reads the statements the service sends to PostgreSQL, so it runs in the PostgreSQL pass alone.
 // Every write of a site takes the site's row and holds it to COMMIT, so what a write says after it
 // took that row is what the site's other writes wait for (docs/decisions.md, "Writes as light as
-// reads (issue 75)"). Who listens to the write's event (webhooks, the rules' version) is read
+// reads (issue 75)"). A reply or a change takes it among its last statements, sent with its COMMIT
+// (db/port.ts, lastly); who listens to the write's event (webhooks, the rules' version) is read
 // before; and the answer reads no reply mail and no files that the write did not make.
 
 const down = (await postgresAnswers()) ? false : `PostgreSQL at ${POSTGRES_URL} does not answer`
@@ -47,6 +48,8 @@ const textsOf = (statements: Sent[]) => statements.map((s) => s.text)
 
 const SITE_ROW = /^(with taken as \(update "sites" set version|update "sites" set "version"|select "id" from "sites" where "sites"\."id" = \$1 for no key update)/
 const READ = /^select /
+/** The statements a write sends last, with its COMMIT (db/port.ts, lastly): the feed's, the counts', the day rows'. */
+const LAST = /^insert into "(report_days|discussion_counts|discussion_changes)"/
 const ANSWER_READS = /from "(outbox|attachments)"/
 
 /** The statements from the one that takes the site's row to COMMIT, on the write's connection. */
@@ -77,8 +80,10 @@ t.test('a reply: no read once the site\'s row is taken, and its answer reads no 
   t.equal(answer!.statusCode, 201)
   t.match(answer!.json(), { delivery: null, attachments: [] })
   const held = afterSiteRow(t, statements)
-  t.same(held.filter((text) => READ.test(text)), [], 'nothing read while the site\'s other writes wait')
-  t.ok(held.some((text) => text.startsWith('insert into "outbox"')), 'the webhook\'s event is queued in the transaction')
+  t.same(held.filter((text) => !LAST.test(text)), [], 'once the site\'s row is taken, only the last statements (the day rows, the counts) before COMMIT')
+  const own = textsOf(statements.filter((s) => s.client === statements.find((s) => SITE_ROW.test(s.text))?.client))
+  const eventAt = own.findIndex((text) => text.startsWith('insert into "outbox"'))
+  t.ok(eventAt > own.indexOf('begin') && eventAt < own.findIndex((text) => SITE_ROW.test(text)), 'the webhook\'s event is queued in the transaction, before the site\'s row is taken')
   t.ok(textsOf(statements).some((text) => /from "sites" left join "webhooks"/.test(text)), 'its listeners read, in one statement')
   t.same(textsOf(statements).filter((text) => ANSWER_READS.test(text) && READ.test(text)), [], 'no read of a reply mail or files it did not make')
   const queued = await rawRows(desk.app, "SELECT count(*) AS n FROM outbox WHERE kind = 'webhook'")
@@ -130,6 +135,7 @@ t.test('a change of state: who listens read before the site\'s row', options, as
   t.equal(answer!.statusCode, 200)
   const held = afterSiteRow(t, statements)
   t.same(held.filter((text) => /"webhooks"|"rules_version"/.test(text)), [], 'no read of who listens while the site\'s row is held')
+  t.same(held.filter((text) => !LAST.test(text)), [], 'nothing but the last statements (the counts, the day rows) between it and COMMIT')
 })
 
 t.test("the site's row a write of this process moved is kept, not read again; another's change between is read", options, async (t) => {
