@@ -119,9 +119,17 @@ export interface StorePort {
    * the transaction's last statements, sent once its work is done, in the order of `order` (then of
    * the calls), each behind the one before without waiting for its answer, and the COMMIT (a
    * savepoint's RELEASE) behind them; a failure of one fails the transaction (the savepoint) with
-   * its error. Absent elsewhere: see `lastly`, which sends at once there.
+   * its error. Absent elsewhere: see `lastly`, which sends at once there, and `lastlyNow`.
    */
-  last?(order: string, send: () => Promise<unknown>): void
+  readonly last?: LastStatementsOf
+}
+
+/** The last statements of a transaction (StorePort.last). */
+export interface LastStatementsOf {
+  /** `send` queued, sent by `order` once the work is done. */
+  queue(order: string, send: () => Promise<unknown>): void
+  /** Those queued so far sent now, and answered: for a write whose next statements need them done. */
+  now(): Promise<void>
 }
 
 /**
@@ -129,13 +137,24 @@ export interface StorePort {
  * db/stores/changes.ts, discussion-counts.ts, reports.ts), which holds it until its transaction
  * ends: one of the transaction's last statements where the port has them (`StorePort.last`), so a
  * row another write of the site waits for is taken just before the COMMIT that gives it back
- * (docs/decisions.md, "Writes as light as reads (issue 75)"); sent now elsewhere. `send` must send
- * its statement before it first awaits. The orders: the sites' rows ('a|' and the site's id), then
- * the feed's rows a create numbered ('b'), the counts' rows ('c|' and their lock order), the day rows ('d').
+ * (docs/decisions.md, "Writes as light as reads (issue 75)"); sent now elsewhere. Also a write
+ * nothing in its transaction reads after (a discussion's search document), which then costs no
+ * round trip of its own. `send` must send its statement before it first awaits. The orders: what
+ * takes no row another write waits for ('0'), the sites' rows ('a|' and the site's id), the feed's
+ * rows a create numbered ('b'), the counts' rows ('c|' and their lock order), the day rows ('d').
  */
 export async function lastly(port: StorePort, order: string, send: () => Promise<unknown>): Promise<void> {
-  if (port.last) port.last(order, send)
+  if (port.last) port.last.queue(order, send)
   else await send()
+}
+
+/**
+ * The last statements `lastly` queued so far in the transaction of `port`, sent now and answered:
+ * before a statement that needs them done (a category's removal, once its discussions' counts
+ * moved off it). Nothing where the port sends them at once.
+ */
+export async function lastlyNow(port: StorePort): Promise<void> {
+  await port.last?.now()
 }
 
 /** The order of a site's row among a transaction's last statements (lastly): by id, as every write takes several. */

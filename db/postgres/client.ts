@@ -90,11 +90,7 @@ export async function openPostgres(address: string, options: PostgresOptions = {
   } finally {
     await migrating.end()
   }
-  // Pipelined: the statements a connection is given while it is busy go to the server at once, not
-  // as each answer comes back, so a transaction's last statements and its COMMIT reach the server
-  // together (db/postgres/engine.ts, lastStatements). The service uses no cursor or stream, which
-  // a pipelined connection refuses.
-  const pool = new pg.Pool({ ...opening, max: options.poolSize ?? DEFAULT_POOL_SIZE, ...connectionSettings(options), pipeline: true })
+  const pool = new pg.Pool({ ...opening, max: options.poolSize ?? DEFAULT_POOL_SIZE, ...connectionSettings(options) })
   // An idle connection that breaks (the server restarted) is dropped by the pool; a lent one by
   // the request that holds it, which gets its error (a 503); neither ends the process.
   pool.on('error', onError)

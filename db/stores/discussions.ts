@@ -1,5 +1,5 @@
 import { and, asc, count, eq, gt, inArray, sql, type SQL } from '../drizzle.ts'
-import { given, onFirstUse, pageBounds, type StorePort, type Tables } from '../port.ts'
+import { given, lastlyNow, onFirstUse, pageBounds, type StorePort, type Tables } from '../port.ts'
 import type { CommentVia, DiscussionState } from '../values.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
@@ -798,6 +798,8 @@ export function createDiscussionStore(
         await move()
         await lastOne()
         const named = await names(intoId === null ? [id] : [id, intoId])
+        // Its discussions' counts moved off it before it goes (they name it).
+        await lastlyNow(tx)
         await recordChange(tx, clock, by, siteId, 'category.removed', named.get(id)!, { into: intoId === null ? null : named.get(intoId)!, discussions_moved: moved })
         await tx.db.update(mailboxes).set({ categoryId: intoId }).where(and(eq(mailboxes.siteId, siteId), eq(mailboxes.categoryId, id)))
         await policiesFollowCategory(tx, siteId, id, intoId)

@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, gte, inArray, isNull, lt, lte, ne, or, sql, type SQL } from '../drizzle.ts'
 import { isLive } from '../live.ts'
-import { unguarded, type StorePort } from '../port.ts'
+import { lastly, unguarded, type StorePort } from '../port.ts'
 import { discussionStates } from '../values.ts'
 import { parseQuery, searchDocument, snippetOf, type SearchQuery, type Snippet } from '../../lib/search-text.ts'
 import { tagOf } from '../../lib/team-queue.ts'
@@ -73,7 +73,9 @@ function textsOf(port: StorePort) {
 export async function indexDiscussion(port: StorePort, discussion: { id: number; title: string }, created?: { body: string }): Promise<void> {
   // A discussion just created holds its opening post alone, which the caller has: nothing to read, nothing to replace.
   const comments = created ? [{ body: created.body, internal: false }] : await textsOf(port).execute({ discussionId: discussion.id })
-  await port.search.write(discussion.id, searchDocument(discussion.title, comments), created !== undefined)
+  const document = searchDocument(discussion.title, comments)
+  // Nothing in the write reads it after: one of its last statements, sent with its COMMIT, first of them.
+  await lastly(port, '0', () => port.search.write(discussion.id, document, created !== undefined))
 }
 
 /** The filters of a query, as the discussions table holds them. */

@@ -1,8 +1,9 @@
+import { Socket } from 'node:net'
 import t from 'tap'
 import { sql } from '../../../db/drizzle.ts'
 import { openPostgres } from '../../../db/postgres/client.ts'
 import { postgresPort } from '../../../db/postgres/engine.ts'
-import { lastly, type StorePort } from '../../../db/port.ts'
+import { lastly, lastlyNow, namedStatement, type StorePort } from '../../../db/port.ts'
 import { POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../../fixtures/postgres.ts'
 import { tcpProxy } from '../../fixtures/tcp-proxy.ts'
 
@@ -143,7 +144,8 @@ t.test("a transaction's last statements: after its work, in their order, sent wi
   t.teardown(() => db.$client.end())
   const port = postgresPort(db)
   const probe = async () => (await direct.execute(sql`SELECT n FROM last_probe ORDER BY id`)).rows.map((row) => Number(row.n))
-  const add = (tx: StorePort, n: number | string) => () => tx.db.execute(sql`INSERT INTO last_probe (n) VALUES (${n})`)
+  const insert = (tx: StorePort) => tx.prepared('last_probe_insert', (db) => namedStatement(db, 'last_probe_insert', sql`INSERT INTO last_probe (n) VALUES (${sql.placeholder('n')})`))
+  const add = (tx: StorePort, n: number | string) => () => insert(tx).execute({ n })
 
   // The server is answered nothing back once the work is done: only a client that sends the last
   // statements and the COMMIT without waiting for their answers has the transaction committed.
@@ -193,8 +195,59 @@ t.test("a transaction's last statements: after its work, in their order, sent wi
   })
   t.same(await probe(), [1, 2], "the released savepoint's last statement and the transaction's; the failed savepoint's none")
 
+  // Sent now when what follows needs them done; one that fails, thrown there.
+  await port.atomic(async (tx) => {
+    await lastly(tx, 'a', add(tx, 4))
+    await lastlyNow(tx)
+    t.equal((await tx.db.execute(sql`SELECT n FROM last_probe WHERE n = 4`)).rows.length, 1, "sent now: the transaction's next statement sees it")
+    await lastly(tx, 'a', add(tx, 'not a number'))
+    await t.rejects(lastlyNow(tx), { cause: { message: /invalid input syntax for type integer/ } }, 'a failure of theirs, thrown where they are sent')
+  })
+  t.same(await probe(), [1, 2], 'and the transaction, aborted by it, rolled back at its COMMIT')
+
+  // One that awaits before it sends would go after the COMMIT: refused, and the transaction rolled back.
+  await t.rejects(port.atomic(async (tx) => {
+    await add(tx, 5)()
+    await lastly(tx, 'a', async () => {
+      await Promise.resolve()
+      return tx.db.execute(sql`SELECT 1`)
+    })
+  }), { message: 'a last statement must be sent before its first await (db/port.ts, lastly)' })
+  t.same(await probe(), [1, 2], 'nothing of it stays')
+
   // Outside a transaction of the pool, at once.
   await lastly(port, 'a', add(port, 9))
+  await lastlyNow(port)
   t.same(await probe(), [1, 2, 9], 'on the pool, sent at once')
   await direct.execute(sql`DROP TABLE last_probe`)
+})
+
+t.test("a transaction's last statements and its COMMIT leave in one write to the socket", { skip: down }, async (t) => {
+  const db = await openPostgres(await postgresTestAddress(t), { poolSize: 1 })
+  t.teardown(() => db.$client.end())
+  await db.execute(sql`CREATE TEMP TABLE IF NOT EXISTS last_writes (n integer)`)
+  const port = postgresPort(db)
+  const writes: string[] = []
+  type Chunks = Array<{ chunk: Buffer }>
+  const { _writev: writev, _write: write } = Socket.prototype as unknown as { _writev(chunks: Chunks, done: () => void): void; _write(chunk: Buffer, encoding: string, done: () => void): void }
+  const socket = Socket.prototype as unknown as { _writev: typeof writev; _write: typeof write }
+  socket._writev = function (this: Socket, chunks: Chunks, done: () => void) {
+    writes.push(Buffer.concat(chunks.map((c) => c.chunk)).toString('latin1'))
+    return writev.call(this, chunks, done)
+  }
+  socket._write = function (this: Socket, chunk: Buffer, encoding: string, done: () => void) {
+    writes.push(chunk.toString('latin1'))
+    return write.call(this, chunk, encoding, done)
+  }
+  t.teardown(() => Object.assign(socket, { _writev: writev, _write: write }))
+  const insert = (tx: StorePort, n: number) => tx.prepared(`last_writes_${n}`, (db) => namedStatement(db, `last_writes_${n}`, sql`INSERT INTO last_writes (n) VALUES (${sql.raw(String(n))})`)).execute({})
+  await port.atomic(async (tx) => {
+    await lastly(tx, 'a', () => insert(tx, 1))
+    await lastly(tx, 'b', () => insert(tx, 2))
+    await insert(tx, 0)
+    writes.length = 0
+  })
+  Object.assign(socket, { _writev: writev, _write: write })
+  t.equal(writes.length, 1, 'one write once the work is done')
+  t.match(writes[0], /VALUES \(1\)[\s\S]*VALUES \(2\)[\s\S]*commit/i, 'with the last statements, in their order, and the COMMIT')
 })
