@@ -122,6 +122,11 @@ export interface StorePort {
    * its error. Absent elsewhere: see `lastly`, which sends at once there, and `lastlyNow`.
    */
   readonly last?: LastStatementsOf
+  /**
+   * PostgreSQL, in a transaction `atomic` opened on the pool: the statements `sends` send, sent
+   * together (pipelined, in one write to the socket), answered in their order. See `together`.
+   */
+  together?(sends: Array<() => Promise<unknown>>): Promise<unknown[]>
 }
 
 /** The last statements of a transaction (StorePort.last). */
@@ -155,6 +160,18 @@ export async function lastly(port: StorePort, order: string, send: () => Promise
  */
 export async function lastlyNow(port: StorePort): Promise<void> {
   await port.last?.now()
+}
+
+/**
+ * Statements that need no answer of each other, each sent by one of `sends` before its first await:
+ * in a transaction of the pool on PostgreSQL, sent together (one write, one round trip, run by the
+ * server one after the other in their order); elsewhere one after the other. Their answers, in order.
+ */
+export async function together<T extends unknown[]>(port: StorePort, ...sends: { [K in keyof T]: () => Promise<T[K]> }): Promise<T> {
+  if (port.together) return (await port.together(sends)) as T
+  const answers: unknown[] = []
+  for (const send of sends) answers.push(await send())
+  return answers as T
 }
 
 /** The order of a site's row among a transaction's last statements (lastly): by id, as every write takes several. */

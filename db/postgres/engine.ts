@@ -106,10 +106,10 @@ const given = (wire: Wire) => (wire._activeQuery ? 1 : 0) + wire._queryQueue.len
  * end of its work, pipelined: the connection, idle then, is switched to node-postgres's pipeline
  * mode (pg 8.23), which writes a statement at once rather than when the one before is answered, so
  * they and the COMMIT (or RELEASE) queued after them reach the server together, and the rows they
- * take are held for the server's time alone. The pool's connections are not pipelined otherwise: a
- * pipelined connection ends differently under a failure (it waits for the statements it sent), and
- * the outage handling is written for the usual kind; pooledTransaction switches it back before it
- * gives the connection back. A statement that fails aborts the transaction, whose COMMIT the server
+ * take are held for the server's time alone. A connection is pipelined only in a transaction that
+ * sends such statements (these, and those sent `together`): a pipelined connection ends differently
+ * under a failure (it waits for the statements it sent), and the outage handling is written for the
+ * usual kind; pooledTransaction switches it back before it gives the connection back. A statement that fails aborts the transaction, whose COMMIT the server
  * then answers as a ROLLBACK without an error: `failure` is its error, which the transaction throws.
  */
 function lastStatements() {
@@ -125,25 +125,13 @@ function lastStatements() {
       const failed = firstFailure(await Promise.allSettled(inOrder().map((statement) => statement.send())))
       if (failed !== undefined) throw failed
     },
-    /**
-     * Sends them in their order (a stable sort: the calls' order within one); nothing is awaited.
-     * The connection's socket is corked until the promises' turn is over, so that they and the
-     * COMMIT (or RELEASE) queued in that turn leave in one write: a write to the socket is a system
-     * call that costs as much as the rest of a statement's work in this process.
-     */
+    /** Sends them in their order (a stable sort: the calls' order within one), with the COMMIT queued next (pipelinedOn); nothing is awaited. */
     send(client: pg.ClientBase): void {
       const statements = inOrder()
       if (statements.length === 0) return
       const wire = client as unknown as Wire
-      if (wire.readyForQuery && wire._queryQueue.length === 0) wire.pipeline = true
-      const { stream } = wire.connection
       const before = given(wire)
-      stream.cork()
-      try {
-        sent = Promise.allSettled(statements.map((statement) => statement.send()))
-      } finally {
-        process.nextTick(() => stream.uncork())
-      }
+      sent = Promise.allSettled(pipelinedOn(client, statements.map((statement) => statement.send)))
       // One that awaited before it sent would be sent after the COMMIT queued next: refused, loudly,
       // the transaction rolled back (every one of them runs in the suite's PostgreSQL pass).
       if (given(wire) - before !== statements.length) throw new Error('a last statement must be sent before its first await (db/port.ts, lastly)')
@@ -152,6 +140,25 @@ function lastStatements() {
     async failure(): Promise<unknown> {
       return firstFailure(await sent)
     },
+  }
+}
+
+/**
+ * What `sends` send, pipelined on the connection `client` (idle, it is switched to node-postgres's
+ * pipeline mode: a statement written at once, not when the one before is answered; pooledTransaction
+ * switches it back) and corked until the promises' turn is over, so that they, and any statement
+ * queued in that turn (a COMMIT), leave in one write: a write to the socket is a system call that
+ * costs as much as the rest of a statement's work in this process. Their answers' promises.
+ */
+function pipelinedOn(client: pg.ClientBase, sends: Array<() => Promise<unknown>>): Array<Promise<unknown>> {
+  const wire = client as unknown as Wire
+  if (wire.readyForQuery && wire._queryQueue.length === 0) wire.pipeline = true
+  const { stream } = wire.connection
+  stream.cork()
+  try {
+    return sends.map((send) => send())
+  } finally {
+    process.nextTick(() => stream.uncork())
   }
 }
 
@@ -228,7 +235,7 @@ export function postgresPort(q: Executor, admission?: Arrivals, lent?: Lent): St
     search: postgresSearch(q, prepared),
     kept,
     onCommitted: lent ? (run) => void lent.committed.push(run) : pool ? (run) => run() : () => {},
-    ...(lent && { last: lent.last }),
+    ...(lent && { last: lent.last, together: (sends: Array<() => Promise<unknown>>) => Promise.all(pipelinedOn(lent.client, sends)) }),
   }
   return port
 }

@@ -1,5 +1,5 @@
 import { and, asc, count, eq, gt, inArray, sql, type SQL } from '../drizzle.ts'
-import { given, lastlyNow, onFirstUse, pageBounds, type StorePort, type Tables } from '../port.ts'
+import { given, lastlyNow, onFirstUse, pageBounds, together, type StorePort, type Tables } from '../port.ts'
 import type { CommentVia, DiscussionState } from '../values.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
 import type { SecretBox } from '../../lib/secret-box.ts'
@@ -422,7 +422,9 @@ export function updateDiscussionIn(tx: StorePort, write: WriteContext, siteId: n
 
 /** Adds a comment in the transaction `tx` and moves the discussion's state as a reply does. */
 export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf }: WriteContext, input: NewComment, expected?: Expected): Promise<Written> {
-  const before = await getIn(tx, input.siteId, input.number, true)
+  // Who listens read with it, before the site's row is taken (as every read that needs no lock).
+  // Its rules' version says whether the SLA policies kept are the site's (policiesOf).
+  const [before, listeners] = await together(tx, () => getIn(tx, input.siteId, input.number, true), () => listenersIn(tx, input.siteId))
   holdsExpected(before, expected)
   refuseDeleted(before)
   if (input.resolve) refuseSpam(before, 'resolve')
@@ -447,9 +449,6 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
   const mailed = author.bySupporter && !input.internal && (await queueReplyMail(tx, clock, { siteId: input.siteId, discussionId: before.id, number: before.number, title: before.title, commentId: id, body: input.body, startedOnTheWeb: before.startedOnTheWeb }))
   // The team owes an answer after a customer's public comment, not after its own; a note moves nothing.
   const awaitingTeam = input.internal ? before.awaitingTeam : !author.bySupporter
-  // Read before the site's row is taken: every statement after it is one more that the site's other
-  // writes wait for. Its rules' version says whether the SLA policies kept are the site's (policiesOf).
-  const listeners = await listenersIn(tx, input.siteId)
   const sla = await slaOfWrite(tx, { siteId: input.siteId, before, after: { state, awaitingTeam }, facts: factsOf(before), at: now, rulesVersion: listeners.rulesVersion })
   const report = reportStep({
     before: factsOfRow(before),
@@ -459,10 +458,10 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
     schedule: sla.schedule,
     at: now,
   })
-  await write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now), awaitingTeam: tx.flag(awaitingTeam), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) })
+  // The discussion's row and its comments' texts for its search document: neither waits for the other.
+  await together(tx, () => write.afterComment.execute({ id: before.id, state, count: number, at: tx.moment(now), awaitingTeam: tx.flag(awaitingTeam), ...boundColumns(tx, sla.columns), ...boundFacts(tx, report.facts) }), () => indexDiscussion(tx, before))
   // The row as that statement left it, as changeDiscussionIn makes its own: nothing to read again.
   const discussion: DiscussionRow = { ...before, state, commentsCount: number, updatedAt: now, lastUpdatedAt: now, awaitingTeam, ...sla.columns, ...report.facts, version: before.version + 1 }
-  await indexDiscussion(tx, before)
   // Its owner hears of it (as the discussion was before: the rules below may give it to another), queued before the row too.
   if (before.assigneeId !== null) {
     await notifyOwnerOfComment(tx, clock, { siteId: input.siteId, number: before.number, title: before.title, ownerId: before.assigneeId, authorId: author.id, authorName: comment.authorName, body: input.body, internal: input.internal })
@@ -508,15 +507,20 @@ export interface NewRow {
  * insert returned it (discussionViews, insertedDiscussion) and its SLA policy's schedule (for the reports). The caller holds the site's row (lockSite, or takeSite)
  * from before this until it commits, so the next create reads the number after this one.
  */
-export async function insertDiscussionIn(port: StorePort, row: NewRow): Promise<{ discussion: DiscussionRow; schedule: Schedule | null }> {
+export async function insertDiscussionIn(port: StorePort, row: NewRow, number?: number): Promise<{ discussion: DiscussionRow; schedule: Schedule | null }> {
   const write = writes(port)
-  const [{ n }] = await write.lastNumber.execute({ siteId: row.siteId })
-  const number = (n ?? 0) + 1
+  number ??= await nextNumberIn(port, row.siteId)
   const facts = { categoryId: row.categoryId, tags: [], authorEmail: row.customerEmail, channel: row.channel }
   const sla = await slaOfWrite(port, { siteId: row.siteId, before: null, after: { state: row.state, awaitingTeam: row.awaitingTeam }, facts, at: row.at, rulesVersion: row.rulesVersion })
   const [discussion] = await write.insert.execute({ ...row, ...boundColumns(port, sla.columns), number, permalink: slugify(row.title, 'discussion'), at: row.at })
   if (row.fields !== '{}') await indexValuesIn(port, row.siteId, discussion.id, valuesOf(row.fields))
   return { discussion, schedule: sla.schedule }
+}
+
+/** The number after the site's highest: read under the site's row (lockSite, takeSite), held until commit. */
+async function nextNumberIn(port: StorePort, siteId: number): Promise<number> {
+  const [{ n }] = await writes(port).lastNumber.execute({ siteId })
+  return (n ?? 0) + 1
 }
 
 /** A new discussion counted: in its counts' row, and in the reports' day rows (the site's row, when taken, before these). */
@@ -541,15 +545,20 @@ export async function createDiscussionIn(
   // Read before the site's row is taken, as every read that needs no lock: each statement after it
   // is one more that the site's other writes wait for. The category's settings are as they were
   // when the create began (a change of them takes the site's row); its turn is read again under it.
-  let category = await categoryOfSite(port, input.siteId, input.categoryId)
-  if (!category) throw new StoreError(`there is no category ${input.categoryId} on this site`, 'not_found', 'category')
-  // A spam's event tells no rule and no webhook, and no one hears of it.
-  const listeners = input.spam ? undefined : await listenersIn(port, input.siteId)
-  const hearing = input.spam ? [] : await hearsOfNew(port, input.siteId)
+  // A spam's event tells no rule and no webhook, and no one hears of it. The three read together.
+  const [found, listeners, hearing] = await together(
+    port,
+    () => categoryOfSite(port, input.siteId, input.categoryId),
+    () => (input.spam ? Promise.resolve(undefined) : listenersIn(port, input.siteId)),
+    () => (input.spam ? Promise.resolve([]) : hearsOfNew(port, input.siteId)),
+  )
+  if (!found) throw new StoreError(`there is no category ${input.categoryId} on this site`, 'not_found', 'category')
+  let category = found
   // Taken by moving the site's version with this create's number in the feed, and held until commit: the next
-  // create on this site reads the highest number after this one's. The author after it: a new
-  // customer's account and membership are written under it, as every write that adds them does.
-  const { last: changeSeq, rulesVersion } = await takeSite(port, input.siteId, 1)
+  // create on this site reads the highest number after this one's, sent with it (run after it, under
+  // its lock). The author after it: a new customer's account and membership are written under it,
+  // as every write that adds them does.
+  const [{ last: changeSeq, rulesVersion }, nextNumber] = await together(port, () => takeSite(port, input.siteId, 1), () => nextNumberIn(port, input.siteId))
   const author = await authorOf(port, input.siteId, input)
   const title = input.title.trim()
   const now = new Date(clock())
@@ -578,7 +587,7 @@ export async function createDiscussionIn(
     commentsCount: 1,
     at: now,
     rulesVersion,
-  })
+  }, nextNumber)
   const { number } = discussion
   const opening = {
     discussionId: discussion.id,

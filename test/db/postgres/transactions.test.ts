@@ -3,7 +3,7 @@ import t from 'tap'
 import { sql } from '../../../db/drizzle.ts'
 import { openPostgres } from '../../../db/postgres/client.ts'
 import { postgresPort } from '../../../db/postgres/engine.ts'
-import { lastly, lastlyNow, namedStatement, type StorePort } from '../../../db/port.ts'
+import { lastly, lastlyNow, namedStatement, together, type StorePort } from '../../../db/port.ts'
 import { POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../../fixtures/postgres.ts'
 import { tcpProxy } from '../../fixtures/tcp-proxy.ts'
 
@@ -222,7 +222,7 @@ t.test("a transaction's last statements: after its work, in their order, sent wi
   await direct.execute(sql`DROP TABLE last_probe`)
 })
 
-t.test("a transaction's last statements and its COMMIT leave in one write to the socket", { skip: down }, async (t) => {
+t.test("a transaction's last statements and its COMMIT leave in one write to the socket, as statements sent together do", { skip: down }, async (t) => {
   const db = await openPostgres(await postgresTestAddress(t), { poolSize: 1 })
   t.teardown(() => db.$client.end())
   await db.execute(sql`CREATE TEMP TABLE IF NOT EXISTS last_writes (n integer)`)
@@ -241,13 +241,20 @@ t.test("a transaction's last statements and its COMMIT leave in one write to the
   }
   t.teardown(() => Object.assign(socket, { _writev: writev, _write: write }))
   const insert = (tx: StorePort, n: number) => tx.prepared(`last_writes_${n}`, (db) => namedStatement(db, `last_writes_${n}`, sql`INSERT INTO last_writes (n) VALUES (${sql.raw(String(n))})`)).execute({})
+  let between: string[] = []
+  let answers: unknown[] = []
   await port.atomic(async (tx) => {
     await lastly(tx, 'a', () => insert(tx, 1))
     await lastly(tx, 'b', () => insert(tx, 2))
     await insert(tx, 0)
     writes.length = 0
+    answers = await together(tx, () => insert(tx, 3), async () => (await tx.prepared('last_writes_count', (db) => namedStatement(db, 'last_writes_count', sql`SELECT count(*)::int AS n FROM last_writes`)).execute({})).rows[0])
+    between = writes.splice(0)
   })
   Object.assign(socket, { _writev: writev, _write: write })
+  t.equal(between.length, 1, 'statements sent together: one write')
+  t.match(between[0], /VALUES \(3\)[\s\S]*count/, 'in their order')
+  t.same(answers[1], { n: 2 }, 'run by the server one after the other: the second sees what the first wrote')
   t.equal(writes.length, 1, 'one write once the work is done')
   t.match(writes[0], /VALUES \(1\)[\s\S]*VALUES \(2\)[\s\S]*commit/i, 'with the last statements, in their order, and the COMMIT')
 })
