@@ -16,7 +16,7 @@ import { StoreError, VersionMoved } from './errors.ts'
 import { claimUploads } from './files.ts'
 import { allowSenderIn } from './senders.ts'
 import { hearsOfNew, notifyAssigned, notifyNewDiscussion, notifyOwnerOfComment } from './notifications.ts'
-import { queueReplyMail } from './outbox.ts'
+import { queueReplyMail, replyPeopleIn } from './outbox.ts'
 import { indexDiscussion } from './search.ts'
 import { recordChangesTo, siteChanged, takeSite } from './changes.ts'
 import { bumpSiteVersion, lockSite } from './sites.ts'
@@ -433,20 +433,26 @@ export async function replyDiscussionIn(tx: StorePort, { clock, events, authorOf
   const number = before.commentsCount + 1
   const state = input.resolve ? 'resolved' : stateAfterComment(before.state, author.bySupporter, input.internal)
   const write = writes(tx)
-  const [comment] = await write.comment.execute({
-    discussionId: before.id,
-    number,
-    authorId: author.id,
-    bySupporter: author.bySupporter,
-    body: input.body,
-    internal: input.internal,
-    via: input.via,
-    at: now,
-  })
+  // A public reply of the staff to a discussion that came by mail is mailed, queued with it: who it
+  // goes to read with the comment's insert.
+  const mails = author.bySupporter && !input.internal
+  const [[comment], people] = await together(
+    tx,
+    () => write.comment.execute({
+      discussionId: before.id,
+      number,
+      authorId: author.id,
+      bySupporter: author.bySupporter,
+      body: input.body,
+      internal: input.internal,
+      via: input.via,
+      at: now,
+    }),
+    () => (mails ? replyPeopleIn(tx, before.id) : Promise.resolve(undefined)),
+  )
   const { id } = comment!
   if (input.uploads) await claimUploads(tx, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
-  // A public reply of the staff to a discussion that came by mail is mailed, queued with it.
-  const mailed = author.bySupporter && !input.internal && (await queueReplyMail(tx, clock, { siteId: input.siteId, discussionId: before.id, number: before.number, title: before.title, commentId: id, body: input.body, startedOnTheWeb: before.startedOnTheWeb }))
+  const mailed = mails && (await queueReplyMail(tx, clock, { siteId: input.siteId, discussionId: before.id, number: before.number, title: before.title, commentId: id, body: input.body, startedOnTheWeb: before.startedOnTheWeb }, 'reply_mail', people))
   // The team owes an answer after a customer's public comment, not after its own; a note moves nothing.
   const awaitingTeam = input.internal ? before.awaitingTeam : !author.bySupporter
   const sla = await slaOfWrite(tx, { siteId: input.siteId, before, after: { state, awaitingTeam }, facts: factsOf(before), at: now, rulesVersion: listeners.rulesVersion })

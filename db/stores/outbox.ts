@@ -96,27 +96,15 @@ export async function queueCustomerMail(port: StorePort, clock: Clock, box: Secr
 }
 
 /**
- * Queues the mail of a public reply by the staff (or of the acknowledgement of a new discussion),
- * in the transaction of `port` (the reply's own): when the discussion came by mail, to its
- * customer, from their newest message taken in, from the mailbox it came to, threaded (In-Reply-To and
- * References name the messages of the discussion); when a customer started it on the customer's
- * pages, to them, from the site's first mailbox or the service's From. Its Message-ID is recorded
- * as the discussion's when it leaves from a mailbox, so the customer's answer by mail finds it.
- * Nothing for a discussion that came neither way. Whether a mail was queued.
+ * Who a reply to the discussion goes to, in one statement: the discussion's customer's newest
+ * message (a thread is theirs, and no one else who wrote into it, naming its Message-ID, becomes
+ * where the team's replies go), beside each of its participants in order (one row without any).
+ * Sent before its first await (db/port.ts, together).
  */
-export async function queueReplyMail(
-  port: StorePort,
-  clock: Clock,
-  // startedOnTheWeb, when the caller has the discussion's row: false spares the read of whether it was.
-  reply: { siteId: number; discussionId: number; number: number; title: string; commentId: number; body: string | ((siteName: string) => string); startedOnTheWeb?: boolean },
-  kind: OutboxKind = 'reply_mail',
-): Promise<boolean> {
-  const { discussions, mailboxes, mailMessages, outbox, participants, sites, users } = port.tables
-  const discussionId = sql.placeholder('discussionId')
-  // Who a reply goes to, in one statement: the discussion's customer's newest message (a thread is
-  // theirs, and no one else who wrote into it, naming its Message-ID, becomes where the team's
-  // replies go), beside each of its participants in order (one row without any).
+export function replyPeopleIn(port: StorePort, discussionId: number) {
+  const { discussions, mailboxes, mailMessages, participants, sites, users } = port.tables
   const people = port.prepared('outbox_reply_people', (db) => {
+    const discussionId = sql.placeholder('discussionId')
     const customer = db
       .select({ messageId: mailMessages.messageId, sender: mailMessages.sender, mailboxId: mailboxes.id, address: mailboxes.address, siteName: sites.name, permalink: sites.permalink })
       .from(mailMessages)
@@ -137,7 +125,30 @@ export async function queueReplyMail(
       .orderBy(asc(participants.id))
       .prepare('outbox_reply_people')
   })
-  const rows = await people.execute({ discussionId: reply.discussionId })
+  return people.execute({ discussionId })
+}
+
+/**
+ * Queues the mail of a public reply by the staff (or of the acknowledgement of a new discussion),
+ * in the transaction of `port` (the reply's own): when the discussion came by mail, to its
+ * customer, from their newest message taken in, from the mailbox it came to, threaded (In-Reply-To and
+ * References name the messages of the discussion); when a customer started it on the customer's
+ * pages, to them, from the site's first mailbox or the service's From. Its Message-ID is recorded
+ * as the discussion's when it leaves from a mailbox, so the customer's answer by mail finds it.
+ * Nothing for a discussion that came neither way. Whether a mail was queued.
+ */
+export async function queueReplyMail(
+  port: StorePort,
+  clock: Clock,
+  // startedOnTheWeb, when the caller has the discussion's row: false spares the read of whether it was.
+  reply: { siteId: number; discussionId: number; number: number; title: string; commentId: number; body: string | ((siteName: string) => string); startedOnTheWeb?: boolean },
+  kind: OutboxKind = 'reply_mail',
+  // Who it goes to, when the caller read it (replyPeopleIn) with another statement.
+  people?: Awaited<ReturnType<typeof replyPeopleIn>>,
+): Promise<boolean> {
+  const { mailMessages, outbox } = port.tables
+  const discussionId = sql.placeholder('discussionId')
+  const rows = people ?? (await replyPeopleIn(port, reply.discussionId))
   const last = rows[0]?.messageId ? rows[0] : undefined
   const customer = last ? { mailbox: { id: last.mailboxId!, address: last.address! }, site: { name: last.siteName!, permalink: last.permalink! }, to: last.sender! } : reply.startedOnTheWeb === false ? undefined : await startedOnTheWeb(port, reply)
   // The discussion's participants are copied on a reply (an acknowledgement answers its sender
