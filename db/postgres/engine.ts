@@ -70,7 +70,7 @@ export async function pooledTransaction<T>(pool: pg.Pool, work: (tx: Executor, c
     throw error
   } finally {
     const good = failure === NONE || failure === workFailure
-    // Pipelined for its last statements alone (lastStatements), idle again now.
+    // Pipelined for its last statements and those sent together alone (pipelinedOn): idle again now.
     ;(client as unknown as Wire).pipeline = false
     // true: pg-pool destroys the connection rather than keeping it.
     client.release(good ? undefined : true)
@@ -109,8 +109,9 @@ const given = (wire: Wire) => (wire._activeQuery ? 1 : 0) + wire._queryQueue.len
  * take are held for the server's time alone. A connection is pipelined only in a transaction that
  * sends such statements (these, and those sent `together`): a pipelined connection ends differently
  * under a failure (it waits for the statements it sent), and the outage handling is written for the
- * usual kind; pooledTransaction switches it back before it gives the connection back. A statement that fails aborts the transaction, whose COMMIT the server
- * then answers as a ROLLBACK without an error: `failure` is its error, which the transaction throws.
+ * usual kind; pooledTransaction switches it back before it gives the connection back. A statement
+ * that fails aborts the transaction, whose COMMIT the server then answers as a ROLLBACK without an
+ * error: `failure` is its error, which the transaction throws.
  */
 function lastStatements() {
   const queued: Array<{ order: string; send: () => Promise<unknown> }> = []
