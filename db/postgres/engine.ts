@@ -99,7 +99,7 @@ interface Wire {
 }
 
 /** How many statements the connection has been given and not answered yet. */
-const given = (wire: Wire) => (wire._activeQuery ? 1 : 0) + wire._queryQueue.length + wire._sentQueryQueue.length
+const unanswered = (wire: Wire) => (wire._activeQuery ? 1 : 0) + wire._queryQueue.length + wire._sentQueryQueue.length
 
 /**
  * The last statements of a transaction or savepoint (StorePort.last). `send` sends them all at the
@@ -131,11 +131,11 @@ function lastStatements() {
       const statements = inOrder()
       if (statements.length === 0) return
       const wire = client as unknown as Wire
-      const before = given(wire)
+      const before = unanswered(wire)
       sent = Promise.allSettled(pipelinedOn(client, statements.map((statement) => statement.send)))
       // One that awaited before it sent would be sent after the COMMIT queued next: refused, loudly,
       // the transaction rolled back (every one of them runs in the suite's PostgreSQL pass).
-      if (given(wire) - before !== statements.length) throw new Error('a last statement must be sent before its first await (db/port.ts, lastly)')
+      if (unanswered(wire) - before !== statements.length) throw new Error('a last statement must be sent before its first await (db/port.ts, lastly)')
     },
     /** The first of their failures, once all have answered. */
     async failure(): Promise<unknown> {

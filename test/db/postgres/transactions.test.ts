@@ -6,6 +6,7 @@ import { postgresPort } from '../../../db/postgres/engine.ts'
 import { lastly, lastlyNow, namedStatement, together, type StorePort } from '../../../db/port.ts'
 import { POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../../fixtures/postgres.ts'
 import { tcpProxy } from '../../fixtures/tcp-proxy.ts'
+import { until } from '../../fixtures/until.ts'
 
 // Engines: both: it is about PostgreSQL's connections alone, so it runs in the PostgreSQL pass alone.
 // A transaction on the pool gives its connection back whatever happens (db/postgres/engine.ts,
@@ -158,11 +159,13 @@ t.test("a transaction's last statements: after its work, in their order, sent wi
     t.same(await probe(), [], 'nothing seen before the COMMIT')
     proxy.set('hold-answers')
   })
-  let seen: number[] = []
-  for (let waited = 0; waited < 5_000 && seen.length < 3; waited += 20) {
-    seen = await probe()
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+  const seen = await until('the transaction committed with no answer back', async () => {
+    const rows = await probe()
+    return rows.length >= 3 && rows
+  }, 5_000, 20).catch((error: unknown) => {
+    proxy.set('pass')
+    throw error
+  })
   t.same(seen, [0, 1, 2], 'committed while no answer has come back: the work\'s statement, then the last ones in their order')
   t.same(ran, [], 'what waits for the commit waits for its answer')
   proxy.set('pass')

@@ -52,11 +52,16 @@ const READ = /^select /
 const LAST = /^insert into "(report_days|discussion_counts|discussion_changes)"/
 const ANSWER_READS = /from "(outbox|attachments)"/
 
+/** The texts of the statements sent on the write's connection: the one that takes the site's row. */
+function ofTheWrite(statements: Sent[]): string[] {
+  const taken = statements.find((s) => SITE_ROW.test(s.text))
+  return taken ? textsOf(statements.filter((s) => s.client === taken.client)) : []
+}
+
 /** The statements from the one that takes the site's row to COMMIT, on the write's connection. */
 function afterSiteRow(t: Test, statements: Sent[]): string[] {
-  const taken = statements.find((s) => SITE_ROW.test(s.text))
-  t.ok(taken, 'the write takes the site\'s row')
-  const own = textsOf(statements.filter((s) => s.client === taken?.client))
+  const own = ofTheWrite(statements)
+  t.ok(own.length > 0, 'the write takes the site\'s row')
   const at = own.findIndex((text) => SITE_ROW.test(text))
   const committed = own.indexOf('commit', at)
   t.ok(committed > at, 'and commits after')
@@ -81,7 +86,7 @@ t.test('a reply: no read once the site\'s row is taken, and its answer reads no 
   t.match(answer!.json(), { delivery: null, attachments: [] })
   const held = afterSiteRow(t, statements)
   t.same(held.filter((text) => !LAST.test(text)), [], 'once the site\'s row is taken, only the last statements (the day rows, the counts) before COMMIT')
-  const own = textsOf(statements.filter((s) => s.client === statements.find((s) => SITE_ROW.test(s.text))?.client))
+  const own = ofTheWrite(statements)
   const eventAt = own.findIndex((text) => text.startsWith('insert into "outbox"'))
   t.ok(eventAt > own.indexOf('begin') && eventAt < own.findIndex((text) => SITE_ROW.test(text)), 'the webhook\'s event is queued in the transaction, before the site\'s row is taken')
   t.ok(textsOf(statements).some((text) => /from "sites" left join "webhooks"/.test(text)), 'its listeners read, in one statement')
