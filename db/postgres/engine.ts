@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import pg from 'pg'
+import type { EventEmitter } from 'node:events'
 import { sql, type Column } from '../drizzle.ts'
 import { checkEvent, engineOver, siteWatchers, type Engine, type EngineEvents, type SiteChanges } from '../engine.ts'
 import { preparedOn, type Executor, type LastStatementsOf, type StorePort } from '../port.ts'
@@ -95,11 +96,35 @@ interface Wire {
   _activeQuery: unknown
   _queryQueue: unknown[]
   _sentQueryQueue: unknown[]
-  connection: { stream: { cork(): void; uncork(): void } }
+  connection: EventEmitter & { stream: { cork(): void; uncork(): void } }
 }
 
 /** How many statements the connection has been given and not answered yet. */
 const unanswered = (wire: Wire) => (wire._activeQuery ? 1 : 0) + wire._queryQueue.length + wire._sentQueryQueue.length
+
+/**
+ * The connection's transaction status ('I', 'T' or 'E') once what it was given is answered:
+ * node-postgres gives a failed statement its error when the error arrives, before the server's
+ * ready-for-query that carries the status, which may come in a later read of the socket.
+ */
+async function settledStatus(client: pg.ClientBase): Promise<string | null> {
+  const wire = client as unknown as Wire
+  let ended = false
+  // A failed statement is taken off the connection at its error; the connection is not ready until the server says so.
+  while (!ended && (unanswered(wire) > 0 || !wire.readyForQuery)) {
+    await new Promise<void>((resolve) => {
+      const settled = (how: string) => () => {
+        ended = how === 'end'
+        wire.connection.off('readyForQuery', ready).off('end', end)
+        resolve()
+      }
+      const ready = settled('ready')
+      const end = settled('end')
+      wire.connection.on('readyForQuery', ready).on('end', end)
+    })
+  }
+  return client.getTransactionStatus()
+}
 
 /**
  * The last statements of a transaction or savepoint (StorePort.last). `send` sends them all at the
@@ -163,6 +188,9 @@ function pipelinedOn(client: pg.ClientBase, sends: Array<() => Promise<unknown>>
   }
 }
 
+/** Why a transaction whose statement failed, its error caught by its work, is not committed (withLast). */
+export const ABORTED = 'a statement of this transaction failed and its work went on: PostgreSQL has aborted it, and it is not committed (catch a statement\'s failure in a savepoint, db/port.ts atomic)'
+
 /**
  * Runs `work` in `transaction` (a transaction or savepoint) with its last statements (`lastStatements`),
  * sent as its work ends; a failure of one of them is the transaction's.
@@ -173,6 +201,10 @@ async function withLast<T, C extends pg.ClientBase>(transaction: (work: (tx: Exe
   try {
     result = await transaction(async (tx, client) => {
       const done = await work(tx, client, { queue: last.queue, now: last.now })
+      // A statement of the work failed and the work caught its error: the server has aborted the
+      // transaction, and would answer its COMMIT as a ROLLBACK without an error, the write lost
+      // while its caller is told it was made. Refused: the work fails, as its statement did.
+      if ((await settledStatus(client)) === 'E') throw new Error(ABORTED)
       last.send(client)
       return done
     })

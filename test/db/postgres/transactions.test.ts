@@ -2,7 +2,7 @@ import { Socket } from 'node:net'
 import t from 'tap'
 import { sql } from '../../../db/drizzle.ts'
 import { openPostgres } from '../../../db/postgres/client.ts'
-import { postgresPort } from '../../../db/postgres/engine.ts'
+import { ABORTED, postgresPort } from '../../../db/postgres/engine.ts'
 import { lastly, lastlyNow, namedStatement, together, type StorePort } from '../../../db/port.ts'
 import { POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../../fixtures/postgres.ts'
 import { tcpProxy } from '../../fixtures/tcp-proxy.ts'
@@ -132,6 +132,58 @@ t.test('what waits for a commit runs after it, never after a rollback; what is k
   t.equal(port.kept('probe', made), kept, 'made once, kept by its name')
 })
 
+t.test("a statement's failure caught by its work: the transaction fails rather than committing nothing in silence; caught in a savepoint, it commits", { skip: down }, async (t) => {
+  const db = await openPostgres(await postgresTestAddress(t), { poolSize: 1 })
+  t.teardown(() => db.$client.end())
+  const port = postgresPort(db)
+  await db.execute(sql`CREATE TABLE caught_probe (n integer PRIMARY KEY)`)
+  const rows = async () => (await db.execute(sql`SELECT n FROM caught_probe ORDER BY n`)).rows.map((row) => row.n)
+  const duplicate = (on: StorePort) => on.db.execute(sql`INSERT INTO caught_probe VALUES (0), (0)`)
+
+  // The server aborts the transaction at the failed statement and answers its COMMIT as a
+  // ROLLBACK, without an error: before this, the transaction resolved 'made' with nothing written.
+  let ran = false
+  await t.rejects(
+    port.atomic(async (tx) => {
+      tx.onCommitted!(() => (ran = true))
+      await tx.db.execute(sql`INSERT INTO caught_probe VALUES (1)`)
+      await duplicate(tx).catch(() => 'a caller that goes on')
+      return 'made'
+    }),
+    { message: ABORTED },
+  )
+  t.same(await rows(), [], 'nothing of it written')
+  t.equal(ran, false, 'and what waits for its commit never runs')
+
+  // The same with last statements queued: refused before they are sent, not failed by them.
+  await t.rejects(
+    port.atomic(async (tx) => {
+      await lastly(tx, '0', () => tx.db.execute(sql`INSERT INTO caught_probe VALUES (2)`))
+      await duplicate(tx).catch(() => undefined)
+    }),
+    { message: ABORTED },
+  )
+  t.same(await rows(), [], 'its last statements never written')
+
+  // Caught around a savepoint, as the message says: the savepoint is undone, the rest commits.
+  const made = await port.atomic(async (tx) => {
+    await tx.db.execute(sql`INSERT INTO caught_probe VALUES (3)`)
+    await t.rejects(tx.atomic((savepoint) => duplicate(savepoint)), { cause: { code: '23505' } })
+    // Caught inside a savepoint's own work: that savepoint fails with the refusal, and is undone.
+    await t.rejects(
+      tx.atomic(async (savepoint) => {
+        await savepoint.db.execute(sql`INSERT INTO caught_probe VALUES (4)`)
+        await duplicate(savepoint).catch(() => undefined)
+      }),
+      { message: ABORTED },
+    )
+    return 'made'
+  })
+  t.equal(made, 'made')
+  t.same(await rows(), [3], 'the transaction committed, without what its failed savepoints wrote')
+  t.same((await db.execute(sql`SELECT 1 AS one`)).rows, [{ one: 1 }], 'and the pool of one serves again')
+})
+
 t.test("a transaction's last statements: after its work, in their order, sent with its COMMIT; one that fails fails it, and a savepoint's its savepoint", { skip: down }, async (t) => {
   const address = await postgresTestAddress(t)
   const direct = await openPostgres(address, { poolSize: 2 })
@@ -199,14 +251,15 @@ t.test("a transaction's last statements: after its work, in their order, sent wi
   t.same(await probe(), [1, 2], "the released savepoint's last statement and the transaction's; the failed savepoint's none")
 
   // Sent now when what follows needs them done; one that fails, thrown there.
-  await port.atomic(async (tx) => {
+  const failedNow = port.atomic(async (tx) => {
     await lastly(tx, 'a', add(tx, 4))
     await lastlyNow(tx)
     t.equal((await tx.db.execute(sql`SELECT n FROM last_probe WHERE n = 4`)).rows.length, 1, "sent now: the transaction's next statement sees it")
     await lastly(tx, 'a', add(tx, 'not a number'))
     await t.rejects(lastlyNow(tx), { cause: { message: /invalid input syntax for type integer/ } }, 'a failure of theirs, thrown where they are sent')
   })
-  t.same(await probe(), [1, 2], 'and the transaction, aborted by it, rolled back at its COMMIT')
+  await t.rejects(failedNow, { message: ABORTED }, 'and the transaction, aborted by it and its failure caught, fails')
+  t.same(await probe(), [1, 2], 'nothing of it stays')
 
   // One that awaits before it sends would go after the COMMIT: refused, and the transaction rolled back.
   await t.rejects(port.atomic(async (tx) => {
