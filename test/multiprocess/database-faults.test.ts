@@ -86,11 +86,14 @@ t.test('cut, paused and silenced under write load, each process answers 201 or 5
     await sleep(ms - (said ? 300 : 0))
     proxy.set('pass')
     const back = performance.now()
-    await sleep(5_000)
-    const recovered = processes.map((_, index) => {
-      const first = answers.find((a) => a.process === index && a.started >= back && a.status === 201)
-      return first ? Math.round(first.started + first.ms - back) : 'never'
-    })
+    const recoveredNow = () =>
+      processes.map((_, index) => {
+        const first = answers.find((a) => a.process === index && a.started >= back && a.status === 201)
+        return first ? Math.round(first.started + first.ms - back) : 'never'
+      })
+    // Until both have written again, or the 5 s they have are over.
+    while (recoveredNow().includes('never') && performance.now() - back < 5_000) await sleep(50)
+    const recovered = recoveredNow()
     t.comment(`${mode} for ${ms} ms: /healthz ${JSON.stringify(said ?? '-')}, written again after ${JSON.stringify(recovered)} ms`)
     if (said) t.same(said, [503, 503], `${mode} for ${ms} ms: /healthz says 503`)
     t.ok(recovered.every((after) => typeof after === 'number' && after <= 5_000), `${mode} for ${ms} ms: both processes write again within 5 s of the return`)
