@@ -196,6 +196,29 @@ const factsOfRow = (d: DiscussionRow): ReportFacts & { state: string } => ({
 function writes(port: StorePort) {
   const { comments, discussions } = port.tables
   const p = sql.placeholder
+  /** A new discussion's row as its insert binds it, numbered by `number`. */
+  const newRow = (number: SQL | ReturnType<typeof p>) => ({
+    siteId: p('siteId'),
+    number,
+    title: p('title'),
+    permalink: p('permalink'),
+    state: p('state'),
+    stateBeforeDelete: p('stateBefore'),
+    public: p('public'),
+    authorId: p('authorId'),
+    categoryId: p('categoryId'),
+    createdAt: p('at'),
+    updatedAt: p('at'),
+    lastUpdatedAt: p('at'),
+    commentsCount: p('commentsCount'),
+    awaitingTeam: p('awaitingTeam'),
+    startedOnTheWeb: p('startedOnTheWeb'),
+    assigneeId: p('assigneeId'),
+    channel: p('channel'),
+    splitFrom: p('splitFrom'),
+    fields: p('fields'),
+    ...slaSet(),
+  })
   // Placeholders in set() are bound as they are given (port.ts), not through the columns: moments through port.moment.
   return {
     lastNumber: port.prepared('discussions_last_number', (db) =>
@@ -204,30 +227,17 @@ function writes(port: StorePort) {
     insert: port.prepared('discussions_insert', (db) =>
       db
         .insert(discussions)
-        .values({
-          siteId: p('siteId'),
-          number: p('number'),
-          title: p('title'),
-          permalink: p('permalink'),
-          state: p('state'),
-          stateBeforeDelete: p('stateBefore'),
-          public: p('public'),
-          authorId: p('authorId'),
-          categoryId: p('categoryId'),
-          createdAt: p('at'),
-          updatedAt: p('at'),
-          lastUpdatedAt: p('at'),
-          commentsCount: p('commentsCount'),
-          awaitingTeam: p('awaitingTeam'),
-          startedOnTheWeb: p('startedOnTheWeb'),
-          assigneeId: p('assigneeId'),
-          channel: p('channel'),
-          splitFrom: p('splitFrom'),
-          fields: p('fields'),
-          ...slaSet(),
-        })
+        .values(newRow(p('number')))
         .returning(discussionViews(port).insertedDiscussion)
         .prepare('discussions_insert'),
+    ),
+    // Numbered by the statement, the site's highest and one: sent after the one that takes the site's row.
+    insertNext: port.prepared('discussions_insert_next', (db) =>
+      db
+        .insert(discussions)
+        .values(newRow(sql`(select coalesce(max(${discussions.number}), 0) + 1 from ${discussions} where ${discussions.siteId} = ${p('siteId')})`))
+        .returning(discussionViews(port).insertedDiscussion)
+        .prepare('discussions_insert_next'),
     ),
     comment: port.prepared('discussions_comment_insert', (db) =>
       db
@@ -244,6 +254,24 @@ function writes(port: StorePort) {
         })
         .returning(discussionViews(port).insertedComment)
         .prepare('discussions_comment_insert'),
+    ),
+    // A new discussion's opening post, its discussion the site's newest (the create holds the site's
+    // row): sent with the discussion's insert (together), which the server runs first, before its id is known here.
+    opening: port.prepared('discussions_opening_insert', (db) =>
+      db
+        .insert(comments)
+        .values({
+          discussionId: sql`(select ${discussions.id} from ${discussions} where ${discussions.siteId} = ${p('siteId')} order by ${discussions.number} desc limit 1)`,
+          number: 1,
+          authorId: p('authorId'),
+          bySupporter: p('bySupporter'),
+          body: p('body'),
+          internal: false,
+          via: p('via'),
+          createdAt: p('at'),
+        })
+        .returning(discussionViews(port).insertedComment)
+        .prepare('discussions_opening_insert'),
     ),
     afterComment: port.prepared('discussions_after_comment', (db) =>
       db
@@ -513,14 +541,50 @@ export interface NewRow {
  * insert returned it (discussionViews, insertedDiscussion) and its SLA policy's schedule (for the reports). The caller holds the site's row (lockSite, or takeSite)
  * from before this until it commits, so the next create reads the number after this one.
  */
-export async function insertDiscussionIn(port: StorePort, row: NewRow, number?: number): Promise<{ discussion: DiscussionRow; schedule: Schedule | null }> {
+export async function insertDiscussionIn<A = undefined>(port: StorePort, row: NewRow, number?: number, alongside?: () => Promise<A>): Promise<{ discussion: DiscussionRow; schedule: Schedule | null; alongside: A | undefined }> {
   const write = writes(port)
-  number ??= await nextNumberIn(port, row.siteId)
+  const n = number ?? (await nextNumberIn(port, row.siteId))
+  const { sla, params } = await newDiscussion(port, row, row.rulesVersion)
+  // `alongside`: a statement sent with the insert, run after it (a create's opening post).
+  const [[discussion], along] = await together(
+    port,
+    () => write.insert.execute({ ...params, number: n }),
+    () => (alongside ? alongside() : Promise.resolve(undefined)),
+  )
+  await indexFieldsOf(port, discussion)
+  return { discussion, schedule: sla.schedule, alongside: along }
+}
+
+/** A new discussion's SLA, by the policies of the site's rules' version given, and what its insert binds but its number. */
+async function newDiscussion(port: StorePort, row: NewRow, rulesVersion: number | undefined) {
   const facts = { categoryId: row.categoryId, tags: [], authorEmail: row.customerEmail, channel: row.channel }
-  const sla = await slaOfWrite(port, { siteId: row.siteId, before: null, after: { state: row.state, awaitingTeam: row.awaitingTeam }, facts, at: row.at, rulesVersion: row.rulesVersion })
-  const [discussion] = await write.insert.execute({ ...row, ...boundColumns(port, sla.columns), number, permalink: slugify(row.title, 'discussion'), at: row.at })
-  if (row.fields !== '{}') await indexValuesIn(port, row.siteId, discussion.id, valuesOf(row.fields))
-  return { discussion, schedule: sla.schedule }
+  const sla = await slaOfWrite(port, { siteId: row.siteId, before: null, after: { state: row.state, awaitingTeam: row.awaitingTeam }, facts, at: row.at, rulesVersion })
+  return { sla, params: { ...row, ...boundColumns(port, sla.columns), permalink: slugify(row.title, 'discussion'), at: row.at } }
+}
+
+/**
+ * A new discussion inserted with its opening post (`opening`), numbered by the statement, in one
+ * round trip with the one that takes the site's row (takeSite): its SLA is that of the policies of
+ * the rules' version read before (`row.rulesVersion`), and when the row says the site's rules
+ * moved meanwhile, that of the policies under the row, written over it.
+ */
+async function insertEarlyIn<A>(port: StorePort, row: NewRow, opening: () => Promise<A>): Promise<{ discussion: DiscussionRow; schedule: Schedule | null; openedAs: A; changeSeq: number }> {
+  const write = writes(port)
+  let { sla, params } = await newDiscussion(port, row, row.rulesVersion)
+  const [site, [inserted], openedAs] = await together(port, () => takeSite(port, row.siteId, 1), () => write.insertNext.execute(params), opening)
+  let discussion = inserted
+  if (site.rulesVersion !== row.rulesVersion) {
+    ;({ sla } = await newDiscussion(port, row, site.rulesVersion))
+    await write.slaTold.execute({ id: discussion.id, bump: 0, ...boundColumns(port, sla.columns) })
+    discussion = { ...discussion, ...sla.columns }
+  }
+  await indexFieldsOf(port, discussion)
+  return { discussion, schedule: sla.schedule, openedAs, changeSeq: site.last }
+}
+
+/** A new discussion's custom fields in the index of their values. */
+async function indexFieldsOf(port: StorePort, discussion: DiscussionRow): Promise<void> {
+  if (discussion.fields !== '{}') await indexValuesIn(port, discussion.siteId, discussion.id, valuesOf(discussion.fields))
 }
 
 /** The number after the site's highest: read under the site's row (lockSite, takeSite), held until commit. */
@@ -560,11 +624,16 @@ export async function createDiscussionIn(
   )
   if (!found) throw new StoreError(`there is no category ${input.categoryId} on this site`, 'not_found', 'category')
   let category = found
-  // Taken by moving the site's version with this create's number in the feed, and held until commit: the next
-  // create on this site reads the highest number after this one's, sent with it (run after it, under
-  // its lock). The author after it: a new customer's account and membership are written under it,
-  // as every write that adds them does.
-  const [{ last: changeSeq, rulesVersion }, nextNumber] = await together(port, () => takeSite(port, input.siteId, 1), () => nextNumberIn(port, input.siteId))
+  // A supporter's own discussion knows its author without a statement (authorOf), and all its
+  // insert needs before the site's row is taken: the row is taken, the discussion numbered and
+  // inserted, and its opening post inserted, in one round trip (`early`). Otherwise the row is taken
+  // first, by moving the site's version with this create's number in the feed, and held until
+  // commit: the next create on this site reads the highest number after this one's, sent with it
+  // (run after it, under its lock). The author after it: a new customer's account and membership
+  // are written under it, as every write that adds them does; and custom fields' values, read by
+  // their definitions, which a removal changes under the row.
+  const early = !input.onBehalfOf && !input.fields && listeners !== undefined
+  const taken = early ? undefined : await together(port, () => takeSite(port, input.siteId, 1), () => nextNumberIn(port, input.siteId))
   const author = await authorOf(port, input.siteId, input)
   const title = input.title.trim()
   const now = new Date(clock())
@@ -574,7 +643,7 @@ export async function createDiscussionIn(
   const assigneeId = inTurn && category.roundRobin ? await nextInTurn(port, input.siteId, { id: input.categoryId, lastAssigneeId: category.lastAssigneeId }) : undefined
   const state = input.spam ? 'spam' : initialState(author.bySupporter)
   const values = input.fields ? await valuesAfter(port, input.siteId, {}, input.fields) : {}
-  const { discussion, schedule } = await insertDiscussionIn(port, {
+  const row: NewRow = {
     siteId: input.siteId,
     categoryId: input.categoryId,
     title,
@@ -592,19 +661,18 @@ export async function createDiscussionIn(
     fields: valuesJson(values),
     commentsCount: 1,
     at: now,
-    rulesVersion,
-  }, nextNumber)
-  const { number } = discussion
-  const opening = {
-    discussionId: discussion.id,
-    number: 1,
-    authorId: author.id,
-    bySupporter: author.bySupporter,
-    body: input.body,
-    internal: false,
-    via: input.via,
+    // Under the site's row, or (early) as read with who listens, checked once the row is taken.
+    rulesVersion: taken ? taken[0].rulesVersion : listeners!.rulesVersion,
   }
-  const [{ id }] = await write.comment.execute({ ...opening, at: now })
+  const post = { number: 1, authorId: author.id, bySupporter: author.bySupporter, body: input.body, internal: false, via: input.via }
+  // The opening post sent with the discussion's insert: one round trip fewer under the site's row.
+  const openingPost = () => write.opening.execute({ ...post, siteId: input.siteId, at: now })
+  const { discussion, schedule, openedAs, changeSeq } = taken
+    ? await insertDiscussionIn(port, row, taken[1], openingPost).then((made) => ({ ...made, openedAs: made.alongside!, changeSeq: taken[0].last }))
+    : await insertEarlyIn(port, row, openingPost)
+  const { number } = discussion
+  const [{ id }] = openedAs
+  const opening = { discussionId: discussion.id, ...post }
   await indexDiscussion(port, discussion, { body: input.body })
   if (input.uploads) await claimUploads(port, clock, { siteId: input.siteId, uploaderId: input.supporterId, commentId: id, ids: input.uploads })
   await countNewIn(port, discussion, schedule)

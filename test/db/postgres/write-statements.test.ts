@@ -1,8 +1,10 @@
 import pg from 'pg'
 import t, { type Test } from 'tap'
-import { rawRows, supporterWithToken } from '../../fixtures/app.ts'
+import { databaseAddressOf, rawRows, supporterWithToken } from '../../fixtures/app.ts'
 import { discussionApp } from '../../fixtures/discussions.ts'
+import { parsePostgresAddress } from '../../../lib/database-address.ts'
 import { POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
+import { until } from '../../fixtures/until.ts'
 
 // Engines: both: it reads the statements the service sends to PostgreSQL, so it runs in the PostgreSQL pass alone.
 // Every write of a site takes the site's row and holds it to COMMIT, so what a write says after it
@@ -15,11 +17,15 @@ const down = (await postgresAnswers()) ? false : `PostgreSQL at ${POSTGRES_URL} 
 if (down && process.env.CI === 'true') t.fail(down)
 const options = { skip: down }
 
-/** A statement sent, and the connection (pg client) it was sent on. */
+/** A statement sent, the connection (pg client) it was sent on, and whether one sent before it on that connection was still unanswered. */
 interface Sent {
   text: string
   client: unknown
+  behind: boolean
 }
+
+/** node-postgres's queues of a connection: what it was given and has not answered yet. */
+type Queues = { _activeQuery: unknown; _queryQueue: unknown[]; _sentQueryQueue: unknown[] }
 
 /**
  * Every statement any pg client of this process sends while `work` runs, in order, with the
@@ -30,7 +36,9 @@ async function statementsOf(t: Test, work: () => Promise<unknown>): Promise<Sent
   const sent: Sent[] = []
   const query = pg.Client.prototype.query
   const recording = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
-    sent.push({ text: typeof config === 'string' ? config : String((config as { text?: string }).text), client: this })
+    const queues = this as unknown as Queues
+    const behind = Boolean(queues._activeQuery) || queues._queryQueue.length > 0 || queues._sentQueryQueue.length > 0
+    sent.push({ text: typeof config === 'string' ? config : String((config as { text?: string }).text), client: this, behind })
     return (query as (...args: unknown[]) => unknown).call(this, config, ...rest)
   }
   pg.Client.prototype.query = recording as typeof query
@@ -40,7 +48,7 @@ async function statementsOf(t: Test, work: () => Promise<unknown>): Promise<Sent
   } finally {
     pg.Client.prototype.query = query
   }
-  return sent.map(({ text, client }) => ({ text: text.replace(/\s+/g, ' ').trim().toLowerCase(), client }))
+  return sent.map(({ text, ...rest }) => ({ text: text.replace(/\s+/g, ' ').trim().toLowerCase(), ...rest }))
 }
 
 /** The texts of the statements. */
@@ -116,7 +124,40 @@ t.test('a new discussion: its listeners read before it takes the site\'s row; it
   const held = afterSiteRow(t, statements)
   t.same(held.filter((text) => /"webhooks"|"rules_version"/.test(text)), [], 'no read of who listens while the site\'s row is held')
   t.same(held.filter((text) => READ.test(text) && /from "(categories|memberships)"/.test(text)), [], 'nor of its category or of who hears of it')
+  const own = statements.filter((s) => s.client === statements.find((taken) => SITE_ROW.test(taken.text))!.client)
+  const insert = own.findIndex((s) => s.text.startsWith('insert into "discussions"'))
+  t.match(own[insert + 1], { text: /^insert into "comments"/, behind: true }, "its opening post sent right after its discussion's insert, before that was answered: one round trip")
   t.same(textsOf(statements).filter((text) => ANSWER_READS.test(text) && READ.test(text)), [], 'no read of a reply mail or files it did not make')
+})
+
+t.test("a supporter's new discussion whose site's rules moved while it waited for the site's row: the SLA policies under the row apply", options, async (t) => {
+  // Its SLA is first that of the policies of the rules' version it read with who listens, before
+  // it takes the site's row (db/stores/discussions.ts, insertEarlyIn). Another transaction holds
+  // the row meanwhile, removes the only policy and moves the version, and commits.
+  const desk = await discussionApp(t)
+  await desk.app.users.setAdministrator(desk.ann.site.id, desk.ann.user.id, true)
+  const policy = await desk.api('POST', '/demo/sla_policies', { name: 'Standard', first_reply_minutes: 60, resolution_minutes: 600 })
+  t.equal(policy.statusCode, 201)
+  t.match((await desk.create({ title: 'Before' })).sla, { policy: { id: policy.json().id } }, 'the policy applies to a supporter\'s discussion')
+
+  const { connectionString, schema } = parsePostgresAddress(databaseAddressOf(desk.app))
+  const other = new pg.Client({ connectionString, options: `-c search_path=${schema}` })
+  await other.connect()
+  t.teardown(() => other.end())
+  await other.query('BEGIN')
+  await other.query('SELECT id FROM sites WHERE id = $1 FOR UPDATE', [desk.ann.site.id])
+  const creating = desk.api('POST', `/demo/categories/${desk.questions.id}/discussions`, { title: 'While it changed', body: 'Words.' })
+  await until('the create waits for the site\'s row', async () => {
+    const waiting = await rawRows(desk.app, "select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%update \"sites\"%'")
+    return waiting.length > 0
+  })
+  await other.query('DELETE FROM sla_policies WHERE id = $1', [policy.json().id])
+  await other.query('UPDATE sites SET rules_version = rules_version + 1 WHERE id = $1', [desk.ann.site.id])
+  await other.query('COMMIT')
+  const made = await creating
+  t.equal(made.statusCode, 201)
+  t.equal(made.json().sla, null, 'no policy: the one it read before was removed under the row')
+  t.equal((await desk.api('GET', `/demo/discussions/${made.json().number}`)).json().sla, null, 'and none is kept')
 })
 
 t.test('a customer\'s new discussion in a category that gives them in turn: the turn read under the site\'s row', options, async (t) => {
