@@ -228,10 +228,17 @@ export function namedStatement<R = Record<string, unknown>>(db: Executor, name: 
   return session.prepareQuery(dialect.sqlToQuery(text), undefined, name, false)
 }
 
+/**
+ * How long a statement's name may be: PostgreSQL keeps the first 63 bytes of one, so two longer
+ * names alike in those would be one statement on the server and two to node-postgres.
+ */
+export const STATEMENT_NAME_MOST = 63
+
 /** `prepared` over `db`: each statement built on it once, kept by its name in this closure. */
 export function preparedOn(db: Executor): StorePort['prepared'] {
   const statements = new Map<string, unknown>()
   return <S>(name: string, build: (db: Executor) => S): S => {
+    if (name.length > STATEMENT_NAME_MOST) throw new Error(`a statement's name has at most ${STATEMENT_NAME_MOST} characters: ${name}`)
     if (!statements.has(name)) statements.set(name, build(db))
     return statements.get(name) as S
   }

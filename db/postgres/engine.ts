@@ -147,8 +147,9 @@ function lastStatements() {
     queue(order: string, send: () => Promise<unknown>): void {
       queued.push({ order, send })
     },
-    async now(): Promise<void> {
-      const failed = firstFailure(await Promise.allSettled(inOrder().map((statement) => statement.send())))
+    /** Sends them in their order now, pipelined, and waits for their answers. */
+    async now(client: pg.ClientBase): Promise<void> {
+      const failed = firstFailure(await Promise.allSettled(pipelinedOn(client, inOrder().map((statement) => statement.send))))
       if (failed !== undefined) throw failed
     },
     /** Sends them in their order (a stable sort: the calls' order within one), with the COMMIT queued next (pipelinedOn); nothing is awaited. */
@@ -200,7 +201,7 @@ async function withLast<T, C extends pg.ClientBase>(transaction: (work: (tx: Exe
   let result: T
   try {
     result = await transaction(async (tx, client) => {
-      const done = await work(tx, client, { queue: last.queue, now: last.now })
+      const done = await work(tx, client, { queue: last.queue, now: () => last.now(client) })
       // A statement of the work failed and the work caught its error: the server has aborted the
       // transaction, and would answer its COMMIT as a ROLLBACK without an error, the write lost
       // while its caller is told it was made. Refused: the work fails, as its statement did.

@@ -3,7 +3,7 @@ import t from 'tap'
 import { sql } from '../../../db/drizzle.ts'
 import { openPostgres } from '../../../db/postgres/client.ts'
 import { ABORTED, postgresPort } from '../../../db/postgres/engine.ts'
-import { lastly, lastlyNow, namedStatement, together, type StorePort } from '../../../db/port.ts'
+import { lastly, lastlyNow, namedStatement, STATEMENT_NAME_MOST, together, type StorePort } from '../../../db/port.ts'
 import { POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../../fixtures/postgres.ts'
 import { tcpProxy } from '../../fixtures/tcp-proxy.ts'
 import { until } from '../../fixtures/until.ts'
@@ -89,6 +89,12 @@ t.test("a statement is built once on the pool, and a transaction runs it on its 
     port.atomic(async (tx) => tx.prepared('prepared_elsewhere', () => elsewhere.select({ one: sql`1` }).from(sql`(select 1) one`).prepare('prepared_elsewhere'))),
     { message: "the statement prepared_elsewhere does not run on the pool's connections, so it cannot run on a transaction's" },
   )
+
+  // PostgreSQL keeps 63 bytes of a name: two longer ones alike in those would be one statement on
+  // the server and two to node-postgres (the second one's Parse fails as a duplicate). Refused.
+  const named = (name: string) => port.prepared(name, (q) => q.select({ one: sql<number>`1` }).from(sql`(select 1) one`).prepare(name))
+  t.same(await named('n'.repeat(63)).execute(), [{ one: 1 }], 'a name of 63 characters')
+  t.throws(() => named('n'.repeat(64)), { message: `a statement's name has at most ${STATEMENT_NAME_MOST} characters: ${'n'.repeat(64)}` })
 })
 
 t.test('what waits for a commit runs after it, never after a rollback; what is kept is the pool\'s, whatever the transaction', { skip: down }, async (t) => {
@@ -278,7 +284,7 @@ t.test("a transaction's last statements: after its work, in their order, sent wi
   await direct.execute(sql`DROP TABLE last_probe`)
 })
 
-t.test("a transaction's last statements and its COMMIT leave in one write to the socket, as statements sent together do", { skip: down }, async (t) => {
+t.test("a transaction's last statements and its COMMIT leave in one write to the socket, as statements sent together or now do", { skip: down }, async (t) => {
   const db = await openPostgres(await postgresTestAddress(t), { poolSize: 1 })
   t.teardown(() => db.$client.end())
   await db.execute(sql`CREATE TEMP TABLE IF NOT EXISTS last_writes (n integer)`)
@@ -313,4 +319,23 @@ t.test("a transaction's last statements and its COMMIT leave in one write to the
   t.same(answers[1], { n: 2 }, 'run by the server one after the other: the second sees what the first wrote')
   t.equal(writes.length, 1, 'one write once the work is done')
   t.match(writes[0], /VALUES \(1\)[\s\S]*VALUES \(2\)[\s\S]*commit/i, 'with the last statements, in their order, and the COMMIT')
+
+  // Sent now (lastlyNow), pipelined too: one write, not one statement queued behind the other.
+  const now: string[] = []
+  await port.atomic(async (tx) => {
+    await lastly(tx, 'b', () => insert(tx, 5))
+    await lastly(tx, 'a', () => insert(tx, 4))
+    socket._writev = function (this: Socket, chunks: Chunks, done: () => void) {
+      now.push(Buffer.concat(chunks.map((c) => c.chunk)).toString('latin1'))
+      return writev.call(this, chunks, done)
+    }
+    socket._write = function (this: Socket, chunk: Buffer, encoding: string, done: () => void) {
+      now.push(chunk.toString('latin1'))
+      return write.call(this, chunk, encoding, done)
+    }
+    await lastlyNow(tx)
+    Object.assign(socket, { _writev: writev, _write: write })
+  })
+  t.equal(now.length, 1, 'statements sent now: one write')
+  t.match(now[0], /VALUES \(4\)[\s\S]*VALUES \(5\)/, 'in their order')
 })
