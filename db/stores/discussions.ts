@@ -545,12 +545,9 @@ export async function insertDiscussionIn<A = undefined>(port: StorePort, row: Ne
   const write = writes(port)
   const n = number ?? (await nextNumberIn(port, row.siteId))
   const { sla, params } = await newDiscussion(port, row, row.rulesVersion)
+  const insert = () => write.insert.execute({ ...params, number: n })
   // `alongside`: a statement sent with the insert, run after it (a create's opening post).
-  const [[discussion], along] = await together(
-    port,
-    () => write.insert.execute({ ...params, number: n }),
-    () => (alongside ? alongside() : Promise.resolve(undefined)),
-  )
+  const [[discussion], along] = alongside ? await together(port, insert, alongside) : [await insert(), undefined]
   await indexFieldsOf(port, discussion)
   return { discussion, schedule: sla.schedule, alongside: along }
 }
