@@ -219,6 +219,17 @@ function writes(port: StorePort) {
     fields: p('fields'),
     ...slaSet(),
   })
+  /** A new comment's row as its insert binds it, in the discussion `discussionId` says. */
+  const commentRow = (discussionId: SQL | ReturnType<typeof p>) => ({
+    discussionId,
+    number: p('number'),
+    authorId: p('authorId'),
+    bySupporter: p('bySupporter'),
+    body: p('body'),
+    internal: p('internal'),
+    via: p('via'),
+    createdAt: p('at'),
+  })
   // Placeholders in set() are bound as they are given (port.ts), not through the columns: moments through port.moment.
   return {
     lastNumber: port.prepared('discussions_last_number', (db) =>
@@ -242,16 +253,7 @@ function writes(port: StorePort) {
     comment: port.prepared('discussions_comment_insert', (db) =>
       db
         .insert(comments)
-        .values({
-          discussionId: p('discussionId'),
-          number: p('number'),
-          authorId: p('authorId'),
-          bySupporter: p('bySupporter'),
-          body: p('body'),
-          internal: p('internal'),
-          via: p('via'),
-          createdAt: p('at'),
-        })
+        .values(commentRow(p('discussionId')))
         .returning(discussionViews(port).insertedComment)
         .prepare('discussions_comment_insert'),
     ),
@@ -260,16 +262,7 @@ function writes(port: StorePort) {
     opening: port.prepared('discussions_opening_insert', (db) =>
       db
         .insert(comments)
-        .values({
-          discussionId: sql`(select ${discussions.id} from ${discussions} where ${discussions.siteId} = ${p('siteId')} order by ${discussions.number} desc limit 1)`,
-          number: 1,
-          authorId: p('authorId'),
-          bySupporter: p('bySupporter'),
-          body: p('body'),
-          internal: false,
-          via: p('via'),
-          createdAt: p('at'),
-        })
+        .values(commentRow(sql`(select ${discussions.id} from ${discussions} where ${discussions.siteId} = ${p('siteId')} order by ${discussions.number} desc limit 1)`))
         .returning(discussionViews(port).insertedComment)
         .prepare('discussions_opening_insert'),
     ),

@@ -296,19 +296,24 @@ t.test("a transaction's last statements and its COMMIT leave in one write to the
   t.teardown(() => db.$client.end())
   await db.execute(sql`CREATE TEMP TABLE IF NOT EXISTS last_writes (n integer)`)
   const port = postgresPort(db)
-  const writes: string[] = []
   type Chunks = Array<{ chunk: Buffer }>
   const { _writev: writev, _write: write } = Socket.prototype as unknown as { _writev(chunks: Chunks, done: () => void): void; _write(chunk: Buffer, encoding: string, done: () => void): void }
   const socket = Socket.prototype as unknown as { _writev: typeof writev; _write: typeof write }
-  socket._writev = function (this: Socket, chunks: Chunks, done: () => void) {
-    writes.push(Buffer.concat(chunks.map((c) => c.chunk)).toString('latin1'))
-    return writev.call(this, chunks, done)
+  const unrecorded = () => Object.assign(socket, { _writev: writev, _write: write })
+  t.teardown(unrecorded)
+  /** Records each write to a socket, from now until `unrecorded`, in `writes`. */
+  const recorded = (writes: string[]) => {
+    socket._writev = function (this: Socket, chunks: Chunks, done: () => void) {
+      writes.push(Buffer.concat(chunks.map((c) => c.chunk)).toString('latin1'))
+      return writev.call(this, chunks, done)
+    }
+    socket._write = function (this: Socket, chunk: Buffer, encoding: string, done: () => void) {
+      writes.push(chunk.toString('latin1'))
+      return write.call(this, chunk, encoding, done)
+    }
+    return writes
   }
-  socket._write = function (this: Socket, chunk: Buffer, encoding: string, done: () => void) {
-    writes.push(chunk.toString('latin1'))
-    return write.call(this, chunk, encoding, done)
-  }
-  t.teardown(() => Object.assign(socket, { _writev: writev, _write: write }))
+  const writes = recorded([])
   const insert = (tx: StorePort, n: number) => tx.prepared(`last_writes_${n}`, (db) => namedStatement(db, `last_writes_${n}`, sql`INSERT INTO last_writes (n) VALUES (${sql.raw(String(n))})`)).execute({})
   let between: string[] = []
   let answers: unknown[] = []
@@ -320,7 +325,7 @@ t.test("a transaction's last statements and its COMMIT leave in one write to the
     answers = await together(tx, () => insert(tx, 3), async () => (await tx.prepared('last_writes_count', (db) => namedStatement(db, 'last_writes_count', sql`SELECT count(*)::int AS n FROM last_writes`)).execute({})).rows[0])
     between = writes.splice(0)
   })
-  Object.assign(socket, { _writev: writev, _write: write })
+  unrecorded()
   t.equal(between.length, 1, 'statements sent together: one write')
   t.match(between[0], /VALUES \(3\)[\s\S]*count/, 'in their order')
   t.same(answers[1], { n: 2 }, 'run by the server one after the other: the second sees what the first wrote')
@@ -328,20 +333,13 @@ t.test("a transaction's last statements and its COMMIT leave in one write to the
   t.match(writes[0], /VALUES \(1\)[\s\S]*VALUES \(2\)[\s\S]*commit/i, 'with the last statements, in their order, and the COMMIT')
 
   // Sent now (lastlyNow), pipelined too: one write, not one statement queued behind the other.
-  const now: string[] = []
+  let now: string[] = []
   await port.atomic(async (tx) => {
     await lastly(tx, 'b', () => insert(tx, 5))
     await lastly(tx, 'a', () => insert(tx, 4))
-    socket._writev = function (this: Socket, chunks: Chunks, done: () => void) {
-      now.push(Buffer.concat(chunks.map((c) => c.chunk)).toString('latin1'))
-      return writev.call(this, chunks, done)
-    }
-    socket._write = function (this: Socket, chunk: Buffer, encoding: string, done: () => void) {
-      now.push(chunk.toString('latin1'))
-      return write.call(this, chunk, encoding, done)
-    }
+    now = recorded([])
     await lastlyNow(tx)
-    Object.assign(socket, { _writev: writev, _write: write })
+    unrecorded()
   })
   t.equal(now.length, 1, 'statements sent now: one write')
   t.match(now[0], /VALUES \(4\)[\s\S]*VALUES \(5\)/, 'in their order')
