@@ -196,10 +196,11 @@ const factsOfRow = (d: DiscussionRow): ReportFacts & { state: string } => ({
 function writes(port: StorePort) {
   const { comments, discussions } = port.tables
   const p = sql.placeholder
-  /** A new discussion's row as its insert binds it, numbered by `number`. */
-  const newRow = (number: SQL | ReturnType<typeof p>) => ({
+  /** A new discussion's row as its insert binds it. */
+  const newRow = () => ({
     siteId: p('siteId'),
-    number,
+    // The site's highest and one: under the site's row, which its caller holds (lockSite, takeSite).
+    number: sql`(select coalesce(max(${discussions.number}), 0) + 1 from ${discussions} where ${discussions.siteId} = ${p('siteId')})`,
     title: p('title'),
     permalink: p('permalink'),
     state: p('state'),
@@ -232,23 +233,12 @@ function writes(port: StorePort) {
   })
   // Placeholders in set() are bound as they are given (port.ts), not through the columns: moments through port.moment.
   return {
-    lastNumber: port.prepared('discussions_last_number', (db) =>
-      db.select({ n: sql<number | null>`max(${discussions.number})` }).from(discussions).where(eq(discussions.siteId, p('siteId'))).prepare('discussions_last_number'),
-    ),
     insert: port.prepared('discussions_insert', (db) =>
       db
         .insert(discussions)
-        .values(newRow(p('number')))
+        .values(newRow())
         .returning(discussionViews(port).insertedDiscussion)
         .prepare('discussions_insert'),
-    ),
-    // Numbered by the statement, the site's highest and one: sent after the one that takes the site's row.
-    insertNext: port.prepared('discussions_insert_next', (db) =>
-      db
-        .insert(discussions)
-        .values(newRow(sql`(select coalesce(max(${discussions.number}), 0) + 1 from ${discussions} where ${discussions.siteId} = ${p('siteId')})`))
-        .returning(discussionViews(port).insertedDiscussion)
-        .prepare('discussions_insert_next'),
     ),
     comment: port.prepared('discussions_comment_insert', (db) =>
       db
@@ -532,20 +522,19 @@ export interface NewRow {
 /**
  * Inserts a new discussion's row, numbered next on its site, with its SLA clocks; the row as its
  * insert returned it (discussionViews, insertedDiscussion) and its SLA policy's schedule (for the reports). The caller holds the site's row (lockSite, or takeSite)
- * from before this until it commits, so the next create reads the number after this one.
+ * from before this until it commits, so the next create is numbered after this one.
  */
-export async function insertDiscussionIn<A = undefined>(port: StorePort, row: NewRow, number?: number, alongside?: () => Promise<A>): Promise<{ discussion: DiscussionRow; schedule: Schedule | null; alongside: A | undefined }> {
+export async function insertDiscussionIn<A = undefined>(port: StorePort, row: NewRow, alongside?: () => Promise<A>): Promise<{ discussion: DiscussionRow; schedule: Schedule | null; alongside: A | undefined }> {
   const write = writes(port)
-  const n = number ?? (await nextNumberIn(port, row.siteId))
   const { sla, params } = await newDiscussion(port, row, row.rulesVersion)
-  const insert = () => write.insert.execute({ ...params, number: n })
+  const insert = () => write.insert.execute(params)
   // `alongside`: a statement sent with the insert, run after it (a create's opening post).
   const [[discussion], along] = alongside ? await together(port, insert, alongside) : [await insert(), undefined]
   await indexFieldsOf(port, discussion)
   return { discussion, schedule: sla.schedule, alongside: along }
 }
 
-/** A new discussion's SLA, by the policies of the site's rules' version given, and what its insert binds but its number. */
+/** A new discussion's SLA, by the policies of the site's rules' version given, and what its insert binds. */
 async function newDiscussion(port: StorePort, row: NewRow, rulesVersion: number | undefined) {
   const facts = { categoryId: row.categoryId, tags: [], authorEmail: row.customerEmail, channel: row.channel }
   const sla = await slaOfWrite(port, { siteId: row.siteId, before: null, after: { state: row.state, awaitingTeam: row.awaitingTeam }, facts, at: row.at, rulesVersion })
@@ -561,7 +550,7 @@ async function newDiscussion(port: StorePort, row: NewRow, rulesVersion: number 
 async function insertEarlyIn<A>(port: StorePort, row: NewRow, opening: () => Promise<A>): Promise<{ discussion: DiscussionRow; schedule: Schedule | null; openedAs: A; changeSeq: number }> {
   const write = writes(port)
   let { sla, params } = await newDiscussion(port, row, row.rulesVersion)
-  const [site, [inserted], openedAs] = await together(port, () => takeSite(port, row.siteId, 1), () => write.insertNext.execute(params), opening)
+  const [site, [inserted], openedAs] = await together(port, () => takeSite(port, row.siteId, 1), () => write.insert.execute(params), opening)
   let discussion = inserted
   if (site.rulesVersion !== row.rulesVersion) {
     ;({ sla } = await newDiscussion(port, row, site.rulesVersion))
@@ -575,12 +564,6 @@ async function insertEarlyIn<A>(port: StorePort, row: NewRow, opening: () => Pro
 /** A new discussion's custom fields in the index of their values. */
 async function indexFieldsOf(port: StorePort, discussion: DiscussionRow): Promise<void> {
   if (discussion.fields !== '{}') await indexValuesIn(port, discussion.siteId, discussion.id, valuesOf(discussion.fields))
-}
-
-/** The number after the site's highest: read under the site's row (lockSite, takeSite), held until commit. */
-async function nextNumberIn(port: StorePort, siteId: number): Promise<number> {
-  const [{ n }] = await writes(port).lastNumber.execute({ siteId })
-  return (n ?? 0) + 1
 }
 
 /** A new discussion counted: in its counts' row, and in the reports' day rows (the site's row, when taken, before these). */
@@ -618,12 +601,12 @@ export async function createDiscussionIn(
   // insert needs before the site's row is taken: the row is taken, the discussion numbered and
   // inserted, and its opening post inserted, in one round trip (`early`). Otherwise the row is taken
   // first, by moving the site's version with this create's number in the feed, and held until
-  // commit: the next create on this site reads the highest number after this one's, sent with it
-  // (run after it, under its lock). The author after it: a new customer's account and membership
+  // commit: the next create on this site is numbered after this one (the insert numbers it, under
+  // the row). The author after it: a new customer's account and membership
   // are written under it, as every write that adds them does; and custom fields' values, read by
   // their definitions, which a removal changes under the row.
   const early = !input.onBehalfOf && !input.fields && listeners !== undefined
-  const taken = early ? undefined : await together(port, () => takeSite(port, input.siteId, 1), () => nextNumberIn(port, input.siteId))
+  const taken = early ? undefined : await takeSite(port, input.siteId, 1)
   const author = await authorOf(port, input.siteId, input)
   const title = input.title.trim()
   const now = new Date(clock())
@@ -652,13 +635,13 @@ export async function createDiscussionIn(
     commentsCount: 1,
     at: now,
     // Under the site's row, or (early) as read with who listens, checked once the row is taken.
-    rulesVersion: taken ? taken[0].rulesVersion : listeners!.rulesVersion,
+    rulesVersion: taken ? taken.rulesVersion : listeners!.rulesVersion,
   }
   const post = { number: 1, authorId: author.id, bySupporter: author.bySupporter, body: input.body, internal: false, via: input.via }
   // The opening post sent with the discussion's insert: one round trip fewer under the site's row.
   const openingPost = () => write.opening.execute({ ...post, siteId: input.siteId, at: now })
   const { discussion, schedule, openedAs, changeSeq } = taken
-    ? await insertDiscussionIn(port, row, taken[1], openingPost).then((made) => ({ ...made, openedAs: made.alongside!, changeSeq: taken[0].last }))
+    ? await insertDiscussionIn(port, row, openingPost).then((made) => ({ ...made, openedAs: made.alongside!, changeSeq: taken.last }))
     : await insertEarlyIn(port, row, openingPost)
   const { number } = discussion
   const [{ id }] = openedAs
