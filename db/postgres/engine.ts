@@ -109,19 +109,18 @@ const unanswered = (wire: Wire) => (wire._activeQuery ? 1 : 0) + wire._queryQueu
  */
 async function settledStatus(client: pg.ClientBase): Promise<string | null> {
   const wire = client as unknown as Wire
-  let ended = false
   // A failed statement is taken off the connection at its error; the connection is not ready until the server says so.
-  while (!ended && (unanswered(wire) > 0 || !wire.readyForQuery)) {
-    await new Promise<void>((resolve) => {
-      const settled = (how: string) => () => {
-        ended = how === 'end'
+  while (unanswered(wire) > 0 || !wire.readyForQuery) {
+    const ended = await new Promise<boolean>((resolve) => {
+      const ready = () => settle(false)
+      const end = () => settle(true)
+      const settle = (gone: boolean) => {
         wire.connection.off('readyForQuery', ready).off('end', end)
-        resolve()
+        resolve(gone)
       }
-      const ready = settled('ready')
-      const end = settled('end')
       wire.connection.on('readyForQuery', ready).on('end', end)
     })
+    if (ended) break
   }
   return client.getTransactionStatus()
 }

@@ -195,6 +195,15 @@ t.test("a statement's failure caught by its work: the transaction fails rather t
   t.equal(made, 'made')
   t.same(await rows(), [3], 'the transaction committed, without what its failed savepoints wrote')
   t.same((await db.execute(sql`SELECT 1 AS one`)).rows, [{ one: 1 }], 'and the pool of one serves again')
+
+  // The connection cut while the ready-for-query is on its way: the transaction fails, it does not wait for good.
+  await t.rejects(
+    port.atomic(async (tx) => {
+      await duplicate(tx).catch(() => proxy.set('sever'))
+    }),
+  )
+  proxy.set('pass')
+  t.same(await rows(), [3], 'nothing of it written')
 })
 
 t.test("a transaction's last statements: after its work, in their order, sent with its COMMIT; one that fails fails it, and a savepoint's its savepoint", { skip: down }, async (t) => {
