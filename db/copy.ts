@@ -44,8 +44,9 @@ export const COPIED_TABLES = [
   schema.fieldValues,
   // Merges: what an undo within the day puts back.
   schema.discussionMerges,
-  // The reports' day rows (their facts are the discussions' columns).
+  // The reports' day rows and their times' buckets (their facts are the discussions' columns).
   schema.reportDays,
+  schema.reportTimes,
   schema.savedReplies,
   // The sites' rules, and each firing (the discussions' history; what keeps a rule on time to once).
   schema.rules,

@@ -146,7 +146,7 @@ export interface LastStatementsOf {
  * nothing in its transaction reads after (a discussion's search document), which then costs no
  * round trip of its own. `send` must send its statement before it first awaits. The orders: what
  * takes no row another write waits for ('0'), the sites' rows ('a|' and the site's id), the feed's
- * rows a create numbered ('b'), the counts' rows ('c|' and their lock order), the day rows ('d').
+ * rows a create numbered ('b'), the counts' rows ('c|' and their lock order), the day rows ('d'), their times' rows ('e').
  */
 export async function lastly(port: StorePort, order: string, send: () => Promise<unknown>): Promise<void> {
   if (port.last) port.last.queue(order, send)

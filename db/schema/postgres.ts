@@ -915,8 +915,8 @@ export const idempotencyKeys = pgTable(
 
 // The reports' day rows (issue 69; db/stores/reports.ts; docs/decisions.md, "Reports"): for each
 // UTC day, what the site's discussions did, as a whole (dimension `all`) and under each supporter,
-// category, channel and tag; the times as histograms (lib/reports.ts bucketOf), JSON objects of
-// bucket to count. Written in the transaction of the write that moved the facts.
+// category, channel and tag; their times in report_times. Written in the transaction of the write
+// that moved the facts.
 export const reportDays = pgTable(
   'report_days',
   {
@@ -933,12 +933,27 @@ export const reportDays = pgTable(
     slaBreached: pgInteger('sla_breached').notNull().default(0),
     ratedGood: pgInteger('rated_good').notNull().default(0),
     ratedBad: pgInteger('rated_bad').notNull().default(0),
-    firstReply: pgText('first_reply').notNull().default('{}'),
-    firstReplyBusiness: pgText('first_reply_business').notNull().default('{}'),
-    resolution: pgText('resolution').notNull().default('{}'),
-    resolutionBusiness: pgText('resolution_business').notNull().default('{}'),
   },
   (t) => [pgPrimaryKey({ columns: [t.siteId, t.dimension, t.day, t.key] })],
+)
+
+// The times of the reports' day rows (lib/reports.ts bucketOf): for each day row (its site,
+// dimension, day and key) and each timing (`timings`, by its name in snake case), how many times fell
+// in each bucket, one row a bucket. A write that measures a time adds one to its bucket's row, a row
+// of a few bytes, where a histogram kept whole in its day row was rewritten whole (up to 900 buckets)
+// by every write that measured one (docs/decisions.md, "A report's times, one row a bucket").
+export const reportTimes = pgTable(
+  'report_times',
+  {
+    siteId: siteReference(),
+    dimension: pgText('dimension', { enum: dimensions }).notNull(),
+    day: pgText('day').notNull(),
+    key: pgText('key').notNull(),
+    timing: pgText('timing').notNull(),
+    bucket: pgInteger('bucket').notNull(),
+    count: pgInteger('count').notNull().default(0),
+  },
+  (t) => [pgPrimaryKey({ columns: [t.siteId, t.dimension, t.day, t.key, t.timing, t.bucket] })],
 )
 
 // A site's rules (issue 70; lib/rules.ts; db/stores/rules.ts; docs/decisions.md, "Rules and macros"):

@@ -1110,8 +1110,8 @@ export const idempotencyKeys = sqliteTable(
 
 // The reports' day rows (issue 69; db/stores/reports.ts; docs/decisions.md, "Reports"): for each
 // UTC day, what the site's discussions did, as a whole (dimension `all`) and under each supporter,
-// category, channel and tag; the times as histograms (lib/reports.ts bucketOf), JSON objects of
-// bucket to count. Written in the transaction of the write that moved the facts.
+// category, channel and tag; their times in report_times. Written in the transaction of the write
+// that moved the facts.
 export const reportDays = sqliteTable(
   'report_days',
   {
@@ -1128,12 +1128,27 @@ export const reportDays = sqliteTable(
     slaBreached: integer('sla_breached').notNull().default(0),
     ratedGood: integer('rated_good').notNull().default(0),
     ratedBad: integer('rated_bad').notNull().default(0),
-    firstReply: text('first_reply').notNull().default('{}'),
-    firstReplyBusiness: text('first_reply_business').notNull().default('{}'),
-    resolution: text('resolution').notNull().default('{}'),
-    resolutionBusiness: text('resolution_business').notNull().default('{}'),
   },
   (t) => [primaryKey({ columns: [t.siteId, t.dimension, t.day, t.key] })],
+)
+
+// The times of the reports' day rows (lib/reports.ts bucketOf): for each day row (its site,
+// dimension, day and key) and each timing (`timings`, by its name in snake case), how many times fell
+// in each bucket, one row a bucket. A write that measures a time adds one to its bucket's row, a row
+// of a few bytes, where a histogram kept whole in its day row was rewritten whole (up to 900 buckets)
+// by every write that measured one (docs/decisions.md, "A report's times, one row a bucket").
+export const reportTimes = sqliteTable(
+  'report_times',
+  {
+    siteId: siteReference(),
+    dimension: text('dimension', { enum: dimensions }).notNull(),
+    day: text('day').notNull(),
+    key: text('key').notNull(),
+    timing: text('timing').notNull(),
+    bucket: integer('bucket').notNull(),
+    count: integer('count').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.siteId, t.dimension, t.day, t.key, t.timing, t.bucket] })],
 )
 
 // A site's rules (issue 70; lib/rules.ts; db/stores/rules.ts; docs/decisions.md, "Rules and macros"):

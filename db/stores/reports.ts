@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, gte, inArray, lt, lte, sql, type SQL } from '../drizzle.ts'
 import { DAY_MS, dayStart, type Clock } from '../../lib/clock.ts'
 import { fromOf, siteMailbox, type OutboxMail } from './outbox.ts'
-import { given, lastly, type StorePort, type Tables } from '../port.ts'
+import { lastly, type StorePort } from '../port.ts'
 import { bucketOf, counters, dayOf, figuresOf, groupOf, monthsAndDays, periodOf, periodRowsOf, reportLines, shownMinutes, tallyRows, timings, timingsOf, type ReportBy, type Group, type Counter, type DayRow, type Dimension, type ReportLine, type ReportName, type Tally, type Timing } from '../../lib/reports.ts'
 import { tagList } from '../../lib/team-queue.ts'
 import { reportedValues } from '../../lib/fields.ts'
@@ -13,59 +13,57 @@ import { reportedFieldsIn, reportedKeysIn, valuesOf } from './fields.ts'
 // the rows it counts in (the site's, its supporter's, its category's, its channel's and each of its
 // tags'); and what a report reads of them.
 
-type ReportDays = Tables['reportDays']
+/** A timing as report_times names it: its name in snake case (first_reply_business). */
+export const timingName = (t: Timing): string => t.replace(/[A-Z]/g, (l) => `_${l.toLowerCase()}`)
 
-/** A histogram column with one more in the bucket bound as `name` (null: left as it is), as each engine writes JSON. */
-function oneMore(port: StorePort, column: ReportDays[Timing], name: string): SQL {
-  const bucket = given(name)
-  if (port.kind === 'sqlite') {
-    const path = sql`'$."' || ${bucket} || '"'`
-    return sql`case when ${bucket} is null then ${column} else json_set(${column}, ${path}, coalesce(json_extract(${column}, ${path}), 0) + 1) end`
-  }
-  return sql`case when ${bucket}::text is null then ${column} else jsonb_set(${column}::jsonb, array[${bucket}::text], to_jsonb(coalesce((${column}::jsonb ->> ${bucket}::text)::int, 0) + 1))::text end`
-}
-
-/** The upsert of `n` day (or month) rows, each by its day, dimension and key, all with the same counts and times (prepared once per `n`). */
+/** The upsert of `n` day (or month) rows' counts, each by its day, dimension and key, all with the same counts (prepared once per `n`). */
 function addStatement(port: StorePort, n: number) {
   const { reportDays } = port.tables
   const p = sql.placeholder
   return port.prepared(`report_days_add_${n}`, (db) => {
-    const shared = {
-      siteId: p('siteId'),
-      ...Object.fromEntries(counters.map((c) => [c, p(c)])),
-      ...Object.fromEntries(timings.map((t) => [t, p(`${t}Json`)])),
-    }
+    const shared = { siteId: p('siteId'), ...Object.fromEntries(counters.map((c) => [c, p(c)])) }
     const rows = Array.from({ length: n }, (_, i) => ({ ...shared, day: p(`y${i}`), dimension: p(`d${i}`), key: p(`k${i}`) }))
     const added = (c: Counter) => sql`${reportDays[c]} + ${sql.raw(`excluded.${reportDays[c].name}`)}`
     return db
       .insert(reportDays)
       .values(rows as never)
-      .onConflictDoUpdate({
-        target: [reportDays.siteId, reportDays.dimension, reportDays.day, reportDays.key],
-        set: {
-          ...Object.fromEntries(counters.map((c) => [c, added(c)])),
-          ...Object.fromEntries(timings.map((t) => [t, oneMore(port, reportDays[t], `${t}Bucket`)])),
-        },
-      })
+      .onConflictDoUpdate({ target: [reportDays.siteId, reportDays.dimension, reportDays.day, reportDays.key], set: Object.fromEntries(counters.map((c) => [c, added(c)])) })
       .prepare(`report_days_add_${n}`)
   })
 }
 
-/** Adds a write's tallies to the site's day and month rows, in the transaction of `port`. */
+/** The upsert of `n` buckets' rows of report_times, one more in each (prepared once per `n`). */
+function addTimesStatement(port: StorePort, n: number) {
+  const { reportTimes } = port.tables
+  const p = sql.placeholder
+  return port.prepared(`report_times_add_${n}`, (db) =>
+    db
+      .insert(reportTimes)
+      .values(Array.from({ length: n }, (_, i) => ({ siteId: p('siteId'), day: p(`y${i}`), dimension: p(`d${i}`), key: p(`k${i}`), timing: p(`t${i}`), bucket: p(`b${i}`), count: 1 })) as never)
+      .onConflictDoUpdate({ target: [reportTimes.siteId, reportTimes.dimension, reportTimes.day, reportTimes.key, reportTimes.timing, reportTimes.bucket], set: { count: sql`${reportTimes.count} + 1` } })
+      .prepare(`report_times_add_${n}`),
+  )
+}
+
+/**
+ * Adds a write's tallies to the site's day and month rows, in the transaction of `port`: their
+ * counts, and one more in the bucket of each time measured, a row of its own (report_times).
+ */
 export async function addTallies(port: StorePort, siteId: number, tallies: readonly Tally[]): Promise<void> {
   for (const tally of tallies) {
     const rows = periodRowsOf(tally)
     const params: Record<string, unknown> = { siteId }
     for (const c of counters) params[c] = tally.counts[c] ?? 0
-    for (const t of timings) {
-      const bucket = tally.times[t]
-      params[`${t}Json`] = bucket === undefined ? '{}' : JSON.stringify({ [bucket]: 1 })
-      params[`${t}Bucket`] = bucket === undefined ? null : String(bucket)
-    }
     rows.forEach(([day, dimension, key], i) => Object.assign(params, { [`y${i}`]: day, [`d${i}`]: dimension, [`k${i}`]: key }))
-    // One of the transaction's last statements, after the site's row and the counts'.
+    // Each one of the transaction's last statements, after the site's row and the counts'.
     const add = addStatement(port, rows.length)
     await lastly(port, 'd', () => add.execute(params))
+    const times = (Object.entries(tally.times) as Array<[Timing, number]>).flatMap(([t, bucket]) => rows.map((row): [string, string, string, string, number] => [...row, timingName(t), bucket]))
+    if (times.length === 0) continue
+    const timed: Record<string, unknown> = { siteId }
+    times.forEach(([day, dimension, key, timing, bucket], i) => Object.assign(timed, { [`y${i}`]: day, [`d${i}`]: dimension, [`k${i}`]: key, [`t${i}`]: timing, [`b${i}`]: bucket }))
+    const addTimes = addTimesStatement(port, times.length)
+    await lastly(port, 'e', () => addTimes.execute(timed))
   }
 }
 
@@ -83,9 +81,20 @@ export async function addRating(port: StorePort, siteId: number, d: { categoryId
 }
 
 /**
+ * A day row's histogram of one timing, made of its buckets' rows (report_times) as the JSON of
+ * bucket to count that lib/reports.ts reads (addHistogramJson): `{}` for none.
+ */
+function histogramOf(port: StorePort, t: Timing): SQL<string> {
+  const { reportDays, reportTimes: times } = port.tables
+  const of = sql`${times.siteId} = ${reportDays.siteId} and ${times.dimension} = ${reportDays.dimension} and ${times.day} = ${reportDays.day} and ${times.key} = ${reportDays.key} and ${times.timing} = ${sql.raw(`'${timingName(t)}'`)}`
+  const object = port.kind === 'sqlite' ? sql`json_group_object(${times.bucket}, ${times.count})` : sql`json_object_agg(${times.bucket}, ${times.count})::text`
+  return sql<string>`coalesce((select ${object} from ${times} where ${of}), '{}')`
+}
+
+/**
  * The day rows of one dimension of a site, from one day to another (both included), in order of
- * day, with the histograms `wanted` (the others empty, their columns not read: a year of a
- * histogram is most of what a row weighs).
+ * day, with the histograms `wanted` (the others empty, their rows not read: a year of a
+ * histogram's buckets is most of what a report reads).
  */
 export async function dayRows(port: StorePort, siteId: number, dimension: Dimension, from: string, to: string, wanted: readonly Timing[] = timings): Promise<DayRow[]> {
   const { reportDays } = port.tables
@@ -98,7 +107,7 @@ export async function dayRows(port: StorePort, siteId: number, dimension: Dimens
         day: reportDays.day,
         key: reportDays.key,
         ...Object.fromEntries(counters.map((c) => [c, reportDays[c]])),
-        ...Object.fromEntries(wanted.map((t) => [t, reportDays[t]])),
+        ...Object.fromEntries(wanted.map((t) => [t, histogramOf(port, t)])),
       } as unknown as { day: typeof reportDays.day })
       .from(reportDays)
       .where(and(eq(reportDays.siteId, p('siteId')), eq(reportDays.dimension, p('dimension')), gte(reportDays.day, p('from')), lte(reportDays.day, p('to'))))
@@ -235,7 +244,7 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
      * How many discussions were read.
      */
     async rebuild(siteId: number, batch = 2000): Promise<number> {
-      const { discussions, reportDays } = port.tables
+      const { discussions, reportDays, reportTimes } = port.tables
       const rows = tallyRows()
       const add = rows.add
       // The fields a report is broken down by, read once for the site.
@@ -286,17 +295,19 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
           if (d.rating && d.ratedAt) add({ day: dayOf(d.ratedAt), keys: { ...keys, supporterId: d.resolvedById ?? d.assigneeId }, counts: d.rating === 'good' ? { ratedGood: 1 } : { ratedBad: 1 }, times: {} })
         }
       }
-      const values = rows.rows().map((row) => ({
-        siteId,
-        dimension: row.dimension,
-        day: row.day,
-        key: row.key,
-        ...row.counts,
-        ...Object.fromEntries(Object.entries(row.times).map(([t, h]) => [t, JSON.stringify(h)])),
-      }))
+      const made = rows.rows()
+      const values = made.map((row) => ({ siteId, dimension: row.dimension, day: row.day, key: row.key, ...row.counts }))
+      const buckets = made.flatMap((row) =>
+        (Object.entries(row.times) as Array<[Timing, Record<string, number>]>).flatMap(([t, histogram]) =>
+          Object.entries(histogram).map(([bucket, count]) => ({ siteId, dimension: row.dimension, day: row.day, key: row.key, timing: timingName(t), bucket: Number(bucket), count })),
+        ),
+      )
       await port.atomic(async (tx) => {
+        // The times' rows go with their day rows (report_times), as the site's.
+        await tx.db.delete(reportTimes).where(eq(reportTimes.siteId, siteId))
         await tx.db.delete(reportDays).where(eq(reportDays.siteId, siteId))
         for (let i = 0; i < values.length; i += 500) await tx.db.insert(reportDays).values(values.slice(i, i + 500))
+        for (let i = 0; i < buckets.length; i += 500) await tx.db.insert(reportTimes).values(buckets.slice(i, i + 500))
       })
       return read
     },

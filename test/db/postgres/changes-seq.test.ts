@@ -1,9 +1,9 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import pg from 'pg'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { drizzle, migrate } from '../../../db/drizzle.ts'
 import { drizzlePostgres, migratePostgres } from '../../../db/drizzle-postgres.ts'
 import { openDatabase } from '../../../db/sqlite/client.ts'
@@ -11,6 +11,7 @@ import { openPostgres } from '../../../db/postgres/client.ts'
 import { parsePostgresAddress } from '../../../lib/database-address.ts'
 import { resources } from '../../../lib/resources.ts'
 import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
+import { migrationsBefore } from '../../fixtures/migrations.ts'
 
 // Engines: both: it migrates a database of each engine in one process, so it runs in the PostgreSQL pass alone.
 // The change feed numbers a site's changes from its row (sites.changes_seq, db/stores/changes.ts):
@@ -18,18 +19,6 @@ import { freshPostgresAddress, POSTGRES_URL, postgresAnswers } from '../../fixtu
 
 const down = (await postgresAnswers()) ? false : `PostgreSQL at ${POSTGRES_URL} does not answer`
 if (down && process.env.CI === 'true') t.fail(down)
-
-/** A copy of a migrations folder whose journal stops before the migration tagged `tag`. */
-function migrationsBefore(t: Test, folder: string, tag: string): string {
-  const copy = mkdtempSync(join(tmpdir(), 'migrations-'))
-  t.teardown(() => rmSync(copy, { recursive: true, force: true }))
-  cpSync(folder, copy, { recursive: true })
-  const journal = JSON.parse(readFileSync(join(copy, 'meta', '_journal.json'), 'utf8')) as { entries: Array<{ tag: string }> }
-  const at = journal.entries.findIndex((entry) => entry.tag === tag)
-  t.ok(at > 0, `the migration ${tag} is in the journal`)
-  writeFileSync(join(copy, 'meta', '_journal.json'), JSON.stringify({ ...journal, entries: journal.entries.slice(0, at) }))
-  return copy
-}
 
 // Two sites: one with three changes (of a discussion that is not there: the rows' keys are not checked) (numbered 1, 2 and 5: a number is never given twice, gaps may be), one with none.
 const SITES = "INSERT INTO sites (id, permalink, name, multipass_key, created_at) VALUES (1, 'one', 'One', 'k1', $at), (2, 'two', 'Two', 'k2', $at)"

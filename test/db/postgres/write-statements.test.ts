@@ -56,8 +56,8 @@ const textsOf = (statements: Sent[]) => statements.map((s) => s.text)
 
 const SITE_ROW = /^(with taken as \(update "sites" set version|update "sites" set "version"|select "id" from "sites" where "sites"\."id" = \$1 for no key update)/
 const READ = /^select /
-/** The statements a write sends last, with its COMMIT (db/port.ts, lastly): the feed's, the counts', the day rows'. */
-const LAST = /^insert into "(report_days|discussion_counts|discussion_changes)"/
+/** The statements a write sends last, with its COMMIT (db/port.ts, lastly): the feed's, the counts', the day rows' and their times'. */
+const LAST = /^insert into "(report_days|report_times|discussion_counts|discussion_changes)"/
 const ANSWER_READS = /from "(outbox|attachments)"/
 
 /** The texts of the statements sent on the write's connection: the one that takes the site's row. */
