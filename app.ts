@@ -54,6 +54,7 @@ import fileSweep from './plugins/file-sweep.ts'
 import slaAlerts from './plugins/sla-alerts.ts'
 import retention from './plugins/retention.ts'
 import reportDigest from './plugins/report-digest.ts'
+import reportTimes from './plugins/report-times.ts'
 import searchBackfill from './plugins/search-backfill.ts'
 import mailFetcher from './plugins/mail/fetcher.ts'
 import mailHome from './plugins/mail/home.ts'
@@ -111,6 +112,8 @@ export interface AppOptions {
   slaAlerts?: { everyMs?: number }
   /** How often the weekly digest is looked for (plugins/report-digest.ts); tests make it often. */
   reportDigest?: { everyMs?: number }
+  /** How often the reports' times are folded into their day rows (plugins/report-times.ts); tests make it often. */
+  reportTimes?: { everyMs?: number }
 }
 
 // Request bodies larger than this are refused with 413 before they are read.
@@ -196,6 +199,8 @@ export function buildApp(options: AppOptions) {
   app.register(retention, { everyMs: (config.retentionSeconds ?? 3_600) * 1000 })
   // The weekly digest of the reports, to the administrators who asked for it.
   app.register(reportDigest, options.reportDigest ?? {})
+  // The reports' times, added apart by the writes, folded into their day rows' histograms.
+  app.register(reportTimes, options.reportTimes ?? {})
   // The search index of the discussions from before it, in batches (plugins/search-backfill.ts).
   app.register(searchBackfill)
   // Who else is on a discussion's page, told between the processes and kept by none (plugins/presence.ts).

@@ -915,7 +915,8 @@ export const idempotencyKeys = pgTable(
 
 // The reports' day rows (issue 69; db/stores/reports.ts; docs/decisions.md, "Reports"): for each
 // UTC day, what the site's discussions did, as a whole (dimension `all`) and under each supporter,
-// category, channel and tag; their times in report_times. Written in the transaction of the write
+// category, channel and tag; the times as histograms (lib/reports.ts bucketOf), JSON objects of
+// bucket to count, with those added since in report_times. Written in the transaction of the write
 // that moved the facts.
 export const reportDays = pgTable(
   'report_days',
@@ -933,15 +934,20 @@ export const reportDays = pgTable(
     slaBreached: pgInteger('sla_breached').notNull().default(0),
     ratedGood: pgInteger('rated_good').notNull().default(0),
     ratedBad: pgInteger('rated_bad').notNull().default(0),
+    firstReply: pgText('first_reply').notNull().default('{}'),
+    firstReplyBusiness: pgText('first_reply_business').notNull().default('{}'),
+    resolution: pgText('resolution').notNull().default('{}'),
+    resolutionBusiness: pgText('resolution_business').notNull().default('{}'),
   },
   (t) => [pgPrimaryKey({ columns: [t.siteId, t.dimension, t.day, t.key] })],
 )
 
-// The times of the reports' day rows (lib/reports.ts bucketOf): for each day row (its site,
-// dimension, day and key) and each timing (`timings`, by its name in snake case), how many times fell
-// in each bucket, one row a bucket. A write that measures a time adds one to its bucket's row, a row
-// of a few bytes, where a histogram kept whole in its day row was rewritten whole (up to 900 buckets)
-// by every write that measured one (docs/decisions.md, "A report's times, one row a bucket").
+// The times added to the reports' day rows since their histograms were last folded in
+// (db/stores/reports.ts foldTimes): for each day row (its site, dimension, day and key) and timing
+// (by its column's name), how many fell in each bucket, one row a bucket. A write that measures a
+// time adds one to its bucket's row, a row of a few bytes, where it rewrote its day rows' whole
+// histograms (up to 900 buckets each); they are folded into them every few minutes, many writes'
+// at once (docs/decisions.md, "A report's times added apart, folded in later").
 export const reportTimes = pgTable(
   'report_times',
   {

@@ -1110,7 +1110,8 @@ export const idempotencyKeys = sqliteTable(
 
 // The reports' day rows (issue 69; db/stores/reports.ts; docs/decisions.md, "Reports"): for each
 // UTC day, what the site's discussions did, as a whole (dimension `all`) and under each supporter,
-// category, channel and tag; their times in report_times. Written in the transaction of the write
+// category, channel and tag; the times as histograms (lib/reports.ts bucketOf), JSON objects of
+// bucket to count, with those added since in report_times. Written in the transaction of the write
 // that moved the facts.
 export const reportDays = sqliteTable(
   'report_days',
@@ -1128,15 +1129,20 @@ export const reportDays = sqliteTable(
     slaBreached: integer('sla_breached').notNull().default(0),
     ratedGood: integer('rated_good').notNull().default(0),
     ratedBad: integer('rated_bad').notNull().default(0),
+    firstReply: text('first_reply').notNull().default('{}'),
+    firstReplyBusiness: text('first_reply_business').notNull().default('{}'),
+    resolution: text('resolution').notNull().default('{}'),
+    resolutionBusiness: text('resolution_business').notNull().default('{}'),
   },
   (t) => [primaryKey({ columns: [t.siteId, t.dimension, t.day, t.key] })],
 )
 
-// The times of the reports' day rows (lib/reports.ts bucketOf): for each day row (its site,
-// dimension, day and key) and each timing (`timings`, by its name in snake case), how many times fell
-// in each bucket, one row a bucket. A write that measures a time adds one to its bucket's row, a row
-// of a few bytes, where a histogram kept whole in its day row was rewritten whole (up to 900 buckets)
-// by every write that measured one (docs/decisions.md, "A report's times, one row a bucket").
+// The times added to the reports' day rows since their histograms were last folded in
+// (db/stores/reports.ts foldTimes): for each day row (its site, dimension, day and key) and timing
+// (by its column's name), how many fell in each bucket, one row a bucket. A write that measures a
+// time adds one to its bucket's row, a row of a few bytes, where it rewrote its day rows' whole
+// histograms (up to 900 buckets each); they are folded into them every few minutes, many writes'
+// at once (docs/decisions.md, "A report's times added apart, folded in later").
 export const reportTimes = sqliteTable(
   'report_times',
   {

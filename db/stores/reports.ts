@@ -13,8 +13,8 @@ import { reportedFieldsIn, reportedKeysIn, valuesOf } from './fields.ts'
 // the rows it counts in (the site's, its supporter's, its category's, its channel's and each of its
 // tags'); and what a report reads of them.
 
-/** A timing as report_times names it: its name in snake case (first_reply_business). */
-export const timingName = (t: Timing): string => t.replace(/[A-Z]/g, (l) => `_${l.toLowerCase()}`)
+/** A timing as report_times names it: by the day rows' column of its histogram (first_reply_business). */
+const timingName = (port: StorePort, t: Timing): string => port.tables.reportDays[t].name
 
 /** The upsert of `n` day (or month) rows' counts, each by its day, dimension and key, all with the same counts (prepared once per `n`). */
 function addStatement(port: StorePort, n: number) {
@@ -47,7 +47,8 @@ function addTimesStatement(port: StorePort, n: number) {
 
 /**
  * Adds a write's tallies to the site's day and month rows, in the transaction of `port`: their
- * counts, and one more in the bucket of each time measured, a row of its own (report_times).
+ * counts, and one more in the bucket of each time measured, a row of its own (report_times) until
+ * foldTimes adds it to its row's histogram.
  */
 export async function addTallies(port: StorePort, siteId: number, tallies: readonly Tally[]): Promise<void> {
   for (const tally of tallies) {
@@ -58,7 +59,7 @@ export async function addTallies(port: StorePort, siteId: number, tallies: reado
     // Each one of the transaction's last statements, after the site's row and the counts'.
     const add = addStatement(port, rows.length)
     await lastly(port, 'd', () => add.execute(params))
-    const times = (Object.entries(tally.times) as Array<[Timing, number]>).flatMap(([t, bucket]) => rows.map((row): [string, string, string, string, number] => [...row, timingName(t), bucket]))
+    const times = (Object.entries(tally.times) as Array<[Timing, number]>).flatMap(([t, bucket]) => rows.map((row): [string, string, string, string, number] => [...row, timingName(port, t), bucket]))
     if (times.length === 0) continue
     const timed: Record<string, unknown> = { siteId }
     times.forEach(([day, dimension, key, timing, bucket], i) => Object.assign(timed, { [`y${i}`]: day, [`d${i}`]: dimension, [`k${i}`]: key, [`t${i}`]: timing, [`b${i}`]: bucket }))
@@ -81,20 +82,61 @@ export async function addRating(port: StorePort, siteId: number, d: { categoryId
 }
 
 /**
- * A day row's histogram of one timing, made of its buckets' rows (report_times) as the JSON of
- * bucket to count that lib/reports.ts reads (addHistogramJson): `{}` for none.
+ * The times a site's writes added apart (report_times) folded into its day rows' histograms, in one
+ * transaction: each bucket's row taken and its count added to its row's JSON, many writes' at once,
+ * so a histogram is rewritten once a fold rather than once a write. How many buckets' rows were
+ * folded. The site's row is taken first (PostgreSQL): a write takes it before its day rows and
+ * buckets' rows (db/port.ts, lastly), so none holds one meanwhile, and the two never wait on each
+ * other in turn.
+ */
+export async function foldTimes(port: StorePort, siteId: number): Promise<number> {
+  const { reportDays, reportTimes, sites } = port.tables
+  const timingOf = new Map(timings.map((t) => [timingName(port, t), t]))
+  return port.atomic(async (tx) => {
+    if (tx.kind === 'postgres') await tx.db.select({ id: sites.id }).from(sites).where(eq(sites.id, siteId)).for('no key update')
+    const taken = await tx.db.delete(reportTimes).where(eq(reportTimes.siteId, siteId)).returning()
+    const added = new Map<string, { dimension: Dimension; day: string; key: string; times: Partial<Record<Timing, Record<string, number>>> }>()
+    for (const time of taken) {
+      const id = `${time.dimension}\u0000${time.day}\u0000${time.key}`
+      let row = added.get(id)
+      if (!row) added.set(id, (row = { dimension: time.dimension, day: time.day, key: time.key, times: {} }))
+      const histogram = (row.times[timingOf.get(time.timing)!] ??= {})
+      histogram[time.bucket] = (histogram[time.bucket] ?? 0) + time.count
+    }
+    for (const { dimension, day, key, times } of added.values()) {
+      const which = and(eq(reportDays.siteId, siteId), eq(reportDays.dimension, dimension), eq(reportDays.day, day), eq(reportDays.key, key))
+      const [row] = await tx.db.select(Object.fromEntries(timings.map((t) => [t, reportDays[t]])) as Record<Timing, typeof reportDays.firstReply>).from(reportDays).where(which)
+      const folded = Object.fromEntries(
+        (Object.entries(times) as Array<[Timing, Record<string, number>]>).map(([t, more]) => {
+          const histogram = JSON.parse(row![t]) as Record<string, number>
+          for (const bucket in more) histogram[bucket] = (histogram[bucket] ?? 0) + more[bucket]!
+          return [t, JSON.stringify(histogram)]
+        }),
+      )
+      await tx.db.update(reportDays).set(folded).where(which)
+    }
+    return taken.length
+  })
+}
+
+/**
+ * A day row's histogram of one timing as a report reads it: its JSON (bucket to count) followed by
+ * the buckets added since it was last folded (report_times), as `bucket:count,` pairs. lib/reports.ts
+ * reads a histogram's digits as bucket, count, bucket, count (addHistogramJson), so both add up.
+ * One statement with the day rows: the fold's commit falls before or after it, never between.
  */
 function histogramOf(port: StorePort, t: Timing): SQL<string> {
   const { reportDays, reportTimes: times } = port.tables
-  const of = sql`${times.siteId} = ${reportDays.siteId} and ${times.dimension} = ${reportDays.dimension} and ${times.day} = ${reportDays.day} and ${times.key} = ${reportDays.key} and ${times.timing} = ${sql.raw(`'${timingName(t)}'`)}`
-  const object = port.kind === 'sqlite' ? sql`json_group_object(${times.bucket}, ${times.count})` : sql`json_object_agg(${times.bucket}, ${times.count})::text`
-  return sql<string>`coalesce((select ${object} from ${times} where ${of}), '{}')`
+  const of = sql`${times.siteId} = ${reportDays.siteId} and ${times.dimension} = ${reportDays.dimension} and ${times.day} = ${reportDays.day} and ${times.key} = ${reportDays.key} and ${times.timing} = ${sql.raw(`'${timingName(port, t)}'`)}`
+  // Each pair ends with its comma, as a JSON's last count ends with its brace: the reader adds a pair at its end.
+  const pairs = port.kind === 'sqlite' ? sql`group_concat(${times.bucket} || ':' || ${times.count} || ',', '')` : sql`string_agg(${times.bucket} || ':' || ${times.count} || ',', '')`
+  return sql<string>`${reportDays[t]} || coalesce((select ${pairs} from ${times} where ${of}), '')`
 }
 
 /**
  * The day rows of one dimension of a site, from one day to another (both included), in order of
- * day, with the histograms `wanted` (the others empty, their rows not read: a year of a
- * histogram's buckets is most of what a report reads).
+ * day, with the histograms `wanted` (the others empty, their columns not read: a year of a
+ * histogram is most of what a row weighs).
  */
 export async function dayRows(port: StorePort, siteId: number, dimension: Dimension, from: string, to: string, wanted: readonly Timing[] = timings): Promise<DayRow[]> {
   const { reportDays } = port.tables
@@ -236,6 +278,14 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
       return told
     },
 
+    /** Every site's times added apart folded into its day rows (foldTimes): how many buckets' rows were. */
+    async foldTimes(): Promise<number> {
+      const due = await port.db.selectDistinct({ siteId: port.tables.reportTimes.siteId }).from(port.tables.reportTimes)
+      let folded = 0
+      for (const { siteId } of due) folded += await foldTimes(port, siteId)
+      return folded
+    },
+
     /**
      * The site's day and month rows made again from its discussions' facts (after an upgrade, or a copy made
      * without them): each discussion counted as created on its day, first replied and resolved on
@@ -295,19 +345,19 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
           if (d.rating && d.ratedAt) add({ day: dayOf(d.ratedAt), keys: { ...keys, supporterId: d.resolvedById ?? d.assigneeId }, counts: d.rating === 'good' ? { ratedGood: 1 } : { ratedBad: 1 }, times: {} })
         }
       }
-      const made = rows.rows()
-      const values = made.map((row) => ({ siteId, dimension: row.dimension, day: row.day, key: row.key, ...row.counts }))
-      const buckets = made.flatMap((row) =>
-        (Object.entries(row.times) as Array<[Timing, Record<string, number>]>).flatMap(([t, histogram]) =>
-          Object.entries(histogram).map(([bucket, count]) => ({ siteId, dimension: row.dimension, day: row.day, key: row.key, timing: timingName(t), bucket: Number(bucket), count })),
-        ),
-      )
+      const values = rows.rows().map((row) => ({
+        siteId,
+        dimension: row.dimension,
+        day: row.day,
+        key: row.key,
+        ...row.counts,
+        ...Object.fromEntries(Object.entries(row.times).map(([t, h]) => [t, JSON.stringify(h)])),
+      }))
       await port.atomic(async (tx) => {
-        // The times' rows go with their day rows (report_times), as the site's.
+        // The times not folded yet go with their rows.
         await tx.db.delete(reportTimes).where(eq(reportTimes.siteId, siteId))
         await tx.db.delete(reportDays).where(eq(reportDays.siteId, siteId))
         for (let i = 0; i < values.length; i += 500) await tx.db.insert(reportDays).values(values.slice(i, i + 500))
-        for (let i = 0; i < buckets.length; i += 500) await tx.db.insert(reportTimes).values(buckets.slice(i, i + 500))
       })
       return read
     },

@@ -129,7 +129,7 @@ t.test('twenty discussions: the counts, medians and 90th percentiles, in calenda
     [numbers[0], 6, 6, 933, 33, ann.user.id, 0, 1],
     [numbers[19], 120, 30, 990, 90, bob.user.id, 1, 1],
   ])
-  const before = await rawRows(app, "select dimension, day, key, created, resolved, first_replies from report_days order by dimension, day, key")
+  const before = await rawRows(app, "select dimension, day, key, created, resolved, first_replies, first_reply, resolution_business from report_days order by dimension, day, key")
   t.equal(await app.reports.rebuild(ann.site.id, 7), 20, 'the rebuild reads every discussion, a page at a time')
   const after = (await call('GET', `/demo/reports/resolution?${range}&by=supporter`)).body
   t.same(after.lines, bySupporter.lines, 'made again from the facts, the resolutions are the same')

@@ -4,7 +4,6 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { breakdowns, counters, reportNames, reportStep, tallyRows, timings, type ReportFacts } from '../../lib/reports.ts'
 import { seededRandom } from '../../db/stores/seed.ts'
-import { timingName } from '../../db/stores/reports.ts'
 import { copyDataset, postgresDataset, seededDataset, type Dataset } from './datasets.ts'
 import { datasetRun } from './dataset-run.ts'
 import { percentile, timedGet } from './load.ts'
@@ -61,7 +60,7 @@ function yearOfDayRows(siteId: number, end: number) {
     day: row.day,
     key: row.key,
     ...Object.fromEntries(counters.map((c) => [c.replace(/[A-Z]/g, (l) => `_${l.toLowerCase()}`), row.counts[c] ?? 0])),
-    times: timings.flatMap((t) => Object.entries(row.times[t] ?? {}).map(([bucket, count]) => ({ timing: timingName(t), bucket: Number(bucket), count }))),
+    ...Object.fromEntries(timings.map((t) => [t.replace(/[A-Z]/g, (l) => `_${l.toLowerCase()}`), JSON.stringify(row.times[t] ?? {})])),
   }))
 }
 
@@ -75,16 +74,11 @@ async function dataset(): Promise<{ dataset: Dataset; rows: number; from: string
     const made = performance.now()
     const rows = yearOfDayRows(siteId, end)
     log(`a year of ${SIZE.toLocaleString('en')} discussions: ${rows.length.toLocaleString('en')} day and month rows, made in ${((performance.now() - made) / 1000).toFixed(1)} s`)
-    const columns = Object.keys(rows[0]!).filter((c) => c !== 'times')
+    const columns = Object.keys(rows[0]!)
     const insert = db.prepare(`INSERT INTO report_days (${columns.join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')})`)
-    const insertTime = db.prepare('INSERT INTO report_times (site_id, dimension, day, key, timing, bucket, count) VALUES (@site_id, @dimension, @day, @key, @timing, @bucket, @count)')
     db.transaction(() => {
-      db.prepare('DELETE FROM report_times WHERE site_id = ?').run(siteId)
       db.prepare('DELETE FROM report_days WHERE site_id = ?').run(siteId)
-      for (const { times, ...row } of rows) {
-        insert.run(row)
-        for (const time of times) insertTime.run({ site_id: row.site_id, dimension: row.dimension, day: row.day, key: row.key, ...time })
-      }
+      for (const row of rows) insert.run(row)
     })()
     db.pragma('wal_checkpoint(TRUNCATE)')
     return { dataset: seeded, rows: rows.length, from: new Date(end - 365 * DAY).toISOString().slice(0, 10), to: new Date(end - DAY).toISOString().slice(0, 10) }
