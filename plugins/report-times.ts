@@ -9,23 +9,14 @@ import { repeatInBackground } from './background.ts'
 
 export const FOLD_EVERY_MS = 5 * 60_000
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    reportTimes: { fold(): Promise<number> }
-  }
-}
-
 export default fp<{ everyMs?: number }>(
   async (fastify, { everyMs = FOLD_EVERY_MS }) => {
-    const fold = () => fastify.reports.foldTimes()
-    fastify.decorate('reportTimes', { fold })
     repeatInBackground(fastify, { firstAfterMs: everyMs, everyMs }, async () => {
-      try {
-        const folded = await fold()
-        if (folded > 0) fastify.log.debug({ folded }, "the reports' times folded into their day rows")
-      } catch (error) {
-        fastify.log.warn({ err: error }, "could not fold the reports' times into their day rows")
-      }
+      // A failure is told and left: the buckets stay apart, read by the reports, until the next fold.
+      await fastify.reports.foldTimes().then(
+        (folded) => folded > 0 && fastify.log.debug({ folded }, "the reports' times folded into their day rows"),
+        (error: unknown) => fastify.log.warn({ err: error }, "could not fold the reports' times into their day rows"),
+      )
     })
   },
   { name: 'report-times', fastify: '5.x', dependencies: ['discussion-stores'] },

@@ -4,6 +4,7 @@ import { parsePostgresAddress } from '../../lib/database-address.ts'
 import { databaseAddressOf, rawRows, testClock } from '../fixtures/app.ts'
 import { discussionApp } from '../fixtures/discussions.ts'
 import { TEST_ENGINE } from '../fixtures/postgres.ts'
+import { until } from '../fixtures/until.ts'
 
 // Engines: both: each engine reads a histogram and the buckets added apart in one statement its own way.
 // A write that measures a time adds one to its bucket's row (report_times) rather than rewriting
@@ -15,8 +16,8 @@ const MINUTE = 60_000
 const MONDAY = Date.parse('2026-11-02T08:00:00Z')
 const RANGE = 'from=2026-11-01&to=2026-11-04'
 
-async function timesApp(t: Test) {
-  const made = await discussionApp(t, { clock: testClock(MONDAY) })
+async function timesApp(t: Test, options: Parameters<typeof discussionApp>[1] = {}) {
+  const made = await discussionApp(t, { clock: testClock(MONDAY), ...options })
   const { api, ann } = made
   const get = async (url: string) => (await api('GET', url, undefined, ann.bearer)).json()
   const reply = async (number: number) => (await api('POST', `/demo/discussions/${number}/comments`, { body: 'We are on it.' }, ann.bearer)).statusCode
@@ -48,7 +49,7 @@ t.test('a report shows the times added apart, the same once they are folded in',
   t.same(apart.histogram, {}, 'the histogram not rewritten by the writes')
 
   // Two buckets of two timings in the day and the month rows of the site, the supporter, the category and the channel.
-  t.equal(await app.reportTimes.fold(), 2 * 2 * 2 * 4, "every bucket's row taken")
+  t.equal(await app.reports.foldTimes(), 2 * 2 * 2 * 4, "every bucket's row taken")
   const folded = await storedTimes(app)
   t.same(folded.apart, [], 'taken by the fold')
   t.same(folded.histogram, { 6: 2, 130: 1 })
@@ -61,9 +62,9 @@ t.test('a report shows the times added apart, the same once they are folded in',
   t.equal(await reply(fourth), 201)
   t.match((await get(`/demo/reports/first_reply?${RANGE}`)).total, { count: 4, median_minutes: 6 })
   t.same((await storedTimes(app)).apart, [['first_reply', 6, 1], ['first_reply_business', 6, 1]])
-  t.equal(await app.reportTimes.fold(), 2 * 2 * 4)
+  t.equal(await app.reports.foldTimes(), 2 * 2 * 4)
   t.same((await storedTimes(app)).histogram, { 6: 3, 130: 1 }, 'added to what the histogram had')
-  t.equal(await app.reportTimes.fold(), 0, 'nothing left to fold')
+  t.equal(await app.reports.foldTimes(), 0, 'nothing left to fold')
 })
 
 t.test('a fold while replies are written loses none of their times', async (t) => {
@@ -74,13 +75,13 @@ t.test('a fold while replies are written loses none of their times', async (t) =
   // The replies at once, and folds among them: each reply's buckets are folded or left apart, never lost or counted twice.
   const folds: Array<Promise<number>> = []
   const replies = numbers.map(async (number, i) => {
-    if (i % 4 === 0) folds.push(app.reportTimes.fold())
+    if (i % 4 === 0) folds.push(app.reports.foldTimes())
     return reply(number)
   })
   t.same(await Promise.all(replies), numbers.map(() => 201))
   await Promise.all(folds)
   t.match((await get(`/demo/reports/first_reply?${RANGE}`)).total, { count: 24, median_minutes: 6, p90_minutes: 6 })
-  await app.reportTimes.fold()
+  await app.reports.foldTimes()
   t.same(await storedTimes(app), { apart: [], histogram: { 6: 24 } })
 })
 
@@ -99,11 +100,25 @@ t.test("a fold waits for a write that holds the site's row, and the two never wa
   await writer.query("UPDATE sites SET version = version + 1 WHERE permalink = 'demo'")
   await writer.query("UPDATE report_days SET replies = replies + 1 WHERE dimension = 'all' AND day = '2026-11-02'")
   let settled = false
-  const fold = app.reportTimes.fold().finally(() => (settled = true))
+  const fold = app.reports.foldTimes().finally(() => (settled = true))
   await new Promise((resolve) => setTimeout(resolve, 300))
   t.notOk(settled, 'the fold waits for the site\'s row')
   await writer.query("UPDATE report_times SET count = count + 1 WHERE dimension = 'all' AND day = '2026-11-02' AND timing = 'first_reply'")
   await writer.query('COMMIT')
   t.equal(await fold, 2 * 2 * 4, 'then folds, the write\'s bucket with the others')
   t.same(await storedTimes(app), { apart: [], histogram: { 6: 2 } })
+})
+
+t.test('the server folds by itself every so often, and says when it cannot', async (t) => {
+  const lines: string[] = []
+  const { app, clock, create, reply } = await timesApp(t, { reportTimes: { everyMs: 50 }, logStream: { write: (line) => void lines.push(line) } })
+  const number = (await create({ author_email: 'c@customer.test' })).number
+  clock.advance(6 * MINUTE)
+  t.equal(await reply(number), 201)
+  t.same(await until('the fold of the loop', async () => { const stored = await storedTimes(app); return stored.apart.length === 0 && stored }), { apart: [], histogram: { 6: 1 } })
+  app.reports.foldTimes = async () => {
+    throw new Error('the database is away')
+  }
+  const said = await until('the failure said', () => lines.find((line) => line.includes("could not fold the reports' times")))
+  t.match(JSON.parse(said), { level: 40, err: { message: 'the database is away' } }, 'a failure said, the loop going on')
 })
