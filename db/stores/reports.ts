@@ -11,7 +11,9 @@ import { reportedFieldsIn, reportedKeysIn, valuesOf } from './fields.ts'
 // The reports' day rows (issue 69; lib/reports.ts; docs/decisions.md, "Reports"): what each write
 // that moves a discussion's facts adds to them, in its own transaction, by one atomic upsert of all
 // the rows it counts in (the site's, its supporter's, its category's, its channel's and each of its
-// tags'); and what a report reads of them.
+// tags'), and one of their times' buckets, kept apart until a fold adds them to the rows'
+// histograms (docs/decisions.md, "A report's times added apart, folded in later"); and what a
+// report reads of them.
 
 /** A timing as report_times names it: by the day rows' column of its histogram (first_reply_business). */
 const timingName = (port: StorePort, t: Timing): string => port.tables.reportDays[t].name
