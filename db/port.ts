@@ -238,8 +238,11 @@ export const STATEMENT_NAME_MOST = 63
 export function preparedOn(db: Executor): StorePort['prepared'] {
   const statements = new Map<string, unknown>()
   return <S>(name: string, build: (db: Executor) => S): S => {
-    if (name.length > STATEMENT_NAME_MOST) throw new Error(`a statement's name has at most ${STATEMENT_NAME_MOST} characters: ${name}`)
-    if (!statements.has(name)) statements.set(name, build(db))
+    if (!statements.has(name)) {
+      // Checked once, as the statement is built: a request's later calls only find it.
+      if (name.length > STATEMENT_NAME_MOST) throw new Error(`a statement's name has at most ${STATEMENT_NAME_MOST} characters: ${name}`)
+      statements.set(name, build(db))
+    }
     return statements.get(name) as S
   }
 }

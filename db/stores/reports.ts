@@ -105,9 +105,15 @@ export async function foldTimes(port: StorePort, siteId: number): Promise<number
       const histogram = (row.times[timingOf.get(time.timing)!] ??= {})
       histogram[time.bucket] = (histogram[time.bucket] ?? 0) + time.count
     }
-    for (const { dimension, day, key, times } of added.values()) {
-      const which = and(eq(reportDays.siteId, siteId), eq(reportDays.dimension, dimension), eq(reportDays.day, day), eq(reportDays.key, key))
-      const [row] = await tx.db.select(Object.fromEntries(timings.map((t) => [t, reportDays[t]])) as Record<Timing, typeof reportDays.firstReply>).from(reportDays).where(which)
+    // The rows' histograms now, of the days the buckets were added to, in one read.
+    const days = [...new Set([...added.values()].map((row) => row.day))]
+    const histograms = await tx.db
+      .select({ dimension: reportDays.dimension, day: reportDays.day, key: reportDays.key, ...Object.fromEntries(timings.map((t) => [t, reportDays[t]])) } as { dimension: typeof reportDays.dimension; day: typeof reportDays.day; key: typeof reportDays.key } & Record<Timing, typeof reportDays.firstReply>)
+      .from(reportDays)
+      .where(and(eq(reportDays.siteId, siteId), inArray(reportDays.day, days)))
+    const now = new Map(histograms.map((row) => [`${row.dimension}\u0000${row.day}\u0000${row.key}`, row]))
+    for (const [id, { dimension, day, key, times }] of added) {
+      const row = now.get(id)
       const folded = Object.fromEntries(
         (Object.entries(times) as Array<[Timing, Record<string, number>]>).map(([t, more]) => {
           const histogram = JSON.parse(row![t]) as Record<string, number>
@@ -115,7 +121,7 @@ export async function foldTimes(port: StorePort, siteId: number): Promise<number
           return [t, JSON.stringify(histogram)]
         }),
       )
-      await tx.db.update(reportDays).set(folded).where(which)
+      await tx.db.update(reportDays).set(folded).where(and(eq(reportDays.siteId, siteId), eq(reportDays.dimension, dimension), eq(reportDays.day, day), eq(reportDays.key, key)))
     }
     return taken.length
   })

@@ -1,4 +1,3 @@
-import { cpSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import pg from 'pg'
@@ -7,6 +6,7 @@ import { drizzle, migrate } from '../../db/drizzle.ts'
 import { drizzlePostgres, migratePostgres } from '../../db/drizzle-postgres.ts'
 import { resources } from '../../lib/resources.ts'
 import { POSTGRES_URL, freshPostgresAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
+import { migrationsBefore } from '../fixtures/migrations.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The migration that brought the queue's "waiting for the team" (awaiting_team, issue 48) marks
@@ -14,16 +14,6 @@ import { POSTGRES_URL, freshPostgresAddress, TEST_ENGINE } from '../fixtures/pos
 // migrated to the one before it gets discussions of each kind, then the rest of the migrations.
 
 const BEFORE = { sqlite: '0014_mail_fetch', postgres: '0013_mail_fetch' }
-
-/** The migrations folder without `tag` and what follows it. */
-function migrationsBefore(dir: string, folder: string, tag: string): string {
-  const copy = join(dir, 'migrations')
-  cpSync(folder, copy, { recursive: true })
-  const journal = JSON.parse(readFileSync(join(copy, 'meta/_journal.json'), 'utf8')) as { entries: Array<{ tag: string }> }
-  journal.entries = journal.entries.slice(0, journal.entries.findIndex((e) => e.tag === tag))
-  writeFileSync(join(copy, 'meta/_journal.json'), JSON.stringify(journal))
-  return copy
-}
 
 // Four discussions: a customer's unanswered; answered by the team; answered, then a note; the team's own.
 const ROWS = `
@@ -44,20 +34,19 @@ t.test('SQLite: the migration marks what is owed an answer', { skip: TEST_ENGINE
   const dir = t.testdir({})
   const sqlite = new Database(join(dir, 'old.db'))
   t.teardown(() => sqlite.close())
-  migrate(drizzle({ client: sqlite }), { migrationsFolder: migrationsBefore(dir, resources.migrations, BEFORE.sqlite) })
+  migrate(drizzle({ client: sqlite }), { migrationsFolder: migrationsBefore(t, resources.migrations, BEFORE.sqlite) })
   sqlite.exec(ROWS.replaceAll('$now', '0').replaceAll('$true', '1').replaceAll('$false', '0'))
   migrate(drizzle({ client: sqlite }), { migrationsFolder: resources.migrations })
   t.same(sqlite.prepare('SELECT number, awaiting_team AS a FROM discussions ORDER BY number').all(), [{ number: 1, a: 1 }, { number: 2, a: 0 }, { number: 3, a: 0 }, { number: 4, a: 0 }])
 })
 
 t.test('PostgreSQL: the migration marks what is owed an answer', { skip: TEST_ENGINE !== 'postgres' }, async (t) => {
-  const dir = t.testdir({})
   const schema = new URL(await freshPostgresAddress(t)).searchParams.get('schema')!
   const client = new pg.Client({ connectionString: POSTGRES_URL, options: `-c search_path=${schema}` })
   await client.connect()
   t.teardown(() => client.end())
   await client.query(`CREATE SCHEMA "${schema}"`)
-  await migratePostgres(drizzlePostgres({ client }), { migrationsFolder: migrationsBefore(dir, resources.postgresMigrations, BEFORE.postgres), migrationsSchema: schema })
+  await migratePostgres(drizzlePostgres({ client }), { migrationsFolder: migrationsBefore(t, resources.postgresMigrations, BEFORE.postgres), migrationsSchema: schema })
   await client.query(ROWS.replaceAll('$now', 'now()').replaceAll('$true', 'true').replaceAll('$false', 'false'))
   await migratePostgres(drizzlePostgres({ client }), { migrationsFolder: resources.postgresMigrations, migrationsSchema: schema })
   t.same((await client.query('SELECT number, awaiting_team AS a FROM discussions ORDER BY number')).rows, [{ number: 1, a: true }, { number: 2, a: false }, { number: 3, a: false }, { number: 4, a: false }])
