@@ -35,8 +35,9 @@ const POSTGRES: Record<string, { retryAfter: number; message: string }> = {
   '53100': UNAVAILABLE.SQLITE_FULL!, // disk_full
   ECONNREFUSED: POSTGRES_DOWN,
 }
-// A socket's failure is the database's only as the cause of a failed query: a client that drops
-// its own request is an ECONNRESET too, and no outage.
+// A socket's failure is the database's only as the cause of a failed query or of a connection that
+// could not be opened (db/postgres/engine.ts, pooledTransaction): a client that drops its own
+// request is an ECONNRESET too, and no outage.
 const SOCKET: Record<string, { retryAfter: number; message: string }> = { ECONNRESET: POSTGRES_DOWN, ETIMEDOUT: POSTGRES_DOWN, EPIPE: POSTGRES_DOWN }
 // What node-postgres throws without a code: the pool's wait for a connection, a connection ended.
 const POSTGRES_MESSAGES = [/^timeout exceeded when trying to connect/i, /^Connection terminated/i, /^Client has encountered a connection error/i, /^Query read timeout$/]

@@ -53,7 +53,12 @@ const NONE = Symbol('none')
  * (BEGIN, COMMIT or ROLLBACK failed) it is destroyed, and the pool opens another when asked.
  */
 export async function pooledTransaction<T>(pool: pg.Pool, work: (tx: Executor, client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect()
+  // A connection that fails as it opens fails with its socket's error (ECONNRESET from a server or
+  // a middlebox that resets it): its cause, as a failed query's is, so that it reads as the
+  // database's failure, not a client's that hung up (lib/database-errors.ts).
+  const client = await pool.connect().catch((error: unknown) => {
+    throw new Error('no connection to the database could be opened', { cause: error })
+  })
   let workFailure: unknown = NONE
   let failure: unknown = NONE
   try {

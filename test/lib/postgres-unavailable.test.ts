@@ -3,6 +3,7 @@ import t, { type Test } from 'tap'
 import type pg from 'pg'
 import { sql } from '../../db/drizzle.ts'
 import { openPostgres, type PgDb } from '../../db/postgres/client.ts'
+import { pooledTransaction } from '../../db/postgres/engine.ts'
 import { unavailableStore } from '../../lib/database-errors.ts'
 import { POSTGRES_URL, postgresAnswers, postgresTestAddress } from '../fixtures/postgres.ts'
 
@@ -192,6 +193,37 @@ t.test('real failures from a real server', { skip: down }, async (t) => {
     t.match(error, { query: 'SELECT pg_sleep(5) -- cut', cause: { code: 'ECONNRESET' } })
     t.same(unavailableStore(error), { code: 'ECONNRESET', ...DOWN })
     t.same((await db.execute(sql`SELECT 1 AS one`)).rows, [{ one: 1 }], 'the pool reconnects')
+  })
+
+  t.test('a connection reset as it opens (a restart, a middlebox): ECONNRESET as the cause of the transaction that could not begin', async (t) => {
+    const { hostname, port } = new URL(POSTGRES_URL)
+    const sockets = new Set<Socket>()
+    let resetting = false
+    const relay = createServer((client) => {
+      if (resetting) return void client.resetAndDestroy()
+      const upstream = connect(Number(port || 5432), hostname)
+      sockets.add(client)
+      for (const s of [client, upstream]) s.on('error', () => s.destroy())
+      client.on('close', () => (upstream.destroy(), sockets.delete(client)))
+      upstream.on('close', () => client.destroy())
+      client.pipe(upstream).pipe(client)
+    })
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve))
+    t.teardown(() => new Promise((resolve) => relay.close(resolve)))
+    const address = new URL(await postgresTestAddress(t))
+    address.hostname = '127.0.0.1'
+    address.port = String((relay.address() as { port: number }).port)
+    const db = await openPostgres(address.toString(), { poolSize: 1 })
+    t.teardown(() => db.$client.end())
+    // The pool's connection cut while idle, and every new one reset as it opens.
+    resetting = true
+    for (const socket of sockets) socket.resetAndDestroy()
+    while (db.$client.totalCount > 0) await new Promise((resolve) => setTimeout(resolve, 5))
+    const error = await pooledTransaction(db.$client, async () => 'begun').catch((e: unknown) => e)
+    t.match(error, { cause: { code: 'ECONNRESET' } })
+    t.same(unavailableStore(error), { code: 'ECONNRESET', ...DOWN }, 'an outage, not a client that hung up')
+    resetting = false
+    t.equal(await pooledTransaction(db.$client, async () => 'begun'), 'begun', 'the pool opens a good one once the server takes it again')
   })
 
   t.test('a lost serialization race, a deadlock, a lock not had in time: 40001, 40P01, 55P03', async (t) => {
