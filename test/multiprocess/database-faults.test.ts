@@ -11,7 +11,9 @@ import { tcpProxy, type ProxyMode } from '../fixtures/tcp-proxy.ts'
 // itself is never touched) while clients write; the proxy cuts every connection, pauses them and
 // silences them, each for less and for more than the timeouts. Every answer is 201 or 503 within
 // the deadline, /healthz says 503 during an outage, both processes write again within 5 s of the
-// database's return without a restart, and every acknowledged write is there once.
+// database's return without a restart, and every acknowledged write is there once. Half the writers
+// create discussions, half reply to them: a reply sends its last statements pipelined with its
+// COMMIT (db/postgres/engine.ts), a connection that fails differently.
 
 /** The service's timeouts in the test (whole seconds, as the settings take them). */
 const STATEMENT_S = 1
@@ -26,6 +28,8 @@ interface Answer {
   started: number
   ms: number
   title: string
+  /** A reply (its text is `title`), or a new discussion. */
+  reply: boolean
 }
 
 t.test('cut, paused and silenced under write load, each process answers 201 or 503 in time, says so on /healthz, and comes back by itself', { skip: TEST_ENGINE !== 'postgres' && 'PostgreSQL through a proxy: runs in the PostgreSQL run of the suite' }, async (t) => {
@@ -49,24 +53,35 @@ t.test('cut, paused and silenced under write load, each process answers 201 or 5
   const categories = (await apiCall(one, token, 'GET', '/demo/categories')).json.categories as Array<{ id: number }>
   const category = categories[0]!.id
 
+  // What the replying writers answer: one discussion each, so that they wait on no one's row but the site's.
+  const replyTo: number[] = []
+  for (let i = 0; i < processes.length * WRITERS_PER_PROCESS; i++) {
+    const made = await apiCall(one, token, 'POST', `/demo/categories/${category}/discussions`, { title: `replied to ${i}`, body: 'Opened before the load.' })
+    replyTo.push(made.json.number as number)
+  }
+
   const answers: Answer[] = []
   let writing = true
   let n = 0
-  async function writer(index: number) {
+  async function writer(index: number, slot: number) {
     const server = processes[index]!
+    const own = index * WRITERS_PER_PROCESS + slot
+    const replying = own % 2 === 1
     while (writing) {
+      // A reply's text is its name, as a new discussion's title is.
       const title = `write ${++n} through ${index + 1}`
       const started = performance.now()
-      const status = await fetch(`http://127.0.0.1:${server.port}/demo/categories/${category}/discussions`, {
+      const [path, body] = replying ? [`/demo/discussions/${replyTo[own]!}/comments`, { body: title }] : [`/demo/categories/${category}/discussions`, { title, body: 'Under load.' }]
+      const status = await fetch(`http://127.0.0.1:${server.port}${path}`, {
         method: 'POST',
         headers: { accept: 'application/vnd.service-v1+json', authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ title, body: 'Under load.' }),
+        body: JSON.stringify(body),
         signal: AbortSignal.timeout(DEADLINE_MS + 5_000),
       }).then(
         async (res) => (await res.arrayBuffer(), res.status),
         () => 'none' as const,
       )
-      answers.push({ process: index, status, started, ms: performance.now() - started, title })
+      answers.push({ process: index, status, started, ms: performance.now() - started, title, reply: replying })
       await new Promise((resolve) => setTimeout(resolve, 25))
     }
   }
@@ -76,7 +91,7 @@ t.test('cut, paused and silenced under write load, each process answers 201 or 5
       () => 'none' as const,
     )
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-  const writers = processes.flatMap((_, index) => Array.from({ length: WRITERS_PER_PROCESS }, () => writer(index)))
+  const writers = processes.flatMap((_, index) => Array.from({ length: WRITERS_PER_PROCESS }, (_, slot) => writer(index, slot)))
   await sleep(1_500)
 
   /** An outage of `mode` for `ms`: what /healthz said meanwhile, and when each process wrote again after it. */
@@ -108,7 +123,8 @@ t.test('cut, paused and silenced under write load, each process answers 201 or 5
   for (const server of processes) t.equal(server.child.exitCode, null, 'the process is still running')
 
   const byStatus = Object.groupBy(answers, (a) => String(a.status))
-  t.comment(`answers: ${Object.entries(byStatus).map(([status, list]) => `${status}: ${list!.length}`).join(', ')}; slowest ${Math.round(Math.max(...answers.map((a) => a.ms)))} ms`)
+  const told = (list: Answer[]) => Object.entries(Object.groupBy(list, (a) => String(a.status))).map(([status, some]) => `${status}: ${some!.length}`).join(', ')
+  t.comment(`answers to new discussions: ${told(answers.filter((a) => !a.reply))}; to replies: ${told(answers.filter((a) => a.reply))}; slowest ${Math.round(Math.max(...answers.map((a) => a.ms)))} ms`)
   const unexpected = Object.keys(byStatus).filter((status) => status !== '201' && status !== '503')
   // What the processes logged as errors says which failure was not taken for an outage.
   if (unexpected.length) t.comment(processes.flatMap((server) => server.output().split('\n').filter((line) => line.includes('"level":50'))).join('\n'))
@@ -123,9 +139,25 @@ t.test('cut, paused and silenced under write load, each process answers 201 or 5
   const schema = new URL(direct).searchParams.get('schema')!
   const rows = (await client.query<{ title: string; n: string }>(`SELECT title, count(*) AS n FROM "${schema}".discussions GROUP BY title`)).rows
   const kept = new Map(rows.map((r) => [r.title, Number(r.n)]))
-  const acknowledged = (byStatus['201'] ?? []).map((a) => a.title)
-  t.same(acknowledged.filter((title) => kept.get(title) !== 1), [], `each of the ${acknowledged.length} acknowledged writes is there once`)
-  t.same([...kept.values()].filter((count) => count > 1), [], 'nothing twice')
+  const replies = new Map((await client.query<{ body: string; n: string }>(`SELECT body, count(*) AS n FROM "${schema}".comments WHERE body LIKE 'write %' GROUP BY body`)).rows.map((r) => [r.body, Number(r.n)]))
+  const acknowledged = byStatus['201'] ?? []
+  const created = acknowledged.filter((a) => !a.reply).map((a) => a.title)
+  const replied = acknowledged.filter((a) => a.reply).map((a) => a.title)
+  t.ok(created.length > 0 && replied.length > 0, 'both kinds of write were made')
+  t.same(created.filter((title) => kept.get(title) !== 1), [], `each of the ${created.length} acknowledged discussions is there once`)
+  t.same(replied.filter((title) => replies.get(title) !== 1), [], `each of the ${replied.length} acknowledged replies is there once`)
+  t.same([...kept.values(), ...replies.values()].filter((count) => count > 1), [], 'nothing twice')
+  // A reply refused or cut is not half there: its discussion counts the comments it has, and its
+  // search row was made with its last one.
+  const [{ miscounted }] = (await client.query<{ miscounted: string }>(`SELECT count(*) AS miscounted FROM "${schema}".discussions d WHERE d.comments_count <> (SELECT count(*) FROM "${schema}".comments c WHERE c.discussion_id = d.id)`)).rows
+  t.equal(Number(miscounted), 0, "every discussion's count of comments is what it has")
+  const { rows: unfound } = await client.query<{ number: number }>(
+    `SELECT d.number FROM "${schema}".discussions d JOIN "${schema}".comments c ON c.discussion_id = d.id AND c.number = d.comments_count
+     LEFT JOIN "${schema}".discussion_search s ON s.discussion_id = d.id
+     WHERE d.number = ANY($1) AND (s.document IS NULL OR NOT s.document @@ plainto_tsquery('simple', c.body))`,
+    [replyTo],
+  )
+  t.same(unfound, [], 'the search row of each discussion replied to has its last comment')
   const [{ orphans }] = (await client.query<{ orphans: string }>(`SELECT count(*) AS orphans FROM "${schema}".comments c WHERE NOT EXISTS (SELECT 1 FROM "${schema}".discussions d WHERE d.id = c.discussion_id)`)).rows
   t.equal(Number(orphans), 0, 'nothing half-written')
 })
