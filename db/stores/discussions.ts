@@ -524,14 +524,14 @@ export interface NewRow {
  * insert returned it (discussionViews, insertedDiscussion) and its SLA policy's schedule (for the reports). The caller holds the site's row (lockSite, or takeSite)
  * from before this until it commits, so the next create is numbered after this one.
  */
-export async function insertDiscussionIn<A = undefined>(port: StorePort, row: NewRow, alongside?: () => Promise<A>): Promise<{ discussion: DiscussionRow; schedule: Schedule | null; alongside: A | undefined }> {
+export async function insertDiscussionIn<A = undefined>(port: StorePort, row: NewRow, opening?: () => Promise<A>): Promise<{ discussion: DiscussionRow; schedule: Schedule | null; openedAs: A | undefined }> {
   const write = writes(port)
   const { sla, params } = await newDiscussion(port, row, row.rulesVersion)
   const insert = () => write.insert.execute(params)
-  // `alongside`: a statement sent with the insert, run after it (a create's opening post).
-  const [[discussion], along] = alongside ? await together(port, insert, alongside) : [await insert(), undefined]
+  // `opening`: a statement sent with the insert, run after it (a create's opening post), as insertEarlyIn's.
+  const [[discussion], openedAs] = opening ? await together(port, insert, opening) : [await insert(), undefined]
   await indexFieldsOf(port, discussion)
-  return { discussion, schedule: sla.schedule, alongside: along }
+  return { discussion, schedule: sla.schedule, openedAs }
 }
 
 /** A new discussion's SLA, by the policies of the site's rules' version given, and what its insert binds. */
@@ -641,7 +641,7 @@ export async function createDiscussionIn(
   // The opening post sent with the discussion's insert: one round trip fewer under the site's row.
   const openingPost = () => write.opening.execute({ ...post, siteId: input.siteId, at: now })
   const { discussion, schedule, openedAs, changeSeq } = taken
-    ? await insertDiscussionIn(port, row, openingPost).then((made) => ({ ...made, openedAs: made.alongside!, changeSeq: taken.last }))
+    ? await insertDiscussionIn(port, row, openingPost).then((made) => ({ ...made, openedAs: made.openedAs!, changeSeq: taken.last }))
     : await insertEarlyIn(port, row, openingPost)
   const { number } = discussion
   const [{ id }] = openedAs
