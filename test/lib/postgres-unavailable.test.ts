@@ -119,6 +119,40 @@ async function closedPort(): Promise<number> {
   return port
 }
 
+/**
+ * A pool of one connection on a fresh schema, through a relay of the test's in front of the server:
+ * `cut()` resets the connections open now; after `reset(true)`, a new one is reset as it opens.
+ */
+async function relayed(t: Test) {
+  const { hostname, port } = new URL(POSTGRES_URL)
+  const sockets = new Set<Socket>()
+  let resetting = false
+  const relay = createServer((client) => {
+    if (resetting) return void client.resetAndDestroy()
+    const upstream = connect(Number(port || 5432), hostname)
+    sockets.add(client)
+    for (const s of [client, upstream]) s.on('error', () => s.destroy())
+    client.on('close', () => (upstream.destroy(), sockets.delete(client)))
+    upstream.on('close', () => client.destroy())
+    client.pipe(upstream).pipe(client)
+  })
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => relay.close(resolve)))
+  const address = new URL(await postgresTestAddress(t))
+  address.hostname = '127.0.0.1'
+  address.port = String((relay.address() as { port: number }).port)
+  const db = await openPostgres(address.toString(), { poolSize: 1 })
+  t.teardown(() => db.$client.end())
+  return {
+    db,
+    cut: () => {
+      for (const socket of sockets) socket.resetAndDestroy()
+    },
+    /** Whether a new connection is reset as it opens. */
+    reset: (now: boolean) => void (resetting = now),
+  }
+}
+
 t.test('real failures from a real server', { skip: down }, async (t) => {
   t.test('a server that is not there: ECONNREFUSED, no cause needed', async (t) => {
     const error = await openPostgres(`postgres://postgres@127.0.0.1:${await closedPort()}/test`, { connectTimeoutMs: 2_000 }).catch((e: unknown) => e)
@@ -168,27 +202,11 @@ t.test('real failures from a real server', { skip: down }, async (t) => {
   })
 
   t.test('the network cut under a query: ECONNRESET as the cause of the failed query', async (t) => {
-    const { hostname, port } = new URL(POSTGRES_URL)
-    const sockets = new Set<Socket>()
-    const relay = createServer((client) => {
-      const upstream = connect(Number(port || 5432), hostname)
-      sockets.add(client)
-      for (const s of [client, upstream]) s.on('error', () => s.destroy())
-      client.on('close', () => upstream.destroy())
-      upstream.on('close', () => client.destroy())
-      client.pipe(upstream).pipe(client)
-    })
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve))
-    t.teardown(() => new Promise((resolve) => relay.close(resolve)))
-    const address = new URL(await postgresTestAddress(t))
-    address.hostname = '127.0.0.1'
-    address.port = String((relay.address() as { port: number }).port)
-    const db = await openPostgres(address.toString(), { poolSize: 1 })
-    t.teardown(() => db.$client.end())
+    const { db, cut } = await relayed(t)
     const watcher = await database(t)
     const running = db.execute(sql`SELECT pg_sleep(5) -- cut`).catch((e: unknown) => e)
     await sleeper(watcher, '-- cut')
-    for (const socket of sockets) socket.resetAndDestroy()
+    cut()
     const error = await running
     t.match(error, { query: 'SELECT pg_sleep(5) -- cut', cause: { code: 'ECONNRESET' } })
     t.same(unavailableStore(error), { code: 'ECONNRESET', ...DOWN })
@@ -196,33 +214,16 @@ t.test('real failures from a real server', { skip: down }, async (t) => {
   })
 
   t.test('a connection reset as it opens (a restart, a middlebox): ECONNRESET as the cause of the transaction that could not begin', async (t) => {
-    const { hostname, port } = new URL(POSTGRES_URL)
-    const sockets = new Set<Socket>()
-    let resetting = false
-    const relay = createServer((client) => {
-      if (resetting) return void client.resetAndDestroy()
-      const upstream = connect(Number(port || 5432), hostname)
-      sockets.add(client)
-      for (const s of [client, upstream]) s.on('error', () => s.destroy())
-      client.on('close', () => (upstream.destroy(), sockets.delete(client)))
-      upstream.on('close', () => client.destroy())
-      client.pipe(upstream).pipe(client)
-    })
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve))
-    t.teardown(() => new Promise((resolve) => relay.close(resolve)))
-    const address = new URL(await postgresTestAddress(t))
-    address.hostname = '127.0.0.1'
-    address.port = String((relay.address() as { port: number }).port)
-    const db = await openPostgres(address.toString(), { poolSize: 1 })
-    t.teardown(() => db.$client.end())
+    const relay = await relayed(t)
+    const { db } = relay
     // The pool's connection cut while idle, and every new one reset as it opens.
-    resetting = true
-    for (const socket of sockets) socket.resetAndDestroy()
+    relay.reset(true)
+    relay.cut()
     while (db.$client.totalCount > 0) await new Promise((resolve) => setTimeout(resolve, 5))
     const error = await pooledTransaction(db.$client, async () => 'begun').catch((e: unknown) => e)
     t.match(error, { cause: { code: 'ECONNRESET' } })
     t.same(unavailableStore(error), { code: 'ECONNRESET', ...DOWN }, 'an outage, not a client that hung up')
-    resetting = false
+    relay.reset(false)
     t.equal(await pooledTransaction(db.$client, async () => 'begun'), 'begun', 'the pool opens a good one once the server takes it again')
   })
 
