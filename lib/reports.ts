@@ -191,20 +191,25 @@ export interface PendingRow {
   times: Partial<Record<Timing, Histogram>>
 }
 
+/** A day (or month) row's identity in a map: its day, dimension and key. */
+export const dayRowId = (row: { day: string; dimension: string; key: string }): string => `${row.day}\u0000${row.dimension}\u0000${row.key}`
+
+/** `n` more in a histogram's bucket. */
+export function addToBucket(histogram: Histogram, bucket: number, n: number): void {
+  histogram[bucket] = (histogram[bucket] ?? 0) + n
+}
+
 /** Tallies added up into the rows they count in (a rebuild, the bench's year): `add` each, then `rows`. */
 export function tallyRows() {
   const rows = new Map<string, PendingRow>()
   return {
     add(tally: Tally): void {
       for (const [day, dimension, key] of periodRowsOf(tally)) {
-        const id = `${day}\u0000${dimension}\u0000${key}`
+        const id = dayRowId({ day, dimension, key })
         let row = rows.get(id)
         if (!row) rows.set(id, (row = { day, dimension, key, counts: {}, times: {} }))
         for (const [c, n] of Object.entries(tally.counts) as Array<[Counter, number]>) row.counts[c] = (row.counts[c] ?? 0) + n
-        for (const [t, bucket] of Object.entries(tally.times) as Array<[Timing, number]>) {
-          const histogram = (row.times[t] ??= {})
-          histogram[bucket] = (histogram[bucket] ?? 0) + 1
-        }
+        for (const [t, bucket] of Object.entries(tally.times) as Array<[Timing, number]>) addToBucket((row.times[t] ??= {}), bucket, 1)
       }
     },
     rows: () => [...rows.values()],

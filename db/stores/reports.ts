@@ -2,7 +2,7 @@ import { and, asc, eq, gt, gte, inArray, lt, lte, sql, type SQL } from '../drizz
 import { DAY_MS, dayStart, type Clock } from '../../lib/clock.ts'
 import { fromOf, siteMailbox, type OutboxMail } from './outbox.ts'
 import { lastly, type StorePort } from '../port.ts'
-import { bucketOf, counters, dayOf, figuresOf, groupOf, monthsAndDays, periodOf, periodRowsOf, reportLines, shownMinutes, tallyRows, timings, timingsOf, type ReportBy, type Group, type Counter, type DayRow, type Dimension, type ReportLine, type ReportName, type Tally, type Timing } from '../../lib/reports.ts'
+import { addToBucket, bucketOf, counters, dayOf, dayRowId, figuresOf, groupOf, monthsAndDays, periodOf, periodRowsOf, reportLines, shownMinutes, tallyRows, timings, timingsOf, type ReportBy, type Group, type Counter, type DayRow, type Dimension, type Histogram, type ReportLine, type ReportName, type Tally, type Timing } from '../../lib/reports.ts'
 import { tagList } from '../../lib/team-queue.ts'
 import { reportedValues } from '../../lib/fields.ts'
 import { StoreError } from './errors.ts'
@@ -97,31 +97,26 @@ export async function foldTimes(port: StorePort, siteId: number): Promise<number
   return port.atomic(async (tx) => {
     if (tx.kind === 'postgres') await tx.db.select({ id: sites.id }).from(sites).where(eq(sites.id, siteId)).for('no key update')
     const taken = await tx.db.delete(reportTimes).where(eq(reportTimes.siteId, siteId)).returning()
-    const added = new Map<string, { dimension: Dimension; day: string; key: string; times: Partial<Record<Timing, Record<string, number>>> }>()
-    for (const time of taken) {
-      const id = `${time.dimension}\u0000${time.day}\u0000${time.key}`
-      let row = added.get(id)
-      if (!row) added.set(id, (row = { dimension: time.dimension, day: time.day, key: time.key, times: {} }))
-      const histogram = (row.times[timingOf.get(time.timing)!] ??= {})
-      histogram[time.bucket] = (histogram[time.bucket] ?? 0) + time.count
-    }
     // The rows' histograms now, of the days the buckets were added to, in one read.
-    const days = [...new Set([...added.values()].map((row) => row.day))]
-    const histograms = await tx.db
+    const days = [...new Set(taken.map((time) => time.day))]
+    const rows = await tx.db
       .select({ dimension: reportDays.dimension, day: reportDays.day, key: reportDays.key, ...Object.fromEntries(timings.map((t) => [t, reportDays[t]])) } as { dimension: typeof reportDays.dimension; day: typeof reportDays.day; key: typeof reportDays.key } & Record<Timing, typeof reportDays.firstReply>)
       .from(reportDays)
       .where(and(eq(reportDays.siteId, siteId), inArray(reportDays.day, days)))
-    const now = new Map(histograms.map((row) => [`${row.dimension}\u0000${row.day}\u0000${row.key}`, row]))
-    for (const [id, { dimension, day, key, times }] of added) {
-      const row = now.get(id)
-      const folded = Object.fromEntries(
-        (Object.entries(times) as Array<[Timing, Record<string, number>]>).map(([t, more]) => {
-          const histogram = JSON.parse(row![t]) as Record<string, number>
-          for (const bucket in more) histogram[bucket] = (histogram[bucket] ?? 0) + more[bucket]!
-          return [t, JSON.stringify(histogram)]
-        }),
-      )
-      await tx.db.update(reportDays).set(folded).where(and(eq(reportDays.siteId, siteId), eq(reportDays.dimension, dimension), eq(reportDays.day, day), eq(reportDays.key, key)))
+    const byId = new Map(rows.map((row) => [dayRowId(row), row]))
+    // Each row the buckets fall in, with its histograms as the buckets make them.
+    const changed = new Map<string, { row: (typeof rows)[number]; times: Partial<Record<Timing, Histogram>> }>()
+    for (const time of taken) {
+      const id = dayRowId(time)
+      const row = byId.get(id)!
+      let change = changed.get(id)
+      if (!change) changed.set(id, (change = { row, times: {} }))
+      const t = timingOf.get(time.timing)!
+      addToBucket((change.times[t] ??= JSON.parse(row[t]) as Histogram), time.bucket, time.count)
+    }
+    for (const { row, times } of changed.values()) {
+      const folded = Object.fromEntries(Object.entries(times).map(([t, histogram]) => [t, JSON.stringify(histogram)]))
+      await tx.db.update(reportDays).set(folded).where(and(eq(reportDays.siteId, siteId), eq(reportDays.dimension, row.dimension), eq(reportDays.day, row.day), eq(reportDays.key, row.key)))
     }
     return taken.length
   })
