@@ -196,30 +196,6 @@ const factsOfRow = (d: DiscussionRow): ReportFacts & { state: string } => ({
 function writes(port: StorePort) {
   const { comments, discussions } = port.tables
   const p = sql.placeholder
-  /** A new discussion's row as its insert binds it. */
-  const newRow = () => ({
-    siteId: p('siteId'),
-    // The site's highest and one: under the site's row, which its caller holds (lockSite, takeSite).
-    number: sql`(select coalesce(max(${discussions.number}), 0) + 1 from ${discussions} where ${discussions.siteId} = ${p('siteId')})`,
-    title: p('title'),
-    permalink: p('permalink'),
-    state: p('state'),
-    stateBeforeDelete: p('stateBefore'),
-    public: p('public'),
-    authorId: p('authorId'),
-    categoryId: p('categoryId'),
-    createdAt: p('at'),
-    updatedAt: p('at'),
-    lastUpdatedAt: p('at'),
-    commentsCount: p('commentsCount'),
-    awaitingTeam: p('awaitingTeam'),
-    startedOnTheWeb: p('startedOnTheWeb'),
-    assigneeId: p('assigneeId'),
-    channel: p('channel'),
-    splitFrom: p('splitFrom'),
-    fields: p('fields'),
-    ...slaSet(),
-  })
   /** A new comment's row as its insert binds it, in the discussion `discussionId` says. */
   const commentRow = (discussionId: SQL | ReturnType<typeof p>) => ({
     discussionId,
@@ -236,7 +212,30 @@ function writes(port: StorePort) {
     insert: port.prepared('discussions_insert', (db) =>
       db
         .insert(discussions)
-        .values(newRow())
+        // A new discussion's row as its insert binds it.
+        .values({
+          siteId: p('siteId'),
+          // The site's highest and one: under the site's row, which its caller holds (lockSite, takeSite).
+          number: sql`(select coalesce(max(${discussions.number}), 0) + 1 from ${discussions} where ${discussions.siteId} = ${p('siteId')})`,
+          title: p('title'),
+          permalink: p('permalink'),
+          state: p('state'),
+          stateBeforeDelete: p('stateBefore'),
+          public: p('public'),
+          authorId: p('authorId'),
+          categoryId: p('categoryId'),
+          createdAt: p('at'),
+          updatedAt: p('at'),
+          lastUpdatedAt: p('at'),
+          commentsCount: p('commentsCount'),
+          awaitingTeam: p('awaitingTeam'),
+          startedOnTheWeb: p('startedOnTheWeb'),
+          assigneeId: p('assigneeId'),
+          channel: p('channel'),
+          splitFrom: p('splitFrom'),
+          fields: p('fields'),
+          ...slaSet(),
+        })
         .returning(discussionViews(port).insertedDiscussion)
         .prepare('discussions_insert'),
     ),
