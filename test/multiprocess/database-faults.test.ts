@@ -53,11 +53,12 @@ t.test('cut, paused and silenced under write load, each process answers 201 or 5
   const categories = (await apiCall(one, token, 'GET', '/demo/categories')).json.categories as Array<{ id: number }>
   const category = categories[0]!.id
 
-  // What the replying writers answer: one discussion each, so that they wait on no one's row but the site's.
-  const replyTo: number[] = []
-  for (let i = 0; i < processes.length * WRITERS_PER_PROCESS; i++) {
-    const made = await apiCall(one, token, 'POST', `/demo/categories/${category}/discussions`, { title: `replied to ${i}`, body: 'Opened before the load.' })
-    replyTo.push(made.json.number as number)
+  // Every other writer replies, each to a discussion of its own, so that it waits on no one's row but
+  // the site's: by the writer's place among all of them, the number of the discussion it answers.
+  const replyTo = new Map<number, number>()
+  for (let own = 1; own < processes.length * WRITERS_PER_PROCESS; own += 2) {
+    const made = await apiCall(one, token, 'POST', `/demo/categories/${category}/discussions`, { title: `replied to ${own}`, body: 'Opened before the load.' })
+    replyTo.set(own, made.json.number as number)
   }
 
   const answers: Answer[] = []
@@ -65,13 +66,13 @@ t.test('cut, paused and silenced under write load, each process answers 201 or 5
   let n = 0
   async function writer(index: number, slot: number) {
     const server = processes[index]!
-    const own = index * WRITERS_PER_PROCESS + slot
-    const replying = own % 2 === 1
+    const answering = replyTo.get(index * WRITERS_PER_PROCESS + slot)
+    const replying = answering !== undefined
     while (writing) {
       // A reply's text is its name, as a new discussion's title is.
       const title = `write ${++n} through ${index + 1}`
       const started = performance.now()
-      const [path, body] = replying ? [`/demo/discussions/${replyTo[own]!}/comments`, { body: title }] : [`/demo/categories/${category}/discussions`, { title, body: 'Under load.' }]
+      const [path, body] = replying ? [`/demo/discussions/${answering}/comments`, { body: title }] : [`/demo/categories/${category}/discussions`, { title, body: 'Under load.' }]
       const status = await fetch(`http://127.0.0.1:${server.port}${path}`, {
         method: 'POST',
         headers: { accept: 'application/vnd.service-v1+json', authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -155,7 +156,7 @@ t.test('cut, paused and silenced under write load, each process answers 201 or 5
     `SELECT d.number FROM "${schema}".discussions d JOIN "${schema}".comments c ON c.discussion_id = d.id AND c.number = d.comments_count
      LEFT JOIN "${schema}".discussion_search s ON s.discussion_id = d.id
      WHERE d.number = ANY($1) AND (s.document IS NULL OR NOT s.document @@ plainto_tsquery('simple', c.body))`,
-    [replyTo],
+    [[...replyTo.values()]],
   )
   t.same(unfound, [], 'the search row of each discussion replied to has its last comment')
   const [{ orphans }] = (await client.query<{ orphans: string }>(`SELECT count(*) AS orphans FROM "${schema}".comments c WHERE NOT EXISTS (SELECT 1 FROM "${schema}".discussions d WHERE d.id = c.discussion_id)`)).rows
