@@ -89,20 +89,21 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
   const lookupByFingerprint = port.remember(async (key) => (await byFingerprint.execute({ fingerprint: key }))[0])
   type AuthToken = NonNullable<Awaited<ReturnType<typeof lookupByFingerprint>>>
 
-  // The authentication path's one read (docs/decisions.md, "One round trip to authenticate"): the
-  // sites' ids and versions by their permalinks and, made for each, the tokens by their
-  // fingerprints with their owners and the owners' roles there, for several requests at once. One
-  // statement for the requests admitted together on PostgreSQL, where nothing is remembered
-  // between requests (port.onArrival); one request's, remembered, on SQLite. The rest of a site's
-  // row is kept by its version (keptSites).
-  const onSitesByFingerprints = onFirstUse(() => db
-    .select({ permalink: sites.permalink, site: sites.id, siteVersion: sites.version, fingerprint: personalTokens.fingerprint, ...tokenSelection })
+  // The authentication path's one read (docs/decisions.md, "One round trip to authenticate"): a
+  // site's id and version by its permalink and, made for it, the tokens by their fingerprints with
+  // their owners and the owners' roles there, for several requests at once. One statement for each
+  // site of the requests admitted together on PostgreSQL (one site, nearly always), where nothing is
+  // remembered between requests (port.onArrival); one request's, remembered, on SQLite. The rest of
+  // a site's row is kept by its version (keptSites). The permalink is one value, not a list:
+  // PostgreSQL planned the statement again at every call when it was ("Plans that are made once").
+  const onSiteByFingerprints = onFirstUse(() => db
+    .select({ site: sites.id, siteVersion: sites.version, fingerprint: personalTokens.fingerprint, ...tokenSelection })
     .from(sites)
     .leftJoin(personalTokens, and(port.anyOf(personalTokens.fingerprint, 'fingerprints'), eq(personalTokens.siteId, sites.id)))
     .leftJoin(users, eq(users.id, personalTokens.userId))
     .leftJoin(memberships, ownerMembership)
-    .where(port.anyOf(sites.permalink, 'permalinks'))
-    .prepare('tokens_on_sites_by_fingerprints'))
+    .where(eq(sites.permalink, sql.placeholder('permalink')))
+    .prepare('tokens_on_site_by_fingerprints'))
   const siteAt = keptSites(port)
   // A key is the token's fingerprint, a space, and the permalink.
   const lookupOnSite = port.onArrival(async (keys) => {
@@ -110,13 +111,12 @@ export function createTokenStore(port: StorePort, clock: Clock, onFlushError?: (
       const space = key.indexOf(' ')
       return [key.slice(0, space), key.slice(space + 1)] as const
     })
-    const rows = await onSitesByFingerprints.execute({
-      fingerprints: port.list([...new Set(asked.map(([fingerprint]) => fingerprint))]),
-      permalinks: port.list([...new Set(asked.map(([, permalink]) => permalink))]),
-    })
+    const fingerprintsOf = new Map<string, Set<string>>()
+    for (const [fingerprint, permalink] of asked) fingerprintsOf.set(permalink, (fingerprintsOf.get(permalink) ?? new Set()).add(fingerprint))
+    const rowsOf = new Map(await Promise.all([...fingerprintsOf].map(async ([permalink, fingerprints]) => [permalink, await onSiteByFingerprints.execute({ permalink, fingerprints: port.list([...fingerprints]) })] as const)))
     return Promise.all(
       asked.map(async ([fingerprint, permalink]) => {
-        const ofSite = rows.filter((row) => row.permalink === permalink)
+        const ofSite = rowsOf.get(permalink)!
         if (ofSite.length === 0) return NO_SITE
         const site = await siteAt(ofSite[0]!.site, ofSite[0]!.siteVersion)
         // No token of the site among those asked for: one row whose token columns are null. A

@@ -114,7 +114,7 @@ t.test('a personal token and its site are one read: one statement a request on P
   await get('demo', ann.bearer)
   statements.length = 0
   t.equal(await get('demo', ann.bearer), 200)
-  t.same(statements, ['tokens_on_sites_by_fingerprints'], 'the statements of one request')
+  t.same(statements, ['tokens_on_site_by_fingerprints'], 'the statements of one request')
   // Requests that arrive together are read together, whatever their tokens and sites.
   // (The first time, the sites' rows are read and each token's rate-limit lease taken.)
   const bob = await supporterWithToken(app)
@@ -122,7 +122,39 @@ t.test('a personal token and its site are one read: one statement a request on P
   t.same(await together(), [200, 200, 200, 401])
   statements.length = 0
   t.same(await together(), [200, 200, 200, 401])
-  t.same(statements, ['tokens_on_sites_by_fingerprints'], 'one statement for four requests')
+  t.same(statements, ['tokens_on_site_by_fingerprints', 'tokens_on_site_by_fingerprints'], 'one statement a site for four requests')
+})
+
+// PostgreSQL plans a statement anew for each of its first five calls on a connection, then keeps one
+// plan unless the ones made for the values given look cheaper: a list of one permalink did, and a
+// list of one fingerprint does once a site has many tokens, so the authentication's read was planned
+// at every call (db/postgres/engine.ts, plannedOnce).
+t.test("the authentication's read is planned once on a connection, with few tokens or many (PostgreSQL)", async (t) => {
+  if (TEST_ENGINE !== 'postgres') return
+  for (const tokens of [0, 20_000]) {
+    const { app } = await buildTestApp(t)
+    const ann = await supporterWithToken(app)
+    if (tokens > 0) {
+      await rawStatement(app, `INSERT INTO personal_tokens (site_id, user_id, name, access, fingerprint, last_four, created_at, expires_at)
+        SELECT site_id, user_id, 'many ' || n, 'read', md5(n::text), 'abcd', now(), now() + interval '1 day' FROM personal_tokens, generate_series(1, $1::int) AS n LIMIT $1`, [tokens])
+      await rawStatement(app, 'ANALYZE personal_tokens', [])
+    }
+    const connections = new Set<pg.Client>()
+    const query = pg.Client.prototype.query
+    pg.Client.prototype.query = function (this: pg.Client, ...args: Parameters<typeof query>) {
+      const [config] = args as unknown as [{ name?: string }]
+      if (config.name === 'tokens_on_site_by_fingerprints') connections.add(this)
+      return query.apply(this, args)
+    } as typeof query
+    try {
+      for (let i = 0; i < 12; i++) t.equal((await app.inject({ url: '/demo', headers: { accept: V1, ...ann.bearer } })).statusCode, 200)
+    } finally {
+      pg.Client.prototype.query = query
+    }
+    const plans = await Promise.all([...connections].map(async (connection) => (await connection.query<{ kept: number; made: number }>("SELECT generic_plans::int AS kept, custom_plans::int AS made FROM pg_prepared_statements WHERE name = 'tokens_on_site_by_fingerprints'")).rows[0]!))
+    t.ok(plans.some((plan) => plan.kept + plan.made > 5), `${tokens} more tokens: a connection ran it more than five times`)
+    for (const plan of plans) t.ok(plan.made <= 5, `${tokens} more tokens: planned at its first calls only (${plan.made} of ${plan.kept + plan.made} calls)`)
+  }
 })
 
 t.test("a site's row is kept by its version: any change to it, by the stores or another writer, is read by the next request", async (t) => {
