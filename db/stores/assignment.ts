@@ -3,7 +3,7 @@ import { recordChanges } from './changes.ts'
 import type { StorePort } from '../port.ts'
 import { moveCounts, NO_ASSIGNEE } from './discussion-counts.ts'
 import { StoreError } from './errors.ts'
-import { answeringStaff } from './staff.ts'
+import { answeringStaff, enabledUser } from './staff.ts'
 
 // Who owns a discussion (docs/decisions.md, "The team's queue"): at most one supporter of its site,
 // one who can still sign in. Someone who leaves the staff (or whose account is switched off) owns
@@ -30,7 +30,7 @@ export async function staffMemberOf(port: StorePort, siteId: number, userId: num
           .select({ id: users.id, name: users.name })
           .from(memberships)
           .innerJoin(users, eq(users.id, memberships.userId))
-          .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.userId, port.wide(p('userId'))), answeringStaff(memberships), eq(users.disabled, false))),
+          .where(and(eq(memberships.siteId, p('siteId')), eq(memberships.userId, port.wide(p('userId'))), answeringStaff(memberships), enabledUser(users))),
       )
       .prepare('assignment_staff_member'),
   )
@@ -54,7 +54,7 @@ export async function nextInTurn(port: StorePort, siteId: number, category: { id
           .from(memberships)
           .innerJoin(users, eq(users.id, memberships.userId))
           // By the membership's user id: the staff index (site, role, user) reads them in order.
-          .where(and(eq(memberships.siteId, p('siteId')), answeringStaff(memberships), eq(users.disabled, false), gt(memberships.userId, p('after'))))
+          .where(and(eq(memberships.siteId, p('siteId')), answeringStaff(memberships), enabledUser(users), gt(memberships.userId, p('after'))))
           .orderBy(asc(memberships.userId))
           .limit(1),
       )

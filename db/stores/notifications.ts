@@ -3,7 +3,7 @@ import type { StorePort } from '../port.ts'
 import { shownMoment, type Clock } from '../../lib/clock.ts'
 import { promiseNames, type SlaAlert } from '../../lib/sla.ts'
 import { fromOf, siteMailbox, type OutboxMail } from './outbox.ts'
-import { answeringStaff } from './staff.ts'
+import { answeringStaff, enabledUser } from './staff.ts'
 
 // What the staff is mailed about the queue (docs/decisions.md, "The team's queue"), each supporter
 // choosing on their profile: every new discussion of the site, and what others write on the
@@ -80,7 +80,7 @@ function recipients(port: StorePort, choice: 'notifyNew' | 'notifyOwned', one: b
       .from(memberships)
       .innerJoin(users, eq(users.id, memberships.userId))
       .innerJoin(sites, eq(sites.id, memberships.siteId))
-      .where(and(eq(memberships.siteId, p('siteId')), answeringStaff(memberships), chose, eq(users.disabled, false), one ? eq(memberships.userId, port.wide(p('userId'))) : undefined))
+      .where(and(eq(memberships.siteId, p('siteId')), answeringStaff(memberships), chose, enabledUser(users), one ? eq(memberships.userId, port.wide(p('userId'))) : undefined))
       .prepare(name),
   )
 }
@@ -174,7 +174,7 @@ function staffMember(port: StorePort) {
       .select({ email: users.email, id: users.id })
       .from(memberships)
       .innerJoin(users, eq(users.id, memberships.userId))
-      .where(and(eq(memberships.siteId, p('siteId')), answeringStaff(memberships), eq(users.disabled, false), eq(memberships.userId, port.wide(p('userId')))))
+      .where(and(eq(memberships.siteId, p('siteId')), answeringStaff(memberships), enabledUser(users), eq(memberships.userId, port.wide(p('userId')))))
       .prepare('notifications_staff_member'),
   )
 }

@@ -69,9 +69,17 @@ export function mailOf(row: Pick<OutboxRow, 'kind' | 'payload'>, box: SecretBox)
 /** The site's first mailbox, which mail about a discussion not started by mail leaves from; none when the site has none. */
 export async function siteMailbox(port: StorePort, siteId: number) {
   const { mailboxes, sites } = port.tables
-  const [site] = await port.db.select({ name: sites.name, permalink: sites.permalink }).from(sites).where(eq(sites.id, siteId))
-  const [mailbox] = await port.db.select({ id: mailboxes.id, address: mailboxes.address }).from(mailboxes).where(eq(mailboxes.siteId, siteId)).orderBy(asc(mailboxes.id)).limit(1)
-  return { site: site!, mailbox }
+  const read = port.prepared('outbox_site_mailbox', (db) =>
+    db
+      .select({ name: sites.name, permalink: sites.permalink, id: mailboxes.id, address: mailboxes.address })
+      .from(sites)
+      // In the subquery its own table: the site's lowest mailbox id.
+      .leftJoin(mailboxes, eq(mailboxes.id, sql`(select min(${mailboxes.id}) from ${mailboxes} where ${mailboxes.siteId} = ${sites.id})`))
+      .where(eq(sites.id, sql.placeholder('siteId')))
+      .prepare('outbox_site_mailbox'),
+  )
+  const [{ name, permalink, id, address }] = await read.execute({ siteId })
+  return { site: { name, permalink }, mailbox: id === null ? undefined : { id, address: address! } }
 }
 
 /** `Site name <address>`, the From of the site's mail. */

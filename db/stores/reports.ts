@@ -7,6 +7,7 @@ import { tagList } from '../../lib/team-queue.ts'
 import { reportedValues } from '../../lib/fields.ts'
 import { StoreError } from './errors.ts'
 import { reportedFieldsIn, reportedKeysIn, valuesOf } from './fields.ts'
+import { enabledUser } from './staff.ts'
 
 // The reports' day rows (issue 69; lib/reports.ts; docs/decisions.md, "Reports"): what each write
 // that moves a discussion's facts adds to them, in its own transaction, by one atomic upsert of all
@@ -270,7 +271,7 @@ export function createReportStore(port: StorePort, clock: Clock, siteWeb: (perma
             .select({ email: users.email })
             .from(memberships)
             .innerJoin(users, eq(users.id, memberships.userId))
-            .where(and(eq(memberships.siteId, site.id), eq(memberships.administrator, true), eq(memberships.notifyDigest, true), eq(users.disabled, false)))
+            .where(and(eq(memberships.siteId, site.id), eq(memberships.administrator, true), eq(memberships.notifyDigest, true), enabledUser(users)))
           if (readers.length === 0) return 0
           const { mailbox } = await siteMailbox(tx, site.id)
           const mail = (to: string): OutboxMail => ({ to, subject: `[${site.name}] The week of ${lastWeek}`, text, ...(mailbox && { from: fromOf(site.name, mailbox.address), mailboxId: mailbox.id }), automatic: true })

@@ -13,7 +13,7 @@ import { StoreError } from './errors.ts'
 import { lockSite } from './sites.ts'
 import { recordChange, type Actor } from './audit.ts'
 import { createLegacyTokenStore, issueLegacyToken } from './legacy-tokens.ts'
-import { answeringStaff, isStaffRole, membershipOn, roleFlags, STAFF_ROLE, staffRoleOf } from './staff.ts'
+import { answeringStaff, enabledUser, isStaffRole, membershipOn, roleFlags, STAFF_ROLE, staffRoleOf } from './staff.ts'
 
 export type User = Tables['users']['$inferSelect']
 
@@ -184,7 +184,7 @@ async function keepsAnAdministrator(tx: StorePort, siteId: number, leaving: numb
     .select({ id: memberships.userId })
     .from(memberships)
     .innerJoin(users, eq(users.id, memberships.userId))
-    .where(and(eq(memberships.siteId, siteId), eq(memberships.role, STAFF_ROLE), eq(memberships.administrator, true), eq(users.disabled, false), ne(memberships.userId, leaving)))
+    .where(and(eq(memberships.siteId, siteId), eq(memberships.role, STAFF_ROLE), eq(memberships.administrator, true), enabledUser(users), ne(memberships.userId, leaving)))
     .limit(1)
   if (!other) throw new StoreError('the site would have no administrator left: make someone else one first', 'conflict', 'user')
 }
@@ -494,7 +494,7 @@ export function createUserStore(port: StorePort, clock: Clock, box: SecretBox = 
         .select({ id: users.id, name: users.name, email: users.email })
         .from(memberships)
         .innerJoin(users, eq(users.id, memberships.userId))
-        .where(and(eq(memberships.siteId, siteId), answeringStaff(memberships), eq(users.disabled, false)))
+        .where(and(eq(memberships.siteId, siteId), answeringStaff(memberships), enabledUser(users)))
         .orderBy(port.folded(users.name), users.id)
     },
   }

@@ -1,6 +1,6 @@
 import pg from 'pg'
 import t from 'tap'
-import { TEST_ENGINE } from '../../fixtures/postgres.ts'
+import { checkPlannedOnce, plansOf, TEST_ENGINE } from '../../fixtures/postgres.ts'
 import { twoApps } from '../../multiprocess/two-apps.ts'
 import { BASE_URL, buildTestApp, rawStatement, SITE_URL, supporterWithToken, V1 } from '../../fixtures/app.ts'
 
@@ -125,10 +125,8 @@ t.test('a personal token and its site are one read: one statement a request on P
   t.same(statements, ['tokens_on_site_by_fingerprints', 'tokens_on_site_by_fingerprints'], 'one statement a site for four requests')
 })
 
-// PostgreSQL plans a statement anew for each of its first five calls on a connection, then keeps one
-// plan unless the ones made for the values given look cheaper: a list of one permalink did, and a
-// list of one fingerprint does once a site has many tokens, so the authentication's read was planned
-// at every call (db/postgres/engine.ts, plannedOnce).
+// A list of one permalink, and of one fingerprint once a site has many tokens, made PostgreSQL plan
+// the authentication's read at every call (test/fixtures/postgres.ts, plansOf; db/postgres/engine.ts, plannedOnce).
 t.test("the authentication's read is planned once on a connection, with few tokens or many (PostgreSQL)", async (t) => {
   if (TEST_ENGINE !== 'postgres') return
   for (const tokens of [0, 20_000]) {
@@ -139,21 +137,10 @@ t.test("the authentication's read is planned once on a connection, with few toke
         SELECT site_id, user_id, 'many ' || n, 'read', md5(n::text), 'abcd', now(), now() + interval '1 day' FROM personal_tokens, generate_series(1, $1::int) AS n LIMIT $1`, [tokens])
       await rawStatement(app, 'ANALYZE personal_tokens', [])
     }
-    const connections = new Set<pg.Client>()
-    const query = pg.Client.prototype.query
-    pg.Client.prototype.query = function (this: pg.Client, ...args: Parameters<typeof query>) {
-      const [config] = args as unknown as [{ name?: string }]
-      if (config.name === 'tokens_on_site_by_fingerprints') connections.add(this)
-      return query.apply(this, args)
-    } as typeof query
-    try {
+    const plans = await plansOf('tokens_on_site_by_fingerprints', async () => {
       for (let i = 0; i < 12; i++) t.equal((await app.inject({ url: '/demo', headers: ann.bearer })).statusCode, 200)
-    } finally {
-      pg.Client.prototype.query = query
-    }
-    const plans = await Promise.all([...connections].map(async (connection) => (await connection.query<{ kept: number; made: number }>("SELECT generic_plans::int AS kept, custom_plans::int AS made FROM pg_prepared_statements WHERE name = 'tokens_on_site_by_fingerprints'")).rows[0]!))
-    t.ok(plans.some((plan) => plan.kept + plan.made > 5), `${tokens} more tokens: a connection ran it more than five times`)
-    for (const plan of plans) t.ok(plan.made <= 5, `${tokens} more tokens: planned at its first calls only (${plan.made} of ${plan.kept + plan.made} calls)`)
+    })
+    checkPlannedOnce(t, plans, `${tokens} more tokens`)
   }
 })
 
