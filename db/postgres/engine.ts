@@ -285,7 +285,7 @@ export function postgresPort(q: Executor, admission?: Arrivals, lent?: Lent): St
  * docs/decisions.md, "Plans that are made once"). A list of fewer is filled up to ten with its first
  * value, which `= any(...)` matches as before: planned once on each connection.
  */
-export const ARRAY_PLANNED = 10
+const ARRAY_PLANNED = 10
 export function plannedOnce(values: string[]): string[] {
   return values.length === 0 || values.length >= ARRAY_PLANNED ? values : [...values, ...Array<string>(ARRAY_PLANNED - values.length).fill(values[0]!)]
 }

@@ -26,15 +26,17 @@ export function roleFlags(role: StaffRole): { administrator: boolean; collaborat
  * new ones (docs/decisions.md, "Collaborators").
  */
 export function answeringStaff(memberships: Memberships) {
-  return sql`${memberships.role} = ${sql.raw(`'${STAFF_ROLE}'`)} and ${memberships.collaborator} = false`
+  // Its constants written into the statement, not bound (enabledUser below).
+  return sql`(${memberships.role} = ${sql.raw(`'${STAFF_ROLE}'`)} and ${memberships.collaborator} = false)`
 }
 
 /**
  * A user who may sign in (not disabled). Like answeringStaff, written into the statement's text
  * rather than bound: PostgreSQL keeps one plan of a prepared statement only when it looks as cheap
- * as one made for the values given, and a bound constant that its statistics know to match most
- * rows (a role, a flag) makes one made for it look cheaper, so the statement was planned again at
- * every call (docs/decisions.md, "Plans that are made once").
+ * as one made for the values given, and a bound constant whose share of the rows its statistics
+ * know (a role that few members have, a flag that most users have) makes one made for it look
+ * cheaper, so the statement was planned again at every call (docs/decisions.md, "Plans that are
+ * made once").
  */
 export function enabledUser(users: { disabled: Column }) {
   return sql`${users.disabled} = false`
