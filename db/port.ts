@@ -90,8 +90,8 @@ export interface StorePort {
    * `list(values)` makes it.
    */
   anyOf(column: Column, name: string): SQL
-  /** A list of texts as `anyOf` takes it bound: an array on PostgreSQL, its JSON on SQLite. */
-  list(values: string[]): unknown
+  /** A list of texts or ids as `anyOf` takes it bound: an array on PostgreSQL, its JSON on SQLite. */
+  list(values: ReadonlyArray<string | number>): unknown
   /**
    * The store with each method (and each nested store's) taken as a share of the connection
    * (db/sqlite/gate.ts) on SQLite; the store itself on PostgreSQL, whose transactions have

@@ -286,8 +286,8 @@ export function postgresPort(q: Executor, admission?: Arrivals, lent?: Lent): St
  * value, which `= any(...)` matches as before: planned once on each connection.
  */
 const ARRAY_PLANNED = 10
-export function plannedOnce(values: string[]): string[] {
-  return values.length === 0 || values.length >= ARRAY_PLANNED ? values : [...values, ...Array<string>(ARRAY_PLANNED - values.length).fill(values[0]!)]
+export function plannedOnce<V extends string | number>(values: readonly V[]): readonly V[] {
+  return values.length === 0 || values.length >= ARRAY_PLANNED ? values : [...values, ...Array<V>(ARRAY_PLANNED - values.length).fill(values[0]!)]
 }
 
 /**

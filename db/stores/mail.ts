@@ -82,7 +82,8 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
       .from(mailMessages)
       .leftJoin(mailboxes, eq(mailboxes.id, mailMessages.mailboxId))
       .where(and(which, eq(mailMessages.outbound, false)))
-  const originOf = onFirstUse(() => port.prepared('mail_origin_of', (on) => originsOf(on, eq(mailMessages.commentId, p('commentId'))).prepare('mail_origin_of')))
+  // Of a write's comment or a page's: one statement, prepared and planned once (docs/decisions.md, "Plans that are made once").
+  const originsOfComments = onFirstUse(() => port.prepared('mail_origins_of', (on) => originsOf(on, port.anyOf(mailMessages.commentId, 'commentIds')).prepare('mail_origins_of')))
 
   const reaches = async (address: string): Promise<Mailbox | undefined> => {
     const clean = normalAddress(address)
@@ -329,10 +330,7 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
     /** Of these comments that came by mail, by comment: the address it came to, what DMARC said of its sender, and why it was taken for spam. */
     async origins(commentIds: number[]): Promise<Map<number, MailOrigin>> {
       if (commentIds.length === 0) return new Map()
-      // One comment by a statement prepared once: building one is most of the read.
-      const rows = commentIds.length === 1
-        ? await originOf.execute({ commentId: commentIds[0] })
-        : await originsOf(db, inArray(mailMessages.commentId, commentIds))
+      const rows = await originsOfComments.execute({ commentIds: port.list(commentIds) })
       return new Map(rows.map((r) => [r.commentId, { verified: r.verified, mailbox: r.mailbox, spamReason: r.spamReason }]))
     },
 

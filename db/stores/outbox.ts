@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { and, asc, desc, eq, inArray, isNull, lt, lte, ne, notInArray, or, sql } from '../drizzle.ts'
+import { and, asc, desc, eq, isNull, lt, lte, ne, notInArray, or, sql } from '../drizzle.ts'
 import { withoutNul } from '../../lib/nul.ts'
 import { onFirstUse, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -217,7 +217,11 @@ export function createOutboxStore(port: StorePort, clock: Clock) {
   const p = sql.placeholder
   // Due: queued, its time come, and held by no live lease. Mail and webhooks are read apart: mail
   // leaves in order, one row after another; webhooks several at once (plugins/mail/sender.ts).
-  const deliveryOf = onFirstUse(() => port.prepared('outbox_delivery_of', (db) => db.select().from(outbox).where(and(eq(outbox.commentId, p('commentId')), eq(outbox.kind, 'reply_mail'))).prepare('outbox_delivery_of')))
+  // The reply mail of a write's comment or of a page's comments (`deliveries`): one statement, prepared
+  // and planned once (docs/decisions.md, "Plans that are made once"), the ids bound as a list.
+  const deliveriesOf = onFirstUse(() =>
+    port.prepared('outbox_deliveries_of', (db) => db.select().from(outbox).where(and(port.anyOf(outbox.commentId, 'commentIds'), sql`${outbox.kind} = 'reply_mail'`)).prepare('outbox_deliveries_of')),
+  )
   const dueWhere = and(eq(outbox.state, 'queued'), lte(outbox.nextAttemptAt, p('now')), or(isNull(outbox.leaseUntil), lt(outbox.leaseUntil, p('now'))))
   const dueMail = onFirstUse(() => db.select().from(outbox).where(and(dueWhere, ne(outbox.kind, 'webhook'))).orderBy(asc(outbox.id)).limit(p('limit')).prepare('outbox_due_mail'))
 
@@ -296,10 +300,7 @@ export function createOutboxStore(port: StorePort, clock: Clock) {
     /** How the mail of these comments is doing, by comment. */
     async deliveries(commentIds: number[]): Promise<Map<number, Delivery>> {
       if (commentIds.length === 0) return new Map()
-      // One comment (a write's answer) by a statement prepared once: building one is most of the read.
-      const rows = commentIds.length === 1
-        ? await deliveryOf.execute({ commentId: commentIds[0] })
-        : await db.select().from(outbox).where(and(inArray(outbox.commentId, commentIds), eq(outbox.kind, 'reply_mail')))
+      const rows = await deliveriesOf.execute({ commentIds: port.list(commentIds) })
       return new Map(
         rows.map((row) => [
           row.commentId!,

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { rawStatement, supporterWithToken } from '../../fixtures/app.ts'
+import { rawRows, rawStatement, supporterWithToken } from '../../fixtures/app.ts'
 import { discussionApp } from '../../fixtures/discussions.ts'
 import { checkPlannedOnce, plansOf, POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
 
@@ -32,4 +32,20 @@ t.test("a new discussion's reads of the team: who hears of it, whose turn it is,
   // One name at a time: plansOf watches one statement while the creates run.
   for (const name of statements) plans.set(name, await plansOf(name, creates))
   for (const name of statements) checkPlannedOnce(t, plans.get(name)!, name)
+})
+
+t.test("a discussion's comments: their reply mail and their mail's origins read by one statement each, planned once, for one comment or a page", options, async (t) => {
+  const desk = await discussionApp(t)
+  const { number } = await desk.create()
+  for (let i = 0; i < 3; i++) t.equal((await desk.api('POST', `/demo/discussions/${number}/comments`, { body: `Answer ${i}` })).statusCode, 201)
+  const pages = async () => {
+    for (let i = 0; i < 12; i++) t.equal((await desk.api('GET', `/demo/discussions/${number}/comments`)).statusCode, 200)
+  }
+  checkPlannedOnce(t, await plansOf('outbox_deliveries_of', pages), 'their reply mail')
+  // Only comments that came by mail are asked their origins (routes/api/discussions/context.ts): asked here of the store.
+  const ids = (await rawRows(desk.app, 'SELECT id FROM comments ORDER BY id')).map((row) => Number(row.id))
+  const origins = async () => {
+    for (let i = 0; i < 12; i++) t.same(await desk.app.mailboxes.origins(ids.slice(0, 1 + (i % ids.length))), new Map(), 'none came by mail')
+  }
+  checkPlannedOnce(t, await plansOf('mail_origins_of', origins), "their mail's origins")
 })
