@@ -4,9 +4,10 @@ import { discussionApp } from '../../fixtures/discussions.ts'
 import { checkPlannedOnce, plansOf, POSTGRES_URL, postgresAnswers } from '../../fixtures/postgres.ts'
 
 // Engines: both: it reads how PostgreSQL planned the service's statements, so it runs in the PostgreSQL pass alone.
-// A write's statements are prepared once and planned once on a connection: a constant bound as a
-// parameter (a role, a flag) whose share of the rows PostgreSQL's statistics know made it plan the
-// statement again at every call (docs/decisions.md, "Plans that are made once").
+// The service's statements are prepared once and planned once on a connection: a constant bound as
+// a parameter (a role, a flag) whose share of the rows PostgreSQL's statistics know, or a statement
+// built again at each call, made it plan again at every call (docs/decisions.md, "Plans that are
+// made once").
 
 const down = (await postgresAnswers()) ? false : `PostgreSQL at ${POSTGRES_URL} does not answer`
 if (down && process.env.CI === 'true') t.fail(down)
