@@ -1,6 +1,4 @@
-import pg from 'pg'
 import t from 'tap'
-import { checkPlannedOnce, plansOf, TEST_ENGINE } from '../../fixtures/postgres.ts'
 import { twoApps } from '../../multiprocess/two-apps.ts'
 import { BASE_URL, buildTestApp, rawStatement, SITE_URL, supporterWithToken, V1 } from '../../fixtures/app.ts'
 
@@ -77,7 +75,7 @@ t.test('a broken checksum is refused without a database read', async (t) => {
   t.equal(lookups, 1, 'a well-formed token is looked up')
 })
 
-t.test('a personal token and its site are one read: one statement a request on PostgreSQL', async (t) => {
+t.test('a personal token and its site are one read (on PostgreSQL one statement: test/db/postgres/authentication.test.ts)', async (t) => {
   const { app } = await buildTestApp(t)
   const ann = await supporterWithToken(app)
   const other = await supporterWithToken(app, { site: 'other' })
@@ -95,53 +93,6 @@ t.test('a personal token and its site are one read: one statement a request on P
   reads.length = 0
   t.same([await get('demo', other.bearer), await get('nosuchsite', ann.bearer)], [401, 401])
   t.same(reads, ['site and token demo', 'site and token nosuchsite'])
-
-  // What reaches PostgreSQL: one statement (a request after the first, whose rate-limit lease is
-  // taken). SQLite remembers the read until the file changes (test/db/sqlite-read-cache.test.ts).
-  if (TEST_ENGINE !== 'postgres') return
-  const statements: string[] = []
-  const query = pg.Client.prototype.query
-  pg.Client.prototype.query = function (this: pg.Client & { connectionParameters: { application_name?: string } }, ...args: Parameters<typeof query>) {
-    const [config] = args as unknown as [string | { name?: string; text: string }]
-    // The events connection is not a request's: it tells the other processes of the 401s above
-    // (the failure budgets), whenever its turn comes.
-    if (this.connectionParameters.application_name !== 'service-desk events') {
-      statements.push(typeof config === 'string' ? config : (config.name ?? config.text))
-    }
-    return query.apply(this, args)
-  } as typeof query
-  t.teardown(() => void (pg.Client.prototype.query = query))
-  await get('demo', ann.bearer)
-  statements.length = 0
-  t.equal(await get('demo', ann.bearer), 200)
-  t.same(statements, ['tokens_on_site_by_fingerprints'], 'the statements of one request')
-  // Requests that arrive together are read together, whatever their tokens and sites.
-  // (The first time, the sites' rows are read and each token's rate-limit lease taken.)
-  const bob = await supporterWithToken(app)
-  const together = () => Promise.all([get('demo', ann.bearer), get('demo', bob.bearer), get('other', other.bearer), get('other', ann.bearer)])
-  t.same(await together(), [200, 200, 200, 401])
-  statements.length = 0
-  t.same(await together(), [200, 200, 200, 401])
-  t.same(statements, ['tokens_on_site_by_fingerprints', 'tokens_on_site_by_fingerprints'], 'one statement a site for four requests')
-})
-
-// A list of one permalink, and of one fingerprint once a site has many tokens, made PostgreSQL plan
-// the authentication's read at every call (test/fixtures/postgres.ts, plansOf; db/postgres/engine.ts, plannedOnce).
-t.test("the authentication's read is planned once on a connection, with few tokens or many (PostgreSQL)", async (t) => {
-  if (TEST_ENGINE !== 'postgres') return
-  for (const tokens of [0, 20_000]) {
-    const { app } = await buildTestApp(t)
-    const ann = await supporterWithToken(app)
-    if (tokens > 0) {
-      await rawStatement(app, `INSERT INTO personal_tokens (site_id, user_id, name, access, fingerprint, last_four, created_at, expires_at)
-        SELECT site_id, user_id, 'many ' || n, 'read', md5(n::text), 'abcd', now(), now() + interval '1 day' FROM personal_tokens, generate_series(1, $1::int) AS n LIMIT $1`, [tokens])
-      await rawStatement(app, 'ANALYZE personal_tokens', [])
-    }
-    const plans = await plansOf('tokens_on_site_by_fingerprints', async () => {
-      for (let i = 0; i < 12; i++) t.equal((await app.inject({ url: '/demo', headers: ann.bearer })).statusCode, 200)
-    })
-    checkPlannedOnce(t, plans, `${tokens} more tokens`)
-  }
 })
 
 t.test("a site's row is kept by its version: any change to it, by the stores or another writer, is read by the next request", async (t) => {
