@@ -3,7 +3,7 @@ import t from 'tap'
 import { unreachable } from '../../cli/postgres.ts'
 import { isWellFormedPersonalToken } from '../../lib/token-format.ts'
 import { cliRunner } from '../fixtures/cli.ts'
-import { SQLITE_ONLY, TEST_ENGINE } from '../fixtures/postgres.ts'
+import { SQLITE_ONLY } from '../fixtures/postgres.ts'
 
 // Engines: one: the administration commands' words, options and exits. Every path of the stores and of PostgreSQL's own code it takes runs on PostgreSQL in a file that stays on both (tools/test/engine-coverage.ts, 2026-12-03).
 // The administration commands, on the engine the suite runs on (test/fixtures/cli.ts): the same
@@ -157,23 +157,6 @@ t.test('a PostgreSQL database that cannot be reached: one line, without the pass
   t.equal(unreachable(address, refused).message, 'cannot open the PostgreSQL database postgres://service:***@127.0.0.1:1/nowhere?schema=x: ECONNREFUSED')
 })
 
-t.test('on PostgreSQL a command of several writes is one transaction: user disable', { skip: TEST_ENGINE !== 'postgres' && 'the PostgreSQL transaction; SQLite\'s is test/cli/faults.test.ts' }, async (t) => {
-  const { run, query } = await cliRunner(t)
-  await run(['site', 'add', 'demo'])
-  await run(['user', 'add', 'ann@example.test'])
-  // The second write of the command fails, as a lost connection or a full disk would fail it.
-  await query(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no deletes today'; END $$`)
-  await query('CREATE TRIGGER refuse BEFORE DELETE ON web_sessions FOR EACH STATEMENT EXECUTE FUNCTION refuse()')
-  const result = await run(['user', 'disable', 'ann@example.test'])
-  t.equal(result.code, 1)
-  t.match(result.stderr, /no deletes today/)
-  t.equal(result.stdout, '', 'nothing announced')
-  t.same(await query('SELECT disabled FROM users'), [{ disabled: false }], 'the account was not disabled without its sessions ending')
-  await query('DROP TRIGGER refuse ON web_sessions')
-  t.equal((await run(['user', 'disable', 'ann@example.test'])).stdout, 'user ann@example.test disabled\n')
-  t.same(await query('SELECT disabled FROM users'), [{ disabled: true }])
-})
-
 t.test('migrate: which engine, which migrations ran, or that the schema was current', async (t) => {
   const { run, engine } = await cliRunner(t, { unmigrated: true })
   const name = engine === 'postgres' ? /^PostgreSQL database postgres:\/\/\S+\?schema=\w+/ : /^SQLite database \S+service\.db/
@@ -186,16 +169,6 @@ t.test('migrate: which engine, which migrations ran, or that the schema was curr
   t.match(again.stdout, /: the schema was current \(\d+ migrations?, the last \w+\); nothing ran\.\n$/)
   t.equal((await run(['site', 'add', 'demo'])).code, 0, 'the migrated database serves the commands')
   t.match((await run(['migrate'])).stdout, /nothing ran/)
-})
-
-t.test('migrate on a PostgreSQL schema whose migration table is not drizzle\'s: it says what failed', { skip: TEST_ENGINE !== 'postgres' && 'a PostgreSQL schema' }, async (t) => {
-  const { run, db, query } = await cliRunner(t, { unmigrated: true })
-  const schema = new URL(db).searchParams.get('schema')!
-  await query(`CREATE SCHEMA ${schema}`)
-  await query(`CREATE TABLE ${schema}.__drizzle_migrations (id integer)`)
-  const result = await run(['migrate'])
-  t.equal(result.code, 1)
-  t.match(result.stderr, /^service-desk: column "created_at" does not exist\n$/)
 })
 
 t.test('migrate on a SQLite file that was never migrated', { skip: SQLITE_ONLY && 'a SQLite file' }, async (t) => {
