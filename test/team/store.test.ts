@@ -104,6 +104,13 @@ t.test('a round-robin category gives the discussions customers start to each sup
   t.equal((await open('Elsewhere', billing.id)).assigneeId, null, 'another category: nobody')
   const bySupporter = await app.discussions.create({ siteId, categoryId: general.id, title: 'Mine', body: 'x', supporterId: ann.user.id, via: 'api' })
   t.equal(bySupporter.discussion.assigneeId, null, 'a discussion a supporter starts is not given in turn')
+  // Neither a collaborator nor a switched-off account is given a turn: two in a row to Ann.
+  t.equal(await app.users.setStaffRole(siteId, bob.user.id, 'collaborator'), true)
+  t.same([(await open('Bob a collaborator')).assigneeId, (await open('Still one')).assigneeId], [ann.user.id, ann.user.id], 'a collaborator is skipped')
+  t.equal(await app.users.setStaffRole(siteId, bob.user.id, 'supporter'), true)
+  await app.users.setDisabled(bob.user.email, true)
+  t.same([(await open('Bob switched off')).assigneeId, (await open('Still off')).assigneeId], [ann.user.id, ann.user.id], 'a switched-off account is skipped')
+  await app.users.setDisabled(bob.user.email, false)
   await app.users.removeStaff(siteId, bob.user.id)
   t.equal((await open('After Bob left')).assigneeId, ann.user.id, 'who left is skipped')
   await app.users.removeStaff(siteId, ann.user.id)
