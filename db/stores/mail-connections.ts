@@ -6,7 +6,7 @@ import { serverAddress, type MailTokens, type ProviderSettings } from '../../lib
 import type { SecretBox } from '../../lib/secret-box.ts'
 import { recordChange, type Actor } from './audit.ts'
 import { StoreError } from './errors.ts'
-import type { OutboxMail } from './outbox.ts'
+import { wakeWaiting, type OutboxMail } from './outbox.ts'
 import { siteAdministrators } from './staff.ts'
 
 // Mailboxes connected with OAuth (docs/decisions.md, "Mailboxes connected with OAuth"), part of
@@ -118,6 +118,8 @@ export function mailConnectionMethods(port: StorePort, clock: Clock, box: Secret
         const [known] = await tx.db.select({ id: mailboxes.id, siteId: mailboxes.siteId }).from(mailboxes).where(eq(mailboxes.address, address))
         if (known && known.siteId !== siteId) throw new StoreError(`${address} is already the address of a mailbox`, 'conflict', 'address')
         await recordChange(tx, clock, by, siteId, 'mailbox.connected', address, { provider: connection.provider, signed_in_as: account, again: known !== undefined })
+        // What waited for a way out (no SMTP address, or this mailbox unable to sign in) is looked at again now.
+        await wakeWaiting(tx, clock, siteId)
         if (known) {
           await tx.db.update(mailboxes).set({ ...sealed, lastError: null }).where(eq(mailboxes.id, known.id))
           return { id: known.id, address, again: true }

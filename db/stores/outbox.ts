@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { and, asc, desc, eq, isNull, lt, lte, ne, notInArray, or, sql } from '../drizzle.ts'
+import { and, asc, desc, eq, gt, isNull, like, lt, lte, ne, notInArray, or, sql } from '../drizzle.ts'
 import { withoutNul } from '../../lib/nul.ts'
 import { onFirstUse, type StorePort, type Tables } from '../port.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -212,6 +212,24 @@ async function startedOnTheWeb(port: StorePort, reply: { siteId: number; discuss
   return { ...(await siteMailbox(port, reply.siteId)), to: author.email }
 }
 
+/**
+ * The mail rows that wait for a way out (postponed, their last word "waiting: ...": no SMTP address,
+ * or a mailbox that cannot sign in), of one site or all, due now: a way out came (the service
+ * started with SERVICE_SMTP_URL, a mailbox connected). How many. Each is looked at once more, and
+ * waits again if it still cannot leave (plugins/mail/sender.ts, waitMs).
+ */
+export async function wakeWaiting(port: StorePort, clock: Clock, siteId?: number): Promise<number> {
+  const { outbox } = port.tables
+  const now = new Date(clock())
+  const waiting = and(eq(outbox.state, 'queued'), ne(outbox.kind, 'webhook'), gt(outbox.nextAttemptAt, now), like(outbox.lastError, 'waiting: %'))
+  const woken = await port.db
+    .update(outbox)
+    .set({ nextAttemptAt: now })
+    .where(siteId === undefined ? waiting : and(waiting, eq(outbox.siteId, siteId)))
+    .returning({ id: outbox.id })
+  return woken.length
+}
+
 export function createOutboxStore(port: StorePort, clock: Clock) {
   const { db, tables: { outbox } } = port
   const p = sql.placeholder
@@ -285,6 +303,11 @@ export function createOutboxStore(port: StorePort, clock: Clock) {
         .update(outbox)
         .set({ state: retryAt ? 'queued' : 'failed', attempts: sql`${outbox.attempts} + 1`, lastError: withoutNul(error).slice(0, 500), nextAttemptAt: retryAt ?? new Date(clock()), leaseUntil: null })
         .where(held(id, lease))
+    },
+
+    /** The rows of every site that wait for a way out, due now (wakeWaiting): how many. */
+    wake(): Promise<number> {
+      return wakeWaiting(port, clock)
     },
 
     /** The row cannot be sent now (no way out): looked at again at `at`, why kept, no try counted. */

@@ -30,8 +30,19 @@ const BATCH = 20
 const PARALLEL = 8
 const PER_ENDPOINT = 2
 const MAX_ROWS = 1_000
+/** The longest a row waits before it is looked at again: six hours. */
+const LONGEST_WAIT_MS = 6 * 60 * 60 * 1000
 /** The wait before try n+1: a minute, doubling, at most six hours. */
-export const backoffMs = (tries: number) => Math.min(60_000 * 2 ** (tries - 1), 6 * 60 * 60 * 1000)
+export const backoffMs = (tries: number) => Math.min(60_000 * 2 ** (tries - 1), LONGEST_WAIT_MS)
+
+/**
+ * How long a row that cannot leave yet (no way out, or a mailbox that cannot sign in) waits before
+ * it is looked at again, `waited` after it was queued: as long again, at least a minute and at
+ * most six hours. A backlog that has no way out then costs a few looks a day, not one a minute each
+ * (a site without SMTP queues its staff's notices for good); rows that have waited are due at once
+ * when a way out comes (db/stores/outbox.ts, wakeWaiting).
+ */
+export const waitMs = (waited: number) => Math.min(Math.max(waited, backoffMs(1)), LONGEST_WAIT_MS)
 
 /** What a row waits for when neither its mailbox nor the service has an SMTP address. */
 export const NO_WAY_OUT = "waiting: neither the mailbox nor the service (SERVICE_SMTP_URL) has an SMTP address to send it by"
@@ -136,6 +147,12 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
       return { ...message, text: `${message.text}\n\n${why}\n${lines.join('\n')}` }
     }
 
+    /** When a row that cannot leave yet is looked at again (waitMs). */
+    const waitingUntil = (row: OutboxRow) => {
+      const now = fastify.clock()
+      return new Date(now + waitMs(now - row.createdAt.getTime()))
+    }
+
     /** Sends one mail row of the outbox under its lease; whether it was sent. */
     async function sendMail(row: OutboxRow): Promise<boolean> {
       const message = mailOf(row, secretBox)
@@ -150,13 +167,13 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
       } catch (error) {
         if (!(error instanceof SignInUnavailable)) throw error
         // A connected mailbox that cannot sign in: the mail waits until it can (connected again).
-        await outbox.postpone(row.id, `waiting: ${error.message}`, new Date(fastify.clock() + backoffMs(1)))
+        await outbox.postpone(row.id, `waiting: ${error.message}`, waitingUntil(row))
         return false
       }
       const { mailer } = way
       if (!mailer.enabled) {
         // Looked at again in a while, so the rows behind it are not held up.
-        await outbox.postpone(row.id, NO_WAY_OUT, new Date(fastify.clock() + backoffMs(1)))
+        await outbox.postpone(row.id, NO_WAY_OUT, waitingUntil(row))
         return false
       }
       try {
@@ -233,9 +250,17 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
       closed = true
     })
 
+    // Whether this process has made the rows that waited for a way out due (its first run): a
+    // service started with SERVICE_SMTP_URL sends what waited for one at once, not hours later.
+    let woken = false
+
     /** Sends the due mail, one row after another in the order queued, BATCH rows a read, at most MAX_ROWS a run. */
     async function sendMails(): Promise<number> {
       unavailable = new Map()
+      if (!woken) {
+        if (mail.enabled) await outbox.wake()
+        woken = true
+      }
       let sent = 0
       for (let read = 0; read < MAX_ROWS / BATCH && !closed; read++) {
         const rows = await outbox.dueMail(BATCH)

@@ -149,6 +149,7 @@ t.test('the provider revokes the grant: the mailbox says so, its administrators 
   t.equal(again.statusCode, 303, again.body)
   t.match(await mailbox(), { oauthProblem: null, oauthProvider: 'microsoft' })
   t.equal((await app.mailboxes.listMailboxes(ann.site.id)).length, 1)
+  t.equal((await app.outbox.dueMail(10)).length, 1, 'the waiting reply due at once, not when its wait ends')
   await imap.deliver(ADDRESS, [customerMail('After', 'After connecting again.', 'after')])
   await until('the next mail taken in', async () => (await discussions()).length === 2)
   clock.advance(60_000)

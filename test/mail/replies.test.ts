@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { simpleParser } from 'mailparser'
 import t, { type Test } from 'tap'
 import nodemailer from 'nodemailer'
-import { buildTestApp, rawStatement, supporterWithToken } from '../fixtures/app.ts'
+import { buildTestApp, rawStatement, sharedDatabase, supporterWithToken } from '../fixtures/app.ts'
 import { mailServer, testDns } from '../fixtures/mail.ts'
 import { LEASE_MS, NO_WAY_OUT } from '../../plugins/mail/sender.ts'
 import { mailDesk } from '../fixtures/mail-desk.ts'
@@ -249,6 +249,40 @@ t.test('without a mail server the replies wait, queued, and say why; a mailbox w
   t.equal(await app.sendOutbox(), 1, "the billing reply goes; support's still has no way out")
   t.same(own.mails.map((m) => [m.from, m.to]), [['billing@acme.example', ['carol@customer.example']]])
   t.same(own.state.logins, ['mailer:s3cret-smtp'])
+})
+
+t.test('a reply with no way out is looked at again after as long as it has waited, six hours at most; a process started with a mail server sends it at once', async (t) => {
+  const shared = await sharedDatabase(t)
+  const { app, clock, ann, send } = await mailDesk(t, { config: shared })
+  await send({ subject: 'Hi', text: 'Hello.' })
+  await app.inject({ method: 'POST', url: '/demo/discussions/1/comments', headers: ann.bearer, payload: { body: 'Hello back.' } })
+  const due = async () => (await app.outbox.dueMail(10)).length
+  // Queued and looked at at once: a minute's wait, as before.
+  t.equal(await app.sendOutbox(), 0)
+  clock.advance(60 * 60_000)
+  t.equal(await due(), 1, 'looked at again')
+  // Waited an hour: it waits an hour more, not a minute.
+  t.equal(await app.sendOutbox(), 0)
+  clock.advance(59 * 60_000)
+  t.equal(await due(), 0, 'not looked at again within the hour')
+  clock.advance(2 * 60_000)
+  t.equal(await due(), 1, 'an hour later')
+  // Waited ten days: six hours at most.
+  clock.advance(10 * 24 * 60 * 60_000)
+  t.equal(await app.sendOutbox(), 0)
+  clock.advance(6 * 60 * 60_000 - 60_000)
+  t.equal(await due(), 0)
+  clock.advance(2 * 60_000)
+  t.equal(await due(), 1, 'six hours later')
+  t.equal(await app.sendOutbox(), 0)
+  t.equal(await due(), 0, 'waiting again')
+
+  // Another process of the service, started with SERVICE_SMTP_URL: what waited leaves at its first send, hours early.
+  const smtp = await mailServer(t)
+  const { app: other } = await buildTestApp(t, { clock, config: { ...shared, mail: { smtpUrl: smtp.url, from: 'desk@acme.example' } } })
+  t.equal(await other.sendOutbox(), 1)
+  t.same(smtp.mails.map((m) => m.to), [['carol@customer.example']])
+  t.match((await app.inject({ method: 'GET', url: '/demo/discussions/1/comments/2', headers: ann.bearer })).json().delivery, { state: 'sent', attempts: 1 })
 })
 
 t.test('a reply whose sending process died mid-send is sent once, by another, when its lease ends', async (t) => {
