@@ -36,11 +36,12 @@ const LONGEST_WAIT_MS = 6 * 60 * 60 * 1000
 export const backoffMs = (tries: number) => Math.min(60_000 * 2 ** (tries - 1), LONGEST_WAIT_MS)
 
 /**
- * How long a row that cannot leave yet (no way out, or a mailbox that cannot sign in) waits before
- * it is looked at again, `waited` after it was queued: as long again, at least a minute and at
- * most six hours. A backlog that has no way out then costs a few looks a day, not one a minute each
- * (a site without SMTP queues its staff's notices for good); rows that have waited are due at once
- * when a way out comes (db/stores/outbox.ts, wakeWaiting).
+ * How long a row with no way out (no SMTP address at all) waits before it is looked at again,
+ * `waited` after it was queued: as long again, at least a minute and at most six hours. A backlog
+ * that has no way out then costs a few looks a day, not one a minute each (a site without SMTP
+ * queues its staff's notices for good); what waited is due at once when a way out comes
+ * (db/stores/outbox.ts, wakeWaiting). A mailbox that cannot sign in may mend by itself (its
+ * provider answers again): its rows are looked at again every minute, as before.
  */
 export const waitMs = (waited: number) => Math.min(Math.max(waited, backoffMs(1)), LONGEST_WAIT_MS)
 
@@ -147,7 +148,7 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
       return { ...message, text: `${message.text}\n\n${why}\n${lines.join('\n')}` }
     }
 
-    /** When a row that cannot leave yet is looked at again (waitMs). */
+    /** When a row with no way out is looked at again (waitMs). */
     const waitingUntil = (row: OutboxRow) => {
       const now = fastify.clock()
       return new Date(now + waitMs(now - row.createdAt.getTime()))
@@ -167,7 +168,7 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
       } catch (error) {
         if (!(error instanceof SignInUnavailable)) throw error
         // A connected mailbox that cannot sign in: the mail waits until it can (connected again).
-        await outbox.postpone(row.id, `waiting: ${error.message}`, waitingUntil(row))
+        await outbox.postpone(row.id, `waiting: ${error.message}`, new Date(fastify.clock() + backoffMs(1)))
         return false
       }
       const { mailer } = way
