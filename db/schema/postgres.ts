@@ -656,7 +656,12 @@ export const mailMessages = pgTable(
     senderVerified: pgBoolean('sender_verified'),
     spamReason: pgText('spam_reason'),
   },
-  (t) => [pgUniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), pgIndex('mail_messages_discussion_idx').on(t.discussionId), pgIndex('mail_messages_comment_idx').on(t.commentId)],
+  (t) => [
+    pgUniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId),
+    pgIndex('mail_messages_discussion_idx').on(t.discussionId),
+    pgIndex('mail_messages_comment_idx').on(t.commentId),
+    pgIndex('mail_messages_sender_idx').on(t.siteId, t.sender, t.createdAt),
+  ],
 )
 
 export const senderRules = pgTable(

@@ -826,7 +826,14 @@ export const mailMessages = sqliteTable(
     spamReason: text('spam_reason'),
   },
   // By comment too: a comment deleted (an erasure, the retention) finds its kept mails by it, as the foreign key's cascade does.
-  (t) => [uniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId), index('mail_messages_discussion_idx').on(t.discussionId), index('mail_messages_comment_idx').on(t.commentId)],
+  // By sender and time: each message taken in counts its sender's of the last minute (plugins/mail/pipeline.ts,
+  // MAX_PER_SENDER_PER_MINUTE), which read every message of the site before (issue 75).
+  (t) => [
+    uniqueIndex('mail_messages_site_message_unique').on(t.siteId, t.messageId),
+    index('mail_messages_discussion_idx').on(t.discussionId),
+    index('mail_messages_comment_idx').on(t.commentId),
+    index('mail_messages_sender_idx').on(t.siteId, t.sender, t.createdAt),
+  ],
 )
 
 // What a site says of a sender (db/stores/senders.ts; docs/decisions.md, "Spam"): an address or a

@@ -74,6 +74,12 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
     .from(mailMessages)
     .where(and(eq(mailMessages.siteId, p('siteId')), eq(mailMessages.messageId, p('messageId'))))
     .prepare('mail_known_message'))
+  // The per-sender limit's count, at each message taken in: by its index (site, sender, time), prepared once.
+  const takenSince = onFirstUse(() => db
+    .select({ n: sql<number>`count(*)` })
+    .from(mailMessages)
+    .where(and(eq(mailMessages.siteId, p('siteId')), eq(mailMessages.sender, p('sender')), gte(mailMessages.createdAt, p('since'))))
+    .prepare('mail_taken_from'))
 
   // What the views show of a comment that came by mail (`origins`): where it came, DMARC's word on it.
   const originsOf = (on: StorePort['db'], which: SQL) =>
@@ -336,10 +342,7 @@ export function createMailStore(port: StorePort, clock: Clock, box: SecretBox) {
 
     /** How many messages the site took from `sender` since `since`: the per-sender limit's count. */
     async takenFrom(siteId: number, sender: string, since: Date): Promise<number> {
-      const [{ n }] = await db
-        .select({ n: sql<number>`count(*)` })
-        .from(mailMessages)
-        .where(and(eq(mailMessages.siteId, siteId), eq(mailMessages.sender, sender), gte(mailMessages.createdAt, since)))
+      const [{ n }] = await takenSince.execute({ siteId, sender, since: port.moment(since) })
       return Number(n)
     },
 

@@ -1,0 +1,1 @@
+CREATE INDEX "mail_messages_sender_idx" ON "mail_messages" USING btree ("site_id","sender","created_at");
