@@ -212,6 +212,9 @@ async function startedOnTheWeb(port: StorePort, reply: { siteId: number; discuss
   return { ...(await siteMailbox(port, reply.siteId)), to: author.email }
 }
 
+/** How the last word of a row postponed without a try begins (plugins/mail/sender.ts): what wakeWaiting finds. */
+export const WAITING = 'waiting: '
+
 /**
  * The mail rows that wait for a way out (postponed, their last word "waiting: ...": no SMTP address,
  * or a mailbox that cannot sign in), of one site or all, due now: a way out came (the service
@@ -221,7 +224,7 @@ async function startedOnTheWeb(port: StorePort, reply: { siteId: number; discuss
 export async function wakeWaiting(port: StorePort, clock: Clock, siteId?: number): Promise<number> {
   const { outbox } = port.tables
   const now = new Date(clock())
-  const waiting = and(eq(outbox.state, 'queued'), ne(outbox.kind, 'webhook'), gt(outbox.nextAttemptAt, now), like(outbox.lastError, 'waiting: %'))
+  const waiting = and(eq(outbox.state, 'queued'), ne(outbox.kind, 'webhook'), gt(outbox.nextAttemptAt, now), like(outbox.lastError, `${WAITING}%`))
   const woken = await port.db
     .update(outbox)
     .set({ nextAttemptAt: now })

@@ -1,7 +1,7 @@
 import { ratingLink } from '../../lib/rating-link.ts'
 import { randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
-import { mailOf, type OutboxMail, type OutboxRow } from '../../db/stores/outbox.ts'
+import { mailOf, WAITING, type OutboxMail, type OutboxRow } from '../../db/stores/outbox.ts'
 import { fileBytes } from '../../db/stores/files.ts'
 import { DEFAULT_MAIL_ATTACH_BYTES, shownSize } from '../../lib/files.ts'
 import { failureWords } from '../../lib/imap.ts'
@@ -46,7 +46,7 @@ export const backoffMs = (tries: number) => Math.min(60_000 * 2 ** (tries - 1), 
 export const waitMs = (waited: number) => Math.min(Math.max(waited, backoffMs(1)), LONGEST_WAIT_MS)
 
 /** What a row waits for when neither its mailbox nor the service has an SMTP address. */
-export const NO_WAY_OUT = "waiting: neither the mailbox nor the service (SERVICE_SMTP_URL) has an SMTP address to send it by"
+export const NO_WAY_OUT = `${WAITING}neither the mailbox nor the service (SERVICE_SMTP_URL) has an SMTP address to send it by`
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -168,7 +168,7 @@ export default fp<{ firstAfterMs?: number; everyMs?: number; send?: boolean; lea
       } catch (error) {
         if (!(error instanceof SignInUnavailable)) throw error
         // A connected mailbox that cannot sign in: the mail waits until it can (connected again).
-        await outbox.postpone(row.id, `waiting: ${error.message}`, new Date(fastify.clock() + backoffMs(1)))
+        await outbox.postpone(row.id, `${WAITING}${error.message}`, new Date(fastify.clock() + backoffMs(1)))
         return false
       }
       const { mailer } = way

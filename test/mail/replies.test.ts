@@ -280,6 +280,14 @@ t.test('a reply with no way out is looked at again after as long as it has waite
   // Another process of the service, started with SERVICE_SMTP_URL: what waited leaves at its first send, hours early.
   const smtp = await mailServer(t)
   const { app: other } = await buildTestApp(t, { clock, config: { ...shared, mail: { smtpUrl: smtp.url, from: 'desk@acme.example' } } })
+  // The database refuses the wake: the run fails, nothing is sent, and the next run wakes them.
+  const wake = other.outbox.wake
+  other.outbox.wake = async () => {
+    throw new Error('the database is away')
+  }
+  await t.rejects(other.sendOutbox(), /the database is away/)
+  t.equal(smtp.mails.length, 0)
+  other.outbox.wake = wake
   t.equal(await other.sendOutbox(), 1)
   t.same(smtp.mails.map((m) => m.to), [['carol@customer.example']])
   t.match((await app.inject({ method: 'GET', url: '/demo/discussions/1/comments/2', headers: ann.bearer })).json().delivery, { state: 'sent', attempts: 1 })
