@@ -110,7 +110,7 @@ export async function seedPostgresDiscussions(
       const first = (n ?? 0) + 1
       const rows = { number: [] as number[], title: [] as string[], permalink: [] as string[], state: [] as string[], before: [] as Array<string | null> }
       const more = { public: [] as boolean[], author: [] as number[], category: [] as number[], created: [] as string[], updated: [] as string[], comments: [] as number[] }
-      const sla = { awaiting: [] as boolean[], channel: [] as string[], since: [] as Array<string | null>, replied: [] as Array<string | null>, first: [] as Array<string | null>, next: [] as Array<string | null>, due: [] as string[] }
+      const sla = { awaiting: [] as boolean[], channel: [] as string[], since: [] as Array<string | null>, replied: [] as Array<string | null>, first: [] as Array<string | null>, next: [] as Array<string | null>, due: [] as string[], breached: [] as string[], told: [] as string[], alert: [] as Array<string | null> }
       const at = (ms: number | null) => (ms === null ? null : iso(ms))
       const said = { number: [] as number[], position: [] as number[], author: [] as number[], bySupporter: [] as boolean[], body: [] as string[], via: [] as string[], at: [] as string[] }
       const moved = new Map<string, { row: CountedRow; n: number }>()
@@ -124,6 +124,9 @@ export async function seedPostgresDiscussions(
         sla.first.push(at(kept.firstReplyDueAt))
         sla.next.push(at(kept.nextReplyDueAt))
         sla.due.push(iso(kept.dueAt))
+        sla.breached.push(kept.breached)
+        sla.told.push(kept.told)
+        sla.alert.push(at(kept.alertAt))
         documents.push(tsvectorOf(searchDocument(title, thread.map((c) => ({ body: c.body, internal: false })))))
         rows.number.push(first + i)
         rows.title.push(title)
@@ -153,16 +156,17 @@ export async function seedPostgresDiscussions(
       await tx.execute(sql`
         INSERT INTO discussions (site_id, number, title, permalink, state, state_before_delete, public, author_id, category_id,
                                  created_at, updated_at, last_updated_at, comments_count, awaiting_team, channel, sla_policy_id,
-                                 sla_reply_since, sla_first_replied_at, first_reply_due_at, next_reply_due_at, due_at)
+                                 sla_reply_since, sla_first_replied_at, first_reply_due_at, next_reply_due_at, due_at, sla_breached, sla_told, sla_alert_at)
         SELECT ${site.id}::integer, d.number, d.title, d.permalink, d.state, d.before, d.public, d.author, d.category, d.created, d.updated, d.updated, d.comments,
-               d.awaiting, d.channel, ${policyId}::integer, d.since, d.replied, d.first_due, d.next_due, d.due
+               d.awaiting, d.channel, ${policyId}::integer, d.since, d.replied, d.first_due, d.next_due, d.due, d.breached, d.told, d.alert
         FROM unnest(${array(rows.number)}::integer[], ${array(rows.title)}::text[], ${array(rows.permalink)}::text[], ${array(rows.state)}::text[],
                     ${array(rows.before)}::text[], ${array(more.public)}::boolean[], ${array(more.author)}::integer[], ${array(more.category)}::integer[],
                     ${array(more.created)}::timestamptz[], ${array(more.updated)}::timestamptz[], ${array(more.comments)}::integer[],
                     ${array(sla.awaiting)}::boolean[], ${array(sla.channel)}::text[], ${array(sla.since)}::timestamptz[], ${array(sla.replied)}::timestamptz[],
-                    ${array(sla.first)}::timestamptz[], ${array(sla.next)}::timestamptz[], ${array(sla.due)}::timestamptz[])
+                    ${array(sla.first)}::timestamptz[], ${array(sla.next)}::timestamptz[], ${array(sla.due)}::timestamptz[],
+                    ${array(sla.breached)}::text[], ${array(sla.told)}::text[], ${array(sla.alert)}::timestamptz[])
           WITH ORDINALITY AS d(number, title, permalink, state, before, public, author, category, created, updated, comments,
-                               awaiting, channel, since, replied, first_due, next_due, due, n)
+                               awaiting, channel, since, replied, first_due, next_due, due, breached, told, alert, n)
         ORDER BY d.n`)
       await tx.execute(sql`
         INSERT INTO comments (discussion_id, number, author_id, by_supporter, body, internal, via, created_at)

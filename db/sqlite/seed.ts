@@ -87,6 +87,9 @@ export async function seedSqliteDiscussions(
       firstReplyDueAt: sql`${p('firstReplyDueAt')}`,
       nextReplyDueAt: sql`${p('nextReplyDueAt')}`,
       dueAt: sql`${p('dueAt')}`,
+      slaBreached: p('breached'),
+      slaTold: p('told'),
+      slaAlertAt: sql`${p('alertAt')}`,
     })
     .prepare()
   const insertComment = db
@@ -153,6 +156,9 @@ export async function seedSqliteDiscussions(
             firstReplyDueAt: sla.firstReplyDueAt,
             nextReplyDueAt: sla.nextReplyDueAt,
             dueAt: sla.dueAt,
+            breached: sla.breached,
+            told: sla.told,
+            alertAt: sla.alertAt,
           })
           thread.forEach((c, n) =>
             insertComment.run({

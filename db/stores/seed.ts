@@ -1,6 +1,6 @@
 import type { CommentVia, DiscussionState } from '../values.ts'
 import { DAY_MS, type Clock } from '../../lib/clock.ts'
-import { channelOf, NEVER } from '../../lib/sla.ts'
+import { channelOf, dueAlerts, noClock, slaAfter, type SlaPolicy } from '../../lib/sla.ts'
 import { createCategoryStore, type Category } from './categories.ts'
 import { createSlaPolicyStore } from './sla-policies.ts'
 import type { StorePort } from '../port.ts'
@@ -98,7 +98,7 @@ export interface Seeded {
 
 const capitalise = (text: string) => text[0].toUpperCase() + text.slice(1)
 
-interface Said {
+export interface Said {
   authorId: number
   bySupporter: boolean
   body: string
@@ -137,33 +137,48 @@ export function discussionDraws<C extends { public: boolean }>(
     if (random() < 0.03) [before, state] = [state, 'deleted']
     const isPublic = random() < 0.1 ? !category.public : category.public
     const title = random() < 0.35 ? `${pick(QUESTIONS)} ${pick(THINGS)}?` : capitalise(`${pick(THINGS)} ${pick(TROUBLES)}`)
-    return { createdAt, category, customer, thread, last, state, before, isPublic, title, clock: seededClock(thread, state) }
+    return { createdAt, category, customer, thread, last, state, before, isPublic, title, clock: seededClock(thread, state, now) }
   }
 }
 
-/** The seed's SLA policy (seedPolicy): a reply within four hours of the clock, first and next. */
+/** The seed's SLA policy (seedPolicy): a reply within four hours of the clock, first and next, warned of half an hour before. */
 export const SEED_REPLY_MINUTES = 240
+const SEED_WARN_MINUTES = 30
 const SEED_POLICY = 'Seeded: a reply within 4 hours'
+const seedTerms: SlaPolicy = {
+  id: 0,
+  conditions: { categories: [], tags: [], domains: [], channels: [] },
+  targets: { firstReply: SEED_REPLY_MINUTES, nextReply: SEED_REPLY_MINUTES, resolution: null },
+  warnBefore: SEED_WARN_MINUTES,
+  schedule: null,
+}
 
 /**
- * What the clocks of a seeded discussion hold under the seed's policy (lib/sla.ts): a reply owed
- * since the customer's last message when it is new or open and theirs is the last word, due four
- * hours after it; the first reply's clock stopped at the team's first answer. Never told: no alert
- * waits on a seeded discussion (its clocks are history, not news).
+ * What the clocks of a seeded discussion hold under the seed's policy at `now`, as the service would
+ * have kept them through its history (lib/sla.ts): each comment moves them as a write does (a reply
+ * owed since the customer's message that is not answered yet; a discussion deleted or resolved owes
+ * none), a promise broken in the history is breached, and what fell due by `now` was told when it
+ * fell due: its clocks are history, not news, so no write tells it late. What falls due after `now`
+ * waits for the alerts' loop (plugins/sla-alerts.ts), as on a site that ran all along.
  */
-function seededClock(thread: Said[], state: DiscussionState) {
+export function seededClock(thread: readonly Said[], state: DiscussionState, now: number) {
+  let clock = noClock
+  for (const c of thread) clock = slaAfter(clock, { owedBefore: clock.replySince !== null, owedAfter: !c.bySupporter, at: new Date(c.at) }, seedTerms).clock
   const last = thread[thread.length - 1]!
-  const awaitingTeam = !last.bySupporter
-  const owed = awaitingTeam && (state === 'new' || state === 'open')
-  const firstRepliedAt = thread.find((c) => c.bySupporter)?.at ?? null
-  const due = owed ? last.at + SEED_REPLY_MINUTES * 60_000 : null
+  // Only a new or open discussion owes an answer: the others stopped their clocks with their last word.
+  if (clock.replySince !== null && state !== 'new' && state !== 'open') clock = slaAfter(clock, { owedBefore: true, owedAfter: false, at: new Date(last.at) }, seedTerms).clock
+  clock = dueAlerts(clock, new Date(now), seedTerms.warnBefore).clock
+  const ms = (at: Date | null) => (at === null ? null : at.getTime())
   return {
-    awaitingTeam,
-    replySince: owed ? last.at : null,
-    firstRepliedAt,
-    firstReplyDueAt: firstRepliedAt === null ? due : null,
-    nextReplyDueAt: firstRepliedAt === null ? null : due,
-    dueAt: due ?? NEVER.getTime(),
+    awaitingTeam: !last.bySupporter,
+    replySince: ms(clock.replySince),
+    firstRepliedAt: ms(clock.firstRepliedAt),
+    firstReplyDueAt: ms(clock.firstReplyDueAt),
+    nextReplyDueAt: ms(clock.nextReplyDueAt),
+    dueAt: clock.dueAt.getTime(),
+    breached: clock.breached.join(' '),
+    told: clock.told.join(' '),
+    alertAt: ms(clock.alertAt),
     channel: channelOf(thread[0]!.via),
   }
 }
@@ -173,8 +188,8 @@ export async function seedPolicy(port: StorePort, clock: Clock, site: Site): Pro
   const store = createSlaPolicyStore(port, clock)
   const found = (await store.list(site.id)).find((p) => p.name === SEED_POLICY)
   if (found) return found.id
-  const none = { categories: [], tags: [], domains: [], channels: [] }
-  return (await store.add(site.id, { name: SEED_POLICY, conditions: none, scheduleId: null, targets: { firstReply: SEED_REPLY_MINUTES, nextReply: SEED_REPLY_MINUTES, resolution: null }, warnBefore: 30 })).id
+  const { conditions, targets, warnBefore } = seedTerms
+  return (await store.add(site.id, { name: SEED_POLICY, conditions, scheduleId: null, targets, warnBefore })).id
 }
 
 /** The comments of one discussion: a customer's question, then answers and follow-ups in turn. */

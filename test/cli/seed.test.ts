@@ -22,7 +22,7 @@ const TABLES: Array<[string, string]> = [
   ['users', 'id, email, email_key, name, disabled, created_at, legacy_token_expires_at'],
   ['memberships', 'site_id, user_id, role, created_at'],
   ['categories', 'id, site_id, name, permalink, public, created_at'],
-  ['discussions', 'id, site_id, number, title, permalink, state, state_before_delete, public, author_id, category_id, created_at, updated_at, last_updated_at, comments_count'],
+  ['discussions', 'id, site_id, number, title, permalink, state, state_before_delete, public, author_id, category_id, created_at, updated_at, last_updated_at, comments_count, awaiting_team, channel, sla_policy_id, sla_reply_since, sla_first_replied_at, first_reply_due_at, next_reply_due_at, due_at, sla_breached, sla_told, sla_alert_at'],
   ['comments', 'id, discussion_id, number, author_id, by_supporter, body, internal, via, created_at'],
   ['discussion_counts', 'site_id, category_id, state, public, count'],
 ]
