@@ -63,7 +63,8 @@ export const COPIED_TABLES = [
   schema.usedChallenges,
   // What fair use counted in the current windows: moving the database does not reset them.
   schema.rateLimitWindows,
-  // Attachments: the files of the sites, their bytes, and what names them.
+  // Attachments: the files of the sites, their bytes, and what names them. (The bytes each site's
+  // files take, site_file_usage, are not copied: the target's trigger on files counts them as they go in.)
   schema.files,
   schema.filePieces,
   schema.attachments,

@@ -11,7 +11,7 @@ const pgDriver: typeof import('drizzle-orm/node-postgres') = require('drizzle-or
 const pgMigrator: typeof import('drizzle-orm/node-postgres/migrator') = require('drizzle-orm/node-postgres/migrator')
 
 // The same names as SQLite's under a pg prefix, where they would clash.
-export const { customType: pgCustomType, pgTable, boolean: pgBoolean, index: pgIndex, integer: pgInteger, primaryKey: pgPrimaryKey, text: pgText, timestamp: pgTimestamp, uniqueIndex: pgUniqueIndex, getTableConfig: getPgTableConfig } = pgCore
+export const { bigint: pgBigint, customType: pgCustomType, pgTable, boolean: pgBoolean, index: pgIndex, integer: pgInteger, primaryKey: pgPrimaryKey, text: pgText, timestamp: pgTimestamp, uniqueIndex: pgUniqueIndex, getTableConfig: getPgTableConfig } = pgCore
 export const { drizzle: drizzlePostgres } = pgDriver
 export type { NodePgDatabase, NodePgQueryResultHKT } from 'drizzle-orm/node-postgres'
 export type { PgDatabase, PgTable } from 'drizzle-orm/pg-core'

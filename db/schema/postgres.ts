@@ -2,7 +2,7 @@ import { sql } from '../drizzle.ts'
 import { isLive } from '../live.ts'
 import { NEVER, slaChannels } from '../../lib/sla.ts'
 import { dimensions, ratings } from '../../lib/reports.ts'
-import { pgBoolean, pgCustomType, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
+import { pgBigint, pgBoolean, pgCustomType, pgIndex, pgInteger, pgPrimaryKey, pgTable, pgText, pgTimestamp, pgUniqueIndex } from '../drizzle-postgres.ts'
 import { accessLevels, changeKinds, erasureModes, commentVias, discussionStates, factorKinds, linkPurposes, outboxKinds, outboxStates, participantSources, roles, senderVerdicts, securityKinds, writeTokenRules } from '../values.ts'
 import { fieldAudiences, fieldKinds, fieldSubjects } from '../../lib/fields.ts'
 
@@ -576,6 +576,16 @@ export const files = pgTable(
     createdAt: moment('created_at').notNull(),
   },
   (t) => [pgUniqueIndex('files_site_sha256_unique').on(t.siteId, t.sha256)],
+)
+
+// The bytes a site's files take, as db/schema/sqlite.ts says: kept by a trigger on files.
+export const siteFileUsage = pgTable(
+  'site_file_usage',
+  {
+    siteId: siteReference(),
+    bytes: pgBigint('bytes', { mode: 'number' }).notNull().default(0),
+  },
+  (t) => [pgPrimaryKey({ columns: [t.siteId] })],
 )
 
 export const filePieces = pgTable(

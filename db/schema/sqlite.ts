@@ -716,6 +716,19 @@ export const files = sqliteTable(
   (t) => [uniqueIndex('files_site_sha256_unique').on(t.siteId, t.sha256)],
 )
 
+// The bytes a site's files take (each content once, half-written ones not yet), which its space
+// (SERVICE_SITE_FILES_MB) is held against: kept by triggers on files (the migration
+// site_file_usage), whoever adds, names or removes one, so a file kept reads one row rather than
+// summing every file of the site (docs/decisions.md, "Attachments").
+export const siteFileUsage = sqliteTable(
+  'site_file_usage',
+  {
+    siteId: siteReference(),
+    bytes: integer('bytes').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.siteId] })],
+)
+
 // A file's bytes in order, in pieces of at most FILE_PIECE_BYTES (db/stores/files.ts): a row
 // small enough to write and read without holding a whole file in memory, on either engine.
 export const filePieces = sqliteTable(

@@ -125,18 +125,15 @@ export async function claimUploads(port: StorePort, clock: Clock, input: { siteI
   await port.db.update(attachments).set({ commentId: input.commentId, expiresAt: null }).where(inArray(attachments.id, ids))
 }
 
-/** The bytes the site's files take, read in the transaction of `port`: each content once, half-written ones not yet. */
+/**
+ * The bytes the site's files take, read in the transaction of `port`: each content once, half-written
+ * ones not yet. One row, which triggers on files keep (db/schema/sqlite.ts, siteFileUsage).
+ */
 async function usageIn(port: StorePort, siteId: number): Promise<number> {
-  const { files } = port.tables
-  const read = port.prepared('files_usage', (db) =>
-    db
-      .select({ bytes: sql<number | string | null>`sum(${files.size})` })
-      .from(files)
-      .where(and(eq(files.siteId, sql.placeholder('siteId')), notLike(files.sha256, PENDING)))
-      .prepare('files_usage'),
-  )
-  const [{ bytes }] = await read.execute({ siteId })
-  return Number(bytes ?? 0)
+  const { siteFileUsage } = port.tables
+  const read = port.prepared('files_usage', (db) => db.select({ bytes: siteFileUsage.bytes }).from(siteFileUsage).where(eq(siteFileUsage.siteId, sql.placeholder('siteId'))).prepare('files_usage'))
+  const [row] = await read.execute({ siteId })
+  return row?.bytes ?? 0
 }
 
 /** The attachments a comment carries, oldest first, read on `port` (in a transaction, those it just claimed). */

@@ -28,11 +28,11 @@ const options = { skip: down }
 
 type App = ReturnType<typeof buildApp>
 
-t.test("every table of the schema is copied but the search backfill's mark (the target makes its index again)", async (t) => {
+t.test("every table of the schema is copied but the search backfill's mark and the sites' file usage (the target makes its index again, and its trigger the usage)", async (t) => {
   // The SQLite schema's tables: the PostgreSQL one has the same (test/db/postgres/schema.test.ts).
   const tables = Object.values(sqliteSchema).filter((value) => is(value, SQLiteTable)).map((table) => getTableConfig(table as Parameters<typeof getTableConfig>[0]).name)
   const copied = COPIED_TABLES.map((table) => getPgTableConfig(table).name)
-  t.same([...copied, 'search_backfill'].sort(), tables.sort(), 'a new table is copied, or named here as not')
+  t.same([...copied, 'search_backfill', 'site_file_usage'].sort(), tables.sort(), 'a new table is copied, or named here as not')
 })
 
 /** A SQLite database made through the service: the app on the file, its stores and its pages. */
@@ -158,6 +158,7 @@ t.test('a database built through the service moves to PostgreSQL whole, and the 
   const downloaded = await moved.inject({ url: attachment, headers: { authorization: `Bearer ${bearer}` } })
   t.equal(downloaded.statusCode, 200)
   t.ok(downloaded.rawPayload.equals(file), 'the file downloads byte for byte from PostgreSQL')
+  t.equal(await moved.files.usage(ann.site.id), file.length, "the site's files take the same space there (counted by the target's trigger as they went in)")
   const provider = (await moved.signInProviders.find(ann.site.id, acme.id))!
   t.same(moved.signInProviders.settingsOf(provider), { issuer: 'https://accounts.google.com', clientId: 'acme-client', clientSecret: 'acme-secret' }, "the provider's secret opens there")
   t.equal(await moved.signInProviders.subjectOf(acme.id, ann.user.id), 'subject-of-ann', "Ann's subject is linked there")
