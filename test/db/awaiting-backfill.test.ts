@@ -1,12 +1,10 @@
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import pg from 'pg'
 import t from 'tap'
 import { drizzle, migrate } from '../../db/drizzle.ts'
-import { drizzlePostgres, migratePostgres } from '../../db/drizzle-postgres.ts'
 import { resources } from '../../lib/resources.ts'
-import { POSTGRES_URL, freshPostgresAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
-import { migrationsBefore } from '../fixtures/migrations.ts'
+import { TEST_ENGINE } from '../fixtures/postgres.ts'
+import { migrationsBefore, postgresBefore } from '../fixtures/migrations.ts'
 
 // Engines: both: what it asks goes through the stores, and each engine must answer it alike.
 // The migration that brought the queue's "waiting for the team" (awaiting_team, issue 48) marks
@@ -41,13 +39,8 @@ t.test('SQLite: the migration marks what is owed an answer', { skip: TEST_ENGINE
 })
 
 t.test('PostgreSQL: the migration marks what is owed an answer', { skip: TEST_ENGINE !== 'postgres' }, async (t) => {
-  const schema = new URL(await freshPostgresAddress(t)).searchParams.get('schema')!
-  const client = new pg.Client({ connectionString: POSTGRES_URL, options: `-c search_path=${schema}` })
-  await client.connect()
-  t.teardown(() => client.end())
-  await client.query(`CREATE SCHEMA "${schema}"`)
-  await migratePostgres(drizzlePostgres({ client }), { migrationsFolder: migrationsBefore(t, resources.postgresMigrations, BEFORE.postgres), migrationsSchema: schema })
+  const { client, rest } = await postgresBefore(t, BEFORE.postgres)
   await client.query(ROWS.replaceAll('$now', 'now()').replaceAll('$true', 'true').replaceAll('$false', 'false'))
-  await migratePostgres(drizzlePostgres({ client }), { migrationsFolder: resources.postgresMigrations, migrationsSchema: schema })
+  await rest()
   t.same((await client.query('SELECT number, awaiting_team AS a FROM discussions ORDER BY number')).rows, [{ number: 1, a: true }, { number: 2, a: false }, { number: 3, a: false }, { number: 4, a: false }])
 })

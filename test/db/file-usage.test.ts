@@ -3,12 +3,11 @@ import Database from 'better-sqlite3'
 import pg from 'pg'
 import t from 'tap'
 import { drizzle, migrate } from '../../db/drizzle.ts'
-import { drizzlePostgres, migratePostgres } from '../../db/drizzle-postgres.ts'
 import { saveFile } from '../../db/stores/files.ts'
 import { resources } from '../../lib/resources.ts'
 import { buildTestApp, rawRows } from '../fixtures/app.ts'
-import { POSTGRES_URL, freshPostgresAddress, TEST_ENGINE } from '../fixtures/postgres.ts'
-import { migrationsBefore } from '../fixtures/migrations.ts'
+import { POSTGRES_URL, TEST_ENGINE } from '../fixtures/postgres.ts'
+import { migrationsBefore, postgresBefore } from '../fixtures/migrations.ts'
 
 // Engines: both: each engine keeps the count by its own triggers (the migration site_file_usage).
 // The bytes a site's files take, which its space is held against (docs/decisions.md,
@@ -53,14 +52,9 @@ t.test('SQLite: the migration counts the files there, and the triggers every cha
 })
 
 t.test('PostgreSQL: the migration counts the files there, and the trigger every change after', { skip: TEST_ENGINE !== 'postgres' }, async (t) => {
-  const schema = new URL(await freshPostgresAddress(t)).searchParams.get('schema')!
-  const client = new pg.Client({ connectionString: POSTGRES_URL, options: `-c search_path=${schema}` })
-  await client.connect()
-  t.teardown(() => client.end())
-  await client.query(`CREATE SCHEMA "${schema}"`)
-  await migratePostgres(drizzlePostgres({ client }), { migrationsFolder: migrationsBefore(t, resources.postgresMigrations, BEFORE.postgres), migrationsSchema: schema })
+  const { client, schema, rest } = await postgresBefore(t, BEFORE.postgres)
   await client.query(SITES.replaceAll('$now', 'now()'))
-  await migratePostgres(drizzlePostgres({ client }), { migrationsFolder: resources.postgresMigrations, migrationsSchema: schema })
+  await rest()
   // Another session whose search_path does not name the schema: the trigger's function finds its table all the same.
   const other = new pg.Client({ connectionString: POSTGRES_URL })
   await other.connect()
