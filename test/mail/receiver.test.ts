@@ -1,7 +1,7 @@
 import { connect } from 'node:net'
 import nodemailer from 'nodemailer'
 import t, { type Test } from 'tap'
-import { buildTestApp, supporterWithToken } from '../fixtures/app.ts'
+import { buildTestApp, rawRows, supporterWithToken } from '../fixtures/app.ts'
 import { PNG } from '../fixtures/files.ts'
 import { testDns } from '../fixtures/mail.ts'
 import { mailDesk } from '../fixtures/mail-desk.ts'
@@ -13,8 +13,8 @@ import { personWithPassword, webClient } from '../fixtures/web.ts'
 // (plugins/mail/pipeline.ts): real SMTP, sent by nodemailer as a customer's mail program would, on
 // the engine the suite runs on.
 
-async function helpDesk(t: Test) {
-  const desk = await mailDesk(t)
+async function helpDesk(t: Test, options: Parameters<typeof mailDesk>[1] = {}) {
+  const desk = await mailDesk(t, options)
   const api = (url: string) => desk.app.inject({ url, headers: desk.ann.bearer }).then((res) => res.json())
   return { ...desk, api }
 }
@@ -330,4 +330,20 @@ t.test('STARTTLS where a certificate is set: the mail goes encrypted; without on
   t.teardown(() => refused.close())
   await t.rejects(refused.sendMail({ from: 'carol@customer.example', to: 'support@acme.example', subject: 'x', text: 'x' }), /STARTTLS/)
   t.match((await send({ subject: 'In the clear', text: 'Fine.' })).response, /^250 /, 'STARTTLS is offered, not required')
+})
+
+t.test("a stranger's mail past the site's space: what would pass it is not kept, said in the text, and the space holds", async (t) => {
+  const MiB = 1024 * 1024
+  const { app, ann, send, api } = await helpDesk(t, { config: { files: { fileBytes: MiB, siteBytes: MiB } } })
+  await send({ subject: 'First scan', text: 'The first.', attachments: [{ filename: 'first.bin', content: Buffer.alloc(700 * 1024, 1) }] })
+  await send({ subject: 'Second scan', text: 'The second.', attachments: [{ filename: 'second.bin', content: Buffer.alloc(700 * 1024, 2) }] })
+  const first = await api('/demo/discussions/1')
+  t.same(first.comments[0].attachments.map((a: { name: string }) => a.name).slice(0, 1), ['first.bin'], 'the first fits')
+  const second = await api('/demo/discussions/2')
+  t.match(second.comments[0].body, /^The second\.\n\n\[second\.bin \(700 KB\) was not kept: this site's files would pass its space of 1 MB: remove old discussions' files or ask the operator for more\.\]\n\n\[original-message\.eml \([\d.]+ KB\) was not kept: this site's files would pass/)
+  t.notOk(second.comments[0].attachments.some((a: { name: string }) => a.name === 'second.bin'), 'the file that would pass it is not kept')
+  const used = await app.files.usage(ann.site.id)
+  t.ok(used <= MiB, `the site's files take ${used} bytes, within its space`)
+  const [{ n }] = await rawRows(app, `SELECT coalesce(sum(size), 0) AS n FROM files WHERE site_id = ${ann.site.id} AND sha256 NOT LIKE 'pending:%'`)
+  t.equal(used, Number(n), 'the kept count is the sum of the files')
 })

@@ -93,6 +93,23 @@ t.test('files over the limits: the page says so, and keeps nothing', async (t) =
   t.equal((await app.discussions.get(ann.site.id, 1)).commentsCount, 1)
 })
 
+t.test("a reply's files past the site's space: the page says so, and keeps nothing more", async (t) => {
+  const MiB = 1024 * 1024
+  const { app } = await buildTestApp(t, { config: { files: { fileBytes: MiB, siteBytes: MiB } } })
+  const ann = await signedInPerson(app, { email: 'ann@example.test' })
+  const general = await app.categories.add(ann.site.id, 'General', true)
+  await app.discussions.create({ siteId: ann.site.id, categoryId: general.id, title: 'Printer', body: 'Help.', supporterId: ann.user.id, via: 'api' })
+  const path = '/demo/discussions/1'
+  await ann.web.get(path)
+  t.equal((await ann.web.postFiles(`${path}/reply`, { body: 'One scan.', internal: 'no', file: { name: 'one.bin', bytes: Buffer.alloc(700 * 1024, 1) } })).statusCode, 303)
+  await ann.web.get(path)
+  const over = await ann.web.postFiles(`${path}/reply`, { body: 'Another scan.', internal: 'no', file: { name: 'two.bin', bytes: Buffer.alloc(700 * 1024, 2) } })
+  t.equal(over.statusCode, 413)
+  t.match(over.body, /<h1>That was too large<\/h1>\s*<p>This site&#39;s files would pass its space of 1 MB: remove old discussions&#39; files or ask the operator for more\. Go back and choose fewer or smaller files\.<\/p>/)
+  t.equal(await app.files.usage(ann.site.id), 700 * 1024, 'the first file alone')
+  t.equal((await app.discussions.get(ann.site.id, 1)).commentsCount, 2, 'and no second reply was written')
+})
+
 t.test('customers and strangers reach no file; another site’s number is no file here', async (t) => {
   const { app, ann, path } = await discussionWithStaff(t)
   await ann.web.postFiles(`${path}/reply`, { body: 'A note.', internal: 'yes', file: { name: 'refund.txt', bytes: Buffer.from('approved') } })
